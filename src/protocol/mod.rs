@@ -1,0 +1,16 @@
+//! Shared vocabulary of every layer: conversation items, tool specs, calls
+//! and results, model requests and responses, stream events, usage and the
+//! session-log event envelope.
+//!
+//! Invariants: these types are plain data (serde, no I/O, no clock). Every
+//! provider maps to and from them; nothing here knows a wire format.
+
+mod events;
+mod items;
+mod model;
+mod tool;
+
+pub use events::{EventRecord, LOG_FORMAT_VERSION, SessionEvent, TurnOutcome};
+pub use items::{Item, ReasoningItem};
+pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
+pub use tool::{ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec};

@@ -1,0 +1,100 @@
+//! What the loop asks of a model and what comes back: the request, the
+//! incremental stream events, and the assembled response.
+
+use serde::{Deserialize, Serialize};
+
+use super::items::Item;
+use super::tool::{ToolCall, ToolSpec};
+
+/// A provider-neutral inference request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    pub model: String,
+    /// System / developer instructions.
+    pub instructions: String,
+    /// The conversation so far, oldest first.
+    pub items: Vec<Item>,
+    pub tools: Vec<ToolSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Token usage of one response (or a running total).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
+}
+
+/// Why the model stopped producing output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer.
+    EndTurn,
+    /// The model stopped to have tools run.
+    ToolUse,
+    /// The output token limit was hit.
+    MaxTokens,
+    /// The model refused or a content filter stopped it.
+    Refusal,
+    /// Anything else the provider reported, kept verbatim.
+    Other(String),
+}
+
+/// One complete model response, assembled from the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    /// Items in the order the model produced them (reasoning, text, calls).
+    pub items: Vec<Item>,
+    pub usage: Usage,
+    pub stop_reason: StopReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+}
+
+impl ModelResponse {
+    /// The tool calls of this response, in call order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.items.iter().filter_map(|item| match item {
+            Item::ToolCall(call) => Some(call),
+            Item::User { .. }
+            | Item::Assistant { .. }
+            | Item::Reasoning(_)
+            | Item::ToolResult(_) => None,
+        })
+    }
+
+    /// All visible text of this response joined in order.
+    pub fn text(&self) -> String {
+        self.items.iter().filter_map(Item::assistant_text).collect()
+    }
+}
+
+/// Incremental events while a response streams in, for live display.
+/// The assembled [`ModelResponse`] is the source of truth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    TextDelta { delta: String },
+    ReasoningDelta { delta: String },
+    ToolCallStarted { call_id: String, name: String },
+    ToolCallArgumentsDelta { call_id: String, delta: String },
+}

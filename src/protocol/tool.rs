@@ -1,0 +1,69 @@
+//! Tool specs as offered to the model, and the calls and results that flow
+//! between the model and the tool runtime.
+
+use serde::{Deserialize, Serialize};
+
+/// Whether running a tool can change anything outside keel.
+///
+/// Read-only calls of one response run concurrently; mutating calls run one
+/// at a time in call order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolClass {
+    ReadOnly,
+    Mutating,
+}
+
+/// A tool as the model sees it: a name, a description and a JSON schema for
+/// its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema (an object schema) for the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The id the result must refer to (`call_id` / `tool_use.id`).
+    pub call_id: String,
+    pub name: String,
+    /// The raw argument string exactly as the model produced it; it may be
+    /// invalid JSON, which becomes a tool error, never a crash.
+    pub arguments: String,
+    /// Provider item id when distinct from `call_id` (Responses `fc_…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+}
+
+/// The result of one tool call as returned to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    /// Text the model reads.
+    pub output: String,
+    /// True when the call failed (bad arguments, denied, tool error).
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// What a tool produced: the text for the model plus structured metadata
+/// for front ends and the log (exit codes, paths, truncation).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub meta: serde_json::Value,
+}
+
+impl ToolResult {
+    pub fn ok(call_id: impl Into<String>, output: impl Into<String>) -> Self {
+        Self { call_id: call_id.into(), output: output.into(), is_error: false }
+    }
+
+    pub fn error(call_id: impl Into<String>, output: impl Into<String>) -> Self {
+        Self { call_id: call_id.into(), output: output.into(), is_error: true }
+    }
+}
