@@ -6,7 +6,9 @@
 //! - L2: [`runtime`], the async driver.
 //! - L3: [`exec`], [`cli`].
 
+pub mod agent;
 pub mod llm;
+pub mod policy;
 pub mod protocol;
 pub mod sandbox;
 pub mod tools;

@@ -1,0 +1,19 @@
+//! The agent loop as a pure state machine: [`step`] takes the state and one
+//! [`Input`] and returns the [`Effect`]s the driver must carry out.
+//!
+//! Invariants: no `.await`, clock, filesystem, process or randomness here.
+//! Every transition emits an [`Effect::Record`] before the effect it
+//! describes, so the session log is written ahead of side effects. Every
+//! tool call the model makes gets exactly one result in the history, in
+//! call order, whatever happens (denial, error, interrupt, step limit).
+
+mod schedule;
+mod state;
+mod step;
+
+pub use schedule::{Batch, schedule};
+pub use state::{LoopConfig, LoopPhase, LoopState};
+pub use step::{Effect, Input, step};
+
+#[cfg(test)]
+mod step_tests;

@@ -1,0 +1,88 @@
+//! Turns the tool calls of one model response, with their policy
+//! decisions, into an ordered list of batches.
+//!
+//! Consecutive allowed read-only calls share one concurrent batch; every
+//! mutating call, denied call and call awaiting approval is a batch of its
+//! own. Running batches in order therefore keeps the model's call order for
+//! anything that can change state, while reads between writes still see
+//! the writes before them.
+
+use crate::policy::Decision;
+use crate::protocol::{ToolCall, ToolClass};
+
+/// One unit of tool execution.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Batch {
+    /// Run these calls (all allowed); concurrently when `concurrent`.
+    Run { calls: Vec<ToolCall>, concurrent: bool },
+    /// Ask the user first; run the call only if approved.
+    Ask { call: ToolCall, reason: String },
+    /// Do not run; answer the model with this reason.
+    Deny { call: ToolCall, reason: String },
+}
+
+/// Groups `calls` (in model order) into batches.
+pub fn schedule(calls: Vec<(ToolCall, ToolClass, Decision)>) -> Vec<Batch> {
+    let mut batches: Vec<Batch> = Vec::new();
+    for (call, class, decision) in calls {
+        match decision {
+            Decision::Forbidden { reason } => batches.push(Batch::Deny { call, reason }),
+            Decision::Prompt { reason } => batches.push(Batch::Ask { call, reason }),
+            Decision::Allow => match (class, batches.last_mut()) {
+                (ToolClass::ReadOnly, Some(Batch::Run { calls, concurrent: true })) => {
+                    calls.push(call);
+                }
+                (ToolClass::ReadOnly, _) => {
+                    batches.push(Batch::Run { calls: vec![call], concurrent: true });
+                }
+                (ToolClass::Mutating, _) => {
+                    batches.push(Batch::Run { calls: vec![call], concurrent: false });
+                }
+            },
+        }
+    }
+    batches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall { call_id: id.into(), name: "t".into(), arguments: "{}".into(), item_id: None }
+    }
+
+    fn ids(batch: &Batch) -> Vec<String> {
+        match batch {
+            Batch::Run { calls, .. } => calls.iter().map(|c| c.call_id.clone()).collect(),
+            Batch::Ask { call, .. } | Batch::Deny { call, .. } => vec![call.call_id.clone()],
+        }
+    }
+
+    #[test]
+    fn reads_between_writes_stay_between_them() {
+        let batches = schedule(vec![
+            (call("r1"), ToolClass::ReadOnly, Decision::Allow),
+            (call("r2"), ToolClass::ReadOnly, Decision::Allow),
+            (call("w1"), ToolClass::Mutating, Decision::Allow),
+            (call("r3"), ToolClass::ReadOnly, Decision::Allow),
+        ]);
+        let grouped: Vec<Vec<String>> = batches.iter().map(ids).collect();
+        assert_eq!(grouped, vec![vec!["r1", "r2"], vec!["w1"], vec!["r3"]]);
+        assert!(matches!(batches[1], Batch::Run { concurrent: false, .. }));
+    }
+
+    #[test]
+    fn denied_and_prompted_calls_keep_their_place() {
+        let batches = schedule(vec![
+            (call("r1"), ToolClass::ReadOnly, Decision::Allow),
+            (call("w1"), ToolClass::Mutating, Decision::Prompt { reason: "x".into() }),
+            (call("r2"), ToolClass::ReadOnly, Decision::Forbidden { reason: "y".into() }),
+            (call("r3"), ToolClass::ReadOnly, Decision::Allow),
+        ]);
+        let grouped: Vec<Vec<String>> = batches.iter().map(ids).collect();
+        assert_eq!(grouped, vec![vec!["r1"], vec!["w1"], vec!["r2"], vec!["r3"]]);
+        assert!(matches!(batches[1], Batch::Ask { .. }));
+        assert!(matches!(batches[2], Batch::Deny { .. }));
+    }
+}

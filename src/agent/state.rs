@@ -1,0 +1,80 @@
+//! The loop's state: configuration fixed for a session, the conversation,
+//! counters, and where in the cycle the loop is.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::policy::ApprovalMode;
+use crate::protocol::{Item, ToolClass, ToolSpec, Usage};
+
+use super::schedule::Batch;
+
+/// What stays fixed while a session runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopConfig {
+    pub model: String,
+    pub instructions: String,
+    pub tools: Vec<ToolSpec>,
+    /// Access class per tool name; unknown names count as read-only (they
+    /// never run, they only produce an error result).
+    pub tool_classes: BTreeMap<String, ToolClass>,
+    pub approval: ApprovalMode,
+    /// Model calls allowed in one turn.
+    pub max_steps: u32,
+}
+
+/// Where the loop is. `Idle` between turns; the others name what the loop
+/// is waiting for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopPhase {
+    Idle,
+    /// A model request is in flight.
+    Infer,
+    /// Waiting for the user's answer on the front batch.
+    AwaitApproval,
+    /// The front batch is running.
+    Execute,
+}
+
+/// The whole mutable state of the loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopState {
+    pub config: LoopConfig,
+    pub phase: LoopPhase,
+    /// The conversation, oldest first.
+    pub items: Vec<Item>,
+    /// Turns started in this session (1-based once a turn starts).
+    pub turn: u32,
+    /// Model calls made in the current turn.
+    pub step: u32,
+    /// Usage of the current turn.
+    pub turn_usage: Usage,
+    /// Usage of the whole session.
+    pub session_usage: Usage,
+    /// Batches of the current response still to run; the front one is
+    /// running or awaiting approval.
+    pub pending: VecDeque<Batch>,
+}
+
+impl LoopState {
+    pub fn new(config: LoopConfig) -> Self {
+        Self {
+            config,
+            phase: LoopPhase::Idle,
+            items: Vec::new(),
+            turn: 0,
+            step: 0,
+            turn_usage: Usage::default(),
+            session_usage: Usage::default(),
+            pending: VecDeque::new(),
+        }
+    }
+
+    pub fn class_of(&self, tool: &str) -> ToolClass {
+        self.config.tool_classes.get(tool).copied().unwrap_or(ToolClass::ReadOnly)
+    }
+
+    /// The last visible assistant text of the conversation.
+    pub fn last_assistant_text(&self) -> Option<&str> {
+        self.items.iter().rev().find_map(|item| item.assistant_text())
+    }
+}

@@ -1,0 +1,274 @@
+//! The transition function. See the module docs of [`crate::agent`] for
+//! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
+
+use crate::policy;
+use crate::protocol::{
+    Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
+};
+
+use super::schedule::{Batch, schedule};
+use super::state::{LoopPhase, LoopState};
+
+/// Something that happened, fed to [`step`] by the driver.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The user starts a turn.
+    UserTurn {
+        text: String,
+    },
+    ModelResponded(ModelResponse),
+    /// The model request failed for good (the adapter already retried).
+    ModelFailed {
+        message: String,
+    },
+    /// The user's answer for the call of an [`Effect::AskApproval`].
+    ApprovalDecided {
+        call_id: String,
+        approved: bool,
+        note: Option<String>,
+    },
+    /// Results of an [`Effect::RunBatch`], with metadata, in call order.
+    BatchFinished {
+        results: Vec<(ToolResult, serde_json::Value)>,
+    },
+    /// The user interrupted the turn. The driver first delivers whatever
+    /// the cancelled effect produced, then this.
+    Interrupted,
+}
+
+/// Something the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Append to the session log (before carrying out later effects).
+    Record(SessionEvent),
+    CallModel(ModelRequest),
+    AskApproval {
+        call: ToolCall,
+        reason: String,
+    },
+    /// Run these calls; concurrently when `concurrent`. Answer with
+    /// [`Input::BatchFinished`].
+    RunBatch {
+        calls: Vec<ToolCall>,
+        concurrent: bool,
+    },
+    /// The turn is over; the loop is idle again.
+    TurnEnded {
+        outcome: TurnOutcome,
+        final_text: Option<String>,
+        usage: Usage,
+    },
+}
+
+/// Advances the loop by one input. Inputs that make no sense in the current
+/// phase (a stale approval, a response while idle) change nothing.
+pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    match (state.phase.clone(), input) {
+        (LoopPhase::Idle, Input::UserTurn { text }) => start_turn(state, text, &mut effects),
+        (LoopPhase::Infer, Input::ModelResponded(response)) => {
+            on_response(state, response, &mut effects);
+        }
+        (LoopPhase::Infer, Input::ModelFailed { message }) => {
+            effects.push(Effect::Record(SessionEvent::ModelError { message }));
+            end_turn(state, TurnOutcome::Failed, &mut effects);
+        }
+        (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note }) => {
+            on_approval(state, &call_id, approved, note, &mut effects);
+        }
+        (LoopPhase::Execute, Input::BatchFinished { results }) => {
+            on_batch_finished(state, results, &mut effects);
+        }
+        (LoopPhase::Infer | LoopPhase::AwaitApproval | LoopPhase::Execute, Input::Interrupted) => {
+            answer_pending(state, "interrupted by the user before it ran", &mut effects);
+            end_turn(state, TurnOutcome::Interrupted, &mut effects);
+        }
+        (
+            LoopPhase::Idle | LoopPhase::Infer | LoopPhase::AwaitApproval | LoopPhase::Execute,
+            Input::UserTurn { .. }
+            | Input::ModelResponded(_)
+            | Input::ModelFailed { .. }
+            | Input::ApprovalDecided { .. }
+            | Input::BatchFinished { .. }
+            | Input::Interrupted,
+        ) => {}
+    }
+    effects
+}
+
+fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) {
+    state.turn += 1;
+    state.step = 0;
+    state.turn_usage = Usage::default();
+    state.pending.clear();
+    effects.push(Effect::Record(SessionEvent::TurnStarted { turn: state.turn }));
+    effects.push(Effect::Record(SessionEvent::UserMessage { text: text.clone() }));
+    state.items.push(Item::User { text });
+    infer(state, effects);
+}
+
+fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    state.step += 1;
+    state.phase = LoopPhase::Infer;
+    effects.push(Effect::CallModel(ModelRequest {
+        model: state.config.model.clone(),
+        instructions: state.config.instructions.clone(),
+        items: state.items.clone(),
+        tools: state.config.tools.clone(),
+        max_output_tokens: None,
+    }));
+}
+
+fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec<Effect>) {
+    state.turn_usage.add(&response.usage);
+    state.session_usage.add(&response.usage);
+    let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
+    state.items.extend(response.items.iter().cloned());
+    effects.push(Effect::Record(SessionEvent::ModelResponse { step: state.step, response }));
+    if calls.is_empty() {
+        end_turn(state, TurnOutcome::Completed, effects);
+        return;
+    }
+    if state.step >= state.config.max_steps {
+        let reason = format!("not run: the step limit of {} was reached", state.config.max_steps);
+        for call in &calls {
+            answer(state, ToolResult::error(&call.call_id, &reason), effects);
+        }
+        end_turn(state, TurnOutcome::MaxSteps, effects);
+        return;
+    }
+    let judged = calls
+        .into_iter()
+        .map(|call| {
+            let class = state.class_of(&call.name);
+            let decision = policy::evaluate(&call.name, class, state.config.approval);
+            (call, class, decision)
+        })
+        .collect();
+    state.pending = schedule(judged).into();
+    advance(state, effects);
+}
+
+/// Works through pending batches until one needs the driver, or none are
+/// left and the model is asked again.
+fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    loop {
+        match state.pending.front().cloned() {
+            None => return infer(state, effects),
+            Some(Batch::Deny { call, reason }) => {
+                state.pending.pop_front();
+                answer(state, ToolResult::error(&call.call_id, denied_text(&reason)), effects);
+            }
+            Some(Batch::Ask { call, reason }) => {
+                state.phase = LoopPhase::AwaitApproval;
+                effects.push(Effect::AskApproval { call, reason });
+                return;
+            }
+            Some(Batch::Run { calls, concurrent }) => {
+                state.phase = LoopPhase::Execute;
+                for call in &calls {
+                    let class = state.class_of(&call.name);
+                    effects.push(Effect::Record(SessionEvent::ToolCallStarted {
+                        call: call.clone(),
+                        class,
+                    }));
+                }
+                effects.push(Effect::RunBatch { calls, concurrent });
+                return;
+            }
+        }
+    }
+}
+
+fn on_approval(
+    state: &mut LoopState,
+    call_id: &str,
+    approved: bool,
+    note: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    let Some(Batch::Ask { call, reason }) = state.pending.front().cloned() else { return };
+    if call.call_id != call_id {
+        return;
+    }
+    state.pending.pop_front();
+    if approved {
+        state.pending.push_front(Batch::Run { calls: vec![call], concurrent: false });
+    } else {
+        let why = note.unwrap_or_else(|| format!("the user declined it ({reason})"));
+        state.pending.push_front(Batch::Deny { call, reason: why });
+    }
+    advance(state, effects);
+}
+
+fn on_batch_finished(
+    state: &mut LoopState,
+    mut results: Vec<(ToolResult, serde_json::Value)>,
+    effects: &mut Vec<Effect>,
+) {
+    let Some(Batch::Run { calls, .. }) = state.pending.pop_front() else { return };
+    for call in calls {
+        let position = results.iter().position(|(result, _)| result.call_id == call.call_id);
+        let (result, meta) = match position {
+            Some(index) => results.remove(index),
+            None => (
+                ToolResult::error(&call.call_id, "the tool produced no result"),
+                serde_json::Value::Null,
+            ),
+        };
+        record_result(state, result, meta, effects);
+    }
+    advance(state, effects);
+}
+
+/// Gives every call still pending an error result, so the history stays a
+/// valid conversation (every call answered).
+fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut Vec<Effect>) {
+    let pending: Vec<Batch> = state.pending.drain(..).collect();
+    for batch in pending {
+        let calls = match batch {
+            Batch::Run { calls, .. } => calls,
+            Batch::Ask { call, .. } | Batch::Deny { call, .. } => vec![call],
+        };
+        for call in calls {
+            answer(state, ToolResult::error(&call.call_id, reason), effects);
+        }
+    }
+}
+
+fn answer(state: &mut LoopState, result: ToolResult, effects: &mut Vec<Effect>) {
+    record_result(state, result, serde_json::Value::Null, effects);
+}
+
+fn record_result(
+    state: &mut LoopState,
+    result: ToolResult,
+    meta: serde_json::Value,
+    effects: &mut Vec<Effect>,
+) {
+    state.items.push(Item::ToolResult(result.clone()));
+    effects.push(Effect::Record(SessionEvent::ToolCallFinished { result, meta }));
+}
+
+fn denied_text(reason: &str) -> String {
+    format!("not run: {reason}")
+}
+
+fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
+    state.phase = LoopPhase::Idle;
+    let usage = state.turn_usage;
+    effects.push(Effect::Record(SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }));
+    let final_text = last_turn_text(state);
+    effects.push(Effect::TurnEnded { outcome, final_text, usage });
+}
+
+/// The last assistant text since the turn's user message.
+fn last_turn_text(state: &LoopState) -> Option<String> {
+    state
+        .items
+        .iter()
+        .rev()
+        .take_while(|item| !matches!(item, Item::User { .. }))
+        .find_map(Item::assistant_text)
+        .map(str::to_owned)
+}

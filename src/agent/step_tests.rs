@@ -1,0 +1,262 @@
+//! Drives [`step`] through whole turns with no I/O: the effects it asks for
+//! and the history it builds.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::policy::ApprovalMode;
+use crate::protocol::{
+    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult, TurnOutcome,
+    Usage,
+};
+
+fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
+    let tool_classes = BTreeMap::from([
+        ("read_file".to_owned(), ToolClass::ReadOnly),
+        ("grep".to_owned(), ToolClass::ReadOnly),
+        ("shell".to_owned(), ToolClass::Mutating),
+    ]);
+    LoopConfig {
+        model: "m".into(),
+        instructions: "be helpful".into(),
+        tools: Vec::new(),
+        tool_classes,
+        approval,
+        max_steps,
+    }
+}
+
+fn call(id: &str, name: &str) -> ToolCall {
+    ToolCall { call_id: id.into(), name: name.into(), arguments: "{}".into(), item_id: None }
+}
+
+fn respond(items: Vec<Item>) -> Input {
+    let stop_reason = if items.iter().any(|i| matches!(i, Item::ToolCall(_))) {
+        StopReason::ToolUse
+    } else {
+        StopReason::EndTurn
+    };
+    Input::ModelResponded(ModelResponse {
+        items,
+        usage: Usage { input_tokens: 10, output_tokens: 2, ..Usage::default() },
+        stop_reason,
+        response_id: None,
+    })
+}
+
+fn ok(id: &str) -> (ToolResult, serde_json::Value) {
+    (ToolResult::ok(id, format!("out-{id}")), serde_json::Value::Null)
+}
+
+fn non_record(effects: &[Effect]) -> Vec<&Effect> {
+    effects.iter().filter(|e| !matches!(e, Effect::Record(_))).collect()
+}
+
+#[test]
+fn plain_answer_ends_the_turn_with_its_text() {
+    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let effects = step(&mut state, Input::UserTurn { text: "hi".into() });
+    assert!(matches!(non_record(&effects)[..], [Effect::CallModel(_)]));
+    let effects = step(&mut state, respond(vec![Item::Assistant { text: "hello".into() }]));
+    let Some(Effect::TurnEnded { outcome, final_text, usage }) = effects.last() else {
+        panic!("turn did not end: {effects:?}");
+    };
+    assert_eq!(*outcome, TurnOutcome::Completed);
+    assert_eq!(final_text.as_deref(), Some("hello"));
+    assert_eq!(usage.input_tokens, 10);
+    assert_eq!(state.phase, LoopPhase::Idle);
+}
+
+#[test]
+fn reads_run_together_and_writes_alone_in_call_order() {
+    let mut state = LoopState::new(config(ApprovalMode::FullAuto, 10));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(
+        &mut state,
+        respond(vec![
+            Item::ToolCall(call("a", "read_file")),
+            Item::ToolCall(call("b", "grep")),
+            Item::ToolCall(call("c", "shell")),
+        ]),
+    );
+    let Some(Effect::RunBatch { calls, concurrent: true }) = effects.last() else {
+        panic!("expected a concurrent batch: {effects:?}");
+    };
+    assert_eq!(calls.len(), 2);
+    // Write-ahead: both calls are recorded before the batch runs.
+    let started = effects
+        .iter()
+        .filter(|e| matches!(e, Effect::Record(SessionEvent::ToolCallStarted { .. })))
+        .count();
+    assert_eq!(started, 2);
+    // Results may come back in any order; they are recorded in call order.
+    let effects = step(&mut state, Input::BatchFinished { results: vec![ok("b"), ok("a")] });
+    let Some(Effect::RunBatch { calls, concurrent: false }) = effects.last() else {
+        panic!("expected the write next: {effects:?}");
+    };
+    assert_eq!(calls[0].call_id, "c");
+    let effects = step(&mut state, Input::BatchFinished { results: vec![ok("c")] });
+    assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
+    let answered: Vec<&str> = state
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::ToolResult(r) => Some(r.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, ["a", "b", "c"]);
+}
+
+#[test]
+fn declined_call_tells_the_model_why_and_the_loop_goes_on() {
+    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, respond(vec![Item::ToolCall(call("c", "shell"))]));
+    assert!(matches!(effects.last(), Some(Effect::AskApproval { .. })));
+    let effects = step(
+        &mut state,
+        Input::ApprovalDecided {
+            call_id: "c".into(),
+            approved: false,
+            note: Some("approval needed; rerun with --full-auto".into()),
+        },
+    );
+    assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
+    let Some(Item::ToolResult(result)) = state.items.last() else { panic!() };
+    assert!(result.is_error);
+    assert!(result.output.contains("--full-auto"), "{}", result.output);
+}
+
+#[test]
+fn approved_call_runs() {
+    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, respond(vec![Item::ToolCall(call("c", "shell"))]));
+    let effects = step(
+        &mut state,
+        Input::ApprovalDecided { call_id: "c".into(), approved: true, note: None },
+    );
+    assert!(matches!(effects.last(), Some(Effect::RunBatch { concurrent: false, .. })));
+}
+
+#[test]
+fn step_limit_answers_open_calls_and_stops() {
+    let mut state = LoopState::new(config(ApprovalMode::FullAuto, 1));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, respond(vec![Item::ToolCall(call("c", "read_file"))]));
+    assert!(matches!(
+        effects.last(),
+        Some(Effect::TurnEnded { outcome: TurnOutcome::MaxSteps, .. })
+    ));
+    assert!(matches!(state.items.last(), Some(Item::ToolResult(r)) if r.is_error));
+}
+
+#[test]
+fn interrupt_while_running_answers_every_open_call() {
+    let mut state = LoopState::new(config(ApprovalMode::FullAuto, 10));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(
+        &mut state,
+        respond(vec![Item::ToolCall(call("a", "shell")), Item::ToolCall(call("b", "shell"))]),
+    );
+    let effects = step(&mut state, Input::Interrupted);
+    assert!(matches!(
+        effects.last(),
+        Some(Effect::TurnEnded { outcome: TurnOutcome::Interrupted, .. })
+    ));
+    assert_eq!(state.phase, LoopPhase::Idle);
+    assert_eq!(unanswered_calls(&state.items), Vec::<String>::new());
+}
+
+#[test]
+fn model_failure_fails_the_turn() {
+    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, Input::ModelFailed { message: "boom".into() });
+    assert!(effects.contains(&Effect::Record(SessionEvent::ModelError { message: "boom".into() })));
+    assert!(matches!(effects.last(), Some(Effect::TurnEnded { outcome: TurnOutcome::Failed, .. })));
+}
+
+#[test]
+fn stale_inputs_change_nothing() {
+    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let before = state.clone();
+    assert!(step(&mut state, Input::BatchFinished { results: vec![] }).is_empty());
+    assert!(step(&mut state, Input::Interrupted).is_empty());
+    assert_eq!(state, before);
+}
+
+fn unanswered_calls(items: &[Item]) -> Vec<String> {
+    let mut open: Vec<String> = Vec::new();
+    for item in items {
+        match item {
+            Item::ToolCall(c) => open.push(c.call_id.clone()),
+            Item::ToolResult(r) => open.retain(|id| *id != r.call_id),
+            Item::User { .. } | Item::Assistant { .. } | Item::Reasoning(_) => {}
+        }
+    }
+    open
+}
+
+#[derive(Debug, Clone)]
+enum Move {
+    Respond(Vec<(bool, bool)>),
+    Approve(bool),
+    Finish,
+    Interrupt,
+    Fail,
+}
+
+fn moves() -> impl Strategy<Value = Vec<Move>> {
+    let one = prop_oneof![
+        prop::collection::vec((any::<bool>(), any::<bool>()), 0..4).prop_map(Move::Respond),
+        any::<bool>().prop_map(Move::Approve),
+        Just(Move::Finish),
+        Just(Move::Interrupt),
+        Just(Move::Fail),
+    ];
+    prop::collection::vec(one, 1..40)
+}
+
+proptest! {
+    /// Whatever happens, once the loop is idle every call has exactly one
+    /// result and the log records the same results the history holds.
+    #[test]
+    fn every_call_is_answered_once_idle(moves in moves(), full_auto in any::<bool>()) {
+        let mode = if full_auto { ApprovalMode::FullAuto } else { ApprovalMode::Ask };
+        let mut state = LoopState::new(config(mode, 3));
+        let mut recorded_results = 0usize;
+        let mut next_id = 0u32;
+        let mut last_effects = step(&mut state, Input::UserTurn { text: "go".into() });
+        for mv in moves {
+            recorded_results += last_effects.iter().filter(|e| matches!(e, Effect::Record(SessionEvent::ToolCallFinished { .. }))).count();
+            let input = match mv {
+                Move::Respond(calls) => respond(calls.into_iter().map(|(write, _)| {
+                    next_id += 1;
+                    Item::ToolCall(call(&format!("c{next_id}"), if write { "shell" } else { "read_file" }))
+                }).collect()),
+                Move::Approve(yes) => match last_effects.last() {
+                    Some(Effect::AskApproval { call, .. }) => Input::ApprovalDecided { call_id: call.call_id.clone(), approved: yes, note: None },
+                    _ => Input::Interrupted,
+                },
+                Move::Finish => match last_effects.last() {
+                    Some(Effect::RunBatch { calls, .. }) => Input::BatchFinished { results: calls.iter().map(|c| ok(&c.call_id)).collect() },
+                    _ => respond(vec![Item::Assistant { text: "done".into() }]),
+                },
+                Move::Interrupt => Input::Interrupted,
+                Move::Fail => Input::ModelFailed { message: "x".into() },
+            };
+            last_effects = step(&mut state, input);
+            if state.phase == LoopPhase::Idle {
+                recorded_results += last_effects.iter().filter(|e| matches!(e, Effect::Record(SessionEvent::ToolCallFinished { .. }))).count();
+                prop_assert_eq!(unanswered_calls(&state.items), Vec::<String>::new());
+                let in_history = state.items.iter().filter(|i| matches!(i, Item::ToolResult(_))).count();
+                prop_assert_eq!(in_history, recorded_results);
+                last_effects = step(&mut state, Input::UserTurn { text: "again".into() });
+            }
+        }
+    }
+}
