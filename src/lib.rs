@@ -7,8 +7,10 @@
 //! - L3: [`exec`], [`cli`].
 
 pub mod agent;
+pub mod config;
 pub mod llm;
 pub mod policy;
 pub mod protocol;
 pub mod sandbox;
+pub mod session;
 pub mod tools;

@@ -1,0 +1,144 @@
+//! Reading configuration sources into [`ConfigFile`] layers: syntax and
+//! known keys only; meaning is [`super::resolve`]'s job.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{CliOverrides, ConfigError, Environment};
+
+/// The keys a config file may set. Unknown keys are errors (a typo should
+/// not be silently ignored).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub max_steps: Option<u32>,
+    pub max_retries: Option<u32>,
+    pub idle_timeout_secs: Option<u64>,
+}
+
+impl ConfigFile {
+    /// Overlays `other` on `self`: every key `other` sets wins.
+    fn overlay(&mut self, other: ConfigFile) {
+        let ConfigFile {
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            max_steps,
+            max_retries,
+            idle_timeout_secs,
+        } = other;
+        self.provider = provider.or(self.provider.take());
+        self.model = model.or(self.model.take());
+        self.base_url = base_url.or(self.base_url.take());
+        self.api_key_env = api_key_env.or(self.api_key_env.take());
+        self.max_steps = max_steps.or(self.max_steps);
+        self.max_retries = max_retries.or(self.max_retries);
+        self.idle_timeout_secs = idle_timeout_secs.or(self.idle_timeout_secs);
+    }
+}
+
+/// The merged configuration and what was ignored along the way.
+#[derive(Debug, Clone, Default)]
+pub struct Layers {
+    pub merged: ConfigFile,
+    pub warnings: Vec<String>,
+    pub workspace_root: PathBuf,
+}
+
+/// Reads the user file, the project file and the `-c` overrides.
+pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, ConfigError> {
+    let workspace_root = find_workspace_root(&env.cwd);
+    let mut layers = Layers { workspace_root: workspace_root.clone(), ..Layers::default() };
+    if let Some(user) = read_file(&env.keel_home.join("config.toml"))? {
+        layers.merged.overlay(user);
+    }
+    let project_path = workspace_root.join(".keel").join("config.toml");
+    if let Some(mut project) = read_file(&project_path)? {
+        for (key, value) in
+            [("base_url", project.base_url.take()), ("api_key_env", project.api_key_env.take())]
+        {
+            if value.is_some() {
+                layers.warnings.push(format!(
+                    "ignored `{key}` in {}: a project may not redirect API keys; set it in {} or pass a flag",
+                    project_path.display(),
+                    env.keel_home.join("config.toml").display()
+                ));
+            }
+        }
+        layers.merged.overlay(project);
+    }
+    for text in &cli.set {
+        layers.merged.overlay(parse_override(text)?);
+    }
+    Ok(layers)
+}
+
+/// The nearest ancestor of `cwd` holding `.git`, else `cwd` itself.
+pub fn find_workspace_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors().find(|dir| dir.join(".git").exists()).unwrap_or(cwd).to_path_buf()
+}
+
+fn read_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ConfigError::Read { path: path.to_owned(), source }),
+    };
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|error| ConfigError::Parse { path: path.to_owned(), message: error.to_string() })
+}
+
+/// Parses `key=value`; the value is TOML (`max_steps=5`) or, failing
+/// that, a bare string (`model=gpt-5`).
+fn parse_override(text: &str) -> Result<ConfigFile, ConfigError> {
+    let bad = |message: String| ConfigError::BadOverride { text: text.to_owned(), message };
+    let Some((key, value)) = text.split_once('=') else {
+        return Err(bad("expected key=value".to_owned()));
+    };
+    let key = key.trim();
+    let value = value.trim();
+    let as_toml = format!("{key} = {value}");
+    let as_string = format!("{key} = {}", toml::Value::String(value.to_owned()));
+    toml::from_str::<ConfigFile>(&as_toml)
+        .or_else(|_| toml::from_str::<ConfigFile>(&as_string))
+        .map_err(|error| bad(error.message().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_take_toml_or_bare_strings() {
+        let parsed = parse_override("max_steps=7").unwrap();
+        assert_eq!(parsed.max_steps, Some(7));
+        let parsed = parse_override("model=gpt-5.1-codex").unwrap();
+        assert_eq!(parsed.model.as_deref(), Some("gpt-5.1-codex"));
+    }
+
+    #[test]
+    fn unknown_override_key_is_named() {
+        let error = parse_override("modle=x").unwrap_err().to_string();
+        assert!(error.contains("modle"), "{error}");
+    }
+
+    #[test]
+    fn override_without_equals_is_rejected() {
+        assert!(matches!(parse_override("model"), Err(ConfigError::BadOverride { .. })));
+    }
+
+    #[test]
+    fn workspace_root_is_the_enclosing_git_repo() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        assert_eq!(find_workspace_root(&dir.path().join("a/b")), dir.path());
+    }
+}

@@ -1,0 +1,101 @@
+//! Configuration: the only reader of config files. Two steps, as ripgrep's
+//! low/high args: [`layers`] reads what the user wrote (TOML files, `-c`
+//! overrides) checking only syntax and known keys; [`resolve`] turns the
+//! merged layers, flags and environment into [`Settings`] the rest of keel
+//! uses, pure and testable.
+//!
+//! Sources, later wins: `$KEEL_HOME/config.toml` (default `~/.keel`), the
+//! project's `.keel/config.toml`, `-c key=value`, then flags. API keys come
+//! only from environment variables. A project file may not redirect the
+//! API key to another server (`base_url`, `api_key_env`): those keys are
+//! ignored there with a warning, since a cloned repository is untrusted.
+
+mod layers;
+mod resolve;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub use layers::{ConfigFile, Layers, find_workspace_root, read_layers};
+pub use resolve::{Settings, resolve};
+
+/// Why configuration could not be loaded. Every message says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid override `-c {text}`: {message}")]
+    BadOverride { text: String, message: String },
+    #[error("unknown provider `{name}`; use one of: openai, openai-chat, anthropic")]
+    UnknownProvider { name: String },
+    #[error("{value} is not a valid {key}: {message}")]
+    InvalidValue { key: &'static str, value: String, message: String },
+    #[error(
+        "no model provider configured. Do one of:\n  \
+         export OPENAI_API_KEY=…       (OpenAI, Responses API)\n  \
+         export ANTHROPIC_API_KEY=…    (Anthropic Messages API)\n  \
+         keel exec --provider openai-chat --base-url http://127.0.0.1:11434/v1 --model MODEL …\n  \
+         (any OpenAI-compatible server: Ollama, vLLM, LM Studio, OpenRouter)\n\
+         or set provider, model and base_url in {config_path}"
+    )]
+    NoProvider { config_path: PathBuf },
+    #[error(
+        "the {provider} provider needs an API key: set ${env_var}, or point --base-url at a \
+         server that needs none"
+    )]
+    MissingApiKey { provider: &'static str, env_var: String },
+    #[error(
+        "the {provider} provider needs a model: pass --model NAME or set `model` in {config_path}"
+    )]
+    MissingModel { provider: &'static str, config_path: PathBuf },
+    #[error("cannot determine the working directory: {source}")]
+    Cwd { source: std::io::Error },
+    #[error("cannot find a home folder for keel: set KEEL_HOME or HOME")]
+    NoHome,
+}
+
+/// The process environment keel reads, injected so tests are deterministic.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    /// `$KEEL_HOME`, or `~/.keel`.
+    pub keel_home: PathBuf,
+    pub cwd: PathBuf,
+    pub vars: BTreeMap<String, String>,
+}
+
+impl Environment {
+    /// Reads the real process environment.
+    pub fn from_process() -> Result<Self, ConfigError> {
+        let vars: BTreeMap<String, String> = std::env::vars().collect();
+        let keel_home = match (vars.get("KEEL_HOME"), vars.get("HOME")) {
+            (Some(home), _) if !home.is_empty() => PathBuf::from(home),
+            (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".keel"),
+            _ => return Err(ConfigError::NoHome),
+        };
+        let cwd = std::env::current_dir().map_err(|source| ConfigError::Cwd { source })?;
+        Ok(Self { keel_home, cwd, vars })
+    }
+
+    /// A non-empty environment variable.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str).filter(|value| !value.is_empty())
+    }
+}
+
+/// What the command line says about configuration.
+#[derive(Debug, Clone, Default)]
+pub struct CliOverrides {
+    pub provider: Option<String>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// `-c key=value` pairs, in order.
+    pub set: Vec<String>,
+}
+
+/// Loads and resolves configuration for a command run in `env.cwd`.
+pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigError> {
+    let layers = read_layers(env, cli)?;
+    resolve(env, cli, layers)
+}

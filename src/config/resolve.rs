@@ -1,0 +1,222 @@
+//! Turns merged configuration, flags and environment into [`Settings`].
+//! Pure: reads nothing but its arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
+
+use super::{CliOverrides, ConfigError, Environment, Layers};
+
+/// Model calls allowed in one turn unless configured otherwise.
+pub const DEFAULT_MAX_STEPS: u32 = 100;
+/// Seconds a stream may stay silent before it counts as cut.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 120;
+
+/// Everything a command needs to know, resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub provider: ProviderConfig,
+    pub model: String,
+    pub max_steps: u32,
+    pub keel_home: PathBuf,
+    pub workspace_root: PathBuf,
+    /// Things the user should know (ignored keys and the like).
+    pub warnings: Vec<String>,
+}
+
+/// Resolves provider, model and limits.
+pub fn resolve(
+    env: &Environment,
+    cli: &CliOverrides,
+    layers: Layers,
+) -> Result<Settings, ConfigError> {
+    let Layers { merged, warnings, workspace_root } = layers;
+    let config_path = env.keel_home.join("config.toml");
+    let base_url = cli.base_url.clone().or(merged.base_url);
+    let kind = match cli.provider.as_deref().or(merged.provider.as_deref()) {
+        Some(name) => ProviderKind::from_cli_name(name)
+            .ok_or_else(|| ConfigError::UnknownProvider { name: name.to_owned() })?,
+        None => detect_provider(env, base_url.is_some())
+            .ok_or_else(|| ConfigError::NoProvider { config_path: config_path.clone() })?,
+    };
+    let api_key_env = merged.api_key_env.unwrap_or_else(|| kind.default_api_key_env().to_owned());
+    let api_key = env.var(&api_key_env).map(str::to_owned);
+    if api_key.is_none() && base_url.is_none() {
+        return Err(ConfigError::MissingApiKey { provider: kind.cli_name(), env_var: api_key_env });
+    }
+    let base_url = base_url.unwrap_or_else(|| kind.default_base_url().to_owned());
+    validate_base_url(&base_url)?;
+    let model = match cli.model.clone().or(merged.model) {
+        Some(model) => model,
+        None => default_model(kind)
+            .map(str::to_owned)
+            .ok_or(ConfigError::MissingModel { provider: kind.cli_name(), config_path })?,
+    };
+    let retry = RetryPolicy {
+        max_retries: merged.max_retries.unwrap_or(RetryPolicy::default().max_retries),
+        ..RetryPolicy::default()
+    };
+    let idle_timeout =
+        Duration::from_secs(merged.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).max(1));
+    Ok(Settings {
+        provider: ProviderConfig { kind, base_url, api_key, api_key_env, retry, idle_timeout },
+        model,
+        max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
+        keel_home: env.keel_home.clone(),
+        workspace_root,
+        warnings,
+    })
+}
+
+/// With no provider named: a key in the environment picks one; a base URL
+/// alone means a local OpenAI-compatible server.
+fn detect_provider(env: &Environment, has_base_url: bool) -> Option<ProviderKind> {
+    if env.var("OPENAI_API_KEY").is_some() {
+        Some(ProviderKind::OpenAiResponses)
+    } else if env.var("ANTHROPIC_API_KEY").is_some() {
+        Some(ProviderKind::Anthropic)
+    } else if has_base_url {
+        Some(ProviderKind::OpenAiChat)
+    } else {
+        None
+    }
+}
+
+fn default_model(kind: ProviderKind) -> Option<&'static str> {
+    match kind {
+        ProviderKind::OpenAiResponses => Some("gpt-5.1"),
+        ProviderKind::Anthropic => Some("claude-sonnet-4-5"),
+        // Local servers name their models as they like.
+        ProviderKind::OpenAiChat => None,
+    }
+}
+
+fn validate_base_url(url: &str) -> Result<(), ConfigError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(ConfigError::InvalidValue {
+            key: "base_url",
+            value: url.to_owned(),
+            message: "it must start with http:// or https://".to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::config::load;
+
+    fn env(vars: &[(&str, &str)]) -> (tempfile::TempDir, Environment) {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Environment {
+            keel_home: dir.path().join("home"),
+            cwd: dir.path().join("repo"),
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        };
+        std::fs::create_dir_all(env.cwd.join(".git")).unwrap();
+        std::fs::create_dir_all(&env.keel_home).unwrap();
+        (dir, env)
+    }
+
+    #[test]
+    fn openai_key_picks_the_responses_api() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "sk-test")]);
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.provider.kind, ProviderKind::OpenAiResponses);
+        assert_eq!(settings.provider.api_key.as_deref(), Some("sk-test"));
+        assert_eq!(settings.provider.base_url, "https://api.openai.com/v1");
+    }
+
+    #[test]
+    fn anthropic_key_picks_anthropic() {
+        let (_dir, env) = env(&[("ANTHROPIC_API_KEY", "k")]);
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.provider.kind, ProviderKind::Anthropic);
+    }
+
+    #[test]
+    fn nothing_configured_explains_every_option() {
+        let (_dir, env) = env(&[]);
+        let message = load(&env, &CliOverrides::default()).unwrap_err().to_string();
+        for needle in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "--base-url", "Ollama", "config.toml"]
+        {
+            assert!(message.contains(needle), "{needle} missing from: {message}");
+        }
+    }
+
+    #[test]
+    fn local_server_needs_no_key_but_a_model() {
+        let (_dir, env) = env(&[]);
+        let cli = CliOverrides {
+            base_url: Some("http://127.0.0.1:11434/v1".into()),
+            ..CliOverrides::default()
+        };
+        let message = load(&env, &cli).unwrap_err().to_string();
+        assert!(message.contains("--model"), "{message}");
+        let cli = CliOverrides { model: Some("qwen3".into()), ..cli };
+        let settings = load(&env, &cli).unwrap();
+        assert_eq!(settings.provider.kind, ProviderKind::OpenAiChat);
+        assert_eq!(settings.provider.api_key, None);
+    }
+
+    #[test]
+    fn official_endpoint_without_key_names_the_variable() {
+        let (_dir, env) = env(&[]);
+        let cli = CliOverrides { provider: Some("anthropic".into()), ..CliOverrides::default() };
+        let message = load(&env, &cli).unwrap_err().to_string();
+        assert!(message.contains("$ANTHROPIC_API_KEY"), "{message}");
+    }
+
+    #[test]
+    fn layers_apply_in_order_user_project_override_flag() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "k")]);
+        std::fs::write(env.keel_home.join("config.toml"), "model = \"user\"\nmax_steps = 3\n")
+            .unwrap();
+        std::fs::create_dir_all(env.cwd.join(".keel")).unwrap();
+        std::fs::write(env.cwd.join(".keel/config.toml"), "model = \"project\"\n").unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!((settings.model.as_str(), settings.max_steps), ("project", 3));
+        let cli = CliOverrides { set: vec!["model=cli-c".into()], ..CliOverrides::default() };
+        assert_eq!(load(&env, &cli).unwrap().model, "cli-c");
+        let cli = CliOverrides { model: Some("flag".into()), ..cli };
+        assert_eq!(load(&env, &cli).unwrap().model, "flag");
+    }
+
+    #[test]
+    fn project_cannot_redirect_the_api_key() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "k")]);
+        std::fs::create_dir_all(env.cwd.join(".keel")).unwrap();
+        std::fs::write(
+            env.cwd.join(".keel/config.toml"),
+            "base_url = \"https://evil.example/v1\"\n",
+        )
+        .unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.provider.base_url, "https://api.openai.com/v1");
+        assert!(settings.warnings[0].contains("base_url"), "{:?}", settings.warnings);
+    }
+
+    #[test]
+    fn malformed_config_names_the_file() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "k")]);
+        std::fs::write(env.keel_home.join("config.toml"), "model = \n").unwrap();
+        let message = load(&env, &CliOverrides::default()).unwrap_err().to_string();
+        assert!(message.contains("config.toml"), "{message}");
+    }
+
+    #[test]
+    fn unknown_provider_lists_valid_ones() {
+        let (_dir, env) = env(&[]);
+        let cli = CliOverrides { provider: Some("gemini".into()), ..CliOverrides::default() };
+        let message = load(&env, &cli).unwrap_err().to_string();
+        assert!(message.contains("openai-chat"), "{message}");
+    }
+}

@@ -1,0 +1,42 @@
+//! The session log: one append-only JSONL file per session under
+//! `$KEEL_HOME/sessions/`, the single source of truth a session is rebuilt
+//! from.
+//!
+//! Invariants: lines are only ever appended; `seq` increases by one per line
+//! starting at 0; each line is written with one `write` call and flushed
+//! before `append` returns; a mutating tool call is also synced to disk
+//! before it runs (write-ahead). Write failures are returned, never
+//! swallowed. Reading skips a torn last line with a warning.
+
+mod reader;
+mod writer;
+
+use std::path::{Path, PathBuf};
+
+pub use reader::{LogContents, read_log};
+pub use writer::SessionLog;
+
+/// Why a log could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("cannot create the sessions folder {path}: {source}")]
+    CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot open session log {path}: {source}")]
+    Open { path: PathBuf, source: std::io::Error },
+    #[error("cannot write session log {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot read session log {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot encode a log event: {source}")]
+    Encode { source: serde_json::Error },
+}
+
+/// The folder holding session logs.
+pub fn sessions_dir(keel_home: &Path) -> PathBuf {
+    keel_home.join("sessions")
+}
+
+/// A new session id: a UUIDv7, so ids (and file names) sort by start time.
+pub fn new_session_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
