@@ -1,16 +1,25 @@
 //! keel: a terminal coding agent with an explicit, resumable agent loop.
 //!
 //! Layers (lower never imports higher; `tests/suite/layers.rs` checks it):
-//! - L0, pure: [`protocol`], [`policy`], [`agent`].
-//! - L1, adapters: [`llm`], [`tools`], [`sandbox`], [`session`], [`config`].
+//! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
+//!   [`prompts`], [`agent`].
+//! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
+//!   [`sandbox`], [`session`], [`config`].
 //! - L2: [`runtime`], the async driver.
-//! - L3: [`exec`], [`cli`].
+//! - L3, front ends: [`exec`], [`cli`].
 
 pub mod agent;
+pub mod policy;
+pub mod prompts;
+pub mod protocol;
+
 pub mod config;
 pub mod llm;
-pub mod policy;
-pub mod protocol;
 pub mod sandbox;
 pub mod session;
 pub mod tools;
+
+pub mod runtime;
+
+pub mod cli;
+pub mod exec;

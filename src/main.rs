@@ -1,1 +1,43 @@
-fn main() {}
+//! The `keel` binary: parses flags, starts the async runtime, maps errors
+//! to exit codes.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use keel::cli::{self, Cli};
+use keel::exec::ExitStatus;
+
+fn main() -> ExitCode {
+    // Parsing first: `--version` and `--help` never start a runtime.
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(&anyhow::anyhow!("cannot start the async runtime: {error}")),
+    };
+    let outcome = runtime.block_on(cli::run(cli));
+    // Blocking tool threads must not keep the process alive.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match outcome {
+        Ok(status) => ExitCode::from(status as u8),
+        Err(error) => fail(&error),
+    }
+}
+
+fn fail(error: &anyhow::Error) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "error: {error:#}");
+    ExitCode::from(ExitStatus::Usage as u8)
+}
+
+/// Diagnostics go to stderr, filtered by `KEEL_LOG` (e.g. `KEEL_LOG=debug`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KEEL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}

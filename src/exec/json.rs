@@ -1,0 +1,154 @@
+//! The `--json` printer: one JSON object per line on stdout, flushed per
+//! line. Wire format (a contract for scripts; change only deliberately):
+//!
+//! - `{"type":"session_started","session_id","log_path","provider","model","workspace_root"}`
+//! - `{"type":"turn_started","turn"}`
+//! - `{"type":"item_started","item":{"type":"agent_message"}}` when text starts streaming
+//! - `{"type":"item_completed","item":{"type":"agent_message","text"}}`
+//! - `{"type":"item_completed","item":{"type":"reasoning","text"}}`
+//! - `{"type":"item_started","item":{"type":"tool_call","call_id","name","arguments"}}`
+//! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
+//! - `{"type":"warning","message"}`, `{"type":"error","message"}`
+//! - `{"type":"turn_completed","turn","outcome","usage"}`
+//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","error"}`
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::protocol::{Item, ReasoningItem, StreamEvent, ToolCall, Usage};
+use crate::runtime::{EventSink, RuntimeEvent};
+
+use super::usage_json;
+
+/// Writes runtime events as JSON lines to stdout.
+#[derive(Debug, Default)]
+pub struct JsonPrinter {
+    /// Whether the current response's text already announced itself.
+    message_started: bool,
+}
+
+impl JsonPrinter {
+    pub fn stdout() -> Self {
+        Self::default()
+    }
+
+    fn write(&self, value: &Value) {
+        write_line(&mut std::io::stdout().lock(), value);
+    }
+}
+
+/// Writes one line and flushes. A closed stdout is not an error worth
+/// stopping the session for: the log still has everything.
+pub(crate) fn write_line(out: &mut impl Write, value: &Value) {
+    let _ = serde_json::to_writer(&mut *out, value);
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+impl EventSink for JsonPrinter {
+    fn emit(&mut self, event: RuntimeEvent) {
+        match event {
+            RuntimeEvent::SessionStarted {
+                session_id,
+                log_path,
+                provider,
+                model,
+                workspace_root,
+            } => {
+                self.write(&json!({"type": "session_started", "session_id": session_id,
+                    "log_path": log_path, "provider": provider, "model": model,
+                    "workspace_root": workspace_root}));
+            }
+            RuntimeEvent::TurnStarted { turn } => {
+                self.write(&json!({"type": "turn_started", "turn": turn}));
+            }
+            RuntimeEvent::Stream(StreamEvent::TextDelta { .. }) if !self.message_started => {
+                self.message_started = true;
+                self.write(&json!({"type": "item_started", "item": {"type": "agent_message"}}));
+            }
+            RuntimeEvent::Stream(_) => {}
+            RuntimeEvent::ModelResponse(response) => {
+                self.message_started = false;
+                for item in &response.items {
+                    if let Some(value) = completed_item(item) {
+                        self.write(&json!({"type": "item_completed", "item": value}));
+                    }
+                }
+            }
+            RuntimeEvent::ToolCallStarted { call, .. } => {
+                self.write(&json!({"type": "item_started", "item": call_json(&call)}));
+            }
+            RuntimeEvent::ToolCallFinished { call, result, meta } => {
+                let mut item = call_json(&call);
+                item["output"] = json!(result.output);
+                item["is_error"] = json!(result.is_error);
+                item["meta"] = meta;
+                self.write(&json!({"type": "item_completed", "item": item}));
+            }
+            RuntimeEvent::Warning { message } => {
+                self.write(&json!({"type": "warning", "message": message}));
+            }
+            RuntimeEvent::Error { message } => {
+                self.write(&json!({"type": "error", "message": message}));
+            }
+            RuntimeEvent::TurnCompleted { turn, outcome, usage, .. } => {
+                self.write(&json!({"type": "turn_completed", "turn": turn,
+                    "outcome": outcome, "usage": usage_json(&usage)}));
+            }
+        }
+    }
+}
+
+fn call_json(call: &ToolCall) -> Value {
+    json!({"type": "tool_call", "call_id": call.call_id, "name": call.name,
+        "arguments": call.arguments})
+}
+
+fn completed_item(item: &Item) -> Option<Value> {
+    match item {
+        Item::Assistant { text } => Some(json!({"type": "agent_message", "text": text})),
+        Item::Reasoning(reasoning) => {
+            let text = match reasoning {
+                ReasoningItem::OpenAi { summary, .. } => summary.join("\n"),
+                ReasoningItem::AnthropicThinking { thinking, .. } => thinking.clone(),
+                ReasoningItem::AnthropicRedacted { .. } => String::new(),
+            };
+            Some(json!({"type": "reasoning", "text": text}))
+        }
+        // Tool calls are reported when they start and finish.
+        Item::ToolCall(_) | Item::ToolResult(_) | Item::User { .. } => None,
+    }
+}
+
+/// The closing `result` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultLine {
+    /// `completed`, `failed` or `interrupted`.
+    pub status: &'static str,
+    pub final_text: Option<String>,
+    pub usage: Usage,
+    pub session_id: Option<String>,
+    pub log_path: Option<PathBuf>,
+    pub error: Option<String>,
+}
+
+impl ResultLine {
+    pub fn failure(error: String) -> Self {
+        Self {
+            status: "failed",
+            final_text: None,
+            usage: Usage::default(),
+            session_id: None,
+            log_path: None,
+            error: Some(error),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({"type": "result", "status": self.status, "final_text": self.final_text,
+            "usage": usage_json(&self.usage), "session_id": self.session_id,
+            "log_path": self.log_path, "error": self.error})
+    }
+}

@@ -1,0 +1,160 @@
+//! `keel exec`: one headless turn for scripts and CI. Progress goes to
+//! stderr and the final message to stdout, or, with `--json`, one JSON event
+//! per line on stdout ending in exactly one `result` line.
+//!
+//! Invariants: the process always exits; nothing here asks the user (what
+//! would ask is declined with a tool result that says how to allow it);
+//! the `result` line is written whatever happened after argument parsing.
+
+mod human;
+mod json;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Settings;
+use crate::policy::ApprovalMode;
+use crate::protocol::{TurnOutcome, Usage};
+use crate::runtime::{EventSink, NonInteractiveApprover, Session, SessionOptions};
+
+pub use human::HumanPrinter;
+pub use json::{JsonPrinter, ResultLine};
+
+/// Documented exit codes of `keel exec` (and of keel in general).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// The model finished the task.
+    Done = 0,
+    /// The model or the turn failed (model error, step limit, log failure).
+    Failed = 1,
+    /// Bad flags or configuration.
+    Usage = 2,
+    /// Interrupted by Ctrl-C.
+    Interrupted = 130,
+}
+
+/// What the user asked `keel exec` to do.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    pub prompt: String,
+    pub json: bool,
+    pub last_message_file: Option<PathBuf>,
+    pub approval: ApprovalMode,
+    pub cwd: PathBuf,
+    pub date: String,
+}
+
+/// Runs one turn and reports it; returns the exit status.
+pub async fn run(
+    settings: &Settings,
+    options: ExecOptions,
+    cancel: CancellationToken,
+) -> ExitStatus {
+    let sink: Box<dyn EventSink> = if options.json {
+        Box::new(JsonPrinter::stdout())
+    } else {
+        Box::new(HumanPrinter::stderr())
+    };
+    let session_options =
+        SessionOptions { approval: options.approval, cwd: options.cwd.clone(), date: options.date };
+    let mut session =
+        match Session::start(settings, session_options, sink, Box::new(NonInteractiveApprover)) {
+            Ok(session) => session,
+            Err(error) => {
+                let line = ResultLine::failure(error.to_string());
+                report(&line, options.json, None);
+                return ExitStatus::Failed;
+            }
+        };
+    let summary = session.run_turn(options.prompt, &cancel).await;
+    let (status, line) = match summary {
+        Ok(summary) => {
+            let status = match summary.outcome {
+                TurnOutcome::Completed => ExitStatus::Done,
+                TurnOutcome::Failed | TurnOutcome::MaxSteps => ExitStatus::Failed,
+                TurnOutcome::Interrupted => ExitStatus::Interrupted,
+            };
+            let error = summary.error.or_else(|| match summary.outcome {
+                TurnOutcome::MaxSteps => Some(format!(
+                    "stopped at the step limit of {}; raise it with -c max_steps=N",
+                    settings.max_steps
+                )),
+                TurnOutcome::Completed | TurnOutcome::Failed | TurnOutcome::Interrupted => None,
+            });
+            let line = ResultLine {
+                status: status_name(summary.outcome),
+                final_text: summary.final_text,
+                usage: session.session_usage(),
+                session_id: Some(session.id().to_owned()),
+                log_path: Some(session.log_path().to_owned()),
+                error,
+            };
+            (status, line)
+        }
+        Err(error) => {
+            let mut line = ResultLine::failure(error.to_string());
+            line.session_id = Some(session.id().to_owned());
+            line.log_path = Some(session.log_path().to_owned());
+            (ExitStatus::Failed, line)
+        }
+    };
+    if let (Some(path), Some(text)) = (&options.last_message_file, &line.final_text) {
+        if let Err(error) = std::fs::write(path, text) {
+            let mut line = line;
+            line.status = "failed";
+            line.error =
+                Some(format!("cannot write the last message to {}: {error}", path.display()));
+            report(&line, options.json, None);
+            return ExitStatus::Failed;
+        }
+    }
+    report(&line, options.json, Some(status));
+    status
+}
+
+fn status_name(outcome: TurnOutcome) -> &'static str {
+    match outcome {
+        TurnOutcome::Completed => "completed",
+        TurnOutcome::Failed | TurnOutcome::MaxSteps => "failed",
+        TurnOutcome::Interrupted => "interrupted",
+    }
+}
+
+/// Writes the closing output: the `result` line in JSON mode; otherwise the
+/// final text on stdout and any error on stderr.
+fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
+    if json {
+        json::write_line(&mut std::io::stdout().lock(), &line.to_json());
+        return;
+    }
+    let mut stderr = std::io::stderr().lock();
+    if let Some(error) = &line.error {
+        let _ = writeln!(stderr, "error: {error}");
+    }
+    if status == Some(ExitStatus::Interrupted) {
+        let _ = writeln!(stderr, "interrupted");
+    }
+    if let Some(text) = &line.final_text {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{text}");
+        let _ = stdout.flush();
+    }
+}
+
+/// JSON shape of usage in exec output.
+pub(crate) fn usage_json(usage: &Usage) -> serde_json::Value {
+    serde_json::json!({
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "total_tokens": usage.total_tokens(),
+    })
+}
+
+/// Writes one JSON value as a line on stdout (for `keel tool`).
+pub fn write_json_line(value: &serde_json::Value) {
+    json::write_line(&mut std::io::stdout().lock(), value);
+}

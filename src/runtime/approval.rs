@@ -1,0 +1,42 @@
+//! Who answers approval requests: the TUI asks the user; `exec` cannot.
+
+use crate::protocol::ToolCall;
+use crate::tools::BoxFuture;
+
+/// The answer to one approval request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAnswer {
+    pub approved: bool,
+    /// Why, in words the model reads when the call is not run.
+    pub note: Option<String>,
+}
+
+/// Decides whether a call that needs approval may run.
+pub trait Approver: Send {
+    fn decide<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        reason: &'a str,
+    ) -> BoxFuture<'a, ApprovalAnswer>;
+}
+
+/// For headless runs: nobody can be asked, so everything that would ask is
+/// declined, and the model is told how the user could allow it.
+#[derive(Debug, Clone, Default)]
+pub struct NonInteractiveApprover;
+
+impl Approver for NonInteractiveApprover {
+    fn decide<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        reason: &'a str,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        let note = format!(
+            "`{}` needs approval ({reason}) and this headless run cannot ask for it; \
+             the user can rerun `keel exec` with --full-auto (workspace writes and commands) \
+             or --yolo (everything). Continue without it if you can.",
+            call.name
+        );
+        Box::pin(async move { ApprovalAnswer { approved: false, note: Some(note) } })
+    }
+}

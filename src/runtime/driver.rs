@@ -1,0 +1,254 @@
+//! [`Session`]: one session's adapters and the loop that drives `step`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+use futures_util::future::join_all;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Effect, Input, LoopConfig, LoopState, step};
+use crate::config::Settings;
+use crate::llm::{LlmClient, LlmError};
+use crate::policy::ApprovalMode;
+use crate::prompts::{PromptFacts, system_prompt};
+use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
+use crate::session::{SessionLog, new_session_id, sessions_dir};
+use crate::tools::{ToolContext, ToolRegistry};
+
+use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
+
+/// Per-session choices made by the front end.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    pub approval: ApprovalMode,
+    /// Where the user started keel (inside the workspace).
+    pub cwd: PathBuf,
+    /// Today's date for the prompt (the driver's caller owns the clock).
+    pub date: String,
+}
+
+/// How a turn ended, for front ends and exit codes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    pub outcome: TurnOutcome,
+    pub final_text: Option<String>,
+    pub usage: Usage,
+    /// The error that failed the turn, if one did.
+    pub error: Option<String>,
+}
+
+/// A running session.
+pub struct Session {
+    id: String,
+    log: SessionLog,
+    state: LoopState,
+    llm: LlmClient,
+    tools: ToolRegistry,
+    workspace_root: PathBuf,
+    cwd: PathBuf,
+    sink: Box<dyn EventSink>,
+    approver: Box<dyn Approver>,
+}
+
+impl Session {
+    /// Opens a new session log and announces the session.
+    pub fn start(
+        settings: &Settings,
+        options: SessionOptions,
+        mut sink: Box<dyn EventSink>,
+        approver: Box<dyn Approver>,
+    ) -> Result<Self, RuntimeError> {
+        let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
+        let tools = ToolRegistry::builtin();
+        let workspace_root = settings.workspace_root.clone();
+        let instructions = system_prompt(&PromptFacts {
+            workspace_root: workspace_root.display().to_string(),
+            cwd: options.cwd.display().to_string(),
+            platform: std::env::consts::OS.to_owned(),
+            date: options.date.clone(),
+        });
+        let specs = tools.specs();
+        let tool_classes: BTreeMap<String, _> =
+            specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
+        let state = LoopState::new(LoopConfig {
+            model: settings.model.clone(),
+            instructions,
+            tools: specs,
+            tool_classes,
+            approval: options.approval,
+            max_steps: settings.max_steps,
+        });
+        let id = new_session_id();
+        let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
+        let provider = settings.provider.kind.cli_name().to_owned();
+        log.append(SessionEvent::SessionStarted {
+            session_id: id.clone(),
+            cwd: options.cwd.display().to_string(),
+            provider: provider.clone(),
+            model: settings.model.clone(),
+            keel_version: env!("CARGO_PKG_VERSION").to_owned(),
+        })?;
+        for message in &settings.warnings {
+            sink.emit(RuntimeEvent::Warning { message: message.clone() });
+        }
+        sink.emit(RuntimeEvent::SessionStarted {
+            session_id: id.clone(),
+            log_path: log.path().to_owned(),
+            provider,
+            model: settings.model.clone(),
+            workspace_root: workspace_root.clone(),
+        });
+        Ok(Self { id, log, state, llm, tools, workspace_root, cwd: options.cwd, sink, approver })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn log_path(&self) -> &Path {
+        self.log.path()
+    }
+
+    pub fn session_usage(&self) -> Usage {
+        self.state.session_usage
+    }
+
+    /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
+    pub async fn run_turn(
+        &mut self,
+        prompt: String,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, RuntimeError> {
+        let mut error: Option<String> = None;
+        let mut queue: VecDeque<Effect> =
+            step(&mut self.state, Input::UserTurn { text: prompt }).into();
+        self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
+        while let Some(effect) = queue.pop_front() {
+            let input = match effect {
+                Effect::Record(event) => {
+                    self.log.append(event.clone())?;
+                    self.announce(event);
+                    continue;
+                }
+                Effect::TurnEnded { outcome, final_text, usage } => {
+                    self.sink.emit(RuntimeEvent::TurnCompleted {
+                        turn: self.state.turn,
+                        outcome,
+                        final_text: final_text.clone(),
+                        usage,
+                    });
+                    return Ok(TurnSummary { outcome, final_text, usage, error });
+                }
+                _ if cancel.is_cancelled() => Input::Interrupted,
+                Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
+                Effect::AskApproval { call, reason } => {
+                    let answer = self.approver.decide(&call, &reason).await;
+                    Input::ApprovalDecided {
+                        call_id: call.call_id,
+                        approved: answer.approved,
+                        note: answer.note,
+                    }
+                }
+                Effect::RunBatch { calls, concurrent } => {
+                    let results = self.run_batch(&calls, concurrent, cancel).await;
+                    Input::BatchFinished { results }
+                }
+            };
+            queue.extend(step(&mut self.state, input));
+            if cancel.is_cancelled() && !queue.iter().any(|e| matches!(e, Effect::TurnEnded { .. }))
+            {
+                // Write what the last input produced, then end the turn.
+                let records: Vec<Effect> =
+                    queue.drain(..).filter(|e| matches!(e, Effect::Record(_))).collect();
+                queue.extend(records);
+                queue.extend(step(&mut self.state, Input::Interrupted));
+            }
+        }
+        Err(RuntimeError::Stalled)
+    }
+
+    async fn call_model(
+        &mut self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+        error: &mut Option<String>,
+    ) -> Input {
+        let sink = &mut self.sink;
+        let mut forward = |event| sink.emit(RuntimeEvent::Stream(event));
+        match self.llm.stream(request, &mut forward, cancel).await {
+            Ok(response) => {
+                self.sink.emit(RuntimeEvent::ModelResponse(response.clone()));
+                Input::ModelResponded(response)
+            }
+            Err(LlmError::Cancelled) => Input::Interrupted,
+            Err(failure) => {
+                let message = failure.to_string();
+                self.sink.emit(RuntimeEvent::Error { message: message.clone() });
+                *error = Some(message.clone());
+                Input::ModelFailed { message }
+            }
+        }
+    }
+
+    async fn run_batch(
+        &mut self,
+        calls: &[ToolCall],
+        concurrent: bool,
+        cancel: &CancellationToken,
+    ) -> Vec<(ToolResult, serde_json::Value)> {
+        let ctx = ToolContext {
+            workspace_root: self.workspace_root.clone(),
+            cwd: self.cwd.clone(),
+            cancel: cancel.clone(),
+        };
+        if concurrent {
+            return join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await;
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            results.push(self.tools.run_call(call, &ctx).await);
+        }
+        results
+    }
+
+    /// Tells the front end about tool calls as they are recorded, so denied
+    /// and interrupted calls show up exactly like the ones that ran.
+    fn announce(&mut self, event: SessionEvent) {
+        match event {
+            SessionEvent::ToolCallStarted { call, class } => {
+                self.sink.emit(RuntimeEvent::ToolCallStarted { call, class });
+            }
+            SessionEvent::ToolCallFinished { result, meta } => {
+                let call = self.find_call(&result.call_id);
+                self.sink.emit(RuntimeEvent::ToolCallFinished { call, result, meta });
+            }
+            SessionEvent::SessionStarted { .. }
+            | SessionEvent::UserMessage { .. }
+            | SessionEvent::TurnStarted { .. }
+            | SessionEvent::ModelResponse { .. }
+            | SessionEvent::ModelError { .. }
+            | SessionEvent::TurnCompleted { .. } => {}
+        }
+    }
+
+    fn find_call(&self, call_id: &str) -> ToolCall {
+        self.state
+            .items
+            .iter()
+            .rev()
+            .find_map(|item| match item {
+                Item::ToolCall(call) if call.call_id == call_id => Some(call.clone()),
+                Item::User { .. }
+                | Item::Assistant { .. }
+                | Item::Reasoning(_)
+                | Item::ToolCall(_)
+                | Item::ToolResult(_) => None,
+            })
+            .unwrap_or_else(|| ToolCall {
+                call_id: call_id.to_owned(),
+                name: String::new(),
+                arguments: String::new(),
+                item_id: None,
+            })
+    }
+}

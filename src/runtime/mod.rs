@@ -1,0 +1,31 @@
+//! The async driver: owns a session's adapters (model client, tools, log)
+//! and carries out the [`Effect`](crate::agent::Effect)s of the pure loop,
+//! feeding each outcome back as the next [`Input`](crate::agent::Input).
+//!
+//! Invariants: every `Record` effect is appended to the log before any later
+//! effect runs (write-ahead); front ends learn what happens only through
+//! [`RuntimeEvent`]s; cancellation (Ctrl-C) stops the model stream and
+//! running tools, and the turn still ends with every call answered.
+
+mod approval;
+mod driver;
+mod events;
+
+pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
+pub use driver::{Session, SessionOptions, TurnSummary};
+pub use events::{EventSink, RuntimeEvent};
+
+use crate::llm::LlmError;
+use crate::session::SessionError;
+
+/// Failures that end a session (as opposed to tool errors, which the model
+/// reads, and model errors, which fail one turn).
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Log(#[from] SessionError),
+    #[error("cannot set up the model client: {0}")]
+    Client(#[source] LlmError),
+    #[error("the loop stopped without ending the turn (a bug in keel's state machine)")]
+    Stalled,
+}
