@@ -1,1 +1,4 @@
-pub fn x() {}
+//! One integration-test binary (link time on 2 cores): every suite module
+//! lives in `tests/suite/`.
+
+mod suite;

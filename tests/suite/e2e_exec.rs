@@ -1,0 +1,192 @@
+//! The real `keel exec` binary against scripted models of all three wire
+//! protocols, in temp git repos.
+
+use serde_json::json;
+
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model, types};
+use super::wire::{Step, Wire, call};
+
+fn edit_trajectory() -> Vec<Step> {
+    vec![
+        Step::Calls {
+            text: Some("Let me look at the file.".into()),
+            calls: vec![call("read_file", json!({"path": "hello.txt"}))],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "edit_file",
+                json!({"path": "hello.txt", "old_string": "hello", "new_string": "goodbye"}),
+            )],
+        },
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "cat hello.txt"}))] },
+        Step::Answer("Done: hello.txt now says goodbye.".into()),
+    ]
+}
+
+async fn run_edit_trajectory(wire: Wire) {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "hello world\n");
+    let server = scripted_model(wire, &edit_trajectory()).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", wire.provider()])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .arg("Change hello to goodbye in hello.txt")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{wire:?} stderr: {stderr}");
+    assert_eq!(sandbox.read("hello.txt"), "goodbye world\n", "{wire:?}");
+
+    let lines = json_lines(&output.stdout);
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result", "{wire:?}");
+    assert_eq!(types(&lines).iter().filter(|t| *t == "result").count(), 1);
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["final_text"], "Done: hello.txt now says goodbye.");
+    assert_eq!(result["usage"]["output_tokens"], 80, "{wire:?}: {result}");
+    let shell_done = lines
+        .iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["name"] == "shell")
+        .unwrap();
+    assert_eq!(shell_done["item"]["is_error"], false, "{shell_done}");
+    assert!(shell_done["item"]["output"].as_str().unwrap().contains("goodbye world"));
+
+    // The log holds every step, write-ahead: started before finished.
+    let log = sandbox.only_log();
+    let log_types = types(&log);
+    assert_eq!(log_types.iter().filter(|t| *t == "model_response").count(), 4, "{log_types:?}");
+    assert_eq!(log_types.iter().filter(|t| *t == "tool_call_started").count(), 3);
+    assert_eq!(log_types.iter().filter(|t| *t == "tool_call_finished").count(), 3);
+    assert_eq!(log.last().unwrap()["type"], "turn_completed");
+    assert_eq!(log.last().unwrap()["outcome"], "completed");
+    for (seq, line) in log.iter().enumerate() {
+        assert_eq!(line["seq"], seq as u64);
+    }
+    assert_eq!(result["log_path"].as_str().unwrap().ends_with(".jsonl"), true);
+
+    // The model saw each tool's result: the last request carries the
+    // shell output.
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 4, "{wire:?}");
+    assert!(bodies[3].to_string().contains("goodbye world"), "{wire:?}");
+}
+
+#[tokio::test]
+async fn responses_api_edits_a_file_end_to_end() {
+    run_edit_trajectory(Wire::Responses).await;
+}
+
+#[tokio::test]
+async fn chat_completions_edits_a_file_end_to_end() {
+    run_edit_trajectory(Wire::Chat).await;
+}
+
+#[tokio::test]
+async fn anthropic_messages_edits_a_file_end_to_end() {
+    run_edit_trajectory(Wire::Anthropic).await;
+}
+
+#[tokio::test]
+async fn bad_tool_calls_become_errors_the_model_reads() {
+    let sandbox = Sandbox::new();
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![
+                ("read_file".to_owned(), "{\"path\": \"a.txt\"".to_owned()),
+                ("launch_rockets".to_owned(), "{}".to_owned()),
+            ],
+        },
+        Step::Answer("Sorry.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let errors: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "item_completed" && l["item"]["is_error"] == true)
+        .collect();
+    assert_eq!(errors.len(), 2, "{lines:?}");
+    assert!(errors[1]["item"]["output"].as_str().unwrap().contains("launch_rockets"));
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2, "the session went on after the bad calls");
+}
+
+#[tokio::test]
+async fn exec_without_full_auto_declines_writes_and_says_how_to_allow_them() {
+    let sandbox = Sandbox::new();
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "x.txt", "content": "x"}))],
+        },
+        Step::Answer("I could not write.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "write x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!sandbox.repo.join("x.txt").exists());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "I could not write.");
+    let bodies = request_bodies(&server).await;
+    assert!(bodies[1].to_string().contains("--full-auto"), "the model is told how to allow it");
+}
+
+#[tokio::test]
+async fn model_failure_exits_1_with_the_servers_message() {
+    let sandbox = Sandbox::new();
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(500).set_body_json(
+            json!({"error": {"message": "the mock is on fire", "type": "server_error"}}),
+        ))
+        .mount(&server)
+        .await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat", "-c", "max_retries=1"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let lines = json_lines(&output.stdout);
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "failed");
+    assert!(result["error"].as_str().unwrap().contains("the mock is on fire"), "{result}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_still_end_with_a_result_line() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.keel().args(["exec", "--json", "hi"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let lines = json_lines(&output.stdout);
+    assert_eq!(types(&lines), ["result"]);
+    assert!(lines[0]["error"].as_str().unwrap().contains("OPENAI_API_KEY"));
+}
+
+#[test]
+fn prompt_from_stdin_must_not_be_empty() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--base-url", "http://127.0.0.1:9/v1"])
+        .args(["--model", "m", "-"])
+        .write_stdin("   \n")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("prompt is empty"));
+}

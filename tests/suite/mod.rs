@@ -1,0 +1,4 @@
+mod e2e_exec;
+mod layers;
+mod support;
+mod wire;

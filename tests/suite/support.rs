@@ -1,0 +1,131 @@
+//! Test fixtures: a temp git repo with its own KEEL_HOME, a wiremock model
+//! that plays a scripted trajectory, and a way to run the real `keel`
+//! binary with a cleared environment.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tempfile::TempDir;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use super::wire::{Step, Wire, render};
+
+/// A temp git repository plus a keel home outside it.
+pub struct Sandbox {
+    _root: TempDir,
+    pub repo: PathBuf,
+    pub home: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        let home = root.path().join("keel-home");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let status = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Self { _root: root, repo, home }
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.repo.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.repo.join(rel)).unwrap()
+    }
+
+    /// `keel` with a cleared environment, run inside the repo.
+    pub fn keel(&self) -> Command {
+        let mut cmd = Command::cargo_bin("keel").unwrap();
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("KEEL_HOME", &self.home)
+            .current_dir(&self.repo);
+        cmd
+    }
+
+    /// The only session log written so far.
+    pub fn only_log(&self) -> Vec<Value> {
+        let dir = self.home.join("sessions");
+        let logs: Vec<PathBuf> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(logs.len(), 1, "expected one log in {}", dir.display());
+        read_jsonl(&logs[0])
+    }
+}
+
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// Parses stdout of `--json`: every line must be a JSON object with a type.
+pub fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines()
+        .map(|line| {
+            let value: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            assert!(value["type"].is_string(), "no type: {line}");
+            value
+        })
+        .collect()
+}
+
+pub fn types(lines: &[Value]) -> Vec<String> {
+    lines.iter().map(|v| v["type"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+/// Answers successive requests with successive scripted SSE bodies.
+struct Scripted {
+    bodies: Vec<String>,
+    next: AtomicUsize,
+}
+
+impl Respond for Scripted {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        let index = self.next.fetch_add(1, Ordering::SeqCst).min(self.bodies.len() - 1);
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(self.bodies[index].clone())
+    }
+}
+
+/// A mock model for `wire` playing `steps` in order.
+pub async fn scripted_model(wire: Wire, steps: &[Step]) -> MockServer {
+    let server = MockServer::start().await;
+    let bodies = steps.iter().enumerate().map(|(i, s)| render(wire, s, i)).collect();
+    Mock::given(method("POST"))
+        .and(path(wire.path()))
+        .respond_with(Scripted { bodies, next: AtomicUsize::new(0) })
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Bodies of the requests the model received, parsed.
+pub async fn request_bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
