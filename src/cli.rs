@@ -99,7 +99,7 @@ async fn run_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<ExitStatu
     match prepare_exec(model, args) {
         Ok((settings, options)) => {
             let cancel = CancellationToken::new();
-            tokio::spawn(interrupt_on_ctrl_c(cancel.clone()));
+            watch_interrupts(cancel.clone())?;
             Ok(exec::run(&settings, options, cancel).await)
         }
         // Scripts reading --json get their `result` line even for bad usage.
@@ -139,16 +139,23 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
     Ok((settings, options))
 }
 
-/// First Ctrl-C cancels the turn (it then ends cleanly); a second one
-/// leaves at once.
-async fn interrupt_on_ctrl_c(cancel: CancellationToken) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
-    }
-    cancel.cancel();
-    if tokio::signal::ctrl_c().await.is_ok() {
-        std::process::exit(ExitStatus::Interrupted as i32);
-    }
+/// First Ctrl-C (SIGINT) cancels the turn, which then ends cleanly; a
+/// second one leaves at once. The handler is installed before this returns,
+/// so no early SIGINT falls through to the default (kill) action.
+fn watch_interrupts(cancel: CancellationToken) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint =
+        signal(SignalKind::interrupt()).context("cannot install the Ctrl-C handler")?;
+    tokio::spawn(async move {
+        if sigint.recv().await.is_none() {
+            return;
+        }
+        cancel.cancel();
+        if sigint.recv().await.is_some() {
+            std::process::exit(ExitStatus::Interrupted as i32);
+        }
+    });
+    Ok(())
 }
 
 fn read_prompt(arg: &str) -> anyhow::Result<String> {

@@ -1,4 +1,6 @@
 mod e2e_exec;
+mod e2e_interrupt;
+mod e2e_mockllm;
 mod layers;
 mod support;
 mod wire;

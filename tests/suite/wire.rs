@@ -13,8 +13,6 @@ pub enum Wire {
 }
 
 impl Wire {
-    pub const ALL: [Wire; 3] = [Wire::Responses, Wire::Chat, Wire::Anthropic];
-
     pub fn provider(self) -> &'static str {
         match self {
             Wire::Responses => "openai",
