@@ -178,13 +178,22 @@ mod tests {
         }
     }
 
-    /// Whether `pid` is gone (or a zombie nobody reaped yet).
+    /// Whether `pid` is gone (or a zombie nobody reaped yet). A SIGKILLed
+    /// process closes its files before it turns into a zombie, so poll
+    /// briefly (bounded) instead of reading its state once.
     fn is_dead(pid: &str) -> bool {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => true,
-            Ok(stat) => {
-                stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let dead = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => true,
+                Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| {
+                    matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))
+                }),
+            };
+            if dead || Instant::now() > deadline {
+                return dead;
             }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -192,8 +201,8 @@ mod tests {
     async fn captures_stdout_stderr_and_exit_code() {
         let out = run_ok(script("echo out; echo err >&2; exit 3")).await;
         assert_eq!(out.exit_code, Some(3));
-        assert_eq!(out.stdout.text, "out\n");
-        assert_eq!(out.stderr.text, "err\n");
+        assert_eq!(out.stdout.text(), "out\n");
+        assert_eq!(out.stderr.text(), "err\n");
         assert!(!out.timed_out && !out.truncated() && !out.success());
     }
 
@@ -203,13 +212,13 @@ mod tests {
             .with_env("KEEL_TEST_VAR", "hello");
         let out = run_ok(spec).await;
         assert!(out.success());
-        assert_eq!(out.stdout.text, "hello\n");
+        assert_eq!(out.stdout.text(), "hello\n");
     }
 
     #[tokio::test]
     async fn stdin_is_null() {
         let out = run_ok(script("cat; echo end")).await;
-        assert_eq!(out.stdout.text, "end\n");
+        assert_eq!(out.stdout.text(), "end\n");
     }
 
     #[tokio::test]
@@ -218,7 +227,7 @@ mod tests {
             script("echo before; sleep 5; echo after").with_timeout(Duration::from_millis(300));
         let out = run_ok(spec).await;
         assert!(out.timed_out);
-        assert_eq!(out.stdout.text, "before\n");
+        assert_eq!(out.stdout.text(), "before\n");
         assert!(out.duration < Duration::from_secs(3), "took {:?}", out.duration);
     }
 
@@ -227,7 +236,8 @@ mod tests {
         let spec = script("sleep 30 & echo $!; wait").with_timeout(Duration::from_millis(300));
         let out = run_ok(spec).await;
         assert!(out.timed_out);
-        let pid = out.stdout.text.trim();
+        let text = out.stdout.text();
+        let pid = text.trim();
         assert!(!pid.is_empty());
         assert!(is_dead(pid), "background process {pid} survived the timeout");
     }
@@ -237,7 +247,7 @@ mod tests {
         let out = run_ok(script("sleep 30 & echo $!; echo done")).await;
         assert!(out.success());
         assert!(out.duration < Duration::from_secs(5), "took {:?}", out.duration);
-        let pid = out.stdout.text.lines().next().unwrap_or_default().to_owned();
+        let pid = out.stdout.text().lines().next().unwrap_or_default().to_owned();
         assert!(is_dead(&pid), "background process {pid} outlived its command");
     }
 
@@ -270,9 +280,9 @@ mod tests {
         let out = run_ok(spec).await;
         assert!(out.truncated());
         assert_eq!(out.stdout.omitted_bytes, 100_006 - 1000);
-        assert!(out.stdout.text.starts_with(&"a".repeat(500)));
-        assert!(out.stdout.text.ends_with("a\nlast\n"));
-        assert!(out.stdout.text.contains("bytes omitted"));
+        assert!(out.stdout.text().starts_with(&"a".repeat(500)));
+        assert!(out.stdout.text().ends_with("a\nlast\n"));
+        assert!(out.stdout.text().contains("bytes omitted"));
     }
 
     #[tokio::test]
