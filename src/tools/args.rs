@@ -24,7 +24,7 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
         object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
         if let Some(Value::Object(properties)) = object.get_mut("properties") {
-            properties.values_mut().for_each(drop_null_type);
+            properties.values_mut().for_each(simplify_property);
         }
     }
     schema
@@ -32,7 +32,12 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
 
 /// `"type": ["integer", "null"]` → `"type": "integer"`: some providers
 /// reject type arrays, and an optional field is omitted rather than null.
-fn drop_null_type(property: &mut Value) {
+/// Also drops schemars' integer formats (`uint64`), which are not standard
+/// JSON Schema formats and which some providers refuse.
+fn simplify_property(property: &mut Value) {
+    if let Some(object) = property.as_object_mut() {
+        object.remove("format");
+    }
     let Some(Value::Array(types)) = property.get_mut("type") else { return };
     types.retain(|kind| kind != "null");
     if let [single] = types.as_slice() {

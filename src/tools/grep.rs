@@ -148,6 +148,8 @@ fn collect(walker: WalkBuilder, matcher: &RegexMatcher) -> Vec<Hit> {
     let found = Mutex::new(Vec::new());
     walker.build_parallel().run(|| {
         let found = &found;
+        // One matcher per thread avoids contention on the regex's cache pool.
+        let matcher = matcher.clone();
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(b'\x00'))
             .line_number(true)
@@ -159,7 +161,7 @@ fn collect(walker: WalkBuilder, matcher: &RegexMatcher) -> Vec<Hit> {
             }
             let mut sink = FileSink::default();
             // An unreadable file is skipped, as ripgrep does.
-            let searched = searcher.search_path(matcher, entry.path(), &mut sink);
+            let searched = searcher.search_path(&matcher, entry.path(), &mut sink);
             if searched.is_err() || sink.binary || sink.lines.is_empty() {
                 return WalkState::Continue;
             }

@@ -135,7 +135,7 @@ mod tests {
             assert!(schema["required"].is_array(), "{}", spec.name);
             assert!(!spec.description.is_empty());
             let text = schema.to_string();
-            for banned in ["$ref", "$schema", "\"title\"", "\"null\""] {
+            for banned in ["$ref", "$schema", "\"title\"", "\"null\"", "\"format\""] {
                 assert!(!text.contains(banned), "{} schema has {banned}: {text}", spec.name);
             }
             for required in schema["required"].as_array().into_iter().flatten() {
@@ -207,6 +207,40 @@ mod tests {
     async fn unknown_fields_are_ignored() {
         let (result, _) = run("read_file", r#"{"path":"hello.txt","explanation":"x"}"#).await;
         assert!(!result.is_error, "{}", result.output);
+    }
+
+    struct Panicky;
+
+    impl Tool for Panicky {
+        fn name(&self) -> &'static str {
+            "panicky"
+        }
+        fn description(&self) -> &'static str {
+            "always panics"
+        }
+        fn parameters(&self) -> Value {
+            serde_json::json!({ "type": "object", "properties": {}, "required": [] })
+        }
+        fn class(&self) -> ToolClass {
+            ToolClass::ReadOnly
+        }
+        fn run<'a>(
+            &'a self,
+            _: Value,
+            _: &'a ToolContext,
+        ) -> crate::tools::BoxFuture<'a, Result<crate::protocol::ToolOutput, ToolError>> {
+            Box::pin(async { panic!("tool bug") })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_tool_becomes_an_error_result() {
+        let ws = TestWorkspace::new();
+        let registry = ToolRegistry { tools: vec![Box::new(Panicky)] };
+        let (result, meta) = registry.run_call(&call("panicky", "{}"), &ws.ctx).await;
+        assert!(result.is_error);
+        assert!(result.output.contains("tool bug"), "{}", result.output);
+        assert_eq!(meta["error"], "internal");
     }
 
     #[tokio::test]
