@@ -1,3 +1,160 @@
-//! Process execution: the only module that spawns processes. Runs a shell
-//! command with a timeout, an output cap and cancellation; the policy issue
-//! adds landlock confinement here.
+//! Process execution: the only module that spawns processes. Runs a command
+//! (a `bash -c` script or an argv) with a timeout, bounded output capture and
+//! cancellation.
+//!
+//! Invariants:
+//! - stdin is null; stdout and stderr are read concurrently into bounded
+//!   head+tail buffers, so a chatty command cannot exhaust memory.
+//! - Every child runs in its own process group, and that whole group is
+//!   killed (SIGKILL) when the command ends, times out, is cancelled, or the
+//!   [`run`] future is dropped: no process outlives its command, including
+//!   ones it backgrounded. Commands that must keep running past their own
+//!   exit (servers, daemons) are therefore not supported here.
+//! - A timeout is not an error: [`run`] returns the partial output with
+//!   `timed_out` set. Cancellation is [`SandboxError::Cancelled`].
+//!
+//! Landlock confinement (later issue) belongs in `process::spawn`, between
+//! building the `Command` and spawning it. Because the crate forbids
+//! `unsafe` (so no `pre_exec`), it will likely re-exec keel as a small
+//! launcher (`keel sandbox-exec …`) that applies the ruleset to itself and
+//! then execs the command; a ruleset that cannot be enforced must surface as
+//! a [`SandboxError`] variant, never be dropped silently.
+
+mod capture;
+mod process;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use capture::CapturedStream;
+pub use process::run;
+
+/// Default time a command may run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default number of bytes kept per stream (half head, half tail).
+pub const DEFAULT_OUTPUT_LIMIT: usize = 64 * 1024;
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Program {
+    /// A script run with `bash -c`.
+    Script(String),
+    /// A program and its arguments, run directly (looked up on `PATH`).
+    Argv { program: OsString, args: Vec<OsString> },
+}
+
+/// A command to run, built with [`CommandSpec::script`] or
+/// [`CommandSpec::argv`] and the `with_*` methods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    pub program: Program,
+    /// Working directory; the caller confines it (e.g. to the workspace).
+    pub cwd: PathBuf,
+    /// The command is killed (with its whole process group) after this.
+    pub timeout: Duration,
+    /// Variables added to (or overriding) the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Bytes kept per stream; the middle of longer output is dropped.
+    pub output_limit: usize,
+}
+
+impl CommandSpec {
+    /// A `bash -c SCRIPT` command with default timeout and output limit.
+    pub fn script(script: impl Into<String>, cwd: impl Into<PathBuf>) -> Self {
+        Self::new(Program::Script(script.into()), cwd.into())
+    }
+
+    /// A direct program invocation with default timeout and output limit.
+    pub fn argv<I, S>(program: impl Into<OsString>, args: I, cwd: impl Into<PathBuf>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let args = args.into_iter().map(Into::into).collect();
+        Self::new(Program::Argv { program: program.into(), args }, cwd.into())
+    }
+
+    fn new(program: Program, cwd: PathBuf) -> Self {
+        Self {
+            program,
+            cwd,
+            timeout: DEFAULT_TIMEOUT,
+            env: Vec::new(),
+            output_limit: DEFAULT_OUTPUT_LIMIT,
+        }
+    }
+
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    pub fn with_env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn with_output_limit(mut self, bytes: usize) -> Self {
+        self.output_limit = bytes;
+        self
+    }
+
+    /// A short human-readable form for messages.
+    pub fn display(&self) -> String {
+        match &self.program {
+            Program::Script(script) => script.clone(),
+            Program::Argv { program, args } => std::iter::once(program)
+                .chain(args)
+                .map(|part| part.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// What a finished (or timed-out) command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// The exit code; `None` when the process was killed by a signal.
+    pub exit_code: Option<i32>,
+    /// The signal that killed the process, if any.
+    pub signal: Option<i32>,
+    pub stdout: CapturedStream,
+    pub stderr: CapturedStream,
+    /// The command hit its timeout and was killed.
+    pub timed_out: bool,
+    pub duration: Duration,
+}
+
+impl CommandOutput {
+    /// Whether bytes were dropped from either stream.
+    pub fn truncated(&self) -> bool {
+        self.stdout.truncated() || self.stderr.truncated()
+    }
+
+    /// Exited on its own with code 0.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+}
+
+/// Why a command could not run to completion.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("failed to start `{command}` in {cwd}: {source}", cwd = cwd.display())]
+    Spawn {
+        command: String,
+        cwd: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to wait for `{command}`: {source}")]
+    Wait {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("command `{command}` was cancelled and killed")]
+    Cancelled { command: String },
+}

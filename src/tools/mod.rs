@@ -3,9 +3,29 @@
 //! model's [`ToolCall`] to them.
 //!
 //! Invariants: every path argument is resolved and confined to the workspace
-//! (symlinks included) before it is touched; bad arguments, unknown tools and
-//! tool failures become a [`ToolResult`] with `is_error` the model can read,
-//! never a panic or a fatal error. Processes are spawned only via `sandbox`.
+//! (symlinks included, see [`paths`]) before it is touched; bad arguments,
+//! unknown tools and tool failures become a [`ToolResult`] with `is_error`
+//! the model can read, never a panic or a fatal error. Processes are spawned
+//! only via [`crate::sandbox`]. Blocking filesystem work runs on
+//! `spawn_blocking`, since read-only tools run concurrently.
+//!
+//! [`ToolCall`]: crate::protocol::ToolCall
+//! [`ToolResult`]: crate::protocol::ToolResult
+
+mod args;
+mod edit_file;
+mod error;
+mod glob;
+mod grep;
+mod list_dir;
+pub mod paths;
+mod read_file;
+mod registry;
+mod shell;
+mod write_file;
+
+#[cfg(test)]
+mod testutil;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -13,7 +33,10 @@ use std::pin::Pin;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec};
+use crate::protocol::{ToolClass, ToolOutput};
+
+pub use error::ToolError;
+pub use registry::ToolRegistry;
 
 /// A boxed future, so tools can live behind `dyn Tool`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -29,13 +52,6 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
 }
 
-/// A tool failure meant for the model to read.
-#[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    #[error("invalid arguments for {tool}: {message}")]
-    InvalidArguments { tool: String, message: String },
-}
-
 /// One tool.
 pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
@@ -48,50 +64,4 @@ pub trait Tool: Send + Sync {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
-}
-
-/// The tools offered to the model.
-pub struct ToolRegistry {
-    tools: Vec<Box<dyn Tool>>,
-}
-
-impl ToolRegistry {
-    /// The built-in tools.
-    pub fn builtin() -> Self {
-        Self { tools: Vec::new() }
-    }
-
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .map(|tool| ToolSpec {
-                name: tool.name().to_owned(),
-                description: tool.description().to_owned(),
-                parameters: tool.parameters(),
-            })
-            .collect()
-    }
-
-    /// The access class of a tool; unknown tools count as read-only since
-    /// they never run (they only produce an error result).
-    pub fn class_of(&self, name: &str) -> ToolClass {
-        self.tools
-            .iter()
-            .find(|tool| tool.name() == name)
-            .map_or(ToolClass::ReadOnly, |tool| tool.class())
-    }
-
-    /// Runs one call: parses its arguments, dispatches, and turns every
-    /// failure into an error result. Returns the result and its metadata.
-    pub async fn run_call(
-        &self,
-        call: &ToolCall,
-        ctx: &ToolContext,
-    ) -> (ToolResult, serde_json::Value) {
-        let _ = ctx;
-        (
-            ToolResult::error(&call.call_id, format!("unknown tool `{}`", call.name)),
-            serde_json::Value::Null,
-        )
-    }
 }

@@ -1,0 +1,126 @@
+//! Argument plumbing shared by every tool: the JSON schema offered to the
+//! model, parsing the raw argument string, typed deserialization with the
+//! offending field named, and running blocking work off the async runtime.
+//!
+//! Invariants: schemas are plain object schemas (`type`, `properties`,
+//! `required`; no `$schema`, `title` or `$ref`) that both OpenAI and
+//! Anthropic accept; optional fields are never required and are typed
+//! without `null`, since leaving them out is how the model omits them.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::ToolError;
+
+/// The argument schema of `T`, ready for a [`crate::protocol::ToolSpec`].
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(T).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        // The tool's description already says what the arguments are for.
+        for key in ["$schema", "title", "description"] {
+            object.remove(key);
+        }
+        object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(Value::Object(properties)) = object.get_mut("properties") {
+            properties.values_mut().for_each(simplify_property);
+        }
+    }
+    schema
+}
+
+/// `"type": ["integer", "null"]` → `"type": "integer"`: some providers
+/// reject type arrays, and an optional field is omitted rather than null.
+/// Also drops schemars' integer formats (`uint64`), which are not standard
+/// JSON Schema formats and which some providers refuse.
+fn simplify_property(property: &mut Value) {
+    if let Some(object) = property.as_object_mut() {
+        object.remove("format");
+    }
+    let Some(Value::Array(types)) = property.get_mut("type") else { return };
+    types.retain(|kind| kind != "null");
+    if let [single] = types.as_slice() {
+        let single = single.clone();
+        property["type"] = single;
+    }
+}
+
+/// Parses the model's raw argument string; empty (or `null`) means `{}`.
+pub(crate) fn parse_json(tool: &str, raw: &str) -> Result<Value, ToolError> {
+    let raw = raw.trim();
+    if raw.is_empty() || raw == "null" {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_str(raw).map_err(|error| ToolError::InvalidArguments {
+        tool: tool.to_owned(),
+        message: format!("arguments are not valid JSON ({error}); send a JSON object"),
+    })
+}
+
+/// Deserializes `args` into a tool's argument type, naming the field that
+/// did not fit.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    serde_path_to_error::deserialize(args).map_err(|error| {
+        let field = error.path().to_string();
+        let inner = error.into_inner();
+        let message =
+            if field == "." { inner.to_string() } else { format!("field `{field}`: {inner}") };
+        ToolError::InvalidArguments { tool: tool.to_owned(), message }
+    })
+}
+
+/// Runs blocking work (filesystem walks, reads, writes) on the blocking
+/// pool, so concurrent read-only tools do not stall the runtime.
+pub(crate) async fn blocking<T, F>(tool: &str, work: F) -> Result<T, ToolError>
+where
+    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|error| {
+        Err(ToolError::Internal { tool: tool.to_owned(), message: error.to_string() })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Example {
+        /// A required path.
+        path: String,
+        /// An optional count.
+        count: Option<u32>,
+    }
+
+    #[test]
+    fn schema_is_a_plain_object_schema() {
+        let schema = schema_of::<Example>();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], serde_json::json!(["path"]));
+        assert_eq!(schema["properties"]["count"]["type"], "integer");
+        assert_eq!(schema["properties"]["path"]["description"], "A required path.");
+        assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+    }
+
+    #[test]
+    fn empty_arguments_mean_an_empty_object() {
+        assert_eq!(parse_json("t", "  ").ok(), Some(serde_json::json!({})));
+        assert!(matches!(parse_json("t", "{oops"), Err(ToolError::InvalidArguments { .. })));
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let args = serde_json::json!({ "path": "a", "count": "three" });
+        let error = parse_args::<Example>("t", args).map(|_| ()).err().map(|e| e.to_string());
+        let error = error.unwrap_or_default();
+        assert!(error.contains("field `count`"), "{error}");
+        let missing =
+            parse_args::<Example>("t", serde_json::json!({})).err().map(|e| e.to_string());
+        assert!(missing.unwrap_or_default().contains("missing field `path`"));
+    }
+}

@@ -1,0 +1,260 @@
+//! `edit_file`: replaces an exact string in a file and shows the diff.
+//!
+//! Invariants: the match is exact (no whitespace or line-ending
+//! normalisation); the file is written only when `old_string` occurs once,
+//! or at least once with `replace_all`; an empty or unchanged `old_string`
+//! is refused. When nothing matches, the error points at the most similar
+//! line when that is cheap to find. The shown diff is capped at
+//! [`MAX_DIFF_BYTES`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use similar::TextDiff;
+
+use super::args::{blocking, parse_args, schema_of};
+use super::paths::Workspace;
+use super::{BoxFuture, Tool, ToolContext, ToolError};
+use crate::protocol::{ToolClass, ToolOutput};
+
+const NAME: &str = "edit_file";
+/// The unified diff in the result is cut after this many bytes.
+pub const MAX_DIFF_BYTES: usize = 16 * 1024;
+/// Files longer than this get no "closest line" hint (it is quadratic-ish).
+const HINT_MAX_LINES: usize = 10_000;
+/// Lines of context around each change in the diff.
+const DIFF_CONTEXT: usize = 3;
+/// Diffing is worst-case quadratic (think `replace_all` on every line of a
+/// big file); past this deadline `similar` settles for a coarser diff.
+const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
+
+const DESCRIPTION: &str = "Edit a file by replacing an exact string. `old_string` must match the \
+file exactly, including whitespace and indentation (do not include read_file's line-number \
+prefixes), and must be unique in the file unless `replace_all` is true; include a few \
+surrounding lines to make it unique. Returns a unified diff of the change. To create a file \
+use write_file.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditFileArgs {
+    /// Path of the file to edit, relative to the working directory.
+    pub path: String,
+    /// The exact text to replace.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one. Defaults to false.
+    pub replace_all: Option<bool>,
+}
+
+pub struct EditFile;
+
+impl Tool for EditFile {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<EditFileArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Mutating
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: EditFileArgs = parse_args(NAME, args)?;
+            let ctx = ctx.clone();
+            blocking(NAME, move || edit(&Workspace::new(&ctx)?, &args)).await
+        })
+    }
+}
+
+fn edit(ws: &Workspace, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
+    if args.old_string.is_empty() {
+        return Err(ToolError::EmptyOldString);
+    }
+    if args.old_string == args.new_string {
+        return Err(ToolError::NoChange);
+    }
+    let abs = ws.resolve(&args.path)?;
+    let rel = ws.relative(&abs);
+    if abs.is_dir() {
+        return Err(ToolError::IsADirectory { path: rel });
+    }
+    let bytes = std::fs::read(&abs).map_err(|source| ToolError::io(&rel, source))?;
+    let original =
+        String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.clone() })?;
+    let count = original.matches(args.old_string.as_str()).count();
+    let replace_all = args.replace_all.unwrap_or(false);
+    match count {
+        0 => {
+            return Err(ToolError::EditNotFound {
+                hint: hint(&original, &args.old_string),
+                path: rel,
+            });
+        }
+        1 => {}
+        _ if replace_all => {}
+        _ => return Err(ToolError::EditAmbiguous { path: rel, count }),
+    }
+    let updated = if replace_all {
+        original.replace(&args.old_string, &args.new_string)
+    } else {
+        original.replacen(&args.old_string, &args.new_string, 1)
+    };
+    std::fs::write(&abs, &updated).map_err(|source| ToolError::Io { path: rel.clone(), source })?;
+    let (diff, diff_truncated) = diff(&rel, &original, &updated);
+    let plural = if count == 1 { "" } else { "s" };
+    let meta = json!({
+        "path": rel.to_string_lossy(),
+        "replacements": count,
+        "truncated": diff_truncated,
+    });
+    Ok(ToolOutput {
+        text: format!("edited {} ({count} replacement{plural})\n{diff}", rel.display()),
+        meta,
+    })
+}
+
+/// Where the model probably meant: the line most similar to the first
+/// non-blank line of `old`, plus a note when line endings differ.
+fn hint(original: &str, old: &str) -> Option<String> {
+    if original.contains("\r\n") && old.contains('\n') && !old.contains("\r\n") {
+        return Some("the file uses CRLF (\\r\\n) line endings".to_owned());
+    }
+    let needle = old.lines().map(str::trim).find(|line| !line.is_empty())?;
+    let lines: Vec<&str> = original.lines().map(str::trim).collect();
+    if lines.len() > HINT_MAX_LINES {
+        return None;
+    }
+    let closest = similar::get_close_matches(needle, &lines, 1, 0.6).into_iter().next()?;
+    let number = lines.iter().position(|line| *line == closest)? + 1;
+    let full = original.lines().nth(number - 1)?;
+    Some(format!("the most similar line is line {number}: `{full}`"))
+}
+
+/// A unified diff of the change, cut at [`MAX_DIFF_BYTES`].
+fn diff(rel: &Path, before: &str, after: &str) -> (String, bool) {
+    let rel = rel.to_string_lossy();
+    let mut text = TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(before, after)
+        .unified_diff()
+        .context_radius(DIFF_CONTEXT)
+        .header(&format!("a/{rel}"), &format!("b/{rel}"))
+        .to_string();
+    if text.len() <= MAX_DIFF_BYTES {
+        return (text, false);
+    }
+    let cut = (0..=MAX_DIFF_BYTES).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0);
+    text.truncate(cut);
+    text.push_str("\n[diff cut; read the file to see the rest of the change]\n");
+    (text, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testutil::TestWorkspace;
+
+    async fn edit(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        ws.run(&EditFile, args).await
+    }
+
+    fn args(old: &str, new: &str) -> serde_json::Value {
+        json!({ "path": "f.rs", "old_string": old, "new_string": new })
+    }
+
+    const SOURCE: &str = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";
+
+    #[tokio::test]
+    async fn replaces_a_unique_match_and_shows_a_diff() {
+        let ws = TestWorkspace::new();
+        ws.write("f.rs", SOURCE);
+        let out = edit(&ws, args("let x = 1;", "let x = 2;")).await.unwrap();
+        assert_eq!(ws.read("f.rs"), SOURCE.replace("x = 1", "x = 2"));
+        assert!(out.text.starts_with("edited f.rs (1 replacement)\n"), "{}", out.text);
+        assert!(out.text.contains("--- a/f.rs\n+++ b/f.rs\n"), "{}", out.text);
+        assert!(out.text.contains("-    let x = 1;\n+    let x = 2;\n"), "{}", out.text);
+        assert_eq!(out.meta["replacements"], 1);
+    }
+
+    #[tokio::test]
+    async fn ambiguous_match_needs_replace_all() {
+        let ws = TestWorkspace::new();
+        ws.write("f.rs", "a\nb\na\n");
+        let error = edit(&ws, args("a", "c")).await;
+        assert!(matches!(error, Err(ToolError::EditAmbiguous { count: 2, .. })), "{error:?}");
+        assert_eq!(ws.read("f.rs"), "a\nb\na\n");
+        let mut all = args("a", "c");
+        all["replace_all"] = json!(true);
+        let out = edit(&ws, all).await.unwrap();
+        assert_eq!(ws.read("f.rs"), "c\nb\nc\n");
+        assert!(out.text.starts_with("edited f.rs (2 replacements)"));
+    }
+
+    #[tokio::test]
+    async fn missing_match_points_at_the_closest_line() {
+        let ws = TestWorkspace::new();
+        ws.write("f.rs", SOURCE);
+        let error = edit(&ws, args("let y = 1;", "let y = 2;")).await.err();
+        let message = error.map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("not found in f.rs"), "{message}");
+        assert!(message.contains("line 2: `    let x = 1;`"), "{message}");
+        assert_eq!(ws.read("f.rs"), SOURCE);
+    }
+
+    #[tokio::test]
+    async fn crlf_mismatch_is_explained() {
+        let ws = TestWorkspace::new();
+        ws.write("f.rs", "a\r\nb\r\n");
+        let message = edit(&ws, args("a\nb", "c")).await.err().map(|e| e.to_string());
+        assert!(message.unwrap_or_default().contains("CRLF"));
+    }
+
+    #[tokio::test]
+    async fn empty_and_identical_strings_are_refused() {
+        let ws = TestWorkspace::new();
+        ws.write("f.rs", SOURCE);
+        let empty = edit(&ws, args("", "x")).await;
+        assert!(matches!(empty, Err(ToolError::EmptyOldString)), "{empty:?}");
+        let same = edit(&ws, args("main", "main")).await;
+        assert!(matches!(same, Err(ToolError::NoChange)), "{same:?}");
+    }
+
+    #[tokio::test]
+    async fn missing_file_and_escape_are_errors() {
+        let ws = TestWorkspace::new();
+        let missing = edit(&ws, args("a", "b")).await;
+        assert!(matches!(missing, Err(ToolError::NotFound { .. })), "{missing:?}");
+        let mut outside = args("a", "b");
+        outside["path"] = json!("/etc/hostname");
+        let outside = edit(&ws, outside).await;
+        assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
+    }
+
+    #[test]
+    fn long_diffs_are_cut() {
+        let before = "x\n".repeat(20_000);
+        let after = "y\n".repeat(20_000);
+        let started = std::time::Instant::now();
+        let (text, truncated) = diff(Path::new("f"), &before, &after);
+        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert!(truncated);
+        assert!(text.len() < MAX_DIFF_BYTES + 100);
+    }
+}

@@ -1,0 +1,183 @@
+//! [`ToolError`]: every way a tool call can fail, worded for the model.
+//!
+//! Invariants: messages are lowercase and say what to do next; paths in
+//! messages are as the model knows them (relative to the workspace where
+//! possible); every variant has a stable `kind` string for the result's
+//! metadata, so front ends and the log need not parse messages.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::sandbox::SandboxError;
+
+/// A tool failure meant for the model to read.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments for {tool}: {message}")]
+    InvalidArguments { tool: String, message: String },
+    #[error("unknown tool `{name}`; available tools: {}", available.join(", "))]
+    UnknownTool { name: String, available: Vec<String> },
+    #[error(
+        "{} is outside the workspace {}; only paths inside the workspace can be used",
+        path.display(), root.display()
+    )]
+    OutsideWorkspace { path: PathBuf, root: PathBuf },
+    #[error("{} does not exist; check the path with list_dir or glob", path.display())]
+    NotFound { path: PathBuf },
+    #[error("{} is a directory; use list_dir to see its entries", path.display())]
+    IsADirectory { path: PathBuf },
+    #[error("{} is not a directory", path.display())]
+    NotADirectory { path: PathBuf },
+    #[error("{} looks like a binary file (it contains NUL bytes) and cannot be shown as text", path.display())]
+    BinaryFile { path: PathBuf },
+    #[error("{} is not valid UTF-8 text, so it cannot be edited as a string", path.display())]
+    NotUtf8 { path: PathBuf },
+    #[error("{} is a symlink whose target does not exist", path.display())]
+    DanglingSymlink { path: PathBuf },
+    #[error(
+        "offset {offset} is past the end of {}, which has {total_lines} lines",
+        path.display()
+    )]
+    OffsetPastEnd { path: PathBuf, offset: u64, total_lines: u64 },
+    #[error("i/o error on {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "old_string was not found in {}; re-read the file with read_file and copy the text \
+         exactly, whitespace included{}",
+        path.display(), hint.as_deref().map(|hint| format!(". {hint}")).unwrap_or_default()
+    )]
+    EditNotFound { path: PathBuf, hint: Option<String> },
+    #[error(
+        "old_string matches {count} places in {}; include more surrounding lines to make it \
+         unique, or set replace_all to true to change every one",
+        path.display()
+    )]
+    EditAmbiguous { path: PathBuf, count: usize },
+    #[error("old_string is empty; to create or overwrite a whole file use write_file")]
+    EmptyOldString,
+    #[error("old_string and new_string are identical, so the edit would change nothing")]
+    NoChange,
+    #[error("invalid regex `{pattern}`: {source}")]
+    InvalidRegex {
+        pattern: String,
+        #[source]
+        source: grep_regex::Error,
+    },
+    #[error("invalid glob `{pattern}`: {source}")]
+    InvalidGlob {
+        pattern: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("{source}")]
+    Command {
+        #[source]
+        source: SandboxError,
+    },
+    #[error(
+        "command timed out after {timeout_ms} ms and was killed; raise timeout_ms or run \
+         something that finishes sooner. output before the timeout:\n{output}"
+    )]
+    Timeout { timeout_ms: u64, output: String },
+    #[error("cancelled by the user")]
+    Cancelled,
+    #[error("the {tool} tool failed unexpectedly: {message}")]
+    Internal { tool: String, message: String },
+}
+
+impl ToolError {
+    /// A stable name for the kind of failure, for metadata.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::OutsideWorkspace { .. } => "outside_workspace",
+            Self::NotFound { .. } => "not_found",
+            Self::IsADirectory { .. } => "is_a_directory",
+            Self::NotADirectory { .. } => "not_a_directory",
+            Self::BinaryFile { .. } => "binary_file",
+            Self::NotUtf8 { .. } => "not_utf8",
+            Self::DanglingSymlink { .. } => "dangling_symlink",
+            Self::OffsetPastEnd { .. } => "offset_past_end",
+            Self::Io { .. } => "io",
+            Self::EditNotFound { .. } => "edit_not_found",
+            Self::EditAmbiguous { .. } => "edit_ambiguous",
+            Self::EmptyOldString => "empty_old_string",
+            Self::NoChange => "no_change",
+            Self::InvalidRegex { .. } => "invalid_regex",
+            Self::InvalidGlob { .. } => "invalid_glob",
+            Self::Command { .. } => "command_failed",
+            Self::Timeout { .. } => "timeout",
+            Self::Cancelled => "cancelled",
+            Self::Internal { .. } => "internal",
+        }
+    }
+
+    /// The path the error is about, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Self::OutsideWorkspace { path, .. }
+            | Self::NotFound { path }
+            | Self::IsADirectory { path }
+            | Self::NotADirectory { path }
+            | Self::BinaryFile { path }
+            | Self::NotUtf8 { path }
+            | Self::DanglingSymlink { path }
+            | Self::OffsetPastEnd { path, .. }
+            | Self::Io { path, .. }
+            | Self::EditNotFound { path, .. }
+            | Self::EditAmbiguous { path, .. } => Some(path),
+            Self::InvalidArguments { .. }
+            | Self::UnknownTool { .. }
+            | Self::EmptyOldString
+            | Self::NoChange
+            | Self::InvalidRegex { .. }
+            | Self::InvalidGlob { .. }
+            | Self::Command { .. }
+            | Self::Timeout { .. }
+            | Self::Cancelled
+            | Self::Internal { .. } => None,
+        }
+    }
+
+    /// Structured metadata for the error result: `{"error": kind, ...}`.
+    pub fn meta(&self) -> Value {
+        let mut meta = json!({ "error": self.kind() });
+        if let Some(path) = self.path() {
+            meta["path"] = json!(path.display().to_string());
+        }
+        if let Self::Timeout { timeout_ms, .. } = self {
+            meta["timed_out"] = json!(true);
+            meta["timeout_ms"] = json!(timeout_ms);
+        }
+        if let Self::EditAmbiguous { count, .. } = self {
+            meta["count"] = json!(count);
+        }
+        meta
+    }
+
+    /// An i/o error on `path`, with "not found" given its own variant.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let path = path.into();
+        match source.kind() {
+            std::io::ErrorKind::NotFound => Self::NotFound { path },
+            std::io::ErrorKind::IsADirectory => Self::IsADirectory { path },
+            std::io::ErrorKind::NotADirectory => Self::NotADirectory { path },
+            _ => Self::Io { path, source },
+        }
+    }
+}
+
+impl From<SandboxError> for ToolError {
+    fn from(source: SandboxError) -> Self {
+        match source {
+            SandboxError::Cancelled { .. } => Self::Cancelled,
+            SandboxError::Spawn { .. } | SandboxError::Wait { .. } => Self::Command { source },
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! `glob`: finds files whose path matches a glob pattern.
+//!
+//! Invariants: the pattern is matched against each file's path relative to
+//! the search directory, with `*` not crossing `/` (use `**` for that);
+//! gitignored files and `.git` are never returned (same walk as list_dir);
+//! results are files (and symlinks), workspace-relative, sorted, and capped
+//! at [`MAX_RESULTS`] with a note when more matched.
+
+use globset::GlobBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args::{blocking, parse_args, schema_of};
+use super::list_dir::walker;
+use super::paths::Workspace;
+use super::{BoxFuture, Tool, ToolContext, ToolError};
+use crate::protocol::{ToolClass, ToolOutput};
+
+const NAME: &str = "glob";
+/// Paths returned at most.
+pub const MAX_RESULTS: usize = 1000;
+
+const DESCRIPTION: &str = "Find files by path pattern, e.g. `**/*.rs` or `src/**/mod.rs` or \
+`*.{toml,md}`. The pattern is matched against paths relative to `path` (default: the working \
+directory); `*` stays within one directory, `**` crosses directories. Returns matching file \
+paths relative to the workspace root, sorted. Gitignored files are skipped.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GlobArgs {
+    /// Glob pattern, e.g. `**/*.rs`.
+    pub pattern: String,
+    /// Directory to search in, relative to the working directory. Defaults to ".".
+    pub path: Option<String>,
+}
+
+pub struct Glob;
+
+impl Tool for Glob {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<GlobArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::ReadOnly
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: GlobArgs = parse_args(NAME, args)?;
+            let ctx = ctx.clone();
+            blocking(NAME, move || find(&Workspace::new(&ctx)?, &args)).await
+        })
+    }
+}
+
+fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
+    let pattern = args.pattern.trim().trim_start_matches("./");
+    let matcher = GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|source| ToolError::InvalidGlob {
+            pattern: args.pattern.clone(),
+            source: Box::new(source),
+        })?
+        .compile_matcher();
+    let base = ws.resolve(args.path.as_deref().unwrap_or("."))?;
+    let rel_base = ws.relative(&base);
+    if !std::fs::metadata(&base).map_err(|source| ToolError::io(&rel_base, source))?.is_dir() {
+        return Err(ToolError::NotADirectory { path: rel_base });
+    }
+    let mut matches: Vec<String> = walker(&base, None)
+        .build()
+        .flatten()
+        .filter(|entry| entry.file_type().is_some_and(|kind| !kind.is_dir()))
+        .filter(|entry| entry.path().strip_prefix(&base).is_ok_and(|rel| matcher.is_match(rel)))
+        .map(|entry| ws.display(entry.path()))
+        .collect();
+    matches.sort_unstable();
+    let total = matches.len();
+    matches.truncate(MAX_RESULTS);
+    let meta = json!({
+        "path": rel_base.to_string_lossy(),
+        "matches": total,
+        "truncated": total > matches.len(),
+    });
+    let text = render(&matches, total, &args.pattern, &rel_base.to_string_lossy());
+    Ok(ToolOutput { text, meta })
+}
+
+fn render(shown: &[String], total: usize, pattern: &str, base: &str) -> String {
+    if shown.is_empty() {
+        return format!("no files match `{pattern}` under {base}");
+    }
+    let mut text = shown.join("\n");
+    text.push('\n');
+    if total > shown.len() {
+        text.push_str(&format!(
+            "[showing {} of {total} matches; use a narrower pattern or path]\n",
+            shown.len()
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testutil::TestWorkspace;
+
+    fn fixture() -> TestWorkspace {
+        let ws = TestWorkspace::new();
+        ws.write("Cargo.toml", "");
+        ws.write("src/main.rs", "");
+        ws.write("src/tools/mod.rs", "");
+        ws.write("src/tools/notes.md", "");
+        ws.write(".gitignore", "target/\n*.log\n");
+        ws.write("target/debug/build.rs", "");
+        ws.write("debug.log", "");
+        ws
+    }
+
+    async fn glob(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        ws.run(&Glob, args).await
+    }
+
+    #[tokio::test]
+    async fn double_star_matches_at_any_depth_and_skips_ignored() {
+        let ws = fixture();
+        let out = glob(&ws, json!({ "pattern": "**/*.rs" })).await.unwrap();
+        assert_eq!(out.text, "src/main.rs\nsrc/tools/mod.rs\n");
+        assert_eq!(out.meta["matches"], 2);
+    }
+
+    #[tokio::test]
+    async fn single_star_stays_in_one_directory() {
+        let ws = fixture();
+        let out = glob(&ws, json!({ "pattern": "*.toml" })).await.unwrap();
+        assert_eq!(out.text, "Cargo.toml\n");
+        let none = glob(&ws, json!({ "pattern": "*.rs" })).await.unwrap();
+        assert!(none.text.starts_with("no files match"), "{}", none.text);
+    }
+
+    #[tokio::test]
+    async fn path_sets_the_base_and_output_stays_workspace_relative() {
+        let ws = fixture();
+        let out = glob(&ws, json!({ "pattern": "*/*.{rs,md}", "path": "src" })).await.unwrap();
+        assert_eq!(out.text, "src/tools/mod.rs\nsrc/tools/notes.md\n");
+    }
+
+    #[tokio::test]
+    async fn results_are_capped() {
+        let ws = TestWorkspace::new();
+        for n in 0..MAX_RESULTS + 3 {
+            ws.write(&format!("d/f{n:05}.txt"), "");
+        }
+        let out = glob(&ws, json!({ "pattern": "**/*.txt" })).await.unwrap();
+        assert_eq!(out.text.lines().count(), MAX_RESULTS + 1);
+        assert!(out.text.contains("showing 1000 of 1003"));
+    }
+
+    #[tokio::test]
+    async fn invalid_pattern_and_escapes_are_errors() {
+        let ws = fixture();
+        let bad = glob(&ws, json!({ "pattern": "src/[abc" })).await;
+        assert!(matches!(bad, Err(ToolError::InvalidGlob { .. })), "{bad:?}");
+        let outside = glob(&ws, json!({ "pattern": "*", "path": "../.." })).await;
+        assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
+    }
+}

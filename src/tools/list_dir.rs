@@ -1,0 +1,220 @@
+//! `list_dir`: lists a directory's entries, optionally a few levels deep.
+//!
+//! Invariants: walks with the `ignore` crate, so `.gitignore`/`.ignore`
+//! rules hold (even outside a git repository) and `.git` is never listed;
+//! hidden files are shown. Symlinks are listed, never followed. Output is
+//! deterministic (sorted per directory, depth first), paths are relative to
+//! the workspace, directories end in `/`, symlinks in `@`, and at most
+//! [`MAX_ENTRIES`] are shown, with a note when more exist.
+
+use std::path::Path;
+
+use ignore::WalkBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args::{blocking, parse_args, schema_of};
+use super::paths::Workspace;
+use super::{BoxFuture, Tool, ToolContext, ToolError};
+use crate::protocol::{ToolClass, ToolOutput};
+
+const NAME: &str = "list_dir";
+/// Levels listed when the model gives no `depth`.
+pub const DEFAULT_DEPTH: usize = 1;
+/// Deeper requests are clamped to this.
+pub const MAX_DEPTH: usize = 5;
+/// Entries shown at most.
+pub const MAX_ENTRIES: usize = 1000;
+
+const DESCRIPTION: &str = "List the entries of a directory (default: the working directory), \
+one path per line relative to the workspace root. Directories end with `/`, symlinks with `@`. \
+Files ignored by .gitignore and the .git directory are left out. `depth` (1-5, default 1) \
+descends into subdirectories. To find files by name use glob; to search contents use grep.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListDirArgs {
+    /// Directory to list, relative to the working directory. Defaults to ".".
+    pub path: Option<String>,
+    /// How many levels to descend (1 = only direct entries, at most 5). Defaults to 1.
+    pub depth: Option<usize>,
+}
+
+pub struct ListDir;
+
+impl Tool for ListDir {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<ListDirArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::ReadOnly
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: ListDirArgs = parse_args(NAME, args)?;
+            let ctx = ctx.clone();
+            blocking(NAME, move || list(&Workspace::new(&ctx)?, &args)).await
+        })
+    }
+}
+
+fn list(ws: &Workspace, args: &ListDirArgs) -> Result<ToolOutput, ToolError> {
+    let abs = ws.resolve(args.path.as_deref().unwrap_or("."))?;
+    let rel = ws.relative(&abs);
+    let metadata = std::fs::metadata(&abs).map_err(|source| ToolError::io(&rel, source))?;
+    if !metadata.is_dir() {
+        return Err(ToolError::NotADirectory { path: rel });
+    }
+    let depth = args.depth.unwrap_or(DEFAULT_DEPTH).clamp(1, MAX_DEPTH);
+    let mut shown = Vec::new();
+    let mut total = 0usize;
+    for entry in walker(&abs, Some(depth)).build().flatten() {
+        if entry.depth() == 0 {
+            continue;
+        }
+        total += 1;
+        if shown.len() < MAX_ENTRIES {
+            shown.push(describe(ws, entry.path(), entry.file_type()));
+        }
+    }
+    let meta = json!({
+        "path": rel.to_string_lossy(),
+        "depth": depth,
+        "entries": total,
+        "truncated": total > shown.len(),
+    });
+    Ok(ToolOutput { text: render(&shown, total), meta })
+}
+
+/// The walk shared with glob: gitignore always honoured, hidden files
+/// shown, `.git` pruned, siblings sorted by name.
+pub(crate) fn walker(root: &Path, depth: Option<usize>) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .max_depth(depth)
+        .hidden(false)
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|entry| entry.file_name() != ".git");
+    builder
+}
+
+fn describe(ws: &Workspace, path: &Path, file_type: Option<std::fs::FileType>) -> String {
+    let mut text = ws.display(path);
+    match file_type {
+        Some(kind) if kind.is_dir() => text.push('/'),
+        Some(kind) if kind.is_symlink() => text.push('@'),
+        Some(_) | None => {}
+    }
+    text
+}
+
+fn render(shown: &[String], total: usize) -> String {
+    if shown.is_empty() {
+        return "(empty directory)".to_owned();
+    }
+    let mut text = shown.join("\n");
+    text.push('\n');
+    if total > shown.len() {
+        text.push_str(&format!(
+            "[showing {} of {total} entries; list a subdirectory or use a smaller depth]\n",
+            shown.len()
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testutil::TestWorkspace;
+
+    async fn list(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        ws.run(&ListDir, args).await
+    }
+
+    fn fixture() -> TestWorkspace {
+        let ws = TestWorkspace::new();
+        ws.write("b.txt", "");
+        ws.write("a.txt", "");
+        ws.write("src/lib.rs", "");
+        ws.write("src/deep/mod.rs", "");
+        ws.write(".git/HEAD", "ref");
+        ws.write(".gitignore", "target/\n");
+        ws.write("target/debug/out", "");
+        ws
+    }
+
+    #[tokio::test]
+    async fn lists_direct_entries_sorted_with_dirs_marked() {
+        let ws = fixture();
+        let out = list(&ws, json!({})).await.unwrap();
+        assert_eq!(out.text, ".gitignore\na.txt\nb.txt\nsrc/\n");
+        assert_eq!(out.meta["entries"], 4);
+    }
+
+    #[tokio::test]
+    async fn depth_descends_and_paths_are_workspace_relative() {
+        let ws = fixture();
+        let out = list(&ws, json!({ "path": "src", "depth": 3 })).await.unwrap();
+        assert_eq!(out.text, "src/deep/\nsrc/deep/mod.rs\nsrc/lib.rs\n");
+    }
+
+    #[tokio::test]
+    async fn symlinks_are_marked_not_followed() {
+        let ws = fixture();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("secret"), "").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), ws.path("src/outside")).unwrap();
+        let out = list(&ws, json!({ "path": "src", "depth": 5 })).await.unwrap();
+        assert!(out.text.contains("src/outside@\n"), "{}", out.text);
+        assert!(!out.text.contains("secret"));
+    }
+
+    #[tokio::test]
+    async fn many_entries_are_capped_with_a_note() {
+        let ws = TestWorkspace::new();
+        for n in 0..MAX_ENTRIES + 5 {
+            ws.write(&format!("f{n:05}"), "");
+        }
+        let out = list(&ws, json!({})).await.unwrap();
+        assert_eq!(out.text.lines().count(), MAX_ENTRIES + 1);
+        assert!(out.text.contains(&format!("showing {MAX_ENTRIES} of {}", MAX_ENTRIES + 5)));
+        assert_eq!(out.meta["truncated"], true);
+    }
+
+    #[tokio::test]
+    async fn errors_for_files_missing_and_outside() {
+        let ws = fixture();
+        let file = list(&ws, json!({ "path": "a.txt" })).await;
+        assert!(matches!(file, Err(ToolError::NotADirectory { .. })), "{file:?}");
+        let missing = list(&ws, json!({ "path": "nope" })).await;
+        assert!(matches!(missing, Err(ToolError::NotFound { .. })), "{missing:?}");
+        let outside = list(&ws, json!({ "path": ".." })).await;
+        assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
+    }
+
+    #[tokio::test]
+    async fn empty_directory_says_so() {
+        let ws = TestWorkspace::new();
+        std::fs::create_dir(ws.path("empty")).unwrap();
+        let out = list(&ws, json!({ "path": "empty" })).await.unwrap();
+        assert_eq!(out.text, "(empty directory)");
+    }
+}

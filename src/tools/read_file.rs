@@ -1,0 +1,293 @@
+//! `read_file`: shows a text file (or a window of it) with line numbers.
+//!
+//! Invariants: output is bounded by [`DEFAULT_LINE_LIMIT`] lines (or the
+//! requested limit), [`MAX_LINE_CHARS`] per line and [`MAX_OUTPUT_BYTES`] in
+//! total; whenever something was left out, a closing note says what and
+//! gives the `offset` to continue from. Binary files and directories are
+//! errors, never dumped.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Cursor, Read};
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args::{blocking, parse_args, schema_of};
+use super::paths::Workspace;
+use super::{BoxFuture, Tool, ToolContext, ToolError};
+use crate::protocol::{ToolClass, ToolOutput};
+
+const NAME: &str = "read_file";
+/// Lines shown when the model gives no `limit`.
+pub const DEFAULT_LINE_LIMIT: u64 = 2000;
+/// Longer lines are cut to this many characters.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Total output cap, whatever the limit.
+pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
+/// A NUL byte within this prefix marks the file as binary.
+const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
+
+const DESCRIPTION: &str = "Read a text file. Lines come back numbered (`     1\\tfirst line`); \
+the numbers are not part of the file. Reads up to 2000 lines by default: use `offset` (1-based \
+line) and `limit` to page through longer files. Directories are not files: use list_dir.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadFileArgs {
+    /// Path of the file, relative to the working directory (absolute paths must be inside the workspace).
+    pub path: String,
+    /// Line to start at, 1-based. Defaults to 1.
+    pub offset: Option<u64>,
+    /// Maximum number of lines to return. Defaults to 2000.
+    pub limit: Option<u64>,
+}
+
+pub struct ReadFile;
+
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<ReadFileArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::ReadOnly
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: ReadFileArgs = parse_args(NAME, args)?;
+            let ctx = ctx.clone();
+            blocking(NAME, move || read(&Workspace::new(&ctx)?, &args)).await
+        })
+    }
+}
+
+/// The window of lines to show.
+struct Window {
+    start: u64,
+    limit: u64,
+}
+
+/// What was collected from the file.
+#[derive(Default)]
+struct Excerpt {
+    text: String,
+    last_shown: u64,
+    total_lines: u64,
+    cut_lines: bool,
+    hit_byte_cap: bool,
+}
+
+fn read(ws: &Workspace, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
+    let abs = ws.resolve(&args.path)?;
+    let rel = ws.relative(&abs);
+    if abs.is_dir() {
+        return Err(ToolError::IsADirectory { path: rel });
+    }
+    let window = Window {
+        start: args.offset.unwrap_or(1).max(1),
+        limit: args.limit.unwrap_or(DEFAULT_LINE_LIMIT).max(1),
+    };
+    let file = File::open(&abs).map_err(|source| ToolError::io(&rel, source))?;
+    let excerpt = collect(file, &window, &rel)?;
+    if window.start > excerpt.total_lines && window.start > 1 {
+        return Err(ToolError::OffsetPastEnd {
+            path: rel,
+            offset: window.start,
+            total_lines: excerpt.total_lines,
+        });
+    }
+    let truncated = excerpt.last_shown < excerpt.total_lines || excerpt.cut_lines;
+    let meta = json!({
+        "path": rel.to_string_lossy(),
+        "start_line": window.start,
+        "end_line": excerpt.last_shown,
+        "total_lines": excerpt.total_lines,
+        "truncated": truncated,
+    });
+    Ok(ToolOutput { text: render(excerpt, &window), meta })
+}
+
+fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolError> {
+    let mut head = Vec::new();
+    (&mut file)
+        .take(BINARY_SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .map_err(|source| ToolError::io(rel, source))?;
+    if head.contains(&0) {
+        return Err(ToolError::BinaryFile { path: rel.to_owned() });
+    }
+    let mut reader = BufReader::new(Cursor::new(head).chain(file));
+    let mut excerpt = Excerpt::default();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read =
+            reader.read_until(b'\n', &mut line).map_err(|source| ToolError::io(rel, source))?;
+        if read == 0 {
+            break;
+        }
+        excerpt.total_lines += 1;
+        let number = excerpt.total_lines;
+        let wanted = number >= window.start && number - window.start < window.limit;
+        if wanted && !excerpt.hit_byte_cap {
+            push_line(&mut excerpt, number, &line);
+        }
+    }
+    Ok(excerpt)
+}
+
+fn push_line(excerpt: &mut Excerpt, number: u64, raw: &[u8]) {
+    let text = String::from_utf8_lossy(raw);
+    let text = text.trim_end_matches('\n').trim_end_matches('\r');
+    let shown = match text.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut, _)) => {
+            excerpt.cut_lines = true;
+            format!("{number:>6}\t{} [... line cut]\n", &text[..cut])
+        }
+        None => format!("{number:>6}\t{text}\n"),
+    };
+    if excerpt.text.len() + shown.len() > MAX_OUTPUT_BYTES {
+        excerpt.hit_byte_cap = true;
+        return;
+    }
+    excerpt.text.push_str(&shown);
+    excerpt.last_shown = number;
+}
+
+fn render(excerpt: Excerpt, window: &Window) -> String {
+    if excerpt.total_lines == 0 {
+        return "(empty file)".to_owned();
+    }
+    let mut text = excerpt.text;
+    if excerpt.last_shown < excerpt.total_lines {
+        let why = if excerpt.hit_byte_cap { " (output size cap reached)" } else { "" };
+        text.push_str(&format!(
+            "\n[showing lines {}-{} of {}{why}; call read_file with offset={} to read more]\n",
+            window.start,
+            excerpt.last_shown,
+            excerpt.total_lines,
+            excerpt.last_shown + 1,
+        ));
+    }
+    if excerpt.cut_lines {
+        text.push_str(&format!("[lines longer than {MAX_LINE_CHARS} characters were cut]\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testutil::TestWorkspace;
+
+    async fn read(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        ws.run(&ReadFile, args).await
+    }
+
+    fn numbered(count: usize) -> String {
+        (1..=count).map(|n| format!("line {n}\n")).collect()
+    }
+
+    #[tokio::test]
+    async fn numbers_every_line() {
+        let ws = TestWorkspace::new();
+        ws.write("a.txt", "first\nsecond\r\nthird");
+        let out = read(&ws, json!({ "path": "a.txt" })).await.unwrap();
+        assert_eq!(out.text, "     1\tfirst\n     2\tsecond\n     3\tthird\n");
+        assert_eq!(out.meta["total_lines"], 3);
+        assert_eq!(out.meta["truncated"], false);
+    }
+
+    #[tokio::test]
+    async fn offset_and_limit_select_a_window_and_say_how_to_continue() {
+        let ws = TestWorkspace::new();
+        ws.write("a.txt", numbered(10));
+        let out = read(&ws, json!({ "path": "a.txt", "offset": 3, "limit": 2 })).await.unwrap();
+        assert!(out.text.starts_with("     3\tline 3\n     4\tline 4\n"), "{}", out.text);
+        assert!(out.text.contains("showing lines 3-4 of 10"), "{}", out.text);
+        assert!(out.text.contains("offset=5"), "{}", out.text);
+        assert_eq!(out.meta["truncated"], true);
+    }
+
+    #[tokio::test]
+    async fn default_limit_caps_long_files() {
+        let ws = TestWorkspace::new();
+        ws.write("big.txt", numbered(2500));
+        let out = read(&ws, json!({ "path": "big.txt" })).await.unwrap();
+        assert!(out.text.contains("  2000\tline 2000\n"));
+        assert!(!out.text.contains("line 2001\n"));
+        assert!(out.text.contains("offset=2001"));
+        assert_eq!(out.meta["total_lines"], 2500);
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_cut() {
+        let ws = TestWorkspace::new();
+        ws.write("wide.txt", format!("{}\nshort\n", "é".repeat(MAX_LINE_CHARS + 10)));
+        let out = read(&ws, json!({ "path": "wide.txt" })).await.unwrap();
+        assert!(out.text.contains("[... line cut]"));
+        assert!(out.text.contains("     2\tshort"));
+        assert!(out.text.contains("were cut"));
+    }
+
+    #[tokio::test]
+    async fn total_output_is_capped_by_bytes() {
+        let ws = TestWorkspace::new();
+        let line = "x".repeat(1000);
+        ws.write("heavy.txt", format!("{line}\n").repeat(1000));
+        let out = read(&ws, json!({ "path": "heavy.txt" })).await.unwrap();
+        assert!(out.text.len() <= MAX_OUTPUT_BYTES + 200);
+        assert!(
+            out.text.contains("output size cap reached"),
+            "{}",
+            &out.text[out.text.len() - 200..]
+        );
+    }
+
+    #[tokio::test]
+    async fn empty_file_says_so() {
+        let ws = TestWorkspace::new();
+        ws.write("empty.txt", "");
+        let out = read(&ws, json!({ "path": "empty.txt" })).await.unwrap();
+        assert_eq!(out.text, "(empty file)");
+    }
+
+    #[tokio::test]
+    async fn errors_for_missing_binary_directory_and_past_end() {
+        let ws = TestWorkspace::new();
+        ws.write("bin.dat", b"abc\0def");
+        ws.write("dir/x.txt", "x\n");
+        ws.write("short.txt", "one\n");
+        let missing = read(&ws, json!({ "path": "nope.txt" })).await;
+        assert!(matches!(missing, Err(ToolError::NotFound { .. })), "{missing:?}");
+        let binary = read(&ws, json!({ "path": "bin.dat" })).await;
+        assert!(matches!(binary, Err(ToolError::BinaryFile { .. })), "{binary:?}");
+        let dir = read(&ws, json!({ "path": "dir" })).await.err().map(|e| e.to_string());
+        assert!(dir.unwrap_or_default().contains("use list_dir"));
+        let past = read(&ws, json!({ "path": "short.txt", "offset": 5 })).await;
+        assert!(matches!(past, Err(ToolError::OffsetPastEnd { total_lines: 1, .. })), "{past:?}");
+    }
+
+    #[tokio::test]
+    async fn paths_outside_the_workspace_are_refused() {
+        let ws = TestWorkspace::new();
+        let out = read(&ws, json!({ "path": "/etc/passwd" })).await;
+        assert!(matches!(out, Err(ToolError::OutsideWorkspace { .. })), "{out:?}");
+    }
+}

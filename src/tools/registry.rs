@@ -1,0 +1,256 @@
+//! [`ToolRegistry`]: the set of tools offered to the model and the dispatch
+//! of one [`ToolCall`] to its tool.
+//!
+//! Invariants: [`ToolRegistry::run_call`] never fails and never panics; an
+//! unknown name, unparseable or ill-typed arguments, a tool error, a
+//! cancelled turn or even a panicking tool all come back as an `is_error`
+//! [`ToolResult`] with a message the model can act on, plus metadata.
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+use serde_json::Value;
+
+use super::args::parse_json;
+use super::{Tool, ToolContext, ToolError};
+use super::{edit_file, glob, grep, list_dir, read_file, shell, write_file};
+use crate::protocol::{ToolCall, ToolClass, ToolResult, ToolSpec};
+
+/// The tools offered to the model.
+pub struct ToolRegistry {
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// The built-in tools.
+    pub fn builtin() -> Self {
+        Self {
+            tools: vec![
+                Box::new(read_file::ReadFile),
+                Box::new(list_dir::ListDir),
+                Box::new(glob::Glob),
+                Box::new(grep::Grep),
+                Box::new(write_file::WriteFile),
+                Box::new(edit_file::EditFile),
+                Box::new(shell::Shell),
+            ],
+        }
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+            })
+            .collect()
+    }
+
+    /// The tool called `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools.iter().find(|tool| tool.name() == name).map(|tool| tool.as_ref())
+    }
+
+    /// The names of all tools, in the order they are offered.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|tool| tool.name()).collect()
+    }
+
+    /// The access class of a tool; unknown tools count as read-only since
+    /// they never run (they only produce an error result).
+    pub fn class_of(&self, name: &str) -> ToolClass {
+        self.get(name).map_or(ToolClass::ReadOnly, |tool| tool.class())
+    }
+
+    /// Runs one call: parses its arguments, dispatches, and turns every
+    /// failure into an error result. Returns the result and its metadata.
+    pub async fn run_call(&self, call: &ToolCall, ctx: &ToolContext) -> (ToolResult, Value) {
+        match self.execute(call, ctx).await {
+            Ok(output) => (ToolResult::ok(&call.call_id, output.text), output.meta),
+            Err(error) => (ToolResult::error(&call.call_id, error.to_string()), error.meta()),
+        }
+    }
+
+    async fn execute(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolContext,
+    ) -> Result<crate::protocol::ToolOutput, ToolError> {
+        let Some(tool) = self.get(&call.name) else {
+            return Err(ToolError::UnknownTool {
+                name: call.name.clone(),
+                available: self.names().into_iter().map(str::to_owned).collect(),
+            });
+        };
+        let args = parse_json(tool.name(), &call.arguments)?;
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        // A bug in one tool must not take down the turn: report it instead.
+        AssertUnwindSafe(tool.run(args, ctx)).catch_unwind().await.unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panicked".to_owned());
+            Err(ToolError::Internal { tool: tool.name().to_owned(), message })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::TestWorkspace;
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            call_id: "call-1".to_owned(),
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+            item_id: None,
+        }
+    }
+
+    async fn run(name: &str, arguments: &str) -> (ToolResult, Value) {
+        let ws = TestWorkspace::new();
+        ws.write("hello.txt", "hi\n");
+        ToolRegistry::builtin().run_call(&call(name, arguments), &ws.ctx).await
+    }
+
+    #[test]
+    fn specs_are_object_schemas_for_all_seven_tools() {
+        let specs = ToolRegistry::builtin().specs();
+        let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "shell"]
+        );
+        for spec in &specs {
+            let schema = &spec.parameters;
+            assert_eq!(schema["type"], "object", "{}", spec.name);
+            assert!(schema["properties"].is_object(), "{}", spec.name);
+            assert!(schema["required"].is_array(), "{}", spec.name);
+            assert!(!spec.description.is_empty());
+            let text = schema.to_string();
+            for banned in ["$ref", "$schema", "\"title\"", "\"null\"", "\"format\""] {
+                assert!(!text.contains(banned), "{} schema has {banned}: {text}", spec.name);
+            }
+            for required in schema["required"].as_array().into_iter().flatten() {
+                let field = required.as_str().unwrap_or_default();
+                assert!(schema["properties"][field].is_object(), "{}: {field}", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn classes_split_readers_from_writers() {
+        let registry = ToolRegistry::builtin();
+        for name in ["read_file", "list_dir", "glob", "grep", "no_such_tool"] {
+            assert_eq!(registry.class_of(name), ToolClass::ReadOnly, "{name}");
+        }
+        for name in ["write_file", "edit_file", "shell"] {
+            assert_eq!(registry.class_of(name), ToolClass::Mutating, "{name}");
+        }
+        assert!(registry.get("grep").is_some() && registry.get("nope").is_none());
+    }
+
+    #[tokio::test]
+    async fn known_tool_runs() {
+        let (result, meta) = run("read_file", r#"{"path":"hello.txt"}"#).await;
+        assert!(!result.is_error, "{}", result.output);
+        assert_eq!(result.call_id, "call-1");
+        assert!(result.output.contains("hi"));
+        assert_eq!(meta["path"], "hello.txt");
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_lists_the_available_ones() {
+        let (result, meta) = run("frobnicate", "{}").await;
+        assert!(result.is_error);
+        assert!(result.output.contains("unknown tool `frobnicate`"), "{}", result.output);
+        assert!(result.output.contains("read_file, list_dir, glob"), "{}", result.output);
+        assert_eq!(meta["error"], "unknown_tool");
+    }
+
+    #[tokio::test]
+    async fn invalid_json_is_an_error_result() {
+        let (result, meta) = run("read_file", r#"{"path": "hello.txt""#).await;
+        assert!(result.is_error);
+        assert!(result.output.contains("not valid JSON"), "{}", result.output);
+        assert_eq!(meta["error"], "invalid_arguments");
+    }
+
+    #[tokio::test]
+    async fn empty_arguments_mean_no_arguments() {
+        let (result, _) = run("list_dir", "").await;
+        assert!(!result.is_error, "{}", result.output);
+        assert!(result.output.contains("hello.txt"));
+        let (result, _) = run("read_file", "").await;
+        assert!(result.is_error);
+        assert!(result.output.contains("missing field `path`"), "{}", result.output);
+    }
+
+    #[tokio::test]
+    async fn wrong_typed_argument_names_the_field() {
+        let (result, _) = run("read_file", r#"{"path":"hello.txt","offset":"ten"}"#).await;
+        assert!(result.is_error);
+        assert!(result.output.contains("field `offset`"), "{}", result.output);
+        let (result, _) = run("shell", r#"{"command":["ls"]}"#).await;
+        assert!(result.is_error);
+        assert!(result.output.contains("field `command`"), "{}", result.output);
+    }
+
+    #[tokio::test]
+    async fn unknown_fields_are_ignored() {
+        let (result, _) = run("read_file", r#"{"path":"hello.txt","explanation":"x"}"#).await;
+        assert!(!result.is_error, "{}", result.output);
+    }
+
+    struct Panicky;
+
+    impl Tool for Panicky {
+        fn name(&self) -> &'static str {
+            "panicky"
+        }
+        fn description(&self) -> &'static str {
+            "always panics"
+        }
+        fn parameters(&self) -> Value {
+            serde_json::json!({ "type": "object", "properties": {}, "required": [] })
+        }
+        fn class(&self) -> ToolClass {
+            ToolClass::ReadOnly
+        }
+        fn run<'a>(
+            &'a self,
+            _: Value,
+            _: &'a ToolContext,
+        ) -> crate::tools::BoxFuture<'a, Result<crate::protocol::ToolOutput, ToolError>> {
+            Box::pin(async { panic!("tool bug") })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_tool_becomes_an_error_result() {
+        let ws = TestWorkspace::new();
+        let registry = ToolRegistry { tools: vec![Box::new(Panicky)] };
+        let (result, meta) = registry.run_call(&call("panicky", "{}"), &ws.ctx).await;
+        assert!(result.is_error);
+        assert!(result.output.contains("tool bug"), "{}", result.output);
+        assert_eq!(meta["error"], "internal");
+    }
+
+    #[tokio::test]
+    async fn cancelled_turn_runs_nothing() {
+        let ws = TestWorkspace::new();
+        ws.ctx.cancel.cancel();
+        let call = call("write_file", r#"{"path":"x.txt","content":"x"}"#);
+        let (result, meta) = ToolRegistry::builtin().run_call(&call, &ws.ctx).await;
+        assert!(result.is_error);
+        assert_eq!(meta["error"], "cancelled");
+        assert!(!ws.path("x.txt").exists());
+    }
+}

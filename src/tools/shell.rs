@@ -1,0 +1,265 @@
+//! `shell`: runs a `bash -c` command in the workspace through the sandbox.
+//!
+//! Invariants: the working directory is confined to the workspace; the
+//! command runs with a timeout (default [`DEFAULT_TIMEOUT_MS`], at most
+//! [`MAX_TIMEOUT_MS`]) and the user's cancellation; the output the model
+//! sees is at most [`MAX_OUTPUT_BYTES`] (head and tail kept). A non-zero
+//! exit is a normal result (the model reads the exit code); failing to
+//! start, timing out and being cancelled are errors.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args::{blocking, parse_args, schema_of};
+use super::paths::Workspace;
+use super::{BoxFuture, Tool, ToolContext, ToolError};
+use crate::protocol::{ToolClass, ToolOutput};
+use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec};
+
+const NAME: &str = "shell";
+/// Timeout when the model gives none.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Longer timeouts are clamped to this.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Output shown to the model, stdout and stderr together.
+pub const MAX_OUTPUT_BYTES: usize = 30 * 1024;
+
+const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace and return its exit \
+code, stdout and stderr. Runs in the working directory unless `workdir` is given. Times out \
+after 120000 ms unless `timeout_ms` (at most 600000) says otherwise; the command and anything it \
+started are killed at the timeout and when it finishes, so do not start background servers. \
+stdin is closed: use non-interactive flags. Long output keeps its beginning and end. Prefer \
+read_file, grep, glob and list_dir for reading and searching files.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShellArgs {
+    /// The command line to run with `bash -c`, e.g. `cargo test 2>&1 | tail -n 50`.
+    pub command: String,
+    /// Kill the command after this many milliseconds (at most 600000). Defaults to 120000.
+    pub timeout_ms: Option<u64>,
+    /// Directory to run in, relative to the working directory. Defaults to ".".
+    pub workdir: Option<String>,
+}
+
+pub struct Shell;
+
+impl Tool for Shell {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<ShellArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Mutating
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(run(args, ctx))
+    }
+}
+
+async fn run(args: serde_json::Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    let args: ShellArgs = parse_args(NAME, args)?;
+    let workdir = args.workdir.clone().unwrap_or_else(|| ".".to_owned());
+    let owned_ctx = ctx.clone();
+    let (dir, rel) = blocking(NAME, move || {
+        let ws = Workspace::new(&owned_ctx)?;
+        let dir = ws.resolve(&workdir)?;
+        let rel = ws.relative(&dir);
+        match std::fs::metadata(&dir) {
+            Ok(metadata) if metadata.is_dir() => Ok((dir, rel)),
+            Ok(_) => Err(ToolError::NotADirectory { path: rel }),
+            Err(source) => Err(ToolError::io(rel, source)),
+        }
+    })
+    .await?;
+    let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
+    let spec = CommandSpec::script(args.command, dir)
+        .with_timeout(Duration::from_millis(timeout_ms))
+        .with_output_limit(MAX_OUTPUT_BYTES)
+        // Pagers would wait on a terminal that is not there.
+        .with_env("PAGER", "cat")
+        .with_env("GIT_PAGER", "cat");
+    let output = sandbox::run(&spec, &ctx.cancel).await?;
+    let (text, cut) = render(&output);
+    if output.timed_out {
+        return Err(ToolError::Timeout { timeout_ms, output: text });
+    }
+    let meta = json!({
+        "exit_code": output.exit_code,
+        "signal": output.signal,
+        "timed_out": false,
+        "truncated": cut || output.truncated(),
+        "duration_ms": u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX),
+        "workdir": rel.to_string_lossy(),
+    });
+    Ok(ToolOutput { text, meta })
+}
+
+/// `exit code: N` then labelled stdout and stderr sections, fitted into
+/// [`MAX_OUTPUT_BYTES`]; also says whether anything was cut here.
+fn render(output: &CommandOutput) -> (String, bool) {
+    let mut text = match (output.exit_code, output.signal) {
+        (Some(code), _) => format!("exit code: {code}\n"),
+        (None, Some(signal)) => format!("exit code: none (killed by signal {signal})\n"),
+        (None, None) => "exit code: none\n".to_owned(),
+    };
+    let (stdout, stderr) = fit(&output.stdout, &output.stderr);
+    let cut = stdout.omitted_bytes + stderr.omitted_bytes
+        > output.stdout.omitted_bytes + output.stderr.omitted_bytes;
+    for (label, stream) in [("stdout", stdout), ("stderr", stderr)] {
+        if stream.is_empty() {
+            continue;
+        }
+        let body = stream.text();
+        text.push_str(&format!("--- {label} ---\n{body}"));
+        if !body.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if output.stdout.is_empty() && output.stderr.is_empty() {
+        text.push_str("(no output)\n");
+    }
+    (text, cut)
+}
+
+/// Shares the output budget: stderr keeps at least a quarter when both
+/// streams are long, and whatever stdout leaves unused otherwise.
+fn fit(stdout: &CapturedStream, stderr: &CapturedStream) -> (CapturedStream, CapturedStream) {
+    let (out_len, err_len) = (stdout.kept_len(), stderr.kept_len());
+    if out_len + err_len <= MAX_OUTPUT_BYTES {
+        return (stdout.clone(), stderr.clone());
+    }
+    let stderr_budget =
+        err_len.min((MAX_OUTPUT_BYTES / 4).max(MAX_OUTPUT_BYTES.saturating_sub(out_len)));
+    (stdout.fit_to(MAX_OUTPUT_BYTES - stderr_budget), stderr.fit_to(stderr_budget))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testutil::TestWorkspace;
+
+    async fn shell(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        ws.run(&Shell, args).await
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_workspace_and_reports_exit_code() {
+        let ws = TestWorkspace::new();
+        ws.write("hello.txt", "hi");
+        let out = shell(&ws, json!({ "command": "cat hello.txt; echo; pwd" })).await.unwrap();
+        let root = ws.canonical_root();
+        assert_eq!(out.text, format!("exit code: 0\n--- stdout ---\nhi\n{}\n", root.display()));
+        assert_eq!(out.meta["exit_code"], 0);
+        assert_eq!(out.meta["timed_out"], false);
+        assert_eq!(out.meta["truncated"], false);
+    }
+
+    #[tokio::test]
+    async fn nonzero_exit_is_a_result_not_an_error() {
+        let ws = TestWorkspace::new();
+        let out =
+            shell(&ws, json!({ "command": "echo out; echo oops >&2; exit 2" })).await.unwrap();
+        assert_eq!(out.text, "exit code: 2\n--- stdout ---\nout\n--- stderr ---\noops\n");
+        assert_eq!(out.meta["exit_code"], 2);
+    }
+
+    #[tokio::test]
+    async fn no_output_says_so() {
+        let ws = TestWorkspace::new();
+        let out = shell(&ws, json!({ "command": "true" })).await.unwrap();
+        assert_eq!(out.text, "exit code: 0\n(no output)\n");
+    }
+
+    #[tokio::test]
+    async fn workdir_is_confined_to_the_workspace() {
+        let ws = TestWorkspace::new();
+        ws.write("sub/file", "");
+        let out = shell(&ws, json!({ "command": "ls", "workdir": "sub" })).await.unwrap();
+        assert!(out.text.ends_with("--- stdout ---\nfile\n"), "{}", out.text);
+        assert_eq!(out.meta["workdir"], "sub");
+        let outside = shell(&ws, json!({ "command": "ls", "workdir": ".." })).await;
+        assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
+        let file = shell(&ws, json!({ "command": "ls", "workdir": "sub/file" })).await;
+        assert!(matches!(file, Err(ToolError::NotADirectory { .. })), "{file:?}");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_and_is_an_error_with_partial_output() {
+        let ws = TestWorkspace::new();
+        let started = Instant::now();
+        let result =
+            shell(&ws, json!({ "command": "echo started; sleep 5", "timeout_ms": 300 })).await;
+        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+        let Err(error) = result else { panic!("expected a timeout, got {result:?}") };
+        assert!(matches!(error, ToolError::Timeout { timeout_ms: 300, .. }), "{error:?}");
+        assert!(error.to_string().contains("started"), "{error}");
+        assert_eq!(error.meta()["timed_out"], true);
+    }
+
+    #[tokio::test]
+    async fn cancellation_kills_the_command() {
+        let ws = TestWorkspace::new();
+        let trigger = ws.ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            trigger.cancel();
+        });
+        let started = Instant::now();
+        let result = shell(&ws, json!({ "command": "sleep 5" })).await;
+        assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn long_output_keeps_head_and_tail() {
+        let ws = TestWorkspace::new();
+        let out = shell(&ws, json!({ "command": "seq 1 100000; echo bad >&2" })).await.unwrap();
+        assert!(out.text.len() < MAX_OUTPUT_BYTES + 500, "{}", out.text.len());
+        assert!(out.text.contains("--- stdout ---\n1\n2\n3\n"));
+        assert!(out.text.contains("99999\n100000\n"));
+        assert_eq!(out.text.matches("bytes omitted").count(), 1, "{}", out.text);
+        assert!(
+            out.text.ends_with("--- stderr ---\nbad\n"),
+            "{}",
+            &out.text[out.text.len() - 100..]
+        );
+        assert_eq!(out.meta["truncated"], true);
+    }
+
+    fn stream(text: &str) -> CapturedStream {
+        CapturedStream { head: text.to_owned(), ..CapturedStream::default() }
+    }
+
+    #[test]
+    fn budget_is_shared_between_streams() {
+        let long = stream(&"o".repeat(MAX_OUTPUT_BYTES * 2));
+        let err = stream(&"e".repeat(MAX_OUTPUT_BYTES * 2));
+        let (stdout, stderr) = fit(&long, &err);
+        assert_eq!(stdout.kept_len() + stderr.kept_len(), MAX_OUTPUT_BYTES);
+        assert_eq!(stderr.kept_len(), MAX_OUTPUT_BYTES / 4);
+        let (stdout, stderr) = fit(&long, &stream("short"));
+        assert_eq!(stderr.text(), "short");
+        assert_eq!(stdout.kept_len(), MAX_OUTPUT_BYTES - 5);
+        assert_eq!(stdout.omitted_bytes as usize, MAX_OUTPUT_BYTES * 2 - stdout.kept_len());
+    }
+}
