@@ -48,6 +48,28 @@ impl Assembler {
         }
     }
 
+    /// Feeds a batch of decoded events until one completes the stream
+    /// (returns `true`) or fails. `at_eof` marks the events the decoder
+    /// flushed when the body ended: one whose data does not parse was cut
+    /// mid-line, so it ends the feeding and `finish` reports the cut (a
+    /// retryable error) instead of a malformed stream.
+    pub fn feed_events(
+        &mut self,
+        events: impl IntoIterator<Item = SseEvent>,
+        at_eof: bool,
+        emit: &mut dyn FnMut(StreamEvent),
+    ) -> Result<bool, LlmError> {
+        for event in events {
+            match self.feed(&event, emit) {
+                Ok(()) if self.is_complete() => return Ok(true),
+                Ok(()) => {}
+                Err(LlmError::MalformedStream { .. }) if at_eof => return Ok(false),
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(false)
+    }
+
     /// True once the completion event arrived; nothing after it matters.
     pub fn is_complete(&self) -> bool {
         match self {

@@ -163,13 +163,8 @@ impl LlmClient {
                     true
                 }
             };
-            for event in events.drain(..) {
-                assembler.feed(&event, on_event)?;
-                if assembler.is_complete() {
-                    return assembler.finish();
-                }
-            }
-            if ended {
+            let complete = assembler.feed_events(events.drain(..), ended, on_event)?;
+            if complete || ended {
                 return assembler.finish();
             }
         }

@@ -74,12 +74,16 @@ impl SseDecoder {
         self.partial.extend_from_slice(rest);
     }
 
-    /// Ends the stream. An unterminated last line is dropped (the body was
-    /// cut mid-line); an event whose lines all ended but which lacks the
-    /// final blank line is still dispatched, to be lenient with servers
-    /// that end on a single `\n`.
+    /// Ends the stream, dispatching what is pending: an unterminated last
+    /// line counts as a line (real captures end on `data: {…}` with no
+    /// newline), and an event lacking its final blank line is dispatched.
+    /// If the body was cut mid-line, that last event's data is truncated;
+    /// the assembler treats unparsable data at EOF as a cut stream.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
-        self.partial.clear();
+        let partial = std::mem::take(&mut self.partial);
+        if !partial.is_empty() {
+            self.line(&partial, out);
+        }
         self.dispatch(out);
     }
 
@@ -169,8 +173,9 @@ mod tests {
     }
 
     #[test]
-    fn drops_a_cut_last_line_but_keeps_a_finished_one() {
-        assert_eq!(decode_chunks([&b"data: {\"a\":1}\n\ndata: {\"b\""[..]]), vec![ev("message", "{\"a\":1}")]);
+    fn flushes_the_unterminated_tail_at_eof() {
+        let cut = decode_chunks([&b"data: {\"a\":1}\n\ndata: {\"b\""[..]]);
+        assert_eq!(cut, vec![ev("message", "{\"a\":1}"), ev("message", "{\"b\"")]);
         assert_eq!(decode_chunks([&b"data: [DONE]\n"[..]]), vec![ev("message", "[DONE]")]);
         assert!(decode_chunks([&b"event: x\n\n\n"[..]]).is_empty());
     }
