@@ -75,7 +75,10 @@ fn block(item: &Item) -> Option<(&'static str, Value)> {
         Item::Assistant { text } if text.is_empty() => return None,
         Item::User { text } => ("user", json!({"type": "text", "text": text})),
         Item::Assistant { text } => ("assistant", json!({"type": "text", "text": text})),
-        Item::Reasoning(ReasoningItem::AnthropicThinking { thinking, signature: Some(signature) }) => {
+        Item::Reasoning(ReasoningItem::AnthropicThinking {
+            thinking,
+            signature: Some(signature),
+        }) => {
             ("assistant", json!({"type": "thinking", "thinking": thinking, "signature": signature}))
         }
         Item::Reasoning(ReasoningItem::AnthropicRedacted { data }) => {
@@ -92,7 +95,10 @@ fn block(item: &Item) -> Option<(&'static str, Value)> {
                 .ok()
                 .filter(Value::is_object)
                 .unwrap_or_else(|| json!({}));
-            ("assistant", json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": input}))
+            (
+                "assistant",
+                json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": input}),
+            )
         }
         Item::ToolResult(result) => (
             "user",
@@ -110,9 +116,16 @@ fn block(item: &Item) -> Option<(&'static str, Value)> {
 #[derive(Debug)]
 enum Block {
     Text(String),
-    Thinking { thinking: String, signature: Option<String> },
+    Thinking {
+        thinking: String,
+        signature: Option<String>,
+    },
     Redacted(String),
-    ToolUse { id: String, name: String, json: String },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
     /// Server-run tools, their results, and block types we do not know.
     Skipped,
 }
@@ -183,7 +196,9 @@ impl AnthropicAssembler {
                 }
             }
             "message_stop" => self.done = true,
-            "error" => return Err(classify_stream_error(error_from_json(&data).unwrap_or_default())),
+            "error" => {
+                return Err(classify_stream_error(error_from_json(&data).unwrap_or_default()));
+            }
             _ => {} // ping, content_block_stop, and anything new
         }
         Ok(())
@@ -206,14 +221,22 @@ impl AnthropicAssembler {
                     _ => items.push(Item::Assistant { text }),
                 },
                 Block::Thinking { thinking, signature } => {
-                    items.push(Item::Reasoning(ReasoningItem::AnthropicThinking { thinking, signature }));
+                    items.push(Item::Reasoning(ReasoningItem::AnthropicThinking {
+                        thinking,
+                        signature,
+                    }));
                 }
                 Block::Redacted(data) => {
                     items.push(Item::Reasoning(ReasoningItem::AnthropicRedacted { data }));
                 }
                 Block::ToolUse { id, name, json } => {
                     let arguments = if json.is_empty() { "{}".to_owned() } else { json };
-                    items.push(Item::ToolCall(ToolCall { call_id: id, name, arguments, item_id: None }));
+                    items.push(Item::ToolCall(ToolCall {
+                        call_id: id,
+                        name,
+                        arguments,
+                        item_id: None,
+                    }));
                 }
                 Block::Skipped => {}
             }
@@ -250,7 +273,9 @@ impl AnthropicAssembler {
             }
             Some("thinking") => Block::Thinking {
                 thinking: text("thinking"),
-                signature: str_at(start, &["signature"]).filter(|s| !s.is_empty()).map(str::to_owned),
+                signature: str_at(start, &["signature"])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
             },
             Some("redacted_thinking") => Block::Redacted(text("data")),
             Some("tool_use") => {
@@ -288,7 +313,10 @@ impl AnthropicAssembler {
                 let partial = piece("partial_json");
                 json.push_str(partial);
                 if !partial.is_empty() {
-                    emit(StreamEvent::ToolCallArgumentsDelta { call_id: id.clone(), delta: partial.to_owned() });
+                    emit(StreamEvent::ToolCallArgumentsDelta {
+                        call_id: id.clone(),
+                        delta: partial.to_owned(),
+                    });
                 }
             }
             // citations, server-tool input, and deltas of kinds we skip

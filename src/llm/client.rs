@@ -92,7 +92,10 @@ impl LlmClient {
                 if retries == 0 {
                     return Err(err);
                 }
-                return Err(LlmError::RetriesExhausted { attempts: retries + 1, last: Box::new(err) });
+                return Err(LlmError::RetriesExhausted {
+                    attempts: retries + 1,
+                    last: Box::new(err),
+                });
             }
             let delay = backoff_delay(&policy, retries, err.retry_after(), fastrand::f64());
             tracing::debug!(error = %err, ?delay, retry = retries + 1, "retrying model request");
@@ -114,7 +117,8 @@ impl LlmClient {
     }
 
     fn http_request(&self, body: &Value) -> reqwest::RequestBuilder {
-        let builder = self.http.post(self.endpoint.clone()).header(ACCEPT, "text/event-stream").json(body);
+        let builder =
+            self.http.post(self.endpoint.clone()).header(ACCEPT, "text/event-stream").json(body);
         match (self.config.kind, &self.config.api_key) {
             (ProviderKind::Anthropic, key) => {
                 let builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
@@ -123,7 +127,9 @@ impl LlmClient {
                     None => builder,
                 }
             }
-            (ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat, Some(key)) => builder.bearer_auth(key),
+            (ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat, Some(key)) => {
+                builder.bearer_auth(key)
+            }
             (ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat, None) => builder,
         }
     }
@@ -137,7 +143,9 @@ impl LlmClient {
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, LlmError> {
         let idle = self.config.idle_timeout;
-        let response = guard(cancel, idle, self.http_request(body).send()).await?.map_err(LlmError::transport)?;
+        let response = guard(cancel, idle, self.http_request(body).send())
+            .await?
+            .map_err(LlmError::transport)?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = parse_retry_after(response.headers());
@@ -172,7 +180,11 @@ impl LlmClient {
 }
 
 /// Runs `future` unless the token is cancelled or `idle` passes first.
-async fn guard<F: Future>(cancel: &CancellationToken, idle: Duration, future: F) -> Result<F::Output, LlmError> {
+async fn guard<F: Future>(
+    cancel: &CancellationToken,
+    idle: Duration,
+    future: F,
+) -> Result<F::Output, LlmError> {
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(LlmError::Cancelled),

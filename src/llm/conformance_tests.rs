@@ -35,7 +35,8 @@ fn load_cases(protocol: &str) -> Vec<Case> {
     let entries = std::fs::read_dir(&dir).unwrap_or_else(|err| {
         panic!("conformance captures missing: looked in {} ({err})", dir.display())
     });
-    let mut dirs: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let mut dirs: Vec<PathBuf> =
+        entries.map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
     assert!(!dirs.is_empty(), "no conformance cases in {}", dir.display());
     dirs.iter().map(|case| load_case(case)).collect()
@@ -47,7 +48,8 @@ fn load_case(dir: &Path) -> Case {
         .unwrap_or_else(|err| panic!("{name}: cannot read expected.json: {err}"));
     let expected: Value = serde_json::from_str(&expected).unwrap();
     let file = dir.join(expected["stream"]["file"].as_str().unwrap());
-    let raw = std::fs::read(&file).unwrap_or_else(|err| panic!("{name}: {}: {err}", file.display()));
+    let raw =
+        std::fs::read(&file).unwrap_or_else(|err| panic!("{name}: {}: {err}", file.display()));
     let body = match expected["stream"]["format"].as_str() {
         Some("sse") => raw,
         Some("data-lines") => data_lines_to_sse(&raw),
@@ -122,7 +124,12 @@ fn assert_split_invariant(kind: ProviderKind, case: &Case, whole: &Reduced) {
         let baseline = decode_chunks([block]);
         for cut in 0..=block.len() {
             let split = decode_chunks([&block[..cut], &block[cut..]]);
-            assert!(split == baseline, "{}: SSE events differ when split at byte {}", case.name, offset + cut);
+            assert!(
+                split == baseline,
+                "{}: SSE events differ when split at byte {}",
+                case.name,
+                offset + cut
+            );
         }
         offset += block.len();
     }
@@ -175,7 +182,9 @@ fn assert_streamed_matches_final(name: &str, reduced: &Reduced) {
             .events
             .iter()
             .filter_map(|e| match e {
-                StreamEvent::ToolCallArgumentsDelta { call_id, delta } if *call_id == call.call_id => {
+                StreamEvent::ToolCallArgumentsDelta { call_id, delta }
+                    if *call_id == call.call_id =>
+                {
                     Some(delta.as_str())
                 }
                 StreamEvent::TextDelta { .. }
@@ -184,7 +193,10 @@ fn assert_streamed_matches_final(name: &str, reduced: &Reduced) {
                 | StreamEvent::ToolCallArgumentsDelta { .. } => None,
             })
             .collect();
-        assert!(args == call.arguments || (args.is_empty() && call.arguments == "{}"), "{name}: streamed args");
+        assert!(
+            args == call.arguments || (args.is_empty() && call.arguments == "{}"),
+            "{name}: streamed args"
+        );
         let started = reduced.events.iter().any(|e| {
             matches!(e, StreamEvent::ToolCallStarted { call_id, name } if *call_id == call.call_id && *name == call.name)
         });
@@ -220,12 +232,18 @@ fn shapes(response: &ModelResponse) -> Vec<Shape> {
         .map(|item| match item {
             Item::Assistant { text } => Shape::Text(text.clone()),
             Item::Reasoning(ReasoningItem::OpenAi { id, summary, encrypted_content }) => {
-                Shape::OpenAiReasoning { id: id.clone(), summary: summary.clone(), encrypted: encrypted_content.is_some() }
+                Shape::OpenAiReasoning {
+                    id: id.clone(),
+                    summary: summary.clone(),
+                    encrypted: encrypted_content.is_some(),
+                }
             }
             Item::Reasoning(ReasoningItem::AnthropicThinking { thinking, signature }) => {
                 Shape::Thinking { thinking: thinking.clone(), signed: signature.is_some() }
             }
-            Item::Reasoning(ReasoningItem::AnthropicRedacted { data }) => Shape::Redacted { len: data.len() },
+            Item::Reasoning(ReasoningItem::AnthropicRedacted { data }) => {
+                Shape::Redacted { len: data.len() }
+            }
             Item::ToolCall(call) => Shape::Call {
                 call_id: call.call_id.clone(),
                 name: call.name.clone(),
@@ -257,13 +275,21 @@ fn check_responses(case: &Case, reduced: &Reduced) {
     let mut want: Vec<Shape> = Vec::new();
     for r in expect["reasoning"].as_array().unwrap() {
         let summary = r["summary"].as_array().unwrap().iter().map(s).collect();
-        want.push(Shape::OpenAiReasoning { id: s(&r["id"]), summary, encrypted: r["has_encrypted_content"] == true });
+        want.push(Shape::OpenAiReasoning {
+            id: s(&r["id"]),
+            summary,
+            encrypted: r["has_encrypted_content"] == true,
+        });
     }
     for m in expect["messages"].as_array().unwrap() {
         want.push(Shape::Text(s(&m["text"])));
     }
-    let function_calls: Vec<&Value> =
-        expect["tool_calls"].as_array().unwrap().iter().filter(|c| c["type"] == "function_call").collect();
+    let function_calls: Vec<&Value> = expect["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "function_call")
+        .collect();
     for c in &function_calls {
         want.push(Shape::Call {
             call_id: s(&c["call_id"]),
@@ -311,7 +337,12 @@ fn check_chat(case: &Case, reduced: &Reduced) {
     }
     for c in choice["tool_calls"].as_array().unwrap() {
         let call_id = s(&c["id"]);
-        want.push(Shape::Call { call_id, name: s(&c["name"]), arguments: s(&c["arguments"]), item_id: None });
+        want.push(Shape::Call {
+            call_id,
+            name: s(&c["name"]),
+            arguments: s(&c["arguments"]),
+            item_id: None,
+        });
     }
     assert_eq!(shapes(response), want, "{}: items (choice 0 only)", case.name);
     let usage = &expect["usage"];
@@ -348,7 +379,9 @@ fn check_anthropic(case: &Case, reduced: &Reduced) {
                 thinking: s(&block["thinking"]),
                 signed: block["signature_present"] == true,
             }),
-            "redacted_thinking" => want.push(Shape::Redacted { len: u(block, &["data_length"]) as usize }),
+            "redacted_thinking" => {
+                want.push(Shape::Redacted { len: u(block, &["data_length"]) as usize })
+            }
             "tool_use" => {
                 let raw = s(&block["input_json_raw"]);
                 let arguments = if raw.is_empty() { "{}".to_owned() } else { raw };
@@ -356,7 +389,12 @@ fn check_anthropic(case: &Case, reduced: &Reduced) {
                     let parsed: Value = serde_json::from_str(&arguments).unwrap();
                     assert_eq!(parsed, block["input"], "{}: tool input", case.name);
                 }
-                want.push(Shape::Call { call_id: s(&block["id"]), name: s(&block["name"]), arguments, item_id: None });
+                want.push(Shape::Call {
+                    call_id: s(&block["id"]),
+                    name: s(&block["name"]),
+                    arguments,
+                    item_id: None,
+                });
             }
             // Run by the API itself; not client tool calls.
             "server_tool_use" | "mcp_tool_use" => {}
@@ -368,7 +406,9 @@ fn check_anthropic(case: &Case, reduced: &Reduced) {
     let usage = &expect["usage"];
     let cache_read = u(usage, &["cache_read_input_tokens"]);
     let want_usage = Usage {
-        input_tokens: u(usage, &["input_tokens"]) + cache_read + u(usage, &["cache_creation_input_tokens"]),
+        input_tokens: u(usage, &["input_tokens"])
+            + cache_read
+            + u(usage, &["cache_creation_input_tokens"]),
         output_tokens: u(usage, &["output_tokens"]),
         cached_input_tokens: cache_read,
         reasoning_tokens: 0,
@@ -400,12 +440,15 @@ fn anthropic_messages_captures() {
 
 #[test]
 fn responses_error_event_is_a_provider_error_with_the_message() {
-    let case = load_case(&conformance_root().join("openai-responses/06-error-event-insufficient-quota"));
+    let case =
+        load_case(&conformance_root().join("openai-responses/06-error-event-insufficient-quota"));
     let mut assembler = Assembler::new(ProviderKind::OpenAiResponses);
     let err = decode_chunks([&case.body[..]])
         .iter()
         .find_map(|event| assembler.feed(event, &mut |_| {}).err())
         .expect("an error");
-    assert!(matches!(&err, super::LlmError::Provider { code: Some(code), .. } if code == "insufficient_quota"));
+    assert!(
+        matches!(&err, super::LlmError::Provider { code: Some(code), .. } if code == "insufficient_quota")
+    );
     assert!(!err.is_retryable());
 }

@@ -142,10 +142,8 @@ pub(crate) fn parse_error_body(body: &str) -> ErrorBody {
     let Ok(json) = serde_json::from_str::<serde_json::Value>(body) else {
         return ErrorBody { message: truncate(body.trim()), ..ErrorBody::default() };
     };
-    error_from_json(&json).unwrap_or_else(|| ErrorBody {
-        message: truncate(body.trim()),
-        ..ErrorBody::default()
-    })
+    error_from_json(&json)
+        .unwrap_or_else(|| ErrorBody { message: truncate(body.trim()), ..ErrorBody::default() })
 }
 
 /// Extracts an error from a JSON value shaped like one of the vendors'
@@ -203,13 +201,13 @@ pub(crate) fn classify_http(
         parsed.message.clone()
     };
     match status {
-        401 | 403 => {
-            LlmError::Auth { status, env_var: ctx.api_key_env.to_owned(), message }
-        }
+        401 | 403 => LlmError::Auth { status, env_var: ctx.api_key_env.to_owned(), message },
         404 if is_model_not_found(&parsed) => {
             LlmError::UnknownModel { model: ctx.model.to_owned(), message }
         }
-        400 | 413 | 422 if is_context_length(&parsed) => LlmError::ContextLengthExceeded { message },
+        400 | 413 | 422 if is_context_length(&parsed) => {
+            LlmError::ContextLengthExceeded { message }
+        }
         _ => LlmError::Http { status, message, retry_after },
     }
 }
@@ -276,9 +274,13 @@ mod tests {
         let openai = r#"{"error":{"message":"bad","type":"invalid_request_error","code":"x"}}"#;
         assert_eq!(parse_error_body(openai).message, "bad");
         assert_eq!(parse_error_body(openai).code.as_deref(), Some("x"));
-        let anthropic = r#"{"type":"error","error":{"type":"not_found_error","message":"model: x"}}"#;
+        let anthropic =
+            r#"{"type":"error","error":{"type":"not_found_error","message":"model: x"}}"#;
         assert_eq!(parse_error_body(anthropic).kind.as_deref(), Some("not_found_error"));
-        assert_eq!(parse_error_body(r#"{"error":"model 'x' not found"}"#).message, "model 'x' not found");
+        assert_eq!(
+            parse_error_body(r#"{"error":"model 'x' not found"}"#).message,
+            "model 'x' not found"
+        );
         assert_eq!(parse_error_body("  <html>oops</html>\n").message, "<html>oops</html>");
         assert_eq!(parse_error_body("[1,2]").message, "[1,2]");
     }
@@ -287,10 +289,17 @@ mod tests {
     fn classifies_statuses() {
         let auth = classify_http(401, None, r#"{"error":{"message":"bad key"}}"#, CTX);
         assert!(auth.to_string().contains("$OPENAI_API_KEY"), "{auth}");
-        let anthropic_404 = r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-x"}}"#;
-        assert!(matches!(classify_http(404, None, anthropic_404, CTX), LlmError::UnknownModel { .. }));
+        let anthropic_404 =
+            r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-x"}}"#;
+        assert!(matches!(
+            classify_http(404, None, anthropic_404, CTX),
+            LlmError::UnknownModel { .. }
+        ));
         let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
-        assert!(matches!(classify_http(400, None, too_long, CTX), LlmError::ContextLengthExceeded { .. }));
+        assert!(matches!(
+            classify_http(400, None, too_long, CTX),
+            LlmError::ContextLengthExceeded { .. }
+        ));
         let plain_400 = classify_http(400, None, r#"{"error":{"message":"bad tool"}}"#, CTX);
         assert!(!plain_400.is_retryable());
         let overloaded = classify_http(529, Some(Duration::from_secs(2)), "", CTX);

@@ -31,6 +31,8 @@ mod conformance_tests;
 mod fault_tests;
 #[cfg(test)]
 mod request_tests;
+#[cfg(test)]
+mod test_support;
 
 pub use client::LlmClient;
 pub use error::LlmError;

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use super::assembler::{at, parse_data, str_at, u64_at};
 use super::error::{LlmError, classify_stream_error, error_from_json};
 use super::sse::SseEvent;
-use crate::protocol::{Item, ModelRequest, ModelResponse, StopReason, StreamEvent, ToolCall, Usage};
+use crate::protocol::{
+    Item, ModelRequest, ModelResponse, StopReason, StreamEvent, ToolCall, Usage,
+};
 
 /// The JSON body of a streaming Chat Completions request.
 pub(crate) fn request_body(request: &ModelRequest) -> Value {
@@ -211,7 +213,8 @@ impl ChatAssembler {
             emit(StreamEvent::TextDelta { delta: refusal.to_owned() });
         }
         // vLLM/DeepSeek say `reasoning_content`, OpenRouter/Ollama `reasoning`.
-        let reasoning = str_at(delta, &["reasoning_content"]).or_else(|| str_at(delta, &["reasoning"]));
+        let reasoning =
+            str_at(delta, &["reasoning_content"]).or_else(|| str_at(delta, &["reasoning"]));
         if let Some(reasoning) = reasoning.filter(|t| !t.is_empty()) {
             emit(StreamEvent::ReasoningDelta { delta: reasoning.to_owned() });
         }
@@ -235,7 +238,12 @@ impl ChatAssembler {
         let position = match self.calls.iter().position(|call| call.index == index) {
             Some(position) => position,
             None => {
-                self.calls.push(PartialCall { index, id: None, name: String::new(), arguments: String::new() });
+                self.calls.push(PartialCall {
+                    index,
+                    id: None,
+                    name: String::new(),
+                    arguments: String::new(),
+                });
                 self.calls.len() - 1
             }
         };
@@ -254,7 +262,10 @@ impl ChatAssembler {
         if let Some(arguments) = at(delta, &["function", "arguments"]).and_then(Value::as_str) {
             if !arguments.is_empty() {
                 call.arguments.push_str(arguments);
-                let event = StreamEvent::ToolCallArgumentsDelta { call_id: call.call_id(), delta: arguments.to_owned() };
+                let event = StreamEvent::ToolCallArgumentsDelta {
+                    call_id: call.call_id(),
+                    delta: arguments.to_owned(),
+                };
                 emit(event);
             }
         }

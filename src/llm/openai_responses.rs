@@ -100,9 +100,20 @@ fn reasoning_item(reasoning: &ReasoningItem) -> Option<Value> {
 /// One output item while it streams in.
 #[derive(Debug)]
 enum Output {
-    Message { text: String },
-    Reasoning { id: String, summary: Vec<String>, encrypted: Option<String> },
-    Call { item_id: String, call_id: String, name: String, arguments: String },
+    Message {
+        text: String,
+    },
+    Reasoning {
+        id: String,
+        summary: Vec<String>,
+        encrypted: Option<String>,
+    },
+    Call {
+        item_id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
     /// Built-in tool items and anything new: displayed by nobody, skipped.
     Other,
 }
@@ -284,18 +295,27 @@ impl ResponsesAssembler {
         let merged = match (self.outputs.remove(&index), new) {
             (None, new) => {
                 if let Output::Call { call_id, name, .. } = &new {
-                    emit(StreamEvent::ToolCallStarted { call_id: call_id.clone(), name: name.clone() });
+                    emit(StreamEvent::ToolCallStarted {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                    });
                 }
                 new
             }
             (Some(Output::Message { text: old }), Output::Message { text }) => {
                 Output::Message { text: if text.is_empty() { old } else { text } }
             }
-            (Some(Output::Reasoning { summary: old, .. }), Output::Reasoning { id, summary, encrypted }) => {
+            (
+                Some(Output::Reasoning { summary: old, .. }),
+                Output::Reasoning { id, summary, encrypted },
+            ) => {
                 let summary = if summary.is_empty() { old } else { summary };
                 Output::Reasoning { id, summary, encrypted }
             }
-            (Some(Output::Call { arguments: old, .. }), Output::Call { item_id, call_id, name, arguments }) => {
+            (
+                Some(Output::Call { arguments: old, .. }),
+                Output::Call { item_id, call_id, name, arguments },
+            ) => {
                 let arguments = if arguments.is_empty() { old } else { arguments };
                 Output::Call { item_id, call_id, name, arguments }
             }
@@ -310,7 +330,8 @@ impl ResponsesAssembler {
 
     fn push_text(&mut self, index: Option<u64>, delta: &str, emit: &mut dyn FnMut(StreamEvent)) {
         if let Some(index) = index {
-            let output = self.outputs.entry(index).or_insert(Output::Message { text: String::new() });
+            let output =
+                self.outputs.entry(index).or_insert(Output::Message { text: String::new() });
             if let Output::Message { text } = output {
                 text.push_str(delta);
             }
@@ -318,10 +339,18 @@ impl ResponsesAssembler {
         emit(StreamEvent::TextDelta { delta: delta.to_owned() });
     }
 
-    fn push_arguments(&mut self, index: Option<u64>, delta: &str, emit: &mut dyn FnMut(StreamEvent)) {
+    fn push_arguments(
+        &mut self,
+        index: Option<u64>,
+        delta: &str,
+        emit: &mut dyn FnMut(StreamEvent),
+    ) {
         if let Some(Output::Call { call_id, arguments, .. }) = self.output(index) {
             arguments.push_str(delta);
-            emit(StreamEvent::ToolCallArgumentsDelta { call_id: call_id.clone(), delta: delta.to_owned() });
+            emit(StreamEvent::ToolCallArgumentsDelta {
+                call_id: call_id.clone(),
+                delta: delta.to_owned(),
+            });
         }
     }
 

@@ -151,8 +151,12 @@ mod tests {
 
     #[test]
     fn decodes_fields_comments_and_multiline_data() {
-        let body = b"\xEF\xBB\xBF: hi\nevent: a\ndata: {\"x\":1}  \n\ndata:one\ndata: two\nid: 7\n\n";
-        assert_eq!(decode_chunks([&body[..]]), vec![ev("a", "{\"x\":1}  "), ev("message", "one\ntwo")]);
+        let body =
+            b"\xEF\xBB\xBF: hi\nevent: a\ndata: {\"x\":1}  \n\ndata:one\ndata: two\nid: 7\n\n";
+        assert_eq!(
+            decode_chunks([&body[..]]),
+            vec![ev("a", "{\"x\":1}  "), ev("message", "one\ntwo")]
+        );
     }
 
     #[test]
