@@ -253,7 +253,7 @@ impl AnthropicAssembler {
         };
         let raw = self.usage;
         let usage = Usage {
-            input_tokens: raw.input + raw.cache_read + raw.cache_write,
+            input_tokens: raw.input.saturating_add(raw.cache_read).saturating_add(raw.cache_write),
             output_tokens: raw.output,
             cached_input_tokens: raw.cache_read,
             reasoning_tokens: 0,
@@ -297,30 +297,33 @@ impl AnthropicAssembler {
             return;
         };
         let piece = |key: &str| str_at(delta, &[key]).unwrap_or_default();
-        match (block, str_at(delta, &["type"])) {
-            (Block::Text(text), Some("text_delta")) => {
+        // Other delta kinds (citations, server-tool input) are not kept.
+        let kind = str_at(delta, &["type"]).unwrap_or_default();
+        match block {
+            Block::Text(text) if kind == "text_delta" => {
                 text.push_str(piece("text"));
                 emit(StreamEvent::TextDelta { delta: piece("text").to_owned() });
             }
-            (Block::Thinking { thinking, .. }, Some("thinking_delta")) => {
+            Block::Thinking { thinking, .. } if kind == "thinking_delta" => {
                 thinking.push_str(piece("thinking"));
                 emit(StreamEvent::ReasoningDelta { delta: piece("thinking").to_owned() });
             }
-            (Block::Thinking { signature, .. }, Some("signature_delta")) => {
+            Block::Thinking { signature, .. } if kind == "signature_delta" => {
                 signature.get_or_insert_with(String::new).push_str(piece("signature"));
             }
-            (Block::ToolUse { id, json, .. }, Some("input_json_delta")) => {
+            Block::ToolUse { id, json, .. } if kind == "input_json_delta" => {
                 let partial = piece("partial_json");
                 json.push_str(partial);
                 if !partial.is_empty() {
-                    emit(StreamEvent::ToolCallArgumentsDelta {
+                    let event = StreamEvent::ToolCallArgumentsDelta {
                         call_id: id.clone(),
                         delta: partial.to_owned(),
-                    });
+                    };
+                    emit(event);
                 }
             }
-            // citations, server-tool input, and deltas of kinds we skip
-            (_, _) => {}
+            Block::Text(_) | Block::Thinking { .. } | Block::ToolUse { .. } => {}
+            Block::Redacted(_) | Block::Skipped => {}
         }
     }
 }

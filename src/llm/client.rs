@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::assembler::Assembler;
-use super::error::{ErrorContext, LlmError, classify_http};
+use super::error::{ErrorContext, LlmError, classify_http, json_instead_of_stream};
 use super::retry::{backoff_delay, parse_retry_after};
 use super::sse::SseDecoder;
 use super::{ProviderConfig, ProviderKind, anthropic, openai_chat, openai_responses};
@@ -154,6 +154,11 @@ impl LlmClient {
             let ctx = ErrorContext { api_key_env: &self.config.api_key_env, model };
             return Err(classify_http(status.as_u16(), retry_after, &text, ctx));
         }
+        if is_json(response.headers()) {
+            // Some proxies answer 200 with a JSON error instead of a stream.
+            let text = guard(cancel, idle, response.text()).await?.map_err(LlmError::transport)?;
+            return Err(json_instead_of_stream(&text));
+        }
         let mut chunks = response.bytes_stream();
         let mut decoder = SseDecoder::default();
         let mut assembler = Assembler::new(self.config.kind);
@@ -177,6 +182,11 @@ impl LlmClient {
             }
         }
     }
+}
+
+fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
+    let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    content_type.is_some_and(|value| value.trim_start().starts_with("application/json"))
 }
 
 /// Runs `future` unless the token is cancelled or `idle` passes first.

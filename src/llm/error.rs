@@ -233,6 +233,19 @@ pub(crate) fn classify_stream_error(body: ErrorBody) -> LlmError {
     LlmError::Provider { code: body.code.or(body.kind), message: body.message, retryable }
 }
 
+/// A successful status whose body is JSON, not an event stream: the
+/// server's error if it holds one, else a malformed stream.
+pub(crate) fn json_instead_of_stream(body: &str) -> LlmError {
+    let parsed = serde_json::from_str::<serde_json::Value>(body).ok();
+    match parsed.as_ref().and_then(error_from_json) {
+        Some(error) => classify_stream_error(error),
+        None => LlmError::malformed(
+            "body",
+            format!("expected an event stream, got JSON: {}", truncate(body.trim())),
+        ),
+    }
+}
+
 fn is_context_length(body: &ErrorBody) -> bool {
     if body.code.as_deref() == Some("context_length_exceeded") {
         return true;

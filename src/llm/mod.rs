@@ -30,6 +30,8 @@ mod conformance_tests;
 #[cfg(test)]
 mod fault_tests;
 #[cfg(test)]
+mod reducer_tests;
+#[cfg(test)]
 mod request_tests;
 #[cfg(test)]
 mod test_support;

@@ -230,7 +230,9 @@ impl ChatAssembler {
         let index = match delta.get("index").and_then(Value::as_u64) {
             Some(index) => index,
             None => match (id, self.calls.last()) {
-                (Some(id), Some(last)) if last.id.as_deref() != Some(id) => last.index + 1,
+                (Some(id), Some(last)) if last.id.as_deref() != Some(id) => {
+                    last.index.saturating_add(1)
+                }
                 (_, Some(last)) => last.index,
                 (_, None) => 0,
             },

@@ -146,6 +146,45 @@ impl Output {
     }
 }
 
+impl Output {
+    /// This (final) item, with the streamed value where it has none.
+    fn keeping_streamed(self, streamed: Output) -> Output {
+        let or = |value: String, streamed: Option<String>| match streamed {
+            Some(old) if value.is_empty() => old,
+            Some(_) | None => value,
+        };
+        match self {
+            Output::Message { text } => Output::Message { text: or(text, streamed.into_text()) },
+            Output::Reasoning { id, summary, encrypted } => {
+                let summary = match streamed {
+                    Output::Reasoning { summary: old, .. } if summary.is_empty() => old,
+                    Output::Reasoning { .. }
+                    | Output::Message { .. }
+                    | Output::Call { .. }
+                    | Output::Other => summary,
+                };
+                Output::Reasoning { id, summary, encrypted }
+            }
+            Output::Call { item_id, call_id, name, arguments } => Output::Call {
+                item_id,
+                call_id,
+                name,
+                arguments: or(arguments, streamed.into_text()),
+            },
+            Output::Other => Output::Other,
+        }
+    }
+
+    /// The streamed text of a message or the arguments of a call.
+    fn into_text(self) -> Option<String> {
+        match self {
+            Output::Message { text } => Some(text),
+            Output::Call { arguments, .. } => Some(arguments),
+            Output::Reasoning { .. } | Output::Other => None,
+        }
+    }
+}
+
 fn text_of(value: &Value, key: &str) -> String {
     str_at(value, &[key]).unwrap_or_default().to_owned()
 }
@@ -292,34 +331,18 @@ impl ResponsesAssembler {
     /// streamed values the final item lacks.
     fn put_item(&mut self, index: u64, item: &Value, emit: &mut dyn FnMut(StreamEvent)) {
         let new = Output::from_item(item);
-        let merged = match (self.outputs.remove(&index), new) {
-            (None, new) => {
+        let merged = match self.outputs.remove(&index) {
+            Some(streamed) => new.keeping_streamed(streamed),
+            None => {
                 if let Output::Call { call_id, name, .. } = &new {
-                    emit(StreamEvent::ToolCallStarted {
+                    let event = StreamEvent::ToolCallStarted {
                         call_id: call_id.clone(),
                         name: name.clone(),
-                    });
+                    };
+                    emit(event);
                 }
                 new
             }
-            (Some(Output::Message { text: old }), Output::Message { text }) => {
-                Output::Message { text: if text.is_empty() { old } else { text } }
-            }
-            (
-                Some(Output::Reasoning { summary: old, .. }),
-                Output::Reasoning { id, summary, encrypted },
-            ) => {
-                let summary = if summary.is_empty() { old } else { summary };
-                Output::Reasoning { id, summary, encrypted }
-            }
-            (
-                Some(Output::Call { arguments: old, .. }),
-                Output::Call { item_id, call_id, name, arguments },
-            ) => {
-                let arguments = if arguments.is_empty() { old } else { arguments };
-                Output::Call { item_id, call_id, name, arguments }
-            }
-            (Some(_), new) => new,
         };
         self.outputs.insert(index, merged);
     }
@@ -329,14 +352,14 @@ impl ResponsesAssembler {
     }
 
     fn push_text(&mut self, index: Option<u64>, delta: &str, emit: &mut dyn FnMut(StreamEvent)) {
-        if let Some(index) = index {
-            let output =
-                self.outputs.entry(index).or_insert(Output::Message { text: String::new() });
-            if let Output::Message { text } = output {
-                text.push_str(delta);
-            }
+        // Only text that lands in a message is shown, so the deltas always
+        // add up to the response's text.
+        let Some(index) = index else { return };
+        let output = self.outputs.entry(index).or_insert(Output::Message { text: String::new() });
+        if let Output::Message { text } = output {
+            text.push_str(delta);
+            emit(StreamEvent::TextDelta { delta: delta.to_owned() });
         }
-        emit(StreamEvent::TextDelta { delta: delta.to_owned() });
     }
 
     fn push_arguments(
