@@ -12,7 +12,9 @@
 //! `openai_chat` and `anthropic` each own a request-body builder and a pure
 //! stream reducer, unified by `assembler`; `client` does HTTP, timeouts,
 //! cancellation and the retry loop; `retry` the backoff arithmetic;
-//! `error` the error type and its classification.
+//! `error` the error type and its classification. Tests: `conformance_tests`
+//! (recorded captures), `reducer_tests`, `fault_tests` and `request_tests`
+//! (wiremock), sharing `test_support`.
 
 use std::time::Duration;
 
