@@ -1,16 +1,45 @@
-//! LLM providers: the only user of reqwest. Streams a [`ModelRequest`] to one
-//! of three wire protocols over SSE and assembles a [`ModelResponse`].
+//! LLM providers: the only user of reqwest. Streams a
+//! [`ModelRequest`](crate::protocol::ModelRequest) to one of three wire
+//! protocols over SSE and assembles a
+//! [`ModelResponse`](crate::protocol::ModelResponse).
 //!
 //! Invariants: a response is returned only after the stream's completion
 //! event; a stream cut before it is an error the retry loop may retry.
-//! Retries (429/5xx/529, resets, cut streams) happen here, honouring
-//! `Retry-After`, with exponential backoff and jitter.
+//! Retries (429/5xx/529, resets, cut streams, idle timeouts) happen here,
+//! honouring `Retry-After`, with exponential backoff and jitter.
+//!
+//! Layout: `sse` decodes bytes into events; `openai_responses`,
+//! `openai_chat` and `anthropic` each own a request-body builder and a pure
+//! stream reducer, unified by `assembler`; `client` does HTTP, timeouts,
+//! cancellation and the retry loop; `retry` the backoff arithmetic;
+//! `error` the error type and its classification. Tests: `conformance_tests`
+//! (recorded captures), `reducer_tests`, `fault_tests` and `request_tests`
+//! (wiremock), sharing `test_support`.
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
+mod anthropic;
+mod assembler;
+mod client;
+mod error;
+mod openai_chat;
+mod openai_responses;
+mod retry;
+mod sse;
 
-use crate::protocol::{ModelRequest, ModelResponse, StreamEvent};
+#[cfg(test)]
+mod conformance_tests;
+#[cfg(test)]
+mod fault_tests;
+#[cfg(test)]
+mod reducer_tests;
+#[cfg(test)]
+mod request_tests;
+#[cfg(test)]
+mod test_support;
+
+pub use client::LlmClient;
+pub use error::LlmError;
 
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,7 +107,7 @@ impl Default for RetryPolicy {
 }
 
 /// Everything needed to talk to one provider endpoint.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// Base URL ending in the API version segment, e.g. `http://127.0.0.1:11434/v1`.
@@ -92,49 +121,16 @@ pub struct ProviderConfig {
     pub idle_timeout: Duration,
 }
 
-/// Why a model request failed. `Display` always carries the server's own
-/// message when there is one.
-#[derive(Debug, thiserror::Error)]
-pub enum LlmError {
-    /// 401/403: the message names the environment variable of the key.
-    #[error("authentication failed (HTTP {status}): {message}; check the API key in ${env_var}")]
-    Auth { status: u16, env_var: String, message: String },
-    #[error("unknown model `{model}`: {message}")]
-    UnknownModel { model: String, message: String },
-    /// The driver can compact the history and retry.
-    #[error("context length exceeded: {message}")]
-    ContextLengthExceeded { message: String },
-    #[error("cancelled")]
-    Cancelled,
-    /// Placeholder until the providers land.
-    #[error("stub")]
-    Stub,
-}
-
-/// A client for one provider endpoint.
-#[derive(Debug, Clone)]
-pub struct LlmClient {
-    config: ProviderConfig,
-}
-
-impl LlmClient {
-    pub fn new(config: ProviderConfig) -> Result<Self, LlmError> {
-        Ok(Self { config })
-    }
-
-    pub fn config(&self) -> &ProviderConfig {
-        &self.config
-    }
-
-    /// Streams one request, calling `on_event` for each incremental event,
-    /// retrying transient failures, and returns the assembled response.
-    pub async fn stream(
-        &self,
-        request: &ModelRequest,
-        on_event: &mut (dyn FnMut(StreamEvent) + Send),
-        cancel: &CancellationToken,
-    ) -> Result<ModelResponse, LlmError> {
-        let _ = (request, on_event, cancel);
-        Err(LlmError::Stub)
+impl std::fmt::Debug for ProviderConfig {
+    /// Never prints the key itself: configs end up in logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("retry", &self.retry)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
     }
 }

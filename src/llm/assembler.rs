@@ -1,0 +1,122 @@
+//! The protocol-neutral face of the three stream reducers: one enum that
+//! takes decoded SSE events and yields [`StreamEvent`]s and, at the end, a
+//! [`ModelResponse`]; plus the small JSON accessors they share.
+//!
+//! Invariants: pure (no I/O, clock or randomness), so a recorded stream
+//! always reduces to the same result; a response exists only once the
+//! protocol's completion event was seen, otherwise `finish` reports
+//! [`LlmError::StreamCut`].
+
+use serde_json::Value;
+
+use super::ProviderKind;
+use super::anthropic::AnthropicAssembler;
+use super::error::LlmError;
+use super::openai_chat::ChatAssembler;
+use super::openai_responses::ResponsesAssembler;
+use super::sse::SseEvent;
+use crate::protocol::{ModelResponse, StreamEvent};
+
+/// A stream reducer for one provider protocol.
+#[derive(Debug)]
+pub(crate) enum Assembler {
+    Responses(ResponsesAssembler),
+    Chat(ChatAssembler),
+    Anthropic(AnthropicAssembler),
+}
+
+impl Assembler {
+    pub fn new(kind: ProviderKind) -> Self {
+        match kind {
+            ProviderKind::OpenAiResponses => Assembler::Responses(ResponsesAssembler::default()),
+            ProviderKind::OpenAiChat => Assembler::Chat(ChatAssembler::default()),
+            ProviderKind::Anthropic => Assembler::Anthropic(AnthropicAssembler::default()),
+        }
+    }
+
+    /// Reduces one event; an `Err` ends the stream (provider error events,
+    /// malformed data).
+    pub fn feed(
+        &mut self,
+        event: &SseEvent,
+        emit: &mut dyn FnMut(StreamEvent),
+    ) -> Result<(), LlmError> {
+        match self {
+            Assembler::Responses(inner) => inner.feed(event, emit),
+            Assembler::Chat(inner) => inner.feed(event, emit),
+            Assembler::Anthropic(inner) => inner.feed(event, emit),
+        }
+    }
+
+    /// Feeds a batch of decoded events until one completes the stream
+    /// (returns `true`) or fails. `at_eof` marks the events the decoder
+    /// flushed when the body ended: one whose data does not parse was cut
+    /// mid-line, so it ends the feeding and `finish` reports the cut (a
+    /// retryable error) instead of a malformed stream.
+    pub fn feed_events(
+        &mut self,
+        events: impl IntoIterator<Item = SseEvent>,
+        at_eof: bool,
+        emit: &mut dyn FnMut(StreamEvent),
+    ) -> Result<bool, LlmError> {
+        for event in events {
+            match self.feed(&event, emit) {
+                Ok(()) if self.is_complete() => return Ok(true),
+                Ok(()) => {}
+                Err(LlmError::MalformedStream { .. }) if at_eof => return Ok(false),
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(false)
+    }
+
+    /// True once the completion event arrived; nothing after it matters.
+    pub fn is_complete(&self) -> bool {
+        match self {
+            Assembler::Responses(inner) => inner.is_complete(),
+            Assembler::Chat(inner) => inner.is_complete(),
+            Assembler::Anthropic(inner) => inner.is_complete(),
+        }
+    }
+
+    /// The assembled response, or [`LlmError::StreamCut`] when the stream
+    /// ended before its completion event.
+    pub fn finish(self) -> Result<ModelResponse, LlmError> {
+        match self {
+            Assembler::Responses(inner) => inner.finish(),
+            Assembler::Chat(inner) => inner.finish(),
+            Assembler::Anthropic(inner) => inner.finish(),
+        }
+    }
+}
+
+/// Parses an event's data as JSON, naming the event when it is not.
+pub(crate) fn parse_data(event: &SseEvent) -> Result<Value, LlmError> {
+    serde_json::from_str(&event.data).map_err(|err| {
+        let mut preview: String = event.data.chars().take(80).collect();
+        if preview.len() < event.data.len() {
+            preview.push('…');
+        }
+        LlmError::malformed(&event.event, format!("data is not JSON ({err}): {preview}"))
+    })
+}
+
+/// The event's kind: the data's `type` field (so a proxy that drops `event:`
+/// lines does no harm), else the SSE event name.
+pub(crate) fn event_type<'a>(event: &'a SseEvent, data: &'a Value) -> &'a str {
+    str_at(data, &["type"]).unwrap_or(&event.event)
+}
+
+/// The string at a path of object keys.
+pub(crate) fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
+    at(value, path)?.as_str()
+}
+
+/// The unsigned integer at a path of object keys, 0 when absent.
+pub(crate) fn u64_at(value: &Value, path: &[&str]) -> u64 {
+    at(value, path).and_then(Value::as_u64).unwrap_or(0)
+}
+
+pub(crate) fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |value, key| value.get(key))
+}
