@@ -64,7 +64,7 @@ async fn run_edit_trajectory(wire: Wire) {
     for (seq, line) in log.iter().enumerate() {
         assert_eq!(line["seq"], seq as u64);
     }
-    assert_eq!(result["log_path"].as_str().unwrap().ends_with(".jsonl"), true);
+    assert!(result["log_path"].as_str().unwrap().ends_with(".jsonl"));
 
     // The model saw each tool's result: the last request carries the
     // shell output.
