@@ -55,8 +55,16 @@ impl LlmClient {
                 ),
             })?;
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
+        let mut builder = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+        if is_plain_loopback(&endpoint) {
+            // A local server over plain HTTP costs ~0.1 ms per connection,
+            // while reusing one lets the kernel's delayed ACK meet a server
+            // that leaves Nagle on (Python's http.server, many small local
+            // servers): every streamed response then stalls ~40 ms. Remote
+            // and TLS endpoints keep their pooled connections.
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        let http = builder
             .build()
             .map_err(|err| LlmError::InvalidConfig { message: format!("http client: {err}") })?;
         Ok(Self { config, endpoint, http })
@@ -199,5 +207,29 @@ async fn guard<F: Future>(
         biased;
         () = cancel.cancelled() => Err(LlmError::Cancelled),
         output = tokio::time::timeout(idle, future) => output.map_err(|_| LlmError::IdleTimeout { after: idle }),
+    }
+}
+
+/// Whether `url` is plain HTTP to this machine.
+fn is_plain_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
+    let loopback =
+        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    url.scheme() == "http" && loopback
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_http_to_this_machine_skips_connection_reuse() {
+        let plain = |s: &str| is_plain_loopback(&reqwest::Url::parse(s).unwrap());
+        assert!(plain("http://127.0.0.1:8080/v1/responses"));
+        assert!(plain("http://localhost:11434/v1/chat/completions"));
+        assert!(plain("http://[::1]:8080/v1/messages"));
+        assert!(!plain("https://127.0.0.1/v1/messages"));
+        assert!(!plain("http://10.0.0.5:8080/v1/responses"));
+        assert!(!plain("https://api.openai.com/v1/responses"));
     }
 }
