@@ -1,0 +1,84 @@
+//! `keel exec`: flags to [`ExecOptions`], Ctrl-C wiring, and the
+//! `result` line even for usage errors in `--json` mode.
+
+use std::io::{Read, Write};
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use super::{ExecArgs, ModelArgs, today};
+use crate::config::{self, Environment, Settings};
+use crate::exec::{self, ExecOptions, ExitStatus, ResultLine};
+use crate::policy::ApprovalMode;
+
+pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<ExitStatus> {
+    let json = args.json;
+    match prepare_exec(model, args) {
+        Ok((settings, options)) => {
+            let cancel = CancellationToken::new();
+            watch_interrupts(cancel.clone())?;
+            Ok(exec::run(&settings, options, cancel).await)
+        }
+        // Scripts reading --json get their `result` line even for bad usage.
+        Err(error) if json => {
+            let line = ResultLine::failure(format!("{error:#}"));
+            exec::write_json_line(&line.to_json());
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
+            Ok(ExitStatus::Usage)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, ExecOptions)> {
+    let env = Environment::from_process()?;
+    let settings = config::load(&env, &model.overrides())?;
+    let prompt = read_prompt(&args.prompt)?;
+    let approval = match (args.full_auto, args.yolo) {
+        (_, true) => ApprovalMode::Yolo,
+        (true, false) => ApprovalMode::FullAuto,
+        (false, false) => ApprovalMode::Ask,
+    };
+    let options = ExecOptions {
+        prompt,
+        json: args.json,
+        last_message_file: args.output_last_message,
+        approval,
+        cwd: env.cwd.clone(),
+        date: today(),
+    };
+    Ok((settings, options))
+}
+
+/// First Ctrl-C (SIGINT) cancels the turn, which then ends cleanly; a
+/// second one leaves at once. The handler is installed before this returns,
+/// so no early SIGINT falls through to the default (kill) action.
+fn watch_interrupts(cancel: CancellationToken) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint =
+        signal(SignalKind::interrupt()).context("cannot install the Ctrl-C handler")?;
+    tokio::spawn(async move {
+        if sigint.recv().await.is_none() {
+            return;
+        }
+        cancel.cancel();
+        if sigint.recv().await.is_some() {
+            std::process::exit(ExitStatus::Interrupted as i32);
+        }
+    });
+    Ok(())
+}
+
+fn read_prompt(arg: &str) -> anyhow::Result<String> {
+    let prompt = if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("cannot read the prompt from stdin")?;
+        text
+    } else {
+        arg.to_owned()
+    };
+    if prompt.trim().is_empty() {
+        anyhow::bail!("the prompt is empty; pass a task, or `-` to read it from stdin");
+    }
+    Ok(prompt)
+}
