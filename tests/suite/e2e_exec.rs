@@ -190,3 +190,22 @@ fn prompt_from_stdin_must_not_be_empty() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("prompt is empty"));
 }
+
+#[tokio::test]
+async fn prompt_from_stdin_and_last_message_to_a_file() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Anthropic, &[Step::Answer("All good.".into())]).await;
+    let out_file = sandbox.home.join("last.txt");
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "anthropic", "-o", out_file.to_str().unwrap()])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "-"])
+        .write_stdin("What is in this repo?\n")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "All good.\n");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "All good.");
+    let bodies = request_bodies(&server).await;
+    assert!(bodies[0].to_string().contains("What is in this repo?"));
+}
