@@ -4,7 +4,7 @@
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
 //!   [`prompts`], [`agent`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
-//!   [`sandbox`], [`session`], [`config`].
+//!   [`sandbox`], [`session`], [`skills`], [`config`].
 //! - L2: [`runtime`], the async driver.
 //! - L3, front ends: [`exec`], [`cli`].
 
@@ -17,6 +17,7 @@ pub mod config;
 pub mod llm;
 pub mod sandbox;
 pub mod session;
+pub mod skills;
 pub mod tools;
 
 pub mod runtime;

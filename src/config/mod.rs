@@ -10,12 +10,14 @@
 //! API key to another server (`base_url`, `api_key_env`): those keys are
 //! ignored there with a warning, since a cloned repository is untrusted.
 
+mod instructions;
 mod layers;
 mod resolve;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
 pub use layers::{ConfigFile, Layers, find_workspace_root, read_layers};
 pub use resolve::{Settings, resolve};
 

@@ -24,6 +24,22 @@ pub fn system_prompt(facts: &PromptFacts) -> String {
         .replace("{date}", &facts.date)
 }
 
+/// The project's instruction files as one block, root first, each under
+/// a heading naming its path (so the model knows which folder it governs).
+pub fn instructions_block(files: &[(String, String)]) -> String {
+    if files.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n# Project instructions\n\nThese files come from the user's machine and repository \
+         (AGENTS.md). Follow them; a file deeper in the tree takes precedence for its folder.\n",
+    );
+    for (path, text) in files {
+        out.push_str(&format!("\n## {path}\n\n{}\n", text.trim_end()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +54,17 @@ mod tests {
         });
         assert!(prompt.contains("/repo/src") && prompt.contains("2026-11-29"));
         assert!(!prompt.contains('{'), "unfilled placeholder in:\n{prompt}");
+    }
+
+    #[test]
+    fn instructions_keep_root_first_order_under_path_headings() {
+        let block = instructions_block(&[
+            ("/repo/AGENTS.md".into(), "root rules\n".into()),
+            ("/repo/a/AGENTS.md".into(), "inner rules".into()),
+        ]);
+        let root = block.find("## /repo/AGENTS.md").unwrap();
+        let inner = block.find("## /repo/a/AGENTS.md").unwrap();
+        assert!(root < inner && block.contains("inner rules"));
+        assert_eq!(instructions_block(&[]), "");
     }
 }

@@ -7,10 +7,10 @@ use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopConfig, LoopState, step};
-use crate::config::Settings;
+use crate::config::{Settings, discover_instructions};
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::ApprovalMode;
-use crate::prompts::{PromptFacts, system_prompt};
+use crate::prompts::{PromptFacts, instructions_block, system_prompt};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{ToolContext, ToolRegistry};
@@ -61,12 +61,18 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
-        let instructions = system_prompt(&PromptFacts {
+        let mut instructions = system_prompt(&PromptFacts {
             workspace_root: workspace_root.display().to_string(),
             cwd: options.cwd.display().to_string(),
             platform: std::env::consts::OS.to_owned(),
             date: options.date.clone(),
         });
+        let agents_md: Vec<(String, String)> =
+            discover_instructions(&settings.keel_home, &workspace_root, &options.cwd)
+                .into_iter()
+                .map(|file| (file.path.display().to_string(), file.text))
+                .collect();
+        instructions.push_str(&instructions_block(&agents_md));
         let specs = tools.specs();
         let tool_classes: BTreeMap<String, _> =
             specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();

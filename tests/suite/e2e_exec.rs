@@ -209,3 +209,24 @@ async fn prompt_from_stdin_and_last_message_to_a_file() {
     let bodies = request_bodies(&server).await;
     assert!(bodies[0].to_string().contains("What is in this repo?"));
 }
+
+#[tokio::test]
+async fn agents_md_from_the_repo_reaches_the_model() {
+    let sandbox = Sandbox::new();
+    sandbox.write("AGENTS.md", "Run `make check` before delivering.\n");
+    sandbox.write("sub/AGENTS.md", "In sub/, prefer tabs.\n");
+    let server = scripted_model(Wire::Responses, &[Step::Answer("ok".into())]).await;
+    let output = sandbox
+        .keel()
+        .current_dir(sandbox.repo.join("sub"))
+        .args(["exec", "--provider", "openai"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let bodies = request_bodies(&server).await;
+    let instructions = bodies[0]["instructions"].as_str().unwrap();
+    let root = instructions.find("make check").expect("root AGENTS.md missing");
+    let sub = instructions.find("prefer tabs").expect("sub/AGENTS.md missing");
+    assert!(root < sub, "root instructions come first");
+}

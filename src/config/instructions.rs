@@ -1,0 +1,188 @@
+//! Project instructions: `~/.keel/AGENTS.md`, then every `AGENTS.md` from
+//! the project root down to the working directory (a folder without one
+//! falls back to `CLAUDE.md`), root first.
+//!
+//! A line that is only `@relative/path` imports that file in place (Claude
+//! Code's convention, e.g. a `CLAUDE.md` holding `@AGENTS.md`); imports are
+//! confined to the folder tree of the file that names them and nest at
+//! most [`MAX_IMPORT_DEPTH`] deep. The total is capped at
+//! [`MAX_INSTRUCTION_BYTES`], cutting the files nearest the root last.
+
+use std::path::{Path, PathBuf};
+
+/// Upper bound on instruction text put into the context.
+pub const MAX_INSTRUCTION_BYTES: usize = 64 * 1024;
+/// How deep `@file` imports may nest.
+const MAX_IMPORT_DEPTH: usize = 3;
+
+/// One instruction file and its text (imports expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstructionFile {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// Finds and reads the instruction files for a session started in `cwd`.
+pub fn discover_instructions(
+    keel_home: &Path,
+    workspace_root: &Path,
+    cwd: &Path,
+) -> Vec<InstructionFile> {
+    let mut files = Vec::new();
+    let user = keel_home.join("AGENTS.md");
+    if let Some(file) = read_instruction(&user) {
+        files.push(file);
+    }
+    let mut dirs: Vec<&Path> =
+        cwd.ancestors().take_while(|dir| dir.starts_with(workspace_root)).collect();
+    dirs.reverse();
+    for dir in dirs {
+        let found =
+            ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| read_instruction(&dir.join(name)));
+        files.extend(found);
+    }
+    cap_total(files)
+}
+
+fn read_instruction(path: &Path) -> Option<InstructionFile> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let text = expand_imports(&text, base, 0);
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(InstructionFile { path: path.to_owned(), text })
+}
+
+fn expand_imports(text: &str, base: &Path, depth: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let imported = line
+            .trim()
+            .strip_prefix('@')
+            .filter(|rel| depth < MAX_IMPORT_DEPTH && !rel.is_empty() && !rel.contains(' '))
+            .and_then(|rel| read_import(base, rel, depth));
+        match imported {
+            Some(text) => {
+                out.push_str(&text);
+                if !text.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// Reads `base/rel` if it stays inside `base` (no `..`, no absolute path).
+fn read_import(base: &Path, rel: &str, depth: usize) -> Option<String> {
+    let rel_path = Path::new(rel);
+    let confined = rel_path
+        .components()
+        .all(|part| matches!(part, std::path::Component::Normal(_) | std::path::Component::CurDir));
+    if !confined {
+        return None;
+    }
+    let path = base.join(rel_path);
+    let text = std::fs::read_to_string(&path).ok()?;
+    Some(expand_imports(&text, path.parent().unwrap_or(base), depth + 1))
+}
+
+/// Keeps the total under the cap: the files closest to the working
+/// directory are the most specific, so the root's are trimmed first.
+fn cap_total(mut files: Vec<InstructionFile>) -> Vec<InstructionFile> {
+    let mut budget = MAX_INSTRUCTION_BYTES;
+    for file in files.iter_mut().rev() {
+        if file.text.len() > budget {
+            let mut cut = budget;
+            while !file.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            file.text.truncate(cut);
+            file.text.push_str("\n[… truncated: instruction files exceed 64 KiB]\n");
+        }
+        budget = budget.saturating_sub(file.text.len());
+    }
+    files.retain(|file| !file.text.trim().is_empty());
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conformance(rel: &str) -> PathBuf {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/agents_md").join(rel);
+        assert!(path.exists(), "conformance material missing: looked at {}", path.display());
+        path
+    }
+
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+    }
+
+    #[test]
+    fn every_conformance_agents_md_is_picked_up_root_first_in_a_nested_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        let sources = [
+            ("", "openai__codex/AGENTS.md"),
+            ("a", "openai__openai-python/AGENTS.md"),
+            ("a/b", "pydantic__pydantic-ai/AGENTS.md"),
+            ("a/b/c", "vercel__ai/AGENTS.md"),
+            ("a/b/c/d", "astral-sh__uv/AGENTS.md"),
+            (
+                "a/b/c/d/codex-rs/tui/src/bottom_pane",
+                "openai__codex/codex-rs/tui/src/bottom_pane/AGENTS.md",
+            ),
+        ];
+        for (sub, src) in sources {
+            copy(&conformance(src), &root.join(sub).join("AGENTS.md"));
+        }
+        let cwd = root.join("a/b/c/d/codex-rs/tui/src/bottom_pane");
+        let home = dir.path().join("home");
+        let found = discover_instructions(&home, &root, &cwd);
+        assert_eq!(found.len(), sources.len());
+        for (file, (sub, src)) in found.iter().zip(sources) {
+            assert_eq!(file.path, root.join(sub).join("AGENTS.md"));
+            let original = std::fs::read_to_string(conformance(src)).unwrap();
+            let head: String = original.chars().take(200).collect();
+            assert!(file.text.starts_with(&head) || file.text.contains("truncated"), "{src}");
+        }
+        let total: usize = found.iter().map(|f| f.text.len()).sum();
+        assert!(total <= MAX_INSTRUCTION_BYTES + 200);
+    }
+
+    #[test]
+    fn claude_md_import_stub_brings_in_agents_md() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        copy(&conformance("astral-sh__uv/CLAUDE.md"), &root.join("sub/CLAUDE.md"));
+        copy(&conformance("astral-sh__uv/AGENTS.md"), &root.join("sub/notes/AGENTS.md"));
+        std::fs::write(root.join("sub/CLAUDE.md"), "@notes/AGENTS.md\n").unwrap();
+        let found = discover_instructions(&dir.path().join("h"), &root, &root.join("sub"));
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].text.contains("ALWAYS") || found[0].text.contains("NEVER"),
+            "{}",
+            found[0].text
+        );
+    }
+
+    #[test]
+    fn agents_md_wins_over_claude_md_in_one_folder_and_imports_cannot_escape() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "use tabs\n@../secret.txt\n").unwrap();
+        std::fs::write(root.join("CLAUDE.md"), "ignored\n").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "TOP SECRET").unwrap();
+        let found = discover_instructions(&dir.path().join("h"), &root, &root);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].text.contains("use tabs"));
+        assert!(!found[0].text.contains("TOP SECRET"));
+    }
+}

@@ -1,0 +1,141 @@
+//! Walks the skill roots and collects valid skills and problems.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{BUILT_IN, Skill, SkillError, SkillSource, parse_skill_md};
+
+/// A `SKILL.md` that could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillProblem {
+    pub path: PathBuf,
+    pub error: SkillError,
+}
+
+/// Every skill found, by name, plus what was rejected.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    /// Sorted by name.
+    pub skills: Vec<Skill>,
+    pub problems: Vec<SkillProblem>,
+}
+
+/// Skill folders to search, lowest precedence first.
+pub fn skill_roots(keel_home: &Path, workspace_root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let mut roots = vec![keel_home.join("skills")];
+    let mut dirs: Vec<&Path> =
+        cwd.ancestors().take_while(|d| d.starts_with(workspace_root)).collect();
+    dirs.reverse();
+    for dir in dirs {
+        roots.push(dir.join(".keel").join("skills"));
+        roots.push(dir.join(".agents").join("skills"));
+    }
+    roots
+}
+
+/// Loads the built-in skills, then every `<root>/<name>/SKILL.md`.
+pub fn discover(roots: &[PathBuf]) -> Discovery {
+    let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (folder, text) in BUILT_IN {
+        if let Ok(meta) = parse_skill_md(text, folder) {
+            by_name.insert(meta.name.clone(), Skill { meta, source: SkillSource::BuiltIn });
+        }
+    }
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(root) else { continue };
+        let mut folders: Vec<PathBuf> =
+            entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        folders.sort();
+        for folder in folders {
+            let path = folder.join("SKILL.md");
+            if !path.is_file() {
+                continue;
+            }
+            let name =
+                folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let loaded = std::fs::read_to_string(&path)
+                .map_err(|error| SkillError::Read {
+                    path: path.clone(),
+                    message: error.to_string(),
+                })
+                .and_then(|text| parse_skill_md(&text, &name));
+            match loaded {
+                Ok(meta) => {
+                    by_name
+                        .insert(meta.name.clone(), Skill { meta, source: SkillSource::File(path) });
+                }
+                Err(error) => problems.push(SkillProblem { path, error }),
+            }
+        }
+    }
+    Discovery { skills: by_name.into_values().collect(), problems }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conformance_skills() -> PathBuf {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/skills");
+        assert!(path.is_dir(), "conformance skills missing: looked in {}", path.display());
+        path
+    }
+
+    #[test]
+    fn every_conformance_skill_loads() {
+        let root = conformance_skills();
+        let found = discover(std::slice::from_ref(&root));
+        assert!(found.problems.is_empty(), "{:?}", found.problems);
+        let names: Vec<&str> = found.skills.iter().map(|s| s.meta.name.as_str()).collect();
+        for expected in ["algorithmic-art", "claude-api", "mcp-builder", "webapp-testing", "review"]
+        {
+            assert!(names.contains(&expected), "{expected} missing from {names:?}");
+        }
+        assert_eq!(found.skills.len(), 12 + super::super::BUILT_IN.len());
+    }
+
+    #[test]
+    fn a_broken_skill_is_reported_by_path_and_the_rest_load() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("good")).unwrap();
+        std::fs::write(dir.path().join("good/SKILL.md"), "---\nname: good\ndescription: ok\n---\n")
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("broken")).unwrap();
+        std::fs::write(dir.path().join("broken/SKILL.md"), "---\nname: broken\n---\n").unwrap();
+        let found = discover(&[dir.path().to_owned()]);
+        assert!(found.skills.iter().any(|s| s.meta.name == "good"));
+        assert_eq!(found.problems.len(), 1);
+        assert!(found.problems[0].path.ends_with("broken/SKILL.md"));
+    }
+
+    #[test]
+    fn project_skill_overrides_a_built_in_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("review")).unwrap();
+        std::fs::write(
+            dir.path().join("review/SKILL.md"),
+            "---\nname: review\ndescription: ours\n---\n",
+        )
+        .unwrap();
+        let found = discover(&[dir.path().to_owned()]);
+        let review = found.skills.iter().find(|s| s.meta.name == "review").unwrap();
+        assert_eq!(review.meta.description, "ours");
+    }
+
+    #[test]
+    fn roots_run_from_home_to_the_working_directory() {
+        let roots = skill_roots(Path::new("/h"), Path::new("/repo"), Path::new("/repo/a"));
+        let shown: Vec<String> = roots.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "/h/skills",
+                "/repo/.keel/skills",
+                "/repo/.agents/skills",
+                "/repo/a/.keel/skills",
+                "/repo/a/.agents/skills"
+            ]
+        );
+    }
+}
