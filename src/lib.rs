@@ -2,13 +2,14 @@
 //!
 //! Layers (lower never imports higher; `tests/suite/layers.rs` checks it):
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
-//!   [`prompts`], [`agent`].
+//!   [`prompts`], [`context`], [`agent`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
 //!   [`sandbox`], [`session`], [`skills`], [`config`].
 //! - L2: [`runtime`], the async driver.
 //! - L3, front ends: [`exec`], [`cli`].
 
 pub mod agent;
+pub mod context;
 pub mod policy;
 pub mod prompts;
 pub mod protocol;

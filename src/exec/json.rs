@@ -10,7 +10,8 @@
 //! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
-//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","error"}`
+//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","error"}`
+//!   (`cost_usd` and `context_percent` are null for models missing from `context::models`)
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -132,6 +133,10 @@ pub struct ResultLine {
     pub session_id: Option<String>,
     pub log_path: Option<PathBuf>,
     pub error: Option<String>,
+    /// Session cost in US dollars, when the model's prices are known.
+    pub cost_usd: Option<f64>,
+    /// How full the context was at the last request, when the window is known.
+    pub context_percent: Option<f64>,
 }
 
 impl ResultLine {
@@ -143,12 +148,16 @@ impl ResultLine {
             session_id: None,
             log_path: None,
             error: Some(error),
+            cost_usd: None,
+            context_percent: None,
         }
     }
 
     pub fn to_json(&self) -> Value {
         json!({"type": "result", "status": self.status, "final_text": self.final_text,
             "usage": usage_json(&self.usage), "session_id": self.session_id,
-            "log_path": self.log_path, "error": self.error})
+            "log_path": self.log_path, "cost_usd": self.cost_usd,
+            "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
+            "error": self.error})
     }
 }

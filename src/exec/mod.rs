@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::context::{context_percent, cost_usd};
 use crate::policy::ApprovalMode;
 use crate::protocol::{TurnOutcome, Usage};
 use crate::runtime::{EventSink, NonInteractiveApprover, Session, SessionOptions};
@@ -90,6 +91,8 @@ pub async fn run(
                 session_id: Some(session.id().to_owned()),
                 log_path: Some(session.log_path().to_owned()),
                 error,
+                cost_usd: cost_usd(session.model(), &session.session_usage()),
+                context_percent: context_percent(session.model(), session.last_input_tokens()),
             };
             (status, line)
         }
@@ -135,6 +138,9 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     if status == Some(ExitStatus::Interrupted) {
         let _ = writeln!(stderr, "interrupted");
+    }
+    if let Some(cost) = line.cost_usd {
+        let _ = writeln!(stderr, "cost: ${cost:.4}");
     }
     if let Some(text) = &line.final_text {
         let mut stdout = std::io::stdout().lock();

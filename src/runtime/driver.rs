@@ -48,6 +48,9 @@ pub struct Session {
     cwd: PathBuf,
     sink: Box<dyn EventSink>,
     approver: Box<dyn Approver>,
+    model: String,
+    /// Input tokens of the latest model request: how full the context is.
+    last_input_tokens: u64,
 }
 
 impl Session {
@@ -104,7 +107,19 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
         });
-        Ok(Self { id, log, state, llm, tools, workspace_root, cwd: options.cwd, sink, approver })
+        Ok(Self {
+            id,
+            log,
+            state,
+            llm,
+            tools,
+            workspace_root,
+            cwd: options.cwd,
+            sink,
+            approver,
+            model: settings.model.clone(),
+            last_input_tokens: 0,
+        })
     }
 
     pub fn id(&self) -> &str {
@@ -117,6 +132,15 @@ impl Session {
 
     pub fn session_usage(&self) -> Usage {
         self.state.session_usage
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Input tokens of the latest model request (0 before the first).
+    pub fn last_input_tokens(&self) -> u64 {
+        self.last_input_tokens
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
@@ -183,6 +207,7 @@ impl Session {
         let mut forward = |event| sink.emit(RuntimeEvent::Stream(event));
         match self.llm.stream(request, &mut forward, cancel).await {
             Ok(response) => {
+                self.last_input_tokens = response.usage.input_tokens;
                 self.sink.emit(RuntimeEvent::ModelResponse(response.clone()));
                 Input::ModelResponded(response)
             }

@@ -230,3 +230,25 @@ async fn agents_md_from_the_repo_reaches_the_model() {
     let sub = instructions.find("prefer tabs").expect("sub/AGENTS.md missing");
     assert!(root < sub, "root instructions come first");
 }
+
+#[tokio::test]
+async fn result_reports_cost_and_context_for_known_models() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Anthropic, &[Step::Answer("ok".into())]).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let result = lines.last().unwrap();
+    // The scripted stream reports 60 fresh + 40 cache-read input tokens and 20 output.
+    assert_eq!(result["usage"]["input_tokens"], 100, "{result}");
+    assert_eq!(result["usage"]["cached_input_tokens"], 40);
+    let cost = result["cost_usd"].as_f64().unwrap();
+    let expected = (60.0 * 3.0 + 40.0 * 0.3 + 20.0 * 15.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
+    assert_eq!(result["context_percent"], 0.1, "100 of 200k tokens, rounded");
+}
