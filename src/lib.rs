@@ -4,7 +4,7 @@
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
 //!   [`prompts`], [`context`], [`agent`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
-//!   [`sandbox`], [`session`], [`skills`], [`config`].
+//!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`].
 //! - L2: [`runtime`], the async driver.
 //! - L3, front ends: [`exec`], [`cli`].
 
@@ -15,6 +15,7 @@ pub mod prompts;
 pub mod protocol;
 
 pub mod config;
+pub mod hooks;
 pub mod llm;
 pub mod sandbox;
 pub mod session;

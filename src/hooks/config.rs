@@ -1,0 +1,287 @@
+//! Hook configuration: Claude Code's `hooks` shape (event → groups of
+//! `{matcher, hooks: [{type, command, if?, timeout?}]}`), read from keel's
+//! TOML or from a `.claude/settings.json`, and the matching of a group's
+//! `matcher` and a hook's `if` rule against one tool call.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::{HookConfigError, HookEvent};
+
+/// Default time a hook may run before its process group is killed.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// keel tool names and their Claude Code counterparts; matchers and `if`
+/// rules accept either.
+const ALIASES: [(&str, &str); 7] = [
+    ("shell", "Bash"),
+    ("edit_file", "Edit"),
+    ("write_file", "Write"),
+    ("read_file", "Read"),
+    ("glob", "Glob"),
+    ("grep", "Grep"),
+    ("todo_write", "TodoWrite"),
+];
+
+/// The Claude Code name of a keel tool, if it has one.
+pub fn claude_alias(tool: &str) -> Option<&'static str> {
+    ALIASES.iter().find(|(keel, _)| *keel == tool).map(|(_, claude)| *claude)
+}
+
+fn keel_name(tool: &str) -> &str {
+    ALIASES.iter().find(|(_, claude)| *claude == tool).map_or(tool, |(keel, _)| keel)
+}
+
+/// Where a configuration came from; decides the tool naming its commands
+/// see and whether it needs a trusted project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookSource {
+    /// `~/.keel/config.toml` or `~/.claude/settings.json`: the user's own.
+    User { name: String, claude: bool },
+    /// Supplied by the repository: runs only once the project is trusted.
+    Project { name: String, claude: bool },
+}
+
+impl HookSource {
+    pub fn name(&self) -> &str {
+        match self {
+            HookSource::User { name, .. } | HookSource::Project { name, .. } => name,
+        }
+    }
+
+    pub fn is_claude(&self) -> bool {
+        match self {
+            HookSource::User { claude, .. } | HookSource::Project { claude, .. } => *claude,
+        }
+    }
+}
+
+/// One command hook.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CommandHook {
+    #[serde(rename = "type", default = "command_type")]
+    pub kind: String,
+    pub command: String,
+    /// Permission-rule filter such as `Bash(git push *--force*)`.
+    #[serde(rename = "if", default)]
+    pub if_rule: Option<String>,
+    /// Seconds.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+}
+
+fn command_type() -> String {
+    "command".to_owned()
+}
+
+impl CommandHook {
+    pub fn timeout(&self) -> Duration {
+        self.timeout.map_or(DEFAULT_HOOK_TIMEOUT, Duration::from_secs)
+    }
+}
+
+/// A matcher and the hooks it guards.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct HookGroup {
+    #[serde(default)]
+    pub matcher: Option<String>,
+    pub hooks: Vec<CommandHook>,
+}
+
+/// Parsed hooks of one source.
+#[derive(Debug, Clone)]
+pub struct HooksConfig {
+    pub source: HookSource,
+    pub events: BTreeMap<HookEvent, Vec<(Option<Regex>, HookGroup)>>,
+}
+
+impl HooksConfig {
+    /// Reads the `hooks` object (Claude's shape) of a settings file or the
+    /// `[hooks]` table of keel's config, both already parsed to JSON.
+    pub fn from_json(
+        source: HookSource,
+        hooks: &serde_json::Value,
+    ) -> Result<Self, HookConfigError> {
+        let parse_error = |message: String| HookConfigError::Parse {
+            source_name: source.name().to_owned(),
+            message,
+        };
+        let raw: BTreeMap<String, Vec<HookGroup>> =
+            serde_json::from_value(hooks.clone()).map_err(|e| parse_error(e.to_string()))?;
+        let mut events = BTreeMap::new();
+        for (name, groups) in raw {
+            let event: HookEvent = serde_json::from_value(serde_json::Value::String(name.clone()))
+                .map_err(|_| parse_error(format!("unknown hook event `{name}`")))?;
+            let mut compiled = Vec::with_capacity(groups.len());
+            for group in groups {
+                let regex = compile_matcher(&source, group.matcher.as_deref())?;
+                compiled.push((regex, group));
+            }
+            events.insert(event, compiled);
+        }
+        Ok(Self { source, events })
+    }
+
+    /// The hooks to run for `event`, where `subject` is the tool name for
+    /// tool events and the matcher target for others (e.g. the
+    /// SessionStart source), and `primary` the argument `if` rules test.
+    pub fn matching<'a>(
+        &'a self,
+        event: HookEvent,
+        subject: Option<&str>,
+        primary: Option<&str>,
+    ) -> Vec<&'a CommandHook> {
+        let Some(groups) = self.events.get(&event) else { return Vec::new() };
+        groups
+            .iter()
+            .filter(|(regex, _)| matcher_accepts(regex.as_ref(), subject))
+            .flat_map(|(_, group)| group.hooks.iter())
+            .filter(|hook| hook.kind == "command")
+            .filter(|hook| match &hook.if_rule {
+                None => true,
+                Some(rule) => {
+                    IfRule::parse(rule).is_some_and(|rule| rule.accepts(subject, primary))
+                }
+            })
+            .collect()
+    }
+}
+
+fn compile_matcher(
+    source: &HookSource,
+    matcher: Option<&str>,
+) -> Result<Option<Regex>, HookConfigError> {
+    match matcher.map(str::trim) {
+        None | Some("") | Some("*") => Ok(None),
+        Some(pattern) => Regex::new(&format!("^(?:{pattern})$")).map(Some).map_err(|error| {
+            HookConfigError::Matcher {
+                source_name: source.name().to_owned(),
+                matcher: pattern.to_owned(),
+                message: error.to_string(),
+            }
+        }),
+    }
+}
+
+/// A matcher accepts a tool by its keel name or its Claude alias.
+fn matcher_accepts(regex: Option<&Regex>, subject: Option<&str>) -> bool {
+    let Some(regex) = regex else { return true };
+    let Some(subject) = subject else { return false };
+    let keel = keel_name(subject);
+    regex.is_match(subject)
+        || regex.is_match(keel)
+        || claude_alias(keel).is_some_and(|c| regex.is_match(c))
+}
+
+/// A permission-rule filter `Tool(pattern)`: the tool (either naming) and a
+/// `*` wildcard pattern over the call's primary argument (the command for
+/// shell, the path for file tools). `Tool` alone matches any call of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IfRule {
+    pub tool: String,
+    pub pattern: Option<String>,
+}
+
+impl IfRule {
+    pub fn parse(rule: &str) -> Option<Self> {
+        let rule = rule.trim();
+        match rule.split_once('(') {
+            None => Some(Self { tool: rule.to_owned(), pattern: None }),
+            Some((tool, rest)) => {
+                let pattern = rest.strip_suffix(')')?;
+                Some(Self { tool: tool.trim().to_owned(), pattern: Some(pattern.to_owned()) })
+            }
+        }
+    }
+
+    pub fn accepts(&self, tool: Option<&str>, primary: Option<&str>) -> bool {
+        let Some(tool) = tool else { return false };
+        if keel_name(&self.tool) != keel_name(tool) {
+            return false;
+        }
+        match (&self.pattern, primary) {
+            (None, _) => true,
+            (Some(pattern), Some(value)) => wildcard(pattern, value),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// `*` matches any run of characters (including `/` and spaces); every
+/// other character matches itself.
+fn wildcard(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, rest) = match parts.split_first() {
+        Some(split) => split,
+        None => return text.is_empty(),
+    };
+    let Some(mut remaining) = text.strip_prefix(first) else { return false };
+    let Some((last, middle)) = rest.split_last() else { return remaining.is_empty() };
+    for part in middle {
+        match remaining.find(part) {
+            Some(at) => remaining = &remaining[at + part.len()..],
+            None => return false,
+        }
+    }
+    remaining.len() >= last.len() && remaining.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcard_rules_match_like_claude_code() {
+        assert!(wildcard("git push *--force*", "git push --force origin main"));
+        assert!(wildcard("git push *-f*", "git push --force origin main"));
+        assert!(wildcard("git push *-f*", "git push -f origin main"));
+        assert!(!wildcard("git push *-f*", "git push origin main"));
+        assert!(wildcard(".env*", ".env.local"));
+        assert!(!wildcard(".env*", "src/config.ts"));
+        assert!(wildcard("*", ""));
+    }
+
+    #[test]
+    fn if_rules_accept_either_tool_naming() {
+        let rule = IfRule::parse("Write(.env*)").unwrap();
+        assert!(rule.accepts(Some("write_file"), Some(".env")));
+        assert!(rule.accepts(Some("Write"), Some(".env.prod")));
+        assert!(!rule.accepts(Some("edit_file"), Some(".env")));
+        assert_eq!(IfRule::parse("Bash(unclosed"), None);
+    }
+
+    #[test]
+    fn matchers_are_anchored_alternations_over_both_names() {
+        let hooks = serde_json::json!({"PreToolUse": [
+            {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "a"}]},
+            {"matcher": "shell", "hooks": [{"type": "command", "command": "b"}]},
+            {"hooks": [{"type": "command", "command": "c"}]}
+        ]});
+        let source = HookSource::User { name: "test".into(), claude: true };
+        let config = HooksConfig::from_json(source, &hooks).unwrap();
+        let commands = |tool: &str| -> Vec<String> {
+            config
+                .matching(HookEvent::PreToolUse, Some(tool), None)
+                .iter()
+                .map(|h| h.command.clone())
+                .collect()
+        };
+        assert_eq!(commands("write_file"), ["a", "c"]);
+        assert_eq!(commands("Bash"), ["b", "c"]);
+        assert_eq!(commands("read_file"), ["c"]);
+    }
+
+    #[test]
+    fn unknown_event_and_bad_matcher_are_clear_errors() {
+        let source = || HookSource::User { name: "cfg".into(), claude: false };
+        let bad_event = serde_json::json!({"BeforeLunch": []});
+        let message = HooksConfig::from_json(source(), &bad_event).unwrap_err().to_string();
+        assert!(message.contains("BeforeLunch"), "{message}");
+        let bad_matcher = serde_json::json!({"PreToolUse": [{"matcher": "(", "hooks": []}]});
+        let message = HooksConfig::from_json(source(), &bad_matcher).unwrap_err().to_string();
+        assert!(message.contains("matcher"), "{message}");
+    }
+}

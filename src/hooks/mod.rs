@@ -1,0 +1,68 @@
+//! Hooks: commands that run because an event happened, speaking Claude
+//! Code's contract so existing hook scripts work unchanged: the event as
+//! JSON on stdin; exit 0 = success with an optional JSON decision on
+//! stdout; exit 2 = block with stderr as the reason; anything else (and a
+//! timeout) = a non-blocking error shown to the user.
+//!
+//! Invariants: a failing, crashing or hanging hook never ends a session
+//! (its process group is killed at the timeout); a hook may tighten a
+//! policy decision but never loosen it ([`guard`]); every run is returned
+//! as a [`HookRun`] for the session log. Processes are spawned only through
+//! `sandbox`.
+
+mod config;
+mod outcome;
+mod payload;
+mod runner;
+
+#[cfg(test)]
+mod conformance_tests;
+
+pub use config::{CommandHook, HookGroup, HookSource, HooksConfig, IfRule, claude_alias};
+pub use outcome::{HookOutcome, HookVerdict, Permission, Tightened, guard, interpret};
+pub use payload::{HookPayload, ToolNaming};
+pub use runner::{HookBus, HookRun};
+
+use serde::{Deserialize, Serialize};
+
+/// Events hooks can subscribe to (Claude Code's names, plus keel's own
+/// `PhaseChange`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    PhaseChange,
+    PreCompact,
+    Stop,
+    SessionEnd,
+    Notification,
+}
+
+impl HookEvent {
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::PhaseChange => "PhaseChange",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::Stop => "Stop",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::Notification => "Notification",
+        }
+    }
+}
+
+/// Why hook configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum HookConfigError {
+    #[error("invalid hooks in {source_name}: {message}")]
+    Parse { source_name: String, message: String },
+    #[error("invalid matcher `{matcher}` in {source_name}: {message}")]
+    Matcher { source_name: String, matcher: String, message: String },
+}

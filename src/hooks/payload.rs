@@ -1,0 +1,103 @@
+//! The JSON a hook reads on stdin (Claude Code's field names).
+
+use serde_json::{Map, Value, json};
+
+use super::HookEvent;
+use super::config::claude_alias;
+
+/// Which tool names and argument keys a hook's command expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolNaming {
+    /// keel's own names (`shell`, `path`).
+    Keel,
+    /// Claude Code's (`Bash`, `file_path`), for imported settings.
+    Claude,
+}
+
+/// Everything a hook may be told about an event.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HookPayload {
+    pub session_id: String,
+    pub transcript_path: String,
+    pub cwd: String,
+    pub permission_mode: String,
+    pub tool_name: Option<String>,
+    pub tool_input: Option<Value>,
+    pub tool_response: Option<Value>,
+    /// SessionStart source (`startup`, `resume`, `compact`), the user's
+    /// prompt, a phase, a notification message: event-specific fields.
+    pub extra: Map<String, Value>,
+}
+
+impl HookPayload {
+    /// The stdin JSON for `event` in the given naming.
+    pub fn to_json(&self, event: HookEvent, naming: ToolNaming) -> Value {
+        let mut object = json!({
+            "session_id": self.session_id,
+            "transcript_path": self.transcript_path,
+            "cwd": self.cwd,
+            "hook_event_name": event.name(),
+            "permission_mode": self.permission_mode,
+        });
+        let Some(map) = object.as_object_mut() else { return object };
+        if let Some(tool) = &self.tool_name {
+            let name = match naming {
+                ToolNaming::Keel => tool.as_str(),
+                ToolNaming::Claude => claude_alias(tool).unwrap_or(tool),
+            };
+            map.insert("tool_name".into(), Value::String(name.to_owned()));
+        }
+        if let Some(input) = &self.tool_input {
+            map.insert("tool_input".into(), rename_input(input, naming));
+        }
+        if let Some(response) = &self.tool_response {
+            map.insert("tool_response".into(), response.clone());
+        }
+        for (key, value) in &self.extra {
+            map.insert(key.clone(), value.clone());
+        }
+        object
+    }
+
+    /// What `if` rules test: the command of a shell call, else its path.
+    pub fn primary_argument(&self) -> Option<&str> {
+        let input = self.tool_input.as_ref()?;
+        ["command", "path", "file_path", "pattern"].iter().find_map(|key| input.get(key)?.as_str())
+    }
+}
+
+/// Claude's file tools call the path `file_path`.
+fn rename_input(input: &Value, naming: ToolNaming) -> Value {
+    match (naming, input) {
+        (ToolNaming::Claude, Value::Object(map)) if map.contains_key("path") => {
+            let mut renamed = map.clone();
+            if let Some(path) = renamed.remove("path") {
+                renamed.insert("file_path".into(), path);
+            }
+            Value::Object(renamed)
+        }
+        (ToolNaming::Claude | ToolNaming::Keel, _) => input.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_naming_maps_tool_and_path() {
+        let payload = HookPayload {
+            tool_name: Some("write_file".into()),
+            tool_input: Some(json!({"path": ".env", "content": "x"})),
+            ..HookPayload::default()
+        };
+        let value = payload.to_json(HookEvent::PreToolUse, ToolNaming::Claude);
+        assert_eq!(value["tool_name"], "Write");
+        assert_eq!(value["tool_input"]["file_path"], ".env");
+        assert_eq!(value["hook_event_name"], "PreToolUse");
+        let value = payload.to_json(HookEvent::PreToolUse, ToolNaming::Keel);
+        assert_eq!(value["tool_name"], "write_file");
+        assert_eq!(value["tool_input"]["path"], ".env");
+        assert_eq!(payload.primary_argument(), Some(".env"));
+    }
+}

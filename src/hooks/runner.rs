@@ -1,0 +1,167 @@
+//! Running the hooks of an event: selection by matcher and `if` rule,
+//! trust, the subprocess (through `sandbox`, stdin fed from a private temp
+//! file), and the record of every run.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use tokio_util::sync::CancellationToken;
+
+use super::HookEvent;
+use super::config::{CommandHook, HookSource, HooksConfig};
+use super::outcome::{HookOutcome, HookVerdict, interpret};
+use super::payload::{HookPayload, ToolNaming};
+use crate::sandbox::{self, CommandSpec, SandboxError};
+
+/// One hook run, for the session log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookRun {
+    pub event: HookEvent,
+    pub command: String,
+    pub source: String,
+    pub duration_ms: u64,
+    pub exit_code: Option<i32>,
+    pub outcome: HookOutcome,
+    /// Why the hook did not run (an untrusted project's hook).
+    pub skipped: Option<String>,
+}
+
+/// Every configured hook source, and whether project hooks may run.
+#[derive(Debug, Clone, Default)]
+pub struct HookBus {
+    configs: Vec<HooksConfig>,
+    project_trusted: bool,
+}
+
+impl HookBus {
+    pub fn new(configs: Vec<HooksConfig>, project_trusted: bool) -> Self {
+        Self { configs, project_trusted }
+    }
+
+    /// True when no hook is configured: callers skip building payloads.
+    pub fn is_empty(&self) -> bool {
+        self.configs.iter().all(|config| config.events.is_empty())
+    }
+
+    /// Runs every hook `event` selects, concurrently, and folds their say.
+    /// `subject` is the tool name for tool events, or the event's matcher
+    /// target (SessionStart's source).
+    pub async fn dispatch(
+        &self,
+        event: HookEvent,
+        payload: &HookPayload,
+        subject: Option<&str>,
+        project_dir: &Path,
+        cancel: &CancellationToken,
+    ) -> (HookVerdict, Vec<HookRun>) {
+        let primary = payload.primary_argument();
+        let mut runs = Vec::new();
+        let mut pending = Vec::new();
+        for config in &self.configs {
+            for hook in config.matching(event, subject, primary) {
+                let untrusted =
+                    matches!(config.source, HookSource::Project { .. }) && !self.project_trusted;
+                if untrusted {
+                    runs.push(skipped(event, hook, &config.source));
+                    continue;
+                }
+                pending.push(run_one(event, hook, &config.source, payload, project_dir, cancel));
+            }
+        }
+        runs.extend(join_all(pending).await);
+        let outcomes: Vec<HookOutcome> = runs
+            .iter()
+            .filter(|run| run.skipped.is_none())
+            .map(|run| run.outcome.clone())
+            .collect();
+        (HookVerdict::fold(&outcomes), runs)
+    }
+}
+
+fn skipped(event: HookEvent, hook: &CommandHook, source: &HookSource) -> HookRun {
+    HookRun {
+        event,
+        command: hook.command.clone(),
+        source: source.name().to_owned(),
+        duration_ms: 0,
+        exit_code: None,
+        outcome: HookOutcome::default(),
+        skipped: Some("the project is not trusted; run `keel trust` to enable its hooks".into()),
+    }
+}
+
+async fn run_one(
+    event: HookEvent,
+    hook: &CommandHook,
+    source: &HookSource,
+    payload: &HookPayload,
+    project_dir: &Path,
+    cancel: &CancellationToken,
+) -> HookRun {
+    let started = Instant::now();
+    let naming = if source.is_claude() { ToolNaming::Claude } else { ToolNaming::Keel };
+    let stdin = payload.to_json(event, naming).to_string();
+    let (exit_code, outcome) = match spawn(hook, &stdin, project_dir, cancel).await {
+        Ok(output) => (
+            output.exit_code,
+            interpret(
+                output.exit_code,
+                output.timed_out,
+                &output.stdout.text(),
+                &output.stderr.text(),
+            ),
+        ),
+        Err(error) => (None, HookOutcome { error: Some(error), ..HookOutcome::default() }),
+    };
+    HookRun {
+        event,
+        command: hook.command.clone(),
+        source: source.name().to_owned(),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        exit_code,
+        outcome,
+        skipped: None,
+    }
+}
+
+/// Runs the hook's command with `stdin` as its standard input. The input
+/// goes through a private temp file that the script redirects from, so the
+/// sandbox's process handling (group kill at the timeout) is reused as is.
+async fn spawn(
+    hook: &CommandHook,
+    stdin: &str,
+    project_dir: &Path,
+    cancel: &CancellationToken,
+) -> Result<sandbox::CommandOutput, String> {
+    let input = StdinFile::create(stdin).map_err(|e| format!("cannot stage hook input: {e}"))?;
+    let script = format!("exec < '{}'\n{}", input.path.display(), hook.command);
+    let spec = CommandSpec::script(script, project_dir)
+        .with_timeout(hook.timeout())
+        .with_env("CLAUDE_PROJECT_DIR", project_dir)
+        .with_env("KEEL_PROJECT_DIR", project_dir);
+    sandbox::run(&spec, cancel).await.map_err(|error| match error {
+        SandboxError::Cancelled { .. } => "cancelled".to_owned(),
+        SandboxError::Spawn { .. } | SandboxError::Wait { .. } => error.to_string(),
+    })
+}
+
+/// A temp file holding a hook's stdin, removed on drop. Its name is ours
+/// (a UUID under the temp dir), so quoting it in the script is safe.
+struct StdinFile {
+    path: PathBuf,
+}
+
+impl StdinFile {
+    fn create(text: &str) -> std::io::Result<Self> {
+        let path = std::env::temp_dir().join(format!("keel-hook-{}.json", uuid::Uuid::now_v7()));
+        std::fs::write(&path, text)?;
+        Ok(Self { path })
+    }
+}
+
+impl Drop for StdinFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
