@@ -2,7 +2,7 @@
 //!
 //! Layers (lower never imports higher; `tests/suite/layers.rs` checks it):
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
-//!   [`prompts`], [`context`], [`agent`].
+//!   [`prompts`], [`context`], [`plan`], [`tasks`], [`agent`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
 //!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`].
 //! - L2: [`runtime`], the async driver.
@@ -10,9 +10,11 @@
 
 pub mod agent;
 pub mod context;
+pub mod plan;
 pub mod policy;
 pub mod prompts;
 pub mod protocol;
+pub mod tasks;
 
 pub mod config;
 pub mod hooks;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 fn layer(module: &str) -> Option<u8> {
     match module {
-        "protocol" | "policy" | "prompts" | "context" | "agent" => Some(0),
+        "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" => Some(0),
         "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" => Some(1),
         "runtime" => Some(2),
         "exec" | "cli" | "main" | "lib" => Some(3),

@@ -1,0 +1,306 @@
+//! The runtime side of the workflow: where the session is, its plan, and
+//! what changed and was verified. Each method is a pure check or update
+//! the harness applies when a tool call, a move or a verification happens.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::rules::{Gate, PhaseRules, ToolKind, tool_kind};
+
+/// Without an approved plan, a change may touch at most this many files.
+pub const DEFAULT_UNPLANNED_FILE_LIMIT: usize = 3;
+/// Failed verifications after which delivery is allowed as "unverified".
+pub const DEFAULT_MAX_VERIFY_ATTEMPTS: u32 = 3;
+
+/// Where a plan stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum PlanStatus {
+    /// Waiting for the user's review.
+    Submitted,
+    Approved,
+    /// Sent back; the model revises it with the feedback.
+    Rejected {
+        feedback: String,
+    },
+}
+
+/// The session's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanState {
+    /// Where it is saved (under `.keel/plans/`).
+    pub path: String,
+    pub text: String,
+    pub status: PlanStatus,
+    /// 1 for the first submission, +1 per revision.
+    pub revision: u32,
+}
+
+/// A move the harness refused, with the moves it would accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveRefusal {
+    pub reason: String,
+    pub allowed: Vec<String>,
+}
+
+impl std::fmt::Display for MoveRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.reason)?;
+        if !self.allowed.is_empty() {
+            write!(f, " Allowed next phases: {}.", self.allowed.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The workflow state of one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workflow {
+    pub phase: String,
+    /// Plan mode, or the rules demand a plan.
+    pub plan_required: bool,
+    pub plan: Option<PlanState>,
+    /// Counts file changes; a verification records the count it saw.
+    pub changes: u64,
+    pub verified_at: Option<u64>,
+    /// Failed verifications since the last change or pass.
+    pub failed_verifications: u32,
+    pub max_verify_attempts: u32,
+    pub changed_files: BTreeSet<String>,
+    pub unplanned_file_limit: usize,
+}
+
+impl Workflow {
+    pub fn new(rules: &PhaseRules, plan_required: bool) -> Self {
+        Self {
+            phase: rules.start.clone(),
+            plan_required,
+            plan: None,
+            changes: 0,
+            verified_at: None,
+            failed_verifications: 0,
+            max_verify_attempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
+            changed_files: BTreeSet::new(),
+            unplanned_file_limit: DEFAULT_UNPLANNED_FILE_LIMIT,
+        }
+    }
+
+    pub fn plan_approved(&self) -> bool {
+        self.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Approved)
+    }
+
+    /// Whether a call of `tool` (writing `path`, if it writes one) may run
+    /// now; the error is the reason for the model.
+    pub fn check_tool(
+        &self,
+        rules: &PhaseRules,
+        tool: &str,
+        path: Option<&str>,
+    ) -> Result<(), String> {
+        let kind = tool_kind(tool);
+        if !rules.allows(&self.phase, kind) {
+            let allowed = rules.rule(&self.phase).map(|r| r.tools.clone()).unwrap_or_default();
+            return Err(format!(
+                "`{tool}` is not allowed in the {} phase (it allows {allowed:?} tools); \
+                 move with set_phase first if the work needs it",
+                self.phase
+            ));
+        }
+        if kind == ToolKind::Write {
+            if self.plan_required && !self.plan_approved() {
+                return Err("no file changes before the plan is approved: submit it with \
+                            submit_plan and wait for the user's approval"
+                    .to_owned());
+            }
+            let new_file = path.is_some_and(|p| !self.changed_files.contains(p));
+            if !self.plan_approved()
+                && new_file
+                && self.changed_files.len() >= self.unplanned_file_limit
+            {
+                return Err(format!(
+                    "this change would touch more than {} files without an approved plan; \
+                     move to the plan phase and submit a plan first",
+                    self.unplanned_file_limit
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves to `target` if the rules allow it from here and its gates hold.
+    pub fn request_move(&mut self, rules: &PhaseRules, target: &str) -> Result<(), MoveRefusal> {
+        if target == self.phase {
+            return Ok(());
+        }
+        let allowed = rules.rule(&self.phase).map(|r| r.next.clone()).unwrap_or_default();
+        if !allowed.iter().any(|next| next == target) {
+            return Err(MoveRefusal {
+                reason: format!("cannot move from {} to {target}.", self.phase),
+                allowed,
+            });
+        }
+        let gates = rules.rule(target).map(|r| r.requires.clone()).unwrap_or_default();
+        for gate in gates {
+            if let Err(reason) = self.check_gate(gate) {
+                return Err(MoveRefusal { reason, allowed });
+            }
+        }
+        self.phase = target.to_owned();
+        Ok(())
+    }
+
+    fn check_gate(&self, gate: Gate) -> Result<(), String> {
+        match gate {
+            Gate::PlanApprovedWhenRequired if self.plan_required && !self.plan_approved() => {
+                Err("a plan is required and not yet approved: submit it with submit_plan.".into())
+            }
+            Gate::VerifiedAfterLastChange
+                if self.needs_verification() && !self.out_of_attempts() =>
+            {
+                Err("files changed since the last passing verification: run the project's \
+                     checks (tests, build) in the verify phase first."
+                    .into())
+            }
+            Gate::PlanApprovedWhenRequired | Gate::VerifiedAfterLastChange => Ok(()),
+        }
+    }
+
+    fn needs_verification(&self) -> bool {
+        self.changes > 0 && self.verified_at != Some(self.changes)
+    }
+
+    fn out_of_attempts(&self) -> bool {
+        self.failed_verifications >= self.max_verify_attempts
+    }
+
+    /// Delivery happens without a passing verification after the changes.
+    pub fn delivers_unverified(&self) -> bool {
+        self.needs_verification()
+    }
+
+    /// A file changed (a write tool, or a command that changed files).
+    pub fn record_change(&mut self, path: Option<&str>) {
+        self.changes += 1;
+        self.failed_verifications = 0;
+        if let Some(path) = path {
+            self.changed_files.insert(path.to_owned());
+        }
+    }
+
+    /// A verification command finished.
+    pub fn record_verification(&mut self, passed: bool) {
+        if passed {
+            self.verified_at = Some(self.changes);
+            self.failed_verifications = 0;
+        } else {
+            self.failed_verifications += 1;
+        }
+    }
+
+    /// The model submitted a (new revision of the) plan.
+    pub fn submit_plan(&mut self, path: String, text: String) {
+        let revision = self.plan.as_ref().map_or(1, |plan| plan.revision + 1);
+        self.plan = Some(PlanState { path, text, status: PlanStatus::Submitted, revision });
+    }
+
+    /// The user's answer on the submitted plan.
+    pub fn review_plan(&mut self, approved: bool, feedback: Option<String>) {
+        if let Some(plan) = &mut self.plan {
+            plan.status = if approved {
+                PlanStatus::Approved
+            } else {
+                PlanStatus::Rejected { feedback: feedback.unwrap_or_default() }
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::DEFAULT_PHASE_RULES;
+
+    fn rules() -> PhaseRules {
+        PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap()
+    }
+
+    #[test]
+    fn a_typo_fix_goes_orient_implement_verify_deliver_without_a_plan() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.check_tool(&rules, "edit_file", Some("README.md")).unwrap();
+        flow.record_change(Some("README.md"));
+        let refusal = flow.request_move(&rules, "deliver").unwrap_err();
+        assert!(refusal.allowed.contains(&"verify".to_owned()), "{refusal}");
+        flow.request_move(&rules, "verify").unwrap();
+        flow.record_verification(true);
+        flow.request_move(&rules, "deliver").unwrap();
+        assert!(!flow.delivers_unverified());
+    }
+
+    #[test]
+    fn a_question_goes_straight_to_deliver() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "deliver").unwrap();
+    }
+
+    #[test]
+    fn plan_mode_refuses_writes_until_the_plan_is_approved() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, true);
+        flow.request_move(&rules, "plan").unwrap();
+        assert!(
+            flow.check_tool(&rules, "write_file", Some("a.rs")).is_err(),
+            "plan phase has no writes"
+        );
+        assert!(flow.request_move(&rules, "implement").is_err(), "gate: plan not approved");
+        flow.submit_plan(".keel/plans/1.md".into(), "steps".into());
+        flow.review_plan(false, Some("smaller".into()));
+        assert!(flow.request_move(&rules, "implement").is_err());
+        flow.submit_plan(".keel/plans/1.md".into(), "smaller steps".into());
+        assert_eq!(flow.plan.as_ref().unwrap().revision, 2);
+        flow.review_plan(true, None);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.check_tool(&rules, "write_file", Some("a.rs")).unwrap();
+    }
+
+    #[test]
+    fn after_the_retry_limit_delivery_is_allowed_but_unverified() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.record_change(Some("a.rs"));
+        flow.request_move(&rules, "verify").unwrap();
+        for _ in 0..DEFAULT_MAX_VERIFY_ATTEMPTS {
+            assert!(flow.request_move(&rules, "deliver").is_err());
+            flow.record_verification(false);
+        }
+        flow.request_move(&rules, "deliver").unwrap();
+        assert!(flow.delivers_unverified());
+    }
+
+    #[test]
+    fn unplanned_changes_are_capped_by_file_count() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "implement").unwrap();
+        for file in ["a", "b", "c"] {
+            flow.check_tool(&rules, "write_file", Some(file)).unwrap();
+            flow.record_change(Some(file));
+        }
+        flow.check_tool(&rules, "edit_file", Some("a")).unwrap();
+        let refusal = flow.check_tool(&rules, "write_file", Some("d")).unwrap_err();
+        assert!(refusal.contains("plan"), "{refusal}");
+    }
+
+    #[test]
+    fn illegal_moves_list_the_legal_ones() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, false);
+        let refusal = flow.request_move(&rules, "verify").unwrap_err();
+        assert!(refusal.to_string().contains("explore, plan, implement, deliver"), "{refusal}");
+    }
+}

@@ -1,0 +1,19 @@
+//! The workflow as a second state machine (DESIGN §3): static phase rules
+//! ([`PhaseRules`], parsed from `rules/phases.toml`) and the runtime
+//! [`Workflow`] state (current phase, plan and its approval, changes and
+//! verifications), with the pure checks the harness enforces: which tool
+//! classes a phase allows, which moves are legal, and the plan and
+//! verification gates.
+//!
+//! Invariants: pure (no I/O, no clock); every refusal says why and what is
+//! allowed instead, in words the model can act on. The harness decides what
+//! is allowed; prompts only explain it.
+
+mod machine;
+mod rules;
+
+pub use machine::{MoveRefusal, PlanState, PlanStatus, Workflow};
+pub use rules::{Gate, PhaseRule, PhaseRules, RulesError, ToolKind, tool_kind};
+
+/// The built-in rules text.
+pub const DEFAULT_PHASE_RULES: &str = include_str!("../../rules/phases.toml");

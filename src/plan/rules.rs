@@ -1,0 +1,134 @@
+//! Parsing and checking the phase rules file.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The kind of tool, as phase rules name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    Read,
+    Write,
+    Shell,
+    Plan,
+    Tasks,
+    /// Moving between phases; allowed in every phase.
+    Phase,
+}
+
+/// The kind of a tool by name; unknown tools count as writes (the
+/// strictest class) so a new tool is never allowed by accident.
+pub fn tool_kind(tool: &str) -> ToolKind {
+    match tool {
+        "read_file" | "list_dir" | "glob" | "grep" | "load_skill" => ToolKind::Read,
+        "shell" => ToolKind::Shell,
+        "submit_plan" => ToolKind::Plan,
+        "todo_write" => ToolKind::Tasks,
+        "set_phase" => ToolKind::Phase,
+        _ => ToolKind::Write,
+    }
+}
+
+/// A condition that must hold to enter a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    /// When a plan is required (plan mode, or the rules), it is approved.
+    PlanApprovedWhenRequired,
+    /// If files changed, a verification passed after the last change.
+    VerifiedAfterLastChange,
+}
+
+/// One phase's rules.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseRule {
+    pub purpose: String,
+    pub tools: Vec<ToolKind>,
+    pub next: Vec<String>,
+    #[serde(default)]
+    pub skippable: bool,
+    #[serde(default)]
+    pub requires: Vec<Gate>,
+}
+
+/// The whole rules file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseRules {
+    pub start: String,
+    pub phases: BTreeMap<String, PhaseRule>,
+}
+
+/// Why a rules file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulesError {
+    #[error("invalid phase rules: {message}")]
+    Parse { message: String },
+    #[error("phase rules name an unknown phase `{phase}` (in {context})")]
+    UnknownPhase { phase: String, context: String },
+}
+
+impl PhaseRules {
+    /// Parses and cross-checks a rules file.
+    pub fn parse(text: &str) -> Result<Self, RulesError> {
+        let rules: PhaseRules = toml::from_str(text)
+            .map_err(|error| RulesError::Parse { message: error.to_string() })?;
+        rules.check_phase(&rules.start, "start")?;
+        for (name, rule) in &rules.phases {
+            for next in &rule.next {
+                rules.check_phase(next, &format!("phases.{name}.next"))?;
+            }
+        }
+        Ok(rules)
+    }
+
+    fn check_phase(&self, phase: &str, context: &str) -> Result<(), RulesError> {
+        if self.phases.contains_key(phase) {
+            Ok(())
+        } else {
+            Err(RulesError::UnknownPhase { phase: phase.to_owned(), context: context.to_owned() })
+        }
+    }
+
+    pub fn rule(&self, phase: &str) -> Option<&PhaseRule> {
+        self.phases.get(phase)
+    }
+
+    /// Whether `phase` allows tools of `kind` (moving phases always is).
+    pub fn allows(&self, phase: &str, kind: ToolKind) -> bool {
+        kind == ToolKind::Phase || self.rule(phase).is_some_and(|rule| rule.tools.contains(&kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::DEFAULT_PHASE_RULES;
+
+    #[test]
+    fn the_shipped_rules_parse() {
+        let rules = PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap();
+        assert_eq!(rules.start, "orient");
+        assert!(rules.allows("implement", ToolKind::Write));
+        assert!(!rules.allows("plan", ToolKind::Write));
+        assert!(!rules.allows("plan", ToolKind::Shell));
+        assert!(rules.allows("deliver", ToolKind::Phase));
+    }
+
+    #[test]
+    fn unknown_phases_and_keys_are_rejected() {
+        let bad_next = "start = \"a\"\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = [\"b\"]\n";
+        assert!(matches!(PhaseRules::parse(bad_next), Err(RulesError::UnknownPhase { .. })));
+        let typo =
+            "start = \"a\"\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\nskipable = true\n";
+        assert!(matches!(PhaseRules::parse(typo), Err(RulesError::Parse { .. })));
+    }
+
+    #[test]
+    fn unknown_tools_count_as_writes() {
+        assert_eq!(tool_kind("read_file"), ToolKind::Read);
+        assert_eq!(tool_kind("mcp__server__tool"), ToolKind::Write);
+    }
+}

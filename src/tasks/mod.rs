@@ -1,0 +1,109 @@
+//! The session's task list (`todo_write`): items with an id, text and
+//! status, at most one in progress, and the summary the context carries.
+//!
+//! Invariants: pure; a list that breaks a rule is rejected whole with a
+//! reason the model can act on, never partly applied.
+
+use serde::{Deserialize, Serialize};
+
+/// Where one task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// One task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub text: String,
+    pub status: TaskStatus,
+}
+
+/// Why a task list was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskError {
+    #[error("at most one task may be in progress; {count} are: {ids}")]
+    SeveralInProgress { count: usize, ids: String },
+    #[error("task ids must be unique; `{id}` appears more than once")]
+    DuplicateId { id: String },
+    #[error("task `{id}` has no text")]
+    EmptyText { id: String },
+}
+
+/// Checks a complete replacement list.
+pub fn validate(tasks: &[Task]) -> Result<(), TaskError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for task in tasks {
+        if !seen.insert(task.id.as_str()) {
+            return Err(TaskError::DuplicateId { id: task.id.clone() });
+        }
+        if task.text.trim().is_empty() {
+            return Err(TaskError::EmptyText { id: task.id.clone() });
+        }
+    }
+    let running: Vec<&str> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::InProgress)
+        .map(|t| t.id.as_str())
+        .collect();
+    if running.len() > 1 {
+        return Err(TaskError::SeveralInProgress { count: running.len(), ids: running.join(", ") });
+    }
+    Ok(())
+}
+
+/// One line per task for the context, e.g. `[x] 1 write the parser`.
+pub fn summary(tasks: &[Task]) -> String {
+    tasks
+        .iter()
+        .map(|task| {
+            let mark = match task.status {
+                TaskStatus::Pending => "[ ]",
+                TaskStatus::InProgress => "[>]",
+                TaskStatus::Completed => "[x]",
+            };
+            format!("{mark} {} {}\n", task.id, task.text)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, status: TaskStatus) -> Task {
+        Task { id: id.into(), text: format!("task {id}"), status }
+    }
+
+    #[test]
+    fn one_task_in_progress_at_most() {
+        let ok = [task("1", TaskStatus::Completed), task("2", TaskStatus::InProgress)];
+        validate(&ok).unwrap();
+        let bad = [task("1", TaskStatus::InProgress), task("2", TaskStatus::InProgress)];
+        assert!(matches!(validate(&bad), Err(TaskError::SeveralInProgress { count: 2, .. })));
+    }
+
+    #[test]
+    fn ids_are_unique_and_text_present() {
+        assert!(matches!(
+            validate(&[task("1", TaskStatus::Pending), task("1", TaskStatus::Pending)]),
+            Err(TaskError::DuplicateId { .. })
+        ));
+        let empty = Task { id: "1".into(), text: " ".into(), status: TaskStatus::Pending };
+        assert!(matches!(validate(&[empty]), Err(TaskError::EmptyText { .. })));
+    }
+
+    #[test]
+    fn summary_marks_each_status() {
+        let text = summary(&[
+            task("1", TaskStatus::Completed),
+            task("2", TaskStatus::InProgress),
+            task("3", TaskStatus::Pending),
+        ]);
+        assert_eq!(text, "[x] 1 task 1\n[>] 2 task 2\n[ ] 3 task 3\n");
+    }
+}
