@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
@@ -13,7 +14,7 @@ use crate::policy::ApprovalMode;
 use crate::prompts::{PromptFacts, system_prompt};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{FileStates, ToolContext, ToolRegistry};
 
 use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
 
@@ -46,6 +47,8 @@ pub struct Session {
     tools: ToolRegistry,
     workspace_root: PathBuf,
     cwd: PathBuf,
+    /// What the session's tools have read and written (read-before-write).
+    files: Arc<FileStates>,
     sink: Box<dyn EventSink>,
     approver: Box<dyn Approver>,
 }
@@ -98,7 +101,9 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
         });
-        Ok(Self { id, log, state, llm, tools, workspace_root, cwd: options.cwd, sink, approver })
+        let files = Arc::new(FileStates::new());
+        let cwd = options.cwd;
+        Ok(Self { id, log, state, llm, tools, workspace_root, cwd, files, sink, approver })
     }
 
     pub fn id(&self) -> &str {
@@ -196,11 +201,8 @@ impl Session {
         concurrent: bool,
         cancel: &CancellationToken,
     ) -> Vec<(ToolResult, serde_json::Value)> {
-        let ctx = ToolContext {
-            workspace_root: self.workspace_root.clone(),
-            cwd: self.cwd.clone(),
-            cancel: cancel.clone(),
-        };
+        let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
+            .with_files(self.files.clone());
         if concurrent {
             return join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await;
         }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::args::parse_json;
 use super::{Tool, ToolContext, ToolError};
-use super::{edit_file, glob, grep, list_dir, read_file, shell, write_file};
+use super::{apply_patch, edit_file, glob, grep, list_dir, read_file, shell, write_file};
 use crate::protocol::{ToolCall, ToolClass, ToolResult, ToolSpec};
 
 /// The tools offered to the model.
@@ -32,6 +32,7 @@ impl ToolRegistry {
                 Box::new(grep::Grep),
                 Box::new(write_file::WriteFile),
                 Box::new(edit_file::EditFile),
+                Box::new(apply_patch::ApplyPatch),
                 Box::new(shell::Shell),
             ],
         }
@@ -121,12 +122,21 @@ mod tests {
     }
 
     #[test]
-    fn specs_are_object_schemas_for_all_seven_tools() {
+    fn specs_are_object_schemas_for_all_tools() {
         let specs = ToolRegistry::builtin().specs();
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(
             names,
-            ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "shell"]
+            [
+                "read_file",
+                "list_dir",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "apply_patch",
+                "shell"
+            ]
         );
         for spec in &specs {
             let schema = &spec.parameters;
@@ -151,7 +161,7 @@ mod tests {
         for name in ["read_file", "list_dir", "glob", "grep", "no_such_tool"] {
             assert_eq!(registry.class_of(name), ToolClass::ReadOnly, "{name}");
         }
-        for name in ["write_file", "edit_file", "shell"] {
+        for name in ["write_file", "edit_file", "apply_patch", "shell"] {
             assert_eq!(registry.class_of(name), ToolClass::Mutating, "{name}");
         }
         assert!(registry.get("grep").is_some() && registry.get("nope").is_none());
