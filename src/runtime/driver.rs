@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopConfig, LoopState, step};
@@ -14,7 +13,7 @@ use crate::policy::ApprovalMode;
 use crate::prompts::{PromptFacts, system_prompt};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
-use crate::tools::{FileStates, ToolContext, ToolRegistry};
+use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
 use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
 
@@ -203,14 +202,7 @@ impl Session {
     ) -> Vec<(ToolResult, serde_json::Value)> {
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone());
-        if concurrent {
-            return join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await;
-        }
-        let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            results.push(self.tools.run_call(call, &ctx).await);
-        }
-        results
+        run_batch(&self.tools, calls, BatchMode::from_concurrent(concurrent), &ctx).await
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied

@@ -285,7 +285,8 @@ mod tests {
 
     #[test]
     fn secret_names_are_recognised() {
-        for name in ["OPENAI_API_KEY", "GITHUB_TOKEN", "aws_secret", "DB_PASSWORD_FILE", "password"] {
+        for name in ["OPENAI_API_KEY", "GITHUB_TOKEN", "aws_secret", "DB_PASSWORD_FILE", "password"]
+        {
             assert!(is_secret_name(name), "{name}");
         }
         for name in ["PATH", "HOME", "TOKENIZERS_PARALLELISM", "KEEL_SECRETARY"] {
@@ -308,7 +309,11 @@ mod tests {
         assert!(out.success());
         assert_eq!(out.stdout.kept_len(), 64 * 1024);
         assert_eq!(out.stdout.omitted_bytes, 100_000_005 - 64 * 1024);
-        assert!(out.stdout.text().contains(&format!("[... {} bytes omitted ...]", out.stdout.omitted_bytes)));
+        assert!(
+            out.stdout
+                .text()
+                .contains(&format!("[... {} bytes omitted ...]", out.stdout.omitted_bytes))
+        );
         assert!(out.stdout.text().ends_with("a\nend\n"));
     }
 

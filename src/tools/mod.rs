@@ -15,6 +15,7 @@
 mod apply_patch;
 mod args;
 pub mod atomic;
+mod batch;
 mod edit_file;
 mod error;
 pub mod file_state;
@@ -40,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{ToolClass, ToolOutput};
 
 pub use apply_patch::{PatchError, PatchReport, apply_patch_text};
+pub use batch::{BatchMode, run_batch};
 pub use error::ToolError;
 pub use file_state::FileStates;
 pub use registry::ToolRegistry;

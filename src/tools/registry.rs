@@ -7,6 +7,7 @@
 //! [`ToolResult`] with a message the model can act on, plus metadata.
 
 use std::panic::AssertUnwindSafe;
+use std::time::Instant;
 
 use futures_util::FutureExt;
 use serde_json::Value;
@@ -38,6 +39,11 @@ impl ToolRegistry {
         }
     }
 
+    /// A registry of exactly these tools (tests, embedders).
+    pub fn with_tools(tools: Vec<Box<dyn Tool>>) -> Self {
+        Self { tools }
+    }
+
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools
             .iter()
@@ -66,12 +72,25 @@ impl ToolRegistry {
     }
 
     /// Runs one call: parses its arguments, dispatches, and turns every
-    /// failure into an error result. Returns the result and its metadata.
+    /// failure into an error result. Returns the result and its metadata,
+    /// which always is an object with `duration_ms` and, on error, `kind`
+    /// (also under `error`, its older name).
     pub async fn run_call(&self, call: &ToolCall, ctx: &ToolContext) -> (ToolResult, Value) {
-        match self.execute(call, ctx).await {
+        let started = Instant::now();
+        let (result, mut meta) = match self.execute(call, ctx).await {
             Ok(output) => (ToolResult::ok(&call.call_id, output.text), output.meta),
-            Err(error) => (ToolResult::error(&call.call_id, error.to_string()), error.meta()),
+            Err(error) => {
+                let mut meta = error.meta();
+                meta["kind"] = Value::from(error.kind());
+                (ToolResult::error(&call.call_id, error.to_string()), meta)
+            }
+        };
+        if !meta.is_object() {
+            meta = Value::Object(serde_json::Map::new());
         }
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        meta["duration_ms"] = Value::from(elapsed);
+        (result, meta)
     }
 
     async fn execute(
@@ -174,6 +193,7 @@ mod tests {
         assert_eq!(result.call_id, "call-1");
         assert!(result.output.contains("hi"));
         assert_eq!(meta["path"], "hello.txt");
+        assert!(meta["duration_ms"].is_u64(), "{meta}");
     }
 
     #[tokio::test]
@@ -191,6 +211,8 @@ mod tests {
         assert!(result.is_error);
         assert!(result.output.contains("not valid JSON"), "{}", result.output);
         assert_eq!(meta["error"], "invalid_arguments");
+        assert_eq!(meta["kind"], "invalid_arguments");
+        assert!(meta["duration_ms"].is_u64(), "{meta}");
     }
 
     #[tokio::test]
