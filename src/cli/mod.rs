@@ -2,6 +2,7 @@
 //! subcommand. The one place besides `main.rs` that uses `anyhow`, turning
 //! typed errors into messages with exit codes.
 
+mod apply_patch_cmd;
 mod exec_cmd;
 mod tool_cmd;
 
@@ -51,6 +52,14 @@ pub enum Command {
     Exec(ExecArgs),
     /// Run one tool directly and print its result envelope as JSON.
     Tool(ToolArgs),
+    /// Apply a Codex-format patch (*** Begin Patch …) in the current folder.
+    ApplyPatch(ApplyPatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyPatchArgs {
+    /// The patch text; `-` or nothing reads it from stdin.
+    pub patch: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +94,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
         Some(Command::Tool(args)) => tool_cmd::run(args).await,
+        Some(Command::ApplyPatch(args)) => apply_patch_cmd::run(args),
         None => anyhow::bail!(
             "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
         ),

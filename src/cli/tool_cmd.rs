@@ -1,6 +1,8 @@
 //! `keel tool NAME 'JSON'`: one tool outside the loop, its result
 //! envelope as JSON on stdout.
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
@@ -8,15 +10,13 @@ use super::ToolArgs;
 use crate::config::find_workspace_root;
 use crate::exec::{self, ExitStatus};
 use crate::protocol::ToolCall;
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{FileStates, ToolContext, ToolRegistry};
 
 pub(super) async fn run(args: ToolArgs) -> anyhow::Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot determine the working directory")?;
-    let ctx = ToolContext {
-        workspace_root: find_workspace_root(&cwd),
-        cwd,
-        cancel: CancellationToken::new(),
-    };
+    // One-shot: no session has read anything, so read-before-write is off.
+    let ctx = ToolContext::new(find_workspace_root(&cwd), cwd, CancellationToken::new())
+        .with_files(Arc::new(FileStates::unchecked()));
     let registry = ToolRegistry::builtin();
     let call = ToolCall {
         call_id: "cli".to_owned(),

@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopConfig, LoopState, step};
@@ -13,7 +13,7 @@ use crate::policy::ApprovalMode;
 use crate::prompts::{PromptFacts, instructions_block, system_prompt};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
 use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
 
@@ -46,6 +46,8 @@ pub struct Session {
     tools: ToolRegistry,
     workspace_root: PathBuf,
     cwd: PathBuf,
+    /// What the session's tools have read and written (read-before-write).
+    files: Arc<FileStates>,
     sink: Box<dyn EventSink>,
     approver: Box<dyn Approver>,
     model: String,
@@ -115,6 +117,7 @@ impl Session {
             tools,
             workspace_root,
             cwd: options.cwd,
+            files: Arc::new(FileStates::new()),
             sink,
             approver,
             model: settings.model.clone(),
@@ -227,19 +230,9 @@ impl Session {
         concurrent: bool,
         cancel: &CancellationToken,
     ) -> Vec<(ToolResult, serde_json::Value)> {
-        let ctx = ToolContext {
-            workspace_root: self.workspace_root.clone(),
-            cwd: self.cwd.clone(),
-            cancel: cancel.clone(),
-        };
-        if concurrent {
-            return join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await;
-        }
-        let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            results.push(self.tools.run_call(call, &ctx).await);
-        }
-        results
+        let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
+            .with_files(self.files.clone());
+        run_batch(&self.tools, calls, BatchMode::from_concurrent(concurrent), &ctx).await
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 /// Read buffer size; one allocation per stream, reused for every read.
-const READ_CHUNK: usize = 8 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
 
 /// The captured text of one stream: all of it, or its head and tail with
 /// the size of the gap between them.

@@ -21,6 +21,7 @@
 //! a [`SandboxError`] variant, never be dropped silently.
 
 mod capture;
+pub mod group;
 mod process;
 
 use std::ffi::OsString;

@@ -2,20 +2,23 @@
 //! process-group kill and concurrent bounded capture of stdout and stderr.
 //!
 //! Invariants: the child is the leader of a fresh process group (pgid ==
-//! pid); [`GroupKill`] sends SIGKILL to that group once the leader has
-//! ended, timed out or been cancelled, and again on drop, so nothing the
-//! command started keeps running or keeps our pipes open.
+//! pid); once the leader has ended, timed out or been cancelled, the
+//! group's kill ladder runs ([`ProcessGroup::end`]: SIGTERM, grace,
+//! SIGKILL, verify), and a dropped future SIGKILLs the group, so nothing
+//! the command started keeps running or keeps our pipes open. The child's
+//! environment is ours minus secrets (see [`is_secret_name`]) plus the
+//! spec's additions, which are kept even when named like secrets.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{CapturedStream, capture};
+use super::group::ProcessGroup;
 use super::{CommandOutput, CommandSpec, Program, SandboxError};
 
 /// How long to wait for the output pipes to close after the process group
@@ -37,7 +40,7 @@ pub async fn run(
     }
     let started = Instant::now();
     let mut child = spawn(spec)?;
-    let group = GroupKill::of(&child);
+    let group = ProcessGroup::led_by(child.id());
     let stop_reading = CancellationToken::new();
     let stdout = child
         .stdout
@@ -53,7 +56,10 @@ pub async fn run(
         () = tokio::time::sleep(spec.timeout) => Ending::TimedOut,
         () = cancel.cancelled() => Ending::Cancelled,
     };
-    group.kill();
+    let ended = group.end().await;
+    if ended.survivors > 0 {
+        tracing::warn!(command = %spec.display(), survivors = ended.survivors, "processes survived SIGKILL");
+    }
     let (status, timed_out, cancelled) = match ending {
         Ending::Exited(status) => (status, false, false),
         Ending::TimedOut => (child.wait().await, true, false),
@@ -95,6 +101,9 @@ fn spawn(spec: &CommandSpec) -> Result<Child, SandboxError> {
             command
         }
     };
+    for name in inherited_secrets() {
+        command.env_remove(name);
+    }
     command
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
@@ -135,32 +144,20 @@ async fn join(reader: Option<JoinHandle<CapturedStream>>) -> CapturedStream {
     }
 }
 
-/// Kills the child's process group; also on drop, so a dropped [`run`]
-/// future leaves no process behind.
-///
-/// Killing after the leader was reaped is safe in practice: a process group
-/// id is not reused while any member lives, and once none does the kill is
-/// a harmless `ESRCH`.
-struct GroupKill(Option<Pid>);
-
-impl GroupKill {
-    fn of(child: &Child) -> Self {
-        Self(child.id().and_then(|id| Pid::from_raw(i32::try_from(id).ok()?)))
-    }
-
-    fn kill(&self) {
-        if let Some(pgid) = self.0 {
-            // ESRCH (group already gone) is the expected outcome after a
-            // clean exit; nothing else can go wrong for our own group.
-            let _ = kill_process_group(pgid, Signal::KILL);
-        }
-    }
+/// Whether an inherited variable looks like a credential that commands
+/// should not see: `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`
+/// (case-insensitive).
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    ["_API_KEY", "_TOKEN", "_SECRET"].iter().any(|suffix| name.ends_with(suffix))
+        || name.contains("PASSWORD")
 }
 
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// Inherited variables to leave out of a child's environment.
+fn inherited_secrets() -> impl Iterator<Item = std::ffi::OsString> {
+    std::env::vars_os()
+        .map(|(name, _)| name)
+        .filter(|name| name.to_str().is_some_and(is_secret_name))
 }
 
 #[cfg(test)]
@@ -249,6 +246,75 @@ mod tests {
         assert!(out.duration < Duration::from_secs(5), "took {:?}", out.duration);
         let pid = out.stdout.text().lines().next().unwrap_or_default().to_owned();
         assert!(is_dead(&pid), "background process {pid} outlived its command");
+    }
+
+    /// The group id the script printed on its first stdout line.
+    fn printed_pgid(out: &CommandOutput) -> i32 {
+        let text = out.stdout.text();
+        text.lines().next().and_then(|line| line.trim().parse().ok()).unwrap_or_else(|| {
+            panic!("no pgid printed: {text:?}");
+        })
+    }
+
+    #[tokio::test]
+    async fn kill_ladder_leaves_no_process_of_the_group() {
+        let spec = script("echo $$; sh -c 'sleep 1000 & sleep 1000'")
+            .with_timeout(Duration::from_millis(300));
+        let out = run_ok(spec).await;
+        assert!(out.timed_out);
+        let pgid = printed_pgid(&out);
+        assert_eq!(crate::sandbox::group::members_in_proc(pgid), 0, "group {pgid} survived");
+    }
+
+    #[tokio::test]
+    async fn kill_ladder_escalates_when_sigterm_is_ignored() {
+        let spec = script("trap '' TERM; echo $$; sh -c 'sleep 1000 & sleep 1000'")
+            .with_timeout(Duration::from_millis(300));
+        let out = run_ok(spec).await;
+        assert!(out.timed_out);
+        let pgid = printed_pgid(&out);
+        assert_eq!(crate::sandbox::group::members_in_proc(pgid), 0, "group {pgid} survived");
+        assert_eq!(out.signal, Some(9), "the leader ignored SIGTERM, so SIGKILL ended it");
+    }
+
+    #[tokio::test]
+    async fn exit_code_and_signal_are_reported() {
+        let out = run_ok(script("kill -TERM $$")).await;
+        assert_eq!((out.exit_code, out.signal), (None, Some(15)));
+    }
+
+    #[test]
+    fn secret_names_are_recognised() {
+        for name in ["OPENAI_API_KEY", "GITHUB_TOKEN", "aws_secret", "DB_PASSWORD_FILE", "password"]
+        {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "TOKENIZERS_PARALLELISM", "KEEL_SECRETARY"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn spec_additions_named_like_secrets_are_kept() {
+        let spec = CommandSpec::argv("printenv", ["KEEL_TEST_TOKEN"], std::env::temp_dir())
+            .with_env("KEEL_TEST_TOKEN", "given");
+        assert_eq!(run_ok(spec).await.stdout.text(), "given\n");
+    }
+
+    #[tokio::test]
+    async fn hundred_megabytes_of_output_stay_bounded() {
+        let spec = script("head -c 100000000 /dev/zero | tr '\\0' a; echo; echo end")
+            .with_output_limit(64 * 1024);
+        let out = run_ok(spec).await;
+        assert!(out.success());
+        assert_eq!(out.stdout.kept_len(), 64 * 1024);
+        assert_eq!(out.stdout.omitted_bytes, 100_000_005 - 64 * 1024);
+        assert!(
+            out.stdout
+                .text()
+                .contains(&format!("[... {} bytes omitted ...]", out.stdout.omitted_bytes))
+        );
+        assert!(out.stdout.text().ends_with("a\nend\n"));
     }
 
     #[tokio::test]

@@ -1,10 +1,13 @@
 //! `edit_file`: replaces an exact string in a file and shows the diff.
 //!
-//! Invariants: the match is exact (no whitespace or line-ending
-//! normalisation); the file is written only when `old_string` occurs once,
-//! or at least once with `replace_all`; an empty or unchanged `old_string`
-//! is refused. When nothing matches, the error points at the most similar
-//! line when that is cheap to find. The shown diff is capped at
+//! Invariants: the match is exact except for line endings: in a CRLF file,
+//! `\n` in `old_string` and `new_string` is taken as `\r\n`, so CRLF is
+//! preserved; the file is written only when `old_string` occurs once, or at
+//! least once with `replace_all`; an empty or unchanged `old_string` is
+//! refused; the file must have been read in this session and be unchanged
+//! since (else a conflict error); the write is atomic with permissions
+//! kept. When nothing matches, the error points at the most similar line
+//! when that is cheap to find. The shown diff is capped at
 //! [`MAX_DIFF_BYTES`].
 
 use std::path::Path;
@@ -16,8 +19,9 @@ use serde_json::json;
 use similar::TextDiff;
 
 use super::args::{blocking, parse_args, schema_of};
+use super::atomic::write_atomic;
 use super::paths::Workspace;
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "edit_file";
@@ -76,12 +80,12 @@ impl Tool for EditFile {
         Box::pin(async move {
             let args: EditFileArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
-            blocking(NAME, move || edit(&Workspace::new(&ctx)?, &args)).await
+            blocking(NAME, move || edit(&Workspace::new(&ctx)?, &ctx.files, &args)).await
         })
     }
 }
 
-fn edit(ws: &Workspace, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
+fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
     if args.old_string.is_empty() {
         return Err(ToolError::EmptyOldString);
     }
@@ -94,28 +98,29 @@ fn edit(ws: &Workspace, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
         return Err(ToolError::IsADirectory { path: rel });
     }
     let bytes = std::fs::read(&abs).map_err(|source| ToolError::io(&rel, source))?;
+    files.ensure_fresh(&abs, &rel)?;
     let original =
         String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.clone() })?;
-    let count = original.matches(args.old_string.as_str()).count();
+    let (old, new) = if original.contains("\r\n") {
+        (to_crlf(&args.old_string), to_crlf(&args.new_string))
+    } else {
+        (args.old_string.clone(), args.new_string.clone())
+    };
+    let count = original.matches(old.as_str()).count();
     let replace_all = args.replace_all.unwrap_or(false);
     match count {
         0 => {
-            return Err(ToolError::EditNotFound {
-                hint: hint(&original, &args.old_string),
-                path: rel,
-            });
+            return Err(ToolError::EditNotFound { hint: hint(&original, &old), path: rel });
         }
         1 => {}
         _ if replace_all => {}
         _ => return Err(ToolError::EditAmbiguous { path: rel, count }),
     }
-    let updated = if replace_all {
-        original.replace(&args.old_string, &args.new_string)
-    } else {
-        original.replacen(&args.old_string, &args.new_string, 1)
-    };
-    std::fs::write(&abs, &updated).map_err(|source| ToolError::Io { path: rel.clone(), source })?;
-    let (diff, diff_truncated) = diff(&rel, &original, &updated);
+    let updated =
+        if replace_all { original.replace(&old, &new) } else { original.replacen(&old, &new, 1) };
+    write_atomic(&abs, updated.as_bytes()).map_err(|source| ToolError::io(&rel, source))?;
+    files.record_path(&abs);
+    let (diff, diff_truncated) = unified_diff(&rel, &original, &updated);
     let plural = if count == 1 { "" } else { "s" };
     let meta = json!({
         "path": rel.to_string_lossy(),
@@ -128,12 +133,14 @@ fn edit(ws: &Workspace, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
     })
 }
 
+/// `text` with every line break as CRLF (existing CRLFs kept as they are).
+fn to_crlf(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\n', "\r\n")
+}
+
 /// Where the model probably meant: the line most similar to the first
 /// non-blank line of `old`, plus a note when line endings differ.
 fn hint(original: &str, old: &str) -> Option<String> {
-    if original.contains("\r\n") && old.contains('\n') && !old.contains("\r\n") {
-        return Some("the file uses CRLF (\\r\\n) line endings".to_owned());
-    }
     let needle = old.lines().map(str::trim).find(|line| !line.is_empty())?;
     let lines: Vec<&str> = original.lines().map(str::trim).collect();
     if lines.len() > HINT_MAX_LINES {
@@ -146,7 +153,7 @@ fn hint(original: &str, old: &str) -> Option<String> {
 }
 
 /// A unified diff of the change, cut at [`MAX_DIFF_BYTES`].
-fn diff(rel: &Path, before: &str, after: &str) -> (String, bool) {
+pub(super) fn unified_diff(rel: &Path, before: &str, after: &str) -> (String, bool) {
     let rel = rel.to_string_lossy();
     let mut text = TextDiff::configure()
         .timeout(DIFF_TIMEOUT)
@@ -169,9 +176,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::read_file::ReadFile;
     use crate::tools::testutil::TestWorkspace;
 
+    /// Reads the file first (as the model must), then edits it.
     async fn edit(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        let _ = ws.run(&ReadFile, json!({ "path": args["path"] })).await;
         ws.run(&EditFile, args).await
     }
 
@@ -219,11 +229,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn crlf_mismatch_is_explained() {
+    async fn crlf_files_keep_crlf() {
         let ws = TestWorkspace::new();
-        ws.write("f.rs", "a\r\nb\r\n");
-        let message = edit(&ws, args("a\nb", "c")).await.err().map(|e| e.to_string());
-        assert!(message.unwrap_or_default().contains("CRLF"));
+        ws.write("f.rs", "a\r\nb\r\nc\r\n");
+        edit(&ws, args("a\nb\n", "x\ny\nz\n")).await.unwrap();
+        assert_eq!(ws.read("f.rs"), "x\r\ny\r\nz\r\nc\r\n");
+    }
+
+    #[tokio::test]
+    async fn stale_or_unread_file_is_a_conflict() {
+        let ws = TestWorkspace::new();
+        ws.write("f.rs", SOURCE);
+        let unread = ws.run(&EditFile, args("let x = 1;", "let x = 2;")).await;
+        assert!(matches!(unread, Err(ToolError::Conflict { .. })), "{unread:?}");
+        ws.run(&ReadFile, json!({ "path": "f.rs" })).await.unwrap();
+        ws.write("f.rs", SOURCE.replace("main", "start"));
+        let stale = ws.run(&EditFile, args("let x = 1;", "let x = 2;")).await;
+        let message = stale.as_ref().err().map(ToString::to_string).unwrap_or_default();
+        assert!(message.contains("re-read it with read_file"), "{message}");
+        assert_eq!(ws.read("f.rs"), SOURCE.replace("main", "start"));
+        ws.run(&ReadFile, json!({ "path": "f.rs" })).await.unwrap();
+        ws.run(&EditFile, args("let x = 1;", "let x = 2;")).await.unwrap();
+        // The tool's own write does not make the file stale.
+        ws.run(&EditFile, args("let x = 2;", "let x = 3;")).await.unwrap();
+        assert!(ws.read("f.rs").contains("let x = 3;"));
     }
 
     #[tokio::test]
@@ -252,7 +281,7 @@ mod tests {
         let before = "x\n".repeat(20_000);
         let after = "y\n".repeat(20_000);
         let started = std::time::Instant::now();
-        let (text, truncated) = diff(Path::new("f"), &before, &after);
+        let (text, truncated) = unified_diff(Path::new("f"), &before, &after);
         assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
         assert!(truncated);
         assert!(text.len() < MAX_DIFF_BYTES + 100);

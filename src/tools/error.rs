@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::apply_patch::{PatchError, SeekError};
+use super::file_state::Freshness;
 use crate::sandbox::SandboxError;
 
 /// A tool failure meant for the model to read.
@@ -40,6 +42,18 @@ pub enum ToolError {
         path.display()
     )]
     OffsetPastEnd { path: PathBuf, offset: u64, total_lines: u64 },
+    #[error("permission denied on {}", path.display())]
+    PermissionDenied { path: PathBuf },
+    #[error("{}", conflict_message(path, *freshness))]
+    Conflict { path: PathBuf, freshness: Freshness },
+    #[error("in {}: {source}", path.display())]
+    PatchContext {
+        path: PathBuf,
+        #[source]
+        source: SeekError,
+    },
+    #[error("{0}")]
+    Patch(Box<PatchError>),
     #[error("i/o error on {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -104,6 +118,13 @@ impl ToolError {
             Self::NotUtf8 { .. } => "not_utf8",
             Self::DanglingSymlink { .. } => "dangling_symlink",
             Self::OffsetPastEnd { .. } => "offset_past_end",
+            Self::PermissionDenied { .. } => "permission_denied",
+            Self::Conflict { .. } => "conflict",
+            Self::PatchContext { .. } => "patch_mismatch",
+            Self::Patch(patch) => match patch.as_ref() {
+                PatchError::Parse(_) => "invalid_patch",
+                PatchError::Operation { source, .. } => source.kind(),
+            },
             Self::Io { .. } => "io",
             Self::EditNotFound { .. } => "edit_not_found",
             Self::EditAmbiguous { .. } => "edit_ambiguous",
@@ -130,8 +151,15 @@ impl ToolError {
             | Self::DanglingSymlink { path }
             | Self::OffsetPastEnd { path, .. }
             | Self::Io { path, .. }
+            | Self::PermissionDenied { path }
+            | Self::Conflict { path, .. }
+            | Self::PatchContext { path, .. }
             | Self::EditNotFound { path, .. }
             | Self::EditAmbiguous { path, .. } => Some(path),
+            Self::Patch(patch) => match patch.as_ref() {
+                PatchError::Parse(_) => None,
+                PatchError::Operation { source, .. } => source.path(),
+            },
             Self::InvalidArguments { .. }
             | Self::UnknownTool { .. }
             | Self::EmptyOldString
@@ -158,6 +186,12 @@ impl ToolError {
         if let Self::EditAmbiguous { count, .. } = self {
             meta["count"] = json!(count);
         }
+        if let Self::Patch(patch) = self
+            && let PatchError::Operation { number, applied, .. } = patch.as_ref()
+        {
+            meta["operation"] = json!(number);
+            meta["applied"] = json!(applied.lines().lines().collect::<Vec<_>>());
+        }
         meta
     }
 
@@ -168,8 +202,29 @@ impl ToolError {
             std::io::ErrorKind::NotFound => Self::NotFound { path },
             std::io::ErrorKind::IsADirectory => Self::IsADirectory { path },
             std::io::ErrorKind::NotADirectory => Self::NotADirectory { path },
+            std::io::ErrorKind::PermissionDenied => Self::PermissionDenied { path },
             _ => Self::Io { path, source },
         }
+    }
+}
+
+fn conflict_message(path: &Path, freshness: Freshness) -> String {
+    let path = path.display();
+    match freshness {
+        Freshness::NotRead => format!(
+            "{path} exists but has not been read in this session; read it with read_file first, \
+             then write or edit it"
+        ),
+        Freshness::Changed | Freshness::Fresh => format!(
+            "{path} changed on disk since it was last read (by the user or another program); \
+             re-read it with read_file and redo the change on the current content"
+        ),
+    }
+}
+
+impl From<PatchError> for ToolError {
+    fn from(error: PatchError) -> Self {
+        Self::Patch(Box::new(error))
     }
 }
 

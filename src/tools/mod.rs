@@ -12,9 +12,13 @@
 //! [`ToolCall`]: crate::protocol::ToolCall
 //! [`ToolResult`]: crate::protocol::ToolResult
 
+mod apply_patch;
 mod args;
+pub mod atomic;
+mod batch;
 mod edit_file;
 mod error;
+pub mod file_state;
 mod glob;
 mod grep;
 mod list_dir;
@@ -30,12 +34,16 @@ mod testutil;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{ToolClass, ToolOutput};
 
+pub use apply_patch::{PatchError, PatchReport, apply_patch_text};
+pub use batch::{BatchMode, run_batch};
 pub use error::ToolError;
+pub use file_state::FileStates;
 pub use registry::ToolRegistry;
 
 /// A boxed future, so tools can live behind `dyn Tool`.
@@ -50,6 +58,22 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
+    /// What this session has read and written (read-before-write checks).
+    pub files: Arc<FileStates>,
+}
+
+impl ToolContext {
+    /// A context with a fresh file-state tracker; a session shares one
+    /// tracker across its calls with [`ToolContext::with_files`].
+    pub fn new(workspace_root: PathBuf, cwd: PathBuf, cancel: CancellationToken) -> Self {
+        Self { workspace_root, cwd, cancel, files: Arc::new(FileStates::new()) }
+    }
+
+    /// The same context sharing `files`.
+    pub fn with_files(mut self, files: Arc<FileStates>) -> Self {
+        self.files = files;
+        self
+    }
 }
 
 /// One tool.

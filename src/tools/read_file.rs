@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::args::{blocking, parse_args, schema_of};
 use super::paths::Workspace;
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "read_file";
@@ -70,7 +70,7 @@ impl Tool for ReadFile {
         Box::pin(async move {
             let args: ReadFileArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
-            blocking(NAME, move || read(&Workspace::new(&ctx)?, &args)).await
+            blocking(NAME, move || read(&Workspace::new(&ctx)?, &ctx.files, &args)).await
         })
     }
 }
@@ -89,9 +89,11 @@ struct Excerpt {
     total_lines: u64,
     cut_lines: bool,
     hit_byte_cap: bool,
+    /// Some shown line was not valid UTF-8 (shown with U+FFFD).
+    lossy: bool,
 }
 
-fn read(ws: &Workspace, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
+fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
     let rel = ws.relative(&abs);
     if abs.is_dir() {
@@ -102,7 +104,10 @@ fn read(ws: &Workspace, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
         limit: args.limit.unwrap_or(DEFAULT_LINE_LIMIT).max(1),
     };
     let file = File::open(&abs).map_err(|source| ToolError::io(&rel, source))?;
+    // Stamped before reading: a change while reading then shows as a change.
+    let metadata = file.metadata().map_err(|source| ToolError::io(&rel, source))?;
     let excerpt = collect(file, &window, &rel)?;
+    files.record(&abs, &metadata);
     if window.start > excerpt.total_lines && window.start > 1 {
         return Err(ToolError::OffsetPastEnd {
             path: rel,
@@ -152,6 +157,7 @@ fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolE
 
 fn push_line(excerpt: &mut Excerpt, number: u64, raw: &[u8]) {
     let text = String::from_utf8_lossy(raw);
+    excerpt.lossy |= matches!(text, std::borrow::Cow::Owned(_));
     let text = text.trim_end_matches('\n').trim_end_matches('\r');
     let shown = match text.char_indices().nth(MAX_LINE_CHARS) {
         Some((cut, _)) => {
@@ -182,6 +188,9 @@ fn render(excerpt: Excerpt, window: &Window) -> String {
             excerpt.total_lines,
             excerpt.last_shown + 1,
         ));
+    }
+    if excerpt.lossy {
+        text.push_str("[the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}]\n");
     }
     if excerpt.cut_lines {
         text.push_str(&format!("[lines longer than {MAX_LINE_CHARS} characters were cut]\n"));

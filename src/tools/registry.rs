@@ -7,13 +7,14 @@
 //! [`ToolResult`] with a message the model can act on, plus metadata.
 
 use std::panic::AssertUnwindSafe;
+use std::time::Instant;
 
 use futures_util::FutureExt;
 use serde_json::Value;
 
 use super::args::parse_json;
 use super::{Tool, ToolContext, ToolError};
-use super::{edit_file, glob, grep, list_dir, read_file, shell, write_file};
+use super::{apply_patch, edit_file, glob, grep, list_dir, read_file, shell, write_file};
 use crate::protocol::{ToolCall, ToolClass, ToolResult, ToolSpec};
 
 /// The tools offered to the model.
@@ -32,9 +33,15 @@ impl ToolRegistry {
                 Box::new(grep::Grep),
                 Box::new(write_file::WriteFile),
                 Box::new(edit_file::EditFile),
+                Box::new(apply_patch::ApplyPatch),
                 Box::new(shell::Shell),
             ],
         }
+    }
+
+    /// A registry of exactly these tools (tests, embedders).
+    pub fn with_tools(tools: Vec<Box<dyn Tool>>) -> Self {
+        Self { tools }
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -65,12 +72,25 @@ impl ToolRegistry {
     }
 
     /// Runs one call: parses its arguments, dispatches, and turns every
-    /// failure into an error result. Returns the result and its metadata.
+    /// failure into an error result. Returns the result and its metadata,
+    /// which always is an object with `duration_ms` and, on error, `kind`
+    /// (also under `error`, its older name).
     pub async fn run_call(&self, call: &ToolCall, ctx: &ToolContext) -> (ToolResult, Value) {
-        match self.execute(call, ctx).await {
+        let started = Instant::now();
+        let (result, mut meta) = match self.execute(call, ctx).await {
             Ok(output) => (ToolResult::ok(&call.call_id, output.text), output.meta),
-            Err(error) => (ToolResult::error(&call.call_id, error.to_string()), error.meta()),
+            Err(error) => {
+                let mut meta = error.meta();
+                meta["kind"] = Value::from(error.kind());
+                (ToolResult::error(&call.call_id, error.to_string()), meta)
+            }
+        };
+        if !meta.is_object() {
+            meta = Value::Object(serde_json::Map::new());
         }
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        meta["duration_ms"] = Value::from(elapsed);
+        (result, meta)
     }
 
     async fn execute(
@@ -121,12 +141,21 @@ mod tests {
     }
 
     #[test]
-    fn specs_are_object_schemas_for_all_seven_tools() {
+    fn specs_are_object_schemas_for_all_tools() {
         let specs = ToolRegistry::builtin().specs();
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(
             names,
-            ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "shell"]
+            [
+                "read_file",
+                "list_dir",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "apply_patch",
+                "shell"
+            ]
         );
         for spec in &specs {
             let schema = &spec.parameters;
@@ -151,7 +180,7 @@ mod tests {
         for name in ["read_file", "list_dir", "glob", "grep", "no_such_tool"] {
             assert_eq!(registry.class_of(name), ToolClass::ReadOnly, "{name}");
         }
-        for name in ["write_file", "edit_file", "shell"] {
+        for name in ["write_file", "edit_file", "apply_patch", "shell"] {
             assert_eq!(registry.class_of(name), ToolClass::Mutating, "{name}");
         }
         assert!(registry.get("grep").is_some() && registry.get("nope").is_none());
@@ -164,6 +193,7 @@ mod tests {
         assert_eq!(result.call_id, "call-1");
         assert!(result.output.contains("hi"));
         assert_eq!(meta["path"], "hello.txt");
+        assert!(meta["duration_ms"].is_u64(), "{meta}");
     }
 
     #[tokio::test]
@@ -181,6 +211,8 @@ mod tests {
         assert!(result.is_error);
         assert!(result.output.contains("not valid JSON"), "{}", result.output);
         assert_eq!(meta["error"], "invalid_arguments");
+        assert_eq!(meta["kind"], "invalid_arguments");
+        assert!(meta["duration_ms"].is_u64(), "{meta}");
     }
 
     #[tokio::test]

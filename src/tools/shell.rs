@@ -95,7 +95,7 @@ async fn run(args: serde_json::Value, ctx: &ToolContext) -> Result<ToolOutput, T
         .with_env("PAGER", "cat")
         .with_env("GIT_PAGER", "cat");
     let output = sandbox::run(&spec, &ctx.cancel).await?;
-    let (text, cut) = render(&output);
+    let (text, cut, omitted) = render(&output);
     if output.timed_out {
         return Err(ToolError::Timeout { timeout_ms, output: text });
     }
@@ -104,6 +104,7 @@ async fn run(args: serde_json::Value, ctx: &ToolContext) -> Result<ToolOutput, T
         "signal": output.signal,
         "timed_out": false,
         "truncated": cut || output.truncated(),
+        "omitted_bytes": omitted,
         "duration_ms": u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX),
         "workdir": rel.to_string_lossy(),
     });
@@ -111,16 +112,23 @@ async fn run(args: serde_json::Value, ctx: &ToolContext) -> Result<ToolOutput, T
 }
 
 /// `exit code: N` then labelled stdout and stderr sections, fitted into
-/// [`MAX_OUTPUT_BYTES`]; also says whether anything was cut here.
-fn render(output: &CommandOutput) -> (String, bool) {
+/// [`MAX_OUTPUT_BYTES`]; also says whether anything was cut here and how
+/// many bytes were left out in all.
+fn render(output: &CommandOutput) -> (String, bool, u64) {
     let mut text = match (output.exit_code, output.signal) {
         (Some(code), _) => format!("exit code: {code}\n"),
         (None, Some(signal)) => format!("exit code: none (killed by signal {signal})\n"),
         (None, None) => "exit code: none\n".to_owned(),
     };
     let (stdout, stderr) = fit(&output.stdout, &output.stderr);
-    let cut = stdout.omitted_bytes + stderr.omitted_bytes
-        > output.stdout.omitted_bytes + output.stderr.omitted_bytes;
+    let omitted = stdout.omitted_bytes + stderr.omitted_bytes;
+    let cut = omitted > output.stdout.omitted_bytes + output.stderr.omitted_bytes;
+    if omitted > 0 {
+        text.push_str(&format!(
+            "[output truncated: {omitted} bytes cut from the middle; redirect to a file and \
+             search it, or pipe through head/tail/grep]\n"
+        ));
+    }
     for (label, stream) in [("stdout", stdout), ("stderr", stderr)] {
         if stream.is_empty() {
             continue;
@@ -134,7 +142,7 @@ fn render(output: &CommandOutput) -> (String, bool) {
     if output.stdout.is_empty() && output.stderr.is_empty() {
         text.push_str("(no output)\n");
     }
-    (text, cut)
+    (text, cut, omitted)
 }
 
 /// Shares the output budget: stderr keeps at least a quarter when both
@@ -228,6 +236,44 @@ mod tests {
         let result = shell(&ws, json!({ "command": "sleep 5" })).await;
         assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn ctrl_c_runs_the_kill_ladder_on_the_whole_group() {
+        let ws = TestWorkspace::new();
+        let command = "echo $$ > pgid.txt; sh -c 'sleep 1000 & sleep 1000'";
+        let call = shell(&ws, json!({ "command": command }));
+        let watcher = async {
+            // Wait (bounded) until the command is running, then "press Ctrl-C".
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let pgid = loop {
+                let text = std::fs::read_to_string(ws.path("pgid.txt")).unwrap_or_default();
+                if let Ok(pgid) = text.trim().parse::<i32>() {
+                    break pgid;
+                }
+                assert!(Instant::now() < deadline, "command never started");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            };
+            ws.ctx.cancel.cancel();
+            pgid
+        };
+        let (result, pgid) = tokio::join!(call, watcher);
+        assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+        assert_eq!(crate::sandbox::group::members_in_proc(pgid), 0, "group {pgid} survived");
+    }
+
+    #[tokio::test]
+    async fn hundred_megabytes_return_promptly_with_a_note_of_the_cut() {
+        let ws = TestWorkspace::new();
+        let started = Instant::now();
+        let out = shell(&ws, json!({ "command": "head -c 100000000 /dev/zero | tr '\\0' x" }))
+            .await
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+        assert!(out.text.len() < MAX_OUTPUT_BYTES + 500, "{}", out.text.len());
+        let omitted = out.meta["omitted_bytes"].as_u64().unwrap_or_default();
+        assert_eq!(omitted, 100_000_000 - MAX_OUTPUT_BYTES as u64);
+        assert!(out.text.contains(&format!("[output truncated: {omitted} bytes cut")));
     }
 
     #[tokio::test]

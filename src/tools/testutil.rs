@@ -17,11 +17,11 @@ pub(crate) struct TestWorkspace {
 impl TestWorkspace {
     pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext {
-            workspace_root: dir.path().to_owned(),
-            cwd: dir.path().to_owned(),
-            cancel: CancellationToken::new(),
-        };
+        let ctx = ToolContext::new(
+            dir.path().to_owned(),
+            dir.path().to_owned(),
+            CancellationToken::new(),
+        );
         Self { dir, ctx }
     }
 

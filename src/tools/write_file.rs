@@ -2,16 +2,21 @@
 //!
 //! Invariants: the target is confined to the workspace before anything is
 //! created; missing parent directories are created; a directory is never
-//! replaced. The result says whether the file was created or overwritten
-//! and how many bytes were written.
+//! replaced; an existing file is overwritten only if this session read it
+//! and it has not changed since (else a conflict error asking to re-read);
+//! the write is atomic with permissions kept ([`super::atomic`]). The
+//! result says whether the file was created or overwritten, how many bytes
+//! were written and, for an overwrite, shows the diff.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args::{blocking, parse_args, schema_of};
+use super::atomic::write_atomic;
+use super::edit_file::unified_diff;
 use super::paths::Workspace;
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "write_file";
@@ -55,12 +60,16 @@ impl Tool for WriteFile {
         Box::pin(async move {
             let args: WriteFileArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
-            blocking(NAME, move || write(&Workspace::new(&ctx)?, &args)).await
+            blocking(NAME, move || write(&Workspace::new(&ctx)?, &ctx.files, &args)).await
         })
     }
 }
 
-fn write(ws: &Workspace, args: &WriteFileArgs) -> Result<ToolOutput, ToolError> {
+fn write(
+    ws: &Workspace,
+    files: &FileStates,
+    args: &WriteFileArgs,
+) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
     let rel = ws.relative(&abs);
     let existed = match std::fs::metadata(&abs) {
@@ -69,20 +78,27 @@ fn write(ws: &Workspace, args: &WriteFileArgs) -> Result<ToolOutput, ToolError> 
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
         Err(error) => return Err(ToolError::io(&rel, error)),
     };
-    if let Some(parent) = abs.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|source| ToolError::Io { path: ws.relative(parent), source })?;
-    }
-    std::fs::write(&abs, &args.content)
-        .map_err(|source| ToolError::Io { path: rel.clone(), source })?;
+    files.ensure_fresh(&abs, &rel)?;
+    let before = if existed { std::fs::read(&abs).ok() } else { None };
+    write_atomic(&abs, args.content.as_bytes()).map_err(|source| ToolError::io(&rel, source))?;
+    files.record_path(&abs);
     let bytes = args.content.len();
     let verb = if existed { "overwrote" } else { "created" };
+    let mut text = format!("{verb} {} ({bytes} bytes)", rel.display());
+    let mut truncated = false;
+    if let Some(before) = before.as_deref().and_then(|b| std::str::from_utf8(b).ok()) {
+        let (diff, cut) = unified_diff(&rel, before, &args.content);
+        text.push('\n');
+        text.push_str(&diff);
+        truncated = cut;
+    }
     let meta = json!({
         "path": rel.to_string_lossy(),
         "bytes": bytes,
         "created": !existed,
+        "truncated": truncated,
     });
-    Ok(ToolOutput { text: format!("{verb} {} ({bytes} bytes)", rel.display()), meta })
+    Ok(ToolOutput { text, meta })
 }
 
 #[cfg(test)]
@@ -90,6 +106,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::read_file::ReadFile;
     use crate::tools::testutil::TestWorkspace;
 
     async fn write(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
@@ -108,11 +125,44 @@ mod tests {
     #[tokio::test]
     async fn overwrites_an_existing_file() {
         let ws = TestWorkspace::new();
-        ws.write("x.txt", "old content");
-        let out = write(&ws, json!({ "path": "x.txt", "content": "new" })).await.unwrap();
-        assert_eq!(out.text, "overwrote x.txt (3 bytes)");
+        ws.write("x.txt", "old content\n");
+        ws.run(&ReadFile, json!({ "path": "x.txt" })).await.unwrap();
+        let out = write(&ws, json!({ "path": "x.txt", "content": "new\n" })).await.unwrap();
+        assert!(out.text.starts_with("overwrote x.txt (4 bytes)\n--- a/x.txt"), "{}", out.text);
+        assert!(out.text.contains("-old content\n+new\n"), "{}", out.text);
         assert_eq!(out.meta["created"], false);
-        assert_eq!(ws.read("x.txt"), "new");
+        assert_eq!(ws.read("x.txt"), "new\n");
+    }
+
+    #[tokio::test]
+    async fn refuses_to_overwrite_an_unread_or_changed_file() {
+        let ws = TestWorkspace::new();
+        ws.write("x.txt", "mine");
+        let unread = write(&ws, json!({ "path": "x.txt", "content": "new" })).await;
+        let message = unread.as_ref().err().map(ToString::to_string).unwrap_or_default();
+        assert!(matches!(unread, Err(ToolError::Conflict { .. })), "{unread:?}");
+        assert!(message.contains("read it with read_file first"), "{message}");
+        ws.run(&ReadFile, json!({ "path": "x.txt" })).await.unwrap();
+        ws.write("x.txt", "the user changed this");
+        let stale = write(&ws, json!({ "path": "x.txt", "content": "new" })).await;
+        let message = stale.as_ref().err().map(ToString::to_string).unwrap_or_default();
+        assert!(message.contains("changed on disk since it was last read"), "{message}");
+        assert_eq!(stale.err().map(|e| e.kind()), Some("conflict"));
+        assert_eq!(ws.read("x.txt"), "the user changed this");
+    }
+
+    #[tokio::test]
+    async fn own_writes_do_not_count_as_changes_and_permissions_stay() {
+        use std::os::unix::fs::PermissionsExt;
+        let ws = TestWorkspace::new();
+        ws.write("run.sh", "#!/bin/sh\n");
+        std::fs::set_permissions(ws.path("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        ws.run(&ReadFile, json!({ "path": "run.sh" })).await.unwrap();
+        write(&ws, json!({ "path": "run.sh", "content": "#!/bin/sh\necho 1\n" })).await.unwrap();
+        write(&ws, json!({ "path": "run.sh", "content": "#!/bin/sh\necho 2\n" })).await.unwrap();
+        let mode = std::fs::metadata(ws.path("run.sh")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
     }
 
     #[tokio::test]

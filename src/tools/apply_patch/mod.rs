@@ -1,0 +1,249 @@
+//! `apply_patch`: applies a patch in Codex's format (see [`parse`]) to the
+//! workspace; also the engine behind `keel apply-patch`.
+//!
+//! Invariants: the whole patch is parsed before anything is touched, so a
+//! malformed patch changes nothing; operations then run in patch order and
+//! are not rolled back when a later one fails (Codex's behaviour, which its
+//! conformance scenario 015 pins), and the error lists what was already
+//! applied. Every path, move targets included, is confined to the workspace
+//! like any other tool path. Each write is atomic ([`super::atomic`]) and
+//! recorded in the session's [`FileStates`], so a later `edit_file` does not
+//! see the model's own change as an outside one. Unlike `edit_file`, an
+//! update needs no earlier `read_file`: its context lines are the check.
+
+mod parse;
+mod seek;
+
+#[cfg(test)]
+mod conformance_tests;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args::{blocking, parse_args, schema_of};
+use super::atomic::write_atomic;
+use super::paths::Workspace;
+use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
+use crate::protocol::{ToolClass, ToolOutput};
+use parse::Hunk;
+pub use parse::ParseError;
+pub use seek::SeekError;
+
+const NAME: &str = "apply_patch";
+
+const DESCRIPTION: &str = "Apply a patch to files in the workspace. Format:\n\
+*** Begin Patch\n\
+*** Add File: path/new.txt\n\
++every line of the new file, each prefixed with +\n\
+*** Delete File: path/old.txt\n\
+*** Update File: path/file.rs\n\
+*** Move to: path/renamed.rs   (optional)\n\
+@@ fn enclosing_function   (optional line to find first; a bare @@ also works)\n\
+ an unchanged context line (prefixed with a space)\n\
+-a removed line\n\
++an added line\n\
+*** End of File   (optional: the chunk is at the end of the file)\n\
+*** End Patch\n\
+Give about 3 lines of context above and below each change, copied exactly. Paths are relative \
+to the working directory. Operations apply in order; if one fails, earlier ones stay applied.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ApplyPatchArgs {
+    /// The full patch text, from `*** Begin Patch` to `*** End Patch`.
+    pub patch: String,
+}
+
+pub struct ApplyPatch;
+
+impl Tool for ApplyPatch {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<ApplyPatchArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Mutating
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: ApplyPatchArgs = parse_args(NAME, args)?;
+            let ctx = ctx.clone();
+            blocking(NAME, move || {
+                let report = apply_patch_text(&Workspace::new(&ctx)?, &ctx.files, &args.patch)?;
+                Ok(report.into_output())
+            })
+            .await
+        })
+    }
+}
+
+/// What one operation did, in Codex's `A`/`M`/`D` terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    fn letter(self) -> char {
+        match self {
+            Self::Added => 'A',
+            Self::Modified => 'M',
+            Self::Deleted => 'D',
+        }
+    }
+}
+
+/// The operations a patch carried out, in order (a move is `M` of its
+/// destination, as Codex prints it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PatchReport {
+    pub changes: Vec<(ChangeKind, String)>,
+}
+
+impl PatchReport {
+    /// `A path` / `M path` / `D path`, one per line.
+    pub fn lines(&self) -> String {
+        self.changes.iter().fold(String::new(), |mut text, (kind, path)| {
+            let _ = writeln!(text, "{} {path}", kind.letter());
+            text
+        })
+    }
+
+    fn into_output(self) -> ToolOutput {
+        let text = format!("Success. Updated the following files:\n{}", self.lines());
+        let files: Vec<_> = self
+            .changes
+            .iter()
+            .map(|(kind, path)| json!({ "change": kind.letter().to_string(), "path": path }))
+            .collect();
+        ToolOutput { text, meta: json!({ "files": files }) }
+    }
+}
+
+/// Why a patch did not apply completely.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("invalid patch: {0}; nothing was changed")]
+    Parse(#[from] ParseError),
+    #[error("operation {number} of the patch failed: {source}{}", applied_note(applied))]
+    Operation {
+        /// 1-based position of the failed operation in the patch.
+        number: usize,
+        #[source]
+        source: Box<ToolError>,
+        /// What earlier operations changed (they are not rolled back).
+        applied: PatchReport,
+    },
+}
+
+fn applied_note(applied: &PatchReport) -> String {
+    if applied.changes.is_empty() {
+        "; nothing was changed".to_owned()
+    } else {
+        format!(
+            "\nthese earlier operations were applied and stay applied:\n{}",
+            applied.lines().trim_end()
+        )
+    }
+}
+
+/// Parses `text` and applies it in the workspace `ws`.
+pub fn apply_patch_text(
+    ws: &Workspace,
+    files: &FileStates,
+    text: &str,
+) -> Result<PatchReport, PatchError> {
+    let hunks = parse::parse(text)?;
+    let mut report = PatchReport::default();
+    for (index, hunk) in hunks.iter().enumerate() {
+        match apply_hunk(ws, files, hunk) {
+            Ok(change) => report.changes.push(change),
+            Err(source) => {
+                return Err(PatchError::Operation {
+                    number: index + 1,
+                    source: Box::new(source),
+                    applied: report,
+                });
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn apply_hunk(
+    ws: &Workspace,
+    files: &FileStates,
+    hunk: &Hunk,
+) -> Result<(ChangeKind, String), ToolError> {
+    let abs = ws.resolve(hunk.path())?;
+    let rel = ws.relative(&abs);
+    match hunk {
+        Hunk::Add { contents, .. } => {
+            if abs.is_dir() {
+                return Err(ToolError::IsADirectory { path: rel });
+            }
+            write(files, &abs, &rel, contents.as_bytes())?;
+            Ok((ChangeKind::Added, ws.display(&abs)))
+        }
+        Hunk::Delete { .. } => {
+            if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
+                return Err(ToolError::IsADirectory { path: rel });
+            }
+            std::fs::remove_file(&abs).map_err(|source| ToolError::io(&rel, source))?;
+            files.forget(&abs);
+            Ok((ChangeKind::Deleted, ws.display(&abs)))
+        }
+        Hunk::Update { move_to, chunks, .. } => {
+            let original = read_text(&abs, &rel)?;
+            let updated = seek::apply_chunks(&original, chunks)
+                .map_err(|source| ToolError::PatchContext { path: rel.clone(), source })?;
+            let Some(target) = move_to else {
+                write(files, &abs, &rel, updated.as_bytes())?;
+                return Ok((ChangeKind::Modified, ws.display(&abs)));
+            };
+            let dest = ws.resolve(target)?;
+            let dest_rel = ws.relative(&dest);
+            if dest.is_dir() {
+                return Err(ToolError::IsADirectory { path: dest_rel });
+            }
+            write(files, &dest, &dest_rel, updated.as_bytes())?;
+            if dest != abs {
+                std::fs::remove_file(&abs).map_err(|source| ToolError::io(&rel, source))?;
+                files.forget(&abs);
+            }
+            Ok((ChangeKind::Modified, ws.display(&dest)))
+        }
+    }
+}
+
+fn read_text(abs: &Path, rel: &Path) -> Result<String, ToolError> {
+    if abs.is_dir() {
+        return Err(ToolError::IsADirectory { path: rel.to_owned() });
+    }
+    let bytes = std::fs::read(abs).map_err(|source| ToolError::io(rel, source))?;
+    String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.to_owned() })
+}
+
+fn write(files: &FileStates, abs: &Path, rel: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    write_atomic(abs, bytes).map_err(|source| ToolError::io(rel, source))?;
+    files.record_path(abs);
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! Applying the chunks of one `*** Update File:` to a file's text: finding
+//! each chunk's old lines (exactly, then ignoring trailing whitespace, then
+//! ignoring surrounding whitespace, as Codex does) and splicing in the new.
+//!
+//! Invariants: pure; chunks are located in order, each after the previous
+//! one; the result always ends with a newline (Codex's behaviour); the line
+//! ending of the file (LF or CRLF) is kept for every line.
+
+use super::parse::Chunk;
+
+/// Why a chunk did not fit the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeekError {
+    #[error("context line `{context}` was not found")]
+    ContextNotFound { context: String },
+    #[error(
+        "these lines were not found (re-read the file and copy them exactly):\n{}",
+        lines.join("\n")
+    )]
+    LinesNotFound { lines: Vec<String> },
+}
+
+/// The file's text after applying `chunks`.
+pub fn apply_chunks(original: &str, chunks: &[Chunk]) -> Result<String, SeekError> {
+    let crlf = original.contains("\r\n");
+    let mut lines: Vec<&str> =
+        original.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    if lines.last().is_some_and(|last| last.is_empty()) {
+        lines.pop();
+    }
+    let mut replacements: Vec<(usize, usize, &[String])> = Vec::new();
+    let mut at = 0;
+    for chunk in chunks {
+        if let Some(context) = &chunk.context {
+            let found = seek(&lines, std::slice::from_ref(context), at, false)
+                .ok_or_else(|| SeekError::ContextNotFound { context: context.clone() })?;
+            at = found + 1;
+        }
+        if chunk.old.is_empty() {
+            replacements.push((lines.len(), 0, &chunk.new));
+            continue;
+        }
+        let (start, old, new) = locate(&lines, chunk, at)
+            .ok_or_else(|| SeekError::LinesNotFound { lines: chunk.old.clone() })?;
+        replacements.push((start, old, new));
+        at = start + old;
+    }
+    let mut result: Vec<&str> = lines;
+    for (start, old, new) in replacements.into_iter().rev() {
+        result.splice(start..start + old, new.iter().map(String::as_str));
+    }
+    let ending = if crlf { "\r\n" } else { "\n" };
+    let mut text = result.join(ending);
+    text.push_str(ending);
+    Ok(text)
+}
+
+/// Where the chunk's old lines are, how many there are, and what replaces
+/// them; a trailing blank old line (an artefact of how models end chunks) is
+/// dropped if the whole does not match.
+fn locate<'c>(lines: &[&str], chunk: &'c Chunk, at: usize) -> Option<(usize, usize, &'c [String])> {
+    if let Some(start) = seek(lines, &chunk.old, at, chunk.end_of_file) {
+        return Some((start, chunk.old.len(), &chunk.new));
+    }
+    if chunk.old.last().is_some_and(String::is_empty) {
+        let old = &chunk.old[..chunk.old.len() - 1];
+        let new = match chunk.new.last() {
+            Some(last) if last.is_empty() => &chunk.new[..chunk.new.len() - 1],
+            _ => &chunk.new[..],
+        };
+        let start = seek(lines, old, at, chunk.end_of_file)?;
+        return Some((start, old.len(), new));
+    }
+    None
+}
+
+/// The first index at or after `from` where `pattern` occurs, trying exact,
+/// then trailing-whitespace-insensitive, then whitespace-insensitive
+/// matching. With `at_end`, the match is tried at the end of the file first.
+fn seek(lines: &[&str], pattern: &[String], from: usize, at_end: bool) -> Option<usize> {
+    if pattern.is_empty() {
+        return Some(from);
+    }
+    if pattern.len() > lines.len() {
+        return None;
+    }
+    let last_start = lines.len() - pattern.len();
+    let matchers: [fn(&str, &str) -> bool; 3] =
+        [|a, b| a == b, |a, b| a.trim_end() == b.trim_end(), |a, b| a.trim() == b.trim()];
+    for same in matchers {
+        let fits = |start: usize| pattern.iter().zip(&lines[start..]).all(|(p, l)| same(l, p));
+        if at_end && last_start >= from && fits(last_start) {
+            return Some(last_start);
+        }
+        if let Some(start) = (from..=last_start).find(|&start| fits(start)) {
+            return Some(start);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(context: Option<&str>, old: &[&str], new: &[&str]) -> Chunk {
+        Chunk {
+            context: context.map(str::to_owned),
+            old: old.iter().map(|s| (*s).to_owned()).collect(),
+            new: new.iter().map(|s| (*s).to_owned()).collect(),
+            end_of_file: false,
+        }
+    }
+
+    #[test]
+    fn replaces_in_order_and_ends_with_a_newline() {
+        let out =
+            apply_chunks("a\nb\nc\nb", &[chunk(None, &["b"], &["B"]), chunk(None, &["b"], &["X"])]);
+        assert_eq!(out.as_deref(), Ok("a\nB\nc\nX\n"));
+    }
+
+    #[test]
+    fn context_line_moves_the_search_start() {
+        let out = apply_chunks("fn a\nx\nfn b\nx\n", &[chunk(Some("fn b"), &["x"], &["y"])]);
+        assert_eq!(out.as_deref(), Ok("fn a\nx\nfn b\ny\n"));
+    }
+
+    #[test]
+    fn whitespace_differences_are_tolerated_last() {
+        let out = apply_chunks("  a  \nb\n", &[chunk(None, &["a"], &["c"])]);
+        assert_eq!(out.as_deref(), Ok("c\nb\n"));
+    }
+
+    #[test]
+    fn crlf_files_stay_crlf() {
+        let out = apply_chunks("a\r\nb\r\n", &[chunk(None, &["a"], &["c", "d"])]);
+        assert_eq!(out.as_deref(), Ok("c\r\nd\r\nb\r\n"));
+    }
+
+    #[test]
+    fn end_of_file_prefers_the_last_match() {
+        let mut eof = chunk(None, &["x"], &["y"]);
+        eof.end_of_file = true;
+        assert_eq!(apply_chunks("x\nm\nx\n", &[eof]).as_deref(), Ok("x\nm\ny\n"));
+    }
+
+    #[test]
+    fn missing_lines_are_an_error() {
+        let out = apply_chunks("a\n", &[chunk(None, &["zzz"], &["y"])]);
+        assert!(matches!(out, Err(SeekError::LinesNotFound { .. })), "{out:?}");
+        let out = apply_chunks("a\n", &[chunk(Some("nope"), &["a"], &["y"])]);
+        assert!(matches!(out, Err(SeekError::ContextNotFound { .. })), "{out:?}");
+    }
+}
