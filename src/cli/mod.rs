@@ -3,6 +3,8 @@
 //! typed errors into messages with exit codes.
 
 mod exec_cmd;
+mod resume_cmd;
+mod sessions_cmd;
 mod tool_cmd;
 
 use std::path::PathBuf;
@@ -51,12 +53,32 @@ pub enum Command {
     Exec(ExecArgs),
     /// Run one tool directly and print its result envelope as JSON.
     Tool(ToolArgs),
+    /// List recorded sessions, newest first.
+    Sessions(SessionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The task; `-` reads it from stdin.
-    pub prompt: String,
+    /// The task; `-` reads it from stdin. Optional when resuming.
+    #[arg(required_unless_present_any = ["resume", "last"])]
+    pub prompt: Option<String>,
+    /// `keel exec resume [--last|ID] [PROMPT]`: the words after `resume`.
+    #[arg(hide = true, trailing_var_arg = false)]
+    pub rest: Vec<String>,
+    /// Continue the session with this id (a unique prefix is enough) or log
+    /// path: an interrupted turn is finished first, then PROMPT is run.
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub resume: Option<String>,
+    /// Continue the newest session started in this folder.
+    #[arg(long)]
+    pub last: bool,
     /// Print one JSON event per line on stdout, ending with a `result` line.
     #[arg(long)]
     pub json: bool,
@@ -85,6 +107,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
         Some(Command::Tool(args)) => tool_cmd::run(args).await,
+        Some(Command::Sessions(args)) => sessions_cmd::run(&args),
         None => anyhow::bail!(
             "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
         ),

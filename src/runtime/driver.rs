@@ -6,15 +6,18 @@ use std::path::{Path, PathBuf};
 use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopConfig, LoopState, step};
+use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, step};
 use crate::config::Settings;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::ApprovalMode;
 use crate::prompts::{PromptFacts, system_prompt};
-use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
+use crate::protocol::{
+    ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
+};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{ToolContext, ToolRegistry};
 
+use super::files::git_head;
 use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
 
 /// Per-session choices made by the front end.
@@ -39,15 +42,17 @@ pub struct TurnSummary {
 
 /// A running session.
 pub struct Session {
-    id: String,
-    log: SessionLog,
-    state: LoopState,
-    llm: LlmClient,
-    tools: ToolRegistry,
-    workspace_root: PathBuf,
-    cwd: PathBuf,
-    sink: Box<dyn EventSink>,
-    approver: Box<dyn Approver>,
+    pub(super) id: String,
+    pub(super) log: SessionLog,
+    pub(super) state: LoopState,
+    pub(super) llm: LlmClient,
+    pub(super) tools: ToolRegistry,
+    pub(super) workspace_root: PathBuf,
+    pub(super) cwd: PathBuf,
+    pub(super) sink: Box<dyn EventSink>,
+    pub(super) approver: Box<dyn Approver>,
+    /// A turn rebuilt from the log that still has to be finished.
+    pub(super) open_turn: Option<OpenTurn>,
 }
 
 impl Session {
@@ -61,23 +66,7 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
-        let instructions = system_prompt(&PromptFacts {
-            workspace_root: workspace_root.display().to_string(),
-            cwd: options.cwd.display().to_string(),
-            platform: std::env::consts::OS.to_owned(),
-            date: options.date.clone(),
-        });
-        let specs = tools.specs();
-        let tool_classes: BTreeMap<String, _> =
-            specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
-        let state = LoopState::new(LoopConfig {
-            model: settings.model.clone(),
-            instructions,
-            tools: specs,
-            tool_classes,
-            approval: options.approval,
-            max_steps: settings.max_steps,
-        });
+        let state = LoopState::new(loop_config(settings, &options, &tools));
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
         let provider = settings.provider.kind.cli_name().to_owned();
@@ -87,6 +76,7 @@ impl Session {
             provider: provider.clone(),
             model: settings.model.clone(),
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
+            git_head: git_head(&workspace_root),
         })?;
         for message in &settings.warnings {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
@@ -98,7 +88,18 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
         });
-        Ok(Self { id, log, state, llm, tools, workspace_root, cwd: options.cwd, sink, approver })
+        Ok(Self {
+            id,
+            log,
+            state,
+            llm,
+            tools,
+            workspace_root,
+            cwd: options.cwd,
+            sink,
+            approver,
+            open_turn: None,
+        })
     }
 
     pub fn id(&self) -> &str {
@@ -119,10 +120,18 @@ impl Session {
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-        let mut error: Option<String> = None;
-        let mut queue: VecDeque<Effect> =
-            step(&mut self.state, Input::UserTurn { text: prompt }).into();
+        let queue = step(&mut self.state, Input::UserTurn { text: prompt });
         self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
+        self.drive(queue.into(), cancel).await
+    }
+
+    /// Carries out `queue` and whatever it leads to until the turn ends.
+    pub(super) async fn drive(
+        &mut self,
+        mut queue: VecDeque<Effect>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, RuntimeError> {
+        let mut error: Option<String> = None;
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
@@ -143,6 +152,12 @@ impl Session {
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
                 Effect::AskApproval { call, reason } => {
                     let answer = self.approver.decide(&call, &reason).await;
+                    self.log.append(SessionEvent::Approval {
+                        call_id: call.call_id.clone(),
+                        approved: answer.approved,
+                        scope: ApprovalScope::Once,
+                        note: answer.note.clone(),
+                    })?;
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,
@@ -150,7 +165,7 @@ impl Session {
                     }
                 }
                 Effect::RunBatch { calls, concurrent } => {
-                    let results = self.run_batch(&calls, concurrent, cancel).await;
+                    let results = self.run_batch(&calls, concurrent, cancel).await?;
                     Input::BatchFinished { results }
                 }
             };
@@ -195,20 +210,22 @@ impl Session {
         calls: &[ToolCall],
         concurrent: bool,
         cancel: &CancellationToken,
-    ) -> Vec<(ToolResult, serde_json::Value)> {
+    ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
         let ctx = ToolContext {
             workspace_root: self.workspace_root.clone(),
             cwd: self.cwd.clone(),
             cancel: cancel.clone(),
         };
         if concurrent {
-            return join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await;
+            return Ok(join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await);
         }
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
+            let touched = self.before_mutation(call)?;
             results.push(self.tools.run_call(call, &ctx).await);
+            self.after_mutation(call, touched)?;
         }
-        results
+        Ok(results)
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied
@@ -223,11 +240,25 @@ impl Session {
                 self.sink.emit(RuntimeEvent::ToolCallFinished { call, result, meta });
             }
             SessionEvent::SessionStarted { .. }
+            | SessionEvent::SessionResumed { .. }
             | SessionEvent::UserMessage { .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
+            | SessionEvent::PolicyDecision { .. }
+            | SessionEvent::Approval { .. }
+            | SessionEvent::FileBefore { .. }
+            | SessionEvent::FileChanged { .. }
+            | SessionEvent::Checkpoint { .. }
+            | SessionEvent::Undo { .. }
+            | SessionEvent::ModeChanged { .. }
+            | SessionEvent::PhaseChanged { .. }
+            | SessionEvent::PlanUpdated { .. }
+            | SessionEvent::TaskUpdated { .. }
+            | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
-            | SessionEvent::TurnCompleted { .. } => {}
+            | SessionEvent::Error { .. }
+            | SessionEvent::TurnCompleted { .. }
+            | SessionEvent::SessionEnded { .. } => {}
         }
     }
 
@@ -250,5 +281,30 @@ impl Session {
                 arguments: String::new(),
                 item_id: None,
             })
+    }
+}
+
+/// The loop's fixed configuration for `settings` and `options`.
+pub(super) fn loop_config(
+    settings: &Settings,
+    options: &SessionOptions,
+    tools: &ToolRegistry,
+) -> LoopConfig {
+    let instructions = system_prompt(&PromptFacts {
+        workspace_root: settings.workspace_root.display().to_string(),
+        cwd: options.cwd.display().to_string(),
+        platform: std::env::consts::OS.to_owned(),
+        date: options.date.clone(),
+    });
+    let specs = tools.specs();
+    let tool_classes: BTreeMap<String, _> =
+        specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
+    LoopConfig {
+        model: settings.model.clone(),
+        instructions,
+        tools: specs,
+        tool_classes,
+        approval: options.approval,
+        max_steps: settings.max_steps,
     }
 }

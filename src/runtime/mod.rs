@@ -10,6 +10,8 @@
 mod approval;
 mod driver;
 mod events;
+mod files;
+mod resume;
 
 pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
 pub use driver::{Session, SessionOptions, TurnSummary};
