@@ -3,5 +3,6 @@ mod e2e_interrupt;
 mod e2e_mockllm;
 mod layers;
 mod session_crash;
+mod session_resume;
 mod support;
 mod wire;
