@@ -6,6 +6,7 @@ mod exec_cmd;
 mod resume_cmd;
 mod sessions_cmd;
 mod tool_cmd;
+mod undo_cmd;
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -55,6 +56,19 @@ pub enum Command {
     Tool(ToolArgs),
     /// List recorded sessions, newest first.
     Sessions(SessionsArgs),
+    /// Restore the files as they were before the last turn(s) that changed
+    /// them (the newest session of this folder); recorded in its log.
+    Undo(UndoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// How many file-changing turns to undo.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub turns: usize,
+    /// The session (id prefix); default: the newest of this folder.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +122,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
         Some(Command::Tool(args)) => tool_cmd::run(args).await,
         Some(Command::Sessions(args)) => sessions_cmd::run(&args),
+        Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         None => anyhow::bail!(
             "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
         ),

@@ -18,6 +18,7 @@ use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{ToolContext, ToolRegistry};
 
 use super::files::git_head;
+use super::undo::Checkpoints;
 use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
 
 /// Per-session choices made by the front end.
@@ -53,6 +54,7 @@ pub struct Session {
     pub(super) approver: Box<dyn Approver>,
     /// A turn rebuilt from the log that still has to be finished.
     pub(super) open_turn: Option<OpenTurn>,
+    pub(super) checkpoints: Checkpoints,
 }
 
 impl Session {
@@ -99,6 +101,7 @@ impl Session {
             sink,
             approver,
             open_turn: None,
+            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
         })
     }
 
@@ -165,6 +168,7 @@ impl Session {
                     }
                 }
                 Effect::RunBatch { calls, concurrent } => {
+                    self.checkpoint_before(&calls).await?;
                     let results = self.run_batch(&calls, concurrent, cancel).await?;
                     Input::BatchFinished { results }
                 }

@@ -20,6 +20,7 @@ use crate::tools::ToolRegistry;
 
 use super::driver::loop_config;
 use super::files::DiskProbe;
+use super::undo::Checkpoints;
 use super::{
     Approver, EventSink, RuntimeError, RuntimeEvent, Session, SessionOptions, TurnSummary,
 };
@@ -87,6 +88,7 @@ impl Session {
             sink,
             approver,
             open_turn: rebuilt.open_turn,
+            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
         })
     }
 

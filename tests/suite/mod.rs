@@ -4,5 +4,6 @@ mod e2e_mockllm;
 mod layers;
 mod session_crash;
 mod session_resume;
+mod session_undo;
 mod support;
 mod wire;

@@ -93,8 +93,7 @@ async fn a_pending_approval_is_asked_again_after_a_crash() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), None, "killed");
-    let output =
-        sandbox.keel().args(["exec", "--json", "--last"]).args(&args).output().unwrap();
+    let output = sandbox.keel().args(["exec", "--json", "--last"]).args(&args).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let log = read_jsonl(&log_file(&sandbox));
     let log_types = types(&log);
