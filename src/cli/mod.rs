@@ -2,7 +2,9 @@
 //! subcommand. The one place besides `main.rs` that uses `anyhow`, turning
 //! typed errors into messages with exit codes.
 
+mod demo_cmd;
 mod exec_cmd;
+mod replay_cmd;
 mod resume_cmd;
 mod sessions_cmd;
 mod tool_cmd;
@@ -59,6 +61,24 @@ pub enum Command {
     /// Restore the files as they were before the last turn(s) that changed
     /// them (the newest session of this folder); recorded in its log.
     Undo(UndoArgs),
+    /// Re-run a recorded session offline (no model): its tool calls run again
+    /// in a temporary copy of the workspace and differing results are reported.
+    Replay(ReplayArgs),
+    /// Watch keel fix a bug in a tiny bundled repository: a recorded session
+    /// replayed offline, no API key needed.
+    Demo,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The session log (a path, or a session id prefix).
+    pub log: String,
+    /// Run the tools in the workspace itself instead of a temporary copy.
+    #[arg(long)]
+    pub in_place: bool,
+    /// Keep the temporary copy and print where it is.
+    #[arg(long, conflicts_with = "in_place")]
+    pub keep: bool,
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +143,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Tool(args)) => tool_cmd::run(args).await,
         Some(Command::Sessions(args)) => sessions_cmd::run(&args),
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
+        Some(Command::Replay(args)) => replay_cmd::run(&args).await,
+        Some(Command::Demo) => demo_cmd::run().await,
         None => anyhow::bail!(
             "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
         ),

@@ -60,6 +60,16 @@ impl ShadowRepo {
         Ok(before_undo)
     }
 
+    /// Writes the files of `commit` into `dest` (an empty folder), leaving
+    /// the shadow repository's index and the workspace alone.
+    pub async fn export(&self, commit: &str, dest: &Path) -> Result<(), CheckpointError> {
+        let index = dest.join(".keel-export-index");
+        let export = Self { git_dir: self.git_dir.clone(), work_tree: dest.to_owned() };
+        export.git_with_index(&["read-tree", "-u", "--reset", commit], Some(&index)).await?;
+        let _ = std::fs::remove_file(index);
+        Ok(())
+    }
+
     async fn ensure_init(&self) -> Result<(), CheckpointError> {
         if self.git_dir.join("HEAD").is_file() {
             return Ok(());
@@ -71,6 +81,14 @@ impl ShadowRepo {
     }
 
     async fn git(&self, args: &[&str]) -> Result<String, CheckpointError> {
+        self.git_with_index(args, None).await
+    }
+
+    async fn git_with_index(
+        &self,
+        args: &[&str],
+        index: Option<&Path>,
+    ) -> Result<String, CheckpointError> {
         let mut argv: Vec<String> = vec![
             format!("--git-dir={}", self.git_dir.display()),
             format!("--work-tree={}", self.work_tree.display()),
@@ -87,10 +105,13 @@ impl ShadowRepo {
             argv.push(setting.to_owned());
         }
         argv.extend(args.iter().map(|arg| (*arg).to_owned()));
-        let spec = CommandSpec::argv("git", argv, &self.work_tree)
+        let mut spec = CommandSpec::argv("git", argv, &self.work_tree)
             .with_timeout(GIT_TIMEOUT)
             .with_env("GIT_CONFIG_NOSYSTEM", "1")
             .with_env("GIT_TERMINAL_PROMPT", "0");
+        if let Some(index) = index {
+            spec = spec.with_env("GIT_INDEX_FILE", index);
+        }
         let output = run(&spec, &CancellationToken::new()).await?;
         if !output.success() {
             return Err(CheckpointError::Git {
@@ -122,5 +143,10 @@ mod tests {
         assert_eq!(std::fs::read_to_string(work.path().join("a.txt")).unwrap(), "one");
         assert!(!work.path().join("new.txt").exists());
         assert!(work.path().join("build/out").exists(), "ignored files are left alone");
+
+        let copy = tempfile::tempdir().unwrap();
+        shadow.export(&commit, copy.path()).await.unwrap();
+        assert_eq!(std::fs::read_to_string(copy.path().join("a.txt")).unwrap(), "one");
+        assert!(!copy.path().join(".keel-export-index").exists());
     }
 }

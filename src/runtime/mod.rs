@@ -12,6 +12,7 @@ mod checkpoint;
 mod driver;
 mod events;
 mod files;
+mod replay;
 mod resume;
 mod undo;
 
@@ -19,6 +20,7 @@ pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
 pub use checkpoint::{CheckpointError, ShadowRepo};
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent};
+pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
 pub use undo::{UndoError, UndoReport, undo};
 
 use crate::llm::LlmError;

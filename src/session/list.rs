@@ -183,6 +183,11 @@ fn started_in(path: &Path) -> Option<String> {
     first_event(path).map(|(cwd, _, _)| cwd)
 }
 
+/// The folder the session was started in (read from its first line).
+pub fn logged_cwd(path: &Path) -> Option<String> {
+    first_event(path).map(|(cwd, _, _)| cwd)
+}
+
 /// Provider and model the session started with (read from its first line).
 pub fn logged_model(path: &Path) -> Option<(String, String)> {
     first_event(path).map(|(_, provider, model)| (provider, model))

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 pub use faults::kill_self;
 pub use hash::{content_hash, file_hash};
 pub use list::{
-    FindError, SessionSummary, find_by_prefix, list_sessions, logged_model, newest_in_folder,
-    summarize,
+    FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
+    newest_in_folder, summarize,
 };
 pub use reader::{LogContents, ReadReport, for_each_record, read_log};
 pub use writer::SessionLog;

@@ -3,6 +3,7 @@ mod e2e_interrupt;
 mod e2e_mockllm;
 mod layers;
 mod session_crash;
+mod session_replay;
 mod session_resume;
 mod session_undo;
 mod support;
