@@ -7,13 +7,19 @@
 //! tool call the model makes gets exactly one result in the history, in
 //! call order, whatever happens (denial, error, interrupt, step limit).
 
+mod rebuild;
 mod schedule;
 mod state;
 mod step;
 
+pub use rebuild::{
+    FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,
+};
 pub use schedule::{Batch, schedule};
 pub use state::{LoopConfig, LoopPhase, LoopState};
 pub use step::{Effect, Input, step};
 
+#[cfg(test)]
+mod rebuild_tests;
 #[cfg(test)]
 mod step_tests;

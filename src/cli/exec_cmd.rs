@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use super::{ExecArgs, ModelArgs, today};
+use super::{ExecArgs, ModelArgs, resume_cmd, today};
 use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ExitStatus, ResultLine};
 use crate::policy::ApprovalMode;
@@ -32,8 +32,18 @@ pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<Exi
 
 fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, ExecOptions)> {
     let env = Environment::from_process()?;
-    let settings = config::load(&env, &model.overrides())?;
-    let prompt = read_prompt(&args.prompt)?;
+    let request = resume_cmd::ExecRequest::from_args(&args)?;
+    let mut overrides = model.overrides();
+    let resume = match &request.target {
+        Some(target) => {
+            let path = resume_cmd::find_log(&env, target)?;
+            resume_cmd::prefer_logged_model(&path, &mut overrides);
+            Some(path)
+        }
+        None => None,
+    };
+    let settings = config::load(&env, &overrides)?;
+    let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
     let approval = match (args.full_auto, args.yolo) {
         (_, true) => ApprovalMode::Yolo,
         (true, false) => ApprovalMode::FullAuto,
@@ -41,6 +51,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
     };
     let options = ExecOptions {
         prompt,
+        resume,
         json: args.json,
         last_message_file: args.output_last_message,
         approval,

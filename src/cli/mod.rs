@@ -3,8 +3,13 @@
 //! typed errors into messages with exit codes.
 
 mod apply_patch_cmd;
+mod demo_cmd;
 mod exec_cmd;
+mod replay_cmd;
+mod resume_cmd;
+mod sessions_cmd;
 mod tool_cmd;
+mod undo_cmd;
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -54,6 +59,17 @@ pub enum Command {
     Tool(ToolArgs),
     /// Apply a Codex-format patch (*** Begin Patch …) in the current folder.
     ApplyPatch(ApplyPatchArgs),
+    /// List recorded sessions, newest first.
+    Sessions(SessionsArgs),
+    /// Restore the files as they were before the last turn(s) that changed
+    /// them (the newest session of this folder); recorded in its log.
+    Undo(UndoArgs),
+    /// Re-run a recorded session offline (no model): its tool calls run again
+    /// in a temporary copy of the workspace and differing results are reported.
+    Replay(ReplayArgs),
+    /// Watch keel fix a bug in a tiny bundled repository: a recorded session
+    /// replayed offline, no API key needed.
+    Demo,
 }
 
 #[derive(Debug, Args)]
@@ -63,9 +79,49 @@ pub struct ApplyPatchArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The session log (a path, or a session id prefix).
+    pub log: String,
+    /// Run the tools in the workspace itself instead of a temporary copy.
+    #[arg(long)]
+    pub in_place: bool,
+    /// Keep the temporary copy and print where it is.
+    #[arg(long, conflicts_with = "in_place")]
+    pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// How many file-changing turns to undo.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub turns: usize,
+    /// The session (id prefix); default: the newest of this folder.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The task; `-` reads it from stdin.
-    pub prompt: String,
+    /// The task; `-` reads it from stdin. Optional when resuming.
+    #[arg(required_unless_present_any = ["resume", "last"])]
+    pub prompt: Option<String>,
+    /// `keel exec resume [--last|ID] [PROMPT]`: the words after `resume`.
+    #[arg(hide = true, trailing_var_arg = false)]
+    pub rest: Vec<String>,
+    /// Continue the session with this id (a unique prefix is enough) or log
+    /// path: an interrupted turn is finished first, then PROMPT is run.
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub resume: Option<String>,
+    /// Continue the newest session started in this folder.
+    #[arg(long)]
+    pub last: bool,
     /// Print one JSON event per line on stdout, ending with a `result` line.
     #[arg(long)]
     pub json: bool,
@@ -95,6 +151,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
         Some(Command::Tool(args)) => tool_cmd::run(args).await,
         Some(Command::ApplyPatch(args)) => apply_patch_cmd::run(args),
+        Some(Command::Sessions(args)) => sessions_cmd::run(&args),
+        Some(Command::Undo(args)) => undo_cmd::run(&args).await,
+        Some(Command::Replay(args)) => replay_cmd::run(&args).await,
+        Some(Command::Demo) => demo_cmd::run().await,
         None => anyhow::bail!(
             "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
         ),

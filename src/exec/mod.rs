@@ -18,7 +18,9 @@ use crate::config::Settings;
 use crate::context::{context_percent, cost_usd};
 use crate::policy::ApprovalMode;
 use crate::protocol::{TurnOutcome, Usage};
-use crate::runtime::{EventSink, NonInteractiveApprover, Session, SessionOptions};
+use crate::runtime::{
+    EventSink, NonInteractiveApprover, RuntimeError, Session, SessionOptions, TurnSummary,
+};
 
 pub use human::HumanPrinter;
 pub use json::{JsonPrinter, ResultLine};
@@ -39,7 +41,11 @@ pub enum ExitStatus {
 /// What the user asked `keel exec` to do.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
-    pub prompt: String,
+    /// The task; `None` only when resuming (then the open turn is finished
+    /// and nothing new is asked).
+    pub prompt: Option<String>,
+    /// Continue the session logged at this path instead of starting one.
+    pub resume: Option<PathBuf>,
     pub json: bool,
     pub last_message_file: Option<PathBuf>,
     pub approval: ApprovalMode,
@@ -60,16 +66,20 @@ pub async fn run(
     };
     let session_options =
         SessionOptions { approval: options.approval, cwd: options.cwd.clone(), date: options.date };
-    let mut session =
-        match Session::start(settings, session_options, sink, Box::new(NonInteractiveApprover)) {
-            Ok(session) => session,
-            Err(error) => {
-                let line = ResultLine::failure(error.to_string());
-                report(&line, options.json, None);
-                return ExitStatus::Failed;
-            }
-        };
-    let summary = session.run_turn(options.prompt, &cancel).await;
+    let approver = Box::new(NonInteractiveApprover);
+    let opened = match &options.resume {
+        Some(path) => Session::resume(settings, path, session_options, sink, approver),
+        None => Session::start(settings, session_options, sink, approver),
+    };
+    let mut session = match opened {
+        Ok(session) => session,
+        Err(error) => {
+            let line = ResultLine::failure(error.to_string());
+            report(&line, options.json, None);
+            return ExitStatus::Failed;
+        }
+    };
+    let summary = run_turns(&mut session, options.prompt.clone(), &cancel).await;
     let (status, line) = match summary {
         Ok(summary) => {
             let status = match summary.outcome {
@@ -115,6 +125,27 @@ pub async fn run(
     }
     report(&line, options.json, Some(status));
     status
+}
+
+/// Finishes a resumed turn left open, then runs `prompt` if there is one,
+/// and records the end of the session.
+async fn run_turns(
+    session: &mut Session,
+    prompt: Option<String>,
+    cancel: &CancellationToken,
+) -> Result<TurnSummary, RuntimeError> {
+    let mut last = session.continue_turn(cancel).await?;
+    let continued_ok = last.as_ref().is_none_or(|s| s.outcome == TurnOutcome::Completed);
+    if let (Some(prompt), true) = (prompt, continued_ok) {
+        last = Some(session.run_turn(prompt, cancel).await?);
+    }
+    session.end("exec finished")?;
+    Ok(last.unwrap_or_else(|| TurnSummary {
+        outcome: TurnOutcome::Completed,
+        final_text: session.last_assistant_text(),
+        usage: Usage::default(),
+        error: None,
+    }))
 }
 
 fn status_name(outcome: TurnOutcome) -> &'static str {

@@ -3,10 +3,41 @@
 //! session is rebuilt from.
 //!
 //! Wire shape of a line: `{"v":1,"seq":N,"ts":"…","type":"…",…}`. Adding a
-//! variant is compatible; renaming a field is not.
+//! variant or an optional field (with `#[serde(default)]`) is compatible;
+//! renaming a field is not. A reader meeting a `type` it does not know (a
+//! log from a newer keel) keeps the line as raw JSON and ignores it, so
+//! adding variants never breaks older readers.
+//!
+//! The event types, in the order a session usually writes them:
+//!
+//! | `type` | written by | meaning |
+//! |---|---|---|
+//! | `session_started` | runtime | cwd, provider, model, keel version, git head |
+//! | `session_resumed` | runtime | a resume appended from here; what was reconciled |
+//! | `turn_started` | loop | a user turn begins |
+//! | `user_message` | loop | the user's text |
+//! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage |
+//! | `policy_decision` | policy | the decision and matched rules for one call |
+//! | `approval` | runtime | the user's answer on a call and its scope |
+//! | `tool_call_started` | loop | written ahead (synced when mutating) before the call runs |
+//! | `file_before` | runtime | hash of a file a mutating call is about to change (synced) |
+//! | `file_changed` | runtime | the file's hashes before and after the call |
+//! | `tool_call_finished` | loop | the result the model reads |
+//! | `checkpoint` | runtime | a workspace snapshot taken before the turn changed files |
+//! | `undo` | `keel undo` | the workspace was restored to a checkpoint |
+//! | `mode_changed`, `phase_changed`, `plan_updated`, `task_updated` | workflow | placeholders for the workflow issue |
+//! | `compaction` | loop | the history was replaced by these items |
+//! | `model_error` | loop | a model request failed for good |
+//! | `error` | runtime | any other failure worth keeping |
+//! | `turn_completed` | loop | outcome and the turn's usage (synced) |
+//! | `session_ended` | runtime | the front end closed the session (synced) |
+//!
+//! Usage is carried by `model_response` (per response) and `turn_completed`
+//! (per turn); session totals are their sum, rebuilt on resume.
 
 use serde::{Deserialize, Serialize};
 
+use super::items::Item;
 use super::model::{ModelResponse, Usage};
 use super::tool::{ToolCall, ToolClass, ToolResult};
 
@@ -27,6 +58,16 @@ pub enum TurnOutcome {
     MaxSteps,
 }
 
+/// How long an approval holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// This call only.
+    Once,
+    /// Calls like it for the rest of the session.
+    Session,
+}
+
 /// One thing that happened in a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -37,6 +78,19 @@ pub enum SessionEvent {
         provider: String,
         model: String,
         keel_version: String,
+        /// `HEAD` of the workspace's git repository, when there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        git_head: Option<String>,
+    },
+    /// A resume continues this log from here.
+    SessionResumed {
+        provider: String,
+        model: String,
+        keel_version: String,
+        /// Lines the reader skipped (torn, corrupt, unknown type).
+        skipped_lines: u64,
+        /// Calls answered "interrupted" by reconciliation.
+        interrupted_calls: u32,
     },
     UserMessage {
         text: String,
@@ -49,18 +103,84 @@ pub enum SessionEvent {
         step: u32,
         response: ModelResponse,
     },
+    /// How policy judged a call (recorded by the policy layer).
+    PolicyDecision {
+        call_id: String,
+        /// `allow`, `prompt` or `forbidden`.
+        decision: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        matched_rules: Vec<serde_json::Value>,
+    },
+    /// The user's answer on a call that needed approval.
+    Approval {
+        call_id: String,
+        approved: bool,
+        scope: ApprovalScope,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     /// Written ahead: a tool call is on disk before it runs.
     ToolCallStarted {
         call: ToolCall,
         class: ToolClass,
+    },
+    /// Written ahead (and synced) before a mutating call touches `path`:
+    /// the file's content hash, `None` when it did not exist.
+    FileBefore {
+        call_id: String,
+        path: String,
+        before: Option<String>,
+    },
+    /// A mutating call ran; the file's hashes before and after it.
+    FileChanged {
+        call_id: String,
+        path: String,
+        before: Option<String>,
+        after: Option<String>,
     },
     ToolCallFinished {
         result: ToolResult,
         #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
         meta: serde_json::Value,
     },
+    /// A snapshot of the workspace taken before `turn` changed files.
+    Checkpoint {
+        turn: u32,
+        /// Commit id in the shadow repository.
+        commit: String,
+    },
+    /// The workspace was restored to the checkpoint taken before `turn`.
+    Undo {
+        turn: u32,
+        commit: String,
+    },
+    /// Placeholder for the workflow issue: the approval mode changed.
+    ModeChanged {
+        mode: String,
+    },
+    /// Placeholder for the workflow issue: the phase changed.
+    PhaseChanged {
+        from: String,
+        to: String,
+    },
+    /// Placeholder for the workflow issue: the plan (and its approval).
+    PlanUpdated {
+        plan: serde_json::Value,
+    },
+    /// Placeholder for the workflow issue: one task's state.
+    TaskUpdated {
+        task: serde_json::Value,
+    },
+    /// The history from here on starts with `items` (a summary).
+    Compaction {
+        items: Vec<Item>,
+    },
     /// A model request failed for good (after retries).
     ModelError {
+        message: String,
+    },
+    /// A failure worth keeping that is not a model error.
+    Error {
         message: String,
     },
     TurnCompleted {
@@ -68,6 +188,68 @@ pub enum SessionEvent {
         outcome: TurnOutcome,
         usage: Usage,
     },
+    /// The front end closed the session.
+    SessionEnded {
+        reason: String,
+    },
+}
+
+impl SessionEvent {
+    /// Every `type` this version writes. A line with another type is from a
+    /// newer keel (kept raw and ignored), not a corrupt line.
+    pub const TYPES: [&'static str; 22] = [
+        "session_started",
+        "session_resumed",
+        "user_message",
+        "turn_started",
+        "model_response",
+        "policy_decision",
+        "approval",
+        "tool_call_started",
+        "file_before",
+        "file_changed",
+        "tool_call_finished",
+        "checkpoint",
+        "undo",
+        "mode_changed",
+        "phase_changed",
+        "plan_updated",
+        "task_updated",
+        "compaction",
+        "model_error",
+        "error",
+        "turn_completed",
+        "session_ended",
+    ];
+
+    /// Whether this event must be on disk (synced) before keel goes on:
+    /// ahead of a side effect, or at a turn or session boundary.
+    pub fn needs_sync(&self) -> bool {
+        match self {
+            SessionEvent::ToolCallStarted { class, .. } => *class == ToolClass::Mutating,
+            SessionEvent::FileBefore { .. }
+            | SessionEvent::TurnCompleted { .. }
+            | SessionEvent::SessionEnded { .. }
+            | SessionEvent::Undo { .. } => true,
+            SessionEvent::SessionStarted { .. }
+            | SessionEvent::SessionResumed { .. }
+            | SessionEvent::UserMessage { .. }
+            | SessionEvent::TurnStarted { .. }
+            | SessionEvent::ModelResponse { .. }
+            | SessionEvent::PolicyDecision { .. }
+            | SessionEvent::Approval { .. }
+            | SessionEvent::FileChanged { .. }
+            | SessionEvent::ToolCallFinished { .. }
+            | SessionEvent::Checkpoint { .. }
+            | SessionEvent::ModeChanged { .. }
+            | SessionEvent::PhaseChanged { .. }
+            | SessionEvent::PlanUpdated { .. }
+            | SessionEvent::TaskUpdated { .. }
+            | SessionEvent::Compaction { .. }
+            | SessionEvent::ModelError { .. }
+            | SessionEvent::Error { .. } => false,
+        }
+    }
 }
 
 /// One line of the session log.
@@ -78,4 +260,34 @@ pub struct EventRecord {
     pub ts: String,
     #[serde(flatten)]
     pub event: SessionEvent,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn type_of(event: &SessionEvent) -> String {
+        serde_json::to_value(event).unwrap()["type"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn every_written_type_is_listed() {
+        let samples = [
+            SessionEvent::UserMessage { text: String::new() },
+            SessionEvent::SessionEnded { reason: String::new() },
+            SessionEvent::FileBefore { call_id: String::new(), path: String::new(), before: None },
+            SessionEvent::Compaction { items: Vec::new() },
+            SessionEvent::Error { message: String::new() },
+        ];
+        for event in &samples {
+            assert!(SessionEvent::TYPES.contains(&type_of(event).as_str()), "{event:?}");
+        }
+    }
+
+    #[test]
+    fn session_started_without_git_head_still_parses() {
+        let line = r#"{"v":1,"seq":0,"ts":"t","type":"session_started","session_id":"s","cwd":"/w","provider":"openai","model":"m","keel_version":"0.1.0"}"#;
+        let record: EventRecord = serde_json::from_str(line).unwrap();
+        assert!(matches!(record.event, SessionEvent::SessionStarted { git_head: None, .. }));
+    }
 }

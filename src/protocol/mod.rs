@@ -10,7 +10,7 @@ mod items;
 mod model;
 mod tool;
 
-pub use events::{EventRecord, LOG_FORMAT_VERSION, SessionEvent, TurnOutcome};
+pub use events::{ApprovalScope, EventRecord, LOG_FORMAT_VERSION, SessionEvent, TurnOutcome};
 pub use items::{Item, ReasoningItem};
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
 pub use tool::{ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec};

@@ -6,15 +6,19 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopConfig, LoopState, step};
+use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, step};
 use crate::config::{Settings, discover_instructions};
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::ApprovalMode;
 use crate::prompts::{PromptFacts, instructions_block, system_prompt};
-use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
+use crate::protocol::{
+    ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
+};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
+use super::files::git_head;
+use super::undo::Checkpoints;
 use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
 
 /// Per-session choices made by the front end.
@@ -39,20 +43,23 @@ pub struct TurnSummary {
 
 /// A running session.
 pub struct Session {
-    id: String,
-    log: SessionLog,
-    state: LoopState,
-    llm: LlmClient,
-    tools: ToolRegistry,
-    workspace_root: PathBuf,
-    cwd: PathBuf,
+    pub(super) id: String,
+    pub(super) log: SessionLog,
+    pub(super) state: LoopState,
+    pub(super) llm: LlmClient,
+    pub(super) tools: ToolRegistry,
+    pub(super) workspace_root: PathBuf,
+    pub(super) cwd: PathBuf,
     /// What the session's tools have read and written (read-before-write).
-    files: Arc<FileStates>,
-    sink: Box<dyn EventSink>,
-    approver: Box<dyn Approver>,
-    model: String,
+    pub(super) files: Arc<FileStates>,
+    pub(super) sink: Box<dyn EventSink>,
+    pub(super) approver: Box<dyn Approver>,
+    /// A turn rebuilt from the log that still has to be finished.
+    pub(super) open_turn: Option<OpenTurn>,
+    pub(super) checkpoints: Checkpoints,
+    pub(super) model: String,
     /// Input tokens of the latest model request: how full the context is.
-    last_input_tokens: u64,
+    pub(super) last_input_tokens: u64,
 }
 
 impl Session {
@@ -66,29 +73,7 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
-        let mut instructions = system_prompt(&PromptFacts {
-            workspace_root: workspace_root.display().to_string(),
-            cwd: options.cwd.display().to_string(),
-            platform: std::env::consts::OS.to_owned(),
-            date: options.date.clone(),
-        });
-        let agents_md: Vec<(String, String)> =
-            discover_instructions(&settings.keel_home, &workspace_root, &options.cwd)
-                .into_iter()
-                .map(|file| (file.path.display().to_string(), file.text))
-                .collect();
-        instructions.push_str(&instructions_block(&agents_md));
-        let specs = tools.specs();
-        let tool_classes: BTreeMap<String, _> =
-            specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
-        let state = LoopState::new(LoopConfig {
-            model: settings.model.clone(),
-            instructions,
-            tools: specs,
-            tool_classes,
-            approval: options.approval,
-            max_steps: settings.max_steps,
-        });
+        let state = LoopState::new(loop_config(settings, &options, &tools));
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
         let provider = settings.provider.kind.cli_name().to_owned();
@@ -98,6 +83,7 @@ impl Session {
             provider: provider.clone(),
             model: settings.model.clone(),
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
+            git_head: git_head(&workspace_root),
         })?;
         for message in &settings.warnings {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
@@ -120,6 +106,8 @@ impl Session {
             files: Arc::new(FileStates::new()),
             sink,
             approver,
+            open_turn: None,
+            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
             model: settings.model.clone(),
             last_input_tokens: 0,
         })
@@ -152,10 +140,18 @@ impl Session {
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-        let mut error: Option<String> = None;
-        let mut queue: VecDeque<Effect> =
-            step(&mut self.state, Input::UserTurn { text: prompt }).into();
+        let queue = step(&mut self.state, Input::UserTurn { text: prompt });
         self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
+        self.drive(queue.into(), cancel).await
+    }
+
+    /// Carries out `queue` and whatever it leads to until the turn ends.
+    pub(super) async fn drive(
+        &mut self,
+        mut queue: VecDeque<Effect>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, RuntimeError> {
+        let mut error: Option<String> = None;
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
@@ -176,6 +172,12 @@ impl Session {
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
                 Effect::AskApproval { call, reason } => {
                     let answer = self.approver.decide(&call, &reason).await;
+                    self.log.append(SessionEvent::Approval {
+                        call_id: call.call_id.clone(),
+                        approved: answer.approved,
+                        scope: ApprovalScope::Once,
+                        note: answer.note.clone(),
+                    })?;
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,
@@ -183,7 +185,8 @@ impl Session {
                     }
                 }
                 Effect::RunBatch { calls, concurrent } => {
-                    let results = self.run_batch(&calls, concurrent, cancel).await;
+                    self.checkpoint_before(&calls).await?;
+                    let results = self.run_batch(&calls, concurrent, cancel).await?;
                     Input::BatchFinished { results }
                 }
             };
@@ -229,10 +232,19 @@ impl Session {
         calls: &[ToolCall],
         concurrent: bool,
         cancel: &CancellationToken,
-    ) -> Vec<(ToolResult, serde_json::Value)> {
+    ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone());
-        run_batch(&self.tools, calls, BatchMode::from_concurrent(concurrent), &ctx).await
+        if concurrent {
+            return Ok(run_batch(&self.tools, calls, BatchMode::from_concurrent(true), &ctx).await);
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            let touched = self.before_mutation(call)?;
+            results.push(self.tools.run_call(call, &ctx).await);
+            self.after_mutation(call, touched)?;
+        }
+        Ok(results)
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied
@@ -247,11 +259,25 @@ impl Session {
                 self.sink.emit(RuntimeEvent::ToolCallFinished { call, result, meta });
             }
             SessionEvent::SessionStarted { .. }
+            | SessionEvent::SessionResumed { .. }
             | SessionEvent::UserMessage { .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
+            | SessionEvent::PolicyDecision { .. }
+            | SessionEvent::Approval { .. }
+            | SessionEvent::FileBefore { .. }
+            | SessionEvent::FileChanged { .. }
+            | SessionEvent::Checkpoint { .. }
+            | SessionEvent::Undo { .. }
+            | SessionEvent::ModeChanged { .. }
+            | SessionEvent::PhaseChanged { .. }
+            | SessionEvent::PlanUpdated { .. }
+            | SessionEvent::TaskUpdated { .. }
+            | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
-            | SessionEvent::TurnCompleted { .. } => {}
+            | SessionEvent::Error { .. }
+            | SessionEvent::TurnCompleted { .. }
+            | SessionEvent::SessionEnded { .. } => {}
         }
     }
 
@@ -274,5 +300,36 @@ impl Session {
                 arguments: String::new(),
                 item_id: None,
             })
+    }
+}
+
+/// The loop's fixed configuration for `settings` and `options`.
+pub(super) fn loop_config(
+    settings: &Settings,
+    options: &SessionOptions,
+    tools: &ToolRegistry,
+) -> LoopConfig {
+    let mut instructions = system_prompt(&PromptFacts {
+        workspace_root: settings.workspace_root.display().to_string(),
+        cwd: options.cwd.display().to_string(),
+        platform: std::env::consts::OS.to_owned(),
+        date: options.date.clone(),
+    });
+    let agents_md: Vec<(String, String)> =
+        discover_instructions(&settings.keel_home, &settings.workspace_root, &options.cwd)
+            .into_iter()
+            .map(|file| (file.path.display().to_string(), file.text))
+            .collect();
+    instructions.push_str(&instructions_block(&agents_md));
+    let specs = tools.specs();
+    let tool_classes: BTreeMap<String, _> =
+        specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
+    LoopConfig {
+        model: settings.model.clone(),
+        instructions,
+        tools: specs,
+        tool_classes,
+        approval: options.approval,
+        max_steps: settings.max_steps,
     }
 }

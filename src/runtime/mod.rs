@@ -8,12 +8,21 @@
 //! running tools, and the turn still ends with every call answered.
 
 mod approval;
+mod checkpoint;
 mod driver;
 mod events;
+mod file_memory;
+mod files;
+mod replay;
+mod resume;
+mod undo;
 
 pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
+pub use checkpoint::{CheckpointError, ShadowRepo};
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent};
+pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
+pub use undo::{UndoError, UndoReport, undo};
 
 use crate::llm::LlmError;
 use crate::session::SessionError;

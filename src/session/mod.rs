@@ -3,17 +3,29 @@
 //! from.
 //!
 //! Invariants: lines are only ever appended; `seq` increases by one per line
-//! starting at 0; each line is written with one `write` call and flushed
-//! before `append` returns; a mutating tool call is also synced to disk
-//! before it runs (write-ahead). Write failures are returned, never
-//! swallowed. Reading skips a torn last line with a warning.
+//! starting at 0 (a resume continues the count); each line is written with
+//! one `write` call before `append` returns; a mutating tool call is also
+//! synced to disk before it runs (write-ahead), as are turn and session
+//! ends. Write failures are returned, never swallowed, and poison the log.
+//! Reading never fails on content: torn, corrupt and newer-version lines
+//! are skipped and reported. The event types are documented in
+//! [`crate::protocol::SessionEvent`]'s module.
 
+mod faults;
+mod hash;
+mod list;
 mod reader;
 mod writer;
 
 use std::path::{Path, PathBuf};
 
-pub use reader::{LogContents, read_log};
+pub use faults::kill_self;
+pub use hash::{content_hash, file_hash};
+pub use list::{
+    FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
+    newest_in_folder, summarize,
+};
+pub use reader::{LogContents, ReadReport, for_each_record, read_log};
 pub use writer::SessionLog;
 
 /// Why a log could not be written or read.

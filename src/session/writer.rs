@@ -1,13 +1,24 @@
 //! Appends events to a session log file.
+//!
+//! One writer per file, owned by the session's driver task: `SessionLog` is
+//! not `Clone`, and `append` takes `&mut self`, so the borrow checker gives
+//! the same guarantee a dedicated writer task would (one owner, events in
+//! order) without a channel hop per event. Each line goes to the kernel with
+//! one `write` before `append` returns (there is no user-space buffer to
+//! flush), so a crash of keel loses nothing `append` acknowledged; events
+//! that must survive a power cut ([`SessionEvent::needs_sync`]) are also
+//! `fdatasync`ed. After any write error the log is poisoned: every later
+//! append fails too, so keel cannot go on acting without a record.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::protocol::{EventRecord, LOG_FORMAT_VERSION, SessionEvent, ToolClass};
+use crate::protocol::{EventRecord, LOG_FORMAT_VERSION, SessionEvent};
 
 use super::SessionError;
+use super::faults::{Faults, kill_self};
 
 /// An open session log. Not `Clone`: one writer per file.
 #[derive(Debug)]
@@ -16,6 +27,9 @@ pub struct SessionLog {
     file: File,
     next_seq: u64,
     line: Vec<u8>,
+    faults: Faults,
+    /// Set by the first failed write; later appends refuse.
+    poisoned: bool,
 }
 
 impl SessionLog {
@@ -29,18 +43,52 @@ impl SessionLog {
             .create_new(true)
             .open(&path)
             .map_err(|source| SessionError::Open { path: path.clone(), source })?;
-        Ok(Self { path, file, next_seq: 0, line: Vec::with_capacity(4096) })
+        Ok(Self::with_file(path, file, 0))
+    }
+
+    /// Opens an existing log to append from `next_seq` on. A torn last line
+    /// (no newline after a crash) is closed with a newline first, so it stays
+    /// on disk as a skipped line instead of merging with the next event.
+    pub fn open_append(path: &Path, next_seq: u64) -> Result<Self, SessionError> {
+        let open_error = |source| SessionError::Open { path: path.to_owned(), source };
+        let ends_open = ends_without_newline(path).map_err(open_error)?;
+        let mut file = OpenOptions::new().append(true).open(path).map_err(open_error)?;
+        if ends_open {
+            file.write_all(b"\n")
+                .map_err(|source| SessionError::Write { path: path.to_owned(), source })?;
+        }
+        Ok(Self::with_file(path.to_owned(), file, next_seq))
+    }
+
+    fn with_file(path: PathBuf, file: File, next_seq: u64) -> Self {
+        Self {
+            path,
+            file,
+            next_seq,
+            line: Vec::with_capacity(4096),
+            faults: Faults::from_env(),
+            poisoned: false,
+        }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Appends one event as one line; syncs to disk when the event is a
-    /// mutating tool call about to run.
+    /// The sequence number the next event gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Appends one event as one line; syncs to disk when the event says so
+    /// ([`SessionEvent::needs_sync`]).
     pub fn append(&mut self, event: SessionEvent) -> Result<EventRecord, SessionError> {
-        let must_sync =
-            matches!(event, SessionEvent::ToolCallStarted { class: ToolClass::Mutating, .. });
+        if self.poisoned {
+            return Err(self.write_error(std::io::Error::other(
+                "an earlier write to this log failed; nothing more is recorded",
+            )));
+        }
+        let must_sync = event.needs_sync();
         let record = EventRecord {
             v: LOG_FORMAT_VERSION,
             seq: self.next_seq,
@@ -51,14 +99,55 @@ impl SessionLog {
         serde_json::to_writer(&mut self.line, &record)
             .map_err(|source| SessionError::Encode { source })?;
         self.line.push(b'\n');
-        let write_error = |source| SessionError::Write { path: self.path.clone(), source };
-        self.file.write_all(&self.line).map_err(write_error)?;
-        if must_sync {
-            self.file.sync_data().map_err(write_error)?;
+        if let Err(source) = self.write_line(record.seq, must_sync) {
+            self.poisoned = true;
+            return Err(self.write_error(source));
         }
+        self.faults.after_write(record.seq);
         self.next_seq += 1;
         Ok(record)
     }
+
+    /// Forces everything written so far to disk.
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        self.file.sync_data().map_err(|source| {
+            self.poisoned = true;
+            SessionError::Write { path: self.path.clone(), source }
+        })
+    }
+
+    fn write_line(&mut self, seq: u64, must_sync: bool) -> std::io::Result<()> {
+        if let Some(error) = self.faults.write_error(seq) {
+            return Err(error);
+        }
+        if self.faults.tears(seq) {
+            let half = self.line.len() / 2;
+            self.file.write_all(&self.line[..half])?;
+            kill_self();
+        }
+        self.file.write_all(&self.line)?;
+        if must_sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    fn write_error(&self, source: std::io::Error) -> SessionError {
+        SessionError::Write { path: self.path.clone(), source }
+    }
+}
+
+fn ends_without_newline(path: &Path) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
 }
 
 #[cfg(test)]
@@ -97,5 +186,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         SessionLog::create(dir.path(), "same").unwrap();
         assert!(matches!(SessionLog::create(dir.path(), "same"), Err(SessionError::Open { .. })));
+    }
+
+    #[test]
+    fn appending_after_a_torn_line_keeps_it_separate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("torn.jsonl");
+        std::fs::write(
+            &path,
+            "{\"v\":1,\"seq\":0,\"ts\":\"t\",\"type\":\"turn_started\",\"turn\":1}\n{\"v\":1,\"se",
+        )
+        .unwrap();
+        let mut log = SessionLog::open_append(&path, 1).unwrap();
+        log.append(SessionEvent::TurnStarted { turn: 2 }).unwrap();
+        let contents = read_log(&path).unwrap();
+        let seqs: Vec<u64> = contents.records.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, [0, 1]);
+        assert_eq!(contents.corrupt_lines, 1, "{:?}", contents.warnings);
+    }
+
+    #[test]
+    fn a_failed_write_poisons_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path(), "full").unwrap();
+        log.faults = Faults::from_parts(None, None, Some(1));
+        log.append(SessionEvent::TurnStarted { turn: 1 }).unwrap();
+        let error = log.append(SessionEvent::TurnStarted { turn: 2 }).unwrap_err();
+        assert!(error.to_string().contains("no space left"), "{error}");
+        log.faults = Faults::default();
+        let again = log.append(SessionEvent::TurnStarted { turn: 3 }).unwrap_err();
+        assert!(again.to_string().contains("earlier write"), "{again}");
+        assert_eq!(read_log(log.path()).unwrap().records.len(), 1);
     }
 }

@@ -1,0 +1,265 @@
+//! Rebuilding a [`LoopState`] from a session log, and planning how an
+//! interrupted turn is reconciled before it goes on.
+//!
+//! [`Rebuilder`] folds records one at a time (the caller streams them from
+//! disk, so a large log never sits in memory twice). It keeps the
+//! conversation (from the latest compaction on), turn and step counters,
+//! usage totals, and, for the last turn only, which calls of the last
+//! response have no result yet.
+//!
+//! [`reconcile`] turns an open turn back into effects through the ordinary
+//! [`step`] path: calls that were started but have no result are answered
+//! "interrupted" (saying whether a file change landed, from the hashes the
+//! probe reports); calls that never started are judged again, so a pending
+//! approval is asked again; then the model is asked for the next step, so a
+//! response cut mid-stream is asked for again.
+//!
+//! Invariants: pure (the file probe is injected); never panics on odd logs
+//! (events out of place are ignored); a call whose result is in the log is
+//! never run again.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::policy;
+use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
+
+use super::schedule::{Batch, schedule};
+use super::state::{LoopConfig, LoopPhase, LoopState};
+use super::step::{Effect, Input, step};
+
+/// What the log says about the session besides the loop state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogFacts {
+    pub session_id: String,
+    pub cwd: String,
+    pub provider: String,
+    pub model: String,
+    /// The `seq` the next appended line must carry.
+    pub next_seq: u64,
+}
+
+/// A file a started call was about to change, as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileNote {
+    pub path: String,
+    pub before: Option<String>,
+    /// Recorded after the call ran, if it got that far.
+    pub after: Option<Option<String>>,
+}
+
+/// A call of the open turn that has no result in the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenCall {
+    pub call: ToolCall,
+    /// `tool_call_started` was recorded: it may have run.
+    pub started: bool,
+    pub files: Vec<FileNote>,
+}
+
+/// A turn the log started but never ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenTurn {
+    pub turn: u32,
+    /// In call order.
+    pub calls: Vec<OpenCall>,
+}
+
+/// The result of a rebuild.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rebuilt {
+    pub state: LoopState,
+    pub facts: LogFacts,
+    pub open_turn: Option<OpenTurn>,
+    /// The open turn had no user message yet (its prompt was never
+    /// recorded), so it was dropped.
+    pub dropped_empty_turn: bool,
+}
+
+/// Folds log records into a loop state.
+#[derive(Debug)]
+pub struct Rebuilder {
+    state: LoopState,
+    facts: LogFacts,
+    turn_open: bool,
+    turn_has_prompt: bool,
+    /// Calls of the open turn's responses, in order, without a result yet.
+    unanswered: Vec<ToolCall>,
+    started: BTreeSet<String>,
+    files: BTreeMap<String, Vec<FileNote>>,
+}
+
+impl Rebuilder {
+    pub fn new(config: LoopConfig) -> Self {
+        Self {
+            state: LoopState::new(config),
+            facts: LogFacts::default(),
+            turn_open: false,
+            turn_has_prompt: false,
+            unanswered: Vec::new(),
+            started: BTreeSet::new(),
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// Applies one record.
+    pub fn apply(&mut self, record: EventRecord) {
+        self.facts.next_seq = self.facts.next_seq.max(record.seq + 1);
+        match record.event {
+            SessionEvent::SessionStarted { session_id, cwd, provider, model, .. } => {
+                self.facts = LogFacts { session_id, cwd, provider, model, ..self.facts.clone() };
+            }
+            SessionEvent::SessionResumed { provider, model, .. } => {
+                self.facts.provider = provider;
+                self.facts.model = model;
+            }
+            SessionEvent::TurnStarted { turn } => self.start_turn(turn),
+            SessionEvent::UserMessage { text } => {
+                self.turn_has_prompt = true;
+                self.state.items.push(Item::User { text });
+            }
+            SessionEvent::ModelResponse { step, response } => {
+                self.state.step = step;
+                self.state.turn_usage.add(&response.usage);
+                self.state.session_usage.add(&response.usage);
+                self.unanswered.extend(response.tool_calls().cloned());
+                self.state.items.extend(response.items);
+            }
+            SessionEvent::ToolCallStarted { call, .. } => {
+                self.started.insert(call.call_id);
+            }
+            SessionEvent::FileBefore { call_id, path, before } => {
+                self.files.entry(call_id).or_default().push(FileNote { path, before, after: None });
+            }
+            SessionEvent::FileChanged { call_id, path, after, .. } => {
+                let notes = self.files.entry(call_id).or_default();
+                if let Some(note) = notes.iter_mut().find(|note| note.path == path) {
+                    note.after = Some(after);
+                }
+            }
+            SessionEvent::ToolCallFinished { result, .. } => self.finish_call(result),
+            SessionEvent::Compaction { items } => self.state.items = items,
+            SessionEvent::TurnCompleted { .. } => self.end_turn(),
+            SessionEvent::PolicyDecision { .. }
+            | SessionEvent::Approval { .. }
+            | SessionEvent::Checkpoint { .. }
+            | SessionEvent::Undo { .. }
+            | SessionEvent::ModeChanged { .. }
+            | SessionEvent::PhaseChanged { .. }
+            | SessionEvent::PlanUpdated { .. }
+            | SessionEvent::TaskUpdated { .. }
+            | SessionEvent::ModelError { .. }
+            | SessionEvent::Error { .. }
+            | SessionEvent::SessionEnded { .. } => {}
+        }
+    }
+
+    fn start_turn(&mut self, turn: u32) {
+        self.end_turn();
+        self.state.turn = turn;
+        self.state.step = 0;
+        self.state.turn_usage = Usage::default();
+        self.turn_open = true;
+        self.turn_has_prompt = false;
+    }
+
+    fn end_turn(&mut self) {
+        self.turn_open = false;
+        self.unanswered.clear();
+        self.started.clear();
+        self.files.clear();
+    }
+
+    fn finish_call(&mut self, result: ToolResult) {
+        self.unanswered.retain(|call| call.call_id != result.call_id);
+        self.started.remove(&result.call_id);
+        self.files.remove(&result.call_id);
+        self.state.items.push(Item::ToolResult(result));
+    }
+
+    /// The rebuilt state, idle, and the open turn if there is one.
+    pub fn finish(mut self) -> Rebuilt {
+        self.state.phase = LoopPhase::Idle;
+        let mut dropped_empty_turn = false;
+        let open_turn = if !self.turn_open {
+            None
+        } else if !self.turn_has_prompt {
+            dropped_empty_turn = true;
+            self.state.turn = self.state.turn.saturating_sub(1);
+            None
+        } else {
+            let calls = self
+                .unanswered
+                .iter()
+                .map(|call| OpenCall {
+                    call: call.clone(),
+                    started: self.started.contains(&call.call_id),
+                    files: self.files.get(&call.call_id).cloned().unwrap_or_default(),
+                })
+                .collect();
+            Some(OpenTurn { turn: self.state.turn, calls })
+        };
+        Rebuilt { state: self.state, facts: self.facts, open_turn, dropped_empty_turn }
+    }
+}
+
+/// The current hash of a file (`None`: missing), as the driver sees it now.
+pub trait FileProbe {
+    fn hash(&self, path: &str) -> Option<String>;
+}
+
+/// Continues `open` from a rebuilt, idle `state`: answers started calls
+/// "interrupted", re-judges calls that never started, and then lets the
+/// loop ask the model again. Returns the effects to carry out, the first
+/// ones being the records of the synthetic results.
+pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) -> Vec<Effect> {
+    let (started, waiting): (Vec<&OpenCall>, Vec<&OpenCall>) =
+        open.calls.iter().partition(|call| call.started);
+    let results: Vec<(ToolResult, serde_json::Value)> = started
+        .iter()
+        .map(|open_call| {
+            let text = interrupted_text(open_call, probe);
+            let meta = serde_json::json!({ "reconciled": true });
+            (ToolResult::error(&open_call.call.call_id, text), meta)
+        })
+        .collect();
+    let judged = waiting
+        .iter()
+        .map(|open_call| {
+            let call = open_call.call.clone();
+            let class = state.class_of(&call.name);
+            let decision = policy::evaluate(&call.name, class, state.config.approval);
+            (call, class, decision)
+        })
+        .collect();
+    let calls = started.iter().map(|open_call| open_call.call.clone()).collect();
+    state.pending =
+        std::iter::once(Batch::Run { calls, concurrent: false }).chain(schedule(judged)).collect();
+    state.phase = LoopPhase::Execute;
+    step(state, Input::BatchFinished { results })
+}
+
+/// What the model reads for a call that was started but has no result.
+fn interrupted_text(open: &OpenCall, probe: &dyn FileProbe) -> String {
+    let head = "interrupted: keel stopped before this call's result was recorded.";
+    if open.files.is_empty() {
+        return format!(
+            "{head} It may or may not have taken effect; check before calling it again."
+        );
+    }
+    let mut text = head.to_owned();
+    for note in &open.files {
+        let now = probe.hash(&note.path);
+        if now == note.before {
+            text.push_str(&format!(
+                " The change did not land: {} is as it was before the call.",
+                note.path
+            ));
+        } else {
+            text.push_str(&format!(
+                " The change landed: {} changed since the call started.",
+                note.path
+            ));
+        }
+    }
+    text
+}

@@ -1,0 +1,248 @@
+//! Rebuild and reconciliation, with no I/O: a live run through [`step`]
+//! records events; rebuilding from every prefix of them must give the live
+//! state back, and continuing must never re-run an answered call.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::policy::ApprovalMode;
+use crate::protocol::{
+    EventRecord, Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult,
+    TurnOutcome, Usage,
+};
+
+fn config(approval: ApprovalMode) -> LoopConfig {
+    let tool_classes = BTreeMap::from([
+        ("read_file".to_owned(), ToolClass::ReadOnly),
+        ("write_file".to_owned(), ToolClass::Mutating),
+        ("shell".to_owned(), ToolClass::Mutating),
+    ]);
+    LoopConfig {
+        model: "m".into(),
+        instructions: "i".into(),
+        tools: Vec::new(),
+        tool_classes,
+        approval,
+        max_steps: 10,
+    }
+}
+
+fn call(id: &str, name: &str) -> ToolCall {
+    ToolCall { call_id: id.into(), name: name.into(), arguments: "{}".into(), item_id: None }
+}
+
+fn response(items: Vec<Item>) -> Input {
+    Input::ModelResponded(ModelResponse {
+        items,
+        usage: Usage { input_tokens: 7, output_tokens: 3, ..Usage::default() },
+        stop_reason: StopReason::EndTurn,
+        response_id: None,
+    })
+}
+
+/// Collects the records of `effects` as log lines.
+fn record(effects: &[Effect], log: &mut Vec<EventRecord>) {
+    for effect in effects {
+        if let Effect::Record(event) = effect {
+            let seq = log.len() as u64;
+            log.push(EventRecord { v: 1, seq, ts: String::new(), event: event.clone() });
+        }
+    }
+}
+
+/// A full two-turn session: read, write, answer; then a plain answer.
+fn live_session() -> (LoopState, Vec<EventRecord>) {
+    let mut state = LoopState::new(config(ApprovalMode::FullAuto));
+    let mut log = Vec::new();
+    let inputs = vec![
+        Input::UserTurn { text: "go".into() },
+        response(vec![Item::ToolCall(call("a", "read_file"))]),
+        Input::BatchFinished {
+            results: vec![(ToolResult::ok("a", "text"), serde_json::Value::Null)],
+        },
+        response(vec![Item::ToolCall(call("b", "write_file"))]),
+        Input::BatchFinished {
+            results: vec![(ToolResult::ok("b", "written"), serde_json::Value::Null)],
+        },
+        response(vec![Item::Assistant { text: "done".into() }]),
+        Input::UserTurn { text: "again".into() },
+        response(vec![Item::Assistant { text: "ok".into() }]),
+    ];
+    for input in inputs {
+        let effects = step(&mut state, input);
+        record(&effects, &mut log);
+    }
+    (state, log)
+}
+
+fn rebuild(records: &[EventRecord]) -> Rebuilt {
+    let mut rebuilder = Rebuilder::new(config(ApprovalMode::FullAuto));
+    for record in records {
+        rebuilder.apply(record.clone());
+    }
+    rebuilder.finish()
+}
+
+struct Unchanged;
+impl FileProbe for Unchanged {
+    fn hash(&self, _path: &str) -> Option<String> {
+        Some("h0".into())
+    }
+}
+
+#[test]
+fn rebuilding_a_finished_log_gives_the_live_state() {
+    let (live, log) = live_session();
+    let rebuilt = rebuild(&log);
+    assert_eq!(rebuilt.state.items, live.items);
+    assert_eq!(rebuilt.state.turn, live.turn);
+    assert_eq!(rebuilt.state.session_usage, live.session_usage);
+    assert_eq!(rebuilt.open_turn, None);
+    assert_eq!(rebuilt.facts.next_seq, log.len() as u64);
+}
+
+/// Every prefix, continued with the same scripted outcomes, ends in the
+/// live state's conversation shape and never answers a call twice.
+#[test]
+fn every_prefix_continues_without_answering_a_call_twice() {
+    let (_, log) = live_session();
+    for cut in 1..log.len() {
+        let rebuilt = rebuild(&log[..cut]);
+        let mut state = rebuilt.state;
+        let Some(open) = rebuilt.open_turn else { continue };
+        let effects = reconcile(&mut state, &open, &Unchanged);
+        let mut answered: Vec<String> = log[..cut]
+            .iter()
+            .filter_map(|r| match &r.event {
+                SessionEvent::ToolCallFinished { result, .. } => Some(result.call_id.clone()),
+                _ => None,
+            })
+            .collect();
+        for effect in &effects {
+            match effect {
+                Effect::Record(SessionEvent::ToolCallFinished { result, .. }) => {
+                    assert!(!answered.contains(&result.call_id), "cut {cut}: answered twice");
+                    answered.push(result.call_id.clone());
+                }
+                Effect::RunBatch { calls, .. } => {
+                    for call in calls {
+                        assert!(!answered.contains(&call.call_id), "cut {cut}: re-run");
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            effects.iter().any(|e| matches!(e, Effect::CallModel(_) | Effect::RunBatch { .. })),
+            "cut {cut}: the turn goes on: {effects:?}"
+        );
+    }
+}
+
+#[test]
+fn a_started_call_without_result_is_reported_interrupted_with_landing() {
+    let (_, log) = live_session();
+    // Cut right after the write_file call was recorded as started.
+    let cut = log
+        .iter()
+        .position(|r| matches!(&r.event, SessionEvent::ToolCallStarted { call, .. } if call.call_id == "b"))
+        .unwrap()
+        + 1;
+    let mut records = log[..cut].to_vec();
+    records.push(EventRecord {
+        v: 1,
+        seq: cut as u64,
+        ts: String::new(),
+        event: SessionEvent::FileBefore {
+            call_id: "b".into(),
+            path: "x.txt".into(),
+            before: Some("h0".into()),
+        },
+    });
+    let rebuilt = rebuild(&records);
+    let open = rebuilt.open_turn.clone().unwrap();
+    assert!(open.calls[0].started);
+    let mut state = rebuilt.state;
+    let effects = reconcile(&mut state, &open, &Unchanged);
+    let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = &effects[0] else {
+        panic!("{effects:?}");
+    };
+    assert!(result.is_error);
+    assert!(result.output.contains("did not land"), "{}", result.output);
+    assert!(matches!(effects[1], Effect::CallModel(_)), "then the model is asked again");
+
+    struct Changed;
+    impl FileProbe for Changed {
+        fn hash(&self, _path: &str) -> Option<String> {
+            Some("h1".into())
+        }
+    }
+    let mut state = rebuild(&records).state;
+    let effects = reconcile(&mut state, &open, &Changed);
+    let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = &effects[0] else {
+        panic!("{effects:?}");
+    };
+    assert!(result.output.contains("The change landed"), "{}", result.output);
+}
+
+#[test]
+fn a_call_that_never_started_asks_for_approval_again() {
+    let mut state = LoopState::new(config(ApprovalMode::Ask));
+    let mut log = Vec::new();
+    for input in [
+        Input::UserTurn { text: "go".into() },
+        response(vec![Item::ToolCall(call("w", "write_file"))]),
+    ] {
+        let effects = step(&mut state, input);
+        record(&effects, &mut log);
+    }
+    let mut rebuilder = Rebuilder::new(config(ApprovalMode::Ask));
+    for r in log {
+        rebuilder.apply(r);
+    }
+    let rebuilt = rebuilder.finish();
+    let open = rebuilt.open_turn.unwrap();
+    assert!(!open.calls[0].started);
+    let mut state = rebuilt.state;
+    let effects = reconcile(&mut state, &open, &Unchanged);
+    assert!(
+        matches!(&effects[..], [Effect::AskApproval { call, .. }] if call.call_id == "w"),
+        "{effects:?}"
+    );
+}
+
+#[test]
+fn a_turn_without_its_prompt_is_dropped() {
+    let events = [
+        SessionEvent::TurnStarted { turn: 1 },
+        SessionEvent::UserMessage { text: "a".into() },
+        SessionEvent::TurnCompleted {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+            usage: Usage::default(),
+        },
+        SessionEvent::TurnStarted { turn: 2 },
+    ];
+    let records: Vec<EventRecord> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| EventRecord { v: 1, seq: i as u64, ts: String::new(), event })
+        .collect();
+    let rebuilt = rebuild(&records);
+    assert!(rebuilt.dropped_empty_turn);
+    assert_eq!(rebuilt.open_turn, None);
+    assert_eq!(rebuilt.state.turn, 1);
+}
+
+#[test]
+fn compaction_replaces_the_history() {
+    let (_, mut log) = live_session();
+    let seq = log.len() as u64;
+    log.push(EventRecord {
+        v: 1,
+        seq,
+        ts: String::new(),
+        event: SessionEvent::Compaction { items: vec![Item::User { text: "summary".into() }] },
+    });
+    assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);
+}

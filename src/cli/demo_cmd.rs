@@ -1,0 +1,49 @@
+//! `keel demo`: a recorded session (a typo fixed in a tiny shell script)
+//! replayed offline on a bundled copy of its repository, so a new user sees
+//! keel work with no API key and no network. The same machinery as
+//! `keel replay`; the session log and the files are compiled in.
+
+use std::io::Write;
+
+use anyhow::Context;
+
+use super::replay_cmd::{print_report, temp_folder};
+use crate::exec::{ExitStatus, HumanPrinter};
+use crate::runtime::replay;
+
+/// The bundled repository, as (path, content).
+const REPO: [(&str, &str); 2] =
+    [("greet.sh", include_str!("demo/greet.sh")), ("README.md", include_str!("demo/README.md"))];
+
+/// The recorded session.
+const LOG: &str = include_str!("demo/session.jsonl");
+
+pub(super) async fn run() -> anyhow::Result<ExitStatus> {
+    let dir = temp_folder("demo")?;
+    let result = run_in(&dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn run_in(dir: &std::path::Path) -> anyhow::Result<ExitStatus> {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).context("cannot create the demo repository")?;
+    for (name, content) in REPO {
+        std::fs::write(repo.join(name), content)
+            .with_context(|| format!("cannot write the demo file {name}"))?;
+    }
+    let log = dir.join("demo-session.jsonl");
+    std::fs::write(&log, LOG).context("cannot write the demo session log")?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "keel demo: replaying a recorded session offline (no model is called) in {}\n",
+        repo.display()
+    );
+    let mut printer = HumanPrinter::stderr();
+    let report = replay(&log, &repo, &mut printer).await?;
+    print_report(&report)?;
+    if let Some(text) = &report.final_text {
+        writeln!(std::io::stdout().lock(), "\n{text}")?;
+    }
+    Ok(if report.differences.is_empty() { ExitStatus::Done } else { ExitStatus::Failed })
+}

@@ -1,0 +1,34 @@
+//! `keel undo [--turns N] [--session ID]`: puts the workspace back as it
+//! was before the last N turns that changed files.
+
+use std::io::Write;
+
+use anyhow::Context;
+
+use super::UndoArgs;
+use crate::config::{Environment, find_workspace_root};
+use crate::exec::ExitStatus;
+use crate::runtime::undo;
+use crate::session::{find_by_prefix, newest_in_folder, sessions_dir};
+
+pub(super) async fn run(args: &UndoArgs) -> anyhow::Result<ExitStatus> {
+    let env = Environment::from_process()?;
+    let dir = sessions_dir(&env.keel_home);
+    let log = match &args.session {
+        Some(prefix) => find_by_prefix(&dir, prefix),
+        None => newest_in_folder(&dir, &env.cwd),
+    }
+    .context("cannot pick the session to undo")?;
+    let root = find_workspace_root(&env.cwd);
+    let report = undo(&env.keel_home, &root, &log, args.turns).await?;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "restored {} to before turn {} (checkpoint {}); the state before this undo is saved as {}",
+        root.display(),
+        report.turn,
+        report.commit.get(..12).unwrap_or(&report.commit),
+        report.saved_as.get(..12).unwrap_or(&report.saved_as),
+    );
+    Ok(ExitStatus::Done)
+}

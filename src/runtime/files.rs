@@ -1,0 +1,190 @@
+//! What the runtime records about files around mutating calls: each path a
+//! `write_file` or `edit_file` call names gets a `file_before` hash (synced,
+//! before the call runs) and a `file_changed` line after it, so a resume
+//! can tell whether an interrupted change landed. A mutating call that
+//! names no file (`shell`) gets the same pair for the workspace root, whose
+//! "hash" is a fingerprint of the tree (path, size and mtime of every file
+//! not ignored by `.gitignore`), so a resume can tell whether an interrupted
+//! command changed anything. Also the git `HEAD` for `session_started`.
+//!
+//! Invariants: a tree larger than [`MAX_FINGERPRINT_FILES`] gets no
+//! fingerprint (the resume then says it cannot tell), never a slow one;
+//! nothing here spawns processes (`HEAD` is read from `.git` directly).
+
+use std::path::{Path, PathBuf};
+
+use crate::agent::FileProbe;
+use crate::protocol::{SessionEvent, ToolCall, ToolClass};
+use crate::session::{content_hash, file_hash};
+
+use super::{RuntimeError, Session};
+
+/// Files a call is about to change, with their hashes before it ran.
+pub(super) type Touched = Vec<(String, Option<String>)>;
+
+impl Session {
+    /// Records the hashes of the files `call` names before it runs.
+    pub(super) fn before_mutation(&mut self, call: &ToolCall) -> Result<Touched, RuntimeError> {
+        if self.tools.class_of(&call.name) != ToolClass::Mutating {
+            return Ok(Vec::new());
+        }
+        let mut touched: Touched = named_paths(call, &self.cwd)
+            .into_iter()
+            .map(|path| {
+                let before = file_hash(&path);
+                (path.display().to_string(), before)
+            })
+            .collect();
+        if touched.is_empty()
+            && let Some(fingerprint) = tree_fingerprint(&self.workspace_root)
+        {
+            touched.push((self.workspace_root.display().to_string(), Some(fingerprint)));
+        }
+        for (path, before) in &touched {
+            self.log.append(SessionEvent::FileBefore {
+                call_id: call.call_id.clone(),
+                path: path.clone(),
+                before: before.clone(),
+            })?;
+        }
+        Ok(touched)
+    }
+
+    /// Records what the call did to the files it named.
+    pub(super) fn after_mutation(
+        &mut self,
+        call: &ToolCall,
+        touched: Touched,
+    ) -> Result<(), RuntimeError> {
+        for (path, before) in touched {
+            let after = probe(Path::new(&path));
+            self.log.append(SessionEvent::FileChanged {
+                call_id: call.call_id.clone(),
+                path,
+                before,
+                after,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The `path` argument of the file-writing tools, made absolute.
+fn named_paths(call: &ToolCall, cwd: &Path) -> Vec<PathBuf> {
+    if !matches!(call.name.as_str(), "write_file" | "edit_file") {
+        return Vec::new();
+    }
+    let Ok(args) = serde_json::from_str::<serde_json::Value>(&call.arguments) else {
+        return Vec::new();
+    };
+    match args.get("path").and_then(serde_json::Value::as_str) {
+        Some(raw) => vec![cwd.join(raw)],
+        None => Vec::new(),
+    }
+}
+
+/// Hashes files as they are on disk now.
+pub(super) struct DiskProbe;
+
+impl FileProbe for DiskProbe {
+    fn hash(&self, path: &str) -> Option<String> {
+        probe(Path::new(path))
+    }
+}
+
+/// Trees with more files than this get no fingerprint.
+pub(super) const MAX_FINGERPRINT_FILES: usize = 20_000;
+
+/// A file's content hash, or a directory's tree fingerprint.
+fn probe(path: &Path) -> Option<String> {
+    if path.is_dir() { tree_fingerprint(path) } else { file_hash(path) }
+}
+
+/// Hash of (relative path, size, mtime) of every file under `root` that
+/// `.gitignore` does not exclude, in name order; `None` for huge trees.
+fn tree_fingerprint(root: &Path) -> Option<String> {
+    let walk = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    let mut listing = Vec::new();
+    let mut files = 0usize;
+    for entry in walk.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        files += 1;
+        if files > MAX_FINGERPRINT_FILES {
+            return None;
+        }
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+        listing
+            .extend_from_slice(format!("{}\0{}\0{mtime}\n", rel.display(), meta.len()).as_bytes());
+    }
+    Some(content_hash(&listing).replacen("fnv1a64", "tree", 1))
+}
+
+/// The commit `HEAD` points at in `root`'s git repository, if any.
+pub(super) fn git_head(root: &Path) -> Option<String> {
+    let git = root.join(".git");
+    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+    let head = head.trim();
+    let Some(reference) = head.strip_prefix("ref: ") else {
+        return Some(head.to_owned());
+    };
+    if let Ok(commit) = std::fs::read_to_string(git.join(reference)) {
+        return Some(commit.trim().to_owned());
+    }
+    let packed = std::fs::read_to_string(git.join("packed-refs")).ok()?;
+    packed.lines().find_map(|line| {
+        let (commit, name) = line.split_once(' ')?;
+        (name == reference).then(|| commit.to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_file_tools_name_paths() {
+        let call = |name: &str| ToolCall {
+            call_id: "c".into(),
+            name: name.into(),
+            arguments: r#"{"path":"a.txt","command":"x"}"#.into(),
+            item_id: None,
+        };
+        assert_eq!(named_paths(&call("write_file"), Path::new("/w")), [PathBuf::from("/w/a.txt")]);
+        assert!(named_paths(&call("shell"), Path::new("/w")).is_empty());
+    }
+
+    #[test]
+    fn tree_fingerprint_sees_new_files_and_ignores_ignored_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
+        let before = tree_fingerprint(dir.path()).unwrap();
+        std::fs::create_dir(dir.path().join("target")).unwrap();
+        std::fs::write(dir.path().join("target/x"), "x").unwrap();
+        assert_eq!(tree_fingerprint(dir.path()).unwrap(), before);
+        std::fs::write(dir.path().join("c.txt"), "done").unwrap();
+        assert_ne!(tree_fingerprint(dir.path()).unwrap(), before);
+    }
+
+    #[test]
+    fn head_of_a_fresh_repo_is_unknown_and_of_a_detached_one_is_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(git_head(dir.path()), None);
+        std::fs::write(dir.path().join(".git/HEAD"), "abc123\n").unwrap();
+        assert_eq!(git_head(dir.path()).as_deref(), Some("abc123"));
+    }
+}

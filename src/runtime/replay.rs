@@ -1,0 +1,178 @@
+//! `keel replay` and `keel demo`: a recorded session re-run offline. No
+//! model is called: the recorded responses are shown as they were, and
+//! every tool call the recording ran is run again, in log order, in a
+//! workspace the caller prepares (normally a temporary copy), and its
+//! result compared with the recorded one.
+//!
+//! Invariants: nothing is appended to the log being replayed; calls the
+//! recording did not run (declined, interrupted) are not run either; a
+//! result differs when its text or error flag differs after the replay
+//! workspace's path is mapped back to the recorded one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::session::{SessionError, read_log};
+use crate::tools::{ToolContext, ToolRegistry};
+
+use super::{EventSink, RuntimeEvent};
+
+/// A tool result that came out differently on replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Difference {
+    pub call: ToolCall,
+    pub recorded: ToolResult,
+    pub replayed: ToolResult,
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplayReport {
+    pub turns: u32,
+    pub calls_run: u32,
+    pub differences: Vec<Difference>,
+    /// Warnings about skipped log lines.
+    pub warnings: Vec<String>,
+    pub final_text: Option<String>,
+}
+
+/// The first checkpoint of a log: the workspace before the session first
+/// changed it, from which a replay should start.
+pub fn first_checkpoint(log_path: &Path) -> Result<Option<String>, SessionError> {
+    let contents = read_log(log_path)?;
+    Ok(contents.records.into_iter().find_map(|record| {
+        let SessionEvent::Checkpoint { commit, .. } = record.event else { return None };
+        Some(commit)
+    }))
+}
+
+/// Replays the log at `log_path` with tools running in `workspace`,
+/// showing it through `sink`.
+pub async fn replay(
+    log_path: &Path,
+    workspace: &Path,
+    sink: &mut dyn EventSink,
+) -> Result<ReplayReport, SessionError> {
+    let contents = read_log(log_path)?;
+    let tools = ToolRegistry::builtin();
+    let ctx =
+        ToolContext::new(workspace.to_owned(), workspace.to_owned(), CancellationToken::new());
+    let mut report = ReplayReport { warnings: contents.warnings, ..ReplayReport::default() };
+    let mut recorded_root = String::new();
+    let mut calls: BTreeMap<String, ToolCall> = BTreeMap::new();
+    let mut replayed: BTreeMap<String, (ToolResult, serde_json::Value)> = BTreeMap::new();
+    for record in contents.records {
+        match record.event {
+            SessionEvent::SessionStarted { session_id, cwd, provider, model, .. } => {
+                recorded_root = cwd;
+                sink.emit(RuntimeEvent::SessionStarted {
+                    session_id,
+                    log_path: log_path.to_owned(),
+                    provider: format!("replay of {provider}"),
+                    model,
+                    workspace_root: workspace.to_owned(),
+                });
+            }
+            SessionEvent::TurnStarted { turn } => {
+                report.turns += 1;
+                sink.emit(RuntimeEvent::TurnStarted { turn });
+            }
+            SessionEvent::ModelResponse { response, .. } => {
+                let text = response.text();
+                if !text.is_empty() {
+                    report.final_text = Some(text);
+                }
+                for call in response.tool_calls() {
+                    calls.insert(call.call_id.clone(), call.clone());
+                }
+                sink.emit(RuntimeEvent::ModelResponse(response));
+            }
+            SessionEvent::ToolCallStarted { call, class } => {
+                sink.emit(RuntimeEvent::ToolCallStarted { call: call.clone(), class });
+                let outcome = tools.run_call(&call, &ctx).await;
+                report.calls_run += 1;
+                replayed.insert(call.call_id.clone(), outcome);
+            }
+            SessionEvent::ToolCallFinished { result, meta } => {
+                let call = calls.get(&result.call_id).cloned().unwrap_or_else(|| ToolCall {
+                    call_id: result.call_id.clone(),
+                    name: String::new(),
+                    arguments: String::new(),
+                    item_id: None,
+                });
+                let (shown, meta) = match replayed.remove(&result.call_id) {
+                    Some((mut again, meta)) => {
+                        again.output = again
+                            .output
+                            .replace(workspace.display().to_string().as_str(), &recorded_root);
+                        if again.output != result.output || again.is_error != result.is_error {
+                            report.differences.push(Difference {
+                                call: call.clone(),
+                                recorded: result.clone(),
+                                replayed: again.clone(),
+                            });
+                        }
+                        (again, meta)
+                    }
+                    None => (result, meta),
+                };
+                sink.emit(RuntimeEvent::ToolCallFinished { call, result: shown, meta });
+            }
+            SessionEvent::TurnCompleted { turn, outcome, usage } => {
+                sink.emit(RuntimeEvent::TurnCompleted {
+                    turn,
+                    outcome,
+                    final_text: report.final_text.clone(),
+                    usage,
+                });
+            }
+            SessionEvent::SessionResumed { .. }
+            | SessionEvent::UserMessage { .. }
+            | SessionEvent::PolicyDecision { .. }
+            | SessionEvent::Approval { .. }
+            | SessionEvent::FileBefore { .. }
+            | SessionEvent::FileChanged { .. }
+            | SessionEvent::Checkpoint { .. }
+            | SessionEvent::Undo { .. }
+            | SessionEvent::ModeChanged { .. }
+            | SessionEvent::PhaseChanged { .. }
+            | SessionEvent::PlanUpdated { .. }
+            | SessionEvent::TaskUpdated { .. }
+            | SessionEvent::Compaction { .. }
+            | SessionEvent::ModelError { .. }
+            | SessionEvent::Error { .. }
+            | SessionEvent::SessionEnded { .. } => {}
+        }
+    }
+    Ok(report)
+}
+
+/// Copies the files of `root` that `.gitignore` keeps (never `.git`) into
+/// `dest`.
+pub fn copy_workspace(root: &Path, dest: &Path) -> std::io::Result<u64> {
+    let walk = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .build();
+    let mut copied = 0;
+    for entry in walk.flatten() {
+        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
+        let target: PathBuf = dest.join(rel);
+        match entry.file_type() {
+            Some(kind) if kind.is_dir() => std::fs::create_dir_all(&target)?,
+            Some(kind) if kind.is_file() => {
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::copy(entry.path(), &target)?;
+                copied += 1;
+            }
+            Some(_) | None => {}
+        }
+    }
+    Ok(copied)
+}

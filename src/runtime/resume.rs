@@ -1,0 +1,132 @@
+//! [`Session::resume`]: a session rebuilt from its log, appending to the
+//! same file, and [`Session::continue_turn`], which finishes a turn the log
+//! left open.
+//!
+//! Invariants: the log is read once, streaming, into the pure
+//! [`Rebuilder`]; nothing is appended before the rebuild succeeded; every
+//! skipped line is reported to the front end as a warning; a call whose
+//! result is in the log is never run again (see [`crate::agent::reconcile`]).
+
+use std::sync::Arc;
+
+use std::path::Path;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Rebuilder, reconcile};
+use crate::config::Settings;
+use crate::llm::LlmClient;
+use crate::protocol::SessionEvent;
+use crate::session::{SessionLog, for_each_record};
+use crate::tools::ToolRegistry;
+
+use super::driver::loop_config;
+use super::file_memory::remembered_files;
+use super::files::DiskProbe;
+use super::undo::Checkpoints;
+use super::{
+    Approver, EventSink, RuntimeError, RuntimeEvent, Session, SessionOptions, TurnSummary,
+};
+
+impl Session {
+    /// Rebuilds the session logged at `log_path` and opens that log for
+    /// appending. Model and provider are taken from `settings` (the caller
+    /// decides whether the log's or the user's flags win; see
+    /// [`crate::session::summarize`]). A turn the log left open is kept for
+    /// [`Session::continue_turn`].
+    pub fn resume(
+        settings: &Settings,
+        log_path: &Path,
+        options: SessionOptions,
+        mut sink: Box<dyn EventSink>,
+        approver: Box<dyn Approver>,
+    ) -> Result<Self, RuntimeError> {
+        let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
+        let tools = ToolRegistry::builtin();
+        let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools));
+        let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
+        let rebuilt = rebuilder.finish();
+        for message in settings.warnings.iter().chain(&report.warnings) {
+            sink.emit(RuntimeEvent::Warning { message: message.clone() });
+        }
+        if rebuilt.dropped_empty_turn {
+            sink.emit(RuntimeEvent::Warning {
+                message: "the last turn's prompt was never recorded; give it again to go on"
+                    .to_owned(),
+            });
+        }
+        let mut log = SessionLog::open_append(log_path, rebuilt.facts.next_seq)?;
+        let provider = settings.provider.kind.cli_name().to_owned();
+        let interrupted_calls = rebuilt
+            .open_turn
+            .as_ref()
+            .map_or(0, |open| open.calls.iter().filter(|call| call.started).count());
+        log.append(SessionEvent::SessionResumed {
+            provider: provider.clone(),
+            model: settings.model.clone(),
+            keel_version: env!("CARGO_PKG_VERSION").to_owned(),
+            skipped_lines: report.skipped(),
+            interrupted_calls: u32::try_from(interrupted_calls).unwrap_or(u32::MAX),
+        })?;
+        let id = if rebuilt.facts.session_id.is_empty() {
+            log_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        } else {
+            rebuilt.facts.session_id.clone()
+        };
+        sink.emit(RuntimeEvent::SessionStarted {
+            session_id: id.clone(),
+            log_path: log.path().to_owned(),
+            provider,
+            model: settings.model.clone(),
+            workspace_root: settings.workspace_root.clone(),
+        });
+        let files = Arc::new(remembered_files(&rebuilt.state.items, &options.cwd, log_path));
+        Ok(Self {
+            id,
+            log,
+            state: rebuilt.state,
+            llm,
+            tools,
+            workspace_root: settings.workspace_root.clone(),
+            cwd: options.cwd,
+            sink,
+            approver,
+            open_turn: rebuilt.open_turn,
+            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
+            files,
+            model: settings.model.clone(),
+            last_input_tokens: 0,
+        })
+    }
+
+    /// Whether the log left a turn open that [`Session::continue_turn`]
+    /// would finish.
+    pub fn has_open_turn(&self) -> bool {
+        self.open_turn.is_some()
+    }
+
+    /// Finishes the turn the log left open, if any: calls that started but
+    /// have no result are reported to the model as interrupted (with
+    /// whether their file change landed), calls that never started are
+    /// judged (and asked about) again, and the model is asked to go on.
+    pub async fn continue_turn(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<TurnSummary>, RuntimeError> {
+        let Some(open) = self.open_turn.take() else { return Ok(None) };
+        self.sink.emit(RuntimeEvent::TurnStarted { turn: open.turn });
+        let effects = reconcile(&mut self.state, &open, &DiskProbe);
+        self.drive(effects.into(), cancel).await.map(Some)
+    }
+
+    /// The last visible assistant text of the conversation.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        self.state.last_assistant_text().map(str::to_owned)
+    }
+
+    /// Closes the session: records why, synced.
+    pub fn end(&mut self, reason: &str) -> Result<(), RuntimeError> {
+        self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;
+        Ok(())
+    }
+}

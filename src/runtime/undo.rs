@@ -1,0 +1,119 @@
+//! Undo: a checkpoint of the workspace before the first mutating call of
+//! each turn (so changes by shell commands are covered too), recorded as a
+//! `checkpoint` line, and [`undo`], which restores one and records an
+//! `undo` line.
+//!
+//! Invariants: a checkpoint is taken at most once per turn and before any
+//! mutating call of that turn runs; failing to take one (no `git`) is a
+//! warning, never a reason to stop the session; undo only ever moves back
+//! past checkpoints not already undone.
+
+use std::path::{Path, PathBuf};
+
+use crate::protocol::{SessionEvent, ToolCall, ToolClass};
+use crate::session::{SessionError, SessionLog, for_each_record};
+
+use super::checkpoint::{CheckpointError, ShadowRepo};
+use super::{RuntimeError, RuntimeEvent, Session};
+
+/// Checkpoint bookkeeping of a running session.
+#[derive(Debug, Clone)]
+pub(super) struct Checkpoints {
+    shadow: ShadowRepo,
+    /// The turn the last checkpoint was taken for.
+    taken_for: u32,
+    /// Set after the first failure, so the user is warned once.
+    disabled: bool,
+}
+
+impl Checkpoints {
+    pub fn new(keel_home: &Path, workspace_root: &Path) -> Self {
+        Self {
+            shadow: ShadowRepo::for_workspace(keel_home, workspace_root),
+            taken_for: 0,
+            disabled: false,
+        }
+    }
+}
+
+impl Session {
+    /// Takes this turn's checkpoint if `calls` may change files and none
+    /// was taken yet.
+    pub(super) async fn checkpoint_before(
+        &mut self,
+        calls: &[ToolCall],
+    ) -> Result<(), RuntimeError> {
+        let turn = self.state.turn;
+        let mutating =
+            calls.iter().any(|call| self.tools.class_of(&call.name) == ToolClass::Mutating);
+        if !mutating || self.checkpoints.disabled || self.checkpoints.taken_for == turn {
+            return Ok(());
+        }
+        self.checkpoints.taken_for = turn;
+        match self.checkpoints.shadow.snapshot(&format!("before turn {turn}")).await {
+            Ok(commit) => {
+                self.log.append(SessionEvent::Checkpoint { turn, commit })?;
+            }
+            Err(error) => {
+                self.checkpoints.disabled = true;
+                self.sink.emit(RuntimeEvent::Warning {
+                    message: format!("undo is unavailable for this session: {error}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why `keel undo` could not restore.
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    #[error(transparent)]
+    Log(#[from] SessionError),
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    #[error("nothing to undo: {available} checkpointed turn(s) left in {log}, {turns} asked")]
+    NotEnough { available: usize, turns: usize, log: PathBuf },
+}
+
+/// What an undo restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoReport {
+    /// The workspace is now as it was before this turn.
+    pub turn: u32,
+    pub commit: String,
+    /// A snapshot of the state just before the undo.
+    pub saved_as: String,
+}
+
+/// Restores the workspace to before the `turns`-th latest turn (of those
+/// not undone yet) that changed files, and records it in the log.
+pub async fn undo(
+    keel_home: &Path,
+    workspace_root: &Path,
+    log_path: &Path,
+    turns: usize,
+) -> Result<UndoReport, UndoError> {
+    let mut checkpoints: Vec<(u32, String)> = Vec::new();
+    let mut next_seq = 0;
+    for_each_record(log_path, |record| {
+        next_seq = record.seq + 1;
+        if let SessionEvent::Checkpoint { turn, commit } = record.event {
+            checkpoints.push((turn, commit));
+        } else if let SessionEvent::Undo { turn, .. } = record.event {
+            // Undone turns, and any after them, cannot be undone again.
+            checkpoints.retain(|(t, _)| *t < turn);
+        }
+    })?;
+    let available = checkpoints.len();
+    let index = available.checked_sub(turns.max(1)).ok_or(UndoError::NotEnough {
+        available,
+        turns,
+        log: log_path.to_owned(),
+    })?;
+    let (turn, commit) = checkpoints.swap_remove(index);
+    let saved_as = ShadowRepo::for_workspace(keel_home, workspace_root).restore(&commit).await?;
+    let mut log = SessionLog::open_append(log_path, next_seq)?;
+    log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
+    Ok(UndoReport { turn, commit, saved_as })
+}

@@ -1,0 +1,207 @@
+//! Finding sessions: summaries for `keel sessions`, an id prefix or
+//! "the newest of this folder" to a log path for resume.
+//!
+//! Invariant: a log that cannot be read is left out of a listing (with a
+//! warning), never a reason to fail the whole listing.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::protocol::{SessionEvent, TurnOutcome};
+
+use super::{SessionError, for_each_record};
+
+/// One session as `keel sessions` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    pub path: PathBuf,
+    /// Where keel was started (`session_started.cwd`).
+    pub folder: String,
+    pub started: String,
+    pub last_activity: String,
+    /// `running or crashed` (a turn without its end), `completed`,
+    /// `failed`, `interrupted`, `max_steps`, `ended`, or `empty`.
+    pub status: String,
+    pub first_prompt: Option<String>,
+    pub provider: String,
+    pub model: String,
+}
+
+/// Summarises the log at `path`.
+pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
+    let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut summary = SessionSummary {
+        id,
+        path: path.to_owned(),
+        folder: String::new(),
+        started: String::new(),
+        last_activity: String::new(),
+        status: "empty".to_owned(),
+        first_prompt: None,
+        provider: String::new(),
+        model: String::new(),
+    };
+    for_each_record(path, |record| {
+        if summary.started.is_empty() {
+            summary.started.clone_from(&record.ts);
+        }
+        summary.last_activity = record.ts;
+        note(&mut summary, record.event);
+    })?;
+    Ok(summary)
+}
+
+fn note(summary: &mut SessionSummary, event: SessionEvent) {
+    match event {
+        SessionEvent::SessionStarted { session_id, cwd, provider, model, .. } => {
+            summary.id = session_id;
+            summary.folder = cwd;
+            summary.provider = provider;
+            summary.model = model;
+        }
+        SessionEvent::SessionResumed { provider, model, .. } => {
+            summary.provider = provider;
+            summary.model = model;
+        }
+        SessionEvent::UserMessage { text } => {
+            summary.first_prompt.get_or_insert(text);
+        }
+        SessionEvent::TurnStarted { .. } => summary.status = "running or crashed".to_owned(),
+        SessionEvent::TurnCompleted { outcome, .. } => summary.status = outcome_name(outcome),
+        SessionEvent::SessionEnded { .. } => {
+            if summary.status != "running or crashed" {
+                summary.status = "ended".to_owned();
+            }
+        }
+        SessionEvent::ModelResponse { .. }
+        | SessionEvent::PolicyDecision { .. }
+        | SessionEvent::Approval { .. }
+        | SessionEvent::ToolCallStarted { .. }
+        | SessionEvent::FileBefore { .. }
+        | SessionEvent::FileChanged { .. }
+        | SessionEvent::ToolCallFinished { .. }
+        | SessionEvent::Checkpoint { .. }
+        | SessionEvent::Undo { .. }
+        | SessionEvent::ModeChanged { .. }
+        | SessionEvent::PhaseChanged { .. }
+        | SessionEvent::PlanUpdated { .. }
+        | SessionEvent::TaskUpdated { .. }
+        | SessionEvent::Compaction { .. }
+        | SessionEvent::ModelError { .. }
+        | SessionEvent::Error { .. } => {}
+    }
+}
+
+fn outcome_name(outcome: TurnOutcome) -> String {
+    match outcome {
+        TurnOutcome::Completed => "completed",
+        TurnOutcome::Failed => "failed",
+        TurnOutcome::Interrupted => "interrupted",
+        TurnOutcome::MaxSteps => "max_steps",
+    }
+    .to_owned()
+}
+
+/// Every session in `dir`, newest first (ids are UUIDv7, so by start time),
+/// plus a warning per log that could not be read.
+pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<String>) {
+    let mut sessions = Vec::new();
+    let mut warnings = Vec::new();
+    for path in log_paths(dir) {
+        match summarize(&path) {
+            Ok(summary) => sessions.push(summary),
+            Err(error) => warnings.push(error.to_string()),
+        }
+    }
+    sessions.sort_by(|a, b| (&b.started, &b.id).cmp(&(&a.started, &a.id)));
+    (sessions, warnings)
+}
+
+fn log_paths(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Why a session could not be picked.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    #[error("no session id starts with `{prefix}` in {dir}; `keel sessions` lists them")]
+    NoMatch { prefix: String, dir: PathBuf },
+    #[error("`{prefix}` matches {count} sessions ({examples}); give more of the id")]
+    Ambiguous { prefix: String, count: usize, examples: String },
+    #[error("no session was started in {folder}; `keel sessions` lists all of them")]
+    NoneHere { folder: String },
+}
+
+/// The log whose id starts with `prefix` (a path to a log works too).
+pub fn find_by_prefix(dir: &Path, prefix: &str) -> Result<PathBuf, FindError> {
+    let as_path = Path::new(prefix);
+    if prefix.ends_with(".jsonl") && as_path.is_file() {
+        return Ok(as_path.to_owned());
+    }
+    let matches: Vec<PathBuf> = log_paths(dir)
+        .into_iter()
+        .filter(|path| path.file_stem().is_some_and(|s| s.to_string_lossy().starts_with(prefix)))
+        .collect();
+    match matches.as_slice() {
+        [] => Err(FindError::NoMatch { prefix: prefix.to_owned(), dir: dir.to_owned() }),
+        [only] => Ok(only.clone()),
+        many => Err(FindError::Ambiguous {
+            prefix: prefix.to_owned(),
+            count: many.len(),
+            examples: many
+                .iter()
+                .take(3)
+                .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// The newest session started in `folder`.
+pub fn newest_in_folder(dir: &Path, folder: &Path) -> Result<PathBuf, FindError> {
+    let folder = folder.display().to_string();
+    // Newest first by file name (UUIDv7), reading only the first line.
+    let mut paths = log_paths(dir);
+    paths.reverse();
+    paths
+        .into_iter()
+        .find(|path| started_in(path).as_deref() == Some(folder.as_str()))
+        .ok_or(FindError::NoneHere { folder })
+}
+
+fn started_in(path: &Path) -> Option<String> {
+    first_event(path).map(|(cwd, _, _)| cwd)
+}
+
+/// The folder the session was started in (read from its first line).
+pub fn logged_cwd(path: &Path) -> Option<String> {
+    first_event(path).map(|(cwd, _, _)| cwd)
+}
+
+/// Provider and model the session started with (read from its first line).
+pub fn logged_model(path: &Path) -> Option<(String, String)> {
+    first_event(path).map(|(_, provider, model)| (provider, model))
+}
+
+/// cwd, provider and model of the `session_started` line.
+fn first_event(path: &Path) -> Option<(String, String, String)> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file).read_line(&mut first).ok()?;
+    let record: crate::protocol::EventRecord = serde_json::from_str(&first).ok()?;
+    let SessionEvent::SessionStarted { cwd, provider, model, .. } = record.event else {
+        return None;
+    };
+    Some((cwd, provider, model))
+}
