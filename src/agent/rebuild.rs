@@ -149,6 +149,7 @@ impl Rebuilder {
             | SessionEvent::TaskUpdated { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
+            | SessionEvent::HookRan { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }
     }

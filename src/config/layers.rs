@@ -19,6 +19,11 @@ pub struct ConfigFile {
     pub max_steps: Option<u32>,
     pub max_retries: Option<u32>,
     pub idle_timeout_secs: Option<u64>,
+    /// Hooks in Claude Code's shape (event → matcher groups); read by
+    /// `config::hooks` per source, never merged across files.
+    pub hooks: Option<toml::Table>,
+    /// Also load the `hooks` of `.claude/settings.json` files.
+    pub import_claude_hooks: Option<bool>,
 }
 
 impl ConfigFile {
@@ -32,6 +37,8 @@ impl ConfigFile {
             max_steps,
             max_retries,
             idle_timeout_secs,
+            hooks: _,
+            import_claude_hooks,
         } = other;
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
@@ -40,6 +47,7 @@ impl ConfigFile {
         self.max_steps = max_steps.or(self.max_steps);
         self.max_retries = max_retries.or(self.max_retries);
         self.idle_timeout_secs = idle_timeout_secs.or(self.idle_timeout_secs);
+        self.import_claude_hooks = import_claude_hooks.or(self.import_claude_hooks);
     }
 }
 
@@ -84,7 +92,7 @@ pub fn find_workspace_root(cwd: &Path) -> PathBuf {
     cwd.ancestors().find(|dir| dir.join(".git").exists()).unwrap_or(cwd).to_path_buf()
 }
 
-fn read_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+pub(super) fn read_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),

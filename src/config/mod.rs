@@ -10,6 +10,7 @@
 //! API key to another server (`base_url`, `api_key_env`): those keys are
 //! ignored there with a warning, since a cloned repository is untrusted.
 
+mod hooks;
 mod instructions;
 mod layers;
 mod resolve;
@@ -17,6 +18,7 @@ mod resolve;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
 pub use layers::{ConfigFile, Layers, find_workspace_root, read_layers};
 pub use resolve::{Settings, resolve};
@@ -99,5 +101,7 @@ pub struct CliOverrides {
 /// Loads and resolves configuration for a command run in `env.cwd`.
 pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigError> {
     let layers = read_layers(env, cli)?;
-    resolve(env, cli, layers)
+    let mut settings = resolve(env, cli, layers)?;
+    settings.hooks = load_hooks(&settings.keel_home, &settings.workspace_root)?;
+    Ok(settings)
 }

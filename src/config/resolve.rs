@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::hooks::HooksConfig;
 use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
 
 use super::{CliOverrides, ConfigError, Environment, Layers};
@@ -23,6 +24,8 @@ pub struct Settings {
     pub workspace_root: PathBuf,
     /// Things the user should know (ignored keys and the like).
     pub warnings: Vec<String>,
+    /// Hook sources, user first (filled by [`super::load`]).
+    pub hooks: Vec<HooksConfig>,
 }
 
 /// Resolves provider, model and limits.
@@ -66,6 +69,7 @@ pub fn resolve(
         keel_home: env.keel_home.clone(),
         workspace_root,
         warnings,
+        hooks: Vec::new(),
     })
 }
 

@@ -139,7 +139,7 @@ async fn run_turns(
     if let (Some(prompt), true) = (prompt, continued_ok) {
         last = Some(session.run_turn(prompt, cancel).await?);
     }
-    session.end("exec finished")?;
+    session.end("exec finished").await?;
     Ok(last.unwrap_or_else(|| TurnSummary {
         outcome: TurnOutcome::Completed,
         final_text: session.last_assistant_text(),

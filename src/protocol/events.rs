@@ -183,6 +183,27 @@ pub enum SessionEvent {
     Error {
         message: String,
     },
+    /// One hook run (or skip): what ran, how it ended and what it decided.
+    HookRan {
+        event: String,
+        command: String,
+        source: String,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// `allow`, `ask`, `deny`, or absent when the hook had no say.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skipped: Option<String>,
+        /// Set when the hook tried to loosen a policy decision.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+    },
     TurnCompleted {
         turn: u32,
         outcome: TurnOutcome,
@@ -197,7 +218,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 22] = [
+    pub const TYPES: [&'static str; 23] = [
         "session_started",
         "session_resumed",
         "user_message",
@@ -218,6 +239,7 @@ impl SessionEvent {
         "compaction",
         "model_error",
         "error",
+        "hook_ran",
         "turn_completed",
         "session_ended",
     ];
@@ -247,7 +269,8 @@ impl SessionEvent {
             | SessionEvent::TaskUpdated { .. }
             | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
-            | SessionEvent::Error { .. } => false,
+            | SessionEvent::Error { .. }
+            | SessionEvent::HookRan { .. } => false,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! [`Session`]: one session's adapters and the loop that drives `step`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, step};
 use crate::config::{Settings, discover_instructions};
+use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::ApprovalMode;
 use crate::prompts::{PromptFacts, instructions_block, system_prompt};
@@ -18,6 +19,7 @@ use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
 use super::files::git_head;
+use super::hooks_glue::PreToolDecision;
 use super::undo::Checkpoints;
 use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
 
@@ -60,6 +62,12 @@ pub struct Session {
     pub(super) model: String,
     /// Input tokens of the latest model request: how full the context is.
     pub(super) last_input_tokens: u64,
+    pub(super) hooks: HookBus,
+    /// SessionStart hooks run before the first turn (`startup`/`resume`).
+    pub(super) pending_session_start: Option<&'static str>,
+    /// Calls PreToolUse hooks already judged before an approval prompt,
+    /// with any input a hook rewrote.
+    pub(super) prehooked: HashMap<String, Option<serde_json::Value>>,
 }
 
 impl Session {
@@ -110,6 +118,11 @@ impl Session {
             checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
             model: settings.model.clone(),
             last_input_tokens: 0,
+            // Project trust arrives with the policy issue; until then a
+            // project's own hooks are recorded as skipped, never run.
+            hooks: HookBus::new(settings.hooks.clone(), false),
+            pending_session_start: Some("startup"),
+            prehooked: HashMap::new(),
         })
     }
 
@@ -140,9 +153,38 @@ impl Session {
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-        let queue = step(&mut self.state, Input::UserTurn { text: prompt });
-        self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
-        self.drive(queue.into(), cancel).await
+        if let Some(source) = self.pending_session_start.take() {
+            self.session_start_hooks(source, cancel).await?;
+        }
+        let mut prompt = match self.prompt_hooks(prompt, cancel).await? {
+            Ok(prompt) => prompt,
+            Err(reason) => {
+                let message = format!("the prompt was blocked by a hook: {reason}");
+                self.sink.emit(RuntimeEvent::Error { message: message.clone() });
+                return Ok(TurnSummary {
+                    outcome: TurnOutcome::Failed,
+                    final_text: None,
+                    usage: Usage::default(),
+                    error: Some(message),
+                });
+            }
+        };
+        let mut continuations = 0;
+        loop {
+            let queue = step(&mut self.state, Input::UserTurn { text: prompt });
+            self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
+            let summary = self.drive(queue.into(), cancel).await?;
+            if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {
+                return Ok(summary);
+            }
+            match self.stop_hooks(continuations, cancel).await? {
+                Some(reason) => {
+                    continuations += 1;
+                    prompt = format!("A Stop hook asked you to keep going: {reason}");
+                }
+                None => return Ok(summary),
+            }
+        }
     }
 
     /// Carries out `queue` and whatever it leads to until the turn ends.
@@ -171,6 +213,22 @@ impl Session {
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
                 Effect::AskApproval { call, reason } => {
+                    if let Some(blocked) = self.approval_hooks(&call, &reason, cancel).await? {
+                        queue.extend(step(
+                            &mut self.state,
+                            Input::ApprovalDecided {
+                                call_id: call.call_id,
+                                approved: false,
+                                note: Some(format!("blocked by a hook: {blocked}")),
+                            },
+                        ));
+                        continue;
+                    }
+                    self.notify_hooks(
+                        &format!("keel needs approval for {}: {reason}", call.name),
+                        cancel,
+                    )
+                    .await?;
                     let answer = self.approver.decide(&call, &reason).await;
                     self.log.append(SessionEvent::Approval {
                         call_id: call.call_id.clone(),
@@ -235,16 +293,31 @@ impl Session {
     ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone());
-        if concurrent {
-            return Ok(run_batch(&self.tools, calls, BatchMode::from_concurrent(true), &ctx).await);
+        let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
+        let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            match self.pre_tool_hooks(call, cancel).await? {
+                PreToolDecision::Run(call) => runnable.push((index, call)),
+                PreToolDecision::Blocked(result, meta) => answers[index] = Some((result, meta)),
+            }
         }
-        let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            let touched = self.before_mutation(call)?;
-            results.push(self.tools.run_call(call, &ctx).await);
-            self.after_mutation(call, touched)?;
+        let to_run: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
+        let results = if concurrent {
+            run_batch(&self.tools, &to_run, BatchMode::from_concurrent(true), &ctx).await
+        } else {
+            let mut results = Vec::with_capacity(to_run.len());
+            for call in &to_run {
+                let touched = self.before_mutation(call)?;
+                results.push(self.tools.run_call(call, &ctx).await);
+                self.after_mutation(call, touched)?;
+            }
+            results
+        };
+        for ((index, call), (mut result, meta)) in runnable.into_iter().zip(results) {
+            self.post_tool_hooks(&call, &mut result, &meta, cancel).await?;
+            answers[index] = Some((result, meta));
         }
-        Ok(results)
+        Ok(answers.into_iter().flatten().collect())
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied
@@ -276,6 +349,7 @@ impl Session {
             | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
+            | SessionEvent::HookRan { .. }
             | SessionEvent::TurnCompleted { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }

@@ -13,6 +13,7 @@ mod driver;
 mod events;
 mod file_memory;
 mod files;
+mod hooks_glue;
 mod replay;
 mod resume;
 mod undo;

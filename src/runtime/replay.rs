@@ -144,6 +144,7 @@ pub async fn replay(
             | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
+            | SessionEvent::HookRan { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }
     }

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Rebuilder, reconcile};
 use crate::config::Settings;
+use crate::hooks::HookBus;
 use crate::llm::LlmClient;
 use crate::protocol::SessionEvent;
 use crate::session::{SessionLog, for_each_record};
@@ -96,6 +97,9 @@ impl Session {
             files,
             model: settings.model.clone(),
             last_input_tokens: 0,
+            hooks: HookBus::new(settings.hooks.clone(), false),
+            pending_session_start: Some("resume"),
+            prehooked: std::collections::HashMap::new(),
         })
     }
 
@@ -125,7 +129,8 @@ impl Session {
     }
 
     /// Closes the session: records why, synced.
-    pub fn end(&mut self, reason: &str) -> Result<(), RuntimeError> {
+    pub async fn end(&mut self, reason: &str) -> Result<(), RuntimeError> {
+        self.session_end_hooks(reason).await?;
         self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;
         Ok(())
     }

@@ -90,7 +90,8 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::TaskUpdated { .. }
         | SessionEvent::Compaction { .. }
         | SessionEvent::ModelError { .. }
-        | SessionEvent::Error { .. } => {}
+        | SessionEvent::Error { .. }
+        | SessionEvent::HookRan { .. } => {}
     }
 }
 

@@ -1,6 +1,7 @@
 mod e2e_exec;
 mod e2e_interrupt;
 mod e2e_mockllm;
+mod hooks_e2e;
 mod layers;
 mod session_crash;
 mod session_replay;

@@ -1,0 +1,291 @@
+//! Where the session meets its hooks: building payloads, recording every
+//! run in the log, and applying verdicts (block a prompt or a tool call,
+//! add context, continue after Stop) without ever loosening policy.
+//!
+//! Invariants: with no hooks configured nothing here allocates or spawns
+//! ([`HookBus::is_empty`] is checked first); a hook's failure is a warning,
+//! never an error of the session; every run is logged as `hook_ran`.
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::hooks::{HookEvent, HookPayload, HookRun, HookVerdict, Permission, guard};
+use crate::policy::Decision;
+use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+
+use super::{RuntimeError, RuntimeEvent, Session};
+
+/// How often Stop hooks may send the model back to work in one turn.
+pub(super) const MAX_STOP_CONTINUATIONS: u32 = 3;
+
+/// What PreToolUse hooks decided for one call.
+pub(super) enum PreToolDecision {
+    /// Run this call (its input possibly rewritten by a hook).
+    Run(ToolCall),
+    /// Do not run; answer the model with this result.
+    Blocked(ToolResult, Value),
+}
+
+impl Session {
+    fn payload(&self, tool: Option<&ToolCall>, extra: Map<String, Value>) -> HookPayload {
+        HookPayload {
+            session_id: self.id.clone(),
+            transcript_path: self.log.path().display().to_string(),
+            cwd: self.cwd.display().to_string(),
+            permission_mode: self.state.config.approval.as_str().to_owned(),
+            tool_name: tool.map(|call| call.name.clone()),
+            tool_input: tool
+                .map(|call| serde_json::from_str(&call.arguments).unwrap_or(Value::Null)),
+            tool_response: None,
+            extra,
+        }
+    }
+
+    /// Runs the hooks of `event` and records each run.
+    pub(super) async fn dispatch_hooks(
+        &mut self,
+        event: HookEvent,
+        payload: HookPayload,
+        subject: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<HookVerdict, RuntimeError> {
+        let (verdict, runs) =
+            self.hooks.dispatch(event, &payload, subject, &self.workspace_root, cancel).await;
+        for run in runs {
+            self.record_hook_run(run, None)?;
+        }
+        for message in &verdict.messages {
+            self.sink.emit(RuntimeEvent::Warning { message: format!("hook: {message}") });
+        }
+        Ok(verdict)
+    }
+
+    fn record_hook_run(
+        &mut self,
+        run: HookRun,
+        refused: Option<String>,
+    ) -> Result<(), RuntimeError> {
+        let decision = run.outcome.permission.map(|p| {
+            match p {
+                Permission::Allow => "allow",
+                Permission::Ask => "ask",
+                Permission::Deny => "deny",
+            }
+            .to_owned()
+        });
+        self.log.append(SessionEvent::HookRan {
+            event: run.event.name().to_owned(),
+            command: run.command,
+            source: run.source,
+            duration_ms: run.duration_ms,
+            exit_code: run.exit_code,
+            decision,
+            reason: run.outcome.reason,
+            error: run.outcome.error,
+            skipped: run.skipped,
+            refused,
+        })?;
+        Ok(())
+    }
+
+    /// SessionStart (`startup` or `resume`): added context joins the
+    /// instructions.
+    pub(super) async fn session_start_hooks(
+        &mut self,
+        source: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(());
+        }
+        let extra = Map::from_iter([("source".to_owned(), json!(source))]);
+        let payload = self.payload(None, extra);
+        let verdict =
+            self.dispatch_hooks(HookEvent::SessionStart, payload, Some(source), cancel).await?;
+        for context in verdict.additional_context {
+            self.state
+                .config
+                .instructions
+                .push_str(&format!("\n\n# Session context (hook)\n\n{context}\n"));
+        }
+        Ok(())
+    }
+
+    /// UserPromptSubmit: `Err(reason)` blocks the prompt; otherwise the
+    /// prompt with any added context.
+    pub(super) async fn prompt_hooks(
+        &mut self,
+        prompt: String,
+        cancel: &CancellationToken,
+    ) -> Result<Result<String, String>, RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(Ok(prompt));
+        }
+        let extra = Map::from_iter([("prompt".to_owned(), json!(prompt))]);
+        let payload = self.payload(None, extra);
+        let verdict =
+            self.dispatch_hooks(HookEvent::UserPromptSubmit, payload, None, cancel).await?;
+        if verdict.permission == Some(Permission::Deny) {
+            return Ok(Err(verdict.reason()));
+        }
+        let mut prompt = prompt;
+        for context in verdict.additional_context {
+            prompt.push_str(&format!("\n\n{context}"));
+        }
+        Ok(Ok(prompt))
+    }
+
+    /// PreToolUse for a call policy wants to ask about, before the user is
+    /// asked: `Some(reason)` when a hook blocks it. A hook's allow cannot
+    /// skip the question: the attempt is recorded as refused.
+    pub(super) async fn approval_hooks(
+        &mut self,
+        call: &ToolCall,
+        reason: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(None);
+        }
+        let payload = self.payload(Some(call), Map::new());
+        let (verdict, runs) = self
+            .hooks
+            .dispatch(
+                HookEvent::PreToolUse,
+                &payload,
+                Some(&call.name),
+                &self.workspace_root,
+                cancel,
+            )
+            .await;
+        let policy = Decision::Prompt { reason: reason.to_owned() };
+        let tightened = guard(policy, &verdict);
+        for run in runs {
+            let refused = (run.outcome.permission == Some(Permission::Allow))
+                .then(|| tightened.refused_loosening.clone())
+                .flatten();
+            self.record_hook_run(run, refused)?;
+        }
+        self.prehooked.insert(call.call_id.clone(), verdict.updated_input.clone());
+        match tightened.decision {
+            Decision::Forbidden { reason } => Ok(Some(reason)),
+            Decision::Allow | Decision::Prompt { .. } => Ok(None),
+        }
+    }
+
+    /// PreToolUse for one call that policy (and the user) already allowed.
+    /// A hook can block it or ask the user; it cannot allow more.
+    pub(super) async fn pre_tool_hooks(
+        &mut self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<PreToolDecision, RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(PreToolDecision::Run(call.clone()));
+        }
+        // Already judged by the hooks before the user approved it.
+        if let Some(updated) = self.prehooked.remove(&call.call_id) {
+            let mut call = call.clone();
+            if let Some(input) = updated {
+                call.arguments = input.to_string();
+            }
+            return Ok(PreToolDecision::Run(call));
+        }
+        let payload = self.payload(Some(call), Map::new());
+        let verdict =
+            self.dispatch_hooks(HookEvent::PreToolUse, payload, Some(&call.name), cancel).await?;
+        let blocked = |reason: String| {
+            let meta = json!({"error": "hook_denied"});
+            PreToolDecision::Blocked(
+                ToolResult::error(&call.call_id, format!("blocked by a hook: {reason}")),
+                meta,
+            )
+        };
+        match verdict.permission {
+            Some(Permission::Deny) => return Ok(blocked(verdict.reason())),
+            Some(Permission::Ask) => {
+                let answer = self.approver.decide(call, &verdict.reason()).await;
+                if !answer.approved {
+                    return Ok(blocked(answer.note.unwrap_or_else(|| verdict.reason())));
+                }
+            }
+            Some(Permission::Allow) | None => {}
+        }
+        let mut call = call.clone();
+        if let Some(input) = verdict.updated_input {
+            call.arguments = input.to_string();
+        }
+        Ok(PreToolDecision::Run(call))
+    }
+
+    /// PostToolUse / PostToolUseFailure: context and block reasons are
+    /// appended to the result the model reads.
+    pub(super) async fn post_tool_hooks(
+        &mut self,
+        call: &ToolCall,
+        result: &mut ToolResult,
+        meta: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(());
+        }
+        let event =
+            if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
+        let mut payload = self.payload(Some(call), Map::new());
+        payload.tool_response =
+            Some(json!({"output": result.output, "is_error": result.is_error, "meta": meta}));
+        let verdict = self.dispatch_hooks(event, payload, Some(&call.name), cancel).await?;
+        if verdict.permission == Some(Permission::Deny) {
+            result.output.push_str(&format!("\n\n[hook] {}", verdict.reason()));
+        }
+        for context in verdict.additional_context {
+            result.output.push_str(&format!("\n\n[hook context] {context}"));
+        }
+        Ok(())
+    }
+
+    /// Stop: `Some(reason)` sends the model back to work with the reason.
+    pub(super) async fn stop_hooks(
+        &mut self,
+        continuations: u32,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(None);
+        }
+        let extra = Map::from_iter([("stop_hook_active".to_owned(), json!(continuations > 0))]);
+        let payload = self.payload(None, extra);
+        let verdict = self.dispatch_hooks(HookEvent::Stop, payload, None, cancel).await?;
+        let again =
+            verdict.permission == Some(Permission::Deny) && continuations < MAX_STOP_CONTINUATIONS;
+        Ok(again.then(|| verdict.reason()))
+    }
+
+    /// Notification: something needs the user (an approval prompt).
+    pub(super) async fn notify_hooks(
+        &mut self,
+        message: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(());
+        }
+        let extra = Map::from_iter([("message".to_owned(), json!(message))]);
+        let payload = self.payload(None, extra);
+        self.dispatch_hooks(HookEvent::Notification, payload, None, cancel).await?;
+        Ok(())
+    }
+
+    /// SessionEnd.
+    pub(super) async fn session_end_hooks(&mut self, reason: &str) -> Result<(), RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(());
+        }
+        let extra = Map::from_iter([("reason".to_owned(), json!(reason))]);
+        let payload = self.payload(None, extra);
+        self.dispatch_hooks(HookEvent::SessionEnd, payload, None, &CancellationToken::new())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,164 @@
+//! Hooks through the real binary: each event fires, exit 2 blocks a tool
+//! call with the reason given to the model, a hook cannot loosen policy,
+//! and every run is in the session log.
+
+use serde_json::json;
+
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// Writes `$KEEL_HOME/config.toml` with hooks: (event, matcher, command).
+fn configure(sandbox: &Sandbox, hooks: &[(&str, &str, &str)]) {
+    let mut toml = String::new();
+    for (event, matcher, command) in hooks {
+        toml.push_str(&format!(
+            "[[hooks.{event}]]\nmatcher = {matcher:?}\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {command:?}\n\n"
+        ));
+    }
+    std::fs::write(sandbox.home.join("config.toml"), toml).unwrap();
+}
+
+fn hook_runs(sandbox: &Sandbox) -> Vec<serde_json::Value> {
+    sandbox.only_log().into_iter().filter(|l| l["type"] == "hook_ran").collect()
+}
+
+async fn exec(
+    sandbox: &Sandbox,
+    steps: &[Step],
+    extra: &[&str],
+) -> (std::process::Output, wiremock::MockServer) {
+    let server = scripted_model(Wire::Chat, steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .args(extra)
+        .arg("go")
+        .output()
+        .unwrap();
+    (output, server)
+}
+
+#[tokio::test]
+async fn exit_2_blocks_a_tool_call_and_the_model_reads_why() {
+    let sandbox = Sandbox::new();
+    configure(&sandbox, &[("PreToolUse", "Bash", "echo 'BLOCKED: no rm here' >&2; exit 2")]);
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "touch gone.txt"}))],
+        },
+        Step::Answer("ok".into()),
+    ];
+    let (output, server) = exec(&sandbox, &steps, &["--full-auto"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!sandbox.repo.join("gone.txt").exists(), "the blocked command ran");
+    let bodies = request_bodies(&server).await;
+    assert!(bodies[1].to_string().contains("BLOCKED: no rm here"), "the model is told why");
+    let runs = hook_runs(&sandbox);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["event"], "PreToolUse");
+    assert_eq!(runs[0]["decision"], "deny");
+}
+
+#[tokio::test]
+async fn a_hook_cannot_turn_a_prompt_into_an_allow() {
+    let sandbox = Sandbox::new();
+    let allow = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'"#;
+    configure(&sandbox, &[("PreToolUse", "", allow)]);
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "x.txt", "content": "x"}))],
+        },
+        Step::Answer("ok".into()),
+    ];
+    // No --full-auto: policy asks, exec cannot ask, so the write is declined.
+    let (output, _server) = exec(&sandbox, &steps, &[]).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!sandbox.repo.join("x.txt").exists(), "the hook loosened policy");
+    let runs = hook_runs(&sandbox);
+    assert!(runs[0]["refused"].as_str().unwrap().contains("cannot loosen"), "{runs:?}");
+}
+
+#[tokio::test]
+async fn every_session_event_runs_its_hooks() {
+    let sandbox = Sandbox::new();
+    let context = r#"echo '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"HOOK-CONTEXT-42"}}'"#;
+    let post = r#"echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"POST-NOTE-7"}}'"#;
+    configure(
+        &sandbox,
+        &[
+            ("SessionStart", "startup", context),
+            ("UserPromptSubmit", "", "touch prompt.hook"),
+            ("PreToolUse", "read_file", "touch pre.hook"),
+            ("PostToolUse", "Read", post),
+            ("PostToolUseFailure", "", "touch failure.hook"),
+            ("Stop", "", "touch stop.hook"),
+            ("SessionEnd", "", "touch end.hook"),
+        ],
+    );
+    sandbox.write("a.txt", "hello\n");
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call("read_file", json!({"path": "a.txt"})),
+                call("read_file", json!({"path": "missing.txt"})),
+            ],
+        },
+        Step::Answer("done".into()),
+    ];
+    let (output, server) = exec(&sandbox, &steps, &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    for marker in ["prompt.hook", "pre.hook", "failure.hook", "stop.hook", "end.hook"] {
+        assert!(sandbox.repo.join(marker).exists(), "{marker} hook did not run");
+    }
+    let bodies = request_bodies(&server).await;
+    let first = bodies[0].to_string();
+    assert!(first.contains("HOOK-CONTEXT-42"), "SessionStart context reaches the model");
+    assert!(bodies[1].to_string().contains("POST-NOTE-7"), "PostToolUse context reaches the model");
+    let events: Vec<String> =
+        hook_runs(&sandbox).iter().map(|r| r["event"].as_str().unwrap().to_owned()).collect();
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SessionEnd",
+    ] {
+        assert!(events.iter().any(|e| e == event), "{event} missing from {events:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_blocked_prompt_fails_the_turn_with_the_reason() {
+    let sandbox = Sandbox::new();
+    configure(&sandbox, &[("UserPromptSubmit", "", "echo 'no secrets in prompts' >&2; exit 2")]);
+    let (output, server) = exec(&sandbox, &[Step::Answer("never".into())], &[]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let lines = json_lines(&output.stdout);
+    assert!(lines.last().unwrap()["error"].as_str().unwrap().contains("no secrets in prompts"));
+    assert!(request_bodies(&server).await.is_empty(), "the model was called");
+}
+
+#[tokio::test]
+async fn notification_fires_when_approval_is_needed_and_stop_can_continue_once() {
+    let sandbox = Sandbox::new();
+    let stop = r#"if [ ! -f stopped.once ]; then touch stopped.once; echo '{"decision":"block","reason":"also run the tests"}'; fi"#;
+    configure(&sandbox, &[("Notification", "", "touch notified.hook"), ("Stop", "", stop)]);
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "true"}))] },
+        Step::Answer("first".into()),
+        Step::Answer("second".into()),
+    ];
+    let (output, server) = exec(&sandbox, &steps, &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(sandbox.repo.join("notified.hook").exists());
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 3, "Stop sent the model back once");
+    assert!(bodies[2].to_string().contains("also run the tests"));
+    assert_eq!(json_lines(&output.stdout).last().unwrap()["final_text"], "second");
+}
