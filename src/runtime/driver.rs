@@ -101,7 +101,7 @@ impl Session {
             sink,
             approver,
             open_turn: None,
-            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
+            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root, 0),
         })
     }
 

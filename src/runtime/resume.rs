@@ -88,7 +88,11 @@ impl Session {
             sink,
             approver,
             open_turn: rebuilt.open_turn,
-            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
+            checkpoints: Checkpoints::new(
+                &settings.keel_home,
+                &settings.workspace_root,
+                rebuilt.facts.checkpointed_turn,
+            ),
         })
     }
 
