@@ -63,5 +63,6 @@ async fn sigint_kills_the_running_command_and_exits_130() {
         .unwrap_or_else(|| panic!("the shell call was never answered: {:?}", types(&lines)));
     assert_eq!(shell_done["item"]["is_error"], true);
     let log = sandbox.only_log();
-    assert_eq!(log.last().unwrap()["outcome"], "interrupted");
+    let end = log.iter().rev().find(|l| l["type"] == "turn_completed").unwrap();
+    assert_eq!(end["outcome"], "interrupted");
 }
