@@ -46,6 +46,15 @@ impl Session {
         for message in settings.warnings.iter().chain(&report.warnings) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
+        let here = options.cwd.display().to_string();
+        if !rebuilt.facts.cwd.is_empty() && rebuilt.facts.cwd != here {
+            sink.emit(RuntimeEvent::Warning {
+                message: format!(
+                    "this session was started in {}; its tools now run in {here}",
+                    rebuilt.facts.cwd
+                ),
+            });
+        }
         if rebuilt.dropped_empty_turn {
             sink.emit(RuntimeEvent::Warning {
                 message: "the last turn's prompt was never recorded; give it again to go on"
