@@ -30,7 +30,10 @@ fn main() {
     let per_empty = started.elapsed() / rounds;
 
     let hooks = serde_json::json!({"PreToolUse": [{"matcher": "shell", "hooks": [{"type": "command", "command": "true"}]}]});
-    let config = match HooksConfig::from_json(HookSource::User { name: "bench".into(), claude: false }, &hooks) {
+    let config = match HooksConfig::from_json(
+        HookSource::User { name: "bench".into(), claude: false },
+        &hooks,
+    ) {
         Ok(config) => config,
         Err(error) => return eprintln_and_exit(&error.to_string()),
     };
@@ -49,7 +52,10 @@ fn main() {
 #[allow(clippy::print_stdout)]
 fn report(empty: Duration, hook: Duration) {
     println!("hook dispatch, no hooks configured: {:.1} ns per event", empty.as_nanos() as f64);
-    println!("hook dispatch, one `true` subprocess hook: {:.2} ms per event", hook.as_secs_f64() * 1e3);
+    println!(
+        "hook dispatch, one `true` subprocess hook: {:.2} ms per event",
+        hook.as_secs_f64() * 1e3
+    );
 }
 
 #[allow(clippy::print_stderr)]

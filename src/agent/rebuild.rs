@@ -36,6 +36,8 @@ pub struct LogFacts {
     pub model: String,
     /// The `seq` the next appended line must carry.
     pub next_seq: u64,
+    /// The last turn a workspace checkpoint was recorded for (0: none).
+    pub checkpointed_turn: u32,
 }
 
 /// A file a started call was about to change, as recorded.
@@ -139,9 +141,9 @@ impl Rebuilder {
             SessionEvent::ToolCallFinished { result, .. } => self.finish_call(result),
             SessionEvent::Compaction { items } => self.state.items = items,
             SessionEvent::TurnCompleted { .. } => self.end_turn(),
+            SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
-            | SessionEvent::Checkpoint { .. }
             | SessionEvent::Undo { .. }
             | SessionEvent::ModeChanged { .. }
             | SessionEvent::PhaseChanged { .. }

@@ -246,3 +246,98 @@ fn compaction_replaces_the_history() {
     });
     assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A random session: each turn is a list of responses, each a list of
+    /// calls (`true` = mutating); an empty response ends the turn.
+    fn run(turns: &[Vec<Vec<bool>>]) -> (LoopState, Vec<EventRecord>) {
+        let mut state = LoopState::new(config(ApprovalMode::FullAuto));
+        let mut log = Vec::new();
+        let mut n = 0;
+        for (t, responses) in turns.iter().enumerate() {
+            let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
+            record(&effects, &mut log);
+            for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
+                let items: Vec<Item> = if calls.is_empty() {
+                    vec![Item::Assistant { text: "done".into() }]
+                } else {
+                    calls
+                        .iter()
+                        .map(|mutating| {
+                            n += 1;
+                            let name = if *mutating { "write_file" } else { "read_file" };
+                            Item::ToolCall(call(&format!("c{n}"), name))
+                        })
+                        .collect()
+                };
+                let mut effects = step(&mut state, response(items));
+                loop {
+                    record(&effects, &mut log);
+                    let Some(Effect::RunBatch { calls, .. }) =
+                        effects.iter().find(|e| matches!(e, Effect::RunBatch { .. })).cloned()
+                    else {
+                        break;
+                    };
+                    let results = calls
+                        .iter()
+                        .map(|c| (ToolResult::ok(&c.call_id, "ok"), serde_json::Value::Null))
+                        .collect();
+                    effects = step(&mut state, Input::BatchFinished { results });
+                }
+                if state.phase == LoopPhase::Idle {
+                    break;
+                }
+            }
+        }
+        (state, log)
+    }
+
+    fn sessions() -> impl Strategy<Value = Vec<Vec<Vec<bool>>>> {
+        prop::collection::vec(
+            prop::collection::vec(prop::collection::vec(any::<bool>(), 1..4), 0..4),
+            1..4,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn rebuilding_reproduces_the_live_state(turns in sessions()) {
+            let (live, log) = run(&turns);
+            let rebuilt = rebuild(&log);
+            prop_assert_eq!(&rebuilt.state.items, &live.items);
+            prop_assert_eq!(rebuilt.state.turn, live.turn);
+            prop_assert_eq!(rebuilt.state.session_usage, live.session_usage);
+            prop_assert!(rebuilt.open_turn.is_none());
+        }
+
+        #[test]
+        fn no_prefix_reruns_an_answered_call(turns in sessions(), cut in any::<prop::sample::Index>()) {
+            let (_, log) = run(&turns);
+            let cut = cut.index(log.len()) + 1;
+            let rebuilt = rebuild(&log[..cut]);
+            let Some(open) = rebuilt.open_turn else { return Ok(()) };
+            let answered: Vec<String> = log[..cut]
+                .iter()
+                .filter_map(|r| match &r.event {
+                    SessionEvent::ToolCallFinished { result, .. } => Some(result.call_id.clone()),
+                    _ => None,
+                })
+                .collect();
+            let mut state = rebuilt.state;
+            for effect in reconcile(&mut state, &open, &Unchanged) {
+                if let Effect::RunBatch { calls, .. } = &effect {
+                    for c in calls {
+                        prop_assert!(!answered.contains(&c.call_id));
+                    }
+                }
+                if let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = effect {
+                    prop_assert!(!answered.contains(&result.call_id));
+                }
+            }
+        }
+    }
+}

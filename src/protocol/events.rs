@@ -29,6 +29,7 @@
 //! | `compaction` | loop | the history was replaced by these items |
 //! | `model_error` | loop | a model request failed for good |
 //! | `error` | runtime | any other failure worth keeping |
+//! | `hook_ran` | runtime | one hook run or skip: event, command, source, duration, exit code, decision, reason, error, refused loosening |
 //! | `turn_completed` | loop | outcome and the turn's usage (synced) |
 //! | `session_ended` | runtime | the front end closed the session (synced) |
 //!
@@ -293,17 +294,122 @@ mod tests {
         serde_json::to_value(event).unwrap()["type"].as_str().unwrap().to_owned()
     }
 
-    #[test]
-    fn every_written_type_is_listed() {
-        let samples = [
-            SessionEvent::UserMessage { text: String::new() },
-            SessionEvent::SessionEnded { reason: String::new() },
-            SessionEvent::FileBefore { call_id: String::new(), path: String::new(), before: None },
+    /// One sample per variant; the match makes a new variant fail to
+    /// compile here until it has a sample (and so a listed type).
+    fn samples() -> Vec<SessionEvent> {
+        let s = String::new;
+        let call = ToolCall { call_id: s(), name: s(), arguments: s(), item_id: None };
+        let usage = Usage::default();
+        let all = vec![
+            SessionEvent::SessionStarted {
+                session_id: s(),
+                cwd: s(),
+                provider: s(),
+                model: s(),
+                keel_version: s(),
+                git_head: None,
+            },
+            SessionEvent::SessionResumed {
+                provider: s(),
+                model: s(),
+                keel_version: s(),
+                skipped_lines: 0,
+                interrupted_calls: 0,
+            },
+            SessionEvent::UserMessage { text: s() },
+            SessionEvent::TurnStarted { turn: 1 },
+            SessionEvent::ModelResponse {
+                step: 1,
+                response: ModelResponse {
+                    items: Vec::new(),
+                    usage,
+                    stop_reason: super::super::model::StopReason::EndTurn,
+                    response_id: None,
+                },
+            },
+            SessionEvent::PolicyDecision { call_id: s(), decision: s(), matched_rules: Vec::new() },
+            SessionEvent::Approval {
+                call_id: s(),
+                approved: true,
+                scope: ApprovalScope::Once,
+                note: None,
+            },
+            SessionEvent::ToolCallStarted { call, class: ToolClass::Mutating },
+            SessionEvent::FileBefore { call_id: s(), path: s(), before: None },
+            SessionEvent::FileChanged { call_id: s(), path: s(), before: None, after: None },
+            SessionEvent::ToolCallFinished {
+                result: ToolResult::ok("c", "o"),
+                meta: serde_json::Value::Null,
+            },
+            SessionEvent::Checkpoint { turn: 1, commit: s() },
+            SessionEvent::Undo { turn: 1, commit: s() },
+            SessionEvent::ModeChanged { mode: s() },
+            SessionEvent::PhaseChanged { from: s(), to: s() },
+            SessionEvent::PlanUpdated { plan: serde_json::Value::Null },
+            SessionEvent::TaskUpdated { task: serde_json::Value::Null },
             SessionEvent::Compaction { items: Vec::new() },
-            SessionEvent::Error { message: String::new() },
+            SessionEvent::ModelError { message: s() },
+            SessionEvent::Error { message: s() },
+            SessionEvent::HookRan {
+                event: s(),
+                command: s(),
+                source: s(),
+                duration_ms: 1,
+                exit_code: Some(2),
+                decision: Some("deny".into()),
+                reason: Some(s()),
+                error: None,
+                skipped: None,
+                refused: None,
+            },
+            SessionEvent::TurnCompleted { turn: 1, outcome: TurnOutcome::Completed, usage },
+            SessionEvent::SessionEnded { reason: s() },
         ];
-        for event in &samples {
-            assert!(SessionEvent::TYPES.contains(&type_of(event).as_str()), "{event:?}");
+        for event in &all {
+            match event {
+                SessionEvent::SessionStarted { .. }
+                | SessionEvent::SessionResumed { .. }
+                | SessionEvent::UserMessage { .. }
+                | SessionEvent::TurnStarted { .. }
+                | SessionEvent::ModelResponse { .. }
+                | SessionEvent::PolicyDecision { .. }
+                | SessionEvent::Approval { .. }
+                | SessionEvent::ToolCallStarted { .. }
+                | SessionEvent::FileBefore { .. }
+                | SessionEvent::FileChanged { .. }
+                | SessionEvent::ToolCallFinished { .. }
+                | SessionEvent::Checkpoint { .. }
+                | SessionEvent::Undo { .. }
+                | SessionEvent::ModeChanged { .. }
+                | SessionEvent::PhaseChanged { .. }
+                | SessionEvent::PlanUpdated { .. }
+                | SessionEvent::TaskUpdated { .. }
+                | SessionEvent::Compaction { .. }
+                | SessionEvent::ModelError { .. }
+                | SessionEvent::Error { .. }
+                | SessionEvent::HookRan { .. }
+                | SessionEvent::TurnCompleted { .. }
+                | SessionEvent::SessionEnded { .. } => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_variant_has_exactly_one_listed_type_and_round_trips() {
+        let samples = samples();
+        assert_eq!(samples.len(), SessionEvent::TYPES.len());
+        let mut seen: Vec<String> = samples.iter().map(type_of).collect();
+        for kind in &seen {
+            assert!(SessionEvent::TYPES.contains(&kind.as_str()), "{kind} is not listed");
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), SessionEvent::TYPES.len());
+        for event in samples {
+            let record = EventRecord { v: 1, seq: 0, ts: "t".into(), event };
+            let line = serde_json::to_string(&record).unwrap();
+            assert_eq!(serde_json::from_str::<EventRecord>(&line).unwrap(), record);
         }
     }
 

@@ -115,7 +115,7 @@ impl Session {
             sink,
             approver,
             open_turn: None,
-            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
+            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root, 0),
             model: settings.model.clone(),
             last_input_tokens: 0,
             // Project trust arrives with the policy issue; until then a

@@ -50,6 +50,15 @@ impl Session {
         for message in settings.warnings.iter().chain(&report.warnings) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
+        let here = options.cwd.display().to_string();
+        if !rebuilt.facts.cwd.is_empty() && rebuilt.facts.cwd != here {
+            sink.emit(RuntimeEvent::Warning {
+                message: format!(
+                    "this session was started in {}; its tools now run in {here}",
+                    rebuilt.facts.cwd
+                ),
+            });
+        }
         if rebuilt.dropped_empty_turn {
             sink.emit(RuntimeEvent::Warning {
                 message: "the last turn's prompt was never recorded; give it again to go on"
@@ -93,7 +102,11 @@ impl Session {
             sink,
             approver,
             open_turn: rebuilt.open_turn,
-            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root),
+            checkpoints: Checkpoints::new(
+                &settings.keel_home,
+                &settings.workspace_root,
+                rebuilt.facts.checkpointed_turn,
+            ),
             files,
             model: settings.model.clone(),
             last_input_tokens: 0,

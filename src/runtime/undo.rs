@@ -27,10 +27,12 @@ pub(super) struct Checkpoints {
 }
 
 impl Checkpoints {
-    pub fn new(keel_home: &Path, workspace_root: &Path) -> Self {
+    /// `taken_for` is the last turn the log already has a checkpoint for,
+    /// so a resumed turn keeps the checkpoint taken at its start.
+    pub fn new(keel_home: &Path, workspace_root: &Path, taken_for: u32) -> Self {
         Self {
             shadow: ShadowRepo::for_workspace(keel_home, workspace_root),
-            taken_for: 0,
+            taken_for,
             disabled: false,
         }
     }

@@ -59,8 +59,10 @@ async fn run_edit_trajectory(wire: Wire) {
     assert_eq!(log_types.iter().filter(|t| *t == "model_response").count(), 4, "{log_types:?}");
     assert_eq!(log_types.iter().filter(|t| *t == "tool_call_started").count(), 3);
     assert_eq!(log_types.iter().filter(|t| *t == "tool_call_finished").count(), 3);
-    let turn_end = log.iter().rev().find(|l| l["type"] == "turn_completed").unwrap();
-    assert_eq!(turn_end["outcome"], "completed");
+    assert_eq!(log.last().unwrap()["type"], "session_ended");
+    let end = &log[log.len() - 2];
+    assert_eq!(end["type"], "turn_completed");
+    assert_eq!(end["outcome"], "completed");
     for (seq, line) in log.iter().enumerate() {
         assert_eq!(line["seq"], seq as u64);
     }
