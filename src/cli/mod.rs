@@ -4,6 +4,7 @@
 
 mod exec_cmd;
 mod tool_cmd;
+mod tui_cmd;
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -18,11 +19,17 @@ const EXIT_CODES: &str = "Exit codes:\n  0    done\n  1    the model or the turn
 error\n  130  interrupted (Ctrl-C)";
 
 /// keel: a terminal coding agent.
+///
+/// With no subcommand keel opens an interactive session in the current
+/// folder; `keel "PROMPT"` opens one and sends PROMPT first.
 #[derive(Debug, Parser)]
 #[command(name = "keel", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(flatten)]
     pub model: ModelArgs,
+    /// A first prompt for the interactive session.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -85,9 +92,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
         Some(Command::Tool(args)) => tool_cmd::run(args).await,
-        None => anyhow::bail!(
-            "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
-        ),
+        None => tui_cmd::run(&cli.model, cli.prompt).await,
     }
 }
 

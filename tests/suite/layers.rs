@@ -8,7 +8,7 @@ fn layer(module: &str) -> Option<u8> {
         "protocol" | "policy" | "prompts" | "agent" => Some(0),
         "llm" | "tools" | "sandbox" | "session" | "config" => Some(1),
         "runtime" => Some(2),
-        "exec" | "cli" | "main" | "lib" => Some(3),
+        "exec" | "tui" | "cli" | "main" | "lib" => Some(3),
         _ => None,
     }
 }
