@@ -145,6 +145,9 @@ pub struct App {
     pub expanded: bool,
     /// Rows scrolled up from the bottom of the transcript.
     pub scroll: usize,
+    /// Most rows the transcript can scroll up, as of the last frame drawn
+    /// scrolled (the view records it; PageUp clamps to it).
+    pub transcript_rows: std::cell::Cell<usize>,
     /// A first Ctrl+C on an idle, empty prompt.
     pub quit_armed: bool,
     /// A one-line hint above the input (cleared by the next key).

@@ -54,6 +54,8 @@ struct Driver {
     turn_started: Instant,
     quit: bool,
     session: Option<(String, PathBuf)>,
+    /// Why the session could not start (reported after the screen is restored).
+    failed: Option<String>,
 }
 
 /// Runs the TUI until the user quits.
@@ -72,6 +74,7 @@ pub async fn run(settings: Settings, options: TuiOptions) -> Result<ExitStatus, 
         turn_started: Instant::now(),
         quit: false,
         session: None,
+        failed: None,
     };
     if let Some(prompt) = options.first_prompt {
         driver.app.editor.insert(&prompt);
@@ -84,7 +87,7 @@ pub async fn run(settings: Settings, options: TuiOptions) -> Result<ExitStatus, 
         cancel.cancel();
     }
     drop(driver.reply.take());
-    let Driver { ops, session: info, .. } = driver;
+    let Driver { ops, session: info, failed, .. } = driver;
     drop(ops);
     drop(events_rx);
     if tokio::time::timeout(SHUTDOWN_GRACE, session).await.is_err() {
@@ -93,7 +96,11 @@ pub async fn run(settings: Settings, options: TuiOptions) -> Result<ExitStatus, 
     if let Some((id, log)) = info {
         let _ = writeln!(std::io::stdout().lock(), "session {id}\nlog {}", log.display());
     }
-    outcome.map(|()| ExitStatus::Done)
+    outcome?;
+    match failed {
+        Some(message) => Err(TuiError::Session(message)),
+        None => Ok(ExitStatus::Done),
+    }
 }
 
 impl Driver {
@@ -149,7 +156,8 @@ impl Driver {
             }
             UiEvent::TurnFailed(message) => Some(Msg::TurnFailed(message)),
             UiEvent::SessionFailed(message) => {
-                self.app.notice(Level::Error, format!("the session could not start: {message}"));
+                self.failed = Some(message);
+                self.quit = true;
                 None
             }
             UiEvent::SessionReady { session_id, log_path } => {
@@ -166,7 +174,10 @@ impl Driver {
                     let cancel = CancellationToken::new();
                     self.cancel = Some(cancel.clone());
                     self.turn_started = Instant::now();
-                    let _ = self.ops.send(Op::Prompt { text, cancel });
+                    if self.ops.send(Op::Prompt { text, cancel }).is_err() {
+                        let msg = Msg::TurnFailed("the session has stopped; restart keel".into());
+                        update(&mut self.app, msg);
+                    }
                 }
                 Command::Interrupt => {
                     if let Some(cancel) = &self.cancel {

@@ -96,7 +96,10 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         (KeyCode::Char('w'), true) => app.editor.delete_word(),
         (KeyCode::Char('u'), true) => app.editor.clear(),
         (KeyCode::Char('o'), true) => app.expanded = !app.expanded,
-        (KeyCode::PageUp, _) => app.scroll += PAGE_ROWS,
+        (KeyCode::PageUp, _) => {
+            let limit = app.transcript_rows.get().max(app.scroll);
+            app.scroll = (app.scroll + PAGE_ROWS).min(limit.max(PAGE_ROWS));
+        }
         (KeyCode::PageDown, _) => app.scroll = app.scroll.saturating_sub(PAGE_ROWS),
         (KeyCode::Char(c), false) => {
             let mut buf = [0u8; 4];

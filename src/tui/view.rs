@@ -54,8 +54,15 @@ fn draw_transcript(app: &App, frame: &mut Frame<'_>, area: Rect) {
         return;
     }
     let rows = usize::from(area.height);
-    let total = app.transcript.height(area.width, app.expanded, app.theme);
-    let from_bottom = app.scroll.min(total.saturating_sub(rows));
+    // Following the bottom (the usual case) touches only the visible cells,
+    // so a resize re-wraps a screenful, not the whole transcript.
+    let from_bottom = if app.scroll == 0 {
+        0
+    } else {
+        let total = app.transcript.height(area.width, app.expanded, app.theme);
+        app.transcript_rows.set(total.saturating_sub(rows));
+        app.scroll.min(total.saturating_sub(rows))
+    };
     let lines = app.transcript.window(area.width, rows, from_bottom, app.expanded, app.theme);
     frame.render_widget(Paragraph::new(lines), area);
 }
