@@ -37,6 +37,8 @@ pub enum Msg {
     TurnFailed(String),
     /// Time since the running turn started (drives the spinner).
     Tick(Duration),
+    /// The workspace's files were listed (for `@path` completion).
+    FilesListed(Vec<String>),
 }
 
 /// How the user answered an approval.
@@ -152,6 +154,8 @@ pub struct App {
     pub quit_armed: bool,
     /// A one-line hint above the input (cleared by the next key).
     pub hint: Option<String>,
+    /// Workspace files for `@path` completion.
+    pub files: Vec<String>,
 }
 
 impl Default for Theme {
@@ -202,6 +206,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         }
         Msg::Tick(elapsed) => {
             app.status.elapsed = elapsed;
+            Vec::new()
+        }
+        Msg::FilesListed(files) => {
+            app.files = files;
             Vec::new()
         }
     }

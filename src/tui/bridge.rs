@@ -32,6 +32,8 @@ pub enum UiEvent {
     TurnFailed(String),
     /// The session could not start; nothing can run.
     SessionFailed(String),
+    /// The workspace's files, for `@path` completion.
+    Files(Vec<String>),
     /// The session is open: its id and log path.
     SessionReady {
         session_id: String,

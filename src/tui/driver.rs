@@ -64,6 +64,11 @@ pub async fn run(settings: Settings, options: TuiOptions) -> Result<ExitStatus, 
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let session_options =
         SessionOptions { approval: options.approval, cwd: options.cwd.clone(), date: options.date };
+    let files_tx = events_tx.clone();
+    let root = settings.workspace_root.clone();
+    tokio::task::spawn_blocking(move || {
+        let _ = files_tx.send(UiEvent::Files(super::files::list_files(&root)));
+    });
     let session = tokio::spawn(run_session(settings, session_options, ops_rx, events_tx));
     let mut guard = TerminalGuard::enter()?;
     let mut driver = Driver {
@@ -155,6 +160,7 @@ impl Driver {
                 Some(Msg::ApprovalRequested { call, reason })
             }
             UiEvent::TurnFailed(message) => Some(Msg::TurnFailed(message)),
+            UiEvent::Files(files) => Some(Msg::FilesListed(files)),
             UiEvent::SessionFailed(message) => {
                 self.failed = Some(message);
                 self.quit = true;

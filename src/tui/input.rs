@@ -180,26 +180,54 @@ impl Editor {
         }
     }
 
-    /// Slash commands matching the text, when it is a lone `/word`.
-    pub fn completions(&self) -> Vec<(&'static str, &'static str)> {
+    /// The `@word` being typed at the cursor, without the `@`.
+    fn at_word(&self) -> Option<(usize, &str)> {
+        let before = &self.text[..self.cursor];
+        let start = before.rfind([' ', '\n']).map_or(0, |at| at + 1);
+        let word = &before[start..];
+        word.strip_prefix('@').map(|rest| (start, rest))
+    }
+
+    /// Completions for what is typed: slash commands for a lone `/word`,
+    /// files for an `@word` at the cursor. (label, description) pairs.
+    pub fn completions(&self, files: &[String]) -> Vec<(String, String)> {
+        if let Some((_, query)) = self.at_word() {
+            return super::files::rank(query, files)
+                .into_iter()
+                .map(|file| (format!("@{file}"), String::new()))
+                .collect();
+        }
         if !self.text.starts_with('/') || self.text.contains([' ', '\n']) {
             return Vec::new();
         }
-        SLASH_COMMANDS.iter().copied().filter(|(name, _)| name.starts_with(&self.text)).collect()
+        SLASH_COMMANDS
+            .iter()
+            .filter(|(name, _)| name.starts_with(&self.text))
+            .map(|(name, about)| ((*name).to_owned(), (*about).to_owned()))
+            .collect()
     }
 
-    /// Replaces the text with the selected completion.
-    pub fn complete(&mut self) -> bool {
-        let choices = self.completions();
-        match choices.get(self.popup_selected.min(choices.len().saturating_sub(1))) {
-            Some((name, _)) => {
-                self.text = (*name).to_owned();
-                self.cursor = self.text.len();
-                self.popup_selected = 0;
-                true
+    /// Puts the selected completion in place of what it completes.
+    pub fn complete(&mut self, files: &[String]) -> bool {
+        let choices = self.completions(files);
+        let Some((label, _)) =
+            choices.get(self.popup_selected.min(choices.len().saturating_sub(1)))
+        else {
+            return false;
+        };
+        match self.at_word() {
+            Some((start, _)) => {
+                let with_space = format!("{label} ");
+                self.text.replace_range(start..self.cursor, &with_space);
+                self.cursor = start + with_space.len();
             }
-            None => false,
+            None => {
+                self.text.clone_from(label);
+                self.cursor = self.text.len();
+            }
         }
+        self.popup_selected = 0;
+        true
     }
 }
 
@@ -260,11 +288,23 @@ mod tests {
     #[test]
     fn slash_completions_filter_by_prefix() {
         let mut editor = typed("/m");
-        let names: Vec<_> = editor.completions().iter().map(|c| c.0).collect();
+        let names: Vec<_> = editor.completions(&[]).into_iter().map(|c| c.0).collect();
         assert_eq!(names, ["/mode", "/model"]);
         editor.popup_selected = 1;
-        assert!(editor.complete());
+        assert!(editor.complete(&[]));
         assert_eq!(editor.text(), "/model");
-        assert!(typed("/mode x").completions().is_empty());
+        assert!(typed("/mode x").completions(&[]).is_empty());
+    }
+
+    #[test]
+    fn at_words_complete_to_files() {
+        let files = vec!["src/main.rs".to_owned(), "README.md".to_owned()];
+        let mut editor = typed("look at @mai please");
+        for _ in 0..7 {
+            editor.left();
+        }
+        assert_eq!(editor.completions(&files)[0].0, "@src/main.rs");
+        assert!(editor.complete(&files));
+        assert_eq!(editor.text(), "look at @src/main.rs  please");
     }
 }

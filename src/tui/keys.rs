@@ -65,19 +65,20 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
 }
 
 fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
-    let popup = app.editor.completions().len();
+    let popup = app.editor.completions(&app.files).len();
     let newline = key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT);
     match (key.code, ctrl) {
         (KeyCode::Enter, _) if newline => app.editor.insert("\n"),
         (KeyCode::Char('j'), true) => app.editor.insert("\n"),
         (KeyCode::Enter, _) => {
-            if popup > 0 {
-                app.editor.complete();
+            // Enter on an open popup picks the entry; a slash command runs.
+            if popup > 0 && app.editor.complete(&app.files) && !app.editor.text().starts_with('/') {
+                return Vec::new();
             }
             return submit(app);
         }
         (KeyCode::Tab, _) if popup > 0 => {
-            app.editor.complete();
+            app.editor.complete(&app.files);
         }
         (KeyCode::Up, _) if popup > 0 => {
             app.editor.popup_selected = app.editor.popup_selected.saturating_sub(1);

@@ -16,6 +16,7 @@ mod app;
 mod bridge;
 mod diff;
 mod driver;
+mod files;
 mod input;
 mod keys;
 mod markdown;

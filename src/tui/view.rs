@@ -136,12 +136,13 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
 }
 
 fn draw_popup(app: &App, frame: &mut Frame<'_>, above: Rect) {
-    let choices = app.editor.completions();
+    let choices = app.editor.completions(&app.files);
     if choices.is_empty() || above.height < 3 || above.width < 8 {
         return;
     }
     let rows = u16::try_from(choices.len()).unwrap_or(u16::MAX).saturating_add(2).min(above.height);
-    let width = above.width.min(60);
+    let widest = choices.iter().map(|(label, about)| label.len() + about.len() + 4).max();
+    let width = above.width.min(u16::try_from(widest.unwrap_or(0)).unwrap_or(u16::MAX).max(60));
     let rect = Rect { x: above.x, y: above.bottom() - rows, width, height: rows };
     frame.render_widget(Clear, rect);
     let theme = app.theme;

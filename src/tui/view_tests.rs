@@ -382,3 +382,21 @@ fn multi_line_input_and_paste() {
     assert_eq!(app.editor.text(), "first\nsecond\nthird");
     insta::assert_snapshot!(render(&app, 40, 10));
 }
+
+#[test]
+fn file_popup_for_at_paths() {
+    let mut app = app();
+    update(
+        &mut app,
+        Msg::FilesListed(
+            ["src/main.rs", "src/tui/mod.rs", "src/tui/markdown.rs", "README.md"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        ),
+    );
+    type_text(&mut app, "explain @tuimo");
+    insta::assert_snapshot!(render(&app, 60, 10));
+    assert!(update(&mut app, key(KeyCode::Enter)).is_empty(), "Enter picks, does not send");
+    assert_eq!(app.editor.text(), "explain @src/tui/mod.rs ");
+}
