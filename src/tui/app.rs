@@ -158,12 +158,6 @@ pub struct App {
     pub files: Vec<String>,
 }
 
-impl Default for Theme {
-    fn default() -> Self {
-        Theme::new(true)
-    }
-}
-
 impl App {
     pub fn new(theme: Theme, mode: ApprovalMode) -> Self {
         let status = Status { mode, ..Status::default() };

@@ -10,6 +10,12 @@ pub struct Theme {
     color: bool,
 }
 
+impl Default for Theme {
+    fn default() -> Self {
+        Self::new(true)
+    }
+}
+
 impl Theme {
     /// `color: false` for `NO_COLOR` (any non-empty value, per no-color.org).
     pub fn new(color: bool) -> Self {

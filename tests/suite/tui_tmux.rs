@@ -23,7 +23,9 @@ struct Pane {
 
 impl Pane {
     fn start(cwd: &Path, command: &str) -> Self {
-        let socket = format!("keel-e2e-{}", std::process::id());
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("keel-e2e-{}-{n}", std::process::id());
         let pane = Self { socket };
         // One tmux invocation: the options hold before keel starts, so the
         // pane stays (with its exit status) even if keel exits at once.
@@ -112,6 +114,35 @@ fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// Starts keel in a pane with a cleared environment; `extra` is appended
+/// to the command line (already quoted).
+fn launch(sandbox: &Sandbox, model_uri: &str, extra: &str) -> Pane {
+    let keel = assert_cmd::cargo::cargo_bin("keel");
+    let command = format!(
+        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color {} --provider openai-chat \
+         --base-url {} --model m {extra}",
+        shell_quote(&std::env::var("PATH").unwrap_or_default()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&keel.display().to_string()),
+        shell_quote(&format!("{model_uri}/v1")),
+    );
+    Pane::start(&sandbox.repo, &command)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_prompt_on_the_command_line_is_sent_at_once() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Hi from the **model**.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "'say hi'");
+    let screen = pane.wait_for(&["› say hi", "Hi from the model.", "Ask keel"]);
+    assert!(screen.contains("↑100 ↓20"), "usage not shown:\n{screen}");
+    pane.keys(&["C-c"]);
+    pane.wait_for(&["press Ctrl+C again to quit"]);
+    pane.keys(&["C-c"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_always_see_a_diff_interrupt_and_quit() {
     let sandbox = Sandbox::new();
@@ -137,16 +168,7 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
         Step::Answer("unreachable".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let keel = assert_cmd::cargo::cargo_bin("keel");
-    let command = format!(
-        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color {} --provider openai-chat --base-url {} --model m",
-        shell_quote(&std::env::var("PATH").unwrap_or_default()),
-        shell_quote(&sandbox.home.display().to_string()),
-        shell_quote(&sandbox.home.display().to_string()),
-        shell_quote(&keel.display().to_string()),
-        shell_quote(&format!("{}/v1", server.uri())),
-    );
-    let pane = Pane::start(&sandbox.repo, &command);
+    let pane = launch(&sandbox, &server.uri(), "");
     pane.wait_for(&["Ask keel"]);
 
     pane.type_text("tidy up");
