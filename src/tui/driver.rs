@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures_util::StreamExt;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until};
 use tokio_util::sync::CancellationToken;
@@ -115,6 +116,11 @@ impl Driver {
         events: &mut mpsc::UnboundedReceiver<UiEvent>,
     ) -> Result<(), TuiError> {
         let mut input = EventStream::new();
+        // Raw mode turns Ctrl+C into a key; these come from outside (kill,
+        // a closed terminal) and must still restore the screen.
+        let mut term = signal(SignalKind::terminate()).map_err(TuiError::Terminal)?;
+        let mut hangup = signal(SignalKind::hangup()).map_err(TuiError::Terminal)?;
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(TuiError::Terminal)?;
         let mut tick = interval(SPINNER_TICK);
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut dirty = true;
@@ -144,6 +150,9 @@ impl Driver {
                 },
                 _ = sleep_until(next_frame), if dirty => continue,
                 _ = tick.tick(), if running => Msg::Tick(self.turn_started.elapsed()),
+                _ = term.recv() => break,
+                _ = hangup.recv() => break,
+                _ = interrupt.recv() => break,
             };
             let commands = update(&mut self.app, msg);
             self.perform(commands);

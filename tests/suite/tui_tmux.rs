@@ -78,16 +78,42 @@ impl Pane {
         }
     }
 
-    /// `Some(status)` once keel has exited.
+    /// The pane process's state and its threads' wait channels (diagnostics).
+    fn process(&self) -> String {
+        let out = self.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let mut text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for task in tasks.flatten() {
+                let path = task.path();
+                let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+                let wchan = std::fs::read_to_string(path.join("wchan")).unwrap_or_default();
+                text.push_str(&format!("{} {} {wchan}\n", comm.trim(), path.display()));
+            }
+        }
+        text
+    }
+
+    /// `Some(status)` once keel has exited: tmux says the pane is dead, or
+    /// (tmux has not reaped it yet; seen under load) the process is a
+    /// zombie, whose wait status is the last field of `/proc/PID/stat`.
     fn exit_status(&self) -> Option<i32> {
-        let out = self.tmux(
-            &["display-message", "-p", "-t", "keel", "#{pane_dead} #{pane_dead_status}"],
-            &[],
-        );
+        let format = "#{pane_dead} #{pane_dead_status} #{pane_pid}";
+        let out = self.tmux(&["display-message", "-p", "-t", "keel", format], &[]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut words = text.split_whitespace();
-        match (words.next(), words.next()) {
-            (Some("1"), Some(code)) => code.parse().ok(),
+        let words: Vec<&str> = text.split_whitespace().collect();
+        match words.as_slice() {
+            ["1", code, _pid] => code.parse().ok(),
+            // Alive, or dead without a status yet: ask the kernel.
+            [_, pid] | [_, _, pid] => {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+                if fields.first() != Some(&"Z") {
+                    return None;
+                }
+                let wait_status: i32 = fields.last()?.parse().ok()?;
+                Some((wait_status >> 8) & 0xff)
+            }
             _ => None,
         }
     }
@@ -98,7 +124,12 @@ impl Pane {
             if let Some(code) = self.exit_status() {
                 return code;
             }
-            assert!(started.elapsed() < DEADLINE, "keel did not exit:\n{}", self.screen());
+            assert!(
+                started.elapsed() < DEADLINE,
+                "keel did not exit:\n{}\n{}",
+                self.screen(),
+                self.process()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -205,4 +236,21 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
     let log = sandbox.only_log();
     assert_eq!(log.last().unwrap()["outcome"], "interrupted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_restores_the_terminal() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("unused".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    let out = pane.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(comm.trim(), "keel", "the pane runs keel itself");
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert_eq!(pane.wait_exit(), 0);
+    // Back on the normal screen: the TUI's frame is gone, the exit note is there.
+    let screen = pane.screen();
+    assert!(!screen.contains("Ask keel") && screen.contains(".jsonl"), "{screen}");
 }
