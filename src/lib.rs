@@ -6,7 +6,7 @@
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
 //!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`].
 //! - L2: [`runtime`], the async driver.
-//! - L3, front ends: [`exec`], [`cli`].
+//! - L3, front ends: [`exec`], [`tui`], [`cli`].
 
 pub mod agent;
 pub mod context;
@@ -28,3 +28,4 @@ pub mod runtime;
 
 pub mod cli;
 pub mod exec;
+pub mod tui;

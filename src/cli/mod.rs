@@ -9,6 +9,7 @@ mod replay_cmd;
 mod resume_cmd;
 mod sessions_cmd;
 mod tool_cmd;
+mod tui_cmd;
 mod undo_cmd;
 
 use std::path::PathBuf;
@@ -24,11 +25,17 @@ const EXIT_CODES: &str = "Exit codes:\n  0    done\n  1    the model or the turn
 error\n  130  interrupted (Ctrl-C)";
 
 /// keel: a terminal coding agent.
+///
+/// With no subcommand keel opens an interactive session in the current
+/// folder; `keel "PROMPT"` opens one and sends PROMPT first.
 #[derive(Debug, Parser)]
 #[command(name = "keel", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(flatten)]
     pub model: ModelArgs,
+    /// A first prompt for the interactive session.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -155,9 +162,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         Some(Command::Replay(args)) => replay_cmd::run(&args).await,
         Some(Command::Demo) => demo_cmd::run().await,
-        None => anyhow::bail!(
-            "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
-        ),
+        None => tui_cmd::run(&cli.model, cli.prompt).await,
     }
 }
 

@@ -147,6 +147,12 @@ impl Session {
         self.last_input_tokens
     }
 
+    /// Changes the approval mode for the turns that follow (the TUI's
+    /// Shift+Tab); a running turn keeps the mode it started with.
+    pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
+        self.state.config.approval = mode;
+    }
+
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
     pub async fn run_turn(
         &mut self,

@@ -8,7 +8,7 @@ fn layer(module: &str) -> Option<u8> {
         "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" => Some(0),
         "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" => Some(1),
         "runtime" => Some(2),
-        "exec" | "cli" | "main" | "lib" => Some(3),
+        "exec" | "tui" | "cli" | "main" | "lib" => Some(3),
         _ => None,
     }
 }

@@ -9,4 +9,5 @@ mod session_resume;
 mod session_undo;
 mod support;
 mod tools_cli;
+mod tui_tmux;
 mod wire;

@@ -1,0 +1,315 @@
+//! The model of the TUI and the pure half of its update: runtime events
+//! change the transcript and status. Key handling is in `keys.rs`.
+//!
+//! Invariants: no I/O, no clock (elapsed time arrives in [`Msg::Tick`]),
+//! no channels: what must happen outside is returned as [`Command`]s for
+//! the driver. An approval overlay is open exactly while the runtime waits
+//! on an answer.
+
+use std::time::Duration;
+
+use crossterm::event::KeyEvent;
+
+use crate::policy::ApprovalMode;
+use crate::protocol::{Item, StreamEvent, ToolCall, TurnOutcome, Usage};
+use crate::runtime::RuntimeEvent;
+
+use super::diff::{self, DiffLine};
+use super::input::Editor;
+use super::panels::{PlanView, TaskItem};
+use super::theme::Theme;
+use super::transcript::{CellKind, Level, ToolCell, ToolStatus, Transcript};
+
+/// Something that happened, for [`update`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    /// The terminal changed size; the next frame reflows.
+    Resize,
+    Runtime(RuntimeEvent),
+    /// The runtime waits for an answer about `call`.
+    ApprovalRequested {
+        call: ToolCall,
+        reason: String,
+    },
+    /// The runtime task failed a turn outside the event stream.
+    TurnFailed(String),
+    /// Time since the running turn started (drives the spinner).
+    Tick(Duration),
+    /// The workspace's files were listed (for `@path` completion).
+    FilesListed(Vec<String>),
+}
+
+/// How the user answered an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalReply {
+    Once,
+    /// Approve, and from now on every call with this prefix.
+    Always(AllowPrefix),
+    /// Decline; the note goes to the model.
+    Deny(Option<String>),
+}
+
+/// What "yes, always" allows: calls of `tool` whose argv starts with `argv`
+/// (empty for tools without a command: every call of the tool).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowPrefix {
+    pub tool: String,
+    pub argv: Vec<String>,
+}
+
+impl AllowPrefix {
+    /// The first two words of a shell command, or the whole tool.
+    // TODO(policy issue): use the policy engine's prefix logic once it lands.
+    pub fn for_call(call: &ToolCall) -> Self {
+        let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+        let argv = match args.get("command").and_then(|c| c.as_str()) {
+            Some(command) => command.split_whitespace().take(2).map(str::to_owned).collect(),
+            None => Vec::new(),
+        };
+        Self { tool: call.name.clone(), argv }
+    }
+
+    pub fn matches(&self, call: &ToolCall) -> bool {
+        let other = Self::for_call(call);
+        other.tool == self.tool && other.argv.starts_with(&self.argv)
+    }
+
+    /// How the overlay names it.
+    pub fn describe(&self) -> String {
+        if self.argv.is_empty() {
+            format!("every `{}` call", self.tool)
+        } else {
+            format!("`{}`", self.argv.join(" "))
+        }
+    }
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Submit(String),
+    Interrupt,
+    Answer(ApprovalReply),
+    SetMode(ApprovalMode),
+    /// Plan review results (no backing workflow yet: the driver notes them).
+    PlanDecided(PlanDecision),
+    Quit,
+}
+
+/// The outcome of a plan review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanDecision {
+    Approve(ApprovalMode),
+    Reject(String),
+    Edit,
+}
+
+/// An open approval request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalView {
+    pub call: ToolCall,
+    pub reason: String,
+    pub prefix: AllowPrefix,
+    pub preview: Option<Vec<DiffLine>>,
+    /// `Some` while the user types a note for the model after "no".
+    pub note: Option<String>,
+}
+
+/// The status line's facts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Status {
+    pub provider: String,
+    pub model: String,
+    pub mode: ApprovalMode,
+    /// Context used, once the context issue provides it.
+    pub context_percent: Option<u8>,
+    pub usage: Usage,
+    pub running: bool,
+    pub elapsed: Duration,
+    /// What the running turn waits on ("thinking", "shell", …).
+    pub activity: String,
+}
+
+/// The whole UI state.
+#[derive(Debug, Default)]
+pub struct App {
+    pub theme: Theme,
+    pub transcript: Transcript,
+    pub editor: Editor,
+    pub status: Status,
+    pub approval: Option<ApprovalView>,
+    pub plan: Option<PlanView>,
+    pub tasks: Vec<TaskItem>,
+    pub show_tasks: bool,
+    /// Tool output shown in full (Ctrl+O).
+    pub expanded: bool,
+    /// Rows scrolled up from the bottom of the transcript.
+    pub scroll: usize,
+    /// Most rows the transcript can scroll up, as of the last frame drawn
+    /// scrolled (the view records it; PageUp clamps to it).
+    pub transcript_rows: std::cell::Cell<usize>,
+    /// A first Ctrl+C on an idle, empty prompt.
+    pub quit_armed: bool,
+    /// A one-line hint above the input (cleared by the next key).
+    pub hint: Option<String>,
+    /// Workspace files for `@path` completion.
+    pub files: Vec<String>,
+}
+
+impl App {
+    pub fn new(theme: Theme, mode: ApprovalMode) -> Self {
+        let status = Status { mode, ..Status::default() };
+        Self { theme, status, ..Self::default() }
+    }
+
+    pub(super) fn notice(&mut self, level: Level, text: impl Into<String>) {
+        self.transcript.push(CellKind::Notice { level, text: text.into() });
+    }
+}
+
+/// Applies one message; returns what the driver must do.
+pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
+    match msg {
+        Msg::Key(key) => super::keys::on_key(app, key),
+        Msg::Paste(text) => {
+            super::keys::on_paste(app, &text);
+            Vec::new()
+        }
+        Msg::Resize => Vec::new(),
+        Msg::Runtime(event) => {
+            on_runtime(app, event);
+            Vec::new()
+        }
+        Msg::ApprovalRequested { call, reason } => {
+            app.status.activity = "waiting for approval".into();
+            app.approval = Some(ApprovalView {
+                prefix: AllowPrefix::for_call(&call),
+                preview: diff::preview(&call.name, &call.arguments),
+                call,
+                reason,
+                note: None,
+            });
+            Vec::new()
+        }
+        Msg::TurnFailed(message) => {
+            app.notice(Level::Error, message);
+            end_turn(app);
+            Vec::new()
+        }
+        Msg::Tick(elapsed) => {
+            app.status.elapsed = elapsed;
+            Vec::new()
+        }
+        Msg::FilesListed(files) => {
+            app.files = files;
+            Vec::new()
+        }
+    }
+}
+
+fn on_runtime(app: &mut App, event: RuntimeEvent) {
+    match event {
+        RuntimeEvent::SessionStarted { provider, model, session_id, .. } => {
+            app.status.provider = provider;
+            app.status.model = model.clone();
+            app.notice(Level::Info, format!("keel · {model} · session {session_id}"));
+        }
+        RuntimeEvent::TurnStarted { .. } => {
+            app.status.running = true;
+            app.status.elapsed = Duration::ZERO;
+            app.status.activity = "thinking".into();
+        }
+        RuntimeEvent::Stream(event) => on_stream(app, event),
+        RuntimeEvent::ModelResponse(response) => {
+            let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
+            app.transcript.finish_assistant(&text);
+            add_usage(&mut app.status.usage, &response.usage);
+        }
+        RuntimeEvent::ToolCallStarted { call, .. } => {
+            app.status.activity = call.name.clone();
+            app.transcript.push(CellKind::Tool(ToolCell {
+                summary: call_summary(&call),
+                call_id: call.call_id,
+                name: call.name,
+                status: ToolStatus::Running,
+                exit_code: None,
+                output: String::new(),
+                diff: None,
+            }));
+        }
+        RuntimeEvent::ToolCallFinished { call, result, meta } => {
+            let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
+            let finish = |tool: &mut ToolCell| {
+                tool.status =
+                    if result.is_error { ToolStatus::Failed } else { ToolStatus::Succeeded };
+                tool.exit_code = exit_code;
+                tool.diff =
+                    diff::contains_diff(&result.output).then(|| diff::parse(&result.output));
+                tool.output = result.output.clone();
+            };
+            if !app.transcript.update_tool(&call.call_id, finish) {
+                let mut tool = ToolCell {
+                    summary: call_summary(&call),
+                    call_id: call.call_id.clone(),
+                    name: call.name.clone(),
+                    status: ToolStatus::Running,
+                    exit_code: None,
+                    output: String::new(),
+                    diff: None,
+                };
+                finish(&mut tool);
+                app.transcript.push(CellKind::Tool(tool));
+            }
+            app.status.activity = "thinking".into();
+        }
+        RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
+        RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
+        RuntimeEvent::TurnCompleted { outcome, .. } => {
+            match outcome {
+                TurnOutcome::Completed | TurnOutcome::Failed => {}
+                TurnOutcome::Interrupted => app.notice(Level::Warning, "interrupted"),
+                TurnOutcome::MaxSteps => {
+                    app.notice(Level::Warning, "stopped at the step limit (-c max_steps=N)");
+                }
+            }
+            end_turn(app);
+        }
+    }
+}
+
+fn on_stream(app: &mut App, event: StreamEvent) {
+    match event {
+        StreamEvent::TextDelta { delta } => app.transcript.append_assistant(&delta),
+        StreamEvent::ReasoningDelta { delta } => app.transcript.append_reasoning(&delta),
+        StreamEvent::ToolCallStarted { name, .. } => {
+            app.status.activity = format!("preparing {name}")
+        }
+        StreamEvent::ToolCallArgumentsDelta { .. } => {}
+    }
+}
+
+fn end_turn(app: &mut App) {
+    app.status.running = false;
+    app.status.activity.clear();
+    app.approval = None;
+    app.transcript.close_streaming();
+    app.transcript.settle_running();
+}
+
+fn add_usage(total: &mut Usage, more: &Usage) {
+    total.input_tokens += more.input_tokens;
+    total.output_tokens += more.output_tokens;
+    total.cached_input_tokens += more.cached_input_tokens;
+    total.reasoning_tokens += more.reasoning_tokens;
+}
+
+/// The most telling argument of a call: the command, path or pattern.
+pub fn call_summary(call: &ToolCall) -> String {
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    ["command", "path", "pattern"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| call.arguments.clone())
+}

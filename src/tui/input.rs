@@ -1,0 +1,310 @@
+//! The prompt editor: a multi-line buffer with a cursor, history, and the
+//! slash-command completions for what is typed.
+//!
+//! Invariant: `cursor` is always a char boundary of `text` (every edit
+//! moves it by whole chars), so slicing at it never panics.
+
+/// Slash commands with a one-line description, in popup order.
+pub const SLASH_COMMANDS: [(&str, &str); 11] = [
+    ("/help", "keys and commands"),
+    ("/mode", "cycle approval mode (ask → full-auto → yolo)"),
+    ("/plan", "plan before editing"),
+    ("/compact", "summarise the conversation to free context"),
+    ("/tasks", "show or hide the tasks panel"),
+    ("/diff", "show the changes made in this session"),
+    ("/undo", "undo the last change"),
+    ("/resume", "open an earlier session"),
+    ("/skills", "list skills"),
+    ("/model", "switch model"),
+    ("/quit", "leave keel"),
+];
+
+/// The editor state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Editor {
+    text: String,
+    cursor: usize,
+    history: Vec<String>,
+    /// Position while browsing history, and the draft it replaced.
+    browsing: Option<(usize, String)>,
+    /// Selected row of the slash popup.
+    pub popup_selected: usize,
+}
+
+impl Editor {
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    pub fn insert(&mut self, text: &str) {
+        // Terminals send pasted newlines as \r.
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        self.text.insert_str(self.cursor, &text);
+        self.cursor += text.len();
+        self.popup_selected = 0;
+    }
+
+    pub fn backspace(&mut self) {
+        if let Some(c) = self.text[..self.cursor].chars().next_back() {
+            self.cursor -= c.len_utf8();
+            self.text.remove(self.cursor);
+        }
+        self.popup_selected = 0;
+    }
+
+    pub fn delete(&mut self) {
+        if self.cursor < self.text.len() {
+            self.text.remove(self.cursor);
+        }
+    }
+
+    pub fn left(&mut self) {
+        if let Some(c) = self.text[..self.cursor].chars().next_back() {
+            self.cursor -= c.len_utf8();
+        }
+    }
+
+    pub fn right(&mut self) {
+        if let Some(c) = self.text[self.cursor..].chars().next() {
+            self.cursor += c.len_utf8();
+        }
+    }
+
+    pub fn home(&mut self) {
+        self.cursor = self.text[..self.cursor].rfind('\n').map_or(0, |at| at + 1);
+    }
+
+    pub fn end(&mut self) {
+        self.cursor += self.text[self.cursor..].find('\n').unwrap_or(self.text.len() - self.cursor);
+    }
+
+    /// Deletes the word before the cursor (Ctrl+W).
+    pub fn delete_word(&mut self) {
+        let before = &self.text[..self.cursor];
+        let trimmed = before.trim_end_matches(' ');
+        let start = trimmed.rfind([' ', '\n']).map_or(0, |at| at + 1);
+        self.text.replace_range(start..self.cursor, "");
+        self.cursor = start;
+    }
+
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.cursor = 0;
+        self.browsing = None;
+        self.popup_selected = 0;
+    }
+
+    /// Takes the text for sending and remembers it in history.
+    pub fn submit(&mut self) -> String {
+        let text = std::mem::take(&mut self.text);
+        self.cursor = 0;
+        self.browsing = None;
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        text
+    }
+
+    /// (line, column in chars) of the cursor.
+    pub fn cursor_line_col(&self) -> (usize, usize) {
+        let before = &self.text[..self.cursor];
+        let line = before.matches('\n').count();
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+        (line, col)
+    }
+
+    /// Up: moves within a multi-line buffer, else steps back in history.
+    pub fn up(&mut self) {
+        let (line, col) = self.cursor_line_col();
+        if line > 0 {
+            self.move_to_line(line - 1, col);
+            return;
+        }
+        let index = match &self.browsing {
+            Some((0, _)) => return,
+            Some((index, _)) => index - 1,
+            None if self.history.is_empty() => return,
+            None => {
+                self.browsing = Some((self.history.len(), self.text.clone()));
+                self.history.len() - 1
+            }
+        };
+        self.show_history(index);
+    }
+
+    /// Down: moves within a multi-line buffer, else forward in history.
+    pub fn down(&mut self) {
+        let (line, col) = self.cursor_line_col();
+        if line + 1 < self.text.lines().count() {
+            self.move_to_line(line + 1, col);
+            return;
+        }
+        match self.browsing.take() {
+            Some((index, draft)) if index + 1 >= self.history.len() => {
+                self.text = draft;
+                self.cursor = self.text.len();
+            }
+            Some((index, draft)) => {
+                self.browsing = Some((index, draft));
+                self.show_history(index + 1);
+            }
+            None => {}
+        }
+    }
+
+    fn show_history(&mut self, index: usize) {
+        if let (Some(entry), Some((at, _))) = (self.history.get(index), self.browsing.as_mut()) {
+            *at = index;
+            self.text = entry.clone();
+            self.cursor = self.text.len();
+        }
+    }
+
+    fn move_to_line(&mut self, target: usize, col: usize) {
+        let mut offset = 0;
+        for (n, line) in self.text.split('\n').enumerate() {
+            if n == target {
+                let within: usize = line.chars().take(col).map(char::len_utf8).sum();
+                self.cursor = offset + within;
+                return;
+            }
+            offset += line.len() + 1;
+        }
+    }
+
+    /// The `@word` being typed at the cursor, without the `@`.
+    fn at_word(&self) -> Option<(usize, &str)> {
+        let before = &self.text[..self.cursor];
+        let start = before.rfind([' ', '\n']).map_or(0, |at| at + 1);
+        let word = &before[start..];
+        word.strip_prefix('@').map(|rest| (start, rest))
+    }
+
+    /// Completions for what is typed: slash commands for a lone `/word`,
+    /// files for an `@word` at the cursor. (label, description) pairs.
+    pub fn completions(&self, files: &[String]) -> Vec<(String, String)> {
+        if let Some((_, query)) = self.at_word() {
+            return super::files::rank(query, files)
+                .into_iter()
+                .map(|file| (format!("@{file}"), String::new()))
+                .collect();
+        }
+        if !self.text.starts_with('/') || self.text.contains([' ', '\n']) {
+            return Vec::new();
+        }
+        SLASH_COMMANDS
+            .iter()
+            .filter(|(name, _)| name.starts_with(&self.text))
+            .map(|(name, about)| ((*name).to_owned(), (*about).to_owned()))
+            .collect()
+    }
+
+    /// Puts the selected completion in place of what it completes.
+    pub fn complete(&mut self, files: &[String]) -> bool {
+        let choices = self.completions(files);
+        let Some((label, _)) =
+            choices.get(self.popup_selected.min(choices.len().saturating_sub(1)))
+        else {
+            return false;
+        };
+        match self.at_word() {
+            Some((start, _)) => {
+                let with_space = format!("{label} ");
+                self.text.replace_range(start..self.cursor, &with_space);
+                self.cursor = start + with_space.len();
+            }
+            None => {
+                self.text.clone_from(label);
+                self.cursor = self.text.len();
+            }
+        }
+        self.popup_selected = 0;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(text: &str) -> Editor {
+        let mut editor = Editor::default();
+        editor.insert(text);
+        editor
+    }
+
+    #[test]
+    fn history_walks_back_and_restores_the_draft() {
+        let mut editor = Editor::default();
+        for entry in ["one", "two"] {
+            editor.insert(entry);
+            editor.submit();
+        }
+        editor.insert("draft");
+        editor.up();
+        assert_eq!(editor.text(), "two");
+        editor.up();
+        assert_eq!(editor.text(), "one");
+        editor.up();
+        assert_eq!(editor.text(), "one");
+        editor.down();
+        editor.down();
+        assert_eq!(editor.text(), "draft");
+    }
+
+    #[test]
+    fn up_moves_inside_multi_line_text_first() {
+        let mut editor = typed("ab\ncd");
+        editor.up();
+        assert_eq!(editor.cursor_line_col(), (0, 2));
+    }
+
+    #[test]
+    fn pasted_carriage_returns_become_newlines() {
+        assert_eq!(typed("a\r\nb\rc").text(), "a\nb\nc");
+    }
+
+    #[test]
+    fn editing_multibyte_text_keeps_the_cursor_on_boundaries() {
+        let mut editor = typed("héllo wörld");
+        editor.left();
+        editor.left();
+        editor.backspace();
+        editor.delete_word();
+        editor.home();
+        editor.end();
+        editor.right();
+        assert_eq!(editor.text(), "héllo ld");
+    }
+
+    #[test]
+    fn slash_completions_filter_by_prefix() {
+        let mut editor = typed("/m");
+        let names: Vec<_> = editor.completions(&[]).into_iter().map(|c| c.0).collect();
+        assert_eq!(names, ["/mode", "/model"]);
+        editor.popup_selected = 1;
+        assert!(editor.complete(&[]));
+        assert_eq!(editor.text(), "/model");
+        assert!(typed("/mode x").completions(&[]).is_empty());
+    }
+
+    #[test]
+    fn at_words_complete_to_files() {
+        let files = vec!["src/main.rs".to_owned(), "README.md".to_owned()];
+        let mut editor = typed("look at @mai please");
+        for _ in 0..7 {
+            editor.left();
+        }
+        assert_eq!(editor.completions(&files)[0].0, "@src/main.rs");
+        assert!(editor.complete(&files));
+        assert_eq!(editor.text(), "look at @src/main.rs  please");
+    }
+}

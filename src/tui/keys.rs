@@ -1,0 +1,254 @@
+//! Key and paste handling: the part of `update` that reads the keyboard.
+//! Overlays (approval, plan review) take keys first, then the slash popup,
+//! then the editor.
+//!
+//! Keys: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
+//! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
+//! the approval mode; Esc or Ctrl+C stop a running turn; Ctrl+C twice on an
+//! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands tool
+//! output; PageUp/PageDown scroll.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use crate::policy::ApprovalMode;
+
+use super::app::{App, ApprovalReply, Command, PlanDecision};
+use super::transcript::Level;
+
+/// Rows one PageUp/PageDown scrolls.
+const PAGE_ROWS: usize = 10;
+
+pub fn on_paste(app: &mut App, text: &str) {
+    if let Some(note) = app.approval.as_mut().and_then(|a| a.note.as_mut()) {
+        note.push_str(text);
+    } else if let Some(feedback) = app.plan.as_mut().and_then(|p| p.feedback.as_mut()) {
+        feedback.push_str(text);
+    } else {
+        app.editor.insert(text);
+    }
+}
+
+pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
+    if key.kind == KeyEventKind::Release {
+        return Vec::new();
+    }
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let was_armed = std::mem::take(&mut app.quit_armed);
+    app.hint = None;
+    if app.approval.is_some() {
+        return approval_key(app, key, ctrl);
+    }
+    if app.plan.is_some() {
+        return plan_key(app, key);
+    }
+    match (key.code, ctrl) {
+        (KeyCode::Esc, _) if app.status.running => vec![Command::Interrupt],
+        (KeyCode::Char('c'), true) if app.status.running => vec![Command::Interrupt],
+        (KeyCode::Char('c'), true) if !app.editor.is_empty() => {
+            app.editor.clear();
+            Vec::new()
+        }
+        (KeyCode::Char('c'), true) if was_armed => vec![Command::Quit],
+        (KeyCode::Char('c'), true) => {
+            app.quit_armed = true;
+            app.hint = Some("press Ctrl+C again to quit".into());
+            Vec::new()
+        }
+        (KeyCode::Char('d'), true) if app.editor.is_empty() => vec![Command::Quit],
+        (KeyCode::BackTab, _) => {
+            let mode = next_mode(app.status.mode);
+            app.status.mode = mode;
+            vec![Command::SetMode(mode)]
+        }
+        _ => editor_key(app, key, ctrl),
+    }
+}
+
+fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
+    let popup = app.editor.completions(&app.files).len();
+    let newline = key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT);
+    match (key.code, ctrl) {
+        (KeyCode::Enter, _) if newline => app.editor.insert("\n"),
+        (KeyCode::Char('j'), true) => app.editor.insert("\n"),
+        (KeyCode::Enter, _) => {
+            // Enter on an open popup picks the entry; a slash command runs.
+            if popup > 0 && app.editor.complete(&app.files) && !app.editor.text().starts_with('/') {
+                return Vec::new();
+            }
+            return submit(app);
+        }
+        (KeyCode::Tab, _) if popup > 0 => {
+            app.editor.complete(&app.files);
+        }
+        (KeyCode::Up, _) if popup > 0 => {
+            app.editor.popup_selected = app.editor.popup_selected.saturating_sub(1);
+        }
+        (KeyCode::Down, _) if popup > 0 => {
+            app.editor.popup_selected = (app.editor.popup_selected + 1).min(popup - 1);
+        }
+        (KeyCode::Up, _) => app.editor.up(),
+        (KeyCode::Down, _) => app.editor.down(),
+        (KeyCode::Left, _) => app.editor.left(),
+        (KeyCode::Right, _) => app.editor.right(),
+        (KeyCode::Home, _) | (KeyCode::Char('a'), true) => app.editor.home(),
+        (KeyCode::End, _) | (KeyCode::Char('e'), true) => app.editor.end(),
+        (KeyCode::Backspace, _) => app.editor.backspace(),
+        (KeyCode::Delete, _) => app.editor.delete(),
+        (KeyCode::Char('w'), true) => app.editor.delete_word(),
+        (KeyCode::Char('u'), true) => app.editor.clear(),
+        (KeyCode::Char('o'), true) => app.expanded = !app.expanded,
+        (KeyCode::PageUp, _) => {
+            let limit = app.transcript_rows.get().max(app.scroll);
+            app.scroll = (app.scroll + PAGE_ROWS).min(limit.max(PAGE_ROWS));
+        }
+        (KeyCode::PageDown, _) => app.scroll = app.scroll.saturating_sub(PAGE_ROWS),
+        (KeyCode::Char(c), false) => {
+            let mut buf = [0u8; 4];
+            app.editor.insert(c.encode_utf8(&mut buf));
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+pub(super) fn submit(app: &mut App) -> Vec<Command> {
+    if app.editor.text().trim().is_empty() {
+        return Vec::new();
+    }
+    if app.status.running {
+        app.hint = Some("a turn is running; Esc stops it".into());
+        return Vec::new();
+    }
+    let text = app.editor.submit();
+    if text.starts_with('/') {
+        return slash(app, text.trim());
+    }
+    app.scroll = 0;
+    app.status.running = true;
+    app.status.elapsed = std::time::Duration::ZERO;
+    app.status.activity = "thinking".into();
+    app.transcript.push(super::transcript::CellKind::User(text.clone()));
+    vec![Command::Submit(text)]
+}
+
+fn slash(app: &mut App, line: &str) -> Vec<Command> {
+    let mut words = line.split_whitespace();
+    let name = words.next().unwrap_or("");
+    match name {
+        "/quit" | "/exit" => vec![Command::Quit],
+        "/help" => {
+            app.notice(Level::Info, HELP);
+            Vec::new()
+        }
+        "/mode" => {
+            let mode = match words.next() {
+                Some("ask") => ApprovalMode::Ask,
+                Some("full-auto") => ApprovalMode::FullAuto,
+                Some("yolo") => ApprovalMode::Yolo,
+                Some(_) | None => next_mode(app.status.mode),
+            };
+            app.status.mode = mode;
+            app.notice(Level::Info, format!("mode: {}", mode.as_str()));
+            vec![Command::SetMode(mode)]
+        }
+        "/tasks" => {
+            app.show_tasks = !app.show_tasks;
+            Vec::new()
+        }
+        _ => {
+            app.notice(Level::Warning, format!("{name} is not available yet"));
+            Vec::new()
+        }
+    }
+}
+
+const HELP: &str = "Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Tab complete\n\
+Shift+Tab cycle mode · Esc/Ctrl+C stop the turn · Ctrl+C twice or Ctrl+D quit\n\
+Ctrl+O expand tool output · PageUp/PageDown scroll\n\
+/help /mode [ask|full-auto|yolo] /tasks /quit";
+
+fn approval_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
+    let Some(approval) = app.approval.as_mut() else { return Vec::new() };
+    if let Some(note) = approval.note.as_mut() {
+        match key.code {
+            KeyCode::Enter => {
+                let note = std::mem::take(note);
+                app.approval = None;
+                let note = (!note.trim().is_empty()).then_some(note);
+                return vec![Command::Answer(ApprovalReply::Deny(note))];
+            }
+            KeyCode::Backspace => {
+                note.pop();
+            }
+            KeyCode::Esc => approval.note = None,
+            KeyCode::Char(c) if !ctrl => note.push(c),
+            _ => {}
+        }
+        return Vec::new();
+    }
+    let reply = match (key.code, ctrl) {
+        (KeyCode::Char('y'), false) => ApprovalReply::Once,
+        (KeyCode::Char('a'), false) => ApprovalReply::Always(approval.prefix.clone()),
+        (KeyCode::Char('n'), false) => {
+            approval.note = Some(String::new());
+            return Vec::new();
+        }
+        (KeyCode::Esc, _) | (KeyCode::Char('c'), true) => {
+            app.approval = None;
+            return vec![Command::Interrupt];
+        }
+        _ => return Vec::new(),
+    };
+    app.approval = None;
+    app.status.activity = "running".into();
+    vec![Command::Answer(reply)]
+}
+
+fn plan_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
+    let Some(plan) = app.plan.as_mut() else { return Vec::new() };
+    if let Some(feedback) = plan.feedback.as_mut() {
+        match key.code {
+            KeyCode::Enter => {
+                let feedback = std::mem::take(feedback);
+                app.plan = None;
+                return vec![Command::PlanDecided(PlanDecision::Reject(feedback))];
+            }
+            KeyCode::Backspace => {
+                feedback.pop();
+            }
+            KeyCode::Esc => plan.feedback = None,
+            KeyCode::Char(c) => feedback.push(c),
+            _ => {}
+        }
+        return Vec::new();
+    }
+    let decision = match key.code {
+        KeyCode::Char('a') => PlanDecision::Approve(ApprovalMode::Ask),
+        KeyCode::Char('A') => PlanDecision::Approve(ApprovalMode::FullAuto),
+        KeyCode::Char('e') => PlanDecision::Edit,
+        KeyCode::Char('r') => {
+            plan.feedback = Some(String::new());
+            return Vec::new();
+        }
+        KeyCode::Up => {
+            plan.scroll = plan.scroll.saturating_sub(1);
+            return Vec::new();
+        }
+        KeyCode::Down => {
+            plan.scroll += 1;
+            return Vec::new();
+        }
+        _ => return Vec::new(),
+    };
+    app.plan = None;
+    vec![Command::PlanDecided(decision)]
+}
+
+/// ask → full-auto → yolo → ask.
+pub fn next_mode(mode: ApprovalMode) -> ApprovalMode {
+    match mode {
+        ApprovalMode::Ask => ApprovalMode::FullAuto,
+        ApprovalMode::FullAuto => ApprovalMode::Yolo,
+        ApprovalMode::Yolo => ApprovalMode::Ask,
+    }
+}

@@ -1,0 +1,52 @@
+//! The interactive front end (L3): `keel` and `keel "prompt"`.
+//!
+//! Elm-style: [`App`] is the model, [`update`] the pure transition from a
+//! [`Msg`] to [`Command`]s, [`view`] draws the model. The driver
+//! (`driver.rs`) owns the terminal and performs commands; the session runs
+//! on its own task (`bridge.rs`) and talks to the UI only through channels:
+//! prompts and mode changes in, runtime events and approval requests out.
+//!
+//! Invariants: nothing here changes the runtime's behaviour except through
+//! the `Approver`, the cancellation token and `Session::set_approval_mode`;
+//! drawing never panics on any terminal size; the terminal is restored on
+//! every exit path (see `terminal.rs`). Must not touch the session log or
+//! tools directly.
+
+mod app;
+mod bridge;
+mod diff;
+mod driver;
+mod files;
+mod input;
+mod keys;
+mod markdown;
+mod overlay;
+mod panels;
+mod terminal;
+mod theme;
+mod transcript;
+mod view;
+mod wrap;
+
+#[cfg(test)]
+mod view_tests;
+
+pub use app::{AllowPrefix, App, ApprovalReply, Command, Msg, update};
+pub use driver::{TuiOptions, run};
+pub use panels::{PlanView, TaskItem, TaskState};
+pub use theme::Theme;
+pub use transcript::{CellKind, Level, ToolCell, ToolStatus};
+pub use view::view;
+
+/// Failures that end the TUI.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error(
+        "cannot set up the terminal (keel needs an interactive terminal; use `keel exec` in scripts): {0}"
+    )]
+    Terminal(#[source] std::io::Error),
+    #[error("cannot draw: {0}")]
+    Draw(#[source] std::io::Error),
+    #[error("the session could not start: {0}")]
+    Session(String),
+}

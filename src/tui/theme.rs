@@ -1,0 +1,119 @@
+//! Colours and emphasis in one place, so `NO_COLOR` is honoured by
+//! construction: with colour off every style keeps its modifiers (bold,
+//! dim, reversed) and drops its foreground and background.
+
+use ratatui::style::{Color, Modifier, Style};
+
+/// The palette. Copy, cheap to pass around.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Theme {
+    color: bool,
+}
+
+impl Default for Theme {
+    fn default() -> Self {
+        Self::new(true)
+    }
+}
+
+impl Theme {
+    /// `color: false` for `NO_COLOR` (any non-empty value, per no-color.org).
+    pub fn new(color: bool) -> Self {
+        Self { color }
+    }
+
+    /// Colour unless `no_color` (the value of `NO_COLOR`) is set and non-empty.
+    pub fn from_no_color(no_color: Option<&str>) -> Self {
+        Self::new(no_color.is_none_or(str::is_empty))
+    }
+
+    fn fg(self, color: Color) -> Style {
+        if self.color { Style::new().fg(color) } else { Style::new() }
+    }
+
+    pub fn plain(self) -> Style {
+        Style::new()
+    }
+
+    pub fn dim(self) -> Style {
+        self.fg(Color::DarkGray).add_modifier(Modifier::DIM)
+    }
+
+    pub fn bold(self) -> Style {
+        Style::new().add_modifier(Modifier::BOLD)
+    }
+
+    pub fn user(self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn heading(self) -> Style {
+        self.fg(Color::Magenta).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn code(self) -> Style {
+        self.fg(Color::Yellow)
+    }
+
+    pub fn link(self) -> Style {
+        self.fg(Color::Blue).add_modifier(Modifier::UNDERLINED)
+    }
+
+    pub fn tool(self) -> Style {
+        self.fg(Color::Blue).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn ok(self) -> Style {
+        self.fg(Color::Green)
+    }
+
+    pub fn error(self) -> Style {
+        self.fg(Color::Red).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn warning(self) -> Style {
+        self.fg(Color::Yellow)
+    }
+
+    pub fn added(self) -> Style {
+        self.fg(Color::Green)
+    }
+
+    pub fn removed(self) -> Style {
+        self.fg(Color::Red)
+    }
+
+    pub fn hunk(self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::DIM)
+    }
+
+    pub fn selected(self) -> Style {
+        Style::new().add_modifier(Modifier::REVERSED)
+    }
+
+    pub fn key(self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn border(self) -> Style {
+        self.fg(Color::Gray)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_keeps_modifiers_and_drops_colours() {
+        let theme = Theme::from_no_color(Some("1"));
+        assert_eq!(theme.error(), Style::new().add_modifier(Modifier::BOLD));
+        assert_eq!(theme.added(), Style::new());
+    }
+
+    #[test]
+    fn empty_no_color_means_colour() {
+        assert_eq!(Theme::from_no_color(Some("")), Theme::new(true));
+        assert_eq!(Theme::from_no_color(None), Theme::new(true));
+    }
+}

@@ -1,0 +1,298 @@
+//! The transcript: one cell per user message, assistant message, tool call
+//! or notice, each rendered to wrapped lines once per width and cached.
+//!
+//! Invariants: a cell's cache is dropped whenever its content changes (all
+//! mutation goes through methods here), so drawing a long transcript costs
+//! only the visible rows plus a sum of cached heights.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use ratatui::text::{Line, Span};
+
+use super::diff::{self, DiffLine};
+use super::markdown;
+use super::theme::Theme;
+use super::wrap::wrap_lines;
+
+/// Output lines a collapsed tool cell shows.
+const COLLAPSED_OUTPUT_LINES: usize = 4;
+/// Diff lines a collapsed tool cell shows.
+const COLLAPSED_DIFF_LINES: usize = 40;
+
+/// How a tool call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// One tool call as shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCell {
+    pub call_id: String,
+    pub name: String,
+    /// The command, path or arguments.
+    pub summary: String,
+    pub status: ToolStatus,
+    pub exit_code: Option<i64>,
+    pub output: String,
+    /// Parsed when the output carries a unified diff.
+    pub diff: Option<Vec<DiffLine>>,
+}
+
+/// Severity of a notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warning,
+    Error,
+}
+
+/// What a cell shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellKind {
+    User(String),
+    Assistant { text: String, streaming: bool },
+    Reasoning(String),
+    Tool(ToolCell),
+    Notice { level: Level, text: String },
+}
+
+type Cache = RefCell<Option<(u16, bool, Rc<[Line<'static>]>)>>;
+
+/// A cell and its render cache (width, expanded, wrapped lines).
+#[derive(Debug)]
+pub struct Cell {
+    kind: CellKind,
+    cache: Cache,
+}
+
+impl Cell {
+    pub fn new(kind: CellKind) -> Self {
+        Self { kind, cache: RefCell::new(None) }
+    }
+
+    pub fn kind(&self) -> &CellKind {
+        &self.kind
+    }
+
+    /// Wrapped lines for `width`, from the cache when it is current.
+    pub fn lines(&self, width: u16, expanded: bool, theme: Theme) -> Rc<[Line<'static>]> {
+        if let Some((w, e, lines)) = self.cache.borrow().as_ref() {
+            if *w == width && *e == expanded {
+                return Rc::clone(lines);
+            }
+        }
+        let lines: Rc<[Line<'static>]> =
+            wrap_lines(&self.logical_lines(expanded, theme), width).into();
+        *self.cache.borrow_mut() = Some((width, expanded, Rc::clone(&lines)));
+        lines
+    }
+
+    /// Unwrapped lines, ending with a blank separator.
+    fn logical_lines(&self, expanded: bool, theme: Theme) -> Vec<Line<'static>> {
+        let mut lines = match &self.kind {
+            CellKind::User(text) => text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| {
+                    let mark = if i == 0 { "› " } else { "  " };
+                    Line::from(vec![Span::styled(mark, theme.user()), Span::raw(l.to_owned())])
+                })
+                .collect(),
+            CellKind::Assistant { text, .. } => markdown::render(text, theme),
+            CellKind::Reasoning(text) => {
+                text.lines().map(|l| Line::styled(l.to_owned(), theme.dim())).collect()
+            }
+            CellKind::Tool(tool) => tool_lines(tool, expanded, theme),
+            CellKind::Notice { level, text } => {
+                let style = match level {
+                    Level::Info => theme.dim(),
+                    Level::Warning => theme.warning(),
+                    Level::Error => theme.error(),
+                };
+                text.lines().map(|l| Line::styled(l.to_owned(), style)).collect()
+            }
+        };
+        lines.push(Line::default());
+        lines
+    }
+}
+
+fn tool_lines(tool: &ToolCell, expanded: bool, theme: Theme) -> Vec<Line<'static>> {
+    let (mark, mark_style) = match tool.status {
+        ToolStatus::Running => ("◌", theme.dim()),
+        ToolStatus::Succeeded => ("✓", theme.ok()),
+        ToolStatus::Failed => ("✗", theme.error()),
+    };
+    let mut head = vec![
+        Span::styled(format!("{mark} "), mark_style),
+        Span::styled(tool.name.clone(), theme.tool()),
+        Span::raw(" "),
+        Span::raw(tool.summary.clone()),
+    ];
+    if let Some(code) = tool.exit_code {
+        head.push(Span::styled(format!("  exit {code}"), theme.dim()));
+    }
+    let mut lines = vec![Line::from(head)];
+    if let Some(diff) = &tool.diff {
+        let shown = if expanded { diff.len() } else { diff.len().min(COLLAPSED_DIFF_LINES) };
+        lines.extend(diff::render(&diff[..shown], theme).into_iter().map(indent));
+        push_more(&mut lines, diff.len() - shown, theme);
+        return lines;
+    }
+    let output: Vec<&str> = tool.output.lines().collect();
+    let shown = if expanded { output.len() } else { output.len().min(COLLAPSED_OUTPUT_LINES) };
+    let style = if tool.status == ToolStatus::Failed { theme.error() } else { theme.dim() };
+    for line in &output[..shown] {
+        lines.push(Line::from(vec![
+            Span::styled("  │ ", theme.dim()),
+            Span::styled((*line).to_owned(), style),
+        ]));
+    }
+    push_more(&mut lines, output.len() - shown, theme);
+    lines
+}
+
+fn indent(line: Line<'static>) -> Line<'static> {
+    let mut spans = vec![Span::raw("  ")];
+    spans.extend(line.spans);
+    Line::from(spans).style(line.style)
+}
+
+fn push_more(lines: &mut Vec<Line<'static>>, hidden: usize, theme: Theme) {
+    if hidden > 0 {
+        lines.push(Line::styled(format!("  … {hidden} more lines (ctrl+o expands)"), theme.dim()));
+    }
+}
+
+/// All cells, oldest first.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    cells: Vec<Cell>,
+}
+
+impl Transcript {
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    pub fn push(&mut self, kind: CellKind) {
+        self.cells.push(Cell::new(kind));
+    }
+
+    /// Appends streamed text to the open assistant cell, opening one if the
+    /// last cell is anything else.
+    pub fn append_assistant(&mut self, delta: &str) {
+        if let Some(cell) = self.cells.last_mut() {
+            if let CellKind::Assistant { text, streaming: true } = &mut cell.kind {
+                text.push_str(delta);
+                cell.cache.take();
+                return;
+            }
+        }
+        self.push(CellKind::Assistant { text: delta.to_owned(), streaming: true });
+    }
+
+    /// Appends streamed reasoning to the last reasoning cell or a new one.
+    pub fn append_reasoning(&mut self, delta: &str) {
+        if let Some(cell) = self.cells.last_mut() {
+            if let CellKind::Reasoning(text) = &mut cell.kind {
+                text.push_str(delta);
+                cell.cache.take();
+                return;
+            }
+        }
+        self.push(CellKind::Reasoning(delta.to_owned()));
+    }
+
+    /// Closes the streaming assistant cell with the authoritative text; adds
+    /// a cell when nothing was streamed (providers that do not stream text).
+    pub fn finish_assistant(&mut self, full: &str) {
+        let open = self
+            .cells
+            .iter_mut()
+            .rev()
+            .find(|cell| matches!(cell.kind, CellKind::Assistant { streaming: true, .. }));
+        match open {
+            Some(cell) => {
+                cell.kind = CellKind::Assistant { text: full.to_owned(), streaming: false };
+                cell.cache.take();
+            }
+            None if !full.trim().is_empty() => {
+                self.push(CellKind::Assistant { text: full.to_owned(), streaming: false });
+            }
+            None => {}
+        }
+    }
+
+    /// Ends streaming without changing the text (interrupts, failures).
+    pub fn close_streaming(&mut self) {
+        for cell in self.cells.iter_mut().rev().take(8) {
+            if let CellKind::Assistant { streaming, .. } = &mut cell.kind {
+                *streaming = false;
+            }
+        }
+    }
+
+    /// Changes the tool cell for `call_id`, if there is one.
+    pub fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCell)) -> bool {
+        for cell in self.cells.iter_mut().rev() {
+            if let CellKind::Tool(tool) = &mut cell.kind {
+                if tool.call_id == call_id {
+                    change(tool);
+                    cell.cache.take();
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Marks running tool cells as failed (the turn ended under them).
+    pub fn settle_running(&mut self) {
+        for cell in &mut self.cells {
+            if let CellKind::Tool(tool) = &mut cell.kind {
+                if tool.status == ToolStatus::Running {
+                    tool.status = ToolStatus::Failed;
+                    cell.cache.take();
+                }
+            }
+        }
+    }
+
+    /// Rows of the whole transcript at `width`.
+    pub fn height(&self, width: u16, expanded: bool, theme: Theme) -> usize {
+        self.cells.iter().map(|c| c.lines(width, expanded, theme).len()).sum()
+    }
+
+    /// The `rows` rows ending `from_bottom` rows above the last one.
+    pub fn window(
+        &self,
+        width: u16,
+        rows: usize,
+        from_bottom: usize,
+        expanded: bool,
+        theme: Theme,
+    ) -> Vec<Line<'static>> {
+        let mut skip = from_bottom;
+        let mut picked: Vec<Line<'static>> = Vec::with_capacity(rows);
+        for cell in self.cells.iter().rev() {
+            let lines = cell.lines(width, expanded, theme);
+            for line in lines.iter().rev() {
+                if skip > 0 {
+                    skip -= 1;
+                } else if picked.len() < rows {
+                    picked.push(line.clone());
+                } else {
+                    picked.reverse();
+                    return picked;
+                }
+            }
+        }
+        picked.reverse();
+        picked
+    }
+}

@@ -1,0 +1,402 @@
+//! Snapshot tests of what the user sees (ratatui `TestBackend` + insta),
+//! tiny-area no-panic tests, and the key flows of `update`.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+use super::app::{App, ApprovalReply, Command, Msg, update};
+use super::panels::{PlanView, TaskItem, TaskState};
+use super::theme::Theme;
+use super::view::view;
+use crate::policy::ApprovalMode;
+use crate::protocol::{
+    Item, ModelResponse, StopReason, StreamEvent, ToolCall, ToolClass, ToolResult, TurnOutcome,
+    Usage,
+};
+use crate::runtime::RuntimeEvent;
+
+fn render(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| view(app, frame)).unwrap();
+    if width == 0 || height == 0 {
+        // TestBackend cannot print an empty buffer.
+        return String::new();
+    }
+    format!("{}", terminal.backend())
+}
+
+fn app() -> App {
+    let mut app = App::new(Theme::new(true), ApprovalMode::Ask);
+    runtime(
+        &mut app,
+        RuntimeEvent::SessionStarted {
+            session_id: "s-1".into(),
+            log_path: "/tmp/s-1.jsonl".into(),
+            provider: "openai-chat".into(),
+            model: "mock-model".into(),
+            workspace_root: "/repo".into(),
+        },
+    );
+    app
+}
+
+fn runtime(app: &mut App, event: RuntimeEvent) {
+    update(app, Msg::Runtime(event));
+}
+
+fn key(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn ctrl(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        update(app, key(KeyCode::Char(c)));
+    }
+}
+
+fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
+    ToolCall { call_id: id.into(), name: name.into(), arguments: args.to_string(), item_id: None }
+}
+
+fn start_turn(app: &mut App, prompt: &str) {
+    type_text(app, prompt);
+    let commands = update(app, key(KeyCode::Enter));
+    assert_eq!(commands, [Command::Submit(prompt.into())]);
+    runtime(app, RuntimeEvent::TurnStarted { turn: 1 });
+}
+
+fn stream(app: &mut App, text: &str) {
+    // Uneven pieces, as models stream them.
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(7) {
+        let delta: String = piece.iter().collect();
+        runtime(app, RuntimeEvent::Stream(StreamEvent::TextDelta { delta }));
+    }
+}
+
+fn respond(app: &mut App, text: &str, calls: &[ToolCall]) {
+    let mut items = vec![Item::Assistant { text: text.into() }];
+    items.extend(calls.iter().cloned().map(Item::ToolCall));
+    let usage = Usage { input_tokens: 1200, output_tokens: 340, ..Usage::default() };
+    let response =
+        ModelResponse { items, usage, stop_reason: StopReason::EndTurn, response_id: None };
+    runtime(app, RuntimeEvent::ModelResponse(response));
+}
+
+fn finish_tool(app: &mut App, call: &ToolCall, output: &str, is_error: bool, exit: Option<i64>) {
+    let meta = exit.map_or(serde_json::json!({}), |code| serde_json::json!({ "exit_code": code }));
+    let result = ToolResult { call_id: call.call_id.clone(), output: output.into(), is_error };
+    runtime(app, RuntimeEvent::ToolCallFinished { call: call.clone(), result, meta });
+}
+
+const MARKDOWN: &str = "## Plan\n\nI will **fix** the `parse` function:\n\n\
+1. read `src/lib.rs`\n2. change the loop\n\n```rust\nfn parse(s: &str) -> u32 {\n    s.len() as u32\n}\n```\n\n\
+> quoted note\n\nand a long line that has to wrap because the terminal is narrow enough to need it.";
+
+#[test]
+fn transcript_with_streamed_markdown_and_code() {
+    let mut app = app();
+    start_turn(&mut app, "fix the parser");
+    stream(&mut app, MARKDOWN);
+    insta::assert_snapshot!("streaming", render(&app, 60, 30));
+    respond(&mut app, MARKDOWN, &[]);
+    runtime(
+        &mut app,
+        RuntimeEvent::TurnCompleted {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+            final_text: None,
+            usage: Usage::default(),
+        },
+    );
+    insta::assert_snapshot!("finished", render(&app, 60, 30));
+}
+
+#[test]
+fn a_half_streamed_code_block_renders_as_code() {
+    let mut app = app();
+    start_turn(&mut app, "show me");
+    stream(&mut app, "Here:\n\n```sh\ncargo build --rel");
+    insta::assert_snapshot!(render(&app, 40, 12));
+}
+
+fn tool_cells() -> App {
+    let mut app = app();
+    start_turn(&mut app, "run the tests");
+    let ok = call("c1", "shell", serde_json::json!({"command": "cargo test"}));
+    let failed = call("c2", "shell", serde_json::json!({"command": "false"}));
+    let running = call("c3", "read_file", serde_json::json!({"path": "src/lib.rs"}));
+    respond(&mut app, "Running them.", &[ok.clone(), failed.clone(), running.clone()]);
+    for c in [&ok, &failed, &running] {
+        let class = if c.name == "shell" { ToolClass::Mutating } else { ToolClass::ReadOnly };
+        runtime(&mut app, RuntimeEvent::ToolCallStarted { call: c.clone(), class });
+    }
+    let output = (1..=9).map(|n| format!("test t{n} ... ok")).collect::<Vec<_>>().join("\n");
+    finish_tool(&mut app, &ok, &output, false, Some(0));
+    finish_tool(&mut app, &failed, "exit status 1", true, Some(1));
+    update(&mut app, Msg::Tick(Duration::from_millis(3400)));
+    app
+}
+
+#[test]
+fn tool_call_cells() {
+    let app = tool_cells();
+    insta::assert_snapshot!("collapsed", render(&app, 60, 22));
+}
+
+#[test]
+fn tool_call_cells_expand_with_ctrl_o() {
+    let mut app = tool_cells();
+    update(&mut app, ctrl('o'));
+    insta::assert_snapshot!("expanded", render(&app, 60, 26));
+}
+
+#[test]
+fn diff_cell_with_line_numbers() {
+    let mut app = app();
+    start_turn(&mut app, "rename it");
+    let edit = call("e1", "edit_file", serde_json::json!({"path": "src/a.rs"}));
+    runtime(
+        &mut app,
+        RuntimeEvent::ToolCallStarted { call: edit.clone(), class: ToolClass::Mutating },
+    );
+    let output = "edited src/a.rs (1 replacement)\n--- a/src/a.rs\n+++ b/src/a.rs\n\
+@@ -98,5 +98,6 @@\n fn main() {\n-    let x = old_name();\n+    let x = new_name();\n+    log(x);\n     run(x);\n }\n";
+    finish_tool(&mut app, &edit, output, false, None);
+    insta::assert_snapshot!(render(&app, 60, 16));
+}
+
+fn approval_app(request: ToolCall) -> App {
+    let mut app = app();
+    start_turn(&mut app, "clean up");
+    update(
+        &mut app,
+        Msg::ApprovalRequested {
+            call: request,
+            reason: "`shell` can change files or run commands".into(),
+        },
+    );
+    app
+}
+
+#[test]
+fn approval_overlay_for_a_command() {
+    let app =
+        approval_app(call("c1", "shell", serde_json::json!({"command": "git clean -fdx build/"})));
+    insta::assert_snapshot!(render(&app, 70, 20));
+}
+
+#[test]
+fn approval_overlay_for_an_edit_shows_the_diff() {
+    let args = serde_json::json!({"path": "src/a.rs", "old_string": "let a = 1;\nlet b = 2;", "new_string": "let a = 10;"});
+    let app = approval_app(call("e1", "edit_file", args));
+    insta::assert_snapshot!(render(&app, 70, 20));
+}
+
+#[test]
+fn approval_note_for_the_model() {
+    let mut app =
+        approval_app(call("c1", "shell", serde_json::json!({"command": "rm -rf target"})));
+    update(&mut app, key(KeyCode::Char('n')));
+    type_text(&mut app, "use cargo clean");
+    insta::assert_snapshot!(render(&app, 70, 16));
+    let commands = update(&mut app, key(KeyCode::Enter));
+    assert_eq!(commands, [Command::Answer(ApprovalReply::Deny(Some("use cargo clean".into())))]);
+    assert!(app.approval.is_none());
+}
+
+#[test]
+fn approval_keys_answer_once_or_always() {
+    let mut app =
+        approval_app(call("c1", "shell", serde_json::json!({"command": "cargo test --all"})));
+    let commands = update(&mut app, key(KeyCode::Char('a')));
+    let [Command::Answer(ApprovalReply::Always(prefix))] = commands.as_slice() else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(prefix.argv, ["cargo", "test"]);
+    let mut app = approval_app(call("c1", "shell", serde_json::json!({"command": "ls"})));
+    assert_eq!(update(&mut app, key(KeyCode::Char('y'))), [Command::Answer(ApprovalReply::Once)]);
+    let mut app = approval_app(call("c1", "shell", serde_json::json!({"command": "ls"})));
+    assert_eq!(update(&mut app, key(KeyCode::Esc)), [Command::Interrupt]);
+}
+
+fn plan() -> PlanView {
+    PlanView {
+        title: "rename the parser".into(),
+        markdown: "## Goal\n\nRename `parse` to `parse_header`.\n\n## Steps\n\n1. edit `src/a.rs`\n2. update callers\n3. run `cargo test`\n".into(),
+        scroll: 0,
+        feedback: None,
+    }
+}
+
+#[test]
+fn plan_review() {
+    let mut app = app();
+    app.plan = Some(plan());
+    insta::assert_snapshot!(render(&app, 80, 20));
+}
+
+#[test]
+fn plan_review_keys() {
+    let mut app = app();
+    app.plan = Some(plan());
+    update(&mut app, key(KeyCode::Char('r')));
+    type_text(&mut app, "keep the old name as an alias");
+    insta::assert_snapshot!(render(&app, 80, 20));
+    let commands = update(&mut app, key(KeyCode::Enter));
+    assert!(
+        matches!(commands.as_slice(), [Command::PlanDecided(super::app::PlanDecision::Reject(f))] if f.contains("alias"))
+    );
+}
+
+fn tasks() -> Vec<TaskItem> {
+    [
+        ("read the parser", TaskState::Done),
+        ("rename parse", TaskState::Active),
+        ("run the tests", TaskState::Pending),
+    ]
+    .into_iter()
+    .map(|(title, state)| TaskItem { title: title.into(), state })
+    .collect()
+}
+
+#[test]
+fn tasks_panel() {
+    let mut app = app();
+    app.tasks = tasks();
+    app.show_tasks = true;
+    insta::assert_snapshot!(render(&app, 60, 18));
+}
+
+#[test]
+fn status_line_while_running() {
+    let mut app = tool_cells();
+    update(&mut app, Msg::Tick(Duration::from_secs(75)));
+    let shift_tab = Msg::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+    assert_eq!(update(&mut app, shift_tab), [Command::SetMode(ApprovalMode::FullAuto)]);
+    insta::assert_snapshot!("wide", render(&app, 90, 3));
+    insta::assert_snapshot!("narrow", render(&app, 30, 3));
+}
+
+#[test]
+fn slash_popup() {
+    let mut app = app();
+    type_text(&mut app, "/m");
+    update(&mut app, key(KeyCode::Down));
+    insta::assert_snapshot!(render(&app, 60, 12));
+    update(&mut app, key(KeyCode::Tab));
+    assert_eq!(app.editor.text(), "/model");
+}
+
+#[test]
+fn tiny_area() {
+    let app = tool_cells();
+    insta::assert_snapshot!(render(&app, 10, 3));
+}
+
+/// Every view at every small size: nothing may panic.
+#[test]
+fn no_size_panics() {
+    let mut apps = vec![tool_cells(), app()];
+    let mut with_plan = app();
+    with_plan.plan = Some(plan());
+    with_plan.tasks = tasks();
+    with_plan.show_tasks = true;
+    apps.push(with_plan);
+    apps.push(approval_app(call("c", "shell", serde_json::json!({"command": "ls"}))));
+    let mut popup = app();
+    type_text(&mut popup, "/");
+    apps.push(popup);
+    let mut long_input = app();
+    type_text(&mut long_input, &"word ".repeat(60));
+    update(&mut long_input, ctrl('j'));
+    apps.push(long_input);
+    for app in &apps {
+        for width in 0..14 {
+            for height in 0..8 {
+                render(app, width, height);
+            }
+        }
+    }
+}
+
+#[test]
+fn resize_reflows_the_transcript() {
+    let mut app = app();
+    start_turn(&mut app, "x");
+    stream(&mut app, "one two three four five six seven eight nine ten");
+    let wide = render(&app, 60, 8);
+    let narrow = render(&app, 20, 10);
+    assert!(wide.contains("one two three four five six seven eight nine ten"));
+    assert!(narrow.contains("one two three four"));
+}
+
+#[test]
+fn no_color_draws_no_colours() {
+    let mut app = tool_cells();
+    app.theme = Theme::new(false);
+    let mut terminal = Terminal::new(TestBackend::new(60, 20)).unwrap();
+    terminal.draw(|frame| view(&app, frame)).unwrap();
+    let buffer = terminal.backend().buffer();
+    assert!(buffer.content.iter().all(|cell| cell.fg == Color::Reset && cell.bg == Color::Reset));
+}
+
+#[test]
+fn interrupts_and_quitting() {
+    let mut app = app();
+    start_turn(&mut app, "long task");
+    assert_eq!(update(&mut app, key(KeyCode::Esc)), [Command::Interrupt]);
+    assert_eq!(update(&mut app, ctrl('c')), [Command::Interrupt]);
+    runtime(
+        &mut app,
+        RuntimeEvent::TurnCompleted {
+            turn: 1,
+            outcome: TurnOutcome::Interrupted,
+            final_text: None,
+            usage: Usage::default(),
+        },
+    );
+    assert!(update(&mut app, ctrl('c')).is_empty(), "one Ctrl+C only arms");
+    assert_eq!(update(&mut app, ctrl('c')), [Command::Quit]);
+    let mut app = self::app();
+    type_text(&mut app, "x");
+    assert!(update(&mut app, ctrl('d')).is_empty(), "Ctrl+D quits only on an empty prompt");
+    update(&mut app, key(KeyCode::Backspace));
+    assert_eq!(update(&mut app, ctrl('d')), [Command::Quit]);
+}
+
+#[test]
+fn multi_line_input_and_paste() {
+    let mut app = app();
+    type_text(&mut app, "first");
+    update(&mut app, Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT)));
+    update(&mut app, Msg::Paste("second\r\nthird".into()));
+    assert_eq!(app.editor.text(), "first\nsecond\nthird");
+    insta::assert_snapshot!(render(&app, 40, 10));
+}
+
+#[test]
+fn file_popup_for_at_paths() {
+    let mut app = app();
+    update(
+        &mut app,
+        Msg::FilesListed(
+            ["src/main.rs", "src/tui/mod.rs", "src/tui/markdown.rs", "README.md"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        ),
+    );
+    type_text(&mut app, "explain @tuimo");
+    insta::assert_snapshot!(render(&app, 60, 10));
+    assert!(update(&mut app, key(KeyCode::Enter)).is_empty(), "Enter picks, does not send");
+    assert_eq!(app.editor.text(), "explain @src/tui/mod.rs ");
+}

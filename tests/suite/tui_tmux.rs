@@ -1,0 +1,257 @@
+//! The interactive TUI end to end: the real binary in a tmux pane against a
+//! scripted mock model. Type a prompt, approve a command with "always",
+//! see its result and a diff, see a later matching command run without
+//! asking, interrupt a long command with Esc, quit with Ctrl+D. Every step
+//! waits on what the pane shows (polled with a deadline), never on a timer.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::support::{Sandbox, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// Longest wait for any one thing to appear on screen.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A tmux server of our own (its own socket), killed on drop.
+struct Pane {
+    socket: String,
+}
+
+impl Pane {
+    fn start(cwd: &Path, command: &str) -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("keel-e2e-{}-{n}", std::process::id());
+        let pane = Self { socket };
+        // One tmux invocation: the options hold before keel starts, so the
+        // pane stays (with its exit status) even if keel exits at once.
+        let cwd = cwd.display().to_string();
+        let session = ["new-session", "-d", "-x", "110", "-y", "50", "-s", "keel", "-c"];
+        let mut args = vec!["-f", "/dev/null", "start-server", ";"];
+        args.extend(["set-option", "-g", "remain-on-exit", "on", ";"]);
+        args.extend(["set-option", "-s", "escape-time", "0", ";"]);
+        args.extend(session);
+        let out = pane.tmux(&args, &[&cwd, command]);
+        assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
+        pane
+    }
+
+    fn tmux(&self, args: &[&str], more: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .args(more)
+            .output()
+            .expect("tmux is installed (.ci/run installs it)")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "keel"], &[]).stdout)
+            .into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        self.tmux(&["send-keys", "-t", "keel"], keys);
+    }
+
+    fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "keel", "-l"], &[text]);
+    }
+
+    /// Waits until the screen contains every one of `texts`.
+    fn wait_for(&self, texts: &[&str]) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            assert!(
+                started.elapsed() < DEADLINE,
+                "waited for {texts:?}; the screen shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The pane process's state and its threads' wait channels (diagnostics).
+    fn process(&self) -> String {
+        let out = self.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let mut text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for task in tasks.flatten() {
+                let path = task.path();
+                let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+                let wchan = std::fs::read_to_string(path.join("wchan")).unwrap_or_default();
+                text.push_str(&format!("{} {} {wchan}\n", comm.trim(), path.display()));
+            }
+        }
+        text
+    }
+
+    /// `Some(status)` once keel has exited: tmux says the pane is dead, or
+    /// (tmux has not reaped it yet; seen under load) the process is a
+    /// zombie, whose wait status is the last field of `/proc/PID/stat`.
+    fn exit_status(&self) -> Option<i32> {
+        let format = "#{pane_dead} #{pane_dead_status} #{pane_pid}";
+        let out = self.tmux(&["display-message", "-p", "-t", "keel", format], &[]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        match words.as_slice() {
+            ["1", code, _pid] => code.parse().ok(),
+            // Alive, or dead without a status yet: ask the kernel.
+            [_, pid] | [_, _, pid] => {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+                if fields.first() != Some(&"Z") {
+                    return None;
+                }
+                let wait_status: i32 = fields.last()?.parse().ok()?;
+                Some((wait_status >> 8) & 0xff)
+            }
+            _ => None,
+        }
+    }
+
+    fn wait_exit(&self) -> i32 {
+        let started = Instant::now();
+        loop {
+            if let Some(code) = self.exit_status() {
+                return code;
+            }
+            assert!(
+                started.elapsed() < DEADLINE,
+                "keel did not exit:\n{}\n{}",
+                self.screen(),
+                self.process()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"], &[]);
+    }
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Starts keel in a pane with a cleared environment; `extra` is appended
+/// to the command line (already quoted).
+fn launch(sandbox: &Sandbox, model_uri: &str, extra: &str) -> Pane {
+    let keel = assert_cmd::cargo::cargo_bin("keel");
+    let command = format!(
+        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color {} --provider openai-chat \
+         --base-url {} --model m {extra}",
+        shell_quote(&std::env::var("PATH").unwrap_or_default()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&keel.display().to_string()),
+        shell_quote(&format!("{model_uri}/v1")),
+    );
+    Pane::start(&sandbox.repo, &command)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_prompt_on_the_command_line_is_sent_at_once() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Hi from the **model**.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "'say hi'");
+    let screen = pane.wait_for(&["› say hi", "Hi from the model.", "Ask keel"]);
+    assert!(screen.contains("↑100 ↓20"), "usage not shown:\n{screen}");
+    pane.keys(&["C-c"]);
+    pane.wait_for(&["press Ctrl+C again to quit"]);
+    pane.keys(&["C-c"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_always_see_a_diff_interrupt_and_quit() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "alpha\nsecond line\n");
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "echo hello from shell"}))],
+        },
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "notes.txt"}))] },
+        Step::Calls {
+            text: Some("Now the edit.".into()),
+            calls: vec![call(
+                "edit_file",
+                json!({"path": "notes.txt", "old_string": "alpha", "new_string": "beta"}),
+            )],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "echo hello again"}))],
+        },
+        Step::Answer("All **tidy**.".into()),
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "sleep 30"}))] },
+        Step::Answer("unreachable".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+
+    pane.type_text("tidy up");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Allow shell?", "$ echo hello from shell", "[a] yes, always for `echo hello`"]);
+    pane.keys(&["a"]);
+
+    pane.wait_for(&["Allow edit_file?", "-alpha", "+beta"]);
+    pane.keys(&["y"]);
+    let screen = pane.wait_for(&["All tidy."]);
+    assert!(screen.contains("hello from shell"), "{screen}");
+    assert!(screen.contains("✓ edit_file notes.txt"), "{screen}");
+    assert!(
+        screen.contains("1   │-alpha") && screen.contains("  1 │+beta"),
+        "no numbered diff:\n{screen}"
+    );
+    // The second `echo hello …` ran under the "always" answer, unasked.
+    assert!(screen.contains("✓ shell echo hello again"), "{screen}");
+    assert!(!screen.contains("Allow shell?"), "{screen}");
+    assert_eq!(sandbox.read("notes.txt"), "beta\nsecond line\n");
+
+    pane.type_text("wait for it");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Allow shell?", "$ sleep 30"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["◌ shell sleep 30"]);
+    let started = Instant::now();
+    pane.keys(&["Escape"]);
+    let screen = pane.wait_for(&["interrupted", "Ask keel"]);
+    assert!(started.elapsed() < Duration::from_secs(10), "the sleep was not stopped");
+    assert!(screen.contains("✗ shell sleep 30"), "{screen}");
+
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    let log = sandbox.only_log();
+    assert_eq!(log.last().unwrap()["outcome"], "interrupted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_restores_the_terminal() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("unused".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    let out = pane.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(comm.trim(), "keel", "the pane runs keel itself");
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert_eq!(pane.wait_exit(), 0);
+    // Back on the normal screen: the TUI's frame is gone, the exit note is there.
+    let screen = pane.screen();
+    assert!(!screen.contains("Ask keel") && screen.contains(".jsonl"), "{screen}");
+}
