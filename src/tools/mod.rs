@@ -21,6 +21,7 @@ mod error;
 pub mod file_state;
 mod glob;
 mod grep;
+mod grep_search;
 mod list_dir;
 pub mod paths;
 mod read_file;
