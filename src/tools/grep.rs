@@ -64,12 +64,18 @@ pub struct GrepArgs {
     /// Match regardless of case. Defaults to false.
     pub case_insensitive: Option<bool>,
     /// `content` (default), `files` or `count`.
+    #[schemars(schema_with = "mode_schema")]
     pub mode: Option<GrepMode>,
     /// Lines of context before and after each match in `content` mode (at most 10). Defaults to 0.
     pub context: Option<usize>,
     /// Maximum number of entries to return (at most 2000). Defaults to 200.
     #[serde(alias = "max_results")]
     pub limit: Option<usize>,
+}
+
+/// A plain string enum: some providers reject `$ref`/`$defs` in tool schemas.
+fn mode_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": ["content", "files", "count"] })
 }
 
 pub struct Grep;
