@@ -145,7 +145,7 @@ pub struct ExecArgs {
 
 #[derive(Debug, Args)]
 pub struct ToolArgs {
-    /// Tool name (read_file, list_dir, glob, grep, write_file, edit_file, shell).
+    /// Tool name (read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, shell).
     pub name: String,
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]

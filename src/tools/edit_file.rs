@@ -8,32 +8,22 @@
 //! since (else a conflict error); the write is atomic with permissions
 //! kept. When nothing matches, the error points at the most similar line
 //! when that is cheap to find. The shown diff is capped at
-//! [`MAX_DIFF_BYTES`].
-
-use std::path::Path;
-use std::time::Duration;
+//! [`super::diff::MAX_DIFF_BYTES`].
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use similar::TextDiff;
 
 use super::args::{blocking, parse_args, schema_of};
 use super::atomic::write_atomic;
+use super::diff::unified_diff;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "edit_file";
-/// The unified diff in the result is cut after this many bytes.
-pub const MAX_DIFF_BYTES: usize = 16 * 1024;
 /// Files longer than this get no "closest line" hint (it is quadratic-ish).
 const HINT_MAX_LINES: usize = 10_000;
-/// Lines of context around each change in the diff.
-const DIFF_CONTEXT: usize = 3;
-/// Diffing is worst-case quadratic (think `replace_all` on every line of a
-/// big file); past this deadline `similar` settles for a coarser diff.
-const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
 
 const DESCRIPTION: &str = "Edit a file by replacing an exact string. `old_string` must match the \
 file exactly, including whitespace and indentation (do not include read_file's line-number \
@@ -152,25 +142,6 @@ fn hint(original: &str, old: &str) -> Option<String> {
     Some(format!("the most similar line is line {number}: `{full}`"))
 }
 
-/// A unified diff of the change, cut at [`MAX_DIFF_BYTES`].
-pub(super) fn unified_diff(rel: &Path, before: &str, after: &str) -> (String, bool) {
-    let rel = rel.to_string_lossy();
-    let mut text = TextDiff::configure()
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(before, after)
-        .unified_diff()
-        .context_radius(DIFF_CONTEXT)
-        .header(&format!("a/{rel}"), &format!("b/{rel}"))
-        .to_string();
-    if text.len() <= MAX_DIFF_BYTES {
-        return (text, false);
-    }
-    let cut = (0..=MAX_DIFF_BYTES).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0);
-    text.truncate(cut);
-    text.push_str("\n[diff cut; read the file to see the rest of the change]\n");
-    (text, true)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -274,16 +245,5 @@ mod tests {
         outside["path"] = json!("/etc/hostname");
         let outside = edit(&ws, outside).await;
         assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
-    }
-
-    #[test]
-    fn long_diffs_are_cut() {
-        let before = "x\n".repeat(20_000);
-        let after = "y\n".repeat(20_000);
-        let started = std::time::Instant::now();
-        let (text, truncated) = unified_diff(Path::new("f"), &before, &after);
-        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
-        assert!(truncated);
-        assert!(text.len() < MAX_DIFF_BYTES + 100);
     }
 }

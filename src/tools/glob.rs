@@ -3,8 +3,11 @@
 //! Invariants: the pattern is matched against each file's path relative to
 //! the search directory, with `*` not crossing `/` (use `**` for that);
 //! gitignored files and `.git` are never returned (same walk as list_dir);
-//! results are files (and symlinks), workspace-relative, sorted, and capped
-//! at [`MAX_RESULTS`] with a note when more matched.
+//! results are files (and symlinks), workspace-relative, newest first (by
+//! modification time, ties by path, so the order is deterministic), and
+//! capped at [`MAX_RESULTS`] with a count of the rest.
+
+use std::time::SystemTime;
 
 use globset::GlobBuilder;
 use schemars::JsonSchema;
@@ -24,7 +27,8 @@ pub const MAX_RESULTS: usize = 1000;
 const DESCRIPTION: &str = "Find files by path pattern, e.g. `**/*.rs` or `src/**/mod.rs` or \
 `*.{toml,md}`. The pattern is matched against paths relative to `path` (default: the working \
 directory); `*` stays within one directory, `**` crosses directories. Returns matching file \
-paths relative to the workspace root, sorted. Gitignored files are skipped.";
+paths relative to the workspace root, most recently modified first. Gitignored files are \
+skipped.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
@@ -81,16 +85,20 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
     if !std::fs::metadata(&base).map_err(|source| ToolError::io(&rel_base, source))?.is_dir() {
         return Err(ToolError::NotADirectory { path: rel_base });
     }
-    let mut matches: Vec<String> = walker(&base, None)
+    let mut found: Vec<(Option<SystemTime>, String)> = walker(&base, None)
         .build()
         .flatten()
         .filter(|entry| entry.file_type().is_some_and(|kind| !kind.is_dir()))
         .filter(|entry| entry.path().strip_prefix(&base).is_ok_and(|rel| matcher.is_match(rel)))
-        .map(|entry| ws.display(entry.path()))
+        .map(|entry| {
+            let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
+            (modified, ws.display(entry.path()))
+        })
         .collect();
-    matches.sort_unstable();
-    let total = matches.len();
-    matches.truncate(MAX_RESULTS);
+    // Newest first; files without a time last; ties by path.
+    found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let total = found.len();
+    let matches: Vec<String> = found.into_iter().take(MAX_RESULTS).map(|(_, path)| path).collect();
     let meta = json!({
         "path": rel_base.to_string_lossy(),
         "matches": total,
@@ -108,8 +116,10 @@ fn render(shown: &[String], total: usize, pattern: &str, base: &str) -> String {
     text.push('\n');
     if total > shown.len() {
         text.push_str(&format!(
-            "[showing {} of {total} matches; use a narrower pattern or path]\n",
-            shown.len()
+            "[showing the {} newest of {total} matches; {} more not shown. use a narrower \
+             pattern or path]\n",
+            shown.len(),
+            total - shown.len()
         ));
     }
     text
@@ -131,7 +141,27 @@ mod tests {
         ws.write(".gitignore", "target/\n*.log\n");
         ws.write("target/debug/build.rs", "");
         ws.write("debug.log", "");
+        for file in ["Cargo.toml", "src/main.rs", "src/tools/mod.rs", "src/tools/notes.md"] {
+            touch(&ws, file, 1_000);
+        }
         ws
+    }
+
+    /// Sets `rel`'s modification time to `secs` after the epoch.
+    fn touch(ws: &TestWorkspace, rel: &str, secs: u64) {
+        let file = std::fs::File::options().write(true).open(ws.path(rel)).unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)).unwrap();
+    }
+
+    #[tokio::test]
+    async fn newest_files_come_first() {
+        let ws = fixture();
+        touch(&ws, "src/tools/mod.rs", 3_000);
+        touch(&ws, "src/main.rs", 2_000);
+        ws.write("src/new.rs", "");
+        touch(&ws, "src/new.rs", 4_000);
+        let out = glob(&ws, json!({ "pattern": "**/*.rs" })).await.unwrap();
+        assert_eq!(out.text, "src/new.rs\nsrc/tools/mod.rs\nsrc/main.rs\n");
     }
 
     async fn glob(ws: &TestWorkspace, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
@@ -170,7 +200,11 @@ mod tests {
         }
         let out = glob(&ws, json!({ "pattern": "**/*.txt" })).await.unwrap();
         assert_eq!(out.text.lines().count(), MAX_RESULTS + 1);
-        assert!(out.text.contains("showing 1000 of 1003"));
+        assert!(
+            out.text.contains("showing the 1000 newest of 1003 matches; 3 more"),
+            "{}",
+            out.text
+        );
     }
 
     #[tokio::test]

@@ -1,43 +1,54 @@
-//! `grep`: searches file contents for a regex, ripgrep-style.
+//! `grep`: searches file contents for a regex, ripgrep-style, over the
+//! engine in [`super::grep_search`].
 //!
-//! Invariants: walks with the `ignore` parallel walker (gitignore honoured
-//! even outside git, `.git` pruned, hidden files searched); binary files
-//! (a NUL byte) are skipped whole; output lines are `path:line:text` with
-//! workspace-relative paths, sorted by path then line whatever the thread
-//! timing, capped at `max_results` with a note. Collection stops at
-//! [`COLLECT_CEILING`] matches so a too-broad pattern cannot eat memory.
+//! Invariants: output is sorted by path then line whatever the thread
+//! timing; paths are workspace-relative; `content` mode prints ripgrep's
+//! `path:line:text` for matches and `path-line-text` for context lines,
+//! with `--` between separate groups; `files` mode prints paths, `count`
+//! mode `path:count`; every mode is capped at `limit` entries (matching
+//! lines, files or counts) with a note of how many more there were.
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::fmt::Write as _;
 
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
-use ignore::overrides::OverrideBuilder;
-use ignore::{WalkBuilder, WalkState};
+use grep_regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args::{blocking, parse_args, schema_of};
+use super::grep_search::{COLLECT_CEILING, Collect, FileResult, collect, walker};
 use super::paths::Workspace;
 use super::{BoxFuture, Tool, ToolContext, ToolError};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "grep";
-/// Matches shown when the model gives no `max_results`.
-pub const DEFAULT_MAX_RESULTS: usize = 200;
-/// `max_results` is clamped to this.
-pub const MAX_RESULTS_LIMIT: usize = 2000;
-/// Matched lines are cut to this many characters.
-pub const MAX_LINE_CHARS: usize = 500;
-/// The search stops once this many matches were collected.
-pub const COLLECT_CEILING: usize = 20_000;
+/// Entries shown when the model gives no `limit`.
+pub const DEFAULT_LIMIT: usize = 200;
+/// `limit` is clamped to this.
+pub const MAX_LIMIT: usize = 2000;
+/// `context` is clamped to this.
+pub const MAX_CONTEXT: usize = 10;
 
 const DESCRIPTION: &str = "Search file contents with a regular expression (Rust regex syntax, \
-like ripgrep). Returns matching lines as `path:line:text`, paths relative to the workspace \
-root, sorted. Searches `path` (a directory or file, default: the working directory); `glob` \
-limits which files are searched (e.g. `*.rs`, `src/**/*.ts`, `!*.min.js`). Gitignored and \
-binary files are skipped. Shows 200 matches unless `max_results` (at most 2000) says otherwise.";
+like ripgrep). `mode`: `content` (default) returns matching lines as `path:line:text` (context \
+lines as `path-line-text`), `files` returns only the paths of matching files, `count` returns \
+`path:count`. Paths are relative to the workspace root, sorted. Searches `path` (a directory or \
+file, default: the working directory); `glob` limits which files are searched (e.g. `*.rs`, \
+`!*.min.js`), `type` picks a ripgrep file type (e.g. `rust`, `py`, `ts`). Gitignored and binary \
+files are skipped. Shows 200 entries unless `limit` (at most 2000) says otherwise.";
+
+/// What to return.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GrepMode {
+    /// Matching lines (with optional context).
+    #[default]
+    Content,
+    /// Paths of matching files.
+    Files,
+    /// Number of matching lines per file.
+    Count,
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GrepArgs {
@@ -47,10 +58,24 @@ pub struct GrepArgs {
     pub path: Option<String>,
     /// Only search files matching this glob, e.g. `*.rs` (prefix with `!` to exclude).
     pub glob: Option<String>,
+    /// Only search files of this ripgrep type, e.g. `rust`, `py`, `js`, `md`.
+    #[serde(rename = "type")]
+    pub file_type: Option<String>,
     /// Match regardless of case. Defaults to false.
     pub case_insensitive: Option<bool>,
-    /// Maximum number of matching lines to return (at most 2000). Defaults to 200.
-    pub max_results: Option<usize>,
+    /// `content` (default), `files` or `count`.
+    #[schemars(schema_with = "mode_schema")]
+    pub mode: Option<GrepMode>,
+    /// Lines of context before and after each match in `content` mode (at most 10). Defaults to 0.
+    pub context: Option<usize>,
+    /// Maximum number of entries to return (at most 2000). Defaults to 200.
+    #[serde(alias = "max_results")]
+    pub limit: Option<usize>,
+}
+
+/// A plain string enum: some providers reject `$ref`/`$defs` in tool schemas.
+fn mode_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": ["content", "files", "count"] })
 }
 
 pub struct Grep;
@@ -85,14 +110,6 @@ impl Tool for Grep {
     }
 }
 
-/// One matching line.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Hit {
-    path: PathBuf,
-    line: u64,
-    text: String,
-}
-
 fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.case_insensitive.unwrap_or(false))
@@ -102,130 +119,100 @@ fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
     let base = ws.resolve(args.path.as_deref().unwrap_or("."))?;
     let rel_base = ws.relative(&base);
     std::fs::metadata(&base).map_err(|source| ToolError::io(&rel_base, source))?;
-    let walker = walker(&base, args.glob.as_deref())?;
-    let mut hits = collect(walker, &matcher);
-    let stopped_early = hits.len() >= COLLECT_CEILING;
-    hits.sort_unstable();
-    let total = hits.len();
-    let files = count_files(&hits);
-    let limit = args.max_results.unwrap_or(DEFAULT_MAX_RESULTS).clamp(1, MAX_RESULTS_LIMIT);
-    hits.truncate(limit);
+    let walk = walker(&base, args.glob.as_deref(), args.file_type.as_deref())?;
+    let mode = args.mode.unwrap_or_default();
+    let collect_mode = match mode {
+        GrepMode::Content => Collect::Lines { context: args.context.unwrap_or(0).min(MAX_CONTEXT) },
+        GrepMode::Files => Collect::Files,
+        GrepMode::Count => Collect::Count,
+    };
+    let (mut files, stopped_early) = collect(walk, &matcher, collect_mode);
+    files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let total_matches: usize = files.iter().map(|file| file.matches).sum();
+    let rendered = match mode {
+        GrepMode::Content => render_lines(ws, &files, limit),
+        GrepMode::Files => render_per_file(ws, &files, limit, |_| String::new()),
+        GrepMode::Count => render_per_file(ws, &files, limit, |file| format!(":{}", file.matches)),
+    };
     let meta = json!({
         "path": rel_base.to_string_lossy(),
-        "matches": total,
-        "files": files,
-        "truncated": total > hits.len() || stopped_early,
+        "mode": format!("{mode:?}").to_lowercase(),
+        "matches": total_matches,
+        "files": files.len(),
+        "truncated": rendered.omitted > 0 || stopped_early,
     });
-    let mut text = render(ws, &hits, total, files);
-    if hits.is_empty() {
-        text = format!("no matches for `{}` under {}", args.pattern, rel_base.display());
+    let mut text = rendered.text;
+    if files.is_empty() {
+        text = format!("no matches for `{}` under {}\n", args.pattern, rel_base.display());
+    }
+    if rendered.omitted > 0 {
+        let _ = writeln!(
+            text,
+            "[showing {} of {} {}; {} more not shown. narrow with path, glob or type, or raise limit (at most {MAX_LIMIT})]",
+            rendered.shown,
+            rendered.shown + rendered.omitted,
+            rendered.unit,
+            rendered.omitted
+        );
     }
     if stopped_early {
-        text.push_str(&format!(
-            "[search stopped after {COLLECT_CEILING} matches; results may be incomplete, use a more specific pattern]\n"
-        ));
+        let _ = writeln!(
+            text,
+            "[search stopped after {COLLECT_CEILING} matching lines; results are incomplete, use a more specific pattern]"
+        );
     }
     Ok(ToolOutput { text, meta })
 }
 
-fn walker(base: &Path, glob: Option<&str>) -> Result<WalkBuilder, ToolError> {
-    let mut builder = WalkBuilder::new(base);
-    builder.hidden(false).require_git(false).filter_entry(|entry| entry.file_name() != ".git");
-    if let Some(glob) = glob {
-        let invalid = |source: ignore::Error| ToolError::InvalidGlob {
-            pattern: glob.to_owned(),
-            source: Box::new(source),
-        };
-        let mut overrides = OverrideBuilder::new(base);
-        overrides.add(glob).map_err(invalid)?;
-        builder.overrides(overrides.build().map_err(invalid)?);
-    }
-    Ok(builder)
+/// Rendered entries and how many did not fit.
+struct Rendered {
+    text: String,
+    shown: usize,
+    omitted: usize,
+    unit: &'static str,
 }
 
-/// Searches every file the walk yields, in parallel.
-fn collect(walker: WalkBuilder, matcher: &RegexMatcher) -> Vec<Hit> {
-    let found = Mutex::new(Vec::new());
-    walker.build_parallel().run(|| {
-        let found = &found;
-        // One matcher per thread avoids contention on the regex's cache pool.
-        let matcher = matcher.clone();
-        let mut searcher = SearcherBuilder::new()
-            .binary_detection(BinaryDetection::quit(b'\x00'))
-            .line_number(true)
-            .build();
-        Box::new(move |entry| {
-            let Ok(entry) = entry else { return WalkState::Continue };
-            if !entry.file_type().is_some_and(|kind| kind.is_file()) {
-                return WalkState::Continue;
-            }
-            let mut sink = FileSink::default();
-            // An unreadable file is skipped, as ripgrep does.
-            let searched = searcher.search_path(&matcher, entry.path(), &mut sink);
-            if searched.is_err() || sink.binary || sink.lines.is_empty() {
-                return WalkState::Continue;
-            }
-            let Ok(mut found) = found.lock() else { return WalkState::Quit };
-            let path = entry.into_path();
-            found.extend(sink.lines.into_iter().map(|(line, text)| Hit {
-                path: path.clone(),
-                line,
-                text,
-            }));
-            if found.len() >= COLLECT_CEILING { WalkState::Quit } else { WalkState::Continue }
-        })
-    });
-    found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Collects one file's matching lines; notes binary files so they can be
-/// dropped whole.
-#[derive(Default)]
-struct FileSink {
-    lines: Vec<(u64, String)>,
-    binary: bool,
-}
-
-impl Sink for FileSink {
-    type Error = std::io::Error;
-
-    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        let first = found.line_number().unwrap_or(0);
-        for (offset, line) in (0u64..).zip(found.lines()) {
-            let text = String::from_utf8_lossy(line);
-            let text = text.trim_end_matches('\n').trim_end_matches('\r');
-            let text = match text.char_indices().nth(MAX_LINE_CHARS) {
-                Some((cut, _)) => format!("{} [... line cut]", &text[..cut]),
-                None => text.to_owned(),
-            };
-            self.lines.push((first + offset, text));
-        }
-        Ok(self.lines.len() < COLLECT_CEILING)
-    }
-
-    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, Self::Error> {
-        self.binary = true;
-        Ok(false)
-    }
-}
-
-fn count_files(hits: &[Hit]) -> usize {
-    hits.windows(2).filter(|pair| pair[0].path != pair[1].path).count()
-        + usize::from(!hits.is_empty())
-}
-
-fn render(ws: &Workspace, shown: &[Hit], total: usize, files: usize) -> String {
+/// `path:N:text` for matches, `path-N-text` for context, `--` between
+/// groups that are not adjacent; at most `limit` matching lines.
+fn render_lines(ws: &Workspace, files: &[FileResult], limit: usize) -> Rendered {
+    let with_context = files.iter().flat_map(|file| &file.lines).any(|line| !line.is_match);
     let mut text = String::new();
-    for hit in shown {
-        text.push_str(&format!("{}:{}:{}\n", ws.display(&hit.path), hit.line, hit.text));
+    let (mut shown, mut omitted) = (0, 0);
+    let mut previous: Option<(usize, u64)> = None;
+    for (index, file) in files.iter().enumerate() {
+        let path = ws.display(&file.path);
+        for line in &file.lines {
+            if shown >= limit {
+                omitted += usize::from(line.is_match);
+                continue;
+            }
+            let adjacent = previous == Some((index, line.number.saturating_sub(1)));
+            if with_context && previous.is_some() && !adjacent {
+                text.push_str("--\n");
+            }
+            let separator = if line.is_match { ':' } else { '-' };
+            let _ = writeln!(text, "{path}{separator}{}{separator}{}", line.number, line.text);
+            shown += usize::from(line.is_match);
+            previous = Some((index, line.number));
+        }
     }
-    if total > shown.len() {
-        text.push_str(&format!(
-            "[showing {} of {total} matches in {files} files; narrow with path or glob, or raise max_results (at most {MAX_RESULTS_LIMIT})]\n",
-            shown.len()
-        ));
+    Rendered { text, shown, omitted, unit: "matching lines" }
+}
+
+/// One line per file: its path plus `suffix(file)`.
+fn render_per_file(
+    ws: &Workspace,
+    files: &[FileResult],
+    limit: usize,
+    suffix: impl Fn(&FileResult) -> String,
+) -> Rendered {
+    let mut text = String::new();
+    for file in files.iter().take(limit) {
+        let _ = writeln!(text, "{}{}", ws.display(&file.path), suffix(file));
     }
-    text
+    let shown = files.len().min(limit);
+    Rendered { text, shown, omitted: files.len() - shown, unit: "files" }
 }
 
 #[cfg(test)]
@@ -278,6 +265,7 @@ mod tests {
         let ws = fixture();
         let out = grep(&ws, json!({ "pattern": "todo" })).await.unwrap();
         assert!(out.text.starts_with("no matches for `todo`"), "{}", out.text);
+        assert_eq!(out.meta["files"], 0);
         let out = grep(&ws, json!({ "pattern": "todo", "case_insensitive": true })).await.unwrap();
         assert_eq!(out.text, "src/lib.rs:2:// TODO: more\n");
     }
@@ -290,8 +278,47 @@ mod tests {
         }
         let out = grep(&ws, json!({ "pattern": "hit", "max_results": 3 })).await.unwrap();
         assert!(out.text.starts_with("f0.txt:1:hit\nf0.txt:2:hit\nf1.txt:1:hit\n"), "{}", out.text);
-        assert!(out.text.contains("showing 3 of 10 matches in 5 files"), "{}", out.text);
+        assert!(out.text.contains("showing 3 of 10 matching lines; 7 more"), "{}", out.text);
         assert_eq!(out.meta["truncated"], true);
+    }
+
+    #[tokio::test]
+    async fn files_and_count_modes() {
+        let ws = fixture();
+        let out = grep(&ws, json!({ "pattern": "helper", "mode": "files" })).await.unwrap();
+        assert_eq!(out.text, "README.md\nsrc/lib.rs\nsrc/main.rs\n");
+        ws.write("src/many.rs", "helper\nhelper\nhelper\n");
+        let out = grep(&ws, json!({ "pattern": "helper", "mode": "count", "type": "rust" }))
+            .await
+            .unwrap();
+        assert_eq!(out.text, "src/lib.rs:1\nsrc/main.rs:1\nsrc/many.rs:3\n");
+        assert_eq!(out.meta["matches"], 5);
+        let out =
+            grep(&ws, json!({ "pattern": "helper", "mode": "files", "limit": 1 })).await.unwrap();
+        assert!(out.text.starts_with("README.md\n[showing 1 of 4 files; 3 more"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn context_lines_use_ripgrep_separators() {
+        let ws = TestWorkspace::new();
+        ws.write("a.txt", "1\n2\nhit\n4\n5\n6\n7\nhit\n9\n");
+        ws.write("b.txt", "hit\nx\n");
+        let out = grep(&ws, json!({ "pattern": "hit", "context": 1 })).await.unwrap();
+        assert_eq!(
+            out.text,
+            "a.txt-2-2\na.txt:3:hit\na.txt-4-4\n--\na.txt-7-7\na.txt:8:hit\na.txt-9-9\n--\n\
+             b.txt:1:hit\nb.txt-2-x\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn type_filters_and_unknown_types_are_explained() {
+        let ws = fixture();
+        let out = grep(&ws, json!({ "pattern": "helper", "type": "md" })).await.unwrap();
+        assert_eq!(out.text, "README.md:1:Call helper() to help.\n");
+        let error = grep(&ws, json!({ "pattern": "x", "type": "klingon" })).await.err();
+        let message = error.map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("unknown file type `klingon`"), "{message}");
     }
 
     #[tokio::test]

@@ -79,6 +79,23 @@ impl Workspace {
         }
     }
 
+    /// Like [`Self::resolve`] but leaves a final symlink unresolved: the
+    /// path of the directory entry itself, for operations on the entry
+    /// (deleting a symlink removes the link, not its target).
+    pub fn resolve_entry(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        let given = Path::new(raw);
+        let (Some(parent), Some(name)) = (given.parent(), given.file_name()) else {
+            return self.resolve(raw);
+        };
+        let parent = self.resolve(&parent.to_string_lossy())?;
+        let entry = parent.join(name);
+        if entry.starts_with(&self.root) && entry != self.root {
+            Ok(entry)
+        } else {
+            Err(ToolError::OutsideWorkspace { path: given.to_owned(), root: self.root.clone() })
+        }
+    }
+
     /// Appends one existing component to the canonical `base`, resolving a
     /// symlink; `None` when the component does not exist.
     fn step(
@@ -220,6 +237,18 @@ mod tests {
         symlink("/nonexistent/keel/target", ws.path("dangling")).unwrap();
         let result = workspace(&ws).resolve("dangling");
         assert!(matches!(result, Err(ToolError::DanglingSymlink { .. })), "{result:?}");
+    }
+
+    #[test]
+    fn entry_resolution_keeps_a_final_symlink() {
+        let ws = TestWorkspace::new();
+        ws.write("real.txt", "");
+        symlink(ws.path("real.txt"), ws.path("link")).unwrap();
+        let w = workspace(&ws);
+        assert_eq!(w.resolve_entry("link").unwrap(), ws.canonical_root().join("link"));
+        assert_eq!(w.resolve("link").unwrap(), ws.canonical_root().join("real.txt"));
+        assert!(outside(w.resolve_entry("../x")));
+        assert!(outside(w.resolve_entry("..")));
     }
 
     #[test]

@@ -135,7 +135,7 @@ fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolE
     if head.contains(&0) {
         return Err(ToolError::BinaryFile { path: rel.to_owned() });
     }
-    let mut reader = BufReader::new(Cursor::new(head).chain(file));
+    let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
     let mut excerpt = Excerpt::default();
     let mut line = Vec::new();
     loop {
@@ -151,8 +151,31 @@ fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolE
         if wanted && !excerpt.hit_byte_cap {
             push_line(&mut excerpt, number, &line);
         }
+        if excerpt.hit_byte_cap
+            || (number >= window.start && number - window.start + 1 >= window.limit)
+        {
+            // Past the window: only the line count is left to find.
+            excerpt.total_lines +=
+                count_lines(&mut reader).map_err(|source| ToolError::io(rel, source))?;
+            break;
+        }
     }
     Ok(excerpt)
+}
+
+/// Lines left in `reader` (a last line without `\n` counts), counted in
+/// bulk: a 50 MB file past the window costs a scan, not a million reads.
+fn count_lines(reader: &mut impl BufRead) -> std::io::Result<u64> {
+    let (mut lines, mut last) = (0u64, b'\n');
+    loop {
+        let chunk = reader.fill_buf()?;
+        let Some(&end) = chunk.last() else { break };
+        lines += chunk.iter().filter(|&&byte| byte == b'\n').count() as u64;
+        last = end;
+        let used = chunk.len();
+        reader.consume(used);
+    }
+    Ok(lines + u64::from(last != b'\n'))
 }
 
 fn push_line(excerpt: &mut Excerpt, number: u64, raw: &[u8]) {
@@ -298,5 +321,26 @@ mod tests {
         let ws = TestWorkspace::new();
         let out = read(&ws, json!({ "path": "/etc/passwd" })).await;
         assert!(matches!(out, Err(ToolError::OutsideWorkspace { .. })), "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_is_shown_lossily_with_a_notice() {
+        let ws = TestWorkspace::new();
+        ws.write("latin1.txt", b"caf\xe9\n");
+        let out = read(&ws, json!({ "path": "latin1.txt" })).await.unwrap();
+        assert!(out.text.starts_with("     1\tcaf\u{FFFD}\n"), "{}", out.text);
+        assert!(out.text.contains("not valid UTF-8"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn line_count_past_the_window_is_exact() {
+        let ws = TestWorkspace::new();
+        ws.write("five.txt", "1\n2\n3\n4\nlast without newline");
+        let out = read(&ws, json!({ "path": "five.txt", "offset": 3, "limit": 1 })).await.unwrap();
+        assert!(out.text.starts_with("     3\t3\n"), "{}", out.text);
+        assert_eq!(out.meta["total_lines"], 5);
+        assert!(out.text.contains("showing lines 3-3 of 5"), "{}", out.text);
+        let all = read(&ws, json!({ "path": "five.txt", "offset": 5 })).await.unwrap();
+        assert_eq!(all.text, "     5\tlast without newline\n");
     }
 }

@@ -31,7 +31,8 @@ const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace a
 code, stdout and stderr. Runs in the working directory unless `workdir` is given. Times out \
 after 120000 ms unless `timeout_ms` (at most 600000) says otherwise; the command and anything it \
 started are killed at the timeout and when it finishes, so do not start background servers. \
-stdin is closed: use non-interactive flags. Long output keeps its beginning and end. Prefer \
+stdin is closed: use non-interactive flags. Secrets in the environment (*_API_KEY, *_TOKEN, \
+*_SECRET, *PASSWORD*) are not passed to the command. Long output keeps its beginning and end. Prefer \
 read_file, grep, glob and list_dir for reading and searching files.";
 
 #[derive(Debug, Deserialize, JsonSchema)]

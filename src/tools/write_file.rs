@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::args::{blocking, parse_args, schema_of};
 use super::atomic::write_atomic;
-use super::edit_file::unified_diff;
+use super::diff::unified_diff;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
 use crate::protocol::{ToolClass, ToolOutput};

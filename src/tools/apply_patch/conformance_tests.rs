@@ -142,3 +142,16 @@ fn paths_outside_the_workspace_are_refused() {
     assert_eq!(std::fs::read_to_string(work.path().join("a.txt")).unwrap(), "a\n");
     assert!(!work.path().parent().unwrap().join("moved.txt").exists());
 }
+
+#[test]
+fn deleting_a_symlink_removes_the_link_not_its_target() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("real.txt"), "keep\n").unwrap();
+    std::os::unix::fs::symlink(work.path().join("real.txt"), work.path().join("link")).unwrap();
+    let ws = Workspace::from_parts(work.path(), work.path()).unwrap();
+    let patch = "*** Begin Patch\n*** Delete File: link\n*** End Patch\n";
+    let report = apply_patch_text(&ws, &FileStates::new(), patch).unwrap();
+    assert_eq!(report.lines(), "D link\n");
+    assert!(std::fs::symlink_metadata(work.path().join("link")).is_err());
+    assert_eq!(std::fs::read_to_string(work.path().join("real.txt")).unwrap(), "keep\n");
+}

@@ -193,7 +193,11 @@ fn apply_hunk(
     files: &FileStates,
     hunk: &Hunk,
 ) -> Result<(ChangeKind, String), ToolError> {
-    let abs = ws.resolve(hunk.path())?;
+    let abs = match hunk {
+        // The entry itself: deleting a symlink removes the link (even a dangling one).
+        Hunk::Delete { path } => ws.resolve_entry(path)?,
+        Hunk::Add { path, .. } | Hunk::Update { path, .. } => ws.resolve(path)?,
+    };
     let rel = ws.relative(&abs);
     match hunk {
         Hunk::Add { contents, .. } => {

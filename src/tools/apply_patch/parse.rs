@@ -25,15 +25,6 @@ pub enum Hunk {
     Update { path: String, move_to: Option<String>, chunks: Vec<Chunk> },
 }
 
-impl Hunk {
-    /// The path the operation names (the source, for a move).
-    pub fn path(&self) -> &str {
-        match self {
-            Self::Add { path, .. } | Self::Delete { path } | Self::Update { path, .. } => path,
-        }
-    }
-}
-
 /// One `@@` chunk of an update: replace `old` with `new`, after the line
 /// `context` (if any), at the end of the file when `end_of_file`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
