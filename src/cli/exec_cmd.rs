@@ -34,10 +34,13 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
     let env = Environment::from_process()?;
     let settings = config::load(&env, &model.overrides())?;
     let prompt = read_prompt(&args.prompt)?;
-    let approval = match (args.full_auto, args.yolo) {
-        (_, true) => ApprovalMode::Yolo,
-        (true, false) => ApprovalMode::FullAuto,
-        (false, false) => ApprovalMode::Ask,
+    let approval = match (args.full_auto, args.yolo, args.mode.as_deref()) {
+        (_, true, _) => ApprovalMode::Yolo,
+        (true, false, _) => ApprovalMode::Auto,
+        (false, false, Some(mode)) => ApprovalMode::parse(mode).with_context(|| {
+            format!("unknown mode `{mode}`; use ask, auto, plan, explore or yolo")
+        })?,
+        (false, false, None) => ApprovalMode::Ask,
     };
     let options = ExecOptions {
         prompt,

@@ -3,6 +3,8 @@
 //! typed errors into messages with exit codes.
 
 mod exec_cmd;
+mod policy_cmd;
+mod sandbox_cmd;
 mod tool_cmd;
 
 use std::path::PathBuf;
@@ -51,6 +53,13 @@ pub enum Command {
     Exec(ExecArgs),
     /// Run one tool directly and print its result envelope as JSON.
     Tool(ToolArgs),
+    /// Inspect the command policy (rules files, decisions).
+    Policy(policy_cmd::PolicyArgs),
+    /// Trust the current project: its rules' allows and its config apply.
+    Trust,
+    /// Internal: apply the landlock sandbox to itself, then run a command.
+    #[command(hide = true)]
+    SandboxExec(sandbox_cmd::SandboxExecArgs),
 }
 
 #[derive(Debug, Args)]
@@ -63,12 +72,17 @@ pub struct ExecArgs {
     /// Also write the last message to FILE.
     #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
-    /// Let workspace writes and commands run without asking.
-    #[arg(long, conflicts_with = "yolo")]
+    /// Let workspace writes and sandboxed commands run without asking
+    /// (same as --mode auto).
+    #[arg(long, conflicts_with_all = ["yolo", "mode"])]
     pub full_auto: bool,
-    /// Let everything run without asking.
-    #[arg(long)]
+    /// Let everything but hard-denied commands run without asking (same
+    /// as --mode yolo).
+    #[arg(long, conflicts_with = "mode")]
     pub yolo: bool,
+    /// Approval mode: ask (default), auto, plan, explore (read-only), yolo.
+    #[arg(long, value_parser = ["ask", "auto", "plan", "explore", "yolo"])]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +99,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
         Some(Command::Tool(args)) => tool_cmd::run(args).await,
+        Some(Command::Policy(args)) => policy_cmd::run(args),
+        Some(Command::Trust) => policy_cmd::trust(),
+        Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),
         None => anyhow::bail!(
             "the interactive TUI is not built yet; run a task with `keel exec \"…\"` (see keel --help)"
         ),
@@ -99,6 +116,7 @@ impl ModelArgs {
             base_url: self.base_url.clone(),
             model: self.model.clone(),
             set: self.set.clone(),
+            rules_files: Vec::new(),
         }
     }
 }

@@ -19,6 +19,32 @@ pub struct ConfigFile {
     pub max_steps: Option<u32>,
     pub max_retries: Option<u32>,
     pub idle_timeout_secs: Option<u64>,
+    /// `[sandbox]`: user file and `-c` only (a project may not loosen it).
+    pub sandbox: Option<SandboxFile>,
+}
+
+/// The `[sandbox]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxFile {
+    /// `read-only`, `workspace-write` (default) or `full-access`.
+    pub mode: Option<String>,
+    /// Allow outbound network (default false).
+    pub network: Option<bool>,
+    /// Refuse to run commands when the sandbox cannot be enforced.
+    pub required: Option<bool>,
+    /// Extra writable folders.
+    pub writable_roots: Option<Vec<String>>,
+}
+
+impl SandboxFile {
+    fn overlay(&mut self, other: SandboxFile) {
+        let SandboxFile { mode, network, required, writable_roots } = other;
+        self.mode = mode.or(self.mode.take());
+        self.network = network.or(self.network);
+        self.required = required.or(self.required);
+        self.writable_roots = writable_roots.or(self.writable_roots.take());
+    }
 }
 
 impl ConfigFile {
@@ -32,7 +58,11 @@ impl ConfigFile {
             max_steps,
             max_retries,
             idle_timeout_secs,
+            sandbox,
         } = other;
+        if let Some(sandbox) = sandbox {
+            self.sandbox.get_or_insert_with(SandboxFile::default).overlay(sandbox);
+        }
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
         self.base_url = base_url.or(self.base_url.take());
@@ -70,6 +100,13 @@ pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, Conf
                     env.keel_home.join("config.toml").display()
                 ));
             }
+        }
+        if project.sandbox.take().is_some() {
+            layers.warnings.push(format!(
+                "ignored `[sandbox]` in {}: a project may not loosen the sandbox; set it in {}",
+                project_path.display(),
+                env.keel_home.join("config.toml").display()
+            ));
         }
         layers.merged.overlay(project);
     }

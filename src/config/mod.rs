@@ -12,11 +12,12 @@
 
 mod layers;
 mod resolve;
+pub mod rules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use layers::{ConfigFile, Layers, find_workspace_root, read_layers};
+pub use layers::{ConfigFile, Layers, SandboxFile, find_workspace_root, read_layers};
 pub use resolve::{Settings, resolve};
 
 /// Why configuration could not be loaded. Every message says what to fix.
@@ -54,6 +55,8 @@ pub enum ConfigError {
     Cwd { source: std::io::Error },
     #[error("cannot find a home folder for keel: set KEEL_HOME or HOME")]
     NoHome,
+    #[error(transparent)]
+    Rules(#[from] rules::RulesFileError),
 }
 
 /// The process environment keel reads, injected so tests are deterministic.
@@ -92,10 +95,15 @@ pub struct CliOverrides {
     pub model: Option<String>,
     /// `-c key=value` pairs, in order.
     pub set: Vec<String>,
+    /// Extra rules files (`--rules FILE`), loaded after the user's.
+    pub rules_files: Vec<PathBuf>,
 }
 
 /// Loads and resolves configuration for a command run in `env.cwd`.
 pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigError> {
     let layers = read_layers(env, cli)?;
-    resolve(env, cli, layers)
+    let mut settings = resolve(env, cli, layers)?;
+    settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
+    Ok(settings)
 }

@@ -8,10 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopConfig, LoopState, step};
 use crate::config::Settings;
+use crate::config::rules::append_local_rule;
 use crate::llm::{LlmClient, LlmError};
-use crate::policy::ApprovalMode;
+use crate::policy::{ApprovalMode, ApprovalScope, PathContext, Policy};
 use crate::prompts::{PromptFacts, system_prompt};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage};
+use crate::sandbox::{self, landlock};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -75,7 +77,7 @@ impl Session {
             instructions,
             tools: specs,
             tool_classes,
-            approval: options.approval,
+            policy: build_policy(settings, &options),
             max_steps: settings.max_steps,
         });
         let id = new_session_id();
@@ -88,7 +90,9 @@ impl Session {
             model: settings.model.clone(),
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
         })?;
-        for message in &settings.warnings {
+        let mut state = state;
+        let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
+        for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
         sink.emit(RuntimeEvent::SessionStarted {
@@ -143,10 +147,12 @@ impl Session {
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
                 Effect::AskApproval { call, reason } => {
                     let answer = self.approver.decide(&call, &reason).await;
+                    let scope = self.persist_scope(answer.approved, answer.scope);
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,
                         note: answer.note,
+                        scope,
                     }
                 }
                 Effect::RunBatch { calls, concurrent } => {
@@ -201,14 +207,44 @@ impl Session {
             cwd: self.cwd.clone(),
             cancel: cancel.clone(),
         };
-        if concurrent {
-            return join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await;
-        }
-        let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            results.push(self.tools.run_call(call, &ctx).await);
+        let mut results = if concurrent {
+            join_all(calls.iter().map(|call| self.tools.run_call(call, &ctx))).await
+        } else {
+            let mut results = Vec::with_capacity(calls.len());
+            for call in calls {
+                results.push(self.tools.run_call(call, &ctx).await);
+            }
+            results
+        };
+        if self.state.config.policy.sandboxed {
+            for (call, (result, meta)) in calls.iter().zip(results.iter_mut()) {
+                mark_sandbox_violation(&call.name, result, meta);
+            }
         }
         results
+    }
+
+    /// Persists an "always" answer as a prefix rule in the project's
+    /// `.keel/rules/local.rules`. A prefix too broad to remember (or a
+    /// failed write) is said loudly and the approval counts once.
+    fn persist_scope(&mut self, approved: bool, scope: ApprovalScope) -> ApprovalScope {
+        let ApprovalScope::AlwaysPrefix(prefix) = &scope else { return scope };
+        if !approved {
+            return ApprovalScope::Once;
+        }
+        match append_local_rule(&self.workspace_root, prefix) {
+            Ok(path) => {
+                let message =
+                    format!("`{}` is now always allowed ({})", prefix.join(" "), path.display());
+                self.sink.emit(RuntimeEvent::Warning { message });
+                scope
+            }
+            Err(error) => {
+                let message = format!("not remembered, approved once: {error}");
+                self.sink.emit(RuntimeEvent::Warning { message });
+                ApprovalScope::Once
+            }
+        }
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied
@@ -251,4 +287,85 @@ impl Session {
                 item_id: None,
             })
     }
+}
+
+/// The compiled policy for a session.
+fn build_policy(settings: &Settings, options: &SessionOptions) -> Policy {
+    let paths = PathContext {
+        home: settings.home.clone(),
+        workspace_root: settings.workspace_root.clone(),
+        cwd: options.cwd.clone(),
+    };
+    let mut policy = Policy::new(settings.rules.clone(), options.approval, paths);
+    policy.project_trusted = settings.project_trusted;
+    policy
+}
+
+/// Confines every command the model runs (landlock through `keel
+/// sandbox-exec`) and records in the policy whether that holds. Returns a
+/// warning when the sandbox is weaker than configured.
+fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
+    let launcher = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            sandbox::set_session_confinement(None);
+            return Some(format!(
+                "SANDBOX OFF: cannot find the keel binary to launch sandboxed commands: {error}"
+            ));
+        }
+    };
+    let config = &settings.sandbox;
+    let confinement = landlock::Confinement {
+        launcher,
+        mode: config.mode,
+        workspace_roots: vec![settings.workspace_root.clone()],
+        extra_roots: config.writable_roots.clone(),
+        network: config.network,
+        required: config.required,
+    };
+    let enforcement = landlock::probe(&confinement);
+    let (confine, sandboxed, warning) = match enforcement {
+        landlock::Enforcement::Full => (true, true, None),
+        landlock::Enforcement::Partial => (
+            true,
+            true,
+            Some("sandbox partly enforced: this kernel's landlock cannot restrict the network".to_owned()),
+        ),
+        landlock::Enforcement::None if config.required => (
+            true,
+            false,
+            Some("SANDBOX UNAVAILABLE and sandbox.required = true: commands will be refused".to_owned()),
+        ),
+        landlock::Enforcement::None => (
+            false,
+            false,
+            Some("SANDBOX OFF: this kernel cannot enforce landlock; commands run unconfined and auto mode asks for unknown commands".to_owned()),
+        ),
+    };
+    sandbox::set_session_confinement(confine.then_some(confinement));
+    policy.sandboxed = sandboxed;
+    warning
+}
+
+/// Tells the model when a failed command looks blocked by the sandbox:
+/// `kind: sandbox_violation` in the metadata and a line in the output.
+fn mark_sandbox_violation(tool: &str, result: &mut ToolResult, meta: &mut serde_json::Value) {
+    let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
+    let failed = exit_code.is_some_and(|code| code != 0);
+    let network = sandbox::session_confinement().is_some_and(|c| c.network);
+    if tool != "shell" || !failed {
+        return;
+    }
+    let code = exit_code.and_then(|c| i32::try_from(c).ok());
+    if !landlock::looks_like_violation(code, &result.output, network) {
+        return;
+    }
+    if let Some(object) = meta.as_object_mut() {
+        object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
+    }
+    result.output.push_str(
+        "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
+         the workspace and temp folders, .git and .keel read-only, network off). Work inside those \
+         limits, or ask the user to run it.\n",
+    );
 }
