@@ -152,10 +152,7 @@ fn rule_reason(matched: &[RuleMatch], what: &str) -> String {
     match (strictest.decision, &strictest.justification) {
         (RuleDecision::Forbidden, Some(why)) => format!("{what} rejected: {why}"),
         (RuleDecision::Forbidden, None) => {
-            format!(
-                "{what} rejected: policy forbids commands starting with `{prefix}` ({})",
-                strictest.source
-            )
+            format!("{what} rejected: policy forbids commands starting with `{prefix}`")
         }
         (RuleDecision::Prompt | RuleDecision::Allow, Some(why)) => {
             format!("{what} requires approval: {why}")

@@ -26,7 +26,7 @@ pub enum Unwrapped {
     Script { script: String, privileged: bool },
 }
 
-const SHELLS: [&str; 6] = ["bash", "sh", "zsh", "dash", "ksh", "busybox"];
+const SHELLS: [&str; 5] = ["bash", "sh", "zsh", "dash", "ksh"];
 
 /// The program's name without its directory (`/usr/bin/env` → `env`).
 pub fn base_name(program: &str) -> &str {
@@ -50,7 +50,7 @@ pub fn unwrap(mut argv: Vec<String>) -> Unwrapped {
             "env" => env_skip(&argv, &mut extra, &mut sensitive_env),
             "timeout" => options_then(&argv, &["-s", "-k", "--signal", "--kill-after"], 1),
             "nice" => options_then(&argv, &["-n", "--adjustment"], 0),
-            "nohup" | "builtin" => Some(1),
+            "nohup" | "builtin" | "busybox" => Some(1),
             "exec" => options_then(&argv, &["-a"], 0),
             "time" => options_then(&argv, &[], 0),
             "stdbuf" => options_then(&argv, &["-i", "-o", "-e"], 0),
