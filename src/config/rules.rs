@@ -139,7 +139,7 @@ fn read_trust(keel_home: &Path) -> Result<TrustRecord, RulesFileError> {
 /// Whether the user trusts the project at `workspace_root`.
 pub fn is_trusted(keel_home: &Path, workspace_root: &Path) -> Result<bool, RulesFileError> {
     let root = workspace_root.display().to_string();
-    Ok(read_trust(keel_home)?.projects.iter().any(|p| *p == root))
+    Ok(read_trust(keel_home)?.projects.contains(&root))
 }
 
 /// Records that the user trusts the project at `workspace_root`.
