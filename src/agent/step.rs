@@ -160,7 +160,11 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
             None => return infer(state, effects),
             Some(Batch::Deny { call, reason }) => {
                 state.pending.pop_front();
-                answer(state, ToolResult::error(&call.call_id, denied_text(&reason)), effects);
+                // The policy's (or the user's) reason, for the log and
+                // front ends; the model reads it in the result text.
+                let meta = serde_json::json!({ "kind": "denied", "reason": reason });
+                let result = ToolResult::error(&call.call_id, denied_text(&reason));
+                record_result(state, result, meta, effects);
             }
             Some(Batch::Ask { call, reason }) => {
                 state.phase = LoopPhase::AwaitApproval;

@@ -16,6 +16,10 @@ use tree_sitter::{Node, Parser};
 
 use super::unwrap::{Unwrapped, unwrap};
 
+thread_local! {
+    static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
+}
+
 /// How deep nested `bash -c` scripts and syntax trees are followed; deeper
 /// input counts as unparseable.
 pub const MAX_DEPTH: usize = 48;
@@ -99,11 +103,17 @@ fn script_into(script: &str, depth: usize, out: &mut Script) {
         out.hidden.push(Hidden::Unparseable);
         return;
     }
-    let mut parser = Parser::new();
-    let tree = match parser.set_language(&tree_sitter_bash::LANGUAGE.into()) {
-        Ok(()) => parser.parse(script, None),
-        Err(_) => None,
-    };
+    // One parser per thread: building one and loading the grammar costs
+    // more than parsing a short script.
+    let tree = PARSER.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(script, None)
+    });
     let Some(tree) = tree else {
         out.hidden.push(Hidden::Unparseable);
         return;
@@ -161,8 +171,11 @@ struct Walker<'a> {
     out: &'a mut Script,
 }
 
-fn children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.child_count()).filter_map(move |i| node.child(u32::try_from(i).ok()?))
+/// The children of `node`, walked with a cursor (indexing each child is
+/// linear in tree-sitter, so `child(i)` in a loop would be quadratic).
+fn children(node: Node<'_>) -> std::vec::IntoIter<Node<'_>> {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).collect::<Vec<_>>().into_iter()
 }
 
 impl Walker<'_> {
