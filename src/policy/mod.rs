@@ -16,6 +16,7 @@ pub mod amend;
 pub mod builtin;
 pub mod engine;
 pub mod paths;
+mod rule_args;
 pub mod rules;
 pub mod shell;
 pub mod syntax;

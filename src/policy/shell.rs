@@ -173,9 +173,15 @@ struct Walker<'a> {
 
 /// The children of `node`, walked with a cursor (indexing each child is
 /// linear in tree-sitter, so `child(i)` in a loop would be quadratic).
-fn children(node: Node<'_>) -> std::vec::IntoIter<Node<'_>> {
+/// No allocation: the cursor lives in the iterator.
+fn children(node: Node<'_>) -> impl Iterator<Item = Node<'_>> {
     let mut cursor = node.walk();
-    node.children(&mut cursor).collect::<Vec<_>>().into_iter()
+    let mut started = false;
+    std::iter::from_fn(move || {
+        let moved = if started { cursor.goto_next_sibling() } else { cursor.goto_first_child() };
+        started = true;
+        moved.then(|| cursor.node())
+    })
 }
 
 impl Walker<'_> {
