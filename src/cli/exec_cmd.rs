@@ -32,7 +32,12 @@ pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<Exi
 
 fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, ExecOptions)> {
     let env = Environment::from_process()?;
-    let settings = config::load(&env, &model.overrides())?;
+    let mut overrides = model.overrides();
+    if args.no_sandbox {
+        overrides.set.push("sandbox.mode=full-access".to_owned());
+        overrides.set.push("sandbox.network=true".to_owned());
+    }
+    let settings = config::load(&env, &overrides)?;
     let prompt = read_prompt(&args.prompt)?;
     let approval = match (args.full_auto, args.yolo, args.mode.as_deref()) {
         (_, true, _) => ApprovalMode::Yolo,

@@ -83,6 +83,10 @@ pub struct ExecArgs {
     /// Approval mode: ask (default), auto, plan, explore (read-only), yolo.
     #[arg(long, value_parser = ["ask", "auto", "plan", "explore", "yolo"])]
     pub mode: Option<String>,
+    /// Run commands without the landlock sandbox (full file access and
+    /// network). Auto mode then asks before unknown commands.
+    #[arg(long)]
+    pub no_sandbox: bool,
 }
 
 #[derive(Debug, Args)]

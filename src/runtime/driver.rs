@@ -218,10 +218,41 @@ impl Session {
         };
         if self.state.config.policy.sandboxed {
             for (call, (result, meta)) in calls.iter().zip(results.iter_mut()) {
-                mark_sandbox_violation(&call.name, result, meta);
+                if mark_sandbox_violation(&call.name, result, meta) {
+                    self.offer_unsandboxed_rerun(call, &ctx, result, meta).await;
+                }
             }
         }
         results
+    }
+
+    /// In ask mode, a command the sandbox blocked may be re-run once
+    /// outside it, if the user approves (headless runs never approve).
+    async fn offer_unsandboxed_rerun(
+        &mut self,
+        call: &ToolCall,
+        ctx: &ToolContext,
+        result: &mut ToolResult,
+        meta: &mut serde_json::Value,
+    ) {
+        if self.state.config.policy.mode != ApprovalMode::Ask || ctx.cancel.is_cancelled() {
+            return;
+        }
+        let reason = "the sandbox blocked this command; run it once more outside the sandbox?";
+        if !self.approver.decide(call, reason).await.approved {
+            return;
+        }
+        // Shell calls run one at a time (mutating batches), so lifting the
+        // session confinement for this one run affects nothing else.
+        let saved = sandbox::session_confinement();
+        sandbox::set_session_confinement(None);
+        let (rerun, mut rerun_meta) = self.tools.run_call(call, ctx).await;
+        sandbox::set_session_confinement(saved);
+        if let Some(object) = rerun_meta.as_object_mut() {
+            object.insert("unsandboxed_rerun".to_owned(), serde_json::Value::Bool(true));
+        }
+        *result = rerun;
+        *meta = rerun_meta;
     }
 
     /// Persists an "always" answer as a prefix rule in the project's
@@ -315,6 +346,14 @@ fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
         }
     };
     let config = &settings.sandbox;
+    if config.mode == landlock::SandboxMode::FullAccess && config.network {
+        sandbox::set_session_confinement(None);
+        policy.sandboxed = false;
+        return Some(
+            "SANDBOX OFF by configuration (full-access with network): commands run unconfined"
+                .to_owned(),
+        );
+    }
     let confinement = landlock::Confinement {
         launcher,
         mode: config.mode,
@@ -349,16 +388,21 @@ fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
 
 /// Tells the model when a failed command looks blocked by the sandbox:
 /// `kind: sandbox_violation` in the metadata and a line in the output.
-fn mark_sandbox_violation(tool: &str, result: &mut ToolResult, meta: &mut serde_json::Value) {
+/// Returns whether it did.
+fn mark_sandbox_violation(
+    tool: &str,
+    result: &mut ToolResult,
+    meta: &mut serde_json::Value,
+) -> bool {
     let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
     let failed = exit_code.is_some_and(|code| code != 0);
     let network = sandbox::session_confinement().is_some_and(|c| c.network);
     if tool != "shell" || !failed {
-        return;
+        return false;
     }
     let code = exit_code.and_then(|c| i32::try_from(c).ok());
     if !landlock::looks_like_violation(code, &result.output, network) {
-        return;
+        return false;
     }
     if let Some(object) = meta.as_object_mut() {
         object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
@@ -368,4 +412,5 @@ fn mark_sandbox_violation(tool: &str, result: &mut ToolResult, meta: &mut serde_
          the workspace and temp folders, .git and .keel read-only, network off). Work inside those \
          limits, or ask the user to run it.\n",
     );
+    true
 }
