@@ -10,7 +10,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use keel::agent::{LoopConfig, Rebuilder};
-use keel::policy::ApprovalMode;
+use keel::policy::{ApprovalMode, PathContext, Policy, RuleSet};
 use keel::protocol::{
     EventRecord, Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult,
     Usage,
@@ -60,7 +60,11 @@ fn config() -> LoopConfig {
         instructions: String::new(),
         tools: Vec::new(),
         tool_classes: BTreeMap::from([("read_file".to_owned(), ToolClass::ReadOnly)]),
-        approval: ApprovalMode::FullAuto,
+        policy: Policy::new(
+            RuleSet::default(),
+            ApprovalMode::Auto,
+            PathContext { home: "/h".into(), workspace_root: "/w".into(), cwd: "/w".into() },
+        ),
         max_steps: 100,
     }
 }

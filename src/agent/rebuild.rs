@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::policy;
+use crate::policy::{self, CallFacts};
 use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
 
 use super::schedule::{Batch, schedule};
@@ -230,8 +230,9 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
         .map(|open_call| {
             let call = open_call.call.clone();
             let class = state.class_of(&call.name);
-            let decision = policy::evaluate(&call.name, class, state.config.approval);
-            (call, class, decision)
+            let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
+            let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
+            (call, class, verdict.decision)
         })
         .collect();
     let calls = started.iter().map(|open_call| open_call.call.clone()).collect();

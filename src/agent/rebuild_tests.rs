@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::policy::ApprovalMode;
+use crate::policy::{ApprovalMode, PathContext, Policy, RuleSet};
 use crate::protocol::{
     EventRecord, Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult,
     TurnOutcome, Usage,
@@ -22,8 +22,16 @@ fn config(approval: ApprovalMode) -> LoopConfig {
         instructions: "i".into(),
         tools: Vec::new(),
         tool_classes,
-        approval,
+        policy: Policy::new(RuleSet::default(), approval, paths()),
         max_steps: 10,
+    }
+}
+
+fn paths() -> PathContext {
+    PathContext {
+        home: "/home/u".into(),
+        workspace_root: "/home/u/ws".into(),
+        cwd: "/home/u/ws".into(),
     }
 }
 
@@ -52,7 +60,7 @@ fn record(effects: &[Effect], log: &mut Vec<EventRecord>) {
 
 /// A full two-turn session: read, write, answer; then a plain answer.
 fn live_session() -> (LoopState, Vec<EventRecord>) {
-    let mut state = LoopState::new(config(ApprovalMode::FullAuto));
+    let mut state = LoopState::new(config(ApprovalMode::Auto));
     let mut log = Vec::new();
     let inputs = vec![
         Input::UserTurn { text: "go".into() },
@@ -76,7 +84,7 @@ fn live_session() -> (LoopState, Vec<EventRecord>) {
 }
 
 fn rebuild(records: &[EventRecord]) -> Rebuilt {
-    let mut rebuilder = Rebuilder::new(config(ApprovalMode::FullAuto));
+    let mut rebuilder = Rebuilder::new(config(ApprovalMode::Auto));
     for record in records {
         rebuilder.apply(record.clone());
     }
@@ -255,7 +263,7 @@ mod properties {
     /// A random session: each turn is a list of responses, each a list of
     /// calls (`true` = mutating); an empty response ends the turn.
     fn run(turns: &[Vec<Vec<bool>>]) -> (LoopState, Vec<EventRecord>) {
-        let mut state = LoopState::new(config(ApprovalMode::FullAuto));
+        let mut state = LoopState::new(config(ApprovalMode::Auto));
         let mut log = Vec::new();
         let mut n = 0;
         for (t, responses) in turns.iter().enumerate() {

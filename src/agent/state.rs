@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::policy::ApprovalMode;
+use crate::policy::{Allowlist, Policy};
 use crate::protocol::{Item, ToolClass, ToolSpec, Usage};
 
 use super::schedule::Batch;
@@ -17,7 +17,8 @@ pub struct LoopConfig {
     /// Access class per tool name; unknown names count as read-only (they
     /// never run, they only produce an error result).
     pub tool_classes: BTreeMap<String, ToolClass>,
-    pub approval: ApprovalMode,
+    /// Compiled rules, mode, paths and trust: what `policy::evaluate` needs.
+    pub policy: Policy,
     /// Model calls allowed in one turn.
     pub max_steps: u32,
 }
@@ -53,6 +54,8 @@ pub struct LoopState {
     /// Batches of the current response still to run; the front one is
     /// running or awaiting approval.
     pub pending: VecDeque<Batch>,
+    /// What the user allowed for the rest of the session.
+    pub allowlist: Allowlist,
 }
 
 impl LoopState {
@@ -66,6 +69,7 @@ impl LoopState {
             turn_usage: Usage::default(),
             session_usage: Usage::default(),
             pending: VecDeque::new(),
+            allowlist: Allowlist::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The transition function. See the module docs of [`crate::agent`] for
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
-use crate::policy;
+use crate::policy::{self, ApprovalScope, CallFacts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
@@ -26,6 +26,8 @@ pub enum Input {
         call_id: String,
         approved: bool,
         note: Option<String>,
+        /// How far an approval reaches (ignored when not approved).
+        scope: ApprovalScope,
     },
     /// Results of an [`Effect::RunBatch`], with metadata, in call order.
     BatchFinished {
@@ -73,8 +75,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             effects.push(Effect::Record(SessionEvent::ModelError { message }));
             end_turn(state, TurnOutcome::Failed, &mut effects);
         }
-        (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note }) => {
-            on_approval(state, &call_id, approved, note, &mut effects);
+        (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
+            on_approval(state, &call_id, approved, note, scope, &mut effects);
         }
         (LoopPhase::Execute, Input::BatchFinished { results }) => {
             on_batch_finished(state, results, &mut effects);
@@ -141,8 +143,9 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         .into_iter()
         .map(|call| {
             let class = state.class_of(&call.name);
-            let decision = policy::evaluate(&call.name, class, state.config.approval);
-            (call, class, decision)
+            let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
+            let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
+            (call, class, verdict.decision)
         })
         .collect();
     state.pending = schedule(judged).into();
@@ -157,7 +160,11 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
             None => return infer(state, effects),
             Some(Batch::Deny { call, reason }) => {
                 state.pending.pop_front();
-                answer(state, ToolResult::error(&call.call_id, denied_text(&reason)), effects);
+                // The policy's (or the user's) reason, for the log and
+                // front ends; the model reads it in the result text.
+                let meta = serde_json::json!({ "kind": "denied", "reason": reason });
+                let result = ToolResult::error(&call.call_id, denied_text(&reason));
+                record_result(state, result, meta, effects);
             }
             Some(Batch::Ask { call, reason }) => {
                 state.phase = LoopPhase::AwaitApproval;
@@ -185,6 +192,7 @@ fn on_approval(
     call_id: &str,
     approved: bool,
     note: Option<String>,
+    scope: ApprovalScope,
     effects: &mut Vec<Effect>,
 ) {
     let Some(Batch::Ask { call, reason }) = state.pending.front().cloned() else { return };
@@ -193,6 +201,7 @@ fn on_approval(
     }
     state.pending.pop_front();
     if approved {
+        state.allowlist.extend(scope);
         state.pending.push_front(Batch::Run { calls: vec![call], concurrent: false });
     } else {
         let why = note.unwrap_or_else(|| format!("the user declined it ({reason})"));

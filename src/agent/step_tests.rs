@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
-use crate::policy::ApprovalMode;
+use crate::policy::{ApprovalMode, ApprovalScope, PathContext, Policy, RuleSet};
 use crate::protocol::{
     Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult, TurnOutcome,
     Usage,
@@ -23,8 +23,16 @@ fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         instructions: "be helpful".into(),
         tools: Vec::new(),
         tool_classes,
-        approval,
+        policy: Policy::new(RuleSet::default(), approval, paths()),
         max_steps,
+    }
+}
+
+fn paths() -> PathContext {
+    PathContext {
+        home: "/home/u".into(),
+        workspace_root: "/home/u/ws".into(),
+        cwd: "/home/u/ws".into(),
     }
 }
 
@@ -71,7 +79,7 @@ fn plain_answer_ends_the_turn_with_its_text() {
 
 #[test]
 fn reads_run_together_and_writes_alone_in_call_order() {
-    let mut state = LoopState::new(config(ApprovalMode::FullAuto, 10));
+    let mut state = LoopState::new(config(ApprovalMode::Auto, 10));
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(
         &mut state,
@@ -122,6 +130,7 @@ fn declined_call_tells_the_model_why_and_the_loop_goes_on() {
             call_id: "c".into(),
             approved: false,
             note: Some("approval needed; rerun with --full-auto".into()),
+            scope: ApprovalScope::Once,
         },
     );
     assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
@@ -137,14 +146,19 @@ fn approved_call_runs() {
     step(&mut state, respond(vec![Item::ToolCall(call("c", "shell"))]));
     let effects = step(
         &mut state,
-        Input::ApprovalDecided { call_id: "c".into(), approved: true, note: None },
+        Input::ApprovalDecided {
+            call_id: "c".into(),
+            approved: true,
+            note: None,
+            scope: ApprovalScope::Once,
+        },
     );
     assert!(matches!(effects.last(), Some(Effect::RunBatch { concurrent: false, .. })));
 }
 
 #[test]
 fn step_limit_answers_open_calls_and_stops() {
-    let mut state = LoopState::new(config(ApprovalMode::FullAuto, 1));
+    let mut state = LoopState::new(config(ApprovalMode::Auto, 1));
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(&mut state, respond(vec![Item::ToolCall(call("c", "read_file"))]));
     assert!(matches!(
@@ -156,7 +170,7 @@ fn step_limit_answers_open_calls_and_stops() {
 
 #[test]
 fn interrupt_while_running_answers_every_open_call() {
-    let mut state = LoopState::new(config(ApprovalMode::FullAuto, 10));
+    let mut state = LoopState::new(config(ApprovalMode::Auto, 10));
     step(&mut state, Input::UserTurn { text: "go".into() });
     step(
         &mut state,
@@ -226,7 +240,7 @@ proptest! {
     /// result and the log records the same results the history holds.
     #[test]
     fn every_call_is_answered_once_idle(moves in moves(), full_auto in any::<bool>()) {
-        let mode = if full_auto { ApprovalMode::FullAuto } else { ApprovalMode::Ask };
+        let mode = if full_auto { ApprovalMode::Auto } else { ApprovalMode::Ask };
         let mut state = LoopState::new(config(mode, 3));
         let mut recorded_results = 0usize;
         let mut next_id = 0u32;
@@ -239,7 +253,7 @@ proptest! {
                     Item::ToolCall(call(&format!("c{next_id}"), if write { "shell" } else { "read_file" }))
                 }).collect()),
                 Move::Approve(yes) => match last_effects.last() {
-                    Some(Effect::AskApproval { call, .. }) => Input::ApprovalDecided { call_id: call.call_id.clone(), approved: yes, note: None },
+                    Some(Effect::AskApproval { call, .. }) => Input::ApprovalDecided { call_id: call.call_id.clone(), approved: yes, note: None, scope: ApprovalScope::Once },
                     _ => Input::Interrupted,
                 },
                 Move::Finish => match last_effects.last() {

@@ -34,6 +34,10 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
     let env = Environment::from_process()?;
     let request = resume_cmd::ExecRequest::from_args(&args)?;
     let mut overrides = model.overrides();
+    if args.no_sandbox {
+        overrides.set.push("sandbox.mode=full-access".to_owned());
+        overrides.set.push("sandbox.network=true".to_owned());
+    }
     let resume = match &request.target {
         Some(target) => {
             let path = resume_cmd::find_log(&env, target)?;
@@ -44,10 +48,13 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
     };
     let settings = config::load(&env, &overrides)?;
     let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
-    let approval = match (args.full_auto, args.yolo) {
-        (_, true) => ApprovalMode::Yolo,
-        (true, false) => ApprovalMode::FullAuto,
-        (false, false) => ApprovalMode::Ask,
+    let approval = match (args.full_auto, args.yolo, args.mode.as_deref()) {
+        (_, true, _) => ApprovalMode::Yolo,
+        (true, false, _) => ApprovalMode::Auto,
+        (false, false, Some(mode)) => ApprovalMode::parse(mode).with_context(|| {
+            format!("unknown mode `{mode}`; use ask, auto, plan, explore or yolo")
+        })?,
+        (false, false, None) => ApprovalMode::Ask,
     };
     let options = ExecOptions {
         prompt,

@@ -5,8 +5,10 @@
 mod apply_patch_cmd;
 mod demo_cmd;
 mod exec_cmd;
+mod policy_cmd;
 mod replay_cmd;
 mod resume_cmd;
+mod sandbox_cmd;
 mod sessions_cmd;
 mod tool_cmd;
 mod tui_cmd;
@@ -77,6 +79,13 @@ pub enum Command {
     /// Watch keel fix a bug in a tiny bundled repository: a recorded session
     /// replayed offline, no API key needed.
     Demo,
+    /// Inspect the command policy (rules files, decisions).
+    Policy(policy_cmd::PolicyArgs),
+    /// Trust the current project: its rules' allows and its config apply.
+    Trust,
+    /// Internal: apply the landlock sandbox to itself, then run a command.
+    #[command(hide = true)]
+    SandboxExec(sandbox_cmd::SandboxExecArgs),
 }
 
 #[derive(Debug, Args)]
@@ -135,12 +144,21 @@ pub struct ExecArgs {
     /// Also write the last message to FILE.
     #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
-    /// Let workspace writes and commands run without asking.
-    #[arg(long, conflicts_with = "yolo")]
+    /// Let workspace writes and sandboxed commands run without asking
+    /// (same as --mode auto).
+    #[arg(long, conflicts_with_all = ["yolo", "mode"])]
     pub full_auto: bool,
-    /// Let everything run without asking.
-    #[arg(long)]
+    /// Let everything but hard-denied commands run without asking (same
+    /// as --mode yolo).
+    #[arg(long, conflicts_with = "mode")]
     pub yolo: bool,
+    /// Approval mode: ask (default), auto, plan, explore (read-only), yolo.
+    #[arg(long, value_parser = ["ask", "auto", "plan", "explore", "yolo"])]
+    pub mode: Option<String>,
+    /// Run commands without the landlock sandbox (full file access and
+    /// network). Auto mode then asks before unknown commands.
+    #[arg(long)]
+    pub no_sandbox: bool,
 }
 
 #[derive(Debug, Args)]
@@ -162,6 +180,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         Some(Command::Replay(args)) => replay_cmd::run(&args).await,
         Some(Command::Demo) => demo_cmd::run().await,
+        Some(Command::Policy(args)) => policy_cmd::run(args),
+        Some(Command::Trust) => policy_cmd::trust(),
+        Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),
         None => tui_cmd::run(&cli.model, cli.prompt).await,
     }
 }
@@ -174,6 +195,7 @@ impl ModelArgs {
             base_url: self.base_url.clone(),
             model: self.model.clone(),
             set: self.set.clone(),
+            rules_files: Vec::new(),
         }
     }
 }

@@ -24,6 +24,35 @@ pub struct ConfigFile {
     pub hooks: Option<toml::Table>,
     /// Also load the `hooks` of `.claude/settings.json` files.
     pub import_claude_hooks: Option<bool>,
+    /// `[sandbox]`: user file and `-c` only (a project may not loosen it).
+    pub sandbox: Option<SandboxFile>,
+}
+
+/// The `[sandbox]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxFile {
+    /// `read-only`, `workspace-write` (default) or `full-access`.
+    pub mode: Option<String>,
+    /// Allow outbound network (default false).
+    pub network: Option<bool>,
+    /// Refuse to run commands when the sandbox cannot be enforced.
+    pub required: Option<bool>,
+    /// Extra writable folders.
+    pub writable_roots: Option<Vec<String>>,
+    /// Keep `.git`/`.keel` read-only for commands (see `sandbox::landlock`).
+    pub protect_vcs: Option<bool>,
+}
+
+impl SandboxFile {
+    fn overlay(&mut self, other: SandboxFile) {
+        let SandboxFile { mode, network, required, writable_roots, protect_vcs } = other;
+        self.mode = mode.or(self.mode.take());
+        self.network = network.or(self.network);
+        self.required = required.or(self.required);
+        self.writable_roots = writable_roots.or(self.writable_roots.take());
+        self.protect_vcs = protect_vcs.or(self.protect_vcs);
+    }
 }
 
 impl ConfigFile {
@@ -39,7 +68,11 @@ impl ConfigFile {
             idle_timeout_secs,
             hooks: _,
             import_claude_hooks,
+            sandbox,
         } = other;
+        if let Some(sandbox) = sandbox {
+            self.sandbox.get_or_insert_with(SandboxFile::default).overlay(sandbox);
+        }
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
         self.base_url = base_url.or(self.base_url.take());
@@ -78,6 +111,13 @@ pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, Conf
                     env.keel_home.join("config.toml").display()
                 ));
             }
+        }
+        if project.sandbox.take().is_some() {
+            layers.warnings.push(format!(
+                "ignored `[sandbox]` in {}: a project may not loosen the sandbox; set it in {}",
+                project_path.display(),
+                env.keel_home.join("config.toml").display()
+            ));
         }
         layers.merged.overlay(project);
     }

@@ -14,13 +14,14 @@ mod hooks;
 mod instructions;
 mod layers;
 mod resolve;
+pub mod rules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
-pub use layers::{ConfigFile, Layers, find_workspace_root, read_layers};
+pub use layers::{ConfigFile, Layers, SandboxFile, find_workspace_root, read_layers};
 pub use resolve::{Settings, resolve};
 
 /// Why configuration could not be loaded. Every message says what to fix.
@@ -58,6 +59,8 @@ pub enum ConfigError {
     Cwd { source: std::io::Error },
     #[error("cannot find a home folder for keel: set KEEL_HOME or HOME")]
     NoHome,
+    #[error(transparent)]
+    Rules(#[from] rules::RulesFileError),
 }
 
 /// The process environment keel reads, injected so tests are deterministic.
@@ -96,6 +99,8 @@ pub struct CliOverrides {
     pub model: Option<String>,
     /// `-c key=value` pairs, in order.
     pub set: Vec<String>,
+    /// Extra rules files (`--rules FILE`), loaded after the user's.
+    pub rules_files: Vec<PathBuf>,
 }
 
 /// Loads and resolves configuration for a command run in `env.cwd`.
@@ -103,5 +108,7 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     let layers = read_layers(env, cli)?;
     let mut settings = resolve(env, cli, layers)?;
     settings.hooks = load_hooks(&settings.keel_home, &settings.workspace_root)?;
+    settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
     Ok(settings)
 }

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use crate::hooks::HooksConfig;
 use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
+use crate::policy::RuleSet;
+use crate::sandbox::landlock::SandboxMode;
 
-use super::{CliOverrides, ConfigError, Environment, Layers};
+use super::{CliOverrides, ConfigError, Environment, Layers, SandboxFile};
 
 /// Model calls allowed in one turn unless configured otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 100;
@@ -26,6 +28,49 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// Hook sources, user first (filled by [`super::load`]).
     pub hooks: Vec<HooksConfig>,
+    /// The user's home folder (`$HOME`), for protected paths and hard deny.
+    pub home: PathBuf,
+    /// Every rules file, loaded by [`super::load`] (empty after `resolve`).
+    pub rules: RuleSet,
+    /// The user trusts this workspace (`keel trust`).
+    pub project_trusted: bool,
+    pub sandbox: SandboxSettings,
+}
+
+/// The resolved `[sandbox]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxSettings {
+    pub mode: SandboxMode,
+    pub network: bool,
+    /// Refuse to run commands unsandboxed.
+    pub required: bool,
+    pub writable_roots: Vec<PathBuf>,
+    /// Keep `.git`/`.keel` read-only for commands.
+    pub protect_vcs: bool,
+}
+
+fn sandbox_settings(file: Option<SandboxFile>) -> Result<SandboxSettings, ConfigError> {
+    let file = file.unwrap_or_default();
+    let mode = match file.mode {
+        Some(text) => SandboxMode::parse(&text).ok_or(ConfigError::InvalidValue {
+            key: "sandbox.mode",
+            value: text,
+            message: "use read-only, workspace-write or full-access".to_owned(),
+        })?,
+        None => SandboxMode::default(),
+    };
+    Ok(SandboxSettings {
+        mode,
+        network: file.network.unwrap_or(false),
+        required: file.required.unwrap_or(false),
+        protect_vcs: file.protect_vcs.unwrap_or(false),
+        writable_roots: file
+            .writable_roots
+            .unwrap_or_default()
+            .into_iter()
+            .map(PathBuf::from)
+            .collect(),
+    })
 }
 
 /// Resolves provider, model and limits.
@@ -70,6 +115,10 @@ pub fn resolve(
         workspace_root,
         warnings,
         hooks: Vec::new(),
+        home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        rules: RuleSet::default(),
+        project_trusted: false,
+        sandbox: sandbox_settings(merged.sandbox)?,
     })
 }
 

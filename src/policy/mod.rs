@@ -1,25 +1,57 @@
 //! Policy: decides, for every tool call, whether it runs, asks, or is
-//! forbidden. Pure: no I/O, no clock.
+//! forbidden, and explains why. Pure: no I/O, no clock. Reading rules files
+//! and writing "always" rules is `config::rules`' job; this module parses
+//! their text.
 //!
-//! Decision order (DESIGN §4): hard deny → project trust → rules → mode →
-//! session allowlist → default. This first cut implements the mode layer and
-//! the default; prefix rules, trust and the allowlist arrive with the policy
-//! issue and slot in before [`ApprovalMode`] is consulted.
+//! Decision order (DESIGN §4, see [`engine`]): hard deny → project trust →
+//! rules (strictest of all matching rules wins) → mode → session allowlist
+//! → default (ask).
+//!
+//! Files: [`syntax`] (the Starlark subset of `.rules`), [`rules`] (compiled
+//! rules and matching), [`shell`] + [`unwrap`] (what a bash script runs),
+//! [`builtin`] (hard deny, read-only commands), [`paths`] (home, workspace,
+//! protected paths), [`amend`] ("allow always"), [`engine`] (the order).
+
+pub mod amend;
+pub mod builtin;
+pub mod engine;
+pub mod paths;
+mod rule_args;
+pub mod rules;
+pub mod shell;
+pub mod syntax;
+pub mod unwrap;
+
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::ToolClass;
+pub use engine::{CallFacts, Policy, Verdict, evaluate, evaluate_script};
+pub use paths::PathContext;
+pub use rules::{Access, Origin, RuleDecision, RuleMatch, RuleSet, RulesError, Source};
+
+/// The built-in rules, compiled in.
+pub const DEFAULT_RULES: &str = include_str!("../../rules/default.rules");
+/// How the built-in rules are named in matches and errors.
+pub const DEFAULT_RULES_NAME: &str = "<builtin>/default.rules";
 
 /// How much the user lets keel do without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalMode {
-    /// Reads run; every mutating call asks.
+    /// Reads and known read-only commands run; everything else asks.
     #[default]
     Ask,
-    /// Workspace writes and workspace commands run without asking.
-    FullAuto,
-    /// Everything runs without asking.
+    /// Workspace writes and sandboxed commands run without asking; prompt
+    /// rules and protected paths still ask.
+    #[serde(alias = "full-auto")]
+    Auto,
+    /// Read-only: writes and commands that may write are forbidden.
+    Plan,
+    /// Read-only, like plan, for looking around.
+    Explore,
+    /// Everything but hard-denied calls, forbidden rules, prompt rules and
+    /// protected paths runs without asking.
     Yolo,
 }
 
@@ -27,8 +59,30 @@ impl ApprovalMode {
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalMode::Ask => "ask",
-            ApprovalMode::FullAuto => "full-auto",
+            ApprovalMode::Auto => "auto",
+            ApprovalMode::Plan => "plan",
+            ApprovalMode::Explore => "explore",
             ApprovalMode::Yolo => "yolo",
+        }
+    }
+
+    /// Parses a `--mode` value.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "ask" => Some(ApprovalMode::Ask),
+            "auto" | "full-auto" => Some(ApprovalMode::Auto),
+            "plan" => Some(ApprovalMode::Plan),
+            "explore" => Some(ApprovalMode::Explore),
+            "yolo" => Some(ApprovalMode::Yolo),
+            _ => None,
+        }
+    }
+
+    /// Plan and explore forbid changes.
+    pub fn read_only(self) -> bool {
+        match self {
+            ApprovalMode::Plan | ApprovalMode::Explore => true,
+            ApprovalMode::Ask | ApprovalMode::Auto | ApprovalMode::Yolo => false,
         }
     }
 }
@@ -47,39 +101,54 @@ pub enum Decision {
     },
 }
 
-/// Judges one call by its tool's access class and the approval mode.
-pub fn evaluate(tool_name: &str, class: ToolClass, mode: ApprovalMode) -> Decision {
-    match (class, mode) {
-        (ToolClass::ReadOnly, _) => Decision::Allow,
-        (ToolClass::Mutating, ApprovalMode::FullAuto | ApprovalMode::Yolo) => Decision::Allow,
-        (ToolClass::Mutating, ApprovalMode::Ask) => {
-            Decision::Prompt { reason: format!("`{tool_name}` can change files or run commands") }
+/// How far a "yes" reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ApprovalScope {
+    /// This call only.
+    #[default]
+    Once,
+    /// Every command starting with this prefix, now and (persisted as a
+    /// rule by the driver) in later sessions.
+    AlwaysPrefix(Vec<String>),
+    /// Writes to this workspace-relative file, for this session.
+    SessionFile(String),
+}
+
+/// What the user allowed for this session ("always" answers and per-file
+/// edit approvals). "Always" prefixes are also persisted as rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowlist {
+    pub prefixes: BTreeSet<Vec<String>>,
+    /// Workspace-relative paths file tools may write without asking.
+    pub files: BTreeSet<String>,
+}
+
+impl Allowlist {
+    /// Remembers an approval's scope.
+    pub fn extend(&mut self, scope: ApprovalScope) {
+        match scope {
+            ApprovalScope::Once => {}
+            ApprovalScope::AlwaysPrefix(prefix) => {
+                self.prefixes.insert(prefix);
+            }
+            ApprovalScope::SessionFile(path) => {
+                self.files.insert(path);
+            }
         }
     }
+
+    /// Whether an allowed prefix covers `argv`.
+    pub fn allows(&self, argv: &[String]) -> bool {
+        self.prefixes.iter().any(|prefix| argv.starts_with(prefix))
+    }
+}
+
+/// The built-in rules as a [`RuleSet`].
+pub fn default_rules() -> Result<RuleSet, RulesError> {
+    let mut rules = RuleSet::default();
+    rules.load(DEFAULT_RULES_NAME, DEFAULT_RULES, Origin::Builtin)?;
+    Ok(rules)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    macro_rules! decides {
-        ($name:ident, $class:expr, $mode:expr, $allowed:expr) => {
-            #[test]
-            fn $name() {
-                let decision = evaluate("tool", $class, $mode);
-                assert_eq!(decision == Decision::Allow, $allowed, "{decision:?}");
-            }
-        };
-    }
-
-    decides!(reads_run_when_asking, ToolClass::ReadOnly, ApprovalMode::Ask, true);
-    decides!(writes_ask_by_default, ToolClass::Mutating, ApprovalMode::Ask, false);
-    decides!(writes_run_in_full_auto, ToolClass::Mutating, ApprovalMode::FullAuto, true);
-    decides!(writes_run_in_yolo, ToolClass::Mutating, ApprovalMode::Yolo, true);
-
-    #[test]
-    fn prompt_names_the_tool() {
-        let decision = evaluate("shell", ToolClass::Mutating, ApprovalMode::Ask);
-        assert!(matches!(decision, Decision::Prompt { reason } if reason.contains("`shell`")));
-    }
-}
+mod tests;

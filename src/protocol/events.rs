@@ -67,6 +67,8 @@ pub enum ApprovalScope {
     Once,
     /// Calls like it for the rest of the session.
     Session,
+    /// Commands with this prefix from now on, remembered as a rule.
+    Always,
 }
 
 /// One thing that happened in a session.

@@ -1,5 +1,6 @@
 //! Who answers approval requests: the TUI asks the user; `exec` cannot.
 
+use crate::policy::ApprovalScope;
 use crate::protocol::ToolCall;
 use crate::tools::BoxFuture;
 
@@ -9,6 +10,9 @@ pub struct ApprovalAnswer {
     pub approved: bool,
     /// Why, in words the model reads when the call is not run.
     pub note: Option<String>,
+    /// How far a "yes" reaches: once, always for a command prefix (the
+    /// driver persists it as a rule), or for one file this session.
+    pub scope: ApprovalScope,
 }
 
 /// Decides whether a call that needs approval may run.
@@ -37,6 +41,8 @@ impl Approver for NonInteractiveApprover {
              or --yolo (everything). Continue without it if you can.",
             call.name
         );
-        Box::pin(async move { ApprovalAnswer { approved: false, note: Some(note) } })
+        Box::pin(async move {
+            ApprovalAnswer { approved: false, note: Some(note), scope: ApprovalScope::Once }
+        })
     }
 }

@@ -7,14 +7,16 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, step};
+use crate::config::rules::append_local_rule;
 use crate::config::{Settings, discover_instructions};
 use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
-use crate::policy::ApprovalMode;
+use crate::policy::{self, ApprovalMode, PathContext, Policy};
 use crate::prompts::{PromptFacts, instructions_block, system_prompt};
 use crate::protocol::{
     ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
+use crate::sandbox::{self, landlock};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
@@ -82,6 +84,7 @@ impl Session {
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
         let state = LoopState::new(loop_config(settings, &options, &tools));
+
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
         let provider = settings.provider.kind.cli_name().to_owned();
@@ -93,7 +96,9 @@ impl Session {
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_head: git_head(&workspace_root),
         })?;
-        for message in &settings.warnings {
+        let mut state = state;
+        let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
+        for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
         sink.emit(RuntimeEvent::SessionStarted {
@@ -150,7 +155,7 @@ impl Session {
     /// Changes the approval mode for the turns that follow (the TUI's
     /// Shift+Tab); a running turn keeps the mode it started with.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
-        self.state.config.approval = mode;
+        self.state.config.policy.mode = mode;
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
@@ -226,6 +231,7 @@ impl Session {
                                 call_id: call.call_id,
                                 approved: false,
                                 note: Some(format!("blocked by a hook: {blocked}")),
+                                scope: policy::ApprovalScope::Once,
                             },
                         ));
                         continue;
@@ -236,16 +242,18 @@ impl Session {
                     )
                     .await?;
                     let answer = self.approver.decide(&call, &reason).await;
+                    let scope = self.persist_scope(answer.approved, answer.scope);
                     self.log.append(SessionEvent::Approval {
                         call_id: call.call_id.clone(),
                         approved: answer.approved,
-                        scope: ApprovalScope::Once,
+                        scope: logged_scope(&scope),
                         note: answer.note.clone(),
                     })?;
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,
                         note: answer.note,
+                        scope,
                     }
                 }
                 Effect::RunBatch { calls, concurrent } => {
@@ -319,11 +327,72 @@ impl Session {
             }
             results
         };
-        for ((index, call), (mut result, meta)) in runnable.into_iter().zip(results) {
+        for ((index, call), (mut result, mut meta)) in runnable.into_iter().zip(results) {
+            if self.state.config.policy.sandboxed
+                && mark_sandbox_violation(&call.name, &mut result, &mut meta)
+            {
+                self.offer_unsandboxed_rerun(&call, &ctx, &mut result, &mut meta).await;
+            }
             self.post_tool_hooks(&call, &mut result, &meta, cancel).await?;
             answers[index] = Some((result, meta));
         }
         Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// In ask mode, a command the sandbox blocked may be re-run once
+    /// outside it, if the user approves (headless runs never approve).
+    async fn offer_unsandboxed_rerun(
+        &mut self,
+        call: &ToolCall,
+        ctx: &ToolContext,
+        result: &mut ToolResult,
+        meta: &mut serde_json::Value,
+    ) {
+        if self.state.config.policy.mode != ApprovalMode::Ask || ctx.cancel.is_cancelled() {
+            return;
+        }
+        let reason = "the sandbox blocked this command; run it once more outside the sandbox?";
+        if !self.approver.decide(call, reason).await.approved {
+            return;
+        }
+        // Shell calls run one at a time (mutating batches), so lifting the
+        // session confinement for this one run affects nothing else.
+        let saved = sandbox::session_confinement();
+        sandbox::set_session_confinement(None);
+        let (rerun, mut rerun_meta) = self.tools.run_call(call, ctx).await;
+        sandbox::set_session_confinement(saved);
+        if let Some(object) = rerun_meta.as_object_mut() {
+            object.insert("unsandboxed_rerun".to_owned(), serde_json::Value::Bool(true));
+        }
+        *result = rerun;
+        *meta = rerun_meta;
+    }
+
+    /// Persists an "always" answer as a prefix rule in the project's
+    /// `.keel/rules/local.rules`. A prefix too broad to remember (or a
+    /// failed write) is said loudly and the approval counts once.
+    fn persist_scope(
+        &mut self,
+        approved: bool,
+        scope: policy::ApprovalScope,
+    ) -> policy::ApprovalScope {
+        let policy::ApprovalScope::AlwaysPrefix(prefix) = &scope else { return scope };
+        if !approved {
+            return policy::ApprovalScope::Once;
+        }
+        match append_local_rule(&self.workspace_root, prefix) {
+            Ok(path) => {
+                let message =
+                    format!("`{}` is now always allowed ({})", prefix.join(" "), path.display());
+                self.sink.emit(RuntimeEvent::Warning { message });
+                scope
+            }
+            Err(error) => {
+                let message = format!("not remembered, approved once: {error}");
+                self.sink.emit(RuntimeEvent::Warning { message });
+                policy::ApprovalScope::Once
+            }
+        }
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied
@@ -409,7 +478,112 @@ pub(super) fn loop_config(
         instructions,
         tools: specs,
         tool_classes,
-        approval: options.approval,
+        policy: build_policy(settings, options),
         max_steps: settings.max_steps,
     }
+}
+
+/// How the log records an approval's scope.
+fn logged_scope(scope: &policy::ApprovalScope) -> ApprovalScope {
+    match scope {
+        policy::ApprovalScope::Once => ApprovalScope::Once,
+        policy::ApprovalScope::AlwaysPrefix(_) => ApprovalScope::Always,
+        policy::ApprovalScope::SessionFile(_) => ApprovalScope::Session,
+    }
+}
+
+/// The compiled policy for a session.
+fn build_policy(settings: &Settings, options: &SessionOptions) -> Policy {
+    let paths = PathContext {
+        home: settings.home.clone(),
+        workspace_root: settings.workspace_root.clone(),
+        cwd: options.cwd.clone(),
+    };
+    let mut policy = Policy::new(settings.rules.clone(), options.approval, paths);
+    policy.project_trusted = settings.project_trusted;
+    policy
+}
+
+/// Confines every command the model runs (landlock through `keel
+/// sandbox-exec`) and records in the policy whether that holds. Returns a
+/// warning when the sandbox is weaker than configured.
+pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
+    let launcher = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            sandbox::set_session_confinement(None);
+            return Some(format!(
+                "SANDBOX OFF: cannot find the keel binary to launch sandboxed commands: {error}"
+            ));
+        }
+    };
+    let config = &settings.sandbox;
+    if config.mode == landlock::SandboxMode::FullAccess && config.network {
+        sandbox::set_session_confinement(None);
+        policy.sandboxed = false;
+        return Some(
+            "SANDBOX OFF by configuration (full-access with network): commands run unconfined"
+                .to_owned(),
+        );
+    }
+    let confinement = landlock::Confinement {
+        launcher,
+        mode: config.mode,
+        workspace_roots: vec![settings.workspace_root.clone()],
+        extra_roots: config.writable_roots.clone(),
+        network: config.network,
+        required: config.required,
+        protect_vcs: config.protect_vcs,
+    };
+    let enforcement = landlock::probe(&confinement);
+    let (confine, sandboxed, warning) = match enforcement {
+        landlock::Enforcement::Full => (true, true, None),
+        landlock::Enforcement::Partial => (
+            true,
+            true,
+            Some("sandbox partly enforced: this kernel's landlock cannot restrict the network".to_owned()),
+        ),
+        landlock::Enforcement::None if config.required => (
+            true,
+            false,
+            Some("SANDBOX UNAVAILABLE and sandbox.required = true: commands will be refused".to_owned()),
+        ),
+        landlock::Enforcement::None => (
+            false,
+            false,
+            Some("SANDBOX OFF: this kernel cannot enforce landlock; commands run unconfined and auto mode asks for unknown commands".to_owned()),
+        ),
+    };
+    sandbox::set_session_confinement(confine.then_some(confinement));
+    policy.sandboxed = sandboxed;
+    warning
+}
+
+/// Tells the model when a failed command looks blocked by the sandbox:
+/// `kind: sandbox_violation` in the metadata and a line in the output.
+/// Returns whether it did.
+fn mark_sandbox_violation(
+    tool: &str,
+    result: &mut ToolResult,
+    meta: &mut serde_json::Value,
+) -> bool {
+    let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
+    let failed = exit_code.is_some_and(|code| code != 0);
+    let network = sandbox::session_confinement().is_some_and(|c| c.network);
+    if tool != "shell" || !failed {
+        return false;
+    }
+    let code = exit_code.and_then(|c| i32::try_from(c).ok());
+    if !landlock::looks_like_violation(code, &result.output, network) {
+        return false;
+    }
+    if let Some(object) = meta.as_object_mut() {
+        object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
+    }
+    result.output.push_str(
+        "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
+         the workspace and temp folders, .git and .keel read-only, network off). Work inside those \
+         limits, or ask the user to run it.\n",
+    );
+    true
 }

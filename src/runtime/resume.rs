@@ -21,7 +21,7 @@ use crate::protocol::SessionEvent;
 use crate::session::{SessionLog, for_each_record};
 use crate::tools::ToolRegistry;
 
-use super::driver::loop_config;
+use super::driver::{loop_config, setup_sandbox};
 use super::file_memory::remembered_files;
 use super::files::DiskProbe;
 use super::undo::Checkpoints;
@@ -46,8 +46,9 @@ impl Session {
         let tools = ToolRegistry::builtin();
         let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools));
         let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
-        let rebuilt = rebuilder.finish();
-        for message in settings.warnings.iter().chain(&report.warnings) {
+        let mut rebuilt = rebuilder.finish();
+        let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
+        for message in settings.warnings.iter().chain(&report.warnings).chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
         let here = options.cwd.display().to_string();

@@ -13,15 +13,15 @@
 //! - A timeout is not an error: [`run`] returns the partial output with
 //!   `timed_out` set. Cancellation is [`SandboxError::Cancelled`].
 //!
-//! Landlock confinement (later issue) belongs in `process::spawn`, between
-//! building the `Command` and spawning it. Because the crate forbids
-//! `unsafe` (so no `pre_exec`), it will likely re-exec keel as a small
-//! launcher (`keel sandbox-exec …`) that applies the ruleset to itself and
-//! then execs the command; a ruleset that cannot be enforced must surface as
-//! a [`SandboxError`] variant, never be dropped silently.
+//! Landlock confinement ([`landlock`]): [`CommandSpec::confined`] rewrites
+//! the command to run through `keel sandbox-exec …`, which restricts itself
+//! and then execs the command (the crate forbids `unsafe`, so no
+//! `pre_exec`). A sandbox the kernel cannot enforce is reported by the
+//! launcher on stderr, and refused when required.
 
 mod capture;
 pub mod group;
+pub mod landlock;
 mod process;
 
 use std::ffi::OsString;
@@ -29,7 +29,40 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use capture::CapturedStream;
-pub use process::run;
+
+/// The confinement every command run through [`run`] gets, set once per
+/// session by the runtime. A process-wide setting because keel runs one
+/// session per process and the tools that spawn commands (`shell`) do not
+/// carry sandbox settings in their context yet; `CommandSpec::confined`
+/// is the explicit form.
+static SESSION_CONFINEMENT: std::sync::RwLock<Option<landlock::Confinement>> =
+    std::sync::RwLock::new(None);
+
+/// Sets (or clears) the confinement for every later [`run`].
+pub fn set_session_confinement(confinement: Option<landlock::Confinement>) {
+    if let Ok(mut slot) = SESSION_CONFINEMENT.write() {
+        *slot = confinement;
+    }
+}
+
+/// The confinement set by [`set_session_confinement`].
+pub fn session_confinement() -> Option<landlock::Confinement> {
+    SESSION_CONFINEMENT.read().ok().and_then(|slot| slot.clone())
+}
+
+/// Runs `spec` (see [`process::run`]), confined by the session's sandbox
+/// when it is the model's command, one is set, and it is not confined already.
+pub async fn run(
+    spec: &CommandSpec,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<CommandOutput, SandboxError> {
+    match session_confinement() {
+        Some(confinement) if spec.for_model && spec.display_as.is_none() => {
+            process::run(&spec.clone().confined(&confinement), cancel).await
+        }
+        Some(_) | None => process::run(spec, cancel).await,
+    }
+}
 
 /// Default time a command may run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -58,6 +91,13 @@ pub struct CommandSpec {
     pub env: Vec<(OsString, OsString)>,
     /// Bytes kept per stream; the middle of longer output is dropped.
     pub output_limit: usize,
+    /// What [`CommandSpec::display`] shows when the program was rewritten
+    /// (confined commands show the command, not the launcher).
+    pub display_as: Option<String>,
+    /// A command the model asked for: the session's sandbox applies. keel's
+    /// own commands (the shadow git of undo) and the user's hooks do not
+    /// run confined.
+    pub for_model: bool,
 }
 
 impl CommandSpec {
@@ -83,7 +123,15 @@ impl CommandSpec {
             timeout: DEFAULT_TIMEOUT,
             env: Vec::new(),
             output_limit: DEFAULT_OUTPUT_LIMIT,
+            display_as: None,
+            for_model: false,
         }
+    }
+
+    /// Marks the command as the model's: the session sandbox confines it.
+    pub fn for_model(mut self) -> Self {
+        self.for_model = true;
+        self
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -101,8 +149,28 @@ impl CommandSpec {
         self
     }
 
+    /// The same command run through the landlock launcher. The display
+    /// form (for messages) stays the original command.
+    pub fn confined(mut self, confinement: &landlock::Confinement) -> Self {
+        let program = match &self.program {
+            Program::Script(script) => vec!["bash".into(), "-c".into(), script.into()],
+            Program::Argv { program, args } => {
+                std::iter::once(program.clone()).chain(args.iter().cloned()).collect()
+            }
+        };
+        self.display_as = Some(self.display());
+        self.program = Program::Argv {
+            program: confinement.launcher.clone().into_os_string(),
+            args: confinement.launcher_args(&program),
+        };
+        self
+    }
+
     /// A short human-readable form for messages.
     pub fn display(&self) -> String {
+        if let Some(shown) = &self.display_as {
+            return shown.clone();
+        }
         match &self.program {
             Program::Script(script) => script.clone(),
             Program::Argv { program, args } => std::iter::once(program)

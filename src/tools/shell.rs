@@ -90,6 +90,7 @@ async fn run(args: serde_json::Value, ctx: &ToolContext) -> Result<ToolOutput, T
     .await?;
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
     let spec = CommandSpec::script(args.command, dir)
+        .for_model()
         .with_timeout(Duration::from_millis(timeout_ms))
         .with_output_limit(MAX_OUTPUT_BYTES)
         // Pagers would wait on a terminal that is not there.

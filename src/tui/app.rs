@@ -60,12 +60,15 @@ pub struct AllowPrefix {
 }
 
 impl AllowPrefix {
-    /// The first two words of a shell command, or the whole tool.
-    // TODO(policy issue): use the policy engine's prefix logic once it lands.
+    /// The policy engine's suggested prefix of a shell command (the
+    /// program and its subcommand), or the whole tool.
     pub fn for_call(call: &ToolCall) -> Self {
         let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
         let argv = match args.get("command").and_then(|c| c.as_str()) {
-            Some(command) => command.split_whitespace().take(2).map(str::to_owned).collect(),
+            Some(command) => {
+                let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+                crate::policy::amend::suggest_prefix(&words)
+            }
             None => Vec::new(),
         };
         Self { tool: call.name.clone(), argv }

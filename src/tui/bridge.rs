@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::policy::ApprovalMode;
+use crate::policy::ApprovalScope;
 use crate::protocol::ToolCall;
 use crate::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session, SessionOptions};
 use crate::tools::BoxFuture;
@@ -78,7 +79,7 @@ impl Approver for ChannelApprover {
     ) -> BoxFuture<'a, ApprovalAnswer> {
         Box::pin(async move {
             if self.allowed.iter().any(|prefix| prefix.matches(call)) {
-                return ApprovalAnswer { approved: true, note: None };
+                return ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once };
             }
             let (reply, answer) = oneshot::channel();
             let request =
@@ -87,14 +88,24 @@ impl Approver for ChannelApprover {
                 return declined("the user closed keel");
             }
             match answer.await {
-                Ok(ApprovalReply::Once) => ApprovalAnswer { approved: true, note: None },
+                Ok(ApprovalReply::Once) => {
+                    ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once }
+                }
                 Ok(ApprovalReply::Always(prefix)) => {
+                    // Shell prefixes are remembered as rules by the driver;
+                    // other tools for the rest of this session.
+                    let scope = if prefix.argv.is_empty() {
+                        ApprovalScope::Once
+                    } else {
+                        ApprovalScope::AlwaysPrefix(prefix.argv.clone())
+                    };
                     self.allowed.push(prefix);
-                    ApprovalAnswer { approved: true, note: None }
+                    ApprovalAnswer { approved: true, note: None, scope }
                 }
                 Ok(ApprovalReply::Deny(note)) => ApprovalAnswer {
                     approved: false,
                     note: Some(note.unwrap_or_else(|| "the user declined this call".to_owned())),
+                    scope: ApprovalScope::Once,
                 },
                 Err(_) => declined("the user closed keel"),
             }
@@ -103,7 +114,7 @@ impl Approver for ChannelApprover {
 }
 
 fn declined(note: &str) -> ApprovalAnswer {
-    ApprovalAnswer { approved: false, note: Some(note.to_owned()) }
+    ApprovalAnswer { approved: false, note: Some(note.to_owned()), scope: ApprovalScope::Once }
 }
 
 /// Owns the session: starts it, then runs one turn per prompt until the

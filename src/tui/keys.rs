@@ -143,7 +143,7 @@ fn slash(app: &mut App, line: &str) -> Vec<Command> {
         "/mode" => {
             let mode = match words.next() {
                 Some("ask") => ApprovalMode::Ask,
-                Some("full-auto") => ApprovalMode::FullAuto,
+                Some("auto" | "full-auto") => ApprovalMode::Auto,
                 Some("yolo") => ApprovalMode::Yolo,
                 Some(_) | None => next_mode(app.status.mode),
             };
@@ -224,7 +224,7 @@ fn plan_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     }
     let decision = match key.code {
         KeyCode::Char('a') => PlanDecision::Approve(ApprovalMode::Ask),
-        KeyCode::Char('A') => PlanDecision::Approve(ApprovalMode::FullAuto),
+        KeyCode::Char('A') => PlanDecision::Approve(ApprovalMode::Auto),
         KeyCode::Char('e') => PlanDecision::Edit,
         KeyCode::Char('r') => {
             plan.feedback = Some(String::new());
@@ -244,11 +244,12 @@ fn plan_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     vec![Command::PlanDecided(decision)]
 }
 
-/// ask → full-auto → yolo → ask.
+/// ask → auto → plan → yolo → ask (explore is reached with /mode).
 pub fn next_mode(mode: ApprovalMode) -> ApprovalMode {
     match mode {
-        ApprovalMode::Ask => ApprovalMode::FullAuto,
-        ApprovalMode::FullAuto => ApprovalMode::Yolo,
+        ApprovalMode::Ask => ApprovalMode::Auto,
+        ApprovalMode::Auto => ApprovalMode::Plan,
+        ApprovalMode::Plan | ApprovalMode::Explore => ApprovalMode::Yolo,
         ApprovalMode::Yolo => ApprovalMode::Ask,
     }
 }

@@ -207,8 +207,10 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
 
 fn mode_style(app: &App) -> ratatui::style::Style {
     match app.status.mode {
-        crate::policy::ApprovalMode::Ask => app.theme.ok(),
-        crate::policy::ApprovalMode::FullAuto => app.theme.warning(),
+        crate::policy::ApprovalMode::Ask
+        | crate::policy::ApprovalMode::Plan
+        | crate::policy::ApprovalMode::Explore => app.theme.ok(),
+        crate::policy::ApprovalMode::Auto => app.theme.warning(),
         crate::policy::ApprovalMode::Yolo => app.theme.error(),
     }
 }

@@ -281,7 +281,7 @@ fn status_line_while_running() {
     let mut app = tool_cells();
     update(&mut app, Msg::Tick(Duration::from_secs(75)));
     let shift_tab = Msg::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
-    assert_eq!(update(&mut app, shift_tab), [Command::SetMode(ApprovalMode::FullAuto)]);
+    assert_eq!(update(&mut app, shift_tab), [Command::SetMode(ApprovalMode::Auto)]);
     insta::assert_snapshot!("wide", render(&app, 90, 3));
     insta::assert_snapshot!("narrow", render(&app, 30, 3));
 }

@@ -150,7 +150,7 @@ async fn notification_fires_when_approval_is_needed_and_stop_can_continue_once()
     let stop = r#"if [ ! -f stopped.once ]; then touch stopped.once; echo '{"decision":"block","reason":"also run the tests"}'; fi"#;
     configure(&sandbox, &[("Notification", "", "touch notified.hook"), ("Stop", "", stop)]);
     let steps = [
-        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "true"}))] },
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "touch x.txt"}))] },
         Step::Answer("first".into()),
         Step::Answer("second".into()),
     ];

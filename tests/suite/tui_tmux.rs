@@ -181,7 +181,7 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
     let steps = vec![
         Step::Calls {
             text: None,
-            calls: vec![call("shell", json!({"command": "echo hello from shell"}))],
+            calls: vec![call("shell", json!({"command": "mkdir -p out && echo hello from shell"}))],
         },
         Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "notes.txt"}))] },
         Step::Calls {
@@ -193,7 +193,7 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
         },
         Step::Calls {
             text: None,
-            calls: vec![call("shell", json!({"command": "echo hello again"}))],
+            calls: vec![call("shell", json!({"command": "mkdir -p out2 && echo hello again"}))],
         },
         Step::Answer("All **tidy**.".into()),
         Step::Calls { text: None, calls: vec![call("shell", json!({"command": "sleep 30"}))] },
@@ -205,7 +205,11 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
 
     pane.type_text("tidy up");
     pane.keys(&["Enter"]);
-    pane.wait_for(&["Allow shell?", "$ echo hello from shell", "[a] yes, always for `echo hello`"]);
+    pane.wait_for(&[
+        "Allow shell?",
+        "$ mkdir -p out && echo hello from shell",
+        "[a] yes, always for `mkdir`",
+    ]);
     pane.keys(&["a"]);
 
     pane.wait_for(&["Allow edit_file?", "-alpha", "+beta"]);
@@ -217,8 +221,8 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
         screen.contains("1   │-alpha") && screen.contains("  1 │+beta"),
         "no numbered diff:\n{screen}"
     );
-    // The second `echo hello …` ran under the "always" answer, unasked.
-    assert!(screen.contains("✓ shell echo hello again"), "{screen}");
+    // The second `mkdir …` ran under the "always" answer, unasked.
+    assert!(screen.contains("✓ shell mkdir -p out2 && echo hello again"), "{screen}");
     assert!(!screen.contains("Allow shell?"), "{screen}");
     assert_eq!(sandbox.read("notes.txt"), "beta\nsecond line\n");
 

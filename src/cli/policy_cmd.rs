@@ -1,0 +1,150 @@
+//! `keel policy check [--rules FILE]… [--json] -- CMD ARGS…` and `keel
+//! trust`.
+//!
+//! `policy check` judges one command the way the agent would in ask mode
+//! (wrappers and `bash -c` unwrapped, hard deny, rules, read-only list) and
+//! prints the decision with every matching rule. With `--rules` only those
+//! files are loaded (as `codex execpolicy check` does); without, every file
+//! keel loads for this project. JSON contract (DESIGN §4):
+//! `{"decision": "allow"|"prompt"|"forbidden", "reason": …, "matched_rules":
+//! [{"source": "file:line", "pattern": […], "decision": …, "justification": …}]}`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::config::{Environment, find_workspace_root, rules};
+use crate::exec::ExitStatus;
+use crate::policy::{
+    Allowlist, ApprovalMode, Decision, Origin, PathContext, Policy, RuleMatch, RuleSet,
+    evaluate_script, shell::analyze_argv,
+};
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print the decision for a command and every rule that matched it.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Load only these rules files (repeatable) instead of keel's.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub(super) fn run(args: PolicyArgs) -> anyhow::Result<ExitStatus> {
+    match args.command {
+        PolicyCommand::Check(check) => run_check(check),
+    }
+}
+
+fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
+    let env = Environment::from_process()?;
+    let workspace_root = find_workspace_root(&env.cwd);
+    let rule_set = if args.rules.is_empty() {
+        rules::load_rules(&env.keel_home, &workspace_root, &[])?
+    } else {
+        let mut set = RuleSet::default();
+        for path in &args.rules {
+            rules::load_file(&mut set, path, Origin::User)?;
+        }
+        set
+    };
+    let home = env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let paths = PathContext { home, workspace_root: workspace_root.clone(), cwd: env.cwd.clone() };
+    let mut policy = Policy::new(rule_set, ApprovalMode::Ask, paths);
+    policy.project_trusted = rules::is_trusted(&env.keel_home, &workspace_root)?;
+    let verdict = evaluate_script(&policy, &Allowlist::default(), &analyze_argv(&args.command));
+    let report = check_json(&verdict.decision, &verdict.matched);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{report}").context("cannot write to stdout")?;
+    } else {
+        writeln!(
+            out,
+            "{}: {}",
+            report["decision"].as_str().unwrap_or_default(),
+            report["reason"].as_str().unwrap_or_default()
+        )
+        .context("cannot write to stdout")?;
+        for rule in &verdict.matched {
+            let why = rule.justification.as_deref().unwrap_or("");
+            writeln!(
+                out,
+                "  {}  {}  {}  {why}",
+                rule.source,
+                pattern_json(rule),
+                rule.decision.as_str()
+            )
+            .context("cannot write to stdout")?;
+        }
+    }
+    Ok(ExitStatus::Done)
+}
+
+/// The JSON report for a decision and its matches.
+pub fn check_json(decision: &Decision, matched: &[RuleMatch]) -> Value {
+    let (name, reason) = match decision {
+        Decision::Allow => ("allow", String::new()),
+        Decision::Prompt { reason } => ("prompt", reason.clone()),
+        Decision::Forbidden { reason } => ("forbidden", reason.clone()),
+    };
+    let rules: Vec<Value> = matched
+        .iter()
+        .map(|rule| {
+            json!({
+                "source": rule.source.to_string(),
+                "pattern": pattern_json(rule),
+                "matched_prefix": rule.matched_prefix,
+                "decision": rule.decision.as_str(),
+                "justification": rule.justification,
+            })
+        })
+        .collect();
+    json!({ "decision": name, "reason": reason, "matched_rules": rules })
+}
+
+/// A pattern as written: one string per position, a list where the rule
+/// gave alternatives.
+fn pattern_json(rule: &RuleMatch) -> Value {
+    let items: Vec<Value> = rule
+        .pattern
+        .iter()
+        .map(|alternatives| match alternatives.as_slice() {
+            [single] => Value::from(single.clone()),
+            _ => Value::from(alternatives.clone()),
+        })
+        .collect();
+    Value::from(items)
+}
+
+/// `keel trust`: records the current project as trusted.
+pub(super) fn trust() -> anyhow::Result<ExitStatus> {
+    let env = Environment::from_process()?;
+    let root = find_workspace_root(&env.cwd);
+    let path = rules::trust_project(&env.keel_home, &root)?;
+    writeln!(
+        std::io::stdout().lock(),
+        "trusted {}: its rules' allows and its config now apply (recorded in {})",
+        root.display(),
+        path.display()
+    )
+    .context("cannot write to stdout")?;
+    Ok(ExitStatus::Done)
+}

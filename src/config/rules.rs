@@ -1,0 +1,188 @@
+//! Rules files and project trust on disk: the only reader of `*.rules`
+//! files and of `$KEEL_HOME/trusted_projects.toml`, and the only writer of
+//! `.keel/rules/local.rules` ("allow always" answers).
+//!
+//! Load order (later rules are reported later; the strictest still wins):
+//! keel's built-in `rules/default.rules`, `$KEEL_HOME/rules/*.rules`,
+//! `--rules FILE` arguments, then the project's `.keel/rules/*.rules`
+//! (each folder in file-name order). Project files are [`Origin::Project`]:
+//! their allow rules count only once the project is trusted, their prompt
+//! and forbidden rules always count. `local.rules` lives in the project
+//! folder, so it is a project file too: "always" answers take effect in
+//! later sessions once the project is trusted (in the session where they
+//! were given they apply at once through the session allowlist).
+
+use std::path::{Path, PathBuf};
+
+use crate::policy::{self, Origin, RuleSet, RulesError, amend};
+
+/// Problems with rules files or the trust record.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesFileError {
+    #[error("cannot read rules file {path}: {source}", path = path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Invalid(#[from] RulesError),
+    #[error("cannot write {path}: {source}", path = path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Amend(#[from] amend::AmendError),
+    #[error("invalid trust record {path}: {message}", path = path.display())]
+    Trust { path: PathBuf, message: String },
+}
+
+/// The rules folder of the project at `workspace_root`.
+pub fn project_rules_dir(workspace_root: &Path) -> PathBuf {
+    workspace_root.join(".keel").join("rules")
+}
+
+/// The file "allow always" answers go to.
+pub fn local_rules_path(workspace_root: &Path) -> PathBuf {
+    project_rules_dir(workspace_root).join("local.rules")
+}
+
+/// Loads every rules file keel reads, in order.
+pub fn load_rules(
+    keel_home: &Path,
+    workspace_root: &Path,
+    extra: &[PathBuf],
+) -> Result<RuleSet, RulesFileError> {
+    let mut rules = policy::default_rules()?;
+    for path in rules_in(&keel_home.join("rules"))? {
+        load_file(&mut rules, &path, Origin::User)?;
+    }
+    for path in extra {
+        load_file(&mut rules, path, Origin::User)?;
+    }
+    for path in rules_in(&project_rules_dir(workspace_root))? {
+        load_file(&mut rules, &path, Origin::Project)?;
+    }
+    Ok(rules)
+}
+
+/// Adds one file's rules.
+pub fn load_file(rules: &mut RuleSet, path: &Path, origin: Origin) -> Result<(), RulesFileError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| RulesFileError::Read { path: path.to_owned(), source })?;
+    rules.load(&path.display().to_string(), &text, origin)?;
+    Ok(())
+}
+
+/// `*.rules` files in `dir`, sorted; none if it does not exist.
+fn rules_in(dir: &Path) -> Result<Vec<PathBuf>, RulesFileError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(RulesFileError::Read { path: dir.to_owned(), source }),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "rules") && path.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Appends an allow rule for `prefix` to the project's `local.rules`
+/// (creating folders), unless it is there already. Refuses prefixes
+/// [`amend::check_prefix`] finds too broad.
+pub fn append_local_rule(
+    workspace_root: &Path,
+    prefix: &[String],
+) -> Result<PathBuf, RulesFileError> {
+    amend::check_prefix(prefix)?;
+    let path = local_rules_path(workspace_root);
+    append_rule_to(&path, prefix)?;
+    Ok(path)
+}
+
+/// Appends (deduplicated) an allow rule for `prefix` to `path`.
+pub fn append_rule_to(path: &Path, prefix: &[String]) -> Result<(), RulesFileError> {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => return Err(RulesFileError::Read { path: path.to_owned(), source }),
+    };
+    let text = amend::append_rule(existing.as_deref(), prefix)?;
+    if existing.as_deref() == Some(text.as_str()) {
+        return Ok(());
+    }
+    let write_error = |source| RulesFileError::Write { path: path.to_owned(), source };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(write_error)?;
+    }
+    std::fs::write(path, text).map_err(write_error)
+}
+
+/// Where trusted projects are recorded.
+pub fn trust_file(keel_home: &Path) -> PathBuf {
+    keel_home.join("trusted_projects.toml")
+}
+
+#[derive(Debug, Default, serde::Deserialize, serde::Serialize)]
+struct TrustRecord {
+    #[serde(default)]
+    projects: Vec<String>,
+}
+
+fn read_trust(keel_home: &Path) -> Result<TrustRecord, RulesFileError> {
+    let path = trust_file(keel_home);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text)
+            .map_err(|error| RulesFileError::Trust { path, message: error.to_string() }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(TrustRecord::default()),
+        Err(source) => Err(RulesFileError::Read { path, source }),
+    }
+}
+
+/// Whether the user trusts the project at `workspace_root`.
+pub fn is_trusted(keel_home: &Path, workspace_root: &Path) -> Result<bool, RulesFileError> {
+    let root = workspace_root.display().to_string();
+    Ok(read_trust(keel_home)?.projects.contains(&root))
+}
+
+/// Records that the user trusts the project at `workspace_root`.
+pub fn trust_project(keel_home: &Path, workspace_root: &Path) -> Result<PathBuf, RulesFileError> {
+    let mut record = read_trust(keel_home)?;
+    let root = workspace_root.display().to_string();
+    let path = trust_file(keel_home);
+    if !record.projects.contains(&root) {
+        record.projects.push(root);
+        record.projects.sort();
+        let text = toml::to_string(&record).map_err(|error| RulesFileError::Trust {
+            path: path.clone(),
+            message: error.to_string(),
+        })?;
+        let write_error = |source| RulesFileError::Write { path: path.clone(), source };
+        std::fs::create_dir_all(keel_home).map_err(write_error)?;
+        std::fs::write(&path, text).map_err(write_error)?;
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_round_trips() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = Path::new("/some/project");
+        assert!(!is_trusted(home.path(), ws).unwrap());
+        trust_project(home.path(), ws).unwrap();
+        trust_project(home.path(), ws).unwrap();
+        assert!(is_trusted(home.path(), ws).unwrap());
+        assert!(!is_trusted(home.path(), Path::new("/other")).unwrap());
+    }
+
+    #[test]
+    fn bad_rules_file_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules_dir = project_rules_dir(dir.path());
+        std::fs::create_dir_all(&rules_dir).unwrap();
+        std::fs::write(rules_dir.join("a.rules"), "\nprefix_rule(pattern=[])\n").unwrap();
+        let error = load_rules(dir.path(), dir.path(), &[]).unwrap_err().to_string();
+        assert!(error.contains("a.rules:2:"), "{error}");
+    }
+}

@@ -1,0 +1,86 @@
+//! Engine tests: the decision order on small policies. The conformance
+//! suite and the bypass corpus live in `tests/suite/policy_*.rs`.
+
+use super::*;
+use crate::protocol::ToolClass;
+
+fn policy(mode: ApprovalMode, text: &str) -> Policy {
+    let mut rules = default_rules().unwrap();
+    rules.load("test.rules", text, Origin::User).unwrap();
+    Policy {
+        rules,
+        mode,
+        paths: PathContext {
+            home: "/home/u".into(),
+            workspace_root: "/home/u/ws".into(),
+            cwd: "/home/u/ws".into(),
+        },
+        project_trusted: false,
+        sandboxed: true,
+    }
+}
+
+fn shell(policy: &Policy, command: &str) -> Decision {
+    let arguments = serde_json::json!({ "command": command }).to_string();
+    let call = CallFacts { tool: "shell", class: ToolClass::Mutating, arguments: &arguments };
+    evaluate(policy, &Allowlist::default(), call).decision
+}
+
+fn write(policy: &Policy, path: &str) -> Decision {
+    let arguments = serde_json::json!({ "path": path, "content": "x" }).to_string();
+    let call = CallFacts { tool: "write_file", class: ToolClass::Mutating, arguments: &arguments };
+    evaluate(policy, &Allowlist::default(), call).decision
+}
+
+fn is_allow(d: &Decision) -> bool {
+    matches!(d, Decision::Allow)
+}
+
+#[test]
+fn default_rules_load() {
+    assert!(default_rules().is_ok());
+}
+
+#[test]
+fn read_only_commands_run_in_ask_mode() {
+    let p = policy(ApprovalMode::Ask, "");
+    assert!(is_allow(&shell(&p, "ls -la && git status | head")));
+    assert!(matches!(shell(&p, "cargo build"), Decision::Prompt { .. }));
+}
+
+#[test]
+fn modes_order() {
+    let auto = policy(ApprovalMode::Auto, "");
+    assert!(is_allow(&shell(&auto, "cargo build")));
+    assert!(matches!(shell(&auto, "git push"), Decision::Prompt { .. }));
+    let plan = policy(ApprovalMode::Plan, "");
+    assert!(matches!(shell(&plan, "cargo build"), Decision::Forbidden { .. }));
+    assert!(is_allow(&shell(&plan, "rg foo")));
+    assert!(matches!(write(&plan, "a.txt"), Decision::Forbidden { .. }));
+    let yolo =
+        policy(ApprovalMode::Yolo, "prefix_rule(pattern=[\"curl\"], decision=\"forbidden\")");
+    assert!(is_allow(&shell(&yolo, "cargo build")));
+    assert!(matches!(shell(&yolo, "rm -rf /"), Decision::Forbidden { .. }));
+    assert!(matches!(shell(&yolo, "curl x"), Decision::Forbidden { .. }));
+    assert!(matches!(write(&yolo, ".git/config"), Decision::Prompt { .. }));
+}
+
+#[test]
+fn file_writes() {
+    let ask = policy(ApprovalMode::Ask, "");
+    assert!(matches!(write(&ask, "src/a.rs"), Decision::Prompt { .. }));
+    let auto = policy(ApprovalMode::Auto, "");
+    assert!(is_allow(&write(&auto, "src/a.rs")));
+    assert!(matches!(write(&auto, "config/.env.local"), Decision::Prompt { .. }));
+    assert!(matches!(write(&auto, "../../.bashrc"), Decision::Forbidden { .. }));
+}
+
+#[test]
+fn untrusted_project_allows_do_not_count() {
+    let mut p = policy(ApprovalMode::Ask, "");
+    p.rules.load("proj.rules", "prefix_rule(pattern=[\"make\"])\nprefix_rule(pattern=[\"npm\"], decision=\"forbidden\")", Origin::Project).unwrap();
+    assert!(matches!(shell(&p, "make"), Decision::Prompt { .. }));
+    assert!(matches!(shell(&p, "npm test"), Decision::Forbidden { .. }));
+    p.project_trusted = true;
+    assert!(is_allow(&shell(&p, "make")));
+}

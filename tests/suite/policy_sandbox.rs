@@ -1,0 +1,121 @@
+//! The landlock sandbox on this machine, through the real `keel
+//! sandbox-exec` launcher: writes inside the workspace succeed, outside
+//! and into `.git` fail, TCP connects fail with the network off; and a
+//! model whose command is blocked reads a sandbox-violation result.
+//!
+//! Folders live under `CARGO_TARGET_TMPDIR`, not `/tmp`, because temp
+//! folders are writable inside the sandbox.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+use keel::sandbox::landlock::{Confinement, SandboxMode};
+use keel::sandbox::{CommandOutput, CommandSpec};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::support::{Sandbox, json_lines, scripted_model};
+use super::wire::{Step, Wire, call};
+
+struct Dirs {
+    _base: tempfile::TempDir,
+    workspace: PathBuf,
+    outside: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let workspace = base.path().join("ws");
+    let outside = base.path().join("outside");
+    for dir in [workspace.join(".git"), workspace.join("src"), outside.clone()] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    Dirs { workspace, outside, _base: base }
+}
+
+fn confinement(workspace: &Path, network: bool) -> Confinement {
+    Confinement {
+        launcher: env!("CARGO_BIN_EXE_keel").into(),
+        mode: SandboxMode::WorkspaceWrite,
+        workspace_roots: vec![workspace.to_owned()],
+        extra_roots: Vec::new(),
+        network,
+        required: true,
+        protect_vcs: true,
+    }
+}
+
+async fn run(workspace: &Path, network: bool, script: &str) -> CommandOutput {
+    let spec = CommandSpec::script(script, workspace).confined(&confinement(workspace, network));
+    keel::sandbox::run(&spec, &CancellationToken::new()).await.unwrap()
+}
+
+#[tokio::test]
+async fn writes_inside_the_workspace_succeed() {
+    let d = dirs();
+    let out =
+        run(&d.workspace, false, "echo hi > src/a.txt && mkdir -p src/b && echo ok > src/b/c")
+            .await;
+    assert!(out.success(), "{}", out.stderr.text());
+    assert_eq!(std::fs::read_to_string(d.workspace.join("src/b/c")).unwrap(), "ok\n");
+}
+
+#[tokio::test]
+async fn writes_outside_the_workspace_fail() {
+    let d = dirs();
+    let target = d.outside.join("x");
+    let out = run(&d.workspace, false, &format!("touch {}", target.display())).await;
+    assert!(!out.success());
+    assert!(out.stderr.text().contains("Permission denied"), "{}", out.stderr.text());
+    assert!(!target.exists());
+}
+
+#[tokio::test]
+async fn writes_into_git_fail() {
+    let d = dirs();
+    let out = run(&d.workspace, false, "echo evil > .git/hooks-pre-commit").await;
+    assert!(!out.success());
+    assert!(!d.workspace.join(".git/hooks-pre-commit").exists());
+}
+
+#[tokio::test]
+async fn tcp_connect_fails_with_network_off_and_works_with_it_on() {
+    let d = dirs();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let off = run(&d.workspace, false, &script).await;
+    assert!(!off.success(), "connected with the network off: {}", off.stdout.text());
+    let on = run(&d.workspace, true, &script).await;
+    assert_eq!(on.stdout.text(), "connected\n", "{}", on.stderr.text());
+}
+
+#[tokio::test]
+async fn the_model_sees_a_sandbox_violation() {
+    let d = dirs();
+    let sandbox = Sandbox::new();
+    let target = d.outside.join("escaped");
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": format!("touch {}", target.display())}))],
+        },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", Wire::Chat.provider()])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .arg("touch a file outside")
+        .output()
+        .unwrap();
+    assert!(!target.exists(), "the write escaped the sandbox");
+    let lines = json_lines(&output.stdout);
+    let shell = lines
+        .iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["name"] == "shell")
+        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(shell["item"]["meta"]["kind"], "sandbox_violation", "{shell}");
+    assert!(shell["item"]["output"].as_str().unwrap().contains("sandbox violation"));
+}
