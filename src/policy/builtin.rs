@@ -106,12 +106,17 @@ pub fn is_read_only(argv: &[String]) -> bool {
         | "egrep" | "fgrep" | "which" | "whoami" | "id" | "uname" | "file" | "stat" | "du"
         | "df" | "tree" | "uniq" | "diff" | "cut" | "tr" | "basename" | "dirname" | "realpath"
         | "readlink" | "true" | "false" | "printenv" | "nl" | "cd" | "test" | "[" | "seq"
-        | "cmp" | "comm" | "md5sum" | "sha256sum" | "sha1sum" | "hostname" | "jq" | "column"
-        | "fold" | "rev" | "expand" | "tac" | "less" | "more" | "type" => {
-            !(program == "rg" && args.iter().any(|a| a == "--pre" || a.starts_with("--pre=")))
+        | "cmp" | "comm" | "md5sum" | "sha256sum" | "sha1sum" | "jq" | "column" | "fold"
+        | "rev" | "expand" | "tac" | "less" | "more" | "type" => {
+            // Flags that run a program or write a file.
+            !args.iter().any(|a| {
+                a == "--pre" || a.starts_with("--pre=") || (program == "tree" && a == "-o")
+            })
         }
-        "env" | "date" => args.is_empty(),
-        "sort" => !args.iter().any(|a| a == "-o" || a.starts_with("--output")),
+        "env" | "date" | "hostname" => args.is_empty(),
+        "sort" => !args
+            .iter()
+            .any(|a| a == "-o" || a.starts_with("--output") || a.starts_with("--compress-program")),
         "sed" => {
             !args.iter().any(|a| {
                 a.starts_with("-i")
