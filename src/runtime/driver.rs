@@ -123,9 +123,8 @@ impl Session {
             checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root, 0),
             model: settings.model.clone(),
             last_input_tokens: 0,
-            // Project trust arrives with the policy issue; until then a
-            // project's own hooks are recorded as skipped, never run.
-            hooks: HookBus::new(settings.hooks.clone(), false),
+            // A project's own hooks run only once the user trusts it.
+            hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
             pending_session_start: Some("startup"),
             prehooked: HashMap::new(),
         })

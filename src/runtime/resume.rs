@@ -111,7 +111,7 @@ impl Session {
             files,
             model: settings.model.clone(),
             last_input_tokens: 0,
-            hooks: HookBus::new(settings.hooks.clone(), false),
+            hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
             pending_session_start: Some("resume"),
             prehooked: std::collections::HashMap::new(),
         })
