@@ -3,8 +3,10 @@
 //! and into `.git` fail, TCP connects fail with the network off; and a
 //! model whose command is blocked reads a sandbox-violation result.
 //!
-//! Folders live under `CARGO_TARGET_TMPDIR`, not `/tmp`, because temp
-//! folders are writable inside the sandbox.
+//! Folders live outside every temp folder (`/tmp`, `/var/tmp`,
+//! `/dev/shm`, `$TMPDIR`), which are writable inside the sandbox: under
+//! `CARGO_TARGET_TMPDIR` unless the checkout itself is in a temp folder,
+//! else under `$HOME/.cache`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -23,8 +25,22 @@ struct Dirs {
     outside: PathBuf,
 }
 
+/// A folder for test directories that the sandbox does not make writable.
+fn outside_temp() -> PathBuf {
+    let mut temp: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
+    temp.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/keel-tests"));
+    let candidates = std::iter::once(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))).chain(home);
+    let chosen = candidates
+        .into_iter()
+        .find(|dir| !temp.iter().any(|root| dir.starts_with(root)))
+        .expect("no folder outside the temp folders for sandbox tests");
+    std::fs::create_dir_all(&chosen).unwrap();
+    chosen
+}
+
 fn dirs() -> Dirs {
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = tempfile::tempdir_in(outside_temp()).unwrap();
     let workspace = base.path().join("ws");
     let outside = base.path().join("outside");
     for dir in [workspace.join(".git"), workspace.join("src"), outside.clone()] {
