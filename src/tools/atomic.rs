@@ -146,6 +146,54 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), new);
     }
 
+    /// The child half of the crash test: stages a write, says where, and
+    /// hangs until it is killed. Does nothing unless run by the parent.
+    #[test]
+    fn crash_child() {
+        let Some(target) = std::env::var_os("KEEL_CRASH_CHILD_TARGET") else { return };
+        let new = "new line\n".repeat(100_000);
+        let staged = Staged::stage(Path::new(&target), new.as_bytes()).unwrap();
+        println!("STAGED {}", staged.temp_path().display());
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line); // blocks until killed
+        staged.commit().unwrap();
+    }
+
+    /// A real crash: a process is SIGKILLed after writing the temp file and
+    /// before renaming it; the target still holds exactly its old bytes.
+    #[test]
+    fn process_killed_between_temp_write_and_rename_leaves_the_old_file() {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        let old = "old line\n".repeat(50_000);
+        std::fs::write(&path, &old).unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "tools::atomic::tests::crash_child",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("KEEL_CRASH_CHILD_TARGET", &path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let temp = stdout
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| line.split_once("STAGED ").map(|(_, path)| PathBuf::from(path)))
+            .expect("the child never staged its write");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), old, "target changed by a crash");
+        assert_eq!(std::fs::metadata(&temp).unwrap().len(), 900_000, "temp was fully written");
+    }
+
     /// A reader racing many writers only ever sees a whole old or a whole
     /// new version.
     #[test]
