@@ -23,7 +23,7 @@ use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 use super::files::git_head;
 use super::hooks_glue::PreToolDecision;
 use super::undo::Checkpoints;
-use super::{Approver, EventSink, RuntimeError, RuntimeEvent};
+use super::{ApprovalAnswer, Approver, EventSink, RuntimeError, RuntimeEvent};
 
 /// Per-session choices made by the front end.
 #[derive(Debug, Clone)]
@@ -240,7 +240,15 @@ impl Session {
                         cancel,
                     )
                     .await?;
-                    let answer = self.approver.decide(&call, &reason).await;
+                    // An interrupt must not wait on an unanswered question.
+                    let answer = tokio::select! {
+                        answer = self.approver.decide(&call, &reason) => answer,
+                        () = cancel.cancelled() => ApprovalAnswer {
+                            approved: false,
+                            note: Some("interrupted by the user before it was approved".to_owned()),
+                            scope: policy::ApprovalScope::Once,
+                        },
+                    };
                     let scope = self.persist_scope(answer.approved, answer.scope);
                     self.log.append(SessionEvent::Approval {
                         call_id: call.call_id.clone(),

@@ -7,6 +7,7 @@ mod policy_always;
 mod policy_bypass;
 mod policy_conformance;
 mod policy_sandbox;
+mod runtime_cancel;
 mod session_crash;
 mod session_replay;
 mod session_resume;
