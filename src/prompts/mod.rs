@@ -40,6 +40,36 @@ pub fn instructions_block(files: &[(String, String)]) -> String {
     out
 }
 
+/// Longest description shown per skill in the index.
+const SKILL_DESCRIPTION_CHARS: usize = 300;
+/// Upper bound of the whole skills index.
+const SKILLS_INDEX_BYTES: usize = 8 * 1024;
+
+/// The skills index: names and (trimmed) descriptions only; bodies come in
+/// through `load_skill` when a skill is used.
+pub fn skills_block(skills: &[(String, String)]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n# Skills\n\nBefore doing a task a skill covers, load it with `load_skill` and follow it.\n\n",
+    );
+    for (name, description) in skills {
+        let one_line = description.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut shown: String = one_line.chars().take(SKILL_DESCRIPTION_CHARS).collect();
+        if shown.len() < one_line.len() {
+            shown.push('…');
+        }
+        let line = format!("- {name}: {shown}\n");
+        if out.len() + line.len() > SKILLS_INDEX_BYTES {
+            out.push_str("- … (more skills; not listed for space)\n");
+            break;
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +96,17 @@ mod tests {
         let inner = block.find("## /repo/a/AGENTS.md").unwrap();
         assert!(root < inner && block.contains("inner rules"));
         assert_eq!(instructions_block(&[]), "");
+    }
+
+    #[test]
+    fn skills_index_trims_descriptions_and_stays_bounded() {
+        let long = "word ".repeat(200);
+        let skills: Vec<(String, String)> =
+            (0..100).map(|i| (format!("skill-{i}"), long.clone())).collect();
+        let block = skills_block(&skills);
+        assert!(block.len() <= SKILLS_INDEX_BYTES + 64, "{}", block.len());
+        assert!(block.contains("- skill-0: word word"));
+        assert!(block.contains("more skills"));
+        assert_eq!(skills_block(&[]), "");
     }
 }

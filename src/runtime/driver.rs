@@ -12,12 +12,13 @@ use crate::config::{Settings, discover_instructions};
 use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::{self, ApprovalMode, PathContext, Policy};
-use crate::prompts::{PromptFacts, instructions_block, system_prompt};
+use crate::prompts::{PromptFacts, instructions_block, skills_block, system_prompt};
 use crate::protocol::{
     ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
 use crate::sandbox::{self, landlock};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
+use crate::skills;
 use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
 use super::files::git_head;
@@ -67,6 +68,8 @@ pub struct Session {
     pub(super) hooks: HookBus,
     /// SessionStart hooks run before the first turn (`startup`/`resume`).
     pub(super) pending_session_start: Option<&'static str>,
+    /// What `load_skill` can load.
+    pub(super) skills: Arc<Vec<skills::Skill>>,
     /// Calls PreToolUse hooks already judged before an approval prompt,
     /// with any input a hook rewrote.
     pub(super) prehooked: HashMap<String, Option<serde_json::Value>>,
@@ -101,6 +104,11 @@ impl Session {
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
+        let discovered = session_skills(settings, &options.cwd);
+        for problem in &discovered.problems {
+            let message = format!("skill {} not loaded: {}", problem.path.display(), problem.error);
+            sink.emit(RuntimeEvent::Warning { message });
+        }
         sink.emit(RuntimeEvent::SessionStarted {
             session_id: id.clone(),
             log_path: log.path().to_owned(),
@@ -126,6 +134,7 @@ impl Session {
             // A project's own hooks run only once the user trusts it.
             hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
             pending_session_start: Some("startup"),
+            skills: Arc::new(discovered.skills),
             prehooked: HashMap::new(),
         })
     }
@@ -313,7 +322,8 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
-            .with_files(self.files.clone());
+            .with_files(self.files.clone())
+            .with_skills(self.skills.clone());
         let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
@@ -477,6 +487,12 @@ pub(super) fn loop_config(
             .map(|file| (file.path.display().to_string(), file.text))
             .collect();
     instructions.push_str(&instructions_block(&agents_md));
+    let index: Vec<(String, String)> = session_skills(settings, &options.cwd)
+        .skills
+        .into_iter()
+        .map(|skill| (skill.meta.name, skill.meta.description))
+        .collect();
+    instructions.push_str(&skills_block(&index));
     let specs = tools.specs();
     let tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
@@ -488,6 +504,11 @@ pub(super) fn loop_config(
         policy: build_policy(settings, options),
         max_steps: settings.max_steps,
     }
+}
+
+/// Skills for a session started in `cwd`.
+pub(super) fn session_skills(settings: &Settings, cwd: &Path) -> skills::Discovery {
+    skills::discover(&skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd))
 }
 
 /// How the log records an approval's scope.

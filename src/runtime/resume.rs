@@ -92,6 +92,7 @@ impl Session {
             workspace_root: settings.workspace_root.clone(),
         });
         let files = Arc::new(remembered_files(&rebuilt.state.items, &options.cwd, log_path));
+        let skills = Arc::new(super::driver::session_skills(settings, &options.cwd).skills);
         Ok(Self {
             id,
             log,
@@ -113,6 +114,7 @@ impl Session {
             last_input_tokens: 0,
             hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
             pending_session_start: Some("resume"),
+            skills,
             prehooked: std::collections::HashMap::new(),
         })
     }

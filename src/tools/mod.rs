@@ -24,6 +24,7 @@ mod glob;
 mod grep;
 mod grep_search;
 mod list_dir;
+mod load_skill;
 pub mod paths;
 mod read_file;
 mod registry;
@@ -62,13 +63,27 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// What this session has read and written (read-before-write checks).
     pub files: Arc<FileStates>,
+    /// The skills `load_skill` can load.
+    pub skills: Arc<Vec<crate::skills::Skill>>,
 }
 
 impl ToolContext {
     /// A context with a fresh file-state tracker; a session shares one
     /// tracker across its calls with [`ToolContext::with_files`].
     pub fn new(workspace_root: PathBuf, cwd: PathBuf, cancel: CancellationToken) -> Self {
-        Self { workspace_root, cwd, cancel, files: Arc::new(FileStates::new()) }
+        Self {
+            workspace_root,
+            cwd,
+            cancel,
+            files: Arc::new(FileStates::new()),
+            skills: Arc::new(Vec::new()),
+        }
+    }
+
+    /// The same context offering `skills` to `load_skill`.
+    pub fn with_skills(mut self, skills: Arc<Vec<crate::skills::Skill>>) -> Self {
+        self.skills = skills;
+        self
     }
 
     /// The same context sharing `files`.

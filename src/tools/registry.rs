@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::args::parse_json;
 use super::{Tool, ToolContext, ToolError};
-use super::{apply_patch, edit_file, glob, grep, list_dir, read_file, shell, write_file};
+use super::{
+    apply_patch, edit_file, glob, grep, list_dir, load_skill, read_file, shell, write_file,
+};
 use crate::protocol::{ToolCall, ToolClass, ToolResult, ToolSpec};
 
 /// The tools offered to the model.
@@ -35,6 +37,7 @@ impl ToolRegistry {
                 Box::new(edit_file::EditFile),
                 Box::new(apply_patch::ApplyPatch),
                 Box::new(shell::Shell),
+                Box::new(load_skill::LoadSkill),
             ],
         }
     }
@@ -154,7 +157,8 @@ mod tests {
                 "write_file",
                 "edit_file",
                 "apply_patch",
-                "shell"
+                "shell",
+                "load_skill"
             ]
         );
         for spec in &specs {

@@ -254,3 +254,35 @@ async fn result_reports_cost_and_context_for_known_models() {
     assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
     assert_eq!(result["context_percent"], 0.1, "100 of 200k tokens, rounded");
 }
+
+#[tokio::test]
+async fn skills_are_listed_and_loaded_on_demand() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        ".agents/skills/release-notes/SKILL.md",
+        "---\nname: release-notes\ndescription: Write release notes from the git log.\n---\n\nUse `git log --oneline v1..HEAD` and group by area.\n",
+    );
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![call("load_skill", json!({"name": "release-notes"}))],
+        },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "notes please"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let bodies = request_bodies(&server).await;
+    let first = bodies[0].to_string();
+    assert!(
+        first.contains("release-notes: Write release notes from the git log."),
+        "index missing"
+    );
+    assert!(!first.contains("group by area"), "bodies stay out until loaded");
+    assert!(bodies[1].to_string().contains("group by area"), "load_skill brought the body");
+}

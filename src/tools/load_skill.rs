@@ -1,0 +1,105 @@
+//! `load_skill`: brings a skill's instructions into the conversation. Only
+//! names and descriptions are in the prompt (progressive disclosure); the
+//! model calls this before following a skill.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args::{parse_args, schema_of};
+use super::{BoxFuture, Tool, ToolContext, ToolError};
+use crate::protocol::{ToolClass, ToolOutput};
+use crate::skills::{SkillSource, read_body};
+
+const NAME: &str = "load_skill";
+const DESCRIPTION: &str = "Load the full instructions of one of the skills listed in the system \
+prompt, by name, before following it. Files the skill mentions are relative to its folder.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LoadSkillArgs {
+    /// The skill's name, as listed.
+    pub name: String,
+}
+
+pub struct LoadSkill;
+
+impl Tool for LoadSkill {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<LoadSkillArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::ReadOnly
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: LoadSkillArgs = parse_args(NAME, args)?;
+            let Some(skill) = ctx.skills.iter().find(|s| s.meta.name == args.name) else {
+                let known: Vec<&str> = ctx.skills.iter().map(|s| s.meta.name.as_str()).collect();
+                return Err(ToolError::InvalidArguments {
+                    tool: NAME.to_owned(),
+                    message: format!(
+                        "no skill named `{}`; known skills: {}",
+                        args.name,
+                        known.join(", ")
+                    ),
+                });
+            };
+            let body = read_body(skill).map_err(|error| ToolError::InvalidArguments {
+                tool: NAME.to_owned(),
+                message: error.to_string(),
+            })?;
+            let folder = match &skill.source {
+                SkillSource::BuiltIn => "built in".to_owned(),
+                SkillSource::File(path) => {
+                    path.parent().map(|p| p.display().to_string()).unwrap_or_default()
+                }
+            };
+            let text = format!("# Skill: {} ({folder})\n\n{}", skill.meta.name, body.trim());
+            Ok(ToolOutput { text, meta: json!({ "skill": skill.meta.name, "folder": folder }) })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::skills::discover;
+
+    fn ctx() -> ToolContext {
+        let found = discover(&[]);
+        ToolContext::new("/w".into(), "/w".into(), CancellationToken::new())
+            .with_skills(Arc::new(found.skills))
+    }
+
+    #[tokio::test]
+    async fn loads_a_built_in_skill_body() {
+        let out = LoadSkill.run(json!({"name": "review"}), &ctx()).await.unwrap();
+        assert!(out.text.starts_with("# Skill: review (built in)"), "{}", out.text);
+        assert!(out.text.contains("git diff"));
+        assert!(!out.text.contains("description:"), "front matter is not repeated");
+    }
+
+    #[tokio::test]
+    async fn unknown_skill_lists_the_known_ones() {
+        let error = LoadSkill.run(json!({"name": "nope"}), &ctx()).await.unwrap_err().to_string();
+        assert!(error.contains("review") && error.contains("commit"), "{error}");
+    }
+}
