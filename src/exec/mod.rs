@@ -14,8 +14,10 @@ use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::PlanReview;
 use crate::config::Settings;
 use crate::context::{context_percent, cost_usd};
+use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
 use crate::protocol::{TurnOutcome, Usage};
 use crate::runtime::{
@@ -49,6 +51,8 @@ pub struct ExecOptions {
     pub json: bool,
     pub last_message_file: Option<PathBuf>,
     pub approval: ApprovalMode,
+    /// `--plan-only` / `--approve-plan`: a plan is required, reviewed so.
+    pub plan_review: Option<PlanReview>,
     pub cwd: PathBuf,
     pub date: String,
 }
@@ -64,8 +68,11 @@ pub async fn run(
     } else {
         Box::new(HumanPrinter::stderr())
     };
-    let session_options =
-        SessionOptions { approval: options.approval, cwd: options.cwd.clone(), date: options.date };
+    let session_options = SessionOptions {
+        approval: options.approval,
+        cwd: options.cwd.clone(),
+        date: options.date.clone(),
+    };
     let approver = Box::new(NonInteractiveApprover);
     let opened = match &options.resume {
         Some(path) => Session::resume(settings, path, session_options, sink, approver),
@@ -79,6 +86,9 @@ pub async fn run(
             return ExitStatus::Failed;
         }
     };
+    if let Some(review) = options.plan_review {
+        session.set_plan_review(review);
+    }
     let summary = run_turns(&mut session, options.prompt.clone(), &cancel).await;
     let (status, line) = match summary {
         Ok(summary) => {
@@ -87,6 +97,7 @@ pub async fn run(
                 TurnOutcome::Failed | TurnOutcome::MaxSteps => ExitStatus::Failed,
                 TurnOutcome::Interrupted => ExitStatus::Interrupted,
             };
+            let (name, final_text) = workflow_status(&session, &options, &summary);
             let error = summary.error.or_else(|| match summary.outcome {
                 TurnOutcome::MaxSteps => Some(format!(
                     "stopped at the step limit of {}; raise it with -c max_steps=N",
@@ -95,8 +106,8 @@ pub async fn run(
                 TurnOutcome::Completed | TurnOutcome::Failed | TurnOutcome::Interrupted => None,
             });
             let line = ResultLine {
-                status: status_name(summary.outcome),
-                final_text: summary.final_text,
+                status: name,
+                final_text,
                 usage: session.session_usage(),
                 session_id: Some(session.id().to_owned()),
                 log_path: Some(session.log_path().to_owned()),
@@ -146,6 +157,35 @@ async fn run_turns(
         usage: Usage::default(),
         error: None,
     }))
+}
+
+/// The `result` status and final text, with the workflow's say: a
+/// submitted plan under `--plan-only` is `plan_ready` (the plan is the
+/// final text); a completed turn whose changes were never verified after
+/// the last change is `unverified`.
+fn workflow_status(
+    session: &Session,
+    options: &ExecOptions,
+    summary: &TurnSummary,
+) -> (&'static str, Option<String>) {
+    let flow = session.workflow();
+    let final_text = summary.final_text.clone();
+    if summary.outcome != TurnOutcome::Completed {
+        return (status_name(summary.outcome), final_text);
+    }
+    match &flow.plan {
+        Some(plan)
+            if options.plan_review == Some(PlanReview::StopAfterSubmit)
+                && plan.status == PlanStatus::Submitted =>
+        {
+            return ("plan_ready", Some(plan.text.clone()));
+        }
+        Some(_) | None => {}
+    }
+    if flow.delivers_unverified() {
+        return ("unverified", final_text);
+    }
+    (status_name(summary.outcome), final_text)
 }
 
 fn status_name(outcome: TurnOutcome) -> &'static str {

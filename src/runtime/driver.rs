@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, step};
+use crate::agent::{
+    Effect, Input, LoopConfig, LoopState, OpenTurn, PlanReview, harness_specs, step,
+};
 use crate::config::rules::append_local_rule;
 use crate::config::{Settings, discover_instructions};
 use crate::hooks::HookBus;
@@ -155,6 +157,21 @@ impl Session {
     /// Shift+Tab); a running turn keeps the mode it started with.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
         self.state.config.policy.mode = mode;
+        if mode == ApprovalMode::Plan {
+            self.state.workflow.flow.plan_required = true;
+        }
+    }
+
+    /// Requires a plan and says how it is reviewed (`keel exec
+    /// --plan-only` / `--approve-plan`).
+    pub fn set_plan_review(&mut self, review: PlanReview) {
+        self.state.workflow.flow.plan_required = true;
+        self.state.workflow.review = review;
+    }
+
+    /// The workflow: phase, plan and the verification gate.
+    pub fn workflow(&self) -> &crate::plan::Workflow {
+        &self.state.workflow.flow
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
@@ -321,8 +338,12 @@ impl Session {
             let mut results = Vec::with_capacity(to_run.len());
             for call in &to_run {
                 let touched = self.before_mutation(call)?;
-                results.push(self.tools.run_call(call, &ctx).await);
-                self.after_mutation(call, touched)?;
+                let (result, mut meta) = self.tools.run_call(call, &ctx).await;
+                let changed = self.after_mutation(call, touched)?;
+                if let (Some(changed), Some(object)) = (changed, meta.as_object_mut()) {
+                    object.insert("changed".to_owned(), serde_json::Value::Bool(changed));
+                }
+                results.push((result, meta));
             }
             results
         };
@@ -469,9 +490,14 @@ pub(super) fn loop_config(
             .map(|file| (file.path.display().to_string(), file.text))
             .collect();
     instructions.push_str(&instructions_block(&agents_md));
-    let specs = tools.specs();
-    let tool_classes: BTreeMap<String, _> =
+    let mut specs = tools.specs();
+    let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
+    // Answered by the loop itself; read-only as far as policy is concerned.
+    for spec in harness_specs() {
+        tool_classes.insert(spec.name.clone(), crate::protocol::ToolClass::ReadOnly);
+        specs.push(spec);
+    }
     LoopConfig {
         model: settings.model.clone(),
         instructions,
