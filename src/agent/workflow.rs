@@ -102,16 +102,27 @@ impl WorkflowState {
             return Err(first);
         }
         let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();
+        let mut blocked = Vec::new();
         for target in next.iter().filter(|target| self.rules.allows(target, kind)) {
             let mut moved = self.flow.clone();
-            if moved.request_move(&self.rules, target).is_ok()
-                && moved.check_tool(&self.rules, &call.name, path.as_deref()).is_ok()
-            {
-                let from = std::mem::replace(&mut self.flow, moved).phase;
-                return Ok(vec![SessionEvent::PhaseChanged { from, to: target.clone() }]);
+            let checked = match moved.request_move(&self.rules, target) {
+                Ok(()) => moved.check_tool(&self.rules, &call.name, path.as_deref()),
+                Err(refusal) => Err(refusal.reason),
+            };
+            match checked {
+                Ok(()) => {
+                    let from = std::mem::replace(&mut self.flow, moved).phase;
+                    return Ok(vec![SessionEvent::PhaseChanged { from, to: target.clone() }]);
+                }
+                Err(reason) => blocked.push(format!(" The {target} phase is closed: {reason}")),
             }
         }
-        Err(format!("{first}. Allowed next phases: {}.", next.join(", ")))
+        let moves = if next.is_empty() {
+            format!(" The {} phase is final.", self.flow.phase)
+        } else {
+            format!(" Allowed next phases: {}.", next.join(", "))
+        };
+        Err(format!("{first}.{}{moves}", blocked.concat()))
     }
 
     /// What a finished call means for the gate: a successful change counts
