@@ -14,8 +14,8 @@
 use serde::Deserialize;
 
 use crate::plan::{
-    DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, ToolKind, Workflow, is_verification_command,
-    tool_kind,
+    DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
+    is_verification_command, tool_kind,
 };
 use crate::protocol::{SessionEvent, ToolCall, ToolResult, ToolSpec};
 use crate::tasks::{self, Task};
@@ -65,6 +65,17 @@ impl WorkflowState {
         self.flow = Workflow::new(&self.rules, self.flow.plan_required);
         (from != self.flow.phase)
             .then(|| SessionEvent::PhaseChanged { from, to: self.flow.phase.clone() })
+    }
+
+    /// Approves a plan waiting for review (`keel exec resume ID
+    /// --approve-plan`); the event to record, if there was one.
+    pub fn approve_submitted(&mut self) -> Option<SessionEvent> {
+        let waiting =
+            self.flow.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Submitted);
+        waiting.then(|| {
+            self.flow.review_plan(true, None);
+            plan_event(&self.flow)
+        })
     }
 
     /// The lines appended to the instructions of every request.

@@ -279,3 +279,46 @@ fn every_request_carries_the_phase_guidance_and_tasks() {
     assert!(request.instructions.contains("Current phase: orient. Understand the request"));
     assert!(request.instructions.contains("[ ] 1 parse"));
 }
+
+#[test]
+fn rebuilding_the_log_restores_phase_plan_tasks_and_the_gate() {
+    use crate::protocol::EventRecord;
+    let mut live = state(ApprovalMode::Auto);
+    live.workflow.flow.plan_required = true;
+    live.workflow.review = PlanReview::Approve;
+    let todos =
+        serde_json::json!({ "todos": [{ "id": "1", "text": "fix", "status": "in_progress" }] });
+    let plan = serde_json::json!({ "plan_markdown": "1. fix" });
+    let inputs = vec![
+        Input::UserTurn { text: "go".into() },
+        respond(vec![call("t", "todo_write", todos), call("s", "submit_plan", plan)]),
+        respond(vec![
+            set_phase("p", "implement"),
+            call("w", "write_file", serde_json::json!({ "path": "a" })),
+        ]),
+        finished("w", 0, true),
+        respond(vec![set_phase("v", "verify"), shell("c", "cargo test")]),
+        finished("c", 1, false),
+        respond(vec![]),
+    ];
+    let mut log = Vec::new();
+    for input in inputs {
+        for effect in step(&mut live, input) {
+            if let Effect::Record(event) = effect {
+                let seq = log.len() as u64;
+                log.push(EventRecord { v: 1, seq, ts: String::new(), event });
+            }
+        }
+    }
+    assert_eq!(live.workflow.flow.phase, "verify");
+    assert_eq!(live.workflow.flow.failed_verifications, 1);
+    let mut rebuilder = Rebuilder::new(live.config.clone());
+    for record in log {
+        rebuilder.apply(record);
+    }
+    let mut rebuilt = rebuilder.finish().state;
+    // The plan requirement and review come from the front end's flags.
+    rebuilt.workflow.flow.plan_required = true;
+    rebuilt.workflow.review = PlanReview::Approve;
+    assert_eq!(rebuilt.workflow, live.workflow);
+}

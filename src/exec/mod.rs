@@ -86,10 +86,28 @@ pub async fn run(
             return ExitStatus::Failed;
         }
     };
+    let mut prompt = options.prompt.clone();
     if let Some(review) = options.plan_review {
         session.set_plan_review(review);
     }
-    let summary = run_turns(&mut session, options.prompt.clone(), &cancel).await;
+    // `keel exec resume ID --approve-plan`: the plan a `--plan-only` run
+    // left for review is approved, and the model is told to go on.
+    if options.plan_review == Some(PlanReview::Approve) && options.resume.is_some() {
+        match session.approve_submitted_plan() {
+            Ok(true) if prompt.is_none() => {
+                prompt = Some(
+                    "The plan is approved. Implement it, verify the change, then deliver.".into(),
+                );
+            }
+            Ok(_) => {}
+            Err(error) => {
+                let line = ResultLine::failure(error.to_string());
+                report(&line, options.json, None);
+                return ExitStatus::Failed;
+            }
+        }
+    }
+    let summary = run_turns(&mut session, prompt, &cancel).await;
     let (status, line) = match summary {
         Ok(summary) => {
             let status = match summary.outcome {

@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{
-    Effect, Input, LoopConfig, LoopState, OpenTurn, PlanReview, harness_specs, step,
-};
+use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, harness_specs, step};
 use crate::config::rules::append_local_rule;
 use crate::config::{Settings, discover_instructions};
 use crate::hooks::HookBus;
@@ -160,18 +158,6 @@ impl Session {
         if mode == ApprovalMode::Plan {
             self.state.workflow.flow.plan_required = true;
         }
-    }
-
-    /// Requires a plan and says how it is reviewed (`keel exec
-    /// --plan-only` / `--approve-plan`).
-    pub fn set_plan_review(&mut self, review: PlanReview) {
-        self.state.workflow.flow.plan_required = true;
-        self.state.workflow.review = review;
-    }
-
-    /// The workflow: phase, plan and the verification gate.
-    pub fn workflow(&self) -> &crate::plan::Workflow {
-        &self.state.workflow.flow
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.

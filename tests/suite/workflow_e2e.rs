@@ -204,3 +204,61 @@ async fn approve_plan_approves_within_the_run_and_the_change_goes_through() {
     assert_eq!(statuses, vec!["submitted", "approved"]);
     assert_eq!(lines.last().unwrap()["status"], "unverified");
 }
+
+#[tokio::test]
+async fn plan_only_then_resume_with_approve_plan_completes_in_a_second_process() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
+    let planning = vec![
+        read_hello(),
+        phase("plan"),
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": "1. fix the typo"}))],
+        },
+    ];
+    let (_, lines, _) = exec(&sandbox, &planning, &["--plan-only"]).await;
+    let first = lines.last().unwrap();
+    assert_eq!(first["status"], "plan_ready", "{first}");
+    let id = first["session_id"].as_str().unwrap().to_owned();
+
+    let implementing = vec![
+        phase("implement"),
+        read_hello(),
+        typo_edit(),
+        phase("verify"),
+        shell("make test"),
+        phase("deliver"),
+        Step::Answer("Fixed and verified.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &implementing).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .args(["--resume", &id, "--approve-plan", "--full-auto"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let result = json_lines(&output.stdout).pop().unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(sandbox.read("hello.txt"), "hello world\n");
+    let log = sandbox.only_log();
+    let statuses: Vec<&Value> = log
+        .iter()
+        .filter(|line| line["type"] == "plan_updated")
+        .map(|line| &line["plan"]["status"])
+        .collect();
+    assert_eq!(statuses, vec!["submitted", "approved"]);
+    assert_eq!(
+        phase_moves(&log),
+        moves(&[
+            ("orient", "plan"),
+            ("plan", "implement"),
+            ("implement", "verify"),
+            ("verify", "deliver")
+        ])
+    );
+}
