@@ -1,7 +1,7 @@
 //! The transition function. See the module docs of [`crate::agent`] for
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
-use crate::policy::{self, ApprovalScope, CallFacts};
+use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
@@ -251,6 +251,7 @@ fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>)
         HarnessOutcome::Answered { events, result } => {
             state.pending.pop_front();
             effects.extend(events.into_iter().map(Effect::Record));
+            leave_plan_mode(state, effects);
             record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
             false
         }
@@ -271,6 +272,16 @@ fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>)
     }
 }
 
+/// Plan mode is read-only by policy; once its plan is approved the
+/// implementation runs in ask mode (the user can switch to auto).
+fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    if state.config.policy.mode == ApprovalMode::Plan && state.workflow.flow.plan_approved() {
+        state.config.policy.mode = ApprovalMode::Ask;
+        let mode = ApprovalMode::Ask.as_str().to_owned();
+        effects.push(Effect::Record(SessionEvent::ModeChanged { mode }));
+    }
+}
+
 fn on_approval(
     state: &mut LoopState,
     call_id: &str,
@@ -284,6 +295,7 @@ fn on_approval(
             state.pending.pop_front();
             let (event, result) = workflow::review(&mut state.workflow, call_id, approved, note);
             effects.push(Effect::Record(event));
+            leave_plan_mode(state, effects);
             record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
             advance(state, effects);
         }

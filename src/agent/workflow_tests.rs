@@ -322,3 +322,27 @@ fn rebuilding_the_log_restores_phase_plan_tasks_and_the_gate() {
     rebuilt.workflow.review = PlanReview::Approve;
     assert_eq!(rebuilt.workflow, live.workflow);
 }
+
+#[test]
+fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
+    let mut state = state(ApprovalMode::Plan);
+    assert!(state.workflow.flow.plan_required, "plan mode requires a plan");
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let plan = call("s", "submit_plan", serde_json::json!({ "plan_markdown": "1. x" }));
+    step(&mut state, respond(vec![plan]));
+    let effects = step(
+        &mut state,
+        Input::ApprovalDecided {
+            call_id: "s".into(),
+            approved: true,
+            note: None,
+            scope: ApprovalScope::Once,
+        },
+    );
+    assert!(
+        effects.iter().any(
+            |e| matches!(e, Effect::Record(SessionEvent::ModeChanged { mode }) if mode == "ask")
+        )
+    );
+    assert_eq!(state.config.policy.mode, ApprovalMode::Ask);
+}

@@ -11,7 +11,9 @@
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
 //! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","error"}`
-//!   (`cost_usd` and `context_percent` are null for models missing from `context::models`)
+//!   (`cost_usd` and `context_percent` are null for models missing from `context::models`;
+//!   `status` is `completed`, `failed`, `interrupted`, `unverified` (completed, but files changed
+//!   after the last passing verification) or `plan_ready` (`--plan-only`: the plan is `final_text`))
 
 use std::io::Write;
 use std::path::PathBuf;
