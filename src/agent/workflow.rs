@@ -8,8 +8,8 @@
 //! first `write_file` in `orient` enters `implement`, recorded as a
 //! `phase_changed`), or is refused with the phase and the allowed moves;
 //! it never runs. Model input never panics: bad arguments become an error
-//! result. Plan text lives in the log (`plan_updated`); nothing is written
-//! to `.keel/plans/` yet, so `PlanState::path` is empty.
+//! result. The plan's path is empty here; the driver saves the plan under
+//! `.keel/plans/` and fills the path in before the line is logged.
 
 use serde::Deserialize;
 

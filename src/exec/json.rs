@@ -10,7 +10,7 @@
 //! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
-//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","error"}`
+//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","error"}`
 //!   (`cost_usd` and `context_percent` are null for models missing from `context::models`;
 //!   `status` is `completed`, `failed`, `interrupted`, `unverified` (completed, but files changed
 //!   after the last passing verification) or `plan_ready` (`--plan-only`: the plan is `final_text`))
@@ -128,7 +128,7 @@ fn completed_item(item: &Item) -> Option<Value> {
 /// The closing `result` line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultLine {
-    /// `completed`, `failed` or `interrupted`.
+    /// `completed`, `failed`, `interrupted`, `unverified` or `plan_ready`.
     pub status: &'static str,
     pub final_text: Option<String>,
     pub usage: Usage,
@@ -139,6 +139,8 @@ pub struct ResultLine {
     pub cost_usd: Option<f64>,
     /// How full the context was at the last request, when the window is known.
     pub context_percent: Option<f64>,
+    /// Where the session's plan was saved (`.keel/plans/`), if it has one.
+    pub plan_path: Option<String>,
 }
 
 impl ResultLine {
@@ -152,6 +154,7 @@ impl ResultLine {
             error: Some(error),
             cost_usd: None,
             context_percent: None,
+            plan_path: None,
         }
     }
 
@@ -160,6 +163,6 @@ impl ResultLine {
             "usage": usage_json(&self.usage), "session_id": self.session_id,
             "log_path": self.log_path, "cost_usd": self.cost_usd,
             "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
-            "error": self.error})
+            "plan_path": self.plan_path, "error": self.error})
     }
 }

@@ -132,6 +132,12 @@ pub async fn run(
                 error,
                 cost_usd: cost_usd(session.model(), &session.session_usage()),
                 context_percent: context_percent(session.model(), session.last_input_tokens()),
+                plan_path: session
+                    .workflow()
+                    .plan
+                    .as_ref()
+                    .map(|plan| plan.path.clone())
+                    .filter(|path| !path.is_empty()),
             };
             (status, line)
         }

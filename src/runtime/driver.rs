@@ -210,6 +210,7 @@ impl Session {
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
+                    let event = self.save_plan(event);
                     self.log.append(event.clone())?;
                     self.announce(event);
                     continue;

@@ -171,11 +171,15 @@ async fn plan_only_returns_plan_ready_with_the_plan() {
     let result = lines.last().unwrap();
     assert_eq!(result["status"], "plan_ready", "{result}");
     assert_eq!(result["final_text"], plan);
+    let saved = result["plan_path"].as_str().unwrap();
+    assert!(saved.contains("/.keel/plans/"), "{saved}");
+    assert_eq!(std::fs::read_to_string(saved).unwrap(), plan);
     assert_eq!(sandbox.read("hello.txt"), "helo world\n");
     let plans: Vec<&Value> = log.iter().filter(|line| line["type"] == "plan_updated").collect();
     assert_eq!(plans.len(), 1);
     assert_eq!(plans[0]["plan"]["status"], "submitted");
     assert_eq!(plans[0]["plan"]["text"], plan);
+    assert_eq!(plans[0]["plan"]["path"], saved);
     assert_eq!(log.iter().filter(|line| line["type"] == "model_response").count(), 3);
 }
 
@@ -202,6 +206,13 @@ async fn approve_plan_approves_within_the_run_and_the_change_goes_through() {
         .map(|line| &line["plan"]["status"])
         .collect();
     assert_eq!(statuses, vec!["submitted", "approved"]);
+    let paths: Vec<&Value> = log
+        .iter()
+        .filter(|line| line["type"] == "plan_updated")
+        .map(|line| &line["plan"]["path"])
+        .collect();
+    assert!(paths[0].as_str().is_some_and(|p| p.ends_with("-r1.md")), "{paths:?}");
+    assert_eq!(paths[0], paths[1]);
     assert_eq!(lines.last().unwrap()["status"], "unverified");
 }
 
