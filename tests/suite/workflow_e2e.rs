@@ -273,3 +273,79 @@ async fn plan_only_then_resume_with_approve_plan_completes_in_a_second_process()
         ])
     );
 }
+
+/// Phase, approved plan and tasks survive a SIGKILL during implement.
+#[tokio::test]
+async fn killed_during_implement_resume_restores_phase_plan_and_tasks() {
+    let todos = json!({"todos": [{"id": "1", "text": "fix the typo", "status": "in_progress"}]});
+    let before_kill = vec![
+        Step::Calls { text: None, calls: vec![call("todo_write", todos)] },
+        read_hello(),
+        phase("plan"),
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": "1. fix the typo"}))],
+        },
+        phase("implement"),
+        Step::Answer("unused".into()),
+    ];
+    let fresh = || {
+        let sandbox = Sandbox::new();
+        sandbox.write("hello.txt", "helo world\n");
+        sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
+        sandbox
+    };
+    // Where the move to implement lands in the log, from a run that ends.
+    let reference = fresh();
+    let (_, _, log) = exec(&reference, &before_kill, &["--full-auto", "--approve-plan"]).await;
+    let seq = log
+        .iter()
+        .find(|line| line["type"] == "phase_changed" && line["to"] == "implement")
+        .map(|line| line["seq"].as_u64().unwrap())
+        .unwrap();
+
+    let sandbox = fresh();
+    let server = scripted_model(Wire::Chat, &before_kill).await;
+    let killed = sandbox
+        .keel()
+        .env("KEEL_TEST_CRASH_AFTER_SEQ", seq.to_string())
+        .args(["exec", "--json", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .args(["--full-auto", "--approve-plan", "Fix the typo in hello.txt"])
+        .output()
+        .unwrap();
+    assert_ne!(killed.status.code(), Some(0), "the run was killed");
+
+    let after = vec![
+        read_hello(),
+        typo_edit(),
+        phase("verify"),
+        shell("make test"),
+        phase("deliver"),
+        Step::Answer("Fixed and verified.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &after).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .args(["--full-auto", "--approve-plan", "--last"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let result = json_lines(&output.stdout).pop().unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(sandbox.read("hello.txt"), "hello world\n");
+    let bodies = super::support::request_bodies(&server).await;
+    let first = bodies[0].to_string();
+    assert!(first.contains("Current phase: implement"), "{first}");
+    assert!(first.contains("[>] 1 fix the typo"), "{first}");
+    let log = sandbox.only_log();
+    let statuses: Vec<&Value> = log
+        .iter()
+        .filter(|line| line["type"] == "plan_updated")
+        .map(|line| &line["plan"]["status"])
+        .collect();
+    assert_eq!(statuses, vec!["submitted", "approved"], "no second review after the resume");
+}
