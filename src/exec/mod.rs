@@ -2,6 +2,10 @@
 //! stderr and the final message to stdout, or, with `--json`, one JSON event
 //! per line on stdout ending in exactly one `result` line.
 //!
+//! The workflow's say in the result: `unverified` (exit 0) when files
+//! changed after the last passing verification, `plan_ready` (exit 0)
+//! under `--plan-only`.
+//!
 //! Invariants: the process always exits; nothing here asks the user (what
 //! would ask is declined with a tool result that says how to allow it);
 //! the `result` line is written whatever happened after argument parsing.
@@ -233,6 +237,24 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     if status == Some(ExitStatus::Interrupted) {
         let _ = writeln!(stderr, "interrupted");
+    }
+    match line.status {
+        "unverified" => {
+            let _ = writeln!(
+                stderr,
+                "unverified: files changed after the last passing verification (tests or build)"
+            );
+        }
+        "plan_ready" => {
+            let saved = line.plan_path.as_deref().unwrap_or("the session log");
+            let _ = writeln!(
+                stderr,
+                "plan ready for review (saved in {saved}); continue with \
+                `keel exec resume {} --approve-plan`",
+                line.session_id.as_deref().unwrap_or("ID")
+            );
+        }
+        _ => {}
     }
     if let Some(cost) = line.cost_usd {
         let _ = writeln!(stderr, "cost: ${cost:.4}");
