@@ -45,7 +45,11 @@ pub struct WorkflowState {
 
 impl WorkflowState {
     pub fn new(plan_required: bool) -> Self {
-        let rules = default_rules();
+        Self::with_rules(default_rules(), plan_required)
+    }
+
+    /// A workflow under a project's own rules (`.keel/phases.toml`).
+    pub fn with_rules(rules: PhaseRules, plan_required: bool) -> Self {
         let flow = Workflow::new(&rules, plan_required);
         Self { rules, flow, tasks: Vec::new(), review: PlanReview::Ask }
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::hooks::HooksConfig;
 use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
+use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
 use crate::sandbox::landlock::SandboxMode;
 
@@ -35,6 +36,9 @@ pub struct Settings {
     /// The user trusts this workspace (`keel trust`).
     pub project_trusted: bool,
     pub sandbox: SandboxSettings,
+    /// The project's `.keel/phases.toml` (trusted projects only), filled by
+    /// [`super::load`]; `None`: the shipped rules.
+    pub phase_rules: Option<PhaseRules>,
 }
 
 /// The resolved `[sandbox]` table.
@@ -119,6 +123,7 @@ pub fn resolve(
         rules: RuleSet::default(),
         project_trusted: false,
         sandbox: sandbox_settings(merged.sandbox)?,
+        phase_rules: None,
     })
 }
 

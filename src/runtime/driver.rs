@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, harness_specs, step};
+use crate::agent::{
+    Effect, Input, LoopConfig, LoopState, OpenTurn, WorkflowState, harness_specs, step,
+};
 use crate::config::rules::append_local_rule;
 use crate::config::{Settings, discover_instructions};
 use crate::hooks::HookBus;
@@ -97,6 +99,10 @@ impl Session {
             git_head: git_head(&workspace_root),
         })?;
         let mut state = state;
+        if let Some(rules) = &settings.phase_rules {
+            let plan_required = state.workflow.flow.plan_required;
+            state.workflow = WorkflowState::with_rules(rules.clone(), plan_required);
+        }
         let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });

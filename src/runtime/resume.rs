@@ -47,6 +47,11 @@ impl Session {
         let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools));
         let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
         let mut rebuilt = rebuilder.finish();
+        if let Some(rules) = &settings.phase_rules {
+            // The logged phase is kept; one the project's rules do not
+            // know counts as finished, so the next turn starts over.
+            rebuilt.state.workflow.rules = rules.clone();
+        }
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
         for message in settings.warnings.iter().chain(&report.warnings).chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });

@@ -349,3 +349,32 @@ async fn killed_during_implement_resume_restores_phase_plan_and_tasks() {
         .collect();
     assert_eq!(statuses, vec!["submitted", "approved"], "no second review after the resume");
 }
+
+/// A trusted project's `.keel/phases.toml` replaces the shipped rules; an
+/// untrusted one is ignored with a warning.
+#[tokio::test]
+async fn a_trusted_projects_phase_rules_apply_and_an_untrusted_ones_do_not() {
+    let read_only = "start = \"look\"\n[phases.look]\npurpose = \"Only look.\"\n\
+                     tools = [\"read\"]\nnext = []\n";
+    let steps = vec![read_hello(), typo_edit(), Step::Answer("Looked only.".into())];
+
+    let untrusted = Sandbox::new();
+    untrusted.write("hello.txt", "helo world\n");
+    untrusted.write(".keel/phases.toml", read_only);
+    let (_, lines, _) = exec(&untrusted, &steps, &["--full-auto"]).await;
+    assert_eq!(untrusted.read("hello.txt"), "hello world\n", "shipped rules: the edit runs");
+    let warned = lines.iter().any(|l| {
+        l["type"] == "warning" && l["message"].as_str().unwrap_or("").contains("phases.toml")
+    });
+    assert!(warned, "{lines:?}");
+
+    let trusted = Sandbox::new();
+    trusted.write("hello.txt", "helo world\n");
+    trusted.write(".keel/phases.toml", read_only);
+    let status = trusted.keel().arg("trust").output().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let (_, _, log) = exec(&trusted, &steps, &["--full-auto"]).await;
+    assert_eq!(trusted.read("hello.txt"), "helo world\n", "the project's rules refuse writes");
+    let refusal = &results(&log)[1];
+    assert!(refusal.1 && refusal.0.contains("look phase"), "{refusal:?}");
+}
