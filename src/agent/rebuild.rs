@@ -26,6 +26,8 @@ use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usa
 use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState};
 use super::step::{Effect, Input, batches, step};
+use super::workflow::WorkflowState;
+use crate::plan::PhaseRules;
 
 /// What the log says about the session besides the loop state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -101,6 +103,16 @@ impl Rebuilder {
             started: BTreeSet::new(),
             files: BTreeMap::new(),
         }
+    }
+
+    /// Uses a project's phase rules and `verify.commands` (as the live
+    /// session did) before any record is folded.
+    pub fn configure_workflow(&mut self, rules: Option<PhaseRules>, verify_commands: Vec<String>) {
+        if let Some(rules) = rules {
+            let plan_required = self.state.workflow.flow.plan_required;
+            self.state.workflow = WorkflowState::with_rules(rules, plan_required);
+        }
+        self.state.workflow.verify_commands = verify_commands;
     }
 
     /// Applies one record.

@@ -41,6 +41,8 @@ pub struct WorkflowState {
     pub flow: Workflow,
     pub tasks: Vec<Task>,
     pub review: PlanReview,
+    /// Configured `verify.commands`, besides the detected ones.
+    pub verify_commands: Vec<String>,
 }
 
 impl WorkflowState {
@@ -51,7 +53,13 @@ impl WorkflowState {
     /// A workflow under a project's own rules (`.keel/phases.toml`).
     pub fn with_rules(rules: PhaseRules, plan_required: bool) -> Self {
         let flow = Workflow::new(&rules, plan_required);
-        Self { rules, flow, tasks: Vec::new(), review: PlanReview::Ask }
+        Self {
+            rules,
+            flow,
+            tasks: Vec::new(),
+            review: PlanReview::Ask,
+            verify_commands: Vec::new(),
+        }
     }
 
     fn rule(&self) -> Option<&PhaseRule> {
@@ -150,7 +158,7 @@ impl WorkflowState {
             ToolKind::Shell => {
                 let command = string_argument(call, "command").unwrap_or_default();
                 let exit = meta.get("exit_code").and_then(serde_json::Value::as_i64);
-                if is_verification_command(&command) {
+                if is_verification_command(&command, &self.verify_commands) {
                     if let Some(code) = exit {
                         self.flow.record_verification(code == 0 && !result.is_error);
                     }

@@ -36,6 +36,8 @@ pub struct Settings {
     /// The user trusts this workspace (`keel trust`).
     pub project_trusted: bool,
     pub sandbox: SandboxSettings,
+    /// `verify.commands`: extra command prefixes that count as verification.
+    pub verify_commands: Vec<String>,
     /// The project's `.keel/phases.toml` (trusted projects only), filled by
     /// [`super::load`]; `None`: the shipped rules.
     pub phase_rules: Option<PhaseRules>,
@@ -123,6 +125,7 @@ pub fn resolve(
         rules: RuleSet::default(),
         project_trusted: false,
         sandbox: sandbox_settings(merged.sandbox)?,
+        verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
         phase_rules: None,
     })
 }

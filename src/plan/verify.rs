@@ -25,14 +25,17 @@ pub const VERIFICATION_COMMANDS: &[&str] = &[
     "make check",
 ];
 
-/// Whether `command` runs one of [`VERIFICATION_COMMANDS`].
-pub fn is_verification_command(command: &str) -> bool {
+/// Whether `command` runs one of [`VERIFICATION_COMMANDS`] or of `extra`
+/// (the configured `verify.commands`).
+pub fn is_verification_command(command: &str, extra: &[String]) -> bool {
     command.split(['&', ';', '|', '\n']).map(str::trim).any(|part| {
         let words: Vec<&str> =
             part.split_whitespace().skip_while(|word| is_assignment(word)).collect();
         let part = words.join(" ");
-        VERIFICATION_COMMANDS.iter().any(|known| {
-            part == *known || part.strip_prefix(known).is_some_and(|rest| rest.starts_with(' '))
+        let known = VERIFICATION_COMMANDS.iter().copied().chain(extra.iter().map(String::as_str));
+        known.filter(|known| !known.trim().is_empty()).any(|known| {
+            let known = known.trim();
+            part == known || part.strip_prefix(known).is_some_and(|rest| rest.starts_with(' '))
         })
     })
 }
@@ -49,12 +52,16 @@ mod tests {
 
     #[test]
     fn known_checks_count_and_lookalikes_do_not() {
-        assert!(is_verification_command("cargo test"));
-        assert!(is_verification_command("cargo test --all-targets 2>&1"));
-        assert!(is_verification_command("cd sub && RUST_LOG=1 cargo test -q"));
-        assert!(is_verification_command("pytest -x tests/"));
-        assert!(!is_verification_command("echo cargo test"));
-        assert!(!is_verification_command("cargo testify"));
-        assert!(!is_verification_command("ls"));
+        let none: &[String] = &[];
+        assert!(is_verification_command("cargo test", none));
+        assert!(is_verification_command("cargo test --all-targets 2>&1", none));
+        assert!(is_verification_command("cd sub && RUST_LOG=1 cargo test -q", none));
+        assert!(is_verification_command("pytest -x tests/", none));
+        assert!(!is_verification_command("echo cargo test", none));
+        assert!(!is_verification_command("cargo testify", none));
+        assert!(!is_verification_command("ls", none));
+        let configured = ["./ci.sh".to_owned(), " ".to_owned()];
+        assert!(is_verification_command("./ci.sh --fast", &configured));
+        assert!(!is_verification_command("ls", &configured), "blank entries never match");
     }
 }

@@ -45,13 +45,10 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools));
+        rebuilder
+            .configure_workflow(settings.phase_rules.clone(), settings.verify_commands.clone());
         let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
         let mut rebuilt = rebuilder.finish();
-        if let Some(rules) = &settings.phase_rules {
-            // The logged phase is kept; one the project's rules do not
-            // know counts as finished, so the next turn starts over.
-            rebuilt.state.workflow.rules = rules.clone();
-        }
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
         for message in settings.warnings.iter().chain(&report.warnings).chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });

@@ -378,3 +378,24 @@ async fn a_trusted_projects_phase_rules_apply_and_an_untrusted_ones_do_not() {
     let refusal = &results(&log)[1];
     assert!(refusal.1 && refusal.0.contains("look phase"), "{refusal:?}");
 }
+
+/// `verify.commands` (here from the project's config) counts as verification.
+#[tokio::test]
+async fn configured_verify_commands_open_the_deliver_gate() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    sandbox.write("check.sh", "grep -q 'hello world' hello.txt\n");
+    sandbox.write(".keel/config.toml", "[verify]\ncommands = [\"sh check.sh\"]\n");
+    let steps = vec![
+        read_hello(),
+        typo_edit(),
+        phase("verify"),
+        shell("sh check.sh"),
+        phase("deliver"),
+        Step::Answer("Fixed; check.sh passes.".into()),
+    ];
+    let (_, lines, log) = exec(&sandbox, &steps, &["--full-auto"]).await;
+    assert_eq!(sandbox.read("hello.txt"), "hello world\n");
+    assert!(results(&log).iter().all(|(_, is_error)| !is_error), "{:?}", results(&log));
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+}
