@@ -346,3 +346,22 @@ fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
     );
     assert_eq!(state.config.policy.mode, ApprovalMode::Ask);
 }
+
+#[test]
+fn a_fourth_file_without_an_approved_plan_is_refused_with_guidance_to_plan() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    for (n, file) in ["a", "b", "c", "d"].iter().enumerate() {
+        let id = format!("w{n}");
+        let write = call(&id, "write_file", serde_json::json!({ "path": file }));
+        let effects = step(&mut state, respond(vec![write]));
+        if n < 3 {
+            assert_eq!(runs(&effects), vec![id.clone()]);
+            step(&mut state, finished(&id, 0, true));
+        } else {
+            assert!(runs(&effects).is_empty());
+            let refusal = result_of(&state, &id);
+            assert!(refusal.is_error && refusal.output.contains("submit a plan"), "{refusal:?}");
+        }
+    }
+}
