@@ -10,7 +10,7 @@
 //! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
-//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","error"}`
+//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","tasks","error"}`
 //!   (`cost_usd` and `context_percent` are null for models missing from `context::models`;
 //!   `status` is `completed`, `failed`, `interrupted`, `unverified` (completed, but files changed
 //!   after the last passing verification) or `plan_ready` (`--plan-only`: the plan is `final_text`))
@@ -141,6 +141,8 @@ pub struct ResultLine {
     pub context_percent: Option<f64>,
     /// Where the session's plan was saved (`.keel/plans/`), if it has one.
     pub plan_path: Option<String>,
+    /// The session's task list (`todo_write`), as the model left it.
+    pub tasks: Vec<crate::tasks::Task>,
 }
 
 impl ResultLine {
@@ -155,6 +157,7 @@ impl ResultLine {
             cost_usd: None,
             context_percent: None,
             plan_path: None,
+            tasks: Vec::new(),
         }
     }
 
@@ -163,6 +166,6 @@ impl ResultLine {
             "usage": usage_json(&self.usage), "session_id": self.session_id,
             "log_path": self.log_path, "cost_usd": self.cost_usd,
             "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
-            "plan_path": self.plan_path, "error": self.error})
+            "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error})
     }
 }

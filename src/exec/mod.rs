@@ -142,6 +142,7 @@ pub async fn run(
                     .as_ref()
                     .map(|plan| plan.path.clone())
                     .filter(|path| !path.is_empty()),
+                tasks: session.tasks().to_vec(),
             };
             (status, line)
         }

@@ -37,6 +37,11 @@ impl Session {
         }
     }
 
+    /// The task list the model keeps with `todo_write`.
+    pub fn tasks(&self) -> &[crate::tasks::Task] {
+        &self.state.workflow.tasks
+    }
+
     /// The workflow: phase, plan and the verification gate.
     pub fn workflow(&self) -> &crate::plan::Workflow {
         &self.state.workflow.flow

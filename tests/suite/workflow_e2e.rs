@@ -336,6 +336,7 @@ async fn killed_during_implement_resume_restores_phase_plan_and_tasks() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let result = json_lines(&output.stdout).pop().unwrap();
     assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["tasks"][0]["status"], "in_progress", "{result}");
     assert_eq!(sandbox.read("hello.txt"), "hello world\n");
     let bodies = super::support::request_bodies(&server).await;
     let first = bodies[0].to_string();
