@@ -252,7 +252,12 @@ impl Session {
                     )
                     .await?;
                     let answer = self.approver.decide(&call, &reason).await;
-                    let scope = self.persist_scope(answer.approved, answer.scope);
+                    // A plan review is one answer on one plan, never a rule.
+                    let scope = if call.name == "submit_plan" {
+                        policy::ApprovalScope::Once
+                    } else {
+                        self.persist_scope(answer.approved, answer.scope)
+                    };
                     self.log.append(SessionEvent::Approval {
                         call_id: call.call_id.clone(),
                         approved: answer.approved,
