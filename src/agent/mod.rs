@@ -11,6 +11,7 @@ mod rebuild;
 mod schedule;
 mod state;
 mod step;
+mod workflow;
 
 pub use rebuild::{
     FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,
@@ -18,8 +19,11 @@ pub use rebuild::{
 pub use schedule::{Batch, schedule};
 pub use state::{LoopConfig, LoopPhase, LoopState};
 pub use step::{Effect, Input, step};
+pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs};
 
 #[cfg(test)]
 mod rebuild_tests;
 #[cfg(test)]
 mod step_tests;
+#[cfg(test)]
+mod workflow_tests;

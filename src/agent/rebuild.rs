@@ -4,7 +4,8 @@
 //! [`Rebuilder`] folds records one at a time (the caller streams them from
 //! disk, so a large log never sits in memory twice). It keeps the
 //! conversation (from the latest compaction on), turn and step counters,
-//! usage totals, and, for the last turn only, which calls of the last
+//! usage totals, the workflow (phase, plan, tasks, and the verification
+//! gate, recomputed from the results as `step` computes it live), and, for the last turn only, which calls of the last
 //! response have no result yet.
 //!
 //! [`reconcile`] turns an open turn back into effects through the ordinary
@@ -20,12 +21,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::policy::{self, CallFacts};
 use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
 
-use super::schedule::{Batch, schedule};
+use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState};
-use super::step::{Effect, Input, step};
+use super::step::{Effect, Input, batches, step};
+use super::workflow::WorkflowState;
+use crate::plan::PhaseRules;
 
 /// What the log says about the session besides the loop state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -103,6 +105,16 @@ impl Rebuilder {
         }
     }
 
+    /// Uses a project's phase rules and `verify.commands` (as the live
+    /// session did) before any record is folded.
+    pub fn configure_workflow(&mut self, rules: Option<PhaseRules>, verify_commands: Vec<String>) {
+        if let Some(rules) = rules {
+            let plan_required = self.state.workflow.flow.plan_required;
+            self.state.workflow = WorkflowState::with_rules(rules, plan_required);
+        }
+        self.state.workflow.verify_commands = verify_commands;
+    }
+
     /// Applies one record.
     pub fn apply(&mut self, record: EventRecord) {
         self.facts.next_seq = self.facts.next_seq.max(record.seq + 1);
@@ -138,7 +150,23 @@ impl Rebuilder {
                     note.after = Some(after);
                 }
             }
-            SessionEvent::ToolCallFinished { result, .. } => self.finish_call(result),
+            SessionEvent::ToolCallFinished { result, meta } => self.finish_call(result, &meta),
+            SessionEvent::PhaseChanged { to, .. } => {
+                // Mirrors `step`: a finished workflow restarts for a new turn.
+                if self.state.workflow.finished() {
+                    self.state.workflow.restart();
+                }
+                self.state.workflow.flow.phase = to;
+            }
+            SessionEvent::PlanUpdated { plan } => {
+                self.state.workflow.flow.plan = serde_json::from_value(plan).ok();
+            }
+            SessionEvent::TaskUpdated { task } => {
+                let list = task.get("tasks").cloned().unwrap_or_default();
+                if let Ok(tasks) = serde_json::from_value(list) {
+                    self.state.workflow.tasks = tasks;
+                }
+            }
             SessionEvent::Compaction { items } => self.state.items = items,
             SessionEvent::TurnCompleted { .. } => self.end_turn(),
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
@@ -146,9 +174,6 @@ impl Rebuilder {
             | SessionEvent::Approval { .. }
             | SessionEvent::Undo { .. }
             | SessionEvent::ModeChanged { .. }
-            | SessionEvent::PhaseChanged { .. }
-            | SessionEvent::PlanUpdated { .. }
-            | SessionEvent::TaskUpdated { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::HookRan { .. }
@@ -172,7 +197,10 @@ impl Rebuilder {
         self.files.clear();
     }
 
-    fn finish_call(&mut self, result: ToolResult) {
+    fn finish_call(&mut self, result: ToolResult, meta: &serde_json::Value) {
+        if let Some(call) = self.unanswered.iter().find(|call| call.call_id == result.call_id) {
+            self.state.workflow.observe(call, &result, meta);
+        }
         self.unanswered.retain(|call| call.call_id != result.call_id);
         self.started.remove(&result.call_id);
         self.files.remove(&result.call_id);
@@ -225,19 +253,11 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
             (ToolResult::error(&open_call.call.call_id, text), meta)
         })
         .collect();
-    let judged = waiting
-        .iter()
-        .map(|open_call| {
-            let call = open_call.call.clone();
-            let class = state.class_of(&call.name);
-            let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
-            let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
-            (call, class, verdict.decision)
-        })
-        .collect();
+    let waiting = waiting.iter().map(|open_call| open_call.call.clone()).collect();
     let calls = started.iter().map(|open_call| open_call.call.clone()).collect();
-    state.pending =
-        std::iter::once(Batch::Run { calls, concurrent: false }).chain(schedule(judged)).collect();
+    state.pending = std::iter::once(Batch::Run { calls, concurrent: false })
+        .chain(batches(state, waiting))
+        .collect();
     state.phase = LoopPhase::Execute;
     step(state, Input::BatchFinished { results })
 }

@@ -260,9 +260,31 @@ mod properties {
 
     use super::*;
 
+    /// A random call: a read, a write, a `set_phase` (to a phase picked by
+    /// the counter) or a `todo_write`.
+    fn random_call(kind: u8, n: usize) -> ToolCall {
+        let phases = ["explore", "plan", "implement", "verify", "deliver", "orient"];
+        let (name, args) = match kind % 4 {
+            0 => ("read_file", serde_json::json!({})),
+            1 => ("write_file", serde_json::json!({ "path": format!("f{}", n % 5) })),
+            2 => ("set_phase", serde_json::json!({ "phase": phases[n % phases.len()] })),
+            _ => {
+                let status = ["pending", "in_progress", "completed"][n % 3];
+                let todos = serde_json::json!([{ "id": "1", "text": "t", "status": status }]);
+                ("todo_write", serde_json::json!({ "todos": todos }))
+            }
+        };
+        ToolCall {
+            call_id: format!("c{n}"),
+            name: name.into(),
+            arguments: args.to_string(),
+            item_id: None,
+        }
+    }
+
     /// A random session: each turn is a list of responses, each a list of
-    /// calls (`true` = mutating); an empty response ends the turn.
-    fn run(turns: &[Vec<Vec<bool>>]) -> (LoopState, Vec<EventRecord>) {
+    /// calls (see [`random_call`]); an empty response ends the turn.
+    fn run(turns: &[Vec<Vec<u8>>]) -> (LoopState, Vec<EventRecord>) {
         let mut state = LoopState::new(config(ApprovalMode::Auto));
         let mut log = Vec::new();
         let mut n = 0;
@@ -275,10 +297,9 @@ mod properties {
                 } else {
                     calls
                         .iter()
-                        .map(|mutating| {
+                        .map(|kind| {
                             n += 1;
-                            let name = if *mutating { "write_file" } else { "read_file" };
-                            Item::ToolCall(call(&format!("c{n}"), name))
+                            Item::ToolCall(random_call(*kind, n))
                         })
                         .collect()
                 };
@@ -304,9 +325,9 @@ mod properties {
         (state, log)
     }
 
-    fn sessions() -> impl Strategy<Value = Vec<Vec<Vec<bool>>>> {
+    fn sessions() -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
         prop::collection::vec(
-            prop::collection::vec(prop::collection::vec(any::<bool>(), 1..4), 0..4),
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 1..4), 0..4),
             1..4,
         )
     }
@@ -319,6 +340,7 @@ mod properties {
             prop_assert_eq!(&rebuilt.state.items, &live.items);
             prop_assert_eq!(rebuilt.state.turn, live.turn);
             prop_assert_eq!(rebuilt.state.session_usage, live.session_usage);
+            prop_assert_eq!(&rebuilt.state.workflow, &live.workflow);
             prop_assert!(rebuilt.open_turn.is_none());
         }
 

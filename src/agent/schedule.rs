@@ -19,6 +19,9 @@ pub enum Batch {
     Ask { call: ToolCall, reason: String },
     /// Do not run; answer the model with this reason.
     Deny { call: ToolCall, reason: String },
+    /// A harness tool (`set_phase`, `submit_plan`, `todo_write`), answered
+    /// by the loop itself when its turn comes.
+    Harness { call: ToolCall },
 }
 
 /// Groups `calls` (in model order) into batches.
@@ -55,7 +58,9 @@ mod tests {
     fn ids(batch: &Batch) -> Vec<String> {
         match batch {
             Batch::Run { calls, .. } => calls.iter().map(|c| c.call_id.clone()).collect(),
-            Batch::Ask { call, .. } | Batch::Deny { call, .. } => vec![call.call_id.clone()],
+            Batch::Ask { call, .. } | Batch::Deny { call, .. } | Batch::Harness { call } => {
+                vec![call.call_id.clone()]
+            }
         }
     }
 

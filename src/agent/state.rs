@@ -3,10 +3,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::policy::{Allowlist, Policy};
+use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{Item, ToolClass, ToolSpec, Usage};
 
 use super::schedule::Batch;
+use super::workflow::WorkflowState;
 
 /// What stays fixed while a session runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,11 +57,15 @@ pub struct LoopState {
     pub pending: VecDeque<Batch>,
     /// What the user allowed for the rest of the session.
     pub allowlist: Allowlist,
+    /// Phase, plan, verification gate and tasks (plan mode requires a plan).
+    pub workflow: WorkflowState,
 }
 
 impl LoopState {
     pub fn new(config: LoopConfig) -> Self {
+        let plan_required = config.policy.mode == ApprovalMode::Plan;
         Self {
+            workflow: WorkflowState::new(plan_required),
             config,
             phase: LoopPhase::Idle,
             items: Vec::new(),

@@ -1,13 +1,14 @@
 //! The transition function. See the module docs of [`crate::agent`] for
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
-use crate::policy::{self, ApprovalScope, CallFacts};
+use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
 
 use super::schedule::{Batch, schedule};
 use super::state::{LoopPhase, LoopState};
+use super::workflow::{self, HARNESS_TOOLS, HarnessOutcome};
 
 /// Something that happened, fed to [`step`] by the driver.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,15 +107,20 @@ fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) {
     effects.push(Effect::Record(SessionEvent::TurnStarted { turn: state.turn }));
     effects.push(Effect::Record(SessionEvent::UserMessage { text: text.clone() }));
     state.items.push(Item::User { text });
+    if state.workflow.finished() {
+        effects.extend(state.workflow.restart().map(Effect::Record));
+    }
     infer(state, effects);
 }
 
 fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) {
     state.step += 1;
     state.phase = LoopPhase::Infer;
+    let mut instructions = state.config.instructions.clone();
+    instructions.push_str(&state.workflow.guidance());
     effects.push(Effect::CallModel(ModelRequest {
         model: state.config.model.clone(),
-        instructions: state.config.instructions.clone(),
+        instructions,
         items: state.items.clone(),
         tools: state.config.tools.clone(),
         max_output_tokens: None,
@@ -139,17 +145,53 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         end_turn(state, TurnOutcome::MaxSteps, effects);
         return;
     }
-    let judged = calls
-        .into_iter()
-        .map(|call| {
-            let class = state.class_of(&call.name);
-            let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
-            let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
-            (call, class, verdict.decision)
-        })
-        .collect();
-    state.pending = schedule(judged).into();
+    state.pending = batches(state, calls).into();
     advance(state, effects);
+}
+
+/// Judges `calls` (in model order) by policy and groups them into batches;
+/// harness calls become batches of their own, answered when their turn
+/// comes so they see the effects of the calls before them.
+pub(super) fn batches(state: &LoopState, calls: Vec<ToolCall>) -> Vec<Batch> {
+    let mut batches = Vec::new();
+    let mut judged = Vec::new();
+    for call in calls {
+        if HARNESS_TOOLS.contains(&call.name.as_str()) {
+            batches.extend(schedule(std::mem::take(&mut judged)));
+            batches.push(Batch::Harness { call });
+            continue;
+        }
+        let class = state.class_of(&call.name);
+        let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
+        let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
+        judged.push((call, class, verdict.decision));
+    }
+    batches.extend(schedule(judged));
+    batches
+}
+
+/// Refuses the calls the workflow does not admit now (recording any
+/// implicit phase move of the ones it does); returns the admitted ones.
+fn admit(state: &mut LoopState, calls: Vec<ToolCall>, effects: &mut Vec<Effect>) -> Vec<ToolCall> {
+    let mut admitted = Vec::with_capacity(calls.len());
+    for call in calls {
+        match state.workflow.admit(&call) {
+            Ok(events) => {
+                effects.extend(events.into_iter().map(Effect::Record));
+                admitted.push(call);
+            }
+            Err(reason) => {
+                let meta = serde_json::json!({
+                    "kind": "denied",
+                    "reason": reason,
+                    "phase": state.workflow.flow.phase,
+                });
+                let result = ToolResult::error(&call.call_id, denied_text(&reason));
+                record_result(state, result, meta, effects);
+            }
+        }
+    }
+    admitted
 }
 
 /// Works through pending batches until one needs the driver, or none are
@@ -167,11 +209,26 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 record_result(state, result, meta, effects);
             }
             Some(Batch::Ask { call, reason }) => {
+                if admit(state, vec![call.clone()], effects).is_empty() {
+                    state.pending.pop_front();
+                    continue;
+                }
                 state.phase = LoopPhase::AwaitApproval;
                 effects.push(Effect::AskApproval { call, reason });
                 return;
             }
+            Some(Batch::Harness { call }) => {
+                if run_harness(state, call, effects) {
+                    return;
+                }
+            }
             Some(Batch::Run { calls, concurrent }) => {
+                state.pending.pop_front();
+                let calls = admit(state, calls, effects);
+                if calls.is_empty() {
+                    continue;
+                }
+                state.pending.push_front(Batch::Run { calls: calls.clone(), concurrent });
                 state.phase = LoopPhase::Execute;
                 for call in &calls {
                     let class = state.class_of(&call.name);
@@ -187,6 +244,44 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
     }
 }
 
+/// Answers the harness call at the front of `pending`. Returns whether the
+/// loop now waits (a plan review) or the turn ended (stop after the plan).
+fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> bool {
+    match workflow::answer(&mut state.workflow, &call) {
+        HarnessOutcome::Answered { events, result } => {
+            state.pending.pop_front();
+            effects.extend(events.into_iter().map(Effect::Record));
+            leave_plan_mode(state, effects);
+            record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
+            false
+        }
+        HarnessOutcome::Review { events, reason } => {
+            effects.extend(events.into_iter().map(Effect::Record));
+            state.phase = LoopPhase::AwaitApproval;
+            effects.push(Effect::AskApproval { call, reason });
+            true
+        }
+        HarnessOutcome::Stop { events, result } => {
+            state.pending.pop_front();
+            effects.extend(events.into_iter().map(Effect::Record));
+            record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
+            answer_pending(state, "not run: the turn stopped for the plan review", effects);
+            end_turn(state, TurnOutcome::Completed, effects);
+            true
+        }
+    }
+}
+
+/// Plan mode is read-only by policy; once its plan is approved the
+/// implementation runs in ask mode (the user can switch to auto).
+fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    if state.config.policy.mode == ApprovalMode::Plan && state.workflow.flow.plan_approved() {
+        state.config.policy.mode = ApprovalMode::Ask;
+        let mode = ApprovalMode::Ask.as_str().to_owned();
+        effects.push(Effect::Record(SessionEvent::ModeChanged { mode }));
+    }
+}
+
 fn on_approval(
     state: &mut LoopState,
     call_id: &str,
@@ -195,6 +290,17 @@ fn on_approval(
     scope: ApprovalScope,
     effects: &mut Vec<Effect>,
 ) {
+    if let Some(Batch::Harness { call }) = state.pending.front().cloned() {
+        if call.call_id == call_id {
+            state.pending.pop_front();
+            let (event, result) = workflow::review(&mut state.workflow, call_id, approved, note);
+            effects.push(Effect::Record(event));
+            leave_plan_mode(state, effects);
+            record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
+            advance(state, effects);
+        }
+        return;
+    }
     let Some(Batch::Ask { call, reason }) = state.pending.front().cloned() else { return };
     if call.call_id != call_id {
         return;
@@ -225,6 +331,7 @@ fn on_batch_finished(
                 serde_json::Value::Null,
             ),
         };
+        state.workflow.observe(&call, &result, &meta);
         record_result(state, result, meta, effects);
     }
     advance(state, effects);
@@ -237,7 +344,9 @@ fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut Vec<Effect>
     for batch in pending {
         let calls = match batch {
             Batch::Run { calls, .. } => calls,
-            Batch::Ask { call, .. } | Batch::Deny { call, .. } => vec![call],
+            Batch::Ask { call, .. } | Batch::Deny { call, .. } | Batch::Harness { call } => {
+                vec![call]
+            }
         };
         for call in calls {
             answer(state, ToolResult::error(&call.call_id, reason), effects);

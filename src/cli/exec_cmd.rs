@@ -7,6 +7,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use super::{ExecArgs, ModelArgs, resume_cmd, today};
+use crate::agent::PlanReview;
 use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ExitStatus, ResultLine};
 use crate::policy::ApprovalMode;
@@ -62,6 +63,11 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
         json: args.json,
         last_message_file: args.output_last_message,
         approval,
+        plan_review: match (args.plan_only, args.approve_plan) {
+            (true, _) => Some(PlanReview::StopAfterSubmit),
+            (false, true) => Some(PlanReview::Approve),
+            (false, false) => None,
+        },
         cwd: env.cwd.clone(),
         date: today(),
     };

@@ -159,6 +159,13 @@ pub struct ExecArgs {
     /// network). Auto mode then asks before unknown commands.
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Require a plan and stop once it is submitted: status `plan_ready`,
+    /// the plan in `final_text`, exit 0.
+    #[arg(long, conflicts_with = "approve_plan")]
+    pub plan_only: bool,
+    /// Require a plan and approve it within this run.
+    #[arg(long)]
+    pub approve_plan: bool,
 }
 
 #[derive(Debug, Args)]

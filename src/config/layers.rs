@@ -26,6 +26,17 @@ pub struct ConfigFile {
     pub import_claude_hooks: Option<bool>,
     /// `[sandbox]`: user file and `-c` only (a project may not loosen it).
     pub sandbox: Option<SandboxFile>,
+    /// `[verify]`: what counts as verifying a change.
+    pub verify: Option<VerifyFile>,
+}
+
+/// The `[verify]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyFile {
+    /// Command prefixes that verify a change, besides the detected ones
+    /// (`cargo test`, `npm test`, `pytest`, `go test`, `make test`, …).
+    pub commands: Option<Vec<String>>,
 }
 
 /// The `[sandbox]` table.
@@ -69,7 +80,12 @@ impl ConfigFile {
             hooks: _,
             import_claude_hooks,
             sandbox,
+            verify,
         } = other;
+        if let Some(VerifyFile { commands }) = verify {
+            let mine = self.verify.get_or_insert_with(VerifyFile::default);
+            mine.commands = commands.or(mine.commands.take());
+        }
         if let Some(sandbox) = sandbox {
             self.sandbox.get_or_insert_with(SandboxFile::default).overlay(sandbox);
         }

@@ -110,5 +110,27 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     settings.hooks = load_hooks(&settings.keel_home, &settings.workspace_root)?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
     settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
+    load_phase_rules(&mut settings);
     Ok(settings)
+}
+
+/// A trusted project's `.keel/phases.toml` replaces the shipped phase
+/// rules. An untrusted project's file, or one that does not parse, is
+/// ignored with a warning (the shipped rules apply).
+fn load_phase_rules(settings: &mut Settings) {
+    let path = settings.workspace_root.join(".keel").join("phases.toml");
+    let Ok(text) = std::fs::read_to_string(&path) else { return };
+    if !settings.project_trusted {
+        settings.warnings.push(format!(
+            "{} is ignored until you trust this project (`keel trust`)",
+            path.display()
+        ));
+        return;
+    }
+    match crate::plan::PhaseRules::parse(&text) {
+        Ok(rules) => settings.phase_rules = Some(rules),
+        Err(error) => settings
+            .warnings
+            .push(format!("{} is ignored: {error}; the shipped rules apply", path.display())),
+    }
 }

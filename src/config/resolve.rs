@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::hooks::HooksConfig;
 use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
+use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
 use crate::sandbox::landlock::SandboxMode;
 
@@ -35,6 +36,11 @@ pub struct Settings {
     /// The user trusts this workspace (`keel trust`).
     pub project_trusted: bool,
     pub sandbox: SandboxSettings,
+    /// `verify.commands`: extra command prefixes that count as verification.
+    pub verify_commands: Vec<String>,
+    /// The project's `.keel/phases.toml` (trusted projects only), filled by
+    /// [`super::load`]; `None`: the shipped rules.
+    pub phase_rules: Option<PhaseRules>,
 }
 
 /// The resolved `[sandbox]` table.
@@ -119,6 +125,8 @@ pub fn resolve(
         rules: RuleSet::default(),
         project_trusted: false,
         sandbox: sandbox_settings(merged.sandbox)?,
+        verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
+        phase_rules: None,
     })
 }
 

@@ -10,8 +10,10 @@
 //! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
-//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","error"}`
-//!   (`cost_usd` and `context_percent` are null for models missing from `context::models`)
+//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","tasks","error"}`
+//!   (`cost_usd` and `context_percent` are null for models missing from `context::models`;
+//!   `status` is `completed`, `failed`, `interrupted`, `unverified` (completed, but files changed
+//!   after the last passing verification) or `plan_ready` (`--plan-only`: the plan is `final_text`))
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -126,7 +128,7 @@ fn completed_item(item: &Item) -> Option<Value> {
 /// The closing `result` line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultLine {
-    /// `completed`, `failed` or `interrupted`.
+    /// `completed`, `failed`, `interrupted`, `unverified` or `plan_ready`.
     pub status: &'static str,
     pub final_text: Option<String>,
     pub usage: Usage,
@@ -137,6 +139,10 @@ pub struct ResultLine {
     pub cost_usd: Option<f64>,
     /// How full the context was at the last request, when the window is known.
     pub context_percent: Option<f64>,
+    /// Where the session's plan was saved (`.keel/plans/`), if it has one.
+    pub plan_path: Option<String>,
+    /// The session's task list (`todo_write`), as the model left it.
+    pub tasks: Vec<crate::tasks::Task>,
 }
 
 impl ResultLine {
@@ -150,6 +156,8 @@ impl ResultLine {
             error: Some(error),
             cost_usd: None,
             context_percent: None,
+            plan_path: None,
+            tasks: Vec::new(),
         }
     }
 
@@ -158,6 +166,6 @@ impl ResultLine {
             "usage": usage_json(&self.usage), "session_id": self.session_id,
             "log_path": self.log_path, "cost_usd": self.cost_usd,
             "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
-            "error": self.error})
+            "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error})
     }
 }

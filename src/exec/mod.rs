@@ -2,6 +2,10 @@
 //! stderr and the final message to stdout, or, with `--json`, one JSON event
 //! per line on stdout ending in exactly one `result` line.
 //!
+//! The workflow's say in the result: `unverified` (exit 0) when files
+//! changed after the last passing verification, `plan_ready` (exit 0)
+//! under `--plan-only`.
+//!
 //! Invariants: the process always exits; nothing here asks the user (what
 //! would ask is declined with a tool result that says how to allow it);
 //! the `result` line is written whatever happened after argument parsing.
@@ -14,8 +18,10 @@ use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::PlanReview;
 use crate::config::Settings;
 use crate::context::{context_percent, cost_usd};
+use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
 use crate::protocol::{TurnOutcome, Usage};
 use crate::runtime::{
@@ -49,6 +55,8 @@ pub struct ExecOptions {
     pub json: bool,
     pub last_message_file: Option<PathBuf>,
     pub approval: ApprovalMode,
+    /// `--plan-only` / `--approve-plan`: a plan is required, reviewed so.
+    pub plan_review: Option<PlanReview>,
     pub cwd: PathBuf,
     pub date: String,
 }
@@ -64,8 +72,11 @@ pub async fn run(
     } else {
         Box::new(HumanPrinter::stderr())
     };
-    let session_options =
-        SessionOptions { approval: options.approval, cwd: options.cwd.clone(), date: options.date };
+    let session_options = SessionOptions {
+        approval: options.approval,
+        cwd: options.cwd.clone(),
+        date: options.date.clone(),
+    };
     let approver = Box::new(NonInteractiveApprover);
     let opened = match &options.resume {
         Some(path) => Session::resume(settings, path, session_options, sink, approver),
@@ -79,7 +90,28 @@ pub async fn run(
             return ExitStatus::Failed;
         }
     };
-    let summary = run_turns(&mut session, options.prompt.clone(), &cancel).await;
+    let mut prompt = options.prompt.clone();
+    if let Some(review) = options.plan_review {
+        session.set_plan_review(review);
+    }
+    // `keel exec resume ID --approve-plan`: the plan a `--plan-only` run
+    // left for review is approved, and the model is told to go on.
+    if options.plan_review == Some(PlanReview::Approve) && options.resume.is_some() {
+        match session.approve_submitted_plan() {
+            Ok(true) if prompt.is_none() => {
+                prompt = Some(
+                    "The plan is approved. Implement it, verify the change, then deliver.".into(),
+                );
+            }
+            Ok(_) => {}
+            Err(error) => {
+                let line = ResultLine::failure(error.to_string());
+                report(&line, options.json, None);
+                return ExitStatus::Failed;
+            }
+        }
+    }
+    let summary = run_turns(&mut session, prompt, &cancel).await;
     let (status, line) = match summary {
         Ok(summary) => {
             let status = match summary.outcome {
@@ -87,6 +119,7 @@ pub async fn run(
                 TurnOutcome::Failed | TurnOutcome::MaxSteps => ExitStatus::Failed,
                 TurnOutcome::Interrupted => ExitStatus::Interrupted,
             };
+            let (name, final_text) = workflow_status(&session, &options, &summary);
             let error = summary.error.or_else(|| match summary.outcome {
                 TurnOutcome::MaxSteps => Some(format!(
                     "stopped at the step limit of {}; raise it with -c max_steps=N",
@@ -95,14 +128,21 @@ pub async fn run(
                 TurnOutcome::Completed | TurnOutcome::Failed | TurnOutcome::Interrupted => None,
             });
             let line = ResultLine {
-                status: status_name(summary.outcome),
-                final_text: summary.final_text,
+                status: name,
+                final_text,
                 usage: session.session_usage(),
                 session_id: Some(session.id().to_owned()),
                 log_path: Some(session.log_path().to_owned()),
                 error,
                 cost_usd: cost_usd(session.model(), &session.session_usage()),
                 context_percent: context_percent(session.model(), session.last_input_tokens()),
+                plan_path: session
+                    .workflow()
+                    .plan
+                    .as_ref()
+                    .map(|plan| plan.path.clone())
+                    .filter(|path| !path.is_empty()),
+                tasks: session.tasks().to_vec(),
             };
             (status, line)
         }
@@ -148,6 +188,35 @@ async fn run_turns(
     }))
 }
 
+/// The `result` status and final text, with the workflow's say: a
+/// submitted plan under `--plan-only` is `plan_ready` (the plan is the
+/// final text); a completed turn whose changes were never verified after
+/// the last change is `unverified`.
+fn workflow_status(
+    session: &Session,
+    options: &ExecOptions,
+    summary: &TurnSummary,
+) -> (&'static str, Option<String>) {
+    let flow = session.workflow();
+    let final_text = summary.final_text.clone();
+    if summary.outcome != TurnOutcome::Completed {
+        return (status_name(summary.outcome), final_text);
+    }
+    match &flow.plan {
+        Some(plan)
+            if options.plan_review == Some(PlanReview::StopAfterSubmit)
+                && plan.status == PlanStatus::Submitted =>
+        {
+            return ("plan_ready", Some(plan.text.clone()));
+        }
+        Some(_) | None => {}
+    }
+    if flow.delivers_unverified() {
+        return ("unverified", final_text);
+    }
+    (status_name(summary.outcome), final_text)
+}
+
 fn status_name(outcome: TurnOutcome) -> &'static str {
     match outcome {
         TurnOutcome::Completed => "completed",
@@ -169,6 +238,24 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     if status == Some(ExitStatus::Interrupted) {
         let _ = writeln!(stderr, "interrupted");
+    }
+    match line.status {
+        "unverified" => {
+            let _ = writeln!(
+                stderr,
+                "unverified: files changed after the last passing verification (tests or build)"
+            );
+        }
+        "plan_ready" => {
+            let saved = line.plan_path.as_deref().unwrap_or("the session log");
+            let _ = writeln!(
+                stderr,
+                "plan ready for review (saved in {saved}); continue with \
+                `keel exec resume {} --approve-plan`",
+                line.session_id.as_deref().unwrap_or("ID")
+            );
+        }
+        _ => {}
     }
     if let Some(cost) = line.cost_usd {
         let _ = writeln!(stderr, "cost: ${cost:.4}");

@@ -32,6 +32,8 @@ pub struct PlanState {
     /// Where it is saved (under `.keel/plans/`).
     pub path: String,
     pub text: String,
+    /// Flattened: `"status": "rejected", "feedback": "…"` on the wire.
+    #[serde(flatten)]
     pub status: PlanStatus,
     /// 1 for the first submission, +1 per revision.
     pub revision: u32,

@@ -11,9 +11,11 @@
 
 mod machine;
 mod rules;
+mod verify;
 
 pub use machine::{MoveRefusal, PlanState, PlanStatus, Workflow};
 pub use rules::{Gate, PhaseRule, PhaseRules, RulesError, ToolKind, tool_kind};
+pub use verify::{VERIFICATION_COMMANDS, is_verification_command};
 
 /// The built-in rules text.
 pub const DEFAULT_PHASE_RULES: &str = include_str!("../../rules/phases.toml");

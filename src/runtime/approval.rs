@@ -35,6 +35,15 @@ impl Approver for NonInteractiveApprover {
         call: &'a ToolCall,
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer> {
+        if call.name == "submit_plan" {
+            let note = "this headless run cannot review plans: the user can rerun `keel exec` \
+                        with --plan-only (stop after the plan) or --approve-plan (approve it); \
+                        stop here and say so"
+                .to_owned();
+            return Box::pin(async move {
+                ApprovalAnswer { approved: false, note: Some(note), scope: ApprovalScope::Once }
+            });
+        }
         let note = format!(
             "`{}` needs approval ({reason}) and this headless run cannot ask for it; \
              the user can rerun `keel exec` with --full-auto (workspace writes and commands) \

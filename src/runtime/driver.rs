@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopConfig, LoopState, OpenTurn, step};
+use crate::agent::{
+    Effect, Input, LoopConfig, LoopState, OpenTurn, WorkflowState, harness_specs, step,
+};
 use crate::config::rules::append_local_rule;
 use crate::config::{Settings, discover_instructions};
 use crate::hooks::HookBus;
@@ -100,6 +102,11 @@ impl Session {
             git_head: git_head(&workspace_root),
         })?;
         let mut state = state;
+        if let Some(rules) = &settings.phase_rules {
+            let plan_required = state.workflow.flow.plan_required;
+            state.workflow = WorkflowState::with_rules(rules.clone(), plan_required);
+        }
+        state.workflow.verify_commands = settings.verify_commands.clone();
         let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
@@ -164,6 +171,9 @@ impl Session {
     /// Shift+Tab); a running turn keeps the mode it started with.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
         self.state.config.policy.mode = mode;
+        if mode == ApprovalMode::Plan {
+            self.state.workflow.flow.plan_required = true;
+        }
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
@@ -216,6 +226,7 @@ impl Session {
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
+                    let event = self.save_plan(event);
                     self.log.append(event.clone())?;
                     self.announce(event);
                     continue;
@@ -258,7 +269,12 @@ impl Session {
                             scope: policy::ApprovalScope::Once,
                         },
                     };
-                    let scope = self.persist_scope(answer.approved, answer.scope);
+                    // A plan review is one answer on one plan, never a rule.
+                    let scope = if call.name == "submit_plan" {
+                        policy::ApprovalScope::Once
+                    } else {
+                        self.persist_scope(answer.approved, answer.scope)
+                    };
                     self.log.append(SessionEvent::Approval {
                         call_id: call.call_id.clone(),
                         approved: answer.approved,
@@ -339,8 +355,12 @@ impl Session {
             let mut results = Vec::with_capacity(to_run.len());
             for call in &to_run {
                 let touched = self.before_mutation(call)?;
-                results.push(self.tools.run_call(call, &ctx).await);
-                self.after_mutation(call, touched)?;
+                let (result, mut meta) = self.tools.run_call(call, &ctx).await;
+                let changed = self.after_mutation(call, touched)?;
+                if let (Some(changed), Some(object)) = (changed, meta.as_object_mut()) {
+                    object.insert("changed".to_owned(), serde_json::Value::Bool(changed));
+                }
+                results.push((result, meta));
             }
             results
         };
@@ -493,9 +513,14 @@ pub(super) fn loop_config(
         .map(|skill| (skill.meta.name, skill.meta.description))
         .collect();
     instructions.push_str(&skills_block(&index));
-    let specs = tools.specs();
-    let tool_classes: BTreeMap<String, _> =
+    let mut specs = tools.specs();
+    let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
+    // Answered by the loop itself; read-only as far as policy is concerned.
+    for spec in harness_specs() {
+        tool_classes.insert(spec.name.clone(), crate::protocol::ToolClass::ReadOnly);
+        specs.push(spec);
+    }
     LoopConfig {
         model: settings.model.clone(),
         instructions,

@@ -50,14 +50,19 @@ impl Session {
         Ok(touched)
     }
 
-    /// Records what the call did to the files it named.
+    /// Records what the call did to the files it named. Returns whether
+    /// any of them changed (`None` when nothing was measured).
     pub(super) fn after_mutation(
         &mut self,
         call: &ToolCall,
         touched: Touched,
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<Option<bool>, RuntimeError> {
+        let mut changed = (!touched.is_empty()).then_some(false);
         for (path, before) in touched {
             let after = probe(Path::new(&path));
+            if after != before {
+                changed = Some(true);
+            }
             self.log.append(SessionEvent::FileChanged {
                 call_id: call.call_id.clone(),
                 path,
@@ -65,7 +70,7 @@ impl Session {
                 after,
             })?;
         }
-        Ok(())
+        Ok(changed)
     }
 }
 

@@ -17,6 +17,7 @@ mod hooks_glue;
 mod replay;
 mod resume;
 mod undo;
+mod workflow;
 
 pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
 pub use checkpoint::{CheckpointError, ShadowRepo};

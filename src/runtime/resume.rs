@@ -45,6 +45,8 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools));
+        rebuilder
+            .configure_workflow(settings.phase_rules.clone(), settings.verify_commands.clone());
         let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
         let mut rebuilt = rebuilder.finish();
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);

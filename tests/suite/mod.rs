@@ -16,3 +16,4 @@ mod support;
 mod tools_cli;
 mod tui_tmux;
 mod wire;
+mod workflow_e2e;

@@ -160,7 +160,8 @@ async fn resume_and_check(
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{case}: {stderr}");
     let result = json_lines(&output.stdout).pop().unwrap();
-    assert_eq!(result["status"], "completed", "{case}: {result}");
+    // The changes were never verified, and the rebuilt workflow knows it.
+    assert_eq!(result["status"], "unverified", "{case}: {result}");
     assert_eq!(result["final_text"], ANSWER, "{case}");
 
     let text = std::fs::read_to_string(log_path(sandbox)).unwrap();

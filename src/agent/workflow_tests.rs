@@ -1,0 +1,367 @@
+//! The workflow through [`step`]: harness tools answered by the loop,
+//! phase enforcement, the plan review and the verification gate.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::plan::PlanStatus;
+use crate::policy::{ApprovalMode, ApprovalScope, PathContext, Policy, RuleSet};
+use crate::protocol::{
+    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult, TurnOutcome,
+    Usage,
+};
+
+fn state(approval: ApprovalMode) -> LoopState {
+    let mut tool_classes = BTreeMap::from([
+        ("read_file".to_owned(), ToolClass::ReadOnly),
+        ("write_file".to_owned(), ToolClass::Mutating),
+        ("edit_file".to_owned(), ToolClass::Mutating),
+        ("shell".to_owned(), ToolClass::Mutating),
+    ]);
+    for name in HARNESS_TOOLS {
+        tool_classes.insert(name.to_owned(), ToolClass::ReadOnly);
+    }
+    let paths = PathContext {
+        home: "/home/u".into(),
+        workspace_root: "/home/u/ws".into(),
+        cwd: "/home/u/ws".into(),
+    };
+    let mut policy = Policy::new(RuleSet::default(), approval, paths);
+    // As if commands run confined, so auto mode lets them run.
+    policy.sandboxed = true;
+    LoopState::new(LoopConfig {
+        model: "m".into(),
+        instructions: "be helpful".into(),
+        tools: harness_specs(),
+        tool_classes,
+        policy,
+        max_steps: 30,
+    })
+}
+
+fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
+    ToolCall { call_id: id.into(), name: name.into(), arguments: args.to_string(), item_id: None }
+}
+
+fn respond(calls: Vec<ToolCall>) -> Input {
+    let items: Vec<Item> = if calls.is_empty() {
+        vec![Item::Assistant { text: "done".into() }]
+    } else {
+        calls.into_iter().map(Item::ToolCall).collect()
+    };
+    Input::ModelResponded(ModelResponse {
+        items,
+        usage: Usage::default(),
+        stop_reason: StopReason::EndTurn,
+        response_id: None,
+    })
+}
+
+fn result_of<'a>(state: &'a LoopState, id: &str) -> &'a ToolResult {
+    state
+        .items
+        .iter()
+        .find_map(|item| match item {
+            Item::ToolResult(result) if result.call_id == id => Some(result),
+            Item::User { .. }
+            | Item::Assistant { .. }
+            | Item::Reasoning(_)
+            | Item::ToolCall(_)
+            | Item::ToolResult(_) => None,
+        })
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+fn runs(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::RunBatch { calls, .. } => Some(calls.iter().map(|c| c.call_id.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn phase_moves(effects: &[Effect]) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Record(SessionEvent::PhaseChanged { from, to }) => {
+                Some((from.clone(), to.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn set_phase(id: &str, phase: &str) -> ToolCall {
+    call(id, "set_phase", serde_json::json!({ "phase": phase, "note": "n" }))
+}
+
+fn shell(id: &str, command: &str) -> ToolCall {
+    call(id, "shell", serde_json::json!({ "command": command }))
+}
+
+fn finished(id: &str, exit_code: i64, changed: bool) -> Input {
+    let meta = serde_json::json!({ "exit_code": exit_code, "changed": changed });
+    Input::BatchFinished { results: vec![(ToolResult::ok(id, "out"), meta)] }
+}
+
+#[test]
+fn a_typo_fix_goes_orient_implement_verify_deliver_without_a_plan() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "fix the typo".into() });
+    let effects = step(&mut state, respond(vec![set_phase("p1", "implement")]));
+    assert_eq!(phase_moves(&effects), vec![("orient".into(), "implement".into())]);
+    assert!(!result_of(&state, "p1").is_error);
+    let write = call("w", "edit_file", serde_json::json!({ "path": "README.md" }));
+    let effects = step(&mut state, respond(vec![write]));
+    assert_eq!(runs(&effects), vec!["w"]);
+    step(&mut state, finished("w", 0, true));
+    let effects = step(&mut state, respond(vec![set_phase("p2", "deliver")]));
+    assert!(phase_moves(&effects).is_empty());
+    assert!(result_of(&state, "p2").is_error, "deliver needs verification first");
+    step(&mut state, respond(vec![set_phase("p3", "verify"), shell("t", "cargo test")]));
+    step(&mut state, finished("t", 0, false));
+    step(&mut state, respond(vec![set_phase("p4", "deliver")]));
+    assert!(!result_of(&state, "p4").is_error, "{:?}", result_of(&state, "p4"));
+    assert_eq!(state.workflow.flow.phase, "deliver");
+    assert!(!state.workflow.flow.delivers_unverified());
+    let effects = step(&mut state, respond(vec![]));
+    assert!(matches!(
+        effects.last(),
+        Some(Effect::TurnEnded { outcome: TurnOutcome::Completed, .. })
+    ));
+}
+
+#[test]
+fn a_first_write_enters_implement_and_a_new_turn_after_deliver_starts_over() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let write = call("w", "write_file", serde_json::json!({ "path": "a.txt" }));
+    let effects = step(&mut state, respond(vec![write]));
+    assert_eq!(phase_moves(&effects), vec![("orient".into(), "implement".into())]);
+    assert_eq!(runs(&effects), vec!["w"]);
+    step(&mut state, finished("w", 0, true));
+    step(&mut state, respond(vec![]));
+    assert!(state.workflow.flow.delivers_unverified(), "changed and never verified");
+    state.workflow.flow.phase = "deliver".into();
+    let effects = step(&mut state, Input::UserTurn { text: "next".into() });
+    assert_eq!(phase_moves(&effects), vec![("deliver".into(), "orient".into())]);
+    assert_eq!(state.workflow.flow.changes, 0);
+}
+
+#[test]
+fn in_plan_mode_a_write_before_approval_is_refused_and_never_run() {
+    let mut state = state(ApprovalMode::Auto);
+    state.workflow.flow.plan_required = true;
+    step(&mut state, Input::UserTurn { text: "refactor".into() });
+    let write = call("w", "write_file", serde_json::json!({ "path": "a.rs" }));
+    let effects = step(&mut state, respond(vec![write]));
+    assert!(runs(&effects).is_empty());
+    let refusal = result_of(&state, "w");
+    assert!(refusal.is_error && refusal.output.contains("plan"), "{refusal:?}");
+    assert_eq!(state.workflow.flow.phase, "orient");
+}
+
+#[test]
+fn a_submitted_plan_goes_through_the_approval_path() {
+    let mut state = state(ApprovalMode::Auto);
+    state.workflow.flow.plan_required = true;
+    step(&mut state, Input::UserTurn { text: "refactor".into() });
+    let plan = call("s1", "submit_plan", serde_json::json!({ "plan_markdown": "1. do it" }));
+    let effects = step(&mut state, respond(vec![plan]));
+    assert_eq!(phase_moves(&effects), vec![("orient".into(), "plan".into())]);
+    let Some(Effect::AskApproval { reason, .. }) = effects.last() else {
+        panic!("expected a review: {effects:?}")
+    };
+    assert!(reason.contains("1. do it"));
+    let decided = |approved: bool, id: &str, note: Option<&str>| Input::ApprovalDecided {
+        call_id: id.into(),
+        approved,
+        note: note.map(str::to_owned),
+        scope: ApprovalScope::Once,
+    };
+    step(&mut state, decided(false, "s1", Some("smaller")));
+    assert!(result_of(&state, "s1").output.contains("smaller"));
+    let plan = call("s2", "submit_plan", serde_json::json!({ "plan_markdown": "1. smaller" }));
+    step(&mut state, respond(vec![plan]));
+    step(&mut state, decided(true, "s2", None));
+    let flow = &state.workflow.flow;
+    assert_eq!(
+        flow.plan.as_ref().map(|p| (&p.status, p.revision)),
+        Some((&PlanStatus::Approved, 2))
+    );
+    let write = call("w", "write_file", serde_json::json!({ "path": "a.rs" }));
+    let effects = step(&mut state, respond(vec![set_phase("p", "implement"), write]));
+    assert_eq!(runs(&effects), vec!["w"]);
+}
+
+#[test]
+fn plan_only_stops_the_turn_after_the_plan() {
+    let mut state = state(ApprovalMode::Ask);
+    state.workflow.flow.plan_required = true;
+    state.workflow.review = PlanReview::StopAfterSubmit;
+    step(&mut state, Input::UserTurn { text: "plan it".into() });
+    let plan = call("s", "submit_plan", serde_json::json!({ "plan_markdown": "the plan" }));
+    let effects =
+        step(&mut state, respond(vec![plan, call("r", "read_file", serde_json::json!({}))]));
+    assert!(matches!(
+        effects.last(),
+        Some(Effect::TurnEnded { outcome: TurnOutcome::Completed, .. })
+    ));
+    assert!(result_of(&state, "r").is_error, "calls after the plan are not run");
+    assert_eq!(state.workflow.flow.plan.as_ref().map(|p| &p.status), Some(&PlanStatus::Submitted));
+}
+
+#[test]
+fn failed_verifications_send_back_until_the_limit_then_delivery_is_unverified() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, respond(vec![call("w", "write_file", serde_json::json!({ "path": "a" }))]));
+    step(&mut state, finished("w", 0, true));
+    step(&mut state, respond(vec![set_phase("v", "verify")]));
+    for attempt in 0..3 {
+        let id = format!("t{attempt}");
+        step(&mut state, respond(vec![shell(&id, "cargo test")]));
+        let refused = format!("d{attempt}");
+        step(&mut state, finished(&id, 101, false));
+        step(&mut state, respond(vec![set_phase(&refused, "deliver")]));
+        let deliver = result_of(&state, &refused);
+        assert_eq!(deliver.is_error, attempt < 2, "attempt {attempt}: {deliver:?}");
+    }
+    assert!(state.workflow.flow.delivers_unverified());
+    assert!(result_of(&state, "d2").output.contains("NOT verified"));
+}
+
+#[test]
+fn bad_harness_arguments_and_task_lists_are_refused_not_panics() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let broken = ToolCall {
+        call_id: "b".into(),
+        name: "set_phase".into(),
+        arguments: "{not json".into(),
+        item_id: None,
+    };
+    let two_running = serde_json::json!({ "todos": [
+        { "id": "1", "text": "a", "status": "in_progress" },
+        { "id": "2", "text": "b", "status": "in_progress" },
+    ]});
+    let good =
+        serde_json::json!({ "todos": [{ "id": "1", "text": "a", "status": "in_progress" }] });
+    step(
+        &mut state,
+        respond(vec![
+            broken,
+            call("t1", "todo_write", two_running),
+            call("t2", "todo_write", good),
+        ]),
+    );
+    assert!(result_of(&state, "b").is_error);
+    assert!(result_of(&state, "t1").is_error);
+    assert!(!result_of(&state, "t2").is_error);
+    assert_eq!(state.workflow.tasks.len(), 1);
+}
+
+#[test]
+fn every_request_carries_the_phase_guidance_and_tasks() {
+    let mut state = state(ApprovalMode::Auto);
+    state.workflow.tasks = vec![crate::tasks::Task {
+        id: "1".into(),
+        text: "parse".into(),
+        status: crate::tasks::TaskStatus::Pending,
+    }];
+    let effects = step(&mut state, Input::UserTurn { text: "go".into() });
+    let Some(Effect::CallModel(request)) = effects.last() else { panic!("{effects:?}") };
+    assert!(request.instructions.starts_with("be helpful"));
+    assert!(request.instructions.contains("Current phase: orient. Understand the request"));
+    assert!(request.instructions.contains("[ ] 1 parse"));
+}
+
+#[test]
+fn rebuilding_the_log_restores_phase_plan_tasks_and_the_gate() {
+    use crate::protocol::EventRecord;
+    let mut live = state(ApprovalMode::Auto);
+    live.workflow.flow.plan_required = true;
+    live.workflow.review = PlanReview::Approve;
+    let todos =
+        serde_json::json!({ "todos": [{ "id": "1", "text": "fix", "status": "in_progress" }] });
+    let plan = serde_json::json!({ "plan_markdown": "1. fix" });
+    let inputs = vec![
+        Input::UserTurn { text: "go".into() },
+        respond(vec![call("t", "todo_write", todos), call("s", "submit_plan", plan)]),
+        respond(vec![
+            set_phase("p", "implement"),
+            call("w", "write_file", serde_json::json!({ "path": "a" })),
+        ]),
+        finished("w", 0, true),
+        respond(vec![set_phase("v", "verify"), shell("c", "cargo test")]),
+        finished("c", 1, false),
+        respond(vec![]),
+    ];
+    let mut log = Vec::new();
+    for input in inputs {
+        for effect in step(&mut live, input) {
+            if let Effect::Record(event) = effect {
+                let seq = log.len() as u64;
+                log.push(EventRecord { v: 1, seq, ts: String::new(), event });
+            }
+        }
+    }
+    assert_eq!(live.workflow.flow.phase, "verify");
+    assert_eq!(live.workflow.flow.failed_verifications, 1);
+    let mut rebuilder = Rebuilder::new(live.config.clone());
+    for record in log {
+        rebuilder.apply(record);
+    }
+    let mut rebuilt = rebuilder.finish().state;
+    // The plan requirement and review come from the front end's flags.
+    rebuilt.workflow.flow.plan_required = true;
+    rebuilt.workflow.review = PlanReview::Approve;
+    assert_eq!(rebuilt.workflow, live.workflow);
+}
+
+#[test]
+fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
+    let mut state = state(ApprovalMode::Plan);
+    assert!(state.workflow.flow.plan_required, "plan mode requires a plan");
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let plan = call("s", "submit_plan", serde_json::json!({ "plan_markdown": "1. x" }));
+    step(&mut state, respond(vec![plan]));
+    let effects = step(
+        &mut state,
+        Input::ApprovalDecided {
+            call_id: "s".into(),
+            approved: true,
+            note: None,
+            scope: ApprovalScope::Once,
+        },
+    );
+    assert!(
+        effects.iter().any(
+            |e| matches!(e, Effect::Record(SessionEvent::ModeChanged { mode }) if mode == "ask")
+        )
+    );
+    assert_eq!(state.config.policy.mode, ApprovalMode::Ask);
+}
+
+#[test]
+fn a_fourth_file_without_an_approved_plan_is_refused_with_guidance_to_plan() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    for (n, file) in ["a", "b", "c", "d"].iter().enumerate() {
+        let id = format!("w{n}");
+        let write = call(&id, "write_file", serde_json::json!({ "path": file }));
+        let effects = step(&mut state, respond(vec![write]));
+        if n < 3 {
+            assert_eq!(runs(&effects), vec![id.clone()]);
+            step(&mut state, finished(&id, 0, true));
+        } else {
+            assert!(runs(&effects).is_empty());
+            let refusal = result_of(&state, &id);
+            assert!(refusal.is_error && refusal.output.contains("submit a plan"), "{refusal:?}");
+        }
+    }
+}

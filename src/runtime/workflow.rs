@@ -1,0 +1,86 @@
+//! The session's side of the workflow (issue 6): how a front end sets
+//! the plan review, approves a plan waiting from an earlier run, and reads
+//! the workflow for its report. The rules themselves are enforced in
+//! `agent::step`; this file only exposes and records.
+//!
+//! A submitted plan is saved as `.keel/plans/<session>-r<revision>.md` in
+//! the workspace before its `plan_updated` line is written, and the line
+//! (and the state) carry that path; a failed save is a warning, the plan
+//! stays in the log.
+//!
+//! Invariant: a plan approved here is recorded in the log before the
+//! method returns, so a resume sees it. The plan requirement and review
+//! style are per-process flags, not logged: a resume sets them again.
+
+use crate::agent::PlanReview;
+use crate::protocol::SessionEvent;
+
+use super::{RuntimeError, RuntimeEvent, Session};
+
+impl Session {
+    /// Requires a plan and says how it is reviewed (`keel exec
+    /// --plan-only` / `--approve-plan`).
+    pub fn set_plan_review(&mut self, review: PlanReview) {
+        self.state.workflow.flow.plan_required = true;
+        self.state.workflow.review = review;
+    }
+
+    /// Approves the plan waiting for review, recording it; whether there
+    /// was one.
+    pub fn approve_submitted_plan(&mut self) -> Result<bool, RuntimeError> {
+        match self.state.workflow.approve_submitted() {
+            Some(event) => {
+                self.log.append(event)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The task list the model keeps with `todo_write`.
+    pub fn tasks(&self) -> &[crate::tasks::Task] {
+        &self.state.workflow.tasks
+    }
+
+    /// The workflow: phase, plan and the verification gate.
+    pub fn workflow(&self) -> &crate::plan::Workflow {
+        &self.state.workflow.flow
+    }
+
+    /// Saves a newly submitted plan and fills its path into `event` (a
+    /// `plan_updated` line) and the state; other events pass unchanged.
+    pub(super) fn save_plan(&mut self, event: SessionEvent) -> SessionEvent {
+        let SessionEvent::PlanUpdated { mut plan } = event else { return event };
+        let known = self.state.workflow.flow.plan.as_ref().map(|p| p.path.clone());
+        let unsaved = plan["path"].as_str().is_none_or(str::is_empty);
+        if plan["status"] == "submitted" && unsaved {
+            let revision = plan["revision"].as_u64().unwrap_or(1);
+            let path = self
+                .workspace_root
+                .join(".keel")
+                .join("plans")
+                .join(format!("{}-r{revision}.md", self.id));
+            let text = plan["text"].as_str().unwrap_or_default().to_owned();
+            let saved = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, text));
+            match saved {
+                Ok(()) => {
+                    let shown = path.display().to_string();
+                    plan["path"] = serde_json::Value::from(shown.clone());
+                    if let Some(state) = self.state.workflow.flow.plan.as_mut() {
+                        state.path = shown;
+                    }
+                }
+                Err(error) => {
+                    let message = format!("cannot save the plan to {}: {error}", path.display());
+                    self.sink.emit(RuntimeEvent::Warning { message });
+                }
+            }
+        } else if let Some(path) = known.filter(|path| unsaved && !path.is_empty()) {
+            plan["path"] = serde_json::Value::from(path);
+        }
+        SessionEvent::PlanUpdated { plan }
+    }
+}
