@@ -277,6 +277,24 @@ impl Session {
         Ok(())
     }
 
+    /// PhaseChange (keel's own event): the matcher is tested against the
+    /// phase entered. Informational: the move already passed the rules.
+    pub(super) async fn phase_change_hooks(
+        &mut self,
+        from: &str,
+        to: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        if self.hooks.is_empty() {
+            return Ok(());
+        }
+        let extra =
+            Map::from_iter([("from".to_owned(), json!(from)), ("to".to_owned(), json!(to))]);
+        let payload = self.payload(None, extra);
+        self.dispatch_hooks(HookEvent::PhaseChange, payload, Some(to), cancel).await?;
+        Ok(())
+    }
+
     /// SessionEnd.
     pub(super) async fn session_end_hooks(&mut self, reason: &str) -> Result<(), RuntimeError> {
         if self.hooks.is_empty() {

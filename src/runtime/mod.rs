@@ -16,6 +16,7 @@ mod files;
 mod hooks_glue;
 mod replay;
 mod resume;
+mod sandboxing;
 mod undo;
 mod workflow;
 

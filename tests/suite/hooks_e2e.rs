@@ -162,3 +162,26 @@ async fn notification_fires_when_approval_is_needed_and_stop_can_continue_once()
     assert!(bodies[2].to_string().contains("also run the tests"));
     assert_eq!(json_lines(&output.stdout).last().unwrap()["final_text"], "second");
 }
+
+#[tokio::test]
+async fn phase_change_hooks_see_the_phase_entered() {
+    let sandbox = Sandbox::new();
+    configure(&sandbox, &[("PhaseChange", "implement", "cat > phase.json")]);
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("set_phase", json!({"phase": "implement", "note": "fix it"}))],
+        },
+        Step::Answer("ok".into()),
+    ];
+    let (output, _server) = exec(&sandbox, &steps, &["--full-auto"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let payload: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sandbox.repo.join("phase.json")).unwrap())
+            .unwrap();
+    assert_eq!(payload["hook_event_name"], "PhaseChange");
+    assert_eq!(
+        (payload["from"].as_str(), payload["to"].as_str()),
+        (Some("orient"), Some("implement"))
+    );
+}

@@ -1,0 +1,106 @@
+//! The session's sandbox and policy setup: the compiled policy, the
+//! landlock confinement for the model's commands (probed at start, never
+//! silently dropped), and how a command blocked by it is reported.
+
+use crate::config::Settings;
+use crate::policy::{PathContext, Policy};
+use crate::protocol::ToolResult;
+use crate::sandbox::{self, landlock};
+
+use super::SessionOptions;
+
+/// The compiled policy for a session.
+pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Policy {
+    let paths = PathContext {
+        home: settings.home.clone(),
+        workspace_root: settings.workspace_root.clone(),
+        cwd: options.cwd.clone(),
+    };
+    let mut policy = Policy::new(settings.rules.clone(), options.approval, paths);
+    policy.project_trusted = settings.project_trusted;
+    policy
+}
+
+/// Confines every command the model runs (landlock through `keel
+/// sandbox-exec`) and records in the policy whether that holds. Returns a
+/// warning when the sandbox is weaker than configured.
+pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
+    let launcher = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            sandbox::set_session_confinement(None);
+            return Some(format!(
+                "SANDBOX OFF: cannot find the keel binary to launch sandboxed commands: {error}"
+            ));
+        }
+    };
+    let config = &settings.sandbox;
+    if config.mode == landlock::SandboxMode::FullAccess && config.network {
+        sandbox::set_session_confinement(None);
+        policy.sandboxed = false;
+        return Some(
+            "SANDBOX OFF by configuration (full-access with network): commands run unconfined"
+                .to_owned(),
+        );
+    }
+    let confinement = landlock::Confinement {
+        launcher,
+        mode: config.mode,
+        workspace_roots: vec![settings.workspace_root.clone()],
+        extra_roots: config.writable_roots.clone(),
+        network: config.network,
+        required: config.required,
+        protect_vcs: config.protect_vcs,
+    };
+    let enforcement = landlock::probe(&confinement);
+    let (confine, sandboxed, warning) = match enforcement {
+        landlock::Enforcement::Full => (true, true, None),
+        landlock::Enforcement::Partial => (
+            true,
+            true,
+            Some("sandbox partly enforced: this kernel's landlock cannot restrict the network".to_owned()),
+        ),
+        landlock::Enforcement::None if config.required => (
+            true,
+            false,
+            Some("SANDBOX UNAVAILABLE and sandbox.required = true: commands will be refused".to_owned()),
+        ),
+        landlock::Enforcement::None => (
+            false,
+            false,
+            Some("SANDBOX OFF: this kernel cannot enforce landlock; commands run unconfined and auto mode asks for unknown commands".to_owned()),
+        ),
+    };
+    sandbox::set_session_confinement(confine.then_some(confinement));
+    policy.sandboxed = sandboxed;
+    warning
+}
+
+/// Tells the model when a failed command looks blocked by the sandbox:
+/// `kind: sandbox_violation` in the metadata and a line in the output.
+/// Returns whether it did.
+pub(super) fn mark_sandbox_violation(
+    tool: &str,
+    result: &mut ToolResult,
+    meta: &mut serde_json::Value,
+) -> bool {
+    let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
+    let failed = exit_code.is_some_and(|code| code != 0);
+    let network = sandbox::session_confinement().is_some_and(|c| c.network);
+    if tool != "shell" || !failed {
+        return false;
+    }
+    let code = exit_code.and_then(|c| i32::try_from(c).ok());
+    if !landlock::looks_like_violation(code, &result.output, network) {
+        return false;
+    }
+    if let Some(object) = meta.as_object_mut() {
+        object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
+    }
+    result.output.push_str(
+        "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
+         the workspace and temp folders, .git and .keel read-only, network off). Work inside those \
+         limits, or ask the user to run it.\n",
+    );
+    true
+}
