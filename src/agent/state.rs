@@ -59,6 +59,9 @@ pub struct LoopState {
     pub allowlist: Allowlist,
     /// Phase, plan, verification gate and tasks (plan mode requires a plan).
     pub workflow: WorkflowState,
+    /// The step at which the history was last compacted after an overflow
+    /// (one compaction per step, so an overflow cannot loop).
+    pub compacted_at_step: Option<u32>,
 }
 
 impl LoopState {
@@ -75,6 +78,7 @@ impl LoopState {
             session_usage: Usage::default(),
             pending: VecDeque::new(),
             allowlist: Allowlist::default(),
+            compacted_at_step: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The transition function. See the module docs of [`crate::agent`] for
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
+use crate::context::compact::elide_old_tool_outputs;
 use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
@@ -20,6 +21,11 @@ pub enum Input {
     ModelResponded(ModelResponse),
     /// The model request failed for good (the adapter already retried).
     ModelFailed {
+        message: String,
+    },
+    /// The provider said the request exceeds the context window: compact
+    /// (cheaply) and ask again, once per step.
+    ContextOverflow {
         message: String,
     },
     /// The user's answer for the call of an [`Effect::AskApproval`].
@@ -76,6 +82,9 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             effects.push(Effect::Record(SessionEvent::ModelError { message }));
             end_turn(state, TurnOutcome::Failed, &mut effects);
         }
+        (LoopPhase::Infer, Input::ContextOverflow { message }) => {
+            on_context_overflow(state, message, &mut effects);
+        }
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
             on_approval(state, &call_id, approved, note, scope, &mut effects);
         }
@@ -91,6 +100,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
+            | Input::ContextOverflow { .. }
             | Input::ApprovalDecided { .. }
             | Input::BatchFinished { .. }
             | Input::Interrupted,
@@ -116,6 +126,28 @@ fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) {
 fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) {
     state.step += 1;
     state.phase = LoopPhase::Infer;
+    request_model(state, effects);
+}
+
+/// Compacts the history cheaply (old tool outputs elided) and asks the
+/// same step again; a second overflow in one step, or nothing left to
+/// elide, fails the turn with the provider's message.
+fn on_context_overflow(state: &mut LoopState, message: String, effects: &mut Vec<Effect>) {
+    let compacted = (state.compacted_at_step != Some(state.step))
+        .then(|| elide_old_tool_outputs(&state.items))
+        .flatten();
+    let Some(items) = compacted else {
+        effects.push(Effect::Record(SessionEvent::ModelError { message }));
+        end_turn(state, TurnOutcome::Failed, effects);
+        return;
+    };
+    state.compacted_at_step = Some(state.step);
+    state.items = items;
+    effects.push(Effect::Record(SessionEvent::Compaction { items: state.items.clone() }));
+    request_model(state, effects);
+}
+
+fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
     let mut instructions = state.config.instructions.clone();
     instructions.push_str(&state.workflow.guidance());
     effects.push(Effect::CallModel(ModelRequest {

@@ -327,6 +327,15 @@ impl Session {
                 Input::ModelResponded(response)
             }
             Err(LlmError::Cancelled) => Input::Interrupted,
+            Err(failure)
+                if matches!(failure.last_attempt(), LlmError::ContextLengthExceeded { .. }) =>
+            {
+                let message = failure.to_string();
+                self.sink.emit(RuntimeEvent::Warning {
+                    message: format!("{message}; compacting old tool outputs and asking again"),
+                });
+                Input::ContextOverflow { message }
+            }
             Err(failure) => {
                 let message = failure.to_string();
                 self.sink.emit(RuntimeEvent::Error { message: message.clone() });

@@ -1,3 +1,4 @@
+mod context_overflow;
 mod e2e_exec;
 mod e2e_interrupt;
 mod e2e_mockllm;

@@ -1,0 +1,94 @@
+//! The cheap first step of compaction: old tool outputs are replaced by a
+//! short reference, everything the user and the model said is kept word
+//! for word (the goal, the latest request, plans and decisions live there).
+//!
+//! Invariants: pure; the item list keeps its length and order, and every
+//! tool call keeps exactly one result (only its text shrinks).
+
+use crate::protocol::Item;
+
+/// Tool outputs at most this long are kept as they are.
+pub const KEEP_OUTPUT_CHARS: usize = 400;
+/// How many of the most recent tool results are never elided.
+pub const KEEP_RECENT_RESULTS: usize = 4;
+/// How much of an elided output stays as a preview.
+const PREVIEW_CHARS: usize = 160;
+
+/// The history with old, long tool outputs elided, or `None` when there is
+/// nothing left to elide (the caller must then summarize or fail).
+pub fn elide_old_tool_outputs(items: &[Item]) -> Option<Vec<Item>> {
+    let results = items.iter().filter(|item| matches!(item, Item::ToolResult(_))).count();
+    let elidable = results.saturating_sub(KEEP_RECENT_RESULTS);
+    let mut seen = 0;
+    let mut changed = false;
+    let compacted = items
+        .iter()
+        .map(|item| match item {
+            Item::ToolResult(result) => {
+                seen += 1;
+                let long = result.output.chars().count() > KEEP_OUTPUT_CHARS;
+                if seen > elidable || !long {
+                    return item.clone();
+                }
+                changed = true;
+                let mut result = result.clone();
+                let total = result.output.chars().count();
+                let preview: String = result.output.chars().take(PREVIEW_CHARS).collect();
+                result.output = format!(
+                    "{preview}\n[… output elided to save context: {total} characters; run the tool again if you need it]"
+                );
+                Item::ToolResult(result)
+            }
+            Item::User { .. } | Item::Assistant { .. } | Item::Reasoning(_) | Item::ToolCall(_) => {
+                item.clone()
+            }
+        })
+        .collect();
+    changed.then_some(compacted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ToolCall, ToolResult};
+
+    fn history(outputs: usize, size: usize) -> Vec<Item> {
+        let mut items = vec![Item::User { text: "fix the parser".into() }];
+        for i in 0..outputs {
+            let id = format!("c{i}");
+            items.push(Item::ToolCall(ToolCall {
+                call_id: id.clone(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+                item_id: None,
+            }));
+            items.push(Item::ToolResult(ToolResult::ok(&id, "x".repeat(size))));
+        }
+        items
+    }
+
+    #[test]
+    fn old_long_outputs_shrink_and_everything_else_stays() {
+        let items = history(10, 5_000);
+        let compacted = elide_old_tool_outputs(&items).unwrap();
+        assert_eq!(compacted.len(), items.len());
+        assert_eq!(compacted[0], items[0], "the user's goal is kept verbatim");
+        let sizes: Vec<usize> = compacted
+            .iter()
+            .filter_map(|item| match item {
+                Item::ToolResult(r) => Some(r.output.len()),
+                _ => None,
+            })
+            .collect();
+        assert!(sizes[..6].iter().all(|size| *size < 400), "{sizes:?}");
+        assert!(sizes[6..].iter().all(|size| *size == 5_000), "recent outputs stay: {sizes:?}");
+    }
+
+    #[test]
+    fn nothing_to_elide_says_so() {
+        assert_eq!(elide_old_tool_outputs(&history(10, 100)), None);
+        assert_eq!(elide_old_tool_outputs(&history(3, 5_000)), None);
+        let once = elide_old_tool_outputs(&history(10, 5_000)).unwrap();
+        assert_eq!(elide_old_tool_outputs(&once), None, "idempotent");
+    }
+}
