@@ -50,6 +50,21 @@ pub struct TurnSummary {
     pub error: Option<String>,
 }
 
+/// What opening a session (new or resumed) produced; the rest of a
+/// [`Session`] is derived the same way either way ([`Session::assemble`]).
+pub(super) struct Opening {
+    pub(super) id: String,
+    pub(super) log: SessionLog,
+    pub(super) state: LoopState,
+    pub(super) open_turn: Option<OpenTurn>,
+    /// The last turn the undo checkpoints already covered.
+    pub(super) checkpointed_turn: u32,
+    pub(super) files: FileStates,
+    pub(super) skills: Vec<skills::Skill>,
+    /// SessionStart hooks' source: `startup` or `resume`.
+    pub(super) start_source: &'static str,
+}
+
 /// A running session.
 pub struct Session {
     pub(super) id: String,
@@ -90,7 +105,8 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
-        let state = LoopState::new(loop_config(settings, &options, &tools));
+        let discovered = session_skills(settings, &options.cwd);
+        let state = LoopState::new(loop_config(settings, &options, &tools, &discovered.skills));
 
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
@@ -113,7 +129,6 @@ impl Session {
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
-        let discovered = session_skills(settings, &options.cwd);
         for problem in &discovered.problems {
             let message = format!("skill {} not loaded: {}", problem.path.display(), problem.error);
             sink.emit(RuntimeEvent::Warning { message });
@@ -125,27 +140,57 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
         });
-        Ok(Self {
+        let opening = Opening {
+            id,
+            log,
+            state,
+            open_turn: None,
+            checkpointed_turn: 0,
+            files: FileStates::new(),
+            skills: discovered.skills,
+            start_source: "startup",
+        };
+        Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
+    }
+
+    /// Builds a session from what `start` or `resume` opened; every other
+    /// field comes from `settings` and `options` the same way for both.
+    pub(super) fn assemble(
+        settings: &Settings,
+        options: SessionOptions,
+        opening: Opening,
+        llm: LlmClient,
+        tools: ToolRegistry,
+        sink: Box<dyn EventSink>,
+        approver: Box<dyn Approver>,
+    ) -> Self {
+        let Opening { id, log, state, open_turn, checkpointed_turn, files, skills, start_source } =
+            opening;
+        Self {
             id,
             log,
             state,
             llm,
             tools,
-            workspace_root,
+            workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd,
-            files: Arc::new(FileStates::new()),
+            files: Arc::new(files),
             sink,
             approver,
-            open_turn: None,
-            checkpoints: Checkpoints::new(&settings.keel_home, &settings.workspace_root, 0),
+            open_turn,
+            checkpoints: Checkpoints::new(
+                &settings.keel_home,
+                &settings.workspace_root,
+                checkpointed_turn,
+            ),
             model: settings.model.clone(),
             last_input_tokens: 0,
             // A project's own hooks run only once the user trusts it.
             hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
-            pending_session_start: Some("startup"),
-            skills: Arc::new(discovered.skills),
+            pending_session_start: Some(start_source),
+            skills: Arc::new(skills),
             prehooked: HashMap::new(),
-        })
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -508,6 +553,7 @@ pub(super) fn loop_config(
     settings: &Settings,
     options: &SessionOptions,
     tools: &ToolRegistry,
+    skills: &[skills::Skill],
 ) -> LoopConfig {
     let mut instructions = system_prompt(&PromptFacts {
         workspace_root: settings.workspace_root.display().to_string(),
@@ -521,10 +567,9 @@ pub(super) fn loop_config(
             .map(|file| (file.path.display().to_string(), file.text))
             .collect();
     instructions.push_str(&instructions_block(&agents_md));
-    let index: Vec<(String, String)> = session_skills(settings, &options.cwd)
-        .skills
-        .into_iter()
-        .map(|skill| (skill.meta.name, skill.meta.description))
+    let index: Vec<(String, String)> = skills
+        .iter()
+        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
         .collect();
     instructions.push_str(&skills_block(&index));
     let mut specs = tools.specs();

@@ -7,24 +7,20 @@
 //! skipped line is reported to the front end as a warning; a call whose
 //! result is in the log is never run again (see [`crate::agent::reconcile`]).
 
-use std::sync::Arc;
-
 use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Rebuilder, reconcile};
 use crate::config::Settings;
-use crate::hooks::HookBus;
 use crate::llm::LlmClient;
 use crate::protocol::SessionEvent;
 use crate::session::{SessionLog, for_each_record};
 use crate::tools::ToolRegistry;
 
-use super::driver::{loop_config, setup_sandbox};
+use super::driver::{Opening, loop_config, setup_sandbox};
 use super::file_memory::remembered_files;
 use super::files::DiskProbe;
-use super::undo::Checkpoints;
 use super::{
     Approver, EventSink, RuntimeError, RuntimeEvent, Session, SessionOptions, TurnSummary,
 };
@@ -44,7 +40,8 @@ impl Session {
     ) -> Result<Self, RuntimeError> {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
-        let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools));
+        let skills = super::driver::session_skills(settings, &options.cwd).skills;
+        let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools, &skills));
         rebuilder
             .configure_workflow(settings.phase_rules.clone(), settings.verify_commands.clone());
         let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
@@ -93,32 +90,18 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: settings.workspace_root.clone(),
         });
-        let files = Arc::new(remembered_files(&rebuilt.state.items, &options.cwd, log_path));
-        let skills = Arc::new(super::driver::session_skills(settings, &options.cwd).skills);
-        Ok(Self {
+        let files = remembered_files(&rebuilt.state.items, &options.cwd, log_path);
+        let opening = Opening {
             id,
             log,
             state: rebuilt.state,
-            llm,
-            tools,
-            workspace_root: settings.workspace_root.clone(),
-            cwd: options.cwd,
-            sink,
-            approver,
             open_turn: rebuilt.open_turn,
-            checkpoints: Checkpoints::new(
-                &settings.keel_home,
-                &settings.workspace_root,
-                rebuilt.facts.checkpointed_turn,
-            ),
+            checkpointed_turn: rebuilt.facts.checkpointed_turn,
             files,
-            model: settings.model.clone(),
-            last_input_tokens: 0,
-            hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
-            pending_session_start: Some("resume"),
             skills,
-            prehooked: std::collections::HashMap::new(),
-        })
+            start_source: "resume",
+        };
+        Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
     }
 
     /// Whether the log left a turn open that [`Session::continue_turn`]

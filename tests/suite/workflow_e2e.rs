@@ -29,6 +29,18 @@ fn read_hello() -> Step {
     Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "hello.txt"}))] }
 }
 
+/// Read, fix the typo, verify with `make test`, deliver, answer.
+fn fix_verify_deliver() -> Vec<Step> {
+    vec![
+        read_hello(),
+        typo_edit(),
+        phase("verify"),
+        shell("make test"),
+        phase("deliver"),
+        Step::Answer("Fixed and verified.".into()),
+    ]
+}
+
 /// Runs `keel exec --json` with `flags` against `steps`; returns the exit
 /// code, the stdout lines and the session log.
 async fn exec(sandbox: &Sandbox, steps: &[Step], flags: &[&str]) -> (i32, Vec<Value>, Vec<Value>) {
@@ -234,15 +246,7 @@ async fn plan_only_then_resume_with_approve_plan_completes_in_a_second_process()
     assert_eq!(first["status"], "plan_ready", "{first}");
     let id = first["session_id"].as_str().unwrap().to_owned();
 
-    let implementing = vec![
-        phase("implement"),
-        read_hello(),
-        typo_edit(),
-        phase("verify"),
-        shell("make test"),
-        phase("deliver"),
-        Step::Answer("Fixed and verified.".into()),
-    ];
+    let implementing = [vec![phase("implement")], fix_verify_deliver()].concat();
     let server = scripted_model(Wire::Chat, &implementing).await;
     let output = sandbox
         .keel()
@@ -316,14 +320,7 @@ async fn killed_during_implement_resume_restores_phase_plan_and_tasks() {
         .unwrap();
     assert_ne!(killed.status.code(), Some(0), "the run was killed");
 
-    let after = vec![
-        read_hello(),
-        typo_edit(),
-        phase("verify"),
-        shell("make test"),
-        phase("deliver"),
-        Step::Answer("Fixed and verified.".into()),
-    ];
+    let after = fix_verify_deliver();
     let server = scripted_model(Wire::Chat, &after).await;
     let output = sandbox
         .keel()
