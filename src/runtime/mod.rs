@@ -9,6 +9,7 @@
 
 mod approval;
 mod checkpoint;
+mod compaction;
 mod driver;
 mod events;
 mod file_memory;
