@@ -90,6 +90,10 @@ impl EventSink for JsonPrinter {
                 item["meta"] = meta;
                 self.write(&json!({"type": "item_completed", "item": item}));
             }
+            RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
+                self.write(&json!({"type": "compacted", "reason": reason,
+                    "tokens_before": tokens_before, "tokens_after": tokens_after}));
+            }
             RuntimeEvent::Warning { message } => {
                 self.write(&json!({"type": "warning", "message": message}));
             }

@@ -32,6 +32,13 @@ pub enum RuntimeEvent {
         result: ToolResult,
         meta: serde_json::Value,
     },
+    /// The history was compacted: why (`threshold`, `overflow`, `manual`)
+    /// and the estimated context tokens before and after.
+    Compacted {
+        reason: String,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// Something the user should know that does not stop anything.
     Warning {
         message: String,

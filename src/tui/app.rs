@@ -267,6 +267,10 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             }
             app.status.activity = "thinking".into();
         }
+        RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => app.notice(
+            Level::Info,
+            format!("context compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
+        ),
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
         RuntimeEvent::TurnCompleted { outcome, .. } => {
