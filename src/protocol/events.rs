@@ -113,6 +113,10 @@ pub enum SessionEvent {
         decision: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         matched_rules: Vec<serde_json::Value>,
+        /// The input judged when it is not the model's: a PreToolUse
+        /// hook's `updatedInput`, judged again before it runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rewritten_input: Option<serde_json::Value>,
     },
     /// The user's answer on a call that needed approval.
     Approval {
@@ -329,7 +333,12 @@ mod tests {
                     response_id: None,
                 },
             },
-            SessionEvent::PolicyDecision { call_id: s(), decision: s(), matched_rules: Vec::new() },
+            SessionEvent::PolicyDecision {
+                call_id: s(),
+                decision: s(),
+                matched_rules: Vec::new(),
+                rewritten_input: None,
+            },
             SessionEvent::Approval {
                 call_id: s(),
                 approved: true,

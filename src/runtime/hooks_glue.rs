@@ -166,6 +166,9 @@ impl Session {
                 .flatten();
             self.record_hook_run(run, refused)?;
         }
+        if let Some(reason) = self.forbidden_rewrite(call, verdict.updated_input.as_ref()) {
+            return Ok(Some(reason));
+        }
         self.prehooked.insert(call.call_id.clone(), verdict.updated_input.clone());
         match tightened.decision {
             Decision::Forbidden { reason } => Ok(Some(reason)),
@@ -174,7 +177,8 @@ impl Session {
     }
 
     /// PreToolUse for one call that policy (and the user) already allowed.
-    /// A hook can block it or ask the user; it cannot allow more.
+    /// A hook can block it or ask the user; it cannot allow more. A
+    /// rewritten input is judged by policy again (`hook_rewrite.rs`).
     pub(super) async fn pre_tool_hooks(
         &mut self,
         call: &ToolCall,
@@ -185,11 +189,7 @@ impl Session {
         }
         // Already judged by the hooks before the user approved it.
         if let Some(updated) = self.prehooked.remove(&call.call_id) {
-            let mut call = call.clone();
-            if let Some(input) = updated {
-                call.arguments = input.to_string();
-            }
-            return Ok(PreToolDecision::Run(call));
+            return self.apply_rewrite(call, updated).await;
         }
         let payload = self.payload(Some(call), Map::new());
         let verdict =
@@ -211,11 +211,7 @@ impl Session {
             }
             Some(Permission::Allow) | None => {}
         }
-        let mut call = call.clone();
-        if let Some(input) = verdict.updated_input {
-            call.arguments = input.to_string();
-        }
-        Ok(PreToolDecision::Run(call))
+        self.apply_rewrite(call, verdict.updated_input).await
     }
 
     /// PostToolUse / PostToolUseFailure: context and block reasons are

@@ -14,6 +14,7 @@ mod driver;
 mod events;
 mod file_memory;
 mod files;
+mod hook_rewrite;
 mod hooks_glue;
 mod replay;
 mod resume;
