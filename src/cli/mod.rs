@@ -64,7 +64,8 @@ pub struct ModelArgs {
 pub enum Command {
     /// Run one task headless: progress on stderr, the answer on stdout.
     Exec(ExecArgs),
-    /// Run one tool directly and print its result envelope as JSON.
+    /// Run one tool directly (judged by policy, shell commands sandboxed) and
+    /// print its result envelope as JSON.
     Tool(ToolArgs),
     /// Apply a Codex-format patch (*** Begin Patch …) in the current folder.
     ApplyPatch(ApplyPatchArgs),
@@ -175,13 +176,20 @@ pub struct ToolArgs {
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]
     pub arguments: String,
+    /// Approval mode the call is judged in: ask, auto, plan, explore, yolo.
+    #[arg(long, default_value = "ask")]
+    pub mode: String,
+    /// Run a call that needs approval (there is nobody to ask). Forbidden
+    /// calls never run.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// Runs the parsed command line; returns the exit status.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
-        Some(Command::Tool(args)) => tool_cmd::run(args).await,
+        Some(Command::Tool(args)) => tool_cmd::run(&cli.model, args).await,
         Some(Command::ApplyPatch(args)) => apply_patch_cmd::run(args),
         Some(Command::Sessions(args)) => sessions_cmd::run(&args),
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,

@@ -1,22 +1,40 @@
-//! `keel tool NAME 'JSON'`: one tool outside the loop, its result
-//! envelope as JSON on stdout.
+//! `keel tool NAME 'JSON' [--mode MODE] [--yes]`: one tool outside the
+//! loop, its result envelope as JSON on stdout.
+//!
+//! Invariants: the call is judged by `policy::evaluate` exactly as a
+//! session would judge it in `--mode` (default ask), with the same rules
+//! files and project trust; a forbidden call never runs; a call needing
+//! approval runs only with `--yes` (there is nobody to ask); shell commands
+//! run confined by the same sandbox as a session's. Settings load without
+//! a model provider or API key.
+//!
+//! Envelope: `{"ok", "output", "error", "meta"}`; a refused call has
+//! `meta.kind = "denied"`, `meta.decision` and `meta.matched_rules`, and
+//! exits 1 like a failed tool.
 
+use std::io::Write;
 use std::sync::Arc;
 
-use anyhow::Context;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::ToolArgs;
-use crate::config::find_workspace_root;
+use super::{ModelArgs, ToolArgs, policy_cmd};
+use crate::config::{CliOverrides, Environment, LocalSettings, load_local};
 use crate::exec::{self, ExitStatus};
-use crate::protocol::ToolCall;
+use crate::policy::{Allowlist, ApprovalMode, CallFacts, Decision, PathContext, Policy, evaluate};
+use crate::protocol::{ToolCall, ToolResult};
+use crate::runtime::{confine_commands, mark_sandbox_violation};
 use crate::tools::{FileStates, ToolContext, ToolRegistry};
 
-pub(super) async fn run(args: ToolArgs) -> anyhow::Result<ExitStatus> {
-    let cwd = std::env::current_dir().context("cannot determine the working directory")?;
-    // One-shot: no session has read anything, so read-before-write is off.
-    let ctx = ToolContext::new(find_workspace_root(&cwd), cwd, CancellationToken::new())
-        .with_files(Arc::new(FileStates::unchecked()));
+pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<ExitStatus> {
+    let mode = match ApprovalMode::parse(&args.mode) {
+        Some(mode) => mode,
+        None => anyhow::bail!("unknown mode `{}`; use ask, auto, plan, explore or yolo", args.mode),
+    };
+    let env = Environment::from_process()?;
+    let cli = CliOverrides { set: model.set.clone(), ..CliOverrides::default() };
+    let settings = load_local(&env, &cli)?;
+    warn(&settings.warnings);
     let registry = ToolRegistry::builtin();
     let call = ToolCall {
         call_id: "cli".to_owned(),
@@ -24,13 +42,76 @@ pub(super) async fn run(args: ToolArgs) -> anyhow::Result<ExitStatus> {
         arguments: args.arguments,
         item_id: None,
     };
-    let (result, meta) = registry.run_call(&call, &ctx).await;
-    let envelope = serde_json::json!({
-        "ok": !result.is_error,
-        "output": if result.is_error { serde_json::Value::Null } else { result.output.clone().into() },
-        "meta": meta,
-        "error": if result.is_error { serde_json::Value::from(result.output) } else { serde_json::Value::Null },
-    });
-    exec::write_json_line(&envelope);
-    Ok(if result.is_error { ExitStatus::Failed } else { ExitStatus::Done })
+    let mut policy = build_policy(&settings, &env, mode);
+    if call.name == "shell" {
+        let (sandboxed, warning) = confine_commands(&settings.sandbox, &settings.workspace_root);
+        policy.sandboxed = sandboxed;
+        warn(&warning.into_iter().collect::<Vec<_>>());
+    }
+    let facts = CallFacts {
+        tool: &call.name,
+        class: registry.class_of(&call.name),
+        arguments: &call.arguments,
+    };
+    let verdict = evaluate(&policy, &Allowlist::default(), facts);
+    let refusal = match &verdict.decision {
+        Decision::Allow => None,
+        Decision::Prompt { .. } if args.yes => None,
+        Decision::Prompt { reason } => Some(format!(
+            "needs approval: {reason}; nobody can be asked here, pass --yes to run it"
+        )),
+        Decision::Forbidden { reason } => Some(format!("forbidden: {reason}")),
+    };
+    if let Some(error) = refusal {
+        let report = policy_cmd::check_json(&verdict.decision, &verdict.matched);
+        let meta = json!({
+            "kind": "denied",
+            "decision": report["decision"],
+            "matched_rules": report["matched_rules"],
+        });
+        exec::write_json_line(&json!({"ok": false, "output": null, "meta": meta, "error": error}));
+        return Ok(ExitStatus::Failed);
+    }
+    // One-shot: no session has read anything, so read-before-write is off.
+    let ctx = ToolContext::new(
+        settings.workspace_root.clone(),
+        env.cwd.clone(),
+        CancellationToken::new(),
+    )
+    .with_files(Arc::new(FileStates::unchecked()));
+    let (mut result, mut meta) = registry.run_call(&call, &ctx).await;
+    if policy.sandboxed {
+        mark_sandbox_violation(&call.name, &mut result, &mut meta);
+    }
+    let failed = result.is_error;
+    exec::write_json_line(&envelope(result, meta));
+    Ok(if failed { ExitStatus::Failed } else { ExitStatus::Done })
+}
+
+fn build_policy(settings: &LocalSettings, env: &Environment, mode: ApprovalMode) -> Policy {
+    let paths = PathContext {
+        home: settings.home.clone(),
+        workspace_root: settings.workspace_root.clone(),
+        cwd: env.cwd.clone(),
+    };
+    let mut policy = Policy::new(settings.rules.clone(), mode, paths);
+    policy.project_trusted = settings.project_trusted;
+    policy
+}
+
+fn envelope(result: ToolResult, meta: Value) -> Value {
+    let (output, error) = if result.is_error {
+        (Value::Null, Value::from(result.output))
+    } else {
+        (Value::from(result.output), Value::Null)
+    };
+    json!({"ok": error.is_null(), "output": output, "meta": meta, "error": error})
+}
+
+/// Config warnings go to stderr: stdout is the envelope alone.
+fn warn(warnings: &[String]) {
+    let mut err = std::io::stderr().lock();
+    for warning in warnings {
+        let _ = writeln!(err, "keel: {warning}");
+    }
 }

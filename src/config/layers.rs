@@ -28,6 +28,18 @@ pub struct ConfigFile {
     pub sandbox: Option<SandboxFile>,
     /// `[verify]`: what counts as verifying a change.
     pub verify: Option<VerifyFile>,
+    /// `[secrets]`: user file and `-c` only (a project may not un-protect).
+    pub secrets: Option<SecretsFile>,
+}
+
+/// The `[secrets]` table: the `protect_secrets` native hook.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretsFile {
+    /// Keep secret files out of the model's context (default true).
+    pub protect_files: Option<bool>,
+    /// Globs of files the model may read anyway.
+    pub allow_files: Option<Vec<String>>,
 }
 
 /// The `[verify]` table.
@@ -81,7 +93,13 @@ impl ConfigFile {
             import_claude_hooks,
             sandbox,
             verify,
+            secrets,
         } = other;
+        if let Some(SecretsFile { protect_files, allow_files }) = secrets {
+            let mine = self.secrets.get_or_insert_with(SecretsFile::default);
+            mine.protect_files = protect_files.or(mine.protect_files);
+            mine.allow_files = allow_files.or(mine.allow_files.take());
+        }
         if let Some(VerifyFile { commands }) = verify {
             let mine = self.verify.get_or_insert_with(VerifyFile::default);
             mine.commands = commands.or(mine.commands.take());
@@ -128,12 +146,17 @@ pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, Conf
                 ));
             }
         }
-        if project.sandbox.take().is_some() {
-            layers.warnings.push(format!(
-                "ignored `[sandbox]` in {}: a project may not loosen the sandbox; set it in {}",
-                project_path.display(),
-                env.keel_home.join("config.toml").display()
-            ));
+        for (table, present) in [
+            ("sandbox", project.sandbox.take().is_some()),
+            ("secrets", project.secrets.take().is_some()),
+        ] {
+            if present {
+                layers.warnings.push(format!(
+                    "ignored `[{table}]` in {}: a project may not loosen it; set it in {}",
+                    project_path.display(),
+                    env.keel_home.join("config.toml").display()
+                ));
+            }
         }
         layers.merged.overlay(project);
     }

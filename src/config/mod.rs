@@ -22,7 +22,7 @@ use std::path::PathBuf;
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
 pub use layers::{ConfigFile, Layers, SandboxFile, find_workspace_root, read_layers};
-pub use resolve::{Settings, resolve};
+pub use resolve::{LocalSettings, SandboxSettings, Settings, resolve, resolve_local};
 
 /// Why configuration could not be loaded. Every message says what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +61,8 @@ pub enum ConfigError {
     NoHome,
     #[error(transparent)]
     Rules(#[from] rules::RulesFileError),
+    #[error("{0} (in $KEEL_HOME/config.toml or -c)")]
+    Secrets(#[source] crate::hooks::HookConfigError),
 }
 
 /// The process environment keel reads, injected so tests are deterministic.
@@ -111,6 +113,16 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
     settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
     load_phase_rules(&mut settings);
+    Ok(settings)
+}
+
+/// Loads what running tools without a model needs: no provider or API key
+/// is required (`keel tool`).
+pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings, ConfigError> {
+    let layers = read_layers(env, cli)?;
+    let mut settings = resolve_local(env, layers)?;
+    settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
     Ok(settings)
 }
 

@@ -4,12 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::hooks::HooksConfig;
+use std::sync::Arc;
+
+use crate::hooks::{HooksConfig, NativeHook, ProtectSecrets};
 use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
 use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
 use crate::sandbox::landlock::SandboxMode;
 
+use super::layers::SecretsFile;
 use super::{CliOverrides, ConfigError, Environment, Layers, SandboxFile};
 
 /// Model calls allowed in one turn unless configured otherwise.
@@ -29,6 +32,8 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// Hook sources, user first (filled by [`super::load`]).
     pub hooks: Vec<HooksConfig>,
+    /// keel's own in-process hooks (`[secrets]` → `protect_secrets`).
+    pub native_hooks: Vec<Arc<dyn NativeHook>>,
     /// The user's home folder (`$HOME`), for protected paths and hard deny.
     pub home: PathBuf,
     /// Every rules file, loaded by [`super::load`] (empty after `resolve`).
@@ -79,6 +84,17 @@ fn sandbox_settings(file: Option<SandboxFile>) -> Result<SandboxSettings, Config
     })
 }
 
+/// The native hooks the `[secrets]` table asks for (on by default).
+fn native_hooks(file: Option<SecretsFile>) -> Result<Vec<Arc<dyn NativeHook>>, ConfigError> {
+    let file = file.unwrap_or_default();
+    if !file.protect_files.unwrap_or(true) {
+        return Ok(Vec::new());
+    }
+    let hook =
+        ProtectSecrets::new(&file.allow_files.unwrap_or_default()).map_err(ConfigError::Secrets)?;
+    Ok(vec![Arc::new(hook)])
+}
+
 /// Resolves provider, model and limits.
 pub fn resolve(
     env: &Environment,
@@ -121,12 +137,41 @@ pub fn resolve(
         workspace_root,
         warnings,
         hooks: Vec::new(),
+        native_hooks: native_hooks(merged.secrets)?,
         home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
         rules: RuleSet::default(),
         project_trusted: false,
         sandbox: sandbox_settings(merged.sandbox)?,
         verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
         phase_rules: None,
+    })
+}
+
+/// What running tools without a model needs (`keel tool`): no provider,
+/// no API key, so it loads where [`resolve`] would refuse.
+#[derive(Debug, Clone)]
+pub struct LocalSettings {
+    pub keel_home: PathBuf,
+    pub workspace_root: PathBuf,
+    pub home: PathBuf,
+    pub warnings: Vec<String>,
+    /// Every rules file, loaded by [`super::load_local`].
+    pub rules: RuleSet,
+    pub project_trusted: bool,
+    pub sandbox: SandboxSettings,
+}
+
+/// Resolves the model-free part of the configuration.
+pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings, ConfigError> {
+    let Layers { merged, warnings, workspace_root } = layers;
+    Ok(LocalSettings {
+        keel_home: env.keel_home.clone(),
+        workspace_root,
+        home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        warnings,
+        rules: RuleSet::default(),
+        project_trusted: false,
+        sandbox: sandbox_settings(merged.sandbox)?,
     })
 }
 

@@ -8,19 +8,24 @@
 //! (its process group is killed at the timeout); a hook may tighten a
 //! policy decision but never loosen it ([`guard`]); every run is returned
 //! as a [`HookRun`] for the session log. Processes are spawned only through
-//! `sandbox`.
+//! `sandbox`. Native hooks ([`NativeHook`], e.g. [`ProtectSecrets`]) run in
+//! process through the same bus, outcome type and guard.
 
 mod config;
+mod native;
 mod outcome;
 mod payload;
+mod protect_secrets;
 mod runner;
 
 #[cfg(test)]
 mod conformance_tests;
 
 pub use config::{CommandHook, HookGroup, HookSource, HooksConfig, IfRule, claude_alias};
+pub use native::{NATIVE_SOURCE, NativeHook};
 pub use outcome::{HookOutcome, HookVerdict, Permission, Tightened, guard, interpret};
 pub use payload::{HookPayload, ToolNaming};
+pub use protect_secrets::{ProtectSecrets, is_secret_file};
 pub use runner::{HookBus, HookRun};
 
 use serde::{Deserialize, Serialize};
@@ -65,4 +70,6 @@ pub enum HookConfigError {
     Parse { source_name: String, message: String },
     #[error("invalid matcher `{matcher}` in {source_name}: {message}")]
     Matcher { source_name: String, matcher: String, message: String },
+    #[error("invalid glob `{glob}` in `[secrets] allow_files`: {message}")]
+    Glob { glob: String, message: String },
 }

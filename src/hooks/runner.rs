@@ -1,8 +1,10 @@
 //! Running the hooks of an event: selection by matcher and `if` rule,
 //! trust, the subprocess (through `sandbox`, stdin fed from a private temp
-//! file), and the record of every run.
+//! file), native in-process hooks (`native.rs`), and the record of every
+//! run.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::future::join_all;
@@ -10,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::HookEvent;
 use super::config::{CommandHook, HookSource, HooksConfig};
+use super::native::{NativeHook, run_natives};
 use super::outcome::{HookOutcome, HookVerdict, interpret};
 use super::payload::{HookPayload, ToolNaming};
 use crate::sandbox::{self, CommandSpec, SandboxError};
@@ -27,21 +30,36 @@ pub struct HookRun {
     pub skipped: Option<String>,
 }
 
-/// Every configured hook source, and whether project hooks may run.
+/// Every configured hook source, keel's native hooks, and whether project
+/// hooks may run.
 #[derive(Debug, Clone, Default)]
 pub struct HookBus {
     configs: Vec<HooksConfig>,
+    natives: Vec<Arc<dyn NativeHook>>,
     project_trusted: bool,
 }
 
 impl HookBus {
     pub fn new(configs: Vec<HooksConfig>, project_trusted: bool) -> Self {
-        Self { configs, project_trusted }
+        Self { configs, natives: Vec::new(), project_trusted }
+    }
+
+    /// Adds a native hook; it runs before the subprocess hooks of an event.
+    #[must_use]
+    pub fn with_native(mut self, hook: Arc<dyn NativeHook>) -> Self {
+        self.natives.push(hook);
+        self
+    }
+
+    /// Adds native hooks (see [`with_native`](Self::with_native)).
+    #[must_use]
+    pub fn with_natives(self, hooks: impl IntoIterator<Item = Arc<dyn NativeHook>>) -> Self {
+        hooks.into_iter().fold(self, Self::with_native)
     }
 
     /// True when no hook is configured: callers skip building payloads.
     pub fn is_empty(&self) -> bool {
-        self.configs.iter().all(|config| config.events.is_empty())
+        self.natives.is_empty() && self.configs.iter().all(|config| config.events.is_empty())
     }
 
     /// Runs every hook `event` selects, concurrently, and folds their say.
@@ -56,7 +74,7 @@ impl HookBus {
         cancel: &CancellationToken,
     ) -> (HookVerdict, Vec<HookRun>) {
         let primary = payload.primary_argument();
-        let mut runs = Vec::new();
+        let mut runs = run_natives(&self.natives, event, payload, subject);
         let mut pending = Vec::new();
         for config in &self.configs {
             for hook in config.matching(event, subject, primary) {

@@ -186,7 +186,8 @@ impl Session {
             model: settings.model.clone(),
             last_input_tokens: 0,
             // A project's own hooks run only once the user trusts it.
-            hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
+            hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted)
+                .with_natives(settings.native_hooks.clone()),
             pending_session_start: Some(start_source),
             skills: Arc::new(skills),
             prehooked: HashMap::new(),

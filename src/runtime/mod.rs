@@ -27,6 +27,7 @@ pub use checkpoint::{CheckpointError, ShadowRepo};
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent};
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
+pub use sandboxing::{confine_commands, mark_sandbox_violation};
 pub use undo::{UndoError, UndoReport, undo};
 
 use crate::llm::LlmError;

@@ -2,7 +2,9 @@
 //! landlock confinement for the model's commands (probed at start, never
 //! silently dropped), and how a command blocked by it is reported.
 
-use crate::config::Settings;
+use std::path::Path;
+
+use crate::config::{SandboxSettings, Settings};
 use crate::policy::{PathContext, Policy};
 use crate::protocol::ToolResult;
 use crate::sandbox::{self, landlock};
@@ -25,28 +27,42 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
 /// sandbox-exec`) and records in the policy whether that holds. Returns a
 /// warning when the sandbox is weaker than configured.
 pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
+    let (sandboxed, warning) = confine_commands(&settings.sandbox, &settings.workspace_root);
+    policy.sandboxed = sandboxed;
+    warning
+}
+
+/// Sets the process-wide confinement of the model's commands from the
+/// `[sandbox]` settings (shared by sessions and `keel tool`). Returns
+/// whether commands are confined (what `Policy::sandboxed` must say) and a
+/// warning when the sandbox is weaker than configured.
+pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (bool, Option<String>) {
     let launcher = match std::env::current_exe() {
         Ok(path) => path,
         Err(error) => {
             sandbox::set_session_confinement(None);
-            return Some(format!(
-                "SANDBOX OFF: cannot find the keel binary to launch sandboxed commands: {error}"
-            ));
+            return (
+                false,
+                Some(format!(
+                    "SANDBOX OFF: cannot find the keel binary to launch sandboxed commands: {error}"
+                )),
+            );
         }
     };
-    let config = &settings.sandbox;
     if config.mode == landlock::SandboxMode::FullAccess && config.network {
         sandbox::set_session_confinement(None);
-        policy.sandboxed = false;
-        return Some(
-            "SANDBOX OFF by configuration (full-access with network): commands run unconfined"
-                .to_owned(),
+        return (
+            false,
+            Some(
+                "SANDBOX OFF by configuration (full-access with network): commands run unconfined"
+                    .to_owned(),
+            ),
         );
     }
     let confinement = landlock::Confinement {
         launcher,
         mode: config.mode,
-        workspace_roots: vec![settings.workspace_root.clone()],
+        workspace_roots: vec![workspace_root.to_path_buf()],
         extra_roots: config.writable_roots.clone(),
         network: config.network,
         required: config.required,
@@ -72,14 +88,13 @@ pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<
         ),
     };
     sandbox::set_session_confinement(confine.then_some(confinement));
-    policy.sandboxed = sandboxed;
-    warning
+    (sandboxed, warning)
 }
 
 /// Tells the model when a failed command looks blocked by the sandbox:
 /// `kind: sandbox_violation` in the metadata and a line in the output.
 /// Returns whether it did.
-pub(super) fn mark_sandbox_violation(
+pub fn mark_sandbox_violation(
     tool: &str,
     result: &mut ToolResult,
     meta: &mut serde_json::Value,

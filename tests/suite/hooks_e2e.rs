@@ -247,3 +247,39 @@ async fn a_hook_rewrite_that_needs_approval_is_declined_when_nobody_can_ask() {
     let second = request_bodies(&server).await[1].to_string();
     assert!(second.contains("rewrite was not approved"), "{second}");
 }
+
+#[tokio::test]
+async fn the_native_protect_secrets_hook_keeps_env_files_out_of_the_model_context() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".env", "API_TOKEN=sk-very-secret-123\n");
+    sandbox.write("config/.env.test", "TEST_TOKEN=harmless-456\n");
+    // A project cannot switch the protection off.
+    sandbox.write(".keel/config.toml", "[secrets]\nprotect_files = false\n");
+    std::fs::write(
+        sandbox.home.join("config.toml"),
+        "[secrets]\nallow_files = [\"config/.env.test\"]\n",
+    )
+    .unwrap();
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call("read_file", json!({"path": ".env"})),
+                call("read_file", json!({"path": "config/.env.test"})),
+            ],
+        },
+        Step::Answer("ok".into()),
+    ];
+    let (output, server) = exec(&sandbox, &steps, &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let second = request_bodies(&server).await[1].to_string();
+    assert!(!second.contains("sk-very-secret-123"), "the secret reached the model");
+    assert!(second.contains("looks like a secret file"), "the model is told why: {second}");
+    assert!(second.contains("harmless-456"), "an allowed file was blocked");
+    let runs = hook_runs(&sandbox);
+    assert_eq!(runs.len(), 1, "only the run with a say is recorded: {runs:?}");
+    assert_eq!(
+        (runs[0]["source"].as_str(), runs[0]["command"].as_str(), runs[0]["decision"].as_str()),
+        (Some("native"), Some("protect_secrets"), Some("deny"))
+    );
+}

@@ -135,3 +135,22 @@ async fn the_model_sees_a_sandbox_violation() {
     assert_eq!(shell["item"]["meta"]["kind"], "sandbox_violation", "{shell}");
     assert!(shell["item"]["output"].as_str().unwrap().contains("sandbox violation"));
 }
+
+#[test]
+fn keel_tool_runs_shell_commands_inside_the_sandbox() {
+    let d = dirs();
+    let sandbox = Sandbox::new();
+    let target = d.outside.join("escaped-by-tool");
+    let command = json!({"command": format!("touch {}", target.display())}).to_string();
+    // Needs approval in ask mode; --yes approves it, the sandbox still holds.
+    let out = sandbox.keel().args(["tool", "shell", &command, "--yes"]).output().unwrap();
+    assert!(!target.exists(), "the write escaped the sandbox");
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    // Like in a session, a failing command is a result, not a tool error.
+    assert_eq!(envelope["meta"]["exit_code"], 1, "{envelope}");
+    assert_eq!(envelope["meta"]["kind"], "sandbox_violation", "{envelope}");
+    let inside = json!({"command": "touch inside.txt"}).to_string();
+    sandbox.keel().args(["tool", "shell", &inside, "--yes"]).assert().success();
+    assert!(sandbox.repo.join("inside.txt").exists());
+}

@@ -1,5 +1,6 @@
 //! The tool runtime through the real binary: `keel apply-patch` exit
-//! statuses and messages, and `keel tool shell` not leaking secrets.
+//! statuses and messages, `keel tool shell` not leaking secrets, and `keel
+//! tool` judging calls by policy in its `--mode`.
 
 use serde_json::Value;
 
@@ -53,4 +54,54 @@ fn shell_children_do_not_see_secrets() {
         assert!(!output.contains(secret), "{secret} leaked: {output}");
     }
     assert!(envelope["meta"]["duration_ms"].is_u64(), "{envelope}");
+}
+
+/// Runs `keel tool ARGS…` and returns its exit code and envelope.
+fn tool(sandbox: &Sandbox, args: &[&str]) -> (Option<i32>, Value) {
+    let out = sandbox.keel().arg("tool").args(args).output().unwrap();
+    let envelope = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), envelope)
+}
+
+#[test]
+fn keel_tool_refuses_a_forbidden_command_with_the_rules_justification() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+    std::fs::write(
+        sandbox.home.join("rules/team.rules"),
+        "prefix_rule(pattern=[\"git\", \"push\", \"--force\"], decision=\"forbidden\", \
+         justification=\"force pushes rewrite shared history\")\n",
+    )
+    .unwrap();
+    let command = r#"{"command":"git push --force origin main"}"#;
+    for mode in ["ask", "yolo"] {
+        let (code, envelope) = tool(&sandbox, &["shell", command, "--mode", mode, "--yes"]);
+        assert_eq!(code, Some(1), "{envelope}");
+        let error = envelope["error"].as_str().unwrap();
+        assert!(error.contains("force pushes rewrite shared history"), "{mode}: {error}");
+        assert_eq!(envelope["meta"]["kind"], "denied");
+        assert_eq!(envelope["meta"]["decision"], "forbidden");
+        let rules = envelope["meta"]["matched_rules"].as_array().unwrap();
+        assert!(rules.iter().any(|r| r["source"].as_str().unwrap().contains("team.rules")));
+    }
+}
+
+#[test]
+fn keel_tool_runs_read_only_calls_and_refuses_what_needs_approval_without_yes() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\n");
+    let (code, envelope) = tool(&sandbox, &["shell", r#"{"command":"cat a.txt"}"#]);
+    assert_eq!(code, Some(0), "{envelope}");
+    assert!(envelope["output"].as_str().unwrap().contains("hello"));
+    let write = r#"{"path":"b.txt","content":"x"}"#;
+    let (code, envelope) = tool(&sandbox, &["write_file", write]);
+    assert_eq!(code, Some(1), "{envelope}");
+    assert!(envelope["error"].as_str().unwrap().contains("--yes"), "{envelope}");
+    assert!(!sandbox.repo.join("b.txt").exists());
+    let (code, envelope) = tool(&sandbox, &["write_file", write, "--mode", "plan", "--yes"]);
+    assert_eq!((code, envelope["meta"]["decision"].as_str()), (Some(1), Some("forbidden")));
+    let (code, _) = tool(&sandbox, &["write_file", write, "--mode", "auto"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(sandbox.read("b.txt"), "x");
 }

@@ -1,0 +1,129 @@
+//! Native hooks: hooks keel runs in process, next to the subprocess ones.
+//!
+//! They go through the same [`HookBus`](super::HookBus) dispatch, return the
+//! same [`HookOutcome`] (folded into the same verdict with the strictest
+//! permission winning) and pass the same [`guard`](super::guard): a native
+//! hook can tighten a decision, never loosen one. A native hook is plain
+//! synchronous code on the caller's task, so it must be cheap and must not
+//! block (no I/O beyond what its doc says).
+//!
+//! Recording: a native hook runs on every event it subscribes to, so a run
+//! that had no say (no permission, context, message or error) is not
+//! recorded; every run that did say something is a `hook_ran` event like a
+//! subprocess run, with source `native` and the hook's name as command.
+//!
+//! The workflow's phase gate is not a native hook: it is a rule of the pure
+//! step (`plan/`), judged before any hook sees a call.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::HookEvent;
+use super::outcome::HookOutcome;
+use super::payload::HookPayload;
+use super::runner::HookRun;
+
+/// The source name native runs are recorded under.
+pub const NATIVE_SOURCE: &str = "native";
+
+/// A hook keel itself runs, in process.
+pub trait NativeHook: Send + Sync + fmt::Debug {
+    /// A stable name for the log (`protect_secrets`).
+    fn name(&self) -> &'static str;
+
+    /// Whether the hook wants `event` for `subject` (the tool name of tool
+    /// events, the matcher target of others).
+    fn subscribes(&self, event: HookEvent, subject: Option<&str>) -> bool;
+
+    /// The hook's say on one event.
+    fn run(&self, event: HookEvent, payload: &HookPayload) -> HookOutcome;
+}
+
+/// Runs every native hook that subscribes to `event`; returns the runs
+/// that had a say.
+pub(super) fn run_natives(
+    natives: &[Arc<dyn NativeHook>],
+    event: HookEvent,
+    payload: &HookPayload,
+    subject: Option<&str>,
+) -> Vec<HookRun> {
+    natives
+        .iter()
+        .filter(|hook| hook.subscribes(event, subject))
+        .filter_map(|hook| {
+            let started = Instant::now();
+            let outcome = hook.run(event, payload);
+            (outcome != HookOutcome::default()).then(|| HookRun {
+                event,
+                command: hook.name().to_owned(),
+                source: NATIVE_SOURCE.to_owned(),
+                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                exit_code: None,
+                outcome,
+                skipped: None,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::{HookBus, HookVerdict, Permission, guard};
+    use crate::policy::Decision;
+    use tokio_util::sync::CancellationToken;
+
+    /// Says `permission` on every PreToolUse of `shell`.
+    #[derive(Debug)]
+    struct Fixed(Permission);
+
+    impl NativeHook for Fixed {
+        fn name(&self) -> &'static str {
+            "fixed"
+        }
+        fn subscribes(&self, event: HookEvent, subject: Option<&str>) -> bool {
+            event == HookEvent::PreToolUse && subject == Some("shell")
+        }
+        fn run(&self, _event: HookEvent, _payload: &HookPayload) -> HookOutcome {
+            HookOutcome {
+                permission: Some(self.0),
+                reason: Some("fixed says so".into()),
+                ..HookOutcome::default()
+            }
+        }
+    }
+
+    async fn dispatch(bus: &HookBus, tool: &str) -> (HookVerdict, Vec<HookRun>) {
+        let payload = HookPayload { tool_name: Some(tool.into()), ..HookPayload::default() };
+        let dir = std::env::temp_dir();
+        bus.dispatch(HookEvent::PreToolUse, &payload, Some(tool), &dir, &CancellationToken::new())
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_native_hook_is_dispatched_and_recorded_like_a_subprocess_hook() {
+        let bus = HookBus::default().with_native(Arc::new(Fixed(Permission::Deny)));
+        assert!(!bus.is_empty());
+        let (verdict, runs) = dispatch(&bus, "shell").await;
+        assert_eq!(verdict.permission, Some(Permission::Deny));
+        assert_eq!(runs.len(), 1);
+        assert_eq!((runs[0].source.as_str(), runs[0].command.as_str()), ("native", "fixed"));
+        assert_eq!(
+            guard(Decision::Allow, &verdict).decision,
+            Decision::Forbidden { reason: "fixed says so".into() }
+        );
+        let (verdict, runs) = dispatch(&bus, "read_file").await;
+        assert_eq!((verdict.permission, runs.len()), (None, 0), "not subscribed");
+    }
+
+    #[tokio::test]
+    async fn a_native_allow_cannot_loosen_policy() {
+        let bus = HookBus::default().with_native(Arc::new(Fixed(Permission::Allow)));
+        let (verdict, _) = dispatch(&bus, "shell").await;
+        let forbidden = Decision::Forbidden { reason: "rule".into() };
+        let tightened = guard(forbidden.clone(), &verdict);
+        assert_eq!(tightened.decision, forbidden);
+        assert!(tightened.refused_loosening.is_some());
+    }
+}
