@@ -1,7 +1,8 @@
 //! Codex's 23 `apply_patch` scenarios from `../shared/conformance/`: each
 //! input tree is copied into a temp dir, the patch applied through the same
 //! entry point the tool uses, and the tree compared byte for byte with
-//! `expected/`. Plus the exit status and messages of the failure cases.
+//! `expected/`. Plus the exit status and messages of the failure cases, and
+//! keel's own scenarios in the same layout (`tests/fixtures/apply_patch/`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -82,6 +83,23 @@ fn all_scenarios_produce_the_expected_tree() {
         }
     }
     assert!(failures.is_empty(), "{} scenarios failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn own_scenarios_produce_the_expected_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apply_patch");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty());
+    for dir in &dirs {
+        let (outcome, work) = run_scenario(dir);
+        assert!(outcome.is_ok(), "{}: {outcome:?}", dir.display());
+        assert_eq!(tree(work.path()), tree(&dir.join("expected")), "{}", dir.display());
+    }
 }
 
 /// The error message and kind of a scenario that must fail.

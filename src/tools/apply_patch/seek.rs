@@ -1,6 +1,7 @@
 //! Applying the chunks of one `*** Update File:` to a file's text: finding
 //! each chunk's old lines (exactly, then ignoring trailing whitespace, then
-//! ignoring surrounding whitespace, as Codex does) and splicing in the new.
+//! ignoring surrounding whitespace, then with Unicode punctuation folded to
+//! ASCII, as Codex's `seek_sequence` does) and splicing in the new.
 //!
 //! Invariants: pure; chunks are located in order, each after the previous
 //! one; the result always ends with a newline (Codex's behaviour); the line
@@ -75,8 +76,8 @@ fn locate<'c>(lines: &[&str], chunk: &'c Chunk, at: usize) -> Option<(usize, usi
 }
 
 /// The first index at or after `from` where `pattern` occurs, trying exact,
-/// then trailing-whitespace-insensitive, then whitespace-insensitive
-/// matching. With `at_end`, the match is tried at the end of the file first.
+/// then trailing-whitespace-insensitive, then whitespace-insensitive, then
+/// punctuation-folded matching (the first pass that fits anywhere wins). With `at_end`, the match is tried at the end of the file first.
 fn seek(lines: &[&str], pattern: &[String], from: usize, at_end: bool) -> Option<usize> {
     if pattern.is_empty() {
         return Some(from);
@@ -85,8 +86,12 @@ fn seek(lines: &[&str], pattern: &[String], from: usize, at_end: bool) -> Option
         return None;
     }
     let last_start = lines.len() - pattern.len();
-    let matchers: [fn(&str, &str) -> bool; 3] =
-        [|a, b| a == b, |a, b| a.trim_end() == b.trim_end(), |a, b| a.trim() == b.trim()];
+    let matchers: [fn(&str, &str) -> bool; 4] = [
+        |a, b| a == b,
+        |a, b| a.trim_end() == b.trim_end(),
+        |a, b| a.trim() == b.trim(),
+        |a, b| a.trim().chars().map(fold_punctuation).eq(b.trim().chars().map(fold_punctuation)),
+    ];
     for same in matchers {
         let fits = |start: usize| pattern.iter().zip(&lines[start..]).all(|(p, l)| same(l, p));
         if at_end && last_start >= from && fits(last_start) {
@@ -97,6 +102,19 @@ fn seek(lines: &[&str], pattern: &[String], from: usize, at_end: bool) -> Option
         }
     }
     None
+}
+
+/// The ASCII character a typographic one stands for: models write `-`,
+/// `'`, `"` and plain spaces where files hold dashes, curly quotes and
+/// non-breaking spaces (and the other way round). Codex's list.
+fn fold_punctuation(c: char) -> char {
+    match c {
+        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+        '\u{2018}'..='\u{201B}' => '\'',
+        '\u{201C}'..='\u{201F}' => '"',
+        '\u{00A0}' | '\u{2002}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -142,6 +160,29 @@ mod tests {
         let mut eof = chunk(None, &["x"], &["y"]);
         eof.end_of_file = true;
         assert_eq!(apply_chunks("x\nm\nx\n", &[eof]).as_deref(), Ok("x\nm\ny\n"));
+    }
+
+    #[test]
+    fn typographic_punctuation_matches_its_ascii_spelling_last() {
+        let file = "a \u{2014} b\nsay \u{201C}hi\u{201D} and \u{2018}yo\u{2019}\nx\u{00A0}=\u{2009}1\n2 \u{2212} 1\n";
+        let chunks = [
+            chunk(None, &["a - b"], &["A"]),
+            chunk(None, &["say \"hi\" and 'yo'"], &["S"]),
+            chunk(None, &["x = 1", "2 - 1"], &["X"]),
+        ];
+        assert_eq!(apply_chunks(file, &chunks).as_deref(), Ok("A\nS\nX\n"));
+        // The other way round: the patch is typographic, the file plain.
+        let out = apply_chunks("a - b\n", &[chunk(None, &["a \u{2013} b"], &["c"])]);
+        assert_eq!(out.as_deref(), Ok("c\n"));
+        // An exact match later in the file wins over a folded one earlier.
+        let out = apply_chunks("a \u{2014} b\na - b\n", &[chunk(None, &["a - b"], &["c"])]);
+        assert_eq!(out.as_deref(), Ok("a \u{2014} b\nc\n"));
+        // Context lines fold too; other characters never do.
+        let out =
+            apply_chunks("fn \u{201C}q\u{201D}\nx\n", &[chunk(Some("fn \"q\""), &["x"], &["y"])]);
+        assert_eq!(out.as_deref(), Ok("fn \u{201C}q\u{201D}\ny\n"));
+        let out = apply_chunks("caf\u{e9}\n", &[chunk(None, &["cafe"], &["y"])]);
+        assert!(out.is_err(), "{out:?}");
     }
 
     #[test]
