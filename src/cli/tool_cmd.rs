@@ -24,6 +24,7 @@ use crate::exec::{self, ExitStatus};
 use crate::policy::{Allowlist, ApprovalMode, CallFacts, Decision, PathContext, Policy, evaluate};
 use crate::protocol::{ToolCall, ToolResult};
 use crate::runtime::{confine_commands, mark_sandbox_violation};
+use crate::sandbox;
 use crate::tools::{FileStates, ToolContext, ToolRegistry};
 
 pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<ExitStatus> {
@@ -42,6 +43,7 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<Exi
         arguments: args.arguments,
         item_id: None,
     };
+    sandbox::set_env_filter(settings.env_filter.clone());
     let mut policy = build_policy(&settings, &env, mode);
     if call.name == "shell" {
         let (sandboxed, warning) = confine_commands(&settings.sandbox, &settings.workspace_root);

@@ -30,6 +30,20 @@ pub struct ConfigFile {
     pub verify: Option<VerifyFile>,
     /// `[secrets]`: user file and `-c` only (a project may not un-protect).
     pub secrets: Option<SecretsFile>,
+    /// `[shell]`: the environment of spawned commands. A project may add
+    /// `env_strip` patterns but not `env_keep` (that would un-strip).
+    pub shell: Option<ShellFile>,
+}
+
+/// The `[shell]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellFile {
+    /// Variable name patterns stripped from commands' environment, on top
+    /// of the built-in ones (`*_API_KEY`, `*_TOKEN`, …). Layers add up.
+    pub env_strip: Option<Vec<String>>,
+    /// Patterns passed through even when stripped (user config only).
+    pub env_keep: Option<Vec<String>>,
 }
 
 /// The `[secrets]` table: the `protect_secrets` native hook.
@@ -94,7 +108,15 @@ impl ConfigFile {
             sandbox,
             verify,
             secrets,
+            shell,
         } = other;
+        if let Some(ShellFile { env_strip, env_keep }) = shell {
+            let mine = self.shell.get_or_insert_with(ShellFile::default);
+            if let Some(patterns) = env_strip {
+                mine.env_strip.get_or_insert_with(Vec::new).extend(patterns);
+            }
+            mine.env_keep = env_keep.or(mine.env_keep.take());
+        }
         if let Some(SecretsFile { protect_files, allow_files }) = secrets {
             let mine = self.secrets.get_or_insert_with(SecretsFile::default);
             mine.protect_files = protect_files.or(mine.protect_files);
@@ -146,13 +168,15 @@ pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, Conf
                 ));
             }
         }
+        let env_keep = project.shell.as_mut().and_then(|shell| shell.env_keep.take());
         for (table, present) in [
-            ("sandbox", project.sandbox.take().is_some()),
-            ("secrets", project.secrets.take().is_some()),
+            ("[sandbox]", project.sandbox.take().is_some()),
+            ("[secrets]", project.secrets.take().is_some()),
+            ("[shell] env_keep", env_keep.is_some()),
         ] {
             if present {
                 layers.warnings.push(format!(
-                    "ignored `[{table}]` in {}: a project may not loosen it; set it in {}",
+                    "ignored `{table}` in {}: a project may not loosen it; set it in {}",
                     project_path.display(),
                     env.keel_home.join("config.toml").display()
                 ));

@@ -10,9 +10,10 @@ use crate::hooks::{HooksConfig, NativeHook, ProtectSecrets};
 use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
 use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
+use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
-use super::layers::SecretsFile;
+use super::layers::{SecretsFile, ShellFile};
 use super::{CliOverrides, ConfigError, Environment, Layers, SandboxFile};
 
 /// Model calls allowed in one turn unless configured otherwise.
@@ -34,6 +35,8 @@ pub struct Settings {
     pub hooks: Vec<HooksConfig>,
     /// keel's own in-process hooks (`[secrets]` → `protect_secrets`).
     pub native_hooks: Vec<Arc<dyn NativeHook>>,
+    /// `[shell]`: which inherited variables spawned commands do not get.
+    pub env_filter: EnvFilter,
     /// The user's home folder (`$HOME`), for protected paths and hard deny.
     pub home: PathBuf,
     /// Every rules file, loaded by [`super::load`] (empty after `resolve`).
@@ -138,6 +141,7 @@ pub fn resolve(
         warnings,
         hooks: Vec::new(),
         native_hooks: native_hooks(merged.secrets)?,
+        env_filter: env_filter(merged.shell.as_ref()),
         home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
         rules: RuleSet::default(),
         project_trusted: false,
@@ -159,6 +163,7 @@ pub struct LocalSettings {
     pub rules: RuleSet,
     pub project_trusted: bool,
     pub sandbox: SandboxSettings,
+    pub env_filter: EnvFilter,
 }
 
 /// Resolves the model-free part of the configuration.
@@ -171,8 +176,16 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         warnings,
         rules: RuleSet::default(),
         project_trusted: false,
+        env_filter: env_filter(merged.shell.as_ref()),
         sandbox: sandbox_settings(merged.sandbox)?,
     })
+}
+
+/// The `[shell]` table's environment filter (built-in patterns always on).
+fn env_filter(file: Option<&ShellFile>) -> EnvFilter {
+    let strip = file.and_then(|f| f.env_strip.as_deref()).unwrap_or_default();
+    let keep = file.and_then(|f| f.env_keep.as_deref()).unwrap_or_default();
+    EnvFilter::new(strip, keep)
 }
 
 /// With no provider named: a key in the environment picks one; a base URL

@@ -24,9 +24,11 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
 }
 
 /// Confines every command the model runs (landlock through `keel
-/// sandbox-exec`) and records in the policy whether that holds. Returns a
+/// sandbox-exec`) and records in the policy whether that holds; sets the
+/// environment filter of every spawned command (`[shell]`). Returns a
 /// warning when the sandbox is weaker than configured.
 pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
+    sandbox::set_env_filter(settings.env_filter.clone());
     let (sandboxed, warning) = confine_commands(&settings.sandbox, &settings.workspace_root);
     policy.sandboxed = sandboxed;
     warning

@@ -20,6 +20,7 @@
 //! launcher on stderr, and refused when required.
 
 mod capture;
+mod env_filter;
 pub mod group;
 pub mod landlock;
 mod process;
@@ -29,6 +30,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use capture::CapturedStream;
+pub use env_filter::{DEFAULT_STRIP, EnvFilter, set_env_filter};
 
 /// The confinement every command run through [`run`] gets, set once per
 /// session by the runtime. A process-wide setting because keel runs one

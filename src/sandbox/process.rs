@@ -6,8 +6,9 @@
 //! group's kill ladder runs ([`ProcessGroup::end`]: SIGTERM, grace,
 //! SIGKILL, verify), and a dropped future SIGKILLs the group, so nothing
 //! the command started keeps running or keeps our pipes open. The child's
-//! environment is ours minus secrets (see [`is_secret_name`]) plus the
-//! spec's additions, which are kept even when named like secrets.
+//! environment is ours minus secrets (the process-wide
+//! [`EnvFilter`](super::EnvFilter), see `env_filter.rs`) plus the spec's
+//! additions, which are kept even when named like secrets.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
@@ -101,7 +102,7 @@ fn spawn(spec: &CommandSpec) -> Result<Child, SandboxError> {
             command
         }
     };
-    for name in inherited_secrets() {
+    for name in super::env_filter::stripped_names() {
         command.env_remove(name);
     }
     command
@@ -142,22 +143,6 @@ async fn join(reader: Option<JoinHandle<CapturedStream>>) -> CapturedStream {
         Some(handle) => handle.await.unwrap_or_default(),
         None => CapturedStream::default(),
     }
-}
-
-/// Whether an inherited variable looks like a credential that commands
-/// should not see: `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`
-/// (case-insensitive).
-pub fn is_secret_name(name: &str) -> bool {
-    let name = name.to_ascii_uppercase();
-    ["_API_KEY", "_TOKEN", "_SECRET"].iter().any(|suffix| name.ends_with(suffix))
-        || name.contains("PASSWORD")
-}
-
-/// Inherited variables to leave out of a child's environment.
-fn inherited_secrets() -> impl Iterator<Item = std::ffi::OsString> {
-    std::env::vars_os()
-        .map(|(name, _)| name)
-        .filter(|name| name.to_str().is_some_and(is_secret_name))
 }
 
 #[cfg(test)]
@@ -281,17 +266,6 @@ mod tests {
     async fn exit_code_and_signal_are_reported() {
         let out = run_ok(script("kill -TERM $$")).await;
         assert_eq!((out.exit_code, out.signal), (None, Some(15)));
-    }
-
-    #[test]
-    fn secret_names_are_recognised() {
-        for name in ["OPENAI_API_KEY", "GITHUB_TOKEN", "aws_secret", "DB_PASSWORD_FILE", "password"]
-        {
-            assert!(is_secret_name(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "TOKENIZERS_PARALLELISM", "KEEL_SECRETARY"] {
-            assert!(!is_secret_name(name), "{name}");
-        }
     }
 
     #[tokio::test]

@@ -105,3 +105,37 @@ fn keel_tool_runs_read_only_calls_and_refuses_what_needs_approval_without_yes() 
     assert_eq!(code, Some(0));
     assert_eq!(sandbox.read("b.txt"), "x");
 }
+
+#[test]
+fn the_stripped_environment_is_configured_by_the_user_only() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.home.join("config.toml"),
+        "[shell]\nenv_strip = [\"CORP_*\"]\nenv_keep = [\"GH_TOKEN\"]\n",
+    )
+    .unwrap();
+    // A project may strip more, never pass a secret through.
+    sandbox.write(
+        ".keel/config.toml",
+        "[shell]\nenv_strip = [\"PROJECT_STRIPPED\"]\nenv_keep = [\"*\"]\n",
+    );
+    let out = sandbox
+        .keel()
+        .env("GH_TOKEN", "gh-kept")
+        .env("GITHUB_TOKEN", "ghp-leak")
+        .env("CORP_SSO", "corp-leak")
+        .env("PROJECT_STRIPPED", "project-leak")
+        .env("KEEL_HARMLESS", "visible")
+        .args(["tool", "shell", r#"{"command":"env"}"#])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[shell] env_keep"), "the ignored key is said: {stderr}");
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let output = envelope["output"].as_str().unwrap_or_default();
+    assert!(output.contains("GH_TOKEN=gh-kept"), "env_keep passes it: {output}");
+    assert!(output.contains("KEEL_HARMLESS=visible"), "{output}");
+    for secret in ["ghp-leak", "corp-leak", "project-leak"] {
+        assert!(!output.contains(secret), "{secret} leaked: {output}");
+    }
+}
