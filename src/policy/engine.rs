@@ -163,12 +163,15 @@ fn rule_reason(matched: &[RuleMatch], what: &str) -> String {
     }
 }
 
-/// Judges an analysed shell script.
+/// Judges an analysed shell script. Path judgments are made in every
+/// folder a command may run in (`workdir.rs`).
 pub fn evaluate_script(policy: &Policy, allowlist: &Allowlist, script: &Script) -> Verdict {
     let ctx = &policy.paths;
     for command in &script.commands {
-        if let Some(reason) = builtin::hard_deny(&command.argv, ctx) {
-            return Verdict::new(Decision::Forbidden { reason }, Vec::new());
+        for dir in command.dirs.contexts(ctx) {
+            if let Some(reason) = builtin::hard_deny(&command.argv, &dir) {
+                return Verdict::new(Decision::Forbidden { reason }, Vec::new());
+            }
         }
     }
     for write in &script.writes {
@@ -221,15 +224,44 @@ pub fn evaluate_script(policy: &Policy, allowlist: &Allowlist, script: &Script) 
     let all_covered = script.hidden.is_empty()
         && uncovered.is_none()
         && script.writes.iter().all(|w| harmless_sink(&w.target));
+    let blind = runs_blind(script);
     verdict.decision = match policy.mode {
         ApprovalMode::Yolo => Decision::Allow,
-        _ if all_covered => Decision::Allow,
-        ApprovalMode::Auto if policy.sandboxed => Decision::Allow,
+        _ if all_covered && blind.is_none() => Decision::Allow,
+        ApprovalMode::Auto if policy.sandboxed && blind.is_none() => Decision::Allow,
         ApprovalMode::Auto | ApprovalMode::Ask | ApprovalMode::Plan | ApprovalMode::Explore => {
-            Decision::Prompt { reason: ask_reason(script, uncovered.map(|(c, _)| c), policy) }
+            let reason = match blind {
+                Some(what) => {
+                    format!("{what} runs in a folder keel cannot tell (a `cd` it cannot follow)")
+                }
+                None => ask_reason(script, uncovered.map(|(c, _)| c), policy),
+            };
+            Decision::Prompt { reason }
         }
     };
     verdict
+}
+
+/// A command that could change something, or a relative redirection, in a
+/// folder an earlier `cd` made unknowable: what it is, for the reason.
+fn runs_blind(script: &Script) -> Option<String> {
+    let command = script
+        .commands
+        .iter()
+        .find(|c| c.dirs.has_unknown() && !builtin::is_read_only(&c.argv))
+        .map(|c| format!("`{}`", c.argv.join(" ")));
+    command.or_else(|| {
+        script
+            .writes
+            .iter()
+            .find(|w| {
+                w.dirs.has_unknown()
+                    && !harmless_sink(&w.target)
+                    && !w.target.starts_with('/')
+                    && !w.target.starts_with('~')
+            })
+            .map(|w| format!("the redirection into {}", w.target))
+    })
 }
 
 /// Rules for one argv; an absolute program falls back to its basename's
@@ -274,7 +306,10 @@ fn needs_human(
     if strictest == Some(RuleDecision::Prompt) {
         return Some(format!("`{described}` requires approval by policy"));
     }
-    if let Some(write) = script.writes.iter().find(|w| ctx.is_protected(&ctx.resolve(&w.target))) {
+    let protected_in = |dirs: &super::workdir::Dirs, word: &str| {
+        dirs.contexts(ctx).iter().any(|dir| dir.is_protected(&dir.resolve(word)))
+    };
+    if let Some(write) = script.writes.iter().find(|w| protected_in(&w.dirs, &w.target)) {
         return Some(format!("`{described}` writes {}, a protected path", write.target));
     }
     let touches_protected = script.commands.iter().find_map(|command| {
@@ -283,7 +318,7 @@ fn needs_human(
         }
         command.argv.iter().skip(1).find(|arg| {
             let word = arg.split_once('=').map_or(arg.as_str(), |(_, value)| value);
-            ctx.is_protected(&ctx.resolve(word))
+            protected_in(&command.dirs, word)
         })
     });
     if let Some(arg) = touches_protected {

@@ -10,7 +10,8 @@
 //! Files: [`syntax`] (the Starlark subset of `.rules`), [`rules`] (compiled
 //! rules and matching), [`shell`] + [`unwrap`] (what a bash script runs),
 //! [`builtin`] (hard deny, read-only commands), [`paths`] (home, workspace,
-//! protected paths), [`amend`] ("allow always"), [`engine`] (the order).
+//! protected paths), [`workdir`] (`cd` through a script), [`amend`]
+//! ("allow always"), [`engine`] (the order).
 
 pub mod amend;
 pub mod builtin;
@@ -21,6 +22,7 @@ pub mod rules;
 pub mod shell;
 pub mod syntax;
 pub mod unwrap;
+pub mod workdir;
 
 use std::collections::BTreeSet;
 

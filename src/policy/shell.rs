@@ -9,12 +9,14 @@
 //! function definitions, words built from expansions in command position,
 //! syntax errors) is listed in [`Script::hidden`] and denies the script an
 //! automatic allow. Wrappers and nested `bash -c` are unwrapped by
-//! [`super::unwrap`]. Never panics; nesting is bounded by
-//! [`MAX_DEPTH`].
+//! [`super::unwrap`]. Every command and redirection carries the folders it
+//! may run in, followed through `cd` ([`super::workdir`]). Never panics;
+//! nesting is bounded by [`MAX_DEPTH`].
 
 use tree_sitter::{Node, Parser};
 
 use super::unwrap::{Unwrapped, unwrap};
+use super::workdir::{Dirs, cd_target};
 
 thread_local! {
     static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
@@ -36,6 +38,8 @@ pub struct SimpleCommand {
     /// Leading `VAR=value` set a variable that changes what runs (PATH,
     /// LD_PRELOAD, …).
     pub sensitive_env: bool,
+    /// The folders it may run in (after the script's `cd`s).
+    pub dirs: Dirs,
 }
 
 /// Something that hides what the script runs.
@@ -71,6 +75,8 @@ impl Hidden {
 pub struct Redirect {
     pub target: String,
     pub dynamic: bool,
+    /// The folders a relative target is taken from.
+    pub dirs: Dirs,
 }
 
 /// What a script does, as far as static analysis can tell.
@@ -86,7 +92,7 @@ pub struct Script {
 /// Analyses a script as `bash -c SCRIPT` would run it.
 pub fn analyze_script(script: &str) -> Script {
     let mut out = Script::default();
-    script_into(script, 0, &mut out);
+    script_into(script, 0, &Dirs::default(), &mut out);
     out
 }
 
@@ -94,11 +100,11 @@ pub fn analyze_script(script: &str) -> Script {
 /// wrappers are stripped and `bash -c` scripts parsed.
 pub fn analyze_argv(argv: &[String]) -> Script {
     let mut out = Script::default();
-    command_into(argv.to_vec(), false, 0, &mut out);
+    command_into(argv.to_vec(), false, 0, &Dirs::default(), &mut out);
     out
 }
 
-fn script_into(script: &str, depth: usize, out: &mut Script) {
+fn script_into(script: &str, depth: usize, dirs: &Dirs, out: &mut Script) {
     if depth > MAX_DEPTH {
         out.hidden.push(Hidden::Unparseable);
         return;
@@ -122,12 +128,12 @@ fn script_into(script: &str, depth: usize, out: &mut Script) {
     if root.has_error() {
         out.hidden.push(Hidden::Unparseable);
     }
-    Walker { src: script.as_bytes(), depth, out }.node(root, 0);
+    Walker { src: script.as_bytes(), depth, out, dirs: dirs.clone(), last_cd: None }.node(root, 0);
 }
 
 /// Adds `argv` (one simple command) to `out`, unwrapping wrappers and
 /// nested shells.
-fn command_into(argv: Vec<String>, dynamic: bool, depth: usize, out: &mut Script) {
+fn command_into(argv: Vec<String>, dynamic: bool, depth: usize, dirs: &Dirs, out: &mut Script) {
     if depth > MAX_DEPTH {
         out.hidden.push(Hidden::Unparseable);
         return;
@@ -137,16 +143,17 @@ fn command_into(argv: Vec<String>, dynamic: bool, depth: usize, out: &mut Script
             if argv.first().is_some_and(|p| p == "eval") {
                 out.hidden.push(Hidden::Eval);
                 // What eval runs is its arguments joined: judge that too.
-                script_into(&argv[1..].join(" "), depth + 1, out);
+                script_into(&argv[1..].join(" "), depth + 1, dirs, out);
             }
             if argv.first().is_some_and(|p| p == "source" || p == ".") {
                 out.hidden.push(Hidden::Source);
             }
             for nested in extra {
-                command_into(nested, dynamic, depth + 1, out);
+                command_into(nested, dynamic, depth + 1, dirs, out);
             }
             let dynamic = dynamic || privileged && argv.is_empty();
-            out.commands.push(SimpleCommand { argv, dynamic, privileged, sensitive_env });
+            let dirs = dirs.clone();
+            out.commands.push(SimpleCommand { argv, dynamic, privileged, sensitive_env, dirs });
         }
         Unwrapped::Script { script, privileged } => {
             if privileged {
@@ -155,12 +162,13 @@ fn command_into(argv: Vec<String>, dynamic: bool, depth: usize, out: &mut Script
                     dynamic,
                     privileged,
                     sensitive_env: false,
+                    dirs: dirs.clone(),
                 });
             }
             if dynamic {
                 out.hidden.push(Hidden::DynamicCommandName);
             }
-            script_into(&script, depth + 1, out);
+            script_into(&script, depth + 1, dirs, out);
         }
     }
 }
@@ -169,6 +177,11 @@ struct Walker<'a> {
     src: &'a [u8],
     depth: usize,
     out: &'a mut Script,
+    /// The folders the next command may run in.
+    dirs: Dirs,
+    /// Where the last command led if it was a `cd` that succeeded: what
+    /// the right side of a following `&&` runs in.
+    last_cd: Option<Dirs>,
 }
 
 /// The children of `node`, walked with a cursor (indexing each child is
@@ -199,12 +212,23 @@ impl Walker<'_> {
             "file_redirect" => self.redirect(node, level),
             "command_substitution" => {
                 self.out.hidden.push(Hidden::CommandSubstitution);
-                self.each_child(node, level);
+                self.scoped(node, level);
             }
             "process_substitution" => {
                 self.out.hidden.push(Hidden::ProcessSubstitution);
-                self.each_child(node, level);
+                self.scoped(node, level);
             }
+            "subshell" => self.scoped(node, level),
+            "pipeline" => {
+                // Every part of a pipeline runs in a subshell of its own.
+                let saved = self.dirs.clone();
+                for child in children(node) {
+                    self.node(child, level + 1);
+                    self.dirs = saved.clone();
+                }
+                self.last_cd = None;
+            }
+            "list" => self.list(node, level),
             "function_definition" => self.function(node, level),
             "variable_assignment" => {
                 if sensitive_assignment(&self.text(node)) {
@@ -223,6 +247,7 @@ impl Walker<'_> {
                     dynamic: false,
                     privileged: false,
                     sensitive_env: false,
+                    dirs: self.dirs.clone(),
                 });
                 self.each_child(node, level);
             }
@@ -237,6 +262,41 @@ impl Walker<'_> {
     fn each_child(&mut self, node: Node<'_>, level: usize) {
         for child in children(node) {
             self.node(child, level + 1);
+            if !matches!(child.kind(), "command" | "list") {
+                self.last_cd = None;
+            }
+        }
+    }
+
+    /// Walks `node`'s children in a subshell: a `cd` inside does not leak.
+    fn scoped(&mut self, node: Node<'_>, level: usize) {
+        let saved = self.dirs.clone();
+        self.each_child(node, level);
+        self.dirs = saved;
+        self.last_cd = None;
+    }
+
+    /// `a && b`, `a || b`: the right side of `&&` after a `cd` runs only
+    /// where the `cd` led; afterwards either is possible again.
+    fn list(&mut self, node: Node<'_>, level: usize) {
+        let mut after_and = false;
+        let mut narrowed_from: Option<Dirs> = None;
+        for child in children(node) {
+            if !child.is_named() {
+                after_and = self.text(child) == "&&";
+                continue;
+            }
+            if let Some(only) = self.last_cd.take().filter(|_| after_and) {
+                let before = std::mem::replace(&mut self.dirs, only);
+                narrowed_from.get_or_insert(before);
+            }
+            self.node(child, level + 1);
+            if !matches!(child.kind(), "command" | "list") {
+                self.last_cd = None;
+            }
+        }
+        if let Some(before) = narrowed_from {
+            self.dirs.union(&before);
         }
     }
 
@@ -272,7 +332,13 @@ impl Walker<'_> {
         if name_dynamic {
             self.out.hidden.push(Hidden::DynamicCommandName);
         }
-        command_into(argv, dynamic || name_dynamic, self.depth + 1, self.out);
+        let target = cd_target(&argv, dynamic || name_dynamic);
+        command_into(argv, dynamic || name_dynamic, self.depth + 1, &self.dirs, self.out);
+        self.last_cd = target.map(|target| {
+            let moved = self.dirs.after_cd(&target);
+            self.dirs.union(&moved);
+            moved
+        });
     }
 
     fn redirect(&mut self, node: Node<'_>, level: usize) {
@@ -286,7 +352,8 @@ impl Walker<'_> {
                 && (path == "-" || path.chars().all(|c| c.is_ascii_digit()));
             let reads = operator == "<";
             if !duplicates_fd && !reads {
-                self.out.writes.push(Redirect { target: path, dynamic });
+                let dirs = self.dirs.clone();
+                self.out.writes.push(Redirect { target: path, dynamic, dirs });
             }
         }
         self.each_child(node, level);

@@ -191,6 +191,33 @@ shell!(heredoc_into_bash, "bash <<EOF\nrm -rf /\nEOF", Prompt);
 shell!(redirect_in_workspace, "echo x > notes.txt", Prompt);
 shell!(git_branch_delete, "git branch -D main", Prompt);
 shell!(function_definition, "f(){ ls; }; f", Prompt);
+// `cd` moves the folder later paths are judged in (cwd /home/user/proj);
+// protected-path rows run in auto mode, where only the path makes them ask.
+shell!(cd_up_then_rm_workspace, "cd .. && rm -rf proj", Forbidden);
+shell!(cd_up_twice_rm_home_glob, "cd ../.. && rm -rf user/*", Forbidden);
+shell!(cd_root_then_rm_star, "cd / && rm -rf *", Forbidden);
+shell!(cd_home_semicolon_rm_dot, "cd; rm -rf .", Forbidden);
+shell!(cd_tilde_newline_rm_dot, "cd ~\nrm -rf .", Forbidden);
+shell!(cd_may_fail_old_folder_counts, "cd build; rm -rf ../../proj", Forbidden);
+shell!(cd_in_subshell_then_rm, "(cd / && rm -rf usr)", Forbidden);
+shell!(cd_in_bash_c, "bash -c 'cd .. && rm -rf proj'", Forbidden);
+shell!(cd_then_nested_bash_c, "cd .. && bash -c 'rm -rf proj'", Forbidden);
+shell!(cd_pushd_then_rm, "pushd / && rm -rf etc", Forbidden);
+shell!(cd_git_then_redirect, auto, "cd .git && echo evil > config", Prompt);
+shell!(cd_git_hooks_tee, auto, "cd .git/hooks && tee pre-commit < /dev/null", Prompt);
+shell!(cd_home_append_bashrc, auto, "cd ~ && echo 'alias ls=rm' >> .bashrc", Prompt);
+shell!(cd_home_cp_over_profile, auto, "cd && cp evil .profile", Prompt);
+shell!(cd_ssh_via_home_var, auto, "cd $HOME/.ssh && echo k >> authorized_keys", Prompt);
+shell!(cd_dynamic_rm_star, auto, "cd \"$TARGET\" && rm -rf *", Prompt);
+shell!(cd_dash_then_write, auto, "cd - && echo x > notes.txt", Prompt);
+shell!(cd_substitution_then_rm, auto, "cd $(mktemp -d) && rm -rf *", Prompt);
+shell!(popd_then_rm, auto, "popd; rm -rf build", Prompt);
+shell!(cd_in_pipeline_does_not_leak, "cd .. | true; rm -rf proj", Prompt);
+shell!(control_cd_subshell_does_not_leak, auto, "(cd .git) && touch notes.txt", Allow);
+shell!(control_cd_sub_build, auto, "cd crates/core && cargo build", Allow);
+shell!(control_cd_sub_read_only, "cd src && ls -la && git status", Allow);
+shell!(control_cd_dynamic_read_only, auto, "cd \"$DIR\" && ls", Allow);
+
 // Controls: read-only scripts run in ask mode.
 shell!(control_read_only_compound, "ls -la && git status | head -n 5", Allow);
 shell!(control_stderr_to_null, "rg TODO src 2>/dev/null; echo done", Allow);
