@@ -32,9 +32,15 @@ pub trait NativeHook: Send + Sync + fmt::Debug {
     /// A stable name for the log (`protect_secrets`).
     fn name(&self) -> &'static str;
 
+    /// Whether the hook wants `event` at all (checked before a payload is
+    /// built, so it must be cheap).
+    fn listens(&self, event: HookEvent) -> bool;
+
     /// Whether the hook wants `event` for `subject` (the tool name of tool
     /// events, the matcher target of others).
-    fn subscribes(&self, event: HookEvent, subject: Option<&str>) -> bool;
+    fn subscribes(&self, event: HookEvent, _subject: Option<&str>) -> bool {
+        self.listens(event)
+    }
 
     /// The hook's say on one event.
     fn run(&self, event: HookEvent, payload: &HookPayload) -> HookOutcome;
@@ -82,8 +88,11 @@ mod tests {
         fn name(&self) -> &'static str {
             "fixed"
         }
+        fn listens(&self, event: HookEvent) -> bool {
+            event == HookEvent::PreToolUse
+        }
         fn subscribes(&self, event: HookEvent, subject: Option<&str>) -> bool {
-            event == HookEvent::PreToolUse && subject == Some("shell")
+            self.listens(event) && subject == Some("shell")
         }
         fn run(&self, _event: HookEvent, _payload: &HookPayload) -> HookOutcome {
             HookOutcome {
@@ -105,6 +114,7 @@ mod tests {
     async fn a_native_hook_is_dispatched_and_recorded_like_a_subprocess_hook() {
         let bus = HookBus::default().with_native(Arc::new(Fixed(Permission::Deny)));
         assert!(!bus.is_empty());
+        assert!(bus.listens(HookEvent::PreToolUse) && !bus.listens(HookEvent::Stop));
         let (verdict, runs) = dispatch(&bus, "shell").await;
         assert_eq!(verdict.permission, Some(Permission::Deny));
         assert_eq!(runs.len(), 1);

@@ -66,6 +66,21 @@ impl HookPayload {
     }
 }
 
+/// A hook's `updatedInput` in keel's argument names: a Claude-dialect
+/// hook answers with Claude's `file_path`, which keel's tools (and policy)
+/// read as `path`.
+pub fn keel_input(input: Value, naming: ToolNaming) -> Value {
+    match (naming, input) {
+        (ToolNaming::Claude, Value::Object(mut map)) if !map.contains_key("path") => {
+            if let Some(path) = map.remove("file_path") {
+                map.insert("path".into(), path);
+            }
+            Value::Object(map)
+        }
+        (ToolNaming::Claude | ToolNaming::Keel, input) => input,
+    }
+}
+
 /// Claude's file tools call the path `file_path`.
 fn rename_input(input: &Value, naming: ToolNaming) -> Value {
     match (naming, input) {
@@ -99,5 +114,15 @@ mod tests {
         assert_eq!(value["tool_name"], "write_file");
         assert_eq!(value["tool_input"]["path"], ".env");
         assert_eq!(payload.primary_argument(), Some(".env"));
+    }
+
+    #[test]
+    fn a_claude_hooks_updated_input_comes_back_in_keel_names() {
+        let updated = json!({"file_path": "b.txt", "content": "x"});
+        assert_eq!(
+            keel_input(updated.clone(), ToolNaming::Claude),
+            json!({"path": "b.txt", "content": "x"})
+        );
+        assert_eq!(keel_input(updated.clone(), ToolNaming::Keel), updated);
     }
 }

@@ -122,8 +122,12 @@ impl NativeHook for ProtectSecrets {
         "protect_secrets"
     }
 
-    fn subscribes(&self, event: HookEvent, subject: Option<&str>) -> bool {
+    fn listens(&self, event: HookEvent) -> bool {
         event == HookEvent::PreToolUse
+    }
+
+    fn subscribes(&self, event: HookEvent, subject: Option<&str>) -> bool {
+        self.listens(event)
             && matches!(subject, Some("read_file" | "grep" | "write_file" | "edit_file" | "shell"))
     }
 

@@ -14,7 +14,7 @@ use super::HookEvent;
 use super::config::{CommandHook, HookSource, HooksConfig};
 use super::native::{NativeHook, run_natives};
 use super::outcome::{HookOutcome, HookVerdict, interpret};
-use super::payload::{HookPayload, ToolNaming};
+use super::payload::{HookPayload, ToolNaming, keel_input};
 use crate::sandbox::{self, CommandSpec, SandboxError};
 
 /// One hook run, for the session log.
@@ -57,9 +57,16 @@ impl HookBus {
         hooks.into_iter().fold(self, Self::with_native)
     }
 
-    /// True when no hook is configured: callers skip building payloads.
+    /// True when no hook is configured.
     pub fn is_empty(&self) -> bool {
         self.natives.is_empty() && self.configs.iter().all(|config| config.events.is_empty())
+    }
+
+    /// Whether any hook (trusted or not: a skipped run is recorded too)
+    /// may run for `event`; callers skip building payloads otherwise.
+    pub fn listens(&self, event: HookEvent) -> bool {
+        self.natives.iter().any(|hook| hook.listens(event))
+            || self.configs.iter().any(|config| config.events.contains_key(&event))
     }
 
     /// Runs every hook `event` selects, concurrently, and folds their say.
@@ -120,7 +127,7 @@ async fn run_one(
     let started = Instant::now();
     let naming = if source.is_claude() { ToolNaming::Claude } else { ToolNaming::Keel };
     let stdin = payload.to_json(event, naming).to_string();
-    let (exit_code, outcome) = match spawn(hook, &stdin, project_dir, cancel).await {
+    let (exit_code, mut outcome) = match spawn(hook, &stdin, project_dir, cancel).await {
         Ok(output) => (
             output.exit_code,
             interpret(
@@ -132,6 +139,7 @@ async fn run_one(
         ),
         Err(error) => (None, HookOutcome { error: Some(error), ..HookOutcome::default() }),
     };
+    outcome.updated_input = outcome.updated_input.map(|input| keel_input(input, naming));
     HookRun {
         event,
         command: hook.command.clone(),

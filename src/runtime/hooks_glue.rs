@@ -2,8 +2,8 @@
 //! run in the log, and applying verdicts (block a prompt or a tool call,
 //! add context, continue after Stop) without ever loosening policy.
 //!
-//! Invariants: with no hooks configured nothing here allocates or spawns
-//! ([`HookBus::is_empty`] is checked first); a hook's failure is a warning,
+//! Invariants: for an event no hook listens to, nothing here allocates or
+//! spawns ([`HookBus::listens`] is checked first); a hook's failure is a warning,
 //! never an error of the session; every run is logged as `hook_ran`.
 
 use serde_json::{Map, Value, json};
@@ -95,7 +95,7 @@ impl Session {
         source: &str,
         cancel: &CancellationToken,
     ) -> Result<(), RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::SessionStart) {
             return Ok(());
         }
         let extra = Map::from_iter([("source".to_owned(), json!(source))]);
@@ -118,7 +118,7 @@ impl Session {
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<Result<String, String>, RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::UserPromptSubmit) {
             return Ok(Ok(prompt));
         }
         let extra = Map::from_iter([("prompt".to_owned(), json!(prompt))]);
@@ -144,7 +144,7 @@ impl Session {
         reason: &str,
         cancel: &CancellationToken,
     ) -> Result<Option<String>, RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::PreToolUse) {
             return Ok(None);
         }
         let payload = self.payload(Some(call), Map::new());
@@ -184,7 +184,7 @@ impl Session {
         call: &ToolCall,
         cancel: &CancellationToken,
     ) -> Result<PreToolDecision, RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::PreToolUse) {
             return Ok(PreToolDecision::Run(call.clone()));
         }
         // Already judged by the hooks before the user approved it.
@@ -223,11 +223,11 @@ impl Session {
         meta: &Value,
         cancel: &CancellationToken,
     ) -> Result<(), RuntimeError> {
-        if self.hooks.is_empty() {
-            return Ok(());
-        }
         let event =
             if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
+        if !self.hooks.listens(event) {
+            return Ok(());
+        }
         let mut payload = self.payload(Some(call), Map::new());
         payload.tool_response =
             Some(json!({"output": result.output, "is_error": result.is_error, "meta": meta}));
@@ -247,7 +247,7 @@ impl Session {
         continuations: u32,
         cancel: &CancellationToken,
     ) -> Result<Option<String>, RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::Stop) {
             return Ok(None);
         }
         let extra = Map::from_iter([("stop_hook_active".to_owned(), json!(continuations > 0))]);
@@ -264,7 +264,7 @@ impl Session {
         message: &str,
         cancel: &CancellationToken,
     ) -> Result<(), RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::Notification) {
             return Ok(());
         }
         let extra = Map::from_iter([("message".to_owned(), json!(message))]);
@@ -281,7 +281,7 @@ impl Session {
         to: &str,
         cancel: &CancellationToken,
     ) -> Result<(), RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::PhaseChange) {
             return Ok(());
         }
         let extra =
@@ -293,7 +293,7 @@ impl Session {
 
     /// SessionEnd.
     pub(super) async fn session_end_hooks(&mut self, reason: &str) -> Result<(), RuntimeError> {
-        if self.hooks.is_empty() {
+        if !self.hooks.listens(HookEvent::SessionEnd) {
             return Ok(());
         }
         let extra = Map::from_iter([("reason".to_owned(), json!(reason))]);
