@@ -66,6 +66,8 @@ fn config() -> LoopConfig {
             PathContext { home: "/h".into(), workspace_root: "/w".into(), cwd: "/w".into() },
         ),
         max_steps: 100,
+        context_window: None,
+        compact_threshold: 0.85,
     }
 }
 

@@ -36,6 +36,8 @@ fn state(approval: ApprovalMode) -> LoopState {
         tool_classes,
         policy,
         max_steps: 30,
+        context_window: None,
+        compact_threshold: 0.85,
     })
 }
 

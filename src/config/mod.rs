@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
-pub use layers::{ConfigFile, Layers, SandboxFile, find_workspace_root, read_layers};
+pub use layers::{ConfigFile, ContextFile, Layers, SandboxFile, find_workspace_root, read_layers};
 pub use resolve::{Settings, resolve};
 
 /// Why configuration could not be loaded. Every message says what to fix.

@@ -92,6 +92,10 @@ pub struct Session {
     /// Calls PreToolUse hooks already judged before an approval prompt,
     /// with any input a hook rewrote.
     pub(super) prehooked: HashMap<String, Option<serde_json::Value>>,
+    /// What the instructions are rebuilt from after a compaction (the
+    /// AGENTS.md files are read again).
+    pub(super) settings: Arc<Settings>,
+    pub(super) date: String,
 }
 
 impl Session {
@@ -173,7 +177,7 @@ impl Session {
             llm,
             tools,
             workspace_root: settings.workspace_root.clone(),
-            cwd: options.cwd,
+            cwd: options.cwd.clone(),
             files: Arc::new(files),
             sink,
             approver,
@@ -190,6 +194,8 @@ impl Session {
             pending_session_start: Some(start_source),
             skills: Arc::new(skills),
             prehooked: HashMap::new(),
+            settings: Arc::new(settings.clone()),
+            date: options.date,
         }
     }
 
@@ -281,6 +287,11 @@ impl Session {
                     self.announce(event);
                     continue;
                 }
+                Effect::Compacted { reason, method, tokens_before, tokens_after } => {
+                    self.after_compaction(reason, &method, tokens_before, tokens_after, cancel)
+                        .await?;
+                    continue;
+                }
                 Effect::TurnEnded { outcome, final_text, usage } => {
                     self.sink.emit(RuntimeEvent::TurnCompleted {
                         turn: self.state.turn,
@@ -292,6 +303,9 @@ impl Session {
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
+                Effect::Summarize { request, trigger, focus } => {
+                    self.summarize(&request, trigger, focus, cancel).await?
+                }
                 Effect::AskApproval { call, reason } => {
                     if let Some(blocked) = self.approval_hooks(&call, &reason, cancel).await? {
                         queue.extend(step(
@@ -555,23 +569,7 @@ pub(super) fn loop_config(
     tools: &ToolRegistry,
     skills: &[skills::Skill],
 ) -> LoopConfig {
-    let mut instructions = system_prompt(&PromptFacts {
-        workspace_root: settings.workspace_root.display().to_string(),
-        cwd: options.cwd.display().to_string(),
-        platform: std::env::consts::OS.to_owned(),
-        date: options.date.clone(),
-    });
-    let agents_md: Vec<(String, String)> =
-        discover_instructions(&settings.keel_home, &settings.workspace_root, &options.cwd)
-            .into_iter()
-            .map(|file| (file.path.display().to_string(), file.text))
-            .collect();
-    instructions.push_str(&instructions_block(&agents_md));
-    let index: Vec<(String, String)> = skills
-        .iter()
-        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
-        .collect();
-    instructions.push_str(&skills_block(&index));
+    let instructions = base_instructions(settings, &options.cwd, &options.date, skills);
     let mut specs = tools.specs();
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
@@ -587,7 +585,38 @@ pub(super) fn loop_config(
         tool_classes,
         policy: build_policy(settings, options),
         max_steps: settings.max_steps,
+        context_window: settings.context_window,
+        compact_threshold: settings.compact_threshold,
     }
+}
+
+/// The instructions before the workflow guidance, in assembly order: the
+/// system prompt with the environment, the project's AGENTS.md files (read
+/// from disk now), the skills index.
+pub(super) fn base_instructions(
+    settings: &Settings,
+    cwd: &Path,
+    date: &str,
+    skills: &[skills::Skill],
+) -> String {
+    let mut instructions = system_prompt(&PromptFacts {
+        workspace_root: settings.workspace_root.display().to_string(),
+        cwd: cwd.display().to_string(),
+        platform: std::env::consts::OS.to_owned(),
+        date: date.to_owned(),
+    });
+    let agents_md: Vec<(String, String)> =
+        discover_instructions(&settings.keel_home, &settings.workspace_root, cwd)
+            .into_iter()
+            .map(|file| (file.path.display().to_string(), file.text))
+            .collect();
+    instructions.push_str(&instructions_block(&agents_md));
+    let index: Vec<(String, String)> = skills
+        .iter()
+        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
+        .collect();
+    instructions.push_str(&skills_block(&index));
+    instructions
 }
 
 /// Skills for a session started in `cwd`.
