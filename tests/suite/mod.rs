@@ -1,3 +1,4 @@
+mod context_compaction;
 mod context_overflow;
 mod e2e_exec;
 mod e2e_interrupt;
