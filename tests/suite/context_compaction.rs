@@ -45,7 +45,9 @@ impl Respond for Model {
         let tokens = body.len() / 3;
         let sse = render(Wire::Chat, &step, 0)
             .replace("\"prompt_tokens\":100", &format!("\"prompt_tokens\":{tokens}"));
-        ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(sse)
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(sse)
     }
 }
 
@@ -67,7 +69,9 @@ fn reads(files: std::ops::Range<usize>) -> Vec<Step> {
 
 /// Varied text, so tokens are not one repeated word.
 fn source_file(i: usize) -> String {
-    (0..220).map(|line| format!("let value_{i}_{line} = compute({line}, \"part {i}\");\n")).collect()
+    (0..220)
+        .map(|line| format!("let value_{i}_{line} = compute({line}, \"part {i}\");\n"))
+        .collect()
 }
 
 fn exec(sandbox: &Sandbox, server: &MockServer, args: &[&str]) -> Vec<Value> {
@@ -117,7 +121,10 @@ async fn a_long_session_compacts_twice_keeps_the_thread_and_resumes() {
     let tasks = json!({"todos": [{"id": "1", "text": TASK, "status": "in_progress"}]});
     let mut first = vec![
         Step::Calls { text: None, calls: vec![call("todo_write", tasks)] },
-        Step::Calls { text: None, calls: vec![call("submit_plan", json!({"plan_markdown": PLAN}))] },
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": PLAN}))],
+        },
     ];
     first.extend(reads(0..5));
     first.push(Step::Answer("first part done".into()));
