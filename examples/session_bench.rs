@@ -58,6 +58,7 @@ fn config() -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: String::new(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes: BTreeMap::from([("read_file".to_owned(), ToolClass::ReadOnly)]),
         policy: Policy::new(

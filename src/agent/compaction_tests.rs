@@ -15,6 +15,7 @@ fn config(window: Option<u64>) -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: "be helpful".into(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes: BTreeMap::from([
             ("read_file".to_owned(), ToolClass::ReadOnly),

@@ -20,6 +20,7 @@ fn config(approval: ApprovalMode) -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: "i".into(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes,
         policy: Policy::new(RuleSet::default(), approval, paths()),

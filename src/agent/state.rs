@@ -13,7 +13,11 @@ use super::workflow::WorkflowState;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopConfig {
     pub model: String,
+    /// The head of the instructions: core rules, environment, AGENTS.md,
+    /// memory index (and context SessionStart hooks added).
     pub instructions: String,
+    /// The skills index, after the mode block (see `build_request`).
+    pub skills_index: String,
     pub tools: Vec<ToolSpec>,
     /// Access class per tool name; unknown names count as read-only (they
     /// never run, they only produce an error result).

@@ -2,6 +2,7 @@
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
 use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
+use crate::prompts::mode_block;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
@@ -186,10 +187,14 @@ fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
     effects.push(Effect::CallModel(build_request(state)));
 }
 
-/// The request for the current state: instructions with the phase guidance
-/// and tasks last, the whole history, every tool.
+/// The request for the current state: the instructions in assembly order
+/// (head, mode and permissions, skills index, phase guidance with tasks
+/// last), the whole history, every tool.
 pub(super) fn build_request(state: &LoopState) -> ModelRequest {
+    let policy = &state.config.policy;
     let mut instructions = state.config.instructions.clone();
+    instructions.push_str(&mode_block(policy.mode.as_str(), policy.sandboxed));
+    instructions.push_str(&state.config.skills_index);
     instructions.push_str(&state.workflow.guidance());
     ModelRequest {
         model: state.config.model.clone(),

@@ -21,6 +21,7 @@ fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: "be helpful".into(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes,
         policy: Policy::new(RuleSet::default(), approval, paths()),

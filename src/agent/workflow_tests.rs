@@ -32,6 +32,7 @@ fn state(approval: ApprovalMode) -> LoopState {
     LoopState::new(LoopConfig {
         model: "m".into(),
         instructions: "be helpful".into(),
+        skills_index: String::new(),
         tools: harness_specs(),
         tool_classes,
         policy,

@@ -6,6 +6,8 @@
 //! truth when present) and the model table in [`models`].
 
 pub mod compact;
+pub mod frontmatter;
+pub mod memory;
 pub mod models;
 pub mod summary;
 pub mod tokens;

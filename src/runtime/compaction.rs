@@ -19,7 +19,7 @@ use crate::hooks::HookEvent;
 use crate::llm::LlmError;
 use crate::protocol::{Item, ModelRequest};
 
-use super::driver::{base_instructions, session_skills};
+use super::driver::base_instructions;
 use super::{RuntimeError, RuntimeEvent, Session};
 
 impl Session {
@@ -119,9 +119,8 @@ impl Session {
         if method != "summary" {
             return Ok(());
         }
-        let skills = session_skills(&self.settings, &self.cwd).skills;
         self.state.config.instructions =
-            base_instructions(&self.settings, &self.cwd, &self.date, &skills);
+            base_instructions(&self.settings, &self.cwd, &self.date, &self.memory);
         self.session_start_hooks("compact", cancel).await
     }
 

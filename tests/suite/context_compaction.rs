@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use super::context_requests::{filter, render as render_request};
 use super::support::{Sandbox, json_lines, request_bodies};
 use super::wire::{Step, Wire, call, render};
 
@@ -100,6 +101,27 @@ async fn request_after_summary(server: &MockServer) -> String {
     requests[summary_at + 1].to_string()
 }
 
+/// The request after a compaction, one line per item, then the summary
+/// block in full (session ids filtered).
+fn snapshot(sandbox: &Sandbox, request: &str) -> String {
+    let body: Value = serde_json::from_str(request).unwrap();
+    let lines = render_request(Wire::Chat, &body);
+    let block = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|message| message["content"].as_str())
+        .find(|text| text.starts_with("<keel-compaction-summary>"))
+        .unwrap_or("");
+    let mut text = filter(&format!("{lines}\n{block}\n"), sandbox);
+    if let Some(start) = text.find(".keel/plans/") {
+        let from = start + ".keel/plans/".len();
+        let end = text[from..].find("-r").map_or(from, |n| from + n);
+        text.replace_range(from..end, "[SESSION]");
+    }
+    text
+}
+
 fn assert_thread_kept(request: &str, latest: &str) {
     for kept in [GOAL, latest, AGENTS_RULE, PLAN, TASK] {
         assert!(request.contains(kept), "`{kept}` is missing after compaction");
@@ -137,7 +159,9 @@ async fn a_long_session_compacts_twice_keeps_the_thread_and_resumes() {
     assert!(first_count >= 1, "a summary in the first process");
     assert_eq!(summaries[0]["reason"], "threshold");
     assert!(summaries[0]["tokens_after"].as_u64() < summaries[0]["tokens_before"].as_u64());
-    assert_thread_kept(&request_after_summary(&server).await, GOAL);
+    let after = request_after_summary(&server).await;
+    assert_thread_kept(&after, GOAL);
+    insta::assert_snapshot!("request_after_compaction", snapshot(&sandbox, &after));
     assert!(lines.iter().any(|line| line["type"] == "compacted"), "exec --json shows it");
     let id = lines[0]["session_id"].as_str().unwrap().to_owned();
 

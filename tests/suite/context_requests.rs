@@ -20,7 +20,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// Replaces what changes between runs: the temp repo, the date, ids.
-fn filter(text: &str, sandbox: &Sandbox) -> String {
+pub(super) fn filter(text: &str, sandbox: &Sandbox) -> String {
     let repo = sandbox.repo.display().to_string();
     let mut text = text.replace(&repo, "[REPO]");
     if let Some(start) = text.find("Date: ") {
@@ -67,7 +67,7 @@ fn content_text(content: &Value) -> String {
 }
 
 /// One line per item of the request body of `wire`.
-fn render(wire: Wire, body: &Value) -> String {
+pub(super) fn render(wire: Wire, body: &Value) -> String {
     let mut out = Vec::new();
     let tools: Vec<&str> = body["tools"]
         .as_array()
@@ -141,6 +141,11 @@ async fn second_request(wire: Wire) -> String {
     let sandbox = Sandbox::new();
     sandbox.write("AGENTS.md", "# Project\n\nRun `cargo test` before you say done.\n");
     sandbox.write("notes.txt", "alpha\nbeta\n");
+    let memory = sandbox.home.join("memory");
+    std::fs::create_dir_all(&memory).unwrap();
+    let note =
+        "---\ndescription: The user prefers small commits\ntype: user\n---\nKeep commits small.\n";
+    std::fs::write(memory.join("commits.md"), note).unwrap();
     let steps = [
         Step::Calls {
             text: Some("Reading it.".into()),
