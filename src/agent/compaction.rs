@@ -18,7 +18,7 @@ use crate::context::compact::elide_old_tool_outputs;
 use crate::context::summary::{
     CHECK_CHARS, Preserved, clip, compacted_history, fit_for_summary, summary_request,
 };
-use crate::context::tokens::{estimate_items, estimate_request, upper_bound};
+use crate::context::tokens::{estimate_items, estimate_request, items_upper_bound, upper_bound};
 use crate::plan::{PlanStatus, is_verification_command};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall};
 use crate::tasks::TaskStatus;
@@ -45,6 +45,16 @@ pub(super) fn estimate(state: &LoopState, request: &ModelRequest) -> u64 {
     }
 }
 
+/// [`estimate`] with bytes standing in for tokens: never below it.
+fn upper_estimate(state: &LoopState, request: &ModelRequest) -> u64 {
+    match state.reported_context {
+        Some((tokens, counted)) if counted <= request.items.len() => {
+            tokens + items_upper_bound(&request.items[counted..])
+        }
+        Some(_) | None => upper_bound(request),
+    }
+}
+
 /// The token limit the threshold sets, if the window is known.
 fn limit(state: &LoopState) -> Option<u64> {
     let window = state.config.context_window?;
@@ -63,7 +73,9 @@ pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -
         return false;
     }
     let request = build_request(state);
-    if state.reported_context.is_none() && upper_bound(&request) <= limit {
+    // Counting tokens needs the encoder (most of a second to build), so a
+    // byte bound rules out most requests first.
+    if upper_estimate(state, &request) <= limit {
         return false;
     }
     let tokens_before = estimate(state, &request);

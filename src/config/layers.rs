@@ -42,6 +42,11 @@ pub struct ContextFile {
     /// Fraction of the window at which the history is compacted before a
     /// request (default 0.85).
     pub compact_threshold: Option<f64>,
+    /// US dollars per million tokens for the session's model (override
+    /// keel's table, or price a model it does not know).
+    pub input_price: Option<f64>,
+    pub cached_input_price: Option<f64>,
+    pub output_price: Option<f64>,
 }
 
 /// The `[verify]` table.
@@ -97,10 +102,20 @@ impl ConfigFile {
             verify,
             context,
         } = other;
-        if let Some(ContextFile { window, compact_threshold }) = context {
+        if let Some(ContextFile {
+            window,
+            compact_threshold,
+            input_price,
+            cached_input_price,
+            output_price,
+        }) = context
+        {
             let mine = self.context.get_or_insert_with(ContextFile::default);
             mine.window = window.or(mine.window);
             mine.compact_threshold = compact_threshold.or(mine.compact_threshold);
+            mine.input_price = input_price.or(mine.input_price);
+            mine.cached_input_price = cached_input_price.or(mine.cached_input_price);
+            mine.output_price = output_price.or(mine.output_price);
         }
         if let Some(VerifyFile { commands }) = verify {
             let mine = self.verify.get_or_insert_with(VerifyFile::default);

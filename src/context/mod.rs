@@ -12,4 +12,4 @@ pub mod models;
 pub mod summary;
 pub mod tokens;
 
-pub use models::{ModelInfo, context_percent, cost_usd, model_info};
+pub use models::{ModelInfo, Pricing, context_percent, cost_usd, model_info};

@@ -33,6 +33,11 @@ pub fn count(text: &str) -> u64 {
     encoder().encode_ordinary(text).len() as u64
 }
 
+/// A bound no tokenization of `items` can exceed (see [`upper_bound`]).
+pub fn items_upper_bound(items: &[Item]) -> u64 {
+    items.iter().map(|item| item_bytes(item) as u64 + PER_ITEM_OVERHEAD).sum()
+}
+
 /// A bound no tokenization can exceed: every token covers at least one
 /// byte. Used to skip counting when even the bound is under a threshold.
 pub fn upper_bound(request: &ModelRequest) -> u64 {

@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::PlanReview;
 use crate::config::Settings;
-use crate::context::{context_percent, cost_usd};
 use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
 use crate::protocol::{TurnOutcome, Usage};
@@ -134,8 +133,8 @@ pub async fn run(
                 session_id: Some(session.id().to_owned()),
                 log_path: Some(session.log_path().to_owned()),
                 error,
-                cost_usd: cost_usd(session.model(), &session.session_usage()),
-                context_percent: context_percent(session.model(), session.last_input_tokens()),
+                cost_usd: session.cost_usd(),
+                context_percent: session.context_percent(),
                 plan_path: session
                     .workflow()
                     .plan

@@ -223,6 +223,17 @@ impl Session {
         self.last_input_tokens
     }
 
+    /// What the session cost so far, if its model's prices are known
+    /// (keel's table, or `[context]` prices in the config).
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.settings.pricing.cost_usd(&self.state.session_usage)
+    }
+
+    /// How full the context was at the latest request, in percent.
+    pub fn context_percent(&self) -> Option<f64> {
+        self.settings.pricing.context_percent(self.last_input_tokens)
+    }
+
     /// Changes the approval mode for the turns that follow (the TUI's
     /// Shift+Tab); a running turn keeps the mode it started with.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
