@@ -1,21 +1,18 @@
 //! [`Session`]: one session's adapters and the loop that drives `step`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{
-    Effect, Input, LoopConfig, LoopState, OpenTurn, WorkflowState, harness_specs, step,
-};
+use crate::agent::{Effect, Input, LoopState, OpenTurn, WorkflowState, step};
+use crate::config::Settings;
 use crate::config::rules::append_local_rule;
-use crate::config::{Settings, discover_instructions, discover_memory};
 use crate::context::memory::MemoryNote;
 use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::{self, ApprovalMode};
-use crate::prompts::{PromptFacts, instructions_block, memory_block, skills_block, system_prompt};
 use crate::protocol::{
     ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
@@ -24,10 +21,11 @@ use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::skills;
 use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
-use super::files::{git_head, git_summary};
+pub(super) use super::assembly::{Found, base_instructions, discover_context, loop_config};
+use super::files::git_head;
 use super::hooks_glue::PreToolDecision;
+use super::sandboxing::mark_sandbox_violation;
 pub(super) use super::sandboxing::setup_sandbox;
-use super::sandboxing::{build_policy, mark_sandbox_violation};
 use super::undo::Checkpoints;
 use super::{ApprovalAnswer, Approver, EventSink, RuntimeError, RuntimeEvent};
 
@@ -580,103 +578,6 @@ impl Session {
                 item_id: None,
             })
     }
-}
-
-/// The loop's fixed configuration for `settings` and `options`.
-pub(super) fn loop_config(
-    settings: &Settings,
-    options: &SessionOptions,
-    tools: &ToolRegistry,
-    found: &Found,
-) -> LoopConfig {
-    let memory = &found.memory;
-    let instructions = base_instructions(settings, &options.cwd, &options.date, memory);
-    let mut specs = tools.specs();
-    // No notes, no tool: its schema would only cost tokens.
-    specs.retain(|spec| spec.name != "read_memory" || !memory.is_empty());
-    let mut tool_classes: BTreeMap<String, _> =
-        specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
-    // Answered by the loop itself; read-only as far as policy is concerned.
-    for spec in harness_specs() {
-        tool_classes.insert(spec.name.clone(), crate::protocol::ToolClass::ReadOnly);
-        specs.push(spec);
-    }
-    LoopConfig {
-        model: settings.model.clone(),
-        instructions,
-        tools: specs,
-        tool_classes,
-        policy: build_policy(settings, options),
-        max_steps: settings.max_steps,
-        skills_index: skills_index(&found.skills),
-        context_window: settings.context_window,
-        compact_threshold: settings.compact_threshold,
-    }
-}
-
-/// The head of the instructions, in assembly order: the core rules with
-/// the environment snapshot, the project's AGENTS.md files and the memory
-/// index (both read from disk now). Mode, skills and the workflow follow
-/// in each request (`agent::step::build_request`).
-pub(super) fn base_instructions(
-    settings: &Settings,
-    cwd: &Path,
-    date: &str,
-    memory: &[MemoryNote],
-) -> String {
-    let mut instructions = system_prompt(&PromptFacts {
-        workspace_root: settings.workspace_root.display().to_string(),
-        cwd: cwd.display().to_string(),
-        platform: std::env::consts::OS.to_owned(),
-        shell: std::env::var("SHELL").unwrap_or_else(|_| "bash".to_owned()),
-        git: git_summary(&settings.workspace_root),
-        date: date.to_owned(),
-    });
-    let agents_md: Vec<(String, String)> =
-        discover_instructions(&settings.keel_home, &settings.workspace_root, cwd)
-            .into_iter()
-            .map(|file| (file.path.display().to_string(), file.text))
-            .collect();
-    instructions.push_str(&instructions_block(&agents_md));
-    let index: Vec<(String, String, String)> = memory
-        .iter()
-        .map(|note| (note.meta.name.clone(), note.meta.kind.clone(), note.meta.description.clone()))
-        .collect();
-    instructions.push_str(&memory_block(&index));
-    instructions
-}
-
-/// The skills index for the instructions.
-fn skills_index(skills: &[skills::Skill]) -> String {
-    let index: Vec<(String, String)> = skills
-        .iter()
-        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
-        .collect();
-    skills_block(&index)
-}
-
-/// What a session finds on disk besides its config: skills and memory
-/// notes, and what could not be loaded (said to the user as warnings).
-pub(super) struct Found {
-    pub(super) skills: Vec<skills::Skill>,
-    pub(super) memory: Vec<MemoryNote>,
-    pub(super) warnings: Vec<String>,
-}
-
-/// Skills and memory for a session started in `cwd`.
-pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
-    let roots = skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd);
-    let discovery = skills::discover(&roots);
-    let (memory, memory_problems) = discover_memory(&settings.keel_home, &settings.workspace_root);
-    let skill_warnings = discovery
-        .problems
-        .iter()
-        .map(|problem| format!("skill {} not loaded: {}", problem.path.display(), problem.error));
-    let memory_warnings = memory_problems.iter().map(|problem| {
-        format!("memory note {} not loaded: {}", problem.path.display(), problem.error)
-    });
-    let warnings = skill_warnings.chain(memory_warnings).collect();
-    Found { skills: discovery.skills, memory, warnings }
 }
 
 /// How the log records an approval's scope.

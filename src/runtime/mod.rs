@@ -8,6 +8,7 @@
 //! running tools, and the turn still ends with every call answered.
 
 mod approval;
+mod assembly;
 mod checkpoint;
 mod commands;
 mod driver;
