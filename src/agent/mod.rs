@@ -19,7 +19,7 @@ pub use rebuild::{
 pub use schedule::{Batch, schedule};
 pub use state::{LoopConfig, LoopPhase, LoopState};
 pub use step::{Effect, Input, step};
-pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs};
+pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs, rejection_text};
 
 #[cfg(test)]
 mod rebuild_tests;

@@ -4,9 +4,10 @@
 //! [`Rebuilder`] folds records one at a time (the caller streams them from
 //! disk, so a large log never sits in memory twice). It keeps the
 //! conversation (from the latest compaction on), turn and step counters,
-//! usage totals, the workflow (phase, plan, tasks, and the verification
-//! gate, recomputed from the results as `step` computes it live), and, for the last turn only, which calls of the last
-//! response have no result yet.
+//! usage totals, the approval mode (the last one logged), the workflow
+//! (phase, plan, tasks, and the verification gate, recomputed from the
+//! results as `step` computes it live), and, for the last turn only, which
+//! calls of the last response have no result yet.
 //!
 //! [`reconcile`] turns an open turn back into effects through the ordinary
 //! [`step`] path: calls that were started but have no result are answered
@@ -21,6 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::policy::ApprovalMode;
 use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
 
 use super::schedule::Batch;
@@ -119,9 +121,13 @@ impl Rebuilder {
     pub fn apply(&mut self, record: EventRecord) {
         self.facts.next_seq = self.facts.next_seq.max(record.seq + 1);
         match record.event {
-            SessionEvent::SessionStarted { session_id, cwd, provider, model, .. } => {
+            SessionEvent::SessionStarted { session_id, cwd, provider, model, mode, .. } => {
                 self.facts = LogFacts { session_id, cwd, provider, model, ..self.facts.clone() };
+                if let Some(mode) = mode {
+                    self.set_mode(&mode);
+                }
             }
+            SessionEvent::ModeChanged { mode } => self.set_mode(&mode),
             SessionEvent::SessionResumed { provider, model, .. } => {
                 self.facts.provider = provider;
                 self.facts.model = model;
@@ -173,11 +179,20 @@ impl Rebuilder {
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
             | SessionEvent::Undo { .. }
-            | SessionEvent::ModeChanged { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::HookRan { .. }
             | SessionEvent::SessionEnded { .. } => {}
+        }
+    }
+
+    /// The logged approval mode; plan mode requires a plan, as live. An
+    /// unknown name (a newer keel) keeps the mode in force.
+    fn set_mode(&mut self, name: &str) {
+        let Some(mode) = ApprovalMode::parse(name) else { return };
+        self.state.config.policy.mode = mode;
+        if mode == ApprovalMode::Plan {
+            self.state.workflow.flow.plan_required = true;
         }
     }
 

@@ -7,7 +7,9 @@
 //! the workflow implicitly along a legal edge whose gates hold (e.g. the
 //! first `write_file` in `orient` enters `implement`, recorded as a
 //! `phase_changed`), or is refused with the phase and the allowed moves;
-//! it never runs. Model input never panics: bad arguments become an error
+//! it never runs. No implicit move leaves a phase where plans are
+//! submitted: there a write is refused until the model moves on with
+//! `set_phase` (and the plan gate, when a plan is required, holds). Model input never panics: bad arguments become an error
 //! result. The plan's path is empty here; the driver saves the plan under
 //! `.keel/plans/` and fills the path in before the line is logged.
 
@@ -90,6 +92,18 @@ impl WorkflowState {
         })
     }
 
+    /// Rejects a plan waiting for review (`keel exec resume ID
+    /// --reject-plan FEEDBACK`); the event to record, if there was one. The
+    /// model stays in the plan phase and reads [`rejection_text`].
+    pub fn reject_submitted(&mut self, feedback: &str) -> Option<SessionEvent> {
+        let waiting =
+            self.flow.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Submitted);
+        waiting.then(|| {
+            self.flow.review_plan(false, Some(feedback.to_owned()));
+            plan_event(&self.flow)
+        })
+    }
+
     /// The lines appended to the instructions of every request.
     pub fn guidance(&self) -> String {
         let phase = &self.flow.phase;
@@ -125,6 +139,10 @@ impl WorkflowState {
             return Err(first);
         }
         let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();
+        if self.rules.allows(&self.flow.phase, ToolKind::Plan) {
+            // The model chose to plan: leaving that takes a set_phase.
+            return Err(format!("{first}. Allowed next phases: {}.", next.join(", ")));
+        }
         let mut blocked = Vec::new();
         for target in next.iter().filter(|target| self.rules.allows(target, kind)) {
             let mut moved = self.flow.clone();
@@ -318,12 +336,15 @@ pub fn review(
         ToolResult::ok(call_id, approved_text())
     } else {
         let feedback = note.unwrap_or_else(|| "no feedback given".to_owned());
-        ToolResult::error(
-            call_id,
-            format!("plan rejected: {feedback}. Revise it and submit it again."),
-        )
+        ToolResult::error(call_id, rejection_text(&feedback))
     };
     (plan_event(&flow.flow), result)
+}
+
+/// What the model reads when the user rejects its plan, live (the
+/// `submit_plan` result) or in a later run (the next prompt).
+pub fn rejection_text(feedback: &str) -> String {
+    format!("plan rejected: {feedback}. Revise it and submit it again.")
 }
 
 fn approved_text() -> &'static str {

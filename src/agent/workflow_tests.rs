@@ -166,6 +166,23 @@ fn in_plan_mode_a_write_before_approval_is_refused_and_never_run() {
 }
 
 #[test]
+fn in_the_plan_phase_a_write_is_refused_even_without_a_required_plan() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "plan it".into() });
+    step(&mut state, respond(vec![set_phase("p", "plan")]));
+    let write = call("w", "write_file", serde_json::json!({ "path": "a.rs" }));
+    let effects = step(&mut state, respond(vec![write, shell("s", "touch b")]));
+    assert!(runs(&effects).is_empty(), "nothing ran");
+    assert!(phase_moves(&effects).is_empty(), "no implicit move out of plan");
+    for id in ["w", "s"] {
+        let refusal = result_of(&state, id);
+        assert!(refusal.is_error && refusal.output.contains("plan phase"), "{refusal:?}");
+        assert!(refusal.output.contains("Allowed next phases: implement"), "{refusal:?}");
+    }
+    assert_eq!(state.workflow.flow.phase, "plan");
+}
+
+#[test]
 fn a_submitted_plan_goes_through_the_approval_path() {
     let mut state = state(ApprovalMode::Auto);
     state.workflow.flow.plan_required = true;

@@ -118,6 +118,7 @@ impl Session {
             model: settings.model.clone(),
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_head: git_head(&workspace_root),
+            mode: Some(options.approval.as_str().to_owned()),
         })?;
         let mut state = state;
         if let Some(rules) = &settings.phase_rules {
@@ -215,11 +216,22 @@ impl Session {
     }
 
     /// Changes the approval mode for the turns that follow (the TUI's
-    /// Shift+Tab); a running turn keeps the mode it started with.
+    /// Shift+Tab, a mode flag on resume); a running turn keeps the mode it
+    /// started with. A change is recorded (`mode_changed`) so a resume
+    /// restores it; a failed write is reported, and the poisoned log stops
+    /// the next turn.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
-        self.state.config.policy.mode = mode;
         if mode == ApprovalMode::Plan {
             self.state.workflow.flow.plan_required = true;
+        }
+        if self.state.config.policy.mode == mode {
+            return;
+        }
+        self.state.config.policy.mode = mode;
+        let event = SessionEvent::ModeChanged { mode: mode.as_str().to_owned() };
+        if let Err(error) = self.log.append(event) {
+            let message = format!("cannot record the mode change: {error}");
+            self.sink.emit(RuntimeEvent::Error { message });
         }
     }
 

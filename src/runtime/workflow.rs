@@ -1,6 +1,6 @@
 //! The session's side of the workflow (issue 6): how a front end sets
-//! the plan review, approves a plan waiting from an earlier run, and reads
-//! the workflow for its report. The rules themselves are enforced in
+//! the plan review, approves or rejects a plan waiting from an earlier run,
+//! and reads the workflow for its report. The rules themselves are enforced in
 //! `agent::step`; this file only exposes and records.
 //!
 //! A submitted plan is saved as `.keel/plans/<session>-r<revision>.md` in
@@ -29,6 +29,18 @@ impl Session {
     /// was one.
     pub fn approve_submitted_plan(&mut self) -> Result<bool, RuntimeError> {
         match self.state.workflow.approve_submitted() {
+            Some(event) => {
+                self.log.append(event)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Rejects the plan waiting for review with `feedback`, recording it;
+    /// whether there was one. The model stays in the plan phase.
+    pub fn reject_submitted_plan(&mut self, feedback: &str) -> Result<bool, RuntimeError> {
+        match self.state.workflow.reject_submitted(feedback) {
             Some(event) => {
                 self.log.append(event)?;
                 Ok(true)

@@ -18,3 +18,4 @@ mod tools_cli;
 mod tui_tmux;
 mod wire;
 mod workflow_e2e;
+mod workflow_review_e2e;

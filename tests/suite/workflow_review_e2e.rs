@@ -1,0 +1,189 @@
+//! Plan review across processes through the real `keel exec` binary
+//! (issue 6, acceptance 2): in plan mode a plan is submitted, rejected with
+//! feedback (`resume ID --reject-plan`), revised, approved (`resume ID
+//! --approve-plan`), implemented, verified (failing once, then passing) and
+//! delivered, and the log shows each step.
+
+use serde_json::{Value, json};
+
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+use super::workflow_e2e::{moves, phase, phase_moves, read_hello, shell, typo_edit};
+
+const FIRST_PLAN: &str = "## Steps\n1. Fix `helo` in hello.txt\n## Verification\nmake test";
+const FEEDBACK: &str = "also note the fix in CHANGELOG";
+const SECOND_PLAN: &str = "## Steps\n1. Fix `helo` in hello.txt\n2. Note the fix in CHANGELOG\n## Verification\nmake test";
+
+fn submit(plan: &str) -> Step {
+    Step::Calls { text: None, calls: vec![call("submit_plan", json!({"plan_markdown": plan}))] }
+}
+
+/// Runs `keel exec --json` with `args` against `steps`; returns the stdout
+/// lines (the last is the `result`) and the model's request bodies.
+async fn run(sandbox: &Sandbox, steps: &[Step], args: &[&str]) -> (Vec<Value>, Vec<Value>) {
+    let server = scripted_model(Wire::Chat, steps).await;
+    let output = sandbox
+        .keel()
+        .arg("exec")
+        .args(args)
+        .args(["--json", "--provider", "openai-chat", "--model", "mock-model"])
+        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    (json_lines(&output.stdout), request_bodies(&server).await)
+}
+
+fn plan_reviews(log: &[Value]) -> Vec<(String, u64, String)> {
+    log.iter()
+        .filter(|line| line["type"] == "plan_updated")
+        .map(|line| {
+            let plan = &line["plan"];
+            let status = match plan["feedback"].as_str() {
+                Some(feedback) => format!("{}: {feedback}", plan["status"].as_str().unwrap()),
+                None => plan["status"].as_str().unwrap().to_owned(),
+            };
+            (status, plan["revision"].as_u64().unwrap(), plan["text"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// Exit codes of the `make test` runs, in order.
+fn verifications(log: &[Value]) -> Vec<i64> {
+    let ids: Vec<&str> = log
+        .iter()
+        .filter(|line| line["type"] == "tool_call_started")
+        .filter(|line| line["call"]["arguments"].as_str().unwrap().contains("make test"))
+        .map(|line| line["call"]["call_id"].as_str().unwrap())
+        .collect();
+    log.iter()
+        .filter(|line| line["type"] == "tool_call_finished")
+        .filter(|line| ids.contains(&line["result"]["call_id"].as_str().unwrap()))
+        .map(|line| line["meta"]["exit_code"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn plan_mode_story_reject_revise_approve_implement_fail_fix_verify_deliver() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    sandbox
+        .write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n\tgrep -q typo CHANGELOG\n");
+
+    // 1. Plan mode: the first plan is submitted and the run stops for review.
+    let planning = vec![read_hello(), phase("plan"), submit(FIRST_PLAN)];
+    let args = ["--mode", "plan", "--plan-only", "Fix the typo in hello.txt"];
+    let (lines, _) = run(&sandbox, &planning, &args).await;
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "plan_ready", "{result}");
+    assert_eq!(result["final_text"], FIRST_PLAN);
+    let id = result["session_id"].as_str().unwrap().to_owned();
+
+    // 2. Rejected with feedback: the model reads it, stays in plan, revises.
+    let revising = vec![submit(SECOND_PLAN), Step::Answer("never asked".into())];
+    let (lines, bodies) =
+        run(&sandbox, &revising, &["resume", &id, "--reject-plan", FEEDBACK]).await;
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "plan_ready", "{result}");
+    assert_eq!(result["final_text"], SECOND_PLAN);
+    let saved = result["plan_path"].as_str().unwrap();
+    assert!(saved.ends_with("-r2.md"), "{saved}");
+    assert_eq!(std::fs::read_to_string(saved).unwrap(), SECOND_PLAN);
+    assert_eq!(bodies.len(), 1, "the run stops after the revised plan");
+    let request = bodies[0].to_string();
+    assert!(request.contains(&format!("plan rejected: {FEEDBACK}")), "{request}");
+    assert!(request.contains("Current phase: plan"), "{request}");
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n", "nothing changed while planning");
+
+    // 3. Approved: implement, verification fails, fix, passes, deliver.
+    let changelog = json!({"path": "CHANGELOG", "content": "- fixed a typo in hello.txt\n"});
+    let implementing = vec![
+        phase("implement"),
+        typo_edit(),
+        phase("verify"),
+        shell("make test"),
+        phase("implement"),
+        Step::Calls { text: None, calls: vec![call("write_file", changelog)] },
+        phase("verify"),
+        shell("make test"),
+        phase("deliver"),
+        Step::Answer("Fixed the typo and noted it in CHANGELOG; make test passes.".into()),
+    ];
+    let args = ["resume", &id, "--approve-plan", "--mode", "auto"];
+    let (lines, bodies) = run(&sandbox, &implementing, &args).await;
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(sandbox.read("hello.txt"), "hello world\n");
+    assert!(sandbox.read("CHANGELOG").contains("typo"));
+    assert!(bodies[0].to_string().contains("The plan is approved"), "{}", bodies[0]);
+
+    // The log tells the whole story.
+    let log = sandbox.only_log();
+    let started = log.iter().find(|line| line["type"] == "session_started").unwrap();
+    assert_eq!(started["mode"], "plan");
+    let reviews = plan_reviews(&log);
+    let expected = vec![
+        ("submitted".to_owned(), 1, FIRST_PLAN.to_owned()),
+        (format!("rejected: {FEEDBACK}"), 1, FIRST_PLAN.to_owned()),
+        ("submitted".to_owned(), 2, SECOND_PLAN.to_owned()),
+        ("approved".to_owned(), 2, SECOND_PLAN.to_owned()),
+    ];
+    assert_eq!(reviews, expected);
+    assert_eq!(
+        phase_moves(&log),
+        moves(&[
+            ("orient", "plan"),
+            ("plan", "implement"),
+            ("implement", "verify"),
+            ("verify", "implement"),
+            ("implement", "verify"),
+            ("verify", "deliver"),
+        ])
+    );
+    let failed_then_passed = verifications(&log);
+    assert_eq!(failed_then_passed.len(), 2, "{failed_then_passed:?}");
+    assert_ne!(failed_then_passed[0], 0);
+    assert_eq!(failed_then_passed[1], 0);
+    let modes: Vec<&Value> = log
+        .iter()
+        .filter(|line| line["type"] == "mode_changed")
+        .map(|line| &line["mode"])
+        .collect();
+    assert_eq!(modes, vec!["auto"], "plan mode until the approved run switched to auto");
+}
+
+/// Even where policy would allow it (auto mode), the plan phase refuses
+/// writes and commands, and nothing changes on disk.
+#[tokio::test]
+async fn a_write_in_the_plan_phase_is_refused_and_nothing_changes_on_disk() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    let steps = vec![
+        phase("plan"),
+        typo_edit(),
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "new.txt", "content": "x"}))],
+        },
+        shell("echo x > made.txt"),
+        Step::Answer("Planning only.".into()),
+    ];
+    let (lines, _) = run(&sandbox, &steps, &["--full-auto", "Fix the typo in hello.txt"]).await;
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n");
+    assert!(!sandbox.repo.join("new.txt").exists());
+    assert!(!sandbox.repo.join("made.txt").exists());
+    let log = sandbox.only_log();
+    let refusals: Vec<&Value> = log
+        .iter()
+        .filter(|line| line["type"] == "tool_call_finished" && line["meta"]["kind"] == "denied")
+        .collect();
+    assert_eq!(refusals.len(), 3, "{refusals:?}");
+    for refusal in refusals {
+        let text = refusal["result"]["output"].as_str().unwrap();
+        assert!(text.contains("not allowed in the plan phase"), "{text}");
+        assert_eq!(refusal["meta"]["phase"], "plan");
+    }
+    assert!(!log.iter().any(|line| line["type"] == "tool_call_started"), "nothing ran");
+    assert_eq!(lines.last().unwrap()["status"], "completed", "{log:#?}");
+}
