@@ -187,3 +187,38 @@ async fn a_write_in_the_plan_phase_is_refused_and_nothing_changes_on_disk() {
     assert!(!log.iter().any(|line| line["type"] == "tool_call_started"), "nothing ran");
     assert_eq!(lines.last().unwrap()["status"], "completed", "{log:#?}");
 }
+
+/// A resume keeps the mode the log last recorded; a mode flag on the
+/// resume wins and is recorded.
+#[tokio::test]
+async fn a_resume_keeps_the_logged_mode_unless_a_flag_says_otherwise() {
+    let sandbox = Sandbox::new();
+    let write = || Step::Calls {
+        text: None,
+        calls: vec![call("write_file", json!({"path": "new.txt", "content": "x"}))],
+    };
+    let (lines, _) =
+        run(&sandbox, &[Step::Answer("ok".into())], &["--mode", "explore", "look around"]).await;
+    let id = lines.last().unwrap()["session_id"].as_str().unwrap().to_owned();
+
+    let steps = vec![write(), Step::Answer("refused".into())];
+    run(&sandbox, &steps, &["resume", &id, "write new.txt"]).await;
+    assert!(!sandbox.repo.join("new.txt").exists(), "still explore mode: read-only");
+
+    run(&sandbox, &steps, &["resume", &id, "--mode", "auto", "write new.txt"]).await;
+    assert_eq!(sandbox.read("new.txt"), "x", "the flag switched to auto");
+
+    let log = sandbox.only_log();
+    let modes: Vec<&Value> = log
+        .iter()
+        .filter(|line| line["type"] == "mode_changed")
+        .map(|line| &line["mode"])
+        .collect();
+    assert_eq!(modes, vec!["auto"]);
+    let refused = log
+        .iter()
+        .find(|line| line["type"] == "tool_call_finished" && line["result"]["is_error"] == true)
+        .unwrap();
+    let text = refused["result"]["output"].as_str().unwrap();
+    assert!(text.contains("explore"), "{text}");
+}
