@@ -256,7 +256,8 @@ pub trait FileProbe {
 /// Continues `open` from a rebuilt, idle `state`: answers started calls
 /// "interrupted", re-judges calls that never started, and then lets the
 /// loop ask the model again. Returns the effects to carry out, the first
-/// ones being the records of the synthetic results.
+/// ones being the records of the synthetic results, then the policy
+/// decisions on the calls judged again.
 pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) -> Vec<Effect> {
     let (started, waiting): (Vec<&OpenCall>, Vec<&OpenCall>) =
         open.calls.iter().partition(|call| call.started);
@@ -270,11 +271,19 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
         .collect();
     let waiting = waiting.iter().map(|open_call| open_call.call.clone()).collect();
     let calls = started.iter().map(|open_call| open_call.call.clone()).collect();
+    let mut decisions = Vec::new();
     state.pending = std::iter::once(Batch::Run { calls, concurrent: false })
-        .chain(batches(state, waiting))
+        .chain(batches(state, waiting, &mut decisions))
         .collect();
     state.phase = LoopPhase::Execute;
-    step(state, Input::BatchFinished { results })
+    let mut effects = step(state, Input::BatchFinished { results });
+    // After the interrupted results, before anything is run or asked.
+    let answered = effects
+        .iter()
+        .take_while(|e| matches!(e, Effect::Record(SessionEvent::ToolCallFinished { .. })))
+        .count();
+    effects.splice(answered..answered, decisions);
+    effects
 }
 
 /// What the model reads for a call that was started but has no result.

@@ -214,8 +214,11 @@ fn a_call_that_never_started_asks_for_approval_again() {
     let mut state = rebuilt.state;
     let effects = reconcile(&mut state, &open, &Unchanged);
     assert!(
-        matches!(&effects[..], [Effect::AskApproval { call, .. }] if call.call_id == "w"),
-        "{effects:?}"
+        matches!(&effects[..], [
+            Effect::Record(SessionEvent::PolicyDecision { call_id, decision, .. }),
+            Effect::AskApproval { call, .. },
+        ] if call.call_id == "w" && call_id == "w" && decision == "prompt"),
+        "judged again, recorded, then asked: {effects:?}"
     );
 }
 

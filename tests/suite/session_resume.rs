@@ -100,6 +100,11 @@ async fn a_pending_approval_is_asked_again_after_a_crash() {
     let resumed = log_types.iter().position(|t| t == "session_resumed").unwrap();
     let approval = log.iter().position(|l| l["type"] == "approval").unwrap();
     assert!(approval > resumed, "asked again after the resume: {log_types:?}");
+    let judged = log
+        .iter()
+        .rposition(|l| l["type"] == "policy_decision" && l["decision"] == "prompt")
+        .unwrap();
+    assert!(resumed < judged && judged < approval, "judged again first: {log_types:?}");
     assert_eq!(log[approval]["approved"], false);
     assert_eq!(log[approval]["scope"], "once");
     assert!(!sandbox.repo.join("x.txt").exists());
@@ -117,13 +122,14 @@ async fn a_full_disk_is_reported_and_nothing_runs_unrecorded() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    // Seq 4 is the write_file call's tool_call_started line.
+    // Seq 3 model_response, 4 policy_decision, 5 phase_changed (orient to
+    // implement), 6 the write_file call's tool_call_started line.
     let output = sandbox
         .keel()
         .args(["exec", "--json", "--full-auto"])
         .args(model_args(&server.uri()))
         .arg("write x")
-        .env("KEEL_TEST_FAIL_WRITE_AT_SEQ", "4")
+        .env("KEEL_TEST_FAIL_WRITE_AT_SEQ", "6")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
