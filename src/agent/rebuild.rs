@@ -107,14 +107,20 @@ impl Rebuilder {
         }
     }
 
-    /// Uses a project's phase rules and `verify.commands` (as the live
-    /// session did) before any record is folded.
-    pub fn configure_workflow(&mut self, rules: Option<PhaseRules>, verify_commands: Vec<String>) {
+    /// Uses a project's phase rules, `verify.commands` and detected checks
+    /// (as the live session did) before any record is folded.
+    pub fn configure_workflow(
+        &mut self,
+        rules: Option<PhaseRules>,
+        verify_commands: Vec<String>,
+        detected_checks: Vec<String>,
+    ) {
         if let Some(rules) = rules {
             let plan_required = self.state.workflow.flow.plan_required;
             self.state.workflow = WorkflowState::with_rules(rules, plan_required);
         }
         self.state.workflow.verify_commands = verify_commands;
+        self.state.workflow.detected_checks = detected_checks;
     }
 
     /// Applies one record.

@@ -45,6 +45,9 @@ pub struct WorkflowState {
     pub review: PlanReview,
     /// Configured `verify.commands`, besides the detected ones.
     pub verify_commands: Vec<String>,
+    /// The project's own checks (`cargo test`, `make test`, …), detected
+    /// from its root files; named in the guidance, and they verify.
+    pub detected_checks: Vec<String>,
 }
 
 impl WorkflowState {
@@ -61,6 +64,7 @@ impl WorkflowState {
             tasks: Vec::new(),
             review: PlanReview::Ask,
             verify_commands: Vec::new(),
+            detected_checks: Vec::new(),
         }
     }
 
@@ -116,6 +120,16 @@ impl WorkflowState {
                 text.push_str(&format!(" Move with set_phase to: {}.", rule.next.join(", ")));
             }
         }
+        let checks = self.checks();
+        let checking = ["implement", "verify"].contains(&phase.as_str());
+        if checking && !checks.is_empty() {
+            let list: Vec<String> = checks.iter().map(|check| format!("`{check}`")).collect();
+            text.push_str(&format!(
+                " This project's checks: {}; run them in the verify phase after changing files \
+                 (deliver needs one to pass after the last change).",
+                list.join(", ")
+            ));
+        }
         if self.flow.plan_required && !self.flow.plan_approved() {
             text.push_str(" A plan is required: submit it with submit_plan before changing files.");
         }
@@ -166,6 +180,17 @@ impl WorkflowState {
         Err(format!("{first}.{}{moves}", blocked.concat()))
     }
 
+    /// The configured checks, then the detected ones, without repeats.
+    pub fn checks(&self) -> Vec<String> {
+        let mut checks: Vec<String> = Vec::new();
+        for check in self.verify_commands.iter().chain(&self.detected_checks) {
+            if !check.trim().is_empty() && !checks.contains(check) {
+                checks.push(check.clone());
+            }
+        }
+        checks
+    }
+
     /// What a finished call means for the gate: a successful change counts
     /// as a change, a verification command as a verification.
     pub fn observe(&mut self, call: &ToolCall, result: &ToolResult, meta: &serde_json::Value) {
@@ -176,7 +201,7 @@ impl WorkflowState {
             ToolKind::Shell => {
                 let command = string_argument(call, "command").unwrap_or_default();
                 let exit = meta.get("exit_code").and_then(serde_json::Value::as_i64);
-                if is_verification_command(&command, &self.verify_commands) {
+                if is_verification_command(&command, &self.checks()) {
                     if let Some(code) = exit {
                         self.flow.record_verification(code == 0 && !result.is_error);
                     }

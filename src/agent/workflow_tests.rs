@@ -382,3 +382,22 @@ fn a_fourth_file_without_an_approved_plan_is_refused_with_guidance_to_plan() {
         }
     }
 }
+
+#[test]
+fn detected_checks_are_named_in_implement_and_verify_and_open_the_gate() {
+    let mut state = state(ApprovalMode::Auto);
+    state.workflow.detected_checks = vec!["go test ./...".into(), "make test".into()];
+    state.workflow.verify_commands = vec!["make test".into()];
+    assert_eq!(state.workflow.checks(), ["make test", "go test ./..."], "configured first, once");
+    assert!(!state.workflow.guidance().contains("go test"), "not while orienting");
+    state.workflow.flow.phase = "verify".into();
+    let guidance = state.workflow.guidance();
+    assert!(guidance.contains("This project's checks: `make test`, `go test ./...`"), "{guidance}");
+
+    state.workflow.flow.phase = "implement".into();
+    state.workflow.flow.record_change(Some("a.go"));
+    let run = shell("s", "go test ./pkg/...");
+    let meta = serde_json::json!({ "exit_code": 0, "changed": false });
+    state.workflow.observe(&run, &ToolResult::ok("s", "ok"), &meta);
+    assert!(!state.workflow.flow.delivers_unverified(), "a detected check verified the change");
+}

@@ -126,6 +126,7 @@ impl Session {
             state.workflow = WorkflowState::with_rules(rules.clone(), plan_required);
         }
         state.workflow.verify_commands = settings.verify_commands.clone();
+        state.workflow.detected_checks = settings.detected_checks.clone();
         let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });

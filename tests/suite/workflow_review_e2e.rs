@@ -222,3 +222,27 @@ async fn a_resume_keeps_the_logged_mode_unless_a_flag_says_otherwise() {
     let text = refused["result"]["output"].as_str().unwrap();
     assert!(text.contains("explore"), "{text}");
 }
+
+/// The project's own checks (here a Makefile `test` target) are detected
+/// and named to the model while it implements and verifies.
+#[tokio::test]
+async fn the_projects_checks_are_detected_and_named_in_the_guidance() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
+    let steps = vec![
+        read_hello(),
+        phase("implement"),
+        typo_edit(),
+        phase("verify"),
+        shell("make test"),
+        phase("deliver"),
+        Step::Answer("Fixed; make test passes.".into()),
+    ];
+    let (lines, bodies) = run(&sandbox, &steps, &["--full-auto", "Fix the typo"]).await;
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+    let named = |body: &Value| body.to_string().contains("This project's checks: `make test`");
+    assert!(!named(&bodies[0]), "orient: {}", bodies[0]);
+    assert!(named(&bodies[2]), "implement: {}", bodies[2]);
+    assert!(named(&bodies[4]), "verify: {}", bodies[4]);
+}
