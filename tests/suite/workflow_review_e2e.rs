@@ -49,18 +49,24 @@ fn plan_reviews(log: &[Value]) -> Vec<(String, u64, String)> {
         .collect()
 }
 
-/// Exit codes of the `make test` runs, in order.
+/// Exit codes of the `make test` runs, in order. (The scripted model's
+/// call ids repeat across processes, so each start is paired with the
+/// next result of its id.)
 fn verifications(log: &[Value]) -> Vec<i64> {
-    let ids: Vec<&str> = log
-        .iter()
-        .filter(|line| line["type"] == "tool_call_started")
-        .filter(|line| line["call"]["arguments"].as_str().unwrap().contains("make test"))
-        .map(|line| line["call"]["call_id"].as_str().unwrap())
-        .collect();
     log.iter()
-        .filter(|line| line["type"] == "tool_call_finished")
-        .filter(|line| ids.contains(&line["result"]["call_id"].as_str().unwrap()))
-        .map(|line| line["meta"]["exit_code"].as_i64().unwrap())
+        .enumerate()
+        .filter(|(_, line)| line["type"] == "tool_call_started")
+        .filter(|(_, line)| line["call"]["arguments"].as_str().unwrap().contains("make test"))
+        .map(|(at, line)| {
+            let id = &line["call"]["call_id"];
+            let finished = log[at..]
+                .iter()
+                .find(|later| {
+                    later["type"] == "tool_call_finished" && later["result"]["call_id"] == *id
+                })
+                .unwrap();
+            finished["meta"]["exit_code"].as_i64().unwrap()
+        })
         .collect()
 }
 
@@ -71,14 +77,16 @@ async fn plan_mode_story_reject_revise_approve_implement_fail_fix_verify_deliver
     sandbox
         .write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n\tgrep -q typo CHANGELOG\n");
 
-    // 1. Plan mode: the first plan is submitted and the run stops for review.
-    let planning = vec![read_hello(), phase("plan"), submit(FIRST_PLAN)];
+    // 1. Plan mode: a write before approval is refused; the first plan is
+    // submitted and the run stops for review.
+    let planning = vec![read_hello(), typo_edit(), phase("plan"), submit(FIRST_PLAN)];
     let args = ["--mode", "plan", "--plan-only", "Fix the typo in hello.txt"];
     let (lines, _) = run(&sandbox, &planning, &args).await;
     let result = lines.last().unwrap();
     assert_eq!(result["status"], "plan_ready", "{result}");
     assert_eq!(result["final_text"], FIRST_PLAN);
     let id = result["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n", "the early edit was refused");
 
     // 2. Rejected with feedback: the model reads it, stays in plan, revises.
     let revising = vec![submit(SECOND_PLAN), Step::Answer("never asked".into())];
@@ -141,6 +149,12 @@ async fn plan_mode_story_reject_revise_approve_implement_fail_fix_verify_deliver
             ("verify", "deliver"),
         ])
     );
+    let early_edit = log
+        .iter()
+        .find(|line| line["type"] == "tool_call_finished" && line["result"]["is_error"] == true)
+        .unwrap();
+    let refusal = early_edit["result"]["output"].as_str().unwrap();
+    assert!(refusal.starts_with("not run:") && refusal.contains("plan"), "{refusal}");
     let failed_then_passed = verifications(&log);
     assert_eq!(failed_then_passed.len(), 2, "{failed_then_passed:?}");
     assert_ne!(failed_then_passed[0], 0);
