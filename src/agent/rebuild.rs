@@ -4,7 +4,8 @@
 //! [`Rebuilder`] folds records one at a time (the caller streams them from
 //! disk, so a large log never sits in memory twice). It keeps the
 //! conversation (from the latest compaction on), turn and step counters,
-//! usage totals, the approval mode (the last one logged), the workflow
+//! usage totals, the approval mode (the last one logged), the session's
+//! lasting approvals (the allowlist), the workflow
 //! (phase, plan, tasks, and the verification gate, recomputed from the
 //! results as `step` computes it live), and, for the last turn only, which
 //! calls of the last response have no result yet.
@@ -22,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::policy::ApprovalMode;
+use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
 
 use super::schedule::Batch;
@@ -182,6 +183,9 @@ impl Rebuilder {
             SessionEvent::Compaction { items } => self.state.items = items,
             SessionEvent::TurnCompleted { .. } => self.end_turn(),
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
+            SessionEvent::Approval { approved: true, prefix, path, .. } => {
+                self.allow_for_session(prefix, path);
+            }
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
             | SessionEvent::Undo { .. }
@@ -199,6 +203,17 @@ impl Rebuilder {
         self.state.config.policy.mode = mode;
         if mode == ApprovalMode::Plan {
             self.state.workflow.flow.plan_required = true;
+        }
+    }
+
+    /// A lasting approval (`always` prefix, `session` file), as `step`
+    /// adds it to the allowlist live.
+    fn allow_for_session(&mut self, prefix: Option<Vec<String>>, path: Option<String>) {
+        if let Some(prefix) = prefix.filter(|prefix| !prefix.is_empty()) {
+            self.state.allowlist.extend(ApprovalScope::AlwaysPrefix(prefix));
+        }
+        if let Some(path) = path.filter(|path| !path.is_empty()) {
+            self.state.allowlist.extend(ApprovalScope::SessionFile(path));
         }
     }
 

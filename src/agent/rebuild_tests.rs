@@ -280,6 +280,30 @@ fn the_last_logged_mode_wins_and_plan_mode_requires_a_plan() {
     assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Auto, "an older log: the flags'");
 }
 
+#[test]
+fn lasting_approvals_come_back_and_declined_or_once_ones_do_not() {
+    let approval =
+        |approved: bool, prefix: Option<&[&str]>, path: Option<&str>| SessionEvent::Approval {
+            call_id: "c".into(),
+            approved,
+            scope: crate::protocol::ApprovalScope::Session,
+            note: None,
+            prefix: prefix.map(|words| words.iter().map(|w| (*w).to_owned()).collect()),
+            path: path.map(str::to_owned),
+        };
+    let rebuilt = rebuild(&records(vec![
+        started(Some("ask")),
+        approval(true, Some(&["make", "test"]), None),
+        approval(true, None, Some("src/a.rs")),
+        approval(false, None, Some("src/b.rs")),
+        approval(true, None, None),
+    ]));
+    let allowlist = &rebuilt.state.allowlist;
+    assert!(allowlist.allows(&["make".into(), "test".into(), "-j2".into()]));
+    assert_eq!(allowlist.files.iter().collect::<Vec<_>>(), ["src/a.rs"]);
+    assert_eq!(allowlist.prefixes.len(), 1);
+}
+
 /// Live, approving the plan in plan mode records the switch to ask mode;
 /// the rebuild lands on the same mode.
 #[test]

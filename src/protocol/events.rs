@@ -132,6 +132,13 @@ pub enum SessionEvent {
         scope: ApprovalScope,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// An `always` approval: the command prefix allowed from now on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<Vec<String>>,
+        /// A `session` approval: the workspace-relative file that file
+        /// tools may write for the rest of the session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
     },
     /// Written ahead: a tool call is on disk before it runs.
     ToolCallStarted {
@@ -352,6 +359,8 @@ mod tests {
                 approved: true,
                 scope: ApprovalScope::Once,
                 note: None,
+                prefix: None,
+                path: None,
             },
             SessionEvent::ToolCallStarted { call, class: ToolClass::Mutating },
             SessionEvent::FileBefore { call_id: s(), path: s(), before: None },

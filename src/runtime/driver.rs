@@ -338,12 +338,12 @@ impl Session {
                     } else {
                         self.persist_scope(answer.approved, answer.scope)
                     };
-                    self.log.append(SessionEvent::Approval {
-                        call_id: call.call_id.clone(),
-                        approved: answer.approved,
-                        scope: logged_scope(&scope),
-                        note: answer.note.clone(),
-                    })?;
+                    self.log.append(approval_event(
+                        &call.call_id,
+                        answer.approved,
+                        answer.note.clone(),
+                        &scope,
+                    ))?;
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,
@@ -608,11 +608,22 @@ pub(super) fn session_skills(settings: &Settings, cwd: &Path) -> skills::Discove
     skills::discover(&skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd))
 }
 
-/// How the log records an approval's scope.
-fn logged_scope(scope: &policy::ApprovalScope) -> ApprovalScope {
-    match scope {
-        policy::ApprovalScope::Once => ApprovalScope::Once,
-        policy::ApprovalScope::AlwaysPrefix(_) => ApprovalScope::Always,
-        policy::ApprovalScope::SessionFile(_) => ApprovalScope::Session,
-    }
+/// The `approval` line: the answer, its scope, and what a lasting scope
+/// allows (so a resume rebuilds the session's approvals).
+fn approval_event(
+    call_id: &str,
+    approved: bool,
+    note: Option<String>,
+    scope: &policy::ApprovalScope,
+) -> SessionEvent {
+    let (scope, prefix, path) = match scope {
+        policy::ApprovalScope::Once => (ApprovalScope::Once, None, None),
+        policy::ApprovalScope::AlwaysPrefix(prefix) => {
+            (ApprovalScope::Always, Some(prefix.clone()), None)
+        }
+        policy::ApprovalScope::SessionFile(path) => {
+            (ApprovalScope::Session, None, Some(path.clone()))
+        }
+    };
+    SessionEvent::Approval { call_id: call_id.to_owned(), approved, scope, note, prefix, path }
 }
