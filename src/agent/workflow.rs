@@ -403,7 +403,11 @@ fn default_rules() -> PhaseRules {
             skippable: false,
             requires: Vec::new(),
         };
-        PhaseRules { start: "work".to_owned(), phases: [("work".to_owned(), rule)].into() }
+        PhaseRules {
+            start: "work".to_owned(),
+            require_plan: false,
+            phases: [("work".to_owned(), rule)].into(),
+        }
     })
 }
 

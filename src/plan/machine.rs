@@ -74,10 +74,12 @@ pub struct Workflow {
 }
 
 impl Workflow {
+    /// A workflow at the rules' start; a plan is required when the caller
+    /// says so (plan mode) or the rules do.
     pub fn new(rules: &PhaseRules, plan_required: bool) -> Self {
         Self {
             phase: rules.start.clone(),
-            plan_required,
+            plan_required: plan_required || rules.require_plan,
             plan: None,
             changes: 0,
             verified_at: None,
@@ -264,6 +266,19 @@ mod tests {
         assert!(flow.request_move(&rules, "implement").is_err());
         flow.submit_plan(".keel/plans/1.md".into(), "smaller steps".into());
         assert_eq!(flow.plan.as_ref().unwrap().revision, 2);
+        flow.review_plan(true, None);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.check_tool(&rules, "write_file", Some("a.rs")).unwrap();
+    }
+
+    #[test]
+    fn rules_that_require_a_plan_refuse_writes_until_it_is_approved() {
+        let text = DEFAULT_PHASE_RULES.replace("require_plan = false", "require_plan = true");
+        let rules = PhaseRules::parse(&text).unwrap();
+        let mut flow = Workflow::new(&rules, false);
+        assert!(flow.plan_required);
+        assert!(flow.request_move(&rules, "implement").is_err(), "gate: no approved plan");
+        flow.submit_plan(".keel/plans/1.md".into(), "steps".into());
         flow.review_plan(true, None);
         flow.request_move(&rules, "implement").unwrap();
         flow.check_tool(&rules, "write_file", Some("a.rs")).unwrap();

@@ -58,6 +58,10 @@ pub struct PhaseRule {
 #[serde(deny_unknown_fields)]
 pub struct PhaseRules {
     pub start: String,
+    /// Every change needs an approved plan, as in plan mode (a project
+    /// that wants plans first says so here).
+    #[serde(default)]
+    pub require_plan: bool,
     pub phases: BTreeMap<String, PhaseRule>,
 }
 
@@ -124,6 +128,13 @@ mod tests {
         let typo =
             "start = \"a\"\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\nskipable = true\n";
         assert!(matches!(PhaseRules::parse(typo), Err(RulesError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_project_may_require_a_plan() {
+        assert!(!PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap().require_plan);
+        let text = "start = \"a\"\nrequire_plan = true\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\n";
+        assert!(PhaseRules::parse(text).unwrap().require_plan);
     }
 
     #[test]

@@ -260,3 +260,29 @@ async fn the_projects_checks_are_detected_and_named_in_the_guidance() {
     assert!(named(&bodies[2]), "implement: {}", bodies[2]);
     assert!(named(&bodies[4]), "verify: {}", bodies[4]);
 }
+
+/// A trusted project's rules may require a plan for every change: a fix
+/// without one is refused, as in plan mode.
+#[tokio::test]
+async fn a_trusted_projects_rules_can_require_a_plan() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    let shipped = include_str!("../../rules/phases.toml");
+    assert!(shipped.contains("require_plan = false"));
+    sandbox.write(
+        ".keel/phases.toml",
+        &shipped.replace("require_plan = false", "require_plan = true"),
+    );
+    let trusted = sandbox.keel().arg("trust").output().unwrap();
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
+    let steps = vec![read_hello(), typo_edit(), Step::Answer("I need a plan first.".into())];
+    run(&sandbox, &steps, &["--full-auto", "Fix the typo"]).await;
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n");
+    let log = sandbox.only_log();
+    let refusal = log
+        .iter()
+        .find(|line| line["type"] == "tool_call_finished" && line["result"]["is_error"] == true)
+        .unwrap();
+    let text = refusal["result"]["output"].as_str().unwrap();
+    assert!(text.contains("plan is required"), "{text}");
+}
