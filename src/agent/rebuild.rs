@@ -30,7 +30,7 @@ use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState};
 use super::step::{Effect, Input, batches, step};
 use super::workflow::WorkflowState;
-use crate::plan::PhaseRules;
+use crate::plan::{PhaseRules, PlanState, PlanStatus};
 
 /// What the log says about the session besides the loop state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -172,7 +172,13 @@ impl Rebuilder {
                 self.state.workflow.flow.phase = to;
             }
             SessionEvent::PlanUpdated { plan } => {
-                self.state.workflow.flow.plan = serde_json::from_value(plan).ok();
+                let plan: Option<PlanState> = serde_json::from_value(plan).ok();
+                // Only a required plan is ever logged unapproved (others are
+                // approved as they are submitted): the requirement holds.
+                if plan.as_ref().is_some_and(|plan| plan.status != PlanStatus::Approved) {
+                    self.state.workflow.flow.plan_required = true;
+                }
+                self.state.workflow.flow.plan = plan;
             }
             SessionEvent::TaskUpdated { task } => {
                 let list = task.get("tasks").cloned().unwrap_or_default();

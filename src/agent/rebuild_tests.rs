@@ -304,6 +304,20 @@ fn lasting_approvals_come_back_and_declined_or_once_ones_do_not() {
     assert_eq!(allowlist.prefixes.len(), 1);
 }
 
+/// A plan left for review (`--plan-only`) keeps requiring approval in a
+/// later process, whatever its flags.
+#[test]
+fn a_plan_waiting_for_review_keeps_the_plan_requirement() {
+    let plan = |status: &str| SessionEvent::PlanUpdated {
+        plan: serde_json::json!({ "path": "", "text": "1.", "status": status, "revision": 1 }),
+    };
+    let rebuilt = rebuild(&records(vec![started(Some("auto")), plan("submitted")]));
+    assert!(rebuilt.state.workflow.flow.plan_required);
+    assert!(rebuilt.state.workflow.flow.plan.is_some());
+    let rebuilt = rebuild(&records(vec![started(Some("auto")), plan("approved")]));
+    assert!(!rebuilt.state.workflow.flow.plan_required, "an unrequired plan is approved at once");
+}
+
 /// Live, approving the plan in plan mode records the switch to ask mode;
 /// the rebuild lands on the same mode.
 #[test]

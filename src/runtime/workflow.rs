@@ -9,8 +9,10 @@
 //! stays in the log.
 //!
 //! Invariant: a plan approved here is recorded in the log before the
-//! method returns, so a resume sees it. The plan requirement and review
-//! style are per-process flags, not logged: a resume sets them again.
+//! method returns, so a resume sees it. The review style is a per-process
+//! flag, not logged: a resume sets it again. The plan requirement comes
+//! back from the log where it matters: plan mode is logged, and a plan
+//! logged unapproved (only a required one can be) keeps requiring review.
 
 use crate::agent::PlanReview;
 use crate::protocol::SessionEvent;

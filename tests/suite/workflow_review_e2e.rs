@@ -286,3 +286,27 @@ async fn a_trusted_projects_rules_can_require_a_plan() {
     let text = refusal["result"]["output"].as_str().unwrap();
     assert!(text.contains("plan is required"), "{text}");
 }
+
+/// After `--plan-only`, a resume that neither approves nor rejects the
+/// plan cannot implement it: the plan still waits for review.
+#[tokio::test]
+async fn a_plan_left_for_review_cannot_be_implemented_by_a_plain_resume() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    let planning = vec![read_hello(), phase("plan"), submit(FIRST_PLAN)];
+    let (lines, _) = run(&sandbox, &planning, &["--plan-only", "Fix the typo in hello.txt"]).await;
+    let id = lines.last().unwrap()["session_id"].as_str().unwrap().to_owned();
+
+    let steps = vec![phase("implement"), typo_edit(), Step::Answer("Waiting for review.".into())];
+    run(&sandbox, &steps, &["resume", &id, "--full-auto", "just do it"]).await;
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n");
+    let log = sandbox.only_log();
+    let resumed = log.iter().position(|line| line["type"] == "session_resumed").unwrap();
+    let refused: Vec<&str> = log[resumed..]
+        .iter()
+        .filter(|line| line["type"] == "tool_call_finished" && line["result"]["is_error"] == true)
+        .map(|line| line["result"]["output"].as_str().unwrap())
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|text| text.contains("not yet approved") || text.contains("plan")));
+}
