@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::plan::{
     DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
-    is_verification_command, tool_kind,
+    is_verification_command, runs_check, tool_kind,
 };
 use crate::protocol::{SessionEvent, ToolCall, ToolResult, ToolSpec};
 use crate::tasks::{self, Task};
@@ -130,6 +130,18 @@ impl WorkflowState {
                 list.join(", ")
             ));
         }
+        if let Some(rule) = self.rule() {
+            for next in &rule.next {
+                let required = self.rules.rule(next).map(|r| r.checks.clone()).unwrap_or_default();
+                if !required.is_empty() {
+                    let list: Vec<String> = required.iter().map(|c| format!("`{c}`")).collect();
+                    text.push_str(&format!(
+                        " Entering {next} needs {} to pass after the last change.",
+                        list.join(", ")
+                    ));
+                }
+            }
+        }
         if self.flow.plan_required && !self.flow.plan_approved() {
             text.push_str(" A plan is required: submit it with submit_plan before changing files.");
         }
@@ -180,10 +192,17 @@ impl WorkflowState {
         Err(format!("{first}.{}{moves}", blocked.concat()))
     }
 
-    /// The configured checks, then the detected ones, without repeats.
+    /// The phase rules' checks (every phase's), e.g. `cargo clippy`.
+    fn rule_checks(&self) -> impl Iterator<Item = &String> {
+        self.rules.phases.values().flat_map(|rule| &rule.checks)
+    }
+
+    /// The phase rules' checks, the configured ones, then the detected
+    /// ones, without repeats.
     pub fn checks(&self) -> Vec<String> {
         let mut checks: Vec<String> = Vec::new();
-        for check in self.verify_commands.iter().chain(&self.detected_checks) {
+        let all = self.rule_checks().chain(&self.verify_commands).chain(&self.detected_checks);
+        for check in all {
             if !check.trim().is_empty() && !checks.contains(check) {
                 checks.push(check.clone());
             }
@@ -203,7 +222,16 @@ impl WorkflowState {
                 let exit = meta.get("exit_code").and_then(serde_json::Value::as_i64);
                 if is_verification_command(&command, &self.checks()) {
                     if let Some(code) = exit {
-                        self.flow.record_verification(code == 0 && !result.is_error);
+                        let passed = code == 0 && !result.is_error;
+                        let ran: Vec<String> = self
+                            .rule_checks()
+                            .filter(|check| runs_check(&command, check))
+                            .cloned()
+                            .collect();
+                        for check in ran {
+                            self.flow.record_check(&check, passed);
+                        }
+                        self.flow.record_verification(passed);
                     }
                 } else if meta.get("changed").and_then(serde_json::Value::as_bool) == Some(true) {
                     self.flow.record_change(None);
@@ -402,6 +430,7 @@ fn default_rules() -> PhaseRules {
             next: Vec::new(),
             skippable: false,
             requires: Vec::new(),
+            checks: Vec::new(),
         };
         PhaseRules {
             start: "work".to_owned(),

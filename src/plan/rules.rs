@@ -51,6 +51,11 @@ pub struct PhaseRule {
     pub skippable: bool,
     #[serde(default)]
     pub requires: Vec<Gate>,
+    /// Check commands (prefixes, e.g. `cargo clippy`) that must each have
+    /// passed after the last change before this phase is entered; they
+    /// count as verification. Until the verification limit is reached.
+    #[serde(default)]
+    pub checks: Vec<String>,
 }
 
 /// The whole rules file.
@@ -128,6 +133,16 @@ mod tests {
         let typo =
             "start = \"a\"\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\nskipable = true\n";
         assert!(matches!(PhaseRules::parse(typo), Err(RulesError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_phase_may_name_its_checks() {
+        let text = "start = \"a\"\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\n\
+                    checks = [\"cargo clippy\"]\n";
+        let rules = PhaseRules::parse(text).unwrap();
+        assert_eq!(rules.rule("a").unwrap().checks, ["cargo clippy"]);
+        let shipped = PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap();
+        assert!(shipped.phases.values().all(|rule| rule.checks.is_empty()));
     }
 
     #[test]

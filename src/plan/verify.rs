@@ -32,16 +32,21 @@ pub const VERIFICATION_COMMANDS: &[&str] = &[
 /// Whether `command` runs one of [`VERIFICATION_COMMANDS`] or of `extra`
 /// (the configured `verify.commands`).
 pub fn is_verification_command(command: &str, extra: &[String]) -> bool {
-    command.split(['&', ';', '|', '\n']).map(str::trim).any(|part| {
-        let words: Vec<&str> =
-            part.split_whitespace().skip_while(|word| is_assignment(word)).collect();
-        let part = words.join(" ");
-        let known = VERIFICATION_COMMANDS.iter().copied().chain(extra.iter().map(String::as_str));
-        known.filter(|known| !known.trim().is_empty()).any(|known| {
-            let known = known.trim();
-            part == known || part.strip_prefix(known).is_some_and(|rest| rest.starts_with(' '))
+    let known = VERIFICATION_COMMANDS.iter().copied().chain(extra.iter().map(String::as_str));
+    known.into_iter().any(|check| runs_check(command, check))
+}
+
+/// Whether `command` runs `check` (a command prefix), by the same reading
+/// as [`is_verification_command`]; a blank check matches nothing.
+pub fn runs_check(command: &str, check: &str) -> bool {
+    let check = check.trim();
+    !check.is_empty()
+        && command.split(['&', ';', '|', '\n']).map(str::trim).any(|part| {
+            let words: Vec<&str> =
+                part.split_whitespace().skip_while(|word| is_assignment(word)).collect();
+            let part = words.join(" ");
+            part == check || part.strip_prefix(check).is_some_and(|rest| rest.starts_with(' '))
         })
-    })
 }
 
 /// Files at the workspace root that say how a project is checked.

@@ -310,3 +310,48 @@ async fn a_plan_left_for_review_cannot_be_implemented_by_a_plain_resume() {
     assert_eq!(refused.len(), 2, "{refused:?}");
     assert!(refused.iter().all(|text| text.contains("not yet approved") || text.contains("plan")));
 }
+
+/// A trusted project's rules may name checks a phase needs: deliver is
+/// refused until `sh lint.sh` passed after the last change.
+#[tokio::test]
+async fn a_phases_checks_must_pass_before_it_is_entered() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
+    sandbox.write("lint.sh", "! grep -q helo hello.txt\n");
+    let shipped = include_str!("../../rules/phases.toml");
+    let gate = "requires = [\"verified_after_last_change\"]";
+    assert!(shipped.contains(gate));
+    let rules = shipped.replace(gate, &format!("{gate}\nchecks = [\"sh lint.sh\"]"));
+    sandbox.write(".keel/phases.toml", &rules);
+    let trusted = sandbox.keel().arg("trust").output().unwrap();
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
+    let steps = vec![
+        read_hello(),
+        phase("implement"),
+        typo_edit(),
+        phase("verify"),
+        shell("make test"),
+        phase("deliver"),
+        shell("sh lint.sh"),
+        phase("deliver"),
+        Step::Answer("Fixed; tests and lint pass.".into()),
+    ];
+    let (lines, bodies) = run(&sandbox, &steps, &["--full-auto", "Fix the typo"]).await;
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+    let verify_request = bodies[4].to_string();
+    assert!(verify_request.contains("Entering deliver needs `sh lint.sh`"), "{verify_request}");
+    let log = sandbox.only_log();
+    let answers: Vec<(bool, &str)> = log
+        .iter()
+        .filter(|line| line["type"] == "tool_call_finished")
+        .map(|line| {
+            (line["result"]["is_error"] == true, line["result"]["output"].as_str().unwrap_or(""))
+        })
+        .filter(|(_, text)| text.contains("deliver"))
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(answers[0].0 && answers[0].1.contains("`sh lint.sh`"), "{answers:?}");
+    assert!(!answers[1].0, "{answers:?}");
+    assert_eq!(phase_moves(&log).last(), Some(&("verify".to_owned(), "deliver".to_owned())));
+}
