@@ -355,3 +355,34 @@ async fn a_phases_checks_must_pass_before_it_is_entered() {
     assert!(!answers[1].0, "{answers:?}");
     assert_eq!(phase_moves(&log).last(), Some(&("verify".to_owned(), "deliver".to_owned())));
 }
+
+/// `--reject-plan` says plainly when there is nothing to reject or no
+/// feedback, and needs a session to resume.
+#[tokio::test]
+async fn reject_plan_without_a_waiting_plan_or_feedback_is_refused() {
+    let sandbox = Sandbox::new();
+    let (lines, _) = run(&sandbox, &[Step::Answer("hi".into())], &["say hi"]).await;
+    let id = lines.last().unwrap()["session_id"].as_str().unwrap().to_owned();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("never asked".into())]).await;
+    let attempt = |args: &[&str]| {
+        sandbox
+            .keel()
+            .args(["exec", "--json", "--provider", "openai-chat", "--model", "mock-model"])
+            .args(["--base-url", &format!("{}/v1", server.uri())])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let output = attempt(&["resume", &id, "--reject-plan", "smaller steps"]);
+    assert_eq!(output.status.code(), Some(1));
+    let result = json_lines(&output.stdout).pop().unwrap();
+    assert!(result["error"].as_str().unwrap().contains("no plan waiting for review"), "{result}");
+
+    let output = attempt(&["resume", &id, "--reject-plan", " "]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = attempt(&["--reject-plan", "smaller steps", "a new task"]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = attempt(&["resume", &id, "--reject-plan", "x", "--approve-plan"]);
+    assert_eq!(output.status.code(), Some(2), "approve and reject conflict");
+    assert!(request_bodies(&server).await.is_empty(), "the model was never asked");
+}
