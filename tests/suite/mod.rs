@@ -11,6 +11,7 @@ mod policy_bypass;
 mod policy_conformance;
 mod policy_sandbox;
 mod runtime_cancel;
+mod runtime_resume;
 mod session_crash;
 mod session_replay;
 mod session_resume;
