@@ -15,6 +15,7 @@
 //! logged unapproved (only a required one can be) keeps requiring review.
 
 use crate::agent::PlanReview;
+use crate::policy::ApprovalMode;
 use crate::protocol::SessionEvent;
 
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -28,11 +29,15 @@ impl Session {
     }
 
     /// Approves the plan waiting for review, recording it; whether there
-    /// was one.
+    /// was one. As a live approval does, this leaves plan mode (read-only)
+    /// for ask mode, recorded.
     pub fn approve_submitted_plan(&mut self) -> Result<bool, RuntimeError> {
         match self.state.workflow.approve_submitted() {
             Some(event) => {
                 self.log.append(event)?;
+                if self.state.config.policy.mode == ApprovalMode::Plan {
+                    self.set_approval_mode(ApprovalMode::Ask);
+                }
                 Ok(true)
             }
             None => Ok(false),

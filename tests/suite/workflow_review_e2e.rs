@@ -386,3 +386,28 @@ async fn reject_plan_without_a_waiting_plan_or_feedback_is_refused() {
     assert_eq!(output.status.code(), Some(2), "approve and reject conflict");
     assert!(request_bodies(&server).await.is_empty(), "the model was never asked");
 }
+
+/// Approving a plan in a later run leaves plan mode for ask mode, as a
+/// live approval does, and the log says so.
+#[tokio::test]
+async fn approving_in_a_later_run_leaves_plan_mode_for_ask() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    let planning = vec![read_hello(), phase("plan"), submit(FIRST_PLAN)];
+    let args = ["--mode", "plan", "--plan-only", "Fix the typo in hello.txt"];
+    let (lines, _) = run(&sandbox, &planning, &args).await;
+    let id = lines.last().unwrap()["session_id"].as_str().unwrap().to_owned();
+
+    let steps = vec![phase("implement"), typo_edit(), Step::Answer("Asked to edit.".into())];
+    run(&sandbox, &steps, &["resume", &id, "--approve-plan"]).await;
+    let log = sandbox.only_log();
+    let approved = log
+        .iter()
+        .position(|line| line["type"] == "plan_updated" && line["plan"]["status"] == "approved")
+        .unwrap();
+    assert_eq!(log[approved + 1]["type"], "mode_changed", "{:?}", log[approved + 1]);
+    assert_eq!(log[approved + 1]["mode"], "ask");
+    let decision = log.iter().rev().find(|line| line["type"] == "policy_decision").unwrap();
+    assert_eq!(decision["decision"], "prompt", "ask mode asks before the edit: {decision}");
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n", "exec cannot approve the edit");
+}
