@@ -397,3 +397,20 @@ async fn configured_verify_commands_open_the_deliver_gate() {
     assert!(results(&log).iter().all(|(_, is_error)| !is_error), "{:?}", results(&log));
     assert_eq!(lines.last().unwrap()["status"], "completed");
 }
+
+/// A question that needs no change goes straight from orient to deliver.
+#[tokio::test]
+async fn a_question_goes_orient_to_deliver_with_no_change() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    let steps = vec![
+        read_hello(),
+        phase("deliver"),
+        Step::Answer("hello.txt says `helo world` (with a typo).".into()),
+    ];
+    let (_, lines, log) = exec(&sandbox, &steps, &[]).await;
+    assert_eq!(phase_moves(&log), moves(&[("orient", "deliver")]));
+    assert!(results(&log).iter().all(|(_, is_error)| !is_error), "{:?}", results(&log));
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n");
+}
