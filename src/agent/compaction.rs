@@ -147,15 +147,25 @@ fn begin_summary(
     let request = summary_request(&base, history, focus.as_deref());
     let trigger = if reason == CompactionReason::Manual { "manual" } else { "auto" };
     state.phase = LoopPhase::Compact;
-    state.compaction =
-        Some(PendingCompaction { reason, focus: focus.clone(), tokens_before, resume_turn });
+    state.compaction = Some(PendingCompaction {
+        reason,
+        focus: focus.clone(),
+        tokens_before,
+        resume_turn,
+        applied: false,
+    });
     effects.push(Effect::Summarize { request, trigger, focus });
 }
 
 /// The summary arrived (`Some`) or could not be written (`None`): the
-/// history is replaced either way, then the turn goes on or the loop idles.
+/// history is replaced either way; the loop then waits for
+/// [`Input::CompactionApplied`](super::step::Input::CompactionApplied).
 pub(super) fn on_summary(state: &mut LoopState, text: Option<String>, effects: &mut Vec<Effect>) {
-    let Some(pending) = state.compaction.take() else { return };
+    let Some(pending) = state.compaction.as_mut().filter(|pending| !pending.applied) else {
+        return;
+    };
+    pending.applied = true;
+    let pending = pending.clone();
     let preserved = preserved(state, pending.focus.clone());
     let tail_budget = state
         .config
@@ -171,6 +181,12 @@ pub(super) fn on_summary(state: &mut LoopState, text: Option<String>, effects: &
         pending.tokens_before,
         effects,
     );
+}
+
+/// The driver refreshed the instructions after a summary: the turn goes on
+/// with a request built from them, or the loop idles (`/compact`).
+pub(super) fn on_applied(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let Some(pending) = state.compaction.take_if(|pending| pending.applied) else { return };
     if pending.resume_turn {
         state.phase = LoopPhase::Infer;
         effects.push(Effect::CallModel(build_request(state)));

@@ -46,6 +46,14 @@ fn respond(items: Vec<Item>, input_tokens: u64) -> Input {
     })
 }
 
+/// Answers a summary request and lets the loop go on, as the driver does.
+fn summarized(state: &mut LoopState, text: &str) -> Vec<Effect> {
+    let mut effects = step(state, Input::Summarized { text: text.into() });
+    assert!(last_request(&effects).is_none(), "no request before the instructions are fresh");
+    effects.extend(step(state, Input::CompactionApplied));
+    effects
+}
+
 /// Runs one read of `size` characters: the model asks, the tool answers.
 fn read_step(state: &mut LoopState, id: &str, size: usize, reported: u64) -> Vec<Effect> {
     step(state, respond(vec![Item::ToolCall(call(id, "read_file", "{}"))], reported));
@@ -147,7 +155,7 @@ fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
     assert!(request.instructions.contains("compacting a coding session"));
     assert_eq!(state.phase, LoopPhase::Compact);
 
-    let effects = step(&mut state, Input::Summarized { text: "SUMMARY: lexer half done".into() });
+    let effects = summarized(&mut state, "SUMMARY: lexer half done");
     assert_eq!(compactions(&effects), vec![("threshold".to_owned(), "summary".to_owned())]);
     let request = last_request(&effects).expect("the turn goes on");
     let users = user_texts(&request.items);
@@ -175,7 +183,7 @@ fn overflow_elides_then_summarizes_then_fails_within_one_step() {
 
     let effects = step(&mut state, Input::ContextOverflow { message: "still too long".into() });
     assert!(summarize_request(&effects).is_some(), "then a summary: {effects:?}");
-    let effects = step(&mut state, Input::Summarized { text: "short".into() });
+    let effects = summarized(&mut state, "short");
     assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
 
     let effects = step(&mut state, Input::ContextOverflow { message: "hopeless".into() });
@@ -188,7 +196,8 @@ fn a_failed_summary_still_compacts_with_the_preserved_facts() {
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
     assert!(summarize_request(&effects).is_some(), "nothing to elide: straight to a summary");
-    let effects = step(&mut state, Input::SummaryFailed { message: "500".into() });
+    let mut effects = step(&mut state, Input::SummaryFailed { message: "500".into() });
+    effects.extend(step(&mut state, Input::CompactionApplied));
     let request = last_request(&effects).expect("the turn goes on");
     let users = user_texts(&request.items);
     assert!(users.iter().any(|text| text.contains("No summary could be written")));
@@ -206,7 +215,7 @@ fn manual_compaction_runs_while_idle_and_stays_idle() {
     assert_eq!(trigger, "manual");
     let last = user_texts(&request.items).last().map(|text| text.to_string()).unwrap_or_default();
     assert!(last.contains("the lexer"), "the focus reaches the summarizer: {last}");
-    let effects = step(&mut state, Input::Summarized { text: "S".into() });
+    let effects = summarized(&mut state, "S");
     assert_eq!(compactions(&effects), vec![("manual".to_owned(), "summary".to_owned())]);
     assert!(last_request(&effects).is_none());
     assert_eq!(state.phase, LoopPhase::Idle);
@@ -246,10 +255,10 @@ fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
     step(&mut state, Input::BatchFinished { results: vec![failing] });
     step(&mut state, respond(vec![Item::Assistant { text: "stuck".into() }], 100));
     step(&mut state, Input::CompactRequested { focus: None });
-    step(&mut state, Input::Summarized { text: "first".into() });
+    summarized(&mut state, "first");
     step(&mut state, Input::UserTurn { text: "LATEST".into() });
     step(&mut state, Input::ContextOverflow { message: "too long".into() });
-    let effects = step(&mut state, Input::Summarized { text: "second".into() });
+    let effects = summarized(&mut state, "second");
     let request = last_request(&effects).unwrap_or_else(|| panic!("asks again: {effects:?}"));
     let users = user_texts(&request.items);
     assert_eq!(users.first(), Some(&"GOAL"));

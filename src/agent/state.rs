@@ -43,7 +43,8 @@ pub enum LoopPhase {
     Infer,
     /// Waiting for the user's answer on the front batch.
     AwaitApproval,
-    /// A summary for a compaction is being written.
+    /// A summary for a compaction is being written, or the driver is
+    /// refreshing the instructions after one.
     Compact,
     /// The front batch is running.
     Execute,
@@ -122,6 +123,9 @@ pub struct PendingCompaction {
     pub tokens_before: u64,
     /// The turn goes on with a model request afterwards (else: idle).
     pub resume_turn: bool,
+    /// The new history is in place; the loop waits for the driver to
+    /// refresh the instructions (`Input::CompactionApplied`).
+    pub applied: bool,
 }
 
 impl LoopState {

@@ -43,6 +43,9 @@ pub enum Input {
     SummaryFailed {
         message: String,
     },
+    /// The driver handled the [`Effect::Compacted`] of a summary (the
+    /// instructions are fresh): the turn goes on, or the loop idles.
+    CompactionApplied,
     /// The user's answer for the call of an [`Effect::AskApproval`].
     ApprovalDecided {
         call_id: String,
@@ -85,7 +88,9 @@ pub enum Effect {
         focus: Option<String>,
     },
     /// The history was compacted (after its `compaction` record): front
-    /// ends show it, the driver re-reads the project instructions.
+    /// ends show it. After a `summary` the driver re-reads the project
+    /// instructions and answers [`Input::CompactionApplied`]; the loop
+    /// waits for that before its next request.
     Compacted {
         reason: String,
         /// `elide` or `summary`.
@@ -126,6 +131,9 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
         (LoopPhase::Compact, Input::SummaryFailed { .. }) => {
             compaction::on_summary(state, None, &mut effects);
         }
+        (LoopPhase::Compact, Input::CompactionApplied) => {
+            compaction::on_applied(state, &mut effects);
+        }
         (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
             on_approval(state, &call_id, approved, note, scope, &mut effects);
@@ -150,6 +158,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::CompactRequested { .. }
             | Input::Summarized { .. }
             | Input::SummaryFailed { .. }
+            | Input::CompactionApplied
             | Input::ApprovalDecided { .. }
             | Input::BatchFinished { .. }
             | Input::Interrupted,

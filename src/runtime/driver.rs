@@ -254,6 +254,7 @@ impl Session {
         if let Some(source) = self.pending_session_start.take() {
             self.session_start_hooks(source, cancel).await?;
         }
+        let prompt = self.expand_skill_command(prompt);
         let mut prompt = match self.prompt_hooks(prompt, cancel).await? {
             Ok(prompt) => prompt,
             Err(reason) => {
@@ -304,9 +305,13 @@ impl Session {
                     continue;
                 }
                 Effect::Compacted { reason, method, tokens_before, tokens_after } => {
-                    self.after_compaction(reason, &method, tokens_before, tokens_after, cancel)
-                        .await?;
-                    continue;
+                    match self
+                        .after_compaction(reason, &method, tokens_before, tokens_after, cancel)
+                        .await?
+                    {
+                        Some(input) => input,
+                        None => continue,
+                    }
                 }
                 Effect::TurnEnded { outcome, final_text, usage } => {
                     self.sink.emit(RuntimeEvent::TurnCompleted {

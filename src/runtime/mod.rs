@@ -9,7 +9,7 @@
 
 mod approval;
 mod checkpoint;
-mod compaction;
+mod commands;
 mod driver;
 mod events;
 mod file_memory;

@@ -189,3 +189,32 @@ async fn a_long_session_compacts_twice_keeps_the_thread_and_resumes() {
     assert!(request.contains(GOAL) && request.contains(AGENTS_RULE));
     assert!(!request.contains("let value_0_0"), "compacted outputs stay out");
 }
+
+#[tokio::test]
+async fn precompact_and_sessionstart_compact_hooks_run_around_a_summary() {
+    let sandbox = Sandbox::new();
+    for i in 0..5 {
+        sandbox.write(&format!("src/part{i}.rs"), &source_file(i));
+    }
+    let context = r#"echo '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"REMINDER-0a9: tabs only"}}'"#;
+    let config = format!(
+        "[context]\nwindow = 16000\n\n\
+         [[hooks.PreCompact]]\nmatcher = \"auto\"\n[[hooks.PreCompact.hooks]]\ntype = \"command\"\ncommand = \"cat > precompact.json\"\n\n\
+         [[hooks.SessionStart]]\nmatcher = \"compact\"\n[[hooks.SessionStart.hooks]]\ntype = \"command\"\ncommand = {context:?}\n"
+    );
+    std::fs::write(sandbox.home.join("config.toml"), config).unwrap();
+    let mut steps = reads(0..5);
+    steps.push(Step::Answer("done".into()));
+    let server = model(steps).await;
+    exec(&sandbox, &server, &[GOAL]);
+
+    let payload: Value = serde_json::from_str(&sandbox.read("precompact.json")).unwrap();
+    assert_eq!(payload["hook_event_name"], "PreCompact");
+    assert_eq!(payload["trigger"], "auto");
+    let after = request_after_summary(&server).await;
+    assert!(after.contains("REMINDER-0a9: tabs only"), "SessionStart(compact) context is in");
+    let runs: Vec<Value> =
+        sandbox.only_log().into_iter().filter(|line| line["type"] == "hook_ran").collect();
+    let events: Vec<&str> = runs.iter().filter_map(|run| run["event"].as_str()).collect();
+    assert_eq!(events, ["PreCompact", "SessionStart"], "both recorded, in order");
+}

@@ -179,3 +179,25 @@ async fn chat_request_snapshot() {
 async fn anthropic_request_snapshot() {
     insta::assert_snapshot!(second_request(Wire::Anthropic).await);
 }
+
+#[tokio::test]
+async fn a_slash_skill_prompt_brings_the_skill_body_in_exec() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("reviewed".into())]).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "/review focus on error handling"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let body = request_bodies(&server).await[0].clone();
+    let user = body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(user.starts_with("Use the skill `review`"), "{user}");
+    assert!(
+        user.contains("<skill name=\"review\">") && user.ends_with("focus on error handling\n")
+    );
+    let log = sandbox.only_log();
+    let recorded = log.iter().find(|line| line["type"] == "user_message").unwrap();
+    assert_eq!(recorded["text"].as_str(), Some(user.as_str()), "the log holds what the model saw");
+}

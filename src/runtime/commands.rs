@@ -1,7 +1,8 @@
-//! The session's side of compaction (the loop decides when, in
-//! `agent::compaction`): writing the summary with the model, running
-//! PreCompact and SessionStart(`compact`) hooks, re-reading the project
-//! instructions, `/compact [focus]`, and skill invocation (`/<skill>`).
+//! What slash commands reach in a session, and the session's side of
+//! compaction (the loop decides when, in `agent::compaction`): writing the
+//! summary with the model, running PreCompact and SessionStart(`compact`)
+//! hooks, re-reading the project instructions, `/compact [focus]`, and
+//! skill invocation (`/<skill> args`, in the TUI and in `keel exec`).
 //!
 //! Invariants: a compaction is recorded in the log (a `compaction` line)
 //! before the next request uses the compacted history, so a resume starts
@@ -45,8 +46,12 @@ impl Session {
                 }
                 Effect::Compacted { reason, method, tokens_before, tokens_after } => {
                     compacted = true;
-                    self.after_compaction(reason, &method, tokens_before, tokens_after, cancel)
+                    let next = self
+                        .after_compaction(reason, &method, tokens_before, tokens_after, cancel)
                         .await?;
+                    if let Some(input) = next {
+                        queue.extend(step(&mut self.state, input));
+                    }
                 }
                 // Idle compaction asks nothing else of the driver.
                 Effect::CallModel(_)
@@ -106,7 +111,8 @@ impl Session {
 
     /// Tells the front end; after a summary, re-reads the project
     /// instructions (AGENTS.md may have changed) and runs SessionStart
-    /// hooks with source `compact`, whose context joins them again.
+    /// hooks with source `compact`, whose context joins them again; then
+    /// the loop may go on ([`Input::CompactionApplied`]).
     pub(super) async fn after_compaction(
         &mut self,
         reason: String,
@@ -114,14 +120,15 @@ impl Session {
         tokens_before: u64,
         tokens_after: u64,
         cancel: &CancellationToken,
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<Option<Input>, RuntimeError> {
         self.sink.emit(RuntimeEvent::Compacted { reason, tokens_before, tokens_after });
         if method != "summary" {
-            return Ok(());
+            return Ok(None);
         }
         self.state.config.instructions =
             base_instructions(&self.settings, &self.cwd, &self.date, &self.memory);
-        self.session_start_hooks("compact", cancel).await
+        self.session_start_hooks("compact", cancel).await?;
+        Ok(Some(Input::CompactionApplied))
     }
 
     /// Names and descriptions of the skills this session knows.
@@ -130,6 +137,14 @@ impl Session {
             .iter()
             .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
             .collect()
+    }
+
+    /// A prompt `/<skill> args` naming a known skill becomes the skill's
+    /// prompt ([`Session::skill_prompt`]); any other prompt is kept.
+    pub fn expand_skill_command(&self, prompt: String) -> String {
+        let Some(command) = prompt.strip_prefix('/') else { return prompt };
+        let (name, args) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+        self.skill_prompt(name, args).unwrap_or(prompt)
     }
 
     /// The user message for `/<name> args`: the skill's body followed by
