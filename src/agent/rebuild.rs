@@ -173,7 +173,8 @@ impl Rebuilder {
                 if self.state.workflow.finished() {
                     self.state.workflow.restart();
                 }
-                self.state.workflow.flow.phase = to;
+                let workflow = &mut self.state.workflow;
+                workflow.flow.enter(&workflow.rules, &to);
             }
             SessionEvent::PlanUpdated { plan } => {
                 let plan: Option<PlanState> = serde_json::from_value(plan).ok();

@@ -343,6 +343,50 @@ fn rebuilding_the_log_restores_phase_plan_tasks_and_the_gate() {
     assert_eq!(rebuilt.workflow, live.workflow);
 }
 
+/// Entering deliver at the limit without a phase check passing is
+/// "unverified" live, and again after a rebuild.
+#[test]
+fn a_skipped_phase_check_is_unverified_live_and_rebuilt() {
+    use crate::plan::{DEFAULT_PHASE_RULES, PhaseRules};
+    use crate::protocol::EventRecord;
+    let gate = "requires = [\"verified_after_last_change\"]";
+    let text = DEFAULT_PHASE_RULES.replace(gate, &format!("{gate}\nchecks = [\"cargo clippy\"]"));
+    let rules = PhaseRules::parse(&text).unwrap();
+    let mut live = state(ApprovalMode::Auto);
+    live.workflow = WorkflowState::with_rules(rules.clone(), false);
+    let mut inputs = vec![
+        Input::UserTurn { text: "go".into() },
+        respond(vec![call("w", "write_file", serde_json::json!({ "path": "a" }))]),
+        finished("w", 0, true),
+        respond(vec![set_phase("v", "verify"), shell("t", "cargo test")]),
+        finished("t", 0, false),
+    ];
+    for i in 0..3 {
+        let id = format!("c{i}");
+        inputs.push(respond(vec![shell(&id, "cargo clippy")]));
+        inputs.push(finished(&id, 1, false));
+    }
+    inputs.push(respond(vec![set_phase("d", "deliver")]));
+    let mut log = Vec::new();
+    for input in inputs {
+        for effect in step(&mut live, input) {
+            if let Effect::Record(event) = effect {
+                let seq = log.len() as u64;
+                log.push(EventRecord { v: 1, seq, ts: String::new(), event });
+            }
+        }
+    }
+    assert_eq!(live.workflow.flow.phase, "deliver");
+    assert!(live.workflow.flow.delivers_unverified(), "clippy never passed");
+    assert!(result_of(&live, "d").output.contains("NOT verified"));
+    let mut rebuilder = Rebuilder::new(live.config.clone());
+    rebuilder.configure_workflow(Some(rules), Vec::new(), Vec::new());
+    for record in log {
+        rebuilder.apply(record);
+    }
+    assert_eq!(rebuilder.finish().state.workflow, live.workflow);
+}
+
 #[test]
 fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
     let mut state = state(ApprovalMode::Plan);

@@ -160,12 +160,7 @@ impl Workflow {
                 return Err(MoveRefusal { reason, allowed });
             }
         }
-        let checks = rules.rule(target).map(|r| r.checks.clone()).unwrap_or_default();
-        let missing: Vec<String> = checks
-            .iter()
-            .filter(|check| !self.check_passed(check))
-            .map(|check| format!("`{check}`"))
-            .collect();
+        let missing = self.missing_checks(rules, target);
         if !missing.is_empty() && !self.out_of_attempts() {
             let reason = format!(
                 "entering {target} needs {} to pass after the last change: run {} in the \
@@ -175,9 +170,26 @@ impl Workflow {
             );
             return Err(MoveRefusal { reason, allowed });
         }
-        self.checks_skipped = !missing.is_empty();
-        self.phase = target.to_owned();
+        self.enter(rules, target);
         Ok(())
+    }
+
+    /// Enters `target` with no gate checked (a move already recorded, as
+    /// a rebuild replays it); notes whether its checks were skipped.
+    pub fn enter(&mut self, rules: &PhaseRules, target: &str) {
+        self.checks_skipped = !self.missing_checks(rules, target).is_empty();
+        self.phase = target.to_owned();
+    }
+
+    /// The checks of `target` that did not pass after the last change,
+    /// quoted for the model.
+    fn missing_checks(&self, rules: &PhaseRules, target: &str) -> Vec<String> {
+        let checks = rules.rule(target).map(|r| r.checks.clone()).unwrap_or_default();
+        checks
+            .iter()
+            .filter(|check| !self.check_passed(check))
+            .map(|check| format!("`{check}`"))
+            .collect()
     }
 
     fn check_gate(&self, gate: Gate) -> Result<(), String> {
