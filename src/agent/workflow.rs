@@ -9,9 +9,10 @@
 //! `phase_changed`), or is refused with the phase and the allowed moves;
 //! it never runs. No implicit move leaves a phase where plans are
 //! submitted: there a write is refused until the model moves on with
-//! `set_phase` (and the plan gate, when a plan is required, holds). Model input never panics: bad arguments become an error
-//! result. The plan's path is empty here; the driver saves the plan under
-//! `.keel/plans/` and fills the path in before the line is logged.
+//! `set_phase` (and the plan gate, when a plan is required, holds). Model
+//! input never panics: bad arguments become an error result. The plan's
+//! path is empty here; the driver saves the plan under `.keel/plans/` and
+//! fills the path in before the line is logged.
 
 use serde::Deserialize;
 
@@ -120,28 +121,7 @@ impl WorkflowState {
                 text.push_str(&format!(" Move with set_phase to: {}.", rule.next.join(", ")));
             }
         }
-        let checks = self.checks();
-        let checking = ["implement", "verify"].contains(&phase.as_str());
-        if checking && !checks.is_empty() {
-            let list: Vec<String> = checks.iter().map(|check| format!("`{check}`")).collect();
-            text.push_str(&format!(
-                " This project's checks: {}; run them in the verify phase after changing files \
-                 (deliver needs one to pass after the last change).",
-                list.join(", ")
-            ));
-        }
-        if let Some(rule) = self.rule() {
-            for next in &rule.next {
-                let required = self.rules.rule(next).map(|r| r.checks.clone()).unwrap_or_default();
-                if !required.is_empty() {
-                    let list: Vec<String> = required.iter().map(|c| format!("`{c}`")).collect();
-                    text.push_str(&format!(
-                        " Entering {next} needs {} to pass after the last change.",
-                        list.join(", ")
-                    ));
-                }
-            }
-        }
+        text.push_str(&self.checks_guidance());
         if self.flow.plan_required && !self.flow.plan_approved() {
             text.push_str(" A plan is required: submit it with submit_plan before changing files.");
         }
@@ -190,6 +170,34 @@ impl WorkflowState {
             format!(" Allowed next phases: {}.", next.join(", "))
         };
         Err(format!("{first}.{}{moves}", blocked.concat()))
+    }
+
+    /// While implementing or verifying: the checks to run; and which
+    /// checks a next phase needs.
+    fn checks_guidance(&self) -> String {
+        let quoted = |checks: &[String]| {
+            checks.iter().map(|check| format!("`{check}`")).collect::<Vec<_>>().join(", ")
+        };
+        let mut text = String::new();
+        let checks = self.checks();
+        if ["implement", "verify"].contains(&self.flow.phase.as_str()) && !checks.is_empty() {
+            text.push_str(&format!(
+                " This project's checks: {}; run them in the verify phase after changing files \
+                 (deliver needs one to pass after the last change).",
+                quoted(&checks)
+            ));
+        }
+        let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();
+        for phase in next {
+            let needed = self.rules.rule(&phase).map(|r| r.checks.clone()).unwrap_or_default();
+            if !needed.is_empty() {
+                let list = quoted(&needed);
+                text.push_str(&format!(
+                    " Entering {phase} needs {list} to pass after the last change."
+                ));
+            }
+        }
+        text
     }
 
     /// The phase rules' checks (every phase's), e.g. `cargo clippy`.
