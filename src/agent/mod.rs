@@ -22,7 +22,7 @@ pub use state::{
     CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState, PendingCompaction,
 };
 pub use step::{Effect, Input, step};
-pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs};
+pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs, rejection_text};
 
 #[cfg(test)]
 mod compaction_tests;

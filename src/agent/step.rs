@@ -8,7 +8,7 @@ use crate::protocol::{
 };
 
 use super::compaction;
-use super::schedule::{Batch, schedule};
+use super::schedule::{Batch, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
 use super::workflow::{self, HARNESS_TOOLS, HarnessOutcome};
 
@@ -236,14 +236,20 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         end_turn(state, TurnOutcome::MaxSteps, effects);
         return;
     }
-    state.pending = batches(state, calls).into();
+    state.pending = batches(state, calls, effects).into();
     advance(state, effects);
 }
 
-/// Judges `calls` (in model order) by policy and groups them into batches;
-/// harness calls become batches of their own, answered when their turn
+/// Judges `calls` (in model order) by policy, recording each decision with
+/// its matched rules (so the log has it before the call runs, is asked
+/// about or is refused), and groups them into batches; harness calls are
+/// not judged and become batches of their own, answered when their turn
 /// comes so they see the effects of the calls before them.
-pub(super) fn batches(state: &LoopState, calls: Vec<ToolCall>) -> Vec<Batch> {
+pub(super) fn batches(
+    state: &LoopState,
+    calls: Vec<ToolCall>,
+    effects: &mut Vec<Effect>,
+) -> Vec<Batch> {
     let mut batches = Vec::new();
     let mut judged = Vec::new();
     for call in calls {
@@ -255,6 +261,7 @@ pub(super) fn batches(state: &LoopState, calls: Vec<ToolCall>) -> Vec<Batch> {
         let class = state.class_of(&call.name);
         let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
         let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
+        effects.push(Effect::Record(policy_event(&call.call_id, &verdict)));
         judged.push((call, class, verdict.decision));
     }
     batches.extend(schedule(judged));

@@ -39,6 +39,9 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     /// `verify.commands`: extra command prefixes that count as verification.
     pub verify_commands: Vec<String>,
+    /// The project's own check commands (`cargo test`, `npm test`, …),
+    /// detected from its root files by [`super::load`].
+    pub detected_checks: Vec<String>,
     /// The project's `.keel/phases.toml` (trusted projects only), filled by
     /// [`super::load`]; `None`: the shipped rules.
     pub phase_rules: Option<PhaseRules>,
@@ -174,6 +177,7 @@ pub fn resolve(
         project_trusted: false,
         sandbox: sandbox_settings(merged.sandbox)?,
         verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
+        detected_checks: Vec::new(),
         phase_rules: None,
         context_window: pricing.context_window,
         pricing,

@@ -12,12 +12,12 @@
 //!
 //! | `type` | written by | meaning |
 //! |---|---|---|
-//! | `session_started` | runtime | cwd, provider, model, keel version, git head |
+//! | `session_started` | runtime | cwd, provider, model, approval mode, keel version, git head |
 //! | `session_resumed` | runtime | a resume appended from here; what was reconciled |
 //! | `turn_started` | loop | a user turn begins |
 //! | `user_message` | loop | the user's text |
 //! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage |
-//! | `policy_decision` | policy | the decision and matched rules for one call |
+//! | `policy_decision` | loop | policy's decision, matched rules and reason for one call, before it runs, is asked or refused |
 //! | `approval` | runtime | the user's answer on a call and its scope |
 //! | `tool_call_started` | loop | written ahead (synced when mutating) before the call runs |
 //! | `file_before` | runtime | hash of a file a mutating call is about to change (synced) |
@@ -25,7 +25,8 @@
 //! | `tool_call_finished` | loop | the result the model reads |
 //! | `checkpoint` | runtime | a workspace snapshot taken before the turn changed files |
 //! | `undo` | `keel undo` | the workspace was restored to a checkpoint |
-//! | `mode_changed`, `phase_changed`, `plan_updated`, `task_updated` | workflow | placeholders for the workflow issue |
+//! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
+//! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
 //! | `compaction` | loop | the history was replaced by these items |
 //! | `model_error` | loop | a model request failed for good |
 //! | `error` | runtime | any other failure worth keeping |
@@ -84,6 +85,10 @@ pub enum SessionEvent {
         /// `HEAD` of the workspace's git repository, when there is one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         git_head: Option<String>,
+        /// The approval mode the session started in (`ask`, `auto`, …);
+        /// later changes are `mode_changed` lines.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
     },
     /// A resume continues this log from here.
     SessionResumed {
@@ -106,13 +111,19 @@ pub enum SessionEvent {
         step: u32,
         response: ModelResponse,
     },
-    /// How policy judged a call (recorded by the policy layer).
+    /// How policy judged a call, recorded before the call runs, is asked
+    /// about or is refused.
     PolicyDecision {
         call_id: String,
         /// `allow`, `prompt` or `forbidden`.
         decision: String,
+        /// Every rule that matched: `source`, `pattern`, `matched_prefix`,
+        /// `decision`, `justification` (as `keel policy check --json`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         matched_rules: Vec<serde_json::Value>,
+        /// Why it prompts or is forbidden.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// The user's answer on a call that needed approval.
     Approval {
@@ -121,6 +132,13 @@ pub enum SessionEvent {
         scope: ApprovalScope,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// An `always` approval: the command prefix allowed from now on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<Vec<String>>,
+        /// A `session` approval: the workspace-relative file that file
+        /// tools may write for the rest of the session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
     },
     /// Written ahead: a tool call is on disk before it runs.
     ToolCallStarted {
@@ -157,20 +175,20 @@ pub enum SessionEvent {
         turn: u32,
         commit: String,
     },
-    /// Placeholder for the workflow issue: the approval mode changed.
+    /// The approval mode changed (rebuilt on resume).
     ModeChanged {
         mode: String,
     },
-    /// Placeholder for the workflow issue: the phase changed.
+    /// The workflow moved to another phase.
     PhaseChanged {
         from: String,
         to: String,
     },
-    /// Placeholder for the workflow issue: the plan (and its approval).
+    /// The plan: text, path, revision and review status.
     PlanUpdated {
         plan: serde_json::Value,
     },
-    /// Placeholder for the workflow issue: one task's state.
+    /// The task list (`{"tasks": [...]}`).
     TaskUpdated {
         task: serde_json::Value,
     },
@@ -328,6 +346,7 @@ mod tests {
                 model: s(),
                 keel_version: s(),
                 git_head: None,
+                mode: None,
             },
             SessionEvent::SessionResumed {
                 provider: s(),
@@ -347,12 +366,19 @@ mod tests {
                     response_id: None,
                 },
             },
-            SessionEvent::PolicyDecision { call_id: s(), decision: s(), matched_rules: Vec::new() },
+            SessionEvent::PolicyDecision {
+                call_id: s(),
+                decision: s(),
+                matched_rules: Vec::new(),
+                reason: None,
+            },
             SessionEvent::Approval {
                 call_id: s(),
                 approved: true,
                 scope: ApprovalScope::Once,
                 note: None,
+                prefix: None,
+                path: None,
             },
             SessionEvent::ToolCallStarted { call, class: ToolClass::Mutating },
             SessionEvent::FileBefore { call_id: s(), path: s(), before: None },

@@ -123,6 +123,7 @@ impl Session {
             model: settings.model.clone(),
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_head: git_head(&workspace_root),
+            mode: Some(options.approval.as_str().to_owned()),
         })?;
         let mut state = state;
         if let Some(rules) = &settings.phase_rules {
@@ -130,6 +131,7 @@ impl Session {
             state.workflow = WorkflowState::with_rules(rules.clone(), plan_required);
         }
         state.workflow.verify_commands = settings.verify_commands.clone();
+        state.workflow.detected_checks = settings.detected_checks.clone();
         let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
@@ -233,11 +235,22 @@ impl Session {
     }
 
     /// Changes the approval mode for the turns that follow (the TUI's
-    /// Shift+Tab); a running turn keeps the mode it started with.
+    /// Shift+Tab, a mode flag on resume); a running turn keeps the mode it
+    /// started with. A change is recorded (`mode_changed`) so a resume
+    /// restores it; a failed write is reported, and the poisoned log stops
+    /// the next turn.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
-        self.state.config.policy.mode = mode;
         if mode == ApprovalMode::Plan {
             self.state.workflow.flow.plan_required = true;
+        }
+        if self.state.config.policy.mode == mode {
+            return;
+        }
+        self.state.config.policy.mode = mode;
+        let event = SessionEvent::ModeChanged { mode: mode.as_str().to_owned() };
+        if let Err(error) = self.log.append(event) {
+            let message = format!("cannot record the mode change: {error}");
+            self.sink.emit(RuntimeEvent::Error { message });
         }
     }
 
@@ -356,12 +369,12 @@ impl Session {
                     } else {
                         self.persist_scope(answer.approved, answer.scope)
                     };
-                    self.log.append(SessionEvent::Approval {
-                        call_id: call.call_id.clone(),
-                        approved: answer.approved,
-                        scope: logged_scope(&scope),
-                        note: answer.note.clone(),
-                    })?;
+                    self.log.append(approval_event(
+                        &call.call_id,
+                        answer.approved,
+                        answer.note.clone(),
+                        &scope,
+                    ))?;
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,
@@ -580,11 +593,22 @@ impl Session {
     }
 }
 
-/// How the log records an approval's scope.
-fn logged_scope(scope: &policy::ApprovalScope) -> ApprovalScope {
-    match scope {
-        policy::ApprovalScope::Once => ApprovalScope::Once,
-        policy::ApprovalScope::AlwaysPrefix(_) => ApprovalScope::Always,
-        policy::ApprovalScope::SessionFile(_) => ApprovalScope::Session,
-    }
+/// The `approval` line: the answer, its scope, and what a lasting scope
+/// allows (so a resume rebuilds the session's approvals).
+fn approval_event(
+    call_id: &str,
+    approved: bool,
+    note: Option<String>,
+    scope: &policy::ApprovalScope,
+) -> SessionEvent {
+    let (scope, prefix, path) = match scope {
+        policy::ApprovalScope::Once => (ApprovalScope::Once, None, None),
+        policy::ApprovalScope::AlwaysPrefix(prefix) => {
+            (ApprovalScope::Always, Some(prefix.clone()), None)
+        }
+        policy::ApprovalScope::SessionFile(path) => {
+            (ApprovalScope::Session, None, Some(path.clone()))
+        }
+    };
+    SessionEvent::Approval { call_id: call_id.to_owned(), approved, scope, note, prefix, path }
 }

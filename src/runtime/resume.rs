@@ -42,8 +42,11 @@ impl Session {
         let tools = ToolRegistry::builtin();
         let found = super::driver::discover_context(settings, &options.cwd);
         let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools, &found));
-        rebuilder
-            .configure_workflow(settings.phase_rules.clone(), settings.verify_commands.clone());
+        rebuilder.configure_workflow(
+            settings.phase_rules.clone(),
+            settings.verify_commands.clone(),
+            settings.detected_checks.clone(),
+        );
         let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
         let mut rebuilt = rebuilder.finish();
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
