@@ -4,9 +4,11 @@
 //! [`Rebuilder`] folds records one at a time (the caller streams them from
 //! disk, so a large log never sits in memory twice). It keeps the
 //! conversation (from the latest compaction on), turn and step counters,
-//! usage totals, the workflow (phase, plan, tasks, and the verification
-//! gate, recomputed from the results as `step` computes it live), and, for the last turn only, which calls of the last
-//! response have no result yet.
+//! usage totals, the approval mode (the last one logged), the session's
+//! lasting approvals (the allowlist), the workflow
+//! (phase, plan, tasks, and the verification gate, recomputed from the
+//! results as `step` computes it live), and, for the last turn only, which
+//! calls of the last response have no result yet.
 //!
 //! [`reconcile`] turns an open turn back into effects through the ordinary
 //! [`step`] path: calls that were started but have no result are answered
@@ -21,13 +23,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
 
 use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState};
 use super::step::{Effect, Input, batches, step};
 use super::workflow::WorkflowState;
-use crate::plan::PhaseRules;
+use crate::plan::{PhaseRules, PlanState, PlanStatus};
 
 /// What the log says about the session besides the loop state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -105,23 +108,33 @@ impl Rebuilder {
         }
     }
 
-    /// Uses a project's phase rules and `verify.commands` (as the live
-    /// session did) before any record is folded.
-    pub fn configure_workflow(&mut self, rules: Option<PhaseRules>, verify_commands: Vec<String>) {
+    /// Uses a project's phase rules, `verify.commands` and detected checks
+    /// (as the live session did) before any record is folded.
+    pub fn configure_workflow(
+        &mut self,
+        rules: Option<PhaseRules>,
+        verify_commands: Vec<String>,
+        detected_checks: Vec<String>,
+    ) {
         if let Some(rules) = rules {
             let plan_required = self.state.workflow.flow.plan_required;
             self.state.workflow = WorkflowState::with_rules(rules, plan_required);
         }
         self.state.workflow.verify_commands = verify_commands;
+        self.state.workflow.detected_checks = detected_checks;
     }
 
     /// Applies one record.
     pub fn apply(&mut self, record: EventRecord) {
         self.facts.next_seq = self.facts.next_seq.max(record.seq + 1);
         match record.event {
-            SessionEvent::SessionStarted { session_id, cwd, provider, model, .. } => {
+            SessionEvent::SessionStarted { session_id, cwd, provider, model, mode, .. } => {
                 self.facts = LogFacts { session_id, cwd, provider, model, ..self.facts.clone() };
+                if let Some(mode) = mode {
+                    self.set_mode(&mode);
+                }
             }
+            SessionEvent::ModeChanged { mode } => self.set_mode(&mode),
             SessionEvent::SessionResumed { provider, model, .. } => {
                 self.facts.provider = provider;
                 self.facts.model = model;
@@ -133,6 +146,10 @@ impl Rebuilder {
             }
             SessionEvent::ModelResponse { step, response } => {
                 self.state.step = step;
+                if response.usage.input_tokens > 0 {
+                    let counted = self.state.items.len();
+                    self.state.reported_context = Some((response.usage.input_tokens, counted));
+                }
                 self.state.turn_usage.add(&response.usage);
                 self.state.session_usage.add(&response.usage);
                 self.unanswered.extend(response.tool_calls().cloned());
@@ -156,10 +173,17 @@ impl Rebuilder {
                 if self.state.workflow.finished() {
                     self.state.workflow.restart();
                 }
-                self.state.workflow.flow.phase = to;
+                let workflow = &mut self.state.workflow;
+                workflow.flow.enter(&workflow.rules, &to);
             }
             SessionEvent::PlanUpdated { plan } => {
-                self.state.workflow.flow.plan = serde_json::from_value(plan).ok();
+                let plan: Option<PlanState> = serde_json::from_value(plan).ok();
+                // Only a required plan is ever logged unapproved (others are
+                // approved as they are submitted): the requirement holds.
+                if plan.as_ref().is_some_and(|plan| plan.status != PlanStatus::Approved) {
+                    self.state.workflow.flow.plan_required = true;
+                }
+                self.state.workflow.flow.plan = plan;
             }
             SessionEvent::TaskUpdated { task } => {
                 let list = task.get("tasks").cloned().unwrap_or_default();
@@ -167,17 +191,44 @@ impl Rebuilder {
                     self.state.workflow.tasks = tasks;
                 }
             }
-            SessionEvent::Compaction { items } => self.state.items = items,
+            SessionEvent::Compaction { items, failed_check, .. } => {
+                self.state.items = items;
+                self.state.failed_check = failed_check;
+                self.state.reported_context = None;
+            }
             SessionEvent::TurnCompleted { .. } => self.end_turn(),
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
+            SessionEvent::Approval { approved: true, prefix, path, .. } => {
+                self.allow_for_session(prefix, path);
+            }
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
             | SessionEvent::Undo { .. }
-            | SessionEvent::ModeChanged { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::HookRan { .. }
             | SessionEvent::SessionEnded { .. } => {}
+        }
+    }
+
+    /// The logged approval mode; plan mode requires a plan, as live. An
+    /// unknown name (a newer keel) keeps the mode in force.
+    fn set_mode(&mut self, name: &str) {
+        let Some(mode) = ApprovalMode::parse(name) else { return };
+        self.state.config.policy.mode = mode;
+        if mode == ApprovalMode::Plan {
+            self.state.workflow.flow.plan_required = true;
+        }
+    }
+
+    /// A lasting approval (`always` prefix, `session` file), as `step`
+    /// adds it to the allowlist live.
+    fn allow_for_session(&mut self, prefix: Option<Vec<String>>, path: Option<String>) {
+        if let Some(prefix) = prefix.filter(|prefix| !prefix.is_empty()) {
+            self.state.allowlist.extend(ApprovalScope::AlwaysPrefix(prefix));
+        }
+        if let Some(path) = path.filter(|path| !path.is_empty()) {
+            self.state.allowlist.extend(ApprovalScope::SessionFile(path));
         }
     }
 
@@ -241,7 +292,8 @@ pub trait FileProbe {
 /// Continues `open` from a rebuilt, idle `state`: answers started calls
 /// "interrupted", re-judges calls that never started, and then lets the
 /// loop ask the model again. Returns the effects to carry out, the first
-/// ones being the records of the synthetic results.
+/// ones being the records of the synthetic results, then the policy
+/// decisions on the calls judged again.
 pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) -> Vec<Effect> {
     let (started, waiting): (Vec<&OpenCall>, Vec<&OpenCall>) =
         open.calls.iter().partition(|call| call.started);
@@ -255,11 +307,19 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
         .collect();
     let waiting = waiting.iter().map(|open_call| open_call.call.clone()).collect();
     let calls = started.iter().map(|open_call| open_call.call.clone()).collect();
+    let mut decisions = Vec::new();
     state.pending = std::iter::once(Batch::Run { calls, concurrent: false })
-        .chain(batches(state, waiting))
+        .chain(batches(state, waiting, &mut decisions))
         .collect();
     state.phase = LoopPhase::Execute;
-    step(state, Input::BatchFinished { results })
+    let mut effects = step(state, Input::BatchFinished { results });
+    // After the interrupted results, before anything is run or asked.
+    let answered = effects
+        .iter()
+        .take_while(|e| matches!(e, Effect::Record(SessionEvent::ToolCallFinished { .. })))
+        .count();
+    effects.splice(answered..answered, decisions);
+    effects
 }
 
 /// What the model reads for a call that was started but has no result.

@@ -20,10 +20,13 @@ fn config(approval: ApprovalMode) -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: "i".into(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes,
         policy: Policy::new(RuleSet::default(), approval, paths()),
         max_steps: 10,
+        context_window: None,
+        compact_threshold: 0.85,
     }
 }
 
@@ -214,8 +217,11 @@ fn a_call_that_never_started_asks_for_approval_again() {
     let mut state = rebuilt.state;
     let effects = reconcile(&mut state, &open, &Unchanged);
     assert!(
-        matches!(&effects[..], [Effect::AskApproval { call, .. }] if call.call_id == "w"),
-        "{effects:?}"
+        matches!(&effects[..], [
+            Effect::Record(SessionEvent::PolicyDecision { call_id, decision, .. }),
+            Effect::AskApproval { call, .. },
+        ] if call.call_id == "w" && call_id == "w" && decision == "prompt"),
+        "judged again, recorded, then asked: {effects:?}"
     );
 }
 
@@ -242,6 +248,121 @@ fn a_turn_without_its_prompt_is_dropped() {
     assert_eq!(rebuilt.state.turn, 1);
 }
 
+fn records(events: Vec<SessionEvent>) -> Vec<EventRecord> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| EventRecord { v: 1, seq: i as u64, ts: String::new(), event })
+        .collect()
+}
+
+fn started(mode: Option<&str>) -> SessionEvent {
+    SessionEvent::SessionStarted {
+        session_id: "s".into(),
+        cwd: "/home/u/ws".into(),
+        provider: "p".into(),
+        model: "m".into(),
+        keel_version: "0".into(),
+        git_head: None,
+        mode: mode.map(str::to_owned),
+    }
+}
+
+#[test]
+fn the_last_logged_mode_wins_and_plan_mode_requires_a_plan() {
+    let mode = |name: &str| SessionEvent::ModeChanged { mode: name.into() };
+    let rebuilt = rebuild(&records(vec![started(Some("plan"))]));
+    assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Plan);
+    assert!(rebuilt.state.workflow.flow.plan_required);
+
+    let rebuilt = rebuild(&records(vec![started(Some("plan")), mode("ask"), mode("hologram")]));
+    assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Ask, "unknown names are skipped");
+    assert!(rebuilt.state.workflow.flow.plan_required, "the plan requirement stays, as live");
+
+    let rebuilt = rebuild(&records(vec![started(None)]));
+    assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Auto, "an older log: the flags'");
+}
+
+#[test]
+fn lasting_approvals_come_back_and_declined_or_once_ones_do_not() {
+    let approval =
+        |approved: bool, prefix: Option<&[&str]>, path: Option<&str>| SessionEvent::Approval {
+            call_id: "c".into(),
+            approved,
+            scope: crate::protocol::ApprovalScope::Session,
+            note: None,
+            prefix: prefix.map(|words| words.iter().map(|w| (*w).to_owned()).collect()),
+            path: path.map(str::to_owned),
+        };
+    let rebuilt = rebuild(&records(vec![
+        started(Some("ask")),
+        approval(true, Some(&["make", "test"]), None),
+        approval(true, None, Some("src/a.rs")),
+        approval(false, None, Some("src/b.rs")),
+        approval(true, None, None),
+    ]));
+    let allowlist = &rebuilt.state.allowlist;
+    assert!(allowlist.allows(&["make".into(), "test".into(), "-j2".into()]));
+    assert_eq!(allowlist.files.iter().collect::<Vec<_>>(), ["src/a.rs"]);
+    assert_eq!(allowlist.prefixes.len(), 1);
+}
+
+/// A plan left for review (`--plan-only`) keeps requiring approval in a
+/// later process, whatever its flags.
+#[test]
+fn a_plan_waiting_for_review_keeps_the_plan_requirement() {
+    let plan = |status: &str| SessionEvent::PlanUpdated {
+        plan: serde_json::json!({ "path": "", "text": "1.", "status": status, "revision": 1 }),
+    };
+    let rebuilt = rebuild(&records(vec![started(Some("auto")), plan("submitted")]));
+    assert!(rebuilt.state.workflow.flow.plan_required);
+    assert!(rebuilt.state.workflow.flow.plan.is_some());
+    let rebuilt = rebuild(&records(vec![started(Some("auto")), plan("approved")]));
+    assert!(!rebuilt.state.workflow.flow.plan_required, "an unrequired plan is approved at once");
+}
+
+/// Live, approving the plan in plan mode records the switch to ask mode;
+/// the rebuild lands on the same mode.
+#[test]
+fn a_rebuild_after_a_plan_approval_in_plan_mode_is_in_ask_mode() {
+    let mut state = LoopState::new(config(ApprovalMode::Plan));
+    let mut log = records(vec![started(Some("plan"))]);
+    let plan = ToolCall {
+        call_id: "p".into(),
+        name: "submit_plan".into(),
+        arguments: serde_json::json!({ "plan_markdown": "1. do it" }).to_string(),
+        item_id: None,
+    };
+    let phase = ToolCall {
+        call_id: "f".into(),
+        name: "set_phase".into(),
+        arguments: serde_json::json!({ "phase": "plan" }).to_string(),
+        item_id: None,
+    };
+    for input in [
+        Input::UserTurn { text: "go".into() },
+        response(vec![Item::ToolCall(phase)]),
+        response(vec![Item::ToolCall(plan)]),
+        Input::ApprovalDecided {
+            call_id: "p".into(),
+            approved: true,
+            note: None,
+            scope: crate::policy::ApprovalScope::Once,
+        },
+    ] {
+        let effects = step(&mut state, input);
+        record(&effects, &mut log);
+    }
+    assert_eq!(state.config.policy.mode, ApprovalMode::Ask);
+    let mut rebuilder = Rebuilder::new(config(ApprovalMode::Plan));
+    for r in log {
+        rebuilder.apply(r);
+    }
+    let rebuilt = rebuilder.finish();
+    assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Ask);
+    assert_eq!(rebuilt.state.workflow.flow, state.workflow.flow);
+}
+
 #[test]
 fn compaction_replaces_the_history() {
     let (_, mut log) = live_session();
@@ -250,7 +371,14 @@ fn compaction_replaces_the_history() {
         v: 1,
         seq,
         ts: String::new(),
-        event: SessionEvent::Compaction { items: vec![Item::User { text: "summary".into() }] },
+        event: SessionEvent::Compaction {
+            items: vec![Item::User { text: "summary".into() }],
+            reason: "manual".into(),
+            method: "summary".into(),
+            tokens_before: 0,
+            tokens_after: 0,
+            failed_check: None,
+        },
     });
     assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);
 }

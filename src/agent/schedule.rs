@@ -6,9 +6,12 @@
 //! own. Running batches in order therefore keeps the model's call order for
 //! anything that can change state, while reads between writes still see
 //! the writes before them.
+//!
+//! [`policy_event`] turns a policy verdict into its `policy_decision` log
+//! line, so every judged call's decision and matched rules are on record.
 
-use crate::policy::Decision;
-use crate::protocol::{ToolCall, ToolClass};
+use crate::policy::{Decision, RuleMatch, Verdict};
+use crate::protocol::{SessionEvent, ToolCall, ToolClass};
 
 /// One unit of tool execution.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +48,45 @@ pub fn schedule(calls: Vec<(ToolCall, ToolClass, Decision)>) -> Vec<Batch> {
         }
     }
     batches
+}
+
+/// The `policy_decision` line for `call_id`: the decision, its reason,
+/// and every rule that matched, shaped as `keel policy check --json`
+/// reports them.
+pub fn policy_event(call_id: &str, verdict: &Verdict) -> SessionEvent {
+    let (decision, reason) = match &verdict.decision {
+        Decision::Allow => ("allow", None),
+        Decision::Prompt { reason } => ("prompt", Some(reason.clone())),
+        Decision::Forbidden { reason } => ("forbidden", Some(reason.clone())),
+    };
+    SessionEvent::PolicyDecision {
+        call_id: call_id.to_owned(),
+        decision: decision.to_owned(),
+        matched_rules: verdict.matched.iter().map(rule_json).collect(),
+        reason,
+    }
+}
+
+fn rule_json(rule: &RuleMatch) -> serde_json::Value {
+    let pattern: Vec<serde_json::Value> = rule
+        .pattern
+        .iter()
+        .map(|alternatives| match alternatives.as_slice() {
+            [single] => serde_json::Value::from(single.clone()),
+            _ => serde_json::Value::from(alternatives.clone()),
+        })
+        .collect();
+    let mut json = serde_json::json!({
+        "source": rule.source.to_string(),
+        "pattern": pattern,
+        "matched_prefix": rule.matched_prefix,
+        "decision": rule.decision.as_str(),
+        "justification": rule.justification,
+    });
+    if let (Some(program), Some(object)) = (&rule.resolved_program, json.as_object_mut()) {
+        object.insert("resolved_program".to_owned(), serde_json::Value::from(program.clone()));
+    }
+    json
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! The transition function. See the module docs of [`crate::agent`] for
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
-use crate::context::compact::elide_old_tool_outputs;
 use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
+use crate::prompts::mode_block;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
 
-use super::schedule::{Batch, schedule};
+use super::compaction;
+use super::schedule::{Batch, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
 use super::workflow::{self, HARNESS_TOOLS, HarnessOutcome};
 
@@ -24,10 +25,27 @@ pub enum Input {
         message: String,
     },
     /// The provider said the request exceeds the context window: compact
-    /// (cheaply) and ask again, once per step.
+    /// and ask again (see `agent::compaction`).
     ContextOverflow {
         message: String,
     },
+    /// The user asks to compact the history now (`/compact [focus]`);
+    /// only while idle.
+    CompactRequested {
+        focus: Option<String>,
+    },
+    /// The summary an [`Effect::Summarize`] asked for.
+    Summarized {
+        text: String,
+    },
+    /// The summary could not be written (the history is compacted
+    /// without one).
+    SummaryFailed {
+        message: String,
+    },
+    /// The driver handled the [`Effect::Compacted`] of a summary (the
+    /// instructions are fresh): the turn goes on, or the loop idles.
+    CompactionApplied,
     /// The user's answer for the call of an [`Effect::AskApproval`].
     ApprovalDecided {
         call_id: String,
@@ -61,6 +79,25 @@ pub enum Effect {
         calls: Vec<ToolCall>,
         concurrent: bool,
     },
+    /// Ask the model for a compaction summary (no streaming to the user);
+    /// answer with [`Input::Summarized`] or [`Input::SummaryFailed`].
+    /// `trigger` is `auto` or `manual` (PreCompact hooks see it).
+    Summarize {
+        request: ModelRequest,
+        trigger: &'static str,
+        focus: Option<String>,
+    },
+    /// The history was compacted (after its `compaction` record): front
+    /// ends show it. After a `summary` the driver re-reads the project
+    /// instructions and answers [`Input::CompactionApplied`]; the loop
+    /// waits for that before its next request.
+    Compacted {
+        reason: String,
+        /// `elide` or `summary`.
+        method: String,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// The turn is over; the loop is idle again.
     TurnEnded {
         outcome: TurnOutcome,
@@ -83,8 +120,21 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             end_turn(state, TurnOutcome::Failed, &mut effects);
         }
         (LoopPhase::Infer, Input::ContextOverflow { message }) => {
-            on_context_overflow(state, message, &mut effects);
+            compaction::on_overflow(state, message, &mut effects);
         }
+        (LoopPhase::Idle, Input::CompactRequested { focus }) => {
+            compaction::on_compact_requested(state, focus, &mut effects);
+        }
+        (LoopPhase::Compact, Input::Summarized { text }) => {
+            compaction::on_summary(state, Some(text), &mut effects);
+        }
+        (LoopPhase::Compact, Input::SummaryFailed { .. }) => {
+            compaction::on_summary(state, None, &mut effects);
+        }
+        (LoopPhase::Compact, Input::CompactionApplied) => {
+            compaction::on_applied(state, &mut effects);
+        }
+        (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
             on_approval(state, &call_id, approved, note, scope, &mut effects);
         }
@@ -96,11 +146,19 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             end_turn(state, TurnOutcome::Interrupted, &mut effects);
         }
         (
-            LoopPhase::Idle | LoopPhase::Infer | LoopPhase::AwaitApproval | LoopPhase::Execute,
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact,
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
             | Input::ContextOverflow { .. }
+            | Input::CompactRequested { .. }
+            | Input::Summarized { .. }
+            | Input::SummaryFailed { .. }
+            | Input::CompactionApplied
             | Input::ApprovalDecided { .. }
             | Input::BatchFinished { .. }
             | Input::Interrupted,
@@ -129,37 +187,38 @@ fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) {
     request_model(state, effects);
 }
 
-/// Compacts the history cheaply (old tool outputs elided) and asks the
-/// same step again; a second overflow in one step, or nothing left to
-/// elide, fails the turn with the provider's message.
-fn on_context_overflow(state: &mut LoopState, message: String, effects: &mut Vec<Effect>) {
-    let compacted = (state.compacted_at_step != Some(state.step))
-        .then(|| elide_old_tool_outputs(&state.items))
-        .flatten();
-    let Some(items) = compacted else {
-        effects.push(Effect::Record(SessionEvent::ModelError { message }));
-        end_turn(state, TurnOutcome::Failed, effects);
+/// Asks the model, compacting first when the history crossed the
+/// threshold (then the request waits for the summary).
+fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    if compaction::before_request(state, effects) {
         return;
-    };
-    state.compacted_at_step = Some(state.step);
-    state.items = items;
-    effects.push(Effect::Record(SessionEvent::Compaction { items: state.items.clone() }));
-    request_model(state, effects);
+    }
+    effects.push(Effect::CallModel(build_request(state)));
 }
 
-fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
+/// The request for the current state: the instructions in assembly order
+/// (head, mode and permissions, skills index, phase guidance with tasks
+/// last), the whole history, every tool.
+pub(super) fn build_request(state: &LoopState) -> ModelRequest {
+    let policy = &state.config.policy;
     let mut instructions = state.config.instructions.clone();
+    instructions.push_str(&mode_block(policy.mode.as_str(), policy.sandboxed));
+    instructions.push_str(&state.config.skills_index);
     instructions.push_str(&state.workflow.guidance());
-    effects.push(Effect::CallModel(ModelRequest {
+    ModelRequest {
         model: state.config.model.clone(),
         instructions,
         items: state.items.clone(),
         tools: state.config.tools.clone(),
         max_output_tokens: None,
-    }));
+    }
 }
 
 fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec<Effect>) {
+    if response.usage.input_tokens > 0 {
+        // The request carried exactly the items held now.
+        state.reported_context = Some((response.usage.input_tokens, state.items.len()));
+    }
     state.turn_usage.add(&response.usage);
     state.session_usage.add(&response.usage);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
@@ -177,14 +236,20 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         end_turn(state, TurnOutcome::MaxSteps, effects);
         return;
     }
-    state.pending = batches(state, calls).into();
+    state.pending = batches(state, calls, effects).into();
     advance(state, effects);
 }
 
-/// Judges `calls` (in model order) by policy and groups them into batches;
-/// harness calls become batches of their own, answered when their turn
+/// Judges `calls` (in model order) by policy, recording each decision with
+/// its matched rules (so the log has it before the call runs, is asked
+/// about or is refused), and groups them into batches; harness calls are
+/// not judged and become batches of their own, answered when their turn
 /// comes so they see the effects of the calls before them.
-pub(super) fn batches(state: &LoopState, calls: Vec<ToolCall>) -> Vec<Batch> {
+pub(super) fn batches(
+    state: &LoopState,
+    calls: Vec<ToolCall>,
+    effects: &mut Vec<Effect>,
+) -> Vec<Batch> {
     let mut batches = Vec::new();
     let mut judged = Vec::new();
     for call in calls {
@@ -196,6 +261,7 @@ pub(super) fn batches(state: &LoopState, calls: Vec<ToolCall>) -> Vec<Batch> {
         let class = state.class_of(&call.name);
         let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
         let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
+        effects.push(Effect::Record(policy_event(&call.call_id, &verdict)));
         judged.push((call, class, verdict.decision));
     }
     batches.extend(schedule(judged));
@@ -371,7 +437,7 @@ fn on_batch_finished(
 
 /// Gives every call still pending an error result, so the history stays a
 /// valid conversation (every call answered).
-fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut Vec<Effect>) {
+pub(super) fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut Vec<Effect>) {
     let pending: Vec<Batch> = state.pending.drain(..).collect();
     for batch in pending {
         let calls = match batch {
@@ -404,7 +470,7 @@ fn denied_text(reason: &str) -> String {
     format!("not run: {reason}")
 }
 
-fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
+pub(super) fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
     state.phase = LoopPhase::Idle;
     let usage = state.turn_usage;
     effects.push(Effect::Record(SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }));

@@ -21,10 +21,13 @@ fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: "be helpful".into(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes,
         policy: Policy::new(RuleSet::default(), approval, paths()),
         max_steps,
+        context_window: None,
+        compact_threshold: 0.85,
     }
 }
 
@@ -275,19 +278,89 @@ proptest! {
     }
 }
 
+fn shell_call(id: &str, command: &str) -> ToolCall {
+    let arguments = serde_json::json!({ "command": command }).to_string();
+    ToolCall { call_id: id.into(), name: "shell".into(), arguments, item_id: None }
+}
+
+/// Index of the first effect matching `pred`.
+fn position(effects: &[Effect], pred: impl Fn(&Effect) -> bool) -> usize {
+    effects.iter().position(pred).unwrap_or_else(|| panic!("not found in {effects:?}"))
+}
+
+fn decision_of(effects: &[Effect], id: &str) -> usize {
+    position(
+        effects,
+        |e| matches!(e, Effect::Record(SessionEvent::PolicyDecision { call_id, .. }) if call_id == id),
+    )
+}
+
 #[test]
-fn context_overflow_compacts_once_per_step_then_fails() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 20));
+fn every_judged_call_has_its_policy_decision_recorded_before_it_runs_is_asked_or_refused() {
+    let mut config = config(ApprovalMode::Ask, 10);
+    let rules = "prefix_rule(pattern=[\"curl\"], decision=\"forbidden\", \
+                 justification=\"no network from the agent\")";
+    config.policy.rules.load("user.rules", rules, crate::policy::Origin::User).unwrap();
+    let mut state = LoopState::new(config);
     step(&mut state, Input::UserTurn { text: "go".into() });
-    for i in 0..6 {
-        let id = format!("c{i}");
-        step(&mut state, respond(vec![Item::ToolCall(call(&id, "read_file"))]));
-        let long = (ToolResult::ok(&id, "x".repeat(5_000)), serde_json::Value::Null);
-        step(&mut state, Input::BatchFinished { results: vec![long] });
-    }
-    let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
-    assert!(effects.iter().any(|e| matches!(e, Effect::Record(SessionEvent::Compaction { .. }))));
-    assert!(matches!(effects.last(), Some(Effect::CallModel(_))), "asks again");
-    let effects = step(&mut state, Input::ContextOverflow { message: "still too long".into() });
-    assert!(matches!(effects.last(), Some(Effect::TurnEnded { outcome: TurnOutcome::Failed, .. })));
+    let effects = step(
+        &mut state,
+        respond(vec![
+            Item::ToolCall(call("r", "read_file")),
+            Item::ToolCall(shell_call("x", "curl http://example.com")),
+            Item::ToolCall(shell_call("w", "touch a")),
+        ]),
+    );
+    let decisions: Vec<(&str, &str)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Record(SessionEvent::PolicyDecision { call_id, decision, .. }) => {
+                Some((call_id.as_str(), decision.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decisions, [("r", "allow"), ("x", "forbidden"), ("w", "prompt")]);
+    let Effect::Record(SessionEvent::PolicyDecision { matched_rules, reason, .. }) =
+        &effects[decision_of(&effects, "x")]
+    else {
+        unreachable!()
+    };
+    assert_eq!(matched_rules.len(), 1, "{matched_rules:?}");
+    assert_eq!(matched_rules[0]["decision"], "forbidden");
+    assert_eq!(matched_rules[0]["pattern"], serde_json::json!(["curl"]));
+    assert_eq!(matched_rules[0]["justification"], "no network from the agent");
+    assert!(reason.as_deref().is_some_and(|r| !r.is_empty()), "{reason:?}");
+    let ran = position(&effects, |e| matches!(e, Effect::RunBatch { .. }));
+    assert!(decision_of(&effects, "r") < ran);
+    assert!(decision_of(&effects, "w") < ran, "all decisions come before any call runs");
+
+    let effects = step(&mut state, Input::BatchFinished { results: vec![ok("r")] });
+    let refused = position(
+        &effects,
+        |e| matches!(e, Effect::Record(SessionEvent::ToolCallFinished { result, .. }) if result.call_id == "x"),
+    );
+    let asked = position(&effects, |e| matches!(e, Effect::AskApproval { .. }));
+    assert!(refused < asked, "{effects:?}");
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Record(SessionEvent::PolicyDecision { .. }))),
+        "judged once: {effects:?}"
+    );
+}
+
+#[test]
+fn harness_calls_are_not_judged_by_policy() {
+    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let todo = ToolCall {
+        call_id: "t".into(),
+        name: "todo_write".into(),
+        arguments: serde_json::json!({ "todos": [] }).to_string(),
+        item_id: None,
+    };
+    let effects = step(&mut state, respond(vec![Item::ToolCall(todo)]));
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Record(SessionEvent::PolicyDecision { .. }))),
+        "{effects:?}"
+    );
 }

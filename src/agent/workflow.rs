@@ -7,15 +7,18 @@
 //! the workflow implicitly along a legal edge whose gates hold (e.g. the
 //! first `write_file` in `orient` enters `implement`, recorded as a
 //! `phase_changed`), or is refused with the phase and the allowed moves;
-//! it never runs. Model input never panics: bad arguments become an error
-//! result. The plan's path is empty here; the driver saves the plan under
-//! `.keel/plans/` and fills the path in before the line is logged.
+//! it never runs. No implicit move leaves a phase where plans are
+//! submitted: there a write is refused until the model moves on with
+//! `set_phase` (and the plan gate, when a plan is required, holds). Model
+//! input never panics: bad arguments become an error result. The plan's
+//! path is empty here; the driver saves the plan under `.keel/plans/` and
+//! fills the path in before the line is logged.
 
 use serde::Deserialize;
 
 use crate::plan::{
     DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
-    is_verification_command, tool_kind,
+    is_verification_command, runs_check, tool_kind,
 };
 use crate::protocol::{SessionEvent, ToolCall, ToolResult, ToolSpec};
 use crate::tasks::{self, Task};
@@ -43,6 +46,9 @@ pub struct WorkflowState {
     pub review: PlanReview,
     /// Configured `verify.commands`, besides the detected ones.
     pub verify_commands: Vec<String>,
+    /// The project's own checks (`cargo test`, `make test`, …), detected
+    /// from its root files; named in the guidance, and they verify.
+    pub detected_checks: Vec<String>,
 }
 
 impl WorkflowState {
@@ -59,6 +65,7 @@ impl WorkflowState {
             tasks: Vec::new(),
             review: PlanReview::Ask,
             verify_commands: Vec::new(),
+            detected_checks: Vec::new(),
         }
     }
 
@@ -90,6 +97,18 @@ impl WorkflowState {
         })
     }
 
+    /// Rejects a plan waiting for review (`keel exec resume ID
+    /// --reject-plan FEEDBACK`); the event to record, if there was one. The
+    /// model stays in the plan phase and reads [`rejection_text`].
+    pub fn reject_submitted(&mut self, feedback: &str) -> Option<SessionEvent> {
+        let waiting =
+            self.flow.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Submitted);
+        waiting.then(|| {
+            self.flow.review_plan(false, Some(feedback.to_owned()));
+            plan_event(&self.flow)
+        })
+    }
+
     /// The lines appended to the instructions of every request.
     pub fn guidance(&self) -> String {
         let phase = &self.flow.phase;
@@ -102,6 +121,7 @@ impl WorkflowState {
                 text.push_str(&format!(" Move with set_phase to: {}.", rule.next.join(", ")));
             }
         }
+        text.push_str(&self.checks_guidance());
         if self.flow.plan_required && !self.flow.plan_approved() {
             text.push_str(" A plan is required: submit it with submit_plan before changing files.");
         }
@@ -125,6 +145,10 @@ impl WorkflowState {
             return Err(first);
         }
         let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();
+        if self.rules.allows(&self.flow.phase, ToolKind::Plan) {
+            // The model chose to plan: leaving that takes a set_phase.
+            return Err(format!("{first}. Allowed next phases: {}.", next.join(", ")));
+        }
         let mut blocked = Vec::new();
         for target in next.iter().filter(|target| self.rules.allows(target, kind)) {
             let mut moved = self.flow.clone();
@@ -148,6 +172,52 @@ impl WorkflowState {
         Err(format!("{first}.{}{moves}", blocked.concat()))
     }
 
+    /// While implementing or verifying: the checks to run; and which
+    /// checks a next phase needs.
+    fn checks_guidance(&self) -> String {
+        let quoted = |checks: &[String]| {
+            checks.iter().map(|check| format!("`{check}`")).collect::<Vec<_>>().join(", ")
+        };
+        let mut text = String::new();
+        let checks = self.checks();
+        if ["implement", "verify"].contains(&self.flow.phase.as_str()) && !checks.is_empty() {
+            text.push_str(&format!(
+                " This project's checks: {}; run them in the verify phase after changing files \
+                 (deliver needs one to pass after the last change).",
+                quoted(&checks)
+            ));
+        }
+        let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();
+        for phase in next {
+            let needed = self.rules.rule(&phase).map(|r| r.checks.clone()).unwrap_or_default();
+            if !needed.is_empty() {
+                let list = quoted(&needed);
+                text.push_str(&format!(
+                    " Entering {phase} needs {list} to pass after the last change."
+                ));
+            }
+        }
+        text
+    }
+
+    /// The phase rules' checks (every phase's), e.g. `cargo clippy`.
+    fn rule_checks(&self) -> impl Iterator<Item = &String> {
+        self.rules.phases.values().flat_map(|rule| &rule.checks)
+    }
+
+    /// The phase rules' checks, the configured ones, then the detected
+    /// ones, without repeats.
+    pub fn checks(&self) -> Vec<String> {
+        let mut checks: Vec<String> = Vec::new();
+        let all = self.rule_checks().chain(&self.verify_commands).chain(&self.detected_checks);
+        for check in all {
+            if !check.trim().is_empty() && !checks.contains(check) {
+                checks.push(check.clone());
+            }
+        }
+        checks
+    }
+
     /// What a finished call means for the gate: a successful change counts
     /// as a change, a verification command as a verification.
     pub fn observe(&mut self, call: &ToolCall, result: &ToolResult, meta: &serde_json::Value) {
@@ -158,9 +228,18 @@ impl WorkflowState {
             ToolKind::Shell => {
                 let command = string_argument(call, "command").unwrap_or_default();
                 let exit = meta.get("exit_code").and_then(serde_json::Value::as_i64);
-                if is_verification_command(&command, &self.verify_commands) {
+                if is_verification_command(&command, &self.checks()) {
                     if let Some(code) = exit {
-                        self.flow.record_verification(code == 0 && !result.is_error);
+                        let passed = code == 0 && !result.is_error;
+                        let ran: Vec<String> = self
+                            .rule_checks()
+                            .filter(|check| runs_check(&command, check))
+                            .cloned()
+                            .collect();
+                        for check in ran {
+                            self.flow.record_check(&check, passed);
+                        }
+                        self.flow.record_verification(passed);
                     }
                 } else if meta.get("changed").and_then(serde_json::Value::as_bool) == Some(true) {
                     self.flow.record_change(None);
@@ -318,12 +397,15 @@ pub fn review(
         ToolResult::ok(call_id, approved_text())
     } else {
         let feedback = note.unwrap_or_else(|| "no feedback given".to_owned());
-        ToolResult::error(
-            call_id,
-            format!("plan rejected: {feedback}. Revise it and submit it again."),
-        )
+        ToolResult::error(call_id, rejection_text(&feedback))
     };
     (plan_event(&flow.flow), result)
+}
+
+/// What the model reads when the user rejects its plan, live (the
+/// `submit_plan` result) or in a later run (the next prompt).
+pub fn rejection_text(feedback: &str) -> String {
+    format!("plan rejected: {feedback}. Revise it and submit it again.")
 }
 
 fn approved_text() -> &'static str {
@@ -356,8 +438,13 @@ fn default_rules() -> PhaseRules {
             next: Vec::new(),
             skippable: false,
             requires: Vec::new(),
+            checks: Vec::new(),
         };
-        PhaseRules { start: "work".to_owned(), phases: [("work".to_owned(), rule)].into() }
+        PhaseRules {
+            start: "work".to_owned(),
+            require_plan: false,
+            phases: [("work".to_owned(), rule)].into(),
+        }
     })
 }
 

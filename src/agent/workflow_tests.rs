@@ -32,10 +32,13 @@ fn state(approval: ApprovalMode) -> LoopState {
     LoopState::new(LoopConfig {
         model: "m".into(),
         instructions: "be helpful".into(),
+        skills_index: String::new(),
         tools: harness_specs(),
         tool_classes,
         policy,
         max_steps: 30,
+        context_window: None,
+        compact_threshold: 0.85,
     })
 }
 
@@ -163,6 +166,23 @@ fn in_plan_mode_a_write_before_approval_is_refused_and_never_run() {
     let refusal = result_of(&state, "w");
     assert!(refusal.is_error && refusal.output.contains("plan"), "{refusal:?}");
     assert_eq!(state.workflow.flow.phase, "orient");
+}
+
+#[test]
+fn in_the_plan_phase_a_write_is_refused_even_without_a_required_plan() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "plan it".into() });
+    step(&mut state, respond(vec![set_phase("p", "plan")]));
+    let write = call("w", "write_file", serde_json::json!({ "path": "a.rs" }));
+    let effects = step(&mut state, respond(vec![write, shell("s", "touch b")]));
+    assert!(runs(&effects).is_empty(), "nothing ran");
+    assert!(phase_moves(&effects).is_empty(), "no implicit move out of plan");
+    for id in ["w", "s"] {
+        let refusal = result_of(&state, id);
+        assert!(refusal.is_error && refusal.output.contains("plan phase"), "{refusal:?}");
+        assert!(refusal.output.contains("Allowed next phases: implement"), "{refusal:?}");
+    }
+    assert_eq!(state.workflow.flow.phase, "plan");
 }
 
 #[test]
@@ -323,6 +343,50 @@ fn rebuilding_the_log_restores_phase_plan_tasks_and_the_gate() {
     assert_eq!(rebuilt.workflow, live.workflow);
 }
 
+/// Entering deliver at the limit without a phase check passing is
+/// "unverified" live, and again after a rebuild.
+#[test]
+fn a_skipped_phase_check_is_unverified_live_and_rebuilt() {
+    use crate::plan::{DEFAULT_PHASE_RULES, PhaseRules};
+    use crate::protocol::EventRecord;
+    let gate = "requires = [\"verified_after_last_change\"]";
+    let text = DEFAULT_PHASE_RULES.replace(gate, &format!("{gate}\nchecks = [\"cargo clippy\"]"));
+    let rules = PhaseRules::parse(&text).unwrap();
+    let mut live = state(ApprovalMode::Auto);
+    live.workflow = WorkflowState::with_rules(rules.clone(), false);
+    let mut inputs = vec![
+        Input::UserTurn { text: "go".into() },
+        respond(vec![call("w", "write_file", serde_json::json!({ "path": "a" }))]),
+        finished("w", 0, true),
+        respond(vec![set_phase("v", "verify"), shell("t", "cargo test")]),
+        finished("t", 0, false),
+    ];
+    for i in 0..3 {
+        let id = format!("c{i}");
+        inputs.push(respond(vec![shell(&id, "cargo clippy")]));
+        inputs.push(finished(&id, 1, false));
+    }
+    inputs.push(respond(vec![set_phase("d", "deliver")]));
+    let mut log = Vec::new();
+    for input in inputs {
+        for effect in step(&mut live, input) {
+            if let Effect::Record(event) = effect {
+                let seq = log.len() as u64;
+                log.push(EventRecord { v: 1, seq, ts: String::new(), event });
+            }
+        }
+    }
+    assert_eq!(live.workflow.flow.phase, "deliver");
+    assert!(live.workflow.flow.delivers_unverified(), "clippy never passed");
+    assert!(result_of(&live, "d").output.contains("NOT verified"));
+    let mut rebuilder = Rebuilder::new(live.config.clone());
+    rebuilder.configure_workflow(Some(rules), Vec::new(), Vec::new());
+    for record in log {
+        rebuilder.apply(record);
+    }
+    assert_eq!(rebuilder.finish().state.workflow, live.workflow);
+}
+
 #[test]
 fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
     let mut state = state(ApprovalMode::Plan);
@@ -364,4 +428,23 @@ fn a_fourth_file_without_an_approved_plan_is_refused_with_guidance_to_plan() {
             assert!(refusal.is_error && refusal.output.contains("submit a plan"), "{refusal:?}");
         }
     }
+}
+
+#[test]
+fn detected_checks_are_named_in_implement_and_verify_and_open_the_gate() {
+    let mut state = state(ApprovalMode::Auto);
+    state.workflow.detected_checks = vec!["go test ./...".into(), "make test".into()];
+    state.workflow.verify_commands = vec!["make test".into()];
+    assert_eq!(state.workflow.checks(), ["make test", "go test ./..."], "configured first, once");
+    assert!(!state.workflow.guidance().contains("go test"), "not while orienting");
+    state.workflow.flow.phase = "verify".into();
+    let guidance = state.workflow.guidance();
+    assert!(guidance.contains("This project's checks: `make test`, `go test ./...`"), "{guidance}");
+
+    state.workflow.flow.phase = "implement".into();
+    state.workflow.flow.record_change(Some("a.go"));
+    let run = shell("s", "go test ./pkg/...");
+    let meta = serde_json::json!({ "exit_code": 0, "changed": false });
+    state.workflow.observe(&run, &ToolResult::ok("s", "ok"), &meta);
+    assert!(!state.workflow.flow.delivers_unverified(), "a detected check verified the change");
 }

@@ -49,25 +49,33 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
     };
     let settings = config::load(&env, &overrides)?;
     let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
+    // No flag: a new session asks; a resumed one keeps its logged mode.
     let approval = match (args.full_auto, args.yolo, args.mode.as_deref()) {
-        (_, true, _) => ApprovalMode::Yolo,
-        (true, false, _) => ApprovalMode::Auto,
-        (false, false, Some(mode)) => ApprovalMode::parse(mode).with_context(|| {
+        (_, true, _) => Some(ApprovalMode::Yolo),
+        (true, false, _) => Some(ApprovalMode::Auto),
+        (false, false, Some(mode)) => Some(ApprovalMode::parse(mode).with_context(|| {
             format!("unknown mode `{mode}`; use ask, auto, plan, explore or yolo")
-        })?,
-        (false, false, None) => ApprovalMode::Ask,
+        })?),
+        (false, false, None) => None,
     };
+    if args.reject_plan.is_some() && resume.is_none() {
+        anyhow::bail!("--reject-plan needs a session to resume: keel exec resume ID --reject-plan");
+    }
+    if args.reject_plan.as_deref().is_some_and(|text| text.trim().is_empty()) {
+        anyhow::bail!("--reject-plan needs feedback: say what the plan should change");
+    }
     let options = ExecOptions {
         prompt,
         resume,
         json: args.json,
         last_message_file: args.output_last_message,
         approval,
-        plan_review: match (args.plan_only, args.approve_plan) {
+        plan_review: match (args.plan_only || args.reject_plan.is_some(), args.approve_plan) {
             (true, _) => Some(PlanReview::StopAfterSubmit),
             (false, true) => Some(PlanReview::Approve),
             (false, false) => None,
         },
+        reject_plan: args.reject_plan,
         cwd: env.cwd.clone(),
         date: today(),
     };

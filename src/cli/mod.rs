@@ -164,9 +164,15 @@ pub struct ExecArgs {
     /// the plan in `final_text`, exit 0.
     #[arg(long, conflicts_with = "approve_plan")]
     pub plan_only: bool,
-    /// Require a plan and approve it within this run.
+    /// Require a plan and approve it within this run; with `resume ID`,
+    /// approve the plan a `--plan-only` run left for review.
     #[arg(long)]
     pub approve_plan: bool,
+    /// With `resume ID`: reject the plan left for review; the model reads
+    /// FEEDBACK, stays in the plan phase and submits a revision, and the
+    /// run stops again after it (as with `--plan-only`).
+    #[arg(long, value_name = "FEEDBACK", conflicts_with_all = ["approve_plan", "plan_only"])]
+    pub reject_plan: Option<String>,
 }
 
 #[derive(Debug, Args)]

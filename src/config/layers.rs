@@ -33,6 +33,8 @@ pub struct ConfigFile {
     /// `[shell]`: the environment of spawned commands. A project may add
     /// `env_strip` patterns but not `env_keep` (that would un-strip).
     pub shell: Option<ShellFile>,
+    /// `[context]`: window and compaction threshold.
+    pub context: Option<ContextFile>,
 }
 
 /// The `[shell]` table.
@@ -54,6 +56,23 @@ pub struct SecretsFile {
     pub protect_files: Option<bool>,
     /// Globs of files the model may read anyway.
     pub allow_files: Option<Vec<String>>,
+}
+
+/// The `[context]` table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextFile {
+    /// The model's context window in tokens (overrides keel's table; the
+    /// only source for models keel does not know).
+    pub window: Option<u64>,
+    /// Fraction of the window at which the history is compacted before a
+    /// request (default 0.85).
+    pub compact_threshold: Option<f64>,
+    /// US dollars per million tokens for the session's model (override
+    /// keel's table, or price a model it does not know).
+    pub input_price: Option<f64>,
+    pub cached_input_price: Option<f64>,
+    pub output_price: Option<f64>,
 }
 
 /// The `[verify]` table.
@@ -109,6 +128,7 @@ impl ConfigFile {
             verify,
             secrets,
             shell,
+            context,
         } = other;
         if let Some(ShellFile { env_strip, env_keep }) = shell {
             let mine = self.shell.get_or_insert_with(ShellFile::default);
@@ -121,6 +141,21 @@ impl ConfigFile {
             let mine = self.secrets.get_or_insert_with(SecretsFile::default);
             mine.protect_files = protect_files.or(mine.protect_files);
             mine.allow_files = allow_files.or(mine.allow_files.take());
+        }
+        if let Some(ContextFile {
+            window,
+            compact_threshold,
+            input_price,
+            cached_input_price,
+            output_price,
+        }) = context
+        {
+            let mine = self.context.get_or_insert_with(ContextFile::default);
+            mine.window = window.or(mine.window);
+            mine.compact_threshold = compact_threshold.or(mine.compact_threshold);
+            mine.input_price = input_price.or(mine.input_price);
+            mine.cached_input_price = cached_input_price.or(mine.cached_input_price);
+            mine.output_price = output_price.or(mine.output_price);
         }
         if let Some(VerifyFile { commands }) = verify {
             let mine = self.verify.get_or_insert_with(VerifyFile::default);

@@ -13,6 +13,7 @@
 mod hooks;
 mod instructions;
 mod layers;
+mod memory;
 mod resolve;
 pub mod rules;
 
@@ -21,7 +22,8 @@ use std::path::PathBuf;
 
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
-pub use layers::{ConfigFile, Layers, SandboxFile, find_workspace_root, read_layers};
+pub use layers::{ConfigFile, ContextFile, Layers, SandboxFile, find_workspace_root, read_layers};
+pub use memory::{MemoryProblem, discover_memory};
 pub use resolve::{LocalSettings, SandboxSettings, Settings, resolve, resolve_local};
 
 /// Why configuration could not be loaded. Every message says what to fix.
@@ -113,6 +115,7 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
     settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
     load_phase_rules(&mut settings);
+    settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)
 }
 
@@ -124,6 +127,26 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
     settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
     Ok(settings)
+}
+
+/// Bytes read from each root file for check detection; a manifest larger
+/// than this is cut (detection then sees what fits).
+const MAX_CHECK_FILE_BYTES: u64 = 256 * 1024;
+
+/// The check commands of the project at `root`, from the files of
+/// [`crate::plan::CHECK_FILES`] there (unreadable ones count as absent).
+fn detect_project_checks(root: &std::path::Path) -> Vec<String> {
+    use std::io::Read;
+    let files: Vec<(String, String)> = crate::plan::CHECK_FILES
+        .iter()
+        .filter_map(|name| {
+            let file = std::fs::File::open(root.join(name)).ok()?;
+            let mut bytes = Vec::new();
+            file.take(MAX_CHECK_FILE_BYTES).read_to_end(&mut bytes).ok()?;
+            Some(((*name).to_owned(), String::from_utf8_lossy(&bytes).into_owned()))
+        })
+        .collect();
+    crate::plan::detect_checks(&files)
 }
 
 /// A trusted project's `.keel/phases.toml` replaces the shipped phase

@@ -2,10 +2,10 @@
 //! Pure: reads nothing but its arguments.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
-
+use crate::context::Pricing;
 use crate::hooks::{HooksConfig, NativeHook, ProtectSecrets};
 use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
 use crate::plan::PhaseRules;
@@ -14,7 +14,7 @@ use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
 use super::layers::{SecretsFile, ShellFile};
-use super::{CliOverrides, ConfigError, Environment, Layers, SandboxFile};
+use super::{CliOverrides, ConfigError, ContextFile, Environment, Layers, SandboxFile};
 
 /// Model calls allowed in one turn unless configured otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 100;
@@ -46,9 +46,59 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     /// `verify.commands`: extra command prefixes that count as verification.
     pub verify_commands: Vec<String>,
+    /// The project's own check commands (`cargo test`, `npm test`, …),
+    /// detected from its root files by [`super::load`].
+    pub detected_checks: Vec<String>,
     /// The project's `.keel/phases.toml` (trusted projects only), filled by
     /// [`super::load`]; `None`: the shipped rules.
     pub phase_rules: Option<PhaseRules>,
+    /// `context.window`, else the model table's window, else unknown.
+    pub context_window: Option<u64>,
+    /// Window and prices: the model table overlaid by `[context]`.
+    pub pricing: Pricing,
+    /// `context.compact_threshold` (0.1–1.0, default 0.85).
+    pub compact_threshold: f64,
+}
+
+/// Default share of the window at which compaction starts.
+pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.85;
+
+/// The table's figures for `model` with `[context]`'s overrides; a
+/// negative price is an error.
+fn pricing(model: &str, file: Option<ContextFile>) -> Result<Pricing, ConfigError> {
+    let table = Pricing::for_model(model);
+    let Some(file) = file else { return Ok(table) };
+    for (key, price) in [
+        ("context.input_price", file.input_price),
+        ("context.cached_input_price", file.cached_input_price),
+        ("context.output_price", file.output_price),
+    ] {
+        if let Some(price) = price.filter(|price| !(price.is_finite() && *price >= 0.0)) {
+            return Err(ConfigError::InvalidValue {
+                key,
+                value: price.to_string(),
+                message: "use US dollars per million tokens, 0 or more".to_owned(),
+            });
+        }
+    }
+    Ok(Pricing {
+        context_window: file.window.filter(|window| *window > 0).or(table.context_window),
+        input_price: file.input_price.or(table.input_price),
+        cached_input_price: file.cached_input_price.or(table.cached_input_price),
+        output_price: file.output_price.or(table.output_price),
+    })
+}
+
+fn compact_threshold(file: Option<ContextFile>) -> Result<f64, ConfigError> {
+    match file.and_then(|file| file.compact_threshold) {
+        None => Ok(DEFAULT_COMPACT_THRESHOLD),
+        Some(value) if (0.1..=1.0).contains(&value) => Ok(value),
+        Some(value) => Err(ConfigError::InvalidValue {
+            key: "context.compact_threshold",
+            value: value.to_string(),
+            message: "use a fraction of the window between 0.1 and 1.0 (default 0.85)".to_owned(),
+        }),
+    }
 }
 
 /// The resolved `[sandbox]` table.
@@ -132,9 +182,9 @@ pub fn resolve(
     };
     let idle_timeout =
         Duration::from_secs(merged.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).max(1));
+    let pricing = pricing(&model, merged.context)?;
     Ok(Settings {
         provider: ProviderConfig { kind, base_url, api_key, api_key_env, retry, idle_timeout },
-        model,
         max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
         keel_home: env.keel_home.clone(),
         workspace_root,
@@ -147,7 +197,12 @@ pub fn resolve(
         project_trusted: false,
         sandbox: sandbox_settings(merged.sandbox)?,
         verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
+        detected_checks: Vec::new(),
         phase_rules: None,
+        context_window: pricing.context_window,
+        pricing,
+        compact_threshold: compact_threshold(merged.context)?,
+        model,
     })
 }
 
@@ -321,6 +376,27 @@ mod tests {
         let settings = load(&env, &CliOverrides::default()).unwrap();
         assert_eq!(settings.provider.base_url, "https://api.openai.com/v1");
         assert!(settings.warnings[0].contains("base_url"), "{:?}", settings.warnings);
+    }
+
+    #[test]
+    fn context_table_sets_window_threshold_and_prices_and_rejects_nonsense() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "sk-test")]);
+        let config = "model = \"gpt-5\"\n[context]\nwindow = 50000\ncompact_threshold = 0.5\noutput_price = 2.5\n";
+        std::fs::write(env.keel_home.join("config.toml"), config).unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.context_window, Some(50_000));
+        assert_eq!(settings.compact_threshold, 0.5);
+        assert_eq!(settings.pricing.output_price, Some(2.5));
+        assert_eq!(settings.pricing.input_price, Some(1.25), "the table fills the rest");
+        for (bad, key) in [
+            ("compact_threshold = 1.5", "context.compact_threshold"),
+            ("input_price = -1.0", "context.input_price"),
+        ] {
+            let config = format!("[context]\n{bad}\n");
+            std::fs::write(env.keel_home.join("config.toml"), config).unwrap();
+            let error = load(&env, &CliOverrides::default()).unwrap_err().to_string();
+            assert!(error.contains(key), "{error}");
+        }
     }
 
     #[test]

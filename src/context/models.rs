@@ -53,6 +53,51 @@ pub fn model_info(name: &str) -> Option<&'static ModelInfo> {
     MODELS.iter().filter(|m| name.starts_with(m.prefix)).max_by_key(|m| m.prefix.len())
 }
 
+/// A session's figures: the table's entry for its model, with whatever
+/// the user's config overrides (`[context]`). Unknown parts stay unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Pricing {
+    pub context_window: Option<u64>,
+    /// US dollars per million tokens; `None`: no cost is shown.
+    pub input_price: Option<f64>,
+    pub cached_input_price: Option<f64>,
+    pub output_price: Option<f64>,
+}
+
+impl Pricing {
+    /// The table's figures for `model` (all unknown for an unknown model).
+    pub fn for_model(model: &str) -> Self {
+        model_info(model).map_or_else(Self::default, |info| Self {
+            context_window: Some(info.context_window),
+            input_price: Some(info.input_price),
+            cached_input_price: Some(info.cached_input_price),
+            output_price: Some(info.output_price),
+        })
+    }
+
+    /// What `usage` cost, if input and output prices are known (cached
+    /// input falls back to the input price).
+    pub fn cost_usd(&self, usage: &Usage) -> Option<f64> {
+        let input = self.input_price?;
+        let output = self.output_price?;
+        let cached_price = self.cached_input_price.unwrap_or(input);
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let fresh = usage.input_tokens - cached;
+        let per_million = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        Some(
+            per_million(fresh, input)
+                + per_million(cached, cached_price)
+                + per_million(usage.output_tokens, output),
+        )
+    }
+
+    /// How full the context is, in percent, for a request of `tokens`.
+    pub fn context_percent(&self, tokens: u64) -> Option<f64> {
+        let window = self.context_window.filter(|window| *window > 0)?;
+        Some(tokens as f64 * 100.0 / window as f64)
+    }
+}
+
 /// What `usage` cost on `model`, in US dollars, if the model is known.
 /// `input_tokens` includes the cached ones, which are billed at the cached
 /// rate.
@@ -99,6 +144,18 @@ mod tests {
         // 600k × $3 + 400k × $0.30 + 100k × $15 per million.
         assert!((cost - (1.8 + 0.12 + 1.5)).abs() < 1e-9, "{cost}");
         assert_eq!(cost_usd("mock-model", &usage), None);
+    }
+
+    #[test]
+    fn config_prices_override_the_table_and_price_unknown_models() {
+        let usage = Usage { input_tokens: 2_000_000, output_tokens: 1_000_000, ..Usage::default() };
+        let table = Pricing::for_model("gpt-5");
+        assert_eq!(table.cost_usd(&usage), cost_usd("gpt-5", &usage));
+        let local =
+            Pricing { input_price: Some(0.5), output_price: Some(1.0), ..Pricing::default() };
+        assert!((local.cost_usd(&usage).unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(Pricing::for_model("qwen3:8b").cost_usd(&usage), None);
+        assert_eq!(local.context_percent(10), None, "no window, no percentage");
     }
 
     #[test]

@@ -18,9 +18,8 @@ use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::PlanReview;
+use crate::agent::{PlanReview, rejection_text};
 use crate::config::Settings;
-use crate::context::{context_percent, cost_usd};
 use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
 use crate::protocol::{TurnOutcome, Usage};
@@ -54,9 +53,14 @@ pub struct ExecOptions {
     pub resume: Option<PathBuf>,
     pub json: bool,
     pub last_message_file: Option<PathBuf>,
-    pub approval: ApprovalMode,
-    /// `--plan-only` / `--approve-plan`: a plan is required, reviewed so.
+    /// `--mode` and friends; `None`: ask for a new session, the logged
+    /// mode for a resumed one.
+    pub approval: Option<ApprovalMode>,
+    /// `--plan-only` / `--approve-plan` (`--reject-plan` stops after the
+    /// revision, as `--plan-only`): a plan is required, reviewed so.
     pub plan_review: Option<PlanReview>,
+    /// `resume ID --reject-plan FEEDBACK`: the waiting plan is rejected.
+    pub reject_plan: Option<String>,
     pub cwd: PathBuf,
     pub date: String,
 }
@@ -73,7 +77,7 @@ pub async fn run(
         Box::new(HumanPrinter::stderr())
     };
     let session_options = SessionOptions {
-        approval: options.approval,
+        approval: options.approval.unwrap_or(ApprovalMode::Ask),
         cwd: options.cwd.clone(),
         date: options.date.clone(),
     };
@@ -90,27 +94,22 @@ pub async fn run(
             return ExitStatus::Failed;
         }
     };
-    let mut prompt = options.prompt.clone();
+    if let (Some(mode), Some(_)) = (options.approval, &options.resume) {
+        session.set_approval_mode(mode);
+    }
     if let Some(review) = options.plan_review {
         session.set_plan_review(review);
     }
-    // `keel exec resume ID --approve-plan`: the plan a `--plan-only` run
-    // left for review is approved, and the model is told to go on.
-    if options.plan_review == Some(PlanReview::Approve) && options.resume.is_some() {
-        match session.approve_submitted_plan() {
-            Ok(true) if prompt.is_none() => {
-                prompt = Some(
-                    "The plan is approved. Implement it, verify the change, then deliver.".into(),
-                );
-            }
-            Ok(_) => {}
-            Err(error) => {
-                let line = ResultLine::failure(error.to_string());
-                report(&line, options.json, None);
-                return ExitStatus::Failed;
-            }
+    let prompt = match review_waiting_plan(&mut session, &options) {
+        Ok(prompt) => prompt,
+        Err(message) => {
+            let mut line = ResultLine::failure(message);
+            line.session_id = Some(session.id().to_owned());
+            line.log_path = Some(session.log_path().to_owned());
+            report(&line, options.json, None);
+            return ExitStatus::Failed;
         }
-    }
+    };
     let summary = run_turns(&mut session, prompt, &cancel).await;
     let (status, line) = match summary {
         Ok(summary) => {
@@ -134,8 +133,8 @@ pub async fn run(
                 session_id: Some(session.id().to_owned()),
                 log_path: Some(session.log_path().to_owned()),
                 error,
-                cost_usd: cost_usd(session.model(), &session.session_usage()),
-                context_percent: context_percent(session.model(), session.last_input_tokens()),
+                cost_usd: session.cost_usd(),
+                context_percent: session.context_percent(),
                 plan_path: session
                     .workflow()
                     .plan
@@ -165,6 +164,41 @@ pub async fn run(
     }
     report(&line, options.json, Some(status));
     status
+}
+
+/// `keel exec resume ID --approve-plan` / `--reject-plan FEEDBACK`: the
+/// plan a `--plan-only` run left for review is answered (recorded), and
+/// the model is told so in the prompt of the next turn, before any prompt
+/// the user gave. Returns that prompt.
+fn review_waiting_plan(
+    session: &mut Session,
+    options: &ExecOptions,
+) -> Result<Option<String>, String> {
+    let prompt = options.prompt.clone();
+    if options.resume.is_none() {
+        return Ok(prompt);
+    }
+    let note = if let Some(feedback) = &options.reject_plan {
+        match session.reject_submitted_plan(feedback) {
+            Ok(true) => rejection_text(feedback),
+            Ok(false) => return Err("there is no plan waiting for review in this session".into()),
+            Err(error) => return Err(error.to_string()),
+        }
+    } else if options.plan_review == Some(PlanReview::Approve) {
+        match session.approve_submitted_plan() {
+            Ok(true) => {
+                "The plan is approved. Implement it, verify the change, then deliver.".to_owned()
+            }
+            Ok(false) => return Ok(prompt),
+            Err(error) => return Err(error.to_string()),
+        }
+    } else {
+        return Ok(prompt);
+    };
+    Ok(Some(match prompt {
+        Some(prompt) => format!("{note}\n\n{prompt}"),
+        None => note,
+    }))
 }
 
 /// Finishes a resumed turn left open, then runs `prompt` if there is one,
@@ -251,8 +285,9 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
             let _ = writeln!(
                 stderr,
                 "plan ready for review (saved in {saved}); continue with \
-                `keel exec resume {} --approve-plan`",
-                line.session_id.as_deref().unwrap_or("ID")
+                `keel exec resume {id} --approve-plan`, or revise it with \
+                `keel exec resume {id} --reject-plan FEEDBACK`",
+                id = line.session_id.as_deref().unwrap_or("ID")
             );
         }
         _ => {}

@@ -2,7 +2,7 @@
 //! what changed and was verified. Each method is a pure check or update
 //! the harness applies when a tool call, a move or a verification happens.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -71,13 +71,23 @@ pub struct Workflow {
     pub max_verify_attempts: u32,
     pub changed_files: BTreeSet<String>,
     pub unplanned_file_limit: usize,
+    /// The phase rules' check commands that passed, with the change count
+    /// they passed at.
+    #[serde(default)]
+    pub passed_checks: BTreeMap<String, u64>,
+    /// The current phase was entered at the verification limit without
+    /// its checks passing.
+    #[serde(default)]
+    pub checks_skipped: bool,
 }
 
 impl Workflow {
+    /// A workflow at the rules' start; a plan is required when the caller
+    /// says so (plan mode) or the rules do.
     pub fn new(rules: &PhaseRules, plan_required: bool) -> Self {
         Self {
             phase: rules.start.clone(),
-            plan_required,
+            plan_required: plan_required || rules.require_plan,
             plan: None,
             changes: 0,
             verified_at: None,
@@ -85,6 +95,8 @@ impl Workflow {
             max_verify_attempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
             changed_files: BTreeSet::new(),
             unplanned_file_limit: DEFAULT_UNPLANNED_FILE_LIMIT,
+            passed_checks: BTreeMap::new(),
+            checks_skipped: false,
         }
     }
 
@@ -148,8 +160,36 @@ impl Workflow {
                 return Err(MoveRefusal { reason, allowed });
             }
         }
-        self.phase = target.to_owned();
+        let missing = self.missing_checks(rules, target);
+        if !missing.is_empty() && !self.out_of_attempts() {
+            let reason = format!(
+                "entering {target} needs {} to pass after the last change: run {} in the \
+                 verify phase first.",
+                missing.join(", "),
+                if missing.len() == 1 { "it" } else { "them" }
+            );
+            return Err(MoveRefusal { reason, allowed });
+        }
+        self.enter(rules, target);
         Ok(())
+    }
+
+    /// Enters `target` with no gate checked (a move already recorded, as
+    /// a rebuild replays it); notes whether its checks were skipped.
+    pub fn enter(&mut self, rules: &PhaseRules, target: &str) {
+        self.checks_skipped = !self.missing_checks(rules, target).is_empty();
+        self.phase = target.to_owned();
+    }
+
+    /// The checks of `target` that did not pass after the last change,
+    /// quoted for the model.
+    fn missing_checks(&self, rules: &PhaseRules, target: &str) -> Vec<String> {
+        let checks = rules.rule(target).map(|r| r.checks.clone()).unwrap_or_default();
+        checks
+            .iter()
+            .filter(|check| !self.check_passed(check))
+            .map(|check| format!("`{check}`"))
+            .collect()
     }
 
     fn check_gate(&self, gate: Gate) -> Result<(), String> {
@@ -168,6 +208,20 @@ impl Workflow {
         }
     }
 
+    /// Nothing changed, or `check` passed after the last change.
+    fn check_passed(&self, check: &str) -> bool {
+        self.changes == 0 || self.passed_checks.get(check) == Some(&self.changes)
+    }
+
+    /// A run of one of the phase rules' checks finished.
+    pub fn record_check(&mut self, check: &str, passed: bool) {
+        if passed {
+            self.passed_checks.insert(check.to_owned(), self.changes);
+        } else {
+            self.passed_checks.remove(check);
+        }
+    }
+
     fn needs_verification(&self) -> bool {
         self.changes > 0 && self.verified_at != Some(self.changes)
     }
@@ -176,9 +230,10 @@ impl Workflow {
         self.failed_verifications >= self.max_verify_attempts
     }
 
-    /// Delivery happens without a passing verification after the changes.
+    /// Delivery happens without a passing verification after the changes
+    /// (or the current phase was entered without its checks passing).
     pub fn delivers_unverified(&self) -> bool {
-        self.needs_verification()
+        self.needs_verification() || self.checks_skipped
     }
 
     /// A file changed (a write tool, or a command that changed files).
@@ -267,6 +322,63 @@ mod tests {
         flow.review_plan(true, None);
         flow.request_move(&rules, "implement").unwrap();
         flow.check_tool(&rules, "write_file", Some("a.rs")).unwrap();
+    }
+
+    #[test]
+    fn rules_that_require_a_plan_refuse_writes_until_it_is_approved() {
+        let text = DEFAULT_PHASE_RULES.replace("require_plan = false", "require_plan = true");
+        let rules = PhaseRules::parse(&text).unwrap();
+        let mut flow = Workflow::new(&rules, false);
+        assert!(flow.plan_required);
+        assert!(flow.request_move(&rules, "implement").is_err(), "gate: no approved plan");
+        flow.submit_plan(".keel/plans/1.md".into(), "steps".into());
+        flow.review_plan(true, None);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.check_tool(&rules, "write_file", Some("a.rs")).unwrap();
+    }
+
+    #[test]
+    fn a_phases_checks_must_pass_after_the_last_change_until_the_limit() {
+        let text = DEFAULT_PHASE_RULES.replace(
+            "requires = [\"verified_after_last_change\"]",
+            "requires = [\"verified_after_last_change\"]\nchecks = [\"cargo clippy\"]",
+        );
+        let rules = PhaseRules::parse(&text).unwrap();
+        assert_eq!(rules.rule("deliver").unwrap().checks, ["cargo clippy"]);
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.record_change(Some("a.rs"));
+        flow.request_move(&rules, "verify").unwrap();
+        flow.record_verification(true);
+        let refusal = flow.request_move(&rules, "deliver").unwrap_err();
+        assert!(refusal.reason.contains("`cargo clippy`"), "{refusal}");
+        flow.record_check("cargo clippy", true);
+        flow.record_change(Some("a.rs"));
+        flow.record_verification(true);
+        assert!(flow.request_move(&rules, "deliver").is_err(), "the pass was before the change");
+        flow.record_check("cargo clippy", true);
+        flow.request_move(&rules, "deliver").unwrap();
+        assert!(!flow.delivers_unverified());
+    }
+
+    #[test]
+    fn at_the_limit_a_phase_is_entered_without_its_checks_but_unverified() {
+        let text = DEFAULT_PHASE_RULES.replace(
+            "requires = [\"verified_after_last_change\"]",
+            "requires = [\"verified_after_last_change\"]\nchecks = [\"cargo clippy\"]",
+        );
+        let rules = PhaseRules::parse(&text).unwrap();
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.record_change(Some("a.rs"));
+        flow.request_move(&rules, "verify").unwrap();
+        flow.record_verification(true);
+        for _ in 0..DEFAULT_MAX_VERIFY_ATTEMPTS {
+            flow.record_check("cargo clippy", false);
+            flow.record_verification(false);
+        }
+        flow.request_move(&rules, "deliver").unwrap();
+        assert!(flow.delivers_unverified(), "entered without its checks: unverified");
     }
 
     #[test]

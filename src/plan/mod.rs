@@ -15,7 +15,9 @@ mod verify;
 
 pub use machine::{MoveRefusal, PlanState, PlanStatus, Workflow};
 pub use rules::{Gate, PhaseRule, PhaseRules, RulesError, ToolKind, tool_kind};
-pub use verify::{VERIFICATION_COMMANDS, is_verification_command};
+pub use verify::{
+    CHECK_FILES, VERIFICATION_COMMANDS, detect_checks, is_verification_command, runs_check,
+};
 
 /// The built-in rules text.
 pub const DEFAULT_PHASE_RULES: &str = include_str!("../../rules/phases.toml");

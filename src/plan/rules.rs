@@ -51,6 +51,11 @@ pub struct PhaseRule {
     pub skippable: bool,
     #[serde(default)]
     pub requires: Vec<Gate>,
+    /// Check commands (prefixes, e.g. `cargo clippy`) that must each have
+    /// passed after the last change before this phase is entered; they
+    /// count as verification. Until the verification limit is reached.
+    #[serde(default)]
+    pub checks: Vec<String>,
 }
 
 /// The whole rules file.
@@ -58,6 +63,10 @@ pub struct PhaseRule {
 #[serde(deny_unknown_fields)]
 pub struct PhaseRules {
     pub start: String,
+    /// Every change needs an approved plan, as in plan mode (a project
+    /// that wants plans first says so here).
+    #[serde(default)]
+    pub require_plan: bool,
     pub phases: BTreeMap<String, PhaseRule>,
 }
 
@@ -124,6 +133,23 @@ mod tests {
         let typo =
             "start = \"a\"\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\nskipable = true\n";
         assert!(matches!(PhaseRules::parse(typo), Err(RulesError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_phase_may_name_its_checks() {
+        let text = "start = \"a\"\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\n\
+                    checks = [\"cargo clippy\"]\n";
+        let rules = PhaseRules::parse(text).unwrap();
+        assert_eq!(rules.rule("a").unwrap().checks, ["cargo clippy"]);
+        let shipped = PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap();
+        assert!(shipped.phases.values().all(|rule| rule.checks.is_empty()));
+    }
+
+    #[test]
+    fn a_project_may_require_a_plan() {
+        assert!(!PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap().require_plan);
+        let text = "start = \"a\"\nrequire_plan = true\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\n";
+        assert!(PhaseRules::parse(text).unwrap().require_plan);
     }
 
     #[test]

@@ -12,12 +12,12 @@
 //!
 //! | `type` | written by | meaning |
 //! |---|---|---|
-//! | `session_started` | runtime | cwd, provider, model, keel version, git head |
+//! | `session_started` | runtime | cwd, provider, model, approval mode, keel version, git head |
 //! | `session_resumed` | runtime | a resume appended from here; what was reconciled |
 //! | `turn_started` | loop | a user turn begins |
 //! | `user_message` | loop | the user's text |
 //! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage |
-//! | `policy_decision` | policy | the decision and matched rules for one call |
+//! | `policy_decision` | loop | policy's decision, matched rules and reason for one call, before it runs, is asked or refused |
 //! | `approval` | runtime | the user's answer on a call and its scope |
 //! | `tool_call_started` | loop | written ahead (synced when mutating) before the call runs |
 //! | `file_before` | runtime | hash of a file a mutating call is about to change (synced) |
@@ -25,7 +25,8 @@
 //! | `tool_call_finished` | loop | the result the model reads |
 //! | `checkpoint` | runtime | a workspace snapshot taken before the turn changed files |
 //! | `undo` | `keel undo` | the workspace was restored to a checkpoint |
-//! | `mode_changed`, `phase_changed`, `plan_updated`, `task_updated` | workflow | placeholders for the workflow issue |
+//! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
+//! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
 //! | `compaction` | loop | the history was replaced by these items |
 //! | `model_error` | loop | a model request failed for good |
 //! | `error` | runtime | any other failure worth keeping |
@@ -84,6 +85,10 @@ pub enum SessionEvent {
         /// `HEAD` of the workspace's git repository, when there is one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         git_head: Option<String>,
+        /// The approval mode the session started in (`ask`, `auto`, …);
+        /// later changes are `mode_changed` lines.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
     },
     /// A resume continues this log from here.
     SessionResumed {
@@ -106,17 +111,19 @@ pub enum SessionEvent {
         step: u32,
         response: ModelResponse,
     },
-    /// How policy judged a call (recorded by the policy layer).
+    /// How policy judged a call, recorded before the call runs, is asked
+    /// about or is refused.
     PolicyDecision {
         call_id: String,
         /// `allow`, `prompt` or `forbidden`.
         decision: String,
+        /// Every rule that matched: `source`, `pattern`, `matched_prefix`,
+        /// `decision`, `justification` (as `keel policy check --json`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         matched_rules: Vec<serde_json::Value>,
-        /// The input judged when it is not the model's: a PreToolUse
-        /// hook's `updatedInput`, judged again before it runs.
+        /// Why it prompts or is forbidden.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        rewritten_input: Option<serde_json::Value>,
+        reason: Option<String>,
     },
     /// The user's answer on a call that needed approval.
     Approval {
@@ -125,6 +132,13 @@ pub enum SessionEvent {
         scope: ApprovalScope,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// An `always` approval: the command prefix allowed from now on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<Vec<String>>,
+        /// A `session` approval: the workspace-relative file that file
+        /// tools may write for the rest of the session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
     },
     /// Written ahead: a tool call is on disk before it runs.
     ToolCallStarted {
@@ -161,26 +175,44 @@ pub enum SessionEvent {
         turn: u32,
         commit: String,
     },
-    /// Placeholder for the workflow issue: the approval mode changed.
+    /// The approval mode changed (rebuilt on resume).
     ModeChanged {
         mode: String,
     },
-    /// Placeholder for the workflow issue: the phase changed.
+    /// The workflow moved to another phase.
     PhaseChanged {
         from: String,
         to: String,
     },
-    /// Placeholder for the workflow issue: the plan (and its approval).
+    /// The plan: text, path, revision and review status.
     PlanUpdated {
         plan: serde_json::Value,
     },
-    /// Placeholder for the workflow issue: one task's state.
+    /// The task list (`{"tasks": [...]}`).
     TaskUpdated {
         task: serde_json::Value,
     },
-    /// The history from here on starts with `items` (a summary).
+    /// The history from here on starts with `items`: old tool outputs
+    /// elided, or a summary with the preserved facts (see
+    /// `context::summary`). A resume starts from the latest one.
     Compaction {
         items: Vec<Item>,
+        /// `overflow` (the provider refused the request), `threshold`
+        /// (the estimate crossed `context.compact_threshold`) or `manual`.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+        /// `elide` (old tool outputs shortened) or `summary` (by the model).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        method: String,
+        /// Estimated context tokens before and after.
+        #[serde(default)]
+        tokens_before: u64,
+        #[serde(default)]
+        tokens_after: u64,
+        /// The last failing verification output, carried to later
+        /// compactions when its call is no longer in the history.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed_check: Option<String>,
     },
     /// A model request failed for good (after retries).
     ModelError {
@@ -314,6 +346,7 @@ mod tests {
                 model: s(),
                 keel_version: s(),
                 git_head: None,
+                mode: None,
             },
             SessionEvent::SessionResumed {
                 provider: s(),
@@ -337,13 +370,15 @@ mod tests {
                 call_id: s(),
                 decision: s(),
                 matched_rules: Vec::new(),
-                rewritten_input: None,
+                reason: None,
             },
             SessionEvent::Approval {
                 call_id: s(),
                 approved: true,
                 scope: ApprovalScope::Once,
                 note: None,
+                prefix: None,
+                path: None,
             },
             SessionEvent::ToolCallStarted { call, class: ToolClass::Mutating },
             SessionEvent::FileBefore { call_id: s(), path: s(), before: None },
@@ -358,7 +393,14 @@ mod tests {
             SessionEvent::PhaseChanged { from: s(), to: s() },
             SessionEvent::PlanUpdated { plan: serde_json::Value::Null },
             SessionEvent::TaskUpdated { task: serde_json::Value::Null },
-            SessionEvent::Compaction { items: Vec::new() },
+            SessionEvent::Compaction {
+                items: Vec::new(),
+                reason: s(),
+                method: s(),
+                tokens_before: 0,
+                tokens_after: 0,
+                failed_check: None,
+            },
             SessionEvent::ModelError { message: s() },
             SessionEvent::Error { message: s() },
             SessionEvent::HookRan {

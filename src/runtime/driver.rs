@@ -1,20 +1,18 @@
 //! [`Session`]: one session's adapters and the loop that drives `step`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{
-    Effect, Input, LoopConfig, LoopState, OpenTurn, WorkflowState, harness_specs, step,
-};
+use crate::agent::{Effect, Input, LoopState, OpenTurn, WorkflowState, step};
+use crate::config::Settings;
 use crate::config::rules::append_local_rule;
-use crate::config::{Settings, discover_instructions};
+use crate::context::memory::MemoryNote;
 use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::{self, ApprovalMode};
-use crate::prompts::{PromptFacts, instructions_block, skills_block, system_prompt};
 use crate::protocol::{
     ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
@@ -23,10 +21,11 @@ use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::skills;
 use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
+pub(super) use super::assembly::{Found, base_instructions, discover_context, loop_config};
 use super::files::git_head;
 use super::hooks_glue::PreToolDecision;
+use super::sandboxing::mark_sandbox_violation;
 pub(super) use super::sandboxing::setup_sandbox;
-use super::sandboxing::{build_policy, mark_sandbox_violation};
 use super::undo::Checkpoints;
 use super::{ApprovalAnswer, Approver, EventSink, RuntimeError, RuntimeEvent};
 
@@ -60,7 +59,7 @@ pub(super) struct Opening {
     /// The last turn the undo checkpoints already covered.
     pub(super) checkpointed_turn: u32,
     pub(super) files: FileStates,
-    pub(super) skills: Vec<skills::Skill>,
+    pub(super) found: Found,
     /// SessionStart hooks' source: `startup` or `resume`.
     pub(super) start_source: &'static str,
 }
@@ -89,9 +88,15 @@ pub struct Session {
     pub(super) pending_session_start: Option<&'static str>,
     /// What `load_skill` can load.
     pub(super) skills: Arc<Vec<skills::Skill>>,
+    /// What `read_memory` can read.
+    pub(super) memory: Arc<Vec<MemoryNote>>,
     /// Calls PreToolUse hooks already judged before an approval prompt,
     /// with any input a hook rewrote.
     pub(super) prehooked: HashMap<String, Option<serde_json::Value>>,
+    /// What the instructions are rebuilt from after a compaction (the
+    /// AGENTS.md files are read again).
+    pub(super) settings: Arc<Settings>,
+    pub(super) date: String,
 }
 
 impl Session {
@@ -105,8 +110,8 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
-        let discovered = session_skills(settings, &options.cwd);
-        let state = LoopState::new(loop_config(settings, &options, &tools, &discovered.skills));
+        let found = discover_context(settings, &options.cwd);
+        let state = LoopState::new(loop_config(settings, &options, &tools, &found));
 
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
@@ -118,6 +123,7 @@ impl Session {
             model: settings.model.clone(),
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_head: git_head(&workspace_root),
+            mode: Some(options.approval.as_str().to_owned()),
         })?;
         let mut state = state;
         if let Some(rules) = &settings.phase_rules {
@@ -125,13 +131,13 @@ impl Session {
             state.workflow = WorkflowState::with_rules(rules.clone(), plan_required);
         }
         state.workflow.verify_commands = settings.verify_commands.clone();
+        state.workflow.detected_checks = settings.detected_checks.clone();
         let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
-        for problem in &discovered.problems {
-            let message = format!("skill {} not loaded: {}", problem.path.display(), problem.error);
-            sink.emit(RuntimeEvent::Warning { message });
+        for message in &found.warnings {
+            sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
         sink.emit(RuntimeEvent::SessionStarted {
             session_id: id.clone(),
@@ -147,7 +153,7 @@ impl Session {
             open_turn: None,
             checkpointed_turn: 0,
             files: FileStates::new(),
-            skills: discovered.skills,
+            found,
             start_source: "startup",
         };
         Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
@@ -164,7 +170,7 @@ impl Session {
         sink: Box<dyn EventSink>,
         approver: Box<dyn Approver>,
     ) -> Self {
-        let Opening { id, log, state, open_turn, checkpointed_turn, files, skills, start_source } =
+        let Opening { id, log, state, open_turn, checkpointed_turn, files, found, start_source } =
             opening;
         Self {
             id,
@@ -173,7 +179,7 @@ impl Session {
             llm,
             tools,
             workspace_root: settings.workspace_root.clone(),
-            cwd: options.cwd,
+            cwd: options.cwd.clone(),
             files: Arc::new(files),
             sink,
             approver,
@@ -189,8 +195,11 @@ impl Session {
             hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted)
                 .with_natives(settings.native_hooks.clone()),
             pending_session_start: Some(start_source),
-            skills: Arc::new(skills),
+            skills: Arc::new(found.skills),
+            memory: Arc::new(found.memory),
             prehooked: HashMap::new(),
+            settings: Arc::new(settings.clone()),
+            date: options.date,
         }
     }
 
@@ -215,12 +224,34 @@ impl Session {
         self.last_input_tokens
     }
 
+    /// What the session cost so far, if its model's prices are known
+    /// (keel's table, or `[context]` prices in the config).
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.settings.pricing.cost_usd(&self.state.session_usage)
+    }
+
+    /// How full the context was at the latest request, in percent.
+    pub fn context_percent(&self) -> Option<f64> {
+        self.settings.pricing.context_percent(self.last_input_tokens)
+    }
+
     /// Changes the approval mode for the turns that follow (the TUI's
-    /// Shift+Tab); a running turn keeps the mode it started with.
+    /// Shift+Tab, a mode flag on resume); a running turn keeps the mode it
+    /// started with. A change is recorded (`mode_changed`) so a resume
+    /// restores it; a failed write is reported, and the poisoned log stops
+    /// the next turn.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
-        self.state.config.policy.mode = mode;
         if mode == ApprovalMode::Plan {
             self.state.workflow.flow.plan_required = true;
+        }
+        if self.state.config.policy.mode == mode {
+            return;
+        }
+        self.state.config.policy.mode = mode;
+        let event = SessionEvent::ModeChanged { mode: mode.as_str().to_owned() };
+        if let Err(error) = self.log.append(event) {
+            let message = format!("cannot record the mode change: {error}");
+            self.sink.emit(RuntimeEvent::Error { message });
         }
     }
 
@@ -233,6 +264,7 @@ impl Session {
         if let Some(source) = self.pending_session_start.take() {
             self.session_start_hooks(source, cancel).await?;
         }
+        let prompt = self.expand_skill_command(prompt);
         let mut prompt = match self.prompt_hooks(prompt, cancel).await? {
             Ok(prompt) => prompt,
             Err(reason) => {
@@ -282,6 +314,15 @@ impl Session {
                     self.announce(event);
                     continue;
                 }
+                Effect::Compacted { reason, method, tokens_before, tokens_after } => {
+                    match self
+                        .after_compaction(reason, &method, tokens_before, tokens_after, cancel)
+                        .await?
+                    {
+                        Some(input) => input,
+                        None => continue,
+                    }
+                }
                 Effect::TurnEnded { outcome, final_text, usage } => {
                     self.sink.emit(RuntimeEvent::TurnCompleted {
                         turn: self.state.turn,
@@ -293,6 +334,9 @@ impl Session {
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
+                Effect::Summarize { request, trigger, focus } => {
+                    self.summarize(&request, trigger, focus, cancel).await?
+                }
                 Effect::AskApproval { call, reason } => {
                     if let Some(blocked) = self.approval_hooks(&call, &reason, cancel).await? {
                         queue.extend(step(
@@ -326,12 +370,12 @@ impl Session {
                     } else {
                         self.persist_scope(answer.approved, answer.scope)
                     };
-                    self.log.append(SessionEvent::Approval {
-                        call_id: call.call_id.clone(),
-                        approved: answer.approved,
-                        scope: logged_scope(&scope),
-                        note: answer.note.clone(),
-                    })?;
+                    self.log.append(approval_event(
+                        &call.call_id,
+                        answer.approved,
+                        answer.note.clone(),
+                        &scope,
+                    ))?;
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,
@@ -399,7 +443,8 @@ impl Session {
     ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone())
-            .with_skills(self.skills.clone());
+            .with_skills(self.skills.clone())
+            .with_memory(self.memory.clone());
         let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
@@ -549,58 +594,22 @@ impl Session {
     }
 }
 
-/// The loop's fixed configuration for `settings` and `options`.
-pub(super) fn loop_config(
-    settings: &Settings,
-    options: &SessionOptions,
-    tools: &ToolRegistry,
-    skills: &[skills::Skill],
-) -> LoopConfig {
-    let mut instructions = system_prompt(&PromptFacts {
-        workspace_root: settings.workspace_root.display().to_string(),
-        cwd: options.cwd.display().to_string(),
-        platform: std::env::consts::OS.to_owned(),
-        date: options.date.clone(),
-    });
-    let agents_md: Vec<(String, String)> =
-        discover_instructions(&settings.keel_home, &settings.workspace_root, &options.cwd)
-            .into_iter()
-            .map(|file| (file.path.display().to_string(), file.text))
-            .collect();
-    instructions.push_str(&instructions_block(&agents_md));
-    let index: Vec<(String, String)> = skills
-        .iter()
-        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
-        .collect();
-    instructions.push_str(&skills_block(&index));
-    let mut specs = tools.specs();
-    let mut tool_classes: BTreeMap<String, _> =
-        specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
-    // Answered by the loop itself; read-only as far as policy is concerned.
-    for spec in harness_specs() {
-        tool_classes.insert(spec.name.clone(), crate::protocol::ToolClass::ReadOnly);
-        specs.push(spec);
-    }
-    LoopConfig {
-        model: settings.model.clone(),
-        instructions,
-        tools: specs,
-        tool_classes,
-        policy: build_policy(settings, options),
-        max_steps: settings.max_steps,
-    }
-}
-
-/// Skills for a session started in `cwd`.
-pub(super) fn session_skills(settings: &Settings, cwd: &Path) -> skills::Discovery {
-    skills::discover(&skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd))
-}
-
-/// How the log records an approval's scope.
-fn logged_scope(scope: &policy::ApprovalScope) -> ApprovalScope {
-    match scope {
-        policy::ApprovalScope::Once => ApprovalScope::Once,
-        policy::ApprovalScope::AlwaysPrefix(_) => ApprovalScope::Always,
-        policy::ApprovalScope::SessionFile(_) => ApprovalScope::Session,
-    }
+/// The `approval` line: the answer, its scope, and what a lasting scope
+/// allows (so a resume rebuilds the session's approvals).
+fn approval_event(
+    call_id: &str,
+    approved: bool,
+    note: Option<String>,
+    scope: &policy::ApprovalScope,
+) -> SessionEvent {
+    let (scope, prefix, path) = match scope {
+        policy::ApprovalScope::Once => (ApprovalScope::Once, None, None),
+        policy::ApprovalScope::AlwaysPrefix(prefix) => {
+            (ApprovalScope::Always, Some(prefix.clone()), None)
+        }
+        policy::ApprovalScope::SessionFile(path) => {
+            (ApprovalScope::Session, None, Some(path.clone()))
+        }
+    };
+    SessionEvent::Approval { call_id: call_id.to_owned(), approved, scope, note, prefix, path }
 }

@@ -7,8 +7,9 @@
 //! of the two: forbidden blocks the call with policy's reason; prompt asks
 //! the user about the rewritten call (a headless run cannot, so it is
 //! declined with the approver's note); allow runs it. Every re-judgement is
-//! recorded as a `policy_decision` for the call, and a verdict other than
-//! allow is also said as a warning.
+//! recorded as a second `policy_decision` for the call whose reason starts
+//! with [`REWRITE_NOTE`] and holds the rewritten input, and a verdict other
+//! than allow is also said as a warning.
 
 use serde_json::{Value, json};
 
@@ -16,6 +17,10 @@ use crate::policy::{self, CallFacts, Decision, RuleMatch, Verdict};
 use crate::protocol::{SessionEvent, ToolCall, ToolResult};
 
 use super::hooks_glue::PreToolDecision;
+
+/// How the `policy_decision` of a rewrite starts its reason (then the
+/// rewritten input, then policy's reason when it is not allow).
+pub(super) const REWRITE_NOTE: &str = "judged again: a PreToolUse hook rewrote the input to";
 use super::{RuntimeError, RuntimeEvent, Session};
 
 impl Session {
@@ -33,11 +38,16 @@ impl Session {
             return Ok(PreToolDecision::Run(rewritten));
         }
         let verdict = self.judge(&rewritten);
+        let (decision, why) = match &verdict.decision {
+            Decision::Allow => ("allow", String::new()),
+            Decision::Prompt { reason } => ("prompt", format!(": {reason}")),
+            Decision::Forbidden { reason } => ("forbidden", format!(": {reason}")),
+        };
         self.log.append(SessionEvent::PolicyDecision {
             call_id: call.call_id.clone(),
-            decision: decision_name(&verdict.decision).to_owned(),
+            decision: decision.to_owned(),
             matched_rules: verdict.matched.iter().map(rule_json).collect(),
-            rewritten_input: Some(input),
+            reason: Some(format!("{REWRITE_NOTE} {input}{why}")),
         })?;
         match verdict.decision {
             Decision::Allow => Ok(PreToolDecision::Run(rewritten)),
@@ -101,19 +111,22 @@ fn blocked(call: &ToolCall, text: String, kind: &str) -> PreToolDecision {
     PreToolDecision::Blocked(ToolResult::error(&call.call_id, text), json!({"error": kind}))
 }
 
-fn decision_name(decision: &Decision) -> &'static str {
-    match decision {
-        Decision::Allow => "allow",
-        Decision::Prompt { .. } => "prompt",
-        Decision::Forbidden { .. } => "forbidden",
-    }
-}
-
+/// Shaped as `keel policy check --json` reports a rule (and as the
+/// `policy_decision` lines of the loop).
 fn rule_json(rule: &RuleMatch) -> Value {
+    let pattern: Vec<Value> = rule
+        .pattern
+        .iter()
+        .map(|alternatives| match alternatives.as_slice() {
+            [single] => Value::from(single.clone()),
+            _ => Value::from(alternatives.clone()),
+        })
+        .collect();
     json!({
         "source": rule.source.to_string(),
+        "pattern": pattern,
+        "matched_prefix": rule.matched_prefix,
         "decision": rule.decision.as_str(),
-        "prefix": rule.matched_prefix,
         "justification": rule.justification,
     })
 }

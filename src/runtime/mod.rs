@@ -8,8 +8,9 @@
 //! running tools, and the turn still ends with every call answered.
 
 mod approval;
+mod assembly;
 mod checkpoint;
-mod compaction;
+mod commands;
 mod driver;
 mod events;
 mod file_memory;

@@ -1,6 +1,6 @@
 //! The session's side of the workflow (issue 6): how a front end sets
-//! the plan review, approves a plan waiting from an earlier run, and reads
-//! the workflow for its report. The rules themselves are enforced in
+//! the plan review, approves or rejects a plan waiting from an earlier run,
+//! and reads the workflow for its report. The rules themselves are enforced in
 //! `agent::step`; this file only exposes and records.
 //!
 //! A submitted plan is saved as `.keel/plans/<session>-r<revision>.md` in
@@ -9,10 +9,13 @@
 //! stays in the log.
 //!
 //! Invariant: a plan approved here is recorded in the log before the
-//! method returns, so a resume sees it. The plan requirement and review
-//! style are per-process flags, not logged: a resume sets them again.
+//! method returns, so a resume sees it. The review style is a per-process
+//! flag, not logged: a resume sets it again. The plan requirement comes
+//! back from the log where it matters: plan mode is logged, and a plan
+//! logged unapproved (only a required one can be) keeps requiring review.
 
 use crate::agent::PlanReview;
+use crate::policy::ApprovalMode;
 use crate::protocol::SessionEvent;
 
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -26,9 +29,25 @@ impl Session {
     }
 
     /// Approves the plan waiting for review, recording it; whether there
-    /// was one.
+    /// was one. As a live approval does, this leaves plan mode (read-only)
+    /// for ask mode, recorded.
     pub fn approve_submitted_plan(&mut self) -> Result<bool, RuntimeError> {
         match self.state.workflow.approve_submitted() {
+            Some(event) => {
+                self.log.append(event)?;
+                if self.state.config.policy.mode == ApprovalMode::Plan {
+                    self.set_approval_mode(ApprovalMode::Ask);
+                }
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Rejects the plan waiting for review with `feedback`, recording it;
+    /// whether there was one. The model stays in the plan phase.
+    pub fn reject_submitted_plan(&mut self, feedback: &str) -> Result<bool, RuntimeError> {
+        match self.state.workflow.reject_submitted(feedback) {
             Some(event) => {
                 self.log.append(event)?;
                 Ok(true)

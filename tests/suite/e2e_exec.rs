@@ -287,3 +287,61 @@ async fn skills_are_listed_and_loaded_on_demand() {
     assert!(!first.contains("group by area"), "bodies stay out until loaded");
     assert!(bodies[1].to_string().contains("group by area"), "load_skill brought the body");
 }
+
+/// Every call policy judges has a `policy_decision` line, with the rules
+/// that matched, before the call runs or is refused.
+#[tokio::test]
+async fn policy_decisions_with_matched_rules_are_logged_before_the_call() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "hello world\n");
+    let rules = "prefix_rule(pattern=[\"curl\"], decision=\"forbidden\", \
+                 justification=\"no downloads\")\n";
+    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+    std::fs::write(sandbox.home.join("rules/user.rules"), rules).unwrap();
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "hello.txt"}))] },
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "curl -s http://127.0.0.1:9/x"}))],
+        },
+        Step::Answer("Could not download.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .arg("Download x")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let log = sandbox.only_log();
+    let at = |kind: &str, id: &str| {
+        log.iter()
+            .position(|l| {
+                l["type"] == kind
+                    && (l["call_id"] == id
+                        || l["call"]["call_id"] == id
+                        || l["result"]["call_id"] == id)
+            })
+            .unwrap_or_else(|| panic!("no {kind} for {id}: {log:#?}"))
+    };
+    let read = log.iter().find(|l| l["type"] == "tool_call_started").unwrap();
+    let read_id = read["call"]["call_id"].as_str().unwrap();
+    assert!(at("policy_decision", read_id) < at("tool_call_started", read_id));
+    assert_eq!(log[at("policy_decision", read_id)]["decision"], "allow");
+
+    let curl = log.iter().filter(|l| l["type"] == "policy_decision").nth(1).unwrap();
+    assert_eq!(curl["decision"], "forbidden", "{curl}");
+    let rule = &curl["matched_rules"][0];
+    assert_eq!(rule["pattern"], json!(["curl"]), "{curl}");
+    assert_eq!(rule["justification"], "no downloads", "{curl}");
+    assert!(rule["source"].as_str().unwrap().contains("user.rules"), "{curl}");
+    let curl_id = curl["call_id"].as_str().unwrap();
+    assert!(at("policy_decision", curl_id) < at("tool_call_finished", curl_id));
+    assert_eq!(
+        log.iter().filter(|l| l["type"] == "tool_call_started").count(),
+        1,
+        "curl never ran"
+    );
+}

@@ -186,6 +186,16 @@ async fn phase_change_hooks_see_the_phase_entered() {
     );
 }
 
+/// The `policy_decision` lines that judged a hook's rewrite.
+fn rewrite_decisions(sandbox: &Sandbox) -> Vec<serde_json::Value> {
+    sandbox
+        .only_log()
+        .into_iter()
+        .filter(|l| l["type"] == "policy_decision")
+        .filter(|l| l["reason"].as_str().is_some_and(|r| r.contains("hook rewrote the input")))
+        .collect()
+}
+
 /// A PreToolUse hook that rewrites every shell command into `command`.
 fn rewriting_hook(command: &str) -> String {
     let output = json!({"hookSpecificOutput": {
@@ -208,11 +218,10 @@ async fn a_hook_rewrite_into_a_forbidden_command_is_denied_by_policy() {
     let second = request_bodies(&server).await[1].to_string();
     assert!(second.contains("policy forbids the rewrite"), "the model is told why: {second}");
     assert!(!second.contains("\\nhi"), "the original command ran instead");
-    let decisions: Vec<serde_json::Value> =
-        sandbox.only_log().into_iter().filter(|l| l["type"] == "policy_decision").collect();
+    let decisions = rewrite_decisions(&sandbox);
     assert_eq!(decisions.len(), 1, "{decisions:?}");
     assert_eq!(decisions[0]["decision"], "forbidden");
-    assert_eq!(decisions[0]["rewritten_input"]["command"], "rm -rf /");
+    assert!(decisions[0]["reason"].as_str().unwrap().contains("rm -rf /"), "{decisions:?}");
 }
 
 #[tokio::test]
@@ -228,8 +237,8 @@ async fn a_hook_rewrite_into_a_harmless_command_runs_the_rewrite() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let second = request_bodies(&server).await[1].to_string();
     assert!(second.contains("REWRITTEN-42"), "the rewrite did not run: {second}");
-    let decisions: Vec<serde_json::Value> =
-        sandbox.only_log().into_iter().filter(|l| l["type"] == "policy_decision").collect();
+    let decisions = rewrite_decisions(&sandbox);
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
     assert_eq!(decisions[0]["decision"], "allow");
 }
 

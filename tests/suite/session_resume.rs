@@ -100,6 +100,11 @@ async fn a_pending_approval_is_asked_again_after_a_crash() {
     let resumed = log_types.iter().position(|t| t == "session_resumed").unwrap();
     let approval = log.iter().position(|l| l["type"] == "approval").unwrap();
     assert!(approval > resumed, "asked again after the resume: {log_types:?}");
+    let judged = log
+        .iter()
+        .rposition(|l| l["type"] == "policy_decision" && l["decision"] == "prompt")
+        .unwrap();
+    assert!(resumed < judged && judged < approval, "judged again first: {log_types:?}");
     assert_eq!(log[approval]["approved"], false);
     assert_eq!(log[approval]["scope"], "once");
     assert!(!sandbox.repo.join("x.txt").exists());
@@ -117,13 +122,14 @@ async fn a_full_disk_is_reported_and_nothing_runs_unrecorded() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    // Seq 4 is the write_file call's tool_call_started line.
+    // Seq 3 model_response, 4 policy_decision, 5 phase_changed (orient to
+    // implement), 6 the write_file call's tool_call_started line.
     let output = sandbox
         .keel()
         .args(["exec", "--json", "--full-auto"])
         .args(model_args(&server.uri()))
         .arg("write x")
-        .env("KEEL_TEST_FAIL_WRITE_AT_SEQ", "4")
+        .env("KEEL_TEST_FAIL_WRITE_AT_SEQ", "6")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -159,4 +165,91 @@ async fn sessions_lists_newest_first_with_status_and_prompt() {
     let text = String::from_utf8_lossy(&table.stdout);
     assert_eq!(text.lines().count(), 2);
     assert!(text.lines().next().unwrap().contains("second task"), "{text}");
+}
+
+/// Issue 5, acceptance 2: killed while an approval is pending during
+/// implement, the resume asks for it again, and phase, approved plan and
+/// tasks are as they were.
+#[tokio::test]
+async fn a_pending_approval_in_implement_is_asked_again_with_plan_phase_and_tasks_restored() {
+    use super::workflow_e2e::{phase, read_hello, typo_edit};
+    let todos = json!({"todos": [{"id": "1", "text": "fix the typo", "status": "in_progress"}]});
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("todo_write", todos)] },
+        read_hello(),
+        phase("plan"),
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": "1. fix the typo"}))],
+        },
+        phase("implement"),
+        typo_edit(),
+        Step::Answer("The edit was declined.".into()),
+    ];
+    let fresh = || {
+        let sandbox = Sandbox::new();
+        sandbox.write("hello.txt", "helo world\n");
+        sandbox
+    };
+    // Where the edit's policy decision (ask) lands, from a run that ends.
+    let reference = fresh();
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let args = model_args(&server.uri());
+    let output = reference
+        .keel()
+        .arg("exec")
+        .args(&args)
+        .args(["--approve-plan", "fix it"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let log = reference.only_log();
+    let asked = log.iter().find(|l| l["type"] == "policy_decision" && l["decision"] == "prompt");
+    let seq = asked.unwrap()["seq"].as_u64().unwrap();
+    let edit_id = asked.unwrap()["call_id"].as_str().unwrap().to_owned();
+
+    let sandbox = fresh();
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .arg("exec")
+        .args(model_args(&server.uri()))
+        .args(["--approve-plan", "fix it"])
+        .env("KEEL_TEST_CRASH_AFTER_SEQ", seq.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), None, "killed while the approval was pending");
+
+    let after = vec![Step::Answer("The edit was declined.".into())];
+    let server = scripted_model(Wire::Chat, &after).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--last"])
+        .args(model_args(&server.uri()))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let result = json_lines(&output.stdout).pop().unwrap();
+    assert_eq!(result["tasks"][0]["status"], "in_progress", "{result}");
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n", "declined: nothing changed");
+
+    let log = read_jsonl(&log_file(&sandbox));
+    let resumed = log.iter().position(|l| l["type"] == "session_resumed").unwrap();
+    let approvals: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l["type"] == "approval" && l["call_id"] == edit_id.as_str())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(approvals.len(), 1, "asked once, after the resume");
+    assert!(approvals[0] > resumed);
+    let request = request_bodies(&server).await[0].to_string();
+    assert!(request.contains("Current phase: implement"), "{request}");
+    assert!(request.contains("[>] 1 fix the typo"), "{request}");
+    let statuses: Vec<&Value> =
+        log.iter().filter(|l| l["type"] == "plan_updated").map(|l| &l["plan"]["status"]).collect();
+    assert_eq!(statuses, vec!["submitted", "approved"], "the approved plan came back as it was");
+    let phases: Vec<&Value> =
+        log[resumed..].iter().filter(|l| l["type"] == "phase_changed").map(|l| &l["to"]).collect();
+    assert!(phases.is_empty(), "still in implement, no move needed: {phases:?}");
 }

@@ -7,15 +7,15 @@ use serde_json::{Value, json};
 use super::support::{Sandbox, json_lines, scripted_model};
 use super::wire::{Step, Wire, call};
 
-fn phase(to: &str) -> Step {
+pub(super) fn phase(to: &str) -> Step {
     Step::Calls { text: None, calls: vec![call("set_phase", json!({"phase": to, "note": "next"}))] }
 }
 
-fn shell(command: &str) -> Step {
+pub(super) fn shell(command: &str) -> Step {
     Step::Calls { text: None, calls: vec![call("shell", json!({"command": command}))] }
 }
 
-fn typo_edit() -> Step {
+pub(super) fn typo_edit() -> Step {
     Step::Calls {
         text: None,
         calls: vec![call(
@@ -25,12 +25,12 @@ fn typo_edit() -> Step {
     }
 }
 
-fn read_hello() -> Step {
+pub(super) fn read_hello() -> Step {
     Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "hello.txt"}))] }
 }
 
 /// Read, fix the typo, verify with `make test`, deliver, answer.
-fn fix_verify_deliver() -> Vec<Step> {
+pub(super) fn fix_verify_deliver() -> Vec<Step> {
     vec![
         read_hello(),
         typo_edit(),
@@ -59,7 +59,7 @@ async fn exec(sandbox: &Sandbox, steps: &[Step], flags: &[&str]) -> (i32, Vec<Va
     (code, json_lines(&output.stdout), sandbox.only_log())
 }
 
-fn phase_moves(log: &[Value]) -> Vec<(String, String)> {
+pub(super) fn phase_moves(log: &[Value]) -> Vec<(String, String)> {
     log.iter()
         .filter(|line| line["type"] == "phase_changed")
         .map(|line| (line["from"].as_str().unwrap().into(), line["to"].as_str().unwrap().into()))
@@ -67,7 +67,7 @@ fn phase_moves(log: &[Value]) -> Vec<(String, String)> {
 }
 
 /// The results the model read, in order: (tool result text, is_error).
-fn results(log: &[Value]) -> Vec<(String, bool)> {
+pub(super) fn results(log: &[Value]) -> Vec<(String, bool)> {
     log.iter()
         .filter(|line| line["type"] == "tool_call_finished")
         .map(|line| {
@@ -77,7 +77,7 @@ fn results(log: &[Value]) -> Vec<(String, bool)> {
         .collect()
 }
 
-fn moves(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(super) fn moves(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect()
 }
 
@@ -396,4 +396,21 @@ async fn configured_verify_commands_open_the_deliver_gate() {
     assert_eq!(sandbox.read("hello.txt"), "hello world\n");
     assert!(results(&log).iter().all(|(_, is_error)| !is_error), "{:?}", results(&log));
     assert_eq!(lines.last().unwrap()["status"], "completed");
+}
+
+/// A question that needs no change goes straight from orient to deliver.
+#[tokio::test]
+async fn a_question_goes_orient_to_deliver_with_no_change() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    let steps = vec![
+        read_hello(),
+        phase("deliver"),
+        Step::Answer("hello.txt says `helo world` (with a typo).".into()),
+    ];
+    let (_, lines, log) = exec(&sandbox, &steps, &[]).await;
+    assert_eq!(phase_moves(&log), moves(&[("orient", "deliver")]));
+    assert!(results(&log).iter().all(|(_, is_error)| !is_error), "{:?}", results(&log));
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+    assert_eq!(sandbox.read("hello.txt"), "helo world\n");
 }
