@@ -315,7 +315,14 @@ pub fn review(
 ) -> (SessionEvent, ToolResult) {
     flow.flow.review_plan(approved, note.clone());
     let result = if approved {
-        ToolResult::ok(call_id, approved_text())
+        // A note on an approval (e.g. "the user edited the plan file")
+        // reaches the model with the approval.
+        match note.filter(|note| !note.trim().is_empty()) {
+            Some(note) => {
+                ToolResult::ok(call_id, format!("{} Note from the user: {note}", approved_text()))
+            }
+            None => ToolResult::ok(call_id, approved_text()),
+        }
     } else {
         let feedback = note.unwrap_or_else(|| "no feedback given".to_owned());
         ToolResult::error(

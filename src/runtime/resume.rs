@@ -89,7 +89,9 @@ impl Session {
             provider,
             model: settings.model.clone(),
             workspace_root: settings.workspace_root.clone(),
+            sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config.policy),
         });
+        sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));
         let files = remembered_files(&rebuilt.state.items, &options.cwd, log_path);
         let opening = Opening {
             id,

@@ -39,6 +39,7 @@ fn app() -> App {
             provider: "openai-chat".into(),
             model: "mock-model".into(),
             workspace_root: "/repo".into(),
+            sandbox: crate::runtime::SandboxState::On,
         },
     );
     app
@@ -234,6 +235,8 @@ fn plan() -> PlanView {
         markdown: "## Goal\n\nRename `parse` to `parse_header`.\n\n## Steps\n\n1. edit `src/a.rs`\n2. update callers\n3. run `cargo test`\n".into(),
         scroll: 0,
         feedback: None,
+        path: None,
+        edited: false,
     }
 }
 
@@ -253,7 +256,7 @@ fn plan_review_keys() {
     insta::assert_snapshot!(render(&app, 80, 20));
     let commands = update(&mut app, key(KeyCode::Enter));
     assert!(
-        matches!(commands.as_slice(), [Command::PlanDecided(super::app::PlanDecision::Reject(f))] if f.contains("alias"))
+        matches!(commands.as_slice(), [Command::Answer(ApprovalReply::Deny(Some(f)))] if f.contains("alias"))
     );
 }
 
