@@ -282,6 +282,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_plan_approved_then_auto_leaves_the_mode_for_the_session() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut approver = ChannelApprover::new(tx);
+        let plan = ToolCall {
+            call_id: "p".into(),
+            name: "submit_plan".into(),
+            arguments: serde_json::json!({ "plan_markdown": "# Plan" }).to_string(),
+            item_id: None,
+        };
+        let asking = tokio::spawn(async move {
+            let answer = approver.decide(&plan, "review this plan").await;
+            (approver, answer)
+        });
+        let Some(UiEvent::Approval { reply, .. }) = rx.recv().await else { panic!("no request") };
+        let note = Some("re-read the plan file".to_owned());
+        reply.send(ApprovalReply::PlanApproved { mode: ApprovalMode::Auto, note }).unwrap();
+        let (mut approver, answer) = asking.await.unwrap();
+        assert!(answer.approved);
+        assert_eq!(answer.note.as_deref(), Some("re-read the plan file"));
+        assert_eq!(approver.take_plan_mode(), Some(ApprovalMode::Auto));
+        assert_eq!(approver.take_plan_mode(), None, "taken once");
+    }
+
+    #[tokio::test]
     async fn a_closed_ui_declines() {
         let (tx, rx) = mpsc::unbounded_channel();
         drop(rx);

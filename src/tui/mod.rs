@@ -39,6 +39,8 @@ mod wrap;
 
 #[cfg(test)]
 mod view_tests;
+#[cfg(test)]
+mod workflow_view_tests;
 
 pub use app::{AllowPrefix, App, ApprovalReply, Command, Msg, update};
 pub use driver::{TuiOptions, run};

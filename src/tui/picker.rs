@@ -150,20 +150,13 @@ fn picker_line(row: &PickerRow, selected: bool, theme: Theme) -> Line<'static> {
     ])
 }
 
-/// Draws the trust question centred in `area`.
+/// Draws the trust question centred in `area`, as tall as its text.
 pub fn draw_trust(frame: &mut Frame<'_>, area: Rect, trust: &TrustView, theme: Theme) {
-    let area = super::view::centered(area, 80, 60);
-    if area.width < 8 || area.height < 3 {
+    let width = (area.width.saturating_mul(4) / 5).max(area.width.min(40));
+    if width < 8 || area.height < 3 {
         return;
     }
-    frame.render_widget(Clear, area);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.warning())
-        .title(Span::styled(" Trust this project? ", theme.bold()));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let mut lines = vec![
+    let lines = vec![
         Line::from(vec![Span::styled(trust.root.clone(), theme.bold())]),
         Line::raw(format!("brings its own {}.", trust.found.join(", "))),
         Line::default(),
@@ -172,13 +165,30 @@ pub fn draw_trust(frame: &mut Frame<'_>, area: Rect, trust: &TrustView, theme: T
              (the same as `keel trust`). Its deny and prompt rules apply either way.",
         ),
         Line::default(),
+        Line::from(vec![
+            Span::styled("[y]", theme.key()),
+            Span::raw(" trust it  "),
+            Span::styled("[n]", theme.key()),
+            Span::raw(" not now (asked again next time)"),
+        ]),
     ];
-    lines.push(Line::from(vec![
-        Span::styled("[y]", theme.key()),
-        Span::raw(" trust it  "),
-        Span::styled("[n]", theme.key()),
-        Span::raw(" not now (asked again next time)"),
-    ]));
-    let wrapped = wrap_lines(&lines, inner.width);
-    frame.render_widget(Paragraph::new(wrapped), inner);
+    let wrapped = wrap_lines(&lines, width.saturating_sub(2).max(1));
+    let height =
+        u16::try_from(wrapped.len()).unwrap_or(u16::MAX).saturating_add(2).min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.warning())
+        .title(Span::styled(" Trust this project? ", theme.bold()));
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    // Keep the keys visible: drop text from the top when short.
+    let skip = wrapped.len().saturating_sub(usize::from(inner.height));
+    frame.render_widget(Paragraph::new(wrapped[skip..].to_vec()), inner);
 }
