@@ -126,6 +126,12 @@ impl Session {
         self.drive(effects.into(), cancel).await.map(Some)
     }
 
+    /// The conversation as the model will see it next (after any
+    /// compaction): a resumed front end shows it before going on.
+    pub fn history(&self) -> &[crate::protocol::Item] {
+        &self.state.items
+    }
+
     /// The last visible assistant text of the conversation.
     pub fn last_assistant_text(&self) -> Option<String> {
         self.state.last_assistant_text().map(str::to_owned)

@@ -40,6 +40,9 @@ pub enum Msg {
     Tick(Duration),
     /// The workspace's files were listed (for `@path` completion).
     FilesListed(Vec<String>),
+    /// A resumed session's conversation (shown before anything new) and
+    /// its token totals so far.
+    History(Vec<Item>, Usage),
     /// The session's skills: (name, description).
     SkillsListed(Vec<(String, String)>),
     /// A message from the driver or the session task.
@@ -255,6 +258,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.files = files;
             Vec::new()
         }
+        Msg::History(items, usage) => {
+            show_history(app, &items);
+            add_usage(&mut app.status.usage, &usage);
+            Vec::new()
+        }
         Msg::SkillsListed(skills) => {
             app.editor.skills = skills;
             Vec::new()
@@ -284,6 +292,42 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             }
             Vec::new()
         }
+    }
+}
+
+/// A resumed conversation as cells: prompts, answers, and each tool call
+/// with its result (reasoning stays hidden, as when it streamed).
+fn show_history(app: &mut App, items: &[Item]) {
+    for item in items {
+        match item {
+            Item::User { text } => app.transcript.push(CellKind::User(text.clone())),
+            Item::Assistant { text } if !text.trim().is_empty() => {
+                app.transcript.push(CellKind::Assistant { text: text.clone(), streaming: false })
+            }
+            Item::ToolCall(call) => app.transcript.push(CellKind::Tool(ToolCell {
+                summary: call_summary(call),
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                status: ToolStatus::Running,
+                exit_code: None,
+                output: String::new(),
+                diff: None,
+            })),
+            Item::ToolResult(result) => {
+                app.transcript.update_tool(&result.call_id, |tool| {
+                    tool.status =
+                        if result.is_error { ToolStatus::Failed } else { ToolStatus::Succeeded };
+                    tool.diff =
+                        diff::contains_diff(&result.output).then(|| diff::parse(&result.output));
+                    tool.output = result.output.clone();
+                });
+            }
+            Item::Assistant { .. } | Item::Reasoning(_) => {}
+        }
+    }
+    // Calls the log left without a result are finished by the resumed turn.
+    if !items.is_empty() {
+        app.notice(Level::Info, "resumed: the conversation so far is above");
     }
 }
 

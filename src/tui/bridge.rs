@@ -46,6 +46,8 @@ pub enum UiEvent {
         session_id: String,
         log_path: PathBuf,
     },
+    /// A resumed session's conversation so far and its token totals.
+    History(Vec<crate::protocol::Item>, crate::protocol::Usage),
     /// The skills `/<name>` can invoke: (name, description).
     Skills(Vec<(String, String)>),
     /// Something to tell the user that is not a runtime event.
@@ -197,6 +199,9 @@ pub async fn run_session(
         session_id: session.id().to_owned(),
         log_path: session.log_path().to_owned(),
     });
+    if matches!(source, SessionSource::Resume(_)) {
+        let _ = events.send(UiEvent::History(session.history().to_vec(), session.session_usage()));
+    }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
     while let Some(op) = ops.recv().await {
         perform(&mut session, op, &events).await;

@@ -305,6 +305,7 @@ impl Driver {
                 self.session = Some((session_id, log_path));
                 None
             }
+            UiEvent::History(items, usage) => Some(Msg::History(items, usage)),
             UiEvent::Skills(skills) => Some(Msg::SkillsListed(skills)),
             UiEvent::Notice(level, text) => Some(Msg::Notice(level, text)),
             UiEvent::Compacted(outcome) => Some(Msg::CompactFinished(outcome)),

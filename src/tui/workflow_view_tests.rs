@@ -335,3 +335,22 @@ fn a_turn_ending_closes_the_plan_review() {
     assert!(app.plan.is_none() && !app.status.running);
     update(&mut app, Msg::Notice(Level::Info, "x".into()));
 }
+
+#[test]
+fn a_resumed_conversation_is_shown() {
+    let mut app = app();
+    let ls = call("c1", "shell", serde_json::json!({ "command": "ls" }));
+    let items = vec![
+        Item::User { text: "what is here?".into() },
+        Item::ToolCall(ls),
+        Item::ToolResult(crate::protocol::ToolResult {
+            call_id: "c1".into(),
+            output: "Cargo.toml\nsrc".into(),
+            is_error: false,
+        }),
+        Item::Assistant { text: "A Rust **crate**.".into() },
+    ];
+    let usage = Usage { input_tokens: 900, output_tokens: 40, ..Usage::default() };
+    update(&mut app, Msg::History(items, usage));
+    insta::assert_snapshot!("resumed_history", render(&app, 60, 16));
+}

@@ -259,3 +259,51 @@ async fn sigterm_restores_the_terminal() {
     let screen = pane.screen();
     assert!(!screen.contains("Ask keel") && screen.contains(".jsonl"), "{screen}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keel_resume_picks_a_session_and_continues_it() {
+    let sandbox = Sandbox::new();
+    let steps = [Step::Answer("Hi there.".into()), Step::Answer("Back again.".into())];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let first = launch(&sandbox, &server.uri(), "'say hi'");
+    first.wait_for(&["Hi there.", "Ask keel"]);
+    first.keys(&["C-d"]);
+    assert_eq!(first.wait_exit(), 0, "{}", first.screen());
+    drop(first);
+
+    let pane = launch(&sandbox, &server.uri(), "resume");
+    pane.wait_for(&["Resume a session (1 in this folder)", "say hi", "Enter open"]);
+    pane.keys(&["Enter"]);
+    // The resumed session: its history, then the status line.
+    let screen = pane.wait_for(&["› say hi", "Hi there.", "sandbox", "Ask keel"]);
+    assert!(screen.contains(" m · ask"), "{screen}");
+    pane.type_text("/help");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["/compact [focus]"]);
+    pane.type_text("and again");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Back again."]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    let log = sandbox.only_log();
+    assert!(log.iter().any(|line| line["type"] == "session_resumed"), "one log, appended to");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_project_with_rules_asks_once_for_trust() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".keel/rules/team.rules", "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n");
+    let server = scripted_model(Wire::Chat, &[Step::Answer("unused".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Trust this project?", ".keel/rules/", "[y] trust it"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["trusted this project", "Ask keel"]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    drop(pane);
+    let again = launch(&sandbox, &server.uri(), "");
+    let screen = again.wait_for(&["Ask keel", "sandbox"]);
+    assert!(!screen.contains("Trust this project?"), "asked again:\n{screen}");
+    again.keys(&["C-d"]);
+    assert_eq!(again.wait_exit(), 0);
+}
