@@ -307,3 +307,65 @@ async fn an_untrusted_project_with_rules_asks_once_for_trust() {
     again.keys(&["C-d"]);
     assert_eq!(again.wait_exit(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_review_edit_in_editor_then_approve_then_auto() {
+    let sandbox = Sandbox::new();
+    let plan = "# Rename\n\n1. write a.txt\n2. tell the callers\n";
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": plan}))],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "a.txt", "content": "done\n"}))],
+        },
+        Step::Answer("Implemented.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let keel = assert_cmd::cargo::cargo_bin("keel");
+    // The "editor" rewrites the plan file in place, as a user would.
+    let command = format!(
+        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color EDITOR={} {} --provider \
+         openai-chat --base-url {} --model m",
+        shell_quote(&std::env::var("PATH").unwrap_or_default()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote("sed -i s/callers/everyone/"),
+        shell_quote(&keel.display().to_string()),
+        shell_quote(&format!("{}/v1", server.uri())),
+    );
+    let pane = Pane::start(&sandbox.repo, &command);
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("/plan");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["mode: plan"]);
+    pane.type_text("rename it");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Plan: Rename", "tell the callers", "[A] approve, then auto"]);
+    pane.keys(&["e"]);
+    pane.wait_for(&["tell the everyone", "edited ·"]);
+    pane.keys(&["A"]);
+    let screen = pane.wait_for(&["Implemented.", "mode: auto"]);
+    assert!(screen.contains("✓ write_file a.txt"), "{screen}");
+    assert!(!screen.contains("Allow write_file?"), "auto mode asked:\n{screen}");
+    assert_eq!(sandbox.read("a.txt"), "done\n");
+    let plans = sandbox.repo.join(".keel").join("plans");
+    let saved: Vec<_> = std::fs::read_dir(&plans).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(saved.len(), 1);
+    assert!(std::fs::read_to_string(&saved[0]).unwrap().contains("tell the everyone"));
+    // The approval told the model to re-read the edited file.
+    let log = sandbox.only_log();
+    let approval = log
+        .iter()
+        .find(|line| {
+            line["type"] == "tool_call_finished"
+                && line["result"]["output"].as_str().is_some_and(|o| o.contains("plan approved"))
+        })
+        .unwrap_or_else(|| panic!("no plan result in {log:#?}"));
+    let output = approval["result"]["output"].as_str().unwrap();
+    assert!(output.contains("edited the plan") && output.contains(".keel/plans/"), "{output}");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
