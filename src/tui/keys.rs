@@ -45,6 +45,10 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
         return approval_key(app, key, ctrl);
     }
     if app.plan.is_some() {
+        if ctrl && key.code == KeyCode::Char('c') {
+            app.plan = None;
+            return vec![Command::Interrupt];
+        }
         return plan_key(app, key);
     }
     match (key.code, ctrl) {

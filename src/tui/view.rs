@@ -174,7 +174,7 @@ fn draw_popup(app: &App, frame: &mut Frame<'_>, above: Rect) {
 
 /// `model · mode · phase · ctx · tokens · cost · sandbox · spinner`. On a
 /// narrow terminal whole parts are dropped, least telling first (tokens,
-/// cost, context, a working sandbox, phase), then the rest is cut.
+/// a working sandbox, cost, context, phase), then the rest is cut.
 pub fn status_line(app: &App, width: u16) -> Line<'static> {
     let theme: Theme = app.theme;
     let status = &app.status;
