@@ -369,3 +369,33 @@ async fn plan_review_edit_in_editor_then_approve_then_auto() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_approval_is_asked_again_after_keel_resume_last() {
+    let sandbox = Sandbox::new();
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "echo resumed-ok > out.txt"}))],
+        },
+        Step::Answer("Done after the resume.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let first = launch(&sandbox, &server.uri(), "'write out.txt'");
+    first.wait_for(&["Allow shell?", "$ echo resumed-ok > out.txt"]);
+    // Killed while the approval is open: nothing ran, nothing was answered.
+    let out = first.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(Command::new("kill").args(["-KILL", &pid]).status().unwrap().success());
+    first.wait_for(&["Pane is dead"]);
+    drop(first);
+    assert!(!sandbox.repo.join("out.txt").exists());
+
+    let pane = launch(&sandbox, &server.uri(), "resume --last");
+    pane.wait_for(&["› write out.txt", "Allow shell?", "$ echo resumed-ok > out.txt"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["Done after the resume.", "Ask keel"]);
+    assert_eq!(sandbox.read("out.txt"), "resumed-ok\n");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
