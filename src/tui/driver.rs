@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until};
@@ -174,6 +174,9 @@ impl Driver {
                 // The old reader must stop before the editor reads the tty.
                 input = EventStream::new();
                 self.edit_plan(guard, path, text).await?;
+                // Ctrl+C typed to a line editor reached keel too (raw mode
+                // was off): it was meant for the editor, not to quit.
+                while interrupt.recv().now_or_never().flatten().is_some() {}
             }
             dirty = true;
         }

@@ -35,6 +35,10 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let was_armed = std::mem::take(&mut app.quit_armed);
     app.hint = None;
+    let start_screen = app.trust.is_some() || app.picker.is_some();
+    if start_screen && ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
+        return vec![Command::Quit];
+    }
     if app.trust.is_some() {
         return super::picker::trust_key(app, key);
     }

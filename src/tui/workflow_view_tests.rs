@@ -281,6 +281,7 @@ fn resume_picker() {
     assert_eq!(update(&mut app, key(KeyCode::Char('n'))), [Command::OpenSession(None)]);
     app.picker = Some(picker());
     assert_eq!(update(&mut app, key(KeyCode::Esc)), [Command::Quit]);
+    assert_eq!(update(&mut app, super::view_tests::ctrl('c')), [Command::Quit]);
 }
 
 fn trust_app() -> App {
