@@ -58,6 +58,7 @@ fn config() -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: String::new(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes: BTreeMap::from([("read_file".to_owned(), ToolClass::ReadOnly)]),
         policy: Policy::new(
@@ -66,6 +67,8 @@ fn config() -> LoopConfig {
             PathContext { home: "/h".into(), workspace_root: "/w".into(), cwd: "/w".into() },
         ),
         max_steps: 100,
+        context_window: None,
+        compact_threshold: 0.85,
     }
 }
 

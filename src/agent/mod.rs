@@ -7,6 +7,7 @@
 //! tool call the model makes gets exactly one result in the history, in
 //! call order, whatever happens (denial, error, interrupt, step limit).
 
+mod compaction;
 mod rebuild;
 mod schedule;
 mod state;
@@ -17,10 +18,14 @@ pub use rebuild::{
     FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,
 };
 pub use schedule::{Batch, schedule};
-pub use state::{LoopConfig, LoopPhase, LoopState};
+pub use state::{
+    CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState, PendingCompaction,
+};
 pub use step::{Effect, Input, step};
 pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs};
 
+#[cfg(test)]
+mod compaction_tests;
 #[cfg(test)]
 mod rebuild_tests;
 #[cfg(test)]

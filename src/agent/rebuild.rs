@@ -133,6 +133,10 @@ impl Rebuilder {
             }
             SessionEvent::ModelResponse { step, response } => {
                 self.state.step = step;
+                if response.usage.input_tokens > 0 {
+                    let counted = self.state.items.len();
+                    self.state.reported_context = Some((response.usage.input_tokens, counted));
+                }
                 self.state.turn_usage.add(&response.usage);
                 self.state.session_usage.add(&response.usage);
                 self.unanswered.extend(response.tool_calls().cloned());
@@ -167,7 +171,11 @@ impl Rebuilder {
                     self.state.workflow.tasks = tasks;
                 }
             }
-            SessionEvent::Compaction { items } => self.state.items = items,
+            SessionEvent::Compaction { items, failed_check, .. } => {
+                self.state.items = items;
+                self.state.failed_check = failed_check;
+                self.state.reported_context = None;
+            }
             SessionEvent::TurnCompleted { .. } => self.end_turn(),
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
             SessionEvent::PolicyDecision { .. }

@@ -20,10 +20,13 @@ fn config(approval: ApprovalMode) -> LoopConfig {
     LoopConfig {
         model: "m".into(),
         instructions: "i".into(),
+        skills_index: String::new(),
         tools: Vec::new(),
         tool_classes,
         policy: Policy::new(RuleSet::default(), approval, paths()),
         max_steps: 10,
+        context_window: None,
+        compact_threshold: 0.85,
     }
 }
 
@@ -250,7 +253,14 @@ fn compaction_replaces_the_history() {
         v: 1,
         seq,
         ts: String::new(),
-        event: SessionEvent::Compaction { items: vec![Item::User { text: "summary".into() }] },
+        event: SessionEvent::Compaction {
+            items: vec![Item::User { text: "summary".into() }],
+            reason: "manual".into(),
+            method: "summary".into(),
+            tokens_before: 0,
+            tokens_after: 0,
+            failed_check: None,
+        },
     });
     assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);
 }

@@ -13,7 +13,11 @@ use super::workflow::WorkflowState;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopConfig {
     pub model: String,
+    /// The head of the instructions: core rules, environment, AGENTS.md,
+    /// memory index (and context SessionStart hooks added).
     pub instructions: String,
+    /// The skills index, after the mode block (see `build_request`).
+    pub skills_index: String,
     pub tools: Vec<ToolSpec>,
     /// Access class per tool name; unknown names count as read-only (they
     /// never run, they only produce an error result).
@@ -22,6 +26,12 @@ pub struct LoopConfig {
     pub policy: Policy,
     /// Model calls allowed in one turn.
     pub max_steps: u32,
+    /// The model's context window in tokens (`None`: unknown, so only a
+    /// provider's context-length error triggers compaction).
+    pub context_window: Option<u64>,
+    /// Fraction of the window at which the history is compacted before a
+    /// request (`context.compact_threshold`, default 0.85).
+    pub compact_threshold: f64,
 }
 
 /// Where the loop is. `Idle` between turns; the others name what the loop
@@ -33,6 +43,8 @@ pub enum LoopPhase {
     Infer,
     /// Waiting for the user's answer on the front batch.
     AwaitApproval,
+    /// A summary for a compaction is being written.
+    Compact,
     /// The front batch is running.
     Execute,
 }
@@ -59,9 +71,57 @@ pub struct LoopState {
     pub allowlist: Allowlist,
     /// Phase, plan, verification gate and tasks (plan mode requires a plan).
     pub workflow: WorkflowState,
-    /// The step at which the history was last compacted after an overflow
-    /// (one compaction per step, so an overflow cannot loop).
-    pub compacted_at_step: Option<u32>,
+    /// The step at which the history was last compacted and how far
+    /// (one cheap and one summary compaction per step at most, so an
+    /// overflow cannot loop).
+    pub compacted_at_step: Option<(u32, CompactionDepth)>,
+    /// The provider's input tokens for the latest request and the number
+    /// of items that request carried: later estimates only count the
+    /// items added since. `None` after a compaction.
+    pub reported_context: Option<(u64, usize)>,
+    /// The compaction waiting for its summary.
+    pub compaction: Option<PendingCompaction>,
+    /// The last failing verification output recorded by a compaction,
+    /// for later compactions whose history no longer holds it.
+    pub failed_check: Option<String>,
+}
+
+/// How far the history was compacted within one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CompactionDepth {
+    Elided,
+    Summarized,
+}
+
+/// Why a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionReason {
+    /// The provider refused the request as too long.
+    Overflow,
+    /// The estimate crossed the threshold before a request.
+    Threshold,
+    /// The user asked (`/compact`).
+    Manual,
+}
+
+impl CompactionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Overflow => "overflow",
+            Self::Threshold => "threshold",
+            Self::Manual => "manual",
+        }
+    }
+}
+
+/// A summary compaction in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingCompaction {
+    pub reason: CompactionReason,
+    pub focus: Option<String>,
+    pub tokens_before: u64,
+    /// The turn goes on with a model request afterwards (else: idle).
+    pub resume_turn: bool,
 }
 
 impl LoopState {
@@ -79,6 +139,9 @@ impl LoopState {
             pending: VecDeque::new(),
             allowlist: Allowlist::default(),
             compacted_at_step: None,
+            reported_context: None,
+            compaction: None,
+            failed_check: None,
         }
     }
 

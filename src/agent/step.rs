@@ -1,12 +1,13 @@
 //! The transition function. See the module docs of [`crate::agent`] for
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
-use crate::context::compact::elide_old_tool_outputs;
 use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
+use crate::prompts::mode_block;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
 
+use super::compaction;
 use super::schedule::{Batch, schedule};
 use super::state::{LoopPhase, LoopState};
 use super::workflow::{self, HARNESS_TOOLS, HarnessOutcome};
@@ -24,8 +25,22 @@ pub enum Input {
         message: String,
     },
     /// The provider said the request exceeds the context window: compact
-    /// (cheaply) and ask again, once per step.
+    /// and ask again (see `agent::compaction`).
     ContextOverflow {
+        message: String,
+    },
+    /// The user asks to compact the history now (`/compact [focus]`);
+    /// only while idle.
+    CompactRequested {
+        focus: Option<String>,
+    },
+    /// The summary an [`Effect::Summarize`] asked for.
+    Summarized {
+        text: String,
+    },
+    /// The summary could not be written (the history is compacted
+    /// without one).
+    SummaryFailed {
         message: String,
     },
     /// The user's answer for the call of an [`Effect::AskApproval`].
@@ -61,6 +76,23 @@ pub enum Effect {
         calls: Vec<ToolCall>,
         concurrent: bool,
     },
+    /// Ask the model for a compaction summary (no streaming to the user);
+    /// answer with [`Input::Summarized`] or [`Input::SummaryFailed`].
+    /// `trigger` is `auto` or `manual` (PreCompact hooks see it).
+    Summarize {
+        request: ModelRequest,
+        trigger: &'static str,
+        focus: Option<String>,
+    },
+    /// The history was compacted (after its `compaction` record): front
+    /// ends show it, the driver re-reads the project instructions.
+    Compacted {
+        reason: String,
+        /// `elide` or `summary`.
+        method: String,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// The turn is over; the loop is idle again.
     TurnEnded {
         outcome: TurnOutcome,
@@ -83,8 +115,18 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             end_turn(state, TurnOutcome::Failed, &mut effects);
         }
         (LoopPhase::Infer, Input::ContextOverflow { message }) => {
-            on_context_overflow(state, message, &mut effects);
+            compaction::on_overflow(state, message, &mut effects);
         }
+        (LoopPhase::Idle, Input::CompactRequested { focus }) => {
+            compaction::on_compact_requested(state, focus, &mut effects);
+        }
+        (LoopPhase::Compact, Input::Summarized { text }) => {
+            compaction::on_summary(state, Some(text), &mut effects);
+        }
+        (LoopPhase::Compact, Input::SummaryFailed { .. }) => {
+            compaction::on_summary(state, None, &mut effects);
+        }
+        (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
             on_approval(state, &call_id, approved, note, scope, &mut effects);
         }
@@ -96,11 +138,18 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             end_turn(state, TurnOutcome::Interrupted, &mut effects);
         }
         (
-            LoopPhase::Idle | LoopPhase::Infer | LoopPhase::AwaitApproval | LoopPhase::Execute,
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact,
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
             | Input::ContextOverflow { .. }
+            | Input::CompactRequested { .. }
+            | Input::Summarized { .. }
+            | Input::SummaryFailed { .. }
             | Input::ApprovalDecided { .. }
             | Input::BatchFinished { .. }
             | Input::Interrupted,
@@ -129,37 +178,38 @@ fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) {
     request_model(state, effects);
 }
 
-/// Compacts the history cheaply (old tool outputs elided) and asks the
-/// same step again; a second overflow in one step, or nothing left to
-/// elide, fails the turn with the provider's message.
-fn on_context_overflow(state: &mut LoopState, message: String, effects: &mut Vec<Effect>) {
-    let compacted = (state.compacted_at_step != Some(state.step))
-        .then(|| elide_old_tool_outputs(&state.items))
-        .flatten();
-    let Some(items) = compacted else {
-        effects.push(Effect::Record(SessionEvent::ModelError { message }));
-        end_turn(state, TurnOutcome::Failed, effects);
+/// Asks the model, compacting first when the history crossed the
+/// threshold (then the request waits for the summary).
+fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    if compaction::before_request(state, effects) {
         return;
-    };
-    state.compacted_at_step = Some(state.step);
-    state.items = items;
-    effects.push(Effect::Record(SessionEvent::Compaction { items: state.items.clone() }));
-    request_model(state, effects);
+    }
+    effects.push(Effect::CallModel(build_request(state)));
 }
 
-fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
+/// The request for the current state: the instructions in assembly order
+/// (head, mode and permissions, skills index, phase guidance with tasks
+/// last), the whole history, every tool.
+pub(super) fn build_request(state: &LoopState) -> ModelRequest {
+    let policy = &state.config.policy;
     let mut instructions = state.config.instructions.clone();
+    instructions.push_str(&mode_block(policy.mode.as_str(), policy.sandboxed));
+    instructions.push_str(&state.config.skills_index);
     instructions.push_str(&state.workflow.guidance());
-    effects.push(Effect::CallModel(ModelRequest {
+    ModelRequest {
         model: state.config.model.clone(),
         instructions,
         items: state.items.clone(),
         tools: state.config.tools.clone(),
         max_output_tokens: None,
-    }));
+    }
 }
 
 fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec<Effect>) {
+    if response.usage.input_tokens > 0 {
+        // The request carried exactly the items held now.
+        state.reported_context = Some((response.usage.input_tokens, state.items.len()));
+    }
     state.turn_usage.add(&response.usage);
     state.session_usage.add(&response.usage);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
@@ -371,7 +421,7 @@ fn on_batch_finished(
 
 /// Gives every call still pending an error result, so the history stays a
 /// valid conversation (every call answered).
-fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut Vec<Effect>) {
+pub(super) fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut Vec<Effect>) {
     let pending: Vec<Batch> = state.pending.drain(..).collect();
     for batch in pending {
         let calls = match batch {
@@ -404,7 +454,7 @@ fn denied_text(reason: &str) -> String {
     format!("not run: {reason}")
 }
 
-fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
+pub(super) fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
     state.phase = LoopPhase::Idle;
     let usage = state.turn_usage;
     effects.push(Effect::Record(SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }));

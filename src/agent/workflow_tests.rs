@@ -32,10 +32,13 @@ fn state(approval: ApprovalMode) -> LoopState {
     LoopState::new(LoopConfig {
         model: "m".into(),
         instructions: "be helpful".into(),
+        skills_index: String::new(),
         tools: harness_specs(),
         tool_classes,
         policy,
         max_steps: 30,
+        context_window: None,
+        compact_threshold: 0.85,
     })
 }
 

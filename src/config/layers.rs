@@ -28,6 +28,20 @@ pub struct ConfigFile {
     pub sandbox: Option<SandboxFile>,
     /// `[verify]`: what counts as verifying a change.
     pub verify: Option<VerifyFile>,
+    /// `[context]`: window and compaction threshold.
+    pub context: Option<ContextFile>,
+}
+
+/// The `[context]` table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextFile {
+    /// The model's context window in tokens (overrides keel's table; the
+    /// only source for models keel does not know).
+    pub window: Option<u64>,
+    /// Fraction of the window at which the history is compacted before a
+    /// request (default 0.85).
+    pub compact_threshold: Option<f64>,
 }
 
 /// The `[verify]` table.
@@ -81,7 +95,13 @@ impl ConfigFile {
             import_claude_hooks,
             sandbox,
             verify,
+            context,
         } = other;
+        if let Some(ContextFile { window, compact_threshold }) = context {
+            let mine = self.context.get_or_insert_with(ContextFile::default);
+            mine.window = window.or(mine.window);
+            mine.compact_threshold = compact_threshold.or(mine.compact_threshold);
+        }
         if let Some(VerifyFile { commands }) = verify {
             let mine = self.verify.get_or_insert_with(VerifyFile::default);
             mine.commands = commands.or(mine.commands.take());

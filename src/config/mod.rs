@@ -13,6 +13,7 @@
 mod hooks;
 mod instructions;
 mod layers;
+mod memory;
 mod resolve;
 pub mod rules;
 
@@ -21,7 +22,8 @@ use std::path::PathBuf;
 
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
-pub use layers::{ConfigFile, Layers, SandboxFile, find_workspace_root, read_layers};
+pub use layers::{ConfigFile, ContextFile, Layers, SandboxFile, find_workspace_root, read_layers};
+pub use memory::{MemoryProblem, discover_memory};
 pub use resolve::{Settings, resolve};
 
 /// Why configuration could not be loaded. Every message says what to fix.

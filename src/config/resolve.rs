@@ -10,7 +10,7 @@ use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
 use crate::sandbox::landlock::SandboxMode;
 
-use super::{CliOverrides, ConfigError, Environment, Layers, SandboxFile};
+use super::{CliOverrides, ConfigError, ContextFile, Environment, Layers, SandboxFile};
 
 /// Model calls allowed in one turn unless configured otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 100;
@@ -41,6 +41,25 @@ pub struct Settings {
     /// The project's `.keel/phases.toml` (trusted projects only), filled by
     /// [`super::load`]; `None`: the shipped rules.
     pub phase_rules: Option<PhaseRules>,
+    /// `context.window`, else the model table's window, else unknown.
+    pub context_window: Option<u64>,
+    /// `context.compact_threshold` (0.1–1.0, default 0.85).
+    pub compact_threshold: f64,
+}
+
+/// Default share of the window at which compaction starts.
+pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.85;
+
+fn compact_threshold(file: Option<ContextFile>) -> Result<f64, ConfigError> {
+    match file.and_then(|file| file.compact_threshold) {
+        None => Ok(DEFAULT_COMPACT_THRESHOLD),
+        Some(value) if (0.1..=1.0).contains(&value) => Ok(value),
+        Some(value) => Err(ConfigError::InvalidValue {
+            key: "context.compact_threshold",
+            value: value.to_string(),
+            message: "use a fraction of the window between 0.1 and 1.0 (default 0.85)".to_owned(),
+        }),
+    }
 }
 
 /// The resolved `[sandbox]` table.
@@ -115,7 +134,6 @@ pub fn resolve(
         Duration::from_secs(merged.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).max(1));
     Ok(Settings {
         provider: ProviderConfig { kind, base_url, api_key, api_key_env, retry, idle_timeout },
-        model,
         max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
         keel_home: env.keel_home.clone(),
         workspace_root,
@@ -127,6 +145,12 @@ pub fn resolve(
         sandbox: sandbox_settings(merged.sandbox)?,
         verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
         phase_rules: None,
+        context_window: merged
+            .context
+            .and_then(|context| context.window)
+            .or_else(|| crate::context::model_info(&model).map(|info| info.context_window)),
+        compact_threshold: compact_threshold(merged.context)?,
+        model,
     })
 }
 

@@ -1,27 +1,94 @@
 //! Renders the prompt texts shipped in `prompts/` with session facts.
 //!
+//! Assembly order of a request's instructions (tested by the request
+//! snapshots in `tests/suite/context_requests.rs`): core rules →
+//! environment → AGENTS.md files → memory index → mode and permissions →
+//! skills index → workflow phase guidance → tasks. Tool schemas travel in
+//! the request's own field; the history follows the instructions.
+//!
 //! Pure: the caller supplies every fact (paths, platform, date); the
 //! templates are compiled in so a binary never depends on its source tree.
 
-/// The system prompt template.
-const SYSTEM_TEMPLATE: &str = include_str!("../../prompts/system.md");
+/// Core identity, safety and loop rules, and style.
+const SYSTEM: &str = include_str!("../../prompts/system.md");
+/// The environment snapshot template.
+const ENVIRONMENT_TEMPLATE: &str = include_str!("../../prompts/environment.md");
+/// One `## mode` section per approval mode.
+const MODES: &str = include_str!("../../prompts/modes.md");
+/// The memory index's heading and rules.
+const MEMORY_HEADER: &str = include_str!("../../prompts/memory.md");
 
-/// Facts the system prompt mentions.
+/// Facts the environment snapshot mentions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptFacts {
     pub workspace_root: String,
     pub cwd: String,
     pub platform: String,
+    /// The user's shell (`$SHELL`), or `bash`.
+    pub shell: String,
+    /// Branch and short status, or why there is none.
+    pub git: String,
     pub date: String,
 }
 
-/// The system prompt for a session.
+/// The system prompt for a session: the core rules, then the environment.
 pub fn system_prompt(facts: &PromptFacts) -> String {
-    SYSTEM_TEMPLATE
+    let environment = ENVIRONMENT_TEMPLATE
         .replace("{workspace_root}", &facts.workspace_root)
         .replace("{cwd}", &facts.cwd)
         .replace("{platform}", &facts.platform)
-        .replace("{date}", &facts.date)
+        .replace("{shell}", &facts.shell)
+        .replace("{git}", &facts.git)
+        .replace("{date}", &facts.date);
+    format!("{}{}", SYSTEM.trim_end(), environment.trim_end())
+}
+
+/// What the mode allows, and whether commands are sandboxed.
+pub fn mode_block(mode: &str, sandboxed: bool) -> String {
+    let explanation = MODES
+        .split("## ")
+        .find_map(|section| {
+            let (name, text) = section.split_once('\n')?;
+            (name.trim() == mode).then(|| text.trim().to_owned())
+        })
+        .unwrap_or_default();
+    let sandbox = if sandboxed {
+        "Commands run in a sandbox: writes outside the workspace (and its temp folders) fail, \
+         and so does network access unless the user enabled it. A failure that looks like a \
+         permission error may be the sandbox: say so instead of working around it."
+    } else {
+        "Commands are not sandboxed here: be as careful as the user would be."
+    };
+    format!("\n\n# Mode and permissions\n\nMode: {mode}. {explanation}\n\n{sandbox}")
+}
+
+/// Longest description shown per memory note.
+const MEMORY_DESCRIPTION_CHARS: usize = 200;
+/// Upper bound of the memory index.
+const MEMORY_INDEX_BYTES: usize = 4 * 1024;
+
+/// The memory index: `(name, type, description)` per note, bounded.
+pub fn memory_block(notes: &[(String, String, String)]) -> String {
+    if notes.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n\n{}", MEMORY_HEADER.trim());
+    out.push_str("\n\n");
+    for (name, kind, description) in notes {
+        let one_line = description.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut shown: String = one_line.chars().take(MEMORY_DESCRIPTION_CHARS).collect();
+        if shown.len() < one_line.len() {
+            shown.push('…');
+        }
+        let kind = if kind.is_empty() { String::new() } else { format!(" ({kind})") };
+        let line = format!("- {name}{kind}: {shown}\n");
+        if out.len() + line.len() > MEMORY_INDEX_BYTES {
+            out.push_str("- … (more notes; not listed for space)\n");
+            break;
+        }
+        out.push_str(&line);
+    }
+    out.trim_end().to_owned()
 }
 
 /// The project's instruction files as one block, root first, each under
@@ -80,10 +147,37 @@ mod tests {
             workspace_root: "/repo".into(),
             cwd: "/repo/src".into(),
             platform: "linux".into(),
+            shell: "/bin/zsh".into(),
+            git: "branch main, 2 uncommitted changes".into(),
             date: "2026-11-29".into(),
         });
         assert!(prompt.contains("/repo/src") && prompt.contains("2026-11-29"));
+        assert!(prompt.contains("/bin/zsh") && prompt.contains("branch main"));
+        assert!(prompt.find("Safety:") < prompt.find("# Environment"), "core first");
         assert!(!prompt.contains('{'), "unfilled placeholder in:\n{prompt}");
+    }
+
+    #[test]
+    fn every_mode_has_an_explanation() {
+        for mode in ["ask", "auto", "plan", "explore", "yolo"] {
+            let block = mode_block(mode, true);
+            let explanation = block.split(&format!("Mode: {mode}.")).nth(1).unwrap_or("");
+            assert!(explanation.trim().len() > 40, "{mode}: {block}");
+            assert!(block.contains("sandbox"));
+        }
+        assert!(mode_block("ask", false).contains("not sandboxed"));
+    }
+
+    #[test]
+    fn memory_index_lists_notes_and_stays_bounded() {
+        let notes: Vec<(String, String, String)> = (0..200)
+            .map(|i| (format!("note-{i}"), "project".into(), "detail ".repeat(50)))
+            .collect();
+        let block = memory_block(&notes);
+        assert!(block.starts_with("\n\n# Memory"));
+        assert!(block.contains("- note-0 (project): detail detail"));
+        assert!(block.len() <= MEMORY_INDEX_BYTES + 64);
+        assert_eq!(memory_block(&[]), "");
     }
 
     #[test]

@@ -174,9 +174,27 @@ pub enum SessionEvent {
     TaskUpdated {
         task: serde_json::Value,
     },
-    /// The history from here on starts with `items` (a summary).
+    /// The history from here on starts with `items`: old tool outputs
+    /// elided, or a summary with the preserved facts (see
+    /// `context::summary`). A resume starts from the latest one.
     Compaction {
         items: Vec<Item>,
+        /// `overflow` (the provider refused the request), `threshold`
+        /// (the estimate crossed `context.compact_threshold`) or `manual`.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+        /// `elide` (old tool outputs shortened) or `summary` (by the model).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        method: String,
+        /// Estimated context tokens before and after.
+        #[serde(default)]
+        tokens_before: u64,
+        #[serde(default)]
+        tokens_after: u64,
+        /// The last failing verification output, carried to later
+        /// compactions when its call is no longer in the history.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed_check: Option<String>,
     },
     /// A model request failed for good (after retries).
     ModelError {
@@ -349,7 +367,14 @@ mod tests {
             SessionEvent::PhaseChanged { from: s(), to: s() },
             SessionEvent::PlanUpdated { plan: serde_json::Value::Null },
             SessionEvent::TaskUpdated { task: serde_json::Value::Null },
-            SessionEvent::Compaction { items: Vec::new() },
+            SessionEvent::Compaction {
+                items: Vec::new(),
+                reason: s(),
+                method: s(),
+                tokens_before: 0,
+                tokens_after: 0,
+                failed_check: None,
+            },
             SessionEvent::ModelError { message: s() },
             SessionEvent::Error { message: s() },
             SessionEvent::HookRan {

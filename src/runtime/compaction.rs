@@ -1,24 +1,127 @@
-//! Compaction on demand (`/compact [focus]`) and skill invocation
-//! (`/<skill> args`): the session-level entry points front ends call.
+//! The session's side of compaction (the loop decides when, in
+//! `agent::compaction`): writing the summary with the model, running
+//! PreCompact and SessionStart(`compact`) hooks, re-reading the project
+//! instructions, `/compact [focus]`, and skill invocation (`/<skill>`).
 //!
-//! Invariant: a compaction is recorded in the log (a `compaction` line)
+//! Invariants: a compaction is recorded in the log (a `compaction` line)
 //! before the next request uses the compacted history, so a resume starts
-//! from the same history the model saw.
+//! from the history the model saw; a failed or empty summary never fails
+//! the session (the history is compacted with the preserved facts only);
+//! the summary request streams nothing to the user.
 
+use std::collections::VecDeque;
+
+use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{RuntimeError, Session};
+use crate::agent::{Effect, Input, step};
+use crate::hooks::HookEvent;
+use crate::llm::LlmError;
+use crate::protocol::{Item, ModelRequest};
+
+use super::driver::base_instructions;
+use super::{RuntimeError, RuntimeEvent, Session};
 
 impl Session {
-    /// Compacts the history now, keeping `focus` (if given) in the summary.
-    /// Returns whether anything was compacted.
+    /// Compacts the history now with a summary by the model, focused on
+    /// `focus` if given. Returns whether the history was compacted (an
+    /// empty session, or an interrupt, leaves it as it was).
     pub async fn compact(
         &mut self,
         focus: Option<String>,
         cancel: &CancellationToken,
     ) -> Result<bool, RuntimeError> {
-        let _ = (focus, cancel);
-        Ok(false)
+        let mut queue: VecDeque<Effect> =
+            step(&mut self.state, Input::CompactRequested { focus }).into();
+        let mut compacted = false;
+        while let Some(effect) = queue.pop_front() {
+            match effect {
+                Effect::Record(event) => {
+                    self.log.append(event)?;
+                }
+                Effect::Summarize { request, trigger, focus } => {
+                    let input = self.summarize(&request, trigger, focus, cancel).await?;
+                    queue.extend(step(&mut self.state, input));
+                }
+                Effect::Compacted { reason, method, tokens_before, tokens_after } => {
+                    compacted = true;
+                    self.after_compaction(reason, &method, tokens_before, tokens_after, cancel)
+                        .await?;
+                }
+                // Idle compaction asks nothing else of the driver.
+                Effect::CallModel(_)
+                | Effect::AskApproval { .. }
+                | Effect::RunBatch { .. }
+                | Effect::TurnEnded { .. } => {}
+            }
+        }
+        Ok(compacted)
+    }
+
+    /// Runs PreCompact hooks, then asks the model for the summary.
+    pub(super) async fn summarize(
+        &mut self,
+        request: &ModelRequest,
+        trigger: &'static str,
+        focus: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<Input, RuntimeError> {
+        if !self.hooks.is_empty() {
+            let extra = Map::from_iter([
+                ("trigger".to_owned(), json!(trigger)),
+                ("custom_instructions".to_owned(), json!(focus.clone().unwrap_or_default())),
+            ]);
+            let payload = self.hook_payload(extra);
+            // PreCompact cannot stop a compaction (as in Claude Code): a
+            // block is shown to the user, and the context must shrink.
+            self.dispatch_hooks(HookEvent::PreCompact, payload, Some(trigger), cancel).await?;
+        }
+        let mut ignore = |_| {};
+        let input = match self.llm.stream(request, &mut ignore, cancel).await {
+            Ok(response) => {
+                let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
+                if text.trim().is_empty() {
+                    let message = "the model wrote no summary".to_owned();
+                    self.sink.emit(RuntimeEvent::Warning {
+                        message: format!("compaction: {message}; keeping the preserved facts only"),
+                    });
+                    Input::SummaryFailed { message }
+                } else {
+                    Input::Summarized { text }
+                }
+            }
+            Err(LlmError::Cancelled) => Input::Interrupted,
+            Err(failure) => {
+                let message = failure.to_string();
+                self.sink.emit(RuntimeEvent::Warning {
+                    message: format!(
+                        "compaction: the summary failed ({message}); keeping the preserved facts only"
+                    ),
+                });
+                Input::SummaryFailed { message }
+            }
+        };
+        Ok(input)
+    }
+
+    /// Tells the front end; after a summary, re-reads the project
+    /// instructions (AGENTS.md may have changed) and runs SessionStart
+    /// hooks with source `compact`, whose context joins them again.
+    pub(super) async fn after_compaction(
+        &mut self,
+        reason: String,
+        method: &str,
+        tokens_before: u64,
+        tokens_after: u64,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        self.sink.emit(RuntimeEvent::Compacted { reason, tokens_before, tokens_after });
+        if method != "summary" {
+            return Ok(());
+        }
+        self.state.config.instructions =
+            base_instructions(&self.settings, &self.cwd, &self.date, &self.memory);
+        self.session_start_hooks("compact", cancel).await
     }
 
     /// Names and descriptions of the skills this session knows.
@@ -37,7 +140,7 @@ impl Session {
         let mut prompt =
             format!("Use the skill `{name}`:\n\n<skill name=\"{name}\">\n{body}\n</skill>\n");
         if !args.trim().is_empty() {
-            prompt.push_str("\n");
+            prompt.push('\n');
             prompt.push_str(args.trim());
             prompt.push('\n');
         }

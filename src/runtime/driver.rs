@@ -10,11 +10,12 @@ use crate::agent::{
     Effect, Input, LoopConfig, LoopState, OpenTurn, WorkflowState, harness_specs, step,
 };
 use crate::config::rules::append_local_rule;
-use crate::config::{Settings, discover_instructions};
+use crate::config::{Settings, discover_instructions, discover_memory};
+use crate::context::memory::MemoryNote;
 use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::{self, ApprovalMode};
-use crate::prompts::{PromptFacts, instructions_block, skills_block, system_prompt};
+use crate::prompts::{PromptFacts, instructions_block, memory_block, skills_block, system_prompt};
 use crate::protocol::{
     ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
 };
@@ -23,7 +24,7 @@ use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::skills;
 use crate::tools::{BatchMode, FileStates, ToolContext, ToolRegistry, run_batch};
 
-use super::files::git_head;
+use super::files::{git_head, git_summary};
 use super::hooks_glue::PreToolDecision;
 pub(super) use super::sandboxing::setup_sandbox;
 use super::sandboxing::{build_policy, mark_sandbox_violation};
@@ -60,7 +61,7 @@ pub(super) struct Opening {
     /// The last turn the undo checkpoints already covered.
     pub(super) checkpointed_turn: u32,
     pub(super) files: FileStates,
-    pub(super) skills: Vec<skills::Skill>,
+    pub(super) found: Found,
     /// SessionStart hooks' source: `startup` or `resume`.
     pub(super) start_source: &'static str,
 }
@@ -89,9 +90,15 @@ pub struct Session {
     pub(super) pending_session_start: Option<&'static str>,
     /// What `load_skill` can load.
     pub(super) skills: Arc<Vec<skills::Skill>>,
+    /// What `read_memory` can read.
+    pub(super) memory: Arc<Vec<MemoryNote>>,
     /// Calls PreToolUse hooks already judged before an approval prompt,
     /// with any input a hook rewrote.
     pub(super) prehooked: HashMap<String, Option<serde_json::Value>>,
+    /// What the instructions are rebuilt from after a compaction (the
+    /// AGENTS.md files are read again).
+    pub(super) settings: Arc<Settings>,
+    pub(super) date: String,
 }
 
 impl Session {
@@ -105,8 +112,8 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
-        let discovered = session_skills(settings, &options.cwd);
-        let state = LoopState::new(loop_config(settings, &options, &tools, &discovered.skills));
+        let found = discover_context(settings, &options.cwd);
+        let state = LoopState::new(loop_config(settings, &options, &tools, &found));
 
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
@@ -129,9 +136,8 @@ impl Session {
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
-        for problem in &discovered.problems {
-            let message = format!("skill {} not loaded: {}", problem.path.display(), problem.error);
-            sink.emit(RuntimeEvent::Warning { message });
+        for message in &found.warnings {
+            sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
         sink.emit(RuntimeEvent::SessionStarted {
             session_id: id.clone(),
@@ -149,7 +155,7 @@ impl Session {
             open_turn: None,
             checkpointed_turn: 0,
             files: FileStates::new(),
-            skills: discovered.skills,
+            found,
             start_source: "startup",
         };
         Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
@@ -166,7 +172,7 @@ impl Session {
         sink: Box<dyn EventSink>,
         approver: Box<dyn Approver>,
     ) -> Self {
-        let Opening { id, log, state, open_turn, checkpointed_turn, files, skills, start_source } =
+        let Opening { id, log, state, open_turn, checkpointed_turn, files, found, start_source } =
             opening;
         Self {
             id,
@@ -175,7 +181,7 @@ impl Session {
             llm,
             tools,
             workspace_root: settings.workspace_root.clone(),
-            cwd: options.cwd,
+            cwd: options.cwd.clone(),
             files: Arc::new(files),
             sink,
             approver,
@@ -190,8 +196,11 @@ impl Session {
             // A project's own hooks run only once the user trusts it.
             hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted),
             pending_session_start: Some(start_source),
-            skills: Arc::new(skills),
+            skills: Arc::new(found.skills),
+            memory: Arc::new(found.memory),
             prehooked: HashMap::new(),
+            settings: Arc::new(settings.clone()),
+            date: options.date,
         }
     }
 
@@ -283,6 +292,11 @@ impl Session {
                     self.announce(event);
                     continue;
                 }
+                Effect::Compacted { reason, method, tokens_before, tokens_after } => {
+                    self.after_compaction(reason, &method, tokens_before, tokens_after, cancel)
+                        .await?;
+                    continue;
+                }
                 Effect::TurnEnded { outcome, final_text, usage } => {
                     self.sink.emit(RuntimeEvent::TurnCompleted {
                         turn: self.state.turn,
@@ -294,6 +308,9 @@ impl Session {
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
+                Effect::Summarize { request, trigger, focus } => {
+                    self.summarize(&request, trigger, focus, cancel).await?
+                }
                 Effect::AskApproval { call, reason } => {
                     if let Some(blocked) = self.approval_hooks(&call, &reason, cancel).await? {
                         queue.extend(step(
@@ -400,7 +417,8 @@ impl Session {
     ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone())
-            .with_skills(self.skills.clone());
+            .with_skills(self.skills.clone())
+            .with_memory(self.memory.clone());
         let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
@@ -569,26 +587,13 @@ pub(super) fn loop_config(
     settings: &Settings,
     options: &SessionOptions,
     tools: &ToolRegistry,
-    skills: &[skills::Skill],
+    found: &Found,
 ) -> LoopConfig {
-    let mut instructions = system_prompt(&PromptFacts {
-        workspace_root: settings.workspace_root.display().to_string(),
-        cwd: options.cwd.display().to_string(),
-        platform: std::env::consts::OS.to_owned(),
-        date: options.date.clone(),
-    });
-    let agents_md: Vec<(String, String)> =
-        discover_instructions(&settings.keel_home, &settings.workspace_root, &options.cwd)
-            .into_iter()
-            .map(|file| (file.path.display().to_string(), file.text))
-            .collect();
-    instructions.push_str(&instructions_block(&agents_md));
-    let index: Vec<(String, String)> = skills
-        .iter()
-        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
-        .collect();
-    instructions.push_str(&skills_block(&index));
+    let memory = &found.memory;
+    let instructions = base_instructions(settings, &options.cwd, &options.date, memory);
     let mut specs = tools.specs();
+    // No notes, no tool: its schema would only cost tokens.
+    specs.retain(|spec| spec.name != "read_memory" || !memory.is_empty());
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
     // Answered by the loop itself; read-only as far as policy is concerned.
@@ -603,12 +608,75 @@ pub(super) fn loop_config(
         tool_classes,
         policy: build_policy(settings, options),
         max_steps: settings.max_steps,
+        skills_index: skills_index(&found.skills),
+        context_window: settings.context_window,
+        compact_threshold: settings.compact_threshold,
     }
 }
 
-/// Skills for a session started in `cwd`.
-pub(super) fn session_skills(settings: &Settings, cwd: &Path) -> skills::Discovery {
-    skills::discover(&skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd))
+/// The head of the instructions, in assembly order: the core rules with
+/// the environment snapshot, the project's AGENTS.md files and the memory
+/// index (both read from disk now). Mode, skills and the workflow follow
+/// in each request (`agent::step::build_request`).
+pub(super) fn base_instructions(
+    settings: &Settings,
+    cwd: &Path,
+    date: &str,
+    memory: &[MemoryNote],
+) -> String {
+    let mut instructions = system_prompt(&PromptFacts {
+        workspace_root: settings.workspace_root.display().to_string(),
+        cwd: cwd.display().to_string(),
+        platform: std::env::consts::OS.to_owned(),
+        shell: std::env::var("SHELL").unwrap_or_else(|_| "bash".to_owned()),
+        git: git_summary(&settings.workspace_root),
+        date: date.to_owned(),
+    });
+    let agents_md: Vec<(String, String)> =
+        discover_instructions(&settings.keel_home, &settings.workspace_root, cwd)
+            .into_iter()
+            .map(|file| (file.path.display().to_string(), file.text))
+            .collect();
+    instructions.push_str(&instructions_block(&agents_md));
+    let index: Vec<(String, String, String)> = memory
+        .iter()
+        .map(|note| (note.meta.name.clone(), note.meta.kind.clone(), note.meta.description.clone()))
+        .collect();
+    instructions.push_str(&memory_block(&index));
+    instructions
+}
+
+/// The skills index for the instructions.
+fn skills_index(skills: &[skills::Skill]) -> String {
+    let index: Vec<(String, String)> = skills
+        .iter()
+        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
+        .collect();
+    skills_block(&index)
+}
+
+/// What a session finds on disk besides its config: skills and memory
+/// notes, and what could not be loaded (said to the user as warnings).
+pub(super) struct Found {
+    pub(super) skills: Vec<skills::Skill>,
+    pub(super) memory: Vec<MemoryNote>,
+    pub(super) warnings: Vec<String>,
+}
+
+/// Skills and memory for a session started in `cwd`.
+pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
+    let roots = skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd);
+    let discovery = skills::discover(&roots);
+    let (memory, memory_problems) = discover_memory(&settings.keel_home, &settings.workspace_root);
+    let skill_warnings = discovery
+        .problems
+        .iter()
+        .map(|problem| format!("skill {} not loaded: {}", problem.path.display(), problem.error));
+    let memory_warnings = memory_problems.iter().map(|problem| {
+        format!("memory note {} not loaded: {}", problem.path.display(), problem.error)
+    });
+    let warnings = skill_warnings.chain(memory_warnings).collect();
+    Found { skills: discovery.skills, memory, warnings }
 }
 
 /// How the log records an approval's scope.

@@ -138,6 +138,41 @@ fn tree_fingerprint(root: &Path) -> Option<String> {
 }
 
 /// The commit `HEAD` points at in `root`'s git repository, if any.
+/// Branch and short status for the environment snapshot: `branch main,
+/// 3 uncommitted changes (M src/lib.rs, ?? notes.md, …)`, or why not.
+pub(super) fn git_summary(root: &Path) -> String {
+    /// Changed paths named before the rest are only counted.
+    const NAMED: usize = 8;
+    let Ok(head) = std::fs::read_to_string(root.join(".git").join("HEAD")) else {
+        return "not a git repository".to_owned();
+    };
+    let head = head.trim();
+    let branch = match head.strip_prefix("ref: refs/heads/") {
+        Some(branch) => format!("branch {branch}"),
+        None => format!("detached at {}", head.get(..12).unwrap_or(head)),
+    };
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain=v1", "--no-renames"])
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Ok(output) = status.map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+    else {
+        return branch;
+    };
+    let changes: Vec<&str> = output.lines().filter(|line| !line.trim().is_empty()).collect();
+    if changes.is_empty() {
+        return format!("{branch}, clean");
+    }
+    let mut named: Vec<String> =
+        changes.iter().take(NAMED).map(|line| line.trim().to_owned()).collect();
+    if changes.len() > NAMED {
+        named.push("…".to_owned());
+    }
+    format!("{branch}, {} uncommitted changes ({})", changes.len(), named.join(", "))
+}
+
 pub(super) fn git_head(root: &Path) -> Option<String> {
     let git = root.join(".git");
     let head = std::fs::read_to_string(git.join("HEAD")).ok()?;

@@ -27,6 +27,11 @@ pub(super) enum PreToolDecision {
 }
 
 impl Session {
+    /// A payload for an event without a tool call.
+    pub(super) fn hook_payload(&self, extra: Map<String, Value>) -> HookPayload {
+        self.payload(None, extra)
+    }
+
     fn payload(&self, tool: Option<&ToolCall>, extra: Map<String, Value>) -> HookPayload {
         HookPayload {
             session_id: self.id.clone(),

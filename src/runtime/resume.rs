@@ -40,14 +40,15 @@ impl Session {
     ) -> Result<Self, RuntimeError> {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
-        let skills = super::driver::session_skills(settings, &options.cwd).skills;
-        let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools, &skills));
+        let found = super::driver::discover_context(settings, &options.cwd);
+        let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools, &found));
         rebuilder
             .configure_workflow(settings.phase_rules.clone(), settings.verify_commands.clone());
         let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
         let mut rebuilt = rebuilder.finish();
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
-        for message in settings.warnings.iter().chain(&report.warnings).chain(&sandbox_warning) {
+        let warnings = settings.warnings.iter().chain(&found.warnings);
+        for message in warnings.chain(&report.warnings).chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
         let here = options.cwd.display().to_string();
@@ -100,7 +101,7 @@ impl Session {
             open_turn: rebuilt.open_turn,
             checkpointed_turn: rebuilt.facts.checkpointed_turn,
             files,
-            skills,
+            found,
             start_source: "resume",
         };
         Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))

@@ -18,20 +18,7 @@ pub struct SkillMeta {
     pub description: String,
 }
 
-/// Splits `---\nYAML\n---\nbody` into (YAML, body).
-pub(super) fn split(text: &str) -> Option<(&str, &str)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text.strip_prefix("---")?.trim_start_matches([' ', '\t']);
-    let rest = rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix('\n'))?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Some((&rest[..offset], &rest[offset + line.len()..]));
-        }
-        offset += line.len();
-    }
-    None
-}
+pub(super) use crate::context::frontmatter::split;
 
 /// Parses `text` (a SKILL.md in a folder named `folder`) into its metadata.
 pub fn parse_skill_md(text: &str, folder: &str) -> Result<SkillMeta, SkillError> {

@@ -27,6 +27,7 @@ mod list_dir;
 mod load_skill;
 pub mod paths;
 mod read_file;
+mod read_memory;
 mod registry;
 mod shell;
 mod write_file;
@@ -65,6 +66,8 @@ pub struct ToolContext {
     pub files: Arc<FileStates>,
     /// The skills `load_skill` can load.
     pub skills: Arc<Vec<crate::skills::Skill>>,
+    /// The memory notes `read_memory` can read.
+    pub memory: Arc<Vec<crate::context::memory::MemoryNote>>,
 }
 
 impl ToolContext {
@@ -77,7 +80,14 @@ impl ToolContext {
             cancel,
             files: Arc::new(FileStates::new()),
             skills: Arc::new(Vec::new()),
+            memory: Arc::new(Vec::new()),
         }
+    }
+
+    /// The same context offering `memory` to `read_memory`.
+    pub fn with_memory(mut self, memory: Arc<Vec<crate::context::memory::MemoryNote>>) -> Self {
+        self.memory = memory;
+        self
     }
 
     /// The same context offering `skills` to `load_skill`.

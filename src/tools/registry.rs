@@ -15,7 +15,8 @@ use serde_json::Value;
 use super::args::parse_json;
 use super::{Tool, ToolContext, ToolError};
 use super::{
-    apply_patch, edit_file, glob, grep, list_dir, load_skill, read_file, shell, write_file,
+    apply_patch, edit_file, glob, grep, list_dir, load_skill, read_file, read_memory, shell,
+    write_file,
 };
 use crate::protocol::{ToolCall, ToolClass, ToolResult, ToolSpec};
 
@@ -38,6 +39,7 @@ impl ToolRegistry {
                 Box::new(apply_patch::ApplyPatch),
                 Box::new(shell::Shell),
                 Box::new(load_skill::LoadSkill),
+                Box::new(read_memory::ReadMemory),
             ],
         }
     }
@@ -158,7 +160,8 @@ mod tests {
                 "edit_file",
                 "apply_patch",
                 "shell",
-                "load_skill"
+                "load_skill",
+                "read_memory"
             ]
         );
         for spec in &specs {

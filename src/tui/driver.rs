@@ -104,15 +104,22 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         cancel.cancel();
     }
     drop(driver.reply.take());
-    let Driver { ops, session: info, failed, task, events, .. } = driver;
+    let Driver { ops, session: mut info, failed, task, events, .. } = driver;
     drop(ops);
     drop(events);
-    drop(events_rx);
     if let Some(task) = task {
         if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
             tracing::warn!("the session did not stop within {SHUTDOWN_GRACE:?}");
         }
     }
+    // Quit before the session said it was ready (a kill right at start):
+    // its log exists all the same, so still say where.
+    while let Ok(event) = events_rx.try_recv() {
+        if let UiEvent::SessionReady { session_id, log_path } = event {
+            info.get_or_insert((session_id, log_path));
+        }
+    }
+    drop(events_rx);
     if let Some((id, log)) = info {
         let _ = writeln!(std::io::stdout().lock(), "session {id}\nlog {}", log.display());
     }

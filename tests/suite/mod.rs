@@ -1,4 +1,6 @@
+mod context_compaction;
 mod context_overflow;
+mod context_requests;
 mod e2e_exec;
 mod e2e_interrupt;
 mod e2e_mockllm;

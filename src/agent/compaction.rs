@@ -1,0 +1,295 @@
+//! When and how `step` compacts the history.
+//!
+//! Triggers: the estimate before a request crosses the threshold
+//! ([`before_request`]), the provider refuses a request as too long
+//! ([`on_overflow`]), or the user asks ([`on_compact_requested`]). The cheap
+//! step comes first (old tool outputs elided, `context::compact`); when it
+//! is not enough, the model writes a summary (`context::summary`) through
+//! [`Effect::Summarize`], answered by [`Input::Summarized`] or
+//! [`Input::SummaryFailed`] (then the history is still replaced, with the
+//! preserved facts and no summary, so the session goes on).
+//!
+//! Invariants: at most one cheap and one summary compaction per step, so
+//! nothing loops; every compaction is recorded (`compaction`, with the new
+//! history) before the next request uses it; the goal, the latest request
+//! and the preserved facts survive every compaction verbatim.
+
+use crate::context::compact::elide_old_tool_outputs;
+use crate::context::summary::{
+    CHECK_CHARS, Preserved, clip, compacted_history, fit_for_summary, summary_request,
+};
+use crate::context::tokens::{estimate_items, estimate_request, upper_bound};
+use crate::plan::{PlanStatus, is_verification_command};
+use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall};
+use crate::tasks::TaskStatus;
+
+use super::state::{CompactionDepth, CompactionReason, LoopPhase, LoopState, PendingCompaction};
+use super::step::{Effect, answer_pending, build_request, end_turn};
+use crate::protocol::TurnOutcome;
+
+/// Share of the window the summary request may fill with history.
+const SUMMARY_INPUT_SHARE: f64 = 0.7;
+/// Share of the window the current turn's items may keep after a summary.
+const TAIL_SHARE: f64 = 0.25;
+/// Tail budget when the window is unknown.
+const UNKNOWN_WINDOW_TAIL: u64 = 20_000;
+
+/// The estimated input tokens of `request`: the provider's figure for the
+/// latest request plus the items added since, else a full count.
+pub(super) fn estimate(state: &LoopState, request: &ModelRequest) -> u64 {
+    match state.reported_context {
+        Some((tokens, counted)) if counted <= request.items.len() => {
+            tokens + estimate_items(&request.items[counted..])
+        }
+        Some(_) | None => estimate_request(request),
+    }
+}
+
+/// The token limit the threshold sets, if the window is known.
+fn limit(state: &LoopState) -> Option<u64> {
+    let window = state.config.context_window?;
+    Some((window as f64 * state.config.compact_threshold) as u64)
+}
+
+fn depth_this_step(state: &LoopState) -> Option<CompactionDepth> {
+    state.compacted_at_step.filter(|(step, _)| *step == state.step).map(|(_, depth)| depth)
+}
+
+/// Compacts before a request whose estimate crosses the threshold.
+/// Returns whether a summary is now being written (the request waits).
+pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -> bool {
+    let Some(limit) = limit(state) else { return false };
+    if depth_this_step(state).is_some() {
+        return false;
+    }
+    let request = build_request(state);
+    if state.reported_context.is_none() && upper_bound(&request) <= limit {
+        return false;
+    }
+    let tokens_before = estimate(state, &request);
+    if tokens_before <= limit {
+        return false;
+    }
+    if let Some(elided) = elide_old_tool_outputs(&state.items) {
+        let after = estimate_request(&ModelRequest { items: elided.clone(), ..request });
+        if after <= limit {
+            apply(
+                state,
+                elided,
+                CompactionReason::Threshold,
+                CompactionDepth::Elided,
+                tokens_before,
+                effects,
+            );
+            return false;
+        }
+    }
+    begin_summary(state, CompactionReason::Threshold, None, tokens_before, true, effects);
+    true
+}
+
+/// The provider refused the request as too long: elide, then summarize,
+/// then give up (the turn fails with the provider's message).
+pub(super) fn on_overflow(state: &mut LoopState, message: String, effects: &mut Vec<Effect>) {
+    let request = build_request(state);
+    let tokens_before = estimate(state, &request);
+    let depth = depth_this_step(state);
+    if depth.is_none() {
+        if let Some(elided) = elide_old_tool_outputs(&state.items) {
+            apply(
+                state,
+                elided,
+                CompactionReason::Overflow,
+                CompactionDepth::Elided,
+                tokens_before,
+                effects,
+            );
+            effects.push(Effect::CallModel(build_request(state)));
+            return;
+        }
+    }
+    if depth != Some(CompactionDepth::Summarized) && !state.items.is_empty() {
+        begin_summary(state, CompactionReason::Overflow, None, tokens_before, true, effects);
+        return;
+    }
+    effects.push(Effect::Record(SessionEvent::ModelError { message }));
+    end_turn(state, TurnOutcome::Failed, effects);
+}
+
+/// `/compact [focus]` while idle: always a summary (the user asked).
+pub(super) fn on_compact_requested(
+    state: &mut LoopState,
+    focus: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    if state.items.is_empty() {
+        return;
+    }
+    let tokens_before = estimate(state, &build_request(state));
+    begin_summary(state, CompactionReason::Manual, focus, tokens_before, false, effects);
+}
+
+fn begin_summary(
+    state: &mut LoopState,
+    reason: CompactionReason,
+    focus: Option<String>,
+    tokens_before: u64,
+    resume_turn: bool,
+    effects: &mut Vec<Effect>,
+) {
+    let base = build_request(state);
+    let budget = match state.config.context_window {
+        Some(window) => (window as f64 * SUMMARY_INPUT_SHARE) as u64,
+        None => tokens_before / 2,
+    };
+    let source = elide_old_tool_outputs(&state.items).unwrap_or_else(|| state.items.clone());
+    let history = fit_for_summary(&source, budget);
+    let request = summary_request(&base, history, focus.as_deref());
+    let trigger = if reason == CompactionReason::Manual { "manual" } else { "auto" };
+    state.phase = LoopPhase::Compact;
+    state.compaction =
+        Some(PendingCompaction { reason, focus: focus.clone(), tokens_before, resume_turn });
+    effects.push(Effect::Summarize { request, trigger, focus });
+}
+
+/// The summary arrived (`Some`) or could not be written (`None`): the
+/// history is replaced either way, then the turn goes on or the loop idles.
+pub(super) fn on_summary(state: &mut LoopState, text: Option<String>, effects: &mut Vec<Effect>) {
+    let Some(pending) = state.compaction.take() else { return };
+    let preserved = preserved(state, pending.focus.clone());
+    let tail_budget = state
+        .config
+        .context_window
+        .map_or(UNKNOWN_WINDOW_TAIL, |window| (window as f64 * TAIL_SHARE) as u64);
+    let items = compacted_history(&state.items, text.as_deref(), &preserved, tail_budget);
+    state.failed_check = preserved.failed_check;
+    apply(
+        state,
+        items,
+        pending.reason,
+        CompactionDepth::Summarized,
+        pending.tokens_before,
+        effects,
+    );
+    if pending.resume_turn {
+        state.phase = LoopPhase::Infer;
+        effects.push(Effect::CallModel(build_request(state)));
+    } else {
+        state.phase = LoopPhase::Idle;
+    }
+}
+
+/// The user interrupted while the summary was being written: nothing is
+/// compacted; a running turn ends interrupted.
+pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let resume_turn = state.compaction.take().is_some_and(|pending| pending.resume_turn);
+    if resume_turn {
+        answer_pending(state, "interrupted by the user before it ran", effects);
+        end_turn(state, TurnOutcome::Interrupted, effects);
+    } else {
+        state.phase = LoopPhase::Idle;
+    }
+}
+
+fn apply(
+    state: &mut LoopState,
+    items: Vec<Item>,
+    reason: CompactionReason,
+    depth: CompactionDepth,
+    tokens_before: u64,
+    effects: &mut Vec<Effect>,
+) {
+    state.items = items;
+    state.reported_context = None;
+    state.compacted_at_step = Some((state.step, depth));
+    let tokens_after = estimate_request(&build_request(state));
+    let method = match depth {
+        CompactionDepth::Elided => "elide",
+        CompactionDepth::Summarized => "summary",
+    };
+    effects.push(Effect::Record(SessionEvent::Compaction {
+        items: state.items.clone(),
+        reason: reason.as_str().to_owned(),
+        method: method.to_owned(),
+        tokens_before,
+        tokens_after,
+        failed_check: state.failed_check.clone(),
+    }));
+    effects.push(Effect::Compacted {
+        reason: reason.as_str().to_owned(),
+        method: method.to_owned(),
+        tokens_before,
+        tokens_after,
+    });
+}
+
+/// The facts a summary compaction keeps verbatim, from the loop state.
+pub(super) fn preserved(state: &LoopState, focus: Option<String>) -> Preserved {
+    let flow = &state.workflow.flow;
+    let plan = flow.plan.as_ref().map(|plan| {
+        let status = match &plan.status {
+            PlanStatus::Submitted => "submitted, awaiting review".to_owned(),
+            PlanStatus::Approved => "approved".to_owned(),
+            PlanStatus::Rejected { feedback } => format!("rejected: {feedback}"),
+        };
+        (plan.path.clone(), status, plan.text.clone())
+    });
+    let open_tasks = state
+        .workflow
+        .tasks
+        .iter()
+        .filter(|task| task.status != TaskStatus::Completed)
+        .map(|task| {
+            let mark = if task.status == TaskStatus::InProgress { " (in progress)" } else { "" };
+            format!("{}: {}{mark}", task.id, task.text)
+        })
+        .collect();
+    let failed_check = match last_check(&state.items, &state.workflow.verify_commands) {
+        Some(outcome) => outcome,
+        None => state.failed_check.clone(),
+    };
+    Preserved {
+        mode: state.config.policy.mode.as_str().to_owned(),
+        phase: flow.phase.clone(),
+        plan,
+        open_tasks,
+        changed_files: flow.changed_files.iter().cloned().collect(),
+        failed_check,
+        focus: focus.filter(|focus| !focus.trim().is_empty()),
+    }
+}
+
+/// The outcome of the last verification command in `items`: `Some(Some
+/// output)` if it failed, `Some(None)` if it passed, `None` if there was none.
+fn last_check(items: &[Item], verify_commands: &[String]) -> Option<Option<String>> {
+    let checks: Vec<&ToolCall> = items
+        .iter()
+        .filter_map(|item| match item {
+            Item::ToolCall(call) if call.name == "shell" => Some(call),
+            Item::ToolCall(_)
+            | Item::User { .. }
+            | Item::Assistant { .. }
+            | Item::Reasoning(_)
+            | Item::ToolResult(_) => None,
+        })
+        .filter(|call| {
+            let arguments: serde_json::Value =
+                serde_json::from_str(&call.arguments).unwrap_or_default();
+            arguments["command"]
+                .as_str()
+                .is_some_and(|command| is_verification_command(command, verify_commands))
+        })
+        .collect();
+    let result = checks.iter().rev().find_map(|call| {
+        items.iter().rev().find_map(|item| match item {
+            Item::ToolResult(result) if result.call_id == call.call_id => Some(result),
+            Item::ToolResult(_)
+            | Item::User { .. }
+            | Item::Assistant { .. }
+            | Item::Reasoning(_)
+            | Item::ToolCall(_) => None,
+        })
+    })?;
+    let passed = !result.is_error && result.output.starts_with("exit code: 0\n");
+    Some((!passed).then(|| clip(&result.output, CHECK_CHARS)))
+}

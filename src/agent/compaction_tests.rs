@@ -1,0 +1,260 @@
+//! Compaction through [`step`]: when it fires, what it keeps, and that it
+//! never loops or loses a call's answer.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::context::summary::{SUMMARY_MARKER, is_summary_block};
+use crate::policy::{ApprovalMode, PathContext, Policy, RuleSet};
+use crate::protocol::{
+    Item, ModelRequest, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult,
+    TurnOutcome, Usage,
+};
+
+fn config(window: Option<u64>) -> LoopConfig {
+    LoopConfig {
+        model: "m".into(),
+        instructions: "be helpful".into(),
+        skills_index: String::new(),
+        tools: Vec::new(),
+        tool_classes: BTreeMap::from([
+            ("read_file".to_owned(), ToolClass::ReadOnly),
+            ("shell".to_owned(), ToolClass::Mutating),
+        ]),
+        policy: Policy::new(
+            RuleSet::default(),
+            // Commands run without asking: these tests are about context.
+            ApprovalMode::Yolo,
+            PathContext { home: "/h".into(), workspace_root: "/w".into(), cwd: "/w".into() },
+        ),
+        max_steps: 50,
+        context_window: window,
+        compact_threshold: 0.85,
+    }
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall { call_id: id.into(), name: name.into(), arguments: arguments.into(), item_id: None }
+}
+
+fn respond(items: Vec<Item>, input_tokens: u64) -> Input {
+    Input::ModelResponded(ModelResponse {
+        items,
+        usage: Usage { input_tokens, output_tokens: 5, ..Usage::default() },
+        stop_reason: StopReason::ToolUse,
+        response_id: None,
+    })
+}
+
+/// Runs one read of `size` characters: the model asks, the tool answers.
+fn read_step(state: &mut LoopState, id: &str, size: usize, reported: u64) -> Vec<Effect> {
+    step(state, respond(vec![Item::ToolCall(call(id, "read_file", "{}"))], reported));
+    let result = (ToolResult::ok(id, "word ".repeat(size / 5)), serde_json::Value::Null);
+    step(state, Input::BatchFinished { results: vec![result] })
+}
+
+fn compactions(effects: &[Effect]) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter_map(|effect| match effect {
+            Effect::Record(SessionEvent::Compaction { reason, method, .. }) => {
+                Some((reason.clone(), method.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn last_request(effects: &[Effect]) -> Option<&ModelRequest> {
+    effects.iter().rev().find_map(|effect| match effect {
+        Effect::CallModel(request) => Some(request),
+        _ => None,
+    })
+}
+
+fn summarize_request(effects: &[Effect]) -> Option<(&ModelRequest, &'static str)> {
+    effects.iter().find_map(|effect| match effect {
+        Effect::Summarize { request, trigger, .. } => Some((request, *trigger)),
+        _ => None,
+    })
+}
+
+fn user_texts(items: &[Item]) -> Vec<&str> {
+    items
+        .iter()
+        .filter_map(|item| match item {
+            Item::User { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn under_the_threshold_nothing_is_compacted() {
+    let mut state = LoopState::new(config(Some(100_000)));
+    step(&mut state, Input::UserTurn { text: "fix the parser".into() });
+    for i in 0..5 {
+        let effects = read_step(&mut state, &format!("c{i}"), 2_000, 1_000);
+        assert!(compactions(&effects).is_empty());
+        assert!(last_request(&effects).is_some());
+    }
+}
+
+#[test]
+fn crossing_the_threshold_elides_old_outputs_when_that_is_enough() {
+    let mut state = LoopState::new(config(Some(20_000)));
+    step(&mut state, Input::UserTurn { text: "fix the parser".into() });
+    let mut fired = Vec::new();
+    for i in 0..12 {
+        let effects = read_step(&mut state, &format!("c{i}"), 8_000, 0);
+        fired.extend(compactions(&effects));
+        assert!(last_request(&effects).is_some(), "every step still asks the model");
+    }
+    assert_eq!(fired.first(), Some(&("threshold".to_owned(), "elide".to_owned())), "{fired:?}");
+}
+
+#[test]
+fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
+    let mut state = LoopState::new(config(Some(4_000)));
+    step(&mut state, Input::UserTurn { text: "GOAL: make the parser accept tabs".into() });
+    step(&mut state, respond(vec![Item::Assistant { text: "done?".into() }], 100));
+    step(&mut state, Input::UserTurn { text: "LATEST: also handle CRLF".into() });
+    state.workflow.flow.submit_plan(".keel/plans/s-r1.md".into(), "PLAN: edit lexer.rs".into());
+    state.workflow.flow.review_plan(true, None);
+    state.workflow.tasks = serde_json::from_value(serde_json::json!([
+        {"id": "1", "text": "TASK: lexer", "status": "in_progress"},
+        {"id": "2", "text": "done one", "status": "completed"}
+    ]))
+    .unwrap();
+    let test = call("t1", "shell", r#"{"command":"cargo test"}"#);
+    step(&mut state, respond(vec![Item::ToolCall(test)], 500));
+    let failing = (
+        ToolResult::ok("t1", "exit code: 101\n--- stdout ---\nFAILED: lexer::tabs"),
+        serde_json::json!({"exit_code": 101}),
+    );
+    step(&mut state, Input::BatchFinished { results: vec![failing] });
+    // Each read is small, so no single output dominates: eliding cannot
+    // bring the history under the threshold, a summary must.
+    let mut effects = Vec::new();
+    for i in 0..40 {
+        effects = read_step(&mut state, &format!("r{i}"), 390, 0);
+        if summarize_request(&effects).is_some() {
+            break;
+        }
+    }
+    let (request, trigger) = summarize_request(&effects).expect("a summary is asked for");
+    assert_eq!(trigger, "auto");
+    assert!(request.instructions.contains("compacting a coding session"));
+    assert_eq!(state.phase, LoopPhase::Compact);
+
+    let effects = step(&mut state, Input::Summarized { text: "SUMMARY: lexer half done".into() });
+    assert_eq!(compactions(&effects), vec![("threshold".to_owned(), "summary".to_owned())]);
+    let request = last_request(&effects).expect("the turn goes on");
+    let users = user_texts(&request.items);
+    assert_eq!(users[0], "GOAL: make the parser accept tabs");
+    assert!(users[1].starts_with(SUMMARY_MARKER));
+    for kept in ["SUMMARY: lexer half done", "PLAN: edit lexer.rs", "approved", "TASK: lexer"] {
+        assert!(users[1].contains(kept), "{kept} missing from {}", users[1]);
+    }
+    assert!(users[1].contains("FAILED: lexer::tabs"), "the failing check is kept");
+    assert!(!users[1].contains("done one"), "completed tasks are not listed");
+    assert_eq!(users[2], "LATEST: also handle CRLF");
+    assert!(request.items.len() < 10, "history shrank: {}", request.items.len());
+}
+
+#[test]
+fn overflow_elides_then_summarizes_then_fails_within_one_step() {
+    let mut state = LoopState::new(config(None));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    for i in 0..6 {
+        read_step(&mut state, &format!("c{i}"), 5_000, 0);
+    }
+    let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
+    assert_eq!(compactions(&effects), vec![("overflow".to_owned(), "elide".to_owned())]);
+    assert!(matches!(effects.last(), Some(Effect::CallModel(_))), "asks again");
+
+    let effects = step(&mut state, Input::ContextOverflow { message: "still too long".into() });
+    assert!(summarize_request(&effects).is_some(), "then a summary: {effects:?}");
+    let effects = step(&mut state, Input::Summarized { text: "short".into() });
+    assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
+
+    let effects = step(&mut state, Input::ContextOverflow { message: "hopeless".into() });
+    assert!(matches!(effects.last(), Some(Effect::TurnEnded { outcome: TurnOutcome::Failed, .. })));
+}
+
+#[test]
+fn a_failed_summary_still_compacts_with_the_preserved_facts() {
+    let mut state = LoopState::new(config(None));
+    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
+    assert!(summarize_request(&effects).is_some(), "nothing to elide: straight to a summary");
+    let effects = step(&mut state, Input::SummaryFailed { message: "500".into() });
+    let request = last_request(&effects).expect("the turn goes on");
+    let users = user_texts(&request.items);
+    assert!(users.iter().any(|text| text.contains("No summary could be written")));
+    assert_eq!(users.last(), Some(&"GOAL"));
+}
+
+#[test]
+fn manual_compaction_runs_while_idle_and_stays_idle() {
+    let mut state = LoopState::new(config(Some(100_000)));
+    assert!(step(&mut state, Input::CompactRequested { focus: None }).is_empty(), "empty: no-op");
+    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
+    let effects = step(&mut state, Input::CompactRequested { focus: Some("the lexer".into()) });
+    let (request, trigger) = summarize_request(&effects).expect("summary asked");
+    assert_eq!(trigger, "manual");
+    let last = user_texts(&request.items).last().map(|text| text.to_string()).unwrap_or_default();
+    assert!(last.contains("the lexer"), "the focus reaches the summarizer: {last}");
+    let effects = step(&mut state, Input::Summarized { text: "S".into() });
+    assert_eq!(compactions(&effects), vec![("manual".to_owned(), "summary".to_owned())]);
+    assert!(last_request(&effects).is_none());
+    assert_eq!(state.phase, LoopPhase::Idle);
+    assert!(state.items.iter().any(is_summary_block));
+    assert!(user_texts(&state.items).iter().any(|text| text.contains("focus on: the lexer")));
+}
+
+#[test]
+fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call() {
+    let mut state = LoopState::new(config(Some(100_000)));
+    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
+    let before = state.items.clone();
+    step(&mut state, Input::CompactRequested { focus: None });
+    assert!(step(&mut state, Input::Interrupted).is_empty());
+    assert_eq!(state.items, before);
+    assert_eq!(state.phase, LoopPhase::Idle);
+
+    step(&mut state, Input::UserTurn { text: "more".into() });
+    let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
+    assert!(summarize_request(&effects).is_some());
+    let effects = step(&mut state, Input::Interrupted);
+    assert!(matches!(
+        effects.last(),
+        Some(Effect::TurnEnded { outcome: TurnOutcome::Interrupted, .. })
+    ));
+    assert!(compactions(&effects).is_empty());
+}
+
+#[test]
+fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
+    let mut state = LoopState::new(config(None));
+    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    let test = call("t1", "shell", r#"{"command":"cargo test"}"#);
+    step(&mut state, respond(vec![Item::ToolCall(test)], 100));
+    let failing = (ToolResult::ok("t1", "exit code: 1\nBROKEN"), serde_json::Value::Null);
+    step(&mut state, Input::BatchFinished { results: vec![failing] });
+    step(&mut state, respond(vec![Item::Assistant { text: "stuck".into() }], 100));
+    step(&mut state, Input::CompactRequested { focus: None });
+    step(&mut state, Input::Summarized { text: "first".into() });
+    step(&mut state, Input::UserTurn { text: "LATEST".into() });
+    step(&mut state, Input::ContextOverflow { message: "too long".into() });
+    let effects = step(&mut state, Input::Summarized { text: "second".into() });
+    let request = last_request(&effects).unwrap_or_else(|| panic!("asks again: {effects:?}"));
+    let users = user_texts(&request.items);
+    assert_eq!(users.first(), Some(&"GOAL"));
+    assert_eq!(users.last(), Some(&"LATEST"));
+    let blocks: Vec<&&str> = users.iter().filter(|text| text.starts_with(SUMMARY_MARKER)).collect();
+    assert_eq!(blocks.len(), 1, "one summary block, not nested ones");
+    assert!(blocks[0].contains("second") && blocks[0].contains("BROKEN"));
+}

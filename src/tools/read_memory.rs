@@ -1,0 +1,103 @@
+//! `read_memory`: reads one memory note's body. Only the notes' names and
+//! descriptions are in the context; the model reads a note when its
+//! description bears on the task. User notes live outside the workspace,
+//! which is why this is a tool of its own and not `read_file`.
+//!
+//! Invariant: only the notes discovered at session start can be read (the
+//! name selects one; no path comes from the model).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::args::{parse_args, schema_of};
+use super::{BoxFuture, Tool, ToolContext, ToolError};
+use crate::context::memory::memory_body;
+use crate::protocol::{ToolClass, ToolOutput};
+
+const NAME: &str = "read_memory";
+const DESCRIPTION: &str = "Read one of the memory notes listed under Memory in the system prompt, \
+by name.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadMemoryArgs {
+    /// The note's name, as listed.
+    pub name: String,
+}
+
+pub struct ReadMemory;
+
+impl Tool for ReadMemory {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        schema_of::<ReadMemoryArgs>()
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::ReadOnly
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: ReadMemoryArgs = parse_args(NAME, args)?;
+            let Some(note) = ctx.memory.iter().find(|note| note.meta.name == args.name) else {
+                let known: Vec<&str> = ctx.memory.iter().map(|n| n.meta.name.as_str()).collect();
+                return Err(ToolError::InvalidArguments {
+                    tool: NAME.to_owned(),
+                    message: format!(
+                        "no memory note named `{}`; known: {}",
+                        args.name,
+                        known.join(", ")
+                    ),
+                });
+            };
+            let text = tokio::fs::read_to_string(&note.path).await.map_err(|error| {
+                ToolError::InvalidArguments {
+                    tool: NAME.to_owned(),
+                    message: format!("cannot read {}: {error}", note.path.display()),
+                }
+            })?;
+            let body = memory_body(&text).trim();
+            let text = format!("# Memory: {} ({})\n\n{body}", note.meta.name, note.path.display());
+            Ok(ToolOutput { text, meta: json!({ "memory": note.meta.name }) })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::context::memory::{MemoryMeta, MemoryNote};
+
+    #[tokio::test]
+    async fn reads_a_listed_note_and_refuses_unknown_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tips.md");
+        std::fs::write(&path, "---\ndescription: build tips\n---\nUse `cargo nextest`.\n").unwrap();
+        let note = MemoryNote {
+            meta: MemoryMeta { name: "tips".into(), kind: String::new(), description: "d".into() },
+            path,
+        };
+        let ctx = ToolContext::new(dir.path().into(), dir.path().into(), CancellationToken::new())
+            .with_memory(Arc::new(vec![note]));
+        let out = ReadMemory.run(json!({"name": "tips"}), &ctx).await.unwrap();
+        assert!(out.text.contains("Use `cargo nextest`.") && !out.text.contains("description:"));
+        let error = ReadMemory.run(json!({"name": "nope"}), &ctx).await.unwrap_err();
+        assert!(error.to_string().contains("known: tips"), "{error}");
+    }
+}
