@@ -399,3 +399,48 @@ async fn a_pending_approval_is_asked_again_after_keel_resume_last() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_diff_and_compact_reach_the_session() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "alpha\n");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&sandbox.repo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-qm", "notes"]);
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "notes.txt"}))] },
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "edit_file",
+                json!({"path": "notes.txt", "old_string": "alpha", "new_string": "beta"}),
+            )],
+        },
+        Step::Answer("Edited.".into()),
+        // The summary `/compact` asks the model for.
+        Step::Answer("The user had notes.txt edited from alpha to beta.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "'edit the notes'");
+    pane.wait_for(&["Allow edit_file?"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["Edited.", "Ask keel"]);
+    pane.type_text("/diff");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["✓ git diff", "│-alpha", "│+beta"]);
+    pane.type_text("/compact the notes");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["context compacted (manual)"]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    let log = sandbox.only_log();
+    assert!(log.iter().any(|line| line["type"] == "compaction"), "compaction recorded");
+}
