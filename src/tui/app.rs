@@ -190,7 +190,8 @@ pub struct App {
     pub picker: Option<PickerView>,
     /// "Trust this project?", before the session.
     pub trust: Option<TrustView>,
-    /// Tool output shown in full (Ctrl+O).
+    /// Every tool output shown in full (Ctrl+O pressed twice); one cell's
+    /// own expansion lives in the transcript.
     pub expanded: bool,
     /// Rows scrolled up from the bottom of the transcript.
     pub scroll: usize,

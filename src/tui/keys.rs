@@ -6,8 +6,9 @@
 //! Keys: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
 //! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
 //! the approval mode; Esc or Ctrl+C stop a running turn; Ctrl+C twice on an
-//! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands tool
-//! output; PageUp/PageDown scroll.
+//! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands the
+//! latest cut tool output, pressed again every one, then collapses them;
+//! PageUp/PageDown scroll.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -113,7 +114,7 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         (KeyCode::Delete, _) => app.editor.delete(),
         (KeyCode::Char('w'), true) => app.editor.delete_word(),
         (KeyCode::Char('u'), true) => app.editor.clear(),
-        (KeyCode::Char('o'), true) => app.expanded = !app.expanded,
+        (KeyCode::Char('o'), true) => toggle_output(app),
         (KeyCode::PageUp, _) => {
             let limit = app.transcript_rows.get().max(app.scroll);
             app.scroll = (app.scroll + PAGE_ROWS).min(limit.max(PAGE_ROWS));
@@ -250,6 +251,16 @@ fn plan_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     app.plan = None;
     app.status.activity = "running".into();
     vec![Command::Answer(ApprovalReply::PlanApproved { mode, note })]
+}
+
+/// Ctrl+O: the latest cut tool output, then every one, then none.
+fn toggle_output(app: &mut App) {
+    if app.expanded {
+        app.expanded = false;
+        app.transcript.collapse_all();
+    } else if !app.transcript.expand_latest() {
+        app.expanded = true;
+    }
 }
 
 /// ask → auto → plan → yolo → ask (explore is reached with /mode).

@@ -16,7 +16,7 @@ use super::transcript::{CellKind, Level};
 
 pub const HELP: &str = "Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Tab complete\n\
 Shift+Tab cycle mode · Esc/Ctrl+C stop the turn · Ctrl+C twice or Ctrl+D quit\n\
-Ctrl+O expand tool output · PageUp/PageDown scroll\n\
+Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
 /resume /skills /model /quit · /<skill> [words] runs a skill";
 

@@ -355,3 +355,30 @@ fn a_resumed_conversation_is_shown() {
     update(&mut app, Msg::History(items, usage));
     insta::assert_snapshot!("resumed_history", render(&app, 60, 16));
 }
+
+#[test]
+fn ctrl_o_expands_the_latest_cut_output_then_all_then_none() {
+    let mut app = app();
+    start_turn(&mut app, "two long outputs");
+    let long = (1..=8).map(|n| format!("line {n}")).collect::<Vec<_>>().join("\n");
+    for id in ["old", "new"] {
+        let shell = call(id, "shell", serde_json::json!({ "command": format!("seq {id}") }));
+        let result = crate::protocol::ToolResult {
+            call_id: id.into(),
+            output: long.replace("line", id),
+            is_error: false,
+        };
+        runtime(
+            &mut app,
+            RuntimeEvent::ToolCallFinished { call: shell, result, meta: serde_json::json!({}) },
+        );
+    }
+    let screen = |app: &App| render(app, 60, 40);
+    assert!(!screen(&app).contains("old 8") && !screen(&app).contains("new 8"));
+    update(&mut app, super::view_tests::ctrl('o'));
+    assert!(screen(&app).contains("new 8") && !screen(&app).contains("old 8"), "the latest only");
+    update(&mut app, super::view_tests::ctrl('o'));
+    assert!(screen(&app).contains("new 8") && screen(&app).contains("old 8"), "then all");
+    update(&mut app, super::view_tests::ctrl('o'));
+    assert!(!screen(&app).contains("new 8") && !screen(&app).contains("old 8"), "then none");
+}
