@@ -215,8 +215,8 @@ impl Driver {
         }
     }
 
-    /// Starts the session task (new, or resuming `resume`), then sends
-    /// the first prompt, or finishes the resumed session's open turn.
+    /// Starts the session task (new, or resuming `resume` and finishing
+    /// its open turn); the first prompt waits for `SessionReady`.
     fn open(&mut self, resume: Option<PathBuf>) {
         let Some(ops_rx) = self.ops_rx.take() else { return };
         let settings = match self.options.launch.settings(resume.as_deref()) {
@@ -245,6 +245,11 @@ impl Driver {
         let events = self.events.clone();
         self.task =
             Some(tokio::spawn(run_session(settings, session_options, source, ops_rx, events)));
+    }
+
+    /// `keel "prompt"`: sent once the session is open, so the transcript
+    /// starts with the session line, then the prompt.
+    fn send_first_prompt(&mut self) {
         if let Some(prompt) = self.options.first_prompt.take() {
             self.app.editor.insert(&prompt);
             let commands = super::keys::submit(&mut self.app);
@@ -313,6 +318,7 @@ impl Driver {
             }
             UiEvent::SessionReady { session_id, log_path } => {
                 self.session = Some((session_id, log_path));
+                self.send_first_prompt();
                 None
             }
             UiEvent::History(items, usage) => Some(Msg::History(items, usage)),
