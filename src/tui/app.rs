@@ -130,7 +130,7 @@ pub enum Command {
     /// `/undo`.
     Undo,
     /// Open the plan under review in `$EDITOR`: the saved plan file when
-    /// there is one, else a temporary file holding `text`.
+    /// there is one, else a file under `$KEEL_HOME/plans/` holding `text`.
     EditPlan {
         path: Option<String>,
         text: String,
@@ -326,7 +326,8 @@ fn show_history(app: &mut App, items: &[Item]) {
             Item::Assistant { .. } | Item::Reasoning(_) => {}
         }
     }
-    // Calls the log left without a result are finished by the resumed turn.
+    // A call still "running" here has no result in the log: the resumed
+    // turn answers it (and its cell) next.
     if !items.is_empty() {
         app.notice(Level::Info, "resumed: the conversation so far is above");
     }

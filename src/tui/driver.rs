@@ -280,10 +280,15 @@ impl Driver {
     ) -> Result<(), TuiError> {
         let file = match &path {
             Some(path) => PathBuf::from(path),
-            None => std::env::temp_dir().join(format!("keel-plan-{}.md", std::process::id())),
+            // Under keel's home, not a shared temp folder (no symlink games).
+            None => {
+                let name = format!("unsaved-plan-{}.md", std::process::id());
+                self.options.launch.env.keel_home.join("plans").join(name)
+            }
         };
         if path.is_none() || !file.is_file() {
-            if let Err(error) = std::fs::write(&file, &text) {
+            let written = file.parent().map_or(Ok(()), std::fs::create_dir_all);
+            if let Err(error) = written.and_then(|()| std::fs::write(&file, &text)) {
                 let message = format!("cannot write the plan to {}: {error}", file.display());
                 update(&mut self.app, Msg::Notice(Level::Error, message));
                 return Ok(());
