@@ -379,8 +379,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.transcript.finish_assistant(&text);
             add_usage(&mut app.status.usage, &response.usage);
             app.status.context_percent =
-                crate::context::context_percent(&app.status.model, response.usage.input_tokens)
-                    .map(|percent| percent.round().clamp(0.0, 100.0) as u8);
+                percent_of_window(&app.status.model, response.usage.input_tokens);
         }
         RuntimeEvent::ToolCallStarted { call, .. } => {
             app.status.activity = call.name.clone();
@@ -419,10 +418,13 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             }
             app.status.activity = "thinking".into();
         }
-        RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => app.notice(
-            Level::Info,
-            format!("context compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
-        ),
+        RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
+            app.status.context_percent = percent_of_window(&app.status.model, tokens_after);
+            app.notice(
+                Level::Info,
+                format!("context compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
+            );
+        }
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
         RuntimeEvent::TurnCompleted { outcome, .. } => {
@@ -456,6 +458,12 @@ fn end_turn(app: &mut App) {
     app.plan = None;
     app.transcript.close_streaming();
     app.transcript.settle_running();
+}
+
+/// How full `model`'s context window is with `tokens`, for the status line.
+fn percent_of_window(model: &str, tokens: u64) -> Option<u8> {
+    crate::context::context_percent(model, tokens)
+        .map(|percent| percent.round().clamp(0.0, 100.0) as u8)
 }
 
 fn add_usage(total: &mut Usage, more: &Usage) {

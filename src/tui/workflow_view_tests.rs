@@ -382,3 +382,17 @@ fn ctrl_o_expands_the_latest_cut_output_then_all_then_none() {
     update(&mut app, super::view_tests::ctrl('o'));
     assert!(!screen(&app).contains("new 8") && !screen(&app).contains("old 8"), "then none");
 }
+
+#[test]
+fn a_compaction_lowers_the_context_shown() {
+    let mut app = priced_app();
+    assert_eq!(app.status.context_percent, Some(25));
+    let compacted = RuntimeEvent::Compacted {
+        reason: "manual".into(),
+        tokens_before: 32_000,
+        tokens_after: 6_400,
+    };
+    runtime(&mut app, compacted);
+    assert_eq!(app.status.context_percent, Some(5));
+    assert!(render(&app, 110, 3).contains("ctx 5%"));
+}
