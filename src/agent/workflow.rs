@@ -121,6 +121,10 @@ impl WorkflowState {
                 text.push_str(&format!(" Move with set_phase to: {}.", rule.next.join(", ")));
             }
         }
+        let how = crate::prompts::phase_guidance(phase);
+        if !how.is_empty() {
+            text.push_str(&format!("\n\n{how}"));
+        }
         text.push_str(&self.checks_guidance());
         if self.flow.plan_required && !self.flow.plan_approved() {
             text.push_str(" A plan is required: submit it with submit_plan before changing files.");
