@@ -272,7 +272,7 @@ pub(super) fn preserved(state: &LoopState, focus: Option<String>) -> Preserved {
             format!("{}: {}{mark}", task.id, task.text)
         })
         .collect();
-    let failed_check = match last_check(&state.items, &state.workflow.verify_commands) {
+    let failed_check = match last_check(&state.items, &state.workflow.checks()) {
         Some(outcome) => outcome,
         None => state.failed_check.clone(),
     };

@@ -121,6 +121,10 @@ impl WorkflowState {
                 text.push_str(&format!(" Move with set_phase to: {}.", rule.next.join(", ")));
             }
         }
+        let how = crate::prompts::phase_guidance(phase);
+        if !how.is_empty() {
+            text.push_str(&format!("\n\n{how}"));
+        }
         text.push_str(&self.checks_guidance());
         if self.flow.plan_required && !self.flow.plan_approved() {
             text.push_str(" A plan is required: submit it with submit_plan before changing files.");
@@ -145,8 +149,10 @@ impl WorkflowState {
             return Err(first);
         }
         let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();
-        if self.rules.allows(&self.flow.phase, ToolKind::Plan) {
-            // The model chose to plan: leaving that takes a set_phase.
+        if self.rules.allows(&self.flow.phase, ToolKind::Plan) && !self.flow.plan_approved() {
+            // The model chose to plan: leaving that takes a set_phase, or
+            // the user's approval of the plan (then the write may start
+            // the implementation).
             return Err(format!("{first}. Allowed next phases: {}.", next.join(", ")));
         }
         let mut blocked = Vec::new();
@@ -394,7 +400,14 @@ pub fn review(
 ) -> (SessionEvent, ToolResult) {
     flow.flow.review_plan(approved, note.clone());
     let result = if approved {
-        ToolResult::ok(call_id, approved_text())
+        // A note on an approval (e.g. "the user edited the plan file")
+        // reaches the model with the approval.
+        match note.filter(|note| !note.trim().is_empty()) {
+            Some(note) => {
+                ToolResult::ok(call_id, format!("{} Note from the user: {note}", approved_text()))
+            }
+            None => ToolResult::ok(call_id, approved_text()),
+        }
     } else {
         let feedback = note.unwrap_or_else(|| "no feedback given".to_owned());
         ToolResult::error(call_id, rejection_text(&feedback))

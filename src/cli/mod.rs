@@ -71,6 +71,9 @@ pub enum Command {
     ApplyPatch(ApplyPatchArgs),
     /// List recorded sessions, newest first.
     Sessions(SessionsArgs),
+    /// Continue a session interactively: its id (a unique prefix is
+    /// enough), --last, or neither to pick one of this folder's sessions.
+    Resume(ResumeArgs),
     /// Restore the files as they were before the last turn(s) that changed
     /// them (the newest session of this folder); recorded in its log.
     Undo(UndoArgs),
@@ -105,6 +108,16 @@ pub struct ReplayArgs {
     /// Keep the temporary copy and print where it is.
     #[arg(long, conflicts_with = "in_place")]
     pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The session id (a unique prefix is enough) or log path.
+    #[arg(conflicts_with = "last")]
+    pub id: Option<String>,
+    /// The newest session started in this folder.
+    #[arg(long)]
+    pub last: bool,
 }
 
 #[derive(Debug, Args)]
@@ -198,6 +211,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Tool(args)) => tool_cmd::run(&cli.model, args).await,
         Some(Command::ApplyPatch(args)) => apply_patch_cmd::run(args),
         Some(Command::Sessions(args)) => sessions_cmd::run(&args),
+        Some(Command::Resume(args)) => tui_cmd::resume(&cli.model, &args).await,
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         Some(Command::Replay(args)) => replay_cmd::run(&args).await,
         Some(Command::Demo) => demo_cmd::run().await,

@@ -52,6 +52,9 @@ impl EventSink for HumanPrinter {
             RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
                 writeln!(err, "compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens")
             }
+            RuntimeEvent::ModeChanged { mode } => writeln!(err, "mode: {}", mode.as_str()),
+            // The result line reports plan and tasks; phases show as tool calls.
+            RuntimeEvent::WorkflowChanged { .. } => Ok(()),
             RuntimeEvent::Warning { message } => writeln!(err, "warning: {message}"),
             RuntimeEvent::Error { message } => writeln!(err, "error: {message}"),
             RuntimeEvent::TurnCompleted { usage, .. } => writeln!(

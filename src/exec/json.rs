@@ -1,7 +1,9 @@
 //! The `--json` printer: one JSON object per line on stdout, flushed per
 //! line. Wire format (a contract for scripts; change only deliberately):
 //!
-//! - `{"type":"session_started","session_id","log_path","provider","model","workspace_root"}`
+//! - `{"type":"session_started","session_id","log_path","provider","model","workspace_root","sandbox"}`
+//!   (`sandbox`: `on`, `off` or `unavailable`); mode, phase, plan and task changes print no line
+//!   of their own (the `result` line has the plan path and tasks)
 //! - `{"type":"turn_started","turn"}`
 //! - `{"type":"item_started","item":{"type":"agent_message"}}` when text starts streaming
 //! - `{"type":"item_completed","item":{"type":"agent_message","text"}}`
@@ -59,11 +61,15 @@ impl EventSink for JsonPrinter {
                 provider,
                 model,
                 workspace_root,
+                sandbox,
             } => {
                 self.write(&json!({"type": "session_started", "session_id": session_id,
                     "log_path": log_path, "provider": provider, "model": model,
-                    "workspace_root": workspace_root}));
+                    "workspace_root": workspace_root, "sandbox": sandbox.as_str()}));
             }
+            // Mode and workflow changes are not lines of their own: the
+            // `result` line carries the plan path and tasks.
+            RuntimeEvent::ModeChanged { .. } | RuntimeEvent::WorkflowChanged { .. } => {}
             RuntimeEvent::TurnStarted { turn } => {
                 self.write(&json!({"type": "turn_started", "turn": turn}));
             }

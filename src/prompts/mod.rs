@@ -3,7 +3,8 @@
 //! Assembly order of a request's instructions (tested by the request
 //! snapshots in `tests/suite/context_requests.rs`): core rules →
 //! environment → AGENTS.md files → memory index → mode and permissions →
-//! skills index → workflow phase guidance → tasks. Tool schemas travel in
+//! skills index → workflow phase guidance (`phases.md`, `plan.md`) →
+//! tasks. Tool schemas travel in
 //! the request's own field; the history follows the instructions.
 //!
 //! Pure: the caller supplies every fact (paths, platform, date); the
@@ -15,6 +16,10 @@ const SYSTEM: &str = include_str!("../../prompts/system.md");
 const ENVIRONMENT_TEMPLATE: &str = include_str!("../../prompts/environment.md");
 /// One `## mode` section per approval mode.
 const MODES: &str = include_str!("../../prompts/modes.md");
+/// One `## phase` section of guidance per workflow phase.
+const PHASES: &str = include_str!("../../prompts/phases.md");
+/// The sections a plan must have (shown in the plan phase).
+const PLAN_TEMPLATE: &str = include_str!("../../prompts/plan.md");
 /// The memory index's heading and rules.
 const MEMORY_HEADER: &str = include_str!("../../prompts/memory.md");
 
@@ -43,15 +48,24 @@ pub fn system_prompt(facts: &PromptFacts) -> String {
     format!("{}{}", SYSTEM.trim_end(), environment.trim_end())
 }
 
+/// The `## name` section of `text`, trimmed.
+fn section<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    text.split("## ").find_map(|section| {
+        let (heading, body) = section.split_once('\n')?;
+        (heading.trim() == name).then(|| body.trim())
+    })
+}
+
+/// How to work in `phase` (from `prompts/phases.md`; the plan phase adds
+/// the plan template). Empty for a phase a project's rules added.
+pub fn phase_guidance(phase: &str) -> String {
+    let Some(text) = section(PHASES, phase) else { return String::new() };
+    if phase == "plan" { format!("{text}\n\n{}", PLAN_TEMPLATE.trim()) } else { text.to_owned() }
+}
+
 /// What the mode allows, and whether commands are sandboxed.
 pub fn mode_block(mode: &str, sandboxed: bool) -> String {
-    let explanation = MODES
-        .split("## ")
-        .find_map(|section| {
-            let (name, text) = section.split_once('\n')?;
-            (name.trim() == mode).then(|| text.trim().to_owned())
-        })
-        .unwrap_or_default();
+    let explanation = section(MODES, mode).unwrap_or_default();
     let sandbox = if sandboxed {
         "Commands run in a sandbox: writes outside the workspace (and its temp folders) fail, \
          and so does network access unless the user enabled it. A failure that looks like a \
@@ -155,6 +169,16 @@ mod tests {
         assert!(prompt.contains("/bin/zsh") && prompt.contains("branch main"));
         assert!(prompt.find("Safety:") < prompt.find("# Environment"), "core first");
         assert!(!prompt.contains('{'), "unfilled placeholder in:\n{prompt}");
+    }
+
+    #[test]
+    fn every_shipped_phase_has_guidance_and_plan_shows_the_template() {
+        for phase in ["orient", "explore", "plan", "implement", "verify", "deliver"] {
+            assert!(phase_guidance(phase).len() > 80, "{phase}");
+        }
+        assert!(phase_guidance("plan").contains("Risks and rollback"));
+        assert!(!phase_guidance("implement").contains("Risks and rollback"));
+        assert_eq!(phase_guidance("custom"), "");
     }
 
     #[test]

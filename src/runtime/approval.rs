@@ -1,6 +1,6 @@
 //! Who answers approval requests: the TUI asks the user; `exec` cannot.
 
-use crate::policy::ApprovalScope;
+use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::ToolCall;
 use crate::tools::BoxFuture;
 
@@ -22,6 +22,13 @@ pub trait Approver: Send {
         call: &'a ToolCall,
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer>;
+
+    /// The mode the user chose for the implementation when approving the
+    /// latest plan (`submit_plan`), taken once; the session switches to it
+    /// right after the plan's result is recorded.
+    fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
+        None
+    }
 }
 
 /// For headless runs: nobody can be asked, so everything that would ask is

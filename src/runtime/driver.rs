@@ -145,7 +145,9 @@ impl Session {
             provider,
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
+            sandbox: super::sandboxing::sandbox_state(settings, &state.config.policy),
         });
+        sink.emit(super::workflow::workflow_event(&state.workflow));
         let opening = Opening {
             id,
             log,
@@ -253,6 +255,7 @@ impl Session {
             let message = format!("cannot record the mode change: {error}");
             self.sink.emit(RuntimeEvent::Error { message });
         }
+        self.sink.emit(RuntimeEvent::ModeChanged { mode });
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
@@ -538,7 +541,10 @@ impl Session {
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied
-    /// and interrupted calls show up exactly like the ones that ran.
+    /// and interrupted calls show up exactly like the ones that ran; and
+    /// about mode, phase, plan and task changes. After an approved plan's
+    /// result it switches to the mode the user chose for the
+    /// implementation ([`Approver::take_plan_mode`]), recorded.
     fn announce(&mut self, event: SessionEvent) {
         match event {
             SessionEvent::ToolCallStarted { call, class } => {
@@ -546,7 +552,22 @@ impl Session {
             }
             SessionEvent::ToolCallFinished { result, meta } => {
                 let call = self.find_call(&result.call_id);
+                let plan_answered = call.name == "submit_plan";
                 self.sink.emit(RuntimeEvent::ToolCallFinished { call, result, meta });
+                if plan_answered {
+                    self.apply_plan_mode();
+                }
+            }
+            SessionEvent::ModeChanged { mode } => {
+                if let Some(mode) = ApprovalMode::parse(&mode) {
+                    self.sink.emit(RuntimeEvent::ModeChanged { mode });
+                }
+            }
+            SessionEvent::PhaseChanged { .. }
+            | SessionEvent::PlanUpdated { .. }
+            | SessionEvent::TaskUpdated { .. } => {
+                let event = self.workflow_event();
+                self.sink.emit(event);
             }
             SessionEvent::SessionStarted { .. }
             | SessionEvent::SessionResumed { .. }
@@ -559,10 +580,6 @@ impl Session {
             | SessionEvent::FileChanged { .. }
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::Undo { .. }
-            | SessionEvent::ModeChanged { .. }
-            | SessionEvent::PhaseChanged { .. }
-            | SessionEvent::PlanUpdated { .. }
-            | SessionEvent::TaskUpdated { .. }
             | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }

@@ -2,9 +2,11 @@
 
 use std::path::PathBuf;
 
+use crate::policy::ApprovalMode;
 use crate::protocol::{
     ModelResponse, StreamEvent, ToolCall, ToolClass, ToolResult, TurnOutcome, Usage,
 };
+use crate::tasks::Task;
 
 /// Something a front end may show.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,6 +17,23 @@ pub enum RuntimeEvent {
         provider: String,
         model: String,
         workspace_root: PathBuf,
+        /// Whether the model's commands run confined.
+        sandbox: SandboxState,
+    },
+    /// The approval mode changed during a turn (a plan approval leaves
+    /// plan mode).
+    ModeChanged {
+        mode: ApprovalMode,
+    },
+    /// Phase, plan or tasks changed (and once at session start, so a
+    /// resumed session shows where it stands).
+    WorkflowChanged {
+        phase: String,
+        /// Where the latest plan is saved (`.keel/plans/…`), once it is.
+        plan_path: Option<String>,
+        /// `submitted`, `approved` or `rejected`; `None` before any plan.
+        plan_status: Option<String>,
+        tasks: Vec<Task>,
     },
     TurnStarted {
         turn: u32,
@@ -53,6 +72,27 @@ pub enum RuntimeEvent {
         final_text: Option<String>,
         usage: Usage,
     },
+}
+
+/// Whether the commands the model runs are confined (issue 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxState {
+    /// Landlock holds (fully or, on older kernels, without network rules).
+    On,
+    /// Switched off by configuration (full access with network).
+    Off,
+    /// Wanted but this system cannot enforce it.
+    Unavailable,
+}
+
+impl SandboxState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::On => "on",
+            Self::Off => "off",
+            Self::Unavailable => "unavailable",
+        }
+    }
 }
 
 /// Receives runtime events. Implementations must not block for long: they

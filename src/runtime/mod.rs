@@ -26,7 +26,7 @@ mod workflow;
 pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
 pub use checkpoint::{CheckpointError, ShadowRepo};
 pub use driver::{Session, SessionOptions, TurnSummary};
-pub use events::{EventSink, RuntimeEvent};
+pub use events::{EventSink, RuntimeEvent, SandboxState};
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
 pub use sandboxing::{confine_commands, mark_sandbox_violation};
 pub use undo::{UndoError, UndoReport, undo};

@@ -74,6 +74,8 @@ pub async fn replay(
                     provider: format!("replay of {provider}"),
                     model,
                     workspace_root: workspace.to_owned(),
+                    // Replayed tools run without the session confinement.
+                    sandbox: super::SandboxState::Off,
                 });
             }
             SessionEvent::TurnStarted { turn } => {

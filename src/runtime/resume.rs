@@ -93,7 +93,9 @@ impl Session {
             provider,
             model: settings.model.clone(),
             workspace_root: settings.workspace_root.clone(),
+            sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config.policy),
         });
+        sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));
         let files = remembered_files(&rebuilt.state.items, &options.cwd, log_path);
         let opening = Opening {
             id,
@@ -126,6 +128,12 @@ impl Session {
         self.sink.emit(RuntimeEvent::TurnStarted { turn: open.turn });
         let effects = reconcile(&mut self.state, &open, &DiskProbe);
         self.drive(effects.into(), cancel).await.map(Some)
+    }
+
+    /// The conversation as the model will see it next (after any
+    /// compaction): a resumed front end shows it before going on.
+    pub fn history(&self) -> &[crate::protocol::Item] {
+        &self.state.items
     }
 
     /// The last visible assistant text of the conversation.

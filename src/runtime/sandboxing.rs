@@ -9,7 +9,7 @@ use crate::policy::{PathContext, Policy};
 use crate::protocol::ToolResult;
 use crate::sandbox::{self, landlock};
 
-use super::SessionOptions;
+use super::{SandboxState, SessionOptions};
 
 /// The compiled policy for a session.
 pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Policy {
@@ -91,6 +91,18 @@ pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (boo
     };
     sandbox::set_session_confinement(confine.then_some(confinement));
     (sandboxed, warning)
+}
+
+/// What the status line shows, after [`setup_sandbox`] set the policy.
+pub(super) fn sandbox_state(settings: &Settings, policy: &Policy) -> SandboxState {
+    let config = &settings.sandbox;
+    if policy.sandboxed {
+        SandboxState::On
+    } else if config.mode == landlock::SandboxMode::FullAccess && config.network {
+        SandboxState::Off
+    } else {
+        SandboxState::Unavailable
+    }
 }
 
 /// Tells the model when a failed command looks blocked by the sandbox:

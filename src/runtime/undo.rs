@@ -96,6 +96,27 @@ pub async fn undo(
     log_path: &Path,
     turns: usize,
 ) -> Result<UndoReport, UndoError> {
+    let ((turn, commit), next_seq) = undoable(log_path, turns)?;
+    let saved_as = ShadowRepo::for_workspace(keel_home, workspace_root).restore(&commit).await?;
+    let mut log = SessionLog::open_append(log_path, next_seq)?;
+    log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
+    Ok(UndoReport { turn, commit, saved_as })
+}
+
+impl Session {
+    /// [`undo`] for a running session (the TUI's `/undo`): the same
+    /// restore, recorded through the session's own log writer (a second
+    /// writer on the same file would repeat sequence numbers).
+    pub async fn undo_turns(&mut self, turns: usize) -> Result<UndoReport, UndoError> {
+        let ((turn, commit), _) = undoable(self.log.path(), turns)?;
+        let saved_as = self.checkpoints.shadow.restore(&commit).await?;
+        self.log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
+        Ok(UndoReport { turn, commit, saved_as })
+    }
+}
+
+/// The checkpoint to restore for `turns` and the log's next sequence number.
+fn undoable(log_path: &Path, turns: usize) -> Result<((u32, String), u64), UndoError> {
     let mut checkpoints: Vec<(u32, String)> = Vec::new();
     let mut next_seq = 0;
     for_each_record(log_path, |record| {
@@ -113,9 +134,5 @@ pub async fn undo(
         turns,
         log: log_path.to_owned(),
     })?;
-    let (turn, commit) = checkpoints.swap_remove(index);
-    let saved_as = ShadowRepo::for_workspace(keel_home, workspace_root).restore(&commit).await?;
-    let mut log = SessionLog::open_append(log_path, next_seq)?;
-    log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
-    Ok(UndoReport { turn, commit, saved_as })
+    Ok((checkpoints.swap_remove(index), next_seq))
 }

@@ -14,7 +14,8 @@
 //! back from the log where it matters: plan mode is logged, and a plan
 //! logged unapproved (only a required one can be) keeps requiring review.
 
-use crate::agent::PlanReview;
+use crate::agent::{PlanReview, WorkflowState};
+use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
 use crate::protocol::SessionEvent;
 
@@ -66,6 +67,27 @@ impl Session {
         &self.state.workflow.flow
     }
 
+    /// The workflow as front ends show it.
+    pub(super) fn workflow_event(&self) -> RuntimeEvent {
+        workflow_event(&self.state.workflow)
+    }
+
+    /// The mode chosen with a plan approval, once the plan is approved:
+    /// set, logged and shown. A failed log write is said (the writer is
+    /// then poisoned, so the turn stops at its next record).
+    pub(super) fn apply_plan_mode(&mut self) {
+        let Some(mode) = self.approver.take_plan_mode() else { return };
+        if !self.state.workflow.flow.plan_approved() || self.state.config.policy.mode == mode {
+            return;
+        }
+        self.state.config.policy.mode = mode;
+        let logged = self.log.append(SessionEvent::ModeChanged { mode: mode.as_str().to_owned() });
+        if let Err(error) = logged {
+            self.sink.emit(RuntimeEvent::Error { message: error.to_string() });
+        }
+        self.sink.emit(RuntimeEvent::ModeChanged { mode });
+    }
+
     /// Saves a newly submitted plan and fills its path into `event` (a
     /// `plan_updated` line) and the state; other events pass unchanged.
     pub(super) fn save_plan(&mut self, event: SessionEvent) -> SessionEvent {
@@ -101,5 +123,23 @@ impl Session {
             plan["path"] = serde_json::Value::from(path);
         }
         SessionEvent::PlanUpdated { plan }
+    }
+}
+
+/// The workflow as front ends show it: phase, plan path and status, tasks.
+pub(super) fn workflow_event(workflow: &WorkflowState) -> RuntimeEvent {
+    let plan = workflow.flow.plan.as_ref();
+    RuntimeEvent::WorkflowChanged {
+        phase: workflow.flow.phase.clone(),
+        plan_path: plan.map(|plan| plan.path.clone()).filter(|path| !path.is_empty()),
+        plan_status: plan.map(|plan| {
+            match plan.status {
+                PlanStatus::Submitted => "submitted",
+                PlanStatus::Approved => "approved",
+                PlanStatus::Rejected { .. } => "rejected",
+            }
+            .to_owned()
+        }),
+        tasks: workflow.tasks.clone(),
     }
 }

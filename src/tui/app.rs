@@ -12,11 +12,12 @@ use crossterm::event::KeyEvent;
 
 use crate::policy::ApprovalMode;
 use crate::protocol::{Item, StreamEvent, ToolCall, TurnOutcome, Usage};
-use crate::runtime::RuntimeEvent;
+use crate::runtime::{RuntimeEvent, SandboxState};
 
 use super::diff::{self, DiffLine};
 use super::input::Editor;
 use super::panels::{PlanView, TaskItem};
+use super::picker::{PickerView, TrustView};
 use super::theme::Theme;
 use super::transcript::{CellKind, Level, ToolCell, ToolStatus, Transcript};
 
@@ -39,6 +40,19 @@ pub enum Msg {
     Tick(Duration),
     /// The workspace's files were listed (for `@path` completion).
     FilesListed(Vec<String>),
+    /// A resumed session's conversation (shown before anything new) and
+    /// its token totals so far.
+    History(Vec<Item>, Usage),
+    /// The session's skills: (name, description).
+    SkillsListed(Vec<(String, String)>),
+    /// A message from the driver or the session task.
+    Notice(Level, String),
+    /// `/compact` ended: whether anything was compacted, or why it failed.
+    CompactFinished(Result<bool, String>),
+    /// `/diff` produced this `git diff` output.
+    DiffReady(String),
+    /// The plan under review came back from `$EDITOR` with this text.
+    PlanEdited(String),
 }
 
 /// How the user answered an approval.
@@ -49,6 +63,12 @@ pub enum ApprovalReply {
     Always(AllowPrefix),
     /// Decline; the note goes to the model.
     Deny(Option<String>),
+    /// Approve the plan under review; the implementation runs in `mode`.
+    /// The note (e.g. "the user edited the plan") goes to the model.
+    PlanApproved {
+        mode: ApprovalMode,
+        note: Option<String>,
+    },
 }
 
 /// What "yes, always" allows: calls of `tool` whose argv starts with `argv`
@@ -96,17 +116,30 @@ pub enum Command {
     Interrupt,
     Answer(ApprovalReply),
     SetMode(ApprovalMode),
-    /// Plan review results (no backing workflow yet: the driver notes them).
-    PlanDecided(PlanDecision),
+    /// `/<skill> args`.
+    Skill {
+        name: String,
+        args: String,
+    },
+    /// `/compact [focus]`.
+    Compact {
+        focus: Option<String>,
+    },
+    /// `/diff`: run `git diff` in the workspace.
+    Diff,
+    /// `/undo`.
+    Undo,
+    /// Open the plan under review in `$EDITOR`: the saved plan file when
+    /// there is one, else a file under `$KEEL_HOME/plans/` holding `text`.
+    EditPlan {
+        path: Option<String>,
+        text: String,
+    },
+    /// The answer to "trust this project?".
+    Trust(bool),
+    /// Open the session picked (a log), or a new one (`None`).
+    OpenSession(Option<std::path::PathBuf>),
     Quit,
-}
-
-/// The outcome of a plan review.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlanDecision {
-    Approve(ApprovalMode),
-    Reject(String),
-    Edit,
 }
 
 /// An open approval request.
@@ -126,9 +159,13 @@ pub struct Status {
     pub provider: String,
     pub model: String,
     pub mode: ApprovalMode,
-    /// Context used, once the context issue provides it.
+    /// Context used by the latest request, for models with a known window.
     pub context_percent: Option<u8>,
     pub usage: Usage,
+    /// The workflow phase (`orient`, `plan`, …); empty until known.
+    pub phase: String,
+    /// Whether the model's commands run confined; `None` until known.
+    pub sandbox: Option<SandboxState>,
     pub running: bool,
     pub elapsed: Duration,
     /// What the running turn waits on ("thinking", "shell", …).
@@ -145,8 +182,16 @@ pub struct App {
     pub approval: Option<ApprovalView>,
     pub plan: Option<PlanView>,
     pub tasks: Vec<TaskItem>,
+    /// The tasks panel shows while there are tasks, unless `/tasks` hid it.
     pub show_tasks: bool,
-    /// Tool output shown in full (Ctrl+O).
+    /// Where the latest plan is saved, from the workflow events.
+    pub plan_path: Option<String>,
+    /// The resume picker (`keel resume`), before any session is open.
+    pub picker: Option<PickerView>,
+    /// "Trust this project?", before the session.
+    pub trust: Option<TrustView>,
+    /// Every tool output shown in full (Ctrl+O pressed twice); one cell's
+    /// own expansion lives in the transcript.
     pub expanded: bool,
     /// Rows scrolled up from the bottom of the transcript.
     pub scroll: usize,
@@ -164,7 +209,7 @@ pub struct App {
 impl App {
     pub fn new(theme: Theme, mode: ApprovalMode) -> Self {
         let status = Status { mode, ..Status::default() };
-        Self { theme, status, ..Self::default() }
+        Self { theme, status, show_tasks: true, ..Self::default() }
     }
 
     pub(super) fn notice(&mut self, level: Level, text: impl Into<String>) {
@@ -183,6 +228,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         Msg::Resize => Vec::new(),
         Msg::Runtime(event) => {
             on_runtime(app, event);
+            Vec::new()
+        }
+        Msg::ApprovalRequested { call, reason } if call.name == "submit_plan" => {
+            app.status.activity = "waiting for plan review".into();
+            app.plan = Some(PlanView::for_call(&call, &reason, app.plan_path.clone()));
             Vec::new()
         }
         Msg::ApprovalRequested { call, reason } => {
@@ -209,15 +259,114 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.files = files;
             Vec::new()
         }
+        Msg::History(items, usage) => {
+            show_history(app, &items);
+            add_usage(&mut app.status.usage, &usage);
+            Vec::new()
+        }
+        Msg::SkillsListed(skills) => {
+            app.editor.skills = skills;
+            Vec::new()
+        }
+        Msg::Notice(level, text) => {
+            app.notice(level, text);
+            Vec::new()
+        }
+        Msg::CompactFinished(outcome) => {
+            match outcome {
+                Ok(true) => {}
+                Ok(false) => app.notice(Level::Info, "nothing to compact"),
+                Err(error) => app.notice(Level::Error, format!("compaction failed: {error}")),
+            }
+            end_turn(app);
+            Vec::new()
+        }
+        Msg::DiffReady(text) => {
+            show_diff(app, &text);
+            Vec::new()
+        }
+        Msg::PlanEdited(text) => {
+            if let Some(plan) = app.plan.as_mut() {
+                plan.markdown = text;
+                plan.edited = true;
+                plan.scroll = 0;
+            }
+            Vec::new()
+        }
     }
+}
+
+/// A resumed conversation as cells: prompts, answers, and each tool call
+/// with its result (reasoning stays hidden, as when it streamed).
+fn show_history(app: &mut App, items: &[Item]) {
+    for item in items {
+        match item {
+            Item::User { text } => app.transcript.push(CellKind::User(text.clone())),
+            Item::Assistant { text } if !text.trim().is_empty() => {
+                app.transcript.push(CellKind::Assistant { text: text.clone(), streaming: false })
+            }
+            Item::ToolCall(call) => app.transcript.push(CellKind::Tool(ToolCell {
+                summary: call_summary(call),
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                status: ToolStatus::Running,
+                exit_code: None,
+                output: String::new(),
+                diff: None,
+            })),
+            Item::ToolResult(result) => {
+                app.transcript.update_tool(&result.call_id, |tool| {
+                    tool.status =
+                        if result.is_error { ToolStatus::Failed } else { ToolStatus::Succeeded };
+                    tool.diff =
+                        diff::contains_diff(&result.output).then(|| diff::parse(&result.output));
+                    tool.output = result.output.clone();
+                });
+            }
+            Item::Assistant { .. } | Item::Reasoning(_) => {}
+        }
+    }
+    // A call still "running" here has no result in the log: the resumed
+    // turn answers it (and its cell) next.
+    if !items.is_empty() {
+        app.notice(Level::Info, "resumed: the conversation so far is above");
+    }
+}
+
+/// `/diff`'s output as a diff cell (or a notice when nothing changed).
+fn show_diff(app: &mut App, text: &str) {
+    if text.trim().is_empty() {
+        app.notice(Level::Info, "no uncommitted changes (git diff is empty)");
+        return;
+    }
+    let diff = diff::contains_diff(text).then(|| diff::parse(text));
+    app.transcript.push(CellKind::Tool(ToolCell {
+        call_id: String::new(),
+        name: "git diff".into(),
+        summary: String::new(),
+        status: ToolStatus::Succeeded,
+        exit_code: None,
+        output: text.to_owned(),
+        diff,
+    }));
 }
 
 fn on_runtime(app: &mut App, event: RuntimeEvent) {
     match event {
-        RuntimeEvent::SessionStarted { provider, model, session_id, .. } => {
+        RuntimeEvent::SessionStarted { provider, model, session_id, sandbox, .. } => {
             app.status.provider = provider;
             app.status.model = model.clone();
+            app.status.sandbox = Some(sandbox);
             app.notice(Level::Info, format!("keel · {model} · session {session_id}"));
+        }
+        RuntimeEvent::ModeChanged { mode } => {
+            app.status.mode = mode;
+            app.notice(Level::Info, format!("mode: {}", mode.as_str()));
+        }
+        RuntimeEvent::WorkflowChanged { phase, plan_path, plan_status: _, tasks } => {
+            app.status.phase = phase;
+            app.plan_path = plan_path;
+            app.tasks = tasks.iter().map(TaskItem::from_task).collect();
         }
         RuntimeEvent::TurnStarted { .. } => {
             app.status.running = true;
@@ -229,6 +378,8 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
             app.transcript.finish_assistant(&text);
             add_usage(&mut app.status.usage, &response.usage);
+            app.status.context_percent =
+                percent_of_window(&app.status.model, response.usage.input_tokens);
         }
         RuntimeEvent::ToolCallStarted { call, .. } => {
             app.status.activity = call.name.clone();
@@ -267,10 +418,13 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             }
             app.status.activity = "thinking".into();
         }
-        RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => app.notice(
-            Level::Info,
-            format!("context compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
-        ),
+        RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
+            app.status.context_percent = percent_of_window(&app.status.model, tokens_after);
+            app.notice(
+                Level::Info,
+                format!("context compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
+            );
+        }
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
         RuntimeEvent::TurnCompleted { outcome, .. } => {
@@ -301,8 +455,15 @@ fn end_turn(app: &mut App) {
     app.status.running = false;
     app.status.activity.clear();
     app.approval = None;
+    app.plan = None;
     app.transcript.close_streaming();
     app.transcript.settle_running();
+}
+
+/// How full `model`'s context window is with `tokens`, for the status line.
+fn percent_of_window(model: &str, tokens: u64) -> Option<u8> {
+    crate::context::context_percent(model, tokens)
+        .map(|percent| percent.round().clamp(0.0, 100.0) as u8)
 }
 
 fn add_usage(total: &mut Usage, more: &Usage) {

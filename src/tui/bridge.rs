@@ -6,7 +6,12 @@
 //! Invariants: the session is touched only by its task; every approval
 //! request gets an answer (a dropped reply counts as "no"), so a turn never
 //! hangs on a closed UI; "yes, always" prefixes live in the approver and
-//! answer later matching calls without asking.
+//! answer later matching calls without asking; a plan approved "then auto"
+//! leaves the chosen mode in the approver, which the session takes right
+//! after the plan's result (`Approver::take_plan_mode`), so the rest of
+//! the same turn already runs in it.
+
+use std::path::PathBuf;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -19,6 +24,7 @@ use crate::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session,
 use crate::tools::BoxFuture;
 
 use super::app::{AllowPrefix, ApprovalReply};
+use super::transcript::Level;
 
 /// From the runtime task to the UI.
 #[derive(Debug)]
@@ -38,14 +44,53 @@ pub enum UiEvent {
     /// The session is open: its id and log path.
     SessionReady {
         session_id: String,
-        log_path: std::path::PathBuf,
+        log_path: PathBuf,
     },
+    /// A resumed session's conversation so far and its token totals.
+    History(Vec<crate::protocol::Item>, crate::protocol::Usage),
+    /// The skills `/<name>` can invoke: (name, description).
+    Skills(Vec<(String, String)>),
+    /// Something to tell the user that is not a runtime event.
+    Notice(Level, String),
+    /// `/compact` finished: whether anything was compacted, or the error.
+    Compacted(Result<bool, String>),
+    /// `/diff`: the output of `git diff`, or why it failed.
+    Diff(Result<String, String>),
+}
+
+/// Which session the task opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionSource {
+    New,
+    /// Resume the session logged here (and finish its open turn on
+    /// [`Op::Continue`]).
+    Resume(PathBuf),
 }
 
 /// From the UI to the runtime task.
 #[derive(Debug)]
 pub enum Op {
-    Prompt { text: String, cancel: CancellationToken },
+    Prompt {
+        text: String,
+        cancel: CancellationToken,
+    },
+    /// `/<skill> args`: the skill's prompt, run as a turn.
+    Skill {
+        name: String,
+        args: String,
+        cancel: CancellationToken,
+    },
+    /// `/compact [focus]`.
+    Compact {
+        focus: Option<String>,
+        cancel: CancellationToken,
+    },
+    /// Finish a resumed session's open turn, if it has one.
+    Continue {
+        cancel: CancellationToken,
+    },
+    /// `/undo`: restore the files of the last file-changing turn.
+    Undo,
     SetMode(ApprovalMode),
 }
 
@@ -63,11 +108,13 @@ impl EventSink for ChannelSink {
 pub struct ChannelApprover {
     events: mpsc::UnboundedSender<UiEvent>,
     allowed: Vec<AllowPrefix>,
+    /// The mode chosen with the latest plan approval, until taken.
+    plan_mode: Option<ApprovalMode>,
 }
 
 impl ChannelApprover {
     pub fn new(events: mpsc::UnboundedSender<UiEvent>) -> Self {
-        Self { events, allowed: Vec::new() }
+        Self { events, allowed: Vec::new(), plan_mode: None }
     }
 }
 
@@ -78,6 +125,7 @@ impl Approver for ChannelApprover {
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer> {
         Box::pin(async move {
+            self.plan_mode = None;
             if self.allowed.iter().any(|prefix| prefix.matches(call)) {
                 return ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once };
             }
@@ -102,6 +150,10 @@ impl Approver for ChannelApprover {
                     self.allowed.push(prefix);
                     ApprovalAnswer { approved: true, note: None, scope }
                 }
+                Ok(ApprovalReply::PlanApproved { mode, note }) => {
+                    self.plan_mode = Some(mode);
+                    ApprovalAnswer { approved: true, note, scope: ApprovalScope::Once }
+                }
                 Ok(ApprovalReply::Deny(note)) => ApprovalAnswer {
                     approved: false,
                     note: Some(note.unwrap_or_else(|| "the user declined this call".to_owned())),
@@ -111,23 +163,32 @@ impl Approver for ChannelApprover {
             }
         })
     }
+
+    fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
+        self.plan_mode.take()
+    }
 }
 
 fn declined(note: &str) -> ApprovalAnswer {
     ApprovalAnswer { approved: false, note: Some(note.to_owned()), scope: ApprovalScope::Once }
 }
 
-/// Owns the session: starts it, then runs one turn per prompt until the
-/// UI drops its sender.
+/// Owns the session: starts (or resumes) it, then runs one operation at
+/// a time until the UI drops its sender.
 pub async fn run_session(
     settings: Settings,
     options: SessionOptions,
+    source: SessionSource,
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<UiEvent>,
 ) {
     let sink = Box::new(ChannelSink(events.clone()));
     let approver = Box::new(ChannelApprover::new(events.clone()));
-    let mut session = match Session::start(&settings, options, sink, approver) {
+    let opened = match &source {
+        SessionSource::New => Session::start(&settings, options, sink, approver),
+        SessionSource::Resume(log) => Session::resume(&settings, log, options, sink, approver),
+    };
+    let mut session = match opened {
         Ok(session) => session,
         Err(error) => {
             let _ = events.send(UiEvent::SessionFailed(error.to_string()));
@@ -138,15 +199,57 @@ pub async fn run_session(
         session_id: session.id().to_owned(),
         log_path: session.log_path().to_owned(),
     });
+    if matches!(source, SessionSource::Resume(_)) {
+        let _ = events.send(UiEvent::History(session.history().to_vec(), session.session_usage()));
+    }
+    let _ = events.send(UiEvent::Skills(session.skill_index()));
     while let Some(op) = ops.recv().await {
-        match op {
-            Op::Prompt { text, cancel } => {
-                if let Err(error) = session.run_turn(text, &cancel).await {
-                    let _ = events.send(UiEvent::TurnFailed(error.to_string()));
+        perform(&mut session, op, &events).await;
+    }
+}
+
+async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<UiEvent>) {
+    let failed = |error: String| {
+        let _ = events.send(UiEvent::TurnFailed(error));
+    };
+    match op {
+        Op::Prompt { text, cancel } => {
+            if let Err(error) = session.run_turn(text, &cancel).await {
+                failed(error.to_string());
+            }
+        }
+        Op::Skill { name, args, cancel } => match session.skill_prompt(&name, &args) {
+            Some(prompt) => {
+                if let Err(error) = session.run_turn(prompt, &cancel).await {
+                    failed(error.to_string());
                 }
             }
-            Op::SetMode(mode) => session.set_approval_mode(mode),
+            None => failed(format!("no skill named `{name}` could be loaded; /skills lists them")),
+        },
+        Op::Compact { focus, cancel } => {
+            let outcome = session.compact(focus, &cancel).await.map_err(|e| e.to_string());
+            let _ = events.send(UiEvent::Compacted(outcome));
         }
+        Op::Continue { cancel } => match session.continue_turn(&cancel).await {
+            // With nothing open no turn started, so the UI is not waiting.
+            Ok(Some(_) | None) => {}
+            Err(error) => failed(error.to_string()),
+        },
+        Op::Undo => {
+            let notice = match session.undo_turns(1).await {
+                Ok(report) => (
+                    Level::Info,
+                    format!(
+                        "restored the files to before turn {} (the state before this undo is saved as {})",
+                        report.turn,
+                        report.saved_as.get(..12).unwrap_or(&report.saved_as)
+                    ),
+                ),
+                Err(error) => (Level::Warning, format!("cannot undo: {error}")),
+            };
+            let _ = events.send(UiEvent::Notice(notice.0, notice.1));
+        }
+        Op::SetMode(mode) => session.set_approval_mode(mode),
     }
 }
 
@@ -181,6 +284,30 @@ mod tests {
         let again = approver.decide(&shell("cargo test -p x"), "why").await;
         assert!(again.approved);
         assert!(rx.try_recv().is_err(), "asked again");
+    }
+
+    #[tokio::test]
+    async fn a_plan_approved_then_auto_leaves_the_mode_for_the_session() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut approver = ChannelApprover::new(tx);
+        let plan = ToolCall {
+            call_id: "p".into(),
+            name: "submit_plan".into(),
+            arguments: serde_json::json!({ "plan_markdown": "# Plan" }).to_string(),
+            item_id: None,
+        };
+        let asking = tokio::spawn(async move {
+            let answer = approver.decide(&plan, "review this plan").await;
+            (approver, answer)
+        });
+        let Some(UiEvent::Approval { reply, .. }) = rx.recv().await else { panic!("no request") };
+        let note = Some("re-read the plan file".to_owned());
+        reply.send(ApprovalReply::PlanApproved { mode: ApprovalMode::Auto, note }).unwrap();
+        let (mut approver, answer) = asking.await.unwrap();
+        assert!(answer.approved);
+        assert_eq!(answer.note.as_deref(), Some("re-read the plan file"));
+        assert_eq!(approver.take_plan_mode(), Some(ApprovalMode::Auto));
+        assert_eq!(approver.take_plan_mode(), None, "taken once");
     }
 
     #[tokio::test]

@@ -12,19 +12,23 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Settings;
+use tokio::task::JoinHandle;
+
 use crate::exec::ExitStatus;
 use crate::policy::ApprovalMode;
 use crate::runtime::SessionOptions;
+use crate::sandbox::{self, CommandSpec};
 
 use super::app::{App, ApprovalReply, Command, Msg, update};
-use super::bridge::{Op, UiEvent, run_session};
+use super::bridge::{Op, SessionSource, UiEvent, run_session};
+use super::launch::{Launch, Start};
+use super::picker::{PickerView, TrustView};
 use super::terminal::TerminalGuard;
 use super::transcript::Level;
 use super::{Theme, TuiError, view};
@@ -44,12 +48,19 @@ pub struct TuiOptions {
     pub cwd: PathBuf,
     pub date: String,
     pub theme: Theme,
+    /// New session, a resumed one, or the picker.
+    pub start: Start,
+    /// Environment and flags, to load settings once the session is chosen.
+    pub launch: Launch,
 }
 
 /// The running TUI's side of the channels.
 struct Driver {
     app: App,
     ops: mpsc::UnboundedSender<Op>,
+    /// Handed to the session task when it starts.
+    ops_rx: Option<mpsc::UnboundedReceiver<Op>>,
+    events: mpsc::UnboundedSender<UiEvent>,
     cancel: Option<CancellationToken>,
     reply: Option<oneshot::Sender<ApprovalReply>>,
     turn_started: Instant,
@@ -57,48 +68,58 @@ struct Driver {
     session: Option<(String, PathBuf)>,
     /// Why the session could not start (reported after the screen is restored).
     failed: Option<String>,
+    task: Option<JoinHandle<()>>,
+    options: TuiOptions,
+    /// The workspace root of the open session (for `/diff`).
+    root: Option<PathBuf>,
+    /// A plan to open in `$EDITOR` (needs the terminal, so the loop does it).
+    edit: Option<(Option<String>, String)>,
 }
 
 /// Runs the TUI until the user quits.
-pub async fn run(settings: Settings, options: TuiOptions) -> Result<ExitStatus, TuiError> {
+pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-    let session_options =
-        SessionOptions { approval: options.approval, cwd: options.cwd.clone(), date: options.date };
-    let files_tx = events_tx.clone();
-    let root = settings.workspace_root.clone();
-    tokio::task::spawn_blocking(move || {
-        let _ = files_tx.send(UiEvent::Files(super::files::list_files(&root)));
-    });
-    let session = tokio::spawn(run_session(settings, session_options, ops_rx, events_tx));
     let mut guard = TerminalGuard::enter()?;
     let mut driver = Driver {
         app: App::new(options.theme, options.approval),
         ops: ops_tx,
+        ops_rx: Some(ops_rx),
+        events: events_tx,
         cancel: None,
         reply: None,
         turn_started: Instant::now(),
         quit: false,
         session: None,
         failed: None,
+        task: None,
+        options,
+        root: None,
+        edit: None,
     };
-    if let Some(prompt) = options.first_prompt {
-        driver.app.editor.insert(&prompt);
-        let commands = super::keys::submit(&mut driver.app);
-        driver.perform(commands);
-    }
+    driver.begin();
     let outcome = driver.event_loop(&mut guard, &mut events_rx).await;
     drop(guard);
     if let Some(cancel) = &driver.cancel {
         cancel.cancel();
     }
     drop(driver.reply.take());
-    let Driver { ops, session: info, failed, .. } = driver;
+    let Driver { ops, session: mut info, failed, task, events, .. } = driver;
     drop(ops);
-    drop(events_rx);
-    if tokio::time::timeout(SHUTDOWN_GRACE, session).await.is_err() {
-        tracing::warn!("the session did not stop within {SHUTDOWN_GRACE:?}");
+    drop(events);
+    if let Some(task) = task {
+        if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
+            tracing::warn!("the session did not stop within {SHUTDOWN_GRACE:?}");
+        }
     }
+    // Quit before the session said it was ready (a kill right at start):
+    // its log exists all the same, so still say where.
+    while let Ok(event) = events_rx.try_recv() {
+        if let UiEvent::SessionReady { session_id, log_path } = event {
+            info.get_or_insert((session_id, log_path));
+        }
+    }
+    drop(events_rx);
     if let Some((id, log)) = info {
         let _ = writeln!(std::io::stdout().lock(), "session {id}\nlog {}", log.display());
     }
@@ -156,8 +177,134 @@ impl Driver {
             };
             let commands = update(&mut self.app, msg);
             self.perform(commands);
+            if let Some((path, text)) = self.edit.take() {
+                // The old reader must stop before the editor reads the tty.
+                input = EventStream::new();
+                self.edit_plan(guard, path, text).await?;
+                // Ctrl+C typed to a line editor reached keel too (raw mode
+                // was off): it was meant for the editor, not to quit.
+                while interrupt.recv().now_or_never().flatten().is_some() {}
+            }
             dirty = true;
         }
+        Ok(())
+    }
+
+    /// Asks "trust this project?" if it must, else goes on to [`Self::choose`].
+    fn begin(&mut self) {
+        match self.options.launch.settings(None) {
+            Ok(settings) => {
+                let found = super::launch::untrusted_supplies(&settings);
+                if found.is_empty() {
+                    self.choose();
+                } else {
+                    let root = settings.workspace_root.display().to_string();
+                    self.app.trust = Some(TrustView { root, found });
+                }
+            }
+            Err(error) => self.fail(error.to_string()),
+        }
+    }
+
+    /// Opens the session asked for, or shows the picker.
+    fn choose(&mut self) {
+        match std::mem::replace(&mut self.options.start, Start::New) {
+            Start::New => self.open(None),
+            Start::Resume(log) => self.open(Some(log)),
+            Start::Pick(sessions) => self.app.picker = Some(PickerView::from_sessions(&sessions)),
+        }
+    }
+
+    /// Starts the session task (new, or resuming `resume` and finishing
+    /// its open turn); the first prompt waits for `SessionReady`.
+    fn open(&mut self, resume: Option<PathBuf>) {
+        let Some(ops_rx) = self.ops_rx.take() else { return };
+        let settings = match self.options.launch.settings(resume.as_deref()) {
+            Ok(settings) => settings,
+            Err(error) => return self.fail(error.to_string()),
+        };
+        let files_tx = self.events.clone();
+        let root = settings.workspace_root.clone();
+        self.root = Some(root.clone());
+        tokio::task::spawn_blocking(move || {
+            let _ = files_tx.send(UiEvent::Files(super::files::list_files(&root)));
+        });
+        let session_options = SessionOptions {
+            approval: self.options.approval,
+            cwd: self.options.cwd.clone(),
+            date: self.options.date.clone(),
+        };
+        let source = match resume {
+            Some(log) => {
+                let cancel = self.new_turn();
+                let _ = self.ops.send(Op::Continue { cancel });
+                SessionSource::Resume(log)
+            }
+            None => SessionSource::New,
+        };
+        let events = self.events.clone();
+        self.task =
+            Some(tokio::spawn(run_session(settings, session_options, source, ops_rx, events)));
+    }
+
+    /// `keel "prompt"`: sent once the session is open, so the transcript
+    /// starts with the session line, then the prompt.
+    fn send_first_prompt(&mut self) {
+        if let Some(prompt) = self.options.first_prompt.take() {
+            self.app.editor.insert(&prompt);
+            let commands = super::keys::submit(&mut self.app);
+            self.perform(commands);
+        }
+    }
+
+    fn fail(&mut self, message: String) {
+        self.failed = Some(message);
+        self.quit = true;
+    }
+
+    /// A fresh cancellation token for the operation about to start.
+    fn new_turn(&mut self) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        self.cancel = Some(cancel.clone());
+        self.turn_started = Instant::now();
+        cancel
+    }
+
+    /// Opens the plan in `$VISUAL`/`$EDITOR` (else `vi`) with the terminal
+    /// handed over, then shows the edited text for approval.
+    async fn edit_plan(
+        &mut self,
+        guard: &mut TerminalGuard,
+        path: Option<String>,
+        text: String,
+    ) -> Result<(), TuiError> {
+        let file = match &path {
+            Some(path) => PathBuf::from(path),
+            // Under keel's home, not a shared temp folder (no symlink games).
+            None => {
+                let name = format!("unsaved-plan-{}.md", std::process::id());
+                self.options.launch.env.keel_home.join("plans").join(name)
+            }
+        };
+        if path.is_none() || !file.is_file() {
+            let written = file.parent().map_or(Ok(()), std::fs::create_dir_all);
+            if let Err(error) = written.and_then(|()| std::fs::write(&file, &text)) {
+                let message = format!("cannot write the plan to {}: {error}", file.display());
+                update(&mut self.app, Msg::Notice(Level::Error, message));
+                return Ok(());
+            }
+        }
+        guard.suspend();
+        let status = super::editor::edit(&file).await;
+        guard.resume()?;
+        let msg = match status.and_then(|()| super::editor::read(&file)) {
+            Ok(edited) if edited == text => {
+                Msg::Notice(Level::Info, "the plan is unchanged".into())
+            }
+            Ok(edited) => Msg::PlanEdited(edited),
+            Err(message) => Msg::Notice(Level::Warning, message),
+        };
+        update(&mut self.app, msg);
         Ok(())
     }
 
@@ -171,14 +318,20 @@ impl Driver {
             UiEvent::TurnFailed(message) => Some(Msg::TurnFailed(message)),
             UiEvent::Files(files) => Some(Msg::FilesListed(files)),
             UiEvent::SessionFailed(message) => {
-                self.failed = Some(message);
-                self.quit = true;
+                self.fail(message);
                 None
             }
             UiEvent::SessionReady { session_id, log_path } => {
                 self.session = Some((session_id, log_path));
+                self.send_first_prompt();
                 None
             }
+            UiEvent::History(items, usage) => Some(Msg::History(items, usage)),
+            UiEvent::Skills(skills) => Some(Msg::SkillsListed(skills)),
+            UiEvent::Notice(level, text) => Some(Msg::Notice(level, text)),
+            UiEvent::Compacted(outcome) => Some(Msg::CompactFinished(outcome)),
+            UiEvent::Diff(Ok(text)) => Some(Msg::DiffReady(text)),
+            UiEvent::Diff(Err(message)) => Some(Msg::Notice(Level::Warning, message)),
         }
     }
 
@@ -186,14 +339,19 @@ impl Driver {
         for command in commands {
             match command {
                 Command::Submit(text) => {
-                    let cancel = CancellationToken::new();
-                    self.cancel = Some(cancel.clone());
-                    self.turn_started = Instant::now();
-                    if self.ops.send(Op::Prompt { text, cancel }).is_err() {
-                        let msg = Msg::TurnFailed("the session has stopped; restart keel".into());
-                        update(&mut self.app, msg);
-                    }
+                    let cancel = self.new_turn();
+                    self.send(Op::Prompt { text, cancel });
                 }
+                Command::Skill { name, args } => {
+                    let cancel = self.new_turn();
+                    self.send(Op::Skill { name, args, cancel });
+                }
+                Command::Compact { focus } => {
+                    let cancel = self.new_turn();
+                    self.send(Op::Compact { focus, cancel });
+                }
+                Command::Undo => self.send(Op::Undo),
+                Command::Diff => self.diff(),
                 Command::Interrupt => {
                     if let Some(cancel) = &self.cancel {
                         cancel.cancel();
@@ -211,13 +369,53 @@ impl Driver {
                 Command::SetMode(mode) => {
                     let _ = self.ops.send(Op::SetMode(mode));
                 }
-                Command::PlanDecided(decision) => {
-                    let text = format!("plan review is not wired to a workflow yet ({decision:?})");
-                    self.app.notice(Level::Warning, text);
+                Command::EditPlan { path, text } => self.edit = Some((path, text)),
+                Command::Trust(yes) => {
+                    if yes {
+                        let msg = match self.options.launch.trust() {
+                            Ok(path) => Msg::Notice(
+                                Level::Info,
+                                format!("trusted this project (recorded in {})", path.display()),
+                            ),
+                            Err(error) => {
+                                Msg::Notice(Level::Error, format!("not trusted: {error}"))
+                            }
+                        };
+                        update(&mut self.app, msg);
+                    }
+                    self.choose();
                 }
+                Command::OpenSession(log) => self.open(log),
                 Command::Quit => self.quit = true,
             }
         }
+    }
+
+    /// Sends an operation to the session task; a stopped task ends the turn.
+    fn send(&mut self, op: Op) {
+        if self.ops.send(op).is_err() {
+            let msg = Msg::TurnFailed("the session has stopped; restart keel".into());
+            update(&mut self.app, msg);
+        }
+    }
+
+    /// `/diff`: `git diff` of the workspace, off the UI task.
+    fn diff(&mut self) {
+        let Some(root) = self.root.clone() else {
+            let msg = Msg::Notice(Level::Warning, "no session is open yet".into());
+            update(&mut self.app, msg);
+            return;
+        };
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let spec = CommandSpec::argv("git", ["--no-pager", "diff"], root);
+            let outcome = match sandbox::run(&spec, &CancellationToken::new()).await {
+                Ok(output) if output.exit_code == Some(0) => Ok(output.stdout.text()),
+                Ok(output) => Err(format!("git diff failed: {}", output.stderr.text().trim())),
+                Err(error) => Err(format!("cannot run git diff: {error}")),
+            };
+            let _ = events.send(UiEvent::Diff(outcome));
+        });
     }
 }
 

@@ -7,15 +7,15 @@
 /// Slash commands with a one-line description, in popup order.
 pub const SLASH_COMMANDS: [(&str, &str); 11] = [
     ("/help", "keys and commands"),
-    ("/mode", "cycle approval mode (ask → full-auto → yolo)"),
-    ("/plan", "plan before editing"),
-    ("/compact", "summarise the conversation to free context"),
+    ("/mode", "set or cycle the approval mode (ask, auto, plan, explore, yolo)"),
+    ("/plan", "plan mode: read-only until you approve a plan"),
+    ("/compact", "compact the conversation to free context [focus]"),
     ("/tasks", "show or hide the tasks panel"),
-    ("/diff", "show the changes made in this session"),
-    ("/undo", "undo the last change"),
-    ("/resume", "open an earlier session"),
+    ("/diff", "git diff of the workspace"),
+    ("/undo", "restore the files of the last turn that changed them"),
+    ("/resume", "how to open an earlier session"),
     ("/skills", "list skills"),
-    ("/model", "switch model"),
+    ("/model", "show the model and provider"),
     ("/quit", "leave keel"),
 ];
 
@@ -29,6 +29,8 @@ pub struct Editor {
     browsing: Option<(usize, String)>,
     /// Selected row of the slash popup.
     pub popup_selected: usize,
+    /// Skills (name, description): each is a `/name` command too.
+    pub skills: Vec<(String, String)>,
 }
 
 impl Editor {
@@ -200,10 +202,12 @@ impl Editor {
         if !self.text.starts_with('/') || self.text.contains([' ', '\n']) {
             return Vec::new();
         }
+        let skills = self.skills.iter().map(|(name, about)| (format!("/{name}"), about.clone()));
         SLASH_COMMANDS
             .iter()
-            .filter(|(name, _)| name.starts_with(&self.text))
             .map(|(name, about)| ((*name).to_owned(), (*about).to_owned()))
+            .chain(skills)
+            .filter(|(name, _)| name.starts_with(&self.text))
             .collect()
     }
 

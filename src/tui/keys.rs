@@ -1,19 +1,20 @@
 //! Key and paste handling: the part of `update` that reads the keyboard.
-//! Overlays (approval, plan review) take keys first, then the slash popup,
-//! then the editor.
+//! The start screens (trust, picker) and overlays (approval, plan review)
+//! take keys first, then the slash popup, then the editor. Slash commands
+//! are in `slash.rs`.
 //!
 //! Keys: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
 //! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
 //! the approval mode; Esc or Ctrl+C stop a running turn; Ctrl+C twice on an
-//! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands tool
-//! output; PageUp/PageDown scroll.
+//! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands the
+//! latest cut tool output, pressed again every one, then collapses them;
+//! PageUp/PageDown scroll.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::policy::ApprovalMode;
 
-use super::app::{App, ApprovalReply, Command, PlanDecision};
-use super::transcript::Level;
+use super::app::{App, ApprovalReply, Command};
 
 /// Rows one PageUp/PageDown scrolls.
 const PAGE_ROWS: usize = 10;
@@ -35,10 +36,24 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let was_armed = std::mem::take(&mut app.quit_armed);
     app.hint = None;
+    let start_screen = app.trust.is_some() || app.picker.is_some();
+    if start_screen && ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
+        return vec![Command::Quit];
+    }
+    if app.trust.is_some() {
+        return super::picker::trust_key(app, key);
+    }
+    if app.picker.is_some() {
+        return super::picker::picker_key(app, key);
+    }
     if app.approval.is_some() {
         return approval_key(app, key, ctrl);
     }
     if app.plan.is_some() {
+        if ctrl && key.code == KeyCode::Char('c') {
+            app.plan = None;
+            return vec![Command::Interrupt];
+        }
         return plan_key(app, key);
     }
     match (key.code, ctrl) {
@@ -66,6 +81,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
 
 fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
     let popup = app.editor.completions(&app.files).len();
+    if popup == 0 {
+        app.editor.popup_selected = 0;
+    }
     let newline = key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT);
     match (key.code, ctrl) {
         (KeyCode::Enter, _) if newline => app.editor.insert("\n"),
@@ -96,7 +114,7 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         (KeyCode::Delete, _) => app.editor.delete(),
         (KeyCode::Char('w'), true) => app.editor.delete_word(),
         (KeyCode::Char('u'), true) => app.editor.clear(),
-        (KeyCode::Char('o'), true) => app.expanded = !app.expanded,
+        (KeyCode::Char('o'), true) => toggle_output(app),
         (KeyCode::PageUp, _) => {
             let limit = app.transcript_rows.get().max(app.scroll);
             app.scroll = (app.scroll + PAGE_ROWS).min(limit.max(PAGE_ROWS));
@@ -115,57 +133,27 @@ pub(super) fn submit(app: &mut App) -> Vec<Command> {
     if app.editor.text().trim().is_empty() {
         return Vec::new();
     }
+    if app.editor.text().starts_with('/') {
+        let text = app.editor.submit();
+        return super::slash::run(app, text.trim());
+    }
     if app.status.running {
         app.hint = Some("a turn is running; Esc stops it".into());
         return Vec::new();
     }
     let text = app.editor.submit();
-    if text.starts_with('/') {
-        return slash(app, text.trim());
-    }
     app.scroll = 0;
-    app.status.running = true;
-    app.status.elapsed = std::time::Duration::ZERO;
-    app.status.activity = "thinking".into();
+    start_running(app, "thinking");
     app.transcript.push(super::transcript::CellKind::User(text.clone()));
     vec![Command::Submit(text)]
 }
 
-fn slash(app: &mut App, line: &str) -> Vec<Command> {
-    let mut words = line.split_whitespace();
-    let name = words.next().unwrap_or("");
-    match name {
-        "/quit" | "/exit" => vec![Command::Quit],
-        "/help" => {
-            app.notice(Level::Info, HELP);
-            Vec::new()
-        }
-        "/mode" => {
-            let mode = match words.next() {
-                Some("ask") => ApprovalMode::Ask,
-                Some("auto" | "full-auto") => ApprovalMode::Auto,
-                Some("yolo") => ApprovalMode::Yolo,
-                Some(_) | None => next_mode(app.status.mode),
-            };
-            app.status.mode = mode;
-            app.notice(Level::Info, format!("mode: {}", mode.as_str()));
-            vec![Command::SetMode(mode)]
-        }
-        "/tasks" => {
-            app.show_tasks = !app.show_tasks;
-            Vec::new()
-        }
-        _ => {
-            app.notice(Level::Warning, format!("{name} is not available yet"));
-            Vec::new()
-        }
-    }
+/// The UI side of starting a turn (or another long operation).
+pub(super) fn start_running(app: &mut App, activity: &str) {
+    app.status.running = true;
+    app.status.elapsed = std::time::Duration::ZERO;
+    app.status.activity = activity.into();
 }
-
-const HELP: &str = "Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Tab complete\n\
-Shift+Tab cycle mode · Esc/Ctrl+C stop the turn · Ctrl+C twice or Ctrl+D quit\n\
-Ctrl+O expand tool output · PageUp/PageDown scroll\n\
-/help /mode [ask|full-auto|yolo] /tasks /quit";
 
 fn approval_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
     let Some(approval) = app.approval.as_mut() else { return Vec::new() };
@@ -211,7 +199,9 @@ fn plan_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
             KeyCode::Enter => {
                 let feedback = std::mem::take(feedback);
                 app.plan = None;
-                return vec![Command::PlanDecided(PlanDecision::Reject(feedback))];
+                app.status.activity = "revising the plan".into();
+                let feedback = (!feedback.trim().is_empty()).then_some(feedback);
+                return vec![Command::Answer(ApprovalReply::Deny(feedback))];
             }
             KeyCode::Backspace => {
                 feedback.pop();
@@ -222,10 +212,15 @@ fn plan_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
         }
         return Vec::new();
     }
-    let decision = match key.code {
-        KeyCode::Char('a') => PlanDecision::Approve(ApprovalMode::Ask),
-        KeyCode::Char('A') => PlanDecision::Approve(ApprovalMode::Auto),
-        KeyCode::Char('e') => PlanDecision::Edit,
+    let mode = match key.code {
+        KeyCode::Char('a') => ApprovalMode::Ask,
+        KeyCode::Char('A') => ApprovalMode::Auto,
+        KeyCode::Char('e') => {
+            return vec![Command::EditPlan {
+                path: plan.path.clone(),
+                text: plan.markdown.clone(),
+            }];
+        }
         KeyCode::Char('r') => {
             plan.feedback = Some(String::new());
             return Vec::new();
@@ -238,10 +233,34 @@ fn plan_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
             plan.scroll += 1;
             return Vec::new();
         }
+        KeyCode::PageUp => {
+            plan.scroll = plan.scroll.saturating_sub(PAGE_ROWS);
+            return Vec::new();
+        }
+        KeyCode::PageDown => {
+            plan.scroll += PAGE_ROWS;
+            return Vec::new();
+        }
+        KeyCode::Esc => {
+            app.plan = None;
+            return vec![Command::Interrupt];
+        }
         _ => return Vec::new(),
     };
+    let note = plan.approval_note();
     app.plan = None;
-    vec![Command::PlanDecided(decision)]
+    app.status.activity = "running".into();
+    vec![Command::Answer(ApprovalReply::PlanApproved { mode, note })]
+}
+
+/// Ctrl+O: the latest cut tool output, then every one, then none.
+fn toggle_output(app: &mut App) {
+    if app.expanded {
+        app.expanded = false;
+        app.transcript.collapse_all();
+    } else if !app.transcript.expand_latest() {
+        app.expanded = true;
+    }
 }
 
 /// ask → auto → plan → yolo → ask (explore is reached with /mode).

@@ -6,8 +6,13 @@
 //! on its own task (`bridge.rs`) and talks to the UI only through channels:
 //! prompts and mode changes in, runtime events and approval requests out.
 //!
+//! Before a session opens, `launch.rs` and `picker.rs` may ask "trust this
+//! project?" and show the resume picker (`keel resume`).
+//!
 //! Invariants: nothing here changes the runtime's behaviour except through
-//! the `Approver`, the cancellation token and `Session::set_approval_mode`;
+//! the `Approver` (including the mode chosen with a plan approval), the
+//! cancellation token and the session's own entry points (`run_turn`,
+//! `continue_turn`, `compact`, `undo_turns`, `set_approval_mode`);
 //! drawing never panics on any terminal size; the terminal is restored on
 //! every exit path (see `terminal.rs`). Must not touch the session log or
 //! tools directly.
@@ -16,12 +21,16 @@ mod app;
 mod bridge;
 mod diff;
 mod driver;
+mod editor;
 mod files;
 mod input;
 mod keys;
+mod launch;
 mod markdown;
 mod overlay;
 mod panels;
+mod picker;
+mod slash;
 mod terminal;
 mod theme;
 mod transcript;
@@ -30,9 +39,12 @@ mod wrap;
 
 #[cfg(test)]
 mod view_tests;
+#[cfg(test)]
+mod workflow_view_tests;
 
 pub use app::{AllowPrefix, App, ApprovalReply, Command, Msg, update};
 pub use driver::{TuiOptions, run};
+pub use launch::{Launch, Start};
 pub use panels::{PlanView, TaskItem, TaskState};
 pub use theme::Theme;
 pub use transcript::{CellKind, Level, ToolCell, ToolStatus};

@@ -54,6 +54,27 @@ impl TerminalGuard {
     }
 }
 
+impl TerminalGuard {
+    /// Hands the terminal to a child (the user's `$EDITOR`): the screen is
+    /// restored as on exit; [`TerminalGuard::resume`] takes it back.
+    pub fn suspend(&mut self) {
+        restore();
+    }
+
+    /// Takes the terminal back after [`TerminalGuard::suspend`] and forces
+    /// a full redraw.
+    pub fn resume(&mut self) -> Result<(), TuiError> {
+        enable_raw_mode().map_err(TuiError::Terminal)?;
+        let mut stdout = std::io::stdout();
+        execute!(stdout, EnterAlternateScreen, EnableBracketedPaste).map_err(TuiError::Terminal)?;
+        if supports_keyboard_enhancement().unwrap_or(false) {
+            let flags = KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES;
+            let _ = execute!(stdout, PushKeyboardEnhancementFlags(flags));
+        }
+        self.terminal.clear().map_err(TuiError::Draw)
+    }
+}
+
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore();

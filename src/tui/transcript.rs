@@ -67,11 +67,13 @@ type Cache = RefCell<Option<(u16, bool, Rc<[Line<'static>]>)>>;
 pub struct Cell {
     kind: CellKind,
     cache: Cache,
+    /// This cell's output is shown in full (Ctrl+O on the latest cut one).
+    expanded: bool,
 }
 
 impl Cell {
     pub fn new(kind: CellKind) -> Self {
-        Self { kind, cache: RefCell::new(None) }
+        Self { kind, cache: RefCell::new(None), expanded: false }
     }
 
     pub fn kind(&self) -> &CellKind {
@@ -79,7 +81,8 @@ impl Cell {
     }
 
     /// Wrapped lines for `width`, from the cache when it is current.
-    pub fn lines(&self, width: u16, expanded: bool, theme: Theme) -> Rc<[Line<'static>]> {
+    pub fn lines(&self, width: u16, expanded_all: bool, theme: Theme) -> Rc<[Line<'static>]> {
+        let expanded = expanded_all || self.expanded;
         if let Some((w, e, lines)) = self.cache.borrow().as_ref() {
             if *w == width && *e == expanded {
                 return Rc::clone(lines);
@@ -118,6 +121,16 @@ impl Cell {
         };
         lines.push(Line::default());
         lines
+    }
+}
+
+impl ToolCell {
+    /// Whether the collapsed cell leaves lines out.
+    fn is_cut(&self) -> bool {
+        match &self.diff {
+            Some(diff) => diff.len() > COLLAPSED_DIFF_LINES,
+            None => self.output.lines().count() > COLLAPSED_OUTPUT_LINES,
+        }
     }
 }
 
@@ -260,6 +273,34 @@ impl Transcript {
                     cell.cache.take();
                 }
             }
+        }
+    }
+
+    /// Expands the latest tool cell whose output is cut; false when that
+    /// cell is expanded already or nothing is cut.
+    pub fn expand_latest(&mut self) -> bool {
+        let latest = self.cells.iter_mut().rev().find(|cell| match &cell.kind {
+            CellKind::Tool(tool) => tool.is_cut(),
+            CellKind::User(_)
+            | CellKind::Assistant { .. }
+            | CellKind::Reasoning(_)
+            | CellKind::Notice { .. } => false,
+        });
+        match latest {
+            Some(cell) if !cell.expanded => {
+                cell.expanded = true;
+                cell.cache.take();
+                true
+            }
+            Some(_) | None => false,
+        }
+    }
+
+    /// Collapses every cell expanded on its own.
+    pub fn collapse_all(&mut self) {
+        for cell in self.cells.iter_mut().filter(|cell| cell.expanded) {
+            cell.expanded = false;
+            cell.cache.take();
         }
     }
 

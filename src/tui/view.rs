@@ -12,6 +12,8 @@ use ratatui::layout::{Position, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
+use crate::runtime::SandboxState;
+
 use super::app::App;
 use super::panels;
 use super::theme::Theme;
@@ -46,6 +48,12 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     }
     if let Some(plan) = &app.plan {
         panels::draw_plan(frame, area, plan, app.theme);
+    }
+    if let Some(picker) = &app.picker {
+        super::picker::draw_picker(frame, rest, picker, app.theme);
+    }
+    if let Some(trust) = &app.trust {
+        super::picker::draw_trust(frame, rest, trust, app.theme);
     }
 }
 
@@ -130,7 +138,8 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let start = rows.get(cursor_row).map_or(0, |r| r.1);
     let x = inner.x + u16::try_from(col - start).unwrap_or(0).min(inner.width.saturating_sub(1));
     let y = inner.y + u16::try_from(cursor_row - first).unwrap_or(0);
-    if app.approval.is_none() && app.plan.is_none() {
+    let covered = app.approval.is_some() || app.plan.is_some();
+    if !covered && app.picker.is_none() && app.trust.is_none() {
         frame.set_cursor_position(Position { x, y });
     }
 }
@@ -163,32 +172,66 @@ fn draw_popup(app: &App, frame: &mut Frame<'_>, above: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
-/// `model · mode · ctx · tokens · spinner`, cut to `width`.
+/// `model · mode · phase · ctx · tokens · cost · sandbox · spinner`. On a
+/// narrow terminal whole parts are dropped, least telling first (tokens,
+/// a working sandbox, cost, context, phase), then the rest is cut.
 pub fn status_line(app: &App, width: u16) -> Line<'static> {
     let theme: Theme = app.theme;
     let status = &app.status;
-    let context =
-        status.context_percent.map_or_else(|| "ctx –".to_owned(), |p| format!("ctx {p}%"));
     let model =
         if status.model.is_empty() { "starting…".to_owned() } else { status.model.clone() };
-    let mut spans = vec![
-        Span::styled(format!(" {model}"), theme.bold()),
-        Span::styled(" · ", theme.dim()),
-        Span::styled(status.mode.as_str().to_owned(), mode_style(app)),
-        Span::styled(" · ", theme.dim()),
-        Span::raw(context),
-        Span::styled(" · ", theme.dim()),
-        Span::raw(format!("↑{} ↓{}", status.usage.input_tokens, status.usage.output_tokens)),
+    // (how long it is kept when space is short: higher stays longer, part)
+    let mut parts: Vec<(u8, Span<'static>)> = vec![
+        (9, Span::styled(model, theme.bold())),
+        (8, Span::styled(status.mode.as_str().to_owned(), mode_style(app))),
     ];
+    if !status.phase.is_empty() {
+        parts.push((5, Span::styled(status.phase.clone(), theme.key())));
+    }
+    let context =
+        status.context_percent.map_or_else(|| "ctx –".to_owned(), |p| format!("ctx {p}%"));
+    parts.push((4, Span::raw(context)));
+    let tokens = format!("↑{} ↓{}", status.usage.input_tokens, status.usage.output_tokens);
+    parts.push((1, Span::raw(tokens)));
+    if let Some(cost) = crate::context::cost_usd(&status.model, &status.usage) {
+        parts.push((3, Span::raw(format!("${cost:.4}"))));
+    }
+    if let Some(sandbox) = status.sandbox {
+        let (keep, style) = match sandbox {
+            SandboxState::On => (2, theme.ok()),
+            SandboxState::Off | SandboxState::Unavailable => (6, theme.error()),
+        };
+        parts.push((keep, Span::styled(format!("sandbox {}", sandbox.as_str()), style)));
+    }
     if status.running {
-        spans.push(Span::styled(" · ", theme.dim()));
-        spans.push(Span::styled(
-            format!("{} {} {}", spinner(status.elapsed), status.activity, elapsed(status.elapsed)),
-            theme.key(),
-        ));
+        let activity =
+            format!("{} {} {}", spinner(status.elapsed), status.activity, elapsed(status.elapsed));
+        parts.push((7, Span::styled(activity, theme.key())));
+    }
+    let width_of = |parts: &[(u8, Span<'static>)]| {
+        parts.iter().map(|(_, span)| span.width() + 3).sum::<usize>()
+    };
+    while width_of(&parts) > usize::from(width) {
+        let Some(least) = parts
+            .iter()
+            .enumerate()
+            .filter(|(_, (keep, _))| *keep < 7)
+            .min_by_key(|(_, (keep, _))| *keep)
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        parts.remove(least);
+    }
+    let mut spans = vec![Span::raw(" ")];
+    for (i, (_, span)) in parts.into_iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" · ", theme.dim()));
+        }
+        spans.push(span);
     }
     let mut line = Line::from(spans);
-    // Cut from the right on narrow terminals.
+    // Cut from the right what still does not fit.
     let mut budget = usize::from(width);
     line.spans.retain_mut(|span| {
         let w = span.width();

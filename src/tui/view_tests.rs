@@ -19,7 +19,7 @@ use crate::protocol::{
 };
 use crate::runtime::RuntimeEvent;
 
-fn render(app: &App, width: u16, height: u16) -> String {
+pub(super) fn render(app: &App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal.draw(|frame| view(app, frame)).unwrap();
     if width == 0 || height == 0 {
@@ -29,7 +29,7 @@ fn render(app: &App, width: u16, height: u16) -> String {
     format!("{}", terminal.backend())
 }
 
-fn app() -> App {
+pub(super) fn app() -> App {
     let mut app = App::new(Theme::new(true), ApprovalMode::Ask);
     runtime(
         &mut app,
@@ -39,34 +39,35 @@ fn app() -> App {
             provider: "openai-chat".into(),
             model: "mock-model".into(),
             workspace_root: "/repo".into(),
+            sandbox: crate::runtime::SandboxState::On,
         },
     );
     app
 }
 
-fn runtime(app: &mut App, event: RuntimeEvent) {
+pub(super) fn runtime(app: &mut App, event: RuntimeEvent) {
     update(app, Msg::Runtime(event));
 }
 
-fn key(code: KeyCode) -> Msg {
+pub(super) fn key(code: KeyCode) -> Msg {
     Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
-fn ctrl(c: char) -> Msg {
+pub(super) fn ctrl(c: char) -> Msg {
     Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
 }
 
-fn type_text(app: &mut App, text: &str) {
+pub(super) fn type_text(app: &mut App, text: &str) {
     for c in text.chars() {
         update(app, key(KeyCode::Char(c)));
     }
 }
 
-fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
+pub(super) fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
     ToolCall { call_id: id.into(), name: name.into(), arguments: args.to_string(), item_id: None }
 }
 
-fn start_turn(app: &mut App, prompt: &str) {
+pub(super) fn start_turn(app: &mut App, prompt: &str) {
     type_text(app, prompt);
     let commands = update(app, key(KeyCode::Enter));
     assert_eq!(commands, [Command::Submit(prompt.into())]);
@@ -234,6 +235,8 @@ fn plan() -> PlanView {
         markdown: "## Goal\n\nRename `parse` to `parse_header`.\n\n## Steps\n\n1. edit `src/a.rs`\n2. update callers\n3. run `cargo test`\n".into(),
         scroll: 0,
         feedback: None,
+        path: None,
+        edited: false,
     }
 }
 
@@ -253,7 +256,7 @@ fn plan_review_keys() {
     insta::assert_snapshot!(render(&app, 80, 20));
     let commands = update(&mut app, key(KeyCode::Enter));
     assert!(
-        matches!(commands.as_slice(), [Command::PlanDecided(super::app::PlanDecision::Reject(f))] if f.contains("alias"))
+        matches!(commands.as_slice(), [Command::Answer(ApprovalReply::Deny(Some(f)))] if f.contains("alias"))
     );
 }
 

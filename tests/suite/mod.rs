@@ -18,6 +18,7 @@ mod session_resume;
 mod session_undo;
 mod support;
 mod tools_cli;
+mod tui_plan_mode;
 mod tui_tmux;
 mod wire;
 mod workflow_e2e;

@@ -147,6 +147,21 @@ fn shell_quote(text: &str) -> String {
 
 /// Starts keel in a pane with a cleared environment; `extra` is appended
 /// to the command line (already quoted).
+/// Waits until process `pid` is gone or a zombie (killed, not yet reaped).
+fn wait_until_dead(pid: &str) {
+    let started = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command name in parentheses.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z") | Some("X")) {
+            return;
+        }
+        assert!(started.elapsed() < DEADLINE, "process {pid} still runs: {stat}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn launch(sandbox: &Sandbox, model_uri: &str, extra: &str) -> Pane {
     let keel = assert_cmd::cargo::cargo_bin("keel");
     let command = format!(
@@ -258,4 +273,191 @@ async fn sigterm_restores_the_terminal() {
     // Back on the normal screen: the TUI's frame is gone, the exit note is there.
     let screen = pane.screen();
     assert!(!screen.contains("Ask keel") && screen.contains(".jsonl"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keel_resume_picks_a_session_and_continues_it() {
+    let sandbox = Sandbox::new();
+    let steps = [Step::Answer("Hi there.".into()), Step::Answer("Back again.".into())];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let first = launch(&sandbox, &server.uri(), "'say hi'");
+    first.wait_for(&["Hi there.", "Ask keel"]);
+    first.keys(&["C-d"]);
+    assert_eq!(first.wait_exit(), 0, "{}", first.screen());
+    drop(first);
+
+    let pane = launch(&sandbox, &server.uri(), "resume");
+    pane.wait_for(&["Resume a session (1 in this folder)", "say hi", "Enter open"]);
+    pane.keys(&["Enter"]);
+    // The resumed session: its history, then the status line.
+    let screen = pane.wait_for(&["› say hi", "Hi there.", "sandbox", "Ask keel"]);
+    assert!(screen.contains(" m · ask"), "{screen}");
+    pane.type_text("/help");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["/compact [focus]"]);
+    pane.type_text("and again");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Back again."]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    let log = sandbox.only_log();
+    assert!(log.iter().any(|line| line["type"] == "session_resumed"), "one log, appended to");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_project_with_rules_asks_once_for_trust() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".keel/rules/team.rules", "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n");
+    let server = scripted_model(Wire::Chat, &[Step::Answer("unused".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Trust this project?", ".keel/rules/", "[y] trust it"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["trusted this project", "Ask keel"]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    drop(pane);
+    let again = launch(&sandbox, &server.uri(), "");
+    let screen = again.wait_for(&["Ask keel", "sandbox"]);
+    assert!(!screen.contains("Trust this project?"), "asked again:\n{screen}");
+    again.keys(&["C-d"]);
+    assert_eq!(again.wait_exit(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_review_edit_in_editor_then_approve_then_auto() {
+    let sandbox = Sandbox::new();
+    let plan = "# Rename\n\n1. write a.txt\n2. tell the callers\n";
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": plan}))],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "a.txt", "content": "done\n"}))],
+        },
+        Step::Answer("Implemented.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let keel = assert_cmd::cargo::cargo_bin("keel");
+    // The "editor" rewrites the plan file in place, as a user would.
+    let command = format!(
+        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color EDITOR={} {} --provider \
+         openai-chat --base-url {} --model m",
+        shell_quote(&std::env::var("PATH").unwrap_or_default()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote("sed -i s/callers/everyone/"),
+        shell_quote(&keel.display().to_string()),
+        shell_quote(&format!("{}/v1", server.uri())),
+    );
+    let pane = Pane::start(&sandbox.repo, &command);
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("/plan");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["mode: plan"]);
+    pane.type_text("rename it");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Plan: Rename", "tell the callers", "[A] approve, then auto"]);
+    pane.keys(&["e"]);
+    pane.wait_for(&["tell the everyone", "edited ·"]);
+    pane.keys(&["A"]);
+    let screen = pane.wait_for(&["Implemented.", "mode: auto"]);
+    assert!(screen.contains("✓ write_file a.txt"), "{screen}");
+    assert!(!screen.contains("Allow write_file?"), "auto mode asked:\n{screen}");
+    assert_eq!(sandbox.read("a.txt"), "done\n");
+    let plans = sandbox.repo.join(".keel").join("plans");
+    let saved: Vec<_> = std::fs::read_dir(&plans).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(saved.len(), 1);
+    assert!(std::fs::read_to_string(&saved[0]).unwrap().contains("tell the everyone"));
+    // The approval told the model to re-read the edited file.
+    let log = sandbox.only_log();
+    let approval = log
+        .iter()
+        .find(|line| {
+            line["type"] == "tool_call_finished"
+                && line["result"]["output"].as_str().is_some_and(|o| o.contains("plan approved"))
+        })
+        .unwrap_or_else(|| panic!("no plan result in {log:#?}"));
+    let output = approval["result"]["output"].as_str().unwrap();
+    assert!(output.contains("edited the plan") && output.contains(".keel/plans/"), "{output}");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_approval_is_asked_again_after_keel_resume_last() {
+    let sandbox = Sandbox::new();
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "echo resumed-ok > out.txt"}))],
+        },
+        Step::Answer("Done after the resume.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let first = launch(&sandbox, &server.uri(), "'write out.txt'");
+    first.wait_for(&["Allow shell?", "$ echo resumed-ok > out.txt"]);
+    // Killed while the approval is open: nothing ran, nothing was answered.
+    let out = first.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(Command::new("kill").args(["-KILL", &pid]).status().unwrap().success());
+    // Dead is enough: tmux sometimes leaves the killed child a zombie for a
+    // long while before it marks the pane dead, so the process is watched.
+    wait_until_dead(&pid);
+    drop(first);
+    assert!(!sandbox.repo.join("out.txt").exists());
+
+    let pane = launch(&sandbox, &server.uri(), "resume --last");
+    pane.wait_for(&["› write out.txt", "Allow shell?", "$ echo resumed-ok > out.txt"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["Done after the resume.", "Ask keel"]);
+    assert_eq!(sandbox.read("out.txt"), "resumed-ok\n");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_diff_and_compact_reach_the_session() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "alpha\n");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&sandbox.repo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-qm", "notes"]);
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "notes.txt"}))] },
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "edit_file",
+                json!({"path": "notes.txt", "old_string": "alpha", "new_string": "beta"}),
+            )],
+        },
+        Step::Answer("Edited.".into()),
+        // The summary `/compact` asks the model for.
+        Step::Answer("The user had notes.txt edited from alpha to beta.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "'edit the notes'");
+    pane.wait_for(&["Allow edit_file?"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["Edited.", "Ask keel"]);
+    pane.type_text("/diff");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["✓ git diff", "│-alpha", "│+beta"]);
+    pane.type_text("/compact the notes");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["context compacted (manual)"]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    let log = sandbox.only_log();
+    assert!(log.iter().any(|line| line["type"] == "compaction"), "compaction recorded");
 }

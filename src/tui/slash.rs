@@ -1,0 +1,133 @@
+//! Slash commands typed at the prompt: what each does to the model and
+//! which [`Command`] it hands the driver. The popup's list is
+//! `input::SLASH_COMMANDS` plus one entry per skill.
+//!
+//! Invariants: pure (like `update`); a command that needs the session
+//! (`/compact`, `/undo`, `/diff`, `/<skill>`) is refused while a turn
+//! runs, since the session task takes one operation at a time (the typed
+//! line is given back); anything that cannot work says so in a notice
+//! instead of failing silently.
+
+use crate::policy::ApprovalMode;
+
+use super::app::{App, Command};
+use super::keys::{next_mode, start_running};
+use super::transcript::{CellKind, Level};
+
+pub const HELP: &str = "Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Tab complete\n\
+Shift+Tab cycle mode · Esc/Ctrl+C stop the turn · Ctrl+C twice or Ctrl+D quit\n\
+Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
+/help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
+/resume /skills /model /quit · /<skill> [words] runs a skill";
+
+/// Runs the slash command `line` (already trimmed, starting with `/`).
+pub fn run(app: &mut App, line: &str) -> Vec<Command> {
+    let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    let needs_session = !matches!(
+        name,
+        "/quit"
+            | "/exit"
+            | "/help"
+            | "/mode"
+            | "/plan"
+            | "/tasks"
+            | "/model"
+            | "/skills"
+            | "/resume"
+    );
+    if needs_session && app.status.running {
+        app.editor.insert(line);
+        app.hint = Some(format!("{name} waits for the running turn; Esc stops it"));
+        return Vec::new();
+    }
+    match name {
+        "/quit" | "/exit" => vec![Command::Quit],
+        "/help" => notice(app, Level::Info, HELP),
+        "/mode" => set_mode(app, rest),
+        "/plan" => set_mode(app, "plan"),
+        "/tasks" => toggle_tasks(app),
+        "/model" => {
+            let text = format!(
+                "model {} · provider {} (start keel with --model/-m or --provider to change them)",
+                or_unknown(&app.status.model),
+                or_unknown(&app.status.provider)
+            );
+            notice(app, Level::Info, text)
+        }
+        "/skills" => list_skills(app),
+        "/resume" => notice(
+            app,
+            Level::Info,
+            "switching sessions inside a running session is not supported: quit (Ctrl+D) and \
+             run `keel resume` to pick one, or `keel resume --last`",
+        ),
+        "/diff" => vec![Command::Diff],
+        "/compact" => {
+            let focus = (!rest.is_empty()).then(|| rest.to_owned());
+            start_running(app, "compacting");
+            vec![Command::Compact { focus }]
+        }
+        "/undo" => vec![Command::Undo],
+        other => run_skill(app, other, rest, line),
+    }
+}
+
+fn notice(app: &mut App, level: Level, text: impl Into<String>) -> Vec<Command> {
+    app.notice(level, text);
+    Vec::new()
+}
+
+fn or_unknown(text: &str) -> &str {
+    if text.is_empty() { "(not known yet)" } else { text }
+}
+
+fn set_mode(app: &mut App, word: &str) -> Vec<Command> {
+    let mode = match word {
+        "" => next_mode(app.status.mode),
+        "full-auto" => ApprovalMode::Auto,
+        other => match ApprovalMode::parse(other) {
+            Some(mode) => mode,
+            None => {
+                let text = format!("unknown mode `{other}`; use ask, auto, plan, explore or yolo");
+                return notice(app, Level::Warning, text);
+            }
+        },
+    };
+    app.status.mode = mode;
+    let mut text = format!("mode: {}", mode.as_str());
+    if app.status.running {
+        text.push_str(" (from the next turn; the running turn keeps its mode)");
+    }
+    app.notice(Level::Info, text);
+    vec![Command::SetMode(mode)]
+}
+
+fn toggle_tasks(app: &mut App) -> Vec<Command> {
+    app.show_tasks = !app.show_tasks;
+    if app.tasks.is_empty() {
+        return notice(app, Level::Info, "no tasks yet (the model keeps them with todo_write)");
+    }
+    Vec::new()
+}
+
+fn list_skills(app: &mut App) -> Vec<Command> {
+    if app.editor.skills.is_empty() {
+        return notice(app, Level::Info, "no skills found (.keel/skills, ~/.keel/skills)");
+    }
+    let lines: Vec<String> =
+        app.editor.skills.iter().map(|(name, about)| format!("/{name}  {about}")).collect();
+    notice(app, Level::Info, format!("skills:\n{}", lines.join("\n")))
+}
+
+fn run_skill(app: &mut App, name: &str, args: &str, line: &str) -> Vec<Command> {
+    let skill = name.trim_start_matches('/');
+    if !app.editor.skills.iter().any(|(known, _)| known == skill) {
+        let text = format!("unknown command {name}; /help lists commands, /skills the skills");
+        return notice(app, Level::Warning, text);
+    }
+    app.scroll = 0;
+    start_running(app, "thinking");
+    app.transcript.push(CellKind::User(line.to_owned()));
+    vec![Command::Skill { name: skill.to_owned(), args: args.to_owned() }]
+}

@@ -1,0 +1,126 @@
+//! A plan approved "then auto" (the TUI's `A` on the plan review) puts the
+//! rest of the same turn in auto mode: the write the plan leads to runs
+//! without a second approval, and the switch is logged. Approved "then
+//! ask", the same write is asked about. Runtime library, scripted model.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use keel::config::{self, CliOverrides, Environment};
+use keel::policy::{ApprovalMode, ApprovalScope};
+use keel::protocol::{ToolCall, TurnOutcome};
+use keel::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session, SessionOptions};
+use keel::tools::BoxFuture;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::support::{Sandbox, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// Approves the plan choosing `mode`; declines (and lists) anything else.
+struct PlanApprover {
+    mode: ApprovalMode,
+    chosen: Option<ApprovalMode>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Approver for PlanApprover {
+    fn decide<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        _reason: &'a str,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        self.asked.lock().unwrap().push(call.name.clone());
+        let plan = call.name == "submit_plan";
+        if plan {
+            self.chosen = Some(self.mode);
+        }
+        Box::pin(async move {
+            let note = (!plan).then(|| "declined by the test".to_owned());
+            ApprovalAnswer { approved: plan, note, scope: ApprovalScope::Once }
+        })
+    }
+
+    fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
+        self.chosen.take()
+    }
+}
+
+#[derive(Clone, Default)]
+struct Modes(Arc<Mutex<Vec<ApprovalMode>>>);
+
+impl EventSink for Modes {
+    fn emit(&mut self, event: RuntimeEvent) {
+        if let RuntimeEvent::ModeChanged { mode } = event {
+            self.0.lock().unwrap().push(mode);
+        }
+    }
+}
+
+/// Runs plan → approval (choosing `mode`) → write_file; returns the
+/// sandbox, the approvals asked, the modes announced and the log.
+async fn plan_then_write(mode: ApprovalMode) -> (Sandbox, Vec<String>, Vec<ApprovalMode>) {
+    let sandbox = Sandbox::new();
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": "# Plan\n\n1. write a.txt"}))],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "a.txt", "content": "done\n"}))],
+        },
+        Step::Answer("written".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let env = Environment {
+        keel_home: sandbox.home.clone(),
+        cwd: sandbox.repo.clone(),
+        vars: BTreeMap::from([("HOME".to_owned(), sandbox.home.display().to_string())]),
+    };
+    let overrides = CliOverrides {
+        provider: Some("openai-chat".into()),
+        base_url: Some(format!("{}/v1", server.uri())),
+        model: Some("m".into()),
+        ..CliOverrides::default()
+    };
+    let settings = config::load(&env, &overrides).unwrap();
+    let options = SessionOptions {
+        approval: ApprovalMode::Plan,
+        cwd: sandbox.repo.clone(),
+        date: "2026-11-29".into(),
+    };
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let approver = PlanApprover { mode, chosen: None, asked: asked.clone() };
+    let modes = Modes::default();
+    let mut session =
+        Session::start(&settings, options, Box::new(modes.clone()), Box::new(approver)).unwrap();
+    let summary = session.run_turn("write a.txt".into(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(summary.outcome, TurnOutcome::Completed);
+    let asked = asked.lock().unwrap().clone();
+    let modes = modes.0.lock().unwrap().clone();
+    (sandbox, asked, modes)
+}
+
+#[tokio::test]
+async fn approved_then_auto_runs_the_rest_of_the_turn_in_auto() {
+    let (sandbox, asked, modes) = plan_then_write(ApprovalMode::Auto).await;
+    assert_eq!(asked, ["submit_plan"], "the write ran without asking");
+    assert_eq!(sandbox.read("a.txt"), "done\n");
+    assert_eq!(modes, [ApprovalMode::Ask, ApprovalMode::Auto], "plan → ask → auto");
+    let log = sandbox.only_log();
+    let logged: Vec<&str> = log
+        .iter()
+        .filter(|line| line["type"] == "mode_changed")
+        .filter_map(|line| line["mode"].as_str())
+        .collect();
+    assert_eq!(logged, ["ask", "auto"]);
+}
+
+#[tokio::test]
+async fn approved_then_ask_still_asks_before_the_write() {
+    let (sandbox, asked, modes) = plan_then_write(ApprovalMode::Ask).await;
+    assert_eq!(asked, ["submit_plan", "write_file"]);
+    assert!(!sandbox.repo.join("a.txt").exists(), "declined by the test");
+    assert_eq!(modes, [ApprovalMode::Ask]);
+}
