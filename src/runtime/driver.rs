@@ -476,7 +476,7 @@ impl Session {
             if self.state.config.policy.sandboxed
                 && mark_sandbox_violation(&call.name, &mut result, &mut meta)
             {
-                self.offer_unsandboxed_rerun(&call, &ctx, &mut result, &mut meta).await;
+                self.offer_unsandboxed_rerun(&call, &ctx, &mut result, &mut meta).await?;
             }
             self.post_tool_hooks(&call, &mut result, &meta, cancel).await?;
             answers[index] = Some((result, meta));
@@ -492,13 +492,13 @@ impl Session {
         ctx: &ToolContext,
         result: &mut ToolResult,
         meta: &mut serde_json::Value,
-    ) {
+    ) -> Result<(), RuntimeError> {
         if self.state.config.policy.mode != ApprovalMode::Ask || ctx.cancel.is_cancelled() {
-            return;
+            return Ok(());
         }
         let reason = "the sandbox blocked this command; run it once more outside the sandbox?";
-        if !self.approver.decide(call, reason).await.approved {
-            return;
+        if !self.decide_recorded(call, reason).await?.approved {
+            return Ok(());
         }
         // Shell calls run one at a time (mutating batches), so lifting the
         // session confinement for this one run affects nothing else.
@@ -511,6 +511,26 @@ impl Session {
         }
         *result = rerun;
         *meta = rerun_meta;
+        Ok(())
+    }
+
+    /// Asks the user about `call` outside the loop's own approvals (a hook
+    /// asked, a hook's rewrite needs approval, an unsandboxed re-run) and
+    /// records the answer as an `approval` line, once in scope.
+    pub(super) async fn decide_recorded(
+        &mut self,
+        call: &ToolCall,
+        reason: &str,
+    ) -> Result<ApprovalAnswer, RuntimeError> {
+        let answer = self.approver.decide(call, reason).await;
+        let once = policy::ApprovalScope::Once;
+        self.log.append(approval_event(
+            &call.call_id,
+            answer.approved,
+            answer.note.clone(),
+            &once,
+        ))?;
+        Ok(answer)
     }
 
     /// Persists an "always" answer as a prefix rule in the project's

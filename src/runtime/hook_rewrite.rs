@@ -61,7 +61,7 @@ impl Session {
                 let question =
                     format!("a hook rewrote this call; the rewrite needs approval: {reason}");
                 self.sink.emit(RuntimeEvent::Warning { message: format!("hook: {question}") });
-                let answer = self.approver.decide(&rewritten, &question).await;
+                let answer = self.decide_recorded(&rewritten, &question).await?;
                 if answer.approved {
                     return Ok(PreToolDecision::Run(rewritten));
                 }

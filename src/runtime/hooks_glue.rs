@@ -209,7 +209,7 @@ impl Session {
         match verdict.permission {
             Some(Permission::Deny) => return Ok(blocked(verdict.reason())),
             Some(Permission::Ask) => {
-                let answer = self.approver.decide(call, &verdict.reason()).await;
+                let answer = self.decide_recorded(call, &verdict.reason()).await?;
                 if !answer.approved {
                     return Ok(blocked(answer.note.unwrap_or_else(|| verdict.reason())));
                 }

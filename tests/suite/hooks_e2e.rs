@@ -255,6 +255,11 @@ async fn a_hook_rewrite_that_needs_approval_is_declined_when_nobody_can_ask() {
     assert!(!sandbox.repo.join("rewritten.txt").exists(), "an unapproved rewrite ran");
     let second = request_bodies(&server).await[1].to_string();
     assert!(second.contains("rewrite was not approved"), "{second}");
+    let log = sandbox.only_log();
+    let approvals: Vec<&serde_json::Value> =
+        log.iter().filter(|line| line["type"] == "approval").collect();
+    assert_eq!(approvals.len(), 1, "the answer about the rewrite is recorded");
+    assert_eq!(approvals[0]["approved"], false);
 }
 
 #[tokio::test]
