@@ -62,6 +62,7 @@ impl EventSink for JsonPrinter {
                 model,
                 workspace_root,
                 sandbox,
+                pricing: _,
             } => {
                 self.write(&json!({"type": "session_started", "session_id": session_id,
                     "log_path": log_path, "provider": provider, "model": model,

@@ -146,6 +146,7 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
             sandbox: super::sandboxing::sandbox_state(settings, &state.config.policy),
+            pricing: settings.pricing,
         });
         sink.emit(super::workflow::workflow_event(&state.workflow));
         let opening = Opening {

@@ -19,6 +19,9 @@ pub enum RuntimeEvent {
         workspace_root: PathBuf,
         /// Whether the model's commands run confined.
         sandbox: SandboxState,
+        /// The model's window and prices (the table with `[context]`
+        /// overrides), for the context % and cost front ends show.
+        pricing: crate::context::Pricing,
     },
     /// The approval mode changed during a turn (a plan approval leaves
     /// plan mode).

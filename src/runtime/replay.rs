@@ -72,6 +72,7 @@ pub async fn replay(
                     session_id,
                     log_path: log_path.to_owned(),
                     provider: format!("replay of {provider}"),
+                    pricing: crate::context::Pricing::for_model(&model),
                     model,
                     workspace_root: workspace.to_owned(),
                     // Replayed tools run without the session confinement.

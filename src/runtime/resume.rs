@@ -94,6 +94,7 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: settings.workspace_root.clone(),
             sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config.policy),
+            pricing: settings.pricing,
         });
         sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));
         let files = remembered_files(&rebuilt.state.items, &options.cwd, log_path);

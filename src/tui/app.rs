@@ -161,6 +161,8 @@ pub struct Status {
     pub mode: ApprovalMode,
     /// Context used by the latest request, for models with a known window.
     pub context_percent: Option<u8>,
+    /// Window and prices of the session's model (`[context]` applied).
+    pub pricing: crate::context::Pricing,
     pub usage: Usage,
     /// The workflow phase (`orient`, `plan`, …); empty until known.
     pub phase: String,
@@ -353,10 +355,11 @@ fn show_diff(app: &mut App, text: &str) {
 
 fn on_runtime(app: &mut App, event: RuntimeEvent) {
     match event {
-        RuntimeEvent::SessionStarted { provider, model, session_id, sandbox, .. } => {
+        RuntimeEvent::SessionStarted { provider, model, session_id, sandbox, pricing, .. } => {
             app.status.provider = provider;
             app.status.model = model.clone();
             app.status.sandbox = Some(sandbox);
+            app.status.pricing = pricing;
             app.notice(Level::Info, format!("keel · {model} · session {session_id}"));
         }
         RuntimeEvent::ModeChanged { mode } => {
@@ -379,7 +382,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.transcript.finish_assistant(&text);
             add_usage(&mut app.status.usage, &response.usage);
             app.status.context_percent =
-                percent_of_window(&app.status.model, response.usage.input_tokens);
+                percent_of_window(&app.status.pricing, response.usage.input_tokens);
         }
         RuntimeEvent::ToolCallStarted { call, .. } => {
             app.status.activity = call.name.clone();
@@ -419,7 +422,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.status.activity = "thinking".into();
         }
         RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
-            app.status.context_percent = percent_of_window(&app.status.model, tokens_after);
+            app.status.context_percent = percent_of_window(&app.status.pricing, tokens_after);
             app.notice(
                 Level::Info,
                 format!("context compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
@@ -460,10 +463,9 @@ fn end_turn(app: &mut App) {
     app.transcript.settle_running();
 }
 
-/// How full `model`'s context window is with `tokens`, for the status line.
-fn percent_of_window(model: &str, tokens: u64) -> Option<u8> {
-    crate::context::context_percent(model, tokens)
-        .map(|percent| percent.round().clamp(0.0, 100.0) as u8)
+/// How full the model's context window is with `tokens`, for the status line.
+fn percent_of_window(pricing: &crate::context::Pricing, tokens: u64) -> Option<u8> {
+    pricing.context_percent(tokens).map(|percent| percent.round().clamp(0.0, 100.0) as u8)
 }
 
 fn add_usage(total: &mut Usage, more: &Usage) {

@@ -193,7 +193,7 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     parts.push((4, Span::raw(context)));
     let tokens = format!("↑{} ↓{}", status.usage.input_tokens, status.usage.output_tokens);
     parts.push((1, Span::raw(tokens)));
-    if let Some(cost) = crate::context::cost_usd(&status.model, &status.usage) {
+    if let Some(cost) = status.pricing.cost_usd(&status.usage) {
         parts.push((3, Span::raw(format!("${cost:.4}"))));
     }
     if let Some(sandbox) = status.sandbox {

@@ -40,6 +40,7 @@ pub(super) fn app() -> App {
             model: "mock-model".into(),
             workspace_root: "/repo".into(),
             sandbox: crate::runtime::SandboxState::On,
+            pricing: crate::context::Pricing::for_model("mock-model"),
         },
     );
     app

@@ -57,6 +57,7 @@ fn priced_app() -> App {
             model: "gpt-4o".into(),
             workspace_root: "/repo".into(),
             sandbox: SandboxState::Unavailable,
+            pricing: crate::context::Pricing::for_model("gpt-4o"),
         },
     );
     workflow(&mut app, "implement", Vec::new());
@@ -395,4 +396,39 @@ fn a_compaction_lowers_the_context_shown() {
     runtime(&mut app, compacted);
     assert_eq!(app.status.context_percent, Some(5));
     assert!(render(&app, 110, 3).contains("ctx 5%"));
+}
+
+#[test]
+fn configured_prices_and_window_price_a_model_keel_does_not_know() {
+    let mut app = App::new(super::theme::Theme::new(true), ApprovalMode::Ask);
+    let pricing = crate::context::Pricing {
+        context_window: Some(10_000),
+        input_price: Some(1_000.0),
+        cached_input_price: None,
+        output_price: Some(2_000.0),
+    };
+    runtime(
+        &mut app,
+        RuntimeEvent::SessionStarted {
+            session_id: "s-1".into(),
+            log_path: "/tmp/s-1.jsonl".into(),
+            provider: "openai-chat".into(),
+            model: "local-qwen".into(),
+            workspace_root: "/repo".into(),
+            sandbox: SandboxState::On,
+            pricing,
+        },
+    );
+    let usage = Usage { input_tokens: 2_500, output_tokens: 500, ..Usage::default() };
+    let response = ModelResponse {
+        items: vec![Item::Assistant { text: "hi".into() }],
+        usage,
+        stop_reason: StopReason::EndTurn,
+        response_id: None,
+    };
+    runtime(&mut app, RuntimeEvent::ModelResponse(response));
+    assert_eq!(app.status.context_percent, Some(25));
+    // 2 500 × $1 000 + 500 × $2 000 per million tokens.
+    let line = render(&app, 110, 3);
+    assert!(line.contains("ctx 25%") && line.contains("$3.50"), "{line}");
 }
