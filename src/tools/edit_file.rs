@@ -14,11 +14,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{blocking, parse_args, schema_of};
+use super::args::blocking;
 use super::atomic::write_atomic;
 use super::diff::unified_diff;
 use super::paths::Workspace;
-use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
+use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "edit_file";
@@ -45,30 +45,18 @@ pub struct EditFileArgs {
 
 pub struct EditFile;
 
-impl Tool for EditFile {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for EditFile {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::Mutating;
+    type Args = EditFileArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<EditFileArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::Mutating
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: EditFileArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: EditFileArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
             blocking(NAME, move || edit(&Workspace::new(&ctx)?, &ctx.files, &args)).await
         })

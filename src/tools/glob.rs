@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{blocking, parse_args, schema_of};
+use super::args::blocking;
 use super::list_dir::walker;
 use super::paths::Workspace;
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "glob";
@@ -40,30 +40,18 @@ pub struct GlobArgs {
 
 pub struct Glob;
 
-impl Tool for Glob {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for Glob {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::ReadOnly;
+    type Args = GlobArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<GlobArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::ReadOnly
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: GlobArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: GlobArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
             blocking(NAME, move || find(&Workspace::new(&ctx)?, &args)).await
         })

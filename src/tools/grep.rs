@@ -15,10 +15,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{blocking, parse_args, schema_of};
+use super::args::blocking;
 use super::grep_search::{COLLECT_CEILING, Collect, FileResult, collect, walker};
 use super::paths::Workspace;
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "grep";
@@ -80,30 +80,18 @@ fn mode_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 pub struct Grep;
 
-impl Tool for Grep {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for Grep {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::ReadOnly;
+    type Args = GrepArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<GrepArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::ReadOnly
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: GrepArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: GrepArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
             blocking(NAME, move || search(&Workspace::new(&ctx)?, &args)).await
         })

@@ -6,8 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{parse_args, schema_of};
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 use crate::skills::{SkillSource, read_body};
 
@@ -23,30 +22,18 @@ pub struct LoadSkillArgs {
 
 pub struct LoadSkill;
 
-impl Tool for LoadSkill {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for LoadSkill {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::ReadOnly;
+    type Args = LoadSkillArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<LoadSkillArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::ReadOnly
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: LoadSkillArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: LoadSkillArgs = parse_args(NAME, args)?;
             let Some(skill) = ctx.skills.iter().find(|s| s.meta.name == args.name) else {
                 let known: Vec<&str> = ctx.skills.iter().map(|s| s.meta.name.as_str()).collect();
                 return Err(ToolError::InvalidArguments {
@@ -82,6 +69,7 @@ mod tests {
 
     use super::*;
     use crate::skills::discover;
+    use crate::tools::Tool;
 
     fn ctx() -> ToolContext {
         let found = discover(&[]);

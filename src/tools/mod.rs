@@ -104,6 +104,53 @@ impl ToolContext {
 }
 
 /// One tool.
+/// A tool described by constants and a typed argument struct: the blanket
+/// impl below makes it a [`Tool`] (schema generated from `Args`; the
+/// model's arguments parsed with the offending field named, before `call`
+/// runs). Every built-in tool is one.
+pub trait TypedTool: Send + Sync {
+    const NAME: &'static str;
+    /// What the model reads about the tool.
+    const DESCRIPTION: &'static str;
+    const CLASS: ToolClass;
+    type Args: serde::de::DeserializeOwned + schemars::JsonSchema + Send;
+
+    fn call<'a>(
+        &'a self,
+        args: Self::Args,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        args::schema_of::<T::Args>()
+    }
+
+    fn class(&self) -> ToolClass {
+        T::CLASS
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        match args::parse_args::<T::Args>(T::NAME, args) {
+            Ok(args) => self.call(args, ctx),
+            Err(error) => Box::pin(async move { Err(error) }),
+        }
+    }
+}
+
 pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;

@@ -14,9 +14,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{blocking, parse_args, schema_of};
+use super::args::blocking;
 use super::paths::Workspace;
-use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
+use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "read_file";
@@ -45,30 +45,18 @@ pub struct ReadFileArgs {
 
 pub struct ReadFile;
 
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for ReadFile {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::ReadOnly;
+    type Args = ReadFileArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<ReadFileArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::ReadOnly
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: ReadFileArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: ReadFileArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
             blocking(NAME, move || read(&Workspace::new(&ctx)?, &ctx.files, &args)).await
         })

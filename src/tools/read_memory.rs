@@ -10,8 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{parse_args, schema_of};
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::context::memory::memory_body;
 use crate::protocol::{ToolClass, ToolOutput};
 
@@ -27,30 +26,18 @@ pub struct ReadMemoryArgs {
 
 pub struct ReadMemory;
 
-impl Tool for ReadMemory {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for ReadMemory {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::ReadOnly;
+    type Args = ReadMemoryArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<ReadMemoryArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::ReadOnly
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: ReadMemoryArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: ReadMemoryArgs = parse_args(NAME, args)?;
             let Some(note) = ctx.memory.iter().find(|note| note.meta.name == args.name) else {
                 let known: Vec<&str> = ctx.memory.iter().map(|n| n.meta.name.as_str()).collect();
                 return Err(ToolError::InvalidArguments {
@@ -83,6 +70,7 @@ mod tests {
 
     use super::*;
     use crate::context::memory::{MemoryMeta, MemoryNote};
+    use crate::tools::Tool;
 
     #[tokio::test]
     async fn reads_a_listed_note_and_refuses_unknown_names() {

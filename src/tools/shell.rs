@@ -13,9 +13,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{blocking, parse_args, schema_of};
+use super::args::blocking;
 use super::paths::Workspace;
-use super::{BoxFuture, Tool, ToolContext, ToolError};
+use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec};
 
@@ -47,34 +47,22 @@ pub struct ShellArgs {
 
 pub struct Shell;
 
-impl Tool for Shell {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for Shell {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::Mutating;
+    type Args = ShellArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<ShellArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::Mutating
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: ShellArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(run(args, ctx))
     }
 }
 
-async fn run(args: serde_json::Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-    let args: ShellArgs = parse_args(NAME, args)?;
+async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let workdir = args.workdir.clone().unwrap_or_else(|| ".".to_owned());
     let owned_ctx = ctx.clone();
     let (dir, rel) = blocking(NAME, move || {

@@ -12,11 +12,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{blocking, parse_args, schema_of};
+use super::args::blocking;
 use super::atomic::write_atomic;
 use super::diff::unified_diff;
 use super::paths::Workspace;
-use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
+use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "write_file";
@@ -35,30 +35,18 @@ pub struct WriteFileArgs {
 
 pub struct WriteFile;
 
-impl Tool for WriteFile {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for WriteFile {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::Mutating;
+    type Args = WriteFileArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<WriteFileArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::Mutating
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: WriteFileArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: WriteFileArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
             blocking(NAME, move || write(&Workspace::new(&ctx)?, &ctx.files, &args)).await
         })

@@ -24,10 +24,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::args::{blocking, parse_args, schema_of};
+use super::args::blocking;
 use super::atomic::write_atomic;
 use super::paths::Workspace;
-use super::{BoxFuture, FileStates, Tool, ToolContext, ToolError};
+use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
 use parse::Hunk;
 pub use parse::ParseError;
@@ -59,30 +59,18 @@ pub struct ApplyPatchArgs {
 
 pub struct ApplyPatch;
 
-impl Tool for ApplyPatch {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+impl TypedTool for ApplyPatch {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::Mutating;
+    type Args = ApplyPatchArgs;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        schema_of::<ApplyPatchArgs>()
-    }
-
-    fn class(&self) -> ToolClass {
-        ToolClass::Mutating
-    }
-
-    fn run<'a>(
+    fn call<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: ApplyPatchArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: ApplyPatchArgs = parse_args(NAME, args)?;
             let ctx = ctx.clone();
             blocking(NAME, move || {
                 let report = apply_patch_text(&Workspace::new(&ctx)?, &ctx.files, &args.patch)?;
