@@ -1,12 +1,9 @@
 //! The runtime library: an interrupt while an approval is pending ends the
 //! turn at once, whatever the front end's approver does.
 
-use std::collections::BTreeMap;
-
-use keel::config::{self, CliOverrides, Environment};
 use keel::policy::ApprovalMode;
 use keel::protocol::{ToolCall, TurnOutcome};
-use keel::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session, SessionOptions};
+use keel::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session};
 use keel::tools::BoxFuture;
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -50,23 +47,8 @@ async fn an_interrupt_does_not_wait_for_a_pending_approval() {
         Step::Answer("unreachable".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let env = Environment {
-        keel_home: sandbox.home.clone(),
-        cwd: sandbox.repo.clone(),
-        vars: BTreeMap::from([("HOME".to_owned(), sandbox.home.display().to_string())]),
-    };
-    let overrides = CliOverrides {
-        provider: Some("openai-chat".into()),
-        base_url: Some(format!("{}/v1", server.uri())),
-        model: Some("m".into()),
-        ..CliOverrides::default()
-    };
-    let settings = config::load(&env, &overrides).unwrap();
-    let options = SessionOptions {
-        approval: ApprovalMode::Ask,
-        cwd: sandbox.repo.clone(),
-        date: "2026-11-29".into(),
-    };
+    let settings = sandbox.settings(&server.uri());
+    let options = sandbox.options(ApprovalMode::Ask);
     let (asked_tx, asked_rx) = oneshot::channel();
     let approver = SilentApprover { asked: Some(asked_tx) };
     let mut session =

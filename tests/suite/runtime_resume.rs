@@ -4,11 +4,10 @@
 //! approval is asked again, the approved edit runs once, and phase,
 //! approved plan and tasks are as they were.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use keel::agent::PlanReview;
-use keel::config::{self, CliOverrides, Environment, Settings};
+use keel::config::Settings;
 use keel::plan::PlanStatus;
 use keel::policy::{ApprovalMode, ApprovalScope};
 use keel::protocol::ToolCall;
@@ -54,26 +53,11 @@ impl EventSink for Quiet {
 }
 
 fn settings(sandbox: &Sandbox, uri: &str) -> Settings {
-    let env = Environment {
-        keel_home: sandbox.home.clone(),
-        cwd: sandbox.repo.clone(),
-        vars: BTreeMap::from([("HOME".to_owned(), sandbox.home.display().to_string())]),
-    };
-    let overrides = CliOverrides {
-        provider: Some("openai-chat".into()),
-        base_url: Some(format!("{uri}/v1")),
-        model: Some("m".into()),
-        ..CliOverrides::default()
-    };
-    config::load(&env, &overrides).unwrap()
+    sandbox.settings(uri)
 }
 
 fn options(sandbox: &Sandbox) -> SessionOptions {
-    SessionOptions {
-        approval: ApprovalMode::Ask,
-        cwd: sandbox.repo.clone(),
-        date: "2026-11-29".into(),
-    }
+    sandbox.options(ApprovalMode::Ask)
 }
 
 #[tokio::test]

@@ -57,6 +57,35 @@ impl Sandbox {
         cmd
     }
 
+    /// Settings for a library-level session against the mock model at
+    /// `uri` (openai-chat, model `m`), as `keel` would load them here.
+    pub fn settings(&self, uri: &str) -> keel::config::Settings {
+        let env = keel::config::Environment {
+            keel_home: self.home.clone(),
+            cwd: self.repo.clone(),
+            vars: std::collections::BTreeMap::from([(
+                "HOME".to_owned(),
+                self.home.display().to_string(),
+            )]),
+        };
+        let overrides = keel::config::CliOverrides {
+            provider: Some("openai-chat".into()),
+            base_url: Some(format!("{uri}/v1")),
+            model: Some("m".into()),
+            ..keel::config::CliOverrides::default()
+        };
+        keel::config::load(&env, &overrides).unwrap()
+    }
+
+    /// Session options in the repo with `approval`, on a fixed date.
+    pub fn options(&self, approval: keel::policy::ApprovalMode) -> keel::runtime::SessionOptions {
+        keel::runtime::SessionOptions {
+            approval,
+            cwd: self.repo.clone(),
+            date: "2026-11-29".into(),
+        }
+    }
+
     /// The only session log written so far.
     pub fn only_log(&self) -> Vec<Value> {
         let dir = self.home.join("sessions");

@@ -3,13 +3,11 @@
 //! without a second approval, and the switch is logged. Approved "then
 //! ask", the same write is asked about. Runtime library, scripted model.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use keel::config::{self, CliOverrides, Environment};
 use keel::policy::{ApprovalMode, ApprovalScope};
 use keel::protocol::{ToolCall, TurnOutcome};
-use keel::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session, SessionOptions};
+use keel::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session};
 use keel::tools::BoxFuture;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -73,23 +71,8 @@ async fn plan_then_write(mode: ApprovalMode) -> (Sandbox, Vec<String>, Vec<Appro
         Step::Answer("written".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let env = Environment {
-        keel_home: sandbox.home.clone(),
-        cwd: sandbox.repo.clone(),
-        vars: BTreeMap::from([("HOME".to_owned(), sandbox.home.display().to_string())]),
-    };
-    let overrides = CliOverrides {
-        provider: Some("openai-chat".into()),
-        base_url: Some(format!("{}/v1", server.uri())),
-        model: Some("m".into()),
-        ..CliOverrides::default()
-    };
-    let settings = config::load(&env, &overrides).unwrap();
-    let options = SessionOptions {
-        approval: ApprovalMode::Plan,
-        cwd: sandbox.repo.clone(),
-        date: "2026-11-29".into(),
-    };
+    let settings = sandbox.settings(&server.uri());
+    let options = sandbox.options(ApprovalMode::Plan);
     let asked = Arc::new(Mutex::new(Vec::new()));
     let approver = PlanApprover { mode, chosen: None, asked: asked.clone() };
     let modes = Modes::default();
