@@ -370,6 +370,9 @@ impl Session {
                     };
                     // A plan review is one answer on one plan, never a rule.
                     let scope = if call.name == "submit_plan" {
+                        if answer.approved {
+                            self.adopt_edited_plan();
+                        }
                         policy::ApprovalScope::Once
                     } else {
                         self.persist_scope(answer.approved, answer.scope)

@@ -57,6 +57,24 @@ impl Session {
         }
     }
 
+    /// The plan as approved is the plan file's text: the user may have
+    /// edited it during the review (the TUI's `$EDITOR`, or any editor),
+    /// so the state (and the approval's `plan_updated` line, compactions
+    /// and resumes after it) takes the file's text when it differs.
+    pub(super) fn adopt_edited_plan(&mut self) {
+        let Some(plan) = self.state.workflow.flow.plan.as_mut() else { return };
+        if plan.path.is_empty() {
+            return;
+        }
+        match std::fs::read_to_string(&plan.path) {
+            Ok(text) if !text.trim().is_empty() && text != plan.text => plan.text = text,
+            Ok(_) => {}
+            Err(error) => self.sink.emit(RuntimeEvent::Warning {
+                message: format!("cannot read the plan file {}: {error}", plan.path),
+            }),
+        }
+    }
+
     /// The task list the model keeps with `todo_write`.
     pub fn tasks(&self) -> &[crate::tasks::Task] {
         &self.state.workflow.tasks

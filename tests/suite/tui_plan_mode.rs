@@ -107,3 +107,53 @@ async fn approved_then_ask_still_asks_before_the_write() {
     assert!(!sandbox.repo.join("a.txt").exists(), "declined by the test");
     assert_eq!(modes, [ApprovalMode::Ask]);
 }
+
+/// Edits the saved plan file during the review (as `$EDITOR` would), then
+/// approves; declines anything else.
+struct EditingApprover {
+    plans: std::path::PathBuf,
+}
+
+impl Approver for EditingApprover {
+    fn decide<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        _reason: &'a str,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        let plan = call.name == "submit_plan";
+        if plan {
+            let file = std::fs::read_dir(&self.plans).unwrap().next().unwrap().unwrap().path();
+            let text = std::fs::read_to_string(&file).unwrap();
+            std::fs::write(&file, format!("{text}\n2. EDITED-STEP: also update the docs\n"))
+                .unwrap();
+        }
+        Box::pin(async move {
+            ApprovalAnswer { approved: plan, note: None, scope: ApprovalScope::Once }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_plan_edited_during_the_review_is_the_approved_plan_in_the_log() {
+    let sandbox = Sandbox::new();
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("submit_plan", json!({"plan_markdown": "# Plan\n\n1. write a.txt"}))],
+        },
+        Step::Answer("planned".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let settings = sandbox.settings(&server.uri());
+    let approver = EditingApprover { plans: sandbox.repo.join(".keel").join("plans") };
+    let options = sandbox.options(ApprovalMode::Plan);
+    let mut session =
+        Session::start(&settings, options, Box::new(Modes::default()), Box::new(approver)).unwrap();
+    session.run_turn("plan it".into(), &CancellationToken::new()).await.unwrap();
+    let approved = session.workflow().plan.clone().unwrap();
+    assert!(approved.text.contains("EDITED-STEP"), "the state holds the edited plan");
+    let log = sandbox.only_log();
+    let last = log.iter().rev().find(|line| line["type"] == "plan_updated").unwrap();
+    assert_eq!(last["plan"]["status"], "approved");
+    assert!(last["plan"]["text"].as_str().unwrap().contains("EDITED-STEP"), "{last}");
+}
