@@ -1,8 +1,13 @@
-//! `keel sandbox-exec` (hidden): the landlock launcher. Applies the
-//! sandbox to itself, then `exec`s the command, which inherits it. Never
-//! silent: a sandbox the kernel cannot enforce is said on stderr, and with
-//! `--required` the command is refused (exit 126). `-- --probe` only
-//! reports: exit 0 (enforced), 3 (partly), 126 (not at all).
+//! `keel sandbox-exec` (hidden): the sandbox launcher. With
+//! `--protect-vcs` (mode workspace-write) it first makes `.git` and `.keel`
+//! read-only in a private mount namespace (`sandbox::vcs_mounts`), then
+//! applies landlock to itself, then `exec`s the command, which inherits
+//! both. Never silent: a sandbox the kernel cannot enforce is said on
+//! stderr, and with `--required` the command is refused (exit 126); when
+//! the namespace cannot be created, `.git` stays writable with a warning
+//! on stderr, or with `--required` landlock protects it child by child
+//! (see `sandbox::landlock`). `-- --probe` only reports, through
+//! `landlock::probe_exit_code`.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -13,8 +18,9 @@ use clap::Args;
 
 use crate::exec::ExitStatus;
 use crate::sandbox::landlock::{
-    self, Confinement, EXIT_UNENFORCEABLE, Enforcement, PROBE_PARTIAL, SandboxMode,
+    self, Confinement, EXIT_UNENFORCEABLE, Enforcement, SandboxMode, VcsGuard,
 };
+use crate::sandbox::vcs_mounts;
 
 #[derive(Debug, Args)]
 pub struct SandboxExecArgs {
@@ -53,7 +59,12 @@ pub(super) fn run(args: SandboxExecArgs) -> anyhow::Result<ExitStatus> {
         required: args.required,
         protect_vcs: args.protect_vcs,
     };
-    let enforcement = match landlock::apply(&confinement) {
+    let vcs = guard_vcs(&confinement);
+    let carve_out = match vcs {
+        VcsGuard::Landlock => landlock::vcs_carve_out(&confinement),
+        VcsGuard::NotRequested | VcsGuard::Mounts | VcsGuard::Off => Vec::new(),
+    };
+    let enforcement = match landlock::apply(&confinement, &carve_out) {
         Ok(enforcement) => enforcement,
         Err(error) => {
             say(&format!("keel: cannot set up the sandbox: {error}"));
@@ -61,11 +72,7 @@ pub(super) fn run(args: SandboxExecArgs) -> anyhow::Result<ExitStatus> {
         }
     };
     if args.command.first().is_some_and(|c| c == "--probe") {
-        std::process::exit(match enforcement {
-            Enforcement::Full => 0,
-            Enforcement::Partial => PROBE_PARTIAL,
-            Enforcement::None => EXIT_UNENFORCEABLE,
-        });
+        std::process::exit(landlock::probe_exit_code(&enforcement, vcs));
     }
     match enforcement {
         Enforcement::Full | Enforcement::Partial => {}
@@ -84,6 +91,36 @@ pub(super) fn run(args: SandboxExecArgs) -> anyhow::Result<ExitStatus> {
     };
     let error = std::process::Command::new(program).args(rest).exec();
     Err(anyhow::anyhow!("cannot run {}: {error}", program.to_string_lossy()))
+}
+
+/// Keeps `.git`/`.keel` read-only with mounts when asked (mode
+/// workspace-write), else picks the fallback: landlock's child-by-child
+/// grant with `required`, otherwise none, said on stderr either way.
+fn guard_vcs(confinement: &Confinement) -> VcsGuard {
+    if !confinement.protect_vcs || confinement.mode != SandboxMode::WorkspaceWrite {
+        return VcsGuard::NotRequested;
+    }
+    let paths = vcs_mounts::protected_paths(&confinement.workspace_roots);
+    if paths.is_empty() {
+        return VcsGuard::Mounts;
+    }
+    let Err(error) = vcs_mounts::make_read_only(&paths) else {
+        return VcsGuard::Mounts;
+    };
+    if confinement.required {
+        say(&format!(
+            "keel: .git and .keel kept read-only by landlock instead ({error}); \
+             new files or folders directly in the workspace root cannot be created"
+        ));
+        VcsGuard::Landlock
+    } else {
+        say(&format!(
+            "keel: WARNING: .git and .keel are NOT read-only for this command: {error} \
+             (sandbox.required = true protects them with landlock instead, at the cost of \
+             new top-level entries in the workspace)"
+        ));
+        VcsGuard::Off
+    }
 }
 
 fn say(message: &str) {

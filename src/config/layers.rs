@@ -96,7 +96,8 @@ pub struct SandboxFile {
     pub required: Option<bool>,
     /// Extra writable folders.
     pub writable_roots: Option<Vec<String>>,
-    /// Keep `.git`/`.keel` read-only for commands (see `sandbox::landlock`).
+    /// Keep `.git`/`.keel` read-only for commands (default true; see
+    /// `sandbox::landlock`).
     pub protect_vcs: Option<bool>,
 }
 

@@ -102,15 +102,28 @@ fn compact_threshold(file: Option<ContextFile>) -> Result<f64, ConfigError> {
 }
 
 /// The resolved `[sandbox]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxSettings {
     pub mode: SandboxMode,
     pub network: bool,
     /// Refuse to run commands unsandboxed.
     pub required: bool,
     pub writable_roots: Vec<PathBuf>,
-    /// Keep `.git`/`.keel` read-only for commands.
+    /// Keep `.git`/`.keel` read-only for commands (default true).
     pub protect_vcs: bool,
+}
+
+impl Default for SandboxSettings {
+    /// What an absent `[sandbox]` table means.
+    fn default() -> Self {
+        SandboxSettings {
+            mode: SandboxMode::default(),
+            network: false,
+            required: false,
+            writable_roots: Vec::new(),
+            protect_vcs: true,
+        }
+    }
 }
 
 fn sandbox_settings(file: Option<SandboxFile>) -> Result<SandboxSettings, ConfigError> {
@@ -127,7 +140,7 @@ fn sandbox_settings(file: Option<SandboxFile>) -> Result<SandboxSettings, Config
         mode,
         network: file.network.unwrap_or(false),
         required: file.required.unwrap_or(false),
-        protect_vcs: file.protect_vcs.unwrap_or(false),
+        protect_vcs: file.protect_vcs.unwrap_or(true),
         writable_roots: file
             .writable_roots
             .unwrap_or_default()
@@ -298,6 +311,18 @@ mod tests {
         std::fs::create_dir_all(env.cwd.join(".git")).unwrap();
         std::fs::create_dir_all(&env.keel_home).unwrap();
         (dir, env)
+    }
+
+    #[test]
+    fn git_protection_is_on_unless_the_user_opts_out() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "sk-test")]);
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert!(settings.sandbox.protect_vcs);
+        assert!(SandboxSettings::default().protect_vcs);
+        std::fs::write(env.keel_home.join("config.toml"), "[sandbox]\nprotect_vcs = false\n")
+            .unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert!(!settings.sandbox.protect_vcs);
     }
 
     #[test]

@@ -70,8 +70,8 @@ pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (boo
         required: config.required,
         protect_vcs: config.protect_vcs,
     };
-    let enforcement = landlock::probe(&confinement);
-    let (confine, sandboxed, warning) = match enforcement {
+    let report = landlock::probe(&confinement);
+    let (confine, sandboxed, warning) = match report.enforcement {
         landlock::Enforcement::Full => (true, true, None),
         landlock::Enforcement::Partial => (
             true,
@@ -89,8 +89,32 @@ pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (boo
             Some("SANDBOX OFF: this kernel cannot enforce landlock; commands run unconfined and auto mode asks for unknown commands".to_owned()),
         ),
     };
+    let warning = match (warning, vcs_warning(sandboxed, report.vcs)) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     sandbox::set_session_confinement(confine.then_some(confinement));
     (sandboxed, warning)
+}
+
+/// What a session says when `.git`/`.keel` protection is weaker than asked.
+fn vcs_warning(sandboxed: bool, vcs: landlock::VcsGuard) -> Option<String> {
+    match vcs {
+        landlock::VcsGuard::NotRequested | landlock::VcsGuard::Mounts => None,
+        // Nothing is confined: the sandbox warning already says it.
+        landlock::VcsGuard::Landlock | landlock::VcsGuard::Off if !sandboxed => None,
+        landlock::VcsGuard::Landlock => Some(
+            ".git and .keel are kept read-only by landlock (no private mount namespace here): \
+             commands cannot create files or folders directly in the workspace root"
+                .to_owned(),
+        ),
+        landlock::VcsGuard::Off => Some(
+            ".git and .keel are NOT protected from commands: no private mount namespace here \
+             (unprivileged user namespaces disabled?); sandbox.required = true protects them \
+             with landlock instead, at the cost of new top-level entries"
+                .to_owned(),
+        ),
+    }
 }
 
 /// What the status line shows, after [`setup_sandbox`] set the policy.
@@ -115,7 +139,9 @@ pub fn mark_sandbox_violation(
 ) -> bool {
     let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
     let failed = exit_code.is_some_and(|code| code != 0);
-    let network = sandbox::session_confinement().is_some_and(|c| c.network);
+    let confinement = sandbox::session_confinement();
+    let network = confinement.as_ref().is_some_and(|c| c.network);
+    let vcs = confinement.as_ref().is_some_and(|c| c.protect_vcs);
     if tool != "shell" || !failed {
         return false;
     }
@@ -126,10 +152,30 @@ pub fn mark_sandbox_violation(
     if let Some(object) = meta.as_object_mut() {
         object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
     }
-    result.output.push_str(
+    let vcs = if vcs { ", .git and .keel read-only" } else { "" };
+    let network = if network { "" } else { ", network off" };
+    result.output.push_str(&format!(
         "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
-         the workspace and temp folders, .git and .keel read-only, network off). Work inside those \
-         limits, or ask the user to run it.\n",
-    );
+         the workspace and temp folders{vcs}{network}). Work inside those limits, or ask the user \
+         to run it.\n"
+    ));
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::landlock::VcsGuard;
+
+    #[test]
+    fn a_session_says_when_git_is_not_protected() {
+        assert_eq!(vcs_warning(true, VcsGuard::Mounts), None);
+        assert_eq!(vcs_warning(true, VcsGuard::NotRequested), None);
+        let off = vcs_warning(true, VcsGuard::Off).unwrap();
+        assert!(off.contains(".git and .keel are NOT protected"), "{off}");
+        let landlock = vcs_warning(true, VcsGuard::Landlock).unwrap();
+        assert!(landlock.contains("cannot create files or folders"), "{landlock}");
+        // With no sandbox at all, the sandbox warning says everything.
+        assert_eq!(vcs_warning(false, VcsGuard::Off), None);
+    }
 }

@@ -8,18 +8,28 @@
 //! What the ruleset allows (mode `workspace-write`):
 //! - read and execute anywhere;
 //! - full write access beneath the workspace roots, the temp folders and
-//!   the extra roots; with `protect_vcs` (`sandbox.protect_vcs = true`),
-//!   except beneath each workspace's `.git` and `.keel`.
-//!   Landlock cannot subtract a folder from a grant, so a root holding a
-//!   protected folder is granted child by child (recursing towards the
-//!   protected folder), with write (not create/remove) on regular files
-//!   directly in it. Limit: a sandboxed command cannot create, delete or
-//!   rename entries directly in the workspace root or in a folder on the
-//!   way to a protected one (sub-folders are fine), and the grant is
-//!   computed when the command starts (a folder created later directly in
-//!   the root is read-only for that command);
+//!   the extra roots;
 //! - `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty` and `/dev/pts` for
 //!   writing.
+//!
+//! `.git` and `.keel` of each workspace root (`protect_vcs`, on by
+//! default) are kept read-only by the launcher before landlock, with a
+//! private mount namespace ([`super::vcs_mounts`]): landlock cannot
+//! subtract a folder from a grant, so the workspace root is granted whole
+//! and the mounts do the subtraction. When the namespace cannot be created
+//! (unprivileged user namespaces disabled, seccomp, …) the launcher
+//! ([`VcsGuard`]) either
+//! - runs the command with `.git`/`.keel` writable and says so on stderr
+//!   (the default: builds keep working, nothing is claimed that does not
+//!   hold), or
+//! - with `sandbox.required = true`, subtracts them with landlock itself
+//!   ([`apply`]'s `carve_out`): a root holding a protected folder is
+//!   granted child by child (recursing towards the protected folder), with
+//!   write (not create/remove) on regular files directly in it. Limit: a
+//!   sandboxed command then cannot create, delete or rename entries
+//!   directly in the workspace root or in a folder on the way to a
+//!   protected one (a fresh `cargo build` cannot create `target/`), and
+//!   the grant is computed when the command starts.
 //!
 //! Network off (`--network` absent) handles TCP bind and connect (landlock
 //! ABI 4, Linux 6.7+) with no port allowed: every TCP connection fails,
@@ -29,7 +39,8 @@
 //!
 //! Invariant: an unenforceable sandbox is never silent: [`apply`] reports
 //! [`Enforcement::None`]/[`Enforcement::Partial`] and the launcher prints
-//! it; with `required` it refuses to run.
+//! it; with `required` it refuses to run. The probe ([`probe`]) reports
+//! the [`VcsGuard`] too, so a session says when `.git` is not protected.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -87,11 +98,10 @@ pub struct Confinement {
     pub network: bool,
     /// Refuse to run when the sandbox cannot be enforced.
     pub required: bool,
-    /// Keep `.git` and `.keel` read-only inside the workspace roots. Off by
-    /// default: landlock cannot subtract folders, so protecting them means
-    /// no new entries directly in the workspace root (a fresh `cargo build`
-    /// cannot create `target/`) and no `git commit`. Policy still asks
-    /// before any command that names those folders.
+    /// Keep `.git` and `.keel` read-only inside the workspace roots (on by
+    /// default; see the module doc for how, and the fallback). A `git
+    /// commit` run by the model fails then; policy asks before any command
+    /// that names those folders either way.
     pub protect_vcs: bool,
 }
 
@@ -133,6 +143,22 @@ pub enum Enforcement {
     None,
 }
 
+/// How `.git` and `.keel` are kept read-only for a confined command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VcsGuard {
+    /// Not asked for (`protect_vcs = false`), or not needed (read-only and
+    /// full-access modes).
+    NotRequested,
+    /// Read-only mounts in a private mount namespace (nothing to mount when
+    /// neither folder exists).
+    Mounts,
+    /// Landlock's child-by-child grant (the fallback with `required`): no
+    /// new entries directly in the workspace root.
+    Landlock,
+    /// Asked for but not enforced: the namespace could not be created.
+    Off,
+}
+
 /// Why the sandbox could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum LandlockError {
@@ -142,8 +168,14 @@ pub enum LandlockError {
     ListRoot { path: PathBuf, source: std::io::Error },
 }
 
-/// Restricts the calling thread (and what it execs) to `confinement`.
-pub fn apply(confinement: &Confinement) -> Result<Enforcement, LandlockError> {
+/// Restricts the calling thread (and what it execs) to `confinement`. In
+/// mode `workspace-write`, the `carve_out` folders (inside the workspace
+/// roots) stay read-only by granting their roots child by child (the
+/// fallback of [`VcsGuard::Landlock`]); empty, every root is granted whole.
+pub fn apply(
+    confinement: &Confinement,
+    carve_out: &[PathBuf],
+) -> Result<Enforcement, LandlockError> {
     if confinement.mode == SandboxMode::FullAccess && confinement.network {
         return Ok(Enforcement::Full);
     }
@@ -165,15 +197,9 @@ pub fn apply(confinement: &Confinement) -> Result<Enforcement, LandlockError> {
         created = add(created, Path::new("/dev/pts"), all)?;
     }
     if confinement.mode == SandboxMode::WorkspaceWrite {
-        let protected: Vec<PathBuf> = confinement
-            .workspace_roots
-            .iter()
-            .filter(|_| confinement.protect_vcs)
-            .flat_map(|root| [root.join(".git"), root.join(".keel")])
-            .collect();
         let roots = confinement.workspace_roots.iter().chain(&confinement.extra_roots);
         for root in roots.cloned().chain(temp_roots()) {
-            for (path, is_dir) in grants_except(&root, &protected, 0)? {
+            for (path, is_dir) in grants_except(&root, carve_out, 0)? {
                 let access = if is_dir { all } else { AccessFs::from_file(WANTED_ABI) };
                 created = add(created, &path, access)?;
             }
@@ -237,22 +263,75 @@ fn temp_roots() -> Vec<PathBuf> {
     roots
 }
 
-/// Asks the launcher whether the kernel enforces `confinement` (it applies
-/// the ruleset to itself and exits: 0 full, 3 partial, 126 none).
-pub fn probe(confinement: &Confinement) -> Enforcement {
-    let mut probe = confinement.clone();
-    probe.required = false;
-    let args = probe.launcher_args(&["--probe".into()]);
+/// The folders landlock itself must keep read-only for the fallback
+/// [`VcsGuard::Landlock`]: `.git` and `.keel` of each workspace root,
+/// existing or not.
+pub fn vcs_carve_out(confinement: &Confinement) -> Vec<PathBuf> {
+    confinement
+        .workspace_roots
+        .iter()
+        .flat_map(|root| [root.join(".git"), root.join(".keel")])
+        .collect()
+}
+
+/// What the launcher's probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeReport {
+    pub enforcement: Enforcement,
+    pub vcs: VcsGuard,
+}
+
+/// The probe's exit code: 126 when nothing is enforced, else 0 (full) or
+/// [`PROBE_PARTIAL`], plus 16 for [`VcsGuard::Landlock`] and 32 for
+/// [`VcsGuard::Off`].
+pub fn probe_exit_code(enforcement: &Enforcement, vcs: VcsGuard) -> i32 {
+    let base = match enforcement {
+        Enforcement::Full => 0,
+        Enforcement::Partial => PROBE_PARTIAL,
+        Enforcement::None => return EXIT_UNENFORCEABLE,
+    };
+    base + match vcs {
+        VcsGuard::NotRequested | VcsGuard::Mounts => 0,
+        VcsGuard::Landlock => 16,
+        VcsGuard::Off => 32,
+    }
+}
+
+/// Reads a probe exit code back ([`probe_exit_code`]); anything else
+/// means nothing is enforced. `protect_vcs` tells `Mounts` from
+/// `NotRequested`.
+pub fn decode_probe(code: Option<i32>, protect_vcs: bool) -> ProbeReport {
+    let none = ProbeReport { enforcement: Enforcement::None, vcs: VcsGuard::Off };
+    let Some(code) = code else { return none };
+    let enforcement = match code % 16 {
+        0 => Enforcement::Full,
+        PROBE_PARTIAL => Enforcement::Partial,
+        _ => return none,
+    };
+    let vcs = match code / 16 {
+        0 if protect_vcs => VcsGuard::Mounts,
+        0 => VcsGuard::NotRequested,
+        1 => VcsGuard::Landlock,
+        2 => VcsGuard::Off,
+        _ => return none,
+    };
+    ProbeReport { enforcement, vcs }
+}
+
+/// Asks the launcher whether the kernel enforces `confinement` (it sets up
+/// the sandbox for itself and exits with [`probe_exit_code`]).
+pub fn probe(confinement: &Confinement) -> ProbeReport {
+    let args = confinement.launcher_args(&["--probe".into()]);
     let status = std::process::Command::new(&confinement.launcher)
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status();
-    match status.map(|s| s.code()) {
-        Ok(Some(0)) => Enforcement::Full,
-        Ok(Some(PROBE_PARTIAL)) => Enforcement::Partial,
-        Ok(_) | Err(_) => Enforcement::None,
+    let protect_vcs = confinement.protect_vcs && confinement.mode == SandboxMode::WorkspaceWrite;
+    match status {
+        Ok(status) => decode_probe(status.code(), protect_vcs),
+        Err(_) => decode_probe(None, protect_vcs),
     }
 }
 
@@ -302,6 +381,22 @@ mod tests {
         assert!(!looks_like_violation(Some(0), "Permission denied", false));
         assert!(!looks_like_violation(Some(2), "no such file", false));
         assert!(looks_like_violation(None, "Operation not permitted", true));
+    }
+
+    #[test]
+    fn probe_codes_round_trip() {
+        for enforcement in [Enforcement::Full, Enforcement::Partial] {
+            for vcs in [VcsGuard::Mounts, VcsGuard::Landlock, VcsGuard::Off] {
+                let code = probe_exit_code(&enforcement, vcs);
+                assert_eq!(
+                    decode_probe(Some(code), true),
+                    ProbeReport { enforcement: enforcement.clone(), vcs }
+                );
+            }
+        }
+        assert_eq!(decode_probe(Some(0), false).vcs, VcsGuard::NotRequested);
+        assert_eq!(decode_probe(Some(EXIT_UNENFORCEABLE), true).enforcement, Enforcement::None);
+        assert_eq!(decode_probe(None, true).enforcement, Enforcement::None);
     }
 
     #[test]

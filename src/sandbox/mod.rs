@@ -17,13 +17,16 @@
 //! the command to run through `keel sandbox-exec …`, which restricts itself
 //! and then execs the command (the crate forbids `unsafe`, so no
 //! `pre_exec`). A sandbox the kernel cannot enforce is reported by the
-//! launcher on stderr, and refused when required.
+//! launcher on stderr, and refused when required. `.git` and `.keel` are
+//! kept read-only by a private mount namespace ([`vcs_mounts`]) set up by
+//! the launcher before landlock.
 
 mod capture;
 mod env_filter;
 pub mod group;
 pub mod landlock;
 mod process;
+pub mod vcs_mounts;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -12,6 +12,7 @@ mod policy_conformance;
 mod policy_sandbox;
 mod runtime_cancel;
 mod runtime_resume;
+mod sandbox_vcs;
 mod session_crash;
 mod session_replay;
 mod session_resume;

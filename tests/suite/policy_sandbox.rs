@@ -26,7 +26,7 @@ struct Dirs {
 }
 
 /// A folder for test directories that the sandbox does not make writable.
-fn outside_temp() -> PathBuf {
+pub(super) fn outside_temp() -> PathBuf {
     let mut temp: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
     temp.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
     let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/keel-tests"));

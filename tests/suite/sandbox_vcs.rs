@@ -1,0 +1,292 @@
+//! `.git` and `.keel` read-only through the real `keel sandbox-exec`
+//! launcher (a private mount namespace, then landlock): writes into them
+//! fail while new top-level files and folders in the workspace root can be
+//! created, `git status` works, and the protection cannot be escaped
+//! through `/proc/PID/root`. As root (CAP_SYS_ADMIN), as an unprivileged
+//! user (user namespace, through `setpriv`), and the two fallbacks when no
+//! namespace can be created (a chroot forbids new user namespaces).
+//!
+//! Workspaces live outside every temp folder (see `policy_sandbox`), so
+//! only the launcher's grants make them writable.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use keel::sandbox::landlock::{Confinement, SandboxMode};
+use keel::sandbox::{CommandOutput, CommandSpec};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::policy_sandbox::outside_temp;
+use super::support::Sandbox;
+
+const KEEL: &str = env!("CARGO_BIN_EXE_keel");
+
+struct Dirs {
+    base: tempfile::TempDir,
+    workspace: PathBuf,
+    outside: PathBuf,
+}
+
+/// A git repository with a `.keel` folder, and a folder outside it.
+fn dirs() -> Dirs {
+    let base = tempfile::tempdir_in(outside_temp()).unwrap();
+    let workspace = base.path().join("ws");
+    let outside = base.path().join("outside");
+    for dir in [workspace.join(".keel"), outside.clone()] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    git(&workspace, &["init", "-q"]);
+    Dirs { base, workspace, outside }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git").args(args).current_dir(dir).status().unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+fn confinement(workspace: &Path, required: bool) -> Confinement {
+    Confinement {
+        launcher: KEEL.into(),
+        mode: SandboxMode::WorkspaceWrite,
+        workspace_roots: vec![workspace.to_owned()],
+        extra_roots: Vec::new(),
+        network: false,
+        required,
+        protect_vcs: true,
+    }
+}
+
+async fn run(workspace: &Path, script: &str) -> CommandOutput {
+    let spec = CommandSpec::script(script, workspace).confined(&confinement(workspace, true));
+    keel::sandbox::run(&spec, &CancellationToken::new()).await.unwrap()
+}
+
+/// Writes `.git` and `.keel` must refuse, each a script that must fail.
+const FORBIDDEN: [&str; 4] = [
+    "echo evil >> .git/config",
+    "echo evil > .git/hooks/pre-commit",
+    "echo evil > .keel/x",
+    "mkdir .git/evil",
+];
+
+fn assert_vcs_untouched(workspace: &Path) {
+    let config = std::fs::read_to_string(workspace.join(".git/config")).unwrap();
+    assert!(!config.contains("evil"), "{config}");
+    for path in [".git/hooks/pre-commit", ".keel/x", ".git/evil"] {
+        assert!(!workspace.join(path).exists(), "{path} was created");
+    }
+}
+
+#[tokio::test]
+async fn writes_into_git_and_keel_fail() {
+    let d = dirs();
+    for script in FORBIDDEN {
+        let out = run(&d.workspace, script).await;
+        assert!(!out.success(), "`{script}` succeeded");
+        assert!(out.stderr.text().contains("Read-only file system"), "{}", out.stderr.text());
+    }
+    assert_vcs_untouched(&d.workspace);
+}
+
+#[tokio::test]
+async fn new_top_level_files_and_folders_can_be_created() {
+    let d = dirs();
+    let out = run(&d.workspace, "mkdir target && touch target/a && echo hi > top.txt").await;
+    assert!(out.success(), "{}", out.stderr.text());
+    assert!(d.workspace.join("target/a").exists());
+    assert_eq!(std::fs::read_to_string(d.workspace.join("top.txt")).unwrap(), "hi\n");
+    // No warning: the namespace was created.
+    assert!(!out.stderr.text().contains("keel:"), "{}", out.stderr.text());
+}
+
+#[tokio::test]
+async fn writes_outside_the_workspace_still_fail() {
+    let d = dirs();
+    let target = d.outside.join("x");
+    let out = run(&d.workspace, &format!("touch {}", target.display())).await;
+    assert!(!out.success());
+    assert!(!target.exists());
+}
+
+#[tokio::test]
+async fn git_status_works() {
+    let d = dirs();
+    std::fs::write(d.workspace.join("new.txt"), "x").unwrap();
+    let out = run(&d.workspace, "git status --short").await;
+    assert!(out.success(), "{}", out.stderr.text());
+    assert!(out.stdout.text().contains("?? new.txt"), "{}", out.stdout.text());
+}
+
+#[tokio::test]
+async fn the_mounts_cannot_be_escaped() {
+    let d = dirs();
+    // The launcher's parent (this test) sees the writable `.git`.
+    let escapes = [
+        "echo evil >> /proc/$PPID/root$PWD/.git/config",
+        "umount .git",
+        "mount -o remount,rw,bind .git",
+    ];
+    for script in escapes {
+        let out = run(&d.workspace, &format!("{script} && echo evil >> .git/config")).await;
+        assert!(!out.success(), "`{script}` succeeded");
+    }
+    assert_vcs_untouched(&d.workspace);
+}
+
+/// `keel sandbox-exec` run directly, `wrapper` (e.g. `setpriv …`) first.
+fn launch(wrapper: &[&str], workspace: &Path, required: bool, script: &str) -> Output {
+    let mut args: Vec<String> = wrapper.iter().map(|s| s.to_string()).collect();
+    args.push(KEEL.to_owned());
+    let confinement = confinement(workspace, required);
+    let launcher = confinement.launcher_args(&["bash".into(), "-c".into(), script.into()]);
+    args.extend(launcher.iter().map(|a| a.to_string_lossy().into_owned()));
+    Command::new(&args[0])
+        .args(&args[1..])
+        .current_dir(workspace)
+        .env("HOME", workspace)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const NOBODY: [&str; 4] = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+
+/// Hands the test folders to `nobody`; the reason to skip when that
+/// cannot be done here.
+fn give_to_nobody(d: &Dirs) -> Result<(), String> {
+    if !is_root() {
+        return Err("needs root to switch to an unprivileged user".to_owned());
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        return Err("setpriv is not installed".to_owned());
+    }
+    let status =
+        Command::new("chown").args(["-R", "65534:65534"]).arg(d.base.path()).status().unwrap();
+    assert!(status.success());
+    Ok(())
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_same_protection() {
+    let d = dirs();
+    if let Err(reason) = give_to_nobody(&d) {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    for script in FORBIDDEN {
+        let out = launch(&NOBODY, &d.workspace, false, script);
+        assert!(!out.status.success(), "`{script}` succeeded");
+        assert!(text(&out.stderr).contains("Read-only file system"), "{}", text(&out.stderr));
+    }
+    assert_vcs_untouched(&d.workspace);
+    let script = "id -u && mkdir target && touch target/a && git status --short";
+    let out = launch(&NOBODY, &d.workspace, false, script);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "65534\n?? target/\n", "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("keel:"), "{}", text(&out.stderr));
+    let outside = d.outside.join("x");
+    let out = launch(&NOBODY, &d.workspace, false, &format!("touch {}", outside.display()));
+    assert!(!out.status.success());
+    assert!(!outside.exists());
+}
+
+/// Runs the launcher as `nobody` inside a chroot (a bind of `/` in a
+/// private mount namespace): the kernel refuses new user namespaces to a
+/// chrooted process, so the launcher must fall back.
+fn launch_without_namespaces(d: &Dirs, required: bool, script: &str) -> Output {
+    let root = d.base.path().join("chroot");
+    std::fs::create_dir_all(&root).unwrap();
+    let inner = launch_args(&d.workspace, required, script);
+    let shell = format!(
+        "mount --make-rprivate / && mount --rbind / {root} && cd / && exec chroot {root} \
+         sh -c 'cd \"$0\" && exec \"$@\"' {ws} {inner}",
+        root = root.display(),
+        ws = d.workspace.display(),
+    );
+    Command::new("unshare")
+        .args(["-m", "sh", "-c", &shell])
+        .env("HOME", &d.workspace)
+        .output()
+        .unwrap()
+}
+
+/// The shell-quoted `setpriv … keel sandbox-exec … -- bash -c SCRIPT`.
+fn launch_args(workspace: &Path, required: bool, script: &str) -> String {
+    let confinement = confinement(workspace, required);
+    let launcher = confinement.launcher_args(&["bash".into(), "-c".into(), script.into()]);
+    let words: Vec<String> = NOBODY
+        .iter()
+        .map(|s| s.to_string())
+        .chain(std::iter::once(KEEL.to_owned()))
+        .chain(launcher.iter().map(|a| a.to_string_lossy().into_owned()))
+        .collect();
+    shlex::try_join(words.iter().map(String::as_str)).unwrap()
+}
+
+fn can_chroot(d: &Dirs) -> Result<(), String> {
+    give_to_nobody(d)?;
+    let probe = launch_without_namespaces(d, false, "true");
+    if !probe.status.success() {
+        return Err(format!("cannot set up a chroot here: {}", text(&probe.stderr)));
+    }
+    Ok(())
+}
+
+#[test]
+fn without_namespaces_git_stays_writable_and_the_launcher_says_so() {
+    let d = dirs();
+    if let Err(reason) = can_chroot(&d) {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let out = launch_without_namespaces(&d, false, "mkdir target && echo ok >> .git/config");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("WARNING: .git and .keel are NOT read-only"), "{stderr}");
+    assert!(d.workspace.join("target").is_dir());
+}
+
+#[test]
+fn without_namespaces_required_falls_back_to_landlock() {
+    let d = dirs();
+    if let Err(reason) = can_chroot(&d) {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    for script in FORBIDDEN {
+        let out = launch_without_namespaces(&d, true, script);
+        assert!(!out.status.success(), "`{script}` succeeded");
+        assert!(text(&out.stderr).contains("kept read-only by landlock"), "{}", text(&out.stderr));
+    }
+    assert_vcs_untouched(&d.workspace);
+    // The landlock fallback's limit: no new top-level entries.
+    let out = launch_without_namespaces(&d, true, "mkdir target");
+    assert!(!out.status.success());
+    let out = launch_without_namespaces(&d, true, "touch README");
+    assert!(!out.status.success());
+}
+
+#[test]
+fn the_shell_tool_keeps_git_read_only_and_builds_working() {
+    let sandbox = Sandbox::new();
+    let write = json!({"command": "echo evil >> .git/config"}).to_string();
+    let out = sandbox.keel().args(["tool", "shell", &write, "--yes"]).output().unwrap();
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
+    assert_eq!(envelope["meta"]["kind"], "sandbox_violation", "{envelope}");
+    assert!(!sandbox.read(".git/config").contains("evil"));
+    let build = json!({"command": "mkdir target && touch target/a && git status --short"});
+    let out = sandbox.keel().args(["tool", "shell", &build.to_string(), "--yes"]).output().unwrap();
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["meta"]["exit_code"], 0, "{envelope}");
+    assert!(envelope["output"].as_str().unwrap().contains("?? target/"), "{envelope}");
+    assert!(sandbox.repo.join("target/a").exists());
+}
