@@ -6,8 +6,9 @@
 //! user (user namespace, through `setpriv`), and the two fallbacks when no
 //! namespace can be created (a chroot forbids new user namespaces).
 //!
-//! Workspaces live outside every temp folder (see `policy_sandbox`), so
-//! only the launcher's grants make them writable.
+//! Workspaces live outside every temp folder (`/var/lib/keel-tests` as
+//! root, so `nobody` can reach them wherever the checkout is), so only the
+//! launcher's grants make them writable.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -28,9 +29,23 @@ struct Dirs {
     outside: PathBuf,
 }
 
+/// Where test workspaces go: outside every temp folder, and reachable by
+/// `nobody` when the tests run as root (`outside_temp` may be under
+/// `/root`, which only root can enter).
+fn workspace_parent() -> PathBuf {
+    if !is_root() {
+        return outside_temp();
+    }
+    let parent = PathBuf::from("/var/lib/keel-tests");
+    std::fs::create_dir_all(&parent).unwrap();
+    let status = Command::new("chmod").arg("755").arg(&parent).status().unwrap();
+    assert!(status.success());
+    parent
+}
+
 /// A git repository with a `.keel` folder, and a folder outside it.
 fn dirs() -> Dirs {
-    let base = tempfile::tempdir_in(outside_temp()).unwrap();
+    let base = tempfile::tempdir_in(workspace_parent()).unwrap();
     let workspace = base.path().join("ws");
     let outside = base.path().join("outside");
     for dir in [workspace.join(".keel"), outside.clone()] {
