@@ -139,6 +139,9 @@ pub enum Command {
     Trust(bool),
     /// Open the session picked (a log), or a new one (`None`).
     OpenSession(Option<std::path::PathBuf>),
+    /// `/resume`: end this session and show the picker of this folder's
+    /// sessions (the chosen one opens in its place).
+    SwitchSession,
     Quit,
 }
 

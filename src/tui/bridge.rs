@@ -206,6 +206,11 @@ pub async fn run_session(
     while let Some(op) = ops.recv().await {
         perform(&mut session, op, &events).await;
     }
+    // The UI quit or switched sessions: record the end and run SessionEnd
+    // hooks (a failure here has no one left to tell but the log).
+    if let Err(error) = session.end("the user left the session").await {
+        tracing::warn!("cannot end the session cleanly: {error}");
+    }
 }
 
 async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<UiEvent>) {

@@ -74,6 +74,9 @@ struct Driver {
     root: Option<PathBuf>,
     /// A plan to open in `$EDITOR` (needs the terminal, so the loop does it).
     edit: Option<(Option<String>, String)>,
+    /// `/resume` asked to end this session and pick another (the loop
+    /// awaits the session task, so it is done here, not in `perform`).
+    switch: bool,
 }
 
 /// Runs the TUI until the user quits.
@@ -96,6 +99,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         options,
         root: None,
         edit: None,
+        switch: false,
     };
     driver.begin();
     let outcome = driver.event_loop(&mut guard, &mut events_rx).await;
@@ -185,9 +189,35 @@ impl Driver {
                 // was off): it was meant for the editor, not to quit.
                 while interrupt.recv().now_or_never().flatten().is_some() {}
             }
+            if std::mem::take(&mut self.switch) {
+                self.switch_session(events).await;
+            }
             dirty = true;
         }
         Ok(())
+    }
+
+    /// `/resume`: ends the open session (its task records the end and runs
+    /// SessionEnd hooks), drops what it still reported, and shows the
+    /// picker with a fresh screen; the choice opens like `keel resume`.
+    async fn switch_session(&mut self, events: &mut mpsc::UnboundedReceiver<UiEvent>) {
+        let (ops, ops_rx) = mpsc::unbounded_channel();
+        // Dropping the old sender ends the session task's loop.
+        self.ops = ops;
+        self.ops_rx = Some(ops_rx);
+        if let Some(task) = self.task.take() {
+            if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
+                tracing::warn!("the session did not stop within {SHUTDOWN_GRACE:?}");
+            }
+        }
+        while events.try_recv().is_ok() {}
+        self.cancel = None;
+        self.reply = None;
+        self.root = None;
+        let sessions = self.options.launch.sessions_here();
+        let mode = self.app.status.mode;
+        self.app = App::new(self.app.theme, mode);
+        self.app.picker = Some(PickerView::from_sessions(&sessions));
     }
 
     /// Asks "trust this project?" if it must, else goes on to [`Self::choose`].
@@ -386,6 +416,7 @@ impl Driver {
                     self.choose();
                 }
                 Command::OpenSession(log) => self.open(log),
+                Command::SwitchSession => self.switch = true,
                 Command::Quit => self.quit = true,
             }
         }

@@ -56,12 +56,11 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
             notice(app, Level::Info, text)
         }
         "/skills" => list_skills(app),
-        "/resume" => notice(
-            app,
-            Level::Info,
-            "switching sessions inside a running session is not supported: quit (Ctrl+D) and \
-             run `keel resume` to pick one, or `keel resume --last`",
-        ),
+        "/resume" if app.status.running => {
+            app.hint = Some("/resume waits for the running turn; Esc stops it".to_owned());
+            Vec::new()
+        }
+        "/resume" => vec![Command::SwitchSession],
         "/diff" => vec![Command::Diff],
         "/compact" => {
             let focus = (!rest.is_empty()).then(|| rest.to_owned());

@@ -219,13 +219,12 @@ fn slash_commands() {
     assert_eq!(slash(&mut app, "/diff"), [Command::Diff]);
     assert_eq!(slash(&mut app, "/undo"), [Command::Undo]);
     assert!(slash(&mut app, "/model").is_empty());
-    assert!(slash(&mut app, "/resume").is_empty());
+    assert_eq!(slash(&mut app, "/resume"), [Command::SwitchSession]);
     assert!(slash(&mut app, "/skills").is_empty());
     assert!(slash(&mut app, "/nope").is_empty());
     let notices = texts(&app);
     assert!(notices.iter().any(|t| t.starts_with("unknown mode `fast`")));
     assert!(notices.iter().any(|t| t.starts_with("model mock-model · provider openai-chat")));
-    assert!(notices.iter().any(|t| t.contains("run `keel resume`")));
     assert!(notices.iter().any(|t| t.starts_with("no skills found")));
     assert!(notices.iter().any(|t| t.starts_with("unknown command /nope")));
     assert_eq!(

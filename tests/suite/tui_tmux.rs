@@ -255,7 +255,9 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
     let log = sandbox.only_log();
-    assert_eq!(log.last().unwrap()["outcome"], "interrupted");
+    let turn = log.iter().rev().find(|line| line["type"] == "turn_completed").unwrap();
+    assert_eq!(turn["outcome"], "interrupted");
+    assert_eq!(log.last().unwrap()["type"], "session_ended", "quitting ends the session");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,6 +304,36 @@ async fn keel_resume_picks_a_session_and_continues_it() {
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
     let log = sandbox.only_log();
     assert!(log.iter().any(|line| line["type"] == "session_resumed"), "one log, appended to");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_resume_ends_the_session_and_opens_the_picked_one() {
+    let sandbox = Sandbox::new();
+    let steps = [Step::Answer("Hi there.".into()), Step::Answer("Back again.".into())];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "'say hi'");
+    pane.wait_for(&["Hi there.", "Ask keel"]);
+    pane.type_text("/resume");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Resume a session (1 in this folder)", "say hi", "Enter open"]);
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["› say hi", "Hi there.", "resumed", "Ask keel"]);
+    pane.type_text("and again");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Back again."]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    let types: Vec<String> = sandbox
+        .only_log()
+        .iter()
+        .filter_map(|line| line["type"].as_str().map(str::to_owned))
+        .filter(|kind| kind.starts_with("session_"))
+        .collect();
+    assert_eq!(
+        types,
+        ["session_started", "session_ended", "session_resumed", "session_ended"],
+        "the left session is ended, the picked one resumed in the same log"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
