@@ -13,6 +13,7 @@ mod checkpoint;
 mod commands;
 mod driver;
 mod events;
+mod execute;
 mod file_memory;
 mod files;
 mod hook_rewrite;

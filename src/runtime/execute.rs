@@ -1,0 +1,146 @@
+//! Carrying out a batch of tool calls for the loop: PreToolUse hooks
+//! around each call, the file bookkeeping of mutating calls (hashes,
+//! undo checkpoints' "did it change"), sandbox violations and the offer of
+//! one unsandboxed re-run, PostToolUse hooks; and the approvals asked
+//! outside the loop's own (recorded like the loop's) and "always" answers
+//! persisted as rules.
+//!
+//! Invariant: results come back in call order, one per call, whatever the
+//! hooks decided.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::rules::append_local_rule;
+use crate::policy::{self, ApprovalMode};
+use crate::protocol::{ToolCall, ToolResult};
+use crate::sandbox;
+use crate::tools::{BatchMode, ToolContext, run_batch};
+
+use super::driver::approval_event;
+use super::hooks_glue::PreToolDecision;
+use super::sandboxing::mark_sandbox_violation;
+use super::{ApprovalAnswer, RuntimeError, RuntimeEvent, Session};
+
+impl Session {
+    pub(super) async fn run_batch(
+        &mut self,
+        calls: &[ToolCall],
+        concurrent: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
+        let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
+            .with_files(self.files.clone())
+            .with_skills(self.skills.clone())
+            .with_memory(self.memory.clone());
+        let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
+        let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            match self.pre_tool_hooks(call, cancel).await? {
+                PreToolDecision::Run(call) => runnable.push((index, call)),
+                PreToolDecision::Blocked(result, meta) => answers[index] = Some((result, meta)),
+            }
+        }
+        let to_run: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
+        let results = if concurrent {
+            run_batch(&self.tools, &to_run, BatchMode::from_concurrent(true), &ctx).await
+        } else {
+            let mut results = Vec::with_capacity(to_run.len());
+            for call in &to_run {
+                let touched = self.before_mutation(call)?;
+                let (result, mut meta) = self.tools.run_call(call, &ctx).await;
+                let changed = self.after_mutation(call, touched)?;
+                if let (Some(changed), Some(object)) = (changed, meta.as_object_mut()) {
+                    object.insert("changed".to_owned(), serde_json::Value::Bool(changed));
+                }
+                results.push((result, meta));
+            }
+            results
+        };
+        for ((index, call), (mut result, mut meta)) in runnable.into_iter().zip(results) {
+            if self.state.config.policy.sandboxed
+                && mark_sandbox_violation(&call.name, &mut result, &mut meta)
+            {
+                self.offer_unsandboxed_rerun(&call, &ctx, &mut result, &mut meta).await?;
+            }
+            self.post_tool_hooks(&call, &mut result, &meta, cancel).await?;
+            answers[index] = Some((result, meta));
+        }
+        Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// In ask mode, a command the sandbox blocked may be re-run once
+    /// outside it, if the user approves (headless runs never approve).
+    async fn offer_unsandboxed_rerun(
+        &mut self,
+        call: &ToolCall,
+        ctx: &ToolContext,
+        result: &mut ToolResult,
+        meta: &mut serde_json::Value,
+    ) -> Result<(), RuntimeError> {
+        if self.state.config.policy.mode != ApprovalMode::Ask || ctx.cancel.is_cancelled() {
+            return Ok(());
+        }
+        let reason = "the sandbox blocked this command; run it once more outside the sandbox?";
+        if !self.decide_recorded(call, reason).await?.approved {
+            return Ok(());
+        }
+        // Shell calls run one at a time (mutating batches), so lifting the
+        // session confinement for this one run affects nothing else.
+        let saved = sandbox::session_confinement();
+        sandbox::set_session_confinement(None);
+        let (rerun, mut rerun_meta) = self.tools.run_call(call, ctx).await;
+        sandbox::set_session_confinement(saved);
+        if let Some(object) = rerun_meta.as_object_mut() {
+            object.insert("unsandboxed_rerun".to_owned(), serde_json::Value::Bool(true));
+        }
+        *result = rerun;
+        *meta = rerun_meta;
+        Ok(())
+    }
+
+    /// Asks the user about `call` outside the loop's own approvals (a hook
+    /// asked, a hook's rewrite needs approval, an unsandboxed re-run) and
+    /// records the answer as an `approval` line, once in scope.
+    pub(super) async fn decide_recorded(
+        &mut self,
+        call: &ToolCall,
+        reason: &str,
+    ) -> Result<ApprovalAnswer, RuntimeError> {
+        let answer = self.approver.decide(call, reason).await;
+        let once = policy::ApprovalScope::Once;
+        self.log.append(approval_event(
+            &call.call_id,
+            answer.approved,
+            answer.note.clone(),
+            &once,
+        ))?;
+        Ok(answer)
+    }
+
+    /// Persists an "always" answer as a prefix rule in the project's
+    /// `.keel/rules/local.rules`. A prefix too broad to remember (or a
+    /// failed write) is said loudly and the approval counts once.
+    pub(super) fn persist_scope(
+        &mut self,
+        approved: bool,
+        scope: policy::ApprovalScope,
+    ) -> policy::ApprovalScope {
+        let policy::ApprovalScope::AlwaysPrefix(prefix) = &scope else { return scope };
+        if !approved {
+            return policy::ApprovalScope::Once;
+        }
+        match append_local_rule(&self.workspace_root, prefix) {
+            Ok(path) => {
+                let message =
+                    format!("`{}` is now always allowed ({})", prefix.join(" "), path.display());
+                self.sink.emit(RuntimeEvent::Warning { message });
+                scope
+            }
+            Err(error) => {
+                let message = format!("not remembered, approved once: {error}");
+                self.sink.emit(RuntimeEvent::Warning { message });
+                policy::ApprovalScope::Once
+            }
+        }
+    }
+}
