@@ -93,6 +93,12 @@ pub struct Session {
     /// AGENTS.md files are read again).
     pub(super) settings: Arc<Settings>,
     pub(super) date: String,
+    /// The workspace has more files than a fingerprint covers: commands
+    /// are not fingerprinted (see `files.rs`).
+    pub(super) tree_too_big: bool,
+    /// The token encoder is being built in the background (the context
+    /// is nearing the compaction threshold).
+    pub(super) encoder_warming: bool,
 }
 
 impl Session {
@@ -199,6 +205,8 @@ impl Session {
             prehooked: HashMap::new(),
             settings: Arc::new(settings.clone()),
             date: options.date,
+            tree_too_big: false,
+            encoder_warming: false,
         }
     }
 
@@ -221,6 +229,19 @@ impl Session {
     /// Input tokens of the latest model request (0 before the first).
     pub fn last_input_tokens(&self) -> u64 {
         self.last_input_tokens
+    }
+
+    /// Builds the token encoder on a blocking thread once the context is
+    /// past half the compaction threshold, so the count the threshold
+    /// check needs later does not stall a step (it takes about a second).
+    fn warm_encoder_near_threshold(&mut self) {
+        let Some(window) = self.state.config.context_window else { return };
+        let limit = window as f64 * self.state.config.compact_threshold;
+        if self.encoder_warming || (self.last_input_tokens as f64) < limit / 2.0 {
+            return;
+        }
+        self.encoder_warming = true;
+        tokio::task::spawn_blocking(crate::context::tokens::warm_up);
     }
 
     /// What the session cost so far, if its model's prices are known
@@ -416,6 +437,7 @@ impl Session {
         match self.llm.stream(request, &mut forward, cancel).await {
             Ok(response) => {
                 self.last_input_tokens = response.usage.input_tokens;
+                self.warm_encoder_near_threshold();
                 self.sink.emit(RuntimeEvent::ModelResponse(response.clone()));
                 Input::ModelResponded(response)
             }

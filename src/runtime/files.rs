@@ -8,7 +8,8 @@
 //! command changed anything. Also the git `HEAD` for `session_started`.
 //!
 //! Invariants: a tree larger than [`MAX_FINGERPRINT_FILES`] gets no
-//! fingerprint (the resume then says it cannot tell), never a slow one;
+//! fingerprint (the resume then says it cannot tell), never a slow one,
+//! and is not walked again in the session;
 //! nothing here spawns processes (`HEAD` is read from `.git` directly).
 
 use std::path::{Path, PathBuf};
@@ -35,10 +36,14 @@ impl Session {
                 (path.display().to_string(), before)
             })
             .collect();
-        if touched.is_empty()
-            && let Some(fingerprint) = tree_fingerprint(&self.workspace_root)
-        {
-            touched.push((self.workspace_root.display().to_string(), Some(fingerprint)));
+        if touched.is_empty() && !self.tree_too_big {
+            match tree_fingerprint(&self.workspace_root) {
+                Some(fingerprint) => {
+                    touched.push((self.workspace_root.display().to_string(), Some(fingerprint)));
+                }
+                // Walking it again for every command would only cost time.
+                None => self.tree_too_big = true,
+            }
         }
         for (path, before) in &touched {
             self.log.append(SessionEvent::FileBefore {
