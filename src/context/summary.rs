@@ -95,8 +95,9 @@ pub fn summary_request(
 }
 
 /// `items` cut to fit `budget` tokens for the summary request: the goal
-/// is always kept, then as many of the latest items as fit, starting at a
-/// user message (so no kept result lacks its call).
+/// is always kept, then as many of the latest items as fit, starting where
+/// a user message or a model response starts (so no kept result lacks its
+/// call, and no call its reasoning).
 pub fn fit_for_summary(items: &[Item], budget: u64) -> Vec<Item> {
     if estimate_items(items) <= budget {
         return items.to_vec();
@@ -113,20 +114,36 @@ pub fn fit_for_summary(items: &[Item], budget: u64) -> Vec<Item> {
         used += cost;
         start = index;
     }
-    // Move forward to the first user message, a clean boundary.
-    let start = (start..items.len())
-        .find(|&index| matches!(items[index], Item::User { .. }))
-        .unwrap_or(items.len());
+    let start = (start..items.len()).find(|&index| starts_turn_or_response(items, index));
     let mut kept = Vec::new();
-    if let Some((index, _)) = goal.filter(|(index, _)| *index < start) {
-        kept.push(items[index].clone());
+    match start {
+        Some(start) => {
+            if let Some((index, _)) = goal.filter(|(index, _)| *index < start) {
+                kept.push(items[index].clone());
+            }
+            kept.extend_from_slice(&items[start..]);
+        }
+        None => kept.extend(goal.map(|(index, _)| items[index].clone())),
     }
-    kept.extend_from_slice(&items[start..]);
     kept
 }
 
+/// Whether a history may start at `index`: a user message, or the first
+/// item of a model response (right after a user message or a result).
+fn starts_turn_or_response(items: &[Item], index: usize) -> bool {
+    let previous = index.checked_sub(1).map(|before| &items[before]);
+    match &items[index] {
+        Item::User { .. } => true,
+        Item::ToolResult(_) => false,
+        Item::Assistant { .. } | Item::Reasoning(_) | Item::ToolCall(_) => {
+            matches!(previous, Some(Item::User { .. } | Item::ToolResult(_)))
+        }
+    }
+}
+
 /// The history that replaces `items`: goal, summary block, latest request
-/// and the current turn's items after it if they fit `tail_budget` tokens.
+/// and as much of the current turn after it as fits `tail_budget` tokens
+/// (its latest responses, each whole).
 pub fn compacted_history(
     items: &[Item],
     summary: Option<&str>,
@@ -145,12 +162,28 @@ pub fn compacted_history(
     history.push(Item::User { text: summary_block(summary, preserved) });
     if let Some((latest_index, latest_text)) = latest {
         history.push(Item::User { text: latest_text.to_owned() });
-        let tail = &items[latest_index + 1..];
-        if estimate_items(tail) <= tail_budget {
-            history.extend_from_slice(tail);
-        }
+        history.extend_from_slice(latest_fitting(&items[latest_index + 1..], tail_budget));
     }
     history
+}
+
+/// The longest suffix of `items` within `budget` tokens that starts where
+/// a model response starts (empty if none fits).
+fn latest_fitting(items: &[Item], budget: u64) -> &[Item] {
+    let mut used = 0;
+    let mut start = items.len();
+    for (index, item) in items.iter().enumerate().rev() {
+        used += estimate_items(std::slice::from_ref(item));
+        if used > budget {
+            break;
+        }
+        start = index;
+    }
+    let boundary = (start..items.len()).find(|&index| {
+        index == 0 && !matches!(items[index], Item::ToolResult(_))
+            || index > 0 && starts_turn_or_response(items, index)
+    });
+    boundary.map_or(&items[items.len()..], |start| &items[start..])
 }
 
 /// The block: the model's summary, then the preserved facts.
@@ -213,4 +246,80 @@ fn head(text: &str, max: usize) -> String {
     }
     let kept: String = text.chars().take(max).collect();
     format!("{kept}\n[… {} characters cut; the whole plan is in its file]", total - max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ToolCall, ToolResult};
+
+    /// One long turn: the goal, then many read calls with their results.
+    fn long_turn(reads: usize) -> Vec<Item> {
+        let mut items = vec![Item::User { text: "GOAL: fix the parser".into() }];
+        for i in 0..reads {
+            let id = format!("c{i}");
+            items.push(Item::Assistant { text: format!("reading part {i}") });
+            items.push(Item::ToolCall(ToolCall {
+                call_id: id.clone(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+                item_id: None,
+            }));
+            items.push(Item::ToolResult(ToolResult::ok(&id, "line of code\n".repeat(40))));
+        }
+        items
+    }
+
+    #[test]
+    fn a_long_single_turn_keeps_the_goal_and_its_latest_responses_whole() {
+        let items = long_turn(50);
+        let kept = fit_for_summary(&items, 2_000);
+        assert!(kept.len() > 3, "more than the goal survives: {}", kept.len());
+        assert!(estimate_items(&kept) <= 2_000);
+        assert_eq!(kept[0], items[0], "the goal first");
+        assert!(matches!(kept[1], Item::Assistant { .. }), "a response starts whole");
+        assert_eq!(kept.last(), items.last(), "the latest work is in");
+        let calls = kept.iter().filter(|item| matches!(item, Item::ToolCall(_))).count();
+        let results = kept.iter().filter(|item| matches!(item, Item::ToolResult(_))).count();
+        assert_eq!(calls, results, "every kept result has its call");
+    }
+
+    #[test]
+    fn a_history_that_fits_is_kept_as_it_is() {
+        let items = long_turn(3);
+        assert_eq!(fit_for_summary(&items, 100_000), items);
+    }
+
+    #[test]
+    fn the_compacted_history_keeps_goal_and_latest_verbatim_around_the_block() {
+        let mut items = long_turn(2);
+        items.push(Item::Assistant { text: "done".into() });
+        items.push(Item::User { text: "LATEST: also tabs".into() });
+        let history = compacted_history(&items, Some("SUMMARY"), &Preserved::default(), 0);
+        let texts: Vec<&str> = history
+            .iter()
+            .filter_map(|item| match item {
+                Item::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts.len(), 3);
+        assert_eq!(texts[0], "GOAL: fix the parser");
+        assert!(texts[1].starts_with(SUMMARY_MARKER) && texts[1].contains("SUMMARY"));
+        assert_eq!(texts[2], "LATEST: also tabs");
+        assert!(is_summary_block(&history[1]) && !is_summary_block(&history[0]));
+    }
+
+    #[test]
+    fn the_current_turn_keeps_its_latest_whole_responses_within_the_budget() {
+        let mut items = vec![Item::User { text: "GOAL".into() }];
+        items.extend(long_turn(20).into_iter().skip(1));
+        let history = compacted_history(&items, Some("S"), &Preserved::default(), 1_000);
+        let tail = &history[2..];
+        assert!(!tail.is_empty() && estimate_items(tail) <= 1_000);
+        assert!(matches!(tail[0], Item::Assistant { .. }), "starts with a whole response");
+        assert_eq!(tail.last(), items.last());
+        let nothing = compacted_history(&items, Some("S"), &Preserved::default(), 0);
+        assert_eq!(nothing.len(), 2, "goal is the latest request: block + request only");
+    }
 }
