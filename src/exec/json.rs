@@ -10,10 +10,13 @@
 //! - `{"type":"item_completed","item":{"type":"reasoning","text"}}`
 //! - `{"type":"item_started","item":{"type":"tool_call","call_id","name","arguments"}}`
 //! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
+//! - `{"type":"compacted","reason","tokens_before","tokens_after"}` (`reason`: `threshold`,
+//!   `overflow` or `manual`; tokens are estimates)
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
 //! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","tasks","error"}`
-//!   (`cost_usd` and `context_percent` are null for models missing from `context::models`;
+//!   (`cost_usd` and `context_percent` are null when the model's prices or window are unknown:
+//!   missing from `context::models` and not set in `[context]`;
 //!   `status` is `completed`, `failed`, `interrupted`, `unverified` (completed, but files changed
 //!   after the last passing verification) or `plan_ready` (`--plan-only`: the plan is `final_text`))
 
