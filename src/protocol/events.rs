@@ -27,7 +27,7 @@
 //! | `undo` | `keel undo` | the workspace was restored to a checkpoint |
 //! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
 //! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
-//! | `compaction` | loop | the history was replaced by these items |
+//! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check; a resume starts from the latest |
 //! | `model_error` | loop | a model request failed for good |
 //! | `error` | runtime | any other failure worth keeping |
 //! | `hook_ran` | runtime | one hook run or skip: event, command, source, duration, exit code, decision, reason, error, refused loosening |
