@@ -45,13 +45,15 @@ pub(super) fn estimate(state: &LoopState, request: &ModelRequest) -> u64 {
     }
 }
 
-/// [`estimate`] with bytes standing in for tokens: never below it.
-fn upper_estimate(state: &LoopState, request: &ModelRequest) -> u64 {
+/// [`estimate`] with bytes standing in for tokens: never below it. With a
+/// reported figure only the new items are looked at (no request is built:
+/// this runs before every request).
+fn upper_estimate(state: &LoopState) -> u64 {
     match state.reported_context {
-        Some((tokens, counted)) if counted <= request.items.len() => {
-            tokens + items_upper_bound(&request.items[counted..])
+        Some((tokens, counted)) if counted <= state.items.len() => {
+            tokens + items_upper_bound(&state.items[counted..])
         }
-        Some(_) | None => upper_bound(request),
+        Some(_) | None => upper_bound(&build_request(state)),
     }
 }
 
@@ -72,12 +74,12 @@ pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -
     if depth_this_step(state).is_some() {
         return false;
     }
-    let request = build_request(state);
     // Counting tokens needs the encoder (most of a second to build), so a
     // byte bound rules out most requests first.
-    if upper_estimate(state, &request) <= limit {
+    if upper_estimate(state) <= limit {
         return false;
     }
+    let request = build_request(state);
     let tokens_before = estimate(state, &request);
     if tokens_before <= limit {
         return false;
