@@ -49,6 +49,9 @@ impl EventSink for HumanPrinter {
                 let first = result.output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                 writeln!(err, "  {mark} {exit}{}", preview(first))
             }
+            RuntimeEvent::Compacting { trigger } => {
+                writeln!(err, "compacting the context ({trigger}): the model summarizes…")
+            }
             RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
                 writeln!(err, "compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens")
             }

@@ -10,7 +10,9 @@
 //! - `{"type":"item_completed","item":{"type":"reasoning","text"}}`
 //! - `{"type":"item_started","item":{"type":"tool_call","call_id","name","arguments"}}`
 //! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
-//! - `{"type":"compacted","reason","tokens_before","tokens_after"}` (`reason`: `threshold`,
+//! - `{"type":"compacting","trigger"}` while the model writes a summary (`trigger`: `auto` or
+//!   `manual`), then
+//!   `{"type":"compacted","reason","tokens_before","tokens_after"}` (`reason`: `threshold`,
 //!   `overflow` or `manual`; tokens are estimates)
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
@@ -99,6 +101,9 @@ impl EventSink for JsonPrinter {
                 item["is_error"] = json!(result.is_error);
                 item["meta"] = meta;
                 self.write(&json!({"type": "item_completed", "item": item}));
+            }
+            RuntimeEvent::Compacting { trigger } => {
+                self.write(&json!({"type": "compacting", "trigger": trigger}));
             }
             RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
                 self.write(&json!({"type": "compacted", "reason": reason,

@@ -81,6 +81,7 @@ impl Session {
             // block is shown to the user, and the context must shrink.
             self.dispatch_hooks(HookEvent::PreCompact, payload, Some(trigger), cancel).await?;
         }
+        self.sink.emit(RuntimeEvent::Compacting { trigger: trigger.to_owned() });
         let mut ignore = |_| {};
         let input = match self.llm.stream(request, &mut ignore, cancel).await {
             Ok(response) => {

@@ -54,6 +54,11 @@ pub enum RuntimeEvent {
         result: ToolResult,
         meta: serde_json::Value,
     },
+    /// The model is writing a compaction summary (`trigger`: `auto` or
+    /// `manual`); a [`RuntimeEvent::Compacted`] follows.
+    Compacting {
+        trigger: String,
+    },
     /// The history was compacted: why (`threshold`, `overflow`, `manual`)
     /// and the estimated context tokens before and after.
     Compacted {

@@ -424,7 +424,11 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             }
             app.status.activity = "thinking".into();
         }
+        RuntimeEvent::Compacting { .. } => app.status.activity = "compacting".into(),
         RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
+            if app.status.activity == "compacting" {
+                app.status.activity = "thinking".into();
+            }
             app.status.context_percent = percent_of_window(&app.status.pricing, tokens_after);
             app.notice(
                 Level::Info,

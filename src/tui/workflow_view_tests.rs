@@ -392,6 +392,8 @@ fn a_compaction_lowers_the_context_shown() {
         tokens_before: 32_000,
         tokens_after: 6_400,
     };
+    runtime(&mut app, RuntimeEvent::Compacting { trigger: "manual".into() });
+    assert_eq!(app.status.activity, "compacting", "the spinner says why it waits");
     runtime(&mut app, compacted);
     assert_eq!(app.status.context_percent, Some(5));
     assert!(render(&app, 110, 3).contains("ctx 5%"));

@@ -162,7 +162,9 @@ async fn a_long_session_compacts_twice_keeps_the_thread_and_resumes() {
     let after = request_after_summary(&server).await;
     assert_thread_kept(&after, GOAL);
     insta::assert_snapshot!("request_after_compaction", snapshot(&sandbox, &after));
-    assert!(lines.iter().any(|line| line["type"] == "compacted"), "exec --json shows it");
+    let at = |kind: &str| lines.iter().position(|line| line["type"] == kind);
+    assert!(at("compacting").is_some(), "exec --json says a summary is being written");
+    assert!(at("compacting") < at("compacted"), "then that it is done");
     let id = lines[0]["session_id"].as_str().unwrap().to_owned();
 
     // Second process: a resume with a new request crosses it again.
