@@ -21,7 +21,7 @@ pub enum ToolKind {
 /// strictest class) so a new tool is never allowed by accident.
 pub fn tool_kind(tool: &str) -> ToolKind {
     match tool {
-        "read_file" | "list_dir" | "glob" | "grep" | "load_skill" => ToolKind::Read,
+        "read_file" | "list_dir" | "glob" | "grep" | "load_skill" | "read_memory" => ToolKind::Read,
         "shell" => ToolKind::Shell,
         "submit_plan" => ToolKind::Plan,
         "todo_write" => ToolKind::Tasks,

@@ -146,6 +146,21 @@ mod tests {
     }
 
     #[test]
+    fn the_workflow_classes_every_tool_as_its_access_says() {
+        use crate::plan::{ToolKind, tool_kind};
+        let registry = ToolRegistry::builtin();
+        for spec in registry.specs() {
+            let kind = tool_kind(&spec.name);
+            match registry.class_of(&spec.name) {
+                ToolClass::ReadOnly => assert_eq!(kind, ToolKind::Read, "{}", spec.name),
+                ToolClass::Mutating => {
+                    assert!(matches!(kind, ToolKind::Write | ToolKind::Shell), "{}", spec.name);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn specs_are_object_schemas_for_all_tools() {
         let specs = ToolRegistry::builtin().specs();
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
