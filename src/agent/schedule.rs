@@ -62,31 +62,9 @@ pub fn policy_event(call_id: &str, verdict: &Verdict) -> SessionEvent {
     SessionEvent::PolicyDecision {
         call_id: call_id.to_owned(),
         decision: decision.to_owned(),
-        matched_rules: verdict.matched.iter().map(rule_json).collect(),
+        matched_rules: verdict.matched.iter().map(RuleMatch::to_json).collect(),
         reason,
     }
-}
-
-fn rule_json(rule: &RuleMatch) -> serde_json::Value {
-    let pattern: Vec<serde_json::Value> = rule
-        .pattern
-        .iter()
-        .map(|alternatives| match alternatives.as_slice() {
-            [single] => serde_json::Value::from(single.clone()),
-            _ => serde_json::Value::from(alternatives.clone()),
-        })
-        .collect();
-    let mut json = serde_json::json!({
-        "source": rule.source.to_string(),
-        "pattern": pattern,
-        "matched_prefix": rule.matched_prefix,
-        "decision": rule.decision.as_str(),
-        "justification": rule.justification,
-    });
-    if let (Some(program), Some(object)) = (&rule.resolved_program, json.as_object_mut()) {
-        object.insert("resolved_program".to_owned(), serde_json::Value::from(program.clone()));
-    }
-    json
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
                 out,
                 "  {}  {}  {}  {why}",
                 rule.source,
-                pattern_json(rule),
+                rule.to_json()["pattern"],
                 rule.decision.as_str()
             )
             .context("cannot write to stdout")?;
@@ -105,33 +105,8 @@ pub fn check_json(decision: &Decision, matched: &[RuleMatch]) -> Value {
         Decision::Prompt { reason } => ("prompt", reason.clone()),
         Decision::Forbidden { reason } => ("forbidden", reason.clone()),
     };
-    let rules: Vec<Value> = matched
-        .iter()
-        .map(|rule| {
-            json!({
-                "source": rule.source.to_string(),
-                "pattern": pattern_json(rule),
-                "matched_prefix": rule.matched_prefix,
-                "decision": rule.decision.as_str(),
-                "justification": rule.justification,
-            })
-        })
-        .collect();
+    let rules: Vec<Value> = matched.iter().map(RuleMatch::to_json).collect();
     json!({ "decision": name, "reason": reason, "matched_rules": rules })
-}
-
-/// A pattern as written: one string per position, a list where the rule
-/// gave alternatives.
-fn pattern_json(rule: &RuleMatch) -> Value {
-    let items: Vec<Value> = rule
-        .pattern
-        .iter()
-        .map(|alternatives| match alternatives.as_slice() {
-            [single] => Value::from(single.clone()),
-            _ => Value::from(alternatives.clone()),
-        })
-        .collect();
-    Value::from(items)
 }
 
 /// `keel trust`: records the current project as trusted.

@@ -128,6 +128,33 @@ pub struct RuleMatch {
     pub resolved_program: Option<String>,
 }
 
+impl RuleMatch {
+    /// The one JSON shape of a matched rule: `keel policy check --json`,
+    /// `policy_decision` log lines and a hook rewrite's re-judgement. A
+    /// pattern position with alternatives is a list, a single one a string.
+    pub fn to_json(&self) -> serde_json::Value {
+        let pattern: Vec<serde_json::Value> = self
+            .pattern
+            .iter()
+            .map(|alternatives| match alternatives.as_slice() {
+                [single] => serde_json::Value::from(single.clone()),
+                _ => serde_json::Value::from(alternatives.clone()),
+            })
+            .collect();
+        let mut json = serde_json::json!({
+            "source": self.source.to_string(),
+            "pattern": pattern,
+            "matched_prefix": self.matched_prefix,
+            "decision": self.decision.as_str(),
+            "justification": self.justification,
+        });
+        if let (Some(program), Some(object)) = (&self.resolved_program, json.as_object_mut()) {
+            object.insert("resolved_program".to_owned(), serde_json::Value::from(program.clone()));
+        }
+        json
+    }
+}
+
 /// Why a rules file did not load.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RulesError {

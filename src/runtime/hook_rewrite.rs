@@ -46,7 +46,7 @@ impl Session {
         self.log.append(SessionEvent::PolicyDecision {
             call_id: call.call_id.clone(),
             decision: decision.to_owned(),
-            matched_rules: verdict.matched.iter().map(rule_json).collect(),
+            matched_rules: verdict.matched.iter().map(RuleMatch::to_json).collect(),
             reason: Some(format!("{REWRITE_NOTE} {input}{why}")),
         })?;
         match verdict.decision {
@@ -109,24 +109,4 @@ fn same_input(arguments: &str, input: &Value) -> bool {
 
 fn blocked(call: &ToolCall, text: String, kind: &str) -> PreToolDecision {
     PreToolDecision::Blocked(ToolResult::error(&call.call_id, text), json!({"error": kind}))
-}
-
-/// Shaped as `keel policy check --json` reports a rule (and as the
-/// `policy_decision` lines of the loop).
-fn rule_json(rule: &RuleMatch) -> Value {
-    let pattern: Vec<Value> = rule
-        .pattern
-        .iter()
-        .map(|alternatives| match alternatives.as_slice() {
-            [single] => Value::from(single.clone()),
-            _ => Value::from(alternatives.clone()),
-        })
-        .collect();
-    json!({
-        "source": rule.source.to_string(),
-        "pattern": pattern,
-        "matched_prefix": rule.matched_prefix,
-        "decision": rule.decision.as_str(),
-        "justification": rule.justification,
-    })
 }
