@@ -1,40 +1,17 @@
 //! Compaction through [`step`]: when it fires, what it keeps, and that it
 //! never loops or loses a call's answer.
 
-use std::collections::BTreeMap;
-
+use super::test_support::{self, call_with};
 use super::*;
 use crate::context::summary::{SUMMARY_MARKER, is_summary_block};
-use crate::policy::{ApprovalMode, PathContext, Policy, RuleSet};
+use crate::policy::ApprovalMode;
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult,
-    TurnOutcome, Usage,
+    Item, ModelRequest, ModelResponse, SessionEvent, StopReason, ToolResult, TurnOutcome, Usage,
 };
 
 fn config(window: Option<u64>) -> LoopConfig {
-    LoopConfig {
-        model: "m".into(),
-        instructions: "be helpful".into(),
-        skills_index: String::new(),
-        tools: Vec::new(),
-        tool_classes: BTreeMap::from([
-            ("read_file".to_owned(), ToolClass::ReadOnly),
-            ("shell".to_owned(), ToolClass::Mutating),
-        ]),
-        policy: Policy::new(
-            RuleSet::default(),
-            // Commands run without asking: these tests are about context.
-            ApprovalMode::Yolo,
-            PathContext { home: "/h".into(), workspace_root: "/w".into(), cwd: "/w".into() },
-        ),
-        max_steps: 50,
-        context_window: window,
-        compact_threshold: 0.85,
-    }
-}
-
-fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall { call_id: id.into(), name: name.into(), arguments: arguments.into(), item_id: None }
+    // Commands run without asking: these tests are about context.
+    LoopConfig { context_window: window, ..test_support::config(ApprovalMode::Yolo, 50) }
 }
 
 fn respond(items: Vec<Item>, input_tokens: u64) -> Input {
@@ -56,7 +33,7 @@ fn summarized(state: &mut LoopState, text: &str) -> Vec<Effect> {
 
 /// Runs one read of `size` characters: the model asks, the tool answers.
 fn read_step(state: &mut LoopState, id: &str, size: usize, reported: u64) -> Vec<Effect> {
-    step(state, respond(vec![Item::ToolCall(call(id, "read_file", "{}"))], reported));
+    step(state, respond(vec![Item::ToolCall(call_with(id, "read_file", "{}"))], reported));
     let result = (ToolResult::ok(id, "word ".repeat(size / 5)), serde_json::Value::Null);
     step(state, Input::BatchFinished { results: vec![result] })
 }
@@ -134,7 +111,7 @@ fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
         {"id": "2", "text": "done one", "status": "completed"}
     ]))
     .unwrap();
-    let test = call("t1", "shell", r#"{"command":"cargo test"}"#);
+    let test = call_with("t1", "shell", r#"{"command":"cargo test"}"#);
     step(&mut state, respond(vec![Item::ToolCall(test)], 500));
     let failing = (
         ToolResult::ok("t1", "exit code: 101\n--- stdout ---\nFAILED: lexer::tabs"),
@@ -235,7 +212,7 @@ fn manual_compaction_runs_while_idle_and_stays_idle() {
 }
 
 #[test]
-fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call() {
+fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call_with() {
     let mut state = LoopState::new(config(Some(100_000)));
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
@@ -260,7 +237,7 @@ fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call() {
 fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
     let mut state = LoopState::new(config(None));
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
-    let test = call("t1", "shell", r#"{"command":"cargo test"}"#);
+    let test = call_with("t1", "shell", r#"{"command":"cargo test"}"#);
     step(&mut state, respond(vec![Item::ToolCall(test)], 100));
     let failing = (ToolResult::ok("t1", "exit code: 1\nBROKEN"), serde_json::Value::Null);
     step(&mut state, Input::BatchFinished { results: vec![failing] });

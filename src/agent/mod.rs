@@ -31,4 +31,6 @@ mod rebuild_tests;
 #[cfg(test)]
 mod step_tests;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod workflow_tests;

@@ -2,44 +2,16 @@
 //! records events; rebuilding from every prefix of them must give the live
 //! state back, and continuing must never re-run an answered call.
 
-use std::collections::BTreeMap;
-
+use super::test_support::{self, call};
 use super::*;
-use crate::policy::{ApprovalMode, PathContext, Policy, RuleSet};
+use crate::policy::ApprovalMode;
 use crate::protocol::{
-    EventRecord, Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult,
-    TurnOutcome, Usage,
+    EventRecord, Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolResult, TurnOutcome,
+    Usage,
 };
 
 fn config(approval: ApprovalMode) -> LoopConfig {
-    let tool_classes = BTreeMap::from([
-        ("read_file".to_owned(), ToolClass::ReadOnly),
-        ("write_file".to_owned(), ToolClass::Mutating),
-        ("shell".to_owned(), ToolClass::Mutating),
-    ]);
-    LoopConfig {
-        model: "m".into(),
-        instructions: "i".into(),
-        skills_index: String::new(),
-        tools: Vec::new(),
-        tool_classes,
-        policy: Policy::new(RuleSet::default(), approval, paths()),
-        max_steps: 10,
-        context_window: None,
-        compact_threshold: 0.85,
-    }
-}
-
-fn paths() -> PathContext {
-    PathContext {
-        home: "/home/u".into(),
-        workspace_root: "/home/u/ws".into(),
-        cwd: "/home/u/ws".into(),
-    }
-}
-
-fn call(id: &str, name: &str) -> ToolCall {
-    ToolCall { call_id: id.into(), name: name.into(), arguments: "{}".into(), item_id: None }
+    test_support::config(approval, 10)
 }
 
 fn response(items: Vec<Item>) -> Input {

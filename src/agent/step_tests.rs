@@ -1,47 +1,14 @@
 //! Drives [`step`] through whole turns with no I/O: the effects it asks for
 //! and the history it builds.
 
-use std::collections::BTreeMap;
-
 use proptest::prelude::*;
 
+use super::test_support::{call, config};
 use super::*;
-use crate::policy::{ApprovalMode, ApprovalScope, PathContext, Policy, RuleSet};
+use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{
-    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult, TurnOutcome,
-    Usage,
+    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolResult, TurnOutcome, Usage,
 };
-
-fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
-    let tool_classes = BTreeMap::from([
-        ("read_file".to_owned(), ToolClass::ReadOnly),
-        ("grep".to_owned(), ToolClass::ReadOnly),
-        ("shell".to_owned(), ToolClass::Mutating),
-    ]);
-    LoopConfig {
-        model: "m".into(),
-        instructions: "be helpful".into(),
-        skills_index: String::new(),
-        tools: Vec::new(),
-        tool_classes,
-        policy: Policy::new(RuleSet::default(), approval, paths()),
-        max_steps,
-        context_window: None,
-        compact_threshold: 0.85,
-    }
-}
-
-fn paths() -> PathContext {
-    PathContext {
-        home: "/home/u".into(),
-        workspace_root: "/home/u/ws".into(),
-        cwd: "/home/u/ws".into(),
-    }
-}
-
-fn call(id: &str, name: &str) -> ToolCall {
-    ToolCall { call_id: id.into(), name: name.into(), arguments: "{}".into(), item_id: None }
-}
 
 fn respond(items: Vec<Item>) -> Input {
     let stop_reason = if items.iter().any(|i| matches!(i, Item::ToolCall(_))) {

@@ -1,0 +1,48 @@
+//! Fixtures shared by the loop's tests: one loop configuration (read-only
+//! `read_file`/`grep`, mutating `write_file`/`shell`, no tools offered,
+//! no window) and the path context it uses.
+
+use std::collections::BTreeMap;
+
+use crate::policy::{ApprovalMode, PathContext, Policy, RuleSet};
+use crate::protocol::{ToolCall, ToolClass};
+
+use super::LoopConfig;
+
+pub(super) fn paths() -> PathContext {
+    PathContext {
+        home: "/home/u".into(),
+        workspace_root: "/home/u/ws".into(),
+        cwd: "/home/u/ws".into(),
+    }
+}
+
+pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
+    let tool_classes = BTreeMap::from([
+        ("read_file".to_owned(), ToolClass::ReadOnly),
+        ("grep".to_owned(), ToolClass::ReadOnly),
+        ("write_file".to_owned(), ToolClass::Mutating),
+        ("shell".to_owned(), ToolClass::Mutating),
+    ]);
+    LoopConfig {
+        model: "m".into(),
+        instructions: "be helpful".into(),
+        skills_index: String::new(),
+        tools: Vec::new(),
+        tool_classes,
+        policy: Policy::new(RuleSet::default(), approval, paths()),
+        max_steps,
+        context_window: None,
+        compact_threshold: 0.85,
+    }
+}
+
+/// A call with `arguments` (a JSON string).
+pub(super) fn call_with(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall { call_id: id.into(), name: name.into(), arguments: arguments.into(), item_id: None }
+}
+
+/// A call with no arguments.
+pub(super) fn call(id: &str, name: &str) -> ToolCall {
+    call_with(id, name, "{}")
+}
