@@ -29,6 +29,29 @@ pub(super) fn read_hello() -> Step {
     Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "hello.txt"}))] }
 }
 
+/// A repository with a typo in `hello.txt` and a `make test` that passes
+/// once it is fixed.
+pub(super) fn typo_project() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "helo world\n");
+    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
+    sandbox
+}
+
+/// The whole small fix: read, implement, verify with `make test`,
+/// deliver, then `answer`.
+pub(super) fn typo_fix_steps(answer: &str) -> Vec<Step> {
+    vec![
+        read_hello(),
+        phase("implement"),
+        typo_edit(),
+        phase("verify"),
+        shell("make test"),
+        phase("deliver"),
+        Step::Answer(answer.into()),
+    ]
+}
+
 /// Read, fix the typo, verify with `make test`, deliver, answer.
 pub(super) fn fix_verify_deliver() -> Vec<Step> {
     vec![
@@ -83,18 +106,8 @@ pub(super) fn moves(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_typo_fix_goes_orient_implement_verify_deliver_without_a_plan() {
-    let sandbox = Sandbox::new();
-    sandbox.write("hello.txt", "helo world\n");
-    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
-    let steps = vec![
-        read_hello(),
-        phase("implement"),
-        typo_edit(),
-        phase("verify"),
-        shell("make test"),
-        phase("deliver"),
-        Step::Answer("Fixed the typo; make test passes.".into()),
-    ];
+    let sandbox = typo_project();
+    let steps = typo_fix_steps("Fixed the typo; make test passes.");
     let (_, lines, log) = exec(&sandbox, &steps, &["--full-auto"]).await;
     assert_eq!(sandbox.read("hello.txt"), "hello world\n");
     assert_eq!(
@@ -230,9 +243,7 @@ async fn approve_plan_approves_within_the_run_and_the_change_goes_through() {
 
 #[tokio::test]
 async fn plan_only_then_resume_with_approve_plan_completes_in_a_second_process() {
-    let sandbox = Sandbox::new();
-    sandbox.write("hello.txt", "helo world\n");
-    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
+    let sandbox = typo_project();
     let planning = vec![
         read_hello(),
         phase("plan"),
@@ -293,12 +304,7 @@ async fn killed_during_implement_resume_restores_phase_plan_and_tasks() {
         phase("implement"),
         Step::Answer("unused".into()),
     ];
-    let fresh = || {
-        let sandbox = Sandbox::new();
-        sandbox.write("hello.txt", "helo world\n");
-        sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
-        sandbox
-    };
+    let fresh = || typo_project();
     // Where the move to implement lands in the log, from a run that ends.
     let reference = fresh();
     let (_, _, log) = exec(&reference, &before_kill, &["--full-auto", "--approve-plan"]).await;

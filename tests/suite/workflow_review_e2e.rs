@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
-use super::workflow_e2e::{moves, phase, phase_moves, read_hello, shell, typo_edit};
+use super::workflow_e2e::{
+    moves, phase, phase_moves, read_hello, shell, typo_edit, typo_fix_steps, typo_project,
+};
 
 const FIRST_PLAN: &str = "## Steps\n1. Fix `helo` in hello.txt\n## Verification\nmake test";
 const FEEDBACK: &str = "also note the fix in CHANGELOG";
@@ -241,18 +243,8 @@ async fn a_resume_keeps_the_logged_mode_unless_a_flag_says_otherwise() {
 /// and named to the model while it implements and verifies.
 #[tokio::test]
 async fn the_projects_checks_are_detected_and_named_in_the_guidance() {
-    let sandbox = Sandbox::new();
-    sandbox.write("hello.txt", "helo world\n");
-    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
-    let steps = vec![
-        read_hello(),
-        phase("implement"),
-        typo_edit(),
-        phase("verify"),
-        shell("make test"),
-        phase("deliver"),
-        Step::Answer("Fixed; make test passes.".into()),
-    ];
+    let sandbox = typo_project();
+    let steps = typo_fix_steps("Fixed; make test passes.");
     let (lines, bodies) = run(&sandbox, &steps, &["--full-auto", "Fix the typo"]).await;
     assert_eq!(lines.last().unwrap()["status"], "completed");
     let named = |body: &Value| body.to_string().contains("This project's checks: `make test`");
@@ -315,9 +307,7 @@ async fn a_plan_left_for_review_cannot_be_implemented_by_a_plain_resume() {
 /// refused until `sh lint.sh` passed after the last change.
 #[tokio::test]
 async fn a_phases_checks_must_pass_before_it_is_entered() {
-    let sandbox = Sandbox::new();
-    sandbox.write("hello.txt", "helo world\n");
-    sandbox.write("Makefile", "test:\n\tgrep -q 'hello world' hello.txt\n");
+    let sandbox = typo_project();
     sandbox.write("lint.sh", "! grep -q helo hello.txt\n");
     let shipped = include_str!("../../rules/phases.toml");
     let gate = "requires = [\"verified_after_last_change\"]";
