@@ -22,6 +22,7 @@ use crate::protocol::{Item, ModelRequest};
 
 use super::driver::base_instructions;
 use super::{RuntimeError, RuntimeEvent, Session};
+use crate::config::discover_memory;
 
 impl Session {
     /// Compacts the history now with a summary by the model, focused on
@@ -126,6 +127,9 @@ impl Session {
         if method != "summary" {
             return Ok(None);
         }
+        // Notes saved since the start (a problem with one was said then).
+        let (memory, _) = discover_memory(&self.settings.keel_home, &self.settings.workspace_root);
+        self.memory = std::sync::Arc::new(memory);
         self.state.config.instructions =
             base_instructions(&self.settings, &self.cwd, &self.date, &self.memory);
         self.session_start_hooks("compact", cancel).await?;

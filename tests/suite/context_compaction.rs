@@ -198,10 +198,16 @@ async fn precompact_and_sessionstart_compact_hooks_run_around_a_summary() {
     for i in 0..5 {
         sandbox.write(&format!("src/part{i}.rs"), &source_file(i));
     }
+    // A memory note saved mid-session is in the index after the summary.
+    let note = "---\ndescription: NOTE-77 saved mid-session\n---\nbody\n";
+    sandbox.write(
+        "save_note.sh",
+        &format!("mkdir -p .keel/memory && printf '%s' '{note}' > .keel/memory/n.md\n"),
+    );
     let context = r#"echo '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"REMINDER-0a9: tabs only"}}'"#;
     let config = format!(
         "[context]\nwindow = 16000\n\n\
-         [[hooks.PreCompact]]\nmatcher = \"auto\"\n[[hooks.PreCompact.hooks]]\ntype = \"command\"\ncommand = \"cat > precompact.json\"\n\n\
+         [[hooks.PreCompact]]\nmatcher = \"auto\"\n[[hooks.PreCompact.hooks]]\ntype = \"command\"\ncommand = \"cat > precompact.json && sh save_note.sh\"\n\n\
          [[hooks.SessionStart]]\nmatcher = \"compact\"\n[[hooks.SessionStart.hooks]]\ntype = \"command\"\ncommand = {context:?}\n"
     );
     std::fs::write(sandbox.home.join("config.toml"), config).unwrap();
@@ -215,6 +221,7 @@ async fn precompact_and_sessionstart_compact_hooks_run_around_a_summary() {
     assert_eq!(payload["trigger"], "auto");
     let after = request_after_summary(&server).await;
     assert!(after.contains("REMINDER-0a9: tabs only"), "SessionStart(compact) context is in");
+    assert!(after.contains("NOTE-77 saved mid-session"), "memory is read again");
     let runs: Vec<Value> =
         sandbox.only_log().into_iter().filter(|line| line["type"] == "hook_ran").collect();
     let events: Vec<&str> = runs.iter().filter_map(|run| run["event"].as_str()).collect();
