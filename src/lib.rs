@@ -29,3 +29,6 @@ pub mod runtime;
 pub mod cli;
 pub mod exec;
 pub mod tui;
+
+#[cfg(test)]
+mod shared_corpus;

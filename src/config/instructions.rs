@@ -112,11 +112,10 @@ fn cap_total(mut files: Vec<InstructionFile>) -> Vec<InstructionFile> {
 mod tests {
     use super::*;
 
-    fn conformance(rel: &str) -> PathBuf {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/agents_md").join(rel);
-        assert!(path.exists(), "conformance material missing: looked at {}", path.display());
-        path
+    /// The real AGENTS.md files, or `None` (the test is skipped) in a clone
+    /// without the shared corpus: see `crate::shared_corpus`.
+    fn corpus() -> Option<PathBuf> {
+        crate::shared_corpus::locate("conformance/agents_md")
     }
 
     fn copy(from: &Path, to: &Path) {
@@ -126,6 +125,7 @@ mod tests {
 
     #[test]
     fn every_conformance_agents_md_is_picked_up_root_first_in_a_nested_layout() {
+        let Some(corpus) = corpus() else { return };
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("repo");
         let sources = [
@@ -140,7 +140,7 @@ mod tests {
             ),
         ];
         for (sub, src) in sources {
-            copy(&conformance(src), &root.join(sub).join("AGENTS.md"));
+            copy(&corpus.join(src), &root.join(sub).join("AGENTS.md"));
         }
         let cwd = root.join("a/b/c/d/codex-rs/tui/src/bottom_pane");
         let home = dir.path().join("home");
@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(found.len(), sources.len());
         for (file, (sub, src)) in found.iter().zip(sources) {
             assert_eq!(file.path, root.join(sub).join("AGENTS.md"));
-            let original = std::fs::read_to_string(conformance(src)).unwrap();
+            let original = std::fs::read_to_string(corpus.join(src)).unwrap();
             let head: String = original.chars().take(200).collect();
             assert!(file.text.starts_with(&head) || file.text.contains("truncated"), "{src}");
         }
@@ -158,10 +158,11 @@ mod tests {
 
     #[test]
     fn claude_md_import_stub_brings_in_agents_md() {
+        let Some(corpus) = corpus() else { return };
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("repo");
-        copy(&conformance("astral-sh__uv/CLAUDE.md"), &root.join("sub/CLAUDE.md"));
-        copy(&conformance("astral-sh__uv/AGENTS.md"), &root.join("sub/notes/AGENTS.md"));
+        copy(&corpus.join("astral-sh__uv/CLAUDE.md"), &root.join("sub/CLAUDE.md"));
+        copy(&corpus.join("astral-sh__uv/AGENTS.md"), &root.join("sub/notes/AGENTS.md"));
         std::fs::write(root.join("sub/CLAUDE.md"), "@notes/AGENTS.md\n").unwrap();
         let found = discover_instructions(&dir.path().join("h"), &root, &root.join("sub"));
         assert_eq!(found.len(), 1);

@@ -17,6 +17,8 @@ mod session_crash;
 mod session_replay;
 mod session_resume;
 mod session_undo;
+#[path = "../../src/shared_corpus.rs"]
+mod shared_corpus;
 mod support;
 mod tools_cli;
 mod tui_plan_mode;

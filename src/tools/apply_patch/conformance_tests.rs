@@ -9,11 +9,10 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
-fn scenarios_dir() -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/apply_patch/scenarios");
-    assert!(dir.is_dir(), "conformance scenarios missing at {}", dir.display());
-    dir
+/// Codex's scenarios, or `None` (the test is skipped) in a clone without the
+/// shared corpus: see `crate::shared_corpus`.
+fn scenarios_dir() -> Option<PathBuf> {
+    crate::shared_corpus::locate("conformance/apply_patch/scenarios")
 }
 
 /// Every file and directory under `root`: relative path → file bytes
@@ -63,7 +62,8 @@ fn run_scenario(dir: &Path) -> (Result<PatchReport, PatchError>, tempfile::TempD
 
 #[test]
 fn all_scenarios_produce_the_expected_tree() {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+    let Some(scenarios) = scenarios_dir() else { return };
+    let mut names: Vec<PathBuf> = std::fs::read_dir(scenarios)
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.is_dir())
@@ -103,14 +103,15 @@ fn own_scenarios_produce_the_expected_tree() {
 }
 
 /// The error message and kind of a scenario that must fail.
-fn failure(name: &str) -> (String, &'static str) {
-    let (outcome, _work) = run_scenario(&scenarios_dir().join(name));
+fn failure(scenarios: &Path, name: &str) -> (String, &'static str) {
+    let (outcome, _work) = run_scenario(&scenarios.join(name));
     let error = ToolError::from(outcome.expect_err(name));
     (error.to_string(), error.kind())
 }
 
 #[test]
 fn failure_scenarios_say_why() {
+    let Some(scenarios) = scenarios_dir() else { return };
     let cases = [
         ("005_rejects_empty_patch", "invalid_patch", "contains no file operation"),
         ("006_rejects_missing_context", "patch_mismatch", "lines were not found"),
@@ -121,7 +122,7 @@ fn failure_scenarios_say_why() {
         ("013_rejects_invalid_hunk_header", "invalid_patch", "`*** Frobnicate File: foo`"),
     ];
     for (name, kind, needle) in cases {
-        let (message, actual_kind) = failure(name);
+        let (message, actual_kind) = failure(&scenarios, name);
         assert_eq!(actual_kind, kind, "{name}: {message}");
         assert!(message.contains(needle), "{name}: {message}");
         assert!(message.contains("nothing was changed"), "{name}: {message}");
@@ -130,7 +131,8 @@ fn failure_scenarios_say_why() {
 
 #[test]
 fn partial_failure_lists_what_stays_applied() {
-    let (message, kind) = failure("015_failure_after_partial_success_leaves_changes");
+    let Some(scenarios) = scenarios_dir() else { return };
+    let (message, kind) = failure(&scenarios, "015_failure_after_partial_success_leaves_changes");
     assert_eq!(kind, "not_found");
     assert!(message.starts_with("operation 2 of the patch failed"), "{message}");
     assert!(message.ends_with("stay applied:\nA created.txt"), "{message}");
@@ -138,7 +140,8 @@ fn partial_failure_lists_what_stays_applied() {
 
 #[test]
 fn success_reports_each_file_like_codex() {
-    let (outcome, _work) = run_scenario(&scenarios_dir().join("002_multiple_operations"));
+    let Some(scenarios) = scenarios_dir() else { return };
+    let (outcome, _work) = run_scenario(&scenarios.join("002_multiple_operations"));
     let report = outcome.unwrap();
     assert_eq!(report.lines(), "A nested/new.txt\nD delete.txt\nM modify.txt\n");
 }
