@@ -7,6 +7,8 @@ fn layer(module: &str) -> Option<u8> {
     match module {
         "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" => Some(0),
         "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" => Some(1),
+        // Test-only: finds the shared corpus on disk.
+        "shared_corpus" => Some(1),
         "runtime" => Some(2),
         "exec" | "tui" | "cli" | "main" | "lib" => Some(3),
         _ => None,
