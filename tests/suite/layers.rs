@@ -71,3 +71,42 @@ fn lower_layers_never_import_higher_ones() {
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
+
+/// The modules each bullet of docs/design.md §6 names, with the bullet's layer.
+fn design_map() -> Vec<(String, u8)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let section = text.split("## 6.").nth(1).expect("docs/design.md has a §6");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    let mut map = Vec::new();
+    for bullet in section.split("\n- L").skip(1) {
+        let level: u8 = bullet[..1].parse().expect("a bullet starting `- L<digit>`");
+        let bullet = bullet.split("\n\n").next().unwrap_or(bullet);
+        for name in bullet.split('`').skip(1).step_by(2) {
+            map.push((name.trim_end_matches(".rs").to_owned(), level));
+        }
+    }
+    map
+}
+
+#[test]
+fn the_design_map_names_every_module_at_its_layer() {
+    let map = design_map();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let module = module_of(&src, &entry.unwrap().path());
+        if matches!(module.as_str(), "lib" | "shared_corpus") {
+            continue;
+        }
+        let own = layer(&module).unwrap_or_else(|| panic!("module `{module}` has no layer"));
+        match map.iter().find(|(name, _)| *name == module) {
+            Some((_, level)) if *level == own => {}
+            Some((_, level)) => {
+                problems.push(format!("`{module}`: L{own} here, L{level} in docs/design.md §6"))
+            }
+            None => problems.push(format!("`{module}` (L{own}) is missing from docs/design.md §6")),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
