@@ -39,6 +39,7 @@ fn transcript() -> App {
             arguments: serde_json::json!({"command": format!("cargo test -p crate{n}")})
                 .to_string(),
             item_id: None,
+            provider_data: None,
         };
         let response = ModelResponse {
             items: vec![Item::Assistant { text: answer.into() }],

@@ -83,6 +83,7 @@ fn event(n: usize) -> SessionEvent {
         name: "read_file".into(),
         arguments: format!("{{\"path\":\"src/module_{n}.rs\"}}"),
         item_id: None,
+        provider_data: None,
     };
     match n % 7 {
         0 => SessionEvent::TurnStarted { turn },

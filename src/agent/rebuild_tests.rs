@@ -304,12 +304,14 @@ fn a_rebuild_after_a_plan_approval_in_plan_mode_is_in_ask_mode() {
         name: "submit_plan".into(),
         arguments: serde_json::json!({ "plan_markdown": "1. do it" }).to_string(),
         item_id: None,
+        provider_data: None,
     };
     let phase = ToolCall {
         call_id: "f".into(),
         name: "set_phase".into(),
         arguments: serde_json::json!({ "phase": "plan" }).to_string(),
         item_id: None,
+        provider_data: None,
     };
     for input in [
         Input::UserTurn { text: "go".into() },
@@ -379,6 +381,7 @@ mod properties {
             name: name.into(),
             arguments: args.to_string(),
             item_id: None,
+            provider_data: None,
         }
     }
 

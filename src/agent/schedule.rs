@@ -72,7 +72,13 @@ mod tests {
     use super::*;
 
     fn call(id: &str) -> ToolCall {
-        ToolCall { call_id: id.into(), name: "t".into(), arguments: "{}".into(), item_id: None }
+        ToolCall {
+            call_id: id.into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+            item_id: None,
+            provider_data: None,
+        }
     }
 
     fn ids(batch: &Batch) -> Vec<String> {

@@ -247,7 +247,13 @@ proptest! {
 
 fn shell_call(id: &str, command: &str) -> ToolCall {
     let arguments = serde_json::json!({ "command": command }).to_string();
-    ToolCall { call_id: id.into(), name: "shell".into(), arguments, item_id: None }
+    ToolCall {
+        call_id: id.into(),
+        name: "shell".into(),
+        arguments,
+        item_id: None,
+        provider_data: None,
+    }
 }
 
 /// Index of the first effect matching `pred`.
@@ -324,6 +330,7 @@ fn harness_calls_are_not_judged_by_policy() {
         name: "todo_write".into(),
         arguments: serde_json::json!({ "todos": [] }).to_string(),
         item_id: None,
+        provider_data: None,
     };
     let effects = step(&mut state, respond(vec![Item::ToolCall(todo)]));
     assert!(

@@ -39,7 +39,13 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
 
 /// A call with `arguments` (a JSON string).
 pub(super) fn call_with(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall { call_id: id.into(), name: name.into(), arguments: arguments.into(), item_id: None }
+    ToolCall {
+        call_id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+        item_id: None,
+        provider_data: None,
+    }
 }
 
 /// A call with no arguments.

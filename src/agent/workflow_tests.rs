@@ -43,7 +43,13 @@ fn state(approval: ApprovalMode) -> LoopState {
 }
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
-    ToolCall { call_id: id.into(), name: name.into(), arguments: args.to_string(), item_id: None }
+    ToolCall {
+        call_id: id.into(),
+        name: name.into(),
+        arguments: args.to_string(),
+        item_id: None,
+        provider_data: None,
+    }
 }
 
 fn respond(calls: Vec<ToolCall>) -> Input {
@@ -264,6 +270,7 @@ fn bad_harness_arguments_and_task_lists_are_refused_not_panics() {
         name: "set_phase".into(),
         arguments: "{not json".into(),
         item_id: None,
+        provider_data: None,
     };
     let two_running = serde_json::json!({ "todos": [
         { "id": "1", "text": "a", "status": "in_progress" },

@@ -42,6 +42,7 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<Exi
         name: args.name,
         arguments: args.arguments,
         item_id: None,
+        provider_data: None,
     };
     sandbox::set_env_filter(settings.env_filter.clone());
     let mut policy = build_policy(&settings, &env, mode);

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::provider::ProviderFile;
 use super::{CliOverrides, ConfigError, Environment};
 
 /// The keys a config file may set. Unknown keys are errors (a typo should
@@ -12,13 +13,16 @@ use super::{CliOverrides, ConfigError, Environment};
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    pub provider: Option<String>,
+    /// `provider = "name"` or the `[provider]` table (`super::provider`).
+    pub provider: Option<ProviderFile>,
     pub model: Option<String>,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub max_steps: Option<u32>,
     pub max_retries: Option<u32>,
     pub idle_timeout_secs: Option<u64>,
+    /// The longest one model request may take, retries included.
+    pub request_timeout_secs: Option<u64>,
     /// Hooks in Claude Code's shape (event → matcher groups); read by
     /// `config::hooks` per source, never merged across files.
     pub hooks: Option<toml::Table>,
@@ -71,8 +75,11 @@ pub struct ContextFile {
     /// US dollars per million tokens for the session's model (override
     /// keel's table, or price a model it does not know).
     pub input_price: Option<f64>,
+    /// Cache reads.
     pub cached_input_price: Option<f64>,
     pub output_price: Option<f64>,
+    /// Cache writes (Anthropic).
+    pub cache_write_price: Option<f64>,
 }
 
 /// The `[verify]` table.
@@ -123,6 +130,7 @@ impl ConfigFile {
             max_steps,
             max_retries,
             idle_timeout_secs,
+            request_timeout_secs,
             hooks: _,
             import_claude_hooks,
             sandbox,
@@ -149,6 +157,7 @@ impl ConfigFile {
             input_price,
             cached_input_price,
             output_price,
+            cache_write_price,
         }) = context
         {
             let mine = self.context.get_or_insert_with(ContextFile::default);
@@ -157,6 +166,7 @@ impl ConfigFile {
             mine.input_price = input_price.or(mine.input_price);
             mine.cached_input_price = cached_input_price.or(mine.cached_input_price);
             mine.output_price = output_price.or(mine.output_price);
+            mine.cache_write_price = cache_write_price.or(mine.cache_write_price);
         }
         if let Some(VerifyFile { commands }) = verify {
             let mine = self.verify.get_or_insert_with(VerifyFile::default);
@@ -165,13 +175,18 @@ impl ConfigFile {
         if let Some(sandbox) = sandbox {
             self.sandbox.get_or_insert_with(SandboxFile::default).overlay(sandbox);
         }
-        self.provider = provider.or(self.provider.take());
+        match (&mut self.provider, provider) {
+            (Some(mine), Some(theirs)) => mine.overlay(theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
         self.model = model.or(self.model.take());
         self.base_url = base_url.or(self.base_url.take());
         self.api_key_env = api_key_env.or(self.api_key_env.take());
         self.max_steps = max_steps.or(self.max_steps);
         self.max_retries = max_retries.or(self.max_retries);
         self.idle_timeout_secs = idle_timeout_secs.or(self.idle_timeout_secs);
+        self.request_timeout_secs = request_timeout_secs.or(self.request_timeout_secs);
         self.import_claude_hooks = import_claude_hooks.or(self.import_claude_hooks);
     }
 }

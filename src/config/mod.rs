@@ -14,6 +14,7 @@ mod hooks;
 mod instructions;
 mod layers;
 mod memory;
+mod provider;
 mod resolve;
 pub mod rules;
 
@@ -24,6 +25,7 @@ pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
 pub use layers::{ConfigFile, ContextFile, Layers, SandboxFile, find_workspace_root, read_layers};
 pub use memory::{MemoryProblem, discover_memory};
+pub use provider::ProviderFile;
 pub use resolve::{LocalSettings, SandboxSettings, Settings, resolve, resolve_local};
 
 /// Why configuration could not be loaded. Every message says what to fix.

@@ -7,19 +7,27 @@ use std::time::Duration;
 
 use crate::context::Pricing;
 use crate::hooks::{HooksConfig, NativeHook, ProtectSecrets};
-use crate::llm::{ProviderConfig, ProviderKind, RetryPolicy};
+use crate::llm::{
+    CacheTtl, KeyHeader, ProfileSettings, ProviderConfig, ProviderKind, ReasoningEcho, RetryPolicy,
+    ServerProfile,
+};
 use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
 use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
 use super::layers::{SecretsFile, ShellFile};
-use super::{CliOverrides, ConfigError, ContextFile, Environment, Layers, SandboxFile};
+use super::{
+    CliOverrides, ConfigError, ContextFile, Environment, Layers, ProviderFile, SandboxFile,
+};
 
 /// Model calls allowed in one turn unless configured otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 100;
-/// Seconds a stream may stay silent before it counts as cut.
-pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 120;
+/// Seconds a server may stay silent (before the first byte or between
+/// two chunks) before the attempt counts as failed.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+/// Seconds one model request may take, retries and backoffs included.
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 600;
 
 /// Everything a command needs to know, resolved.
 #[derive(Debug, Clone)]
@@ -65,12 +73,17 @@ pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.85;
 
 /// The table's figures for `model` with `[context]`'s overrides; a
 /// negative price is an error.
-fn pricing(model: &str, file: Option<ContextFile>) -> Result<Pricing, ConfigError> {
-    let table = Pricing::for_model(model);
+fn pricing(model: &str, file: Option<ContextFile>, ttl: CacheTtl) -> Result<Pricing, ConfigError> {
+    let mut table = Pricing::for_model(model);
+    if ttl == CacheTtl::OneHour && table.cache_write_price.is_some() {
+        // One-hour entries cost twice the input price to write.
+        table.cache_write_price = table.input_price.map(|price| price * 2.0);
+    }
     let Some(file) = file else { return Ok(table) };
     for (key, price) in [
         ("context.input_price", file.input_price),
         ("context.cached_input_price", file.cached_input_price),
+        ("context.cache_write_price", file.cache_write_price),
         ("context.output_price", file.output_price),
     ] {
         if let Some(price) = price.filter(|price| !(price.is_finite() && *price >= 0.0)) {
@@ -86,6 +99,7 @@ fn pricing(model: &str, file: Option<ContextFile>) -> Result<Pricing, ConfigErro
         input_price: file.input_price.or(table.input_price),
         cached_input_price: file.cached_input_price.or(table.cached_input_price),
         output_price: file.output_price.or(table.output_price),
+        cache_write_price: file.cache_write_price.or(table.cache_write_price),
     })
 }
 
@@ -161,6 +175,40 @@ fn native_hooks(file: Option<SecretsFile>) -> Result<Vec<Arc<dyn NativeHook>>, C
     Ok(vec![Arc::new(hook)])
 }
 
+/// The `[provider]` table's values, checked.
+fn profile_settings(file: &ProviderFile) -> Result<ProfileSettings, ConfigError> {
+    fn check<T>(
+        key: &'static str,
+        value: Option<&String>,
+        parse: impl Fn(&str) -> Option<T>,
+        valid: &str,
+    ) -> Result<Option<T>, ConfigError> {
+        let Some(value) = value else { return Ok(None) };
+        parse(value).map(Some).ok_or_else(|| ConfigError::InvalidValue {
+            key,
+            value: value.clone(),
+            message: format!("use one of: {valid}"),
+        })
+    }
+    Ok(ProfileSettings {
+        reasoning_echo: check(
+            "provider.reasoning_echo",
+            file.reasoning_echo.as_ref(),
+            ReasoningEcho::parse,
+            "auto, off, deepseek, always",
+        )?
+        .flatten(),
+        prompt_cache_key: file.prompt_cache_key,
+        cache_ttl: check("provider.cache_ttl", file.cache_ttl.as_ref(), CacheTtl::parse, "5m, 1h")?,
+        key_header: check(
+            "provider.api_key_header",
+            file.api_key_header.as_ref(),
+            KeyHeader::parse,
+            "bearer, api-key",
+        )?,
+    })
+}
+
 /// Resolves provider, model and limits.
 pub fn resolve(
     env: &Environment,
@@ -170,7 +218,8 @@ pub fn resolve(
     let Layers { merged, warnings, workspace_root } = layers;
     let config_path = env.keel_home.join("config.toml");
     let base_url = cli.base_url.clone().or(merged.base_url);
-    let kind = match cli.provider.as_deref().or(merged.provider.as_deref()) {
+    let provider_file = merged.provider.unwrap_or_default();
+    let kind = match cli.provider.as_deref().or(provider_file.name.as_deref()) {
         Some(name) => ProviderKind::from_cli_name(name)
             .ok_or_else(|| ConfigError::UnknownProvider { name: name.to_owned() })?,
         None => detect_provider(env, base_url.is_some())
@@ -195,9 +244,22 @@ pub fn resolve(
     };
     let idle_timeout =
         Duration::from_secs(merged.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).max(1));
-    let pricing = pricing(&model, merged.context)?;
+    let request_timeout = Duration::from_secs(
+        merged.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS).max(1),
+    );
+    let profile = ServerProfile::detect(kind, &base_url, &model, profile_settings(&provider_file)?);
+    let pricing = pricing(&model, merged.context, profile.cache_ttl)?;
     Ok(Settings {
-        provider: ProviderConfig { kind, base_url, api_key, api_key_env, retry, idle_timeout },
+        provider: ProviderConfig {
+            kind,
+            base_url,
+            api_key,
+            api_key_env,
+            retry,
+            idle_timeout,
+            request_timeout,
+            profile,
+        },
         max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
         keel_home: env.keel_home.clone(),
         workspace_root,

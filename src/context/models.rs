@@ -1,5 +1,11 @@
 //! Known models: context window and list prices, matched by name prefix.
 //! Unknown models have no figures (shown as unknown, never guessed).
+//!
+//! Cost: `Usage::input_tokens` is the whole prompt; its cache reads are
+//! billed at the cache read price and its cache writes (Anthropic) at the
+//! cache write price (1.25× input for five-minute entries, 2× for one-hour
+//! ones), the rest at the input price. A missing read or write price
+//! falls back to the input price.
 
 use crate::protocol::Usage;
 
@@ -11,8 +17,12 @@ pub struct ModelInfo {
     pub context_window: u64,
     /// US dollars per million tokens.
     pub input_price: f64,
+    /// Cache reads.
     pub cached_input_price: f64,
     pub output_price: f64,
+    /// Cache writes of five-minute entries; `None` where writes are not
+    /// billed apart (OpenAI, DeepSeek: automatic caching).
+    pub cache_write_price: Option<f64>,
 }
 
 const fn model(
@@ -28,6 +38,20 @@ const fn model(
         input_price: input,
         cached_input_price: cached,
         output_price: output,
+        cache_write_price: None,
+    }
+}
+
+/// An Anthropic model: reads at 0.1× and five-minute writes at 1.25× the
+/// input price.
+const fn claude(prefix: &'static str, input: f64, output: f64) -> ModelInfo {
+    ModelInfo {
+        prefix,
+        context_window: 200_000,
+        input_price: input,
+        cached_input_price: input * 0.1,
+        output_price: output,
+        cache_write_price: Some(input * 1.25),
     }
 }
 
@@ -42,10 +66,14 @@ const MODELS: &[ModelInfo] = &[
     model("gpt-4o-mini", 128_000, 0.15, 0.075, 0.6),
     model("o3", 200_000, 2.0, 0.5, 8.0),
     model("o4-mini", 200_000, 1.1, 0.275, 4.4),
-    model("claude-opus-4", 200_000, 15.0, 1.5, 75.0),
-    model("claude-sonnet-4", 200_000, 3.0, 0.3, 15.0),
-    model("claude-haiku-4", 200_000, 1.0, 0.1, 5.0),
-    model("claude-3-5-haiku", 200_000, 0.8, 0.08, 4.0),
+    claude("claude-opus-4", 15.0, 75.0),
+    claude("claude-opus-4-5", 5.0, 25.0),
+    claude("claude-sonnet-4", 3.0, 15.0),
+    claude("claude-3-7-sonnet", 3.0, 15.0),
+    claude("claude-haiku-4", 1.0, 5.0),
+    claude("claude-3-5-haiku", 0.8, 4.0),
+    model("deepseek-chat", 128_000, 0.28, 0.028, 0.42),
+    model("deepseek-reasoner", 128_000, 0.28, 0.028, 0.42),
 ];
 
 /// The entry whose prefix is the longest prefix of `name`.
@@ -60,8 +88,11 @@ pub struct Pricing {
     pub context_window: Option<u64>,
     /// US dollars per million tokens; `None`: no cost is shown.
     pub input_price: Option<f64>,
+    /// Cache reads.
     pub cached_input_price: Option<f64>,
     pub output_price: Option<f64>,
+    /// Cache writes.
+    pub cache_write_price: Option<f64>,
 }
 
 impl Pricing {
@@ -72,21 +103,25 @@ impl Pricing {
             input_price: Some(info.input_price),
             cached_input_price: Some(info.cached_input_price),
             output_price: Some(info.output_price),
+            cache_write_price: info.cache_write_price,
         })
     }
 
-    /// What `usage` cost, if input and output prices are known (cached
-    /// input falls back to the input price).
+    /// What `usage` cost, if input and output prices are known (cache
+    /// reads and writes fall back to the input price).
     pub fn cost_usd(&self, usage: &Usage) -> Option<f64> {
         let input = self.input_price?;
         let output = self.output_price?;
-        let cached_price = self.cached_input_price.unwrap_or(input);
-        let cached = usage.cached_input_tokens.min(usage.input_tokens);
-        let fresh = usage.input_tokens - cached;
+        let read_price = self.cached_input_price.unwrap_or(input);
+        let write_price = self.cache_write_price.unwrap_or(input);
+        let read = usage.cached_input_tokens.min(usage.input_tokens);
+        let written = usage.cache_write_tokens.min(usage.input_tokens - read);
+        let fresh = usage.input_tokens - read - written;
         let per_million = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
         Some(
             per_million(fresh, input)
-                + per_million(cached, cached_price)
+                + per_million(read, read_price)
+                + per_million(written, write_price)
                 + per_million(usage.output_tokens, output),
         )
     }
@@ -98,19 +133,11 @@ impl Pricing {
     }
 }
 
-/// What `usage` cost on `model`, in US dollars, if the model is known.
-/// `input_tokens` includes the cached ones, which are billed at the cached
-/// rate.
+/// What `usage` cost on `model`, in US dollars, if the model is known
+/// (the table's prices; see [`Pricing::cost_usd`]).
 pub fn cost_usd(model: &str, usage: &Usage) -> Option<f64> {
-    let info = model_info(model)?;
-    let cached = usage.cached_input_tokens.min(usage.input_tokens);
-    let fresh = usage.input_tokens - cached;
-    let per_million = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
-    Some(
-        per_million(fresh, info.input_price)
-            + per_million(cached, info.cached_input_price)
-            + per_million(usage.output_tokens, info.output_price),
-    )
+    model_info(model)?;
+    Pricing::for_model(model).cost_usd(usage)
 }
 
 /// How full the context is, in percent, given the input tokens of the
@@ -138,12 +165,50 @@ mod tests {
             input_tokens: 1_000_000,
             cached_input_tokens: 400_000,
             output_tokens: 100_000,
-            reasoning_tokens: 0,
+            ..Usage::default()
         };
         let cost = cost_usd("claude-sonnet-4-5", &usage).unwrap();
         // 600k × $3 + 400k × $0.30 + 100k × $15 per million.
         assert!((cost - (1.8 + 0.12 + 1.5)).abs() < 1e-9, "{cost}");
         assert_eq!(cost_usd("mock-model", &usage), None);
+    }
+
+    /// One formula per provider, with the figures its usage reports.
+    #[test]
+    fn cache_reads_and_writes_use_their_prices_per_provider() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Anthropic: input 10k of which 6k read and 3k written (1k fresh).
+        let anthropic = Usage {
+            input_tokens: 10_000,
+            cached_input_tokens: 6_000,
+            cache_write_tokens: 3_000,
+            output_tokens: 1_000,
+            ..Usage::default()
+        };
+        let cost = cost_usd("claude-sonnet-4-5", &anthropic).unwrap();
+        // 1k × $3 + 6k × $0.30 + 3k × $3.75 + 1k × $15, per million.
+        assert!(close(cost, 0.003 + 0.0018 + 0.01125 + 0.015), "{cost}");
+        // OpenAI Responses / Chat: reads only, writes free.
+        let openai = Usage {
+            input_tokens: 10_000,
+            cached_input_tokens: 8_000,
+            output_tokens: 1_000,
+            ..Usage::default()
+        };
+        let cost = cost_usd("gpt-5", &openai).unwrap();
+        assert!(close(cost, 2_000.0 * 1.25e-6 + 8_000.0 * 0.125e-6 + 1_000.0 * 10e-6), "{cost}");
+        // DeepSeek: `prompt_cache_hit_tokens` at its hit price.
+        let cost = cost_usd("deepseek-chat", &openai).unwrap();
+        assert!(close(cost, 2_000.0 * 0.28e-6 + 8_000.0 * 0.028e-6 + 1_000.0 * 0.42e-6), "{cost}");
+        // Over-reported reads and writes never make the fresh part negative.
+        let odd = Usage {
+            input_tokens: 10,
+            cached_input_tokens: 8,
+            cache_write_tokens: 8,
+            ..Usage::default()
+        };
+        assert!(cost_usd("claude-haiku-4-5", &odd).unwrap() > 0.0);
+        assert_eq!(model_info("claude-opus-4-5-20251101").unwrap().input_price, 5.0);
     }
 
     #[test]

@@ -264,6 +264,7 @@ mod tests {
                 name: "read_file".into(),
                 arguments: "{}".into(),
                 item_id: None,
+                provider_data: None,
             }));
             items.push(Item::ToolResult(ToolResult::ok(&id, "line of code\n".repeat(40))));
         }

@@ -64,7 +64,11 @@ pub fn estimate_items(items: &[Item]) -> u64 {
 pub fn estimate_item(item: &Item) -> u64 {
     let text_tokens = match item {
         Item::User { text } | Item::Assistant { text } => count(text),
-        Item::ToolCall(call) => count(&call.name) + count(&call.arguments),
+        Item::ToolCall(call) => {
+            count(&call.name)
+                + count(&call.arguments)
+                + call.provider_data.as_ref().map_or(0, |data| provider_data_bytes(data) as u64 / 4)
+        }
         Item::ToolResult(result) => count(&result.output),
         Item::Reasoning(reasoning) => reasoning_tokens(reasoning),
     };
@@ -80,30 +84,44 @@ fn estimate_tool(tool: &ToolSpec) -> u64 {
 /// reports the truth afterwards).
 fn reasoning_tokens(reasoning: &ReasoningItem) -> u64 {
     match reasoning {
-        ReasoningItem::OpenAi { summary, encrypted_content, .. } => {
-            summary.iter().map(|text| count(text)).sum::<u64>()
+        ReasoningItem::OpenAi { summary, encrypted_content, content, .. } => {
+            summary.iter().chain(content).map(|text| count(text)).sum::<u64>()
                 + encrypted_content.as_ref().map_or(0, |blob| blob.len() as u64 / 4)
         }
         ReasoningItem::AnthropicThinking { thinking, signature } => {
             count(thinking) + signature.as_ref().map_or(0, |blob| blob.len() as u64 / 4)
         }
         ReasoningItem::AnthropicRedacted { data } => data.len() as u64 / 4,
+        ReasoningItem::Chat { text, provider_data, .. } => {
+            count(text) + provider_data_bytes(provider_data) as u64 / 4
+        }
     }
+}
+
+fn provider_data_bytes(data: &serde_json::Map<String, serde_json::Value>) -> usize {
+    if data.is_empty() { 0 } else { serde_json::Value::Object(data.clone()).to_string().len() }
 }
 
 fn item_bytes(item: &Item) -> usize {
     match item {
         Item::User { text } | Item::Assistant { text } => text.len(),
-        Item::ToolCall(call) => call.name.len() + call.arguments.len(),
+        Item::ToolCall(call) => {
+            call.name.len()
+                + call.arguments.len()
+                + call.provider_data.as_ref().map_or(0, provider_data_bytes)
+        }
         Item::ToolResult(result) => result.output.len(),
-        Item::Reasoning(ReasoningItem::OpenAi { summary, encrypted_content, .. }) => {
-            summary.iter().map(String::len).sum::<usize>()
+        Item::Reasoning(ReasoningItem::OpenAi { summary, encrypted_content, content, .. }) => {
+            summary.iter().chain(content).map(String::len).sum::<usize>()
                 + encrypted_content.as_ref().map_or(0, String::len)
         }
         Item::Reasoning(ReasoningItem::AnthropicThinking { thinking, signature }) => {
             thinking.len() + signature.as_ref().map_or(0, String::len)
         }
         Item::Reasoning(ReasoningItem::AnthropicRedacted { data }) => data.len(),
+        Item::Reasoning(ReasoningItem::Chat { text, provider_data, .. }) => {
+            text.len() + provider_data_bytes(provider_data)
+        }
     }
 }
 
@@ -172,6 +190,7 @@ mod tests {
                     name: "read_file".into(),
                     arguments: r#"{"path":"src/lib.rs"}"#.into(),
                     item_id: None,
+                    provider_data: None,
                 }),
                 Item::ToolResult(ToolResult::ok("c1", "pub fn parse() {}\n".repeat(50))),
             ],

@@ -58,15 +58,33 @@ impl EventSink for HumanPrinter {
             RuntimeEvent::ModeChanged { mode } => writeln!(err, "mode: {}", mode.as_str()),
             // The result line reports plan and tasks; phases show as tool calls.
             RuntimeEvent::WorkflowChanged { .. } => Ok(()),
+            RuntimeEvent::Retrying { attempt, max_attempts, reason, delay } => writeln!(
+                err,
+                "retrying ({attempt}/{max_attempts}) in {:.1}s: {reason}",
+                delay.as_secs_f64()
+            ),
             RuntimeEvent::Warning { message } => writeln!(err, "warning: {message}"),
             RuntimeEvent::Error { message } => writeln!(err, "error: {message}"),
-            RuntimeEvent::TurnCompleted { usage, .. } => writeln!(
-                err,
-                "tokens: {} in ({} cached) · {} out",
-                usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
-            ),
+            // A turn that never got an answer used nothing worth a line.
+            RuntimeEvent::TurnCompleted { usage, .. } if usage.total_tokens() == 0 => Ok(()),
+            RuntimeEvent::TurnCompleted { usage, .. } => {
+                writeln!(err, "tokens: {}", tokens_line(&usage))
+            }
         };
     }
+}
+
+/// `100 in (40 cached, 10 written) · 20 out`; cache writes only when there
+/// were some (Anthropic).
+fn tokens_line(usage: &crate::protocol::Usage) -> String {
+    let written = match usage.cache_write_tokens {
+        0 => String::new(),
+        n => format!(", {n} written"),
+    };
+    format!(
+        "{} in ({} cached{written}) · {} out",
+        usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
+    )
 }
 
 /// The most telling argument of a call: the command, path or pattern.
@@ -107,6 +125,7 @@ mod tests {
             name: "shell".into(),
             arguments: r#"{"command":"cargo test","timeout_ms":5}"#.into(),
             item_id: None,
+            provider_data: None,
         };
         assert_eq!(call_summary(&call), "cargo test");
     }

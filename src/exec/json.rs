@@ -14,6 +14,9 @@
 //!   `manual`), then
 //!   `{"type":"compacted","reason","tokens_before","tokens_after"}` (`reason`: `threshold`,
 //!   `overflow` or `manual`; tokens are estimates)
+//! - `{"type":"retrying","attempt","max_attempts","reason","delay_ms"}` before a model request is
+//!   sent again after a transient failure (`attempt` is the one about to start, 2 for the first
+//!   retry); what streamed of the failed attempt is void
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
 //! - `{"type":"turn_completed","turn","outcome","usage"}`
 //! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","tasks","error"}`
@@ -109,6 +112,12 @@ impl EventSink for JsonPrinter {
                 self.write(&json!({"type": "compacted", "reason": reason,
                     "tokens_before": tokens_before, "tokens_after": tokens_after}));
             }
+            RuntimeEvent::Retrying { attempt, max_attempts, reason, delay } => {
+                self.message_started = false;
+                self.write(&json!({"type": "retrying", "attempt": attempt,
+                    "max_attempts": max_attempts, "reason": reason,
+                    "delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)}));
+            }
             RuntimeEvent::Warning { message } => {
                 self.write(&json!({"type": "warning", "message": message}));
             }
@@ -136,6 +145,7 @@ fn completed_item(item: &Item) -> Option<Value> {
                 ReasoningItem::OpenAi { summary, .. } => summary.join("\n"),
                 ReasoningItem::AnthropicThinking { thinking, .. } => thinking.clone(),
                 ReasoningItem::AnthropicRedacted { .. } => String::new(),
+                ReasoningItem::Chat { text, .. } => text.clone(),
             };
             Some(json!({"type": "reasoning", "text": text}))
         }

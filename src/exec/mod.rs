@@ -111,6 +111,8 @@ pub async fn run(
         }
     };
     let summary = run_turns(&mut session, prompt, &cancel).await;
+    // A turn's own error was shown as it happened (`RuntimeEvent::Error`).
+    let shown_error = summary.as_ref().ok().and_then(|summary| summary.error.clone());
     let (status, line) = match summary {
         Ok(summary) => {
             let status = match summary.outcome {
@@ -162,7 +164,11 @@ pub async fn run(
             return ExitStatus::Failed;
         }
     }
-    report(&line, options.json, Some(status));
+    let mut human_line = line.clone();
+    if !options.json && human_line.error.is_some() && human_line.error == shown_error {
+        human_line.error = None;
+    }
+    report(if options.json { &line } else { &human_line }, options.json, Some(status));
     status
 }
 
@@ -292,7 +298,7 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         }
         _ => {}
     }
-    if let Some(cost) = line.cost_usd {
+    if let Some(cost) = line.cost_usd.filter(|_| line.usage.total_tokens() > 0) {
         let _ = writeln!(stderr, "cost: ${cost:.4}");
     }
     if let Some(text) = &line.final_text {
@@ -308,6 +314,8 @@ pub(crate) fn usage_json(usage: &Usage) -> serde_json::Value {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "cached_input_tokens": usage.cached_input_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "cache_hit_rate": usage.cache_hit_rate().map(|rate| (rate * 1000.0).round() / 1000.0),
         "reasoning_tokens": usage.reasoning_tokens,
         "total_tokens": usage.total_tokens(),
     })

@@ -11,14 +11,19 @@
 //!
 //! Usage: `input_tokens` is the whole prompt (Anthropic's uncached input
 //! plus cache reads and cache writes), matching OpenAI's meaning;
-//! `cached_input_tokens` is the cache reads.
+//! `cached_input_tokens` is the cache reads, `cache_write_tokens` the
+//! writes. Requests carry `cache_control` breakpoints
+//! (`cache_breakpoints`).
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::WireOptions;
 use super::assembler::{event_type, parse_data, str_at};
-use super::error::{LlmError, classify_stream_error, error_from_json};
+use super::cache_breakpoints;
+use super::classify::{classify_stream_error, error_from_json};
+use super::error::LlmError;
 use super::sse::SseEvent;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall, Usage,
@@ -27,19 +32,18 @@ use crate::protocol::{
 /// `max_tokens` is required by the API; this is used when the request has none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16_384;
 
-/// The JSON body of a streaming Messages request.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+/// The JSON body of a streaming Messages request. Keys follow the cache
+/// prefix order (tools, system, messages), so the bytes of two requests
+/// agree as far as their cached prefixes do.
+pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) -> Value {
+    let ttl = options.profile.cache_ttl;
     let mut body = json!({
         "model": request.model,
-        "messages": messages(&request.items),
         "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "stream": true,
     });
-    if !request.instructions.is_empty() {
-        body["system"] = json!(request.instructions);
-    }
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|tool| {
@@ -50,8 +54,19 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
                 })
             })
             .collect();
+        cache_breakpoints::mark_tools(&mut tools, ttl);
         body["tools"] = Value::Array(tools);
     }
+    if !request.instructions.is_empty() {
+        body["system"] = json!([{
+            "type": "text",
+            "text": request.instructions,
+            "cache_control": cache_breakpoints::cache_control(ttl),
+        }]);
+    }
+    let mut messages = messages(&request.items);
+    cache_breakpoints::mark_messages(&mut messages, ttl);
+    body["messages"] = Value::Array(messages);
     body
 }
 
@@ -84,9 +99,12 @@ fn block(item: &Item) -> Option<(&'static str, Value)> {
         Item::Reasoning(ReasoningItem::AnthropicRedacted { data }) => {
             ("assistant", json!({"type": "redacted_thinking", "data": data}))
         }
-        // Unsigned thinking would be rejected; OpenAI reasoning is not ours.
+        // Unsigned thinking would be rejected; other protocols' reasoning
+        // is not ours.
         Item::Reasoning(ReasoningItem::AnthropicThinking { signature: None, .. })
-        | Item::Reasoning(ReasoningItem::OpenAi { .. }) => return None,
+        | Item::Reasoning(ReasoningItem::OpenAi { .. } | ReasoningItem::Chat { .. }) => {
+            return None;
+        }
         Item::ToolCall(call) => {
             // `input` must be an object; arguments that are not one (the
             // model wrote invalid JSON) go back as `{}`: the tool result
@@ -236,6 +254,7 @@ impl AnthropicAssembler {
                         name,
                         arguments,
                         item_id: None,
+                        provider_data: None,
                     }));
                 }
                 Block::Skipped => {}
@@ -257,6 +276,7 @@ impl AnthropicAssembler {
             output_tokens: raw.output,
             cached_input_tokens: raw.cache_read,
             reasoning_tokens: 0,
+            cache_write_tokens: raw.cache_write,
         };
         Ok(ModelResponse { items, usage, stop_reason, response_id: self.response_id })
     }

@@ -41,6 +41,10 @@ impl Assembler {
         event: &SseEvent,
         emit: &mut dyn FnMut(StreamEvent),
     ) -> Result<(), LlmError> {
+        // Proxies send `data:` with nothing (or blanks) as a heartbeat.
+        if event.data.trim().is_empty() {
+            return Ok(());
+        }
         match self {
             Assembler::Responses(inner) => inner.feed(event, emit),
             Assembler::Chat(inner) => inner.feed(event, emit),

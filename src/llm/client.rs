@@ -3,28 +3,37 @@
 //!
 //! Invariants: every await is raced against the cancellation token (biased
 //! towards cancelling) and, while waiting on the server, against the idle
-//! timeout; backoff sleeps are cancellable too. Only errors for which
+//! timeout and the request's deadline (`request_timeout`, retries and
+//! backoffs included), so neither a silent server nor one that sends
+//! keep-alives forever holds a turn past it. Only errors for which
 //! [`LlmError::is_retryable`] holds are retried, at most
-//! `RetryPolicy::max_retries` times. A retried attempt streams its events
-//! again from the start.
+//! `RetryPolicy::max_retries` times, and every retry is announced
+//! ([`StreamEvent::Retrying`]) before its backoff. A retried attempt
+//! streams its events again from the start. A response with no text and
+//! no tool call is retried once, then reported as an error.
 
 use std::future::Future;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::assembler::Assembler;
-use super::error::{ErrorContext, LlmError, classify_http, json_instead_of_stream};
+use super::classify::{ErrorContext, classify_http, json_instead_of_stream};
+use super::error::LlmError;
+use super::profile::{CacheTtl, KeyHeader};
 use super::retry::{backoff_delay, parse_retry_after};
 use super::sse::SseDecoder;
-use super::{ProviderConfig, ProviderKind, anthropic, openai_chat, openai_responses};
+use super::{ProviderConfig, ProviderKind, WireOptions, anthropic, openai_chat, openai_responses};
 use crate::protocol::{ModelRequest, ModelResponse, StreamEvent};
 
 /// Sent with every Anthropic request.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// Sent with Anthropic requests that write one-hour cache entries.
+const ANTHROPIC_CACHE_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
 /// Establishing a TCP/TLS connection may not take longer than this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -34,19 +43,14 @@ pub struct LlmClient {
     config: ProviderConfig,
     endpoint: reqwest::Url,
     http: reqwest::Client,
+    /// The session id, sent as `prompt_cache_key` where the profile says
+    /// so, so a session's requests reach the same prompt cache.
+    cache_key: Option<String>,
 }
 
 impl LlmClient {
     pub fn new(config: ProviderConfig) -> Result<Self, LlmError> {
-        let path = match config.kind {
-            ProviderKind::OpenAiResponses => "responses",
-            ProviderKind::OpenAiChat => "chat/completions",
-            ProviderKind::Anthropic => "messages",
-        };
-        let url = format!("{}/{path}", config.base_url.trim_end_matches('/'));
-        let endpoint = reqwest::Url::parse(&url).map_err(|err| LlmError::InvalidConfig {
-            message: format!("base url `{}`: {err}", config.base_url),
-        })?;
+        let endpoint = endpoint_url(&config)?;
         if let Some(key) = &config.api_key {
             HeaderValue::from_str(key).map_err(|_| LlmError::InvalidConfig {
                 message: format!(
@@ -67,46 +71,67 @@ impl LlmClient {
         let http = builder
             .build()
             .map_err(|err| LlmError::InvalidConfig { message: format!("http client: {err}") })?;
-        Ok(Self { config, endpoint, http })
+        Ok(Self { config, endpoint, http, cache_key: None })
+    }
+
+    /// Sends `key` (the session id) as the prompt cache key.
+    pub fn with_cache_key(mut self, key: impl Into<String>) -> Self {
+        self.cache_key = Some(key.into());
+        self
     }
 
     pub fn config(&self) -> &ProviderConfig {
         &self.config
     }
 
-    /// Streams one request, calling `on_event` for each incremental event,
-    /// retrying transient failures, and returns the assembled response.
+    /// Streams one request, calling `on_event` for each incremental event
+    /// and each retry, retrying transient failures, and returns the
+    /// assembled response.
     pub async fn stream(
         &self,
         request: &ModelRequest,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, LlmError> {
-        let body = self.request_body(request);
+        // Serialized once: every attempt sends the same bytes.
+        let body = serde_json::to_vec(&self.request_body(request)).map_err(|err| {
+            LlmError::InvalidConfig { message: format!("cannot serialize the request: {err}") }
+        })?;
+        let deadline = Instant::now() + self.config.request_timeout;
         let policy = self.config.retry;
         let mut retries = 0;
+        let mut empty_retried = false;
         loop {
             if cancel.is_cancelled() {
                 return Err(LlmError::Cancelled);
             }
-            let err = match self.attempt(&body, &request.model, on_event, cancel).await {
-                Ok(response) => return Ok(response),
+            let err = match self.attempt(&body, &request.model, on_event, cancel, deadline).await {
+                Ok(response) => match empty_answer(&response) {
+                    None => return Ok(response),
+                    Some(err) => err,
+                },
                 Err(err) => err,
             };
-            if !err.is_retryable() {
-                return Err(err);
-            }
-            if retries >= policy.max_retries {
-                if retries == 0 {
-                    return Err(err);
-                }
-                return Err(LlmError::RetriesExhausted {
-                    attempts: retries + 1,
-                    last: Box::new(err),
+            let again_empty = matches!(err, LlmError::EmptyResponse { .. }) && empty_retried;
+            if !err.is_retryable() || again_empty || retries >= policy.max_retries {
+                return Err(match retries {
+                    0 => err,
+                    _ if !err.is_retryable() => err,
+                    _ => LlmError::RetriesExhausted { attempts: retries + 1, last: Box::new(err) },
                 });
             }
+            empty_retried |= matches!(err, LlmError::EmptyResponse { .. });
             let delay = backoff_delay(&policy, retries, err.retry_after(), fastrand::f64());
+            if Instant::now() + delay >= deadline {
+                return Err(LlmError::DeadlineExceeded { after: self.config.request_timeout });
+            }
             tracing::debug!(error = %err, ?delay, retry = retries + 1, "retrying model request");
+            on_event(StreamEvent::Retrying {
+                attempt: retries + 2,
+                max_attempts: policy.max_retries + 1,
+                reason: err.short_reason(),
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            });
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(LlmError::Cancelled),
@@ -117,68 +142,115 @@ impl LlmClient {
     }
 
     pub(crate) fn request_body(&self, request: &ModelRequest) -> Value {
+        let options = WireOptions {
+            profile: self.config.profile,
+            cache_key: self.cache_key.as_deref().filter(|_| self.config.profile.prompt_cache_key),
+        };
         match self.config.kind {
-            ProviderKind::OpenAiResponses => openai_responses::request_body(request),
-            ProviderKind::OpenAiChat => openai_chat::request_body(request),
-            ProviderKind::Anthropic => anthropic::request_body(request),
+            ProviderKind::OpenAiResponses => openai_responses::request_body(request, &options),
+            ProviderKind::OpenAiChat => openai_chat::request_body(request, &options),
+            ProviderKind::Anthropic => anthropic::request_body(request, &options),
         }
     }
 
-    fn http_request(&self, body: &Value) -> reqwest::RequestBuilder {
-        let builder =
-            self.http.post(self.endpoint.clone()).header(ACCEPT, "text/event-stream").json(body);
-        match (self.config.kind, &self.config.api_key) {
-            (ProviderKind::Anthropic, key) => {
-                let builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+    fn http_request(&self, body: &[u8]) -> reqwest::RequestBuilder {
+        let builder = self
+            .http
+            .post(self.endpoint.clone())
+            .header(ACCEPT, "text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        let key = self.config.api_key.as_deref();
+        match (self.config.kind, key, self.config.profile.key_header) {
+            (ProviderKind::Anthropic, key, _) => {
+                let mut builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+                if self.config.profile.cache_ttl == CacheTtl::OneHour {
+                    builder = builder.header("anthropic-beta", ANTHROPIC_CACHE_TTL_BETA);
+                }
                 match key {
                     Some(key) => builder.header("x-api-key", key),
                     None => builder,
                 }
             }
-            (ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat, Some(key)) => {
-                builder.bearer_auth(key)
+            (ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat, Some(key), header) => {
+                match header {
+                    KeyHeader::Bearer => builder.bearer_auth(key),
+                    KeyHeader::ApiKey => builder.header("api-key", key),
+                }
             }
-            (ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat, None) => builder,
+            (ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat, None, _) => builder,
+        }
+    }
+
+    fn error_context<'a>(&'a self, model: &'a str) -> ErrorContext<'a> {
+        ErrorContext {
+            api_key_env: &self.config.api_key_env,
+            key_sent: self.config.api_key.is_some(),
+            model,
+            url: self.endpoint.as_str(),
+            base_url: &self.config.base_url,
+            path: self.config.kind.path(),
         }
     }
 
     /// One attempt: send, check the status, stream until completion.
     async fn attempt(
         &self,
-        body: &Value,
+        body: &[u8],
         model: &str,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
+        deadline: Instant,
     ) -> Result<ModelResponse, LlmError> {
-        let idle = self.config.idle_timeout;
-        let response = guard(cancel, idle, self.http_request(body).send())
+        let timer = Timer {
+            idle: self.config.idle_timeout,
+            deadline,
+            request_timeout: self.config.request_timeout,
+        };
+        let url = self.endpoint.as_str();
+        let response = timer
+            .guard(cancel, self.http_request(body).send())
             .await?
-            .map_err(LlmError::transport)?;
+            .map_err(|err| LlmError::transport(err, url))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = parse_retry_after(response.headers());
             // A body we cannot read still leaves the status to report.
-            let text = guard(cancel, idle, response.text()).await?.unwrap_or_default();
-            let ctx = ErrorContext { api_key_env: &self.config.api_key_env, model };
-            return Err(classify_http(status.as_u16(), retry_after, &text, ctx));
+            let text = timer.guard(cancel, response.text()).await?.unwrap_or_default();
+            return Err(classify_http(
+                status.as_u16(),
+                retry_after,
+                &text,
+                self.error_context(model),
+            ));
         }
-        if is_json(response.headers()) {
-            // Some proxies answer 200 with a JSON error instead of a stream.
-            let text = guard(cancel, idle, response.text()).await?.map_err(LlmError::transport)?;
-            return Err(json_instead_of_stream(&text));
+        match content_kind(response.headers()) {
+            ContentKind::Json => {
+                // Some proxies answer 200 with a JSON error instead of a stream.
+                let text = timer
+                    .guard(cancel, response.text())
+                    .await?
+                    .map_err(|err| LlmError::transport(err, url))?;
+                return Err(json_instead_of_stream(&text));
+            }
+            ContentKind::Html => {
+                let what = "an HTML page (text/html)".to_owned();
+                return Err(LlmError::NotAnApi { url: url.to_owned(), what });
+            }
+            ContentKind::Other => {}
         }
         let mut chunks = response.bytes_stream();
         let mut decoder = SseDecoder::default();
         let mut assembler = Assembler::new(self.config.kind);
         let mut events = Vec::new();
         loop {
-            let chunk = guard(cancel, idle, chunks.next()).await?;
+            let chunk = timer.guard(cancel, chunks.next()).await?;
             let ended = match chunk {
                 Some(Ok(bytes)) => {
                     decoder.push(&bytes, &mut events);
                     false
                 }
-                Some(Err(err)) => return Err(LlmError::transport(err)),
+                Some(Err(err)) => return Err(LlmError::transport(err, url)),
                 None => {
                     decoder.finish(&mut events);
                     true
@@ -192,21 +264,83 @@ impl LlmClient {
     }
 }
 
-fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
-    let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-    content_type.is_some_and(|value| value.trim_start().starts_with("application/json"))
+/// The endpoint: the base URL's path extended by the protocol's path, its
+/// query (Azure's `api-version`) kept.
+fn endpoint_url(config: &ProviderConfig) -> Result<reqwest::Url, LlmError> {
+    let invalid = |message: String| LlmError::InvalidConfig {
+        message: format!("base url `{}`: {message}", config.base_url),
+    };
+    let mut url =
+        reqwest::Url::parse(config.base_url.trim()).map_err(|err| invalid(err.to_string()))?;
+    url.path_segments_mut()
+        .map_err(|()| invalid("not a base URL".to_owned()))?
+        .pop_if_empty()
+        .extend(config.kind.path().split('/'));
+    Ok(url)
 }
 
-/// Runs `future` unless the token is cancelled or `idle` passes first.
-async fn guard<F: Future>(
-    cancel: &CancellationToken,
+/// Why the model said nothing usable, if it did not: no visible text and
+/// no tool call.
+fn empty_answer(response: &ModelResponse) -> Option<LlmError> {
+    let has_call = response.tool_calls().next().is_some();
+    let has_text = response
+        .items
+        .iter()
+        .any(|item| item.assistant_text().is_some_and(|text| !text.trim().is_empty()));
+    if has_call || has_text {
+        return None;
+    }
+    Some(LlmError::EmptyResponse { stop_reason: response.stop_reason.as_str().to_owned() })
+}
+
+/// What a successful reply's body is, by its content type.
+enum ContentKind {
+    Json,
+    Html,
+    /// An event stream, or a server that did not say.
+    Other,
+}
+
+fn content_kind(headers: &reqwest::header::HeaderMap) -> ContentKind {
+    let value = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let value = value.trim_start().to_ascii_lowercase();
+    if value.starts_with("application/json") {
+        ContentKind::Json
+    } else if value.starts_with("text/html") {
+        ContentKind::Html
+    } else {
+        ContentKind::Other
+    }
+}
+
+/// The two clocks an attempt's waits race against.
+struct Timer {
     idle: Duration,
-    future: F,
-) -> Result<F::Output, LlmError> {
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Err(LlmError::Cancelled),
-        output = tokio::time::timeout(idle, future) => output.map_err(|_| LlmError::IdleTimeout { after: idle }),
+    deadline: Instant,
+    request_timeout: Duration,
+}
+
+impl Timer {
+    /// Runs `future` unless the token is cancelled, `idle` passes, or the
+    /// request's deadline does first.
+    async fn guard<F: Future>(
+        &self,
+        cancel: &CancellationToken,
+        future: F,
+    ) -> Result<F::Output, LlmError> {
+        let idle_end = Instant::now() + self.idle;
+        let end = idle_end.min(self.deadline);
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(LlmError::Cancelled),
+            output = tokio::time::timeout_at(end, future) => output.map_err(|_| {
+                if end < idle_end {
+                    LlmError::DeadlineExceeded { after: self.request_timeout }
+                } else {
+                    LlmError::IdleTimeout { after: self.idle }
+                }
+            }),
+        }
     }
 }
 
@@ -231,5 +365,22 @@ mod tests {
         assert!(!plain("https://127.0.0.1/v1/messages"));
         assert!(!plain("http://10.0.0.5:8080/v1/responses"));
         assert!(!plain("https://api.openai.com/v1/responses"));
+    }
+
+    #[test]
+    fn the_endpoint_keeps_the_query_of_the_base_url() {
+        let mut config = super::super::test_support::offline_config(ProviderKind::OpenAiChat);
+        let url = |config: &ProviderConfig| endpoint_url(config).unwrap().to_string();
+        config.base_url =
+            "https://r.openai.azure.com/openai/deployments/gpt?api-version=2024-10-21".into();
+        assert_eq!(
+            url(&config),
+            "https://r.openai.azure.com/openai/deployments/gpt/chat/completions?api-version=2024-10-21"
+        );
+        config.base_url = "http://127.0.0.1:11434/v1/".into();
+        assert_eq!(url(&config), "http://127.0.0.1:11434/v1/chat/completions");
+        config.kind = ProviderKind::Anthropic;
+        config.base_url = "http://127.0.0.1:9".into();
+        assert_eq!(url(&config), "http://127.0.0.1:9/messages");
     }
 }

@@ -180,7 +180,8 @@ fn assert_streamed_matches_final(name: &str, reduced: &Reduced) {
             StreamEvent::TextDelta { delta } => Some(delta.as_str()),
             StreamEvent::ReasoningDelta { .. }
             | StreamEvent::ToolCallStarted { .. }
-            | StreamEvent::ToolCallArgumentsDelta { .. } => None,
+            | StreamEvent::ToolCallArgumentsDelta { .. }
+            | StreamEvent::Retrying { .. } => None,
         })
         .collect();
     assert_eq!(streamed, response.text(), "{name}: streamed text");
@@ -197,7 +198,8 @@ fn assert_streamed_matches_final(name: &str, reduced: &Reduced) {
                 StreamEvent::TextDelta { .. }
                 | StreamEvent::ReasoningDelta { .. }
                 | StreamEvent::ToolCallStarted { .. }
-                | StreamEvent::ToolCallArgumentsDelta { .. } => None,
+                | StreamEvent::ToolCallArgumentsDelta { .. }
+                | StreamEvent::Retrying { .. } => None,
             })
             .collect();
         assert!(
@@ -229,6 +231,7 @@ enum Shape {
     OpenAiReasoning { id: String, summary: Vec<String>, encrypted: bool },
     Thinking { thinking: String, signed: bool },
     Redacted { len: usize },
+    ChatReasoning(String),
     Call { call_id: String, name: String, arguments: String, item_id: Option<String> },
 }
 
@@ -238,7 +241,7 @@ fn shapes(response: &ModelResponse) -> Vec<Shape> {
         .iter()
         .map(|item| match item {
             Item::Assistant { text } => Shape::Text(text.clone()),
-            Item::Reasoning(ReasoningItem::OpenAi { id, summary, encrypted_content }) => {
+            Item::Reasoning(ReasoningItem::OpenAi { id, summary, encrypted_content, .. }) => {
                 Shape::OpenAiReasoning {
                     id: id.clone(),
                     summary: summary.clone(),
@@ -251,6 +254,7 @@ fn shapes(response: &ModelResponse) -> Vec<Shape> {
             Item::Reasoning(ReasoningItem::AnthropicRedacted { data }) => {
                 Shape::Redacted { len: data.len() }
             }
+            Item::Reasoning(ReasoningItem::Chat { text, .. }) => Shape::ChatReasoning(text.clone()),
             Item::ToolCall(call) => Shape::Call {
                 call_id: call.call_id.clone(),
                 name: call.name.clone(),
@@ -316,6 +320,7 @@ fn check_responses(case: &Case, reduced: &Reduced) {
         output_tokens: u(usage, &["output_tokens"]),
         cached_input_tokens: u(usage, &["input_tokens_details", "cached_tokens"]),
         reasoning_tokens: u(usage, &["output_tokens_details", "reasoning_tokens"]),
+        cache_write_tokens: 0,
     };
     assert_eq!(response.usage, want_usage, "{}: usage", case.name);
     let stop = if function_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
@@ -324,7 +329,10 @@ fn check_responses(case: &Case, reduced: &Reduced) {
 
 fn shape_rank(shape: &Shape) -> u8 {
     match shape {
-        Shape::OpenAiReasoning { .. } | Shape::Thinking { .. } | Shape::Redacted { .. } => 0,
+        Shape::OpenAiReasoning { .. }
+        | Shape::Thinking { .. }
+        | Shape::Redacted { .. }
+        | Shape::ChatReasoning(_) => 0,
         Shape::Text(_) => 1,
         Shape::Call { .. } => 2,
     }
@@ -358,6 +366,7 @@ fn check_chat(case: &Case, reduced: &Reduced) {
         output_tokens: u(usage, &["completion_tokens"]),
         cached_input_tokens: u(usage, &["prompt_tokens_details", "cached_tokens"]),
         reasoning_tokens: u(usage, &["completion_tokens_details", "reasoning_tokens"]),
+        cache_write_tokens: 0,
     };
     assert_eq!(response.usage, want_usage, "{}: usage", case.name);
     let stop = match (choice["finish_reason"].as_str(), choice["refusal"].is_string()) {
@@ -419,6 +428,7 @@ fn check_anthropic(case: &Case, reduced: &Reduced) {
         output_tokens: u(usage, &["output_tokens"]),
         cached_input_tokens: cache_read,
         reasoning_tokens: 0,
+        cache_write_tokens: u(usage, &["cache_creation_input_tokens"]),
     };
     assert_eq!(response.usage, want_usage, "{}: usage", case.name);
     let stop = match expect["stop_reason"].as_str() {

@@ -1,23 +1,28 @@
-//! Provider errors: the [`LlmError`] enum, and the classification of HTTP
-//! error responses and in-stream error events into it.
+//! Provider errors: the [`LlmError`] enum and what may be retried.
 //!
 //! Invariants: every variant built from a server reply carries the server's
-//! own message; [`LlmError::is_retryable`] is the single place that decides
-//! what the retry loop may retry (transient failures only); classification
-//! never panics on any body.
+//! own message; each message is one line naming what was tried and, where
+//! keel can tell, the likely fix. [`LlmError::is_retryable`] is the single
+//! place that decides what the retry loop may retry: transient failures
+//! only, never quota, authentication or a request the server refused.
+//! Classification of replies lives in `classify`.
 
 use std::time::Duration;
 
-/// The longest server message we keep (bodies can be whole HTML pages).
-const MAX_MESSAGE_CHARS: usize = 2000;
-
 /// Why a model request failed. `Display` always carries the server's own
-/// message when there is one.
+/// message when there is one, on one line.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    /// 401/403: the message names the environment variable of the key.
-    #[error("authentication failed (HTTP {status}): {message}; check the API key in ${env_var}")]
-    Auth { status: u16, env_var: String, message: String },
+    /// 401/403: names the environment variable of the key and whether one
+    /// was sent at all.
+    #[error("authentication failed (HTTP {status} from {url}): {message}; {}", key_hint(.env_var, *.key_sent))]
+    Auth { status: u16, url: String, env_var: String, key_sent: bool, message: String },
+    /// 429 with `insufficient_quota` (or a billing error): waiting does not
+    /// help, so it is never retried.
+    #[error(
+        "quota exhausted (HTTP {status} from {url}): {message}; check the plan and billing of the key in ${env_var}"
+    )]
+    Quota { status: u16, url: String, env_var: String, message: String },
     #[error("unknown model `{model}`: {message}")]
     UnknownModel { model: String, message: String },
     /// The driver can compact the history and retry.
@@ -26,30 +31,47 @@ pub enum LlmError {
     #[error("cancelled")]
     Cancelled,
     /// Any other non-success HTTP status; retryable for 408, 429 and 5xx.
-    #[error("server returned HTTP {status}: {message}")]
-    Http { status: u16, message: String, retry_after: Option<Duration> },
+    /// `hint` is keel's guess at the fix (a missing `/v1`, the wrong
+    /// protocol), empty when it has none.
+    #[error("POST {url} returned HTTP {status}: {message}{hint}")]
+    Http { status: u16, url: String, message: String, hint: String, retry_after: Option<Duration> },
     /// Connecting, sending or reading the body failed (reset, refused, …).
-    #[error("transport error: {message}")]
+    #[error("cannot reach {url}: {message}")]
     Transport {
+        url: String,
         message: String,
         #[source]
         source: reqwest::Error,
     },
+    /// A successful status with a body that is not an API stream: an HTML
+    /// page (a web server or a login portal at the base URL).
+    #[error(
+        "POST {url} answered with {what}, not an API stream; check the base URL (OpenAI-compatible APIs usually end in /v1)"
+    )]
+    NotAnApi { url: String, what: String },
     /// The body ended before the protocol's completion event.
     #[error("stream ended before its completion event `{expected}`")]
     StreamCut { expected: &'static str },
-    /// Nothing arrived from the server for the configured idle timeout.
-    #[error("no data from the server for {after:?}")]
+    /// Nothing arrived from the server for the idle timeout.
+    #[error("no data from the server for {}s (idle_timeout_secs)", .after.as_secs_f64())]
     IdleTimeout { after: Duration },
+    /// The request, retries included, ran past `request_timeout_secs`.
+    #[error("no complete response within {}s (request_timeout_secs); the server kept the request open without finishing it", .after.as_secs_f64())]
+    DeadlineExceeded { after: Duration },
     /// An event's data was not what the protocol requires (e.g. not JSON).
     #[error("malformed stream event `{event}`: {message}")]
     MalformedStream { event: String, message: String },
     /// The provider reported an error inside the stream (`error` event,
-    /// `response.failed`).
+    /// `response.failed`, an `error` object in a chunk).
     #[error("provider error ({}): {message}", .code.as_deref().unwrap_or("no code"))]
     Provider { code: Option<String>, message: String, retryable: bool },
+    /// The stream completed without any text or tool call.
+    #[error(
+        "the server ended the response without any text or tool call (stop reason: {stop_reason})"
+    )]
+    EmptyResponse { stop_reason: String },
     /// Transient failures kept happening; `last` is the final attempt's error.
-    #[error("gave up after {attempts} attempts: {last}")]
+    #[error("{last} (gave up after {attempts} attempts)")]
     RetriesExhausted {
         attempts: u32,
         #[source]
@@ -60,18 +82,31 @@ pub enum LlmError {
     InvalidConfig { message: String },
 }
 
+fn key_hint(env_var: &str, key_sent: bool) -> String {
+    if key_sent {
+        format!("check the API key in ${env_var}")
+    } else {
+        format!("no API key was sent: set ${env_var} (or `api_key_env` in config)")
+    }
+}
+
 impl LlmError {
     /// Whether a new attempt of the same request may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
             LlmError::Http { status, .. } => is_retryable_status(*status),
             LlmError::Transport { source, .. } => !source.is_builder(),
-            LlmError::StreamCut { .. } | LlmError::IdleTimeout { .. } => true,
+            LlmError::StreamCut { .. }
+            | LlmError::IdleTimeout { .. }
+            | LlmError::EmptyResponse { .. } => true,
             LlmError::Provider { retryable, .. } => *retryable,
             LlmError::Auth { .. }
+            | LlmError::Quota { .. }
             | LlmError::UnknownModel { .. }
             | LlmError::ContextLengthExceeded { .. }
             | LlmError::Cancelled
+            | LlmError::NotAnApi { .. }
+            | LlmError::DeadlineExceeded { .. }
             | LlmError::MalformedStream { .. }
             | LlmError::RetriesExhausted { .. }
             | LlmError::InvalidConfig { .. } => false,
@@ -84,14 +119,18 @@ impl LlmError {
             LlmError::Http { retry_after, .. } => *retry_after,
             LlmError::RetriesExhausted { last, .. } => last.retry_after(),
             LlmError::Auth { .. }
+            | LlmError::Quota { .. }
             | LlmError::UnknownModel { .. }
             | LlmError::ContextLengthExceeded { .. }
             | LlmError::Cancelled
             | LlmError::Transport { .. }
+            | LlmError::NotAnApi { .. }
             | LlmError::StreamCut { .. }
             | LlmError::IdleTimeout { .. }
+            | LlmError::DeadlineExceeded { .. }
             | LlmError::MalformedStream { .. }
             | LlmError::Provider { .. }
+            | LlmError::EmptyResponse { .. }
             | LlmError::InvalidConfig { .. } => None,
         }
     }
@@ -104,17 +143,30 @@ impl LlmError {
         }
     }
 
-    pub(crate) fn transport(source: reqwest::Error) -> Self {
-        // `{:#}`-style chain: reqwest's top message hides the cause
-        // ("error sending request"), so append the sources.
-        let mut message = source.to_string();
-        let mut cause = std::error::Error::source(&source);
-        while let Some(inner) = cause {
-            message.push_str(": ");
-            message.push_str(&inner.to_string());
-            cause = inner.source();
+    /// A few words for a "retrying" line: what went wrong, without the URL.
+    pub fn short_reason(&self) -> String {
+        match self {
+            LlmError::Http { status, .. } => format!("HTTP {status}"),
+            LlmError::Transport { message, .. } => message.clone(),
+            LlmError::StreamCut { .. } => "the stream was cut".to_owned(),
+            LlmError::IdleTimeout { after } => {
+                format!("no data for {}s", after.as_secs_f64())
+            }
+            LlmError::Provider { code, message, .. } => match code {
+                Some(code) => format!("provider error {code}: {message}"),
+                None => format!("provider error: {message}"),
+            },
+            LlmError::EmptyResponse { .. } => "empty response".to_owned(),
+            other => other.to_string(),
         }
-        LlmError::Transport { message, source }
+    }
+
+    pub(crate) fn transport(source: reqwest::Error, url: &str) -> Self {
+        LlmError::Transport {
+            url: url.to_owned(),
+            message: super::classify::transport_cause(&source),
+            source,
+        }
     }
 
     pub(crate) fn malformed(event: &str, message: impl Into<String>) -> Self {
@@ -125,205 +177,4 @@ impl LlmError {
 /// 408, 429 and every 5xx (529 "overloaded" included) are transient.
 pub(crate) fn is_retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..=599).contains(&status)
-}
-
-/// What we could read out of an error body.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct ErrorBody {
-    pub message: String,
-    pub code: Option<String>,
-    pub kind: Option<String>,
-}
-
-/// Reads `{"error":{"message","type","code"}}` (OpenAI, Anthropic),
-/// `{"error":"…"}` (Ollama) or `{"message":…}`; anything else is kept as
-/// trimmed text.
-pub(crate) fn parse_error_body(body: &str) -> ErrorBody {
-    let Ok(json) = serde_json::from_str::<serde_json::Value>(body) else {
-        return ErrorBody { message: truncate(body.trim()), ..ErrorBody::default() };
-    };
-    error_from_json(&json)
-        .unwrap_or_else(|| ErrorBody { message: truncate(body.trim()), ..ErrorBody::default() })
-}
-
-/// Extracts an error from a JSON value shaped like one of the vendors'
-/// error objects (or an envelope `{"error": …}` around one).
-pub(crate) fn error_from_json(json: &serde_json::Value) -> Option<ErrorBody> {
-    let object = match json.get("error") {
-        Some(serde_json::Value::String(message)) => {
-            return Some(ErrorBody { message: truncate(message), ..ErrorBody::default() });
-        }
-        Some(inner @ serde_json::Value::Object(_)) => inner,
-        _ => json,
-    };
-    let message = object.get("message").and_then(|m| m.as_str())?;
-    let code = object.get("code").and_then(scalar_string);
-    let kind = object.get("type").and_then(scalar_string);
-    Some(ErrorBody { message: truncate(message), code, kind })
-}
-
-fn scalar_string(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        serde_json::Value::Null
-        | serde_json::Value::Bool(_)
-        | serde_json::Value::Array(_)
-        | serde_json::Value::Object(_) => None,
-    }
-}
-
-fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
-/// Context about the request an HTTP error is classified against.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ErrorContext<'a> {
-    pub api_key_env: &'a str,
-    pub model: &'a str,
-}
-
-/// Maps a non-success HTTP reply to an error.
-pub(crate) fn classify_http(
-    status: u16,
-    retry_after: Option<Duration>,
-    body: &str,
-    ctx: ErrorContext<'_>,
-) -> LlmError {
-    let parsed = parse_error_body(body);
-    let message = if parsed.message.is_empty() {
-        format!("empty response body (HTTP {status})")
-    } else {
-        parsed.message.clone()
-    };
-    match status {
-        401 | 403 => LlmError::Auth { status, env_var: ctx.api_key_env.to_owned(), message },
-        404 if is_model_not_found(&parsed) => {
-            LlmError::UnknownModel { model: ctx.model.to_owned(), message }
-        }
-        400 | 413 | 422 if is_context_length(&parsed) => {
-            LlmError::ContextLengthExceeded { message }
-        }
-        _ => LlmError::Http { status, message, retry_after },
-    }
-}
-
-/// Maps an error reported inside a stream to an error.
-pub(crate) fn classify_stream_error(body: ErrorBody) -> LlmError {
-    if is_context_length(&body) {
-        return LlmError::ContextLengthExceeded { message: body.message };
-    }
-    let retryable = [body.code.as_deref(), body.kind.as_deref()].into_iter().flatten().any(|c| {
-        matches!(
-            c,
-            "server_error"
-                | "internal_error"
-                | "api_error"
-                | "overloaded_error"
-                | "rate_limit_exceeded"
-                | "rate_limit_error"
-                | "server_is_overloaded"
-                | "slow_down"
-        )
-    });
-    LlmError::Provider { code: body.code.or(body.kind), message: body.message, retryable }
-}
-
-/// A successful status whose body is JSON, not an event stream: the
-/// server's error if it holds one, else a malformed stream.
-pub(crate) fn json_instead_of_stream(body: &str) -> LlmError {
-    let parsed = serde_json::from_str::<serde_json::Value>(body).ok();
-    match parsed.as_ref().and_then(error_from_json) {
-        Some(error) => classify_stream_error(error),
-        None => LlmError::malformed(
-            "body",
-            format!("expected an event stream, got JSON: {}", truncate(body.trim())),
-        ),
-    }
-}
-
-fn is_context_length(body: &ErrorBody) -> bool {
-    if body.code.as_deref() == Some("context_length_exceeded") {
-        return true;
-    }
-    let message = body.message.to_lowercase();
-    [
-        "context_length_exceeded",
-        "maximum context length",
-        "context length",
-        "context window",
-        "prompt is too long",
-        "input length and `max_tokens` exceed",
-        "input length and max_tokens exceed",
-    ]
-    .iter()
-    .any(|needle| message.contains(needle))
-}
-
-fn is_model_not_found(body: &ErrorBody) -> bool {
-    if body.code.as_deref() == Some("model_not_found") {
-        return true;
-    }
-    let message = body.message.to_lowercase();
-    let mentions_model = message.contains("model");
-    let not_found = body.kind.as_deref() == Some("not_found_error")
-        || message.contains("not found")
-        || message.contains("does not exist");
-    mentions_model && not_found
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const CTX: ErrorContext<'static> = ErrorContext { api_key_env: "OPENAI_API_KEY", model: "m" };
-
-    #[test]
-    fn parses_the_three_vendor_shapes_and_plain_text() {
-        let openai = r#"{"error":{"message":"bad","type":"invalid_request_error","code":"x"}}"#;
-        assert_eq!(parse_error_body(openai).message, "bad");
-        assert_eq!(parse_error_body(openai).code.as_deref(), Some("x"));
-        let anthropic =
-            r#"{"type":"error","error":{"type":"not_found_error","message":"model: x"}}"#;
-        assert_eq!(parse_error_body(anthropic).kind.as_deref(), Some("not_found_error"));
-        assert_eq!(
-            parse_error_body(r#"{"error":"model 'x' not found"}"#).message,
-            "model 'x' not found"
-        );
-        assert_eq!(parse_error_body("  <html>oops</html>\n").message, "<html>oops</html>");
-        assert_eq!(parse_error_body("[1,2]").message, "[1,2]");
-    }
-
-    #[test]
-    fn classifies_statuses() {
-        let auth = classify_http(401, None, r#"{"error":{"message":"bad key"}}"#, CTX);
-        assert!(auth.to_string().contains("$OPENAI_API_KEY"), "{auth}");
-        let anthropic_404 =
-            r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-x"}}"#;
-        assert!(matches!(
-            classify_http(404, None, anthropic_404, CTX),
-            LlmError::UnknownModel { .. }
-        ));
-        let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
-        assert!(matches!(
-            classify_http(400, None, too_long, CTX),
-            LlmError::ContextLengthExceeded { .. }
-        ));
-        let plain_400 = classify_http(400, None, r#"{"error":{"message":"bad tool"}}"#, CTX);
-        assert!(!plain_400.is_retryable());
-        let overloaded = classify_http(529, Some(Duration::from_secs(2)), "", CTX);
-        assert!(overloaded.is_retryable());
-        assert_eq!(overloaded.retry_after(), Some(Duration::from_secs(2)));
-        assert!(overloaded.to_string().contains("529"), "{overloaded}");
-    }
-
-    #[test]
-    fn truncates_long_bodies_on_a_char_boundary() {
-        let long = "é".repeat(MAX_MESSAGE_CHARS + 10);
-        assert_eq!(parse_error_body(&long).message.chars().count(), MAX_MESSAGE_CHARS + 1);
-    }
 }

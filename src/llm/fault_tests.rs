@@ -53,6 +53,7 @@ async fn responses_happy_path_streams_reasoning_and_text() {
         id: "rs_1".into(),
         summary: vec!["Thinking hard".into()],
         encrypted_content: Some("enc-xyz".into()),
+        content: Vec::new(),
     };
     assert_eq!(
         response.items,
@@ -60,8 +61,13 @@ async fn responses_happy_path_streams_reasoning_and_text() {
     );
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     assert_eq!(response.response_id.as_deref(), Some("resp_1"));
-    let usage =
-        Usage { input_tokens: 30, output_tokens: 12, cached_input_tokens: 10, reasoning_tokens: 5 };
+    let usage = Usage {
+        input_tokens: 30,
+        output_tokens: 12,
+        cached_input_tokens: 10,
+        reasoning_tokens: 5,
+        cache_write_tokens: 0,
+    };
     assert_eq!(response.usage, usage);
     assert_eq!(
         events,
@@ -91,6 +97,7 @@ async fn chat_happy_path_assembles_parallel_calls_without_a_key() {
             name: name.into(),
             arguments: args.into(),
             item_id: None,
+            provider_data: None,
         })
     };
     assert_eq!(
@@ -104,7 +111,13 @@ async fn chat_happy_path_assembles_parallel_calls_without_a_key() {
     assert_eq!(response.stop_reason, StopReason::ToolUse);
     assert_eq!(
         response.usage,
-        Usage { input_tokens: 20, output_tokens: 7, cached_input_tokens: 3, reasoning_tokens: 0 }
+        Usage {
+            input_tokens: 20,
+            output_tokens: 7,
+            cached_input_tokens: 3,
+            reasoning_tokens: 0,
+            cache_write_tokens: 0
+        }
     );
     assert!(events.contains(&StreamEvent::ToolCallStarted {
         call_id: "call_b".into(),
@@ -130,12 +143,19 @@ async fn anthropic_happy_path_keeps_thinking_signature_and_tool_input() {
         name: "read_file".into(),
         arguments: r#"{"path": "src/main.rs"}"#.into(),
         item_id: None,
+        provider_data: None,
     };
     assert_eq!(response.items, vec![Item::Reasoning(thinking), Item::ToolCall(call)]);
     assert_eq!(response.stop_reason, StopReason::ToolUse);
     assert_eq!(
         response.usage,
-        Usage { input_tokens: 16, output_tokens: 42, cached_input_tokens: 4, reasoning_tokens: 0 }
+        Usage {
+            input_tokens: 16,
+            output_tokens: 42,
+            cached_input_tokens: 4,
+            reasoning_tokens: 0,
+            cache_write_tokens: 2
+        }
     );
     assert_eq!(events[0], StreamEvent::ReasoningDelta { delta: "Let me look.".into() });
     assert_eq!(
@@ -340,14 +360,7 @@ async fn cancelling_aborts_a_backoff_and_a_stalled_response() {
 #[test]
 fn the_stream_future_is_send() {
     fn assert_send<T: Send>(_: &T) {}
-    let config = super::ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: "http://127.0.0.1:9/v1".into(),
-        api_key: None,
-        api_key_env: KEY_ENV.into(),
-        retry: fast_retry(0),
-        idle_timeout: Duration::from_secs(1),
-    };
+    let config = super::ProviderConfig { api_key: None, ..offline_config(ProviderKind::Anthropic) };
     let client = LlmClient::new(config).unwrap();
     let request = simple_request();
     let cancel = CancellationToken::new();
@@ -358,12 +371,9 @@ fn the_stream_future_is_send() {
 #[test]
 fn invalid_configs_are_rejected_and_keys_are_not_printed() {
     let mut config = super::ProviderConfig {
-        kind: ProviderKind::OpenAiChat,
         base_url: "not a url".into(),
         api_key: Some("sk-secret".into()),
-        api_key_env: KEY_ENV.into(),
-        retry: fast_retry(0),
-        idle_timeout: Duration::from_secs(1),
+        ..offline_config(ProviderKind::OpenAiChat)
     };
     assert!(!format!("{config:?}").contains("sk-secret"));
     assert!(matches!(LlmClient::new(config.clone()), Err(LlmError::InvalidConfig { .. })));

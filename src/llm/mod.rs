@@ -5,25 +5,40 @@
 //!
 //! Invariants: a response is returned only after the stream's completion
 //! event; a stream cut before it is an error the retry loop may retry.
-//! Retries (429/5xx/529, resets, cut streams, idle timeouts) happen here,
-//! honouring `Retry-After`, with exponential backoff and jitter.
+//! Retries (429/5xx/529, resets, cut streams, idle timeouts, one empty
+//! response) happen here, honouring `Retry-After`, with exponential backoff
+//! and jitter, each announced as a [`StreamEvent::Retrying`]; quota,
+//! authentication and refused requests are never retried. Whatever a
+//! server attaches for the next request (signatures, reasoning, opaque
+//! metadata) is kept on the items and sent back verbatim where that server
+//! wants it (`profile`).
 //!
 //! Layout: `sse` decodes bytes into events; `openai_responses`,
 //! `openai_chat` and `anthropic` each own a request-body builder and a pure
-//! stream reducer, unified by `assembler`; `client` does HTTP, timeouts,
+//! stream reducer, unified by `assembler` (Chat's tool-call and provider
+//! data assembly in `chat_parts`, Anthropic's cache breakpoints in
+//! `cache_breakpoints`); `client` does HTTP, timeouts, the deadline,
 //! cancellation and the retry loop; `retry` the backoff arithmetic;
-//! `error` the error type and its classification. Tests: `conformance_tests`
-//! (recorded captures), `reducer_tests`, `fault_tests` and `request_tests`
-//! (wiremock), sharing `test_support`.
+//! `error` the error type, `classify` the mapping of replies onto it with
+//! hints; `profile` what a server needs that its stream does not say.
+//! Tests: `conformance_tests` (recorded captures), `reducer_tests`,
+//! `server_shape_tests`, `fault_tests` and `request_tests` (wiremock),
+//! sharing `test_support`.
+//!
+//! [`StreamEvent::Retrying`]: crate::protocol::StreamEvent::Retrying
 
 use std::time::Duration;
 
 mod anthropic;
 mod assembler;
+mod cache_breakpoints;
+mod chat_parts;
+mod classify;
 mod client;
 mod error;
 mod openai_chat;
 mod openai_responses;
+mod profile;
 mod retry;
 mod sse;
 
@@ -36,10 +51,13 @@ mod reducer_tests;
 #[cfg(test)]
 mod request_tests;
 #[cfg(test)]
+mod server_shape_tests;
+#[cfg(test)]
 mod test_support;
 
 pub use client::LlmClient;
 pub use error::LlmError;
+pub use profile::{CacheTtl, KeyHeader, ProfileSettings, ReasoningEcho, ServerProfile};
 
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +94,15 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat => "OPENAI_API_KEY",
             ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The protocol's path under the base URL.
+    pub fn path(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAiResponses => "responses",
+            ProviderKind::OpenAiChat => "chat/completions",
+            ProviderKind::Anthropic => "messages",
         }
     }
 
@@ -117,8 +144,15 @@ pub struct ProviderConfig {
     /// Name of the variable the key came from (for error messages).
     pub api_key_env: String,
     pub retry: RetryPolicy,
-    /// A stream that yields nothing for this long is treated as cut.
+    /// A server that sends nothing for this long (before the first byte
+    /// or between two chunks) is treated as gone.
     pub idle_timeout: Duration,
+    /// One request may not take longer than this, retries and backoffs
+    /// included: keep-alives cannot hold a turn forever.
+    pub request_timeout: Duration,
+    /// What this server needs beyond the protocol (detected, then the
+    /// `[provider]` settings).
+    pub profile: ServerProfile,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -131,6 +165,16 @@ impl std::fmt::Debug for ProviderConfig {
             .field("api_key_env", &self.api_key_env)
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("profile", &self.profile)
             .finish()
     }
+}
+
+/// What the request builders need besides the request itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WireOptions<'a> {
+    pub profile: ServerProfile,
+    /// `prompt_cache_key` to send (the session id), when the profile sends one.
+    pub cache_key: Option<&'a str>,
 }

@@ -1,29 +1,37 @@
 //! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`, as
-//! served by OpenAI, Ollama, vLLM, LM Studio, OpenRouter): the request body
-//! and the reducer of its chunk stream.
+//! served by OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter, Groq,
+//! DeepSeek, Mistral, Together, Azure, Gemini and LiteLLM): the request
+//! body and the reducer of its chunk stream.
 //!
 //! Invariants: the flat history is folded into role messages (consecutive
-//! assistant text and calls become one assistant message); reasoning items
-//! of other protocols are dropped. Only choice 0 feeds the response (we
-//! never ask for `n > 1`). Tool calls are assembled by `tool_calls[].index`
-//! and their arguments are the exact concatenated string. `data: [DONE]`
-//! completes the stream; a stream that ends after a `finish_reason` but
-//! without `[DONE]` is accepted, one with neither is cut.
+//! assistant text, reasoning and calls become one assistant message);
+//! reasoning items of other protocols are dropped. What the server
+//! attached for the next request is sent back verbatim: per-call provider
+//! data on each call, message-level data (`MESSAGE_KEYS`) on the assistant
+//! message; the reasoning text only as the profile says
+//! ([`ReasoningEcho`]). Only choice 0 feeds the response (we never ask for
+//! `n > 1`). `data: [DONE]` completes the stream; a stream that ends after
+//! a `finish_reason` but without `[DONE]` is accepted, one with neither is
+//! cut. Error objects inside the stream end it with the provider's message.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::assembler::{at, parse_data, str_at, u64_at};
-use super::error::{LlmError, classify_stream_error, error_from_json};
+use super::WireOptions;
+use super::assembler::{parse_data, str_at};
+use super::chat_parts::{CallAssembler, MESSAGE_KEYS, merge_field, usage_of};
+use super::classify::{classify_stream_error, stream_error};
+use super::error::LlmError;
+use super::profile::ReasoningEcho;
 use super::sse::SseEvent;
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, StopReason, StreamEvent, ToolCall, Usage,
+    Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, Usage,
 };
 
 /// The JSON body of a streaming Chat Completions request.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) -> Value {
     let mut body = json!({
         "model": request.model,
-        "messages": messages(request),
+        "messages": messages(request, options.profile.reasoning_echo),
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -46,32 +54,100 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
         // provider exists for understand only the older name.
         body["max_tokens"] = json!(max);
     }
+    if let Some(key) = options.cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
     body
 }
 
-fn messages(request: &ModelRequest) -> Vec<Value> {
+/// The assistant message being folded from consecutive items.
+#[derive(Default)]
+struct Fold {
+    text: String,
+    calls: Vec<Value>,
+    reasoning: String,
+    /// The field the reasoning came in (`reasoning_content`, `reasoning`).
+    field: String,
+    data: Map<String, Value>,
+}
+
+impl Fold {
+    fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.calls.is_empty()
+    }
+
+    /// The message, then a fresh fold; nothing when there is no text and
+    /// no call (reasoning alone is never a message).
+    fn flush(&mut self, echo: ReasoningEcho, out: &mut Vec<Value>) {
+        let fold = std::mem::take(self);
+        if fold.is_empty() {
+            return;
+        }
+        let mut message = Map::new();
+        message.insert("role".into(), json!("assistant"));
+        let content = if fold.text.is_empty() { Value::Null } else { json!(fold.text) };
+        message.insert("content".into(), content);
+        match echo {
+            ReasoningEcho::Off => {}
+            // DeepSeek answers 400 when a message with calls lacks the
+            // field, empty or not (api-docs.deepseek.com/guides/thinking_mode).
+            ReasoningEcho::Deepseek if !fold.calls.is_empty() || !fold.reasoning.is_empty() => {
+                message.insert("reasoning_content".into(), json!(fold.reasoning));
+            }
+            ReasoningEcho::Always if !fold.reasoning.is_empty() => {
+                let field = if fold.field.is_empty() { "reasoning_content" } else { &fold.field };
+                message.insert(field.to_owned(), json!(fold.reasoning));
+            }
+            ReasoningEcho::Deepseek | ReasoningEcho::Always => {}
+        }
+        message.extend(fold.data);
+        if !fold.calls.is_empty() {
+            message.insert("tool_calls".into(), Value::Array(fold.calls));
+        }
+        out.push(Value::Object(message));
+    }
+}
+
+fn messages(request: &ModelRequest, echo: ReasoningEcho) -> Vec<Value> {
     let mut out = Vec::with_capacity(request.items.len() + 1);
     if !request.instructions.is_empty() {
         out.push(json!({"role": "system", "content": request.instructions}));
     }
-    // The assistant message being folded: its text and its calls.
-    let mut text = String::new();
-    let mut calls: Vec<Value> = Vec::new();
+    let mut fold = Fold::default();
     for item in &request.items {
         match item {
-            Item::Assistant { text: part } => text.push_str(part),
-            Item::ToolCall(call) => calls.push(json!({
-                "id": call.call_id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            })),
-            Item::Reasoning(_) => {} // no Chat Completions form
+            Item::Assistant { text } => fold.text.push_str(text),
+            Item::ToolCall(call) => {
+                let mut value = json!({
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                });
+                if let (Some(object), Some(data)) = (value.as_object_mut(), &call.provider_data) {
+                    object.extend(data.clone());
+                }
+                fold.calls.push(value);
+            }
+            Item::Reasoning(ReasoningItem::Chat { text, field, provider_data }) => {
+                fold.reasoning.push_str(text);
+                if fold.field.is_empty() {
+                    fold.field.clone_from(field);
+                }
+                for (key, value) in provider_data {
+                    merge_field(&mut fold.data, key, value);
+                }
+            }
+            Item::Reasoning(
+                ReasoningItem::OpenAi { .. }
+                | ReasoningItem::AnthropicThinking { .. }
+                | ReasoningItem::AnthropicRedacted { .. },
+            ) => {} // another protocol's
             Item::User { text: user } => {
-                flush_assistant(&mut out, &mut text, &mut calls);
+                fold.flush(echo, &mut out);
                 out.push(json!({"role": "user", "content": user}));
             }
             Item::ToolResult(result) => {
-                flush_assistant(&mut out, &mut text, &mut calls);
+                fold.flush(echo, &mut out);
                 out.push(json!({
                     "role": "tool",
                     "tool_call_id": result.call_id,
@@ -80,36 +156,8 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
             }
         }
     }
-    flush_assistant(&mut out, &mut text, &mut calls);
+    fold.flush(echo, &mut out);
     out
-}
-
-fn flush_assistant(out: &mut Vec<Value>, text: &mut String, calls: &mut Vec<Value>) {
-    if text.is_empty() && calls.is_empty() {
-        return;
-    }
-    let mut message = json!({"role": "assistant"});
-    message["content"] = if text.is_empty() { Value::Null } else { json!(std::mem::take(text)) };
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(std::mem::take(calls));
-    }
-    out.push(message);
-}
-
-/// One tool call of choice 0 while it streams in.
-#[derive(Debug)]
-struct PartialCall {
-    index: u64,
-    id: Option<String>,
-    name: String,
-    arguments: String,
-}
-
-impl PartialCall {
-    /// Servers that send no id still need one for the result to refer to.
-    fn call_id(&self) -> String {
-        self.id.clone().unwrap_or_else(|| format!("call_{}", self.index))
-    }
 }
 
 /// Reduces a Chat Completions chunk stream.
@@ -118,7 +166,10 @@ pub(crate) struct ChatAssembler {
     response_id: Option<String>,
     text: String,
     refusal: String,
-    calls: Vec<PartialCall>,
+    reasoning: String,
+    reasoning_field: String,
+    message_data: Map<String, Value>,
+    calls: CallAssembler,
     finish_reason: Option<String>,
     usage: Usage,
     done: bool,
@@ -135,20 +186,14 @@ impl ChatAssembler {
             return Ok(());
         }
         let chunk = parse_data(event)?;
-        if chunk.get("error").is_some_and(|e| !e.is_null()) {
-            let body = error_from_json(&chunk).unwrap_or_default();
-            return Err(classify_stream_error(body));
+        if let Some(error) = stream_error(&chunk) {
+            return Err(classify_stream_error(error));
         }
         if let (None, Some(id)) = (&self.response_id, str_at(&chunk, &["id"])) {
-            self.response_id = Some(id.to_owned());
+            self.response_id = Some(id.to_owned()).filter(|id| !id.is_empty());
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Usage {
-                input_tokens: u64_at(usage, &["prompt_tokens"]),
-                output_tokens: u64_at(usage, &["completion_tokens"]),
-                cached_input_tokens: u64_at(usage, &["prompt_tokens_details", "cached_tokens"]),
-                reasoning_tokens: u64_at(usage, &["completion_tokens_details", "reasoning_tokens"]),
-            };
+        if let Some(usage) = usage_of(&chunk) {
+            self.usage = usage;
         }
         let choices = chunk.get("choices").and_then(Value::as_array).map(Vec::as_slice);
         for choice in choices.unwrap_or_default() {
@@ -169,24 +214,21 @@ impl ChatAssembler {
         }
         let refused = !self.refusal.is_empty();
         let mut items = Vec::new();
+        if !self.reasoning.is_empty() || !self.message_data.is_empty() {
+            items.push(Item::Reasoning(ReasoningItem::Chat {
+                text: self.reasoning,
+                field: self.reasoning_field,
+                provider_data: self.message_data,
+            }));
+        }
         if !self.text.is_empty() {
             items.push(Item::Assistant { text: self.text });
         }
         if !self.refusal.is_empty() {
             items.push(Item::Assistant { text: self.refusal });
         }
-        let mut calls = self.calls;
-        calls.sort_by_key(|call| call.index);
-        let has_calls = !calls.is_empty();
-        for call in calls {
-            let call_id = call.call_id();
-            items.push(Item::ToolCall(ToolCall {
-                call_id,
-                name: call.name,
-                arguments: call.arguments,
-                item_id: None,
-            }));
-        }
+        let has_calls = !self.calls.is_empty();
+        items.extend(self.calls.finish().into_iter().map(Item::ToolCall));
         let stop_reason = match self.finish_reason.as_deref() {
             Some("length") => StopReason::MaxTokens,
             Some("content_filter") => StopReason::Refusal,
@@ -203,73 +245,69 @@ impl ChatAssembler {
         if let Some(reason) = str_at(choice, &["finish_reason"]) {
             self.finish_reason = Some(reason.to_owned());
         }
-        let Some(delta) = choice.get("delta") else { return };
-        if let Some(text) = str_at(delta, &["content"]).filter(|t| !t.is_empty()) {
-            self.text.push_str(text);
-            emit(StreamEvent::TextDelta { delta: text.to_owned() });
+        // Some proxies send the last piece as a whole `message`.
+        let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) else { return };
+        match delta.get("content") {
+            Some(Value::String(text)) => self.push_text(text, emit),
+            // Mistral's reasoning models stream content as typed parts.
+            Some(Value::Array(parts)) => {
+                for part in parts {
+                    match str_at(part, &["type"]) {
+                        Some("text") => {
+                            self.push_text(str_at(part, &["text"]).unwrap_or_default(), emit)
+                        }
+                        Some("thinking") => {
+                            let pieces = part.get("thinking").and_then(Value::as_array);
+                            for piece in pieces.into_iter().flatten() {
+                                let text = str_at(piece, &["text"]).unwrap_or_default();
+                                self.push_reasoning("reasoning_content", text, emit);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some(_) | None => {}
         }
         if let Some(refusal) = str_at(delta, &["refusal"]).filter(|t| !t.is_empty()) {
             self.refusal.push_str(refusal);
             emit(StreamEvent::TextDelta { delta: refusal.to_owned() });
         }
-        // vLLM/DeepSeek say `reasoning_content`, OpenRouter/Ollama `reasoning`.
-        let reasoning =
-            str_at(delta, &["reasoning_content"]).or_else(|| str_at(delta, &["reasoning"]));
-        if let Some(reasoning) = reasoning.filter(|t| !t.is_empty()) {
-            emit(StreamEvent::ReasoningDelta { delta: reasoning.to_owned() });
+        // vLLM/DeepSeek/llama.cpp say `reasoning_content`, OpenRouter,
+        // Ollama, Groq and newer vLLM `reasoning`; a server sending both
+        // sends the same text twice.
+        let reasoning = ["reasoning_content", "reasoning"]
+            .into_iter()
+            .find_map(|field| Some((field, str_at(delta, &[field]).filter(|t| !t.is_empty())?)));
+        if let Some((field, text)) = reasoning {
+            self.push_reasoning(field, text, emit);
+        }
+        for key in MESSAGE_KEYS {
+            if let Some(value) = delta.get(key) {
+                merge_field(&mut self.message_data, key, value);
+            }
         }
         let calls = delta.get("tool_calls").and_then(Value::as_array).map(Vec::as_slice);
         for call in calls.unwrap_or_default() {
-            self.call_delta(call, emit);
+            self.calls.delta(call, emit);
         }
     }
 
-    fn call_delta(&mut self, delta: &Value, emit: &mut dyn FnMut(StreamEvent)) {
-        let id = str_at(delta, &["id"]).filter(|id| !id.is_empty());
-        // Some servers omit `index`: a new id starts a call, else continue.
-        let index = match delta.get("index").and_then(Value::as_u64) {
-            Some(index) => index,
-            None => match (id, self.calls.last()) {
-                (Some(id), Some(last)) if last.id.as_deref() != Some(id) => {
-                    last.index.saturating_add(1)
-                }
-                (_, Some(last)) => last.index,
-                (_, None) => 0,
-            },
-        };
-        let position = match self.calls.iter().position(|call| call.index == index) {
-            Some(position) => position,
-            None => {
-                self.calls.push(PartialCall {
-                    index,
-                    id: None,
-                    name: String::new(),
-                    arguments: String::new(),
-                });
-                self.calls.len() - 1
-            }
-        };
-        let Some(call) = self.calls.get_mut(position) else { return };
-        let first = call.id.is_none() && call.name.is_empty();
-        if let (None, Some(id)) = (&call.id, id) {
-            call.id = Some(id.to_owned());
+    fn push_text(&mut self, text: &str, emit: &mut dyn FnMut(StreamEvent)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            emit(StreamEvent::TextDelta { delta: text.to_owned() });
         }
-        // The name comes once; servers that repeat it must not double it.
-        if let Some(name) = str_at(delta, &["function", "name"]).filter(|_| call.name.is_empty()) {
-            call.name = name.to_owned();
+    }
+
+    fn push_reasoning(&mut self, field: &str, text: &str, emit: &mut dyn FnMut(StreamEvent)) {
+        if text.is_empty() {
+            return;
         }
-        if first {
-            emit(StreamEvent::ToolCallStarted { call_id: call.call_id(), name: call.name.clone() });
+        if self.reasoning_field.is_empty() {
+            self.reasoning_field = field.to_owned();
         }
-        if let Some(arguments) = at(delta, &["function", "arguments"]).and_then(Value::as_str) {
-            if !arguments.is_empty() {
-                call.arguments.push_str(arguments);
-                let event = StreamEvent::ToolCallArgumentsDelta {
-                    call_id: call.call_id(),
-                    delta: arguments.to_owned(),
-                };
-                emit(event);
-            }
-        }
+        self.reasoning.push_str(text);
+        emit(StreamEvent::ReasoningDelta { delta: text.to_owned() });
     }
 }

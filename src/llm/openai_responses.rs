@@ -2,25 +2,31 @@
 //! from a [`ModelRequest`], and the reducer of its event stream.
 //!
 //! Invariants: requests are stateless (`store: false`), so reasoning items
-//! travel back with their `encrypted_content`; Anthropic reasoning is never
-//! sent here. Output items are kept by `output_index`; `output_item.done`
-//! values win over accumulated deltas (they are equal on a healthy stream).
+//! travel back with their `encrypted_content`, or with their reasoning
+//! text for servers that send text instead (llama.cpp, vLLM); Anthropic
+//! reasoning is never sent here. The session id goes as
+//! `prompt_cache_key`. Output items are kept in `output_index` order;
+//! servers that omit `output_index` and ids (llama.cpp) have their events
+//! matched by item id, then by position and type, so one item is never
+//! counted twice. `output_item.done` values win over accumulated deltas
+//! (they are equal on a healthy stream). A `response.completed` whose
+//! `output` is the only copy of the output is used as the output.
 //! Built-in tool items (web search, apply_patch, local shell) are not ours
 //! to run and are skipped: we only offer `function` tools.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
+use super::WireOptions;
 use super::assembler::{at, event_type, parse_data, str_at, u64_at};
-use super::error::{ErrorBody, LlmError, classify_stream_error, error_from_json};
+use super::classify::{ErrorBody, classify_stream_error, error_from_json};
+use super::error::LlmError;
 use super::sse::SseEvent;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall, Usage,
 };
 
 /// The JSON body of a streaming Responses request.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) -> Value {
     let tools: Vec<Value> = request
         .tools
         .iter()
@@ -47,6 +53,9 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     }
     if let Some(max) = request.max_output_tokens {
         body["max_output_tokens"] = json!(max);
+    }
+    if let Some(key) = options.cache_key {
+        body["prompt_cache_key"] = json!(key);
     }
     body
 }
@@ -80,20 +89,37 @@ fn input_item(item: &Item) -> Option<Value> {
 
 fn reasoning_item(reasoning: &ReasoningItem) -> Option<Value> {
     match reasoning {
-        // With `store: false` the server cannot look a reasoning item up by
-        // id, so one without its encrypted content would be rejected.
-        ReasoningItem::OpenAi { id, summary, encrypted_content: Some(encrypted) } => Some(json!({
-            "type": "reasoning",
-            "id": id,
-            "summary": summary
-                .iter()
-                .map(|text| json!({"type": "summary_text", "text": text}))
-                .collect::<Vec<_>>(),
-            "encrypted_content": encrypted,
-        })),
-        ReasoningItem::OpenAi { encrypted_content: None, .. }
-        | ReasoningItem::AnthropicThinking { .. }
-        | ReasoningItem::AnthropicRedacted { .. } => None,
+        ReasoningItem::OpenAi { id, summary, encrypted_content, content } => {
+            let encrypted = encrypted_content.as_deref().filter(|blob| !blob.is_empty());
+            // With `store: false` the server cannot look a reasoning item
+            // up by id: one with neither its encrypted content nor its text
+            // would be rejected (llama.cpp: "item['content'] is not an array").
+            if encrypted.is_none() && content.is_empty() {
+                return None;
+            }
+            let mut item = json!({
+                "type": "reasoning",
+                "id": id,
+                "summary": summary
+                    .iter()
+                    .map(|text| json!({"type": "summary_text", "text": text}))
+                    .collect::<Vec<_>>(),
+            });
+            if !content.is_empty() {
+                let parts: Vec<Value> = content
+                    .iter()
+                    .map(|text| json!({"type": "reasoning_text", "text": text}))
+                    .collect();
+                item["content"] = Value::Array(parts);
+            }
+            if let Some(encrypted) = encrypted {
+                item["encrypted_content"] = json!(encrypted);
+            }
+            Some(item)
+        }
+        ReasoningItem::AnthropicThinking { .. }
+        | ReasoningItem::AnthropicRedacted { .. }
+        | ReasoningItem::Chat { .. } => None,
     }
 }
 
@@ -101,11 +127,13 @@ fn reasoning_item(reasoning: &ReasoningItem) -> Option<Value> {
 #[derive(Debug)]
 enum Output {
     Message {
+        id: String,
         text: String,
     },
     Reasoning {
         id: String,
         summary: Vec<String>,
+        content: Vec<String>,
         encrypted: Option<String>,
     },
     Call {
@@ -118,19 +146,27 @@ enum Output {
     Other,
 }
 
+/// The kind of item an event refers to when it names none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Message,
+    Reasoning,
+    Call,
+    Other,
+}
+
 impl Output {
     fn from_item(item: &Value) -> Self {
-        let text = |key: &str| str_at(item, &[key]).unwrap_or_default().to_owned();
+        let text = |key: &str| text_of(item, key);
         match str_at(item, &["type"]) {
-            Some("message") => Output::Message { text: message_text(item) },
+            Some("message") => Output::Message { id: text("id"), text: message_text(item) },
             Some("reasoning") => Output::Reasoning {
                 id: text("id"),
-                summary: item
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .map(|parts| parts.iter().map(|p| text_of(p, "text")).collect())
-                    .unwrap_or_default(),
-                encrypted: str_at(item, &["encrypted_content"]).map(str::to_owned),
+                summary: texts(item.get("summary")),
+                content: texts(item.get("content")),
+                encrypted: str_at(item, &["encrypted_content"])
+                    .filter(|blob| !blob.is_empty())
+                    .map(str::to_owned),
             },
             Some("function_call") => Output::Call {
                 item_id: text("id"),
@@ -144,49 +180,78 @@ impl Output {
             }
         }
     }
-}
 
-impl Output {
-    /// This (final) item, with the streamed value where it has none.
-    fn keeping_streamed(self, streamed: Output) -> Output {
-        let or = |value: String, streamed: Option<String>| match streamed {
-            Some(old) if value.is_empty() => old,
-            Some(_) | None => value,
-        };
+    fn kind(&self) -> Kind {
         match self {
-            Output::Message { text } => Output::Message { text: or(text, streamed.into_text()) },
-            Output::Reasoning { id, summary, encrypted } => {
-                let summary = match streamed {
-                    Output::Reasoning { summary: old, .. } if summary.is_empty() => old,
-                    Output::Reasoning { .. }
-                    | Output::Message { .. }
-                    | Output::Call { .. }
-                    | Output::Other => summary,
-                };
-                Output::Reasoning { id, summary, encrypted }
-            }
-            Output::Call { item_id, call_id, name, arguments } => Output::Call {
-                item_id,
-                call_id,
-                name,
-                arguments: or(arguments, streamed.into_text()),
-            },
-            Output::Other => Output::Other,
+            Output::Message { .. } => Kind::Message,
+            Output::Reasoning { .. } => Kind::Reasoning,
+            Output::Call { .. } => Kind::Call,
+            Output::Other => Kind::Other,
         }
     }
 
-    /// The streamed text of a message or the arguments of a call.
-    fn into_text(self) -> Option<String> {
+    /// Whether `id` names this item (its id, or a call's `call_id`, which
+    /// llama.cpp uses as the `item_id` of argument deltas).
+    fn has_id(&self, id: &str) -> bool {
         match self {
-            Output::Message { text } => Some(text),
-            Output::Call { arguments, .. } => Some(arguments),
-            Output::Reasoning { .. } | Output::Other => None,
+            Output::Message { id: own, .. } | Output::Reasoning { id: own, .. } => own == id,
+            Output::Call { item_id, call_id, .. } => item_id == id || call_id == id,
+            Output::Other => false,
+        }
+    }
+
+    fn ids(&self) -> Vec<&str> {
+        let ids: Vec<&str> = match self {
+            Output::Message { id, .. } | Output::Reasoning { id, .. } => vec![id],
+            Output::Call { item_id, call_id, .. } => vec![item_id, call_id],
+            Output::Other => Vec::new(),
+        };
+        ids.into_iter().filter(|id| !id.is_empty()).collect()
+    }
+
+    /// This (final) item, with the streamed value where it has none.
+    fn keeping_streamed(self, streamed: Output) -> Output {
+        let or = |value: String, old: String| if value.is_empty() { old } else { value };
+        match (self, streamed) {
+            (Output::Message { id, text }, Output::Message { id: old_id, text: old }) => {
+                Output::Message { id: or(id, old_id), text: or(text, old) }
+            }
+            (
+                Output::Reasoning { id, summary, content, encrypted },
+                Output::Reasoning { summary: old_summary, content: old_content, .. },
+            ) => Output::Reasoning {
+                id,
+                summary: if summary.is_empty() { old_summary } else { summary },
+                content: if content.is_empty() { old_content } else { content },
+                encrypted,
+            },
+            (
+                Output::Call { item_id, call_id, name, arguments },
+                Output::Call {
+                    item_id: old_item,
+                    call_id: old_call,
+                    name: old_name,
+                    arguments: old,
+                },
+            ) => Output::Call {
+                item_id: or(item_id, old_item),
+                call_id: or(call_id, old_call),
+                name: or(name, old_name),
+                arguments: or(arguments, old),
+            },
+            (new, _) => new,
         }
     }
 }
 
 fn text_of(value: &Value, key: &str) -> String {
     str_at(value, &[key]).unwrap_or_default().to_owned()
+}
+
+/// The `text` of every part of a `summary` or `content` array.
+fn texts(parts: Option<&Value>) -> Vec<String> {
+    let parts = parts.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    parts.iter().map(|part| text_of(part, "text")).collect()
 }
 
 /// All `output_text` (and `refusal`) parts of a message item, joined.
@@ -196,6 +261,16 @@ fn message_text(item: &Value) -> String {
         .iter()
         .filter_map(|part| str_at(part, &["text"]).or_else(|| str_at(part, &["refusal"])))
         .collect()
+}
+
+/// One output item and where it belongs.
+#[derive(Debug)]
+struct Slot {
+    /// `output_index` when the server sent one.
+    index: Option<u64>,
+    output: Output,
+    /// `output_item.done` arrived for it.
+    done: bool,
 }
 
 /// How the response ended, once it did.
@@ -208,7 +283,7 @@ enum Outcome {
 /// Reduces a Responses event stream.
 #[derive(Debug, Default)]
 pub(crate) struct ResponsesAssembler {
-    outputs: BTreeMap<u64, Output>,
+    slots: Vec<Slot>,
     response_id: Option<String>,
     usage: Usage,
     outcome: Option<Outcome>,
@@ -223,43 +298,62 @@ impl ResponsesAssembler {
     ) -> Result<(), LlmError> {
         let data = parse_data(event)?;
         let index = data.get("output_index").and_then(Value::as_u64);
+        let item_id = str_at(&data, &["item_id"]);
         let delta = str_at(&data, &["delta"]).unwrap_or_default();
         match event_type(event, &data) {
             "response.created" | "response.in_progress" => self.note_response(&data),
-            "response.output_item.added" | "response.output_item.done" => {
+            "response.output_item.added" => {
                 let item = data.get("item").unwrap_or(&Value::Null);
-                self.put_item(index.unwrap_or(self.outputs.len() as u64), item, emit);
+                self.put_item(index, item, false, emit);
             }
-            "response.output_text.delta" => self.push_text(index, delta, emit),
+            "response.output_item.done" => {
+                let item = data.get("item").unwrap_or(&Value::Null);
+                self.put_item(index, item, true, emit);
+            }
+            "response.output_text.delta" => self.push_text(index, item_id, delta, emit),
             "response.refusal.delta" => {
                 self.refused = true;
-                self.push_text(index, delta, emit);
+                self.push_text(index, item_id, delta, emit);
             }
-            "response.function_call_arguments.delta" => self.push_arguments(index, delta, emit),
+            "response.output_text.done" => {
+                let done = str_at(&data, &["text"]).unwrap_or_default();
+                if let Some(Output::Message { text, .. }) = self.find(index, item_id, Kind::Message)
+                {
+                    if text.is_empty() {
+                        done.clone_into(text);
+                    }
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                self.push_arguments(index, item_id, delta, emit);
+            }
             "response.function_call_arguments.done" => {
-                if let Some(Output::Call { arguments, .. }) = self.output(index) {
+                if let Some(Output::Call { arguments, .. }) = self.find(index, item_id, Kind::Call)
+                {
                     if let Some(done) = str_at(&data, &["arguments"]) {
-                        *arguments = done.to_owned();
+                        done.clone_into(arguments);
                     }
                 }
             }
             "response.reasoning_summary_text.delta" => {
                 let slot = u64_at(&data, &["summary_index"]) as usize;
-                self.push_summary(index, slot, delta, false);
+                self.push_reasoning(index, item_id, slot, delta, Part::Summary, false);
                 emit(StreamEvent::ReasoningDelta { delta: delta.to_owned() });
             }
             "response.reasoning_summary_text.done" => {
                 let slot = u64_at(&data, &["summary_index"]) as usize;
                 let text = str_at(&data, &["text"]).unwrap_or_default();
-                self.push_summary(index, slot, text, true);
+                self.push_reasoning(index, item_id, slot, text, Part::Summary, true);
             }
             "response.reasoning_text.delta" => {
+                let slot = u64_at(&data, &["content_index"]) as usize;
+                self.push_reasoning(index, item_id, slot, delta, Part::Content, false);
                 emit(StreamEvent::ReasoningDelta { delta: delta.to_owned() });
             }
-            "response.completed" => self.end(&data, Outcome::Completed),
+            "response.completed" => self.end(&data, Outcome::Completed, emit),
             "response.incomplete" => {
                 let reason = str_at(&data, &["response", "incomplete_details", "reason"]);
-                self.end(&data, Outcome::Incomplete(reason.map(str::to_owned)));
+                self.end(&data, Outcome::Incomplete(reason.map(str::to_owned)), emit);
             }
             "response.failed" => return Err(failure(at(&data, &["response", "error"]))),
             "error" => return Err(failure(Some(&data))),
@@ -276,20 +370,34 @@ impl ResponsesAssembler {
         let Some(outcome) = self.outcome else {
             return Err(LlmError::StreamCut { expected: "response.completed" });
         };
-        let mut items = Vec::with_capacity(self.outputs.len());
-        for output in self.outputs.into_values() {
-            match output {
-                Output::Message { text } => items.push(Item::Assistant { text }),
-                Output::Reasoning { id, summary, encrypted } => {
+        let mut slots: Vec<(u64, Slot)> = self
+            .slots
+            .into_iter()
+            .enumerate()
+            .map(|(position, slot)| (slot.index.unwrap_or(position as u64), slot))
+            .collect();
+        slots.sort_by_key(|(order, _)| *order);
+        let mut items = Vec::with_capacity(slots.len());
+        for (_, slot) in slots {
+            match slot.output {
+                Output::Message { text, .. } => items.push(Item::Assistant { text }),
+                Output::Reasoning { id, summary, content, encrypted } => {
                     items.push(Item::Reasoning(ReasoningItem::OpenAi {
                         id,
                         summary,
                         encrypted_content: encrypted,
+                        content,
                     }));
                 }
                 Output::Call { item_id, call_id, name, arguments } => {
-                    let item_id = (!item_id.is_empty()).then_some(item_id);
-                    items.push(Item::ToolCall(ToolCall { call_id, name, arguments, item_id }));
+                    let item_id = (!item_id.is_empty() && item_id != call_id).then_some(item_id);
+                    items.push(Item::ToolCall(ToolCall {
+                        call_id,
+                        name,
+                        arguments,
+                        item_id,
+                        provider_data: None,
+                    }));
                 }
                 Output::Other => {}
             }
@@ -314,7 +422,7 @@ impl ResponsesAssembler {
         }
     }
 
-    fn end(&mut self, data: &Value, outcome: Outcome) {
+    fn end(&mut self, data: &Value, outcome: Outcome, emit: &mut dyn FnMut(StreamEvent)) {
         self.note_response(data);
         if let Some(usage) = at(data, &["response", "usage"]).filter(|u| u.is_object()) {
             self.usage = Usage {
@@ -322,17 +430,74 @@ impl ResponsesAssembler {
                 output_tokens: u64_at(usage, &["output_tokens"]),
                 cached_input_tokens: u64_at(usage, &["input_tokens_details", "cached_tokens"]),
                 reasoning_tokens: u64_at(usage, &["output_tokens_details", "reasoning_tokens"]),
+                cache_write_tokens: 0,
             };
+        }
+        // A server that streams no item events (or none we could keep)
+        // still lists the output here: it is the only copy.
+        if self.slots.iter().all(|slot| matches!(slot.output, Output::Other)) {
+            let output = at(data, &["response", "output"]).and_then(Value::as_array);
+            for (position, item) in output.into_iter().flatten().enumerate() {
+                self.put_item(Some(position as u64), item, true, emit);
+                if let Some(Slot { output: Output::Message { text, .. }, .. }) = self.slots.last() {
+                    emit(StreamEvent::TextDelta { delta: text.clone() });
+                }
+            }
         }
         self.outcome = Some(outcome);
     }
 
+    /// Where an event about an item belongs: the slot at its
+    /// `output_index`, else the one its ids name, else (servers that send
+    /// neither) the first unfinished one of its kind.
+    fn position(&self, index: Option<u64>, ids: &[&str], kind: Kind, done: bool) -> Option<usize> {
+        if let Some(index) = index {
+            return self.slots.iter().position(|slot| slot.index == Some(index));
+        }
+        if let Some(found) =
+            self.slots.iter().position(|slot| ids.iter().any(|id| slot.output.has_id(id)))
+        {
+            return Some(found);
+        }
+        let unnamed = |slot: &Slot| slot.output.ids().is_empty() || ids.is_empty();
+        let open = |slot: &&Slot| !slot.done && slot.output.kind() == kind && unnamed(slot);
+        match done {
+            true => self.slots.iter().position(|slot| open(&slot)),
+            // A delta continues the latest open item of its kind.
+            false => self.slots.iter().rposition(|slot| open(&slot)),
+        }
+    }
+
+    fn find(
+        &mut self,
+        index: Option<u64>,
+        item_id: Option<&str>,
+        kind: Kind,
+    ) -> Option<&mut Output> {
+        let ids: Vec<&str> = item_id.into_iter().collect();
+        let position = self.position(index, &ids, kind, false)?;
+        self.slots.get_mut(position).map(|slot| &mut slot.output)
+    }
+
     /// `output_item.added` creates the item; `.done` replaces it, keeping
     /// streamed values the final item lacks.
-    fn put_item(&mut self, index: u64, item: &Value, emit: &mut dyn FnMut(StreamEvent)) {
+    fn put_item(
+        &mut self,
+        index: Option<u64>,
+        item: &Value,
+        done: bool,
+        emit: &mut dyn FnMut(StreamEvent),
+    ) {
         let new = Output::from_item(item);
-        let merged = match self.outputs.remove(&index) {
-            Some(streamed) => new.keeping_streamed(streamed),
+        let ids: Vec<String> = new.ids().into_iter().map(str::to_owned).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        match self.position(index, &ids, new.kind(), true) {
+            Some(position) => {
+                let slot = &mut self.slots[position];
+                let streamed = std::mem::replace(&mut slot.output, Output::Other);
+                slot.output = new.keeping_streamed(streamed);
+                slot.done |= done;
+            }
             None => {
                 if let Output::Call { call_id, name, .. } = &new {
                     let event = StreamEvent::ToolCallStarted {
@@ -341,22 +506,29 @@ impl ResponsesAssembler {
                     };
                     emit(event);
                 }
-                new
+                self.slots.push(Slot { index, output: new, done });
             }
-        };
-        self.outputs.insert(index, merged);
+        }
     }
 
-    fn output(&mut self, index: Option<u64>) -> Option<&mut Output> {
-        self.outputs.get_mut(&index?)
-    }
-
-    fn push_text(&mut self, index: Option<u64>, delta: &str, emit: &mut dyn FnMut(StreamEvent)) {
+    fn push_text(
+        &mut self,
+        index: Option<u64>,
+        item_id: Option<&str>,
+        delta: &str,
+        emit: &mut dyn FnMut(StreamEvent),
+    ) {
         // Only text that lands in a message is shown, so the deltas always
         // add up to the response's text.
-        let Some(index) = index else { return };
-        let output = self.outputs.entry(index).or_insert(Output::Message { text: String::new() });
-        if let Output::Message { text } = output {
+        if self.find(index, item_id, Kind::Message).is_none() {
+            let id = item_id.unwrap_or_default().to_owned();
+            self.slots.push(Slot {
+                index,
+                output: Output::Message { id, text: String::new() },
+                done: false,
+            });
+        }
+        if let Some(Output::Message { text, .. }) = self.find(index, item_id, Kind::Message) {
             text.push_str(delta);
             emit(StreamEvent::TextDelta { delta: delta.to_owned() });
         }
@@ -365,10 +537,12 @@ impl ResponsesAssembler {
     fn push_arguments(
         &mut self,
         index: Option<u64>,
+        item_id: Option<&str>,
         delta: &str,
         emit: &mut dyn FnMut(StreamEvent),
     ) {
-        if let Some(Output::Call { call_id, arguments, .. }) = self.output(index) {
+        if let Some(Output::Call { call_id, arguments, .. }) = self.find(index, item_id, Kind::Call)
+        {
             arguments.push_str(delta);
             emit(StreamEvent::ToolCallArgumentsDelta {
                 call_id: call_id.clone(),
@@ -377,24 +551,46 @@ impl ResponsesAssembler {
         }
     }
 
-    fn push_summary(&mut self, index: Option<u64>, slot: usize, text: &str, replace: bool) {
-        if let Some(Output::Reasoning { summary, .. }) = self.output(index) {
-            // Indexes come from the server: grow only one slot at a time.
-            if slot > summary.len() {
-                return;
-            }
-            if slot == summary.len() {
-                summary.push(String::new());
-            }
-            if let Some(part) = summary.get_mut(slot) {
-                if replace {
-                    *part = text.to_owned();
-                } else {
-                    part.push_str(text);
-                }
+    fn push_reasoning(
+        &mut self,
+        index: Option<u64>,
+        item_id: Option<&str>,
+        slot: usize,
+        text: &str,
+        part: Part,
+        replace: bool,
+    ) {
+        let Some(Output::Reasoning { summary, content, .. }) =
+            self.find(index, item_id, Kind::Reasoning)
+        else {
+            return;
+        };
+        let parts = match part {
+            Part::Summary => summary,
+            Part::Content => content,
+        };
+        // Indexes come from the server: grow only one slot at a time.
+        if slot > parts.len() {
+            return;
+        }
+        if slot == parts.len() {
+            parts.push(String::new());
+        }
+        if let Some(existing) = parts.get_mut(slot) {
+            if replace {
+                text.clone_into(existing);
+            } else {
+                existing.push_str(text);
             }
         }
     }
+}
+
+/// Which text of a reasoning item an event adds to.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Summary,
+    Content,
 }
 
 /// The error of an `error` event or of `response.failed`.

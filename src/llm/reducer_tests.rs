@@ -121,11 +121,11 @@ fn malformed_data_names_the_event_for_every_protocol() {
 
 #[test]
 fn json_body_on_success_status_is_reported() {
-    let err = super::error::json_instead_of_stream(
+    let err = super::classify::json_instead_of_stream(
         r#"{"error":{"message":"quota gone","code":"insufficient_quota"}}"#,
     );
     assert!(err.to_string().contains("quota gone"), "{err}");
-    let err = super::error::json_instead_of_stream(r#"{"id":"x"}"#);
+    let err = super::classify::json_instead_of_stream(r#"{"id":"x"}"#);
     assert!(matches!(err, LlmError::MalformedStream { .. }), "{err:?}");
 }
 

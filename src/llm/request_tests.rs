@@ -26,6 +26,7 @@ fn rich_request() -> ModelRequest {
             name: name.into(),
             arguments: args.into(),
             item_id: item_id.map(Into::into),
+            provider_data: None,
         })
     };
     ModelRequest {
@@ -37,12 +38,14 @@ fn rich_request() -> ModelRequest {
                 id: "rs_1".into(),
                 summary: vec!["looked".into()],
                 encrypted_content: Some("enc-1".into()),
+                content: Vec::new(),
             }),
             // Without encrypted content a stateless request cannot use it.
             Item::Reasoning(ReasoningItem::OpenAi {
                 id: "rs_2".into(),
                 summary: vec![],
                 encrypted_content: None,
+                content: Vec::new(),
             }),
             Item::Reasoning(ReasoningItem::AnthropicThinking {
                 thinking: "hmm".into(),
@@ -138,12 +141,14 @@ async fn chat_body_folds_assistant_turns_and_sends_tool_messages() {
 #[tokio::test]
 async fn anthropic_body_alternates_roles_and_replays_thinking() {
     let body = received_body(ProviderKind::Anthropic, anthropic_stream()).await;
+    let ephemeral = json!({"type": "ephemeral"});
     let expected = json!({
         "model": "test-model",
-        "system": "be brief",
         "max_tokens": 1000,
         "stream": true,
-        "tools": [{"name": "read_file", "description": "Read a file", "input_schema": schema()}],
+        "tools": [{"name": "read_file", "description": "Read a file", "input_schema": schema(),
+                   "cache_control": ephemeral}],
+        "system": [{"type": "text", "text": "be brief", "cache_control": ephemeral}],
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "fix the bug"}]},
             {"role": "assistant", "content": [
@@ -159,10 +164,13 @@ async fn anthropic_body_alternates_roles_and_replays_thinking() {
                 {"type": "tool_result", "tool_use_id": "call_b", "content": "invalid arguments", "is_error": true},
                 {"type": "text", "text": "also check tests"},
             ]},
-            {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Done.", "cache_control": ephemeral}]},
         ],
     });
     assert_eq!(body, expected);
+    // Keys in the cache's prefix order: tools, system, then messages.
+    let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["model", "max_tokens", "stream", "tools", "system", "messages"]);
 }
 
 #[test]
@@ -170,11 +178,13 @@ fn anthropic_body_defaults_max_tokens_and_omits_empty_parts() {
     let mut request = simple_request();
     request.instructions.clear();
     request.items.push(Item::Assistant { text: String::new() });
-    let body = super::anthropic::request_body(&request);
+    let body = super::anthropic::request_body(&request, &super::WireOptions::default());
     assert_eq!(body["max_tokens"], super::anthropic::DEFAULT_MAX_TOKENS);
     assert!(body.get("system").is_none() && body.get("tools").is_none());
     assert_eq!(
         body["messages"],
-        json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+        ]}])
     );
 }

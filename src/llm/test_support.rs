@@ -26,12 +26,23 @@ pub(super) fn fast_retry(max_retries: u32) -> RetryPolicy {
 
 pub(super) fn config(kind: ProviderKind, server: &MockServer, max_retries: u32) -> ProviderConfig {
     ProviderConfig {
-        kind,
         base_url: format!("{}/v1", server.uri()),
+        retry: fast_retry(max_retries),
+        ..offline_config(kind)
+    }
+}
+
+/// A config for a server that is never contacted.
+pub(super) fn offline_config(kind: ProviderKind) -> ProviderConfig {
+    ProviderConfig {
+        kind,
+        base_url: "http://127.0.0.1:9/v1".to_owned(),
         api_key: Some("sk-test".to_owned()),
         api_key_env: KEY_ENV.to_owned(),
-        retry: fast_retry(max_retries),
+        retry: fast_retry(0),
         idle_timeout: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(60),
+        profile: super::ServerProfile::default(),
     }
 }
 

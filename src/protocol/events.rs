@@ -336,7 +336,13 @@ mod tests {
     /// compile here until it has a sample (and so a listed type).
     fn samples() -> Vec<SessionEvent> {
         let s = String::new;
-        let call = ToolCall { call_id: s(), name: s(), arguments: s(), item_id: None };
+        let call = ToolCall {
+            call_id: s(),
+            name: s(),
+            arguments: s(),
+            item_id: None,
+            provider_data: None,
+        };
         let usage = Usage::default();
         let all = vec![
             SessionEvent::SessionStarted {

@@ -37,6 +37,11 @@ pub enum ReasoningItem {
         summary: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         encrypted_content: Option<String>,
+        /// The raw reasoning text (`reasoning_text` parts), which servers
+        /// running open models (llama.cpp, vLLM) send instead of an
+        /// encrypted blob, and read back from `content`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        content: Vec<String>,
     },
     /// Anthropic `thinking` block; the signature must come back unchanged.
     AnthropicThinking {
@@ -46,6 +51,19 @@ pub enum ReasoningItem {
     },
     /// Anthropic `redacted_thinking` block: opaque data, sent back as is.
     AnthropicRedacted { data: String },
+    /// What a Chat Completions server said besides text and calls: the
+    /// reasoning streamed in `reasoning_content` or `reasoning` (`field`
+    /// names which, so it goes back under the same name where the server
+    /// wants it back), and opaque message-level fields it wants echoed
+    /// verbatim (`reasoning_details`, `extra_content`, `thinking_blocks`).
+    Chat {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        text: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        field: String,
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        provider_data: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 impl Item {

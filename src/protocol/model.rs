@@ -20,14 +20,27 @@ pub struct ModelRequest {
 }
 
 /// Token usage of one response (or a running total).
+///
+/// `input_tokens` is the whole prompt, whatever the provider calls it:
+/// cache reads (`cached_input_tokens`) and cache writes
+/// (`cache_write_tokens`, Anthropic only) are parts of it, billed at their
+/// own prices (`context::Pricing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
     #[serde(default)]
     pub reasoning_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl Usage {
@@ -40,6 +53,14 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+
+    /// Share of the input read from the cache, when there was input.
+    pub fn cache_hit_rate(&self) -> Option<f64> {
+        (self.input_tokens > 0).then(|| {
+            self.cached_input_tokens.min(self.input_tokens) as f64 / self.input_tokens as f64
+        })
     }
 }
 
@@ -57,6 +78,20 @@ pub enum StopReason {
     Refusal,
     /// Anything else the provider reported, kept verbatim.
     Other(String),
+}
+
+impl StopReason {
+    /// The reason in the log's words (`end_turn`, `max_tokens`, or the
+    /// provider's own for anything else).
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::Refusal => "refusal",
+            StopReason::Other(reason) => reason,
+        }
+    }
 }
 
 /// One complete model response, assembled from the stream.
@@ -93,8 +128,28 @@ impl ModelResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
-    TextDelta { delta: String },
-    ReasoningDelta { delta: String },
-    ToolCallStarted { call_id: String, name: String },
-    ToolCallArgumentsDelta { call_id: String, delta: String },
+    TextDelta {
+        delta: String,
+    },
+    ReasoningDelta {
+        delta: String,
+    },
+    ToolCallStarted {
+        call_id: String,
+        name: String,
+    },
+    ToolCallArgumentsDelta {
+        call_id: String,
+        delta: String,
+    },
+    /// The attempt failed with a transient error and the request is sent
+    /// again after `delay_ms`; whatever streamed so far is void (the next
+    /// attempt streams from the start). `attempt` is the one about to
+    /// start (2 for the first retry) of at most `max_attempts`.
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        reason: String,
+        delay_ms: u64,
+    },
 }

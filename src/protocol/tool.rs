@@ -36,6 +36,29 @@ pub struct ToolCall {
     /// Provider item id when distinct from `call_id` (Responses `fc_…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_id: Option<String>,
+    /// Opaque fields the server attached to this call and wants back
+    /// verbatim on the next request (Gemini's `extra_content` with its
+    /// `thought_signature`, LiteLLM's `provider_specific_fields`). Kept in
+    /// the log, so a resumed session sends them back too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_data: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl ToolCall {
+    /// A call with no provider item id and no provider data.
+    pub fn new(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            item_id: None,
+            provider_data: None,
+        }
+    }
 }
 
 /// The result of one tool call as returned to the model.

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Effect, Input, step};
 use crate::hooks::HookEvent;
 use crate::llm::LlmError;
-use crate::protocol::{Item, ModelRequest};
+use crate::protocol::{Item, ModelRequest, StreamEvent};
 
 use super::driver::base_instructions;
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -83,8 +83,15 @@ impl Session {
             self.dispatch_hooks(HookEvent::PreCompact, payload, Some(trigger), cancel).await?;
         }
         self.sink.emit(RuntimeEvent::Compacting { trigger: trigger.to_owned() });
-        let mut ignore = |_| {};
-        let input = match self.llm.stream(request, &mut ignore, cancel).await {
+        let sink = &mut self.sink;
+        // The summary's text is not shown while it streams; its retries are.
+        let mut retries = |event| {
+            if let StreamEvent::Retrying { attempt, max_attempts, reason, delay_ms } = event {
+                let delay = std::time::Duration::from_millis(delay_ms);
+                sink.emit(RuntimeEvent::Retrying { attempt, max_attempts, reason, delay });
+            }
+        };
+        let input = match self.llm.stream(request, &mut retries, cancel).await {
             Ok(response) => {
                 let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
                 if text.trim().is_empty() {

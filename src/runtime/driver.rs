@@ -13,7 +13,7 @@ use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::{self, ApprovalMode};
 use crate::protocol::{
-    ApprovalScope, Item, ModelRequest, SessionEvent, ToolCall, TurnOutcome, Usage,
+    ApprovalScope, Item, ModelRequest, SessionEvent, StreamEvent, ToolCall, TurnOutcome, Usage,
 };
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::skills;
@@ -178,10 +178,11 @@ impl Session {
         let Opening { id, log, state, open_turn, checkpointed_turn, files, found, start_source } =
             opening;
         Self {
+            // The session id keeps a session's requests on one prompt cache.
+            llm: llm.with_cache_key(id.clone()),
             id,
             log,
             state,
-            llm,
             tools,
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),
@@ -433,7 +434,7 @@ impl Session {
         error: &mut Option<String>,
     ) -> Input {
         let sink = &mut self.sink;
-        let mut forward = |event| sink.emit(RuntimeEvent::Stream(event));
+        let mut forward = |event| sink.emit(stream_event(event));
         match self.llm.stream(request, &mut forward, cancel).await {
             Ok(response) => {
                 self.last_input_tokens = response.usage.input_tokens;
@@ -527,6 +528,7 @@ impl Session {
                 name: String::new(),
                 arguments: String::new(),
                 item_id: None,
+                provider_data: None,
             })
     }
 }
@@ -549,4 +551,23 @@ pub(super) fn approval_event(
         }
     };
     SessionEvent::Approval { call_id: call_id.to_owned(), approved, scope, note, prefix, path }
+}
+
+/// What the front ends hear about a streamed event: retries are events of
+/// their own, the rest streams as it came.
+fn stream_event(event: StreamEvent) -> RuntimeEvent {
+    match event {
+        StreamEvent::Retrying { attempt, max_attempts, reason, delay_ms } => {
+            RuntimeEvent::Retrying {
+                attempt,
+                max_attempts,
+                reason,
+                delay: std::time::Duration::from_millis(delay_ms),
+            }
+        }
+        StreamEvent::TextDelta { .. }
+        | StreamEvent::ReasoningDelta { .. }
+        | StreamEvent::ToolCallStarted { .. }
+        | StreamEvent::ToolCallArgumentsDelta { .. } => RuntimeEvent::Stream(event),
+    }
 }

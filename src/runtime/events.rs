@@ -66,6 +66,15 @@ pub enum RuntimeEvent {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// A model request failed with a transient error and is sent again
+    /// after `delay`: `attempt` (2 for the first retry) of at most
+    /// `max_attempts`. What streamed of the failed attempt is void.
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        reason: String,
+        delay: std::time::Duration,
+    },
     /// Something the user should know that does not stop anything.
     Warning {
         message: String,

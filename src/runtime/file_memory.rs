@@ -67,6 +67,7 @@ mod tests {
             name: "read_file".into(),
             arguments: serde_json::json!({ "path": path }).to_string(),
             item_id: None,
+            provider_data: None,
         };
         let result = if ok { ToolResult::ok(id, "x") } else { ToolResult::error(id, "no") };
         [Item::ToolCall(call), Item::ToolResult(result)]

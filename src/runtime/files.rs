@@ -206,6 +206,7 @@ mod tests {
             name: name.into(),
             arguments: r#"{"path":"a.txt","command":"x"}"#.into(),
             item_id: None,
+            provider_data: None,
         };
         assert_eq!(named_paths(&call("write_file"), Path::new("/w")), [PathBuf::from("/w/a.txt")]);
         assert!(named_paths(&call("shell"), Path::new("/w")).is_empty());

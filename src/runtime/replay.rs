@@ -105,6 +105,7 @@ pub async fn replay(
                     name: String::new(),
                     arguments: String::new(),
                     item_id: None,
+                    provider_data: None,
                 });
                 let (shown, meta) = match replayed.remove(&result.call_id) {
                     Some((mut again, meta)) => {

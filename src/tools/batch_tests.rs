@@ -93,6 +93,7 @@ fn call(id: &str, name: &str) -> ToolCall {
         name: name.into(),
         arguments: format!(r#"{{"id":"{id}"}}"#),
         item_id: None,
+        provider_data: None,
     }
 }
 

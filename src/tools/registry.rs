@@ -136,6 +136,7 @@ mod tests {
             name: name.to_owned(),
             arguments: arguments.to_owned(),
             item_id: None,
+            provider_data: None,
         }
     }
 

@@ -435,6 +435,9 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                 format!("context compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
             );
         }
+        RuntimeEvent::Retrying { attempt, max_attempts, reason, .. } => {
+            app.status.activity = format!("retrying ({attempt}/{max_attempts}): {reason}");
+        }
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
         RuntimeEvent::TurnCompleted { outcome, .. } => {
@@ -458,6 +461,8 @@ fn on_stream(app: &mut App, event: StreamEvent) {
             app.status.activity = format!("preparing {name}")
         }
         StreamEvent::ToolCallArgumentsDelta { .. } => {}
+        // The runtime turns these into `RuntimeEvent::Retrying`.
+        StreamEvent::Retrying { .. } => {}
     }
 }
 
@@ -476,10 +481,7 @@ fn percent_of_window(pricing: &crate::context::Pricing, tokens: u64) -> Option<u
 }
 
 fn add_usage(total: &mut Usage, more: &Usage) {
-    total.input_tokens += more.input_tokens;
-    total.output_tokens += more.output_tokens;
-    total.cached_input_tokens += more.cached_input_tokens;
-    total.reasoning_tokens += more.reasoning_tokens;
+    total.add(more);
 }
 
 /// The most telling argument of a call: the command, path or pattern.

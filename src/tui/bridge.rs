@@ -268,6 +268,7 @@ mod tests {
             name: "shell".into(),
             arguments: serde_json::json!({ "command": command }).to_string(),
             item_id: None,
+            provider_data: None,
         }
     }
 
@@ -300,6 +301,7 @@ mod tests {
             name: "submit_plan".into(),
             arguments: serde_json::json!({ "plan_markdown": "# Plan" }).to_string(),
             item_id: None,
+            provider_data: None,
         };
         let asking = tokio::spawn(async move {
             let answer = approver.decide(&plan, "review this plan").await;

@@ -172,9 +172,10 @@ fn draw_popup(app: &App, frame: &mut Frame<'_>, above: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
-/// `model · mode · phase · ctx · tokens · cost · sandbox · spinner`. On a
-/// narrow terminal whole parts are dropped, least telling first (tokens,
-/// a working sandbox, cost, context, phase), then the rest is cut.
+/// `model · mode · phase · ctx · tokens · cost · cache hit rate · sandbox ·
+/// spinner`. On a narrow terminal whole parts are dropped, least telling
+/// first (tokens, cache, a working sandbox, cost, context, phase), then the
+/// rest is cut.
 pub fn status_line(app: &App, width: u16) -> Line<'static> {
     let theme: Theme = app.theme;
     let status = &app.status;
@@ -195,6 +196,10 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     parts.push((1, Span::raw(tokens)));
     if let Some(cost) = status.pricing.cost_usd(&status.usage) {
         parts.push((3, Span::raw(format!("${cost:.4}"))));
+    }
+    // How much of the session's input the provider's prompt cache served.
+    if let Some(rate) = status.usage.cache_hit_rate() {
+        parts.push((2, Span::raw(format!("cache {:.0}%", rate * 100.0))));
     }
     if let Some(sandbox) = status.sandbox {
         let (keep, style) = match sandbox {

@@ -65,7 +65,13 @@ pub(super) fn type_text(app: &mut App, text: &str) {
 }
 
 pub(super) fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
-    ToolCall { call_id: id.into(), name: name.into(), arguments: args.to_string(), item_id: None }
+    ToolCall {
+        call_id: id.into(),
+        name: name.into(),
+        arguments: args.to_string(),
+        item_id: None,
+        provider_data: None,
+    }
 }
 
 pub(super) fn start_turn(app: &mut App, prompt: &str) {

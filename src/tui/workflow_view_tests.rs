@@ -406,6 +406,7 @@ fn configured_prices_and_window_price_a_model_keel_does_not_know() {
         context_window: Some(10_000),
         input_price: Some(1_000.0),
         cached_input_price: None,
+        cache_write_price: None,
         output_price: Some(2_000.0),
     };
     runtime(

@@ -1,0 +1,120 @@
+//! The `provider` key: a protocol name (`provider = "openai-chat"`) or the
+//! `[provider]` table, which names the protocol and says what the server
+//! needs that keel cannot detect (README, "Servers"):
+//!
+//! ```toml
+//! [provider]
+//! name = "openai-chat"
+//! reasoning_echo = "deepseek"   # auto | off | deepseek | always
+//! prompt_cache_key = true       # send the session id as prompt_cache_key
+//! cache_ttl = "1h"              # Anthropic cache writes: 5m (default) | 1h
+//! api_key_header = "api-key"    # bearer (default) | api-key (Azure)
+//! ```
+//!
+//! Invariants: syntax only (values are checked by `resolve`); unknown keys
+//! are errors; a layer that sets some keys keeps the others of the layers
+//! below it.
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+
+/// What the user wrote under `provider`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderFile {
+    /// The protocol: `openai`, `openai-chat` or `anthropic`.
+    pub name: Option<String>,
+    pub reasoning_echo: Option<String>,
+    pub prompt_cache_key: Option<bool>,
+    pub cache_ttl: Option<String>,
+    pub api_key_header: Option<String>,
+}
+
+/// The table form, with unknown keys refused.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderTable {
+    name: Option<String>,
+    reasoning_echo: Option<String>,
+    prompt_cache_key: Option<bool>,
+    cache_ttl: Option<String>,
+    api_key_header: Option<String>,
+}
+
+impl ProviderFile {
+    /// Every key `other` sets wins.
+    pub(super) fn overlay(&mut self, other: ProviderFile) {
+        let ProviderFile { name, reasoning_echo, prompt_cache_key, cache_ttl, api_key_header } =
+            other;
+        self.name = name.or(self.name.take());
+        self.reasoning_echo = reasoning_echo.or(self.reasoning_echo.take());
+        self.prompt_cache_key = prompt_cache_key.or(self.prompt_cache_key);
+        self.cache_ttl = cache_ttl.or(self.cache_ttl.take());
+        self.api_key_header = api_key_header.or(self.api_key_header.take());
+    }
+}
+
+impl<'de> Deserialize<'de> for ProviderFile {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ProviderVisitor)
+    }
+}
+
+struct ProviderVisitor;
+
+impl<'de> Visitor<'de> for ProviderVisitor {
+    type Value = ProviderFile;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "a protocol name (\"openai\", \"openai-chat\", \"anthropic\") or a [provider] table",
+        )
+    }
+
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<ProviderFile, E> {
+        Ok(ProviderFile { name: Some(name.to_owned()), ..ProviderFile::default() })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ProviderFile, A::Error> {
+        let table = ProviderTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        Ok(ProviderFile {
+            name: table.name,
+            reasoning_echo: table.reasoning_echo,
+            prompt_cache_key: table.prompt_cache_key,
+            cache_ttl: table.cache_ttl,
+            api_key_header: table.api_key_header,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Doc {
+        provider: ProviderFile,
+    }
+
+    fn parse(text: &str) -> Result<ProviderFile, String> {
+        toml::from_str::<Doc>(text).map(|doc| doc.provider).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_name_or_a_table() {
+        assert_eq!(parse("provider = \"anthropic\"").unwrap().name.as_deref(), Some("anthropic"));
+        let table = parse("[provider]\nname = \"openai-chat\"\nreasoning_echo = \"deepseek\"\nprompt_cache_key = false\n").unwrap();
+        assert_eq!(table.name.as_deref(), Some("openai-chat"));
+        assert_eq!(table.reasoning_echo.as_deref(), Some("deepseek"));
+        assert_eq!(table.prompt_cache_key, Some(false));
+        let error = parse("[provider]\nreasoning_echoes = \"x\"\n").unwrap_err();
+        assert!(error.contains("reasoning_echoes"), "{error}");
+    }
+
+    #[test]
+    fn a_layer_keeps_what_it_does_not_set() {
+        let mut merged = parse("provider = \"openai-chat\"").unwrap();
+        merged.overlay(parse("provider.cache_ttl = \"1h\"").unwrap());
+        assert_eq!(merged.name.as_deref(), Some("openai-chat"));
+        assert_eq!(merged.cache_ttl.as_deref(), Some("1h"));
+    }
+}

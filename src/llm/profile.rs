@@ -1,0 +1,227 @@
+//! Server profiles: what a server needs that its stream does not say.
+//! Each behaviour is detected from the base URL and the model name, and a
+//! `[provider]` setting overrides the detection (README, "Servers").
+//!
+//! Invariants: pure (strings in, a profile out); detection only ever turns
+//! on behaviour the detected server documents, so an unknown server gets
+//! plain OpenAI-shaped requests.
+
+/// When reasoning text streamed by a Chat Completions server goes back in
+/// the assistant messages of later requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReasoningEcho {
+    /// Never (OpenAI and most servers reject or ignore unknown fields).
+    #[default]
+    Off,
+    /// DeepSeek's thinking mode: every assistant message with tool calls
+    /// carries `reasoning_content` (empty when there was none), or the API
+    /// answers 400; messages without calls carry none.
+    Deepseek,
+    /// Every assistant message that had reasoning, under the field it came
+    /// in (`reasoning_content` or `reasoning`).
+    Always,
+}
+
+impl ReasoningEcho {
+    /// The `[provider] reasoning_echo` value; `auto` (detect) is `None`.
+    pub fn parse(text: &str) -> Option<Option<Self>> {
+        match text {
+            "auto" => Some(None),
+            "off" => Some(Some(Self::Off)),
+            "deepseek" => Some(Some(Self::Deepseek)),
+            "always" => Some(Some(Self::Always)),
+            _ => None,
+        }
+    }
+}
+
+/// How long Anthropic keeps what a request writes to its prompt cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheTtl {
+    /// The default: five minutes, refreshed by every read; writes cost
+    /// 1.25× the input price.
+    #[default]
+    FiveMinutes,
+    /// One hour; writes cost 2× the input price.
+    OneHour,
+}
+
+impl CacheTtl {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "5m" => Some(Self::FiveMinutes),
+            "1h" => Some(Self::OneHour),
+            _ => None,
+        }
+    }
+}
+
+/// Which header carries the API key on the OpenAI protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY`.
+    #[default]
+    Bearer,
+    /// `api-key: KEY` (Azure OpenAI).
+    ApiKey,
+}
+
+impl KeyHeader {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "bearer" | "authorization" => Some(Self::Bearer),
+            "api-key" => Some(Self::ApiKey),
+            _ => None,
+        }
+    }
+}
+
+/// The `[provider]` settings; `None` leaves a behaviour to detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProfileSettings {
+    pub reasoning_echo: Option<ReasoningEcho>,
+    pub prompt_cache_key: Option<bool>,
+    pub cache_ttl: Option<CacheTtl>,
+    pub key_header: Option<KeyHeader>,
+}
+
+/// What keel does for the server it talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerProfile {
+    pub reasoning_echo: ReasoningEcho,
+    /// Send the session id as `prompt_cache_key` (OpenAI protocols).
+    pub prompt_cache_key: bool,
+    pub cache_ttl: CacheTtl,
+    pub key_header: KeyHeader,
+}
+
+impl ServerProfile {
+    /// Detection from the base URL and model, then the settings on top.
+    pub fn detect(
+        kind: super::ProviderKind,
+        base_url: &str,
+        model: &str,
+        settings: ProfileSettings,
+    ) -> Self {
+        let host = host_of(base_url);
+        let model = model.to_ascii_lowercase();
+        let deepseek = host.ends_with("deepseek.com") || model.contains("deepseek");
+        let azure = [".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"]
+            .iter()
+            .any(|suffix| host.ends_with(suffix))
+            || base_url.contains("api-version=");
+        let cache_key = match kind {
+            // The Responses API documents it; servers that copy the API
+            // without it ignore unknown fields or reject the whole request
+            // alike, and those are the ones that copy it least.
+            super::ProviderKind::OpenAiResponses => true,
+            // Chat Completions servers vary (some answer 400 to unknown
+            // fields): only OpenAI's own, which documents it.
+            super::ProviderKind::OpenAiChat => host == "api.openai.com",
+            super::ProviderKind::Anthropic => false,
+        };
+        let detected = Self {
+            reasoning_echo: if deepseek { ReasoningEcho::Deepseek } else { ReasoningEcho::Off },
+            prompt_cache_key: cache_key,
+            cache_ttl: CacheTtl::FiveMinutes,
+            key_header: if azure { KeyHeader::ApiKey } else { KeyHeader::Bearer },
+        };
+        Self {
+            reasoning_echo: settings.reasoning_echo.unwrap_or(detected.reasoning_echo),
+            prompt_cache_key: settings.prompt_cache_key.unwrap_or(detected.prompt_cache_key),
+            cache_ttl: settings.cache_ttl.unwrap_or(detected.cache_ttl),
+            key_header: settings.key_header.unwrap_or(detected.key_header),
+        }
+    }
+}
+
+/// The lowercase host of a URL, without port or credentials ("" if none).
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    host.to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ProviderKind;
+    use super::*;
+
+    fn detect(kind: ProviderKind, url: &str, model: &str) -> ServerProfile {
+        ServerProfile::detect(kind, url, model, ProfileSettings::default())
+    }
+
+    #[test]
+    fn deepseek_is_detected_by_host_or_model() {
+        let chat = ProviderKind::OpenAiChat;
+        let echo = |url, model| detect(chat, url, model).reasoning_echo;
+        assert_eq!(echo("https://api.deepseek.com/v1", "deepseek-chat"), ReasoningEcho::Deepseek);
+        assert_eq!(
+            echo("http://127.0.0.1:8000/v1", "deepseek-ai/DeepSeek-R1"),
+            ReasoningEcho::Deepseek
+        );
+        assert_eq!(echo("https://api.openai.com/v1", "gpt-5"), ReasoningEcho::Off);
+        assert_eq!(echo("https://evil.example/deepseek.com/v1", "qwen3"), ReasoningEcho::Off);
+    }
+
+    #[test]
+    fn prompt_cache_key_goes_to_responses_and_openai_chat_only() {
+        assert!(
+            detect(ProviderKind::OpenAiResponses, "http://127.0.0.1:1/v1", "m").prompt_cache_key
+        );
+        assert!(
+            detect(ProviderKind::OpenAiChat, "https://api.openai.com/v1", "m").prompt_cache_key
+        );
+        assert!(
+            !detect(ProviderKind::OpenAiChat, "https://api.groq.com/openai/v1", "m")
+                .prompt_cache_key
+        );
+        assert!(
+            !detect(ProviderKind::Anthropic, "https://api.anthropic.com/v1", "m").prompt_cache_key
+        );
+    }
+
+    #[test]
+    fn azure_gets_the_api_key_header() {
+        let chat = ProviderKind::OpenAiChat;
+        let header = |url| detect(chat, url, "m").key_header;
+        assert_eq!(header("https://res.openai.azure.com/openai/v1"), KeyHeader::ApiKey);
+        assert_eq!(
+            header("http://127.0.0.1:9/openai/deployments/d?api-version=2024-10-21"),
+            KeyHeader::ApiKey
+        );
+        assert_eq!(header("https://user@api.openai.com:443/v1"), KeyHeader::Bearer);
+    }
+
+    #[test]
+    fn settings_win_over_detection() {
+        let settings = ProfileSettings {
+            reasoning_echo: Some(ReasoningEcho::Always),
+            prompt_cache_key: Some(false),
+            cache_ttl: Some(CacheTtl::OneHour),
+            key_header: Some(KeyHeader::Bearer),
+        };
+        let profile = ServerProfile::detect(
+            ProviderKind::OpenAiResponses,
+            "https://x.openai.azure.com/openai/v1",
+            "deepseek-r1",
+            settings,
+        );
+        assert_eq!(
+            profile,
+            ServerProfile {
+                reasoning_echo: ReasoningEcho::Always,
+                prompt_cache_key: false,
+                cache_ttl: CacheTtl::OneHour,
+                key_header: KeyHeader::Bearer,
+            }
+        );
+        assert_eq!(ReasoningEcho::parse("auto"), Some(None));
+        assert_eq!(ReasoningEcho::parse("sometimes"), None);
+    }
+}
