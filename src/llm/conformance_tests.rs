@@ -76,12 +76,15 @@ fn data_lines_to_sse(raw: &[u8]) -> Vec<u8> {
 /// What a stream reduced to: the response (or the error's text) and the
 /// incremental events, exactly as the client's loop would produce them.
 #[derive(Debug, PartialEq)]
-struct Reduced {
-    result: Result<ModelResponse, String>,
-    events: Vec<StreamEvent>,
+pub(super) struct Reduced {
+    pub result: Result<ModelResponse, String>,
+    pub events: Vec<StreamEvent>,
 }
 
-fn reduce<'a>(kind: ProviderKind, chunks: impl IntoIterator<Item = &'a [u8]>) -> Reduced {
+pub(super) fn reduce<'a>(
+    kind: ProviderKind,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> Reduced {
     let mut decoder = SseDecoder::default();
     let mut assembler = Assembler::new(kind);
     let mut events = Vec::new();

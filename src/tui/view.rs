@@ -197,9 +197,11 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     if let Some(cost) = status.pricing.cost_usd(&status.usage) {
         parts.push((3, Span::raw(format!("${cost:.4}"))));
     }
-    // How much of the session's input the provider's prompt cache served.
-    if let Some(rate) = status.usage.cache_hit_rate() {
-        parts.push((2, Span::raw(format!("cache {:.0}%", rate * 100.0))));
+    // How much of the session's input the provider's prompt cache served,
+    // once the provider reports caching at all.
+    let caches = status.usage.cached_input_tokens + status.usage.cache_write_tokens > 0;
+    if let Some(rate) = status.usage.cache_hit_rate().filter(|_| caches) {
+        parts.push((1, Span::raw(format!("cache {:.0}%", rate * 100.0))));
     }
     if let Some(sandbox) = status.sandbox {
         let (keep, style) = match sandbox {

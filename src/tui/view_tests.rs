@@ -410,3 +410,18 @@ fn file_popup_for_at_paths() {
     assert!(update(&mut app, key(KeyCode::Enter)).is_empty(), "Enter picks, does not send");
     assert_eq!(app.editor.text(), "explain @src/tui/mod.rs ");
 }
+
+#[test]
+fn the_spinner_says_when_a_request_is_retried() {
+    let mut app = app();
+    start_turn(&mut app, "hi");
+    let retry = RuntimeEvent::Retrying {
+        attempt: 2,
+        max_attempts: 5,
+        reason: "HTTP 503".into(),
+        delay: Duration::from_millis(500),
+    };
+    runtime(&mut app, retry);
+    let screen = render(&app, 120, 3);
+    assert!(screen.contains("retrying (2/5): HTTP 503"), "{screen}");
+}

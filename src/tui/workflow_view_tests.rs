@@ -88,6 +88,27 @@ fn status_line_with_phase_context_cost_and_sandbox() {
 }
 
 #[test]
+fn status_line_shows_the_cache_hit_rate_and_the_cached_cost() {
+    let mut app = priced_app();
+    let usage = Usage {
+        input_tokens: 32_000,
+        cached_input_tokens: 56_000,
+        output_tokens: 1_000,
+        ..Usage::default()
+    };
+    let items = vec![Item::Assistant { text: "Again.".into() }];
+    let response =
+        ModelResponse { items, usage, stop_reason: StopReason::EndTurn, response_id: None };
+    runtime(&mut app, RuntimeEvent::ModelResponse(response));
+    let screen = render(&app, 120, 3);
+    // 64 000 in, 56 000 of them from the cache: 8 000 × $2.50 + 56 000 ×
+    // $1.25 + 2 000 × $10, per million.
+    for part in ["cache 88%", "$0.1100"] {
+        assert!(screen.contains(part), "{part} missing:\n{screen}");
+    }
+}
+
+#[test]
 fn mode_changes_from_the_runtime_show() {
     let mut app = app();
     runtime(&mut app, RuntimeEvent::ModeChanged { mode: ApprovalMode::Auto });
