@@ -18,7 +18,11 @@
 //!   sent again after a transient failure (`attempt` is the one about to start, 2 for the first
 //!   retry); what streamed of the failed attempt is void
 //! - `{"type":"warning","message"}`, `{"type":"error","message"}`
-//! - `{"type":"turn_completed","turn","outcome","usage"}`
+//! - `{"type":"turn_completed","turn","outcome","usage"}`; `usage` (here and in `result`) is
+//!   `{"input_tokens","output_tokens","cached_input_tokens","cache_write_tokens","cache_hit_rate",
+//!   "reasoning_tokens","total_tokens"}`: `input_tokens` is the whole prompt, of which
+//!   `cached_input_tokens` were cache reads and `cache_write_tokens` cache writes (Anthropic);
+//!   `cache_hit_rate` is reads over input (null without input)
 //! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","tasks","error"}`
 //!   (`cost_usd` and `context_percent` are null when the model's prices or window are unknown:
 //!   missing from `context::models` and not set in `[context]`;

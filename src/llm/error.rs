@@ -35,11 +35,14 @@ pub enum LlmError {
     /// protocol), empty when it has none.
     #[error("POST {url} returned HTTP {status}: {message}{hint}")]
     Http { status: u16, url: String, message: String, hint: String, retry_after: Option<Duration> },
-    /// Connecting, sending or reading the body failed (reset, refused, …).
-    #[error("cannot reach {url}: {message}")]
+    /// Connecting, sending or reading the body failed (reset, refused, …);
+    /// `message` is the cause in a few words with the likely fix.
+    #[error("{} {url}: {message}", if *.connecting { "cannot reach" } else { "the connection broke off from" })]
     Transport {
         url: String,
         message: String,
+        /// No connection was made at all.
+        connecting: bool,
         #[source]
         source: reqwest::Error,
     },
@@ -165,6 +168,7 @@ impl LlmError {
         LlmError::Transport {
             url: url.to_owned(),
             message: super::classify::transport_cause(&source),
+            connecting: source.is_connect(),
             source,
         }
     }
