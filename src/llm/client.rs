@@ -27,7 +27,7 @@ use super::error::LlmError;
 use super::profile::{CacheTtl, KeyHeader};
 use super::retry::{backoff_delay, parse_retry_after};
 use super::sse::SseDecoder;
-use super::{ProviderConfig, ProviderKind, WireOptions, anthropic, openai_chat, openai_responses};
+use super::{ProviderConfig, ProviderKind, WireOptions, anthropic, openai_chat, responses_request};
 use crate::protocol::{ModelRequest, ModelResponse, StreamEvent};
 
 /// Sent with every Anthropic request.
@@ -147,7 +147,7 @@ impl LlmClient {
             cache_key: self.cache_key.as_deref().filter(|_| self.config.profile.prompt_cache_key),
         };
         match self.config.kind {
-            ProviderKind::OpenAiResponses => openai_responses::request_body(request, &options),
+            ProviderKind::OpenAiResponses => responses_request::request_body(request, &options),
             ProviderKind::OpenAiChat => openai_chat::request_body(request, &options),
             ProviderKind::Anthropic => anthropic::request_body(request, &options),
         }

@@ -14,10 +14,10 @@
 //! wants it (`profile`).
 //!
 //! Layout: `sse` decodes bytes into events; `openai_responses`,
-//! `openai_chat` and `anthropic` each own a request-body builder and a pure
-//! stream reducer, unified by `assembler` (Chat's tool-call and provider
-//! data assembly in `chat_parts`, Anthropic's cache breakpoints in
-//! `cache_breakpoints`); `client` does HTTP, timeouts, the deadline,
+//! `openai_chat` and `anthropic` each own a pure stream reducer, unified by
+//! `assembler`, and a request-body builder (the Responses body in
+//! `responses_request`; Chat's tool-call and provider data assembly in
+//! `chat_parts`, Anthropic's cache breakpoints in `cache_breakpoints`); `client` does HTTP, timeouts, the deadline,
 //! cancellation and the retry loop; `retry` the backoff arithmetic;
 //! `error` the error type, `classify` the mapping of replies onto it with
 //! hints; `profile` what a server needs that its stream does not say.
@@ -39,6 +39,7 @@ mod error;
 mod openai_chat;
 mod openai_responses;
 mod profile;
+mod responses_request;
 mod retry;
 mod sse;
 

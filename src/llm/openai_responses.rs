@@ -1,11 +1,7 @@
-//! OpenAI Responses API (`POST {base}/responses`): the request body built
-//! from a [`ModelRequest`], and the reducer of its event stream.
+//! OpenAI Responses API (`POST {base}/responses`): the reducer of its event
+//! stream (the request body is `responses_request`'s).
 //!
-//! Invariants: requests are stateless (`store: false`), so reasoning items
-//! travel back with their `encrypted_content`, or with their reasoning
-//! text for servers that send text instead (llama.cpp, vLLM); Anthropic
-//! reasoning is never sent here. The session id goes as
-//! `prompt_cache_key`. Output items are kept in `output_index` order;
+//! Invariants: output items are kept in `output_index` order;
 //! servers that omit `output_index` and ids (llama.cpp) have their events
 //! matched by item id, then by position and type, so one item is never
 //! counted twice. `output_item.done` values win over accumulated deltas
@@ -14,114 +10,15 @@
 //! Built-in tool items (web search, apply_patch, local shell) are not ours
 //! to run and are skipped: we only offer `function` tools.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::WireOptions;
 use super::assembler::{at, event_type, parse_data, str_at, u64_at};
 use super::classify::{ErrorBody, classify_stream_error, error_from_json};
 use super::error::LlmError;
 use super::sse::SseEvent;
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall, Usage,
+    Item, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall, Usage,
 };
-
-/// The JSON body of a streaming Responses request.
-pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) -> Value {
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .map(|tool| {
-            json!({
-                "type": "function",
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters,
-                "strict": false,
-            })
-        })
-        .collect();
-    let mut body = json!({
-        "model": request.model,
-        "instructions": request.instructions,
-        "input": request.items.iter().filter_map(input_item).collect::<Vec<_>>(),
-        "stream": true,
-        "store": false,
-        "include": ["reasoning.encrypted_content"],
-    });
-    if !tools.is_empty() {
-        body["tools"] = Value::Array(tools);
-    }
-    if let Some(max) = request.max_output_tokens {
-        body["max_output_tokens"] = json!(max);
-    }
-    if let Some(key) = options.cache_key {
-        body["prompt_cache_key"] = json!(key);
-    }
-    body
-}
-
-fn input_item(item: &Item) -> Option<Value> {
-    Some(match item {
-        Item::User { text } => json!({
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": text}],
-        }),
-        Item::Assistant { text } => json!({
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": text}],
-        }),
-        Item::Reasoning(reasoning) => return reasoning_item(reasoning),
-        Item::ToolCall(call) => json!({
-            "type": "function_call",
-            "call_id": call.call_id,
-            "name": call.name,
-            "arguments": call.arguments,
-        }),
-        Item::ToolResult(result) => json!({
-            "type": "function_call_output",
-            "call_id": result.call_id,
-            "output": result.output,
-        }),
-    })
-}
-
-fn reasoning_item(reasoning: &ReasoningItem) -> Option<Value> {
-    match reasoning {
-        ReasoningItem::OpenAi { id, summary, encrypted_content, content } => {
-            let encrypted = encrypted_content.as_deref().filter(|blob| !blob.is_empty());
-            // With `store: false` the server cannot look a reasoning item
-            // up by id: one with neither its encrypted content nor its text
-            // would be rejected (llama.cpp: "item['content'] is not an array").
-            if encrypted.is_none() && content.is_empty() {
-                return None;
-            }
-            let mut item = json!({
-                "type": "reasoning",
-                "id": id,
-                "summary": summary
-                    .iter()
-                    .map(|text| json!({"type": "summary_text", "text": text}))
-                    .collect::<Vec<_>>(),
-            });
-            if !content.is_empty() {
-                let parts: Vec<Value> = content
-                    .iter()
-                    .map(|text| json!({"type": "reasoning_text", "text": text}))
-                    .collect();
-                item["content"] = Value::Array(parts);
-            }
-            if let Some(encrypted) = encrypted {
-                item["encrypted_content"] = json!(encrypted);
-            }
-            Some(item)
-        }
-        ReasoningItem::AnthropicThinking { .. }
-        | ReasoningItem::AnthropicRedacted { .. }
-        | ReasoningItem::Chat { .. } => None,
-    }
-}
 
 /// One output item while it streams in.
 #[derive(Debug)]
