@@ -4,17 +4,19 @@
 //!
 //! Invariants: the user's own `.git` is never touched (the shadow has its
 //! own git dir; `.git` directories are never snapshotted); the workspace's
-//! `.gitignore` is honoured, so build output is not copied; user hooks,
-//! signing and global config cannot run or interfere (`-c` overrides and
-//! `--no-verify`); a restore first snapshots the current state, so an undo
-//! can itself be undone.
+//! `.gitignore` is honoured, so build output is not copied; nothing the
+//! workspace or the user's git config names runs (hooks, fsmonitor,
+//! filters, signing: [`super::git`]'s neutral config and environment, no
+//! global or system config, no init template, `--no-verify`); a restore
+//! first snapshots the current state, so an undo can itself be undone.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::{CommandSpec, SandboxError, run};
+use super::git;
+use crate::sandbox::{SandboxError, run};
 use crate::session::content_hash;
 
 /// Why a checkpoint could not be taken or restored.
@@ -76,7 +78,8 @@ impl ShadowRepo {
         }
         std::fs::create_dir_all(&self.git_dir)
             .map_err(|source| CheckpointError::CreateDir { path: self.git_dir.clone(), source })?;
-        self.git(&["init", "-q"]).await?;
+        // No template: nothing (hooks included) is copied into the shadow.
+        self.git(&["init", "-q", "--template="]).await?;
         Ok(())
     }
 
@@ -89,26 +92,9 @@ impl ShadowRepo {
         args: &[&str],
         index: Option<&Path>,
     ) -> Result<String, CheckpointError> {
-        let mut argv: Vec<String> = vec![
-            format!("--git-dir={}", self.git_dir.display()),
-            format!("--work-tree={}", self.work_tree.display()),
-        ];
-        for setting in [
-            "user.name=keel",
-            "user.email=keel@localhost",
-            "commit.gpgsign=false",
-            "core.hooksPath=/dev/null",
-            "core.autocrlf=false",
-            "gc.auto=0",
-        ] {
-            argv.push("-c".to_owned());
-            argv.push(setting.to_owned());
-        }
-        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
-        let mut spec = CommandSpec::argv("git", argv, &self.work_tree)
-            .with_timeout(GIT_TIMEOUT)
-            .with_env("GIT_CONFIG_NOSYSTEM", "1")
-            .with_env("GIT_TERMINAL_PROMPT", "0");
+        let identity = ["user.name=keel", "user.email=keel@localhost", "core.autocrlf=false"]
+            .map(str::to_owned);
+        let mut spec = git::spec(&self.git_dir, &self.work_tree, &identity, args, GIT_TIMEOUT);
         if let Some(index) = index {
             spec = spec.with_env("GIT_INDEX_FILE", index);
         }

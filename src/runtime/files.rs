@@ -5,12 +5,15 @@
 //! names no file (`shell`) gets the same pair for the workspace root, whose
 //! "hash" is a fingerprint of the tree (path, size and mtime of every file
 //! not ignored by `.gitignore`), so a resume can tell whether an interrupted
-//! command changed anything. Also the git `HEAD` for `session_started`.
+//! command changed anything. Also the git `HEAD` for `session_started`
+//! and the branch and status line of the environment snapshot.
 //!
 //! Invariants: a tree larger than [`MAX_FINGERPRINT_FILES`] gets no
 //! fingerprint (the resume then says it cannot tell), never a slow one,
-//! and is not walked again in the session;
-//! nothing here spawns processes (`HEAD` is read from `.git` directly).
+//! and is not walked again in the session; `HEAD` is read from `.git`
+//! directly (bounded, regular files only); the one process, `git status`
+//! for the snapshot, runs through [`super::git`] with the repository's
+//! config neutralised and a timeout.
 
 use std::path::{Path, PathBuf};
 
@@ -142,13 +145,17 @@ fn tree_fingerprint(root: &Path) -> Option<String> {
     Some(content_hash(&listing).replacen("fnv1a64", "tree", 1))
 }
 
-/// The commit `HEAD` points at in `root`'s git repository, if any.
+/// How long the environment summary's `git status` may take.
+const STATUS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Branch and short status for the environment snapshot: `branch main,
 /// 3 uncommitted changes (M src/lib.rs, ?? notes.md, …)`, or why not.
+/// `git status` runs with the repository's config neutralised
+/// ([`super::git`]): a cloned repository cannot run code through it.
 pub(super) fn git_summary(root: &Path) -> String {
     /// Changed paths named before the rest are only counted.
     const NAMED: usize = 8;
-    let Ok(head) = std::fs::read_to_string(root.join(".git").join("HEAD")) else {
+    let Some(head) = git_dir(root).and_then(|dir| read_small(&dir.join("HEAD"))) else {
         return "not a git repository".to_owned();
     };
     let head = head.trim();
@@ -156,15 +163,18 @@ pub(super) fn git_summary(root: &Path) -> String {
         Some(branch) => format!("branch {branch}"),
         None => format!("detached at {}", head.get(..12).unwrap_or(head)),
     };
-    let status = std::process::Command::new("git")
-        .args(["status", "--porcelain=v1", "--no-renames"])
-        .current_dir(root)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let Ok(output) = status.map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
-    else {
-        return branch;
+    let args = ["status", "--porcelain=v1", "--no-renames", "--ignore-submodules=all"];
+    let status = match super::git::RepoGit::new(root) {
+        Some(Ok(repo)) => repo.run(&args, STATUS_TIMEOUT),
+        Some(Err(error)) => Err(error),
+        None => return branch,
+    };
+    let output = match status {
+        Ok(output) => output,
+        Err(error) => {
+            tracing::warn!(%error, "git status for the environment summary");
+            return format!("{branch}, status not read ({error})");
+        }
     };
     let changes: Vec<&str> = output.lines().filter(|line| !line.trim().is_empty()).collect();
     if changes.is_empty() {
@@ -178,21 +188,60 @@ pub(super) fn git_summary(root: &Path) -> String {
     format!("{branch}, {} uncommitted changes ({})", changes.len(), named.join(", "))
 }
 
+/// The commit `HEAD` points at in `root`'s git repository, if any. Read
+/// from the files (no process), bounded, regular files only.
 pub(super) fn git_head(root: &Path) -> Option<String> {
-    let git = root.join(".git");
-    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+    let git = git_dir(root)?;
+    let head = read_small(&git.join("HEAD"))?;
     let head = head.trim();
     let Some(reference) = head.strip_prefix("ref: ") else {
         return Some(head.to_owned());
     };
-    if let Ok(commit) = std::fs::read_to_string(git.join(reference)) {
+    if reference.split('/').any(|part| part == ".." || part.is_empty()) {
+        return None;
+    }
+    if let Some(commit) = read_small(&git.join(reference)) {
         return Some(commit.trim().to_owned());
     }
-    let packed = std::fs::read_to_string(git.join("packed-refs")).ok()?;
+    let packed = read_bounded(&git.join("packed-refs"), MAX_PACKED_REFS_BYTES)?;
     packed.lines().find_map(|line| {
         let (commit, name) = line.split_once(' ')?;
         (name == reference).then(|| commit.to_owned())
     })
+}
+
+/// `root/.git` when it is a folder, or the folder a `.git` file's
+/// `gitdir:` line names (a submodule or linked worktree).
+fn git_dir(root: &Path) -> Option<PathBuf> {
+    let dot_git = root.join(".git");
+    let metadata = std::fs::metadata(&dot_git).ok()?;
+    if metadata.is_dir() {
+        return Some(dot_git);
+    }
+    let text = read_small(&dot_git)?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    Some(root.join(target))
+}
+
+/// Bytes read from small git files (`HEAD`, refs, a `.git` file).
+const MAX_SMALL_FILE_BYTES: u64 = 4096;
+/// Bytes read from `packed-refs`.
+const MAX_PACKED_REFS_BYTES: u64 = 16 * 1024 * 1024;
+
+fn read_small(path: &Path) -> Option<String> {
+    read_bounded(path, MAX_SMALL_FILE_BYTES)
+}
+
+/// A regular file's first `limit` bytes as text: a FIFO or device named
+/// `HEAD` cannot block or flood the start.
+fn read_bounded(path: &Path, limit: u64) -> Option<String> {
+    use std::io::Read;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path).ok()?.take(limit).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 #[cfg(test)]

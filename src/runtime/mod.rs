@@ -16,6 +16,7 @@ mod events;
 mod execute;
 mod file_memory;
 mod files;
+pub mod git;
 mod hook_rewrite;
 mod hooks_glue;
 mod replay;

@@ -1,22 +1,63 @@
-//! Which inherited environment variables a child process does not get:
-//! credentials (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, …) are
-//! stripped from every command keel spawns (the model's shell commands and
-//! hooks alike), so a command cannot read, print or send them.
+//! Which of keel's own environment variables a child process gets.
+//! Children never inherit the environment wholesale: every spawn starts
+//! from an empty environment ([`child_env`]) and gets either keel's own
+//! minus credentials ([`EnvBase::Filtered`]: the model's commands, hooks)
+//! or a fixed minimal set ([`EnvBase::Minimal`]: keel's own helpers such
+//! as git). Credentials are names like `*_API_KEY`, `*_TOKEN`, `*_SECRET`,
+//! `*PASSWORD*`, `DATABASE_URL`, `*_KEY` ([`DEFAULT_STRIP`]) and any value
+//! that is a URL carrying a password (`postgres://u:pw@host`).
 //!
-//! Invariants: the built-in patterns ([`DEFAULT_STRIP`]) always apply; the
-//! user's `[shell] env_strip` adds patterns, and `[shell] env_keep` is the
-//! only way to pass a matching variable through (user config and `-c`
-//! only: `config::layers` drops a project's `env_keep`). Patterns are
-//! case-insensitive with `*` for any run of characters. Variables a
+//! Invariants: the built-in patterns always apply; the user's `[shell]
+//! env_strip` adds patterns, and `[shell] env_keep` is the only way to pass
+//! a stripped variable through (user config and `-c` only: `config::layers`
+//! drops a project's `env_keep`). Patterns are case-insensitive with `*`
+//! for any run of characters. Variables a
 //! [`CommandSpec`](super::CommandSpec) sets explicitly are never stripped.
 //! The filter is process-wide, like the session confinement: one session
-//! per process sets it at start.
+//! per process sets it at start, and from then on keel's own
+//! `/proc/self/environ` (the one copy of the keys it cannot erase without
+//! `unsafe`) is unreadable to other processes of the same user
+//! ([`protect_own_environ`]).
 
+use std::ffi::OsString;
 use std::sync::RwLock;
 
 /// Always stripped, whatever the configuration adds.
-pub const DEFAULT_STRIP: [&str; 6] =
-    ["*_API_KEY", "*_TOKEN", "*_SECRET", "*_SECRET_*", "*PASSWORD*", "*_PRIVATE_KEY"];
+pub const DEFAULT_STRIP: [&str; 19] = [
+    "API_KEY",
+    "*_API_KEY",
+    "*APIKEY*",
+    "*_KEY",
+    "*_PRIVATE_KEY",
+    "TOKEN",
+    "*_TOKEN",
+    "*_TOKEN_*",
+    "SECRET",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*SECRET_KEY*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "DATABASE_URL",
+    "*_DATABASE_URL",
+    "*_DSN",
+    "*_CONNECTION_STRING",
+];
+
+/// Variables a child started with [`EnvBase::Minimal`] inherits.
+const MINIMAL: [&str; 6] = ["PATH", "HOME", "TMPDIR", "TZ", "USER", "LOGNAME"];
+
+/// What a child inherits of keel's environment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EnvBase {
+    /// Everything but credentials (the model's commands, hooks).
+    #[default]
+    Filtered,
+    /// Only `PATH`, `HOME`, `TMPDIR`, `TZ`, `USER`, `LOGNAME` (keel's own
+    /// helpers, which must not be steered by `GIT_*` or the like).
+    Minimal,
+}
 
 /// Which inherited variables to strip.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,30 +89,74 @@ impl EnvFilter {
         Self { strip, keep: upper(keep) }
     }
 
-    /// Whether a child must not inherit variable `name`.
+    /// Whether a child must not inherit variable `name` (by its name).
     pub fn strips(&self, name: &str) -> bool {
         let name = name.to_ascii_uppercase();
-        self.strip.iter().any(|p| wildcard(p, &name))
-            && !self.keep.iter().any(|p| wildcard(p, &name))
+        self.strip.iter().any(|p| wildcard(p, &name)) && !self.kept(&name)
+    }
+
+    /// Whether a child must not inherit `name=value`: a credential name,
+    /// or a value holding a URL with a password.
+    pub fn strips_pair(&self, name: &str, value: &str) -> bool {
+        self.strips(name) || (has_url_password(value) && !self.kept(&name.to_ascii_uppercase()))
+    }
+
+    fn kept(&self, upper_name: &str) -> bool {
+        self.keep.iter().any(|p| wildcard(p, upper_name))
     }
 }
 
 static FILTER: RwLock<Option<EnvFilter>> = RwLock::new(None);
 
-/// Sets the filter for every later spawn (the runtime, once per session).
+/// Sets the filter for every later spawn (the runtime, once per session),
+/// and hides keel's own environment from other processes
+/// ([`protect_own_environ`]).
 pub fn set_env_filter(filter: EnvFilter) {
     if let Ok(mut slot) = FILTER.write() {
         *slot = Some(filter);
     }
+    protect_own_environ();
 }
 
-/// The names of our own variables a child must not inherit.
-pub(super) fn stripped_names() -> Vec<std::ffi::OsString> {
-    let filter = FILTER.read().ok().and_then(|slot| slot.clone()).unwrap_or_default();
-    std::env::vars_os()
-        .map(|(name, _)| name)
-        .filter(|name| name.to_str().is_some_and(|name| filter.strips(name)))
-        .collect()
+/// Marks keel's process non-dumpable: `/proc/<keel>/environ` (and `mem`,
+/// `fd/`) then need `CAP_SYS_PTRACE`, so a command running as the same
+/// unprivileged user cannot read the API keys keel was started with.
+/// Root keeps the capability; the sandbox's PID namespace hides keel from
+/// such commands. Children are unaffected (`execve` resets the flag).
+/// Best effort: a kernel that refuses leaves things as they were.
+pub fn protect_own_environ() {
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+}
+
+/// The environment a child starts with (before the spec's own additions).
+pub fn child_env(base: EnvBase) -> Vec<(OsString, OsString)> {
+    match base {
+        EnvBase::Minimal => std::env::vars_os()
+            .filter(|(name, _)| name.to_str().is_some_and(|name| MINIMAL.contains(&name)))
+            .collect(),
+        EnvBase::Filtered => {
+            let filter = FILTER.read().ok().and_then(|slot| slot.clone()).unwrap_or_default();
+            std::env::vars_os()
+                .filter(|(name, value)| match (name.to_str(), value.to_str()) {
+                    (Some(name), Some(value)) => !filter.strips_pair(name, value),
+                    (Some(name), None) => !filter.strips(name),
+                    // A name that is not UTF-8 cannot be judged: not passed on.
+                    (None, _) => false,
+                })
+                .collect()
+        }
+    }
+}
+
+/// Whether `value` holds `scheme://user:password@…` with a non-empty
+/// password (a database URL, a git remote with a token).
+fn has_url_password(value: &str) -> bool {
+    value.match_indices("://").any(|(at, _)| {
+        let rest = &value[at + 3..];
+        let authority = rest.split(['/', '?', '#', ' ']).next().unwrap_or_default();
+        let Some((userinfo, _host)) = authority.rsplit_once('@') else { return false };
+        userinfo.split_once(':').is_some_and(|(_, password)| !password.is_empty())
+    })
 }
 
 /// `*` matches any run of characters; everything else matches itself.
@@ -111,6 +196,39 @@ mod tests {
         for name in ["PATH", "HOME", "TOKENIZERS_PARALLELISM", "KEEL_SECRETARY", "AWS_REGION"] {
             assert!(!filter.strips(name), "{name}");
         }
+    }
+
+    #[test]
+    fn plain_and_url_credentials_are_stripped_too() {
+        let filter = EnvFilter::default();
+        for name in [
+            "API_KEY",
+            "TOKEN",
+            "SECRET",
+            "DATABASE_URL",
+            "STAGING_DATABASE_URL",
+            "STRIPE_KEY",
+            "OPENAI_APIKEY",
+            "SENTRY_DSN",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "DJANGO_SECRET_KEY",
+            "MYSQL_PASSWD",
+            "GH_TOKEN_FILE",
+        ] {
+            assert!(filter.strips(name), "{name}");
+        }
+        assert!(filter.strips_pair("UPSTREAM", "postgres://app:hunter2@db:5432/x"));
+        assert!(filter.strips_pair("REMOTE", "see https://x-access-token:ghp_1@github.com/o/r"));
+        for (name, value) in [
+            ("REMOTE", "ssh://git@github.com/o/r"),
+            ("HOMEPAGE", "https://example.com/a:b@c"),
+            ("PROXY", "http://proxy:3128"),
+            ("EMPTY_PW", "https://user:@host"),
+        ] {
+            assert!(!filter.strips_pair(name, value), "{name}={value}");
+        }
+        let keep = EnvFilter::new(&[], &["UPSTREAM".into()]);
+        assert!(!keep.strips_pair("UPSTREAM", "postgres://app:hunter2@db/x"));
     }
 
     #[test]

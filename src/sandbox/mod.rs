@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use capture::CapturedStream;
-pub use env_filter::{DEFAULT_STRIP, EnvFilter, set_env_filter};
+pub use env_filter::{DEFAULT_STRIP, EnvBase, EnvFilter, child_env, set_env_filter};
 
 /// The confinement every command run through [`run`] gets, set once per
 /// session by the runtime. A process-wide setting because keel runs one
@@ -69,6 +69,23 @@ pub async fn run(
     }
 }
 
+/// [`run`] from synchronous code (inside or outside an async runtime): the
+/// command runs on a helper thread with its own runtime, so the same
+/// timeout, process-group kill and bounded capture apply.
+pub fn run_blocking(spec: &CommandSpec) -> Result<CommandOutput, SandboxError> {
+    let spec = spec.clone();
+    let command = spec.display();
+    let runner = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(
+            |source| SandboxError::Spawn { command: spec.display(), cwd: spec.cwd.clone(), source },
+        )?;
+        runtime.block_on(run(&spec, &tokio_util::sync::CancellationToken::new()))
+    });
+    runner.join().unwrap_or_else(|_| {
+        Err(SandboxError::Wait { command, source: std::io::Error::other("runner panicked") })
+    })
+}
+
 /// Default time a command may run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default number of bytes kept per stream (half head, half tail).
@@ -94,6 +111,9 @@ pub struct CommandSpec {
     pub timeout: Duration,
     /// Variables added to (or overriding) the inherited environment.
     pub env: Vec<(OsString, OsString)>,
+    /// What the child inherits of keel's own environment before `env`:
+    /// never the whole of it (see `env_filter.rs`).
+    pub env_base: EnvBase,
     /// Bytes kept per stream; the middle of longer output is dropped.
     pub output_limit: usize,
     /// What [`CommandSpec::display`] shows when the program was rewritten
@@ -127,6 +147,7 @@ impl CommandSpec {
             cwd,
             timeout: DEFAULT_TIMEOUT,
             env: Vec::new(),
+            env_base: EnvBase::Filtered,
             output_limit: DEFAULT_OUTPUT_LIMIT,
             display_as: None,
             for_model: false,
@@ -146,6 +167,12 @@ impl CommandSpec {
 
     pub fn with_env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Inherits only [`EnvBase::Minimal`] (keel's own helpers, e.g. git).
+    pub fn with_minimal_env(mut self) -> Self {
+        self.env_base = EnvBase::Minimal;
         self
     }
 

@@ -6,9 +6,10 @@
 //! group's kill ladder runs ([`ProcessGroup::end`]: SIGTERM, grace,
 //! SIGKILL, verify), and a dropped future SIGKILLs the group, so nothing
 //! the command started keeps running or keeps our pipes open. The child's
-//! environment is ours minus secrets (the process-wide
-//! [`EnvFilter`](super::EnvFilter), see `env_filter.rs`) plus the spec's
-//! additions, which are kept even when named like secrets.
+//! environment is built from nothing (`env_clear`): ours minus secrets
+//! (the process-wide [`EnvFilter`](super::EnvFilter), see `env_filter.rs`)
+//! or only the minimal set, plus the spec's additions, which are kept
+//! even when named like secrets.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
@@ -102,10 +103,9 @@ fn spawn(spec: &CommandSpec) -> Result<Child, SandboxError> {
             command
         }
     };
-    for name in super::env_filter::stripped_names() {
-        command.env_remove(name);
-    }
     command
+        .env_clear()
+        .envs(super::env_filter::child_env(spec.env_base))
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::null())

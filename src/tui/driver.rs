@@ -23,7 +23,6 @@ use tokio::task::JoinHandle;
 use crate::exec::ExitStatus;
 use crate::policy::ApprovalMode;
 use crate::runtime::SessionOptions;
-use crate::sandbox::{self, CommandSpec};
 
 use super::app::{App, ApprovalReply, Command, Msg, update};
 use super::bridge::{Op, SessionSource, UiEvent, run_session};
@@ -439,12 +438,10 @@ impl Driver {
         };
         let events = self.events.clone();
         tokio::spawn(async move {
-            let spec = CommandSpec::argv("git", ["--no-pager", "diff"], root);
-            let outcome = match sandbox::run(&spec, &CancellationToken::new()).await {
-                Ok(output) if output.exit_code == Some(0) => Ok(output.stdout.text()),
-                Ok(output) => Err(format!("git diff failed: {}", output.stderr.text().trim())),
-                Err(error) => Err(format!("cannot run git diff: {error}")),
-            };
+            // keel's own git: the repository's config cannot run code.
+            let outcome = crate::runtime::git::workspace_diff(root)
+                .await
+                .map_err(|error| format!("cannot show the diff: {error}"));
             let _ = events.send(UiEvent::Diff(outcome));
         });
     }

@@ -1,3 +1,5 @@
+mod adversarial_git;
+mod canary;
 mod context_compaction;
 mod context_overflow;
 mod context_requests;
