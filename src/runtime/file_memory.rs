@@ -11,27 +11,35 @@ use std::time::SystemTime;
 
 use crate::protocol::{Item, ToolCall};
 use crate::tools::FileStates;
+use crate::tools::paths::Workspace;
 
 /// Tools whose `path` argument the model has seen the content of.
 const SEEING_TOOLS: [&str; 3] = ["read_file", "write_file", "edit_file"];
 
 /// Rebuilds read-before-write state from a resumed conversation.
-pub(super) fn remembered_files(items: &[Item], cwd: &Path, log_path: &Path) -> FileStates {
+pub(super) fn remembered_files(
+    items: &[Item],
+    root: &Path,
+    cwd: &Path,
+    log_path: &Path,
+) -> FileStates {
     let files = FileStates::new();
     let Some(crash) = std::fs::metadata(log_path).and_then(|m| m.modified()).ok() else {
         return files;
     };
+    // The tools' own rule for paths, so the same files are meant.
+    let Ok(workspace) = Workspace::from_parts(root, cwd) else { return files };
     for call in successful_calls(items) {
         if !SEEING_TOOLS.contains(&call.name.as_str()) {
             continue;
         }
-        let Some(path) = serde_json::from_str::<serde_json::Value>(&call.arguments)
+        let Some(canonical) = serde_json::from_str::<serde_json::Value>(&call.arguments)
             .ok()
-            .and_then(|args| args.get("path").and_then(|p| p.as_str()).map(|p| cwd.join(p)))
+            .and_then(|args| args.get("path").and_then(|p| p.as_str()).map(str::to_owned))
+            .and_then(|path| workspace.resolve(&path).ok())
         else {
             continue;
         };
-        let Ok(canonical) = path.canonicalize() else { continue };
         if unchanged_since(&canonical, crash) {
             files.record_path(&canonical);
         }
@@ -60,6 +68,7 @@ fn successful_calls(items: &[Item]) -> impl Iterator<Item = &ToolCall> {
 mod tests {
     use super::*;
     use crate::protocol::ToolResult;
+    use crate::tools::file_state::Stamp;
 
     fn read(id: &str, path: &str, ok: bool) -> [Item; 2] {
         let call = ToolCall {
@@ -84,9 +93,10 @@ mod tests {
         std::fs::write(&log, "{}\n").unwrap();
         let items: Vec<Item> =
             [read("1", "kept.txt", true), read("2", "failed.txt", false)].concat();
-        let files = remembered_files(&items, dir.path(), &log);
+        let files = remembered_files(&items, dir.path(), dir.path(), &log);
         let rel = Path::new("x");
-        assert!(files.ensure_fresh(&kept.canonicalize().unwrap(), rel).is_ok());
-        assert!(files.ensure_fresh(&failed.canonicalize().unwrap(), rel).is_err());
+        let stamp = |path: &Path| Some(Stamp::of(&std::fs::metadata(path).unwrap()));
+        assert!(files.ensure_fresh(&kept.canonicalize().unwrap(), rel, stamp(&kept)).is_ok());
+        assert!(files.ensure_fresh(&failed.canonicalize().unwrap(), rel, stamp(&failed)).is_err());
     }
 }

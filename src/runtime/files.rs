@@ -32,7 +32,7 @@ impl Session {
         if self.tools.class_of(&call.name) != ToolClass::Mutating {
             return Ok(Vec::new());
         }
-        let mut touched: Touched = named_paths(call, &self.cwd)
+        let mut touched: Touched = named_paths(call, &self.workspace_root, &self.cwd)
             .into_iter()
             .map(|path| {
                 let before = file_hash(&path);
@@ -82,18 +82,23 @@ impl Session {
     }
 }
 
-/// The `path` argument of the file-writing tools, made absolute.
-fn named_paths(call: &ToolCall, cwd: &Path) -> Vec<PathBuf> {
+/// The `path` argument of the file-writing tools, resolved by the tools'
+/// own rule (root first, symlinks resolved); nothing for a path the tool
+/// will refuse.
+fn named_paths(call: &ToolCall, root: &Path, cwd: &Path) -> Vec<PathBuf> {
     if !matches!(call.name.as_str(), "write_file" | "edit_file") {
         return Vec::new();
     }
     let Ok(args) = serde_json::from_str::<serde_json::Value>(&call.arguments) else {
         return Vec::new();
     };
-    match args.get("path").and_then(serde_json::Value::as_str) {
-        Some(raw) => vec![cwd.join(raw)],
-        None => Vec::new(),
-    }
+    let Some(raw) = args.get("path").and_then(serde_json::Value::as_str) else {
+        return Vec::new();
+    };
+    crate::tools::paths::Workspace::from_parts(root, cwd)
+        .and_then(|workspace| workspace.resolve(raw))
+        .map(|path| vec![path])
+        .unwrap_or_default()
 }
 
 /// Hashes files as they are on disk now.
@@ -257,8 +262,12 @@ mod tests {
             item_id: None,
             provider_data: None,
         };
-        assert_eq!(named_paths(&call("write_file"), Path::new("/w")), [PathBuf::from("/w/a.txt")]);
-        assert!(named_paths(&call("shell"), Path::new("/w")).is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let sub = root.join("sub");
+        assert_eq!(named_paths(&call("write_file"), &root, &sub), [root.join("a.txt")]);
+        assert!(named_paths(&call("shell"), &root, &sub).is_empty());
     }
 
     #[test]

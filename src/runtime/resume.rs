@@ -97,7 +97,12 @@ impl Session {
             pricing: settings.pricing,
         });
         sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));
-        let files = remembered_files(&rebuilt.state.items, &options.cwd, log_path);
+        let files = remembered_files(
+            &rebuilt.state.items,
+            &settings.workspace_root,
+            &options.cwd,
+            log_path,
+        );
         let opening = Opening {
             id,
             log,

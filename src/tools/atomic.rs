@@ -1,46 +1,59 @@
 //! Atomic file replacement for every tool that writes: the new bytes go to
-//! a temporary file in the same directory, which is flushed to disk and then
-//! renamed over the target.
+//! a temporary file in the target's directory, which is flushed to disk and
+//! then renamed over the target. The directory is an open descriptor
+//! (found beneath the workspace root by [`super::beneath`]) and every step
+//! is relative to it (`openat`, `renameat`, `unlinkat`), so no path is
+//! looked up twice and a folder swapped for a symlink meanwhile changes
+//! nothing.
 //!
 //! Invariants: at every instant the target holds either its old bytes or
 //! its new bytes, never a mix (rename within one filesystem is atomic); an
-//! existing file keeps its permission bits; parent folders are created; a
-//! failed write removes its temporary file. Writing is split into
-//! [`Staged::stage`] and [`Staged::commit`] so tests can stop in between.
+//! existing file keeps its permission bits (the caller passes them); the
+//! temporary file is created exclusively and never through a symlink; a
+//! failed write removes it. Writing is split into [`Staged::stage`] and
+//! [`Staged::commit`] so tests can stop in between.
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 /// A temporary file holding the new content, not yet renamed into place.
 #[derive(Debug)]
 pub struct Staged {
-    temp: PathBuf,
-    target: PathBuf,
+    dir: OwnedFd,
+    temp: OsString,
+    target: OsString,
     committed: bool,
 }
 
 impl Staged {
-    /// Writes `bytes` next to `target` (creating parent folders) with the
-    /// target's permissions, and flushes them to disk.
-    pub fn stage(target: &Path, bytes: &[u8]) -> std::io::Result<Self> {
-        let dir = target.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let permissions = existing_permissions(target)?;
-        let (temp, file) = create_temp(dir, target)?;
-        let staged = Self { temp, target: target.to_owned(), committed: false };
-        write_all(file, bytes, permissions)?;
+    /// Writes `bytes` to a new temporary file in `dir` next to `target`,
+    /// with permission bits `mode` (else the default for new files), and
+    /// flushes them to disk.
+    pub fn stage(
+        dir: &OwnedFd,
+        target: &OsStr,
+        bytes: &[u8],
+        mode: Option<u32>,
+    ) -> std::io::Result<Self> {
+        let dir = dir.try_clone()?;
+        let (temp, file) = create_temp(&dir, target)?;
+        let staged = Self { dir, temp, target: target.to_owned(), committed: false };
+        write_all(file, bytes, mode)?;
         Ok(staged)
     }
 
-    /// The temporary file's path.
-    pub fn temp_path(&self) -> &Path {
+    /// The temporary file's name in the directory.
+    pub fn temp_name(&self) -> &OsStr {
         &self.temp
     }
 
     /// Renames the temporary file over the target.
     pub fn commit(mut self) -> std::io::Result<()> {
-        std::fs::rename(&self.temp, &self.target)?;
+        rustix::fs::renameat(&self.dir, &self.temp, &self.dir, &self.target)?;
         self.committed = true;
         Ok(())
     }
@@ -50,49 +63,41 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
             // Best effort: a left-over temp file is harmless clutter.
-            let _ = std::fs::remove_file(&self.temp);
+            let _ = rustix::fs::unlinkat(&self.dir, &self.temp, AtFlags::empty());
         }
     }
 }
 
-/// Replaces `target` with `bytes` atomically.
-pub fn write_atomic(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    Staged::stage(target, bytes)?.commit()
-}
-
-fn existing_permissions(target: &Path) -> std::io::Result<Option<Permissions>> {
-    match std::fs::metadata(target) {
-        Ok(metadata) => Ok(Some(metadata.permissions())),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(error),
-    }
+/// Replaces `target` in `dir` with `bytes` atomically.
+pub fn replace_in(
+    dir: &OwnedFd,
+    target: &OsStr,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> std::io::Result<()> {
+    Staged::stage(dir, target, bytes, mode)?.commit()
 }
 
 /// A new file named `.NAME.keel-RANDOM.tmp` in `dir`; retried on a clash.
-fn create_temp(dir: &Path, target: &Path) -> std::io::Result<(PathBuf, File)> {
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+fn create_temp(dir: &OwnedFd, target: &OsStr) -> std::io::Result<(OsString, File)> {
+    let name = target.to_string_lossy();
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut last_error = None;
     for _ in 0..8 {
-        let temp = dir.join(format!(".{name}.keel-{:016x}.tmp", fastrand::u64(..)));
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                last_error = Some(error);
-            }
-            Err(error) => return Err(error),
+        let temp = OsString::from(format!(".{name}.keel-{:016x}.tmp", fastrand::u64(..)));
+        match rustix::fs::openat(dir, &temp, flags, Mode::from_raw_mode(0o666)) {
+            Ok(fd) => return Ok((temp, File::from(fd))),
+            Err(rustix::io::Errno::EXIST) => last_error = Some(rustix::io::Errno::EXIST.into()),
+            Err(error) => return Err(error.into()),
         }
     }
     Err(last_error.unwrap_or_else(|| std::io::Error::other("no temporary file name was free")))
 }
 
-fn write_all(
-    mut file: File,
-    bytes: &[u8],
-    permissions: Option<Permissions>,
-) -> std::io::Result<()> {
+fn write_all(mut file: File, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     file.write_all(bytes)?;
-    if let Some(permissions) = permissions {
-        file.set_permissions(permissions)?;
+    if let Some(mode) = mode {
+        rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
     }
     file.sync_all()
 }
@@ -100,18 +105,35 @@ fn write_all(
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
+
+    fn open_dir(path: &Path) -> OwnedFd {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        rustix::fs::open(path, flags, Mode::empty()).unwrap()
+    }
+
+    fn write_atomic(path: &Path, bytes: &[u8]) {
+        let mode = std::fs::metadata(path).ok().map(|m| m.permissions().mode());
+        let dir = open_dir(path.parent().unwrap());
+        replace_in(&dir, path.file_name().unwrap(), bytes, mode).unwrap();
+    }
+
+    fn stage(path: &Path, bytes: &[u8]) -> Staged {
+        let dir = open_dir(path.parent().unwrap());
+        Staged::stage(&dir, path.file_name().unwrap(), bytes, None).unwrap()
+    }
 
     #[test]
     fn replaces_content_and_keeps_permissions() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.sh");
         std::fs::write(&path, "old").unwrap();
-        std::fs::set_permissions(&path, Permissions::from_mode(0o750)).unwrap();
-        write_atomic(&path, b"new").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
+        write_atomic(&path, b"new");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o750);
@@ -119,11 +141,14 @@ mod tests {
     }
 
     #[test]
-    fn creates_parent_folders() {
+    fn the_target_name_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a/b/c.txt");
-        write_atomic(&path, b"x").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "x");
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("victim"), "keep").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("victim"), dir.path().join("f")).unwrap();
+        write_atomic(&dir.path().join("f"), b"new");
+        assert_eq!(std::fs::read_to_string(outside.path().join("victim")).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "new");
     }
 
     /// A crash between writing the temp file and renaming it: the process
@@ -136,13 +161,13 @@ mod tests {
         let old = "old line\n".repeat(10_000);
         let new = "new line\n".repeat(20_000);
         std::fs::write(&path, &old).unwrap();
-        let staged = Staged::stage(&path, new.as_bytes()).unwrap();
-        let temp = staged.temp_path().to_owned();
+        let staged = stage(&path, new.as_bytes());
+        let temp = dir.path().join(staged.temp_name());
         std::mem::forget(staged);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), old);
         assert_eq!(std::fs::read_to_string(&temp).unwrap(), new);
         std::fs::remove_file(temp).unwrap();
-        Staged::stage(&path, new.as_bytes()).unwrap().commit().unwrap();
+        stage(&path, new.as_bytes()).commit().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), new);
     }
 
@@ -151,9 +176,10 @@ mod tests {
     #[test]
     fn crash_child() {
         let Some(target) = std::env::var_os("KEEL_CRASH_CHILD_TARGET") else { return };
+        let target = PathBuf::from(target);
         let new = "new line\n".repeat(100_000);
-        let staged = Staged::stage(Path::new(&target), new.as_bytes()).unwrap();
-        println!("STAGED {}", staged.temp_path().display());
+        let staged = stage(&target, new.as_bytes());
+        println!("STAGED {}", target.parent().unwrap().join(staged.temp_name()).display());
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line); // blocks until killed
         staged.commit().unwrap();
@@ -215,7 +241,7 @@ mod tests {
             })
         };
         for round in 0..40 {
-            write_atomic(&path, versions[round % versions.len()].as_bytes()).unwrap();
+            write_atomic(&path, versions[round % versions.len()].as_bytes());
         }
         done.store(true, Ordering::Relaxed);
         reader.join().unwrap();

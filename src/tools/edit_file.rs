@@ -8,15 +8,20 @@
 //! since (else a conflict error); the write is atomic with permissions
 //! kept. When nothing matches, the error points at the most similar line
 //! when that is cheap to find. The shown diff is capped at
-//! [`super::diff::MAX_DIFF_BYTES`].
+//! [`super::diff::MAX_DIFF_BYTES`]. Reads and the write happen beneath the
+//! root without following symlinks (`super::beneath`); regular files only,
+//! up to [`MAX_EDIT_BYTES`].
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use std::io::Read;
+use std::path::Path;
+
 use super::args::blocking;
-use super::atomic::write_atomic;
 use super::diff::unified_diff;
+use super::file_state::Stamp;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
@@ -33,7 +38,7 @@ use write_file.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditFileArgs {
-    /// Path of the file to edit, relative to the working directory.
+    /// Path of the file to edit, relative to the workspace root.
     pub path: String,
     /// The exact text to replace.
     pub old_string: String,
@@ -72,11 +77,8 @@ fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolO
     }
     let abs = ws.resolve(&args.path)?;
     let rel = ws.relative(&abs);
-    if abs.is_dir() {
-        return Err(ToolError::IsADirectory { path: rel });
-    }
-    let bytes = std::fs::read(&abs).map_err(|source| ToolError::io(&rel, source))?;
-    files.ensure_fresh(&abs, &rel)?;
+    let (bytes, stamp, mode) = read_for_edit(ws, &abs)?;
+    files.ensure_fresh(&abs, &rel, Some(stamp))?;
     let original =
         String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.clone() })?;
     let (old, new) = if original.contains("\r\n") {
@@ -96,8 +98,8 @@ fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolO
     }
     let updated =
         if replace_all { original.replace(&old, &new) } else { original.replacen(&old, &new, 1) };
-    write_atomic(&abs, updated.as_bytes()).map_err(|source| ToolError::io(&rel, source))?;
-    files.record_path(&abs);
+    let stamp = ws.replace_file(&abs, updated.as_bytes(), Some(mode))?;
+    files.record(&abs, stamp);
     let (diff, diff_truncated) = unified_diff(&rel, &original, &updated);
     let plural = if count == 1 { "" } else { "s" };
     let meta = json!({
@@ -109,6 +111,44 @@ fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolO
         text: format!("edited {} ({count} replacement{plural})\n{diff}", rel.display()),
         meta,
     })
+}
+
+/// Files larger than this are not read whole (edit, patch, diff).
+pub const MAX_EDIT_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The whole file at `abs` (a regular file up to [`MAX_EDIT_BYTES`]), its
+/// stamp as opened, and its permission bits.
+pub(crate) fn read_for_edit(
+    ws: &Workspace,
+    abs: &Path,
+) -> Result<(Vec<u8>, Stamp, u32), ToolError> {
+    let rel = ws.relative(abs);
+    let (file, stamp) = ws.open_regular(abs)?;
+    if stamp.bytes() > MAX_EDIT_BYTES {
+        return Err(ToolError::FileTooLarge {
+            path: rel,
+            bytes: stamp.bytes(),
+            limit: MAX_EDIT_BYTES,
+        });
+    }
+    let mode = rustix::fs::fstat(&file).map_err(|e| ToolError::io(&rel, e.into()))?.st_mode;
+    let mut bytes = Vec::new();
+    file.take(MAX_EDIT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| ToolError::io(&rel, source))?;
+    if bytes.len() as u64 > MAX_EDIT_BYTES {
+        return Err(ToolError::FileTooLarge {
+            path: rel,
+            bytes: bytes.len() as u64,
+            limit: MAX_EDIT_BYTES,
+        });
+    }
+    Ok((bytes, stamp, mode & 0o7777))
+}
+
+/// [`read_for_edit`]'s bytes only.
+pub(crate) fn read_all(ws: &Workspace, abs: &Path) -> Result<Vec<u8>, ToolError> {
+    read_for_edit(ws, abs).map(|(bytes, _, _)| bytes)
 }
 
 /// `text` with every line break as CRLF (existing CRLFs kept as they are).

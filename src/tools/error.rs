@@ -38,6 +38,23 @@ pub enum ToolError {
     #[error("{} is a symlink whose target does not exist", path.display())]
     DanglingSymlink { path: PathBuf },
     #[error(
+        "{} is a {kind}, not a regular file; the file tools only read and write regular files",
+        path.display()
+    )]
+    NotRegularFile { path: PathBuf, kind: &'static str },
+    #[error(
+        "{} changed while keel was using it (a folder on the way was replaced by a symlink or \
+         a file); nothing was read or written. check the path with list_dir and try again",
+        path.display()
+    )]
+    PathChanged { path: PathBuf },
+    #[error(
+        "{} is {bytes} bytes; the file tools edit files up to {limit} bytes. use a shell \
+         command (sed, a script) for a file this large",
+        path.display()
+    )]
+    FileTooLarge { path: PathBuf, bytes: u64, limit: u64 },
+    #[error(
         "offset {offset} is past the end of {}, which has {total_lines} lines",
         path.display()
     )]
@@ -117,6 +134,9 @@ impl ToolError {
             Self::BinaryFile { .. } => "binary_file",
             Self::NotUtf8 { .. } => "not_utf8",
             Self::DanglingSymlink { .. } => "dangling_symlink",
+            Self::NotRegularFile { .. } => "not_a_regular_file",
+            Self::PathChanged { .. } => "path_changed",
+            Self::FileTooLarge { .. } => "file_too_large",
             Self::OffsetPastEnd { .. } => "offset_past_end",
             Self::PermissionDenied { .. } => "permission_denied",
             Self::Conflict { .. } => "conflict",
@@ -149,6 +169,9 @@ impl ToolError {
             | Self::BinaryFile { path }
             | Self::NotUtf8 { path }
             | Self::DanglingSymlink { path }
+            | Self::NotRegularFile { path, .. }
+            | Self::PathChanged { path }
+            | Self::FileTooLarge { path, .. }
             | Self::OffsetPastEnd { path, .. }
             | Self::Io { path, .. }
             | Self::PermissionDenied { path }

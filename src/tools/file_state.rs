@@ -7,7 +7,9 @@
 //! `read_file` reads it and after every successful write by a tool, so the
 //! model's own writes never count as outside changes. A stamp is the file's
 //! length and modification time (nanoseconds), read from the same open file
-//! as the content when possible.
+//! as the content when possible; the caller gives the current stamp
+//! (found beneath the root without following symlinks, `super::beneath`),
+//! so nothing here looks a path up.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,24 @@ pub struct Stamp {
 impl Stamp {
     pub fn of(metadata: &std::fs::Metadata) -> Self {
         Self { len: metadata.len(), modified: metadata.modified().ok() }
+    }
+
+    /// The same stamp from a raw `stat` (what [`super::beneath`] sees).
+    pub fn from_stat(stat: &rustix::fs::Stat) -> Self {
+        let nanos =
+            std::time::Duration::from_nanos(u32::try_from(stat.st_mtime_nsec).map_or(0, u64::from));
+        let modified = match u64::try_from(stat.st_mtime) {
+            Ok(secs) => SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs)),
+            Err(_) => SystemTime::UNIX_EPOCH
+                .checked_sub(std::time::Duration::from_secs(stat.st_mtime.unsigned_abs())),
+        }
+        .and_then(|time| time.checked_add(nanos));
+        Self { len: u64::try_from(stat.st_size).unwrap_or(0), modified }
+    }
+
+    /// The file's length in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.len
     }
 }
 
@@ -60,17 +80,17 @@ impl FileStates {
         Self { seen: Mutex::default(), enforce: false }
     }
 
-    /// Records that `path` was read or written with these metadata.
-    pub fn record(&self, path: &Path, metadata: &std::fs::Metadata) {
+    /// Records that `path` was read or written and looked like `stamp`.
+    pub fn record(&self, path: &Path, stamp: Stamp) {
         if let Ok(mut seen) = self.seen.lock() {
-            seen.insert(path.to_owned(), Stamp::of(metadata));
+            seen.insert(path.to_owned(), stamp);
         }
     }
 
     /// Records the current state of `path`, if it can be read.
     pub fn record_path(&self, path: &Path) {
         if let Ok(metadata) = std::fs::metadata(path) {
-            self.record(path, &metadata);
+            self.record(path, Stamp::of(&metadata));
         }
     }
 
@@ -81,15 +101,18 @@ impl FileStates {
         }
     }
 
-    /// `Ok` when `abs` does not exist or may be overwritten; a
-    /// [`ToolError::Conflict`] (naming `rel`) when it was not read or changed.
-    pub fn ensure_fresh(&self, abs: &Path, rel: &Path) -> Result<(), ToolError> {
-        let metadata = match std::fs::metadata(abs) {
-            Ok(metadata) => metadata,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(error) => return Err(ToolError::io(rel, error)),
-        };
-        match self.check(abs, &metadata) {
+    /// `Ok` when `abs` does not exist (`current` is `None`) or may be
+    /// overwritten; a [`ToolError::Conflict`] (naming `rel`) when it was not
+    /// read or changed. `current` is the file's stamp now, as the caller
+    /// found it (without following symlinks).
+    pub fn ensure_fresh(
+        &self,
+        abs: &Path,
+        rel: &Path,
+        current: Option<Stamp>,
+    ) -> Result<(), ToolError> {
+        let Some(current) = current else { return Ok(()) };
+        match self.check(abs, current) {
             Freshness::Fresh => Ok(()),
             freshness @ (Freshness::NotRead | Freshness::Changed) => {
                 Err(ToolError::Conflict { path: rel.to_owned(), freshness })
@@ -97,16 +120,16 @@ impl FileStates {
         }
     }
 
-    /// Whether the existing file at `path`, now with `metadata`, may be
-    /// overwritten.
-    pub fn check(&self, path: &Path, metadata: &std::fs::Metadata) -> Freshness {
+    /// Whether the existing file at `path`, now looking like `current`, may
+    /// be overwritten.
+    pub fn check(&self, path: &Path, current: Stamp) -> Freshness {
         if !self.enforce {
             return Freshness::Fresh;
         }
         let Ok(seen) = self.seen.lock() else { return Freshness::NotRead };
         match seen.get(path) {
             None => Freshness::NotRead,
-            Some(stamp) if *stamp == Stamp::of(metadata) => Freshness::Fresh,
+            Some(stamp) if *stamp == current => Freshness::Fresh,
             Some(_) => Freshness::Changed,
         }
     }
@@ -122,15 +145,17 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, "one").unwrap();
         let states = FileStates::new();
-        let metadata = std::fs::metadata(&path).unwrap();
-        assert_eq!(states.check(&path, &metadata), Freshness::NotRead);
-        states.record(&path, &metadata);
-        assert_eq!(states.check(&path, &metadata), Freshness::Fresh);
+        let stamp = Stamp::of(&std::fs::metadata(&path).unwrap());
+        assert_eq!(states.check(&path, stamp), Freshness::NotRead);
+        states.record(&path, stamp);
+        assert_eq!(states.check(&path, stamp), Freshness::Fresh);
         std::fs::write(&path, "three").unwrap();
-        let changed = std::fs::metadata(&path).unwrap();
-        assert_eq!(states.check(&path, &changed), Freshness::Changed);
+        let changed = Stamp::of(&std::fs::metadata(&path).unwrap());
+        assert_eq!(states.check(&path, changed), Freshness::Changed);
         states.forget(&path);
-        assert_eq!(states.check(&path, &changed), Freshness::NotRead);
-        assert_eq!(FileStates::unchecked().check(&path, &changed), Freshness::Fresh);
+        assert_eq!(states.check(&path, changed), Freshness::NotRead);
+        assert_eq!(FileStates::unchecked().check(&path, changed), Freshness::Fresh);
+        let raw = rustix::fs::stat(&path).unwrap();
+        assert_eq!(Stamp::from_stat(&raw), changed, "both ways of stamping agree");
     }
 }

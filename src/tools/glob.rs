@@ -34,7 +34,7 @@ skipped.";
 pub struct GlobArgs {
     /// Glob pattern, e.g. `**/*.rs`.
     pub pattern: String,
-    /// Directory to search in, relative to the working directory. Defaults to ".".
+    /// Directory to search in, relative to the workspace root. Defaults to the working directory.
     pub path: Option<String>,
 }
 
@@ -68,11 +68,9 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
             source: Box::new(source),
         })?
         .compile_matcher();
-    let base = ws.resolve(args.path.as_deref().unwrap_or("."))?;
+    let base = ws.resolve_or_cwd(args.path.as_deref())?;
     let rel_base = ws.relative(&base);
-    if !std::fs::metadata(&base).map_err(|source| ToolError::io(&rel_base, source))?.is_dir() {
-        return Err(ToolError::NotADirectory { path: rel_base });
-    }
+    ws.open_dir(&base)?;
     let mut found: Vec<(Option<SystemTime>, String)> = walker(&base, None)
         .build()
         .flatten()

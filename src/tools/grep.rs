@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::args::blocking;
+use super::beneath::Entry;
 use super::grep_search::{COLLECT_CEILING, Collect, FileResult, collect, walker};
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
@@ -54,7 +55,7 @@ pub enum GrepMode {
 pub struct GrepArgs {
     /// Regular expression to search for, e.g. `fn\s+main` or `TODO|FIXME`.
     pub pattern: String,
-    /// File or directory to search, relative to the working directory. Defaults to ".".
+    /// File or directory to search, relative to the workspace root. Defaults to the working directory.
     pub path: Option<String>,
     /// Only search files matching this glob, e.g. `*.rs` (prefix with `!` to exclude).
     pub glob: Option<String>,
@@ -104,9 +105,14 @@ fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
         .line_terminator(Some(b'\n'))
         .build(&args.pattern)
         .map_err(|source| ToolError::InvalidRegex { pattern: args.pattern.clone(), source })?;
-    let base = ws.resolve(args.path.as_deref().unwrap_or("."))?;
+    let base = ws.resolve_or_cwd(args.path.as_deref())?;
     let rel_base = ws.relative(&base);
-    std::fs::metadata(&base).map_err(|source| ToolError::io(&rel_base, source))?;
+    match ws.entry(&base)? {
+        Entry::File { .. } | Entry::Dir => {}
+        Entry::Missing => return Err(ToolError::NotFound { path: rel_base }),
+        Entry::Symlink => return Err(ToolError::PathChanged { path: rel_base }),
+        Entry::Special(kind) => return Err(ToolError::NotRegularFile { path: rel_base, kind }),
+    }
     let walk = walker(&base, args.glob.as_deref(), args.file_type.as_deref())?;
     let mode = args.mode.unwrap_or_default();
     let collect_mode = match mode {
@@ -114,7 +120,7 @@ fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
         GrepMode::Files => Collect::Files,
         GrepMode::Count => Collect::Count,
     };
-    let (mut files, stopped_early) = collect(walk, &matcher, collect_mode);
+    let (mut files, stopped_early) = collect(ws, walk, &matcher, collect_mode);
     files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
     let total_matches: usize = files.iter().map(|file| file.matches).sum();

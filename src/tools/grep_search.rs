@@ -3,7 +3,10 @@
 //!
 //! Invariants: gitignore is honoured even outside git, `.git` is pruned and
 //! hidden files are searched; binary files (a NUL byte) are dropped whole;
-//! unreadable files are skipped as ripgrep does; collection stops after
+//! unreadable files are skipped as ripgrep does, and so is anything that is
+//! not a regular file really inside the workspace when opened (a FIFO, a
+//! device, a folder swapped for a symlink mid-walk: `super::beneath`);
+//! symlinks are not followed; collection stops after
 //! [`COLLECT_CEILING`] matching lines so a too-broad pattern cannot eat
 //! memory; in [`Collect::Files`] mode each file stops at its first match.
 //! Results are unordered: the caller sorts them.
@@ -19,6 +22,8 @@ use ignore::types::TypesBuilder;
 use ignore::{WalkBuilder, WalkState};
 
 use super::ToolError;
+use super::beneath::open_searchable;
+use super::paths::Workspace;
 
 /// The search stops once this many matching lines were collected.
 pub const COLLECT_CEILING: usize = 20_000;
@@ -99,6 +104,7 @@ pub fn walker(
 /// Searches every file the walk yields, in parallel. Returns the per-file
 /// results (unordered) and whether the ceiling stopped the search.
 pub fn collect(
+    ws: &Workspace,
     walker: WalkBuilder,
     matcher: &RegexMatcher,
     mode: Collect,
@@ -124,8 +130,13 @@ pub fn collect(
             if !entry.file_type().is_some_and(|kind| kind.is_file()) {
                 return WalkState::Continue;
             }
+            // Opened without following a final symlink, regular files
+            // only, and really inside the workspace once open.
+            let Some(file) = open_searchable(ws, entry.path()) else {
+                return WalkState::Continue;
+            };
             let mut sink = FileSink { mode, ..FileSink::default() };
-            let searched = searcher.search_path(&matcher, entry.path(), &mut sink);
+            let searched = searcher.search_file(&matcher, &file, &mut sink);
             if searched.is_err() || sink.binary || sink.matches == 0 {
                 return WalkState::Continue;
             }

@@ -34,7 +34,7 @@ descends into subdirectories. To find files by name use glob; to search contents
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListDirArgs {
-    /// Directory to list, relative to the working directory. Defaults to ".".
+    /// Directory to list, relative to the workspace root. Defaults to the working directory.
     pub path: Option<String>,
     /// How many levels to descend (1 = only direct entries, at most 5). Defaults to 1.
     pub depth: Option<usize>,
@@ -61,12 +61,10 @@ impl TypedTool for ListDir {
 }
 
 fn list(ws: &Workspace, args: &ListDirArgs) -> Result<ToolOutput, ToolError> {
-    let abs = ws.resolve(args.path.as_deref().unwrap_or("."))?;
+    let abs = ws.resolve_or_cwd(args.path.as_deref())?;
     let rel = ws.relative(&abs);
-    let metadata = std::fs::metadata(&abs).map_err(|source| ToolError::io(&rel, source))?;
-    if !metadata.is_dir() {
-        return Err(ToolError::NotADirectory { path: rel });
-    }
+    // A real folder beneath the root, no symlink on the way.
+    ws.open_dir(&abs)?;
     let depth = args.depth.unwrap_or(DEFAULT_DEPTH).clamp(1, MAX_DEPTH);
     let mut shown = Vec::new();
     let mut total = 0usize;

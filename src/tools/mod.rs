@@ -16,6 +16,7 @@ mod apply_patch;
 mod args;
 pub mod atomic;
 mod batch;
+mod beneath;
 mod diff;
 mod edit_file;
 mod error;

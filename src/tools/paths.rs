@@ -2,13 +2,17 @@
 //!
 //! Invariants: [`Workspace::resolve`] returns an absolute path with every
 //! existing component's symlinks resolved, and only if that path lies under
-//! the canonical workspace root. Relative paths start at the context's
-//! `cwd`; absolute paths are allowed only inside the workspace. `..` is
-//! applied physically (after resolving the symlinks before it), as the OS
-//! would; for components that do not exist yet it is applied lexically.
-//! A dangling symlink is refused, since writing through it could land
-//! anywhere. This is a check, not a jail: a symlink swapped in between
-//! resolution and use is the landlock sandbox's job (see `crate::sandbox`).
+//! the canonical workspace root. One rule for every file tool, the same
+//! form their results use: a relative path is relative to the workspace
+//! root; when it names nothing there but names something relative to the
+//! working directory (a session started in a subfolder), that is used
+//! instead, since it is unambiguous. Absolute paths are allowed only inside
+//! the workspace. `..` is applied physically (after resolving the symlinks
+//! before it), as the OS would; for components that do not exist yet it is
+//! applied lexically. A dangling symlink is refused, since writing through
+//! it could land anywhere. This is the check; the use goes through
+//! `super::beneath`, which opens exactly the checked path from the root
+//! without following symlinks, so a swap in between fails the call.
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -46,11 +50,51 @@ impl Workspace {
         &self.cwd
     }
 
-    /// Resolves `raw` (relative to the cwd, or absolute) and confines it to
-    /// the workspace. The path need not exist; its missing tail is kept.
+    /// Resolves `raw` (relative to the root, else to the cwd when only
+    /// that names something; or absolute) and confines it to the
+    /// workspace. The path need not exist; its missing tail is kept.
     pub fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        self.pick(raw, |base| self.resolve_from(base, raw))
+    }
+
+    /// [`Self::resolve`], or the working directory when no path is given.
+    pub fn resolve_or_cwd(&self, raw: Option<&str>) -> Result<PathBuf, ToolError> {
+        match raw {
+            Some(raw) => self.resolve(raw),
+            None => Ok(self.cwd.clone()),
+        }
+    }
+
+    /// Resolves `raw` relative to the working directory only (a shell
+    /// command's `workdir`, where the shell's own rule applies).
+    pub fn resolve_in_cwd(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        self.resolve_from(&self.cwd, raw)
+    }
+
+    /// `resolve(root)` unless it names nothing and `resolve(cwd)` names
+    /// something (the rule of [`Self::resolve`]).
+    fn pick(
+        &self,
+        raw: &str,
+        resolve: impl Fn(&Path) -> Result<PathBuf, ToolError>,
+    ) -> Result<PathBuf, ToolError> {
+        let exists = |path: &PathBuf| std::fs::symlink_metadata(path).is_ok();
+        let from_root = resolve(&self.root);
+        if Path::new(raw).is_absolute() || self.cwd == self.root {
+            return from_root;
+        }
+        if from_root.as_ref().is_ok_and(exists) {
+            return from_root;
+        }
+        match resolve(&self.cwd) {
+            Ok(from_cwd) if exists(&from_cwd) => Ok(from_cwd),
+            Ok(_) | Err(_) => from_root,
+        }
+    }
+
+    fn resolve_from(&self, base: &Path, raw: &str) -> Result<PathBuf, ToolError> {
         let given = Path::new(raw);
-        let joined = self.cwd.join(given);
+        let joined = base.join(given);
         let mut resolved = PathBuf::new();
         let mut missing: Vec<OsString> = Vec::new();
         for component in joined.components() {
@@ -83,11 +127,15 @@ impl Workspace {
     /// path of the directory entry itself, for operations on the entry
     /// (deleting a symlink removes the link, not its target).
     pub fn resolve_entry(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        self.pick(raw, |base| self.resolve_entry_from(base, raw))
+    }
+
+    fn resolve_entry_from(&self, base: &Path, raw: &str) -> Result<PathBuf, ToolError> {
         let given = Path::new(raw);
         let (Some(parent), Some(name)) = (given.parent(), given.file_name()) else {
-            return self.resolve(raw);
+            return self.resolve_from(base, raw);
         };
-        let parent = self.resolve(&parent.to_string_lossy())?;
+        let parent = self.resolve_from(base, &parent.to_string_lossy())?;
         let entry = parent.join(name);
         if entry.starts_with(&self.root) && entry != self.root {
             Ok(entry)
@@ -252,13 +300,23 @@ mod tests {
     }
 
     #[test]
-    fn relative_paths_start_at_the_cwd() {
+    fn relative_paths_start_at_the_root_else_the_cwd_when_only_that_exists() {
         let mut ws = TestWorkspace::new();
         ws.write("crate/src/lib.rs", "");
+        ws.write("crate/only-here.txt", "");
+        ws.write("README.md", "");
+        ws.write("crate/README.md", "");
         ws.ctx.cwd = ws.path("crate");
         let w = workspace(&ws);
-        assert_eq!(w.resolve("src/lib.rs").unwrap(), ws.canonical_root().join("crate/src/lib.rs"));
-        assert_eq!(w.resolve("..").unwrap(), ws.canonical_root());
+        let root = ws.canonical_root();
+        assert_eq!(w.resolve("crate/src/lib.rs").unwrap(), root.join("crate/src/lib.rs"));
+        assert_eq!(w.resolve("src/lib.rs").unwrap(), root.join("crate/src/lib.rs"));
+        assert_eq!(w.resolve("only-here.txt").unwrap(), root.join("crate/only-here.txt"));
+        assert_eq!(w.resolve("README.md").unwrap(), root.join("README.md"), "the root wins");
+        assert_eq!(w.resolve("new.txt").unwrap(), root.join("new.txt"), "new files: the root");
+        assert_eq!(w.resolve("..").unwrap(), root, "only the cwd's reading is inside");
+        assert_eq!(w.resolve_in_cwd("..").unwrap(), root);
+        assert_eq!(w.resolve_or_cwd(None).unwrap(), root.join("crate"));
         assert!(outside(w.resolve("../..")));
     }
 

@@ -4,7 +4,10 @@
 //! requested limit), [`MAX_LINE_CHARS`] per line and [`MAX_OUTPUT_BYTES`] in
 //! total; whenever something was left out, a closing note says what and
 //! gives the `offset` to continue from. Binary files and directories are
-//! errors, never dumped.
+//! errors, never dumped; FIFOs, sockets and devices are refused without
+//! being opened, and the file is opened beneath the root without following
+//! symlinks (`super::beneath`). Memory is bounded too: at most
+//! [`MAX_LINE_BYTES`] of any one line is held, however long it is.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read};
@@ -28,6 +31,9 @@ pub const MAX_LINE_CHARS: usize = 2000;
 pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 /// A NUL byte within this prefix marks the file as binary.
 const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
+/// Bytes of one line held in memory: enough for [`MAX_LINE_CHARS`]
+/// characters of any width, and one more to know it was cut.
+pub const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
 
 const DESCRIPTION: &str = "Read a text file. Lines come back numbered (`     1\\tfirst line`); \
 the numbers are not part of the file. Reads up to 2000 lines by default: use `offset` (1-based \
@@ -35,7 +41,7 @@ line) and `limit` to page through longer files. Directories are not files: use l
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {
-    /// Path of the file, relative to the working directory (absolute paths must be inside the workspace).
+    /// Path of the file, relative to the workspace root (absolute paths must be inside the workspace).
     pub path: String,
     /// Line to start at, 1-based. Defaults to 1.
     pub offset: Option<u64>,
@@ -84,18 +90,14 @@ struct Excerpt {
 fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
     let rel = ws.relative(&abs);
-    if abs.is_dir() {
-        return Err(ToolError::IsADirectory { path: rel });
-    }
     let window = Window {
         start: args.offset.unwrap_or(1).max(1),
         limit: args.limit.unwrap_or(DEFAULT_LINE_LIMIT).max(1),
     };
-    let file = File::open(&abs).map_err(|source| ToolError::io(&rel, source))?;
     // Stamped before reading: a change while reading then shows as a change.
-    let metadata = file.metadata().map_err(|source| ToolError::io(&rel, source))?;
+    let (file, stamp) = ws.open_regular(&abs)?;
     let excerpt = collect(file, &window, &rel)?;
-    files.record(&abs, &metadata);
+    files.record(&abs, stamp);
     if window.start > excerpt.total_lines && window.start > 1 {
         return Err(ToolError::OffsetPastEnd {
             path: rel,
@@ -128,10 +130,15 @@ fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolE
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read =
-            reader.read_until(b'\n', &mut line).map_err(|source| ToolError::io(rel, source))?;
+        let (read, cut) = read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES)
+            .map_err(|source| ToolError::io(rel, source))?;
         if read == 0 {
             break;
+        }
+        if cut {
+            // What is kept still holds more than MAX_LINE_CHARS characters,
+            // so `push_line` cuts it and says so.
+            trim_partial_char(&mut line);
         }
         excerpt.total_lines += 1;
         let number = excerpt.total_lines;
@@ -149,6 +156,47 @@ fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolE
         }
     }
     Ok(excerpt)
+}
+
+/// Reads one line (through `\n`) into `line`, keeping at most `cap`
+/// bytes of it and skipping the rest. Returns the bytes consumed (0 at the
+/// end) and whether the line was cut.
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<(usize, bool)> {
+    let (mut consumed, mut cut) = (0, false);
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok((consumed, cut));
+        }
+        let end = buffer.iter().position(|&byte| byte == b'\n');
+        let chunk = &buffer[..end.map_or(buffer.len(), |at| at + 1)];
+        let room = cap.saturating_sub(line.len());
+        if chunk.len() > room {
+            line.extend_from_slice(&chunk[..room]);
+            cut = true;
+        } else {
+            line.extend_from_slice(chunk);
+        }
+        let used = chunk.len();
+        reader.consume(used);
+        consumed += used;
+        if end.is_some() {
+            return Ok((consumed, cut));
+        }
+    }
+}
+
+/// Drops an incomplete UTF-8 sequence a byte cap left at the end.
+fn trim_partial_char(line: &mut Vec<u8>) {
+    if let Err(error) = std::str::from_utf8(line)
+        && error.error_len().is_none()
+    {
+        line.truncate(error.valid_up_to());
+    }
 }
 
 /// Lines left in `reader` (a last line without `\n` counts), counted in
@@ -318,6 +366,28 @@ mod tests {
         let out = read(&ws, json!({ "path": "latin1.txt" })).await.unwrap();
         assert!(out.text.starts_with("     1\tcaf\u{FFFD}\n"), "{}", out.text);
         assert!(out.text.contains("not valid UTF-8"), "{}", out.text);
+    }
+
+    #[test]
+    fn one_line_holds_at_most_the_cap_in_memory_however_long() {
+        let endless = std::io::repeat(b'a').take(100 * 1024 * 1024).chain(&b"\nnext\n"[..]);
+        let mut reader = BufReader::new(endless);
+        let mut line = Vec::new();
+        let (read, cut) = read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES).unwrap();
+        assert_eq!((read, cut), (100 * 1024 * 1024 + 1, true));
+        assert_eq!(line.len(), MAX_LINE_BYTES);
+        assert!(line.capacity() < 4 * MAX_LINE_BYTES, "grew to {}", line.capacity());
+        line.clear();
+        assert_eq!(read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES).unwrap(), (5, false));
+        assert_eq!(line, b"next\n");
+    }
+
+    #[test]
+    fn a_cut_inside_a_character_drops_the_partial_bytes() {
+        let mut line = "é".repeat(3).into_bytes();
+        line.pop();
+        trim_partial_char(&mut line);
+        assert_eq!(line, "éé".as_bytes());
     }
 
     #[tokio::test]

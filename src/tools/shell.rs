@@ -67,7 +67,7 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     let owned_ctx = ctx.clone();
     let (dir, rel) = blocking(NAME, move || {
         let ws = Workspace::new(&owned_ctx)?;
-        let dir = ws.resolve(&workdir)?;
+        let dir = ws.resolve_in_cwd(&workdir)?;
         let rel = ws.relative(&dir);
         match std::fs::metadata(&dir) {
             Ok(metadata) if metadata.is_dir() => Ok((dir, rel)),

@@ -6,15 +6,18 @@
 //! and it has not changed since (else a conflict error asking to re-read);
 //! the write is atomic with permissions kept ([`super::atomic`]). The
 //! result says whether the file was created or overwritten, how many bytes
-//! were written and, for an overwrite, shows the diff.
+//! were written and, for an overwrite, shows the diff. The file is
+//! replaced beneath the root without following symlinks
+//! (`super::beneath`): a folder swapped meanwhile fails the call.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args::blocking;
-use super::atomic::write_atomic;
+use super::beneath::Entry;
 use super::diff::unified_diff;
+use super::edit_file::{MAX_EDIT_BYTES, read_all};
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
@@ -27,7 +30,7 @@ read a file before overwriting it.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteFileArgs {
-    /// Path of the file, relative to the working directory.
+    /// Path of the file, relative to the workspace root.
     pub path: String,
     /// The complete new content of the file.
     pub content: String,
@@ -60,16 +63,19 @@ fn write(
 ) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
     let rel = ws.relative(&abs);
-    let existed = match std::fs::metadata(&abs) {
-        Ok(metadata) if metadata.is_dir() => return Err(ToolError::IsADirectory { path: rel }),
-        Ok(_) => true,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
-        Err(error) => return Err(ToolError::io(&rel, error)),
+    let (current, mode, len) = match ws.entry(&abs)? {
+        Entry::Missing => (None, None, 0),
+        Entry::File { stamp, mode, len } => (Some(stamp), Some(mode), len),
+        Entry::Dir => return Err(ToolError::IsADirectory { path: rel }),
+        Entry::Symlink => return Err(ToolError::PathChanged { path: rel }),
+        Entry::Special(kind) => return Err(ToolError::NotRegularFile { path: rel, kind }),
     };
-    files.ensure_fresh(&abs, &rel)?;
-    let before = if existed { std::fs::read(&abs).ok() } else { None };
-    write_atomic(&abs, args.content.as_bytes()).map_err(|source| ToolError::io(&rel, source))?;
-    files.record_path(&abs);
+    files.ensure_fresh(&abs, &rel, current)?;
+    let existed = current.is_some();
+    // The old text, for the diff (a huge file gets none).
+    let before = (existed && len <= MAX_EDIT_BYTES).then(|| read_all(ws, &abs).ok()).flatten();
+    let stamp = ws.replace_file(&abs, args.content.as_bytes(), mode)?;
+    files.record(&abs, stamp);
     let bytes = args.content.len();
     let verb = if existed { "overwrote" } else { "created" };
     let mut text = format!("{verb} {} ({bytes} bytes)", rel.display());

@@ -12,7 +12,10 @@ use std::path::Path;
 
 /// Runs the editor on `file` and waits for it; `Err` says why in words.
 pub async fn edit(file: &Path) -> Result<(), String> {
+    // Like every child, it starts from keel's environment minus credentials.
     let status = tokio::process::Command::new("sh")
+        .env_clear()
+        .envs(crate::sandbox::child_env(crate::sandbox::EnvBase::Filtered))
         .arg("-c")
         .arg(r#"${VISUAL:-${EDITOR:-vi}} "$1""#)
         .arg("keel-edit")

@@ -1,3 +1,4 @@
+mod adversarial_files;
 mod adversarial_git;
 mod canary;
 mod context_compaction;

@@ -6,7 +6,8 @@
 //! are not rolled back when a later one fails (Codex's behaviour, which its
 //! conformance scenario 015 pins), and the error lists what was already
 //! applied. Every path, move targets included, is confined to the workspace
-//! like any other tool path. Each write is atomic ([`super::atomic`]) and
+//! like any other tool path and used beneath the root without following
+//! symlinks (`super::beneath`). Each write is atomic ([`super::atomic`]) and
 //! recorded in the session's [`FileStates`], so a later `edit_file` does not
 //! see the model's own change as an outside one. Unlike `edit_file`, an
 //! update needs no earlier `read_file`: its context lines are the check.
@@ -25,7 +26,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::args::blocking;
-use super::atomic::write_atomic;
+use super::beneath::Entry;
+use super::edit_file::read_for_edit;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
@@ -49,7 +51,7 @@ const DESCRIPTION: &str = "Apply a patch to files in the workspace. Format:\n\
 *** End of File   (optional: the chunk is at the end of the file)\n\
 *** End Patch\n\
 Give about 3 lines of context above and below each change, copied exactly. Paths are relative \
-to the working directory. Operations apply in order; if one fails, earlier ones stay applied.";
+to the workspace root. Operations apply in order; if one fails, earlier ones stay applied.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplyPatchArgs {
@@ -189,36 +191,28 @@ fn apply_hunk(
     let rel = ws.relative(&abs);
     match hunk {
         Hunk::Add { contents, .. } => {
-            if abs.is_dir() {
-                return Err(ToolError::IsADirectory { path: rel });
-            }
-            write(files, &abs, &rel, contents.as_bytes())?;
+            write(ws, files, &abs, contents.as_bytes(), None)?;
             Ok((ChangeKind::Added, ws.display(&abs)))
         }
         Hunk::Delete { .. } => {
-            if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
-                return Err(ToolError::IsADirectory { path: rel });
-            }
-            std::fs::remove_file(&abs).map_err(|source| ToolError::io(&rel, source))?;
+            ws.remove_entry(&abs)?;
             files.forget(&abs);
             Ok((ChangeKind::Deleted, ws.display(&abs)))
         }
         Hunk::Update { move_to, chunks, .. } => {
-            let original = read_text(&abs, &rel)?;
+            let (bytes, _, mode) = read_for_edit(ws, &abs)?;
+            let original =
+                String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.clone() })?;
             let updated = seek::apply_chunks(&original, chunks)
                 .map_err(|source| ToolError::PatchContext { path: rel.clone(), source })?;
             let Some(target) = move_to else {
-                write(files, &abs, &rel, updated.as_bytes())?;
+                write(ws, files, &abs, updated.as_bytes(), Some(mode))?;
                 return Ok((ChangeKind::Modified, ws.display(&abs)));
             };
             let dest = ws.resolve(target)?;
-            let dest_rel = ws.relative(&dest);
-            if dest.is_dir() {
-                return Err(ToolError::IsADirectory { path: dest_rel });
-            }
-            write(files, &dest, &dest_rel, updated.as_bytes())?;
+            write(ws, files, &dest, updated.as_bytes(), Some(mode))?;
             if dest != abs {
-                std::fs::remove_file(&abs).map_err(|source| ToolError::io(&rel, source))?;
+                ws.remove_entry(&abs)?;
                 files.forget(&abs);
             }
             Ok((ChangeKind::Modified, ws.display(&dest)))
@@ -226,16 +220,20 @@ fn apply_hunk(
     }
 }
 
-fn read_text(abs: &Path, rel: &Path) -> Result<String, ToolError> {
-    if abs.is_dir() {
-        return Err(ToolError::IsADirectory { path: rel.to_owned() });
-    }
-    let bytes = std::fs::read(abs).map_err(|source| ToolError::io(rel, source))?;
-    String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.to_owned() })
-}
-
-fn write(files: &FileStates, abs: &Path, rel: &Path, bytes: &[u8]) -> Result<(), ToolError> {
-    write_atomic(abs, bytes).map_err(|source| ToolError::io(rel, source))?;
-    files.record_path(abs);
+/// Replaces the file at `abs` (keeping an existing file's permissions
+/// unless `mode` is given) and records the model's own write.
+fn write(
+    ws: &Workspace,
+    files: &FileStates,
+    abs: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<(), ToolError> {
+    let mode = match (mode, ws.entry(abs)?) {
+        (Some(mode), _) | (None, Entry::File { mode, .. }) => Some(mode),
+        (None, Entry::Missing | Entry::Dir | Entry::Symlink | Entry::Special(_)) => None,
+    };
+    let stamp = ws.replace_file(abs, bytes, mode)?;
+    files.record(abs, stamp);
     Ok(())
 }
