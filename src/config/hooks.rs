@@ -1,35 +1,36 @@
 //! Hook sources: the `[hooks]` tables of `$KEEL_HOME/config.toml` (the
-//! user's) and the project's `.keel/config.toml`, and, when
-//! `import_claude_hooks = true`, the `hooks` of `~/.claude/settings.json`
-//! and the project's `.claude/settings.json` (and `settings.local.json`).
-//! Each file stays its own source so project hooks can wait for trust.
+//! user's), the project's `.keel/config.toml` and every `-c hooks.…`
+//! override, as [`super::read_layers`] found them, and, when the merged
+//! `import_claude_hooks` is true (user file or `-c`; an untrusted project
+//! cannot turn it on), the `hooks` of `~/.claude/settings.json` and the
+//! project's `.claude/settings.json` (and `settings.local.json`).
+//! Each table stays its own source so project hooks can wait for trust.
 
 use std::path::Path;
 
 use crate::hooks::{HookSource, HooksConfig};
 
 use super::ConfigError;
-use super::layers::read_file;
+use super::layers::{HookOrigin, HookTable};
 
 /// Every hook source that has hooks, user sources first.
 pub fn load_hooks(
     keel_home: &Path,
     workspace_root: &Path,
+    tables: &[HookTable],
+    import_claude: bool,
 ) -> Result<Vec<HooksConfig>, ConfigError> {
-    let user_path = keel_home.join("config.toml");
-    let project_path = workspace_root.join(".keel").join("config.toml");
-    let user = read_file(&user_path)?.unwrap_or_default();
-    let project = read_file(&project_path)?.unwrap_or_default();
-    let import_claude = project.import_claude_hooks.or(user.import_claude_hooks).unwrap_or(false);
     let mut configs = Vec::new();
-    for (path, file, is_project) in [(&user_path, user, false), (&project_path, project, true)] {
-        if let Some(table) = file.hooks {
-            let json = serde_json::to_value(&table).map_err(|error| ConfigError::Parse {
-                path: path.clone(),
-                message: format!("hooks: {error}"),
-            })?;
-            configs.push(parse(path, &json, is_project, false)?);
-        }
+    for HookTable { origin, table } in tables {
+        let json = serde_json::to_value(table).map_err(|error| origin_error(origin, &error))?;
+        let (name, is_project) = match origin {
+            HookOrigin::UserFile(path) => (path.display().to_string(), false),
+            HookOrigin::ProjectFile(path) => (path.display().to_string(), true),
+            HookOrigin::Override(text) => (format!("-c {text}"), false),
+        };
+        let config = parse_source(&name, &json, is_project, false)
+            .map_err(|message| origin_error(origin, &message))?;
+        configs.push(config);
     }
     if import_claude {
         let home = keel_home.parent().unwrap_or(keel_home);
@@ -49,20 +50,40 @@ pub fn load_hooks(
     Ok(configs)
 }
 
+fn origin_error(origin: &HookOrigin, message: &dyn std::fmt::Display) -> ConfigError {
+    match origin {
+        HookOrigin::UserFile(path) | HookOrigin::ProjectFile(path) => {
+            ConfigError::Parse { path: path.clone(), message: format!("hooks: {message}") }
+        }
+        HookOrigin::Override(text) => {
+            ConfigError::BadOverride { text: text.clone(), message: message.to_string() }
+        }
+    }
+}
+
+fn parse_source(
+    name: &str,
+    hooks: &serde_json::Value,
+    project: bool,
+    claude: bool,
+) -> Result<HooksConfig, String> {
+    let name = name.to_owned();
+    let source = if project {
+        HookSource::Project { name, claude }
+    } else {
+        HookSource::User { name, claude }
+    };
+    HooksConfig::from_json(source, hooks).map_err(|error| error.to_string())
+}
+
 fn parse(
     path: &Path,
     hooks: &serde_json::Value,
     project: bool,
     claude: bool,
 ) -> Result<HooksConfig, ConfigError> {
-    let name = path.display().to_string();
-    let source = if project {
-        HookSource::Project { name, claude }
-    } else {
-        HookSource::User { name, claude }
-    };
-    HooksConfig::from_json(source, hooks)
-        .map_err(|error| ConfigError::Parse { path: path.to_owned(), message: error.to_string() })
+    parse_source(&path.display().to_string(), hooks, project, claude)
+        .map_err(|message| ConfigError::Parse { path: path.to_owned(), message })
 }
 
 fn read_json(path: &Path) -> Result<Option<serde_json::Value>, ConfigError> {
@@ -79,6 +100,23 @@ fn read_json(path: &Path) -> Result<Option<serde_json::Value>, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{CliOverrides, Environment, read_layers};
+
+    /// The hooks a session in `repo` would load, with `-c` overrides `set`.
+    fn hooks_for(home: &Path, repo: &Path, set: &[&str]) -> Result<Vec<HooksConfig>, ConfigError> {
+        let env = Environment {
+            keel_home: home.to_owned(),
+            cwd: repo.to_owned(),
+            vars: Default::default(),
+        };
+        let cli = CliOverrides {
+            set: set.iter().map(|s| (*s).to_owned()).collect(),
+            ..CliOverrides::default()
+        };
+        let layers = read_layers(&env, &cli)?;
+        let import = layers.merged.import_claude_hooks.unwrap_or(false);
+        load_hooks(home, repo, &layers.hook_tables, import)
+    }
 
     #[test]
     fn toml_hooks_and_imported_claude_settings_are_separate_sources() {
@@ -98,7 +136,7 @@ mod tests {
             r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2"}]}]}}"#,
         )
         .unwrap();
-        let configs = load_hooks(&home, &repo).unwrap();
+        let configs = hooks_for(&home, &repo, &[]).unwrap();
         assert_eq!(configs.len(), 2);
         assert!(matches!(configs[0].source, HookSource::User { claude: false, .. }));
         assert!(matches!(configs[1].source, HookSource::Project { claude: true, .. }));
@@ -111,9 +149,46 @@ mod tests {
         let repo = dir.path().join("repo");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(repo.join(".claude")).unwrap();
-        std::fs::write(home.join("config.toml"), "import_claude_hooks = true\n").unwrap();
         std::fs::write(repo.join(".claude/settings.json"), "{ not json").unwrap();
-        let message = load_hooks(&home, &repo).unwrap_err().to_string();
+        assert!(hooks_for(&home, &repo, &[]).is_ok(), "not imported unless asked");
+        let set = ["import_claude_hooks=true"];
+        let message = hooks_for(&home, &repo, &set).unwrap_err().to_string();
         assert!(message.contains("settings.json"), "{message}");
+    }
+
+    #[test]
+    fn hooks_given_with_c_are_a_source_and_unknown_events_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home/.keel");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&repo).unwrap();
+        let set = [r#"hooks.Stop=[{hooks=[{type="command",command="true"}]}]"#];
+        let configs = hooks_for(&home, &repo, &set).unwrap();
+        assert_eq!(configs.len(), 1);
+        assert!(
+            matches!(&configs[0].source, HookSource::User { name, .. } if name.starts_with("-c "))
+        );
+        let message = hooks_for(&home, &repo, &["hooks.Stopp=[]"]).unwrap_err().to_string();
+        assert!(message.contains("unknown hook event `Stopp`; use one of:"), "{message}");
+    }
+
+    #[test]
+    fn an_untrusted_project_cannot_turn_on_claude_imports() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home/.keel");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.claude")).unwrap();
+        std::fs::create_dir_all(repo.join(".keel")).unwrap();
+        std::fs::write(repo.join(".keel/config.toml"), "import_claude_hooks = true\n").unwrap();
+        std::fs::write(
+            dir.path().join("home/.claude/settings.json"),
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#,
+        )
+        .unwrap();
+        assert!(hooks_for(&home, &repo, &[]).unwrap().is_empty());
+        crate::config::rules::trust_project(&home, &repo).unwrap();
+        assert_eq!(hooks_for(&home, &repo, &[]).unwrap().len(), 1, "after trust it applies");
     }
 }

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::provider::ProviderFile;
-use super::{CliOverrides, ConfigError, Environment};
+use super::trust::{trusted_project, untrusted_project};
+use super::{CliOverrides, ConfigError, Environment, rules, validate};
 
 /// The keys a config file may set. Unknown keys are errors (a typo should
 /// not be silently ignored).
@@ -15,16 +16,23 @@ use super::{CliOverrides, ConfigError, Environment};
 pub struct ConfigFile {
     /// `provider = "name"` or the `[provider]` table (`super::provider`).
     pub provider: Option<ProviderFile>,
+    #[serde(default, deserialize_with = "validate::model")]
     pub model: Option<String>,
+    #[serde(default, deserialize_with = "validate::base_url")]
     pub base_url: Option<String>,
+    #[serde(default, deserialize_with = "validate::env_name")]
     pub api_key_env: Option<String>,
+    #[serde(default, deserialize_with = "validate::max_steps")]
     pub max_steps: Option<u32>,
     pub max_retries: Option<u32>,
+    #[serde(default, deserialize_with = "validate::idle_timeout")]
     pub idle_timeout_secs: Option<u64>,
     /// The longest one model request may take, retries included.
+    #[serde(default, deserialize_with = "validate::request_timeout")]
     pub request_timeout_secs: Option<u64>,
-    /// Hooks in Claude Code's shape (event → matcher groups); read by
-    /// `config::hooks` per source, never merged across files.
+    /// Hooks in Claude Code's shape (event → matcher groups); kept per
+    /// source in [`Layers::hook_tables`], never merged across sources.
+    #[serde(default, deserialize_with = "validate::hooks")]
     pub hooks: Option<toml::Table>,
     /// Also load the `hooks` of `.claude/settings.json` files.
     pub import_claude_hooks: Option<bool>,
@@ -68,17 +76,24 @@ pub struct SecretsFile {
 pub struct ContextFile {
     /// The model's context window in tokens (overrides keel's table; the
     /// only source for models keel does not know).
+    #[serde(default, deserialize_with = "validate::window")]
     pub window: Option<u64>,
     /// Fraction of the window at which the history is compacted before a
     /// request (default 0.85).
+    #[serde(default, deserialize_with = "validate::threshold")]
     pub compact_threshold: Option<f64>,
     /// US dollars per million tokens for the session's model (override
-    /// keel's table, or price a model it does not know).
+    /// keel's table, or price a model it does not know). Display only, so
+    /// an untrusted project's prices apply.
+    #[serde(default, deserialize_with = "validate::input_price")]
     pub input_price: Option<f64>,
     /// Cache reads.
+    #[serde(default, deserialize_with = "validate::cached_price")]
     pub cached_input_price: Option<f64>,
+    #[serde(default, deserialize_with = "validate::output_price")]
     pub output_price: Option<f64>,
     /// Cache writes (Anthropic).
+    #[serde(default, deserialize_with = "validate::cache_write_price")]
     pub cache_write_price: Option<f64>,
 }
 
@@ -88,6 +103,7 @@ pub struct ContextFile {
 pub struct VerifyFile {
     /// Command prefixes that verify a change, besides the detected ones
     /// (`cargo test`, `npm test`, `pytest`, `go test`, `make test`, …).
+    #[serde(default, deserialize_with = "validate::commands")]
     pub commands: Option<Vec<String>>,
 }
 
@@ -96,6 +112,7 @@ pub struct VerifyFile {
 #[serde(deny_unknown_fields)]
 pub struct SandboxFile {
     /// `read-only`, `workspace-write` (default) or `full-access`.
+    #[serde(default, deserialize_with = "validate::sandbox_mode")]
     pub mode: Option<String>,
     /// Allow outbound network (default false).
     pub network: Option<bool>,
@@ -197,46 +214,81 @@ pub struct Layers {
     pub merged: ConfigFile,
     pub warnings: Vec<String>,
     pub workspace_root: PathBuf,
+    /// The user trusts this workspace (`keel trust`): its config applies.
+    pub project_trusted: bool,
+    /// Each source's `[hooks]` table, user file first, then the project's,
+    /// then every `-c hooks.…` in order.
+    pub hook_tables: Vec<HookTable>,
 }
 
-/// Reads the user file, the project file and the `-c` overrides.
+/// One source's `[hooks]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookTable {
+    pub origin: HookOrigin,
+    pub table: toml::Table,
+}
+
+/// Where a `[hooks]` table was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookOrigin {
+    UserFile(PathBuf),
+    ProjectFile(PathBuf),
+    /// `-c hooks.EVENT=…` (the user's, like their file).
+    Override(String),
+}
+
+/// Reads the user file, the project file and the `-c` overrides. An
+/// untrusted project's file applies only display preferences (the
+/// `[context]` prices); everything else it sets is named in one warning,
+/// and a file that does not parse is a warning too, since none of it
+/// would apply. After `keel trust` it applies, except what a project may
+/// never set (`base_url`, `api_key_env`, `[sandbox]`, `[secrets]`,
+/// `[shell] env_keep`).
 pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, ConfigError> {
     let workspace_root = find_workspace_root(&env.cwd);
-    let mut layers = Layers { workspace_root: workspace_root.clone(), ..Layers::default() };
-    if let Some(user) = read_file(&env.keel_home.join("config.toml"))? {
+    let project_trusted = rules::is_trusted(&env.keel_home, &workspace_root)?;
+    let mut layers =
+        Layers { workspace_root: workspace_root.clone(), project_trusted, ..Layers::default() };
+    let user_path = env.keel_home.join("config.toml");
+    if let Some(mut user) = read_file(&user_path)? {
+        if let Some(table) = user.hooks.take() {
+            layers.hook_tables.push(HookTable { origin: HookOrigin::UserFile(user_path), table });
+        }
         layers.merged.overlay(user);
     }
     let project_path = workspace_root.join(".keel").join("config.toml");
-    if let Some(mut project) = read_file(&project_path)? {
-        for (key, value) in
-            [("base_url", project.base_url.take()), ("api_key_env", project.api_key_env.take())]
-        {
-            if value.is_some() {
-                layers.warnings.push(format!(
-                    "ignored `{key}` in {}: a project may not redirect API keys; set it in {} or pass a flag",
-                    project_path.display(),
-                    env.keel_home.join("config.toml").display()
-                ));
-            }
+    let project = match read_file(&project_path) {
+        Ok(project) => project,
+        Err(error) if !project_trusted => {
+            layers.warnings.push(format!(
+                "{} is ignored until you trust this project (`keel trust`); it also has an \
+                 error: {error}",
+                project_path.display()
+            ));
+            None
         }
-        let env_keep = project.shell.as_mut().and_then(|shell| shell.env_keep.take());
-        for (table, present) in [
-            ("[sandbox]", project.sandbox.take().is_some()),
-            ("[secrets]", project.secrets.take().is_some()),
-            ("[shell] env_keep", env_keep.is_some()),
-        ] {
-            if present {
-                layers.warnings.push(format!(
-                    "ignored `{table}` in {}: a project may not loosen it; set it in {}",
-                    project_path.display(),
-                    env.keel_home.join("config.toml").display()
-                ));
-            }
+        Err(error) => return Err(error),
+    };
+    if let Some(mut project) = project {
+        if let Some(table) = project.hooks.take() {
+            // Loaded either way: hooks wait for trust when they would run.
+            let origin = HookOrigin::ProjectFile(project_path.clone());
+            layers.hook_tables.push(HookTable { origin, table });
         }
-        layers.merged.overlay(project);
+        let kept = if project_trusted {
+            trusted_project(project, &project_path, &env.keel_home, &mut layers.warnings)
+        } else {
+            untrusted_project(project, &project_path, &mut layers.warnings)
+        };
+        layers.merged.overlay(kept);
     }
     for text in &cli.set {
-        layers.merged.overlay(parse_override(text)?);
+        let mut parsed = parse_override(text)?;
+        if let Some(table) = parsed.hooks.take() {
+            let origin = HookOrigin::Override(text.clone());
+            layers.hook_tables.push(HookTable { origin, table });
+        }
+        layers.merged.overlay(parsed);
     }
     Ok(layers)
 }
@@ -258,7 +310,8 @@ pub(super) fn read_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> 
 }
 
 /// Parses `key=value`; the value is TOML (`max_steps=5`) or, failing
-/// that, a bare string (`model=gpt-5`).
+/// that, a bare string (`model=gpt-5`). Errors show the override as TOML
+/// with a caret at the bad part, as config file errors do.
 fn parse_override(text: &str) -> Result<ConfigFile, ConfigError> {
     let bad = |message: String| ConfigError::BadOverride { text: text.to_owned(), message };
     let Some((key, value)) = text.split_once('=') else {
@@ -268,9 +321,17 @@ fn parse_override(text: &str) -> Result<ConfigFile, ConfigError> {
     let value = value.trim();
     let as_toml = format!("{key} = {value}");
     let as_string = format!("{key} = {}", toml::Value::String(value.to_owned()));
-    toml::from_str::<ConfigFile>(&as_toml)
-        .or_else(|_| toml::from_str::<ConfigFile>(&as_string))
-        .map_err(|error| bad(error.message().to_owned()))
+    let typed = toml::from_str::<ConfigFile>(&as_toml);
+    let typed_error = match typed {
+        Ok(parsed) => return Ok(parsed),
+        // Valid TOML that does not fit (a range, an unknown key) is the
+        // error to show; a value that is not TOML may still be a string.
+        Err(error) => as_toml.parse::<toml::Table>().is_ok().then_some(error),
+    };
+    match (toml::from_str::<ConfigFile>(&as_string), typed_error) {
+        (Ok(parsed), _) => Ok(parsed),
+        (Err(_), Some(error)) | (Err(error), None) => Err(bad(error.to_string())),
+    }
 }
 
 #[cfg(test)]
@@ -283,6 +344,27 @@ mod tests {
         assert_eq!(parsed.max_steps, Some(7));
         let parsed = parse_override("model=gpt-5.1-codex").unwrap();
         assert_eq!(parsed.model.as_deref(), Some("gpt-5.1-codex"));
+        let parsed = parse_override("model=123").unwrap();
+        assert_eq!(parsed.model.as_deref(), Some("123"), "a number can be a model name");
+    }
+
+    #[test]
+    fn out_of_range_and_empty_values_are_errors_with_a_caret() {
+        for (text, needle) in [
+            ("max_steps=0", "max_steps must be 1 or more"),
+            ("model=", "model must be a model name"),
+            ("idle_timeout_secs=0", "idle_timeout_secs must be 1 or more"),
+            ("context.window=0", "context.window must be 1 or more"),
+            ("context.compact_threshold=2", "from 0.1 to 1.0"),
+            ("provider=gemini", "use one of: openai, openai-chat, anthropic"),
+            ("sandbox.mode=open", "use one of: read-only, workspace-write, full-access"),
+            ("hooks.anything=1", "unknown hook event `anything`; use one of: SessionStart"),
+            ("api_key_env=\"$X\"", "environment variable name"),
+        ] {
+            let error = parse_override(text).unwrap_err().to_string();
+            assert!(error.contains(needle), "{text}: {error}");
+            assert!(error.contains('^'), "{text}: no caret in {error}");
+        }
     }
 
     #[test]

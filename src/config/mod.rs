@@ -5,10 +5,14 @@
 //! uses, pure and testable.
 //!
 //! Sources, later wins: `$KEEL_HOME/config.toml` (default `~/.keel`), the
-//! project's `.keel/config.toml`, `-c key=value`, then flags. API keys come
-//! only from environment variables. A project file may not redirect the
-//! API key to another server (`base_url`, `api_key_env`): those keys are
-//! ignored there with a warning, since a cloned repository is untrusted.
+//! project's `.keel/config.toml`, `-c key=value`, then flags; every reader
+//! (hooks included) uses the same merged layers, and values are checked
+//! where they are written ([`validate`]). API keys come only from
+//! environment variables. A cloned repository is untrusted: until `keel
+//! trust`, its config file applies display preferences only (the
+//! `[context]` prices) and one warning names what it ignored; even trusted,
+//! it may not redirect the API key (`base_url`, `api_key_env`) or loosen
+//! `[sandbox]`, `[secrets]`, `[shell] env_keep`.
 
 mod hooks;
 mod instructions;
@@ -17,13 +21,18 @@ mod memory;
 mod provider;
 mod resolve;
 pub mod rules;
+mod trust;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
-pub use layers::{ConfigFile, ContextFile, Layers, SandboxFile, find_workspace_root, read_layers};
+pub use layers::{
+    ConfigFile, ContextFile, HookOrigin, HookTable, Layers, SandboxFile, find_workspace_root,
+    read_layers,
+};
 pub use memory::{MemoryProblem, discover_memory};
 pub use provider::ProviderFile;
 pub use resolve::{LocalSettings, SandboxSettings, Settings, resolve, resolve_local};
@@ -112,10 +121,12 @@ pub struct CliOverrides {
 /// Loads and resolves configuration for a command run in `env.cwd`.
 pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigError> {
     let layers = read_layers(env, cli)?;
+    let hook_tables = layers.hook_tables.clone();
+    let import_claude = layers.merged.import_claude_hooks.unwrap_or(false);
     let mut settings = resolve(env, cli, layers)?;
-    settings.hooks = load_hooks(&settings.keel_home, &settings.workspace_root)?;
+    settings.hooks =
+        load_hooks(&settings.keel_home, &settings.workspace_root, &hook_tables, import_claude)?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
-    settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
     load_phase_rules(&mut settings);
     settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)
@@ -127,7 +138,6 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
     let layers = read_layers(env, cli)?;
     let mut settings = resolve_local(env, layers)?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
-    settings.project_trusted = rules::is_trusted(&env.keel_home, &settings.workspace_root)?;
     Ok(settings)
 }
 

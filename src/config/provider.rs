@@ -11,7 +11,8 @@
 //! api_key_header = "api-key"    # bearer (default) | api-key (Azure)
 //! ```
 //!
-//! Invariants: syntax only (values are checked by `resolve`); unknown keys
+//! Invariants: the protocol name is checked where it is written
+//! (`super::validate`), the other values by `resolve`; unknown keys
 //! are errors; a layer that sets some keys keeps the others of the layers
 //! below it.
 
@@ -33,6 +34,7 @@ pub struct ProviderFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProviderTable {
+    #[serde(default, deserialize_with = "super::validate::provider")]
     name: Option<String>,
     reasoning_echo: Option<String>,
     prompt_cache_key: Option<bool>,
@@ -71,7 +73,8 @@ impl<'de> Visitor<'de> for ProviderVisitor {
     }
 
     fn visit_str<E: de::Error>(self, name: &str) -> Result<ProviderFile, E> {
-        Ok(ProviderFile { name: Some(name.to_owned()), ..ProviderFile::default() })
+        let name = super::validate::provider_name(name)?;
+        Ok(ProviderFile { name: Some(name), ..ProviderFile::default() })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ProviderFile, A::Error> {

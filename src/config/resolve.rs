@@ -71,47 +71,21 @@ pub struct Settings {
 /// Default share of the window at which compaction starts.
 pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.85;
 
-/// The table's figures for `model` with `[context]`'s overrides; a
-/// negative price is an error.
-fn pricing(model: &str, file: Option<ContextFile>, ttl: CacheTtl) -> Result<Pricing, ConfigError> {
+/// The table's figures for `model` with `[context]`'s overrides (checked
+/// where they were written, `super::validate`).
+fn pricing(model: &str, file: Option<ContextFile>, ttl: CacheTtl) -> Pricing {
     let mut table = Pricing::for_model(model);
     if ttl == CacheTtl::OneHour && table.cache_write_price.is_some() {
         // One-hour entries cost twice the input price to write.
         table.cache_write_price = table.input_price.map(|price| price * 2.0);
     }
-    let Some(file) = file else { return Ok(table) };
-    for (key, price) in [
-        ("context.input_price", file.input_price),
-        ("context.cached_input_price", file.cached_input_price),
-        ("context.cache_write_price", file.cache_write_price),
-        ("context.output_price", file.output_price),
-    ] {
-        if let Some(price) = price.filter(|price| !(price.is_finite() && *price >= 0.0)) {
-            return Err(ConfigError::InvalidValue {
-                key,
-                value: price.to_string(),
-                message: "use US dollars per million tokens, 0 or more".to_owned(),
-            });
-        }
-    }
-    Ok(Pricing {
-        context_window: file.window.filter(|window| *window > 0).or(table.context_window),
+    let Some(file) = file else { return table };
+    Pricing {
+        context_window: file.window.or(table.context_window),
         input_price: file.input_price.or(table.input_price),
         cached_input_price: file.cached_input_price.or(table.cached_input_price),
         output_price: file.output_price.or(table.output_price),
         cache_write_price: file.cache_write_price.or(table.cache_write_price),
-    })
-}
-
-fn compact_threshold(file: Option<ContextFile>) -> Result<f64, ConfigError> {
-    match file.and_then(|file| file.compact_threshold) {
-        None => Ok(DEFAULT_COMPACT_THRESHOLD),
-        Some(value) if (0.1..=1.0).contains(&value) => Ok(value),
-        Some(value) => Err(ConfigError::InvalidValue {
-            key: "context.compact_threshold",
-            value: value.to_string(),
-            message: "use a fraction of the window between 0.1 and 1.0 (default 0.85)".to_owned(),
-        }),
     }
 }
 
@@ -215,7 +189,7 @@ pub fn resolve(
     cli: &CliOverrides,
     layers: Layers,
 ) -> Result<Settings, ConfigError> {
-    let Layers { merged, warnings, workspace_root } = layers;
+    let Layers { merged, warnings, workspace_root, project_trusted, hook_tables: _ } = layers;
     let config_path = env.keel_home.join("config.toml");
     let base_url = cli.base_url.clone().or(merged.base_url);
     let provider_file = merged.provider.unwrap_or_default();
@@ -243,12 +217,11 @@ pub fn resolve(
         ..RetryPolicy::default()
     };
     let idle_timeout =
-        Duration::from_secs(merged.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).max(1));
-    let request_timeout = Duration::from_secs(
-        merged.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS).max(1),
-    );
+        Duration::from_secs(merged.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS));
+    let request_timeout =
+        Duration::from_secs(merged.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS));
     let profile = ServerProfile::detect(kind, &base_url, &model, profile_settings(&provider_file)?);
-    let pricing = pricing(&model, merged.context, profile.cache_ttl)?;
+    let pricing = pricing(&model, merged.context, profile.cache_ttl);
     Ok(Settings {
         provider: ProviderConfig {
             kind,
@@ -260,7 +233,7 @@ pub fn resolve(
             request_timeout,
             profile,
         },
-        max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
+        max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         keel_home: env.keel_home.clone(),
         workspace_root,
         warnings,
@@ -269,14 +242,17 @@ pub fn resolve(
         env_filter: env_filter(merged.shell.as_ref()),
         home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
         rules: RuleSet::default(),
-        project_trusted: false,
+        project_trusted,
         sandbox: sandbox_settings(merged.sandbox)?,
         verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
         detected_checks: Vec::new(),
         phase_rules: None,
         context_window: pricing.context_window,
         pricing,
-        compact_threshold: compact_threshold(merged.context)?,
+        compact_threshold: merged
+            .context
+            .and_then(|context| context.compact_threshold)
+            .unwrap_or(DEFAULT_COMPACT_THRESHOLD),
         model,
     })
 }
@@ -298,14 +274,14 @@ pub struct LocalSettings {
 
 /// Resolves the model-free part of the configuration.
 pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings, ConfigError> {
-    let Layers { merged, warnings, workspace_root } = layers;
+    let Layers { merged, warnings, workspace_root, project_trusted, hook_tables: _ } = layers;
     Ok(LocalSettings {
         keel_home: env.keel_home.clone(),
         workspace_root,
         home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
         warnings,
         rules: RuleSet::default(),
-        project_trusted: false,
+        project_trusted,
         env_filter: env_filter(merged.shell.as_ref()),
         sandbox: sandbox_settings(merged.sandbox)?,
     })
@@ -444,6 +420,10 @@ mod tests {
         std::fs::create_dir_all(env.cwd.join(".keel")).unwrap();
         std::fs::write(env.cwd.join(".keel/config.toml"), "model = \"project\"\n").unwrap();
         let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.model, "user", "an untrusted project's model is ignored");
+        assert!(settings.warnings[0].contains("ignored until you run `keel trust`: model"));
+        crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
         assert_eq!((settings.model.as_str(), settings.max_steps), ("project", 3));
         let cli = CliOverrides { set: vec!["model=cli-c".into()], ..CliOverrides::default() };
         assert_eq!(load(&env, &cli).unwrap().model, "cli-c");
@@ -454,6 +434,7 @@ mod tests {
     #[test]
     fn project_cannot_redirect_the_api_key() {
         let (_dir, env) = env(&[("OPENAI_API_KEY", "k")]);
+        crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
         std::fs::create_dir_all(env.cwd.join(".keel")).unwrap();
         std::fs::write(
             env.cwd.join(".keel/config.toml"),

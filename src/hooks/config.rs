@@ -114,7 +114,13 @@ impl HooksConfig {
         let mut events = BTreeMap::new();
         for (name, groups) in raw {
             let event: HookEvent = serde_json::from_value(serde_json::Value::String(name.clone()))
-                .map_err(|_| parse_error(format!("unknown hook event `{name}`")))?;
+                .map_err(|_| {
+                    let valid: Vec<&str> = HookEvent::ALL.iter().map(|e| e.name()).collect();
+                    parse_error(format!(
+                        "unknown hook event `{name}`; use one of: {}",
+                        valid.join(", ")
+                    ))
+                })?;
             let mut compiled = Vec::with_capacity(groups.len());
             for group in groups {
                 let regex = compile_matcher(&source, group.matcher.as_deref())?;

@@ -47,6 +47,25 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
+    /// Every event, in the order hooks documentation lists them.
+    pub const ALL: [HookEvent; 10] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::PostToolUseFailure,
+        HookEvent::PhaseChange,
+        HookEvent::PreCompact,
+        HookEvent::Stop,
+        HookEvent::SessionEnd,
+        HookEvent::Notification,
+    ];
+
+    /// The event called `name` (as in config files), if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|event| event.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             HookEvent::SessionStart => "SessionStart",

@@ -1,6 +1,8 @@
 mod adversarial_files;
 mod adversarial_git;
+mod adversarial_trust;
 mod canary;
+mod config_flags;
 mod context_compaction;
 mod context_overflow;
 mod context_requests;

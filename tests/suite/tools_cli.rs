@@ -114,11 +114,12 @@ fn the_stripped_environment_is_configured_by_the_user_only() {
         "[shell]\nenv_strip = [\"CORP_*\"]\nenv_keep = [\"GH_TOKEN\"]\n",
     )
     .unwrap();
-    // A project may strip more, never pass a secret through.
+    // A (trusted) project may strip more, never pass a secret through.
     sandbox.write(
         ".keel/config.toml",
         "[shell]\nenv_strip = [\"PROJECT_STRIPPED\"]\nenv_keep = [\"*\"]\n",
     );
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
     let out = sandbox
         .keel()
         .env("GH_TOKEN", "gh-kept")

@@ -383,13 +383,15 @@ async fn a_trusted_projects_phase_rules_apply_and_an_untrusted_ones_do_not() {
     assert!(refusal.1 && refusal.0.contains("look phase"), "{refusal:?}");
 }
 
-/// `verify.commands` (here from the project's config) counts as verification.
+/// `verify.commands` (here from a trusted project's config) counts as
+/// verification.
 #[tokio::test]
 async fn configured_verify_commands_open_the_deliver_gate() {
     let sandbox = Sandbox::new();
     sandbox.write("hello.txt", "helo world\n");
     sandbox.write("check.sh", "grep -q 'hello world' hello.txt\n");
     sandbox.write(".keel/config.toml", "[verify]\ncommands = [\"sh check.sh\"]\n");
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
     let steps = vec![
         read_hello(),
         typo_edit(),

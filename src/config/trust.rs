@@ -1,0 +1,125 @@
+//! What a project's own `.keel/config.toml` may set. A cloned repository
+//! is untrusted input: until the user runs `keel trust` its file applies
+//! display preferences only (the `[context]` prices, which change what is
+//! shown, not what keel does), and one warning names every other key it
+//! set. Trusted, it applies, except the keys a project may never set: it
+//! may not redirect the API key (`base_url`, `api_key_env`) or loosen
+//! `[sandbox]`, `[secrets]` or `[shell] env_keep`.
+
+use std::path::Path;
+
+use super::layers::{ConfigFile, ContextFile};
+
+/// A trusted project's file minus what a project may never set.
+pub(super) fn trusted_project(
+    mut project: ConfigFile,
+    path: &Path,
+    keel_home: &Path,
+    warnings: &mut Vec<String>,
+) -> ConfigFile {
+    let user_file = keel_home.join("config.toml");
+    for (key, value) in
+        [("base_url", project.base_url.take()), ("api_key_env", project.api_key_env.take())]
+    {
+        if value.is_some() {
+            warnings.push(format!(
+                "ignored `{key}` in {}: a project may not redirect API keys; set it in {} or pass a flag",
+                path.display(),
+                user_file.display()
+            ));
+        }
+    }
+    let env_keep = project.shell.as_mut().and_then(|shell| shell.env_keep.take());
+    for (table, present) in [
+        ("[sandbox]", project.sandbox.take().is_some()),
+        ("[secrets]", project.secrets.take().is_some()),
+        ("[shell] env_keep", env_keep.is_some()),
+    ] {
+        if present {
+            warnings.push(format!(
+                "ignored `{table}` in {}: a project may not loosen it; set it in {}",
+                path.display(),
+                user_file.display()
+            ));
+        }
+    }
+    project
+}
+
+/// What an untrusted project's file may set: display preferences only
+/// (the `[context]` prices). One warning names everything else it set.
+pub(super) fn untrusted_project(
+    project: ConfigFile,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> ConfigFile {
+    let ignored = set_keys(&project);
+    if !ignored.is_empty() {
+        warnings.push(format!(
+            "{} is not trusted, so these settings in it are ignored until you run `keel trust`: \
+             {}",
+            path.display(),
+            ignored.join(", ")
+        ));
+    }
+    let context = project.context.map(|context| ContextFile {
+        input_price: context.input_price,
+        cached_input_price: context.cached_input_price,
+        output_price: context.output_price,
+        cache_write_price: context.cache_write_price,
+        ..ContextFile::default()
+    });
+    ConfigFile { context, ..ConfigFile::default() }
+}
+
+/// The keys `file` sets that change behaviour, as a user would write them.
+fn set_keys(file: &ConfigFile) -> Vec<String> {
+    let ConfigFile {
+        provider,
+        model,
+        base_url,
+        api_key_env,
+        max_steps,
+        max_retries,
+        idle_timeout_secs,
+        request_timeout_secs,
+        hooks,
+        import_claude_hooks,
+        sandbox,
+        verify,
+        secrets,
+        shell,
+        context,
+    } = file;
+    let mut keys: Vec<String> = [
+        ("provider", provider.is_some()),
+        ("model", model.is_some()),
+        ("base_url", base_url.is_some()),
+        ("api_key_env", api_key_env.is_some()),
+        ("max_steps", max_steps.is_some()),
+        ("max_retries", max_retries.is_some()),
+        ("idle_timeout_secs", idle_timeout_secs.is_some()),
+        ("request_timeout_secs", request_timeout_secs.is_some()),
+        ("hooks", hooks.is_some()),
+        ("import_claude_hooks", import_claude_hooks.is_some()),
+        ("[sandbox]", sandbox.is_some()),
+        ("[verify]", verify.is_some()),
+        ("[secrets]", secrets.is_some()),
+        ("[shell]", shell.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, set)| *set)
+    .map(|(key, _)| key.to_owned())
+    .collect();
+    if let Some(context) = context {
+        for (key, set) in [
+            ("[context] window", context.window.is_some()),
+            ("[context] compact_threshold", context.compact_threshold.is_some()),
+        ] {
+            if set {
+                keys.push(key.to_owned());
+            }
+        }
+    }
+    keys
+}

@@ -1,0 +1,162 @@
+//! Values checked while a config file or a `-c` override is parsed, so a
+//! bad one is an error pointing at it (TOML's line and caret), naming what
+//! is allowed, instead of being clamped or ignored later (`max_steps = 0`
+//! once silently became 1, an empty `model` was accepted, an unknown hook
+//! event was taken as one).
+//!
+//! Each function is a serde `deserialize_with` for an `Option` field of
+//! [`super::ConfigFile`] or its tables.
+
+use serde::Deserialize;
+use serde::de::{Deserializer, Error};
+
+use crate::hooks::HookEvent;
+use crate::llm::ProviderKind;
+use crate::sandbox::landlock::SandboxMode;
+
+/// Provider names a config may use.
+const PROVIDERS: &str = "openai, openai-chat, anthropic";
+
+pub(super) fn provider<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    provider_name(&String::deserialize(d)?).map(Some)
+}
+
+/// A protocol name keel speaks, for `provider = "…"` and `[provider] name`.
+pub(super) fn provider_name<E: Error>(name: &str) -> Result<String, E> {
+    match ProviderKind::from_cli_name(name) {
+        Some(_) => Ok(name.to_owned()),
+        None => Err(E::custom(format!("unknown provider `{name}`; use one of: {PROVIDERS}"))),
+    }
+}
+
+pub(super) fn model<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(d)?;
+    if name.trim().is_empty() || name.chars().any(char::is_control) {
+        return Err(D::Error::custom(
+            "model must be a model name such as gpt-5.1 or claude-sonnet-4-5, not empty",
+        ));
+    }
+    Ok(Some(name))
+}
+
+pub(super) fn base_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let url = String::deserialize(d)?;
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(Some(url))
+    } else {
+        Err(D::Error::custom(format!(
+            "base_url `{url}` must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)"
+        )))
+    }
+}
+
+pub(super) fn env_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(d)?;
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if valid {
+        Ok(Some(name))
+    } else {
+        Err(D::Error::custom(format!(
+            "api_key_env `{name}` must be an environment variable name such as MY_API_KEY"
+        )))
+    }
+}
+
+pub(super) fn max_steps<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    at_least_one(u32::deserialize(d)?, "max_steps", "model calls per turn")
+}
+
+pub(super) fn idle_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(u64::deserialize(d)?, "idle_timeout_secs", "seconds")
+}
+
+pub(super) fn request_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(u64::deserialize(d)?, "request_timeout_secs", "seconds")
+}
+
+pub(super) fn window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(u64::deserialize(d)?, "context.window", "tokens")
+}
+
+fn at_least_one<T, E>(value: T, key: &str, unit: &str) -> Result<Option<T>, E>
+where
+    T: PartialOrd + From<u8> + std::fmt::Display,
+    E: Error,
+{
+    if value >= T::from(1) {
+        Ok(Some(value))
+    } else {
+        Err(E::custom(format!("{key} must be 1 or more ({unit}); got {value}")))
+    }
+}
+
+pub(super) fn threshold<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let value = f64::deserialize(d)?;
+    if (0.1..=1.0).contains(&value) {
+        Ok(Some(value))
+    } else {
+        Err(D::Error::custom(format!(
+            "context.compact_threshold must be a fraction of the window from 0.1 to 1.0 \
+             (default 0.85); got {value}"
+        )))
+    }
+}
+
+pub(super) fn input_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    price(f64::deserialize(d)?, "context.input_price")
+}
+
+pub(super) fn cached_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    price(f64::deserialize(d)?, "context.cached_input_price")
+}
+
+pub(super) fn cache_write_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    price(f64::deserialize(d)?, "context.cache_write_price")
+}
+
+pub(super) fn output_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    price(f64::deserialize(d)?, "context.output_price")
+}
+
+fn price<E: Error>(value: f64, key: &str) -> Result<Option<f64>, E> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(Some(value))
+    } else {
+        Err(E::custom(format!(
+            "{key} must be US dollars per million tokens, 0 or more; got {value}"
+        )))
+    }
+}
+
+pub(super) fn sandbox_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let mode = String::deserialize(d)?;
+    match SandboxMode::parse(&mode) {
+        Some(_) => Ok(Some(mode)),
+        None => Err(D::Error::custom(format!(
+            "unknown sandbox.mode `{mode}`; use one of: read-only, workspace-write, full-access"
+        ))),
+    }
+}
+
+pub(super) fn commands<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let commands = Vec::<String>::deserialize(d)?;
+    if commands.iter().any(|command| command.trim().is_empty()) {
+        return Err(D::Error::custom("verify.commands must not hold an empty command"));
+    }
+    Ok(Some(commands))
+}
+
+/// A `[hooks]` table: every key must be a hook event keel knows.
+pub(super) fn hooks<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Table>, D::Error> {
+    let table = toml::Table::deserialize(d)?;
+    if let Some(unknown) = table.keys().find(|name| HookEvent::from_name(name).is_none()) {
+        let valid: Vec<&str> = HookEvent::ALL.iter().map(|event| event.name()).collect();
+        return Err(D::Error::custom(format!(
+            "unknown hook event `{unknown}`; use one of: {}",
+            valid.join(", ")
+        )));
+    }
+    Ok(Some(table))
+}
