@@ -1,3 +1,4 @@
+mod adversarial_env;
 mod adversarial_files;
 mod adversarial_git;
 mod adversarial_trust;

@@ -372,14 +372,23 @@ async fn plan_review_edit_in_editor_then_approve_then_auto() {
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
     let keel = assert_cmd::cargo::cargo_bin("keel");
-    // The "editor" rewrites the plan file in place, as a user would.
+    // The "editor" rewrites the plan file in place, as a user would, and
+    // notes the environment it was given (no credentials may reach it).
+    let editor_env = sandbox.home.join("editor-env.txt");
+    let editor = sandbox.home.join("editor.sh");
+    std::fs::write(
+        &editor,
+        format!("#!/bin/sh\nenv > {}\nsed -i s/callers/everyone/ \"$1\"\n", editor_env.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let command = format!(
-        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color EDITOR={} {} --provider \
-         openai-chat --base-url {} --model m",
+        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color OPENAI_API_KEY=sk-editor-canary \
+         EDITOR={} {} --provider openai-chat --base-url {} --model m",
         shell_quote(&std::env::var("PATH").unwrap_or_default()),
         shell_quote(&sandbox.home.display().to_string()),
         shell_quote(&sandbox.home.display().to_string()),
-        shell_quote("sed -i s/callers/everyone/"),
+        shell_quote(&editor.display().to_string()),
         shell_quote(&keel.display().to_string()),
         shell_quote(&format!("{}/v1", server.uri())),
     );
@@ -393,6 +402,8 @@ async fn plan_review_edit_in_editor_then_approve_then_auto() {
     pane.wait_for(&["Plan: Rename", "tell the callers", "[A] approve, then auto"]);
     pane.keys(&["e"]);
     pane.wait_for(&["tell the everyone", "edited ·"]);
+    let seen = std::fs::read_to_string(&editor_env).unwrap();
+    assert!(seen.contains("KEEL_HOME=") && !seen.contains("sk-editor-canary"), "{seen}");
     pane.keys(&["A"]);
     let screen = pane.wait_for(&["Implemented.", "mode: auto"]);
     assert!(screen.contains("✓ write_file a.txt"), "{screen}");
