@@ -504,3 +504,40 @@ async fn slash_diff_and_compact_reach_the_session() {
     let log = sandbox.only_log();
     assert!(log.iter().any(|line| line["type"] == "compaction"), "compaction recorded");
 }
+
+/// Issue 13 through the TUI's own start: a repository whose git config
+/// names commands (fsmonitor, external diff) runs none of them, neither at
+/// start nor for `/diff`, and an untrusted config's ignored keys are said
+/// in one line once the trust question is answered "no".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_repository_runs_nothing_when_the_tui_starts() {
+    let sandbox = Sandbox::new();
+    let canary = super::canary::Canary::new("tui-start");
+    sandbox.write("notes.txt", "alpha\n");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&sandbox.repo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-qm", "notes"]);
+    git(&["config", "core.fsmonitor", &format!("{}; echo", canary.trap("fsmonitor"))]);
+    git(&["config", "diff.external", &canary.trap("external-diff")]);
+    sandbox.write("notes.txt", "beta\n");
+    sandbox.write(".keel/config.toml", "model = \"project-model\"\nmax_steps = 1\n");
+    let server = scripted_model(Wire::Chat, &[Step::Answer("unused".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Trust this project?", ".keel/config.toml"]);
+    pane.keys(&["n"]);
+    pane.wait_for(&["config.toml is not trusted", "model, max_steps", "Ask keel"]);
+    pane.type_text("/diff");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["│-alpha", "│+beta"]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    canary.assert_quiet("the TUI's start and /diff");
+}
