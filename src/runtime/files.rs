@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::FileProbe;
 use crate::protocol::{SessionEvent, ToolCall, ToolClass};
-use crate::session::{content_hash, file_hash};
+use crate::session::content_hash;
 
 use super::{RuntimeError, Session};
 
@@ -35,7 +35,7 @@ impl Session {
         let mut touched: Touched = named_paths(call, &self.workspace_root, &self.cwd)
             .into_iter()
             .map(|path| {
-                let before = file_hash(&path);
+                let before = file_fingerprint(&path);
                 (path.display().to_string(), before)
             })
             .collect();
@@ -115,7 +115,53 @@ pub(super) const MAX_FINGERPRINT_FILES: usize = 20_000;
 
 /// A file's content hash, or a directory's tree fingerprint.
 fn probe(path: &Path) -> Option<String> {
-    if path.is_dir() { tree_fingerprint(path) } else { file_hash(path) }
+    if path.is_dir() { tree_fingerprint(path) } else { file_fingerprint(path) }
+}
+
+/// Files larger than this are fingerprinted by size and mtime, not read.
+const MAX_HASHED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What a path holds now, without ever blocking or reading without
+/// bound: a regular file's content hash (size and mtime past
+/// [`MAX_HASHED_BYTES`]); for a FIFO, socket or device only its kind, since
+/// opening one can block or never end (the model names the path, so a
+/// `write_file` on a FIFO must not hang the session before the tool
+/// refuses it); `None` when nothing is there.
+fn file_fingerprint(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let metadata = std::fs::symlink_metadata(path).ok()?;
+    let kind = metadata.file_type();
+    if kind.is_symlink() {
+        let target = std::fs::read_link(path).ok()?;
+        return Some(
+            content_hash(target.as_os_str().as_encoded_bytes()).replacen("fnv1a64", "link", 1),
+        );
+    }
+    if kind.is_fifo() || kind.is_socket() || kind.is_char_device() || kind.is_block_device() {
+        return Some(format!("special:{:o}", metadata.mode() & 0o170_000));
+    }
+    if !kind.is_file() {
+        return None;
+    }
+    if metadata.len() > MAX_HASHED_BYTES {
+        return Some(format!(
+            "large:{}:{}.{}",
+            metadata.len(),
+            metadata.mtime(),
+            metadata.mtime_nsec()
+        ));
+    }
+    // Non-blocking and not through a symlink, should it have been swapped.
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let file = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty()).ok()?);
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_HASHED_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(content_hash(&bytes))
 }
 
 /// Hash of (relative path, size, mtime) of every file under `root` that
@@ -268,6 +314,25 @@ mod tests {
         let sub = root.join("sub");
         assert_eq!(named_paths(&call("write_file"), &root, &sub), [root.join("a.txt")]);
         assert!(named_paths(&call("shell"), &root, &sub).is_empty());
+    }
+
+    #[test]
+    fn special_files_are_named_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // Reading it would block this test forever.
+        assert_eq!(file_fingerprint(&fifo).as_deref(), Some("special:10000"));
+        std::fs::write(dir.path().join("f"), "a").unwrap();
+        assert_eq!(file_fingerprint(&dir.path().join("f")), Some(content_hash(b"a")));
+        assert_eq!(file_fingerprint(&dir.path().join("missing")), None);
     }
 
     #[test]

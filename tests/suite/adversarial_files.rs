@@ -384,3 +384,35 @@ async fn started_in_a_subfolder_a_path_from_grep_can_be_read_and_edited() {
     // `README.md` exists at the root too: the root's, as the rule says.
     assert!(results[4]["output"].as_str().unwrap().contains("root"), "{}", results[4]);
 }
+
+#[tokio::test]
+async fn a_session_writing_to_a_fifo_is_refused_and_does_not_hang() {
+    let sandbox = Sandbox::new();
+    mkfifo(&sandbox.repo.join("pipe"));
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "pipe", "content": "x"}))],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "edit_file",
+                json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+            )],
+        },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "write"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(output.status.code().is_some(), "keel hung on the FIFO and was killed");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 3, "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(bodies[2].to_string().contains("is a FIFO (named pipe)"), "{}", bodies[2]);
+}
