@@ -30,7 +30,10 @@ pub(super) fn run(args: ApplyPatchArgs) -> anyhow::Result<ExitStatus> {
     };
     let cwd = std::env::current_dir().context("cannot determine the working directory")?;
     let root = find_workspace_root(&cwd);
-    let ws = Workspace::from_parts(&root, &cwd).map_err(|error| anyhow::anyhow!("{error}"))?;
+    // Run by a person in a folder: paths are relative to it, as for `git apply`.
+    let ws = Workspace::from_parts(&root, &cwd)
+        .map_err(|error| anyhow::anyhow!("{error}"))?
+        .relative_to_cwd();
     match apply_patch_text(&ws, &FileStates::new(), &patch) {
         Ok(report) => {
             let mut out = std::io::stdout().lock();

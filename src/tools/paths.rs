@@ -6,7 +6,9 @@
 //! form their results use: a relative path is relative to the workspace
 //! root; when it names nothing there but names something relative to the
 //! working directory (a session started in a subfolder), that is used
-//! instead, since it is unambiguous. Absolute paths are allowed only inside
+//! instead, since it is unambiguous (`keel apply-patch`, run by a person in
+//! a folder, resolves from that folder only: [`Workspace::relative_to_cwd`]).
+//! Absolute paths are allowed only inside
 //! the workspace. `..` is applied physically (after resolving the symlinks
 //! before it), as the OS would; for components that do not exist yet it is
 //! applied lexically. A dangling symlink is refused, since writing through
@@ -24,6 +26,9 @@ use super::{ToolContext, ToolError};
 pub struct Workspace {
     root: PathBuf,
     cwd: PathBuf,
+    /// Relative paths start at the cwd only (`keel apply-patch`, run by a
+    /// person in a folder, as `git apply` is), not at the root first.
+    cwd_only: bool,
 }
 
 impl Workspace {
@@ -39,7 +44,13 @@ impl Workspace {
         if !cwd.starts_with(&root) {
             return Err(ToolError::OutsideWorkspace { path: cwd, root });
         }
-        Ok(Self { root, cwd })
+        Ok(Self { root, cwd, cwd_only: false })
+    }
+
+    /// The same workspace resolving relative paths from the cwd only.
+    pub fn relative_to_cwd(mut self) -> Self {
+        self.cwd_only = true;
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -78,6 +89,9 @@ impl Workspace {
         raw: &str,
         resolve: impl Fn(&Path) -> Result<PathBuf, ToolError>,
     ) -> Result<PathBuf, ToolError> {
+        if self.cwd_only {
+            return resolve(&self.cwd);
+        }
         let exists = |path: &PathBuf| std::fs::symlink_metadata(path).is_ok();
         let from_root = resolve(&self.root);
         if Path::new(raw).is_absolute() || self.cwd == self.root {
@@ -318,6 +332,9 @@ mod tests {
         assert_eq!(w.resolve_in_cwd("..").unwrap(), root);
         assert_eq!(w.resolve_or_cwd(None).unwrap(), root.join("crate"));
         assert!(outside(w.resolve("../..")));
+        let from_cwd = workspace(&ws).relative_to_cwd();
+        assert_eq!(from_cwd.resolve("README.md").unwrap(), root.join("crate/README.md"));
+        assert_eq!(from_cwd.resolve("crate/x").unwrap(), root.join("crate/crate/x"));
     }
 
     #[test]
