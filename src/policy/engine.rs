@@ -95,7 +95,10 @@ fn by_mode(mode: ApprovalMode, tool: &str, access: Access) -> Verdict {
     Verdict::new(decision, Vec::new())
 }
 
-/// A file tool's access to `path`.
+/// A file tool's access to `path`. The tools read a relative path from the
+/// workspace root, or from the working directory when only that names
+/// something (`tools::paths`); policy cannot look at the disk, so it judges
+/// both readings and keeps the stricter verdict.
 pub fn evaluate_path(
     policy: &Policy,
     allowlist: &Allowlist,
@@ -103,8 +106,37 @@ pub fn evaluate_path(
     path: &str,
     access: Access,
 ) -> Verdict {
-    let resolved = policy.paths.resolve(path);
-    let inside = policy.paths.in_workspace(&resolved);
+    let from_cwd = policy.paths.resolve(path);
+    let from_root = policy.paths.resolve_from_root(path);
+    let cwd_verdict = evaluate_resolved(policy, allowlist, tool, &from_cwd, access);
+    if from_root == from_cwd {
+        return cwd_verdict;
+    }
+    let root_verdict = evaluate_resolved(policy, allowlist, tool, &from_root, access);
+    if strictness(&root_verdict.decision) > strictness(&cwd_verdict.decision) {
+        root_verdict
+    } else {
+        cwd_verdict
+    }
+}
+
+fn strictness(decision: &Decision) -> u8 {
+    match decision {
+        Decision::Allow => 0,
+        Decision::Prompt { .. } => 1,
+        Decision::Forbidden { .. } => 2,
+    }
+}
+
+/// A file tool's access to the already resolved `resolved`.
+fn evaluate_resolved(
+    policy: &Policy,
+    allowlist: &Allowlist,
+    tool: &str,
+    resolved: &std::path::Path,
+    access: Access,
+) -> Verdict {
+    let inside = policy.paths.in_workspace(resolved);
     let key = inside.clone().unwrap_or_else(|| resolved.to_string_lossy().into_owned());
     let matched = trusted(policy, policy.rules.path_matches(&key, access));
     let strictest = matched.iter().map(|m| m.decision).max();
@@ -124,7 +156,7 @@ pub fn evaluate_path(
             ),
         },
         (_, Access::Write) if policy.mode.read_only() => return by_mode(policy.mode, tool, access),
-        (_, Access::Write) if policy.paths.is_protected(&resolved) => Decision::Prompt {
+        (_, Access::Write) if policy.paths.is_protected(resolved) => Decision::Prompt {
             reason: format!("{shown} is protected (.git, .keel, .ssh, shell start-up files)"),
         },
         (Some(RuleDecision::Allow), Access::Write) => Decision::Allow,

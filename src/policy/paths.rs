@@ -39,6 +39,17 @@ impl PathContext {
     /// A word from a command (`~/x`, `$HOME/x`, `../x`, `/x`) as an
     /// absolute, lexically normalised path.
     pub fn resolve(&self, word: &str) -> PathBuf {
+        self.resolve_in(&self.cwd, word)
+    }
+
+    /// A file tool's `path` as the tools read it first: from the workspace
+    /// root (`tools::paths`; they fall back to the cwd's reading when only
+    /// that names something, so policy judges both).
+    pub fn resolve_from_root(&self, word: &str) -> PathBuf {
+        self.resolve_in(&self.workspace_root, word)
+    }
+
+    fn resolve_in(&self, base: &Path, word: &str) -> PathBuf {
         let home = self.home.to_string_lossy();
         let expanded = if word == "~" || word == "$HOME" || word == "${HOME}" {
             home.to_string()
@@ -49,7 +60,7 @@ impl PathContext {
         } else {
             word.to_owned()
         };
-        normalize(&self.cwd.join(expanded))
+        normalize(&base.join(expanded))
     }
 
     /// The path relative to the workspace root (`/`-separated), or `None`

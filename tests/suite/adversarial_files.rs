@@ -416,3 +416,29 @@ async fn a_session_writing_to_a_fifo_is_refused_and_does_not_hang() {
     assert_eq!(bodies.len(), 3, "{}", String::from_utf8_lossy(&output.stderr));
     assert!(bodies[2].to_string().contains("is a FIFO (named pipe)"), "{}", bodies[2]);
 }
+
+#[test]
+fn policy_judges_the_path_the_tool_will_use_from_a_subfolder() {
+    // The tools read `secrets/key` from the root first; policy must judge
+    // that reading too, or a rule on the root's `secrets/` is bypassed by
+    // a session started in a subfolder.
+    let sandbox = Sandbox::new();
+    sandbox.write("secrets/key", "k\n");
+    sandbox.write("sub/readme.md", "hi\n");
+    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+    std::fs::write(
+        sandbox.home.join("rules/team.rules"),
+        "path_rule(glob=\"secrets/**\", access=\"write\", decision=\"forbidden\")\n",
+    )
+    .unwrap();
+    let out = sandbox
+        .keel()
+        .current_dir(sandbox.repo.join("sub"))
+        .args(["tool", "write_file", r#"{"path":"secrets/key","content":"pwned"}"#])
+        .args(["--mode", "yolo", "--yes"])
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["meta"]["decision"], "forbidden", "{envelope}");
+    assert_eq!(sandbox.read("secrets/key"), "k\n");
+}
