@@ -2,7 +2,7 @@
 //!
 //! Layers (lower never imports higher; `tests/suite/layers.rs` checks it):
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
-//!   [`prompts`], [`context`], [`plan`], [`tasks`], [`agent`].
+//!   [`prompts`], [`context`], [`plan`], [`tasks`], [`agent`], [`display`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
 //!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`].
 //! - L2: [`runtime`], the async driver.
@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod context;
+pub mod display;
 pub mod plan;
 pub mod policy;
 pub mod prompts;

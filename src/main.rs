@@ -5,13 +5,12 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
-use keel::cli::{self, Cli};
+use keel::cli;
 use keel::exec::ExitStatus;
 
 fn main() -> ExitCode {
     // Parsing first: `--version` and `--help` never start a runtime.
-    let cli = Cli::parse();
+    let cli = cli::parse_or_exit();
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,

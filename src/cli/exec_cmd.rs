@@ -10,7 +10,6 @@ use super::{ExecArgs, ModelArgs, resume_cmd, today};
 use crate::agent::PlanReview;
 use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ExitStatus, ResultLine};
-use crate::policy::ApprovalMode;
 
 pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<ExitStatus> {
     let json = args.json;
@@ -49,15 +48,16 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
     };
     let settings = config::load(&env, &overrides)?;
     let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
-    // No flag: a new session asks; a resumed one keeps its logged mode.
-    let approval = match (args.full_auto, args.yolo, args.mode.as_deref()) {
-        (_, true, _) => Some(ApprovalMode::Yolo),
-        (true, false, _) => Some(ApprovalMode::Auto),
-        (false, false, Some(mode)) => Some(ApprovalMode::parse(mode).with_context(|| {
-            format!("unknown mode `{mode}`; use ask, auto, plan, explore or yolo")
-        })?),
-        (false, false, None) => None,
+    // No flag: a new session starts in `default_mode` (ask unless
+    // configured); a resumed one keeps its logged mode.
+    let approval = match (args.mode.approval(), &resume) {
+        (Some(mode), _) => Some(mode),
+        (None, None) => Some(settings.default_mode),
+        (None, Some(_)) => None,
     };
+    if let Some(path) = &args.output_last_message {
+        check_output_folder(path)?;
+    }
     if args.reject_plan.is_some() && resume.is_none() {
         anyhow::bail!("--reject-plan needs a session to resume: keel exec resume ID --reject-plan");
     }
@@ -99,6 +99,23 @@ fn watch_interrupts(cancel: CancellationToken) -> anyhow::Result<()> {
         }
     });
     Ok(())
+}
+
+/// `-o FILE` must be writable where it is asked for before the (paid) run:
+/// its folder has to exist.
+fn check_output_folder(path: &std::path::Path) -> anyhow::Result<()> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    match folder {
+        Some(folder) if !folder.is_dir() => anyhow::bail!(
+            "cannot write the last message to {}: the folder {} does not exist",
+            path.display(),
+            folder.display()
+        ),
+        Some(_) | None if path.is_dir() => {
+            anyhow::bail!("cannot write the last message to {}: it is a folder", path.display())
+        }
+        Some(_) | None => Ok(()),
+    }
 }
 
 fn read_prompt(arg: &str) -> anyhow::Result<String> {

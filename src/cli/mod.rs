@@ -3,6 +3,7 @@
 //! typed errors into messages with exit codes.
 
 mod apply_patch_cmd;
+mod completion_cmd;
 mod demo_cmd;
 mod exec_cmd;
 mod policy_cmd;
@@ -17,6 +18,7 @@ mod undo_cmd;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::CliOverrides;
@@ -24,7 +26,8 @@ use crate::exec::ExitStatus;
 
 const EXIT_CODES: &str = "Exit codes:\n  0    done\n  1    the model or the turn failed \
 (model error after retries, step limit, log write failure)\n  2    usage or configuration \
-error\n  130  interrupted (Ctrl-C)";
+error\n  3    needs approval: calls the model wanted were declined (keel exec cannot ask; \
+rerun with the flag it names)\n  130  interrupted (Ctrl-C)";
 
 /// keel: a terminal coding agent.
 ///
@@ -35,6 +38,11 @@ error\n  130  interrupted (Ctrl-C)";
 pub struct Cli {
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Work in DIR instead of the current folder.
+    #[arg(short = 'C', long = "cd", global = true, value_name = "DIR")]
+    pub cd: Option<PathBuf>,
+    #[command(flatten)]
+    pub mode: ModeArgs,
     /// A first prompt for the interactive session.
     #[arg(value_name = "PROMPT")]
     pub prompt: Option<String>,
@@ -58,6 +66,37 @@ pub struct ModelArgs {
     /// Override a config key for this run, e.g. -c max_steps=50 (repeatable).
     #[arg(short = 'c', long = "config", global = true, value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+}
+
+/// The approval mode to start in (`keel`, `keel resume`, `keel exec`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ModeArgs {
+    /// Let workspace writes and sandboxed commands run without asking
+    /// (same as --mode auto).
+    #[arg(long, conflicts_with_all = ["yolo", "mode"])]
+    pub full_auto: bool,
+    /// Let everything but hard-denied commands run without asking (same
+    /// as --mode yolo).
+    #[arg(long, conflicts_with = "mode")]
+    pub yolo: bool,
+    /// Approval mode: ask (default, or `default_mode` in config.toml),
+    /// auto, plan, explore (read-only), yolo.
+    #[arg(long, value_parser = ["ask", "auto", "plan", "explore", "yolo"])]
+    pub mode: Option<String>,
+}
+
+impl ModeArgs {
+    /// The mode the flags ask for; `None` when no flag was given.
+    pub fn approval(&self) -> Option<crate::policy::ApprovalMode> {
+        use crate::policy::ApprovalMode;
+        match (self.full_auto, self.yolo, self.mode.as_deref()) {
+            (_, true, _) => Some(ApprovalMode::Yolo),
+            (true, false, _) => Some(ApprovalMode::Auto),
+            // clap's value parser admits only the modes' names.
+            (false, false, Some(mode)) => ApprovalMode::parse(mode),
+            (false, false, None) => None,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -87,6 +126,11 @@ pub enum Command {
     Policy(policy_cmd::PolicyArgs),
     /// Trust the current project: its rules' allows and its config apply.
     Trust,
+    /// Print a shell completion script: `keel completion bash > ~/.local/share/bash-completion/completions/keel`.
+    Completion {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Internal: apply the landlock sandbox to itself, then run a command.
     #[command(hide = true)]
     SandboxExec(sandbox_cmd::SandboxExecArgs),
@@ -118,6 +162,9 @@ pub struct ResumeArgs {
     /// The newest session started in this folder.
     #[arg(long)]
     pub last: bool,
+    /// Switch the resumed session to this mode (else it keeps its own).
+    #[command(flatten)]
+    pub mode: ModeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -158,17 +205,8 @@ pub struct ExecArgs {
     /// Also write the last message to FILE.
     #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
-    /// Let workspace writes and sandboxed commands run without asking
-    /// (same as --mode auto).
-    #[arg(long, conflicts_with_all = ["yolo", "mode"])]
-    pub full_auto: bool,
-    /// Let everything but hard-denied commands run without asking (same
-    /// as --mode yolo).
-    #[arg(long, conflicts_with = "mode")]
-    pub yolo: bool,
-    /// Approval mode: ask (default), auto, plan, explore (read-only), yolo.
-    #[arg(long, value_parser = ["ask", "auto", "plan", "explore", "yolo"])]
-    pub mode: Option<String>,
+    #[command(flatten)]
+    pub mode: ModeArgs,
     /// Run commands without the landlock sandbox (full file access and
     /// network). Auto mode then asks before unknown commands.
     #[arg(long)]
@@ -204,21 +242,45 @@ pub struct ToolArgs {
     pub yes: bool,
 }
 
+/// Parses the command line; exits on `--help`, `--version` and usage
+/// errors, as clap does, except that `keel exec --json` still ends its
+/// output with a `result` line (scripts always get one).
+pub fn parse_or_exit() -> Cli {
+    let error = match Cli::try_parse() {
+        Ok(cli) => return cli,
+        Err(error) => error,
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let is_usage_error = error.use_stderr();
+    if is_usage_error && args.iter().any(|a| a == "exec") && args.iter().any(|a| a == "--json") {
+        let text = error.to_string();
+        let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
+        let line = crate::exec::ResultLine::failure(first.to_owned());
+        crate::exec::write_json_line(&line.to_json());
+    }
+    error.exit()
+}
+
 /// Runs the parsed command line; returns the exit status.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
+    if let Some(dir) = &cli.cd {
+        std::env::set_current_dir(dir)
+            .with_context(|| format!("cannot work in {} (-C)", dir.display()))?;
+    }
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
         Some(Command::Tool(args)) => tool_cmd::run(&cli.model, args).await,
         Some(Command::ApplyPatch(args)) => apply_patch_cmd::run(args),
         Some(Command::Sessions(args)) => sessions_cmd::run(&args),
         Some(Command::Resume(args)) => tui_cmd::resume(&cli.model, &args).await,
+        Some(Command::Completion { shell }) => completion_cmd::run(shell),
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         Some(Command::Replay(args)) => replay_cmd::run(&args).await,
         Some(Command::Demo) => demo_cmd::run().await,
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),
         Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),
-        None => tui_cmd::run(&cli.model, cli.prompt).await,
+        None => tui_cmd::run(&cli.model, &cli.mode, cli.prompt).await,
     }
 }
 

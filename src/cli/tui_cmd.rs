@@ -5,16 +5,59 @@
 
 use std::io::IsTerminal;
 
+use clap::CommandFactory;
+
 use super::resume_cmd::{ResumeTarget, find_log};
-use super::{ModelArgs, ResumeArgs, today};
+use super::{Cli, ModeArgs, ModelArgs, ResumeArgs, today};
 use crate::config::Environment;
 use crate::exec::ExitStatus;
-use crate::policy::ApprovalMode;
-use crate::tui::{self, Launch, Start, Theme, TuiOptions};
+use crate::tui::{self, FirstPrompt, Launch, Start, Theme, TuiOptions};
 
-pub(super) async fn run(model: &ModelArgs, prompt: Option<String>) -> anyhow::Result<ExitStatus> {
-    let first_prompt = prompt.filter(|p| !p.trim().is_empty());
-    open(model, Start::New, first_prompt).await
+pub(super) async fn run(
+    model: &ModelArgs,
+    mode: &ModeArgs,
+    prompt: Option<String>,
+) -> anyhow::Result<ExitStatus> {
+    let first_prompt = match prompt.filter(|p| !p.trim().is_empty()) {
+        Some(prompt) => Some(judge_first_prompt(prompt)?),
+        None => None,
+    };
+    open(model, mode, Start::New, first_prompt).await
+}
+
+/// `keel WORD`: a single word that names no subcommand is more likely a
+/// typo than a task. Close to a subcommand: an error with "did you mean"
+/// (nothing is sent); else, unless it names a file, it waits in the input
+/// for an Enter instead of being sent at once. `keel -- WORD` sends it.
+fn judge_first_prompt(prompt: String) -> anyhow::Result<FirstPrompt> {
+    let word = prompt.trim();
+    let forced = std::env::args().any(|arg| arg == "--");
+    if forced || word.contains(char::is_whitespace) || std::path::Path::new(word).exists() {
+        return Ok(FirstPrompt::Send(prompt));
+    }
+    if let Some(name) = closest_subcommand(word) {
+        anyhow::bail!(
+            "`{word}` is not a keel command; did you mean `keel {name}`? (to send \"{word}\" to \
+             the model, run `keel -- {word}`)"
+        );
+    }
+    Ok(FirstPrompt::Confirm(prompt))
+}
+
+/// The subcommand `word` most likely meant, if any is close.
+fn closest_subcommand(word: &str) -> Option<String> {
+    let word = word.to_lowercase();
+    Cli::command()
+        .get_subcommands()
+        .filter(|command| !command.is_hide_set())
+        .map(|command| command.get_name().to_owned())
+        .map(|name| (strsim::damerau_levenshtein(&word, &name), name))
+        .filter(|(distance, name)| {
+            let close = if name.len() <= 5 { 1 } else { 2 };
+            *distance <= close || (word.len() >= 3 && name.starts_with(&word))
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
 }
 
 /// `keel resume [ID | --last]`: the TUI on a resumed session; with
@@ -38,13 +81,14 @@ pub(super) async fn resume(model: &ModelArgs, args: &ResumeArgs) -> anyhow::Resu
             Start::Pick(sessions)
         }
     };
-    open(model, start, None).await
+    open(model, &args.mode, start, None).await
 }
 
 async fn open(
     model: &ModelArgs,
+    mode: &ModeArgs,
     start: Start,
-    first_prompt: Option<String>,
+    first_prompt: Option<FirstPrompt>,
 ) -> anyhow::Result<ExitStatus> {
     require_terminal(
         "keel's interactive session needs a terminal; in scripts run `keel exec \"…\"`",
@@ -52,11 +96,12 @@ async fn open(
     let env = Environment::from_process()?;
     let launch = Launch { env: env.clone(), overrides: model.overrides() };
     // Configuration errors show before the screen switches.
-    launch.settings(None)?;
+    let settings = launch.settings(None)?;
     let no_color = std::env::var("NO_COLOR").ok();
     let options = TuiOptions {
         first_prompt,
-        approval: ApprovalMode::Ask,
+        approval: mode.approval().unwrap_or(settings.default_mode),
+        mode_flag: mode.approval(),
         cwd: env.cwd.clone(),
         date: today(),
         theme: Theme::from_no_color(no_color.as_deref()),
@@ -102,6 +147,26 @@ mod tests {
         assert!(matches!(cli.command, Some(Command::Exec(_))));
         assert!(cli.prompt.is_none());
         assert!(matches!(parse(&["tool", "read_file"]).command, Some(Command::Tool(_))));
+    }
+
+    #[test]
+    fn typos_of_subcommands_are_recognised() {
+        assert_eq!(super::closest_subcommand("sesions").as_deref(), Some("sessions"));
+        assert_eq!(super::closest_subcommand("exce").as_deref(), Some("exec"));
+        assert_eq!(super::closest_subcommand("Resume").as_deref(), Some("resume"));
+        assert_eq!(super::closest_subcommand("refactor"), None);
+        assert_eq!(super::closest_subcommand("hi"), None);
+    }
+
+    #[test]
+    fn mode_flags_reach_the_interactive_session() {
+        let cli = parse(&["--mode", "auto"]);
+        assert_eq!(cli.mode.approval(), Some(crate::policy::ApprovalMode::Auto));
+        assert_eq!(parse(&["--yolo"]).mode.approval(), Some(crate::policy::ApprovalMode::Yolo));
+        let Some(Command::Resume(args)) = parse(&["resume", "--full-auto", "01ab"]).command else {
+            panic!()
+        };
+        assert_eq!(args.mode.approval(), Some(crate::policy::ApprovalMode::Auto));
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct ConfigFile {
     pub shell: Option<ShellFile>,
     /// `[context]`: window and compaction threshold.
     pub context: Option<ContextFile>,
+    /// The approval mode a session starts in when no flag says otherwise
+    /// (`ask`, `auto`, `plan`, `explore`, `yolo`): user file and `-c` only.
+    pub default_mode: Option<crate::policy::ApprovalMode>,
 }
 
 /// The `[shell]` table.
@@ -155,7 +158,9 @@ impl ConfigFile {
             secrets,
             shell,
             context,
+            default_mode,
         } = other;
+        self.default_mode = default_mode.or(self.default_mode);
         if let Some(ShellFile { env_strip, env_keep }) = shell {
             let mine = self.shell.get_or_insert_with(ShellFile::default);
             if let Some(patterns) = env_strip {

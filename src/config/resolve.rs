@@ -66,6 +66,8 @@ pub struct Settings {
     pub pricing: Pricing,
     /// `context.compact_threshold` (0.1–1.0, default 0.85).
     pub compact_threshold: f64,
+    /// `default_mode`: the approval mode without a mode flag (default ask).
+    pub default_mode: crate::policy::ApprovalMode,
 }
 
 /// Default share of the window at which compaction starts.
@@ -253,6 +255,7 @@ pub fn resolve(
             .context
             .and_then(|context| context.compact_threshold)
             .unwrap_or(DEFAULT_COMPACT_THRESHOLD),
+        default_mode: merged.default_mode.unwrap_or_default(),
         model,
     })
 }

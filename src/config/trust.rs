@@ -4,7 +4,7 @@
 //! shown, not what keel does), and one warning names every other key it
 //! set. Trusted, it applies, except the keys a project may never set: it
 //! may not redirect the API key (`base_url`, `api_key_env`) or loosen
-//! `[sandbox]`, `[secrets]` or `[shell] env_keep`.
+//! `[sandbox]`, `default_mode`, `[secrets]` or `[shell] env_keep`.
 
 use std::path::Path;
 
@@ -32,6 +32,7 @@ pub(super) fn trusted_project(
     let env_keep = project.shell.as_mut().and_then(|shell| shell.env_keep.take());
     for (table, present) in [
         ("[sandbox]", project.sandbox.take().is_some()),
+        ("default_mode", project.default_mode.take().is_some()),
         ("[secrets]", project.secrets.take().is_some()),
         ("[shell] env_keep", env_keep.is_some()),
     ] {
@@ -83,6 +84,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         max_retries,
         idle_timeout_secs,
         request_timeout_secs,
+        default_mode,
         hooks,
         import_claude_hooks,
         sandbox,
@@ -100,6 +102,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("max_retries", max_retries.is_some()),
         ("idle_timeout_secs", idle_timeout_secs.is_some()),
         ("request_timeout_secs", request_timeout_secs.is_some()),
+        ("default_mode", default_mode.is_some()),
         ("hooks", hooks.is_some()),
         ("import_claude_hooks", import_claude_hooks.is_some()),
         ("[sandbox]", sandbox.is_some()),

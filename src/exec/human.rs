@@ -1,76 +1,165 @@
 //! The human printer: progress on stderr, compact and line-oriented. The
 //! final answer is printed to stdout by [`super::run`] once the turn ends.
+//!
+//! Each call is `→ tool summary`, then `✓` with its first output line, or
+//! `✗` (red on a terminal) with why it failed (`exit 1`, a signal, a
+//! timeout, a tool error, a declined approval) and the last lines of its
+//! stderr (else stdout). Shell output is shown without the framing the
+//! model reads. Invariant: everything that came from the model or a tool
+//! goes through [`display::for_terminal`] before it is written.
 
-use std::io::Write;
+use std::collections::HashSet;
+use std::io::{IsTerminal, Write};
 
+use crate::display::{self, for_terminal};
 use crate::protocol::{Item, ToolCall};
 use crate::runtime::{EventSink, RuntimeEvent};
 
 /// Longest argument or output preview shown for a tool call.
 const PREVIEW_CHARS: usize = 160;
+/// Lines of output shown under a failed call.
+const FAILURE_TAIL_LINES: usize = 5;
 
 /// Writes progress lines to stderr.
 #[derive(Debug, Default)]
-pub struct HumanPrinter;
+pub struct HumanPrinter {
+    /// ANSI colour for the marks (stderr is a terminal, `NO_COLOR` unset).
+    color: bool,
+    /// Calls whose `→` line was written.
+    announced: HashSet<String>,
+    /// Calls reported as declined (their "not run" result adds nothing).
+    declined: HashSet<String>,
+}
 
 impl HumanPrinter {
     pub fn stderr() -> Self {
-        Self
+        let no_color = std::env::var("NO_COLOR").is_ok_and(|value| !value.is_empty());
+        Self { color: std::io::stderr().is_terminal() && !no_color, ..Self::default() }
+    }
+
+    /// The lines for one event (tests read them without a terminal).
+    pub fn lines(&mut self, event: RuntimeEvent) -> Vec<String> {
+        let mut out = Vec::new();
+        match event {
+            RuntimeEvent::SessionStarted {
+                session_id,
+                log_path,
+                provider,
+                model,
+                workspace_root,
+                sandbox,
+                mode,
+                pricing: _,
+            } => {
+                out.push(format!(
+                    "keel {} · {provider} · {model} · {} mode · sandbox {}",
+                    env!("CARGO_PKG_VERSION"),
+                    mode.as_str(),
+                    sandbox.as_str()
+                ));
+                out.push(format!("workdir {}", workspace_root.display()));
+                out.push(format!("session {session_id}"));
+                out.push(format!("log {}", log_path.display()));
+            }
+            RuntimeEvent::TurnStarted { .. } | RuntimeEvent::Stream(_) => {}
+            RuntimeEvent::ModelResponse(response) => {
+                let has_calls = response.tool_calls().next().is_some();
+                let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
+                if has_calls && !text.trim().is_empty() {
+                    out.push(for_terminal(text.trim_end()).into_owned());
+                }
+            }
+            RuntimeEvent::ToolCallStarted { call, .. } => self.announce(&call, &mut out),
+            RuntimeEvent::ToolCallFinished { call, result, meta } => {
+                if self.declined.contains(&call.call_id) {
+                    return out;
+                }
+                self.announce(&call, &mut out);
+                let outcome = display::outcome(result.is_error, &meta);
+                let shown = if call.name == "shell" {
+                    display::parse_shell(&result.output)
+                } else {
+                    display::ShellText { stdout: result.output.clone(), ..Default::default() }
+                };
+                if outcome.failed {
+                    let status = outcome.status.unwrap_or_else(|| "failed".to_owned());
+                    out.push(format!("  {} {status}", self.mark(false)));
+                    for line in shown.tail(FAILURE_TAIL_LINES) {
+                        out.push(format!("    {}", preview(&for_terminal(line))));
+                    }
+                } else {
+                    let first = shown.combined();
+                    let first = first.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    out.push(format!("  {} {}", self.mark(true), preview(&for_terminal(first))));
+                }
+            }
+            RuntimeEvent::ApprovalDeclined(declined) => {
+                self.announce(&declined.call, &mut out);
+                self.declined.insert(declined.call.call_id.clone());
+                out.push(format!(
+                    "  {} not run: needs approval ({})",
+                    self.mark(false),
+                    for_terminal(&declined.reason)
+                ));
+                out.push(format!("    allow with: {}", for_terminal(&declined.allow_with)));
+            }
+            RuntimeEvent::Compacting { trigger } => {
+                out.push(format!("compacting the context ({trigger}): the model summarizes…"));
+            }
+            RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
+                out.push(format!(
+                    "compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"
+                ));
+            }
+            RuntimeEvent::ModeChanged { mode } => out.push(format!("mode: {}", mode.as_str())),
+            // The result line reports plan and tasks; phases show as tool calls.
+            RuntimeEvent::WorkflowChanged { .. } => {}
+            RuntimeEvent::Warning { message } => {
+                out.push(format!("warning: {}", for_terminal(&message)));
+            }
+            RuntimeEvent::Error { message } => {
+                out.push(format!("error: {}", for_terminal(&message)))
+            }
+            RuntimeEvent::Retrying { attempt, max_attempts, reason, delay } => out.push(format!(
+                "retrying ({attempt}/{max_attempts}) in {:.1}s: {}",
+                delay.as_secs_f64(),
+                for_terminal(&reason)
+            )),
+            // A turn that never got an answer used nothing worth a line.
+            RuntimeEvent::TurnCompleted { usage, .. } if usage.total_tokens() == 0 => {}
+            RuntimeEvent::TurnCompleted { usage, .. } => {
+                out.push(format!("tokens: {}", tokens_line(&usage)))
+            }
+        }
+        out
+    }
+
+    fn announce(&mut self, call: &ToolCall, out: &mut Vec<String>) {
+        if self.announced.insert(call.call_id.clone()) {
+            out.push(format!("→ {} {}", call.name, preview(&for_terminal(&call_summary(call)))));
+        }
+    }
+
+    fn mark(&self, ok: bool) -> &'static str {
+        match (ok, self.color) {
+            (true, false) => "✓",
+            (false, false) => "✗",
+            (true, true) => "\x1b[32m✓\x1b[0m",
+            (false, true) => "\x1b[1;31m✗\x1b[0m",
+        }
     }
 }
 
 impl EventSink for HumanPrinter {
     fn emit(&mut self, event: RuntimeEvent) {
+        let lines = self.lines(event);
+        if lines.is_empty() {
+            return;
+        }
         let mut err = std::io::stderr().lock();
-        let _ = match event {
-            RuntimeEvent::SessionStarted { session_id, log_path, provider, model, .. } => writeln!(
-                err,
-                "keel {} · {provider} · {model}\nsession {session_id}\nlog {}",
-                env!("CARGO_PKG_VERSION"),
-                log_path.display()
-            ),
-            RuntimeEvent::TurnStarted { .. } | RuntimeEvent::Stream(_) => Ok(()),
-            RuntimeEvent::ModelResponse(response) => {
-                let has_calls = response.tool_calls().next().is_some();
-                let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
-                if has_calls && !text.trim().is_empty() {
-                    writeln!(err, "{}", text.trim_end())
-                } else {
-                    Ok(())
-                }
-            }
-            RuntimeEvent::ToolCallStarted { call, .. } => {
-                writeln!(err, "→ {} {}", call.name, preview(&call_summary(&call)))
-            }
-            RuntimeEvent::ToolCallFinished { result, meta, .. } => {
-                let mark = if result.is_error { "✗" } else { "✓" };
-                let exit =
-                    meta.get("exit_code").map(|code| format!("exit {code} · ")).unwrap_or_default();
-                let first = result.output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                writeln!(err, "  {mark} {exit}{}", preview(first))
-            }
-            RuntimeEvent::Compacting { trigger } => {
-                writeln!(err, "compacting the context ({trigger}): the model summarizes…")
-            }
-            RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
-                writeln!(err, "compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens")
-            }
-            RuntimeEvent::ModeChanged { mode } => writeln!(err, "mode: {}", mode.as_str()),
-            // The result line reports plan and tasks; phases show as tool calls.
-            RuntimeEvent::WorkflowChanged { .. } => Ok(()),
-            RuntimeEvent::Retrying { attempt, max_attempts, reason, delay } => writeln!(
-                err,
-                "retrying ({attempt}/{max_attempts}) in {:.1}s: {reason}",
-                delay.as_secs_f64()
-            ),
-            RuntimeEvent::Warning { message } => writeln!(err, "warning: {message}"),
-            RuntimeEvent::Error { message } => writeln!(err, "error: {message}"),
-            // A turn that never got an answer used nothing worth a line.
-            RuntimeEvent::TurnCompleted { usage, .. } if usage.total_tokens() == 0 => Ok(()),
-            RuntimeEvent::TurnCompleted { usage, .. } => {
-                writeln!(err, "tokens: {}", tokens_line(&usage))
-            }
-        };
+        for line in lines {
+            let _ = writeln!(err, "{line}");
+        }
     }
 }
 
@@ -108,7 +197,31 @@ fn preview(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::protocol::ToolResult;
+    use crate::runtime::DeclinedCall;
+
+    fn shell(id: &str, command: &str) -> ToolCall {
+        ToolCall {
+            call_id: id.into(),
+            name: "shell".into(),
+            arguments: json!({ "command": command }).to_string(),
+            item_id: None,
+            provider_data: None,
+        }
+    }
+
+    fn finished(
+        call: ToolCall,
+        output: &str,
+        is_error: bool,
+        meta: serde_json::Value,
+    ) -> RuntimeEvent {
+        let result = ToolResult { call_id: call.call_id.clone(), output: output.into(), is_error };
+        RuntimeEvent::ToolCallFinished { call, result, meta }
+    }
 
     #[test]
     fn previews_are_one_bounded_line() {
@@ -128,5 +241,64 @@ mod tests {
             provider_data: None,
         };
         assert_eq!(call_summary(&call), "cargo test");
+    }
+
+    #[test]
+    fn a_failed_command_is_a_cross_with_its_stderr_tail() {
+        let mut printer = HumanPrinter::default();
+        let call = shell("c1", "cat f1.txt");
+        let mut lines = printer.lines(RuntimeEvent::ToolCallStarted {
+            call: call.clone(),
+            class: crate::protocol::ToolClass::Mutating,
+        });
+        let output = "exit code: 1\n--- stderr ---\ncat: f1.txt: No such file or directory\n";
+        lines.extend(printer.lines(finished(call, output, false, json!({"exit_code": 1}))));
+        assert_eq!(
+            lines,
+            ["→ shell cat f1.txt", "  ✗ exit 1", "    cat: f1.txt: No such file or directory"]
+        );
+    }
+
+    #[test]
+    fn a_passing_command_shows_output_without_framing() {
+        let mut printer = HumanPrinter::default();
+        let output = "exit code: 0\n--- stdout ---\nstep-1\n";
+        let lines = printer.lines(finished(
+            shell("c", "echo step-1"),
+            output,
+            false,
+            json!({"exit_code": 0}),
+        ));
+        assert_eq!(lines, ["→ shell echo step-1", "  ✓ step-1"]);
+    }
+
+    #[test]
+    fn a_declined_call_names_what_allows_it_in_full() {
+        let mut printer = HumanPrinter::default();
+        let call = shell("c", "python3 test_calc.py");
+        let allow_with = format!("--full-auto, or {}", "r".repeat(300));
+        let lines = printer.lines(RuntimeEvent::ApprovalDeclined(DeclinedCall {
+            call: call.clone(),
+            reason: "not known to be safe".into(),
+            allow_with: allow_with.clone(),
+        }));
+        assert_eq!(lines[0], "→ shell python3 test_calc.py");
+        assert_eq!(lines[2], format!("    allow with: {allow_with}"));
+        let again = printer.lines(finished(call, "not run: …", true, json!({})));
+        assert!(again.is_empty(), "{again:?}");
+    }
+
+    #[test]
+    fn control_sequences_never_reach_the_terminal() {
+        let mut printer = HumanPrinter::default();
+        let output = "exit code: 0\n--- stdout ---\n\x1b]52;c;cm0=\x07\x1b[2Jhi\n";
+        let lines = printer.lines(finished(
+            shell("c", "printf '\x1b[2J'"),
+            output,
+            false,
+            json!({"exit_code": 0}),
+        ));
+        assert!(lines.iter().all(|l| !l.contains('\x1b')), "{lines:?}");
+        assert_eq!(lines[1], "  ✓ hi");
     }
 }

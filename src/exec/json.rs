@@ -1,33 +1,8 @@
 //! The `--json` printer: one JSON object per line on stdout, flushed per
-//! line. Wire format (a contract for scripts; change only deliberately):
-//!
-//! - `{"type":"session_started","session_id","log_path","provider","model","workspace_root","sandbox"}`
-//!   (`sandbox`: `on`, `off` or `unavailable`); mode, phase, plan and task changes print no line
-//!   of their own (the `result` line has the plan path and tasks)
-//! - `{"type":"turn_started","turn"}`
-//! - `{"type":"item_started","item":{"type":"agent_message"}}` when text starts streaming
-//! - `{"type":"item_completed","item":{"type":"agent_message","text"}}`
-//! - `{"type":"item_completed","item":{"type":"reasoning","text"}}`
-//! - `{"type":"item_started","item":{"type":"tool_call","call_id","name","arguments"}}`
-//! - `{"type":"item_completed","item":{"type":"tool_call","call_id","name","arguments","output","is_error","meta"}}`
-//! - `{"type":"compacting","trigger"}` while the model writes a summary (`trigger`: `auto` or
-//!   `manual`), then
-//!   `{"type":"compacted","reason","tokens_before","tokens_after"}` (`reason`: `threshold`,
-//!   `overflow` or `manual`; tokens are estimates)
-//! - `{"type":"retrying","attempt","max_attempts","reason","delay_ms"}` before a model request is
-//!   sent again after a transient failure (`attempt` is the one about to start, 2 for the first
-//!   retry); what streamed of the failed attempt is void
-//! - `{"type":"warning","message"}`, `{"type":"error","message"}`
-//! - `{"type":"turn_completed","turn","outcome","usage"}`; `usage` (here and in `result`) is
-//!   `{"input_tokens","output_tokens","cached_input_tokens","cache_write_tokens","cache_hit_rate",
-//!   "reasoning_tokens","total_tokens"}`: `input_tokens` is the whole prompt, of which
-//!   `cached_input_tokens` were cache reads and `cache_write_tokens` cache writes (Anthropic);
-//!   `cache_hit_rate` is reads over input (null without input)
-//! - last, always exactly once: `{"type":"result","status","final_text","usage","session_id","log_path","cost_usd","context_percent","plan_path","tasks","error"}`
-//!   (`cost_usd` and `context_percent` are null when the model's prices or window are unknown:
-//!   missing from `context::models` and not set in `[context]`;
-//!   `status` is `completed`, `failed`, `interrupted`, `unverified` (completed, but files changed
-//!   after the last passing verification) or `plan_ready` (`--plan-only`: the plan is `final_text`))
+//! line. The wire format is a contract for scripts, documented in README
+//! ("`keel exec --json`"), versioned by [`SCHEMA_VERSION`] on every line;
+//! change it only deliberately, README in the same commit. It is not the
+//! session log's schema (`protocol/events.rs`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -38,6 +13,11 @@ use crate::protocol::{Item, ReasoningItem, StreamEvent, ToolCall, Usage};
 use crate::runtime::{EventSink, RuntimeEvent};
 
 use super::usage_json;
+use crate::runtime::DeclinedCall;
+
+/// `schema_version` of every line; raised when a field changes meaning or
+/// goes away (new fields and event types do not raise it).
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// Writes runtime events as JSON lines to stdout.
 #[derive(Debug, Default)]
@@ -56,10 +36,14 @@ impl JsonPrinter {
     }
 }
 
-/// Writes one line and flushes. A closed stdout is not an error worth
-/// stopping the session for: the log still has everything.
+/// Writes one line (with `schema_version`) and flushes. A closed stdout is
+/// not an error worth stopping the session for: the log still has it all.
 pub(crate) fn write_line(out: &mut impl Write, value: &Value) {
-    let _ = serde_json::to_writer(&mut *out, value);
+    let mut value = value.clone();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("schema_version".into(), json!(SCHEMA_VERSION));
+    }
+    let _ = serde_json::to_writer(&mut *out, &value);
     let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
@@ -74,11 +58,13 @@ impl EventSink for JsonPrinter {
                 model,
                 workspace_root,
                 sandbox,
+                mode,
                 pricing: _,
             } => {
                 self.write(&json!({"type": "session_started", "session_id": session_id,
                     "log_path": log_path, "provider": provider, "model": model,
-                    "workspace_root": workspace_root, "sandbox": sandbox.as_str()}));
+                    "workspace_root": workspace_root, "sandbox": sandbox.as_str(),
+                    "approval_mode": mode.as_str(), "keel_version": env!("CARGO_PKG_VERSION")}));
             }
             // Mode and workflow changes are not lines of their own: the
             // `result` line carries the plan path and tasks.
@@ -122,6 +108,11 @@ impl EventSink for JsonPrinter {
                     "max_attempts": max_attempts, "reason": reason,
                     "delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)}));
             }
+            RuntimeEvent::ApprovalDeclined(declined) => {
+                let mut line = declined_json(&declined);
+                line["type"] = json!("approval_declined");
+                self.write(&line);
+            }
             RuntimeEvent::Warning { message } => {
                 self.write(&json!({"type": "warning", "message": message}));
             }
@@ -139,6 +130,12 @@ impl EventSink for JsonPrinter {
 fn call_json(call: &ToolCall) -> Value {
     json!({"type": "tool_call", "call_id": call.call_id, "name": call.name,
         "arguments": call.arguments})
+}
+
+fn declined_json(declined: &DeclinedCall) -> Value {
+    json!({"call_id": declined.call.call_id, "name": declined.call.name,
+        "arguments": declined.call.arguments, "reason": declined.reason,
+        "allow_with": declined.allow_with})
 }
 
 fn completed_item(item: &Item) -> Option<Value> {
@@ -161,8 +158,11 @@ fn completed_item(item: &Item) -> Option<Value> {
 /// The closing `result` line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultLine {
-    /// `completed`, `failed`, `interrupted`, `unverified` or `plan_ready`.
+    /// `completed`, `failed`, `interrupted`, `unverified`, `plan_ready`
+    /// or `needs_approval`.
     pub status: &'static str,
+    /// Calls declined for want of an approval, with what allows each.
+    pub declined: Vec<DeclinedCall>,
     pub final_text: Option<String>,
     pub usage: Usage,
     pub session_id: Option<String>,
@@ -182,6 +182,7 @@ impl ResultLine {
     pub fn failure(error: String) -> Self {
         Self {
             status: "failed",
+            declined: Vec::new(),
             final_text: None,
             usage: Usage::default(),
             session_id: None,
@@ -199,6 +200,7 @@ impl ResultLine {
             "usage": usage_json(&self.usage), "session_id": self.session_id,
             "log_path": self.log_path, "cost_usd": self.cost_usd,
             "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
-            "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error})
+            "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error,
+            "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>()})
     }
 }

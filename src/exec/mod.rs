@@ -4,7 +4,10 @@
 //!
 //! The workflow's say in the result: `unverified` (exit 0) when files
 //! changed after the last passing verification, `plan_ready` (exit 0)
-//! under `--plan-only`.
+//! under `--plan-only` (a `--plan-only` run that submitted no plan
+//! failed). A run in which calls were declined for want of an approval
+//! is `needs_approval` (exit 3), whatever the model claims: `completed`
+//! means the work the model did was allowed to happen.
 //!
 //! Invariants: the process always exits; nothing here asks the user (what
 //! would ask is declined with a tool result that says how to allow it);
@@ -13,18 +16,20 @@
 mod human;
 mod json;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{PlanReview, rejection_text};
 use crate::config::Settings;
+use crate::display::for_terminal;
 use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
 use crate::protocol::{TurnOutcome, Usage};
 use crate::runtime::{
-    EventSink, NonInteractiveApprover, RuntimeError, Session, SessionOptions, TurnSummary,
+    DeclinedCall, EventSink, NonInteractiveApprover, RuntimeError, Session, SessionOptions,
+    TurnSummary,
 };
 
 pub use human::HumanPrinter;
@@ -39,6 +44,9 @@ pub enum ExitStatus {
     Failed = 1,
     /// Bad flags or configuration.
     Usage = 2,
+    /// Calls the model needed were declined: this run could not ask for
+    /// their approval (the result says which flag or rule allows them).
+    NeedsApproval = 3,
     /// Interrupted by Ctrl-C.
     Interrupted = 130,
 }
@@ -110,26 +118,53 @@ pub async fn run(
             return ExitStatus::Failed;
         }
     };
+    let nothing_to_do = prompt.is_none();
     let summary = run_turns(&mut session, prompt, &cancel).await;
     // A turn's own error was shown as it happened (`RuntimeEvent::Error`).
-    let shown_error = summary.as_ref().ok().and_then(|summary| summary.error.clone());
+    let shown_error =
+        summary.as_ref().ok().and_then(Option::as_ref).and_then(|summary| summary.error.clone());
     let (status, line) = match summary {
+        Ok(None) if nothing_to_do => {
+            let mut line = ResultLine::failure(format!(
+                "nothing to continue: session {} has no unfinished turn; pass a PROMPT \
+                 (keel exec resume {} \"…\")",
+                session.id(),
+                session.id()
+            ));
+            line.session_id = Some(session.id().to_owned());
+            line.log_path = Some(session.log_path().to_owned());
+            (ExitStatus::Usage, line)
+        }
         Ok(summary) => {
-            let status = match summary.outcome {
-                TurnOutcome::Completed => ExitStatus::Done,
-                TurnOutcome::Failed | TurnOutcome::MaxSteps => ExitStatus::Failed,
-                TurnOutcome::Interrupted => ExitStatus::Interrupted,
-            };
+            let summary = summary.unwrap_or_else(|| TurnSummary {
+                outcome: TurnOutcome::Completed,
+                final_text: session.last_assistant_text(),
+                usage: Usage::default(),
+                error: None,
+                declined: Vec::new(),
+            });
             let (name, final_text) = workflow_status(&session, &options, &summary);
-            let error = summary.error.or_else(|| match summary.outcome {
+            let status = match name {
+                "completed" | "unverified" | "plan_ready" => ExitStatus::Done,
+                "needs_approval" => ExitStatus::NeedsApproval,
+                "interrupted" => ExitStatus::Interrupted,
+                _ => ExitStatus::Failed,
+            };
+            let error = summary.error.clone().or_else(|| match summary.outcome {
                 TurnOutcome::MaxSteps => Some(format!(
                     "stopped at the step limit of {}; raise it with -c max_steps=N",
                     settings.max_steps
                 )),
+                TurnOutcome::Completed if name == "failed" => Some(
+                    "no plan was submitted: --plan-only stops at a plan, and the model \
+                     answered without one (its answer is the final text)"
+                        .to_owned(),
+                ),
                 TurnOutcome::Completed | TurnOutcome::Failed | TurnOutcome::Interrupted => None,
             });
             let line = ResultLine {
                 status: name,
+                declined: summary.declined.clone(),
                 final_text,
                 usage: session.session_usage(),
                 session_id: Some(session.id().to_owned()),
@@ -208,30 +243,30 @@ fn review_waiting_plan(
 }
 
 /// Finishes a resumed turn left open, then runs `prompt` if there is one,
-/// and records the end of the session.
+/// and records the end of the session. `None`: nothing ran (no open turn,
+/// no prompt). Calls declined in either turn are all reported.
 async fn run_turns(
     session: &mut Session,
     prompt: Option<String>,
     cancel: &CancellationToken,
-) -> Result<TurnSummary, RuntimeError> {
+) -> Result<Option<TurnSummary>, RuntimeError> {
     let mut last = session.continue_turn(cancel).await?;
     let continued_ok = last.as_ref().is_none_or(|s| s.outcome == TurnOutcome::Completed);
     if let (Some(prompt), true) = (prompt, continued_ok) {
-        last = Some(session.run_turn(prompt, cancel).await?);
+        let earlier: Vec<DeclinedCall> = last.map(|s| s.declined).unwrap_or_default();
+        let mut summary = session.run_turn(prompt, cancel).await?;
+        summary.declined.splice(0..0, earlier);
+        last = Some(summary);
     }
     session.end("exec finished").await?;
-    Ok(last.unwrap_or_else(|| TurnSummary {
-        outcome: TurnOutcome::Completed,
-        final_text: session.last_assistant_text(),
-        usage: Usage::default(),
-        error: None,
-    }))
+    Ok(last)
 }
 
 /// The `result` status and final text, with the workflow's say: a
 /// submitted plan under `--plan-only` is `plan_ready` (the plan is the
-/// final text); a completed turn whose changes were never verified after
-/// the last change is `unverified`.
+/// final text), no plan there is `failed`; a completed turn with calls
+/// declined for want of an approval is `needs_approval`; one whose
+/// changes were never verified after the last change is `unverified`.
 fn workflow_status(
     session: &Session,
     options: &ExecOptions,
@@ -250,6 +285,12 @@ fn workflow_status(
             return ("plan_ready", Some(plan.text.clone()));
         }
         Some(_) | None => {}
+    }
+    if !summary.declined.is_empty() {
+        return ("needs_approval", final_text);
+    }
+    if options.plan_review == Some(PlanReview::StopAfterSubmit) {
+        return ("failed", final_text);
     }
     if flow.delivers_unverified() {
         return ("unverified", final_text);
@@ -274,7 +315,7 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     let mut stderr = std::io::stderr().lock();
     if let Some(error) = &line.error {
-        let _ = writeln!(stderr, "error: {error}");
+        let _ = writeln!(stderr, "error: {}", for_terminal(error));
     }
     if status == Some(ExitStatus::Interrupted) {
         let _ = writeln!(stderr, "interrupted");
@@ -296,6 +337,11 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
                 id = line.session_id.as_deref().unwrap_or("ID")
             );
         }
+        "needs_approval" => {
+            for text in needs_approval_lines(&line.declined) {
+                let _ = writeln!(stderr, "{}", for_terminal(&text));
+            }
+        }
         _ => {}
     }
     if let Some(cost) = line.cost_usd.filter(|_| line.usage.total_tokens() > 0) {
@@ -303,9 +349,50 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     if let Some(text) = &line.final_text {
         let mut stdout = std::io::stdout().lock();
+        // A terminal acts on control sequences; a pipe or file gets the
+        // model's text exactly (it is data there, and -o writes it raw).
+        let text = if stdout.is_terminal() { for_terminal(text) } else { text.into() };
         let _ = writeln!(stdout, "{text}");
         let _ = stdout.flush();
     }
+}
+
+/// The closing lines of a `needs_approval` run: how many calls were not
+/// run, each with what allows it, in full (never cut), and the one flag
+/// that allows them all when there is one.
+pub fn needs_approval_lines(declined: &[DeclinedCall]) -> Vec<String> {
+    let mut lines = vec![format!(
+        "needs approval: {} call(s) the model wanted were not run (this run cannot ask); \
+         the answer below may claim otherwise",
+        declined.len()
+    )];
+    for entry in declined {
+        lines.push(format!(
+            "  {} {}: allow with {}",
+            entry.call.name,
+            summary_of(&entry.call),
+            entry.allow_with
+        ));
+    }
+    let flags: Vec<&str> = declined
+        .iter()
+        .map(|entry| entry.allow_with.split(',').next().unwrap_or("").trim())
+        .collect();
+    let all_one = flags
+        .first()
+        .filter(|first| first.starts_with("--") && flags.iter().all(|flag| flag == *first));
+    if let Some(flag) = all_one {
+        lines.push(format!("rerun with {flag} to allow them"));
+    }
+    lines
+}
+
+fn summary_of(call: &crate::protocol::ToolCall) -> String {
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    ["command", "path", "pattern"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// JSON shape of usage in exec output.

@@ -29,6 +29,13 @@ pub trait Approver: Send {
     fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
         None
     }
+
+    /// Whether a person answers: a "no" from an approver that cannot ask
+    /// is the harness declining for want of an approval, reported as
+    /// [`crate::runtime::DeclinedCall`] so the run does not claim success.
+    fn can_ask(&self) -> bool {
+        true
+    }
 }
 
 /// For headless runs: nobody can be asked, so everything that would ask is
@@ -37,6 +44,10 @@ pub trait Approver: Send {
 pub struct NonInteractiveApprover;
 
 impl Approver for NonInteractiveApprover {
+    fn can_ask(&self) -> bool {
+        false
+    }
+
     fn decide<'a>(
         &'a mut self,
         call: &'a ToolCall,

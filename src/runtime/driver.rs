@@ -23,7 +23,7 @@ pub(super) use super::assembly::{Found, base_instructions, discover_context, loo
 use super::files::git_head;
 pub(super) use super::sandboxing::setup_sandbox;
 use super::undo::Checkpoints;
-use super::{ApprovalAnswer, Approver, EventSink, RuntimeError, RuntimeEvent};
+use super::{ApprovalAnswer, Approver, DeclinedCall, EventSink, RuntimeError, RuntimeEvent};
 
 /// Per-session choices made by the front end.
 #[derive(Debug, Clone)]
@@ -43,6 +43,9 @@ pub struct TurnSummary {
     pub usage: Usage,
     /// The error that failed the turn, if one did.
     pub error: Option<String>,
+    /// Calls declined because nobody could be asked (headless runs), in
+    /// order, each with what would let it run.
+    pub declined: Vec<DeclinedCall>,
 }
 
 /// What opening a session (new or resumed) produced; the rest of a
@@ -148,6 +151,7 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
             sandbox: super::sandboxing::sandbox_state(settings, &state.config.policy),
+            mode: state.config.policy.mode,
             pricing: settings.pricing,
         });
         sink.emit(super::workflow::workflow_event(&state.workflow));
@@ -227,6 +231,11 @@ impl Session {
         &self.model
     }
 
+    /// The approval mode the next turn runs in.
+    pub fn approval_mode(&self) -> ApprovalMode {
+        self.state.config.policy.mode
+    }
+
     /// Input tokens of the latest model request (0 before the first).
     pub fn last_input_tokens(&self) -> u64 {
         self.last_input_tokens
@@ -297,6 +306,7 @@ impl Session {
                     final_text: None,
                     usage: Usage::default(),
                     error: Some(message),
+                    declined: Vec::new(),
                 });
             }
         };
@@ -325,6 +335,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
         let mut error: Option<String> = None;
+        let mut declined = Vec::new();
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
@@ -352,7 +363,7 @@ impl Session {
                         final_text: final_text.clone(),
                         usage,
                     });
-                    return Ok(TurnSummary { outcome, final_text, usage, error });
+                    return Ok(TurnSummary { outcome, final_text, usage, error, declined });
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
@@ -401,6 +412,16 @@ impl Session {
                         answer.note.clone(),
                         &scope,
                     ))?;
+                    if !answer.approved && !self.approver.can_ask() && !cancel.is_cancelled() {
+                        let allow_with = super::declined::allow_with(
+                            &self.state,
+                            &self.settings.keel_home,
+                            &call,
+                        );
+                        let entry = DeclinedCall { call: call.clone(), reason, allow_with };
+                        self.sink.emit(RuntimeEvent::ApprovalDeclined(entry.clone()));
+                        declined.push(entry);
+                    }
                     Input::ApprovalDecided {
                         call_id: call.call_id,
                         approved: answer.approved,

@@ -19,6 +19,8 @@ pub enum RuntimeEvent {
         workspace_root: PathBuf,
         /// Whether the model's commands run confined.
         sandbox: SandboxState,
+        /// The approval mode the session starts (or resumes) in.
+        mode: ApprovalMode,
         /// The model's window and prices (the table with `[context]`
         /// overrides), for the context % and cost front ends show.
         pricing: crate::context::Pricing,
@@ -75,6 +77,9 @@ pub enum RuntimeEvent {
         reason: String,
         delay: std::time::Duration,
     },
+    /// A call needed an approval nobody could give (headless run) and was
+    /// not run; says what would allow it.
+    ApprovalDeclined(super::DeclinedCall),
     /// Something the user should know that does not stop anything.
     Warning {
         message: String,

@@ -11,6 +11,7 @@ mod approval;
 mod assembly;
 mod checkpoint;
 mod commands;
+mod declined;
 mod driver;
 mod events;
 mod execute;
@@ -27,6 +28,7 @@ mod workflow;
 
 pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
 pub use checkpoint::{CheckpointError, ShadowRepo};
+pub use declined::DeclinedCall;
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent, SandboxState};
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};

@@ -66,7 +66,7 @@ pub async fn replay(
     let mut replayed: BTreeMap<String, (ToolResult, serde_json::Value)> = BTreeMap::new();
     for record in contents.records {
         match record.event {
-            SessionEvent::SessionStarted { session_id, cwd, provider, model, .. } => {
+            SessionEvent::SessionStarted { session_id, cwd, provider, model, mode, .. } => {
                 recorded_root = cwd;
                 sink.emit(RuntimeEvent::SessionStarted {
                     session_id,
@@ -77,6 +77,10 @@ pub async fn replay(
                     workspace_root: workspace.to_owned(),
                     // Replayed tools run without the session confinement.
                     sandbox: super::SandboxState::Off,
+                    mode: mode
+                        .as_deref()
+                        .and_then(crate::policy::ApprovalMode::parse)
+                        .unwrap_or_default(),
                 });
             }
             SessionEvent::TurnStarted { turn } => {

@@ -94,6 +94,7 @@ impl Session {
             model: settings.model.clone(),
             workspace_root: settings.workspace_root.clone(),
             sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config.policy),
+            mode: rebuilt.state.config.policy.mode,
             pricing: settings.pricing,
         });
         sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));

@@ -139,8 +139,8 @@ pub enum Command {
     Trust(bool),
     /// Open the session picked (a log), or a new one (`None`).
     OpenSession(Option<std::path::PathBuf>),
-    /// `/resume`: end this session and show the picker of this folder's
-    /// sessions (the chosen one opens in its place).
+    /// `/resume`: show this folder's other sessions over this one; the
+    /// one chosen opens in its place, Esc returns.
     SwitchSession,
     Quit,
 }
@@ -207,6 +207,8 @@ pub struct App {
     pub quit_armed: bool,
     /// A one-line hint above the input (cleared by the next key).
     pub hint: Option<String>,
+    /// Shift+Tab reached yolo: the next key confirms (`y`) or skips it.
+    pub yolo_confirm: bool,
     /// Workspace files for `@path` completion.
     pub files: Vec<String>,
 }
@@ -310,22 +312,14 @@ fn show_history(app: &mut App, items: &[Item]) {
             Item::Assistant { text } if !text.trim().is_empty() => {
                 app.transcript.push(CellKind::Assistant { text: text.clone(), streaming: false })
             }
-            Item::ToolCall(call) => app.transcript.push(CellKind::Tool(ToolCell {
-                summary: call_summary(call),
-                call_id: call.call_id.clone(),
-                name: call.name.clone(),
-                status: ToolStatus::Running,
-                exit_code: None,
-                output: String::new(),
-                diff: None,
-            })),
+            Item::ToolCall(call) => app.transcript.push(CellKind::Tool(ToolCell::running(call))),
+            // The log's results carry no meta: a shell call's exit code is
+            // read back from its framing.
             Item::ToolResult(result) => {
+                let meta = exit_code_of(&result.output)
+                    .map_or(serde_json::Value::Null, |code| serde_json::json!({"exit_code": code}));
                 app.transcript.update_tool(&result.call_id, |tool| {
-                    tool.status =
-                        if result.is_error { ToolStatus::Failed } else { ToolStatus::Succeeded };
-                    tool.diff =
-                        diff::contains_diff(&result.output).then(|| diff::parse(&result.output));
-                    tool.output = result.output.clone();
+                    tool.finish(&result.output, result.is_error, &meta);
                 });
             }
             Item::Assistant { .. } | Item::Reasoning(_) => {}
@@ -350,7 +344,7 @@ fn show_diff(app: &mut App, text: &str) {
         name: "git diff".into(),
         summary: String::new(),
         status: ToolStatus::Succeeded,
-        exit_code: None,
+        failure: None,
         output: text.to_owned(),
         diff,
     }));
@@ -358,17 +352,30 @@ fn show_diff(app: &mut App, text: &str) {
 
 fn on_runtime(app: &mut App, event: RuntimeEvent) {
     match event {
-        RuntimeEvent::SessionStarted { provider, model, session_id, sandbox, pricing, .. } => {
+        RuntimeEvent::SessionStarted {
+            provider,
+            model,
+            session_id,
+            sandbox,
+            pricing,
+            mode,
+            ..
+        } => {
+            app.status.mode = mode;
             app.status.provider = provider;
             app.status.model = model.clone();
             app.status.sandbox = Some(sandbox);
             app.status.pricing = pricing;
             app.notice(Level::Info, format!("keel · {model} · session {session_id}"));
         }
-        RuntimeEvent::ModeChanged { mode } => {
+        // The status line shows the mode; a change the user made is hinted
+        // by `keys::set_mode`, one the runtime made (a plan approved
+        // "then auto") is said here, once.
+        RuntimeEvent::ModeChanged { mode } if mode != app.status.mode => {
             app.status.mode = mode;
-            app.notice(Level::Info, format!("mode: {}", mode.as_str()));
+            app.hint = Some(format!("mode {}: {}", mode.as_str(), super::keys::mode_meaning(mode)));
         }
+        RuntimeEvent::ModeChanged { .. } => {}
         RuntimeEvent::WorkflowChanged { phase, plan_path, plan_status: _, tasks } => {
             app.status.phase = phase;
             app.plan_path = plan_path;
@@ -389,37 +396,13 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
         }
         RuntimeEvent::ToolCallStarted { call, .. } => {
             app.status.activity = call.name.clone();
-            app.transcript.push(CellKind::Tool(ToolCell {
-                summary: call_summary(&call),
-                call_id: call.call_id,
-                name: call.name,
-                status: ToolStatus::Running,
-                exit_code: None,
-                output: String::new(),
-                diff: None,
-            }));
+            app.transcript.push(CellKind::Tool(ToolCell::running(&call)));
         }
         RuntimeEvent::ToolCallFinished { call, result, meta } => {
-            let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
-            let finish = |tool: &mut ToolCell| {
-                tool.status =
-                    if result.is_error { ToolStatus::Failed } else { ToolStatus::Succeeded };
-                tool.exit_code = exit_code;
-                tool.diff =
-                    diff::contains_diff(&result.output).then(|| diff::parse(&result.output));
-                tool.output = result.output.clone();
-            };
+            let finish = |tool: &mut ToolCell| tool.finish(&result.output, result.is_error, &meta);
             if !app.transcript.update_tool(&call.call_id, finish) {
-                let mut tool = ToolCell {
-                    summary: call_summary(&call),
-                    call_id: call.call_id.clone(),
-                    name: call.name.clone(),
-                    status: ToolStatus::Running,
-                    exit_code: None,
-                    output: String::new(),
-                    diff: None,
-                };
-                finish(&mut tool);
+                let mut tool = ToolCell::running(&call);
+                tool.finish(&result.output, result.is_error, &meta);
                 app.transcript.push(CellKind::Tool(tool));
             }
             app.status.activity = "thinking".into();
@@ -438,6 +421,12 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
         RuntimeEvent::Retrying { attempt, max_attempts, reason, .. } => {
             app.status.activity = format!("retrying ({attempt}/{max_attempts}): {reason}");
         }
+        // The TUI's approver asks the user, so the harness never declines
+        // on its own here; said all the same if it ever does.
+        RuntimeEvent::ApprovalDeclined(declined) => app.notice(
+            Level::Warning,
+            format!("{} was not run: it needs approval ({})", declined.call.name, declined.reason),
+        ),
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
         RuntimeEvent::TurnCompleted { outcome, .. } => {
@@ -482,6 +471,11 @@ fn percent_of_window(pricing: &crate::context::Pricing, tokens: u64) -> Option<u
 
 fn add_usage(total: &mut Usage, more: &Usage) {
     total.add(more);
+}
+
+/// The exit code in a shell result's first line (`exit code: N`).
+fn exit_code_of(output: &str) -> Option<i64> {
+    output.lines().next()?.strip_prefix("exit code: ")?.trim().parse().ok()
 }
 
 /// The most telling argument of a call: the command, path or pattern.

@@ -39,11 +39,23 @@ const SPINNER_TICK: Duration = Duration::from_millis(100);
 /// How long quitting waits for the running turn to wind down.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
+/// `keel "prompt"`: sent at once, or (a lone word that may be a mistyped
+/// subcommand) left in the input for the user to send with Enter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FirstPrompt {
+    Send(String),
+    Confirm(String),
+}
+
 /// What the user asked for on the command line.
 #[derive(Debug, Clone)]
 pub struct TuiOptions {
-    pub first_prompt: Option<String>,
+    pub first_prompt: Option<FirstPrompt>,
+    /// The mode a new session starts in (a flag, else `default_mode`).
     pub approval: ApprovalMode,
+    /// A mode flag, which a resumed session switches to (without one it
+    /// keeps its logged mode).
+    pub mode_flag: Option<ApprovalMode>,
     pub cwd: PathBuf,
     pub date: String,
     pub theme: Theme,
@@ -73,9 +85,10 @@ struct Driver {
     root: Option<PathBuf>,
     /// A plan to open in `$EDITOR` (needs the terminal, so the loop does it).
     edit: Option<(Option<String>, String)>,
-    /// `/resume` asked to end this session and pick another (the loop
-    /// awaits the session task, so it is done here, not in `perform`).
-    switch: bool,
+    /// `/resume` chose a session (or `None`: a new one) while this one is
+    /// open: the loop ends this one first (it awaits the session task, so
+    /// it is done there, not in `perform`).
+    switch: Option<Option<PathBuf>>,
 }
 
 /// Runs the TUI until the user quits.
@@ -98,7 +111,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         options,
         root: None,
         edit: None,
-        switch: false,
+        switch: None,
     };
     driver.begin();
     let outcome = driver.event_loop(&mut guard, &mut events_rx).await;
@@ -124,7 +137,11 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
     }
     drop(events_rx);
     if let Some((id, log)) = info {
-        let _ = writeln!(std::io::stdout().lock(), "session {id}\nlog {}", log.display());
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "session {id}\nlog {}\nresume with: keel resume {id}",
+            log.display()
+        );
     }
     outcome?;
     match failed {
@@ -188,18 +205,23 @@ impl Driver {
                 // was off): it was meant for the editor, not to quit.
                 while interrupt.recv().now_or_never().flatten().is_some() {}
             }
-            if std::mem::take(&mut self.switch) {
-                self.switch_session(events).await;
+            if let Some(chosen) = self.switch.take() {
+                self.switch_session(events, chosen).await;
             }
             dirty = true;
         }
         Ok(())
     }
 
-    /// `/resume`: ends the open session (its task records the end and runs
-    /// SessionEnd hooks), drops what it still reported, and shows the
-    /// picker with a fresh screen; the choice opens like `keel resume`.
-    async fn switch_session(&mut self, events: &mut mpsc::UnboundedReceiver<UiEvent>) {
+    /// A session chosen in the `/resume` overlay: ends the open session
+    /// (its task records the end and runs SessionEnd hooks), drops what it
+    /// still reported, and opens the choice on a fresh screen, like `keel
+    /// resume` (`None`: a new session).
+    async fn switch_session(
+        &mut self,
+        events: &mut mpsc::UnboundedReceiver<UiEvent>,
+        chosen: Option<PathBuf>,
+    ) {
         let (ops, ops_rx) = mpsc::unbounded_channel();
         // Dropping the old sender ends the session task's loop.
         self.ops = ops;
@@ -213,10 +235,27 @@ impl Driver {
         self.cancel = None;
         self.reply = None;
         self.root = None;
-        let sessions = self.options.launch.sessions_here();
+        self.session = None;
         let mode = self.app.status.mode;
         self.app = App::new(self.app.theme, mode);
-        self.app.picker = Some(PickerView::from_sessions(&sessions));
+        self.options.approval = mode;
+        self.open(chosen);
+    }
+
+    /// `/resume`: this folder's other sessions in a picker over the live
+    /// one; Esc returns to it.
+    fn show_resume_picker(&mut self) {
+        let current = self.session.as_ref().map(|(_, log)| log.clone());
+        let sessions: Vec<_> = self
+            .options
+            .launch
+            .sessions_here()
+            .into_iter()
+            .filter(|session| Some(&session.path) != current.as_ref())
+            .collect();
+        let mut picker = PickerView::from_sessions(&sessions);
+        picker.over_session = true;
+        self.app.picker = Some(picker);
     }
 
     /// Asks "trust this project?" if it must, else goes on to [`Self::choose`].
@@ -265,6 +304,9 @@ impl Driver {
         };
         let source = match resume {
             Some(log) => {
+                if let Some(mode) = self.options.mode_flag {
+                    let _ = self.ops.send(Op::SetMode(mode));
+                }
                 let cancel = self.new_turn();
                 let _ = self.ops.send(Op::Continue { cancel });
                 SessionSource::Resume(log)
@@ -279,10 +321,20 @@ impl Driver {
     /// `keel "prompt"`: sent once the session is open, so the transcript
     /// starts with the session line, then the prompt.
     fn send_first_prompt(&mut self) {
-        if let Some(prompt) = self.options.first_prompt.take() {
-            self.app.editor.insert(&prompt);
-            let commands = super::keys::submit(&mut self.app);
-            self.perform(commands);
+        match self.options.first_prompt.take() {
+            Some(FirstPrompt::Send(prompt)) => {
+                self.app.editor.insert(&prompt);
+                let commands = super::keys::submit(&mut self.app);
+                self.perform(commands);
+            }
+            Some(FirstPrompt::Confirm(word)) => {
+                self.app.editor.insert(&word);
+                self.app.hint = Some(format!(
+                    "`{}` is not a keel command: Enter sends it to the model",
+                    word.trim()
+                ));
+            }
+            None => {}
         }
     }
 
@@ -342,7 +394,14 @@ impl Driver {
             UiEvent::Runtime(event) => Some(Msg::Runtime(event)),
             UiEvent::Approval { call, reason, reply } => {
                 self.reply = Some(reply);
-                Some(Msg::ApprovalRequested { call, reason })
+                let diff = self.root.as_deref().and_then(|root| {
+                    super::approval_diff::approval_diff(root, &self.options.cwd, &call)
+                });
+                update(&mut self.app, Msg::ApprovalRequested { call, reason });
+                if let (Some(diff), Some(approval)) = (diff, self.app.approval.as_mut()) {
+                    approval.preview = Some(super::diff::parse(&diff));
+                }
+                None
             }
             UiEvent::TurnFailed(message) => Some(Msg::TurnFailed(message)),
             UiEvent::Files(files) => Some(Msg::FilesListed(files)),
@@ -414,8 +473,9 @@ impl Driver {
                     }
                     self.choose();
                 }
+                Command::OpenSession(log) if self.task.is_some() => self.switch = Some(log),
                 Command::OpenSession(log) => self.open(log),
-                Command::SwitchSession => self.switch = true,
+                Command::SwitchSession => self.show_resume_picker(),
                 Command::Quit => self.quit = true,
             }
         }

@@ -36,7 +36,8 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let was_armed = std::mem::take(&mut app.quit_armed);
     app.hint = None;
-    let start_screen = app.trust.is_some() || app.picker.is_some();
+    let start_screen =
+        app.trust.is_some() || app.picker.as_ref().is_some_and(|picker| !picker.over_session);
     if start_screen && ctrl && matches!(key.code, KeyCode::Char('c' | 'd')) {
         return vec![Command::Quit];
     }
@@ -44,7 +45,19 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
         return super::picker::trust_key(app, key);
     }
     if app.picker.is_some() {
+        if ctrl && key.code == KeyCode::Char('c') {
+            app.picker = None;
+            return Vec::new();
+        }
         return super::picker::picker_key(app, key);
+    }
+    if std::mem::take(&mut app.yolo_confirm) {
+        match key.code {
+            KeyCode::Char('y' | 'Y') => return set_mode(app, ApprovalMode::Yolo),
+            // Shift+Tab again skips yolo: the cycle goes on to ask.
+            KeyCode::BackTab => return set_mode(app, ApprovalMode::Ask),
+            _ => {}
+        }
     }
     if app.approval.is_some() {
         return approval_key(app, key, ctrl);
@@ -70,10 +83,22 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
             Vec::new()
         }
         (KeyCode::Char('d'), true) if app.editor.is_empty() => vec![Command::Quit],
-        (KeyCode::BackTab, _) => {
-            let mode = next_mode(app.status.mode);
-            app.status.mode = mode;
-            vec![Command::SetMode(mode)]
+        (KeyCode::BackTab, _) => match next_mode(app.status.mode) {
+            // Yolo runs everything without asking: never one key away.
+            ApprovalMode::Yolo => {
+                app.yolo_confirm = true;
+                app.hint = Some(
+                    "yolo runs every command without asking: y switches to it, Shift+Tab skips \
+                     to ask"
+                        .into(),
+                );
+                Vec::new()
+            }
+            mode => set_mode(app, mode),
+        },
+        (KeyCode::Char('?'), false) if app.editor.is_empty() => {
+            app.notice(super::transcript::Level::Info, super::slash::HELP);
+            Vec::new()
         }
         _ => editor_key(app, key, ctrl),
     }
@@ -263,7 +288,31 @@ fn toggle_output(app: &mut App) {
     }
 }
 
-/// ask → auto → plan → yolo → ask (explore is reached with /mode).
+/// Switches the approval mode and says so once, above the input (the
+/// status line keeps showing it; the transcript is for the conversation).
+pub(super) fn set_mode(app: &mut App, mode: ApprovalMode) -> Vec<Command> {
+    app.status.mode = mode;
+    let mut hint = format!("mode {}: {}", mode.as_str(), mode_meaning(mode));
+    if app.status.running {
+        hint.push_str(" (from the next turn)");
+    }
+    app.hint = Some(hint);
+    vec![Command::SetMode(mode)]
+}
+
+/// One line on what a mode lets run.
+pub(super) fn mode_meaning(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Ask => "reads run, everything else asks",
+        ApprovalMode::Auto => "edits and sandboxed commands run without asking",
+        ApprovalMode::Plan => "read-only until you approve a plan",
+        ApprovalMode::Explore => "read-only",
+        ApprovalMode::Yolo => "everything but hard-denied commands runs without asking",
+    }
+}
+
+/// ask → auto → plan → yolo (after a confirmation) → ask; explore is
+/// reached with /mode.
 pub fn next_mode(mode: ApprovalMode) -> ApprovalMode {
     match mode {
         ApprovalMode::Ask => ApprovalMode::Auto,

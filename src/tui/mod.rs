@@ -18,6 +18,7 @@
 //! tools directly.
 
 mod app;
+mod approval_diff;
 mod bridge;
 mod diff;
 mod driver;
@@ -43,7 +44,7 @@ mod view_tests;
 mod workflow_view_tests;
 
 pub use app::{AllowPrefix, App, ApprovalReply, Command, Msg, update};
-pub use driver::{TuiOptions, run};
+pub use driver::{FirstPrompt, TuiOptions, run};
 pub use launch::{Launch, Start};
 pub use panels::{PlanView, TaskItem, TaskState};
 pub use theme::Theme;

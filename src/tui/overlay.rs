@@ -6,6 +6,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
+use crate::display::for_terminal;
+
 use super::app::ApprovalView;
 use super::diff;
 use super::theme::Theme;
@@ -54,6 +56,7 @@ fn approval_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
         }
         None => {
             let summary = super::app::call_summary(&approval.call);
+            let summary = for_terminal(&summary);
             let mark = if approval.call.name == "shell" { "$ " } else { "" };
             for (i, line) in summary.lines().take(MAX_PREVIEW_LINES).enumerate() {
                 let lead = if i == 0 { mark } else { "  " };
@@ -66,7 +69,7 @@ fn approval_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
     }
     lines.push(Line::from(vec![
         Span::styled("reason: ", theme.dim()),
-        Span::raw(approval.reason.clone()),
+        Span::raw(for_terminal(&approval.reason).into_owned()),
     ]));
     lines.push(Line::default());
     match &approval.note {

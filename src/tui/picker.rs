@@ -39,6 +39,9 @@ pub struct PickerRow {
 pub struct PickerView {
     pub rows: Vec<PickerRow>,
     pub selected: usize,
+    /// Opened with `/resume` over a live session: Esc returns to it
+    /// (otherwise, before any session, Esc quits).
+    pub over_session: bool,
 }
 
 impl PickerView {
@@ -59,7 +62,7 @@ impl PickerView {
                     .collect(),
             })
             .collect();
-        Self { rows, selected: 0 }
+        Self { rows, selected: 0, over_session: false }
     }
 }
 
@@ -87,6 +90,7 @@ pub fn picker_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
             app.picker = None;
             return vec![Command::OpenSession(None)];
         }
+        KeyCode::Esc | KeyCode::Char('q') if picker.over_session => app.picker = None,
         KeyCode::Esc | KeyCode::Char('q') => return vec![Command::Quit],
         _ => {}
     }
@@ -116,10 +120,12 @@ pub fn draw_picker(frame: &mut Frame<'_>, area: Rect, picker: &PickerView, theme
         .title(Span::styled(title, theme.bold()));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let footer = wrap_lines(
-        &[Line::styled("Enter open · ↑↓ choose · n new session · Esc quit", theme.dim())],
-        inner.width,
-    );
+    let keys = if picker.over_session {
+        "Enter open · ↑↓ choose · n new session · Esc back to this session"
+    } else {
+        "Enter open · ↑↓ choose · n new session · Esc quit"
+    };
+    let footer = wrap_lines(&[Line::styled(keys, theme.dim())], inner.width);
     let footer_rows = u16::try_from(footer.len()).unwrap_or(u16::MAX).min(inner.height);
     let list = Rect { height: inner.height - footer_rows, ..inner };
     let rows = usize::from(list.height).max(1);

@@ -93,13 +93,7 @@ fn set_mode(app: &mut App, word: &str) -> Vec<Command> {
             }
         },
     };
-    app.status.mode = mode;
-    let mut text = format!("mode: {}", mode.as_str());
-    if app.status.running {
-        text.push_str(" (from the next turn; the running turn keeps its mode)");
-    }
-    app.notice(Level::Info, text);
-    vec![Command::SetMode(mode)]
+    super::keys::set_mode(app, mode)
 }
 
 fn toggle_tasks(app: &mut App) -> Vec<Command> {

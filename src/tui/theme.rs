@@ -35,8 +35,22 @@ impl Theme {
         Style::new()
     }
 
+    /// Chrome: separators, borders of hints, "… more lines". Dark grey
+    /// without the DIM attribute (the two together are unreadable on many
+    /// dark themes); never used for content.
     pub fn dim(self) -> Style {
-        self.fg(Color::DarkGray).add_modifier(Modifier::DIM)
+        self.fg(Color::DarkGray)
+    }
+
+    /// Secondary text people read (notices, key hints): the terminal's
+    /// own foreground, readable on dark and light themes alike.
+    pub fn secondary(self) -> Style {
+        Style::new()
+    }
+
+    /// The model's reasoning: italic in the terminal's own foreground.
+    pub fn reasoning(self) -> Style {
+        Style::new().add_modifier(Modifier::ITALIC)
     }
 
     pub fn bold(self) -> Style {
@@ -84,7 +98,7 @@ impl Theme {
     }
 
     pub fn hunk(self) -> Style {
-        self.fg(Color::Cyan).add_modifier(Modifier::DIM)
+        self.fg(Color::Cyan)
     }
 
     pub fn selected(self) -> Style {

@@ -10,6 +10,8 @@ use std::rc::Rc;
 
 use ratatui::text::{Line, Span};
 
+use crate::display::for_terminal;
+
 use super::diff::{self, DiffLine};
 use super::markdown;
 use super::theme::Theme;
@@ -36,10 +38,43 @@ pub struct ToolCell {
     /// The command, path or arguments.
     pub summary: String,
     pub status: ToolStatus,
-    pub exit_code: Option<i64>,
+    /// Why a finished call failed, when it says more than ✗ (`exit 1`,
+    /// `killed by signal 9`, `timed out after 5000 ms`).
+    pub failure: Option<String>,
+    /// What the user sees: a shell call's streams without the framing the
+    /// model reads.
     pub output: String,
     /// Parsed when the output carries a unified diff.
     pub diff: Option<Vec<DiffLine>>,
+}
+
+impl ToolCell {
+    /// The cell of a call that started (or was judged) and has no result.
+    pub fn running(call: &crate::protocol::ToolCall) -> Self {
+        Self {
+            summary: super::app::call_summary(call),
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            status: ToolStatus::Running,
+            failure: None,
+            output: String::new(),
+            diff: None,
+        }
+    }
+
+    /// Fills in the result: a non-zero exit, a signal or a timeout fail
+    /// the cell although the shell tool returns them as results.
+    pub fn finish(&mut self, output: &str, is_error: bool, meta: &serde_json::Value) {
+        let outcome = crate::display::outcome(is_error, meta);
+        self.status = if outcome.failed { ToolStatus::Failed } else { ToolStatus::Succeeded };
+        self.failure = outcome.status;
+        self.diff = diff::contains_diff(output).then(|| diff::parse(output));
+        self.output = if self.name == "shell" {
+            crate::display::parse_shell(output).combined()
+        } else {
+            output.to_owned()
+        };
+    }
 }
 
 /// Severity of a notice.
@@ -97,7 +132,7 @@ impl Cell {
     /// Unwrapped lines, ending with a blank separator.
     fn logical_lines(&self, expanded: bool, theme: Theme) -> Vec<Line<'static>> {
         let mut lines = match &self.kind {
-            CellKind::User(text) => text
+            CellKind::User(text) => for_terminal(text)
                 .lines()
                 .enumerate()
                 .map(|(i, l)| {
@@ -105,18 +140,19 @@ impl Cell {
                     Line::from(vec![Span::styled(mark, theme.user()), Span::raw(l.to_owned())])
                 })
                 .collect(),
-            CellKind::Assistant { text, .. } => markdown::render(text, theme),
-            CellKind::Reasoning(text) => {
-                text.lines().map(|l| Line::styled(l.to_owned(), theme.dim())).collect()
-            }
+            CellKind::Assistant { text, .. } => markdown::render(&for_terminal(text), theme),
+            CellKind::Reasoning(text) => for_terminal(text)
+                .lines()
+                .map(|l| Line::styled(l.to_owned(), theme.reasoning()))
+                .collect(),
             CellKind::Tool(tool) => tool_lines(tool, expanded, theme),
             CellKind::Notice { level, text } => {
                 let style = match level {
-                    Level::Info => theme.dim(),
+                    Level::Info => theme.secondary(),
                     Level::Warning => theme.warning(),
                     Level::Error => theme.error(),
                 };
-                text.lines().map(|l| Line::styled(l.to_owned(), style)).collect()
+                for_terminal(text).lines().map(|l| Line::styled(l.to_owned(), style)).collect()
             }
         };
         lines.push(Line::default());
@@ -140,14 +176,15 @@ fn tool_lines(tool: &ToolCell, expanded: bool, theme: Theme) -> Vec<Line<'static
         ToolStatus::Succeeded => ("✓", theme.ok()),
         ToolStatus::Failed => ("✗", theme.error()),
     };
+    let summary = for_terminal(&tool.summary).replace('\n', " ");
     let mut head = vec![
         Span::styled(format!("{mark} "), mark_style),
         Span::styled(tool.name.clone(), theme.tool()),
         Span::raw(" "),
-        Span::raw(tool.summary.clone()),
+        Span::raw(summary),
     ];
-    if let Some(code) = tool.exit_code {
-        head.push(Span::styled(format!("  exit {code}"), theme.dim()));
+    if let Some(failure) = &tool.failure {
+        head.push(Span::styled(format!("  {failure}"), theme.error()));
     }
     let mut lines = vec![Line::from(head)];
     if let Some(diff) = &tool.diff {
@@ -156,17 +193,50 @@ fn tool_lines(tool: &ToolCell, expanded: bool, theme: Theme) -> Vec<Line<'static
         push_more(&mut lines, diff.len() - shown, theme);
         return lines;
     }
-    let output: Vec<&str> = tool.output.lines().collect();
+    let output = for_terminal(&tool.output);
+    let output: Vec<&str> = output.lines().collect();
     let shown = if expanded { output.len() } else { output.len().min(COLLAPSED_OUTPUT_LINES) };
-    let style = if tool.status == ToolStatus::Failed { theme.error() } else { theme.dim() };
-    for line in &output[..shown] {
+    // A failed call's preview is its last lines: that is where errors are.
+    let range = if tool.status == ToolStatus::Failed {
+        output.len() - shown..output.len()
+    } else {
+        0..shown
+    };
+    let style = if tool.status == ToolStatus::Failed { theme.error() } else { theme.plain() };
+    if tool.status == ToolStatus::Failed {
+        push_more(&mut lines, output.len() - shown, theme);
+    }
+    for line in &output[range] {
         lines.push(Line::from(vec![
             Span::styled("  │ ", theme.dim()),
-            Span::styled((*line).to_owned(), style),
+            Span::styled(expand_tabs(line), style),
         ]));
     }
-    push_more(&mut lines, output.len() - shown, theme);
+    if tool.status != ToolStatus::Failed {
+        push_more(&mut lines, output.len() - shown, theme);
+    }
     lines
+}
+
+/// Tabs to spaces (stops every 8 columns): a terminal cell cannot hold a
+/// tab, and `read_file`'s `     1\tcode` must not become `1code`.
+fn expand_tabs(line: &str) -> String {
+    if !line.contains('\t') {
+        return line.to_owned();
+    }
+    let mut out = String::with_capacity(line.len() + 8);
+    let mut column = 0;
+    for c in line.chars() {
+        if c == '\t' {
+            let pad = 8 - column % 8;
+            out.extend(std::iter::repeat_n(' ', pad));
+            column += pad;
+        } else {
+            out.push(c);
+            column += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        }
+    }
+    out
 }
 
 fn indent(line: Line<'static>) -> Line<'static> {
@@ -177,7 +247,7 @@ fn indent(line: Line<'static>) -> Line<'static> {
 
 fn push_more(lines: &mut Vec<Line<'static>>, hidden: usize, theme: Theme) {
     if hidden > 0 {
-        lines.push(Line::styled(format!("  … {hidden} more lines (ctrl+o expands)"), theme.dim()));
+        lines.push(Line::styled(format!("  … {hidden} more lines (Ctrl+O expands)"), theme.dim()));
     }
 }
 

@@ -108,6 +108,9 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     if let Some(hint) = &app.hint {
         block = block.title(Span::styled(format!(" {hint} "), theme.warning()));
     }
+    if let Some(keys) = key_hints(app, area.width) {
+        block = block.title_bottom(Line::styled(format!(" {keys} "), theme.dim()).right_aligned());
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = usize::from(inner.width.max(1));
@@ -142,6 +145,20 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     if !covered && app.picker.is_none() && app.trust.is_none() {
         frame.set_cursor_position(Position { x, y });
     }
+}
+
+/// The footer on the input's bottom border: the keys that matter now,
+/// the short form when the long one does not fit, nothing when neither.
+fn key_hints(app: &App, width: u16) -> Option<&'static str> {
+    let (long, short) = if app.yolo_confirm {
+        ("y yolo · Shift+Tab skip", "y yolo")
+    } else if app.status.running {
+        ("Esc stop · Ctrl+O expand output", "Esc stop")
+    } else {
+        ("Enter send · Shift+Tab mode · / commands · ? shortcuts", "? shortcuts")
+    };
+    let room = usize::from(width).saturating_sub(6);
+    [long, short].into_iter().find(|keys| keys.chars().count() <= room)
 }
 
 fn draw_popup(app: &App, frame: &mut Frame<'_>, above: Rect) {

@@ -29,6 +29,12 @@ pub(super) fn render(app: &App, width: u16, height: u16) -> String {
     format!("{}", terminal.backend())
 }
 
+fn draw(app: &App, width: u16, height: u16) -> TestBackend {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| view(app, frame)).unwrap();
+    terminal.backend().clone()
+}
+
 pub(super) fn app() -> App {
     let mut app = App::new(Theme::new(true), ApprovalMode::Ask);
     runtime(
@@ -40,6 +46,7 @@ pub(super) fn app() -> App {
             model: "mock-model".into(),
             workspace_root: "/repo".into(),
             sandbox: crate::runtime::SandboxState::On,
+            mode: ApprovalMode::Ask,
             pricing: crate::context::Pricing::for_model("mock-model"),
         },
     );
@@ -141,15 +148,22 @@ fn tool_cells() -> App {
     start_turn(&mut app, "run the tests");
     let ok = call("c1", "shell", serde_json::json!({"command": "cargo test"}));
     let failed = call("c2", "shell", serde_json::json!({"command": "false"}));
+    let read = call("c4", "read_file", serde_json::json!({"path": "calc.py"}));
     let running = call("c3", "read_file", serde_json::json!({"path": "src/lib.rs"}));
-    respond(&mut app, "Running them.", &[ok.clone(), failed.clone(), running.clone()]);
-    for c in [&ok, &failed, &running] {
+    let calls = [ok.clone(), failed.clone(), read.clone(), running.clone()];
+    respond(&mut app, "Running them.", &calls);
+    for c in &calls {
         let class = if c.name == "shell" { ToolClass::Mutating } else { ToolClass::ReadOnly };
         runtime(&mut app, RuntimeEvent::ToolCallStarted { call: c.clone(), class });
     }
-    let output = (1..=9).map(|n| format!("test t{n} ... ok")).collect::<Vec<_>>().join("\n");
-    finish_tool(&mut app, &ok, &output, false, Some(0));
-    finish_tool(&mut app, &failed, "exit status 1", true, Some(1));
+    // Shaped as the shell tool writes them: a non-zero exit is a result,
+    // not a tool error, and must still show as a failure.
+    let tests = (1..=9).map(|n| format!("test t{n} ... ok")).collect::<Vec<_>>().join("\n");
+    finish_tool(&mut app, &ok, &format!("exit code: 0\n--- stdout ---\n{tests}\n"), false, Some(0));
+    let failure = "exit code: 1\n--- stdout ---\nchecking\n--- stderr ---\nerror[E0425]: cannot find \
+                   value `x`\nerror: could not compile\n";
+    finish_tool(&mut app, &failed, failure, false, Some(1));
+    finish_tool(&mut app, &read, "     1\tdef add(a, b):\n     2\t    return a + b\n", false, None);
     update(&mut app, Msg::Tick(Duration::from_millis(3400)));
     app
 }
@@ -158,6 +172,44 @@ fn tool_cells() -> App {
 fn tool_call_cells() {
     let app = tool_cells();
     insta::assert_snapshot!("collapsed", render(&app, 60, 22));
+}
+
+#[test]
+fn a_non_zero_exit_is_a_red_cross_without_framing() {
+    let app = tool_cells();
+    let screen = render(&app, 60, 40);
+    assert!(screen.contains("✗ shell false  exit 1"), "{screen}");
+    assert!(screen.contains("✓ shell cargo test ") && !screen.contains("exit 0"), "{screen}");
+    assert!(!screen.contains("exit code:") && !screen.contains("--- std"), "{screen}");
+    assert!(screen.contains("│     1  def add(a, b):"), "tabs expanded: {screen}");
+    let backend = draw(&app, 60, 40);
+    let buffer = backend.buffer();
+    let cross = (0..buffer.area.height)
+        .flat_map(|y| (0..buffer.area.width).map(move |x| (x, y)))
+        .find(|&(x, y)| buffer[(x, y)].symbol() == "✗")
+        .unwrap();
+    assert_eq!(buffer[cross].fg, Color::Red);
+}
+
+#[test]
+fn shift_tab_asks_before_yolo_and_modes_stay_out_of_the_transcript() {
+    let mut app = app();
+    let cells = app.transcript.cells().len();
+    let shift_tab = || Msg::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+    assert_eq!(update(&mut app, shift_tab()), [Command::SetMode(ApprovalMode::Auto)]);
+    assert_eq!(update(&mut app, shift_tab()), [Command::SetMode(ApprovalMode::Plan)]);
+    assert_eq!(update(&mut app, shift_tab()), [], "yolo waits for a confirmation");
+    assert_eq!(app.status.mode, ApprovalMode::Plan);
+    assert!(render(&app, 100, 6).contains("y switches to it"), "{}", render(&app, 100, 6));
+    assert_eq!(update(&mut app, shift_tab()), [Command::SetMode(ApprovalMode::Ask)], "skipped");
+    for _ in 0..3 {
+        update(&mut app, shift_tab());
+    }
+    assert_eq!(update(&mut app, key(KeyCode::Char('y'))), [Command::SetMode(ApprovalMode::Yolo)]);
+    type_text(&mut app, "/mode ask");
+    assert_eq!(update(&mut app, key(KeyCode::Enter)), [Command::SetMode(ApprovalMode::Ask)]);
+    assert_eq!(app.transcript.cells().len(), cells, "mode changes are not transcript lines");
+    assert!(app.hint.as_deref().unwrap_or("").starts_with("mode ask"), "{:?}", app.hint);
 }
 
 #[test]

@@ -57,6 +57,7 @@ fn priced_app() -> App {
             model: "gpt-4o".into(),
             workspace_root: "/repo".into(),
             sandbox: SandboxState::Unavailable,
+            mode: ApprovalMode::Ask,
             pricing: crate::context::Pricing::for_model("gpt-4o"),
         },
     );
@@ -109,11 +110,12 @@ fn status_line_shows_the_cache_hit_rate_and_the_cached_cost() {
 }
 
 #[test]
-fn mode_changes_from_the_runtime_show() {
+fn mode_changes_from_the_runtime_show_once_above_the_input() {
     let mut app = app();
     runtime(&mut app, RuntimeEvent::ModeChanged { mode: ApprovalMode::Auto });
     assert_eq!(app.status.mode, ApprovalMode::Auto);
-    assert!(texts(&app).iter().any(|t| t == "mode: auto"));
+    assert!(app.hint.as_deref().is_some_and(|h| h.starts_with("mode auto")), "{:?}", app.hint);
+    assert!(!texts(&app).iter().any(|t| t.starts_with("mode")), "{:?}", texts(&app));
 }
 
 fn plan_review_app() -> App {
@@ -284,6 +286,7 @@ fn picker() -> PickerView {
             row("a", "2026-11-20 17:03", "interrupted", "add a --json flag to sessions"),
         ],
         selected: 0,
+        over_session: false,
     }
 }
 
@@ -439,6 +442,7 @@ fn configured_prices_and_window_price_a_model_keel_does_not_know() {
             model: "local-qwen".into(),
             workspace_root: "/repo".into(),
             sandbox: SandboxState::On,
+            mode: ApprovalMode::Ask,
             pricing,
         },
     );

@@ -140,7 +140,7 @@ async fn exec_without_full_auto_declines_writes_and_says_how_to_allow_them() {
         .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "write x"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(3), "declined work is needs_approval");
     assert!(!sandbox.repo.join("x.txt").exists());
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "I could not write.");
     let bodies = request_bodies(&server).await;

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 fn layer(module: &str) -> Option<u8> {
     match module {
-        "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" => Some(0),
+        "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" | "display" => {
+            Some(0)
+        }
         "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" => Some(1),
         // Test-only: finds the shared corpus on disk.
         "shared_corpus" => Some(1),

@@ -10,6 +10,7 @@ mod context_requests;
 mod e2e_exec;
 mod e2e_interrupt;
 mod e2e_mockllm;
+mod exec_honest;
 mod hooks_e2e;
 mod layers;
 mod policy_always;

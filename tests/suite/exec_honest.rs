@@ -1,0 +1,187 @@
+//! Issue 17 through the real `keel exec`: results that say what happened
+//! (declined work is `needs_approval`, not `completed`), failed commands
+//! marked as failed with their output, and model text that cannot drive
+//! the terminal (issue 13).
+
+use serde_json::json;
+
+use super::support::{Sandbox, json_lines, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// The review's fix-the-bug story: read, edit, run the test, then claim
+/// success.
+fn fixbug_steps() -> Vec<Step> {
+    vec![
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "calc.py"}))] },
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "edit_file",
+                json!({"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+            )],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "python3 test_calc.py"}))],
+        },
+        Step::Answer("Fixed add() in calc.py; test_calc.py passes.".into()),
+    ]
+}
+
+fn fixbug_repo() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write("calc.py", "def add(a, b):\n    return a - b\n");
+    sandbox.write("test_calc.py", "from calc import add\nassert add(2, 3) == 5\nprint('ok')\n");
+    sandbox
+}
+
+fn exec(sandbox: &Sandbox, uri: &str, extra: &[&str]) -> std::process::Output {
+    sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{uri}/v1")])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn declined_work_ends_needs_approval_with_the_flag_that_allows_it() {
+    let sandbox = fixbug_repo();
+    let server = scripted_model(Wire::Chat, &fixbug_steps()).await;
+    let output = exec(&sandbox, &server.uri(), &["fix the bug in calc.py"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "needs_approval is not success: {stderr}");
+    assert_eq!(sandbox.read("calc.py"), "def add(a, b):\n    return a - b\n");
+    // The closing lines list each call with its remedy, uncut, and the flag.
+    assert!(stderr.contains("needs approval: 2 call(s)"), "{stderr}");
+    assert!(stderr.contains("  edit_file calc.py: allow with --full-auto"), "{stderr}");
+    // (An allow rule is offered too once policy suggests one narrow
+    // enough for `python3 test_calc.py`: issue 17 item 4.)
+    assert!(stderr.contains("  shell python3 test_calc.py: allow with --full-auto"), "{stderr}");
+    assert!(stderr.contains("rerun with --full-auto to allow them"), "{stderr}");
+    // Each declined call shows as a call, then why it did not run.
+    assert!(stderr.contains("→ edit_file calc.py\n  ✗ not run: needs approval"), "{stderr}");
+
+    let server = scripted_model(Wire::Chat, &fixbug_steps()).await;
+    let output = exec(&sandbox, &server.uri(), &["--json", "fix the bug in calc.py"]);
+    assert_eq!(output.status.code(), Some(3));
+    let lines = json_lines(&output.stdout);
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "needs_approval", "{result}");
+    let declined = result["declined"].as_array().unwrap();
+    assert_eq!(declined.len(), 2, "{result}");
+    assert_eq!(declined[0]["name"], "edit_file");
+    assert_eq!(declined[0]["allow_with"], "--full-auto");
+    let events: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "approval_declined").collect();
+    assert_eq!(events.len(), 2, "one event per declined call");
+    assert!(lines.iter().all(|l| l["schema_version"] == 1), "every line is versioned");
+
+    // --full-auto: the same story runs and changes the file.
+    let server = scripted_model(Wire::Chat, &fixbug_steps()).await;
+    let output = exec(&sandbox, &server.uri(), &["--full-auto", "--json", "fix the bug"]);
+    let result = json_lines(&output.stdout).pop().unwrap();
+    assert_ne!(result["status"], "needs_approval", "{result}");
+    assert_eq!(result["declined"], json!([]));
+    assert_eq!(sandbox.read("calc.py"), "def add(a, b):\n    return a + b\n");
+}
+
+#[tokio::test]
+async fn a_failed_command_is_a_red_cross_with_its_stderr() {
+    let sandbox = Sandbox::new();
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "cat f1.txt"}))] },
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "echo step-1"}))] },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), &["--full-auto", "go"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .contains("→ shell cat f1.txt\n  ✗ exit 1\n    cat: f1.txt: No such file or directory"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("→ shell echo step-1\n  ✓ step-1\n"), "{stderr}");
+    assert!(!stderr.contains("exit code:"), "no model-facing framing: {stderr}");
+}
+
+#[tokio::test]
+async fn plan_only_without_a_plan_is_not_completed() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Nothing to plan.".into())]).await;
+    let output = exec(&sandbox, &server.uri(), &["--json", "--plan-only", "plan it"]);
+    assert_eq!(output.status.code(), Some(1));
+    let result = json_lines(&output.stdout).pop().unwrap();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert!(result["error"].as_str().unwrap().contains("no plan was submitted"), "{result}");
+}
+
+#[tokio::test]
+async fn output_to_a_missing_folder_fails_before_the_model_is_paid() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("paid".into())]).await;
+    let target = sandbox.home.join("no-such-dir").join("last.txt");
+    let output = exec(&sandbox, &server.uri(), &["-o", target.to_str().unwrap(), "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no-such-dir"), "{stderr}");
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert!(requests.is_empty(), "the model was called");
+}
+
+#[tokio::test]
+async fn exec_last_with_nothing_to_continue_says_so() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("first".into())]).await;
+    assert_eq!(exec(&sandbox, &server.uri(), &["hi"]).status.code(), Some(0));
+    let output = exec(&sandbox, &server.uri(), &["--last"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("nothing to continue"), "{stderr}");
+}
+
+#[test]
+fn json_usage_errors_from_flag_parsing_still_end_with_a_result_line() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.keel().args(["exec", "--json", "--provider", "gemini", "x"]).output();
+    let output = output.unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let lines = json_lines(&output.stdout);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["type"], "result");
+    assert_eq!(lines[0]["status"], "failed");
+    assert!(lines[0]["error"].as_str().unwrap().contains("gemini"), "{}", lines[0]);
+}
+
+/// The final text on a terminal (a pty from `script`) loses its control
+/// sequences; through a pipe it stays exactly what the model wrote.
+#[tokio::test]
+async fn model_escape_sequences_never_reach_the_terminal() {
+    let sandbox = Sandbox::new();
+    let evil = "Done.\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b]0;pwned\x07 All clear.";
+    let server = scripted_model(Wire::Chat, &[Step::Answer(evil.into())]).await;
+    let keel = assert_cmd::cargo::cargo_bin("keel");
+    let command = format!(
+        "env -i PATH=/usr/bin:/bin HOME={home} KEEL_HOME={home} {keel} exec --provider \
+         openai-chat --model m --base-url {uri}/v1 hi",
+        home = sandbox.home.display(),
+        keel = keel.display(),
+        uri = server.uri(),
+    );
+    let output = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(&sandbox.repo)
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&output.stdout);
+    assert!(seen.contains("Done. All clear."), "{seen:?}");
+    for bad in ["\x1b]52", "\x1b[2J", "\x1b]0;", "\x07"] {
+        assert!(!seen.contains(bad), "{bad:?} reached the terminal: {seen:?}");
+    }
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer(evil.into())]).await;
+    let piped = exec(&sandbox, &server.uri(), &["hi"]);
+    assert_eq!(String::from_utf8_lossy(&piped.stdout), format!("{evil}\n"));
+}
