@@ -135,6 +135,7 @@ impl Rebuilder {
                 }
             }
             SessionEvent::ModeChanged { mode } => self.set_mode(&mode),
+            SessionEvent::ModelChanged { model } => self.state.config.model = model,
             SessionEvent::SessionResumed { provider, model, .. } => {
                 self.facts.provider = provider;
                 self.facts.model = model;

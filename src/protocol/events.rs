@@ -179,6 +179,11 @@ pub enum SessionEvent {
     ModeChanged {
         mode: String,
     },
+    /// The user switched the model (`/model NAME`); requests from here on
+    /// name it (rebuilt on resume).
+    ModelChanged {
+        model: String,
+    },
     /// The workflow moved to another phase.
     PhaseChanged {
         from: String,
@@ -303,6 +308,7 @@ impl SessionEvent {
             | SessionEvent::ToolCallFinished { .. }
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::ModeChanged { .. }
+            | SessionEvent::ModelChanged { .. }
             | SessionEvent::PhaseChanged { .. }
             | SessionEvent::PlanUpdated { .. }
             | SessionEvent::TaskUpdated { .. }
@@ -396,6 +402,7 @@ mod tests {
             SessionEvent::Checkpoint { turn: 1, commit: s() },
             SessionEvent::Undo { turn: 1, commit: s() },
             SessionEvent::ModeChanged { mode: s() },
+            SessionEvent::ModelChanged { model: s() },
             SessionEvent::PhaseChanged { from: s(), to: s() },
             SessionEvent::PlanUpdated { plan: serde_json::Value::Null },
             SessionEvent::TaskUpdated { task: serde_json::Value::Null },
@@ -440,6 +447,8 @@ mod tests {
                 | SessionEvent::Checkpoint { .. }
                 | SessionEvent::Undo { .. }
                 | SessionEvent::ModeChanged { .. }
+                | SessionEvent::ModelChanged { .. }
+                | SessionEvent::ModelChanged { .. }
                 | SessionEvent::PhaseChanged { .. }
                 | SessionEvent::PlanUpdated { .. }
                 | SessionEvent::TaskUpdated { .. }

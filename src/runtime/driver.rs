@@ -181,6 +181,8 @@ impl Session {
     ) -> Self {
         let Opening { id, log, state, open_turn, checkpointed_turn, files, found, start_source } =
             opening;
+        // A resumed log may have switched models (`model_changed`).
+        let model = state.config.model.clone();
         Self {
             // The session id keeps a session's requests on one prompt cache.
             llm: llm.with_cache_key(id.clone()),
@@ -199,7 +201,7 @@ impl Session {
                 &settings.workspace_root,
                 checkpointed_turn,
             ),
-            model: settings.model.clone(),
+            model,
             last_input_tokens: 0,
             // A project's own hooks run only once the user trusts it.
             hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted)
@@ -284,6 +286,26 @@ impl Session {
             self.sink.emit(RuntimeEvent::Error { message });
         }
         self.sink.emit(RuntimeEvent::ModeChanged { mode });
+    }
+
+    /// Switches the model for the requests that follow (`/model NAME`);
+    /// the running turn keeps its model. Recorded (`model_changed`) so a
+    /// resume asks the same model; the window and prices follow the new
+    /// name (keel's table: `[context]` overrides were set for the old one).
+    pub fn set_model(&mut self, model: String) -> Result<(), RuntimeError> {
+        if self.model == model {
+            return Ok(());
+        }
+        self.log.append(SessionEvent::ModelChanged { model: model.clone() })?;
+        let pricing = crate::context::Pricing::for_model(&model);
+        self.state.config.model = model.clone();
+        self.state.config.context_window = pricing.context_window;
+        let settings = Arc::make_mut(&mut self.settings);
+        settings.pricing = pricing;
+        settings.context_window = pricing.context_window;
+        settings.model = model.clone();
+        self.model = model;
+        Ok(())
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
@@ -512,6 +534,7 @@ impl Session {
                 self.sink.emit(event);
             }
             SessionEvent::SessionStarted { .. }
+            | SessionEvent::ModelChanged { .. }
             | SessionEvent::SessionResumed { .. }
             | SessionEvent::UserMessage { .. }
             | SessionEvent::TurnStarted { .. }

@@ -146,6 +146,7 @@ pub async fn replay(
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::Undo { .. }
             | SessionEvent::ModeChanged { .. }
+            | SessionEvent::ModelChanged { .. }
             | SessionEvent::PhaseChanged { .. }
             | SessionEvent::PlanUpdated { .. }
             | SessionEvent::TaskUpdated { .. }

@@ -85,6 +85,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::Checkpoint { .. }
         | SessionEvent::Undo { .. }
         | SessionEvent::ModeChanged { .. }
+        | SessionEvent::ModelChanged { .. }
         | SessionEvent::PhaseChanged { .. }
         | SessionEvent::PlanUpdated { .. }
         | SessionEvent::TaskUpdated { .. }

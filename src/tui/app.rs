@@ -116,6 +116,8 @@ pub enum Command {
     Interrupt,
     Answer(ApprovalReply),
     SetMode(ApprovalMode),
+    /// `/model NAME`: the model of the requests that follow.
+    SetModel(String),
     /// `/<skill> args`.
     Skill {
         name: String,

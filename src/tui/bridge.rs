@@ -92,6 +92,7 @@ pub enum Op {
     /// `/undo`: restore the files of the last file-changing turn.
     Undo,
     SetMode(ApprovalMode),
+    SetModel(String),
 }
 
 /// Forwards runtime events to the UI.
@@ -255,6 +256,12 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
             let _ = events.send(UiEvent::Notice(notice.0, notice.1));
         }
         Op::SetMode(mode) => session.set_approval_mode(mode),
+        Op::SetModel(model) => {
+            if let Err(error) = session.set_model(model) {
+                let text = format!("cannot switch the model: {error}");
+                let _ = events.send(UiEvent::Notice(Level::Error, text));
+            }
+        }
     }
 }
 

@@ -457,6 +457,9 @@ impl Driver {
                 Command::SetMode(mode) => {
                     let _ = self.ops.send(Op::SetMode(mode));
                 }
+                Command::SetModel(model) => {
+                    let _ = self.ops.send(Op::SetModel(model));
+                }
                 Command::EditPlan { path, text } => self.edit = Some((path, text)),
                 Command::Trust(yes) => {
                     if yes {

@@ -13,9 +13,9 @@ pub const SLASH_COMMANDS: [(&str, &str); 11] = [
     ("/tasks", "show or hide the tasks panel"),
     ("/diff", "git diff of the workspace"),
     ("/undo", "restore the files of the last turn that changed them"),
-    ("/resume", "how to open an earlier session"),
+    ("/resume", "open another session of this folder (Esc returns here)"),
     ("/skills", "list skills"),
-    ("/model", "show the model and provider"),
+    ("/model", "show the model, or switch it: /model NAME"),
     ("/quit", "leave keel"),
 ];
 

@@ -15,10 +15,11 @@ use super::keys::{next_mode, start_running};
 use super::transcript::{CellKind, Level};
 
 pub const HELP: &str = "Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Tab complete\n\
-Shift+Tab cycle mode · Esc/Ctrl+C stop the turn · Ctrl+C twice or Ctrl+D quit\n\
+Shift+Tab cycle mode (ask → auto → plan → yolo, which asks first) · Esc/Ctrl+C stop the turn\n\
+Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
-/resume /skills /model /quit · /<skill> [words] runs a skill";
+/resume /skills /model [name] /quit · /<skill> [words] runs a skill";
 
 /// Runs the slash command `line` (already trimmed, starting with `/`).
 pub fn run(app: &mut App, line: &str) -> Vec<Command> {
@@ -47,13 +48,21 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
         "/mode" => set_mode(app, rest),
         "/plan" => set_mode(app, "plan"),
         "/tasks" => toggle_tasks(app),
-        "/model" => {
+        "/model" if rest.is_empty() => {
             let text = format!(
-                "model {} · provider {} (start keel with --model/-m or --provider to change them)",
+                "model {} · provider {} (/model NAME switches the model; --provider at start \
+                 changes the provider)",
                 or_unknown(&app.status.model),
                 or_unknown(&app.status.provider)
             );
             notice(app, Level::Info, text)
+        }
+        "/model" => {
+            app.status.model = rest.to_owned();
+            app.status.pricing = crate::context::Pricing::for_model(rest);
+            let when = if app.status.running { "the next turn" } else { "the next request" };
+            app.notice(Level::Info, format!("model {rest} from {when} (recorded in the log)"));
+            vec![Command::SetModel(rest.to_owned())]
         }
         "/skills" => list_skills(app),
         "/resume" if app.status.running => {

@@ -32,6 +32,7 @@ mod session_undo;
 mod shared_corpus;
 mod support;
 mod tools_cli;
+mod tui_frontends;
 mod tui_plan_mode;
 mod tui_tmux;
 mod wire;
