@@ -448,7 +448,6 @@ mod tests {
                 | SessionEvent::Undo { .. }
                 | SessionEvent::ModeChanged { .. }
                 | SessionEvent::ModelChanged { .. }
-                | SessionEvent::ModelChanged { .. }
                 | SessionEvent::PhaseChanged { .. }
                 | SessionEvent::PlanUpdated { .. }
                 | SessionEvent::TaskUpdated { .. }
