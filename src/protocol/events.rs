@@ -26,6 +26,7 @@
 //! | `checkpoint` | runtime | a workspace snapshot taken before the turn changed files |
 //! | `undo` | `keel undo` | the workspace was restored to a checkpoint |
 //! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
+//! | `model_changed` | runtime | the model of the requests from here on (`/model NAME` in the TUI) |
 //! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
 //! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check; a resume starts from the latest |
 //! | `model_error` | loop | a model request failed for good |
@@ -277,6 +278,7 @@ impl SessionEvent {
         "checkpoint",
         "undo",
         "mode_changed",
+        "model_changed",
         "phase_changed",
         "plan_updated",
         "task_updated",
