@@ -179,9 +179,12 @@ pub struct UndoArgs {
 
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
-    /// Print a JSON array instead of a table.
+    /// Print a JSON array (every session) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also list empty sessions (opened and left without a prompt).
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]

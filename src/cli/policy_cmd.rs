@@ -43,8 +43,13 @@ pub struct CheckArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    /// The command and its arguments (after `--`).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments (`--` first when they start with `-`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     pub command: Vec<String>,
 }
 
@@ -101,12 +106,27 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
 /// The JSON report for a decision and its matches.
 pub fn check_json(decision: &Decision, matched: &[RuleMatch]) -> Value {
     let (name, reason) = match decision {
-        Decision::Allow => ("allow", String::new()),
+        Decision::Allow => ("allow", allow_reason(matched)),
         Decision::Prompt { reason } => ("prompt", reason.clone()),
         Decision::Forbidden { reason } => ("forbidden", reason.clone()),
     };
     let rules: Vec<Value> = matched.iter().map(RuleMatch::to_json).collect();
     json!({ "decision": name, "reason": reason, "matched_rules": rules })
+}
+
+/// Why a command is allowed: the allow rules that matched, else (ask mode
+/// allows nothing else) keel's built-in list of read-only commands.
+fn allow_reason(matched: &[RuleMatch]) -> String {
+    let sources: Vec<String> = matched
+        .iter()
+        .filter(|rule| rule.decision.as_str() == "allow")
+        .map(|rule| rule.source.to_string())
+        .collect();
+    if sources.is_empty() {
+        "a known read-only command (keel's built-in list)".to_owned()
+    } else {
+        format!("allowed by the rule at {}", sources.join(", "))
+    }
 }
 
 /// `keel trust`: records the current project as trusted.

@@ -13,12 +13,24 @@ use super::ReplayArgs;
 use crate::config::{Environment, find_workspace_root};
 use crate::exec::{ExitStatus, HumanPrinter};
 use crate::runtime::{ReplayReport, ShadowRepo, copy_workspace, first_checkpoint, replay};
-use crate::session::{find_by_prefix, logged_cwd, sessions_dir};
+use crate::session::{find_by_prefix, logged_cwd, logged_model, sessions_dir};
 
 pub(super) async fn run(args: &ReplayArgs) -> anyhow::Result<ExitStatus> {
     let env = Environment::from_process()?;
-    let log = find_by_prefix(&sessions_dir(&env.keel_home), &args.log)
-        .context("cannot find the log to replay")?;
+    // An existing file is that file, whatever its name; else an id prefix.
+    let log = if Path::new(&args.log).is_file() {
+        PathBuf::from(&args.log)
+    } else {
+        find_by_prefix(&sessions_dir(&env.keel_home), &args.log)
+            .context("cannot find the log to replay")?
+    };
+    if logged_model(&log).is_none() {
+        anyhow::bail!(
+            "{} is not a keel session log (its first line is not a `session_started` record); \
+             `keel sessions` lists the logs",
+            log.display()
+        );
+    }
     let workspace = if args.in_place {
         find_workspace_root(&env.cwd)
     } else {

@@ -1,4 +1,6 @@
-//! `keel sessions [--json]`: every recorded session, newest first.
+//! `keel sessions [--json] [--all]`: recorded sessions, newest first.
+//! The table has a header and leaves out empty sessions (opened and left
+//! without a prompt) unless `--all`; `--json` lists every session.
 
 use std::io::Write;
 
@@ -18,26 +20,50 @@ pub(super) fn run(args: &SessionsArgs) -> anyhow::Result<ExitStatus> {
     if args.json {
         let value = serde_json::to_value(&sessions)?;
         writeln!(out, "{value}")?;
+        return Ok(ExitStatus::Done);
+    }
+    let (shown, empty): (Vec<&SessionSummary>, Vec<&SessionSummary>) =
+        sessions.iter().partition(|session| args.all || !is_empty(session));
+    if shown.is_empty() {
+        let _ = writeln!(stderr, "no sessions yet");
     } else {
-        for session in &sessions {
+        writeln!(out, "{}", header())?;
+        for session in shown {
             writeln!(out, "{}", row(session))?;
         }
-        if sessions.is_empty() {
-            let _ = writeln!(stderr, "no sessions yet");
-        }
+    }
+    if !empty.is_empty() {
+        let _ = writeln!(stderr, "({} empty session(s) hidden; --all shows them)", empty.len());
     }
     Ok(ExitStatus::Done)
+}
+
+/// Opened and left without a prompt.
+pub(super) fn is_empty(session: &SessionSummary) -> bool {
+    session.first_prompt.is_none()
+}
+
+const ID_WIDTH: usize = 36;
+const TIME_WIDTH: usize = 19;
+const STATUS_WIDTH: usize = 18;
+
+fn header() -> String {
+    format!(
+        "{:<ID_WIDTH$}  {:<TIME_WIDTH$}  {:<TIME_WIDTH$}  {:<STATUS_WIDTH$}  {}  {}",
+        "ID", "STARTED", "LAST ACTIVITY", "STATUS", "FOLDER", "FIRST PROMPT"
+    )
 }
 
 /// One table row: id, started, last activity, status, folder, first prompt.
 fn row(session: &SessionSummary) -> String {
     let prompt = session.first_prompt.as_deref().unwrap_or("").replace('\n', " ");
     let prompt: String = prompt.chars().take(60).collect();
+    let prompt = crate::display::for_terminal(&prompt).into_owned();
     format!(
-        "{}  {}  {}  {:<18}  {}  {}",
+        "{:<ID_WIDTH$}  {:<TIME_WIDTH$}  {:<TIME_WIDTH$}  {:<STATUS_WIDTH$}  {}  {}",
         session.id,
-        session.started.get(..19).unwrap_or(&session.started),
-        session.last_activity.get(..19).unwrap_or(&session.last_activity),
+        session.started.get(..19).unwrap_or(&session.started).replace('T', " "),
+        session.last_activity.get(..19).unwrap_or(&session.last_activity).replace('T', " "),
         session.status,
         session.folder,
         prompt

@@ -22,11 +22,11 @@ pub(super) async fn run(args: &UndoArgs) -> anyhow::Result<ExitStatus> {
     let root = find_workspace_root(&env.cwd);
     let report = undo(&env.keel_home, &root, &log, args.turns).await?;
     let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", report.summary());
     let _ = writeln!(
         err,
-        "restored {} to before turn {} (checkpoint {}); the state before this undo is saved as {}",
+        "(in {}, checkpoint {}; the state before this undo is saved as {})",
         root.display(),
-        report.turn,
         report.commit.get(..12).unwrap_or(&report.commit),
         report.saved_as.get(..12).unwrap_or(&report.saved_as),
     );

@@ -29,12 +29,20 @@ pub struct HumanPrinter {
     announced: HashSet<String>,
     /// Calls reported as declined (their "not run" result adds nothing).
     declined: HashSet<String>,
+    /// Leave out the `log PATH` line (`keel demo` deletes its log).
+    hide_log_path: bool,
 }
 
 impl HumanPrinter {
     pub fn stderr() -> Self {
         let no_color = std::env::var("NO_COLOR").is_ok_and(|value| !value.is_empty());
         Self { color: std::io::stderr().is_terminal() && !no_color, ..Self::default() }
+    }
+
+    /// For a replay whose log is temporary: no `log PATH` line.
+    pub fn without_log_path(mut self) -> Self {
+        self.hide_log_path = true;
+        self
     }
 
     /// The lines for one event (tests read them without a terminal).
@@ -59,7 +67,9 @@ impl HumanPrinter {
                 ));
                 out.push(format!("workdir {}", workspace_root.display()));
                 out.push(format!("session {session_id}"));
-                out.push(format!("log {}", log_path.display()));
+                if !self.hide_log_path {
+                    out.push(format!("log {}", log_path.display()));
+                }
             }
             RuntimeEvent::TurnStarted { .. } | RuntimeEvent::Stream(_) => {}
             RuntimeEvent::ModelResponse(response) => {

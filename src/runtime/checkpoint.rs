@@ -62,6 +62,16 @@ impl ShadowRepo {
         Ok(before_undo)
     }
 
+    /// The paths that differ between two commits (workspace-relative).
+    pub async fn changed_between(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<String>, CheckpointError> {
+        let names = self.git(&["diff", "--name-only", "--no-renames", from, to]).await?;
+        Ok(names.lines().filter(|line| !line.is_empty()).map(str::to_owned).collect())
+    }
+
     /// Writes the files of `commit` into `dest` (an empty folder), leaving
     /// the shadow repository's index and the workspace alone.
     pub async fn export(&self, commit: &str, dest: &Path) -> Result<(), CheckpointError> {
@@ -125,7 +135,9 @@ mod tests {
         std::fs::write(work.path().join("new.txt"), "new").unwrap();
         std::fs::create_dir(work.path().join("build")).unwrap();
         std::fs::write(work.path().join("build/out"), "o").unwrap();
-        shadow.restore(&commit).await.unwrap();
+        let saved = shadow.restore(&commit).await.unwrap();
+        let changed = shadow.changed_between(&saved, &commit).await.unwrap();
+        assert_eq!(changed, ["a.txt", "new.txt"]);
         assert_eq!(std::fs::read_to_string(work.path().join("a.txt")).unwrap(), "one");
         assert!(!work.path().join("new.txt").exists());
         assert!(work.path().join("build/out").exists(), "ignored files are left alone");

@@ -86,6 +86,24 @@ pub struct UndoReport {
     pub commit: String,
     /// A snapshot of the state just before the undo.
     pub saved_as: String,
+    /// The workspace-relative paths the undo changed back (restored,
+    /// or removed because the turns created them).
+    pub files: Vec<String>,
+}
+
+impl UndoReport {
+    /// `restored calc.py, notes.txt (2 files) to before turn 3`: what a
+    /// user checks after an undo (`keel undo`, the TUI's `/undo`).
+    pub fn summary(&self) -> String {
+        const LISTED: usize = 10;
+        let files = match self.files.len() {
+            0 => "no files (nothing had changed since)".to_owned(),
+            1 => format!("{} (1 file)", self.files[0]),
+            n if n <= LISTED => format!("{} ({n} files)", self.files.join(", ")),
+            n => format!("{}, … ({n} files)", self.files[..LISTED].join(", ")),
+        };
+        format!("restored {files} to before turn {}", self.turn)
+    }
 }
 
 /// Restores the workspace to before the `turns`-th latest turn (of those
@@ -97,10 +115,12 @@ pub async fn undo(
     turns: usize,
 ) -> Result<UndoReport, UndoError> {
     let ((turn, commit), next_seq) = undoable(log_path, turns)?;
-    let saved_as = ShadowRepo::for_workspace(keel_home, workspace_root).restore(&commit).await?;
+    let shadow = ShadowRepo::for_workspace(keel_home, workspace_root);
+    let saved_as = shadow.restore(&commit).await?;
+    let files = shadow.changed_between(&saved_as, &commit).await?;
     let mut log = SessionLog::open_append(log_path, next_seq)?;
     log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
-    Ok(UndoReport { turn, commit, saved_as })
+    Ok(UndoReport { turn, commit, saved_as, files })
 }
 
 impl Session {
@@ -110,8 +130,9 @@ impl Session {
     pub async fn undo_turns(&mut self, turns: usize) -> Result<UndoReport, UndoError> {
         let ((turn, commit), _) = undoable(self.log.path(), turns)?;
         let saved_as = self.checkpoints.shadow.restore(&commit).await?;
+        let files = self.checkpoints.shadow.changed_between(&saved_as, &commit).await?;
         self.log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
-        Ok(UndoReport { turn, commit, saved_as })
+        Ok(UndoReport { turn, commit, saved_as, files })
     }
 }
 

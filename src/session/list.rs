@@ -21,8 +21,9 @@ pub struct SessionSummary {
     pub folder: String,
     pub started: String,
     pub last_activity: String,
-    /// `running or crashed` (a turn without its end), `completed`,
-    /// `failed`, `interrupted`, `max_steps`, `ended`, or `empty`.
+    /// How the last turn ended: `completed`, `failed`, `interrupted`,
+    /// `max_steps`; `running or crashed` (a turn without its end), or
+    /// `empty` (no turn: opened and left).
     pub status: String,
     pub first_prompt: Option<String>,
     pub provider: String,
@@ -70,12 +71,10 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         }
         SessionEvent::TurnStarted { .. } => summary.status = "running or crashed".to_owned(),
         SessionEvent::TurnCompleted { outcome, .. } => summary.status = outcome_name(outcome),
-        SessionEvent::SessionEnded { .. } => {
-            if summary.status != "running or crashed" {
-                summary.status = "ended".to_owned();
-            }
-        }
-        SessionEvent::ModelResponse { .. }
+        // Ending the session says nothing about its work: the last turn's
+        // outcome (an interrupt, a failure) stays what the listing shows.
+        SessionEvent::SessionEnded { .. }
+        | SessionEvent::ModelResponse { .. }
         | SessionEvent::PolicyDecision { .. }
         | SessionEvent::Approval { .. }
         | SessionEvent::ToolCallStarted { .. }
@@ -206,4 +205,53 @@ fn first_event(path: &Path) -> Option<(String, String, String)> {
         return None;
     };
     Some((cwd, provider, model))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Usage;
+    use crate::session::SessionLog;
+
+    fn log_with(dir: &Path, id: &str, events: Vec<SessionEvent>) -> PathBuf {
+        let mut log = SessionLog::create(dir, id).unwrap();
+        let start = SessionEvent::SessionStarted {
+            session_id: id.into(),
+            cwd: "/repo".into(),
+            provider: "openai".into(),
+            model: "m".into(),
+            keel_version: "0".into(),
+            git_head: None,
+            mode: None,
+        };
+        log.append(start).unwrap();
+        for event in events {
+            log.append(event).unwrap();
+        }
+        log.path().to_owned()
+    }
+
+    #[test]
+    fn ending_the_session_keeps_the_last_turns_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log_with(
+            dir.path(),
+            "s1",
+            vec![
+                SessionEvent::UserMessage { text: "go".into() },
+                SessionEvent::TurnStarted { turn: 1 },
+                SessionEvent::TurnCompleted {
+                    turn: 1,
+                    outcome: TurnOutcome::Interrupted,
+                    usage: Usage::default(),
+                },
+                SessionEvent::SessionEnded { reason: "quit".into() },
+            ],
+        );
+        assert_eq!(summarize(&path).unwrap().status, "interrupted");
+        let empty =
+            log_with(dir.path(), "s2", vec![SessionEvent::SessionEnded { reason: "quit".into() }]);
+        let summary = summarize(&empty).unwrap();
+        assert_eq!((summary.status.as_str(), summary.first_prompt), ("empty", None));
+    }
 }

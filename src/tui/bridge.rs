@@ -243,14 +243,7 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
         },
         Op::Undo => {
             let notice = match session.undo_turns(1).await {
-                Ok(report) => (
-                    Level::Info,
-                    format!(
-                        "restored the files to before turn {} (the state before this undo is saved as {})",
-                        report.turn,
-                        report.saved_as.get(..12).unwrap_or(&report.saved_as)
-                    ),
-                ),
+                Ok(report) => (Level::Info, report.summary()),
                 Err(error) => (Level::Warning, format!("cannot undo: {error}")),
             };
             let _ = events.send(UiEvent::Notice(notice.0, notice.1));

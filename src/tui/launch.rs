@@ -48,11 +48,16 @@ impl Launch {
         rules::trust_project(&self.env.keel_home, &root)
     }
 
-    /// Sessions started in this folder, newest first.
+    /// Sessions started in this folder with at least one prompt, newest
+    /// first.
     pub fn sessions_here(&self) -> Vec<SessionSummary> {
         let (sessions, _) = list_sessions(&sessions_dir(&self.env.keel_home));
         let here = self.env.cwd.display().to_string();
-        sessions.into_iter().filter(|session| session.folder == here).collect()
+        // Sessions opened and left without a prompt have nothing to resume.
+        sessions
+            .into_iter()
+            .filter(|session| session.folder == here && session.first_prompt.is_some())
+            .collect()
     }
 }
 

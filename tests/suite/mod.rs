@@ -3,6 +3,7 @@ mod adversarial_files;
 mod adversarial_git;
 mod adversarial_trust;
 mod canary;
+mod cli_small;
 mod config_flags;
 mod context_compaction;
 mod context_overflow;

@@ -158,13 +158,14 @@ async fn sessions_lists_newest_first_with_status_and_prompt() {
     assert_eq!(list.len(), 2);
     assert_eq!(list[0]["first_prompt"], "second task");
     assert_eq!(list[1]["first_prompt"], "first task");
-    assert_eq!(list[0]["status"], "ended");
+    assert_eq!(list[0]["status"], "completed", "the last turn's outcome, not `ended`");
     assert_eq!(list[0]["folder"], sandbox.repo.display().to_string());
     assert!(list[0]["started"].as_str().unwrap() >= list[1]["started"].as_str().unwrap());
     let table = sandbox.keel().arg("sessions").output().unwrap();
     let text = String::from_utf8_lossy(&table.stdout);
-    assert_eq!(text.lines().count(), 2);
-    assert!(text.lines().next().unwrap().contains("second task"), "{text}");
+    assert_eq!(text.lines().count(), 3, "a header and two rows: {text}");
+    assert!(text.lines().next().unwrap().starts_with("ID"), "{text}");
+    assert!(text.lines().nth(1).unwrap().contains("second task"), "{text}");
 }
 
 /// Issue 5, acceptance 2: killed while an approval is pending during
