@@ -42,7 +42,7 @@ async fn run_in(dir: &std::path::Path) -> anyhow::Result<ExitStatus> {
         "keel demo: a replay of a recorded session (no model is called, so it runs at \
          machine speed), in a temporary copy of its repository\n"
     );
-    let mut printer = HumanPrinter::stderr().without_log_path();
+    let mut printer = HumanPrinter::stderr().without_paths();
     let report = replay(&log, &repo, &mut printer).await?;
     print_report(&report)?;
     let mut out = std::io::stdout().lock();

@@ -29,8 +29,8 @@ pub struct HumanPrinter {
     announced: HashSet<String>,
     /// Calls reported as declined (their "not run" result adds nothing).
     declined: HashSet<String>,
-    /// Leave out the `log PATH` line (`keel demo` deletes its log).
-    hide_log_path: bool,
+    /// Leave out the `workdir` and `log` lines (`keel demo` deletes both).
+    hide_paths: bool,
 }
 
 impl HumanPrinter {
@@ -39,9 +39,10 @@ impl HumanPrinter {
         Self { color: std::io::stderr().is_terminal() && !no_color, ..Self::default() }
     }
 
-    /// For a replay whose log is temporary: no `log PATH` line.
-    pub fn without_log_path(mut self) -> Self {
-        self.hide_log_path = true;
+    /// For a replay in temporary folders: no `workdir` or `log` line
+    /// naming paths that are gone when it ends.
+    pub fn without_paths(mut self) -> Self {
+        self.hide_paths = true;
         self
     }
 
@@ -65,9 +66,11 @@ impl HumanPrinter {
                     mode.as_str(),
                     sandbox.as_str()
                 ));
-                out.push(format!("workdir {}", workspace_root.display()));
+                if !self.hide_paths {
+                    out.push(format!("workdir {}", workspace_root.display()));
+                }
                 out.push(format!("session {session_id}"));
-                if !self.hide_log_path {
+                if !self.hide_paths {
                     out.push(format!("log {}", log_path.display()));
                 }
             }

@@ -11,6 +11,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use crate::protocol::ToolCall;
 use crate::tasks::{Task, TaskStatus};
 
+use crate::display::for_terminal;
+
 use super::markdown;
 use super::theme::Theme;
 use super::wrap::wrap_lines;
@@ -104,7 +106,7 @@ pub fn draw_plan(frame: &mut Frame<'_>, area: Rect, plan: &PlanView, theme: Them
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border())
-        .title(Span::styled(format!(" Plan: {} ", plan.title), theme.bold()));
+        .title(Span::styled(format!(" Plan: {} ", for_terminal(&plan.title)), theme.bold()));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let saved = match (&plan.path, plan.edited) {
@@ -143,7 +145,7 @@ pub fn draw_plan(frame: &mut Frame<'_>, area: Rect, plan: &PlanView, theme: Them
     // The keys stay visible; the plan body gets what is left.
     let footer_rows = u16::try_from(footer_lines.len()).unwrap_or(u16::MAX).min(inner.height);
     let body = Rect { height: inner.height - footer_rows, ..inner };
-    let lines = wrap_lines(&markdown::render(&plan.markdown, theme), body.width);
+    let lines = wrap_lines(&markdown::render(&for_terminal(&plan.markdown), theme), body.width);
     let visible: Vec<Line<'static>> =
         lines.into_iter().skip(plan.scroll).take(usize::from(body.height)).collect();
     frame.render_widget(Paragraph::new(visible), body);
@@ -171,7 +173,8 @@ pub fn draw_tasks(frame: &mut Frame<'_>, area: Rect, tasks: &[TaskItem], theme: 
                 TaskState::Active => ("◐ ", theme.bold()),
                 TaskState::Done => ("☑ ", theme.dim()),
             };
-            Line::from(vec![Span::styled(mark, style), Span::styled(task.title.clone(), style)])
+            let title = for_terminal(&task.title).replace('\n', " ");
+            Line::from(vec![Span::styled(mark, style), Span::styled(title, style)])
         })
         .collect();
     frame.render_widget(Paragraph::new(wrap_lines(&lines, inner.width)), inner);

@@ -52,14 +52,13 @@ impl PickerView {
                 path: session.path.clone(),
                 started: session.started.get(..16).unwrap_or(&session.started).replace('T', " "),
                 status: session.status.clone(),
-                first_prompt: session
-                    .first_prompt
-                    .as_deref()
-                    .unwrap_or("(no prompt)")
-                    .replace('\n', " ")
-                    .chars()
-                    .take(PROMPT_CHARS)
-                    .collect(),
+                first_prompt: crate::display::for_terminal(
+                    session.first_prompt.as_deref().unwrap_or("(no prompt)"),
+                )
+                .replace('\n', " ")
+                .chars()
+                .take(PROMPT_CHARS)
+                .collect(),
             })
             .collect();
         Self { rows, selected: 0, over_session: false }

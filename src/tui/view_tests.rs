@@ -477,3 +477,31 @@ fn the_spinner_says_when_a_request_is_retried() {
     let screen = render(&app, 120, 3);
     assert!(screen.contains("retrying (2/5): HTTP 503"), "{screen}");
 }
+
+/// Issue 13: model text and tool output cannot drive the terminal from a
+/// cell, the approval overlay or the tasks panel.
+#[test]
+fn control_sequences_never_reach_the_screen() {
+    let mut app = app();
+    start_turn(&mut app, "hi");
+    stream(&mut app, "ok\x1b]52;c;cm0=\x07\x1b[2J done");
+    let evil = call("c1", "shell", serde_json::json!({"command": "echo \x1b]0;title\x07hi"}));
+    runtime(
+        &mut app,
+        RuntimeEvent::ToolCallStarted { call: evil.clone(), class: ToolClass::Mutating },
+    );
+    finish_tool(
+        &mut app,
+        &evil,
+        "exit code: 0\n--- stdout ---\n\x1b[31mred\x1b[0m\rgone\n",
+        false,
+        Some(0),
+    );
+    app.tasks = vec![TaskItem { title: "task \x1b[2J".into(), state: TaskState::Active }];
+    app.show_tasks = true;
+    let backend = draw(&app, 60, 24);
+    let buffer = backend.buffer();
+    let text: String = buffer.content().iter().map(|cell| cell.symbol()).collect();
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+    assert!(text.contains("ok done") && text.contains("red") && text.contains("gone"), "{text:?}");
+}
