@@ -13,7 +13,7 @@ pub const SLASH_COMMANDS: [(&str, &str); 11] = [
     ("/tasks", "show or hide the tasks panel"),
     ("/diff", "git diff of the workspace"),
     ("/undo", "restore the files of the last turn that changed them"),
-    ("/resume", "open another session of this folder (Esc returns here)"),
+    ("/resume", "switch to another session of this folder"),
     ("/skills", "list skills"),
     ("/model", "show the model, or switch it: /model NAME"),
     ("/quit", "leave keel"),
