@@ -118,18 +118,21 @@ pub async fn run(
             return ExitStatus::Failed;
         }
     };
-    let nothing_to_do = prompt.is_none();
     let summary = run_turns(&mut session, prompt, &cancel).await;
     // A turn's own error was shown as it happened (`RuntimeEvent::Error`).
     let shown_error =
         summary.as_ref().ok().and_then(Option::as_ref).and_then(|summary| summary.error.clone());
     let (status, line) = match summary {
-        Ok(None) if nothing_to_do => {
+        // Resumed with no prompt and no open turn: a last turn that
+        // completed (a crash after its end, a script asking again) is
+        // reported as it ended; an interrupted or failed one is not
+        // continued, and that is said, not hidden behind exit 0.
+        Ok(None) if last_turn_status(&session) != "completed" => {
             let mut line = ResultLine::failure(format!(
-                "nothing to continue: session {} has no unfinished turn; pass a PROMPT \
-                 (keel exec resume {} \"…\")",
-                session.id(),
-                session.id()
+                "nothing to continue: the last turn of session {id} is {}, not open; pass a \
+                 PROMPT to go on (keel exec resume {id} \"…\")",
+                last_turn_status(&session),
+                id = session.id(),
             ));
             line.session_id = Some(session.id().to_owned());
             line.log_path = Some(session.log_path().to_owned());
@@ -205,6 +208,12 @@ pub async fn run(
     }
     report(if options.json { &line } else { &human_line }, options.json, Some(status));
     status
+}
+
+/// How the session's last turn ended, as `keel sessions` says it
+/// (`completed`, `interrupted`, `failed`, `max_steps`, `empty`).
+fn last_turn_status(session: &Session) -> String {
+    crate::session::summarize(session.log_path()).map_or_else(|_| "unknown".into(), |s| s.status)
 }
 
 /// `keel exec resume ID --approve-plan` / `--reject-plan FEEDBACK`: the

@@ -131,15 +131,43 @@ async fn output_to_a_missing_folder_fails_before_the_model_is_paid() {
     assert!(requests.is_empty(), "the model was called");
 }
 
+/// The review's case: after a Ctrl-C'd run, `exec --last` without a
+/// prompt printed the header and exited 0 with nothing done.
 #[tokio::test]
-async fn exec_last_with_nothing_to_continue_says_so() {
+async fn exec_last_after_an_interrupted_run_says_there_is_nothing_to_continue() {
+    use keel::protocol::{SessionEvent, TurnOutcome, Usage};
     let sandbox = Sandbox::new();
-    let server = scripted_model(Wire::Chat, &[Step::Answer("first".into())]).await;
-    assert_eq!(exec(&sandbox, &server.uri(), &["hi"]).status.code(), Some(0));
+    let mut log =
+        keel::session::SessionLog::create(&sandbox.home.join("sessions"), "01a0").unwrap();
+    for event in [
+        SessionEvent::SessionStarted {
+            session_id: "01a0".into(),
+            cwd: sandbox.repo.display().to_string(),
+            provider: "openai-chat".into(),
+            model: "m".into(),
+            keel_version: "0".into(),
+            git_head: None,
+            mode: None,
+        },
+        SessionEvent::TurnStarted { turn: 1 },
+        SessionEvent::UserMessage { text: "long task".into() },
+        SessionEvent::TurnCompleted {
+            turn: 1,
+            outcome: TurnOutcome::Interrupted,
+            usage: Usage::default(),
+        },
+        SessionEvent::SessionEnded { reason: "exec finished".into() },
+    ] {
+        log.append(event).unwrap();
+    }
+    drop(log);
+    let server = scripted_model(Wire::Chat, &[Step::Answer("unused".into())]).await;
     let output = exec(&sandbox, &server.uri(), &["--last"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("nothing to continue"), "{stderr}");
+    assert!(stderr.contains("nothing to continue: the last turn"), "{stderr}");
+    assert!(stderr.contains("is interrupted"), "{stderr}");
+    assert!(server.received_requests().await.unwrap_or_default().is_empty());
 }
 
 #[test]

@@ -73,9 +73,10 @@ async fn a_hook_cannot_turn_a_prompt_into_an_allow() {
         },
         Step::Answer("ok".into()),
     ];
-    // No --full-auto: policy asks, exec cannot ask, so the write is declined.
+    // No --full-auto: policy asks, exec cannot ask, so the write is declined
+    // and the run says so (needs_approval, exit 3).
     let (output, _server) = exec(&sandbox, &steps, &[]).await;
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(3));
     assert!(!sandbox.repo.join("x.txt").exists(), "the hook loosened policy");
     let runs = hook_runs(&sandbox);
     assert!(runs[0]["refused"].as_str().unwrap().contains("cannot loosen"), "{runs:?}");

@@ -94,7 +94,8 @@ async fn a_pending_approval_is_asked_again_after_a_crash() {
         .unwrap();
     assert_eq!(output.status.code(), None, "killed");
     let output = sandbox.keel().args(["exec", "--json", "--last"]).args(&args).output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    // Asked again, and declined again: exec cannot ask (needs_approval).
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     let log = read_jsonl(&log_file(&sandbox));
     let log_types = types(&log);
     let resumed = log_types.iter().position(|t| t == "session_resumed").unwrap();
@@ -203,7 +204,8 @@ async fn a_pending_approval_in_implement_is_asked_again_with_plan_phase_and_task
         .args(["--approve-plan", "fix it"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    // The edit asks in ask mode and exec cannot ask: needs_approval.
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     let log = reference.only_log();
     let asked = log.iter().find(|l| l["type"] == "policy_decision" && l["decision"] == "prompt");
     let seq = asked.unwrap()["seq"].as_u64().unwrap();
@@ -229,7 +231,8 @@ async fn a_pending_approval_in_implement_is_asked_again_with_plan_phase_and_task
         .args(model_args(&server.uri()))
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    // The pending edit is asked again and declined again: needs_approval.
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     let result = json_lines(&output.stdout).pop().unwrap();
     assert_eq!(result["tasks"][0]["status"], "in_progress", "{result}");
     assert_eq!(sandbox.read("hello.txt"), "helo world\n", "declined: nothing changed");

@@ -33,8 +33,11 @@ async fn run(sandbox: &Sandbox, steps: &[Step], args: &[&str]) -> (Vec<Value>, V
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    (json_lines(&output.stdout), request_bodies(&server).await)
+    let lines = json_lines(&output.stdout);
+    // Declined work (exec cannot ask) is exit 3; everything else here ends 0.
+    let declined = lines.last().is_some_and(|result| result["status"] == "needs_approval");
+    assert_eq!(output.status.code(), Some(if declined { 3 } else { 0 }), "{stderr}");
+    (lines, request_bodies(&server).await)
 }
 
 fn plan_reviews(log: &[Value]) -> Vec<(String, u64, String)> {
@@ -389,7 +392,8 @@ async fn approving_in_a_later_run_leaves_plan_mode_for_ask() {
     let id = lines.last().unwrap()["session_id"].as_str().unwrap().to_owned();
 
     let steps = vec![phase("implement"), typo_edit(), Step::Answer("Asked to edit.".into())];
-    run(&sandbox, &steps, &["resume", &id, "--approve-plan"]).await;
+    let (lines, _) = run(&sandbox, &steps, &["resume", &id, "--approve-plan"]).await;
+    assert_eq!(lines.last().unwrap()["status"], "needs_approval");
     let log = sandbox.only_log();
     let approved = log
         .iter()
