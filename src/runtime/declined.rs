@@ -57,3 +57,91 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
             .to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::agent::LoopConfig;
+    use crate::policy::{PathContext, Policy, RuleSet};
+    use crate::protocol::ToolClass;
+
+    fn state(sandboxed: bool) -> LoopState {
+        let paths = PathContext {
+            home: "/home/u".into(),
+            workspace_root: "/home/u/ws".into(),
+            cwd: "/home/u/ws".into(),
+        };
+        let mut policy = Policy::new(RuleSet::default(), ApprovalMode::Ask, paths);
+        policy.sandboxed = sandboxed;
+        LoopState::new(LoopConfig {
+            model: "m".into(),
+            instructions: String::new(),
+            skills_index: String::new(),
+            tools: Vec::new(),
+            tool_classes: BTreeMap::from([
+                ("write_file".to_owned(), ToolClass::Mutating),
+                ("shell".to_owned(), ToolClass::Mutating),
+            ]),
+            policy,
+            max_steps: 10,
+            context_window: None,
+            compact_threshold: 0.85,
+        })
+    }
+
+    fn call(name: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall {
+            call_id: "c".into(),
+            name: name.into(),
+            arguments: args.to_string(),
+            item_id: None,
+        }
+    }
+
+    fn remedy(sandboxed: bool, call: &ToolCall) -> String {
+        allow_with(&state(sandboxed), Path::new("/home/u/.keel"), call)
+    }
+
+    #[test]
+    fn a_workspace_write_needs_full_auto() {
+        let write = call("write_file", serde_json::json!({"path": "a.txt", "content": "x"}));
+        assert_eq!(remedy(true, &write), "--full-auto");
+    }
+
+    #[test]
+    fn a_sandboxed_command_names_full_auto_and_a_narrow_rule() {
+        let build = call("shell", serde_json::json!({"command": "npm run build"}));
+        assert_eq!(
+            remedy(true, &build),
+            "--full-auto, or the rule `prefix_rule(pattern=[\"npm\", \"run\"], decision=\"allow\")` \
+             in /home/u/.keel/rules/allow.rules"
+        );
+    }
+
+    #[test]
+    fn without_the_sandbox_auto_asks_so_only_yolo_or_the_rule_allow() {
+        let build = call("shell", serde_json::json!({"command": "npm run build"}));
+        assert!(
+            remedy(false, &build).starts_with("--yolo, or the rule"),
+            "{}",
+            remedy(false, &build)
+        );
+    }
+
+    #[test]
+    fn a_protected_path_asks_in_every_mode() {
+        let hook = call(
+            "write_file",
+            serde_json::json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+        );
+        assert!(remedy(true, &hook).starts_with("an approval in an interactive session"));
+    }
+
+    #[test]
+    fn a_plan_needs_a_plan_flag() {
+        let plan = call("submit_plan", serde_json::json!({"plan_markdown": "# P"}));
+        assert!(remedy(true, &plan).starts_with("--approve-plan"));
+    }
+}
