@@ -7,4 +7,4 @@ mod sanitize;
 mod shell_output;
 
 pub use sanitize::for_terminal;
-pub use shell_output::{CallOutcome, ShellText, outcome, parse_shell};
+pub use shell_output::{CallOutcome, ShellText, call_summary, outcome, parse_shell};

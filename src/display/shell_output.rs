@@ -7,6 +7,16 @@
 //! Invariants: pure (L0); parsing never fails (text that is not framed is
 //! shown as it is); nothing here sanitizes (the printers do, once).
 
+/// The most telling argument of a call, as front ends name it: the
+/// command, path or pattern; else the raw arguments.
+pub fn call_summary(call: &crate::protocol::ToolCall) -> String {
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    ["command", "path", "pattern"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| call.arguments.clone())
+}
+
 /// The facts a front end shows for one finished call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallOutcome {

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 
-use crate::display::{self, for_terminal};
+use crate::display::{self, call_summary, for_terminal};
 use crate::protocol::{Item, ToolCall};
 use crate::runtime::{EventSink, RuntimeEvent};
 
@@ -187,15 +187,6 @@ fn tokens_line(usage: &crate::protocol::Usage) -> String {
         "{} in ({} cached{written}) · {} out",
         usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
     )
-}
-
-/// The most telling argument of a call: the command, path or pattern.
-fn call_summary(call: &ToolCall) -> String {
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    ["command", "path", "pattern"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| call.arguments.clone())
 }
 
 fn preview(text: &str) -> String {

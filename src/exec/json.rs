@@ -31,19 +31,20 @@ impl JsonPrinter {
         Self::default()
     }
 
+    /// One line of the stream, stamped with its `schema_version`.
     fn write(&self, value: &Value) {
-        write_line(&mut std::io::stdout().lock(), value);
+        let mut value = value.clone();
+        if let Some(object) = value.as_object_mut() {
+            object.insert("schema_version".into(), json!(SCHEMA_VERSION));
+        }
+        write_line(&mut std::io::stdout().lock(), &value);
     }
 }
 
-/// Writes one line (with `schema_version`) and flushes. A closed stdout is
-/// not an error worth stopping the session for: the log still has it all.
+/// Writes one line and flushes. A closed stdout is not an error worth
+/// stopping the session for: the log still has everything.
 pub(crate) fn write_line(out: &mut impl Write, value: &Value) {
-    let mut value = value.clone();
-    if let Some(object) = value.as_object_mut() {
-        object.insert("schema_version".into(), json!(SCHEMA_VERSION));
-    }
-    let _ = serde_json::to_writer(&mut *out, &value);
+    let _ = serde_json::to_writer(&mut *out, value);
     let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
@@ -196,7 +197,8 @@ impl ResultLine {
     }
 
     pub fn to_json(&self) -> Value {
-        json!({"type": "result", "status": self.status, "final_text": self.final_text,
+        json!({"type": "result", "schema_version": SCHEMA_VERSION,
+            "status": self.status, "final_text": self.final_text,
             "usage": usage_json(&self.usage), "session_id": self.session_id,
             "log_path": self.log_path, "cost_usd": self.cost_usd,
             "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),

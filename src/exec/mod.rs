@@ -379,7 +379,7 @@ pub fn needs_approval_lines(declined: &[DeclinedCall]) -> Vec<String> {
         lines.push(format!(
             "  {} {}: allow with {}",
             entry.call.name,
-            summary_of(&entry.call),
+            crate::display::call_summary(&entry.call),
             entry.allow_with
         ));
     }
@@ -394,14 +394,6 @@ pub fn needs_approval_lines(declined: &[DeclinedCall]) -> Vec<String> {
         lines.push(format!("rerun with {flag} to allow them"));
     }
     lines
-}
-
-fn summary_of(call: &crate::protocol::ToolCall) -> String {
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    ["command", "path", "pattern"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))
-        .unwrap_or_default()
 }
 
 /// JSON shape of usage in exec output.

@@ -479,12 +479,3 @@ fn add_usage(total: &mut Usage, more: &Usage) {
 fn exit_code_of(output: &str) -> Option<i64> {
     output.lines().next()?.strip_prefix("exit code: ")?.trim().parse().ok()
 }
-
-/// The most telling argument of a call: the command, path or pattern.
-pub fn call_summary(call: &ToolCall) -> String {
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-    ["command", "path", "pattern"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| call.arguments.clone())
-}

@@ -55,7 +55,7 @@ fn approval_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
             }
         }
         None => {
-            let summary = super::app::call_summary(&approval.call);
+            let summary = crate::display::call_summary(&approval.call);
             let summary = for_terminal(&summary);
             let mark = if approval.call.name == "shell" { "$ " } else { "" };
             for (i, line) in summary.lines().take(MAX_PREVIEW_LINES).enumerate() {

@@ -52,7 +52,7 @@ impl ToolCell {
     /// The cell of a call that started (or was judged) and has no result.
     pub fn running(call: &crate::protocol::ToolCall) -> Self {
         Self {
-            summary: super::app::call_summary(call),
+            summary: crate::display::call_summary(call),
             call_id: call.call_id.clone(),
             name: call.name.clone(),
             status: ToolStatus::Running,
