@@ -122,23 +122,26 @@ pub async fn run(
     // A turn's own error was shown as it happened (`RuntimeEvent::Error`).
     let shown_error =
         summary.as_ref().ok().and_then(Option::as_ref).and_then(|summary| summary.error.clone());
-    let (status, line) = match summary {
-        // Resumed with no prompt and no open turn: a last turn that
-        // completed (a crash after its end, a script asking again) is
-        // reported as it ended; an interrupted or failed one is not
-        // continued, and that is said, not hidden behind exit 0.
-        Ok(None) if last_turn_status(&session) != "completed" => {
+    // Resumed with no prompt and no open turn: a last turn that completed
+    // (a crash after its end, a script asking again) is reported as it
+    // ended; an interrupted or failed one is not continued, and that is
+    // said, not hidden behind exit 0.
+    let idle_after = match &summary {
+        Ok(None) => Some(last_turn_status(&session)).filter(|status| status != "completed"),
+        Ok(Some(_)) | Err(_) => None,
+    };
+    let (status, line) = match (summary, idle_after) {
+        (Ok(None), Some(last_status)) => {
             let mut line = ResultLine::failure(format!(
-                "nothing to continue: the last turn of session {id} is {}, not open; pass a \
-                 PROMPT to go on (keel exec resume {id} \"…\")",
-                last_turn_status(&session),
+                "nothing to continue: the last turn of session {id} is {last_status}, not open; \
+                 pass a PROMPT to go on (keel exec resume {id} \"…\")",
                 id = session.id(),
             ));
             line.session_id = Some(session.id().to_owned());
             line.log_path = Some(session.log_path().to_owned());
             (ExitStatus::Usage, line)
         }
-        Ok(summary) => {
+        (Ok(summary), _) => {
             let summary = summary.unwrap_or_else(|| TurnSummary {
                 outcome: TurnOutcome::Completed,
                 final_text: session.last_assistant_text(),
@@ -185,7 +188,7 @@ pub async fn run(
             };
             (status, line)
         }
-        Err(error) => {
+        (Err(error), _) => {
             let mut line = ResultLine::failure(error.to_string());
             line.session_id = Some(session.id().to_owned());
             line.log_path = Some(session.log_path().to_owned());

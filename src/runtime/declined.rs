@@ -97,6 +97,7 @@ mod tests {
             name: name.into(),
             arguments: args.to_string(),
             item_id: None,
+            provider_data: None,
         }
     }
 
