@@ -318,9 +318,12 @@ fn show_history(app: &mut App, items: &[Item]) {
             // The log's results carry no meta: a shell call's exit code is
             // read back from its framing.
             Item::ToolResult(result) => {
-                let meta = exit_code_of(&result.output)
-                    .map_or(serde_json::Value::Null, |code| serde_json::json!({"exit_code": code}));
                 app.transcript.update_tool(&result.call_id, |tool| {
+                    let code = (tool.name == "shell").then(|| exit_code_of(&result.output));
+                    let meta = code.flatten().map_or(
+                        serde_json::Value::Null,
+                        |code| serde_json::json!({"exit_code": code}),
+                    );
                     tool.finish(&result.output, result.is_error, &meta);
                 });
             }

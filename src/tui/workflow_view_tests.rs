@@ -370,14 +370,25 @@ fn a_resumed_conversation_is_shown() {
         Item::ToolCall(ls),
         Item::ToolResult(crate::protocol::ToolResult {
             call_id: "c1".into(),
-            output: "Cargo.toml\nsrc".into(),
+            output: "exit code: 0\n--- stdout ---\nCargo.toml\nsrc\n".into(),
+            is_error: false,
+        }),
+        Item::ToolCall(call("c2", "shell", serde_json::json!({ "command": "cat f1.txt" }))),
+        Item::ToolResult(crate::protocol::ToolResult {
+            call_id: "c2".into(),
+            output: "exit code: 1\n--- stderr ---\ncat: f1.txt: No such file\n".into(),
             is_error: false,
         }),
         Item::Assistant { text: "A Rust **crate**.".into() },
     ];
     let usage = Usage { input_tokens: 900, output_tokens: 40, ..Usage::default() };
     update(&mut app, Msg::History(items, usage));
-    insta::assert_snapshot!("resumed_history", render(&app, 60, 16));
+    let screen = render(&app, 60, 18);
+    assert!(
+        screen.contains("✗ shell cat f1.txt  exit 1"),
+        "the log's exit code is read back:\n{screen}"
+    );
+    insta::assert_snapshot!("resumed_history", screen);
 }
 
 #[test]
