@@ -54,9 +54,11 @@ pub enum ConfigError {
         "no model provider configured. Do one of:\n  \
          export OPENAI_API_KEY=…       (OpenAI, Responses API)\n  \
          export ANTHROPIC_API_KEY=…    (Anthropic Messages API)\n  \
-         keel exec --provider openai-chat --base-url http://127.0.0.1:11434/v1 --model MODEL …\n  \
-         (any OpenAI-compatible server: Ollama, vLLM, LM Studio, OpenRouter)\n\
-         or set provider, model and base_url in {config_path}"
+         keel --provider openai-chat --base-url http://127.0.0.1:11434/v1 --model MODEL\n  \
+         (any OpenAI-compatible server: Ollama, vLLM, LM Studio, OpenRouter; `keel exec` takes \
+         the same flags)\n\
+         or set provider, model and base_url in {config_path}\n\
+         To see keel work first, without a key: keel demo"
     )]
     NoProvider { config_path: PathBuf },
     #[error(
