@@ -2,12 +2,12 @@
 //! landlock confinement for the model's commands (probed at start, never
 //! silently dropped), and how a command blocked by it is reported.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::config::{SandboxSettings, Settings};
 use crate::policy::{PathContext, Policy};
 use crate::protocol::ToolResult;
-use crate::sandbox::{self, landlock};
+use crate::sandbox::{self, jail, landlock};
 
 use super::{SandboxState, SessionOptions};
 
@@ -37,7 +37,7 @@ pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<
 /// Sets the process-wide confinement of the model's commands from the
 /// `[sandbox]` settings (shared by sessions and `keel tool`). Returns
 /// whether commands are confined (what `Policy::sandboxed` must say) and a
-/// warning when the sandbox is weaker than configured.
+/// warning naming every layer the kernel did not offer.
 pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (bool, Option<String>) {
     let launcher = match std::env::current_exe() {
         Ok(path) => path,
@@ -66,18 +66,15 @@ pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (boo
         mode: config.mode,
         workspace_roots: vec![workspace_root.to_path_buf()],
         extra_roots: config.writable_roots.clone(),
+        read_only: read_only_paths(config, workspace_root),
         network: config.network,
         required: config.required,
         protect_vcs: config.protect_vcs,
+        max_pids: jail::privileges::default_max_pids(),
     };
-    let report = landlock::probe(&confinement);
-    let (confine, sandboxed, warning) = match report.enforcement {
-        landlock::Enforcement::Full => (true, true, None),
-        landlock::Enforcement::Partial => (
-            true,
-            true,
-            Some("sandbox partly enforced: this kernel's landlock cannot restrict the network".to_owned()),
-        ),
+    let layers = landlock::probe(&confinement).unwrap_or_default();
+    let (confine, sandboxed, warning) = match layers.landlock {
+        landlock::Enforcement::Full | landlock::Enforcement::Partial => (true, true, None),
         landlock::Enforcement::None if config.required => (
             true,
             false,
@@ -89,29 +86,63 @@ pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (boo
             Some("SANDBOX OFF: this kernel cannot enforce landlock; commands run unconfined and auto mode asks for unknown commands".to_owned()),
         ),
     };
-    let warning = match (warning, vcs_warning(sandboxed, report.vcs)) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
+    let gaps = if sandboxed { layers.gaps() } else { Vec::new() };
+    let gaps = (!gaps.is_empty())
+        .then(|| format!("sandbox layers missing on this kernel: {}", gaps.join("; ")));
+    let warning = [warning, vcs_warning(sandboxed, layers.vcs), gaps]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
     sandbox::set_session_confinement(confine.then_some(confinement));
-    (sandboxed, warning)
+    (sandboxed, (!warning.is_empty()).then(|| warning.join("; ")))
 }
 
-/// What a session says when `.git`/`.keel` protection is weaker than asked.
+/// What stays read-only even inside a writable root: keel's own state
+/// (trust records, rules, config: a command must not run `keel trust` or
+/// add rules), the home folder when it lies in a writable root (a temp
+/// folder: shell rc files run outside the jail), and the workspace's
+/// nested `.git` folders (hooks and `core.fsmonitor` run by the user's git).
+fn read_only_paths(config: &SandboxSettings, workspace_root: &Path) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let keel_home = std::env::var_os("KEEL_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|home| home.join(".keel")));
+    let writable: Vec<PathBuf> = config
+        .writable_roots
+        .iter()
+        .cloned()
+        .chain(landlock::temp_roots())
+        .chain(std::iter::once(workspace_root.to_path_buf()))
+        .collect();
+    let inside_writable = |path: &Path| writable.iter().any(|root| path.starts_with(root));
+    let mut paths: Vec<PathBuf> = keel_home.into_iter().collect();
+    // A home that holds the workspace stays writable there (the workspace
+    // bind comes first, and binds are recursive): only a home inside a
+    // writable root is carved out, never one the workspace lies in.
+    paths.extend(home.filter(|home| inside_writable(home) && !workspace_root.starts_with(home)));
+    if config.protect_vcs {
+        paths.extend(sandbox::protected::nested_git_dirs(workspace_root));
+    }
+    paths
+}
+
+/// What a session says when `.git`/`.keel`/`.claude` protection is weaker
+/// than asked.
 fn vcs_warning(sandboxed: bool, vcs: landlock::VcsGuard) -> Option<String> {
     match vcs {
         landlock::VcsGuard::NotRequested | landlock::VcsGuard::Mounts => None,
         // Nothing is confined: the sandbox warning already says it.
         landlock::VcsGuard::Landlock | landlock::VcsGuard::Off if !sandboxed => None,
         landlock::VcsGuard::Landlock => Some(
-            ".git and .keel are kept read-only by landlock (no private mount namespace here): \
-             commands cannot create files or folders directly in the workspace root"
+            ".git, .keel and .claude are kept read-only by landlock (no private mount namespace \
+             here): commands cannot create files or folders directly in the workspace root"
                 .to_owned(),
         ),
         landlock::VcsGuard::Off => Some(
-            ".git and .keel are NOT protected from commands: no private mount namespace here \
-             (unprivileged user namespaces disabled?); sandbox.required = true protects them \
-             with landlock instead, at the cost of new top-level entries"
+            ".git, .keel and .claude are NOT protected from commands: no private mount namespace \
+             here (unprivileged user namespaces disabled?); sandbox.required = true protects \
+             them with landlock instead, at the cost of new top-level entries"
                 .to_owned(),
         ),
     }
@@ -152,7 +183,7 @@ pub fn mark_sandbox_violation(
     if let Some(object) = meta.as_object_mut() {
         object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
     }
-    let vcs = if vcs { ", .git and .keel read-only" } else { "" };
+    let vcs = if vcs { ", .git, .keel and .claude read-only" } else { "" };
     let network = if network { "" } else { ", network off" };
     result.output.push_str(&format!(
         "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
@@ -172,7 +203,7 @@ mod tests {
         assert_eq!(vcs_warning(true, VcsGuard::Mounts), None);
         assert_eq!(vcs_warning(true, VcsGuard::NotRequested), None);
         let off = vcs_warning(true, VcsGuard::Off).unwrap();
-        assert!(off.contains(".git and .keel are NOT protected"), "{off}");
+        assert!(off.contains(".git, .keel and .claude are NOT protected"), "{off}");
         let landlock = vcs_warning(true, VcsGuard::Landlock).unwrap();
         assert!(landlock.contains("cannot create files or folders"), "{landlock}");
         // With no sandbox at all, the sandbox warning says everything.

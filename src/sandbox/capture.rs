@@ -52,6 +52,17 @@ impl CapturedStream {
         )
     }
 
+    /// Adds a line of keel's own at the end (e.g. what the sandbox did
+    /// after the command).
+    pub fn append_note(&mut self, note: &str) {
+        let end = if self.tail.is_empty() { &mut self.head } else { &mut self.tail };
+        if !end.is_empty() && !end.ends_with('\n') {
+            end.push('\n');
+        }
+        end.push_str(note);
+        end.push('\n');
+    }
+
     /// Shrinks to at most `budget` kept bytes (half head, half tail), adding
     /// what it drops to `omitted_bytes`; cuts only at char boundaries.
     pub fn fit_to(&self, budget: usize) -> CapturedStream {

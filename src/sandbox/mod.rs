@@ -13,20 +13,23 @@
 //! - A timeout is not an error: [`run`] returns the partial output with
 //!   `timed_out` set. Cancellation is [`SandboxError::Cancelled`].
 //!
-//! Landlock confinement ([`landlock`]): [`CommandSpec::confined`] rewrites
-//! the command to run through `keel sandbox-exec …`, which restricts itself
-//! and then execs the command (the crate forbids `unsafe`, so no
-//! `pre_exec`). A sandbox the kernel cannot enforce is reported by the
-//! launcher on stderr, and refused when required. `.git` and `.keel` are
-//! kept read-only by a private mount namespace ([`vcs_mounts`]) set up by
-//! the launcher before landlock.
+//! Confinement ([`confinement`], [`jail`]): [`CommandSpec::confined`]
+//! rewrites the command to run through `keel sandbox-exec …`, the jail's
+//! launcher (namespaces, read-only mounts, a PID-1 init, landlock,
+//! seccomp; the crate forbids `unsafe`, so no `pre_exec`). A layer the
+//! kernel cannot offer is reported by the launcher, and a sandbox that
+//! cannot be enforced is refused when required. After a confined command
+//! [`run`] removes any `.git`, `.keel` or `.claude` it created
+//! ([`protected`]).
 
 mod capture;
+pub mod confinement;
 mod env_filter;
 pub mod group;
+pub mod jail;
 pub mod landlock;
 mod process;
-pub mod vcs_mounts;
+pub mod protected;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -63,7 +66,7 @@ pub async fn run(
 ) -> Result<CommandOutput, SandboxError> {
     match session_confinement() {
         Some(confinement) if spec.for_model && spec.display_as.is_none() => {
-            process::run(&spec.clone().confined(&confinement), cancel).await
+            run_confined(spec, &confinement, cancel).await
         }
         Some(_) | None => process::run(spec, cancel).await,
     }
@@ -84,6 +87,28 @@ pub fn run_blocking(spec: &CommandSpec) -> Result<CommandOutput, SandboxError> {
     runner.join().unwrap_or_else(|_| {
         Err(SandboxError::Wait { command, source: std::io::Error::other("runner panicked") })
     })
+}
+
+/// Runs `spec` in the jail, then removes the protected folders it created
+/// (whatever its outcome: nothing of it runs any more) and says so on its
+/// stderr.
+async fn run_confined(
+    spec: &CommandSpec,
+    confinement: &landlock::Confinement,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<CommandOutput, SandboxError> {
+    let sweep =
+        confinement.protect_vcs.then(|| protected::Sweep::before(&confinement.workspace_roots));
+    let result = process::run(&spec.clone().confined(confinement), cancel).await;
+    let removed = sweep.map(|sweep| sweep.after()).unwrap_or_default();
+    let mut output = result?;
+    if !removed.is_empty() {
+        output.stderr.append_note(&removed.join("\n"));
+        if output.exit_code == Some(0) {
+            output.exit_code = Some(1);
+        }
+    }
+    Ok(output)
 }
 
 /// Default time a command may run.

@@ -70,6 +70,8 @@ fn confinement(workspace: &Path, required: bool) -> Confinement {
         mode: SandboxMode::WorkspaceWrite,
         workspace_roots: vec![workspace.to_owned()],
         extra_roots: Vec::new(),
+        read_only: Vec::new(),
+        max_pids: 4096,
         network: false,
         required,
         protect_vcs: true,
@@ -265,7 +267,7 @@ fn without_namespaces_git_stays_writable_and_the_launcher_says_so() {
     let out = launch_without_namespaces(&d, false, "mkdir target && echo ok >> .git/config");
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("WARNING: .git and .keel are NOT read-only"), "{stderr}");
+    assert!(stderr.contains("WARNING: .git, .keel and .claude are NOT read-only"), "{stderr}");
     assert!(d.workspace.join("target").is_dir());
 }
 

@@ -1,0 +1,234 @@
+//! What a confined command may do ([`Confinement`]), how it is handed to
+//! the launcher (`keel sandbox-exec` arguments), the session-start probe
+//! that asks the launcher which layers this kernel offers, and how a
+//! blocked command's output is recognised.
+//!
+//! The crate forbids `unsafe`, so there is no `pre_exec` hook: a confined
+//! command is run as `keel sandbox-exec --workspace-root W … -- bash -c
+//! SCRIPT`, and the launcher builds the jail ([`super::jail`]) around it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::jail::layers::Layers;
+
+/// Exit code of `keel sandbox-exec` when the sandbox is required but
+/// cannot be enforced (126: "command cannot execute").
+pub const EXIT_UNENFORCEABLE: i32 = 126;
+
+/// How much the sandbox lets a command write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    ReadOnly,
+    #[default]
+    WorkspaceWrite,
+    FullAccess,
+}
+
+impl SandboxMode {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "read-only" => Some(SandboxMode::ReadOnly),
+            "workspace-write" => Some(SandboxMode::WorkspaceWrite),
+            "full-access" => Some(SandboxMode::FullAccess),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::FullAccess => "full-access",
+        }
+    }
+}
+
+/// What a confined command may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confinement {
+    /// The keel binary that launches confined commands.
+    pub launcher: PathBuf,
+    pub mode: SandboxMode,
+    /// Workspace roots (`.git`/`.keel`/`.claude` inside stay read-only).
+    pub workspace_roots: Vec<PathBuf>,
+    /// Other folders writable as a whole (configured roots; the temp
+    /// folders are added by the launcher).
+    pub extra_roots: Vec<PathBuf>,
+    /// Paths kept read-only even inside a writable root: keel's own state
+    /// (`KEEL_HOME`), a home folder under a temp folder, nested `.git`
+    /// folders of the workspace.
+    pub read_only: Vec<PathBuf>,
+    pub network: bool,
+    /// Refuse to run when the sandbox cannot be enforced.
+    pub required: bool,
+    /// Keep `.git`, `.keel` and `.claude` read-only inside the workspace
+    /// roots (on by default; see `jail` for how, and the fallback). A
+    /// `git commit` run by the model fails then; policy asks before any
+    /// command that names those folders either way.
+    pub protect_vcs: bool,
+    /// The most processes and threads the command may have at once.
+    pub max_pids: u32,
+}
+
+impl Confinement {
+    /// The launcher's arguments for running `program` confined.
+    pub fn launcher_args(&self, program: &[OsString]) -> Vec<OsString> {
+        let mut args: Vec<OsString> =
+            vec!["sandbox-exec".into(), "--mode".into(), self.mode.as_str().into()];
+        let flagged = [
+            ("--workspace-root", &self.workspace_roots),
+            ("--write-root", &self.extra_roots),
+            ("--read-only", &self.read_only),
+        ];
+        for (flag, paths) in flagged {
+            for path in paths {
+                args.push(flag.into());
+                args.push(path.into());
+            }
+        }
+        for (flag, on) in [
+            ("--network", self.network),
+            ("--required", self.required),
+            ("--protect-vcs", self.protect_vcs),
+        ] {
+            if on {
+                args.push(flag.into());
+            }
+        }
+        args.push("--max-pids".into());
+        args.push(self.max_pids.to_string().into());
+        args.push("--".into());
+        args.extend(program.iter().cloned());
+        args
+    }
+}
+
+/// How much of landlock the kernel enforces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    Full,
+    /// Some restrictions (e.g. TCP on kernels before 6.7) are missing.
+    Partial,
+    /// The kernel enforces nothing (landlock missing or disabled).
+    None,
+}
+
+/// How `.git`, `.keel` and `.claude` are kept read-only for a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VcsGuard {
+    /// Not asked for (`protect_vcs = false`), or not needed (read-only and
+    /// full-access modes).
+    NotRequested,
+    /// Read-only mounts in the jail's mount namespace (those that exist;
+    /// ones created by the command are removed after it).
+    Mounts,
+    /// Landlock's child-by-child grant (the fallback with `required`): no
+    /// new entries directly in the workspace root.
+    Landlock,
+    /// Asked for but not enforced: no mount namespace could be created.
+    Off,
+}
+
+/// Asks the launcher which layers the kernel offers for `confinement`
+/// (it builds the whole jail for itself, prints [`Layers`] as JSON and
+/// exits). `None` when the launcher could not run or said nothing.
+pub fn probe(confinement: &Confinement) -> Option<Layers> {
+    let args = confinement.launcher_args(&["--probe".into()]);
+    let output = std::process::Command::new(&confinement.launcher)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    serde_json::from_slice(&output.stdout).ok()
+}
+
+/// Whether a failed command's output looks like the sandbox stopped it:
+/// a non-zero exit plus a permission error (EACCES/EPERM/EROFS as tools
+/// print them, or a refused connection with the network off). Pure, so
+/// the `shell` tool can call it on its captured output.
+pub fn looks_like_violation(exit_code: Option<i32>, output: &str, network: bool) -> bool {
+    const DENIED: [&str; 6] = [
+        "Permission denied",
+        "Operation not permitted",
+        "EACCES",
+        "EPERM",
+        "Read-only file system",
+        "keel: removed",
+    ];
+    if exit_code == Some(0) {
+        return false;
+    }
+    let denied = DENIED.iter().any(|pattern| output.contains(pattern));
+    let network_refused = !network
+        && [
+            "Network is unreachable",
+            "Couldn't connect",
+            "Failed to connect",
+            "connect: Permission denied",
+            "Connection refused",
+        ]
+        .iter()
+        .any(|pattern| output.contains(pattern));
+    denied || network_refused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violation_needs_a_failure_and_a_permission_error() {
+        assert!(looks_like_violation(
+            Some(1),
+            "touch: cannot touch '/x': Permission denied",
+            false
+        ));
+        assert!(!looks_like_violation(Some(0), "Permission denied", false));
+        assert!(!looks_like_violation(Some(2), "no such file", false));
+        assert!(looks_like_violation(None, "Operation not permitted", true));
+    }
+
+    #[test]
+    fn launcher_args_end_with_the_command() {
+        let confinement = Confinement {
+            launcher: "/bin/keel".into(),
+            mode: SandboxMode::WorkspaceWrite,
+            workspace_roots: vec!["/ws".into()],
+            extra_roots: vec![],
+            read_only: vec!["/home/u/.keel".into()],
+            network: false,
+            required: true,
+            protect_vcs: true,
+            max_pids: 4096,
+        };
+        let args = confinement.launcher_args(&["bash".into(), "-c".into(), "ls".into()]);
+        let text: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            text,
+            [
+                "sandbox-exec",
+                "--mode",
+                "workspace-write",
+                "--workspace-root",
+                "/ws",
+                "--read-only",
+                "/home/u/.keel",
+                "--required",
+                "--protect-vcs",
+                "--max-pids",
+                "4096",
+                "--",
+                "bash",
+                "-c",
+                "ls"
+            ]
+        );
+    }
+}

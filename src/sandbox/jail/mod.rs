@@ -1,0 +1,311 @@
+//! The jail around every command the model runs: `keel sandbox-exec`.
+//!
+//! Two stages, both the keel binary (the crate forbids `unsafe`, so no
+//! `fork` or `pre_exec`: each stage is a fresh `exec`):
+//!
+//! 1. [`launch`], the launcher keel spawns: reads the host's unix sockets,
+//!    enters the namespaces in one `unshare` ([`namespaces`]), builds the
+//!    filesystem view ([`mounts`]), then spawns stage 2 (PID 1 of the new
+//!    PID namespace) and relays its exit code. It dies with keel
+//!    (`PR_SET_PDEATHSIG`).
+//! 2. [`init`], the jail's init: dies with the launcher, mounts a fresh
+//!    `/proc`, bounds the process count, drops capabilities
+//!    ([`privileges`]), changes directory *again* (the working directory
+//!    inherited from before the mounts would still point into the
+//!    writable originals: a `workdir` of `.git` must land on the read-only
+//!    bind), applies landlock and seccomp ([`seccomp`]), starts a new
+//!    session (no controlling terminal), runs the command and reaps every
+//!    orphan until the command ends. Then it exits, and the kernel kills
+//!    whatever the command left behind: no process outlives its call.
+//!
+//! Each layer the kernel refuses is recorded in [`layers::Layers`]: the
+//! probe (`-- --probe`) prints it as JSON, and the serious gaps are said
+//! on stderr for every command. Without a PID namespace the launcher
+//! confines itself and `exec`s the command (the old single-stage path),
+//! so keel's process-group kill still reaches everything.
+
+pub mod layers;
+pub mod mounts;
+pub mod namespaces;
+pub mod privileges;
+pub mod seccomp;
+pub mod sockets;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use self::layers::Layers;
+use self::mounts::MountPlan;
+use super::confinement::{Confinement, EXIT_UNENFORCEABLE, Enforcement, SandboxMode, VcsGuard};
+use super::landlock;
+
+/// What the launcher was asked to run.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `launcher` is unused here.
+    pub confinement: Confinement,
+    pub command: Vec<OsString>,
+}
+
+/// What the launcher hands to the init (one JSON argument).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Handover {
+    pub confinement: Confinement,
+    /// The working directory, to enter again through the new mounts.
+    pub cwd: PathBuf,
+    pub layers: Layers,
+}
+
+/// Exit code for a command killed by signal `signal` (as shells say it).
+fn signal_code(signal: i32) -> i32 {
+    128 + signal
+}
+
+/// Stage 1 (see the module doc). Returns the exit code to leave with
+/// (when the command could not be run in place).
+pub fn launch(request: Request) -> i32 {
+    // Dies with keel: nothing of the call outlives it.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let confinement = &request.confinement;
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let mut layers = Layers { network: confinement.network, ..Layers::default() };
+    if confinement.mode == SandboxMode::FullAccess && confinement.network {
+        layers.landlock = Enforcement::Full;
+        return run_in_place(request, &cwd, layers);
+    }
+    let sockets = sockets::host_socket_paths();
+    let namespace_error = match namespaces::enter(!confinement.network) {
+        Ok(entered) => {
+            layers.namespaces = entered;
+            None
+        }
+        Err(error) => Some(error.to_string()),
+    };
+    let protect = confinement.protect_vcs && confinement.mode == SandboxMode::WorkspaceWrite;
+    layers.vcs = if !protect { VcsGuard::NotRequested } else { VcsGuard::Off };
+    if layers.namespaces.mount {
+        match mounts::build(&mount_plan(confinement, sockets)) {
+            Ok(report) => {
+                layers.mounts = report;
+                if protect {
+                    layers.vcs = VcsGuard::Mounts;
+                }
+            }
+            Err(error) => say(&format!("keel: WARNING: the jail's mounts failed: {error}")),
+        }
+    }
+    if protect && layers.vcs == VcsGuard::Off {
+        layers.vcs =
+            vcs_fallback(confinement, namespace_error.as_deref().unwrap_or("mounts failed"));
+    }
+    if !layers.namespaces.pid {
+        return run_in_place(request, &cwd, layers);
+    }
+    spawn_init(&request, cwd, layers)
+}
+
+/// Starts the init (PID 1 of the new namespace) and relays its ending.
+fn spawn_init(request: &Request, cwd: PathBuf, layers: Layers) -> i32 {
+    let handover = Handover { confinement: request.confinement.clone(), cwd, layers };
+    let (exe, json) = match (std::env::current_exe(), serde_json::to_string(&handover)) {
+        (Ok(exe), Ok(json)) => (exe, json),
+        (Err(error), _) => return fail(&format!("cannot find the keel binary: {error}")),
+        (_, Err(error)) => return fail(&format!("cannot hand over to the jail's init: {error}")),
+    };
+    let status = std::process::Command::new(exe)
+        .args(["sandbox-exec", "--init", &json, "--"])
+        .args(&request.command)
+        .status();
+    match status {
+        Ok(status) => status.code().unwrap_or_else(|| signal_code(status.signal().unwrap_or(9))),
+        Err(error) => fail(&format!("cannot start the jail's init: {error}")),
+    }
+}
+
+/// Stage 2, PID 1 of the jail. Returns the exit code to leave with.
+pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
+    let Handover { confinement, cwd, mut layers } = handover;
+    // Dies with the launcher (which dies with keel).
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    layers.fresh_proc = mounts::mount_fresh_proc().is_ok();
+    if let Err(code) = confine(&confinement, &cwd, &mut layers, true) {
+        return code;
+    }
+    if command.first().is_some_and(|c| c == "--probe") {
+        return report_probe(&layers);
+    }
+    warn_per_command(&layers);
+    run_and_reap(&command, &cwd)
+}
+
+/// Without a PID namespace: confine this process and become the command
+/// (keel's process-group kill then reaches all it starts).
+fn run_in_place(request: Request, cwd: &Path, mut layers: Layers) -> i32 {
+    if let Err(code) = confine(&request.confinement, cwd, &mut layers, false) {
+        return code;
+    }
+    if request.command.first().is_some_and(|c| c == "--probe") {
+        return report_probe(&layers);
+    }
+    warn_per_command(&layers);
+    let Some((program, rest)) = request.command.split_first() else {
+        return fail("no command given after `--`");
+    };
+    let error = std::process::Command::new(program).args(rest).exec();
+    fail(&format!("cannot run {}: {error}", program.to_string_lossy()))
+}
+
+/// The in-process layers, in order: process bound, capabilities, working
+/// directory, landlock, seccomp, new session. `Err` holds the exit code
+/// when the sandbox is required and landlock cannot be enforced.
+fn confine(
+    confinement: &Confinement,
+    cwd: &Path,
+    layers: &mut Layers,
+    pid_1: bool,
+) -> Result<(), i32> {
+    layers.pid_limit = privileges::limit_processes(confinement.max_pids, pid_1);
+    layers.capabilities = privileges::drop_capabilities();
+    if let Err(error) = std::env::set_current_dir(cwd) {
+        return Err(fail(&format!("cannot enter {}: {error}", cwd.display())));
+    }
+    let full_access = confinement.mode == SandboxMode::FullAccess && confinement.network;
+    if !full_access {
+        let carve_out = match layers.vcs {
+            VcsGuard::Landlock => landlock::vcs_carve_out(confinement),
+            VcsGuard::NotRequested | VcsGuard::Mounts | VcsGuard::Off => Vec::new(),
+        };
+        match landlock::apply(confinement, &carve_out) {
+            Ok(applied) => {
+                layers.landlock = applied.enforcement;
+                layers.landlock_scopes = applied.scopes;
+            }
+            Err(error) => say(&format!("keel: cannot set up the sandbox: {error}")),
+        }
+    }
+    layers.seccomp = match seccomp::install(confinement.network) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::debug!(%error, "no seccomp filter");
+            false
+        }
+    };
+    if pid_1 {
+        layers.new_session = rustix::process::setsid().is_ok();
+    }
+    if layers.landlock == Enforcement::None && confinement.required && !full_access {
+        say(
+            "keel: the sandbox cannot be enforced on this kernel and sandbox.required = true: refusing to run the command",
+        );
+        return Err(EXIT_UNENFORCEABLE);
+    }
+    Ok(())
+}
+
+/// Runs the command as PID 1's child and reaps every process until it
+/// ends; its exit code (or 128 + signal) is the jail's.
+fn run_and_reap(command: &[OsString], cwd: &Path) -> i32 {
+    let Some((program, rest)) = command.split_first() else {
+        return fail("no command given after `--`");
+    };
+    let child = match std::process::Command::new(program).args(rest).current_dir(cwd).spawn() {
+        Ok(child) => child,
+        Err(error) => return fail(&format!("cannot run {}: {error}", program.to_string_lossy())),
+    };
+    let main = child.id();
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid.as_raw_nonzero().get().unsigned_abs() == main => {
+                return status
+                    .exit_status()
+                    .or_else(|| status.terminating_signal().map(signal_code))
+                    .unwrap_or(1);
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return fail(&format!("lost the command: {error}")),
+        }
+    }
+}
+
+/// The folders the jail binds: writable roots (mode workspace-write) and
+/// carve-outs (the protected names of each workspace root, the
+/// configured read-only paths), plus the host's sockets.
+fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
+    let writable_mode = confinement.mode == SandboxMode::WorkspaceWrite;
+    let writable = if writable_mode {
+        confinement
+            .workspace_roots
+            .iter()
+            .chain(&confinement.extra_roots)
+            .cloned()
+            .chain(landlock::temp_roots())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut read_only = confinement.read_only.clone();
+    if confinement.protect_vcs && writable_mode {
+        for root in &confinement.workspace_roots {
+            read_only.extend(super::protected::NAMES.map(|name| root.join(name)));
+        }
+    }
+    MountPlan {
+        writable,
+        read_only,
+        read_only_system: confinement.mode != SandboxMode::FullAccess,
+        sockets,
+    }
+}
+
+/// `.git`/`.keel`/`.claude` without a mount namespace: landlock's
+/// child-by-child grant with `required`, else nothing, said either way.
+fn vcs_fallback(confinement: &Confinement, why: &str) -> VcsGuard {
+    if confinement.required {
+        say(&format!(
+            "keel: .git, .keel and .claude kept read-only by landlock instead ({why}); \
+             new files or folders directly in the workspace root cannot be created"
+        ));
+        VcsGuard::Landlock
+    } else {
+        say(&format!(
+            "keel: WARNING: .git, .keel and .claude are NOT read-only for this command: {why} \
+             (sandbox.required = true protects them with landlock instead, at the cost of \
+             new top-level entries in the workspace)"
+        ));
+        VcsGuard::Off
+    }
+}
+
+/// The probe's answer: the layers as JSON on stdout; exit 126 when
+/// landlock enforces nothing.
+fn report_probe(layers: &Layers) -> i32 {
+    let json = serde_json::to_string(layers).unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{json}");
+    let _ = out.flush();
+    match layers.landlock {
+        Enforcement::None => EXIT_UNENFORCEABLE,
+        Enforcement::Full | Enforcement::Partial => 0,
+    }
+}
+
+/// Said on every command: the gaps that leave writes or the host open.
+/// The rest is said once, at session start.
+fn warn_per_command(layers: &Layers) {
+    if layers.landlock == Enforcement::None {
+        say("keel: WARNING: the sandbox is not enforced on this kernel; running unconfined");
+    }
+}
+
+fn say(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{message}");
+}
+
+fn fail(message: &str) -> i32 {
+    say(&format!("keel: {message}"));
+    EXIT_UNENFORCEABLE
+}

@@ -1,0 +1,134 @@
+//! The folders of a workspace a command must never change, because what
+//! they hold runs later outside the jail: `.git` (hooks, `core.fsmonitor`,
+//! aliases run by the user's git), `.keel` (rules, hooks, config of the
+//! next session) and `.claude` (Claude Code hooks keel can import).
+//!
+//! - Existing ones (and the nested `.git` folders [`nested_git_dirs`]
+//!   finds when the session starts) are read-only mounts in the jail.
+//! - One the command *creates* cannot be stopped by a mount (a mount needs
+//!   an existing path, and a writable folder accepts any new name), so
+//!   [`Sweep`] removes it as soon as the command has ended (the jail's PID
+//!   namespace guarantees nothing of the command is left to recreate it)
+//!   and says so in the output. Placeholder folders created ahead of time
+//!   were the alternative; they litter every workspace and race with other
+//!   keel processes, so the sweep was chosen.
+
+use std::path::{Path, PathBuf};
+
+/// The protected names at each workspace root.
+pub const NAMES: [&str; 3] = [".git", ".keel", ".claude"];
+
+/// Folders scanned at most when looking for nested `.git` folders (a
+/// session start on a huge tree stays fast; deeper ones stay writable).
+const NESTED_SCAN_LIMIT: usize = 20_000;
+/// Folders that hold dependencies or build output, never nested repos
+/// worth the scan time.
+const SKIPPED: [&str; 4] = ["node_modules", "target", ".venv", "__pycache__"];
+
+/// The protected names missing at each workspace root before a command.
+#[derive(Debug, Clone, Default)]
+pub struct Sweep {
+    absent: Vec<PathBuf>,
+}
+
+impl Sweep {
+    /// Notes which protected names do not exist yet.
+    pub fn before(workspace_roots: &[PathBuf]) -> Self {
+        let absent = workspace_roots
+            .iter()
+            .flat_map(|root| NAMES.map(|name| root.join(name)))
+            .filter(|path| std::fs::symlink_metadata(path).is_err())
+            .collect();
+        Self { absent }
+    }
+
+    /// Removes every protected name the command created (a symlink is
+    /// removed, never followed) and returns one line per removal for the
+    /// command's output.
+    pub fn after(&self) -> Vec<String> {
+        self.absent.iter().filter_map(|path| remove_created(path)).collect()
+    }
+}
+
+fn remove_created(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let removed =
+        if meta.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Some(match removed {
+        Ok(()) => format!(
+            "keel: removed `{name}` created by the command: .git, .keel and .claude are read-only in the sandbox (what they hold runs outside it)"
+        ),
+        Err(error) => format!(
+            "keel: WARNING: the command created `{}` and it could not be removed: {error}",
+            path.display()
+        ),
+    })
+}
+
+/// `.git` folders (or files, as in worktrees and submodules) below
+/// `root`, not counting `root/.git`; symlinks are not followed.
+pub fn nested_git_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_owned()];
+    let mut scanned = 0;
+    while let Some(dir) = pending.pop() {
+        scanned += 1;
+        if scanned > NESTED_SCAN_LIMIT {
+            break;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Ok(kind) = entry.file_type() else { continue };
+            if name == ".git" {
+                if dir != root {
+                    found.push(entry.path());
+                }
+            } else if kind.is_dir() && !SKIPPED.iter().any(|skip| name == *skip) {
+                pending.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_names_are_removed_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let sweep = Sweep::before(&[dir.path().to_owned()]);
+        std::fs::create_dir_all(dir.path().join(".keel/rules")).unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join(".claude")).unwrap();
+        let lines = sweep.after();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("removed `.keel`"), "{lines:?}");
+        assert!(!dir.path().join(".keel").exists());
+        assert!(std::fs::symlink_metadata(dir.path().join(".claude")).is_err());
+        assert!(Path::new("/etc/passwd").exists(), "the symlink was not followed");
+        assert!(dir.path().join(".git").is_dir(), "an existing name is left alone");
+    }
+
+    #[test]
+    fn nested_git_folders_are_found_outside_dependency_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        for path in [".git", "vendor/lib/.git", "node_modules/x/.git", "sub/deeper/.git"] {
+            std::fs::create_dir_all(dir.path().join(path)).unwrap();
+        }
+        std::fs::write(dir.path().join("module/.git"), "gitdir: ../.git/modules/m").unwrap_or_else(
+            |_| {
+                std::fs::create_dir_all(dir.path().join("module")).unwrap();
+                std::fs::write(dir.path().join("module/.git"), "gitdir: x").unwrap();
+            },
+        );
+        assert_eq!(
+            nested_git_dirs(dir.path()),
+            ["module/.git", "sub/deeper/.git", "vendor/lib/.git"].map(|p| dir.path().join(p))
+        );
+    }
+}
