@@ -5,8 +5,9 @@
 //! - read and execute anywhere;
 //! - full write access beneath the workspace roots, the temp folders and
 //!   the extra roots;
-//! - `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty` and `/dev/pts` for
-//!   writing.
+//! - `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/ptmx` and
+//!   `/dev/pts` for writing (new pseudo-terminals come from the jail's
+//!   private `/dev/pts` instance).
 //!
 //! Landlock cannot subtract a folder from a grant, so the workspace root
 //! is granted whole and the jail's read-only mounts subtract `.git`,
@@ -82,7 +83,7 @@ pub fn apply(confinement: &Confinement, carve_out: &[PathBuf]) -> Result<Applied
     let mut created = ruleset.create()?;
     if confinement.mode != SandboxMode::FullAccess {
         created = add(created, Path::new("/"), read)?;
-        for device in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] {
+        for device in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"] {
             created = add(created, Path::new(device), AccessFs::from_file(WANTED_ABI))?;
         }
         created = add(created, Path::new("/dev/pts"), all)?;
