@@ -1,0 +1,107 @@
+//! Builds still work inside the jail, through the real binary (`keel tool
+//! shell`): a cargo build of a tiny crate (offline, new `target/` and
+//! `Cargo.lock` at the top level), `npm install` of a local package into
+//! `node_modules`, `git status`, and `python3 -m unittest`. As root, with
+//! the host's toolchains (a rustup home under `/root` is not `nobody`'s);
+//! a missing tool skips its test with a message.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::jail_fixture::{Fixture, PYTHON, User, unavailable};
+
+fn fixture() -> Option<Fixture> {
+    if let Some(reason) = unavailable(User::Root) {
+        eprintln!("skipped: {reason}");
+        return None;
+    }
+    Some(Fixture::new(User::Root, false))
+}
+
+fn has(tool: &str) -> bool {
+    let found = Command::new(tool).arg("--version").output().is_ok_and(|out| out.status.success());
+    if !found {
+        eprintln!("skipped: {tool} is not installed");
+    }
+    found
+}
+
+/// Runs `script` and asserts it succeeded; returns the output text.
+fn build(fixture: &Fixture, script: &str) -> String {
+    let outcome = fixture.shell(script, None);
+    assert_eq!(outcome.envelope["meta"]["exit_code"], 0, "{}", outcome.text);
+    outcome.text
+}
+
+/// rustup's home for the cargo proxy on `PATH` (the fixture's `HOME`
+/// is not the user's).
+fn rustup_home() -> PathBuf {
+    std::env::var_os("RUSTUP_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".rustup")
+    })
+}
+
+#[test]
+fn cargo_builds_a_crate_offline() {
+    let Some(fixture) = fixture() else { return };
+    if !has("cargo") {
+        return;
+    }
+    std::fs::write(
+        fixture.ws.join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(fixture.ws.join("src")).unwrap();
+    std::fs::write(fixture.ws.join("src/main.rs"), "fn main() { println!(\"tiny ran\"); }\n")
+        .unwrap();
+    let script = format!(
+        "export RUSTUP_HOME={} CARGO_HOME=$(mktemp -d) && cargo build --offline -q && ./target/debug/tiny",
+        rustup_home().display()
+    );
+    let text = build(&fixture, &script);
+    assert!(text.contains("tiny ran"), "{text}");
+    assert!(fixture.ws.join("Cargo.lock").exists());
+}
+
+#[test]
+fn npm_installs_a_local_package_into_node_modules() {
+    let Some(fixture) = fixture() else { return };
+    if !has("npm") {
+        return;
+    }
+    std::fs::create_dir_all(fixture.ws.join("localpkg")).unwrap();
+    std::fs::write(
+        fixture.ws.join("localpkg/package.json"),
+        r#"{"name": "localpkg", "version": "1.0.0", "main": "index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(fixture.ws.join("localpkg/index.js"), "module.exports = 'local works';\n")
+        .unwrap();
+    let script = "export npm_config_cache=$(mktemp -d) && npm init -y >/dev/null \
+                  && npm install ./localpkg --offline --no-audit --no-fund \
+                  && node -e \"console.log(require('localpkg'))\"";
+    let text = build(&fixture, script);
+    assert!(text.contains("local works"), "{text}");
+    assert!(fixture.ws.join("node_modules/localpkg").exists());
+    assert!(fixture.ws.join("package-lock.json").exists());
+}
+
+#[test]
+fn git_status_sees_new_files() {
+    let Some(fixture) = fixture() else { return };
+    let text = build(&fixture, "touch new.txt && git status --short");
+    assert!(text.contains("?? new.txt"), "{text}");
+}
+
+#[test]
+fn python_unittest_runs() {
+    let Some(fixture) = fixture() else { return };
+    std::fs::write(
+        fixture.ws.join("test_tiny.py"),
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        self.assertEqual(1 + 1, 2)\n",
+    )
+    .unwrap();
+    let text = build(&fixture, &format!("{PYTHON} -m unittest -v 2>&1"));
+    assert!(text.contains("test_ok") && text.contains("OK"), "{text}");
+}

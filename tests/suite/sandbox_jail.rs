@@ -1,0 +1,227 @@
+//! The jail as a whole: which layers this kernel offers (printed, as root
+//! and as `nobody`), fork bombs of several shapes stay bounded and leave
+//! nothing behind, and a scripted model's `workdir: ".git"` (the repro of
+//! issue 13) cannot write into `.git` through `keel exec`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use keel::sandbox::jail::layers::Layers;
+use keel::sandbox::jail::privileges::PidLimit;
+use keel::sandbox::landlock::{Confinement, Enforcement, SandboxMode};
+use keel::sandbox::{CommandOutput, CommandSpec};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::jail_fixture::{Fixture, KEEL, NOBODY, PYTHON, User, processes_named, unavailable};
+use super::support::{json_lines, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// The bound the fork-bomb tests use (the default is far higher).
+const MAX_PIDS: u32 = 512;
+
+fn confinement(workspace: &Path) -> Confinement {
+    Confinement {
+        launcher: KEEL.into(),
+        mode: SandboxMode::WorkspaceWrite,
+        workspace_roots: vec![workspace.to_owned()],
+        extra_roots: Vec::new(),
+        read_only: Vec::new(),
+        network: false,
+        required: true,
+        protect_vcs: true,
+        max_pids: MAX_PIDS,
+    }
+}
+
+/// The probe's report for `user`, printed for the test log.
+fn layers(fixture: &Fixture) -> Layers {
+    let args = confinement(&fixture.ws).launcher_args(&["--probe".into()]);
+    let mut command = match fixture.user {
+        User::Root => Command::new(KEEL),
+        User::Nobody => {
+            let mut command = Command::new(NOBODY[0]);
+            command.args(&NOBODY[1..]).arg(KEEL);
+            command
+        }
+    };
+    let output = command.args(args).current_dir(&fixture.ws).output().unwrap();
+    let layers: Layers = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    eprintln!("layers offered to {:?}: {}", fixture.user, serde_json::to_string(&layers).unwrap());
+    eprintln!("missing: {:?}", layers.gaps());
+    layers
+}
+
+fn kernel_at_least(wanted: (u32, u32)) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    keel::sandbox::jail::privileges::kernel_version(&release).is_some_and(|v| v >= wanted)
+}
+
+#[test]
+fn the_kernel_offers_every_layer_to_root_and_to_nobody() {
+    for user in [User::Root, User::Nobody] {
+        if let Some(reason) = unavailable(user) {
+            eprintln!("skipped {user:?}: {reason}");
+            continue;
+        }
+        let fixture = Fixture::new(user, false);
+        let layers = layers(&fixture);
+        assert_ne!(layers.landlock, Enforcement::None);
+        assert!(layers.namespaces.mount && layers.namespaces.pid, "{layers:?}");
+        assert!(layers.fresh_proc && layers.new_session && layers.seccomp, "{layers:?}");
+        assert!(layers.mounts.system_read_only, "{:?}", layers.mounts.left_writable);
+        assert_eq!(layers.namespaces.user, user == User::Nobody);
+        if kernel_at_least((6, 14)) {
+            assert_eq!(layers.pid_limit, PidLimit::Namespace(MAX_PIDS));
+        }
+        if kernel_at_least((6, 12)) {
+            assert!(layers.landlock_scopes);
+        }
+    }
+}
+
+async fn run_confined(workspace: &Path, script: &str, timeout: Duration) -> CommandOutput {
+    let spec = CommandSpec::script(script, workspace)
+        .with_timeout(timeout)
+        .confined(&confinement(workspace));
+    keel::sandbox::run(&spec, &CancellationToken::new()).await.unwrap()
+}
+
+/// Runs a fork bomb as root (the user `RLIMIT_NPROC` never bounds) and
+/// checks it ended by the timeout at the latest and left nothing behind.
+async fn bomb(shape: &str) -> CommandOutput {
+    if let Some(reason) = unavailable(User::Root) {
+        eprintln!("skipped: {reason}");
+        return CommandOutput {
+            exit_code: Some(0),
+            signal: None,
+            stdout: Default::default(),
+            stderr: Default::default(),
+            timed_out: false,
+            duration: Duration::ZERO,
+        };
+    }
+    let fixture = Fixture::new(User::Root, false);
+    let script = format!(": bomb-{}; {shape}", fixture.marker);
+    let started = Instant::now();
+    let out = run_confined(&fixture.ws, &script, Duration::from_secs(15)).await;
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    let survivors = processes_named(&format!("bomb-{}", fixture.marker));
+    assert!(survivors.is_empty(), "{} bomb processes survived", survivors.len());
+    out
+}
+
+/// The count a bomb shape printed on stdout.
+fn printed_count(out: &CommandOutput) -> u32 {
+    let text = out.stdout.text();
+    text.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or_else(|| {
+        panic!("no count printed: {text} {}", out.stderr.text());
+    })
+}
+
+#[tokio::test]
+async fn fork_bomb_classic_is_bounded() {
+    bomb(":(){ :|:& };:").await;
+}
+
+#[tokio::test]
+async fn fork_bomb_background_loop_is_bounded() {
+    bomb("while true; do sleep 1000 & done").await;
+}
+
+#[tokio::test]
+async fn fork_bomb_python_forks_are_counted() {
+    let shape = format!(
+        "{PYTHON} -c \"import os, time\nn = 0\ntry:\n  while True:\n    if os.fork() == 0:\n      time.sleep(1000)\n    n += 1\nexcept OSError:\n  print(n)\""
+    );
+    let out = bomb(&shape).await;
+    if out.duration > Duration::ZERO {
+        assert!(printed_count(&out) < MAX_PIDS, "{}", out.stdout.text());
+    }
+}
+
+#[tokio::test]
+async fn thread_bomb_is_counted() {
+    let shape = format!(
+        "{PYTHON} -c \"import threading, time\nn = 0\ntry:\n  while True:\n    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\n    n += 1\nexcept RuntimeError:\n  print(n)\""
+    );
+    let out = bomb(&shape).await;
+    if out.duration > Duration::ZERO {
+        assert!(printed_count(&out) < MAX_PIDS, "{}", out.stdout.text());
+    }
+}
+
+#[tokio::test]
+async fn exponential_python_bomb_is_bounded() {
+    bomb(&format!(
+        "{PYTHON} -c \"import os\nwhile True:\n  try: os.fork()\n  except OSError: pass\""
+    ))
+    .await;
+}
+
+#[test]
+fn an_unprivileged_fork_bomb_is_bounded_too() {
+    if let Some(reason) = unavailable(User::Nobody) {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let fixture = Fixture::new(User::Nobody, false);
+    let script = format!(
+        "{PYTHON} -c \"import os, time\nn = 0\ntry:\n  while True:\n    if os.fork() == 0:\n      time.sleep(1000)\n    n += 1\nexcept OSError:\n  print(n)\""
+    );
+    let launcher =
+        confinement(&fixture.ws).launcher_args(&["bash".into(), "-c".into(), script.into()]);
+    let output = Command::new("timeout")
+        .args(["60"])
+        .args(NOBODY)
+        .arg(KEEL)
+        .args(launcher)
+        .current_dir(&fixture.ws)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let count: u32 = text.trim().parse().unwrap_or_else(|_| panic!("{text} {output:?}"));
+    assert!(count < MAX_PIDS, "{count}");
+}
+
+#[tokio::test]
+async fn a_model_cannot_write_git_through_workdir() {
+    if let Some(reason) = unavailable(User::Root) {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let fixture = Fixture::new(User::Root, false);
+    let config_before = std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap();
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "shell",
+                json!({"command": "echo '[core]' >> config; echo fsmonitor = evil >> config", "workdir": ".git"}),
+            )],
+        },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = Command::new(KEEL)
+        .args(["exec", "--json", "--full-auto", "--provider", Wire::Chat.provider()])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .arg("append to the git config")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", fixture.home.as_os_str())
+        .env("KEEL_HOME", fixture.keel_home.as_os_str())
+        .current_dir(&fixture.ws)
+        .output()
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap(), config_before);
+    let lines = json_lines(&output.stdout);
+    let shell = lines
+        .iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["name"] == "shell")
+        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(shell["item"]["meta"]["kind"], "sandbox_violation", "{shell}");
+    assert!(shell["item"]["output"].as_str().unwrap().contains("Read-only file system"), "{shell}");
+}
