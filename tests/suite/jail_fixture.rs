@@ -43,6 +43,12 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// Says on stderr why a test did nothing (a plain run shows it).
+pub fn note(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{message}");
+}
+
 /// Why `user` cannot run here (tests then say so and pass).
 pub fn unavailable(user: User) -> Option<&'static str> {
     match user {

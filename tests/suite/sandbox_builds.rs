@@ -8,11 +8,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::jail_fixture::{Fixture, PYTHON, User, unavailable};
+use super::jail_fixture::{Fixture, PYTHON, User, note, unavailable};
 
 fn fixture() -> Option<Fixture> {
     if let Some(reason) = unavailable(User::Root) {
-        eprintln!("skipped: {reason}");
+        note(&format!("skipped: {reason}"));
         return None;
     }
     Some(Fixture::new(User::Root, false))
@@ -21,7 +21,7 @@ fn fixture() -> Option<Fixture> {
 fn has(tool: &str) -> bool {
     let found = Command::new(tool).arg("--version").output().is_ok_and(|out| out.status.success());
     if !found {
-        eprintln!("skipped: {tool} is not installed");
+        note(&format!("skipped: {tool} is not installed"));
     }
     found
 }

@@ -14,7 +14,7 @@
 //! A case with no phrases is one where the attack finds nothing to
 //! refuse (a `/proc` with no other process in it).
 
-use super::jail_fixture::{Fixture, Outcome, User, unavailable};
+use super::jail_fixture::{Fixture, Outcome, User, note, unavailable};
 
 struct Case {
     script: &'static str,
@@ -58,7 +58,7 @@ const fn checked(script: &'static str, check: fn(&Fixture, &Outcome)) -> Case {
 
 fn run(case: &Case, user: User) {
     if let Some(reason) = unavailable(user) {
-        eprintln!("skipped: {reason}");
+        note(&format!("skipped: {reason}"));
         return;
     }
     let mut fixture = Fixture::new(user, case.home_in_tmp);

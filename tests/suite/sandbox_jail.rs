@@ -14,7 +14,9 @@ use keel::sandbox::{CommandOutput, CommandSpec};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::jail_fixture::{Fixture, KEEL, NOBODY, PYTHON, User, processes_named, unavailable};
+use super::jail_fixture::{
+    Fixture, KEEL, NOBODY, PYTHON, User, note, processes_named, unavailable,
+};
 use super::support::{json_lines, scripted_model};
 use super::wire::{Step, Wire, call};
 
@@ -49,8 +51,8 @@ fn layers(fixture: &Fixture) -> Layers {
     let output = command.args(args).current_dir(&fixture.ws).output().unwrap();
     let layers: Layers = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
-    eprintln!("layers offered to {:?}: {}", fixture.user, serde_json::to_string(&layers).unwrap());
-    eprintln!("missing: {:?}", layers.gaps());
+    let json = serde_json::to_string(&layers).unwrap();
+    note(&format!("layers offered to {:?}: {json}; missing: {:?}", fixture.user, layers.gaps()));
     layers
 }
 
@@ -63,7 +65,7 @@ fn kernel_at_least(wanted: (u32, u32)) -> bool {
 fn the_kernel_offers_every_layer_to_root_and_to_nobody() {
     for user in [User::Root, User::Nobody] {
         if let Some(reason) = unavailable(user) {
-            eprintln!("skipped {user:?}: {reason}");
+            note(&format!("skipped {user:?}: {reason}"));
             continue;
         }
         let fixture = Fixture::new(user, false);
@@ -93,7 +95,7 @@ async fn run_confined(workspace: &Path, script: &str, timeout: Duration) -> Comm
 /// checks it ended by the timeout at the latest and left nothing behind.
 async fn bomb(shape: &str) -> CommandOutput {
     if let Some(reason) = unavailable(User::Root) {
-        eprintln!("skipped: {reason}");
+        note(&format!("skipped: {reason}"));
         return CommandOutput {
             exit_code: Some(0),
             signal: None,
@@ -164,7 +166,7 @@ async fn exponential_python_bomb_is_bounded() {
 #[test]
 fn an_unprivileged_fork_bomb_is_bounded_too() {
     if let Some(reason) = unavailable(User::Nobody) {
-        eprintln!("skipped: {reason}");
+        note(&format!("skipped: {reason}"));
         return;
     }
     let fixture = Fixture::new(User::Nobody, false);
@@ -189,7 +191,7 @@ fn an_unprivileged_fork_bomb_is_bounded_too() {
 #[tokio::test]
 async fn a_model_cannot_write_git_through_workdir() {
     if let Some(reason) = unavailable(User::Root) {
-        eprintln!("skipped: {reason}");
+        note(&format!("skipped: {reason}"));
         return;
     }
     let fixture = Fixture::new(User::Root, false);

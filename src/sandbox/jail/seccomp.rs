@@ -47,6 +47,10 @@ const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 const X32_IOCTL: i64 = X32_SYSCALL_BIT + 514;
 
 const S_IFMT: u64 = 0o170_000;
+/// The terminal ioctls, as on every architecture seccompiler knows
+/// (x86_64, aarch64, riscv64 share the generic numbers).
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
 
 /// Installs the filter on the calling thread (inherited by what it
 /// spawns). Needs `no_new_privs` or `CAP_SYS_ADMIN`; seccompiler sets
@@ -73,8 +77,8 @@ pub fn program(network: bool) -> Result<BpfProgram, SeccompError> {
 fn rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let terminal_injection = vec![
-        SeccompRule::new(vec![arg_eq(1, libc::TIOCSTI as u64)?])?,
-        SeccompRule::new(vec![arg_eq(1, libc::TIOCLINUX as u64)?])?,
+        SeccompRule::new(vec![arg_eq(1, TIOCSTI)?])?,
+        SeccompRule::new(vec![arg_eq(1, TIOCLINUX)?])?,
     ];
     rules.insert(libc::SYS_ioctl, terminal_injection.clone());
     #[cfg(target_arch = "x86_64")]
