@@ -110,7 +110,15 @@ async fn bomb(shape: &str) -> CommandOutput {
     let started = Instant::now();
     let out = run_confined(&fixture.ws, &script, Duration::from_secs(15)).await;
     assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
-    let survivors = processes_named(&format!("bomb-{}", fixture.marker));
+    // On a timeout keel's kill ladder may escalate to SIGKILL before the
+    // kernel has finished killing a namespace of hundreds of processes:
+    // they are dying (SIGKILLed), so wait for that, bounded.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut survivors = processes_named(&format!("bomb-{}", fixture.marker));
+    while !survivors.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        survivors = processes_named(&format!("bomb-{}", fixture.marker));
+    }
     assert!(survivors.is_empty(), "{} bomb processes survived", survivors.len());
     out
 }

@@ -109,21 +109,56 @@ pub fn launch(request: Request) -> i32 {
 }
 
 /// Starts the init (PID 1 of the new namespace) and relays its ending.
+///
+/// keel ends a command by SIGTERM to the launcher's process group (then
+/// SIGKILL after a grace period). The init has left that group (its own
+/// session), so on SIGTERM, SIGINT or SIGHUP the launcher SIGKILLs the
+/// init and waits for it: the init is reaped only once the kernel has
+/// killed every process of its namespace, so when the launcher is gone,
+/// nothing of the call still runs.
 fn spawn_init(request: &Request, cwd: PathBuf, layers: Layers) -> i32 {
+    use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
     let handover = Handover { confinement: request.confinement.clone(), cwd, layers };
     let (exe, json) = match (std::env::current_exe(), serde_json::to_string(&handover)) {
         (Ok(exe), Ok(json)) => (exe, json),
         (Err(error), _) => return fail(&format!("cannot find the keel binary: {error}")),
         (_, Err(error)) => return fail(&format!("cannot hand over to the jail's init: {error}")),
     };
-    let status = std::process::Command::new(exe)
+    // Registered before the init exists, so no ending is missed.
+    let mut signals = match signal_hook::iterator::Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
+    {
+        Ok(signals) => signals,
+        Err(error) => return fail(&format!("cannot watch signals: {error}")),
+    };
+    let spawned = std::process::Command::new(exe)
         .args(["sandbox-exec", "--init", &json, "--"])
         .args(&request.command)
-        .status();
-    match status {
-        Ok(status) => status.code().unwrap_or_else(|| signal_code(status.signal().unwrap_or(9))),
-        Err(error) => fail(&format!("cannot start the jail's init: {error}")),
+        .spawn();
+    let mut init = match spawned {
+        Ok(init) => init,
+        Err(error) => return fail(&format!("cannot start the jail's init: {error}")),
+    };
+    loop {
+        match init.try_wait() {
+            Ok(Some(status)) => return exit_code(status),
+            Ok(None) => {}
+            Err(error) => return fail(&format!("lost the jail's init: {error}")),
+        }
+        match signals.forever().next() {
+            Some(SIGCHLD) => {}
+            Some(signal) => {
+                let _ = init.kill();
+                let _ = init.wait();
+                return signal_code(signal);
+            }
+            None => return init.wait().map_or(EXIT_UNENFORCEABLE, exit_code),
+        }
     }
+}
+
+/// The exit code a shell would report for `status`.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status.code().unwrap_or_else(|| signal_code(status.signal().unwrap_or(9)))
 }
 
 /// Stage 2, PID 1 of the jail. Returns the exit code to leave with.
