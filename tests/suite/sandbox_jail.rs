@@ -108,7 +108,7 @@ async fn bomb(shape: &str) -> CommandOutput {
     let fixture = Fixture::new(User::Root, false);
     let script = format!(": bomb-{}; {shape}", fixture.marker);
     let started = Instant::now();
-    let out = run_confined(&fixture.ws, &script, Duration::from_secs(15)).await;
+    let out = run_confined(&fixture.ws, &script, Duration::from_secs(5)).await;
     assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
     // On a timeout keel's kill ladder may escalate to SIGKILL before the
     // kernel has finished killing a namespace of hundreds of processes:

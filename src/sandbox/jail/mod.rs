@@ -4,7 +4,9 @@
 //! `fork` or `pre_exec`: each stage is a fresh `exec`):
 //!
 //! 1. [`launch`], the launcher keel spawns: reads the host's unix sockets,
-//!    enters the namespaces in one `unshare` ([`namespaces`]), builds the
+//!    enters the namespaces in one `unshare` ([`namespaces`]; a network
+//!    namespace only where seccomp and landlock's scopes cannot close
+//!    the non-TCP sockets), builds the
 //!    filesystem view ([`mounts`]), then spawns stage 2 (PID 1 of the new
 //!    PID namespace) and relays its exit code. It dies with keel
 //!    (`PR_SET_PDEATHSIG`).
@@ -78,13 +80,14 @@ pub fn launch(request: Request) -> i32 {
         return run_in_place(request, &cwd, layers);
     }
     let sockets = sockets::host_socket_paths();
-    let namespace_error = match namespaces::enter(!confinement.network) {
-        Ok(entered) => {
-            layers.namespaces = entered;
-            None
-        }
-        Err(error) => Some(error.to_string()),
-    };
+    let namespace_error =
+        match namespaces::enter(namespaces::network_namespace_needed(confinement.network)) {
+            Ok(entered) => {
+                layers.namespaces = entered;
+                None
+            }
+            Err(error) => Some(error.to_string()),
+        };
     let protect = confinement.protect_vcs && confinement.mode == SandboxMode::WorkspaceWrite;
     layers.vcs = if !protect { VcsGuard::NotRequested } else { VcsGuard::Off };
     if layers.namespaces.mount {

@@ -90,10 +90,15 @@ pub fn limit_processes(max: u32, fresh_pid_namespace: bool) -> PidLimit {
 
 /// Linux 6.14 made `kernel.pid_max` per PID namespace.
 fn pid_max_is_per_namespace() -> bool {
+    kernel_at_least((6, 14))
+}
+
+/// Whether the running kernel is at least `wanted` (`(major, minor)`).
+pub fn kernel_at_least(wanted: (u32, u32)) -> bool {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .ok()
         .and_then(|release| kernel_version(&release))
-        .is_some_and(|version| version >= (6, 14))
+        .is_some_and(|version| version >= wanted)
 }
 
 /// `(major, minor)` of a release string such as `6.18.4-arch1`.

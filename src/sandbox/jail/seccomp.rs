@@ -52,6 +52,11 @@ const S_IFMT: u64 = 0o170_000;
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 
+/// Whether this architecture gets a filter.
+pub fn available() -> bool {
+    TargetArch::try_from(std::env::consts::ARCH).is_ok()
+}
+
 /// Installs the filter on the calling thread (inherited by what it
 /// spawns). Needs `no_new_privs` or `CAP_SYS_ADMIN`; seccompiler sets
 /// `no_new_privs`.
