@@ -211,6 +211,7 @@ corpus! {
     background_setsid: case("setsid -f bash -c 'exec -a escape-{marker} sleep 1000'; echo started", &[]);
     background_double_fork: case("( ( exec -a escape-{marker} sleep 1000 & ) & ); echo started", &[]);
     background_python_daemon: case("{py} -c \"import os; os.fork() and os._exit(0); os.setsid(); os.fork() and os._exit(0); os.execvp('sleep', ['escape-{marker}', '1000'])\"; echo started", &[]);
+    background_job_control: case("set -m; (exec -a escape-{marker} sleep 1000) & echo started", &[]);
     background_disown_loop: case("bash -c 'exec -a escape-{marker} bash -c \"while true; do sleep 1; done\"' & disown; echo started", &[]);
 
     // Signals to processes outside the jail (keel included).
