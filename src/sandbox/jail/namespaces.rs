@@ -55,7 +55,8 @@ pub enum NamespaceError {
 pub fn network_namespace_needed(network: bool) -> bool {
     let seccomp = super::seccomp::available();
     let scopes = super::privileges::kernel_at_least((6, 12));
-    !network && !(seccomp && scopes)
+    let closed_without_it = seccomp && scopes;
+    !network && !closed_without_it
 }
 
 /// Enters the strongest set of namespaces the kernel grants: all of them
