@@ -219,9 +219,13 @@ fn an_unprivileged_user_gets_the_same_protection() {
 /// private mount namespace): the kernel refuses new user namespaces to a
 /// chrooted process, so the launcher must fall back.
 fn launch_without_namespaces(d: &Dirs, required: bool, script: &str) -> Output {
+    run_in_chroot(d, &launch_args(&d.workspace, required, script))
+}
+
+/// Runs the shell-quoted `inner` words in the workspace, inside a chroot.
+fn run_in_chroot(d: &Dirs, inner: &str) -> Output {
     let root = d.base.path().join("chroot");
     std::fs::create_dir_all(&root).unwrap();
-    let inner = launch_args(&d.workspace, required, script);
     let shell = format!(
         "mount --make-rprivate / && mount --rbind / {root} && cd / && exec chroot {root} \
          sh -c 'cd \"$0\" && exec \"$@\"' {ws} {inner}",
@@ -269,6 +273,32 @@ fn without_namespaces_git_stays_writable_and_the_launcher_says_so() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("WARNING: .git, .keel and .claude are NOT read-only"), "{stderr}");
     assert!(d.workspace.join("target").is_dir());
+}
+
+#[test]
+fn without_namespaces_keel_names_every_missing_layer() {
+    let d = dirs();
+    if let Err(reason) = can_chroot(&d) {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let call = json!({"command": "touch made-in-the-chroot"}).to_string();
+    let words: Vec<String> = NOBODY
+        .iter()
+        .map(|s| s.to_string())
+        .chain([KEEL, "tool", "shell", &call, "--yes"].map(str::to_owned))
+        .collect();
+    let out = run_in_chroot(&d, &shlex::try_join(words.iter().map(String::as_str)).unwrap());
+    let stderr = text(&out.stderr);
+    // Said at start (keel tool's probe) and for the command (the launcher).
+    for gap in ["no PID namespace", "no mount namespace", ".git, .keel and .claude are NOT"] {
+        assert!(stderr.contains(gap), "`{gap}` not said: {stderr}");
+    }
+    // Landlock still holds, so the command runs, confined.
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{stderr}"));
+    assert_eq!(envelope["meta"]["exit_code"], 0, "{envelope}");
+    assert!(d.workspace.join("made-in-the-chroot").exists());
 }
 
 #[test]
