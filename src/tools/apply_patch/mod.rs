@@ -17,6 +17,8 @@ mod seek;
 
 #[cfg(test)]
 mod conformance_tests;
+#[cfg(test)]
+mod property_tests;
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -3,9 +3,13 @@
 //! ignoring surrounding whitespace, then with Unicode punctuation folded to
 //! ASCII, as Codex's `seek_sequence` does) and splicing in the new.
 //!
-//! Invariants: pure; chunks are located in order, each after the previous
-//! one; the result always ends with a newline (Codex's behaviour); the line
-//! ending of the file (LF or CRLF) is kept for every line.
+//! Invariants: pure; never panics on any chunks and any text; chunks are
+//! located in order, each after the previous one, except a pure addition (no
+//! old lines), which Codex appends at the end of the file wherever it stands
+//! in the patch; the replacements are therefore applied sorted by position
+//! (Codex's `compute_replacements` sorts them too); the result always ends
+//! with a newline (Codex's behaviour); the line ending of the file (LF or
+//! CRLF) is kept for every line.
 
 use super::parse::Chunk;
 
@@ -29,7 +33,7 @@ pub fn apply_chunks(original: &str, chunks: &[Chunk]) -> Result<String, SeekErro
     if lines.last().is_some_and(|last| last.is_empty()) {
         lines.pop();
     }
-    let mut replacements: Vec<(usize, usize, &[String])> = Vec::new();
+    let mut replacements: Vec<Replacement> = Vec::new();
     let mut at = 0;
     for chunk in chunks {
         if let Some(context) = &chunk.context {
@@ -46,15 +50,33 @@ pub fn apply_chunks(original: &str, chunks: &[Chunk]) -> Result<String, SeekErro
         replacements.push((start, old, new));
         at = start + old;
     }
-    let mut result: Vec<&str> = lines;
-    for (start, old, new) in replacements.into_iter().rev() {
-        result.splice(start..start + old, new.iter().map(String::as_str));
-    }
     let ending = if crlf { "\r\n" } else { "\n" };
-    let mut text = result.join(ending);
+    let mut text = splice_sorted(&lines, replacements).join(ending);
     text.push_str(ending);
     Ok(text)
 }
+
+/// `lines` with each `(start, old, new)` replacement applied, in one pass.
+/// A pure addition is recorded at the end of the file even when a later
+/// chunk replaces lines before it, so the replacements are sorted first
+/// (stably: two additions at the end keep their patch order); located
+/// chunks never overlap, each starting after the previous one ends.
+fn splice_sorted<'a>(lines: &[&'a str], mut replacements: Vec<Replacement<'a>>) -> Vec<&'a str> {
+    replacements.sort_by_key(|(start, _, _)| *start);
+    let mut result = Vec::with_capacity(lines.len());
+    let mut cursor = 0;
+    for (start, old, new) in replacements {
+        let start = start.clamp(cursor, lines.len());
+        result.extend_from_slice(&lines[cursor..start]);
+        result.extend(new.iter().map(String::as_str));
+        cursor = (start + old).min(lines.len());
+    }
+    result.extend_from_slice(&lines[cursor..]);
+    result
+}
+
+/// Where a chunk's old lines start, how many there are, and what replaces them.
+type Replacement<'a> = (usize, usize, &'a [String]);
 
 /// Where the chunk's old lines are, how many there are, and what replaces
 /// them; a trailing blank old line (an artefact of how models end chunks) is
