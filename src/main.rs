@@ -12,6 +12,8 @@ fn main() -> ExitCode {
     // Parsing first: `--version` and `--help` never start a runtime.
     let cli = cli::parse_or_exit();
     init_tracing();
+    // Before any tool or hook runs: caught panics stay quiet (see panic_guard).
+    keel::tools::panic_guard::install_hook();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => return fail(&anyhow::anyhow!("cannot start the async runtime: {error}")),

@@ -207,6 +207,7 @@ impl Rebuilder {
             | SessionEvent::Undo { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
+            | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }

@@ -20,9 +20,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::HookEvent;
-use super::outcome::HookOutcome;
+use super::outcome::{HookOutcome, Permission};
 use super::payload::HookPayload;
 use super::runner::HookRun;
+use crate::tools::panic_guard::{self, CaughtPanic};
 
 /// The source name native runs are recorded under.
 pub const NATIVE_SOURCE: &str = "native";
@@ -59,7 +60,14 @@ pub(super) fn run_natives(
         .filter(|hook| hook.subscribes(event, subject))
         .filter_map(|hook| {
             let started = Instant::now();
-            let outcome = hook.run(event, payload);
+            let run = || {
+                panic_guard::inject_for_test(hook.name());
+                hook.run(event, payload)
+            };
+            let (outcome, panicked) = match panic_guard::catch(run) {
+                Ok(outcome) => (outcome, None),
+                Err(panic) => (failed_closed(hook.name(), event, &panic), Some(panic.to_string())),
+            };
             (outcome != HookOutcome::default()).then(|| HookRun {
                 event,
                 command: hook.name().to_owned(),
@@ -68,9 +76,21 @@ pub(super) fn run_natives(
                 exit_code: None,
                 outcome,
                 skipped: None,
+                panicked,
             })
         })
         .collect()
+}
+
+/// What a native hook that panicked says: an error, and for a tool call a
+/// denial (a guard that broke must not let the call through unjudged).
+fn failed_closed(name: &str, event: HookEvent, panic: &CaughtPanic) -> HookOutcome {
+    let error = format!("internal error in keel's {name} hook (a bug; please report it): {panic}");
+    let permission = (event == HookEvent::PreToolUse).then_some(Permission::Deny);
+    let reason = permission.map(|_| {
+        format!("the {name} hook failed, so the call was not run; try another way or ask the user")
+    });
+    HookOutcome { permission, reason, error: Some(error), ..HookOutcome::default() }
 }
 
 #[cfg(test)]

@@ -28,6 +28,9 @@ pub struct HookRun {
     pub outcome: HookOutcome,
     /// Why the hook did not run (an untrusted project's hook).
     pub skipped: Option<String>,
+    /// A native hook panicked (a keel bug): the caught panic, for the
+    /// `internal_error` log line.
+    pub panicked: Option<String>,
 }
 
 /// Every configured hook source, keel's native hooks, and whether project
@@ -113,6 +116,7 @@ fn skipped(event: HookEvent, hook: &CommandHook, source: &HookSource) -> HookRun
         exit_code: None,
         outcome: HookOutcome::default(),
         skipped: Some("the project is not trusted; run `keel trust` to enable its hooks".into()),
+        panicked: None,
     }
 }
 
@@ -148,6 +152,7 @@ async fn run_one(
         exit_code,
         outcome,
         skipped: None,
+        panicked: None,
     }
 }
 

@@ -31,6 +31,7 @@
 //! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check; a resume starts from the latest |
 //! | `model_error` | loop | a model request failed for good |
 //! | `error` | runtime | any other failure worth keeping |
+//! | `internal_error` | runtime | a bug caught at the tool or hook boundary (a panic): which tool or hook, the call, the message; the call got an error result |
 //! | `hook_ran` | runtime | one hook run or skip: event, command, source, duration, exit code, decision, reason, error, refused loosening |
 //! | `turn_completed` | loop | outcome and the turn's usage (synced) |
 //! | `session_ended` | runtime | the front end closed the session (synced) |
@@ -228,6 +229,17 @@ pub enum SessionEvent {
     Error {
         message: String,
     },
+    /// A bug caught at the tool or hook boundary (keel panicked there);
+    /// the call got an error result and the session went on.
+    InternalError {
+        /// `tool` or `hook`.
+        source: String,
+        /// The tool's or hook's name.
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        message: String,
+    },
     /// One hook run (or skip): what ran, how it ended and what it decided.
     HookRan {
         event: String,
@@ -263,7 +275,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 24] = [
+    pub const TYPES: [&'static str; 25] = [
         "session_started",
         "session_resumed",
         "user_message",
@@ -285,6 +297,7 @@ impl SessionEvent {
         "compaction",
         "model_error",
         "error",
+        "internal_error",
         "hook_ran",
         "turn_completed",
         "session_ended",
@@ -317,6 +330,7 @@ impl SessionEvent {
             | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
+            | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. } => false,
         }
     }
@@ -418,6 +432,12 @@ mod tests {
             },
             SessionEvent::ModelError { message: s() },
             SessionEvent::Error { message: s() },
+            SessionEvent::InternalError {
+                source: s(),
+                name: s(),
+                call_id: Some(s()),
+                message: s(),
+            },
             SessionEvent::HookRan {
                 event: s(),
                 command: s(),
@@ -456,6 +476,7 @@ mod tests {
                 | SessionEvent::Compaction { .. }
                 | SessionEvent::ModelError { .. }
                 | SessionEvent::Error { .. }
+                | SessionEvent::InternalError { .. }
                 | SessionEvent::HookRan { .. }
                 | SessionEvent::TurnCompleted { .. }
                 | SessionEvent::SessionEnded { .. } => {}

@@ -548,6 +548,7 @@ impl Session {
             | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
+            | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
             | SessionEvent::TurnCompleted { .. }
             | SessionEvent::SessionEnded { .. } => {}

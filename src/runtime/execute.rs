@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::rules::append_local_rule;
 use crate::policy::{self, ApprovalMode};
-use crate::protocol::{ToolCall, ToolResult};
+use crate::protocol::{SessionEvent, ToolCall, ToolResult};
 use crate::sandbox;
 use crate::tools::{BatchMode, ToolContext, run_batch};
 
@@ -57,6 +57,14 @@ impl Session {
             results
         };
         for ((index, call), (mut result, mut meta)) in runnable.into_iter().zip(results) {
+            if meta.get("kind").and_then(serde_json::Value::as_str) == Some("internal") {
+                self.record_internal_error(
+                    "tool",
+                    &call.name,
+                    Some(&call.call_id),
+                    &result.output,
+                )?;
+            }
             if self.state.config.policy.sandboxed
                 && mark_sandbox_violation(&call.name, &mut result, &mut meta)
             {
@@ -66,6 +74,27 @@ impl Session {
             answers[index] = Some((result, meta));
         }
         Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// A bug caught at the tool or hook boundary: logged as an
+    /// `internal_error` line and shown to the user; the call already has
+    /// its error result and the session goes on.
+    pub(super) fn record_internal_error(
+        &mut self,
+        source: &str,
+        name: &str,
+        call_id: Option<&str>,
+        message: &str,
+    ) -> Result<(), RuntimeError> {
+        self.log.append(SessionEvent::InternalError {
+            source: source.to_owned(),
+            name: name.to_owned(),
+            call_id: call_id.map(str::to_owned),
+            message: message.to_owned(),
+        })?;
+        let message = format!("internal error in the {name} {source} (a keel bug): {message}");
+        self.sink.emit(RuntimeEvent::Warning { message });
+        Ok(())
     }
 
     /// In ask mode, a command the sandbox blocked may be re-run once

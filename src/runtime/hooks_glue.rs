@@ -70,6 +70,9 @@ impl Session {
         run: HookRun,
         refused: Option<String>,
     ) -> Result<(), RuntimeError> {
+        if let Some(panic) = &run.panicked {
+            self.record_internal_error("hook", &run.command, None, panic)?;
+        }
         let decision = run.outcome.permission.map(|p| {
             match p {
                 Permission::Allow => "allow",

@@ -153,6 +153,7 @@ pub async fn replay(
             | SessionEvent::Compaction { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
+            | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }

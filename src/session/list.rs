@@ -91,6 +91,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::Compaction { .. }
         | SessionEvent::ModelError { .. }
         | SessionEvent::Error { .. }
+        | SessionEvent::InternalError { .. }
         | SessionEvent::HookRan { .. } => {}
     }
 }

@@ -77,9 +77,15 @@ where
     F: FnOnce() -> Result<T, ToolError> + Send + 'static,
     T: Send + 'static,
 {
-    tokio::task::spawn_blocking(work).await.unwrap_or_else(|error| {
-        Err(ToolError::Internal { tool: tool.to_owned(), message: error.to_string() })
-    })
+    let internal = |message: String| ToolError::Internal { tool: tool.to_owned(), message };
+    // Caught on the blocking thread itself, so the panic hook knows it is
+    // handled (see `panic_guard`).
+    let guarded = move || super::panic_guard::catch(work);
+    match tokio::task::spawn_blocking(guarded).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(panic)) => Err(internal(panic.to_string())),
+        Err(error) => Err(internal(error.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -117,7 +117,10 @@ pub enum ToolError {
     Timeout { timeout_ms: u64, output: String },
     #[error("cancelled by the user")]
     Cancelled,
-    #[error("the {tool} tool failed unexpectedly: {message}")]
+    #[error(
+        "the {tool} tool failed unexpectedly (a bug in keel, not in your call): {message}; \
+         nothing more is known about what it did, so check before retrying or try another way"
+    )]
     Internal { tool: String, message: String },
 }
 

@@ -26,6 +26,7 @@ mod grep;
 mod grep_search;
 mod list_dir;
 mod load_skill;
+pub mod panic_guard;
 pub mod paths;
 mod read_file;
 mod read_memory;

@@ -6,13 +6,12 @@
 //! cancelled turn or even a panicking tool all come back as an `is_error`
 //! [`ToolResult`] with a message the model can act on, plus metadata.
 
-use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
-use futures_util::FutureExt;
 use serde_json::Value;
 
 use super::args::parse_json;
+use super::panic_guard::{self, Guarded};
 use super::{Tool, ToolContext, ToolError};
 use super::{
     apply_patch, edit_file, glob, grep, list_dir, load_skill, read_file, read_memory, shell,
@@ -114,13 +113,12 @@ impl ToolRegistry {
             return Err(ToolError::Cancelled);
         }
         // A bug in one tool must not take down the turn: report it instead.
-        AssertUnwindSafe(tool.run(args, ctx)).catch_unwind().await.unwrap_or_else(|panic| {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|text| (*text).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panicked".to_owned());
-            Err(ToolError::Internal { tool: tool.name().to_owned(), message })
+        let run = async move {
+            panic_guard::inject_for_test(tool.name());
+            tool.run(args, ctx).await
+        };
+        Guarded::new(run).await.unwrap_or_else(|panic| {
+            Err(ToolError::Internal { tool: tool.name().to_owned(), message: panic.to_string() })
         })
     }
 }

@@ -100,7 +100,11 @@ fn install_panic_hook() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            restore();
+            // A tool's or hook's panic is caught and reported in the
+            // transcript; the screen stays.
+            if !crate::tools::panic_guard::is_guarded() {
+                restore();
+            }
             previous(info);
         }));
     });

@@ -11,6 +11,7 @@ mod context_requests;
 mod e2e_exec;
 mod e2e_interrupt;
 mod e2e_mockllm;
+mod e2e_panics;
 mod exec_honest;
 mod hooks_e2e;
 mod jail_fixture;
