@@ -1,23 +1,22 @@
-//! `keel exec`: flags to [`ExecOptions`], Ctrl-C wiring, and the
+//! `keel exec`: flags to [`ExecOptions`], signal wiring (SIGINT, SIGTERM,
+//! SIGHUP and SIGQUIT end the turn cleanly, see [`signals`]), and the
 //! `result` line even for usage errors in `--json` mode.
 
 use std::io::{Read, Write};
 
-use anyhow::Context;
-use tokio_util::sync::CancellationToken;
-
-use super::{ExecArgs, ModelArgs, resume_cmd, today};
+use super::{ExecArgs, ModelArgs, resume_cmd, signals, today};
 use crate::agent::PlanReview;
 use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ExitStatus, ResultLine};
+use anyhow::Context;
 
 pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<ExitStatus> {
     let json = args.json;
     match prepare_exec(model, args) {
         Ok((settings, options)) => {
-            let cancel = CancellationToken::new();
-            watch_interrupts(cancel.clone())?;
-            Ok(exec::run(&settings, options, cancel).await)
+            let shutdown = signals::watch(|| {}).context("cannot install the signal handlers")?;
+            let status = exec::run(&settings, options, shutdown.token()).await;
+            Ok(shutdown.exit_status(status))
         }
         // Scripts reading --json get their `result` line even for bad usage.
         Err(error) if json => {
@@ -80,25 +79,6 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
         date: today(),
     };
     Ok((settings, options))
-}
-
-/// First Ctrl-C (SIGINT) cancels the turn, which then ends cleanly; a
-/// second one leaves at once. The handler is installed before this returns,
-/// so no early SIGINT falls through to the default (kill) action.
-fn watch_interrupts(cancel: CancellationToken) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut sigint =
-        signal(SignalKind::interrupt()).context("cannot install the Ctrl-C handler")?;
-    tokio::spawn(async move {
-        if sigint.recv().await.is_none() {
-            return;
-        }
-        cancel.cancel();
-        if sigint.recv().await.is_some() {
-            std::process::exit(ExitStatus::Interrupted as i32);
-        }
-    });
-    Ok(())
 }
 
 /// `-o FILE` must be writable where it is asked for before the (paid) run:

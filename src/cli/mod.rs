@@ -11,6 +11,7 @@ mod replay_cmd;
 mod resume_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
+pub mod signals;
 mod tool_cmd;
 mod tui_cmd;
 mod undo_cmd;
@@ -25,9 +26,12 @@ use crate::config::CliOverrides;
 use crate::exec::ExitStatus;
 
 const EXIT_CODES: &str = "Exit codes:\n  0    done\n  1    the model or the turn failed \
-(model error after retries, step limit, log write failure)\n  2    usage or configuration \
-error\n  3    needs approval: calls the model wanted were declined (keel exec cannot ask; \
-rerun with the flag it names)\n  130  interrupted (Ctrl-C)";
+(model error after retries, step limit, log write failure), or the session is in use by \
+another keel process\n  2    usage or configuration error\n  3    needs approval: calls the \
+model wanted were declined (keel exec cannot ask; rerun with the flag it names)\n  129  stopped \
+by SIGHUP (the terminal closed)\n  130  interrupted (Ctrl-C, SIGINT)\n  131  stopped by \
+SIGQUIT\n  143  stopped by SIGTERM\nA stopping signal ends the turn cleanly (the running \
+command is killed, the session log closed); a second one exits at once.";
 
 /// keel: a terminal coding agent.
 ///

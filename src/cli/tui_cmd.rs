@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use clap::CommandFactory;
 
 use super::resume_cmd::{ResumeTarget, find_log};
-use super::{Cli, ModeArgs, ModelArgs, ResumeArgs, today};
+use super::{Cli, ModeArgs, ModelArgs, ResumeArgs, signals, today};
 use crate::config::Environment;
 use crate::exec::ExitStatus;
 use crate::tui::{self, FirstPrompt, Launch, Start, Theme, TuiOptions};
@@ -98,6 +98,8 @@ async fn open(
     // Configuration errors show before the screen switches.
     let settings = launch.settings(None)?;
     let no_color = std::env::var("NO_COLOR").ok();
+    // A second signal exits at once, so the screen is restored first.
+    let shutdown = signals::watch(tui::restore_terminal)?;
     let options = TuiOptions {
         first_prompt,
         approval: mode.approval().unwrap_or(settings.default_mode),
@@ -107,6 +109,7 @@ async fn open(
         theme: Theme::from_no_color(no_color.as_deref()),
         start,
         launch,
+        shutdown,
     };
     Ok(tui::run(options).await?)
 }

@@ -47,8 +47,14 @@ pub enum ExitStatus {
     /// Calls the model needed were declined: this run could not ask for
     /// their approval (the result says which flag or rule allows them).
     NeedsApproval = 3,
-    /// Interrupted by Ctrl-C.
+    /// Interrupted by Ctrl-C (SIGINT): 128 + 2.
     Interrupted = 130,
+    /// Stopped by SIGHUP (the terminal closed): 128 + 1.
+    HungUp = 129,
+    /// Stopped by SIGQUIT: 128 + 3.
+    Quit = 131,
+    /// Stopped by SIGTERM (`timeout`, systemd, CI runners): 128 + 15.
+    Terminated = 143,
 }
 
 /// What the user asked `keel exec` to do.

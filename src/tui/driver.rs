@@ -12,14 +12,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
-use futures_util::{FutureExt, StreamExt};
-use tokio::signal::unix::{SignalKind, signal};
+use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use tokio::task::JoinHandle;
 
+use crate::cli::signals::Shutdown;
 use crate::exec::ExitStatus;
 use crate::policy::ApprovalMode;
 use crate::runtime::SessionOptions;
@@ -63,6 +63,10 @@ pub struct TuiOptions {
     pub start: Start,
     /// Environment and flags, to load settings once the session is chosen.
     pub launch: Launch,
+    /// SIGTERM, SIGHUP, SIGQUIT and an outside SIGINT end the TUI like
+    /// quitting: the turn is interrupted, the session ended, and keel exits
+    /// with the signal's code.
+    pub shutdown: Shutdown,
 }
 
 /// The running TUI's side of the channels.
@@ -120,7 +124,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         cancel.cancel();
     }
     drop(driver.reply.take());
-    let Driver { ops, session: mut info, failed, task, events, .. } = driver;
+    let Driver { ops, session: mut info, failed, task, events, options, .. } = driver;
     drop(ops);
     drop(events);
     if let Some(task) = task {
@@ -144,9 +148,10 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         );
     }
     outcome?;
-    match failed {
-        Some(message) => Err(TuiError::Session(message)),
-        None => Ok(ExitStatus::Done),
+    match (failed, options.shutdown.signal()) {
+        (Some(message), _) => Err(TuiError::Session(message)),
+        (None, Some(signal)) => Ok(signal.exit_status()),
+        (None, None) => Ok(ExitStatus::Done),
     }
 }
 
@@ -157,11 +162,9 @@ impl Driver {
         events: &mut mpsc::UnboundedReceiver<UiEvent>,
     ) -> Result<(), TuiError> {
         let mut input = EventStream::new();
-        // Raw mode turns Ctrl+C into a key; these come from outside (kill,
-        // a closed terminal) and must still restore the screen.
-        let mut term = signal(SignalKind::terminate()).map_err(TuiError::Terminal)?;
-        let mut hangup = signal(SignalKind::hangup()).map_err(TuiError::Terminal)?;
-        let mut interrupt = signal(SignalKind::interrupt()).map_err(TuiError::Terminal)?;
+        // Raw mode turns Ctrl+C into a key; signals come from outside (kill,
+        // a closed terminal) and end the loop like quitting.
+        let stop = self.options.shutdown.token();
         let mut tick = interval(SPINNER_TICK);
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut dirty = true;
@@ -191,19 +194,19 @@ impl Driver {
                 },
                 _ = sleep_until(next_frame), if dirty => continue,
                 _ = tick.tick(), if running => Msg::Tick(self.turn_started.elapsed()),
-                _ = term.recv() => break,
-                _ = hangup.recv() => break,
-                _ = interrupt.recv() => break,
+                () = stop.cancelled() => break,
             };
             let commands = update(&mut self.app, msg);
             self.perform(commands);
             if let Some((path, text)) = self.edit.take() {
                 // The old reader must stop before the editor reads the tty.
                 input = EventStream::new();
-                self.edit_plan(guard, path, text).await?;
-                // Ctrl+C typed to a line editor reached keel too (raw mode
-                // was off): it was meant for the editor, not to quit.
-                while interrupt.recv().now_or_never().flatten().is_some() {}
+                // Ctrl+C typed to a line editor reaches keel too (raw mode
+                // is off): it is meant for the editor, not to quit.
+                self.options.shutdown.pause_keyboard_signals(true);
+                let edited = self.edit_plan(guard, path, text).await;
+                self.options.shutdown.pause_keyboard_signals(false);
+                edited?;
             }
             if let Some(chosen) = self.switch.take() {
                 self.switch_session(events, chosen).await;

@@ -47,6 +47,7 @@ pub use app::{AllowPrefix, App, ApprovalReply, Command, Msg, update};
 pub use driver::{FirstPrompt, TuiOptions, run};
 pub use launch::{Launch, Start};
 pub use panels::{PlanView, TaskItem, TaskState};
+pub use terminal::restore as restore_terminal;
 pub use theme::Theme;
 pub use transcript::{CellKind, Level, ToolCell, ToolStatus};
 pub use view::view;

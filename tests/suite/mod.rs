@@ -12,6 +12,7 @@ mod e2e_exec;
 mod e2e_interrupt;
 mod e2e_mockllm;
 mod e2e_panics;
+mod e2e_signals;
 mod exec_honest;
 mod hooks_e2e;
 mod jail_fixture;

@@ -271,10 +271,52 @@ async fn sigterm_restores_the_terminal() {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
     assert_eq!(comm.trim(), "keel", "the pane runs keel itself");
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    assert_eq!(pane.wait_exit(), 0);
+    assert_eq!(pane.wait_exit(), 143, "128 + SIGTERM, as documented");
     // Back on the normal screen: the TUI's frame is gone, the exit note is there.
     let screen = pane.screen();
     assert!(!screen.contains("Ask keel") && screen.contains(".jsonl"), "{screen}");
+}
+
+/// Issue 14: a closed terminal (SIGHUP) during a command kills the command's
+/// whole process group, records the turn as interrupted and ends the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_during_a_command_kills_it_and_ends_the_session() {
+    let sandbox = Sandbox::new();
+    let marker = format!("KEEL_TUI_SIGNAL_TEST={}", std::process::id());
+    let command = format!("export {marker}; sleep 60 & sleep 60");
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({ "command": command }))] },
+        Step::Answer("unreachable".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "'wait'");
+    pane.wait_for(&["Allow shell?"]);
+    pane.keys(&["y"]);
+    let marked = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|entry| {
+                std::fs::read(entry.path().join("environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == marker.as_bytes()))
+            })
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let started = Instant::now();
+    while marked().len() < 2 {
+        assert!(started.elapsed() < DEADLINE, "the command never started:\n{}", pane.screen());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = pane.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    assert_eq!(pane.wait_exit(), 129, "128 + SIGHUP:\n{}", pane.screen());
+    assert_eq!(marked(), Vec::<String>::new(), "a process of the call survived");
+    let log = sandbox.only_log();
+    let turn = log.iter().rev().find(|line| line["type"] == "turn_completed").unwrap();
+    assert_eq!(turn["outcome"], "interrupted");
+    assert_eq!(log.last().unwrap()["type"], "session_ended");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
