@@ -12,10 +12,11 @@ mod rebuild;
 mod schedule;
 mod state;
 mod step;
+mod turn_calls;
 mod workflow;
 
 pub use rebuild::{
-    FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,
+    CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,
 };
 pub use schedule::{Batch, schedule};
 pub use state::{

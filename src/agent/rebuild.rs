@@ -8,20 +8,25 @@
 //! lasting approvals (the allowlist), the workflow
 //! (phase, plan, tasks, and the verification gate, recomputed from the
 //! results as `step` computes it live), and, for the last turn only, which
-//! calls of the last response have no result yet.
+//! of its calls have no result yet and how far each got ([`TurnCalls`],
+//! keyed by call id, not by line order).
 //!
 //! [`reconcile`] turns an open turn back into effects through the ordinary
 //! [`step`] path: calls that were started but have no result are answered
 //! "interrupted" (saying whether a file change landed, from the hashes the
 //! probe reports); calls that never started are judged again, so a pending
 //! approval is asked again; then the model is asked for the next step, so a
-//! response cut mid-stream is asked for again.
+//! response cut mid-stream is asked for again. A call the damaged log
+//! cannot place ([`CallProgress::Unknown`]) is never run: the runtime
+//! refuses to resume ([`Rebuilt::ambiguous`]), and `reconcile` itself
+//! answers it "interrupted".
 //!
 //! Invariants: pure (the file probe is injected); never panics on odd logs
-//! (events out of place are ignored); a call whose result is in the log is
-//! never run again.
-
-use std::collections::{BTreeMap, BTreeSet};
+//! (events out of place are ignored); a call whose result is anywhere in
+//! its turn is never run again; the rebuilt history gives every call one
+//! result after it (a closed turn's call whose result line is unreadable
+//! gets a "lost" result; a result whose call is unreadable is left out),
+//! each such repair said in [`Rebuilt::notes`].
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
@@ -29,6 +34,7 @@ use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usa
 use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState};
 use super::step::{Effect, Input, batches, step};
+use super::turn_calls::TurnCalls;
 use super::workflow::WorkflowState;
 use crate::plan::{PhaseRules, PlanState, PlanStatus};
 
@@ -54,12 +60,24 @@ pub struct FileNote {
     pub after: Option<Option<String>>,
 }
 
+/// How far a call without a result got, as far as the log tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallProgress {
+    /// Nothing says it started, and no damage could hide it: it never ran.
+    NotStarted,
+    /// `tool_call_started` (or one of its file lines) was recorded: it may
+    /// have run.
+    Started,
+    /// An unreadable line after its response could have been its start or
+    /// its result: whether it ran cannot be told.
+    Unknown { damaged_line: u64 },
+}
+
 /// A call of the open turn that has no result in the log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenCall {
     pub call: ToolCall,
-    /// `tool_call_started` was recorded: it may have run.
-    pub started: bool,
+    pub progress: CallProgress,
     pub files: Vec<FileNote>,
 }
 
@@ -80,6 +98,17 @@ pub struct Rebuilt {
     /// The open turn had no user message yet (its prompt was never
     /// recorded), so it was dropped.
     pub dropped_empty_turn: bool,
+    /// Repairs of a damaged log's history, for the user.
+    pub notes: Vec<String>,
+}
+
+impl Rebuilt {
+    /// Calls of the open turn that the damaged log cannot place: resuming
+    /// would have to guess whether they ran.
+    pub fn ambiguous(&self) -> Vec<&OpenCall> {
+        let calls = self.open_turn.iter().flat_map(|open| &open.calls);
+        calls.filter(|call| matches!(call.progress, CallProgress::Unknown { .. })).collect()
+    }
 }
 
 /// Folds log records into a loop state.
@@ -89,10 +118,9 @@ pub struct Rebuilder {
     facts: LogFacts,
     turn_open: bool,
     turn_has_prompt: bool,
-    /// Calls of the open turn's responses, in order, without a result yet.
-    unanswered: Vec<ToolCall>,
-    started: BTreeSet<String>,
-    files: BTreeMap<String, Vec<FileNote>>,
+    /// The current turn's calls.
+    calls: TurnCalls,
+    notes: Vec<String>,
 }
 
 impl Rebuilder {
@@ -102,9 +130,8 @@ impl Rebuilder {
             facts: LogFacts::default(),
             turn_open: false,
             turn_has_prompt: false,
-            unanswered: Vec::new(),
-            started: BTreeSet::new(),
-            files: BTreeMap::new(),
+            calls: TurnCalls::default(),
+            notes: Vec::new(),
         }
     }
 
@@ -139,6 +166,7 @@ impl Rebuilder {
             SessionEvent::SessionResumed { provider, model, .. } => {
                 self.facts.provider = provider;
                 self.facts.model = model;
+                self.calls.resumed();
             }
             SessionEvent::TurnStarted { turn } => self.start_turn(turn),
             SessionEvent::UserMessage { text } => {
@@ -153,22 +181,24 @@ impl Rebuilder {
                 }
                 self.state.turn_usage.add(&response.usage);
                 self.state.session_usage.add(&response.usage);
-                self.unanswered.extend(response.tool_calls().cloned());
+                self.calls.asked(response.tool_calls().cloned());
                 self.state.items.extend(response.items);
-            }
-            SessionEvent::ToolCallStarted { call, .. } => {
-                self.started.insert(call.call_id);
-            }
-            SessionEvent::FileBefore { call_id, path, before } => {
-                self.files.entry(call_id).or_default().push(FileNote { path, before, after: None });
-            }
-            SessionEvent::FileChanged { call_id, path, after, .. } => {
-                let notes = self.files.entry(call_id).or_default();
-                if let Some(note) = notes.iter_mut().find(|note| note.path == path) {
-                    note.after = Some(after);
+                for (call, result, meta) in self.calls.take_matched_early() {
+                    self.answer(&call, result, &meta);
                 }
             }
-            SessionEvent::ToolCallFinished { result, meta } => self.finish_call(result, &meta),
+            SessionEvent::ToolCallStarted { call, .. } => self.calls.started(call.call_id),
+            SessionEvent::FileBefore { call_id, path, before } => {
+                self.calls.file_before(call_id, path, before);
+            }
+            SessionEvent::FileChanged { call_id, path, after, .. } => {
+                self.calls.file_changed(call_id, path, after);
+            }
+            SessionEvent::ToolCallFinished { result, meta } => {
+                if let Some((call, result, meta)) = self.calls.finished(result, meta) {
+                    self.answer(&call, result, &meta);
+                }
+            }
             SessionEvent::PhaseChanged { to, .. } => {
                 // Mirrors `step`: a finished workflow restarts for a new turn.
                 if self.state.workflow.finished() {
@@ -234,6 +264,12 @@ impl Rebuilder {
         }
     }
 
+    /// A line of the log that could not be read, where it was (see
+    /// [`TurnCalls`] for what damage makes a call's progress unknown).
+    pub fn unreadable(&mut self, line: u64, torn: bool) {
+        self.calls.unreadable(line, torn);
+    }
+
     fn start_turn(&mut self, turn: u32) {
         self.end_turn();
         self.state.turn = turn;
@@ -243,20 +279,39 @@ impl Rebuilder {
         self.turn_has_prompt = false;
     }
 
+    /// Closes the current turn's ledger. A live turn ends only once every
+    /// call has its result, so a call still without one lost its result
+    /// line: it gets a "lost" result, and a result whose call is unreadable
+    /// is left out, so the history stays one result per call.
     fn end_turn(&mut self) {
         self.turn_open = false;
-        self.unanswered.clear();
-        self.started.clear();
-        self.files.clear();
+        let calls = std::mem::take(&mut self.calls);
+        for open in calls.open_calls() {
+            let text = "the result of this call was lost: its line in the session log is \
+                        unreadable, so whether it ran is not known; check before relying on it";
+            self.notes.push(format!(
+                "the result of call {} ({}) is unreadable in the log; the model is told it was lost",
+                open.call.call_id, open.call.name
+            ));
+            self.state.items.push(Item::ToolResult(ToolResult::error(&open.call.call_id, text)));
+        }
+        self.calls = calls.leftovers();
     }
 
-    fn finish_call(&mut self, result: ToolResult, meta: &serde_json::Value) {
-        if let Some(call) = self.unanswered.iter().find(|call| call.call_id == result.call_id) {
-            self.state.workflow.observe(call, &result, meta);
+    /// Results no call claimed, said once the whole log is read.
+    fn note_orphans(&mut self) {
+        for result in self.calls.orphans() {
+            self.notes.push(format!(
+                "the log has a result for call {} but not the call (its line is unreadable); \
+                 the result is left out of the conversation",
+                result.call_id
+            ));
         }
-        self.unanswered.retain(|call| call.call_id != result.call_id);
-        self.started.remove(&result.call_id);
-        self.files.remove(&result.call_id);
+    }
+
+    /// Adds `result` after its `call` to the history.
+    fn answer(&mut self, call: &ToolCall, result: ToolResult, meta: &serde_json::Value) {
+        self.state.workflow.observe(call, &result, meta);
         self.state.items.push(Item::ToolResult(result));
     }
 
@@ -265,24 +320,19 @@ impl Rebuilder {
         self.state.phase = LoopPhase::Idle;
         let mut dropped_empty_turn = false;
         let open_turn = if !self.turn_open {
+            self.end_turn();
             None
         } else if !self.turn_has_prompt {
             dropped_empty_turn = true;
             self.state.turn = self.state.turn.saturating_sub(1);
+            self.end_turn();
             None
         } else {
-            let calls = self
-                .unanswered
-                .iter()
-                .map(|call| OpenCall {
-                    call: call.clone(),
-                    started: self.started.contains(&call.call_id),
-                    files: self.files.get(&call.call_id).cloned().unwrap_or_default(),
-                })
-                .collect();
-            Some(OpenTurn { turn: self.state.turn, calls })
+            Some(OpenTurn { turn: self.state.turn, calls: self.calls.open_calls() })
         };
-        Rebuilt { state: self.state, facts: self.facts, open_turn, dropped_empty_turn }
+        self.note_orphans();
+        let notes = self.notes;
+        Rebuilt { state: self.state, facts: self.facts, open_turn, dropped_empty_turn, notes }
     }
 }
 
@@ -297,8 +347,9 @@ pub trait FileProbe {
 /// ones being the records of the synthetic results, then the policy
 /// decisions on the calls judged again.
 pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) -> Vec<Effect> {
+    // A call that may have run is answered, never run again.
     let (started, waiting): (Vec<&OpenCall>, Vec<&OpenCall>) =
-        open.calls.iter().partition(|call| call.started);
+        open.calls.iter().partition(|call| call.progress != CallProgress::NotStarted);
     let results: Vec<(ToolResult, serde_json::Value)> = started
         .iter()
         .map(|open_call| {
@@ -327,6 +378,12 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
 /// What the model reads for a call that was started but has no result.
 fn interrupted_text(open: &OpenCall, probe: &dyn FileProbe) -> String {
     let head = "interrupted: keel stopped before this call's result was recorded.";
+    if let CallProgress::Unknown { damaged_line } = open.progress {
+        return format!(
+            "{head} Line {damaged_line} of the session log is unreadable, so whether it ran is \
+             not known; check before calling it again."
+        );
+    }
     if open.files.is_empty() {
         return format!(
             "{head} It may or may not have taken effect; check before calling it again."

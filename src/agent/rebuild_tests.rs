@@ -144,7 +144,7 @@ fn a_started_call_without_result_is_reported_interrupted_with_landing() {
     });
     let rebuilt = rebuild(&records);
     let open = rebuilt.open_turn.clone().unwrap();
-    assert!(open.calls[0].started);
+    assert_eq!(open.calls[0].progress, CallProgress::Started);
     let mut state = rebuilt.state;
     let effects = reconcile(&mut state, &open, &Unchanged);
     let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = &effects[0] else {
@@ -185,7 +185,7 @@ fn a_call_that_never_started_asks_for_approval_again() {
     }
     let rebuilt = rebuilder.finish();
     let open = rebuilt.open_turn.unwrap();
-    assert!(!open.calls[0].started);
+    assert_eq!(open.calls[0].progress, CallProgress::NotStarted);
     let mut state = rebuilt.state;
     let effects = reconcile(&mut state, &open, &Unchanged);
     assert!(
@@ -357,6 +357,202 @@ fn compaction_replaces_the_history() {
     assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);
 }
 
+/// A damaged copy of `live_session`'s log: the lines from the start of
+/// the `write_file` call "b" on, rearranged by `damage`; each entry is a
+/// record or an unreadable line (its number, torn or not).
+#[allow(clippy::large_enum_variant)]
+enum Line {
+    Record(EventRecord),
+    Unreadable(bool),
+}
+
+fn rebuild_lines(lines: &[Line]) -> Rebuilt {
+    let mut rebuilder = Rebuilder::new(config(ApprovalMode::Auto));
+    for (number, line) in lines.iter().enumerate() {
+        match line {
+            Line::Record(record) => rebuilder.apply(record.clone()),
+            Line::Unreadable(torn) => rebuilder.unreadable(number as u64 + 1, *torn),
+        }
+    }
+    rebuilder.finish()
+}
+
+/// `live_session` up to (and including) the line `upto` finds, with
+/// `file_before` of "b" added after its start, as a mutating call logs it.
+fn first_turn_up_to(upto: impl Fn(&SessionEvent) -> bool) -> Vec<EventRecord> {
+    let (_, log) = live_session();
+    let mut out = Vec::new();
+    for record in log {
+        let stop = upto(&record.event);
+        let started_b = matches!(&record.event, SessionEvent::ToolCallStarted { call, .. } if call.call_id == "b");
+        out.push(record);
+        if started_b {
+            let before = SessionEvent::FileBefore {
+                call_id: "b".into(),
+                path: "x.txt".into(),
+                before: Some("h0".into()),
+            };
+            out.push(EventRecord { v: 1, seq: 0, ts: String::new(), event: before });
+        }
+        if stop {
+            break;
+        }
+    }
+    out
+}
+
+fn is_response_with(event: &SessionEvent, id: &str) -> bool {
+    matches!(event, SessionEvent::ModelResponse { response, .. }
+        if response.tool_calls().any(|call| call.call_id == id))
+}
+
+fn is_result_of(event: &SessionEvent, id: &str) -> bool {
+    matches!(event, SessionEvent::ToolCallFinished { result, .. } if result.call_id == id)
+}
+
+fn is_started(event: &SessionEvent, id: &str) -> bool {
+    matches!(event, SessionEvent::ToolCallStarted { call, .. } if call.call_id == id)
+}
+
+/// Issue 14: a `model_response` line after its call's result (a log
+/// damaged out of order) must not make the call look unanswered.
+#[test]
+fn a_response_after_its_result_does_not_rerun_the_call() {
+    let mut records = first_turn_up_to(|e| is_result_of(e, "b"));
+    let response = records.iter().position(|r| is_response_with(&r.event, "b")).unwrap();
+    let moved = records.remove(response);
+    records.push(moved);
+    let rebuilt = rebuild(&records);
+    let open = rebuilt.open_turn.clone().unwrap();
+    assert!(open.calls.is_empty(), "{:?}", open.calls);
+    // The history keeps the result after its call.
+    let items = &rebuilt.state.items;
+    let call = items.iter().position(|i| matches!(i, Item::ToolCall(c) if c.call_id == "b"));
+    let result = items.iter().position(|i| matches!(i, Item::ToolResult(r) if r.call_id == "b"));
+    assert!(call.unwrap() < result.unwrap(), "{items:?}");
+}
+
+/// Issue 14: a corrupt `tool_call_started` whose `file_before` survived:
+/// the call started, so it is answered "interrupted", never run again.
+#[test]
+fn a_surviving_file_before_proves_the_call_started() {
+    // Up to the start of "b", and its `file_before` after it.
+    let records = first_turn_up_to(|e| is_started(e, "b"));
+    let lines: Vec<Line> = records
+        .into_iter()
+        .map(|r| if is_started(&r.event, "b") { Line::Unreadable(false) } else { Line::Record(r) })
+        .collect();
+    let rebuilt = rebuild_lines(&lines);
+    assert!(rebuilt.ambiguous().is_empty());
+    let open = rebuilt.open_turn.clone().unwrap();
+    assert_eq!(open.calls[0].progress, CallProgress::Started);
+    let mut state = rebuilt.state;
+    let effects = reconcile(&mut state, &open, &Unchanged);
+    assert!(!effects.iter().any(|e| matches!(e, Effect::RunBatch { .. })), "{effects:?}");
+}
+
+/// An unreadable line after the call's response could have been its start
+/// or its result: unknown, never run, and the runtime refuses to guess.
+#[test]
+fn damage_after_a_call_that_has_no_start_makes_it_unknown() {
+    let records = first_turn_up_to(|e| is_started(e, "b"));
+    let lines: Vec<Line> = records
+        .into_iter()
+        .filter(|r| !matches!(r.event, SessionEvent::FileBefore { .. }))
+        .map(|r| if is_started(&r.event, "b") { Line::Unreadable(false) } else { Line::Record(r) })
+        .collect();
+    let damaged = lines.len() as u64;
+    let rebuilt = rebuild_lines(&lines);
+    assert_eq!(rebuilt.ambiguous().len(), 1);
+    let open = rebuilt.open_turn.clone().unwrap();
+    assert_eq!(open.calls[0].progress, CallProgress::Unknown { damaged_line: damaged });
+    let mut state = rebuilt.state;
+    let effects = reconcile(&mut state, &open, &Unchanged);
+    assert!(!effects.iter().any(|e| matches!(e, Effect::RunBatch { .. })), "{effects:?}");
+    let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = &effects[0] else {
+        panic!("{effects:?}")
+    };
+    assert!(result.output.contains("unreadable"), "{}", result.output);
+}
+
+/// A torn last line is where the writer died: nothing after it ran, so a
+/// call without a start never ran. Damage a later resume read past is
+/// settled too.
+#[test]
+fn a_torn_last_line_or_settled_damage_is_not_ambiguous() {
+    let records = first_turn_up_to(|e| is_response_with(e, "b"));
+    let mut lines: Vec<Line> = records.into_iter().map(Line::Record).collect();
+    lines.push(Line::Unreadable(true));
+    let rebuilt = rebuild_lines(&lines);
+    assert_eq!(rebuilt.open_turn.unwrap().calls[0].progress, CallProgress::NotStarted);
+
+    let resumed = SessionEvent::SessionResumed {
+        provider: "p".into(),
+        model: "m".into(),
+        keel_version: "0".into(),
+        skipped_lines: 1,
+        interrupted_calls: 0,
+    };
+    lines.pop();
+    lines.push(Line::Unreadable(false));
+    lines.push(Line::Record(EventRecord { v: 1, seq: 0, ts: String::new(), event: resumed }));
+    let rebuilt = rebuild_lines(&lines);
+    assert!(rebuilt.ambiguous().is_empty());
+    assert_eq!(rebuilt.open_turn.unwrap().calls[0].progress, CallProgress::NotStarted);
+}
+
+/// A closed turn whose result line is unreadable keeps a well-formed
+/// history (a "lost" result), and a result without its call is left out.
+#[test]
+fn lost_results_and_orphan_results_keep_the_history_well_formed() {
+    let (_, log) = live_session();
+    let lines: Vec<Line> = log
+        .iter()
+        .map(|r| {
+            if is_result_of(&r.event, "a") || is_response_with(&r.event, "b") {
+                Line::Unreadable(false)
+            } else {
+                Line::Record(r.clone())
+            }
+        })
+        .collect();
+    let rebuilt = rebuild_lines(&lines);
+    let items = &rebuilt.state.items;
+    let results_a: Vec<&ToolResult> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::ToolResult(r) if r.call_id == "a" => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results_a.len(), 1);
+    assert!(results_a[0].is_error && results_a[0].output.contains("lost"));
+    assert!(!items.iter().any(|i| matches!(i, Item::ToolResult(r) if r.call_id == "b")));
+    assert_eq!(rebuilt.notes.len(), 2, "{:?}", rebuilt.notes);
+}
+
+/// Some servers number calls per response (`call_0`): the n-th result of
+/// an id answers its n-th call.
+#[test]
+fn a_reused_call_id_is_counted_not_collapsed() {
+    let mut state = LoopState::new(config(ApprovalMode::Auto));
+    let mut log = Vec::new();
+    for input in [
+        Input::UserTurn { text: "go".into() },
+        response(vec![Item::ToolCall(call("call_0", "read_file"))]),
+        Input::BatchFinished {
+            results: vec![(ToolResult::ok("call_0", "one"), serde_json::Value::Null)],
+        },
+        response(vec![Item::ToolCall(call("call_0", "read_file"))]),
+    ] {
+        let effects = step(&mut state, input);
+        record(&effects, &mut log);
+    }
+    let rebuilt = rebuild(&log);
+    let open = rebuilt.open_turn.unwrap();
+    assert_eq!(open.calls.len(), 1, "the second call_0 is still open");
+}
+
 mod properties {
     use proptest::prelude::*;
 
@@ -469,6 +665,90 @@ mod properties {
                 }
                 if let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = effect {
                     prop_assert!(!answered.contains(&result.call_id));
+                }
+            }
+        }
+
+        /// Fuzz target for the session log's meaning (issue 14): any prefix
+        /// of a session, with lines made unreadable and a response moved
+        /// after its results, rebuilds without panicking; no call whose
+        /// result is readable is run or answered again, no call that may
+        /// have started (or that damage hides) is run, and a finished
+        /// history has one result per call.
+        #[test]
+        fn fuzz_damaged_logs_never_rerun_a_recorded_call(
+            turns in sessions(),
+            cut in any::<prop::sample::Index>(),
+            damaged in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+            torn in any::<bool>(),
+            moved in any::<Option<prop::sample::Index>>(),
+        ) {
+            let (_, log) = run(&turns);
+            let cut = cut.index(log.len()) + 1;
+            let mut records: Vec<EventRecord> = log[..cut].to_vec();
+            if let Some(moved) = moved {
+                let at = moved.index(records.len());
+                if matches!(records[at].event, SessionEvent::ModelResponse { .. }) {
+                    let response = records.remove(at);
+                    records.push(response);
+                }
+            }
+            let damaged: Vec<usize> = damaged.iter().map(|i| i.index(records.len())).collect();
+            let last = records.len() - 1;
+            let lines: Vec<Line> = records
+                .iter()
+                .enumerate()
+                .map(|(i, r)| if damaged.contains(&i) {
+                    Line::Unreadable(torn && i == last)
+                } else {
+                    Line::Record(r.clone())
+                })
+                .collect();
+            let readable = |pred: &dyn Fn(&SessionEvent) -> Option<String>| -> Vec<String> {
+                lines.iter().filter_map(|l| match l {
+                    Line::Record(r) => pred(&r.event),
+                    Line::Unreadable(_) => None,
+                }).collect()
+            };
+            let answered = readable(&|e| match e {
+                SessionEvent::ToolCallFinished { result, .. } => Some(result.call_id.clone()),
+                _ => None,
+            });
+            let started = readable(&|e| match e {
+                SessionEvent::ToolCallStarted { call, .. } => Some(call.call_id.clone()),
+                _ => None,
+            });
+            let rebuilt = rebuild_lines(&lines);
+            let Some(open) = rebuilt.open_turn.clone() else {
+                // Idle: every call has exactly one result after it.
+                let mut pending: Vec<&str> = Vec::new();
+                for item in &rebuilt.state.items {
+                    match item {
+                        Item::ToolCall(c) => pending.push(&c.call_id),
+                        Item::ToolResult(r) => {
+                            let at = pending.iter().position(|id| *id == r.call_id);
+                            prop_assert!(at.is_some(), "a result before its call: {}", r.call_id);
+                            if let Some(at) = at { pending.remove(at); }
+                        }
+                        Item::User { .. } | Item::Assistant { .. } | Item::Reasoning(_) => {}
+                    }
+                }
+                prop_assert!(pending.is_empty(), "calls without a result: {pending:?}");
+                return Ok(());
+            };
+            let mut state = rebuilt.state.clone();
+            for effect in reconcile(&mut state, &open, &Unchanged) {
+                if let Effect::RunBatch { calls, .. } = &effect {
+                    for c in calls {
+                        prop_assert!(!answered.contains(&c.call_id), "re-ran {}", c.call_id);
+                        prop_assert!(!started.contains(&c.call_id), "ran a started {}", c.call_id);
+                        let unknown = open.calls.iter().any(|o| o.call.call_id == c.call_id
+                            && matches!(o.progress, CallProgress::Unknown { .. }));
+                        prop_assert!(!unknown, "ran an unknown {}", c.call_id);
+                    }
+                }
+                if let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = effect {
+                    prop_assert!(!answered.contains(&result.call_id), "answered {} twice", result.call_id);
                 }
             }
         }

@@ -45,26 +45,30 @@ pub(super) fn is_empty(session: &SessionSummary) -> bool {
 
 const ID_WIDTH: usize = 36;
 const TIME_WIDTH: usize = 19;
-const STATUS_WIDTH: usize = 18;
+const STATUS_WIDTH: usize = 11;
+const LIVE_WIDTH: usize = 30;
 
 fn header() -> String {
     format!(
-        "{:<ID_WIDTH$}  {:<TIME_WIDTH$}  {:<TIME_WIDTH$}  {:<STATUS_WIDTH$}  {}  {}",
-        "ID", "STARTED", "LAST ACTIVITY", "STATUS", "FOLDER", "FIRST PROMPT"
+        "{:<ID_WIDTH$}  {:<TIME_WIDTH$}  {:<TIME_WIDTH$}  {:<STATUS_WIDTH$}  {:<LIVE_WIDTH$}  {}  {}",
+        "ID", "STARTED", "LAST ACTIVITY", "STATUS", "LIVE", "FOLDER", "FIRST PROMPT"
     )
 }
 
-/// One table row: id, started, last activity, status, folder, first prompt.
+/// One table row: id, started, last activity, status, the keel process
+/// holding the session if one is, folder, first prompt.
 fn row(session: &SessionSummary) -> String {
     let prompt = session.first_prompt.as_deref().unwrap_or("").replace('\n', " ");
     let prompt: String = prompt.chars().take(60).collect();
     let prompt = crate::display::for_terminal(&prompt).into_owned();
+    let live = session.live.as_ref().map_or_else(String::new, ToString::to_string);
     format!(
-        "{:<ID_WIDTH$}  {:<TIME_WIDTH$}  {:<TIME_WIDTH$}  {:<STATUS_WIDTH$}  {}  {}",
+        "{:<ID_WIDTH$}  {:<TIME_WIDTH$}  {:<TIME_WIDTH$}  {:<STATUS_WIDTH$}  {:<LIVE_WIDTH$}  {}  {}",
         session.id,
         session.started.get(..19).unwrap_or(&session.started).replace('T', " "),
         session.last_activity.get(..19).unwrap_or(&session.last_activity).replace('T', " "),
         session.status,
+        live,
         session.folder,
         prompt
     )

@@ -3,7 +3,7 @@
 //! the picker of this folder's sessions. Reads the environment (config,
 //! `NO_COLOR`) and hands over to [`crate::tui::run`].
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use clap::CommandFactory;
 
@@ -11,7 +11,8 @@ use super::resume_cmd::{ResumeTarget, find_log};
 use super::{Cli, ModeArgs, ModelArgs, ResumeArgs, signals, today};
 use crate::config::Environment;
 use crate::exec::ExitStatus;
-use crate::tui::{self, FirstPrompt, Launch, Start, Theme, TuiOptions};
+use crate::session::{self, SessionError};
+use crate::tui::{self, FirstPrompt, Launch, Start, Theme, TuiError, TuiOptions};
 
 pub(super) async fn run(
     model: &ModelArgs,
@@ -81,6 +82,14 @@ pub(super) async fn resume(model: &ModelArgs, args: &ResumeArgs) -> anyhow::Resu
             Start::Pick(sessions)
         }
     };
+    // Said before the screen switches; the session's own lock decides.
+    if let Start::Resume(log) = &start
+        && let Some(holder) = session::lock_holder(log)
+    {
+        let error = SessionError::Locked { path: log.clone(), holder: format!("keel ({holder})") };
+        let _ = writeln!(std::io::stderr(), "error: {error}");
+        return Ok(ExitStatus::Failed);
+    }
     open(model, &args.mode, start, None).await
 }
 
@@ -111,7 +120,15 @@ async fn open(
         launch,
         shutdown,
     };
-    Ok(tui::run(options).await?)
+    match tui::run(options).await {
+        // A session that cannot open (its log is in use, unwritable) is a
+        // failed run, not a usage error.
+        Err(TuiError::Session(message)) => {
+            let _ = writeln!(std::io::stderr(), "error: the session could not start: {message}");
+            Ok(ExitStatus::Failed)
+        }
+        outcome => Ok(outcome?),
+    }
 }
 
 fn require_terminal(message: &str) -> anyhow::Result<()> {

@@ -1,5 +1,6 @@
 //! `keel undo [--turns N] [--session ID]`: puts the workspace back as it
-//! was before the last N turns that changed files.
+//! was before the last N turns that changed files. Refused (exit 1) while
+//! another keel process holds the session.
 
 use std::io::Write;
 
@@ -8,8 +9,8 @@ use anyhow::Context;
 use super::UndoArgs;
 use crate::config::{Environment, find_workspace_root};
 use crate::exec::ExitStatus;
-use crate::runtime::undo;
-use crate::session::{find_by_prefix, newest_in_folder, sessions_dir};
+use crate::runtime::{UndoError, undo};
+use crate::session::{SessionError, find_by_prefix, newest_in_folder, sessions_dir};
 
 pub(super) async fn run(args: &UndoArgs) -> anyhow::Result<ExitStatus> {
     let env = Environment::from_process()?;
@@ -20,7 +21,16 @@ pub(super) async fn run(args: &UndoArgs) -> anyhow::Result<ExitStatus> {
     }
     .context("cannot pick the session to undo")?;
     let root = find_workspace_root(&env.cwd);
-    let report = undo(&env.keel_home, &root, &log, args.turns).await?;
+    let report = match undo(&env.keel_home, &root, &log, args.turns).await {
+        Ok(report) => report,
+        // A live session (a turn may be changing files right now): refused
+        // before anything is restored.
+        Err(error @ UndoError::Log(SessionError::Locked { .. })) => {
+            let _ = writeln!(std::io::stderr(), "error: {error}");
+            return Ok(ExitStatus::Failed);
+        }
+        Err(error) => return Err(error.into()),
+    };
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", report.summary());
     let _ = writeln!(

@@ -48,4 +48,14 @@ pub enum RuntimeError {
     Client(#[source] LlmError),
     #[error("the loop stopped without ending the turn (a bug in keel's state machine)")]
     Stalled,
+    #[error(
+        "cannot resume {path} without guessing: {calls}; running them again could repeat what \
+         they did. Start a new session, or delete the unreadable line(s) from the log to have \
+         them judged and run again"
+    )]
+    AmbiguousLog {
+        path: std::path::PathBuf,
+        /// Which calls, and the line that could have been their start or result.
+        calls: String,
+    },
 }

@@ -11,11 +11,13 @@ use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Rebuilder, reconcile};
+use crate::agent::{
+    CallProgress::NotStarted, CallProgress::Unknown, Rebuilder, Rebuilt, reconcile,
+};
 use crate::config::Settings;
 use crate::llm::LlmClient;
 use crate::protocol::SessionEvent;
-use crate::session::{SessionLog, for_each_record};
+use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
 use crate::tools::ToolRegistry;
 
 use super::driver::{Opening, loop_config, setup_sandbox};
@@ -47,11 +49,18 @@ impl Session {
             settings.verify_commands.clone(),
             settings.detected_checks.clone(),
         );
-        let report = for_each_record(log_path, |record| rebuilder.apply(record))?;
+        // Before reading: no other process appends while this one rebuilds.
+        let lock = SessionLock::acquire(log_path)?;
+        let report = for_each_entry(log_path, |entry| match entry {
+            LogEntry::Record(record) => rebuilder.apply(record),
+            LogEntry::Unreadable { line, torn } => rebuilder.unreadable(line, torn),
+        })?;
         let mut rebuilt = rebuilder.finish();
+        refuse_to_guess(&rebuilt, log_path)?;
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
         let warnings = settings.warnings.iter().chain(&found.warnings);
-        for message in warnings.chain(&report.warnings).chain(&sandbox_warning) {
+        let notes = report.warnings.iter().chain(&rebuilt.notes);
+        for message in warnings.chain(notes).chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
         let here = options.cwd.display().to_string();
@@ -69,12 +78,12 @@ impl Session {
                     .to_owned(),
             });
         }
-        let mut log = SessionLog::open_append(log_path, rebuilt.facts.next_seq)?;
+        let mut log = SessionLog::append_to(lock, rebuilt.facts.next_seq)?;
         let provider = settings.provider.kind.cli_name().to_owned();
         let interrupted_calls = rebuilt
             .open_turn
             .as_ref()
-            .map_or(0, |open| open.calls.iter().filter(|call| call.started).count());
+            .map_or(0, |open| open.calls.iter().filter(|call| call.progress != NotStarted).count());
         log.append(SessionEvent::SessionResumed {
             provider: provider.clone(),
             model: settings.model.clone(),
@@ -154,4 +163,31 @@ impl Session {
         self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;
         Ok(())
     }
+}
+
+/// A damaged log that cannot say whether a call ran stops the resume
+/// before anything is appended (issue 14): keel neither runs it again nor
+/// tells the model it did not run.
+fn refuse_to_guess(rebuilt: &Rebuilt, log_path: &Path) -> Result<(), RuntimeError> {
+    let calls: Vec<String> = rebuilt
+        .ambiguous()
+        .iter()
+        .map(|open| {
+            let line = match open.progress {
+                Unknown { damaged_line } => damaged_line,
+                NotStarted | crate::agent::CallProgress::Started => 0,
+            };
+            format!(
+                "line {line} is unreadable and may have been the start or the result of call {} \
+                 ({} {})",
+                open.call.call_id,
+                open.call.name,
+                open.call.arguments.chars().take(80).collect::<String>()
+            )
+        })
+        .collect();
+    if calls.is_empty() {
+        return Ok(());
+    }
+    Err(RuntimeError::AmbiguousLog { path: log_path.to_owned(), calls: calls.join("; ") })
 }

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::protocol::{SessionEvent, ToolCall, ToolClass};
-use crate::session::{SessionError, SessionLog, for_each_record};
+use crate::session::{SessionError, SessionLock, SessionLog, for_each_record};
 
 use super::checkpoint::{CheckpointError, ShadowRepo};
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -114,11 +114,13 @@ pub async fn undo(
     log_path: &Path,
     turns: usize,
 ) -> Result<UndoReport, UndoError> {
+    // Locked first: nothing is restored under a session that is still live.
+    let lock = SessionLock::acquire(log_path)?;
     let ((turn, commit), next_seq) = undoable(log_path, turns)?;
     let shadow = ShadowRepo::for_workspace(keel_home, workspace_root);
     let saved_as = shadow.restore(&commit).await?;
     let files = shadow.changed_between(&saved_as, &commit).await?;
-    let mut log = SessionLog::open_append(log_path, next_seq)?;
+    let mut log = SessionLog::append_to(lock, next_seq)?;
     log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
     Ok(UndoReport { turn, commit, saved_as, files })
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::protocol::{SessionEvent, TurnOutcome};
 
+use super::lock::{LockHolder, holder as lock_holder};
 use super::{SessionError, for_each_record};
 
 /// One session as `keel sessions` shows it.
@@ -22,9 +23,13 @@ pub struct SessionSummary {
     pub started: String,
     pub last_activity: String,
     /// How the last turn ended: `completed`, `failed`, `interrupted`,
-    /// `max_steps`; `running or crashed` (a turn without its end), or
+    /// `max_steps`; `running` (a turn without its end, its keel alive),
+    /// `crashed` (a turn without its end, no keel holds the log), or
     /// `empty` (no turn: opened and left).
     pub status: String,
+    /// The keel process appending to the log right now, if one is
+    /// (`keel sessions` shows it; a resume of it is refused).
+    pub live: Option<LockHolder>,
     pub first_prompt: Option<String>,
     pub provider: String,
     pub model: String,
@@ -40,6 +45,7 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         started: String::new(),
         last_activity: String::new(),
         status: "empty".to_owned(),
+        live: None,
         first_prompt: None,
         provider: String::new(),
         model: String::new(),
@@ -51,8 +57,16 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         summary.last_activity = record.ts;
         note(&mut summary, record.event);
     })?;
+    summary.live = lock_holder(path);
+    if summary.status == OPEN_TURN {
+        summary.status = if summary.live.is_some() { "running" } else { "crashed" }.to_owned();
+    }
     Ok(summary)
 }
+
+/// What `note` calls a turn without its end, until the lock tells
+/// `running` from `crashed`.
+const OPEN_TURN: &str = "open turn";
 
 fn note(summary: &mut SessionSummary, event: SessionEvent) {
     match event {
@@ -69,7 +83,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         SessionEvent::UserMessage { text } => {
             summary.first_prompt.get_or_insert(text);
         }
-        SessionEvent::TurnStarted { .. } => summary.status = "running or crashed".to_owned(),
+        SessionEvent::TurnStarted { .. } => summary.status = OPEN_TURN.to_owned(),
         SessionEvent::TurnCompleted { outcome, .. } => summary.status = outcome_name(outcome),
         // Ending the session says nothing about its work: the last turn's
         // outcome (an interrupt, a failure) stays what the listing shows.

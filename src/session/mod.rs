@@ -7,6 +7,8 @@
 //! one `write` call before `append` returns; a mutating tool call is also
 //! synced to disk before it runs (write-ahead), as are turn and session
 //! ends. Write failures are returned, never swallowed, and poison the log.
+//! One process at a time appends: the writer holds an exclusive `flock` on
+//! the log for its whole life ([`SessionLock`]).
 //! Reading never fails on content: torn, corrupt and newer-version lines
 //! are skipped and reported. The event types are documented in
 //! [`crate::protocol::SessionEvent`]'s module.
@@ -14,6 +16,7 @@
 mod faults;
 mod hash;
 mod list;
+mod lock;
 mod reader;
 mod writer;
 
@@ -25,7 +28,8 @@ pub use list::{
     FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
     newest_in_folder, summarize,
 };
-pub use reader::{LogContents, ReadReport, for_each_record, read_log};
+pub use lock::{LockHolder, SessionLock, holder as lock_holder};
+pub use reader::{LogContents, LogEntry, ReadReport, for_each_entry, for_each_record, read_log};
 pub use writer::SessionLog;
 
 /// Why a log could not be written or read.
@@ -41,6 +45,11 @@ pub enum SessionError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("cannot encode a log event: {source}")]
     Encode { source: serde_json::Error },
+    #[error(
+        "session log {path} is in use by {holder}; one process at a time may continue a \
+         session: wait for it to finish or stop it (a crashed keel holds nothing)"
+    )]
+    Locked { path: PathBuf, holder: String },
 }
 
 /// The folder holding session logs.

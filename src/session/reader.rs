@@ -2,11 +2,16 @@
 //!
 //! Line by line with one reused buffer, so reading a large log needs memory
 //! for one line plus whatever the caller keeps. What cannot be used is
-//! skipped and reported: a torn last line (a crash mid-write) with a
-//! warning, a corrupt line elsewhere skipped and counted, a line whose
-//! `type` this keel does not know (a newer version wrote it) kept as raw
-//! JSON and otherwise ignored. Only failing to open or read the file is an
-//! error.
+//! skipped and reported: a torn last line (a crash mid-write), a corrupt
+//! line elsewhere skipped and counted, a line whose `type` this keel does
+//! not know (a newer version wrote it) kept as raw JSON and otherwise
+//! ignored. Only failing to open or read the file is an error.
+//!
+//! Reporting stays readable on a badly damaged log: up to
+//! [`DETAILED_WARNINGS`] skipped lines get a warning each, more get one
+//! summary line (a log damaged on 198 000 lines used to print 198 000
+//! warnings). [`for_each_entry`] also hands the unreadable lines to the
+//! caller in place, so a rebuild can tell where the damage is.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -15,10 +20,29 @@ use crate::protocol::{EventRecord, SessionEvent};
 
 use super::SessionError;
 
+/// Skipped lines named one by one; past this many, one summary line.
+pub const DETAILED_WARNINGS: usize = 3;
+
+/// One line of a log as read: a record, or a line that could not be used.
+// Handed over by value one line at a time: boxing the record would cost an
+// allocation per line for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum LogEntry {
+    Record(EventRecord),
+    /// A line that is not a record (torn or corrupt); `torn` when it is the
+    /// last line and has no newline (the writer died in the middle of it).
+    Unreadable {
+        line: u64,
+        torn: bool,
+    },
+}
+
 /// What a read skipped, besides the records it handed over.
 #[derive(Debug, Default)]
 pub struct ReadReport {
-    /// One message per skipped line, naming the line number and why.
+    /// What was skipped and why: one message per line for a few lines,
+    /// else one summary.
     pub warnings: Vec<String>,
     /// Unparseable lines (the torn last line included).
     pub corrupt_lines: u64,
@@ -59,17 +83,30 @@ pub fn for_each_record(
     path: &Path,
     mut visit: impl FnMut(EventRecord),
 ) -> Result<ReadReport, SessionError> {
+    for_each_entry(path, |entry| match entry {
+        LogEntry::Record(record) => visit(record),
+        LogEntry::Unreadable { .. } => {}
+    })
+}
+
+/// Hands each line of the log at `path` to `visit`, in order: records, and
+/// the lines that could not be read where they are (a newer keel's event
+/// types are neither: they are kept in the report).
+pub fn for_each_entry(
+    path: &Path,
+    mut visit: impl FnMut(LogEntry),
+) -> Result<ReadReport, SessionError> {
     let read_error = |source| SessionError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(read_error)?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
-    let mut report = ReadReport::default();
+    let mut skipped = Skipped::default();
     let mut line = Vec::with_capacity(4096);
     let mut number = 0u64;
     loop {
         line.clear();
         let read = reader.read_until(b'\n', &mut line).map_err(read_error)?;
         if read == 0 {
-            return Ok(report);
+            return Ok(skipped.into_report(path));
         }
         number += 1;
         let terminated = line.last() == Some(&b'\n');
@@ -77,31 +114,75 @@ pub fn for_each_record(
             continue;
         }
         match serde_json::from_slice::<EventRecord>(&line) {
-            Ok(record) => visit(record),
-            Err(error) => skip(path, number, terminated, &line, error, &mut report),
+            Ok(record) => visit(LogEntry::Record(record)),
+            Err(error) => {
+                if let Some((kind, raw)) = newer_event(&line) {
+                    skipped.newer(number, kind, raw);
+                } else {
+                    skipped.unreadable(number, terminated, &error);
+                    visit(LogEntry::Unreadable { line: number, torn: !terminated });
+                }
+            }
         }
     }
 }
 
-fn skip(
-    path: &Path,
-    number: u64,
-    terminated: bool,
-    line: &[u8],
-    error: serde_json::Error,
-    report: &mut ReadReport,
-) {
-    if let Some((kind, raw)) = newer_event(line) {
-        report.warnings.push(format!(
-            "{}: ignored line {number}: event type `{kind}` is from a newer keel",
-            path.display()
-        ));
-        report.unknown.push(raw);
-        return;
+/// The skipped lines of one read, to be reported once it is done.
+#[derive(Debug, Default)]
+struct Skipped {
+    /// The first few, in full: line number and message.
+    details: Vec<(u64, String)>,
+    corrupt: u64,
+    torn: bool,
+    unknown: Vec<serde_json::Value>,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl Skipped {
+    fn note(&mut self, number: u64, message: impl FnOnce() -> String) {
+        self.first.get_or_insert(number);
+        self.last = number;
+        if self.details.len() <= DETAILED_WARNINGS {
+            self.details.push((number, message()));
+        }
     }
-    report.corrupt_lines += 1;
-    let what = if terminated { "corrupt line" } else { "torn last line" };
-    report.warnings.push(format!("{}: skipped {what} {number}: {error}", path.display()));
+
+    fn newer(&mut self, number: u64, kind: String, raw: serde_json::Value) {
+        self.note(number, || {
+            format!("ignored line {number}: event type `{kind}` is from a newer keel")
+        });
+        self.unknown.push(raw);
+    }
+
+    fn unreadable(&mut self, number: u64, terminated: bool, error: &serde_json::Error) {
+        self.corrupt += 1;
+        self.torn |= !terminated;
+        let what = if terminated { "corrupt line" } else { "torn last line" };
+        self.note(number, || format!("skipped {what} {number}: {error}"));
+    }
+
+    fn into_report(self, path: &Path) -> ReadReport {
+        let total = self.corrupt + self.unknown.len() as u64;
+        let shown = path.display();
+        let warnings = if total as usize <= DETAILED_WARNINGS {
+            self.details.into_iter().map(|(_, message)| format!("{shown}: {message}")).collect()
+        } else {
+            let (first, last) = (self.first.unwrap_or_default(), self.last);
+            let (_, example) = self.details.first().cloned().unwrap_or_default();
+            let mut summary = format!(
+                "{shown}: skipped {total} lines between lines {first} and {last} \
+                 ({} unreadable, {} from a newer keel); the first: {example}",
+                self.corrupt,
+                self.unknown.len()
+            );
+            if self.torn {
+                summary.push_str("; the last line is torn (keel stopped while writing it)");
+            }
+            vec![summary]
+        };
+        ReadReport { warnings, corrupt_lines: self.corrupt, unknown: self.unknown }
+    }
 }
 
 /// A well-formed line whose `type` this version does not know.
@@ -161,6 +242,39 @@ mod tests {
         let contents = read(&format!("{GOOD}{broken}"));
         assert_eq!(contents.corrupt_lines, 1);
         assert!(contents.unknown.is_empty());
+    }
+
+    #[test]
+    fn many_skipped_lines_are_one_summary_line() {
+        let mut text = String::from(GOOD);
+        for _ in 0..5000 {
+            text.push_str("garbage\n");
+        }
+        text.push_str(GOOD);
+        text.push_str("{\"v\":1,\"se");
+        let contents = read(&text);
+        assert_eq!(contents.records.len(), 2);
+        assert_eq!(contents.corrupt_lines, 5001);
+        assert_eq!(contents.warnings.len(), 1, "{:?}", contents.warnings);
+        let summary = &contents.warnings[0];
+        assert!(summary.contains("skipped 5001 lines between lines 2 and 5003"), "{summary}");
+        assert!(summary.contains("corrupt line 2") && summary.contains("torn"), "{summary}");
+    }
+
+    #[test]
+    fn unreadable_lines_are_handed_over_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(&path, format!("{GOOD}junk\n{GOOD}{{\"v\"")).unwrap();
+        let mut seen = Vec::new();
+        for_each_entry(&path, |entry| {
+            seen.push(match entry {
+                LogEntry::Record(record) => format!("r{}", record.seq),
+                LogEntry::Unreadable { line, torn } => format!("u{line}{torn}"),
+            });
+        })
+        .unwrap();
+        assert_eq!(seen, ["r0", "u2false", "r0", "u4true"]);
     }
 
     #[test]

@@ -19,12 +19,14 @@ use crate::protocol::{EventRecord, LOG_FORMAT_VERSION, SessionEvent};
 
 use super::SessionError;
 use super::faults::{Faults, kill_self};
+use super::lock::SessionLock;
 
-/// An open session log. Not `Clone`: one writer per file.
+/// An open session log. Not `Clone`: one writer per file, and the file
+/// is locked against other processes for as long as this lives.
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    file: File,
+    lock: SessionLock,
     next_seq: u64,
     line: Vec<u8>,
     faults: Faults,
@@ -33,7 +35,8 @@ pub struct SessionLog {
 }
 
 impl SessionLog {
-    /// Creates `dir/<session_id>.jsonl` (and `dir`), failing if it exists.
+    /// Creates `dir/<session_id>.jsonl` (and `dir`), failing if it exists,
+    /// and locks it.
     pub fn create(dir: &Path, session_id: &str) -> Result<Self, SessionError> {
         std::fs::create_dir_all(dir)
             .map_err(|source| SessionError::CreateDir { path: dir.to_owned(), source })?;
@@ -43,27 +46,30 @@ impl SessionLog {
             .create_new(true)
             .open(&path)
             .map_err(|source| SessionError::Open { path: path.clone(), source })?;
-        Ok(Self::with_file(path, file, 0))
+        Ok(Self::with_lock(SessionLock::lock(&path, file)?, 0))
     }
 
-    /// Opens an existing log to append from `next_seq` on. A torn last line
-    /// (no newline after a crash) is closed with a newline first, so it stays
-    /// on disk as a skipped line instead of merging with the next event.
-    pub fn open_append(path: &Path, next_seq: u64) -> Result<Self, SessionError> {
-        let open_error = |source| SessionError::Open { path: path.to_owned(), source };
-        let ends_open = ends_without_newline(path).map_err(open_error)?;
-        let mut file = OpenOptions::new().append(true).open(path).map_err(open_error)?;
+    /// Appends to the log `lock` holds from `next_seq` on (the caller took
+    /// the lock before reading the log, so nothing was appended since). A
+    /// torn last line (no newline after a crash) is closed with a newline
+    /// first, so it stays on disk as a skipped line instead of merging with
+    /// the next event.
+    pub fn append_to(mut lock: SessionLock, next_seq: u64) -> Result<Self, SessionError> {
+        let path = lock.path().to_owned();
+        let ends_open = ends_without_newline(&path)
+            .map_err(|source| SessionError::Open { path: path.clone(), source })?;
         if ends_open {
-            file.write_all(b"\n")
-                .map_err(|source| SessionError::Write { path: path.to_owned(), source })?;
+            lock.file()
+                .write_all(b"\n")
+                .map_err(|source| SessionError::Write { path: path.clone(), source })?;
         }
-        Ok(Self::with_file(path.to_owned(), file, next_seq))
+        Ok(Self::with_lock(lock, next_seq))
     }
 
-    fn with_file(path: PathBuf, file: File, next_seq: u64) -> Self {
+    fn with_lock(lock: SessionLock, next_seq: u64) -> Self {
         Self {
-            path,
-            file,
+            path: lock.path().to_owned(),
+            lock,
             next_seq,
             line: Vec::with_capacity(4096),
             faults: Faults::from_env(),
@@ -110,7 +116,7 @@ impl SessionLog {
 
     /// Forces everything written so far to disk.
     pub fn sync(&mut self) -> Result<(), SessionError> {
-        self.file.sync_data().map_err(|source| {
+        self.lock.file().sync_data().map_err(|source| {
             self.poisoned = true;
             SessionError::Write { path: self.path.clone(), source }
         })
@@ -122,12 +128,12 @@ impl SessionLog {
         }
         if self.faults.tears(seq) {
             let half = self.line.len() / 2;
-            self.file.write_all(&self.line[..half])?;
+            self.lock.file().write_all(&self.line[..half])?;
             kill_self();
         }
-        self.file.write_all(&self.line)?;
+        self.lock.file().write_all(&self.line)?;
         if must_sync {
-            self.file.sync_data()?;
+            self.lock.file().sync_data()?;
         }
         Ok(())
     }
@@ -197,7 +203,7 @@ mod tests {
             "{\"v\":1,\"seq\":0,\"ts\":\"t\",\"type\":\"turn_started\",\"turn\":1}\n{\"v\":1,\"se",
         )
         .unwrap();
-        let mut log = SessionLog::open_append(&path, 1).unwrap();
+        let mut log = SessionLog::append_to(SessionLock::acquire(&path).unwrap(), 1).unwrap();
         log.append(SessionEvent::TurnStarted { turn: 2 }).unwrap();
         let contents = read_log(&path).unwrap();
         let seqs: Vec<u64> = contents.records.iter().map(|r| r.seq).collect();

@@ -175,4 +175,14 @@ mod tests {
     fn outcome_is_a_panic() -> bool {
         true
     }
+
+    /// With `panic = "abort"` nothing here could catch a panic: the release
+    /// binary would die with the session (issue 14).
+    #[test]
+    fn the_release_profile_unwinds() {
+        let manifest = include_str!("../../Cargo.toml");
+        let release = manifest.split("[profile.release]").nth(1).unwrap_or_default();
+        let release = release.split("\n[").next().unwrap_or_default();
+        assert!(release.contains("panic = \"unwind\""), "{release}");
+    }
 }

@@ -32,6 +32,8 @@ mod servers_behaviour;
 mod servers_cache;
 mod servers_errors;
 mod session_crash;
+mod session_damage;
+mod session_lock;
 mod session_replay;
 mod session_resume;
 mod session_undo;

@@ -102,10 +102,7 @@ fn files(root: &Path) -> BTreeMap<String, String> {
 }
 
 fn log_path(sandbox: &Sandbox) -> std::path::PathBuf {
-    let dir = sandbox.home.join("sessions");
-    let logs: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(logs.len(), 1);
-    logs[0].clone()
+    sandbox.only_log_path()
 }
 
 fn parsed_lines(text: &str) -> Vec<Value> {

@@ -88,11 +88,20 @@ impl Sandbox {
 
     /// The only session log written so far.
     pub fn only_log(&self) -> Vec<Value> {
+        read_jsonl(&self.only_log_path())
+    }
+
+    /// The path of the only session log written so far (a killed keel may
+    /// leave its lock's `.owner` sidecar beside it).
+    pub fn only_log_path(&self) -> PathBuf {
         let dir = self.home.join("sessions");
-        let logs: Vec<PathBuf> =
-            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+            .collect();
         assert_eq!(logs.len(), 1, "expected one log in {}", dir.display());
-        read_jsonl(&logs[0])
+        logs[0].clone()
     }
 }
 

@@ -593,3 +593,45 @@ async fn a_hostile_repository_runs_nothing_when_the_tui_starts() {
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
     canary.assert_quiet("the TUI's start and /diff");
 }
+
+/// Issue 14: `keel resume ID` of a session another keel is running refuses
+/// (before the screen switches) naming the holder, exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_live_session_is_refused() {
+    use std::io::{BufRead, BufReader};
+    let sandbox = Sandbox::new();
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "sleep 60"}))] },
+        Step::Answer("unreachable".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let mut holder = Command::new(assert_cmd::cargo::cargo_bin("keel"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("KEEL_HOME", &sandbox.home)
+        .current_dir(&sandbox.repo)
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "wait"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(holder.stdout.take().unwrap());
+    let mut id = None;
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "keel ended early");
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        id = id.or_else(|| value["session_id"].as_str().map(str::to_owned));
+        if value["type"] == "item_started" {
+            break;
+        }
+    }
+    let id = id.expect("the session announced its id");
+    let pane = launch(&sandbox, &server.uri(), &format!("resume {id}"));
+    assert_eq!(pane.wait_exit(), 1, "{}", pane.screen());
+    let screen = pane.screen();
+    assert!(screen.contains(&format!("(pid {} on host", holder.id())), "{screen}");
+    let _ = Command::new("kill").args(["-TERM", &holder.id().to_string()]).status();
+    assert_eq!(holder.wait().unwrap().code(), Some(143));
+}
