@@ -28,7 +28,7 @@ fn main() -> ExitCode {
 }
 
 fn fail(error: &anyhow::Error) -> ExitCode {
-    let _ = writeln!(std::io::stderr(), "error: {error:#}");
+    let _ = writeln!(std::io::stderr(), "error: {}", cli::error_text(error));
     ExitCode::from(ExitStatus::Usage as u8)
 }
 

@@ -20,9 +20,10 @@ pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<Exi
         }
         // Scripts reading --json get their `result` line even for bad usage.
         Err(error) if json => {
-            let line = ResultLine::failure(format!("{error:#}"));
+            let text = super::error_text(&error);
+            let line = ResultLine::failure(text.clone());
             exec::write_json_line(&line.to_json());
-            let _ = writeln!(std::io::stderr(), "error: {error:#}");
+            let _ = writeln!(std::io::stderr(), "error: {text}");
             Ok(ExitStatus::Usage)
         }
         Err(error) => Err(error),

@@ -304,8 +304,39 @@ impl ModelArgs {
     }
 }
 
+/// An error and its causes on one line, each cause said once: many
+/// messages already embed their cause (`cannot read X: Is a directory`),
+/// and anyhow's `{:#}` would repeat it (`…: Is a directory: Is a
+/// directory`).
+pub fn error_text(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 /// Today's date (UTC) for the system prompt.
 pub(crate) fn today() -> String {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     stamp.get(..10).unwrap_or(&stamp).to_owned()
+}
+
+#[cfg(test)]
+mod error_text_tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::from_raw_os_error(21);
+        let error = crate::config::ConfigError::Read { path: "/h/config.toml".into(), source: io };
+        let text = error_text(&anyhow::Error::new(error));
+        assert_eq!(text.matches("os error 21").count(), 1, "{text}");
+        let wrapped = anyhow::Error::msg("inner cause").context("outer");
+        assert_eq!(error_text(&wrapped), "outer: inner cause");
+    }
 }

@@ -309,9 +309,45 @@ pub(super) fn read_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> 
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(ConfigError::Read { path: path.to_owned(), source }),
     };
-    toml::from_str(&text)
-        .map(Some)
-        .map_err(|error| ConfigError::Parse { path: path.to_owned(), message: error.to_string() })
+    toml::from_str(&text).map(Some).map_err(|error| toml_error(path, &text, &error))
+}
+
+/// A TOML error as `file:line:column: message`, where the parser says it is.
+pub(super) fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
+    let Some(span) = error.span() else {
+        return ConfigError::Parse { path: path.to_owned(), message: error.to_string() };
+    };
+    // "Carriage return must be followed by newline" points past the CR;
+    // the CR is what the user must fix.
+    let after_lone_cr = span.start > 0
+        && text.as_bytes().get(span.start - 1) == Some(&b'\r')
+        && text.as_bytes().get(span.start) != Some(&b'\n');
+    let at = if after_lone_cr { span.start - 1 } else { span.start };
+    let (line, column) = line_and_column(text, at);
+    let message = error.message().trim().to_owned();
+    ConfigError::ParseAt { path: path.to_owned(), line, column, message }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of
+/// `text`; LF, CRLF and a lone CR each end a line (TOML refuses a lone CR,
+/// and the error about it must still point where the editor shows it).
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let mut line = 1;
+    let mut line_start = 0;
+    let bytes = text.as_bytes();
+    for (at, byte) in before.bytes().enumerate() {
+        let ends_line = match byte {
+            b'\n' => true,
+            b'\r' => bytes.get(at + 1) != Some(&b'\n'),
+            _ => false,
+        };
+        if ends_line {
+            line += 1;
+            line_start = at + 1;
+        }
+    }
+    (line, before[line_start..].chars().count() + 1)
 }
 
 /// Parses `key=value`; the value is TOML (`max_steps=5`) or, failing
@@ -342,6 +378,36 @@ fn parse_override(text: &str) -> Result<ConfigFile, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_error(text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        let error = read_file(&path).map(|_| ()).unwrap_err().to_string();
+        error.replace(&path.display().to_string(), "config.toml")
+    }
+
+    #[test]
+    fn config_errors_name_file_line_and_column_whatever_the_line_ends() {
+        for end in ["\n", "\r\n"] {
+            let error = parse_error(&format!("model = \"m\"{end}max_steps = \"x\"{end}"));
+            assert!(
+                error.starts_with("config.toml:2:13: invalid config file: invalid type"),
+                "{error}"
+            );
+        }
+        // TOML has no lone-CR line ends: the error says so, on the line
+        // and column an editor shows.
+        let error = parse_error("model = \"m\"\rmax_steps = 5\r");
+        assert!(
+            error.starts_with("config.toml:1:12: invalid config file: carriage return"),
+            "{error}"
+        );
+        let error = parse_error("# ok\r\nmodel = \"m\"\rmax_steps = 5\r");
+        assert!(error.starts_with("config.toml:2:12: "), "{error}");
+        let error = parse_error("name = \"caf\u{e9}\" x\n");
+        assert!(error.starts_with("config.toml:1:15: "), "{error}");
+    }
 
     #[test]
     fn overrides_take_toml_or_bare_strings() {

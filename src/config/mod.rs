@@ -44,6 +44,10 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
+    /// A syntax or type error at a known place (lines counted as an
+    /// editor counts them: LF, CRLF or a lone CR; columns in characters).
+    #[error("{}:{line}:{column}: invalid config file: {message}", path.display())]
+    ParseAt { path: PathBuf, line: usize, column: usize, message: String },
     #[error("invalid override `-c {text}`: {message}")]
     BadOverride { text: String, message: String },
     #[error("unknown provider `{name}`; use one of: openai, openai-chat, anthropic")]

@@ -153,4 +153,6 @@ pub fn default_rules() -> Result<RuleSet, RulesError> {
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

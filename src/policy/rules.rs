@@ -8,13 +8,14 @@
 //! program; `decision` defaults to `allow`; every matching rule is
 //! reported, in load order; `match`/`not_match` examples are checked when
 //! the rule loads. Invariant: loading never panics, and every error names
-//! the file and line of the offending call.
+//! the file, line and column of the offending argument (of the call when
+//! no one argument is at fault).
 
 use std::collections::BTreeMap;
 
 use globset::GlobMatcher;
 
-use super::rule_args::{PrefixSpec, host_executable, network_rule, path_rule};
+use super::rule_args::{ArgError, PrefixSpec, host_executable, network_rule, path_rule};
 use super::syntax::{self, Arg, Call};
 
 /// A rule's verdict, ordered by strictness (`Forbidden` is the strictest).
@@ -158,19 +159,23 @@ impl RuleMatch {
 /// Why a rules file did not load.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RulesError {
-    #[error("{file}:{line}: syntax error: {message}")]
-    Syntax { file: String, line: usize, message: String },
+    #[error("{file}:{line}:{column}: syntax error: {message}")]
+    Syntax { file: String, line: usize, column: usize, message: String },
     #[error(
-        "{file}:{line}: unknown function `{name}`; rules files may call prefix_rule, path_rule, \
-         host_executable and network_rule"
+        "{file}:{line}:{column}: unknown function `{name}`; rules files may call prefix_rule, \
+         path_rule, host_executable and network_rule"
     )]
-    UnknownFunction { file: String, line: usize, name: String },
-    #[error("{file}:{line}: invalid rule: {reason}")]
-    Invalid { file: String, line: usize, reason: String },
-    #[error("{file}:{line}: the rule's `match` example {example:?} does not match its pattern")]
-    ExampleNotMatched { file: String, line: usize, example: String },
-    #[error("{file}:{line}: the rule's `not_match` example {example:?} matches its pattern")]
-    ExampleMatched { file: String, line: usize, example: String },
+    UnknownFunction { file: String, line: usize, column: usize, name: String },
+    #[error("{file}:{line}:{column}: invalid rule: {reason}")]
+    Invalid { file: String, line: usize, column: usize, reason: String },
+    #[error(
+        "{file}:{line}:{column}: the rule's `match` example {example:?} does not match its pattern"
+    )]
+    ExampleNotMatched { file: String, line: usize, column: usize, example: String },
+    #[error(
+        "{file}:{line}:{column}: the rule's `not_match` example {example:?} matches its pattern"
+    )]
+    ExampleMatched { file: String, line: usize, column: usize, example: String },
 }
 
 /// Every rule loaded so far, in load order.
@@ -189,6 +194,7 @@ impl RuleSet {
         let calls = syntax::parse(text).map_err(|error| RulesError::Syntax {
             file: file.to_owned(),
             line: error.line,
+            column: error.column,
             message: error.message,
         })?;
         let mut staged = RuleSet::default();
@@ -203,39 +209,37 @@ impl RuleSet {
     }
 
     fn add_call(&mut self, call: Call, source: Source) -> Result<(), RulesError> {
-        let invalid = |reason: String| RulesError::Invalid {
-            file: source.file.clone(),
-            line: source.line,
-            reason,
-        };
+        let at = (call.line, call.column);
+        let located = |error: ArgError| invalid(&source, at, error);
         match call.name.as_str() {
-            "prefix_rule" => self.add_prefix_rule(call.args, &source),
+            "prefix_rule" => self.add_prefix_rule(call.args, &source, at),
             "path_rule" => {
-                let rule = path_rule(call.args, &source).map_err(invalid)?;
+                let rule = path_rule(call.args, &source).map_err(located)?;
                 self.path_rules.push(rule);
                 Ok(())
             }
             "host_executable" => {
-                let (name, paths) = host_executable(call.args).map_err(invalid)?;
+                let (name, paths) = host_executable(call.args).map_err(located)?;
                 self.host_executables.insert(name, paths);
                 Ok(())
             }
-            "network_rule" => network_rule(call.args).map_err(invalid),
+            "network_rule" => network_rule(call.args).map_err(located),
             _ => Err(RulesError::UnknownFunction {
                 file: source.file.clone(),
-                line: source.line,
+                line: call.line,
+                column: call.column,
                 name: call.name,
             }),
         }
     }
 
-    fn add_prefix_rule(&mut self, args: Vec<Arg>, source: &Source) -> Result<(), RulesError> {
-        let invalid = |reason: String| RulesError::Invalid {
-            file: source.file.clone(),
-            line: source.line,
-            reason,
-        };
-        let spec = PrefixSpec::from_args(args).map_err(invalid)?;
+    fn add_prefix_rule(
+        &mut self,
+        args: Vec<Arg>,
+        source: &Source,
+        call_at: (usize, usize),
+    ) -> Result<(), RulesError> {
+        let spec = PrefixSpec::from_args(args).map_err(|error| invalid(source, call_at, error))?;
         let rules: Vec<PrefixRule> = spec.pattern[0]
             .iter()
             .map(|program| {
@@ -249,23 +253,21 @@ impl RuleSet {
                 }
             })
             .collect();
-        for (example, should_match) in spec.examples {
+        for (example, should_match, (line, column)) in spec.examples {
             let matched = rules.iter().any(|rule| rule.matches(&example));
             let shown = example.join(" ");
+            let file = source.file.clone();
             match (should_match, matched) {
                 (true, false) => {
                     return Err(RulesError::ExampleNotMatched {
-                        file: source.file.clone(),
-                        line: source.line,
+                        file,
+                        line,
+                        column,
                         example: shown,
                     });
                 }
                 (false, true) => {
-                    return Err(RulesError::ExampleMatched {
-                        file: source.file.clone(),
-                        line: source.line,
-                        example: shown,
-                    });
+                    return Err(RulesError::ExampleMatched { file, line, column, example: shown });
                 }
                 (true, true) | (false, false) => {}
             }
@@ -329,6 +331,12 @@ impl RuleSet {
     }
 }
 
+/// An invalid rule, at its faulty argument or else at the call.
+fn invalid(source: &Source, call_at: (usize, usize), error: ArgError) -> RulesError {
+    let (line, column) = error.at.unwrap_or(call_at);
+    RulesError::Invalid { file: source.file.clone(), line, column, reason: error.message }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +363,29 @@ mod tests {
         assert_eq!(rules.path_matches("a/.env.local", Access::Write).len(), 1);
         assert!(rules.path_matches("a/.env.local", Access::Read).is_empty());
         assert!(rules.path_matches("src/main.rs", Access::Write).is_empty());
+    }
+
+    #[test]
+    fn errors_point_at_the_argument_at_fault() {
+        let text = "prefix_rule(\n    pattern = [\"ls\"],\n    decision = \"nope\",\n)\n";
+        let error = RuleSet::default().load("r.rules", text, Origin::User).unwrap_err();
+        assert!(
+            error.to_string().starts_with("r.rules:3:5: invalid rule: unknown decision"),
+            "{error}"
+        );
+        let text = "prefix_rule(pattern = [\"git\"],\n  not_match = [\"git log\"])";
+        let error = RuleSet::default().load("r.rules", text, Origin::User).unwrap_err();
+        assert!(error.to_string().starts_with("r.rules:2:3: the rule's `not_match`"), "{error}");
+        // Nothing to point at but the call.
+        let error =
+            RuleSet::default().load("r.rules", "\n  prefix_rule()", Origin::User).unwrap_err();
+        assert!(
+            error.to_string().starts_with("r.rules:2:3: invalid rule: prefix_rule needs"),
+            "{error}"
+        );
+        let text = "path_rule(\r  glob = \"[\",\r)";
+        let error = RuleSet::default().load("r.rules", text, Origin::User).unwrap_err();
+        assert!(error.to_string().starts_with("r.rules:2:3: invalid rule: bad glob"), "{error}");
     }
 
     #[test]

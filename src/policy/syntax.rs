@@ -8,10 +8,17 @@
 //! then have to sandbox. This parser accepts every file in
 //! `../shared/conformance/execpolicy/` unchanged (comments, trailing commas,
 //! single/double/triple-quoted and raw strings) and reports errors with
-//! the line they are on.
+//! the line and column they are at.
 //!
-//! Invariants: never panics on any input; every [`Call`] and [`Arg`] carries
-//! the 1-based line it starts on.
+//! Invariants: never panics on any input, and never recurses deeper than
+//! [`MAX_NESTING`] (30 000 nested `[` in a cloned project's rules file
+//! overflowed the stack at start, issue 14); every [`Call`] and [`Arg`]
+//! carries the 1-based line and column it starts at, lines ending in LF,
+//! CRLF or a lone CR (old Mac files) alike; columns count characters.
+
+/// How deep lists may nest: a rule needs two levels (`["git", ["status",
+/// "log"]]`); anything far deeper is a mistake or an attack.
+pub const MAX_NESTING: usize = 32;
 
 /// A literal argument value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,19 +28,22 @@ pub enum Value {
     Bool(bool),
 }
 
-/// One `name = value` keyword argument.
+/// One `name = value` keyword argument, where its name starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arg {
     pub name: String,
     pub value: Value,
     pub line: usize,
+    pub column: usize,
 }
 
-/// One top-level call, e.g. `prefix_rule(pattern = ["ls"])`.
+/// One top-level call, e.g. `prefix_rule(pattern = ["ls"])`, where its
+/// name starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
     pub name: String,
     pub line: usize,
+    pub column: usize,
     pub args: Vec<Arg>,
 }
 
@@ -41,7 +51,21 @@ pub struct Call {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
     pub line: usize,
+    pub column: usize,
     pub message: String,
+}
+
+/// A 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pos {
+    line: usize,
+    column: usize,
+}
+
+impl SyntaxError {
+    fn at(pos: Pos, message: String) -> Self {
+        Self { line: pos.line, column: pos.column, message }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +80,8 @@ enum Token {
 
 /// Parses a whole file into its calls.
 pub fn parse(text: &str) -> Result<Vec<Call>, SyntaxError> {
-    let tokens = lex(text)?;
-    let mut parser = Parser { tokens, at: 0 };
+    let (tokens, end) = lex(text)?;
+    let mut parser = Parser { tokens, at: 0, end, depth: 0 };
     let mut calls = Vec::new();
     while parser.at < parser.tokens.len() {
         calls.push(parser.call()?);
@@ -66,44 +90,43 @@ pub fn parse(text: &str) -> Result<Vec<Call>, SyntaxError> {
 }
 
 struct Parser {
-    tokens: Vec<(Token, usize)>,
+    tokens: Vec<(Token, Pos)>,
     at: usize,
+    /// Where the file ends (for "unexpected end of file").
+    end: Pos,
+    /// Lists open around the current value.
+    depth: usize,
 }
 
 impl Parser {
-    fn peek(&self) -> Option<&(Token, usize)> {
+    fn peek(&self) -> Option<&(Token, Pos)> {
         self.tokens.get(self.at)
     }
 
-    fn last_line(&self) -> usize {
-        self.tokens.last().map_or(1, |(_, line)| *line)
-    }
-
-    fn next(&mut self, wanted: &str) -> Result<(Token, usize), SyntaxError> {
-        let token = self.tokens.get(self.at).cloned().ok_or_else(|| SyntaxError {
-            line: self.last_line(),
-            message: format!("unexpected end of file, expected {wanted}"),
+    fn next(&mut self, wanted: &str) -> Result<(Token, Pos), SyntaxError> {
+        let token = self.tokens.get(self.at).cloned().ok_or_else(|| {
+            SyntaxError::at(self.end, format!("unexpected end of file, expected {wanted}"))
         })?;
         self.at += 1;
         Ok(token)
     }
 
-    fn expect(&mut self, token: &Token, wanted: &str) -> Result<usize, SyntaxError> {
-        let (found, line) = self.next(wanted)?;
+    fn expect(&mut self, token: &Token, wanted: &str) -> Result<Pos, SyntaxError> {
+        let (found, pos) = self.next(wanted)?;
         if &found == token {
-            Ok(line)
+            Ok(pos)
         } else {
-            Err(SyntaxError { line, message: format!("expected {wanted}, found {}", show(&found)) })
+            Err(SyntaxError::at(pos, format!("expected {wanted}, found {}", show(&found))))
         }
     }
 
     fn call(&mut self) -> Result<Call, SyntaxError> {
-        let (token, line) = self.next("a function call")?;
+        let (token, pos) = self.next("a function call")?;
         let Token::Ident(name) = token else {
-            return Err(SyntaxError {
-                line,
-                message: format!("expected a function call, found {}", show(&token)),
-            });
+            return Err(SyntaxError::at(
+                pos,
+                format!("expected a function call, found {}", show(&token)),
+            ));
         };
         self.expect(&Token::Open('('), "`(`")?;
         let mut args = Vec::new();
@@ -113,48 +136,59 @@ impl Parser {
                 break;
             }
             args.push(self.arg()?);
-            let (token, line) = self.next("`,` or `)`")?;
+            let (token, at) = self.next("`,` or `)`")?;
             match token {
                 Token::Comma => {}
                 Token::Close(')') => break,
                 other => {
-                    return Err(SyntaxError {
-                        line,
-                        message: format!("expected `,` or `)`, found {}", show(&other)),
-                    });
+                    return Err(SyntaxError::at(
+                        at,
+                        format!("expected `,` or `)`, found {}", show(&other)),
+                    ));
                 }
             }
         }
-        Ok(Call { name, line, args })
+        Ok(Call { name, line: pos.line, column: pos.column, args })
     }
 
     fn arg(&mut self) -> Result<Arg, SyntaxError> {
-        let (token, line) = self.next("a keyword argument")?;
+        let (token, pos) = self.next("a keyword argument")?;
         let Token::Ident(name) = token else {
-            return Err(SyntaxError {
-                line,
-                message: format!(
-                    "expected a keyword argument (name = value), found {}",
-                    show(&token)
-                ),
-            });
+            return Err(SyntaxError::at(
+                pos,
+                format!("expected a keyword argument (name = value), found {}", show(&token)),
+            ));
         };
         self.expect(&Token::Equals, "`=` after the argument name")?;
         let value = self.value()?;
-        Ok(Arg { name, value, line })
+        Ok(Arg { name, value, line: pos.line, column: pos.column })
     }
 
     fn value(&mut self) -> Result<Value, SyntaxError> {
-        let (token, line) = self.next("a value")?;
+        let (token, pos) = self.next("a value")?;
         match token {
             Token::Str(text) => Ok(Value::Str(text)),
             Token::Ident(word) if word == "True" => Ok(Value::Bool(true)),
             Token::Ident(word) if word == "False" => Ok(Value::Bool(false)),
-            Token::Open('[') => self.list(),
-            other => Err(SyntaxError {
-                line,
-                message: format!("expected a string or a list, found {}", show(&other)),
-            }),
+            Token::Open('[') => {
+                if self.depth >= MAX_NESTING {
+                    return Err(SyntaxError::at(
+                        pos,
+                        format!(
+                            "lists nested more than {MAX_NESTING} deep; a rule needs at most \
+                             two levels, e.g. pattern = [\"git\", [\"status\", \"log\"]]"
+                        ),
+                    ));
+                }
+                self.depth += 1;
+                let list = self.list();
+                self.depth -= 1;
+                list
+            }
+            other => Err(SyntaxError::at(
+                pos,
+                format!("expected a string or a list, found {}", show(&other)),
+            )),
         }
     }
 
@@ -166,15 +200,15 @@ impl Parser {
                 return Ok(Value::List(items));
             }
             items.push(self.value()?);
-            let (token, line) = self.next("`,` or `]`")?;
+            let (token, pos) = self.next("`,` or `]`")?;
             match token {
                 Token::Comma => {}
                 Token::Close(']') => return Ok(Value::List(items)),
                 other => {
-                    return Err(SyntaxError {
-                        line,
-                        message: format!("expected `,` or `]`, found {}", show(&other)),
-                    });
+                    return Err(SyntaxError::at(
+                        pos,
+                        format!("expected `,` or `]`, found {}", show(&other)),
+                    ));
                 }
             }
         }
@@ -191,120 +225,138 @@ fn show(token: &Token) -> String {
     }
 }
 
-fn lex(text: &str) -> Result<Vec<(Token, usize)>, SyntaxError> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut tokens = Vec::new();
-    let mut line = 1;
-    let mut at = 0;
-    while let Some(&c) = chars.get(at) {
-        let start_line = line;
-        match c {
-            '\n' => {
-                line += 1;
-                at += 1;
-            }
-            c if c.is_whitespace() => at += 1,
-            '#' => {
-                while chars.get(at).is_some_and(|c| *c != '\n') {
-                    at += 1;
-                }
-            }
-            '(' | '[' => {
-                tokens.push((Token::Open(c), line));
-                at += 1;
-            }
-            ')' | ']' => {
-                tokens.push((Token::Close(c), line));
-                at += 1;
-            }
-            ',' => {
-                tokens.push((Token::Comma, line));
-                at += 1;
-            }
-            '=' => {
-                tokens.push((Token::Equals, line));
-                at += 1;
-            }
-            'r' | 'R' if matches!(chars.get(at + 1), Some('"' | '\'')) => {
-                let text = string(&chars, &mut at, &mut line, true)?;
-                tokens.push((Token::Str(text), start_line));
-            }
-            '"' | '\'' => {
-                let text = string(&chars, &mut at, &mut line, false)?;
-                tokens.push((Token::Str(text), start_line));
-            }
-            c if c.is_alphabetic() || c == '_' => {
-                let mut word = String::new();
-                while let Some(&c) = chars.get(at).filter(|c| c.is_alphanumeric() || **c == '_') {
-                    word.push(c);
-                    at += 1;
-                }
-                tokens.push((Token::Ident(word), line));
-            }
-            other => {
-                return Err(SyntaxError {
-                    line,
-                    message: format!("unexpected character {other:?}"),
-                });
-            }
-        }
-    }
-    Ok(tokens)
+/// The characters of a file and where each line starts, so a token's
+/// column is its distance from the start of its line.
+struct Cursor {
+    chars: Vec<char>,
+    at: usize,
+    line: usize,
+    line_start: usize,
 }
 
-/// Reads one string literal starting at `at` (at the prefix or the quote).
-fn string(
-    chars: &[char],
-    at: &mut usize,
-    line: &mut usize,
-    raw: bool,
-) -> Result<String, SyntaxError> {
-    let start_line = *line;
-    if raw {
-        *at += 1;
+impl Cursor {
+    fn peek(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.at + ahead).copied()
     }
-    let quote = chars.get(*at).copied().unwrap_or('"');
-    let triple = chars.get(*at + 1) == Some(&quote) && chars.get(*at + 2) == Some(&quote);
-    *at += if triple { 3 } else { 1 };
+
+    fn pos(&self) -> Pos {
+        Pos { line: self.line, column: self.at - self.line_start + 1 }
+    }
+
+    /// Steps over a line break at the cursor (LF, CRLF or a lone CR), if
+    /// there is one.
+    fn line_break(&mut self) -> bool {
+        let width = match (self.peek(0), self.peek(1)) {
+            (Some('\r'), Some('\n')) => 2,
+            (Some('\n' | '\r'), _) => 1,
+            _ => return false,
+        };
+        self.at += width;
+        self.line += 1;
+        self.line_start = self.at;
+        true
+    }
+}
+
+fn lex(text: &str) -> Result<(Vec<(Token, Pos)>, Pos), SyntaxError> {
+    let mut cursor = Cursor { chars: text.chars().collect(), at: 0, line: 1, line_start: 0 };
+    let mut tokens = Vec::new();
+    while let Some(c) = cursor.peek(0) {
+        let pos = cursor.pos();
+        if cursor.line_break() {
+            continue;
+        }
+        let single = match c {
+            '(' | '[' => Some(Token::Open(c)),
+            ')' | ']' => Some(Token::Close(c)),
+            ',' => Some(Token::Comma),
+            '=' => Some(Token::Equals),
+            _ => None,
+        };
+        if let Some(token) = single {
+            tokens.push((token, pos));
+            cursor.at += 1;
+            continue;
+        }
+        match c {
+            c if c.is_whitespace() => cursor.at += 1,
+            '#' => {
+                while cursor.peek(0).is_some_and(|c| c != '\n' && c != '\r') {
+                    cursor.at += 1;
+                }
+            }
+            'r' | 'R' if matches!(cursor.peek(1), Some('"' | '\'')) => {
+                cursor.at += 1;
+                tokens.push((Token::Str(string(&mut cursor, pos, true)?), pos));
+            }
+            '"' | '\'' => tokens.push((Token::Str(string(&mut cursor, pos, false)?), pos)),
+            c if c.is_alphabetic() || c == '_' => {
+                let mut word = String::new();
+                while let Some(c) = cursor.peek(0).filter(|c| c.is_alphanumeric() || *c == '_') {
+                    word.push(c);
+                    cursor.at += 1;
+                }
+                tokens.push((Token::Ident(word), pos));
+            }
+            other => {
+                return Err(SyntaxError::at(pos, format!("unexpected character {other:?}")));
+            }
+        }
+    }
+    Ok((tokens, cursor.pos()))
+}
+
+/// Reads one string literal; the cursor is at its (first) quote, `start`
+/// where the literal (its prefix included) begins.
+fn string(cursor: &mut Cursor, start: Pos, raw: bool) -> Result<String, SyntaxError> {
+    let quote = cursor.peek(0).unwrap_or('"');
+    let triple = cursor.peek(1) == Some(quote) && cursor.peek(2) == Some(quote);
+    cursor.at += if triple { 3 } else { 1 };
     let mut out = String::new();
     loop {
-        let Some(&c) = chars.get(*at) else {
-            return Err(SyntaxError {
-                line: start_line,
-                message: "unterminated string".to_owned(),
-            });
+        let Some(c) = cursor.peek(0) else {
+            return Err(SyntaxError::at(start, "unterminated string".to_owned()));
         };
         if c == quote
-            && (!triple
-                || (chars.get(*at + 1) == Some(&quote) && chars.get(*at + 2) == Some(&quote)))
+            && (!triple || (cursor.peek(1) == Some(quote) && cursor.peek(2) == Some(quote)))
         {
-            *at += if triple { 3 } else { 1 };
+            cursor.at += if triple { 3 } else { 1 };
             return Ok(out);
         }
-        if c == '\n' {
+        if c == '\n' || c == '\r' {
             if !triple {
-                return Err(SyntaxError {
-                    line: start_line,
-                    message: "unterminated string (a newline inside a one-line string)".to_owned(),
-                });
+                return Err(SyntaxError::at(
+                    start,
+                    "unterminated string (a newline inside a one-line string)".to_owned(),
+                ));
             }
-            *line += 1;
+            let crlf = c == '\r' && cursor.peek(1) == Some('\n');
+            out.push(c);
+            if crlf {
+                out.push('\n');
+            }
+            cursor.line_break();
+            continue;
         }
         if c == '\\' && !raw {
-            let escaped = chars.get(*at + 1).copied().unwrap_or('\\');
-            *at += 2;
-            match escaped {
-                'n' => out.push('\n'),
-                't' => out.push('\t'),
-                'r' => out.push('\r'),
-                '0' => out.push('\0'),
-                '\n' => *line += 1,
-                other => out.push(other),
+            cursor.at += 1;
+            // An escaped line break joins the lines.
+            if cursor.line_break() {
+                continue;
             }
+            let escaped = cursor.peek(0).unwrap_or('\\');
+            cursor.at += 1;
+            out.push(match escaped {
+                'n' => '\n',
+                't' => '\t',
+                'r' => '\r',
+                '0' => '\0',
+                other => other,
+            });
             continue;
         }
         out.push(c);
-        *at += 1;
+        cursor.at += 1;
     }
 }
 
@@ -344,6 +396,32 @@ mod tests {
         let error = parse("f(a = \"open\n").unwrap_err();
         assert_eq!(error.line, 1);
         assert!(parse("f(a = [").is_err());
+    }
+
+    #[test]
+    fn positions_count_lf_crlf_and_lone_cr_line_ends_alike() {
+        for end in ["\n", "\r\n", "\r"] {
+            let text = format!(
+                "# c{end}f(a = [\"x\"],{end}  b = \"\"\"{end}{end}\"\"\",{end}    c = 'y'){end}g()"
+            );
+            let calls = parse(&text).unwrap_or_else(|e| panic!("{end:?}: {e:?}"));
+            let places: Vec<(usize, usize)> =
+                calls[0].args.iter().map(|arg| (arg.line, arg.column)).collect();
+            assert_eq!(places, [(2, 3), (3, 3), (6, 5)], "{end:?}");
+            assert_eq!((calls[1].line, calls[1].column), (7, 1), "{end:?}");
+            let error = parse(&format!("f({end}  a = 1)")).unwrap_err();
+            assert_eq!((error.line, error.column), (2, 7), "{end:?}: {error:?}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let deep = format!("f(a = {}", "[".repeat(30_000));
+        let error = parse(&deep).unwrap_err();
+        assert!(error.message.contains("nested more than 32 deep"), "{error:?}");
+        assert_eq!((error.line, error.column), (1, 7 + MAX_NESTING));
+        let fine = format!("f(a = {}\"x\"{})", "[".repeat(MAX_NESTING), "]".repeat(MAX_NESTING));
+        assert!(parse(&fine).is_ok());
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod layers;
 mod policy_always;
 mod policy_bypass;
 mod policy_conformance;
+mod policy_rules_errors;
 mod policy_sandbox;
 mod runtime_cancel;
 mod runtime_resume;
