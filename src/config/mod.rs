@@ -14,6 +14,8 @@
 //! it may not redirect the API key (`base_url`, `api_key_env`) or loosen
 //! `[sandbox]`, `[secrets]`, `[shell] env_keep`.
 
+#[cfg(test)]
+mod fuzz_tests;
 mod hooks;
 mod instructions;
 mod layers;

@@ -54,6 +54,8 @@ mod request_tests;
 #[cfg(test)]
 mod server_shape_tests;
 #[cfg(test)]
+mod sse_fuzz_tests;
+#[cfg(test)]
 mod test_support;
 
 pub use client::LlmClient;

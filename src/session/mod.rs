@@ -14,6 +14,8 @@
 //! [`crate::protocol::SessionEvent`]'s module.
 
 mod faults;
+#[cfg(test)]
+mod fuzz_tests;
 mod hash;
 mod list;
 mod lock;
