@@ -7,6 +7,9 @@
 //!   SIGKILL (a crash in the middle of a write: a torn last line).
 //! - `KEEL_TEST_FAIL_WRITE_AT_SEQ=N`: writing line `N` (and any later one)
 //!   fails with "no space left on device", as a full disk would.
+//! - `KEEL_TEST_TERM_AFTER_SEQ=N`: right after line `N` is written, the
+//!   process sends itself SIGTERM (a `timeout` or systemd stop between
+//!   events; keel's signal handling then ends the turn).
 //!
 //! Invariant: with none of these variables set, [`Faults::from_env`] is
 //! `Faults::default()` and every check below is a no-op.
@@ -17,6 +20,7 @@ pub struct Faults {
     crash_after: Option<u64>,
     crash_in: Option<u64>,
     fail_at: Option<u64>,
+    term_after: Option<u64>,
 }
 
 impl Faults {
@@ -26,6 +30,7 @@ impl Faults {
             crash_after: read("KEEL_TEST_CRASH_AFTER_SEQ"),
             crash_in: read("KEEL_TEST_CRASH_IN_SEQ"),
             fail_at: read("KEEL_TEST_FAIL_WRITE_AT_SEQ"),
+            term_after: read("KEEL_TEST_TERM_AFTER_SEQ"),
         }
     }
 
@@ -35,7 +40,7 @@ impl Faults {
         crash_in: Option<u64>,
         fail_at: Option<u64>,
     ) -> Self {
-        Self { crash_after, crash_in, fail_at }
+        Self { crash_after, crash_in, fail_at, term_after: None }
     }
 
     /// An injected write error for line `seq`, if one is due.
@@ -54,10 +59,15 @@ impl Faults {
         self.crash_in == Some(seq)
     }
 
-    /// Kills the process if a crash is due after line `seq`.
+    /// Kills the process if a crash is due after line `seq`, or sends it
+    /// SIGTERM if a stop is.
     pub fn after_write(&self, seq: u64) {
         if self.crash_after == Some(seq) {
             kill_self();
+        }
+        if self.term_after == Some(seq) {
+            use rustix::process::{Signal, getpid, kill_process};
+            let _ = kill_process(getpid(), Signal::TERM);
         }
     }
 }

@@ -35,6 +35,7 @@ mod servers_errors;
 mod session_crash;
 mod session_damage;
 mod session_lock;
+mod session_race;
 mod session_replay;
 mod session_resume;
 mod session_undo;
