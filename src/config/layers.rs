@@ -325,7 +325,22 @@ pub(super) fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> Co
     let at = if after_lone_cr { span.start - 1 } else { span.start };
     let (line, column) = line_and_column(text, at);
     let message = error.message().trim().to_owned();
-    ConfigError::ParseAt { path: path.to_owned(), line, column, message }
+    let width = span.end.saturating_sub(span.start).max(1);
+    let snippet = caret_snippet(text, at, line, column, width);
+    ConfigError::ParseAt { path: path.to_owned(), line, column, message, snippet }
+}
+
+/// TOML's picture of an error, lines counted as [`line_and_column`] does:
+/// the line, and carets under the bad part.
+fn caret_snippet(text: &str, at: usize, line: usize, column: usize, width: usize) -> String {
+    let start =
+        text.get(..at).map_or(0, |before| before.rfind(['\n', '\r']).map_or(0, |end| end + 1));
+    let rest = text.get(start..).unwrap_or_default();
+    let shown = rest.split(['\n', '\r']).next().unwrap_or_default();
+    let number = line.to_string();
+    let pad = " ".repeat(number.len());
+    let carets = "^".repeat(width.min(shown.chars().count().saturating_sub(column - 1)).max(1));
+    format!("{pad} |\n{number} | {shown}\n{pad} | {}{carets}", " ".repeat(column - 1))
 }
 
 /// The 1-based line and column (in characters) of byte `offset` of
@@ -405,6 +420,8 @@ mod tests {
         );
         let error = parse_error("# ok\r\nmodel = \"m\"\rmax_steps = 5\r");
         assert!(error.starts_with("config.toml:2:12: "), "{error}");
+        // The picture shows that line alone, the caret under the CR.
+        assert!(error.ends_with("\n  |\n2 | model = \"m\"\n  |            ^"), "{error}");
         let error = parse_error("name = \"caf\u{e9}\" x\n");
         assert!(error.starts_with("config.toml:1:15: "), "{error}");
     }

@@ -47,9 +47,10 @@ pub enum ConfigError {
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
     /// A syntax or type error at a known place (lines counted as an
-    /// editor counts them: LF, CRLF or a lone CR; columns in characters).
-    #[error("{}:{line}:{column}: invalid config file: {message}", path.display())]
-    ParseAt { path: PathBuf, line: usize, column: usize, message: String },
+    /// editor counts them: LF, CRLF or a lone CR; columns in characters),
+    /// with the line and a caret under the place.
+    #[error("{}:{line}:{column}: invalid config file: {message}\n{snippet}", path.display())]
+    ParseAt { path: PathBuf, line: usize, column: usize, message: String, snippet: String },
     #[error("invalid override `-c {text}`: {message}")]
     BadOverride { text: String, message: String },
     #[error("unknown provider `{name}`; use one of: openai, openai-chat, anthropic")]

@@ -247,7 +247,7 @@ async fn an_untrusted_config_that_does_not_parse_is_a_warning_not_a_wall() {
     trust(&sandbox);
     let run = exec_configured(&sandbox, &[Step::Answer("ok".into())], &[]).await;
     assert_eq!(run.output.status.code(), Some(2), "trusted, a broken file is an error");
-    assert!(stderr(&run.output).contains("line 1"), "{}", stderr(&run.output));
+    assert!(stderr(&run.output).contains("config.toml:1:9: "), "{}", stderr(&run.output));
 }
 
 #[tokio::test]

@@ -84,7 +84,7 @@ async fn a_bad_value_in_a_config_file_points_at_its_line() {
     let output = exec_with(&sandbox, &[]).await;
     assert_usage_error(
         &output,
-        &["config.toml", "line 3", "max_steps = 0", "^", "max_steps must be 1 or more"],
+        &["config.toml:3:13: ", "max_steps = 0", "^", "max_steps must be 1 or more"],
     );
 }
 
