@@ -81,7 +81,7 @@ impl SessionLock {
                     std::thread::sleep(BUSY_PAUSE);
                 }
                 Err(rustix::io::Errno::WOULDBLOCK) => {
-                    let holder = read_owner(&owner_path(path)).map_or_else(
+                    let holder = current_owner(path).map_or_else(
                         || "another keel process".to_owned(),
                         |h| format!("keel ({h})"),
                     );
@@ -127,15 +127,33 @@ pub fn holder(path: &Path) -> Option<LockHolder> {
     let file = File::open(path).ok()?;
     match flock(&file, FlockOperation::NonBlockingLockShared) {
         Ok(()) => None,
-        Err(_) => Some(
-            read_owner(&owner_path(path)).unwrap_or(LockHolder { pid: 0, host: String::new() }),
-        ),
+        Err(_) => Some(current_owner(path).unwrap_or(LockHolder { pid: 0, host: String::new() })),
     }
 }
 
 /// `<dir>/<id>.owner` beside `<dir>/<id>.jsonl`.
 fn owner_path(log: &Path) -> PathBuf {
     log.with_extension("owner")
+}
+
+/// The sidecar's holder, if it names a live process: a holder writes it a
+/// moment after taking the lock, so a dead pid (left by a crashed earlier
+/// holder) or no sidecar yet is read again for a little while.
+fn current_owner(log: &Path) -> Option<LockHolder> {
+    let me = host_name();
+    for _ in 0..BUSY_RETRIES {
+        let owner = read_owner(&owner_path(log));
+        if let Some(owner) = owner.filter(|owner| owner.host != me || pid_alive(owner.pid)) {
+            return Some(owner);
+        }
+        std::thread::sleep(BUSY_PAUSE);
+    }
+    None
+}
+
+fn pid_alive(pid: u32) -> bool {
+    let pid = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw);
+    pid.is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
 }
 
 fn read_owner(path: &Path) -> Option<LockHolder> {
