@@ -289,7 +289,7 @@ async fn sighup_during_a_command_kills_it_and_ends_the_session() {
         Step::Answer("unreachable".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let pane = launch(&sandbox, &server.uri(), "'wait'");
+    let pane = launch(&sandbox, &server.uri(), "'wait for it'");
     pane.wait_for(&["Allow shell?"]);
     pane.keys(&["y"]);
     let marked = || -> Vec<String> {
