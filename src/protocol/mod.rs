@@ -8,6 +8,7 @@
 mod events;
 mod items;
 mod model;
+pub mod patch;
 mod tool;
 
 pub use events::{ApprovalScope, EventRecord, LOG_FORMAT_VERSION, SessionEvent, TurnOutcome};

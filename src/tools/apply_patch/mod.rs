@@ -12,7 +12,6 @@
 //! see the model's own change as an outside one. Unlike `edit_file`, an
 //! update needs no earlier `read_file`: its context lines are the check.
 
-mod parse;
 mod seek;
 
 #[cfg(test)]
@@ -32,9 +31,9 @@ use super::beneath::Entry;
 use super::edit_file::read_for_edit;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
+pub use crate::protocol::patch::ParseError;
+use crate::protocol::patch::{self as parse, Hunk};
 use crate::protocol::{ToolClass, ToolOutput};
-use parse::Hunk;
-pub use parse::ParseError;
 pub use seek::SeekError;
 
 const NAME: &str = "apply_patch";

@@ -6,6 +6,11 @@
 //! Invariants: pure (no filesystem); never panics on any input; markers are
 //! recognised with surrounding whitespace trimmed (models pad them), while
 //! chunk lines keep their bytes. Errors name the 1-based line number.
+//!
+//! It lives in `protocol` (L0) because two readers must agree on it: the
+//! `apply_patch` tool applies what it parses, and policy judges every
+//! path it names (Add, Delete, Update and `Move to`); one parser means
+//! policy never judges a different patch than the one that runs.
 
 use thiserror::Error;
 
