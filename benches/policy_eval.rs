@@ -21,11 +21,7 @@ const ROUNDS: u32 = 20_000;
 const SMOKE_ROUNDS: u32 = 10;
 
 fn main() {
-    let paths = PathContext {
-        home: "/home/user".into(),
-        workspace_root: "/home/user/proj".into(),
-        cwd: "/home/user/proj".into(),
-    };
+    let paths = PathContext::new("/home/user", "/home/user/proj", "/home/user/proj");
     let policy = Policy::new(default_rules().unwrap(), ApprovalMode::Ask, paths);
     let allowlist = Allowlist::default();
     let arguments = serde_json::json!({ "command": SCRIPT }).to_string();

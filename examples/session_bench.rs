@@ -64,7 +64,7 @@ fn config() -> LoopConfig {
         policy: Policy::new(
             RuleSet::default(),
             ApprovalMode::Auto,
-            PathContext { home: "/h".into(), workspace_root: "/w".into(), cwd: "/w".into() },
+            PathContext::new("/h", "/w", "/w"),
         ),
         max_steps: 100,
         context_window: None,

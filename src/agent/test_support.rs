@@ -10,11 +10,7 @@ use crate::protocol::{ToolCall, ToolClass};
 use super::LoopConfig;
 
 pub(super) fn paths() -> PathContext {
-    PathContext {
-        home: "/home/u".into(),
-        workspace_root: "/home/u/ws".into(),
-        cwd: "/home/u/ws".into(),
-    }
+    PathContext::new("/home/u", "/home/u/ws", "/home/u/ws")
 }
 
 pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {

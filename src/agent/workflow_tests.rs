@@ -21,11 +21,7 @@ fn state(approval: ApprovalMode) -> LoopState {
     for name in HARNESS_TOOLS {
         tool_classes.insert(name.to_owned(), ToolClass::ReadOnly);
     }
-    let paths = PathContext {
-        home: "/home/u".into(),
-        workspace_root: "/home/u/ws".into(),
-        cwd: "/home/u/ws".into(),
-    };
+    let paths = PathContext::new("/home/u", "/home/u/ws", "/home/u/ws");
     let mut policy = Policy::new(RuleSet::default(), approval, paths);
     // As if commands run confined, so auto mode lets them run.
     policy.sandboxed = true;

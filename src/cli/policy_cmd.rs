@@ -72,7 +72,7 @@ fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
         set
     };
     let home = env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-    let paths = PathContext { home, workspace_root: workspace_root.clone(), cwd: env.cwd.clone() };
+    let paths = PathContext::new(home, workspace_root.clone(), env.cwd.clone());
     let mut policy = Policy::new(rule_set, ApprovalMode::Ask, paths);
     policy.project_trusted = rules::is_trusted(&env.keel_home, &workspace_root)?;
     let verdict = evaluate_script(&policy, &Allowlist::default(), &analyze_argv(&args.command));

@@ -3,7 +3,9 @@
 //!
 //! Invariants: the call is judged by `policy::evaluate` exactly as a
 //! session would judge it in `--mode` (default ask), with the same rules
-//! files and project trust; a forbidden call never runs; a call needing
+//! files and project trust, with the symlinks on its paths resolved
+//! (`runtime::gather_links`), and by keel's native hooks
+//! (`protect_secrets`); a forbidden call never runs; a call needing
 //! approval runs only with `--yes` (there is nobody to ask); shell commands
 //! run confined by the same sandbox as a session's. Settings load without
 //! a model provider or API key.
@@ -21,9 +23,10 @@ use tokio_util::sync::CancellationToken;
 use super::{ModelArgs, ToolArgs, policy_cmd};
 use crate::config::{CliOverrides, Environment, LocalSettings, load_local};
 use crate::exec::{self, ExitStatus};
+use crate::hooks::{HookBus, HookEvent, HookPayload, guard};
 use crate::policy::{Allowlist, ApprovalMode, CallFacts, Decision, PathContext, Policy, evaluate};
 use crate::protocol::{ToolCall, ToolResult};
-use crate::runtime::{confine_commands, mark_sandbox_violation};
+use crate::runtime::{confine_commands, gather_links, mark_sandbox_violation};
 use crate::sandbox;
 use crate::tools::{FileStates, ToolContext, ToolRegistry};
 
@@ -56,7 +59,9 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<Exi
         class: registry.class_of(&call.name),
         arguments: &call.arguments,
     };
-    let verdict = evaluate(&policy, &Allowlist::default(), facts);
+    policy.paths.links = gather_links(&policy, facts);
+    let mut verdict = evaluate(&policy, &Allowlist::default(), facts);
+    verdict.decision = native_hooks(&settings, &policy, &call, verdict.decision);
     let refusal = match &verdict.decision {
         Decision::Allow => None,
         Decision::Prompt { .. } if args.yes => None,
@@ -91,12 +96,30 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<Exi
     Ok(if failed { ExitStatus::Failed } else { ExitStatus::Done })
 }
 
-fn build_policy(settings: &LocalSettings, env: &Environment, mode: ApprovalMode) -> Policy {
-    let paths = PathContext {
-        home: settings.home.clone(),
-        workspace_root: settings.workspace_root.clone(),
-        cwd: env.cwd.clone(),
+/// keel's native PreToolUse hooks (`protect_secrets`), as a session runs
+/// them: they can only tighten the decision.
+fn native_hooks(
+    settings: &LocalSettings,
+    policy: &Policy,
+    call: &ToolCall,
+    decision: Decision,
+) -> Decision {
+    let payload = HookPayload {
+        cwd: policy.paths.cwd.display().to_string(),
+        permission_mode: policy.mode.as_str().to_owned(),
+        tool_name: Some(call.name.clone()),
+        tool_input: serde_json::from_str(&call.arguments).ok(),
+        path_links: policy.paths.links.clone(),
+        ..HookPayload::default()
     };
+    let bus = HookBus::default().with_natives(settings.native_hooks.iter().cloned());
+    let (verdict, _) = bus.dispatch_natives(HookEvent::PreToolUse, &payload, Some(&call.name));
+    guard(decision, &verdict).decision
+}
+
+fn build_policy(settings: &LocalSettings, env: &Environment, mode: ApprovalMode) -> Policy {
+    let paths =
+        PathContext::new(settings.home.clone(), settings.workspace_root.clone(), env.cwd.clone());
     let mut policy = Policy::new(settings.rules.clone(), mode, paths);
     policy.project_trusted = settings.project_trusted;
     policy

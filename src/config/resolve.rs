@@ -273,6 +273,8 @@ pub struct LocalSettings {
     pub project_trusted: bool,
     pub sandbox: SandboxSettings,
     pub env_filter: EnvFilter,
+    /// keel's own in-process hooks (`protect_secrets`), as a session has.
+    pub native_hooks: Vec<Arc<dyn NativeHook>>,
 }
 
 /// Resolves the model-free part of the configuration.
@@ -286,6 +288,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         rules: RuleSet::default(),
         project_trusted,
         env_filter: env_filter(merged.shell.as_ref()),
+        native_hooks: native_hooks(merged.secrets)?,
         sandbox: sandbox_settings(merged.sandbox)?,
     })
 }

@@ -81,6 +81,7 @@ async fn every_conformance_case_has_its_documented_effect() {
                 Some(source) => [("source".to_owned(), source.clone())].into_iter().collect(),
                 None => serde_json::Map::new(),
             },
+            path_links: crate::policy::PathLinks::default(),
         };
         let subject = tool.or(stdin["source"].as_str()).or(Some("startup"));
         let bus = HookBus::new(vec![config], true);

@@ -4,6 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::HookEvent;
 use super::config::claude_alias;
+use crate::policy::PathLinks;
 
 /// Which tool names and argument keys a hook's command expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +28,9 @@ pub struct HookPayload {
     /// SessionStart source (`startup`, `resume`, `compact`), the user's
     /// prompt, a phase, a notification message: event-specific fields.
     pub extra: Map<String, Value>,
+    /// The symlinks on the way to the paths of `tool_input`, as the session
+    /// found them; for native hooks (not sent to command hooks).
+    pub path_links: PathLinks,
 }
 
 impl HookPayload {

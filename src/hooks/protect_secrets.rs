@@ -11,16 +11,24 @@
 //! may well mean it (`cp .env.example .env`) and a script's intent cannot
 //! be told from its words.
 //!
-//! Invariants: pure (names only, no file system); it only ever tightens
-//! (its outcome passes the hooks guard like any other); the user allows
-//! files with `[secrets] allow_files = ["GLOB", …]` in the user config, or
-//! turns it off with `[secrets] protect_files = false`. Templates
-//! (`.env.example`, `.env.sample`, `.env.template`, `.env.dist`) and public
-//! keys (`*.pub`) are never secret.
+//! Invariants: names only, never file contents: the path a call names is
+//! judged as written and, when the session found symlinks on its way
+//! (`HookPayload::path_links`), where it really leads (`docs/notes.txt ->
+//! ../.env` is `.env`); a shell command is read with policy's own parser,
+//! so quotes and globs that can spell a secret file (`cat '.e'nv`, `cat
+//! .e*v`, `cat ~/.ssh/id_*`, `grep -a k /proc/*/environ`, `< .env`) count;
+//! it only ever tightens (its outcome passes the hooks guard like any
+//! other); the user allows files with `[secrets] allow_files = ["GLOB",
+//! …]` in the user config, or turns it off with `[secrets] protect_files =
+//! false`. Templates (`.env.example`, `.env.sample`, `.env.template`,
+//! `.env.dist`) and public keys (`*.pub`) are never secret. A hook's
+//! `updatedInput` is judged by this hook again (`runtime/hook_rewrite.rs`).
 //!
 //! Known limit: a `grep` over a folder searches what the walker yields, and
 //! `.env` files are usually git-ignored, so skipped; an explicit path is
 //! what this hook sees.
+
+use std::path::Path;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
@@ -28,53 +36,11 @@ use super::native::NativeHook;
 use super::outcome::{HookOutcome, Permission};
 use super::payload::HookPayload;
 use super::{HookConfigError, HookEvent};
+use crate::policy::PathLinks;
+use crate::policy::secrets::may_name_secret;
+use crate::policy::shell::analyze_script;
 
-/// Exact file names that hold secrets.
-const SECRET_NAMES: [&str; 11] = [
-    ".env",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    ".netrc",
-    ".pgpass",
-    ".git-credentials",
-    ".pypirc",
-    "credentials.json",
-    "secrets.json",
-];
-
-/// Extensions of key stores and private keys.
-const SECRET_EXTENSIONS: [&str; 7] = ["env", "pem", "key", "p12", "pfx", "jks", "keystore"];
-
-/// `.env.*` suffixes of templates, which hold no secrets by convention.
-const TEMPLATE_SUFFIXES: [&str; 4] = ["example", "sample", "template", "dist"];
-
-/// Characters that end a word in a shell command, for the name scan.
-const SHELL_BREAKS: &[char] =
-    &[' ', '\t', '\n', '<', '>', '|', ';', '&', '(', ')', '\'', '"', '`', '=', '$', '{', '}'];
-
-/// Whether `path` names a secret file (by its name; nothing is read).
-pub fn is_secret_file(path: &str) -> bool {
-    let trimmed = path.trim_end_matches('/');
-    let name = trimmed.rsplit('/').next().unwrap_or(trimmed).to_ascii_lowercase();
-    if name.is_empty() || name.ends_with(".pub") {
-        return false;
-    }
-    if let Some(suffix) = name.strip_prefix(".env.") {
-        return !TEMPLATE_SUFFIXES.contains(&suffix);
-    }
-    if SECRET_NAMES.contains(&name.as_str()) {
-        return true;
-    }
-    if trimmed.ends_with(".aws/credentials") {
-        return true;
-    }
-    name.ends_with(".env.local")
-        || name
-            .rsplit_once('.')
-            .is_some_and(|(stem, ext)| !stem.is_empty() && SECRET_EXTENSIONS.contains(&ext))
-}
+pub use crate::policy::secrets::is_secret_file;
 
 /// The native hook. See the module doc.
 #[derive(Debug, Clone)]
@@ -104,16 +70,43 @@ impl ProtectSecrets {
     fn guarded(&self, path: &str) -> bool {
         let path = path.strip_prefix("./").unwrap_or(path);
         let name = path.rsplit('/').next().unwrap_or(path);
-        is_secret_file(path) && !self.allow.is_match(path) && !self.allow.is_match(name)
+        may_name_secret(path) && !self.allow.is_match(path) && !self.allow.is_match(name)
     }
 
-    /// The first secret file a shell script names, if any.
-    fn named_in_script(&self, script: &str) -> Option<String> {
-        script
-            .split(SHELL_BREAKS)
-            .filter(|word| !word.is_empty() && !word.starts_with('-'))
-            .find(|word| self.guarded(word))
-            .map(str::to_owned)
+    /// `path` as written, or where a known symlink leads it, when either
+    /// is a secret file: the name to report.
+    fn guarded_path(&self, path: &str, cwd: &str, links: &PathLinks) -> Option<String> {
+        if self.guarded(path) {
+            return Some(path.to_owned());
+        }
+        if links.is_empty() || path.starts_with('~') {
+            return None;
+        }
+        let resolved = links.apply(&Path::new(cwd).join(path));
+        let shown = resolved.to_string_lossy();
+        self.guarded(&shown).then(|| format!("{path} (a symlink to {shown})"))
+    }
+
+    /// The first secret file a shell script names, if any: every word of
+    /// every command (quotes removed, globs matched) and every `<` source.
+    fn named_in_script(&self, script: &str, cwd: &str, links: &PathLinks) -> Option<String> {
+        let analyzed = analyze_script(script);
+        let words = analyzed
+            .commands
+            .iter()
+            .flat_map(|c| c.argv.iter().skip(1))
+            .chain(analyzed.reads.iter().map(|r| &r.target))
+            .chain(analyzed.writes.iter().map(|w| &w.target));
+        for word in words {
+            let word = word.split_once('=').map_or(word.as_str(), |(_, value)| value);
+            if word.is_empty() || word.starts_with('-') {
+                continue;
+            }
+            if let Some(found) = self.guarded_path(word, cwd, links) {
+                return Some(found);
+            }
+        }
+        None
     }
 }
 
@@ -136,22 +129,32 @@ impl NativeHook for ProtectSecrets {
             return HookOutcome::default();
         };
         let text = |key: &str| input.get(key).and_then(|value| value.as_str());
-        let guarded_path = || text("path").filter(|path| self.guarded(path)).map(str::to_owned);
+        let cwd = match (tool.as_str(), text("workdir")) {
+            ("shell", Some(workdir)) => Path::new(&payload.cwd).join(workdir),
+            _ => Path::new(&payload.cwd).to_path_buf(),
+        };
+        let (cwd, links) = (cwd.to_string_lossy(), &payload.path_links);
+        let cwd = cwd.as_ref();
+        let guarded_path = || text("path").and_then(|path| self.guarded_path(path, cwd, links));
         let (permission, file) = match tool.as_str() {
             "read_file" | "grep" => (Permission::Deny, guarded_path()),
             "write_file" | "edit_file" => (Permission::Ask, guarded_path()),
-            "shell" => (Permission::Ask, text("command").and_then(|c| self.named_in_script(c))),
+            "shell" => {
+                let script = text("command").and_then(|c| self.named_in_script(c, cwd, links));
+                (Permission::Ask, script)
+            }
             _ => return HookOutcome::default(),
         };
         let Some(file) = file else { return HookOutcome::default() };
+        let name = file.split(" (a symlink to ").next().unwrap_or(&file);
         let reason = match permission {
             Permission::Deny => format!(
-                "{file} looks like a secret file (keys, tokens, passwords) and reading it would \
-                 send it to the model provider; do without it, or ask the user to allow it with \
-                 `[secrets] allow_files = [\"{file}\"]` in ~/.keel/config.toml"
+                "protect_secrets: {file} looks like a secret file (keys, tokens, passwords) and \
+                 reading it would send it to the model provider; do without it, or ask the user \
+                 to allow it with `[secrets] allow_files = [\"{name}\"]` in ~/.keel/config.toml"
             ),
             Permission::Ask | Permission::Allow => {
-                format!("`{tool}` touches {file}, which looks like a secret file")
+                format!("protect_secrets: `{tool}` touches {file}, which looks like a secret file")
             }
         };
         HookOutcome { permission: Some(permission), reason: Some(reason), ..HookOutcome::default() }
@@ -163,35 +166,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    macro_rules! secret {
-        ($($name:ident: $path:expr => $secret:expr,)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!(is_secret_file($path), $secret, "{}", $path);
-            }
-        )*};
-    }
-
-    secret! {
-        dot_env: ".env" => true,
-        nested_dot_env: "config/.env" => true,
-        env_local: "app/.env.local" => true,
-        env_production: ".env.production" => true,
-        named_env: "deploy/prod.env" => true,
-        env_example_is_a_template: ".env.example" => false,
-        env_sample_is_a_template: ".env.sample" => false,
-        ssh_private_key: "/home/u/.ssh/id_ed25519" => true,
-        ssh_public_key: "/home/u/.ssh/id_ed25519.pub" => false,
-        pem_key: "certs/server.pem" => true,
-        dot_key: "tls/private.key" => true,
-        aws_credentials: "/home/u/.aws/credentials" => true,
-        netrc: "/home/u/.netrc" => true,
-        source_file: "src/env.rs" => false,
-        envrc_is_not_covered: ".envrc" => false,
-        cargo_toml: "Cargo.toml" => false,
-        folder: "keys/" => false,
-    }
 
     fn outcome(hook: &ProtectSecrets, tool: &str, input: serde_json::Value) -> HookOutcome {
         let payload = HookPayload {
@@ -218,9 +192,17 @@ mod tests {
         let hook = ProtectSecrets::new(&[]).unwrap();
         let write = outcome(&hook, "write_file", json!({"path": "id_rsa", "content": "k"}));
         assert_eq!(write.permission, Some(Permission::Ask));
-        for command in
-            ["cat .env", "source ./.env && run", "grep KEY<.env.local", "x=$(cat ~/.ssh/id_rsa)"]
-        {
+        for command in [
+            "cat .env",
+            "source ./.env && run",
+            "grep KEY<.env.local",
+            "x=$(cat ~/.ssh/id_rsa)",
+            "cat '.e'nv",
+            "cat .e*v",
+            "cat ~/.ssh/id_*",
+            "grep -a KEY /proc/*/environ",
+            "cat /proc/$PPID/environ",
+        ] {
             let shell = outcome(&hook, "shell", json!({"command": command}));
             assert_eq!(shell.permission, Some(Permission::Ask), "{command}");
         }
@@ -231,6 +213,31 @@ mod tests {
                 "{command}"
             );
         }
+    }
+
+    #[test]
+    fn a_symlink_to_a_secret_is_judged_where_it_leads() {
+        let hook = ProtectSecrets::new(&[]).unwrap();
+        let mut links = PathLinks::default();
+        links.insert("/ws/docs/notes.txt".into(), "/ws/.env".into());
+        let payload = |tool: &str, input| HookPayload {
+            cwd: "/ws".into(),
+            tool_name: Some(tool.into()),
+            tool_input: Some(input),
+            path_links: links.clone(),
+            ..HookPayload::default()
+        };
+        let read = hook
+            .run(HookEvent::PreToolUse, &payload("read_file", json!({"path": "docs/notes.txt"})));
+        assert_eq!(read.permission, Some(Permission::Deny));
+        assert!(read.reason.unwrap().contains("a symlink to /ws/.env"));
+        let shell = hook.run(
+            HookEvent::PreToolUse,
+            &payload("shell", json!({"command": "cat docs/notes.txt"})),
+        );
+        assert_eq!(shell.permission, Some(Permission::Ask));
+        let plain = outcome(&hook, "read_file", json!({"path": "docs/notes.txt"}));
+        assert_eq!(plain.permission, None);
     }
 
     #[test]

@@ -107,6 +107,22 @@ impl HookBus {
     }
 }
 
+impl HookBus {
+    /// Runs only the native hooks of `event` (no subprocess): for input
+    /// a subprocess hook already produced (`updatedInput`), which keel's
+    /// own hooks must judge again without asking the others twice.
+    pub fn dispatch_natives(
+        &self,
+        event: HookEvent,
+        payload: &HookPayload,
+        subject: Option<&str>,
+    ) -> (HookVerdict, Vec<HookRun>) {
+        let runs = run_natives(&self.natives, event, payload, subject);
+        let outcomes: Vec<HookOutcome> = runs.iter().map(|run| run.outcome.clone()).collect();
+        (HookVerdict::fold(&outcomes), runs)
+    }
+}
+
 fn skipped(event: HookEvent, hook: &CommandHook, source: &HookSource) -> HookRun {
     HookRun {
         event,

@@ -22,49 +22,96 @@ pub enum AmendError {
 
 /// Programs that run arbitrary code given as arguments: allowing them as a
 /// bare prefix (or with `-c`/`-e`) would allow everything.
-const INTERPRETERS: [&str; 22] = [
+const INTERPRETERS: [&str; 26] = [
     "bash", "sh", "zsh", "dash", "ksh", "fish", "python", "python3", "python2", "node", "perl",
-    "ruby", "php", "lua", "deno", "bun", "env", "xargs", "eval", "exec", "timeout", "nice",
+    "ruby", "php", "lua", "deno", "bun", "env", "xargs", "eval", "exec", "timeout", "nice", "npx",
+    "bunx", "pypy", "pypy3",
 ];
 
 /// Programs too general on their own (`git` covers `git push --force`).
-const NEEDS_SUBCOMMAND: [&str; 12] = [
+const NEEDS_SUBCOMMAND: [&str; 16] = [
     "git", "sudo", "doas", "cargo", "npm", "pnpm", "yarn", "docker", "kubectl", "make", "go",
-    "find",
+    "find", "uv", "poetry", "pipenv", "bundle",
 ];
+
+/// Subcommands that run whatever comes next (`npm run X`, `uv run X`):
+/// they need that word too.
+const RUNNERS: [&str; 6] = ["run", "run-script", "exec", "x", "dlx", "tool"];
 
 /// Checks that `prefix` may be allowed always.
 pub fn check_prefix(prefix: &[String]) -> Result<(), AmendError> {
     let Some(program) = prefix.first() else { return Err(AmendError::EmptyPrefix) };
     let program = super::unwrap::base_name(program);
     let too_broad = || AmendError::TooBroad { prefix: prefix.join(" ") };
-    if matches!(program, "sudo" | "doas" | "su" | "rm") {
+    if matches!(program, "sudo" | "doas" | "su" | "rm" | "pkexec") {
         return Err(too_broad());
     }
     let rest = &prefix[1..];
-    if INTERPRETERS.contains(&program) {
-        let only_flags = rest.iter().all(|word| word.starts_with('-'));
-        if only_flags {
-            return Err(too_broad());
-        }
+    if interpreter(program) && rest.iter().all(|word| word.starts_with('-')) {
+        return Err(too_broad());
     }
     if NEEDS_SUBCOMMAND.contains(&program) && rest.is_empty() {
+        return Err(too_broad());
+    }
+    if NEEDS_SUBCOMMAND.contains(&program) && rest.len() == 1 && RUNNERS.contains(&rest[0].as_str())
+    {
         return Err(too_broad());
     }
     Ok(())
 }
 
-/// The prefix to offer for "allow always": the program and, when the next
-/// word is a subcommand (not a flag or a path), that word too.
-pub fn suggest_prefix(argv: &[String]) -> Vec<String> {
-    let mut prefix: Vec<String> = argv.iter().take(1).cloned().collect();
-    if let Some(sub) = argv
-        .get(1)
-        .filter(|w| !w.starts_with('-') && !w.contains('/') && !w.contains('.') && !w.contains('='))
-    {
-        prefix.push(sub.clone());
+fn interpreter(program: &str) -> bool {
+    INTERPRETERS.contains(&program) || super::interp::lang_of(program).is_some()
+}
+
+/// The prefix to offer for "allow always", narrow enough to be useful and
+/// never one [`check_prefix`] refuses (`None` then: offer no "always").
+/// An interpreter keeps its script or module (`python3 test_calc.py`,
+/// `python3 -m pytest`, `sh x.sh`); a runner keeps what it runs (`npm run
+/// test`, `uv run pytest`); otherwise the program and, when the next word
+/// is a subcommand (not a flag or a path), that word too.
+pub fn suggest_prefix(argv: &[String]) -> Option<Vec<String>> {
+    let program = argv.first()?;
+    let name = super::unwrap::base_name(program);
+    if matches!(name, "env" | "xargs" | "eval" | "exec" | "timeout" | "nice" | "command") {
+        // Wrappers: the command they run is what an "always" should name.
+        return None;
     }
-    prefix
+    let prefix: Vec<String> = if interpreter(name) {
+        let at = argv.iter().skip(1).position(|w| !w.starts_with('-')).map(|i| i + 1)?;
+        argv[..=at].to_vec()
+    } else {
+        let mut prefix = vec![program.clone()];
+        if let Some(sub) = argv.get(1).filter(|w| plain_word(w)) {
+            prefix.push(sub.clone());
+            if RUNNERS.contains(&sub.as_str()) {
+                prefix.push(argv.get(2).filter(|w| !w.starts_with('-'))?.clone());
+            }
+        }
+        prefix
+    };
+    check_prefix(&prefix).ok().map(|()| prefix)
+}
+
+/// A subcommand-like word: not a flag, a path, a file name or `K=V`.
+fn plain_word(word: &str) -> bool {
+    !word.is_empty()
+        && !word.starts_with('-')
+        && !word.contains('/')
+        && !word.contains('.')
+        && !word.contains('=')
+}
+
+/// The "always" prefix for a shell command as the model wrote it: the
+/// first command in it that is not read-only, unwrapped as policy sees it
+/// (`cd x && timeout 60 python3 t.py` → `python3 t.py`).
+pub fn suggest_for_shell(command: &str) -> Option<Vec<String>> {
+    let script = super::shell::analyze_script(command);
+    let first = script
+        .commands
+        .iter()
+        .find(|c| !super::readonly::is_read_only(&c.argv) && c.origin.is_none())?;
+    suggest_prefix(&first.argv)
 }
 
 /// The rule line for `prefix`, without the newline.
@@ -117,8 +164,47 @@ mod tests {
 
     #[test]
     fn suggests_program_and_subcommand() {
-        assert_eq!(suggest_prefix(&words("cargo test --all")), words("cargo test"));
-        assert_eq!(suggest_prefix(&words("ls -la")), words("ls"));
-        assert_eq!(suggest_prefix(&words("python3 x.py")), words("python3"));
+        let suggest = |text: &str| suggest_prefix(&words(text)).map(|p| p.join(" "));
+        assert_eq!(suggest("cargo test --all").as_deref(), Some("cargo test"));
+        assert_eq!(suggest("ls -la").as_deref(), Some("ls"));
+        assert_eq!(suggest("python3 x.py").as_deref(), Some("python3 x.py"));
+        assert_eq!(suggest("python3 test_calc.py -v").as_deref(), Some("python3 test_calc.py"));
+        assert_eq!(suggest("python3 -m pytest -q").as_deref(), Some("python3 -m pytest"));
+        assert_eq!(suggest("node x.js").as_deref(), Some("node x.js"));
+        assert_eq!(suggest("sh x.sh").as_deref(), Some("sh x.sh"));
+        assert_eq!(suggest("npm run test").as_deref(), Some("npm run test"));
+        assert_eq!(suggest("npm test").as_deref(), Some("npm test"));
+        assert_eq!(suggest("uv run pytest tests").as_deref(), Some("uv run pytest"));
+        assert_eq!(suggest("./run_tests.sh").as_deref(), Some("./run_tests.sh"));
+        for never in ["rm -f x", "sudo make", "python3", "python3 -u", "npm run", "git", "bash"] {
+            assert_eq!(suggest(never), None, "{never}");
+        }
+    }
+
+    #[test]
+    fn suggestions_are_never_refused() {
+        for text in [
+            "python3 test_calc.py",
+            "node x.js",
+            "sh x.sh",
+            "npm run test",
+            "cargo test",
+            "make",
+            "go test ./...",
+            "docker run x",
+            "env A=1 python3 x.py",
+            "perl -e 1",
+            "pytest -q",
+        ] {
+            if let Some(prefix) = suggest_prefix(&words(text)) {
+                assert!(check_prefix(&prefix).is_ok(), "{text}: {prefix:?}");
+                assert!(words(text).starts_with(&prefix), "{text}: {prefix:?}");
+            }
+        }
+        assert_eq!(
+            suggest_for_shell("cd src && timeout 60 python3 test_calc.py"),
+            Some(words("python3 test_calc.py"))
+        );
+        assert_eq!(suggest_for_shell("ls && rm -rf build"), None);
     }
 }

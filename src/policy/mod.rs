@@ -8,27 +8,47 @@
 //! → default (ask).
 //!
 //! Files: [`syntax`] (the Starlark subset of `.rules`), [`rules`] (compiled
-//! rules and matching), [`shell`] + [`unwrap`] (what a bash script runs),
-//! [`builtin`] (hard deny, read-only commands), [`paths`] (home, workspace,
-//! protected paths), [`workdir`] (`cd` through a script), [`amend`]
-//! ("allow always"), [`engine`] (the order).
+//! rules and matching), [`shell`] + [`command`] + [`unwrap`] +
+//! [`wrappers`] + [`git`] + [`interp`] (what a bash script runs, wrappers
+//! stripped, nested shells, git's and interpreters' commands read),
+//! [`words`] (quotes, globs, braces), [`builtin`] + [`destroy`] (hard deny,
+//! destruction by meaning), [`readonly`] (the read-only list), [`secrets`]
+//! (secret file names), [`paths`] + [`links`] (home, workspace, protected
+//! and critical paths, symlinks as facts), [`workdir`] (`cd` through a
+//! script), [`amend`] ("allow always"), [`engine`] (the order),
+//! [`script_verdict`] (a shell script's verdict), [`patch`] (`apply_patch`),
+//! [`facts`] (the paths a call names, for the caller to resolve).
 
 pub mod amend;
 pub mod builtin;
+pub mod command;
+pub mod destroy;
 pub mod engine;
+pub mod facts;
+pub mod git;
+pub mod interp;
+pub mod links;
+pub mod patch;
 pub mod paths;
+pub mod readonly;
 mod rule_args;
 pub mod rules;
+pub mod script_verdict;
+pub mod secrets;
 pub mod shell;
 pub mod syntax;
 pub mod unwrap;
+pub mod words;
 pub mod workdir;
+pub mod wrappers;
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 pub use engine::{CallFacts, Policy, Verdict, evaluate, evaluate_script};
+pub use facts::path_queries;
+pub use links::PathLinks;
 pub use paths::PathContext;
 pub use rules::{Access, Origin, RuleDecision, RuleMatch, RuleSet, RulesError, Source};
 

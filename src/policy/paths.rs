@@ -1,55 +1,138 @@
-//! Lexical path facts the policy needs: where home, the workspace and the
-//! working directory are, how a word from a command names a path, and
-//! which paths are protected.
+//! Path facts the policy needs: where home, the workspace and the working
+//! directory are, how a word from a command names a path, which paths are
+//! protected (writes ask in every mode) and which are critical (destroying
+//! them is refused in every mode).
 //!
-//! Pure: nothing here touches the filesystem, so symlinks are not
-//! resolved. That is why file tools confine paths again (with symlinks
-//! resolved) in `tools/paths.rs`, and why shell commands run sandboxed.
+//! Pure: nothing here touches the filesystem. Symlinks are facts the caller
+//! supplies ([`PathLinks`], gathered by `runtime::path_facts` before a call
+//! runs); without them a path is judged lexically, and every check that
+//! matters looks at both spellings, the lexical and the resolved one, so a
+//! link can only make a path stricter to judge.
 
 use std::path::{Component, Path, PathBuf};
 
+use super::links::PathLinks;
+
 /// The places a decision depends on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PathContext {
     pub home: PathBuf,
     pub workspace_root: PathBuf,
     pub cwd: PathBuf,
+    /// Symlinks on the way to the paths judged (empty: judge lexically).
+    pub links: PathLinks,
 }
 
 /// Shell start-up files: writing one runs code in every later shell.
-const RC_FILES: [&str; 12] = [
+const RC_FILES: [&str; 17] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
     ".bash_logout",
+    ".bash_aliases",
     ".profile",
     ".zshrc",
     ".zshenv",
     ".zprofile",
     ".zlogin",
+    ".zlogout",
     ".inputrc",
     ".kshrc",
     ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".logout",
 ];
 
-/// Directory names that are protected wherever they appear.
-const PROTECTED_DIRS: [&str; 3] = [".git", ".keel", ".ssh"];
+/// Folders whose contents run code or hold credentials, wherever they
+/// appear (a nested `.git` too), with what they are.
+const PROTECTED_DIRS: [(&str, &str); 8] = [
+    (".git", "git's folder (hooks and config run code)"),
+    (".keel", "keel's project folder (rules, hooks, config)"),
+    (".claude", "Claude Code's folder (settings and hooks run code)"),
+    (".vscode", "editor settings (tasks can run on folder open)"),
+    (".husky", "git hooks managed by husky"),
+    (".ssh", "ssh keys (secrets) and config"),
+    (".gnupg", "gpg keys"),
+    (".direnv", "direnv's folder"),
+];
+
+/// Why a write to a path needs a human, whatever the mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    /// Inside one of [`PROTECTED_DIRS`].
+    Folder(&'static str, &'static str),
+    /// `.github/workflows/`: CI runs it with the repository's secrets.
+    Workflows,
+    /// A shell start-up file or `.envrc`.
+    StartupFile,
+    /// `.env`, `.env.*`, `*.env`: environment files hold secrets.
+    EnvFile,
+}
+
+impl Protection {
+    /// What the path is, for reasons (`.git/ (git's folder …)`).
+    pub fn describe(self) -> String {
+        match self {
+            Protection::Folder(name, what) => format!("inside {name}/, {what}"),
+            Protection::Workflows => "a CI workflow (.github/workflows/ runs in CI)".to_owned(),
+            Protection::StartupFile => "a shell start-up file (runs in every new shell)".to_owned(),
+            Protection::EnvFile => "an environment file (often holds secrets)".to_owned(),
+        }
+    }
+}
+
+/// Why destroying a path destroys too much.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Critical {
+    Root,
+    SystemFolder,
+    Home,
+    Workspace,
+    /// A folder that holds home or the workspace.
+    Ancestor,
+}
+
+impl Critical {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Critical::Root => "the root folder",
+            Critical::SystemFolder => "a system folder",
+            Critical::Home => "the home folder",
+            Critical::Workspace => "the workspace root",
+            Critical::Ancestor => "a folder holding the home folder or the workspace",
+        }
+    }
+}
+
+/// Top-level system folders.
+const SYSTEM: [&str; 16] = [
+    "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root",
+    "/sbin", "/srv", "/sys", "/usr", "/var",
+];
 
 impl PathContext {
-    /// A word from a command (`~/x`, `$HOME/x`, `../x`, `/x`) as an
-    /// absolute, lexically normalised path.
-    pub fn resolve(&self, word: &str) -> PathBuf {
-        self.resolve_in(&self.cwd, word)
+    pub fn new(
+        home: impl Into<PathBuf>,
+        workspace_root: impl Into<PathBuf>,
+        cwd: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            home: home.into(),
+            workspace_root: workspace_root.into(),
+            cwd: cwd.into(),
+            links: PathLinks::default(),
+        }
     }
 
-    /// A file tool's `path` as the tools read it first: from the workspace
-    /// root (`tools::paths`; they fall back to the cwd's reading when only
-    /// that names something, so policy judges both).
-    pub fn resolve_from_root(&self, word: &str) -> PathBuf {
-        self.resolve_in(&self.workspace_root, word)
+    /// `word` with `~`, `$HOME` and `${HOME}` expanded, joined to the cwd
+    /// (`..` kept).
+    pub fn joined(&self, word: &str) -> PathBuf {
+        self.joined_in(&self.cwd, word)
     }
 
-    fn resolve_in(&self, base: &Path, word: &str) -> PathBuf {
+    /// `word` expanded and joined to `base`.
+    fn joined_in(&self, base: &Path, word: &str) -> PathBuf {
         let home = self.home.to_string_lossy();
         let expanded = if word == "~" || word == "$HOME" || word == "${HOME}" {
             home.to_string()
@@ -60,7 +143,58 @@ impl PathContext {
         } else {
             word.to_owned()
         };
-        normalize(&base.join(expanded))
+        base.join(expanded)
+    }
+
+    /// A file tool's `path` as the tools read it first: from the workspace
+    /// root (`tools::paths`; they fall back to the cwd's reading when only
+    /// that names something, so policy judges both).
+    pub fn resolve_from_root(&self, word: &str) -> PathBuf {
+        normalize(&self.joined_in(&self.workspace_root, word))
+    }
+
+    /// Every place a file tool's `path` may lead: read from the workspace
+    /// root and from the cwd, each lexically and through the known links.
+    pub fn file_locations(&self, word: &str) -> Vec<PathBuf> {
+        let mut out = Vec::with_capacity(2);
+        let root_joined = self.joined_in(&self.workspace_root, word);
+        out.push(normalize(&root_joined));
+        if !self.links.is_empty() {
+            out.push(self.links.apply(&root_joined));
+        }
+        out.extend(self.locations(word));
+        let mut unique = Vec::with_capacity(out.len());
+        for path in out {
+            if !unique.contains(&path) {
+                unique.push(path);
+            }
+        }
+        unique
+    }
+
+    /// A word from a command (`~/x`, `$HOME/x`, `../x`, `/x`) as an
+    /// absolute, lexically normalised path.
+    pub fn resolve(&self, word: &str) -> PathBuf {
+        normalize(&self.joined(word))
+    }
+
+    /// Where `word` really leads: the known symlinks on its way followed.
+    pub fn resolve_physical(&self, word: &str) -> PathBuf {
+        if self.links.is_empty() {
+            return self.resolve(word);
+        }
+        self.links.apply(&self.joined(word))
+    }
+
+    /// The lexical path of `word`, and the resolved one when a link makes
+    /// it differ: every check that protects looks at each.
+    pub fn locations(&self, word: &str) -> Vec<PathBuf> {
+        let lexical = self.resolve(word);
+        if self.links.is_empty() {
+            return vec![lexical];
+        }
+        let physical = self.links.apply(&self.joined(word));
+        if physical == lexical { vec![lexical] } else { vec![lexical, physical] }
     }
 
     /// The path relative to the workspace root (`/`-separated), or `None`
@@ -70,37 +204,86 @@ impl PathContext {
         Some(rel.to_string_lossy().replace('\\', "/"))
     }
 
-    /// Whether a write to `path` needs a human: anything under a `.git`,
-    /// `.keel` or `.ssh` folder, or a shell start-up file.
+    /// Whether a write to `path` needs a human, and why.
+    pub fn protection(&self, path: &Path) -> Option<Protection> {
+        protection_of(path)
+    }
+
+    /// Whether a write to `path` needs a human (see [`Self::protection`]).
     pub fn is_protected(&self, path: &Path) -> bool {
-        let names: Vec<String> = path
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
-                Component::RootDir
-                | Component::CurDir
-                | Component::ParentDir
-                | Component::Prefix(_) => None,
-            })
-            .collect();
-        let in_protected_dir = names.iter().any(|n| PROTECTED_DIRS.contains(&n.as_str()));
-        let rc_file = names.last().is_some_and(|n| RC_FILES.contains(&n.as_str()));
-        in_protected_dir || rc_file
+        self.protection(path).is_some()
+    }
+
+    /// The protection of `word` in either of its [`Self::locations`].
+    pub fn word_protection(&self, word: &str) -> Option<(PathBuf, Protection)> {
+        self.locations(word)
+            .into_iter()
+            .find_map(|path| self.protection(&path).map(|protection| (path, protection)))
     }
 
     /// Whether destroying `path` destroys the system, the home folder or
     /// the workspace: `/`, a top-level system folder, home or an ancestor
     /// of it, the workspace root or an ancestor of it.
-    pub fn is_critical(&self, path: &Path) -> bool {
-        const SYSTEM: [&str; 14] = [
-            "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc", "/root",
-            "/sbin", "/sys", "/usr", "/var",
-        ];
-        path == Path::new("/")
-            || SYSTEM.iter().any(|dir| path == Path::new(dir))
-            || self.home.starts_with(path)
-            || self.workspace_root.starts_with(path)
+    pub fn critical(&self, path: &Path) -> Option<Critical> {
+        if path == Path::new("/") {
+            Some(Critical::Root)
+        } else if path == self.home {
+            Some(Critical::Home)
+        } else if path == self.workspace_root {
+            Some(Critical::Workspace)
+        } else if SYSTEM.iter().any(|dir| path == Path::new(dir)) {
+            Some(Critical::SystemFolder)
+        } else if self.home.starts_with(path) || self.workspace_root.starts_with(path) {
+            Some(Critical::Ancestor)
+        } else {
+            None
+        }
     }
+
+    /// See [`Self::critical`].
+    pub fn is_critical(&self, path: &Path) -> bool {
+        self.critical(path).is_some()
+    }
+
+    /// Every critical path: what a glob is tested against.
+    pub fn critical_paths(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+        for anchor in [&self.home, &self.workspace_root] {
+            paths.extend(anchor.ancestors().map(Path::to_path_buf));
+        }
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+}
+
+fn protection_of(path: &Path) -> Option<Protection> {
+    let names: Vec<&str> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => name.to_str(),
+            Component::RootDir
+            | Component::CurDir
+            | Component::ParentDir
+            | Component::Prefix(_) => None,
+        })
+        .collect();
+    for (at, name) in names.iter().enumerate() {
+        if let Some((dir, what)) = PROTECTED_DIRS.iter().find(|(dir, _)| dir == name) {
+            return Some(Protection::Folder(dir, what));
+        }
+        if *name == ".github" && names.get(at + 1) == Some(&"workflows") {
+            return Some(Protection::Workflows);
+        }
+    }
+    let last = names.last()?;
+    if RC_FILES.contains(last) || *last == ".envrc" {
+        return Some(Protection::StartupFile);
+    }
+    if *last == ".env" || last.starts_with(".env.") || last.ends_with(".env") {
+        return Some(Protection::EnvFile);
+    }
+    None
 }
 
 /// Removes `.` and `..` without touching the filesystem; `..` never climbs
@@ -124,11 +307,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> PathContext {
-        PathContext {
-            home: "/home/u".into(),
-            workspace_root: "/home/u/ws".into(),
-            cwd: "/home/u/ws/src".into(),
-        }
+        PathContext::new("/home/u", "/home/u/ws", "/home/u/ws/src")
     }
 
     #[test]
@@ -145,8 +324,33 @@ mod tests {
         assert!(c.is_critical(&c.resolve("..")));
         assert!(c.is_critical(&c.resolve("/")));
         assert!(!c.is_critical(&c.resolve("target")));
-        assert!(c.is_protected(&c.resolve("../.git/hooks/pre-commit")));
-        assert!(c.is_protected(&c.resolve("~/.bashrc")));
-        assert!(!c.is_protected(&c.resolve("main.rs")));
+        for protected in [
+            "../.git/hooks/pre-commit",
+            "~/.bashrc",
+            "vendor/lib/.git/config",
+            "../.claude/settings.json",
+            "../.vscode/tasks.json",
+            "../.github/workflows/ci.yml",
+            "../.envrc",
+            "deploy/prod.env",
+            "../.env.local",
+            "../.keel/rules/x.rules",
+        ] {
+            assert!(c.is_protected(&c.resolve(protected)), "{protected}");
+        }
+        for open in ["main.rs", "../.github/ISSUE_TEMPLATE.md", "environment.rs", "../docs/env"] {
+            assert!(!c.is_protected(&c.resolve(open)), "{open}");
+        }
+    }
+
+    #[test]
+    fn a_link_makes_a_word_protected_where_it_leads() {
+        let mut c = ctx();
+        c.links.insert("/home/u/ws/docs/notes.txt".into(), "/home/u/ws/.env".into());
+        let (path, protection) = c.word_protection("../docs/notes.txt").unwrap();
+        assert_eq!(
+            (path.as_path(), protection),
+            (Path::new("/home/u/ws/.env"), Protection::EnvFile)
+        );
     }
 }

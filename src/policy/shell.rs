@@ -1,21 +1,26 @@
 //! Shell analysis: a `bash -c` script, parsed with tree-sitter-bash, as
-//! the simple commands it runs, the files it redirects into, and the
-//! constructs that hide what runs.
+//! the simple commands it runs, the files it redirects into and from, the
+//! symlinks it makes, and the constructs that hide what runs.
 //!
 //! Invariants: every simple command anywhere in the script (inside `&&`,
 //! `||`, `;`, `|`, newlines, subshells, groups, loops, command and process
-//! substitutions) ends up in [`Script::commands`], so a deny rule sees it;
-//! anything that hides a command (substitutions, `eval`, `source`,
-//! function definitions, words built from expansions in command position,
-//! syntax errors) is listed in [`Script::hidden`] and denies the script an
-//! automatic allow. Wrappers and nested `bash -c` are unwrapped by
-//! [`super::unwrap`]. Every command and redirection carries the folders it
-//! may run in, followed through `cd` ([`super::workdir`]). Never panics;
-//! nesting is bounded by [`MAX_DEPTH`].
+//! substitutions, heredocs fed to a shell) ends up in [`Script::commands`],
+//! so a deny rule sees it; anything that hides a command (substitutions,
+//! `eval`, `source`, function definitions, words built from expansions in
+//! command position, syntax errors) is listed in [`Script::hidden`] and
+//! denies the script an automatic allow from rules or the read-only list;
+//! code keel cannot read at all (a shell or interpreter reading its program
+//! from a pipe, `eval "$X"`, a glob as a command name) is listed in
+//! [`Script::blind`] and never runs without a human, in any mode. What one
+//! command means (wrappers, nested shells, one-liners) is
+//! [`super::command`]'s job. Every command and redirection carries the
+//! folders it may run in, followed through `cd` ([`super::workdir`]).
+//! Never panics; nesting is bounded by [`MAX_DEPTH`].
 
 use tree_sitter::{Node, Parser};
 
-use super::unwrap::{Unwrapped, unwrap};
+use super::command::{Stdin, command_into};
+use super::words::{ansi_c, strip_quotes, unescape_double, unescape_word};
 use super::workdir::{Dirs, cd_target};
 
 thread_local! {
@@ -27,7 +32,7 @@ thread_local! {
 pub const MAX_DEPTH: usize = 48;
 
 /// One simple command after wrappers were stripped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SimpleCommand {
     pub argv: Vec<String>,
     /// Some word was built from an expansion (`$X`, `$(…)`, globbing is
@@ -38,8 +43,30 @@ pub struct SimpleCommand {
     /// Leading `VAR=value` set a variable that changes what runs (PATH,
     /// LD_PRELOAD, …).
     pub sensitive_env: bool,
+    /// Some variable was set for it (beyond locale and colours): its
+    /// behaviour may differ from the plain command's (`LESSOPEN=…`).
+    pub env_assigned: bool,
+    /// A process wrapper it runs under (`setsid`, `strace`, …).
+    pub wrapper: Option<String>,
+    /// Its arguments also come from stdin (`xargs`).
+    pub stdin_args: bool,
+    /// Not written as a command but meant as one (a one-liner's
+    /// `shutil.rmtree`): how reasons name it.
+    pub origin: Option<String>,
     /// The folders it may run in (after the script's `cd`s).
     pub dirs: Dirs,
+}
+
+impl SimpleCommand {
+    /// A plain command running in `dirs`.
+    pub fn new(argv: Vec<String>, dirs: Dirs) -> Self {
+        Self { argv, dirs, ..Self::default() }
+    }
+
+    /// How a reason names it: its origin, or its words.
+    pub fn describe(&self) -> String {
+        self.origin.clone().unwrap_or_else(|| self.argv.join(" "))
+    }
 }
 
 /// Something that hides what the script runs.
@@ -70,7 +97,8 @@ impl Hidden {
     }
 }
 
-/// A file the script writes through a redirection (`>`, `>>`, `&>`, …).
+/// A file the script writes (`>`, `>>`, `&>`, …) or reads (`<`) through a
+/// redirection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redirect {
     pub target: String,
@@ -79,20 +107,41 @@ pub struct Redirect {
     pub dirs: Dirs,
 }
 
+/// A symlink the script makes (`ln -s TARGET LINK`), as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptLink {
+    pub link: String,
+    pub target: String,
+    pub dirs: Dirs,
+}
+
 /// What a script does, as far as static analysis can tell.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Script {
     pub commands: Vec<SimpleCommand>,
     pub hidden: Vec<Hidden>,
+    /// Why part of it runs code keel cannot read; never allowed without a
+    /// human.
+    pub blind: Vec<String>,
     pub writes: Vec<Redirect>,
+    pub reads: Vec<Redirect>,
+    pub links: Vec<ScriptLink>,
+    /// Literal values assigned to variables earlier in the script
+    /// (`X='rm -rf /'`), so `eval "$X"` can be read.
+    pub vars: std::collections::BTreeMap<String, String>,
     /// A function that calls itself (the fork-bomb shape).
     pub fork_bomb: bool,
 }
 
 /// Analyses a script as `bash -c SCRIPT` would run it.
 pub fn analyze_script(script: &str) -> Script {
+    analyze_script_in(script, &Dirs::default())
+}
+
+/// Analyses a script started in `dirs` (a `workdir`).
+pub fn analyze_script_in(script: &str, dirs: &Dirs) -> Script {
     let mut out = Script::default();
-    script_into(script, 0, &Dirs::default(), &mut out);
+    script_into(script, 0, dirs, &mut out);
     out
 }
 
@@ -100,11 +149,11 @@ pub fn analyze_script(script: &str) -> Script {
 /// wrappers are stripped and `bash -c` scripts parsed.
 pub fn analyze_argv(argv: &[String]) -> Script {
     let mut out = Script::default();
-    command_into(argv.to_vec(), false, 0, &Dirs::default(), &mut out);
+    command_into(argv.to_vec(), false, 0, &Dirs::default(), &Stdin::Closed, &mut out);
     out
 }
 
-fn script_into(script: &str, depth: usize, dirs: &Dirs, out: &mut Script) {
+pub(super) fn script_into(script: &str, depth: usize, dirs: &Dirs, out: &mut Script) {
     if depth > MAX_DEPTH {
         out.hidden.push(Hidden::Unparseable);
         return;
@@ -128,49 +177,15 @@ fn script_into(script: &str, depth: usize, dirs: &Dirs, out: &mut Script) {
     if root.has_error() {
         out.hidden.push(Hidden::Unparseable);
     }
-    Walker { src: script.as_bytes(), depth, out, dirs: dirs.clone(), last_cd: None }.node(root, 0);
-}
-
-/// Adds `argv` (one simple command) to `out`, unwrapping wrappers and
-/// nested shells.
-fn command_into(argv: Vec<String>, dynamic: bool, depth: usize, dirs: &Dirs, out: &mut Script) {
-    if depth > MAX_DEPTH {
-        out.hidden.push(Hidden::Unparseable);
-        return;
-    }
-    match unwrap(argv) {
-        Unwrapped::Command { argv, privileged, sensitive_env, extra } => {
-            if argv.first().is_some_and(|p| p == "eval") {
-                out.hidden.push(Hidden::Eval);
-                // What eval runs is its arguments joined: judge that too.
-                script_into(&argv[1..].join(" "), depth + 1, dirs, out);
-            }
-            if argv.first().is_some_and(|p| p == "source" || p == ".") {
-                out.hidden.push(Hidden::Source);
-            }
-            for nested in extra {
-                command_into(nested, dynamic, depth + 1, dirs, out);
-            }
-            let dynamic = dynamic || privileged && argv.is_empty();
-            let dirs = dirs.clone();
-            out.commands.push(SimpleCommand { argv, dynamic, privileged, sensitive_env, dirs });
-        }
-        Unwrapped::Script { script, privileged } => {
-            if privileged {
-                out.commands.push(SimpleCommand {
-                    argv: vec!["sudo".to_owned()],
-                    dynamic,
-                    privileged,
-                    sensitive_env: false,
-                    dirs: dirs.clone(),
-                });
-            }
-            if dynamic {
-                out.hidden.push(Hidden::DynamicCommandName);
-            }
-            script_into(&script, depth + 1, dirs, out);
-        }
-    }
+    let mut walker = Walker {
+        src: script.as_bytes(),
+        depth,
+        out,
+        dirs: dirs.clone(),
+        last_cd: None,
+        stdin: Stdin::Closed,
+    };
+    walker.node(root, 0);
 }
 
 struct Walker<'a> {
@@ -182,6 +197,8 @@ struct Walker<'a> {
     /// Where the last command led if it was a `cd` that succeeded: what
     /// the right side of a following `&&` runs in.
     last_cd: Option<Dirs>,
+    /// What the next command reads on stdin.
+    stdin: Stdin,
 }
 
 /// The children of `node`, walked with a cursor (indexing each child is
@@ -210,6 +227,7 @@ impl Walker<'_> {
         match node.kind() {
             "command" => self.command(node, level),
             "file_redirect" => self.redirect(node, level),
+            "redirected_statement" => self.redirected(node, level),
             "command_substitution" => {
                 self.out.hidden.push(Hidden::CommandSubstitution);
                 self.scoped(node, level);
@@ -219,21 +237,14 @@ impl Walker<'_> {
                 self.scoped(node, level);
             }
             "subshell" => self.scoped(node, level),
-            "pipeline" => {
-                // Every part of a pipeline runs in a subshell of its own.
-                let saved = self.dirs.clone();
-                for child in children(node) {
-                    self.node(child, level + 1);
-                    self.dirs = saved.clone();
-                }
-                self.last_cd = None;
-            }
+            "pipeline" => self.pipeline(node, level),
             "list" => self.list(node, level),
             "function_definition" => self.function(node, level),
             "variable_assignment" => {
                 if sensitive_assignment(&self.text(node)) {
                     self.out.hidden.push(Hidden::SensitiveAssignment);
                 }
+                self.remember(node);
                 self.each_child(node, level);
             }
             "declaration_command" | "unset_command" => {
@@ -242,13 +253,7 @@ impl Walker<'_> {
                 if argv.iter().skip(1).any(|word| sensitive_assignment(word)) {
                     self.out.hidden.push(Hidden::SensitiveAssignment);
                 }
-                self.out.commands.push(SimpleCommand {
-                    argv,
-                    dynamic: false,
-                    privileged: false,
-                    sensitive_env: false,
-                    dirs: self.dirs.clone(),
-                });
+                self.out.commands.push(SimpleCommand::new(argv, self.dirs.clone()));
                 self.each_child(node, level);
             }
             "ERROR" => {
@@ -256,6 +261,24 @@ impl Walker<'_> {
                 self.each_child(node, level);
             }
             _ => self.each_child(node, level),
+        }
+    }
+
+    /// `NAME=literal` at statement level: its value, for `eval "$NAME"`.
+    fn remember(&mut self, node: Node<'_>) {
+        let name = node.child_by_field_name("name").map(|n| self.text(n));
+        let value = node.child_by_field_name("value").map(|v| self.word(v));
+        match (name, value) {
+            (Some(name), Some((value, false))) => {
+                self.out.vars.insert(name, value);
+            }
+            (Some(name), None) => {
+                self.out.vars.insert(name, String::new());
+            }
+            (Some(name), Some((_, true))) => {
+                self.out.vars.remove(&name);
+            }
+            (None, _) => {}
         }
     }
 
@@ -271,9 +294,72 @@ impl Walker<'_> {
     /// Walks `node`'s children in a subshell: a `cd` inside does not leak.
     fn scoped(&mut self, node: Node<'_>, level: usize) {
         let saved = self.dirs.clone();
+        let stdin = std::mem::take(&mut self.stdin);
         self.each_child(node, level);
         self.dirs = saved;
+        self.stdin = stdin;
         self.last_cd = None;
+    }
+
+    /// Every part of a pipeline runs in a subshell of its own; all but the
+    /// first read the previous one's output.
+    fn pipeline(&mut self, node: Node<'_>, level: usize) {
+        let saved = self.dirs.clone();
+        let outer = self.stdin.clone();
+        let mut first = true;
+        for child in children(node) {
+            if !child.is_named() {
+                continue;
+            }
+            self.stdin = if first { outer.clone() } else { Stdin::Pipe };
+            first = false;
+            self.node(child, level + 1);
+            self.dirs = saved.clone();
+        }
+        self.stdin = outer;
+        self.last_cd = None;
+    }
+
+    /// `BODY < file`, `BODY <<EOF … EOF`, `BODY <<< word`: the body reads
+    /// that on stdin.
+    fn redirected(&mut self, node: Node<'_>, level: usize) {
+        let outer = self.stdin.clone();
+        for child in children(node) {
+            if let Some(stdin) = self.stdin_of(child) {
+                self.stdin = stdin;
+            }
+        }
+        for child in children(node) {
+            self.node(child, level + 1);
+            if !matches!(child.kind(), "command" | "list") {
+                self.last_cd = None;
+            }
+        }
+        self.stdin = outer;
+    }
+
+    /// What a redirection feeds to stdin, if it does.
+    fn stdin_of(&self, node: Node<'_>) -> Option<Stdin> {
+        match node.kind() {
+            "heredoc_redirect" => {
+                let body = children(node).find(|c| c.kind() == "heredoc_body");
+                let dynamic = body.is_some_and(|b| {
+                    children(b).any(|part| part.is_named() && part.kind() != "heredoc_content")
+                });
+                let text = body.map(|b| self.text(b)).unwrap_or_default();
+                Some(Stdin::Text { body: text, dynamic })
+            }
+            "herestring_redirect" => {
+                let word = children(node).find(|c| c.is_named())?;
+                let (body, dynamic) = self.word(word);
+                Some(Stdin::Text { body, dynamic })
+            }
+            "file_redirect" => {
+                let operator = children(node).find(|c| !c.is_named()).map(|c| self.text(c))?;
+                (operator == "<").then_some(Stdin::File)
+            }
+            _ => None,
+        }
     }
 
     /// `a && b`, `a || b`: the right side of `&&` after a `cd` runs only
@@ -304,6 +390,7 @@ impl Walker<'_> {
         let mut argv = Vec::new();
         let mut dynamic = false;
         let mut name_dynamic = false;
+        let mut stdin = self.stdin.clone();
         for child in children(node) {
             match child.kind() {
                 "variable_assignment" => {
@@ -318,7 +405,11 @@ impl Walker<'_> {
                     name_dynamic = is_dynamic;
                     argv.push(word);
                 }
-                "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {}
+                "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
+                    if let Some(fed) = self.stdin_of(child) {
+                        stdin = fed;
+                    }
+                }
                 kind if child.is_named() && kind != "comment" => {
                     let (word, is_dynamic) = self.word(child);
                     dynamic |= is_dynamic;
@@ -327,13 +418,19 @@ impl Walker<'_> {
                 _ => {}
             }
             // Substitutions inside words still run: walk every child.
+            let saved = std::mem::take(&mut self.stdin);
             self.node(child, level + 1);
+            self.stdin = saved;
         }
         if name_dynamic {
             self.out.hidden.push(Hidden::DynamicCommandName);
+            self.out.blind.push(format!(
+                "`{}` is a command name built at run time",
+                argv.iter().find(|w| !w.contains('=')).map_or("", String::as_str)
+            ));
         }
         let target = cd_target(&argv, dynamic || name_dynamic);
-        command_into(argv, dynamic || name_dynamic, self.depth + 1, &self.dirs, self.out);
+        command_into(argv, dynamic || name_dynamic, self.depth + 1, &self.dirs, &stdin, self.out);
         self.last_cd = target.map(|target| {
             let moved = self.dirs.after_cd(&target);
             self.dirs.union(&moved);
@@ -350,9 +447,10 @@ impl Walker<'_> {
             let (path, dynamic) = self.word(target);
             let duplicates_fd = matches!(operator.as_str(), ">&" | "<&")
                 && (path == "-" || path.chars().all(|c| c.is_ascii_digit()));
-            let reads = operator == "<";
-            if !duplicates_fd && !reads {
-                let dirs = self.dirs.clone();
+            let dirs = self.dirs.clone();
+            if operator == "<" {
+                self.out.reads.push(Redirect { target: path, dynamic, dirs });
+            } else if !duplicates_fd {
                 self.out.writes.push(Redirect { target: path, dynamic, dirs });
             }
         }
@@ -401,13 +499,24 @@ impl Walker<'_> {
                 }
                 (value, dynamic)
             }
-            "variable_assignment" => (
-                self.text(node),
-                node.named_child_count() > 1 && {
-                    let value = node.child_by_field_name("value");
-                    value.is_some_and(|v| self.word(v).1)
-                },
-            ),
+            "variable_assignment" => {
+                // `NAME=value` with the value decoded like any word, so
+                // `GIT_SSH_COMMAND='rm -rf ~'` is seen without its quotes.
+                let name = node.child_by_field_name("name").map(|n| self.text(n));
+                let text = self.text(node);
+                let operator = match &name {
+                    Some(name) if text.starts_with(&format!("{name}+=")) => "+=",
+                    Some(_) | None => "=",
+                };
+                match (name, node.child_by_field_name("value")) {
+                    (Some(name), Some(value)) => {
+                        let (value, dynamic) = self.word(value);
+                        (format!("{name}{operator}{value}"), dynamic)
+                    }
+                    (Some(name), None) => (format!("{name}{operator}"), false),
+                    (None, _) => (text, false),
+                }
+            }
             _ => (self.text(node), true),
         }
     }
@@ -420,98 +529,40 @@ pub fn sensitive_assignment(word: &str) -> bool {
     let name = name.trim_end_matches('+');
     matches!(
         name,
-        "PATH" | "BASH_ENV" | "ENV" | "IFS" | "PROMPT_COMMAND" | "SHELLOPTS" | "PS4" | "CDPATH"
+        "PATH"
+            | "BASH_ENV"
+            | "ENV"
+            | "IFS"
+            | "PROMPT_COMMAND"
+            | "SHELLOPTS"
+            | "PS4"
+            | "CDPATH"
+            | "HOME"
+            | "ZDOTDIR"
+            | "LESSOPEN"
+            | "LESSCLOSE"
+            | "PAGER"
+            | "MANPAGER"
+            | "EDITOR"
+            | "VISUAL"
+            | "BROWSER"
+            | "RIPGREP_CONFIG_PATH"
+            | "PYTHONPATH"
+            | "PYTHONSTARTUP"
+            | "PYTHONHOME"
+            | "NODE_OPTIONS"
+            | "NODE_PATH"
+            | "PERL5OPT"
+            | "PERL5LIB"
+            | "RUBYOPT"
+            | "RUBYLIB"
+            | "SSH_ASKPASS"
+            | "SUDO_ASKPASS"
+            | "RSYNC_RSH"
     ) || name.starts_with("LD_")
         || name.starts_with("DYLD_")
         || name.starts_with("GIT_")
         || name.starts_with("BASH_FUNC_")
-}
-
-fn strip_quotes(text: &str, prefix: usize) -> String {
-    let inner = text.get(prefix..text.len().saturating_sub(1)).unwrap_or_default();
-    inner.to_owned()
-}
-
-fn unescape_word(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('\n') | None => {}
-                Some(next) => out.push(next),
-            },
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-fn unescape_double(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, chars.peek()) {
-            ('\\', Some('"' | '\\' | '$' | '`')) => {
-                if let Some(next) = chars.next() {
-                    out.push(next);
-                }
-            }
-            ('\\', Some('\n')) => {
-                chars.next();
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// `$'…'`: the escapes bash decodes (enough to see `$'\x72m'` as `rm`).
-fn ansi_c(text: &str) -> String {
-    let inner = strip_quotes(text, 2);
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('n') => out.push('\n'),
-            Some('t') => out.push('\t'),
-            Some('r') => out.push('\r'),
-            Some('e' | 'E') => out.push('\u{1b}'),
-            Some('x') => {
-                let digits = take_digits(&mut chars, 2, 16);
-                out.extend(u32::from_str_radix(&digits, 16).ok().and_then(char::from_u32));
-            }
-            Some(d @ '0'..='7') => {
-                let digits = format!("{d}{}", take_digits(&mut chars, 2, 8));
-                out.extend(u32::from_str_radix(&digits, 8).ok().and_then(char::from_u32));
-            }
-            Some(other) => out.push(other),
-            None => out.push('\\'),
-        }
-    }
-    out
-}
-
-fn take_digits(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    max: usize,
-    radix: u32,
-) -> String {
-    let mut digits = String::new();
-    while digits.len() < max {
-        match chars.peek() {
-            Some(c) if c.is_digit(radix) => {
-                digits.push(*c);
-                chars.next();
-            }
-            _ => break,
-        }
-    }
-    digits
 }
 
 #[cfg(test)]

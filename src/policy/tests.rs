@@ -10,11 +10,7 @@ fn policy(mode: ApprovalMode, text: &str) -> Policy {
     Policy {
         rules,
         mode,
-        paths: PathContext {
-            home: "/home/u".into(),
-            workspace_root: "/home/u/ws".into(),
-            cwd: "/home/u/ws".into(),
-        },
+        paths: PathContext::new("/home/u", "/home/u/ws", "/home/u/ws"),
         project_trusted: false,
         sandboxed: true,
     }

@@ -1,32 +1,102 @@
 //! Stripping wrappers off one argv so rules see the command that really
 //! runs: leading `VAR=value`, `env`, `timeout`, `nice`, `nohup`, `stdbuf`,
-//! `time`, `command`, `builtin`, `exec`, `xargs`, `sudo`/`doas`; and
-//! recognising `bash -c SCRIPT` (also `sh`, `zsh`, `dash`, `ksh`, with
-//! `-lc`, `-ic`, `-ec` …) so the script is analysed in turn. `find -exec`
-//! and `env -S` contribute the commands they run as `extra`.
+//! `time`, `command`, `builtin`, `exec`, `xargs`, `sudo`/`doas`, and the
+//! process wrappers of [`super::wrappers`] (`setsid`, `ionice`, `chrt`,
+//! `taskset`, `flock`, `strace`, `unbuffer`, …); recognising `bash -c
+//! SCRIPT` (also `sh`, `zsh`, `dash`, `ksh`, with `-lc`, `-ic`, `-ec` …) and
+//! wrappers that hand a shell a joined string (`watch`, `script -c`, `su
+//! -c`, `parallel`) so the script is analysed in turn. `find -exec`, `env
+//! -S`, git's command-valued options ([`super::git`]) and a command named
+//! inside an unknown program's arguments (`mywrap rm -rf /`) contribute the
+//! commands they run as `extra`/`scripts`, judged like the rest.
 //!
 //! Invariant: unwrapping only removes words that cannot change which
-//! program runs; a flag keel does not know stops unwrapping (the wrapper
-//! stays the program name, which no allow rule and no read-only entry
-//! covers, so the command asks).
+//! program runs; what it strips that changes *how* it runs (a process
+//! wrapper, an environment assignment, arguments from stdin) is kept as a
+//! flag that denies the command the read-only list and allow rules.
 
+use super::git;
 use super::shell::sensitive_assignment;
+use super::wrappers::{self, Wrapper};
+
+/// What unwrapping learned besides the argv.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// `sudo`/`doas`/`su`/`pkexec`.
+    pub privileged: bool,
+    /// A variable that changes what runs (PATH, LD_PRELOAD, GIT_*, …).
+    pub sensitive_env: bool,
+    /// Any variable set for it beyond locale and colour settings.
+    pub env_assigned: bool,
+    /// A process wrapper it ran under (`setsid`, `strace`, …).
+    pub wrapper: Option<String>,
+    /// Its arguments also come from stdin (`xargs`).
+    pub stdin_args: bool,
+}
 
 /// An argv after unwrapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unwrapped {
     Command {
         argv: Vec<String>,
-        privileged: bool,
-        sensitive_env: bool,
-        /// Commands this one runs itself (`find -exec`, `env -S`).
+        flags: Flags,
+        /// Commands this one runs itself (`find -exec`, `env -S`, a
+        /// command inside an unknown program's arguments).
         extra: Vec<Vec<String>>,
+        /// Scripts it hands a shell (`git -c alias.x='!…'`,
+        /// `GIT_SSH_COMMAND=…`).
+        scripts: Vec<String>,
+        /// What it runs that keel cannot read (`git -c core.hooksPath=…`).
+        blind: Vec<String>,
     },
     /// A shell running a script given as an argument.
-    Script { script: String, privileged: bool },
+    Script { script: String, flags: Flags },
 }
 
-const SHELLS: [&str; 5] = ["bash", "sh", "zsh", "dash", "ksh"];
+pub(super) const SHELLS: [&str; 6] = ["bash", "sh", "zsh", "dash", "ksh", "fish"];
+
+/// Variables that change nothing a policy cares about.
+const HARMLESS_VARS: [&str; 16] = [
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "FORCE_COLOR",
+    "COLUMNS",
+    "LINES",
+    "TERM",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+    "CI",
+    "CARGO_TERM_COLOR",
+];
+
+/// Variables whose value is a command some program runs.
+const COMMAND_VARS: [&str; 19] = [
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "PROMPT_COMMAND",
+    "BROWSER",
+    "RSYNC_RSH",
+];
 
 /// The program's name without its directory (`/usr/bin/env` → `env`).
 pub fn base_name(program: &str) -> &str {
@@ -35,36 +105,41 @@ pub fn base_name(program: &str) -> &str {
 
 /// Unwraps `argv` down to the command that runs.
 pub fn unwrap(mut argv: Vec<String>) -> Unwrapped {
-    let mut privileged = false;
-    let mut sensitive_env = false;
+    let mut flags = Flags::default();
     let mut extra = Vec::new();
+    let mut scripts = Vec::new();
+    let mut blind = Vec::new();
     loop {
         let assignments = argv.iter().take_while(|w| is_assignment(w)).count();
         if assignments > 0 {
-            sensitive_env |= argv[..assignments].iter().any(|w| sensitive_assignment(w));
-            argv.drain(..assignments);
+            for word in argv.drain(..assignments) {
+                note_assignment(&word, &mut flags, &mut scripts);
+            }
             continue;
         }
         let Some(program) = argv.first().map(|p| base_name(p).to_owned()) else { break };
         let skip = match program.as_str() {
-            "env" => env_skip(&argv, &mut extra, &mut sensitive_env),
+            "env" => env_skip(&argv, &mut extra, &mut flags, &mut scripts),
             "timeout" => options_then(&argv, &["-s", "-k", "--signal", "--kill-after"], 1),
             "nice" => options_then(&argv, &["-n", "--adjustment"], 0),
             "nohup" | "builtin" | "busybox" => Some(1),
             "exec" => options_then(&argv, &["-a"], 0),
-            "time" => options_then(&argv, &[], 0),
+            "time" => options_then(&argv, &["-f", "--format", "-o", "--output"], 0),
             "stdbuf" => options_then(&argv, &["-i", "-o", "-e"], 0),
             "command" if !argv.iter().skip(1).any(|a| a == "-v" || a == "-V") => {
                 options_then(&argv, &[], 0)
             }
             "sudo" | "doas" => {
-                privileged = true;
+                flags.privileged = true;
                 options_then(&argv, &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"], 0)
             }
-            "xargs" => xargs_skip(&argv),
+            "xargs" => {
+                flags.stdin_args = true;
+                xargs_skip(&argv)
+            }
             shell if SHELLS.contains(&shell) => {
                 if let Some(script) = shell_script(&argv) {
-                    return Unwrapped::Script { script, privileged };
+                    return Unwrapped::Script { script, flags };
                 }
                 None
             }
@@ -72,7 +147,29 @@ pub fn unwrap(mut argv: Vec<String>) -> Unwrapped {
                 extra.extend(find_exec(&argv));
                 None
             }
-            _ => None,
+            "git" => {
+                let found = git::commands_run(&argv[1..]);
+                scripts.extend(found.scripts);
+                blind.extend(found.blind);
+                flags.sensitive_env |= found.exec_config;
+                None
+            }
+            other => match wrappers::lookup(other, &argv) {
+                Some(Wrapper::Skip { words, privileged }) => {
+                    flags.wrapper = Some(other.to_owned());
+                    flags.privileged |= privileged;
+                    Some(words)
+                }
+                Some(Wrapper::Script { script, privileged }) => {
+                    flags.wrapper = Some(other.to_owned());
+                    flags.privileged |= privileged;
+                    return Unwrapped::Script { script, flags };
+                }
+                None => {
+                    extra.extend(wrappers::embedded_command(&argv));
+                    None
+                }
+            },
         };
         match skip {
             Some(n) if n > 0 && n < argv.len() => {
@@ -81,10 +178,25 @@ pub fn unwrap(mut argv: Vec<String>) -> Unwrapped {
             Some(_) | None => break,
         }
     }
-    Unwrapped::Command { argv, privileged, sensitive_env, extra }
+    Unwrapped::Command { argv, flags, extra, scripts, blind }
 }
 
-fn is_assignment(word: &str) -> bool {
+/// Records what a `NAME=value` before a command means.
+fn note_assignment(word: &str, flags: &mut Flags, scripts: &mut Vec<String>) {
+    flags.sensitive_env |= sensitive_assignment(word);
+    let Some((name, value)) = word.split_once('=') else { return };
+    let harmless = HARMLESS_VARS.contains(&name) || name.starts_with("LC_");
+    flags.env_assigned |= !harmless;
+    if COMMAND_VARS.contains(&name) {
+        flags.sensitive_env = true;
+        let command = value.trim_start_matches(['|', '-']).trim();
+        if !command.is_empty() {
+            scripts.push(command.to_owned());
+        }
+    }
+}
+
+pub(super) fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
         Some((name, _)) => {
             let name = name.trim_end_matches('+');
@@ -99,7 +211,11 @@ fn is_assignment(word: &str) -> bool {
 /// Words to skip for `PROGRAM [OPTIONS] [positional × positionals] CMD…`:
 /// options in `with_value` take the next word (or `=value`); any other
 /// `-x` is a flag. `None` if no command follows.
-fn options_then(argv: &[String], with_value: &[&str], positionals: usize) -> Option<usize> {
+pub(super) fn options_then(
+    argv: &[String],
+    with_value: &[&str],
+    positionals: usize,
+) -> Option<usize> {
     let mut at = 1;
     while let Some(word) = argv.get(at) {
         if word == "--" {
@@ -116,12 +232,20 @@ fn options_then(argv: &[String], with_value: &[&str], positionals: usize) -> Opt
     (at < argv.len()).then_some(at)
 }
 
-fn env_skip(argv: &[String], extra: &mut Vec<Vec<String>>, sensitive: &mut bool) -> Option<usize> {
+fn env_skip(
+    argv: &[String],
+    extra: &mut Vec<Vec<String>>,
+    flags: &mut Flags,
+    scripts: &mut Vec<String>,
+) -> Option<usize> {
     let mut at = 1;
     while let Some(word) = argv.get(at) {
         match word.as_str() {
             "-i" | "-0" | "--ignore-environment" | "--null" | "-" => at += 1,
-            "-u" | "--unset" | "-C" | "--chdir" => at += 2,
+            "-u" | "--unset" | "-C" | "--chdir" => {
+                flags.env_assigned = true;
+                at += 2;
+            }
             "-S" | "--split-string" => {
                 let words = argv.get(at + 1).and_then(|s| shlex::split(s)).unwrap_or_default();
                 let mut nested = words;
@@ -133,9 +257,12 @@ fn env_skip(argv: &[String], extra: &mut Vec<Vec<String>>, sensitive: &mut bool)
                 at += 1;
                 break;
             }
-            w if w.starts_with("--unset=") || w.starts_with("--chdir=") => at += 1,
+            w if w.starts_with("--unset=") || w.starts_with("--chdir=") => {
+                flags.env_assigned = true;
+                at += 1;
+            }
             w if is_assignment(w) => {
-                *sensitive |= sensitive_assignment(w);
+                note_assignment(w, flags, scripts);
                 at += 1;
             }
             _ => break,
@@ -157,16 +284,38 @@ fn shell_script(argv: &[String]) -> Option<String> {
             at += 1;
             continue;
         }
-        if word.starts_with('-') && word.len() > 1 {
+        if (word.starts_with('-') || word.starts_with('+')) && word.len() > 1 {
             if word.contains('c') {
                 return argv.get(at + 1).cloned();
             }
-            at += 1;
+            // `-o OPTION` / `+O OPTION` take a value.
+            at += if matches!(word.as_str(), "-o" | "+o" | "-O" | "+O") { 2 } else { 1 };
             continue;
         }
         return None;
     }
     None
+}
+
+/// Where a shell without `-c` reads its script: a file argument, or stdin.
+pub(super) fn shell_reads_stdin(argv: &[String]) -> bool {
+    let mut at = 1;
+    while let Some(word) = argv.get(at) {
+        match word.as_str() {
+            "-" | "--" => return true,
+            "-s" => return true,
+            w if w.starts_with("--") => at += 1,
+            "-o" | "+o" | "-O" | "+O" => at += 2,
+            w if (w.starts_with('-') || w.starts_with('+')) && w.len() > 1 => {
+                if w.contains('s') {
+                    return true;
+                }
+                at += 1;
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// The commands `find … -exec CMD … ;` runs.
@@ -200,6 +349,12 @@ mod tests {
         }
     }
 
+    fn flags(text: &str) -> Flags {
+        match unwrap(words(text)) {
+            Unwrapped::Command { flags, .. } | Unwrapped::Script { flags, .. } => flags,
+        }
+    }
+
     #[test]
     fn strips_wrappers() {
         assert_eq!(
@@ -211,6 +366,22 @@ mod tests {
         assert_eq!(inner("sudo -u root rm x"), words("rm x"));
         assert_eq!(inner("command -v ls"), words("command -v ls"));
         assert_eq!(inner("env"), words("env"));
+        assert_eq!(
+            inner("setsid -f ionice -c 3 chrt -f 1 taskset -c 0 rm -rf x"),
+            words("rm -rf x")
+        );
+        assert_eq!(inner("strace -f -o /dev/null unbuffer rm x"), words("rm x"));
+        assert_eq!(inner("flock /tmp/l rm x"), words("rm x"));
+    }
+
+    #[test]
+    fn flags_say_what_was_stripped() {
+        assert!(flags("LESSOPEN=|x less f").env_assigned);
+        assert!(flags("LESSOPEN=|x less f").sensitive_env);
+        assert!(!flags("LC_ALL=C sort f").env_assigned);
+        assert!(flags("xargs rm").stdin_args);
+        assert_eq!(flags("setsid ls").wrapper.as_deref(), Some("setsid"));
+        assert!(flags("PATH=/tmp ls").sensitive_env);
     }
 
     #[test]
@@ -218,10 +389,15 @@ mod tests {
         assert_eq!(inner("bash -lc x"), ["SCRIPT:x"]);
         assert_eq!(inner("sh --login -c y"), ["SCRIPT:y"]);
         assert_eq!(inner("bash script.sh"), words("bash script.sh"));
+        assert_eq!(inner("watch -n 1 rm -rf x"), ["SCRIPT:rm -rf x"]);
+        assert_eq!(inner("flock /tmp/l -c x"), ["SCRIPT:x"]);
+        assert!(shell_reads_stdin(&words("bash")));
+        assert!(shell_reads_stdin(&words("sh -s -- a")));
+        assert!(!shell_reads_stdin(&words("sh -e x.sh")));
     }
 
     #[test]
-    fn find_exec_and_env_split_string_are_extra() {
+    fn commands_run_by_others_are_extra() {
         let Unwrapped::Command { extra, .. } = unwrap(words("find . -exec rm -rf {} ;")) else {
             panic!("not a command")
         };
@@ -230,13 +406,14 @@ mod tests {
         argv.push("rm -rf /".to_owned());
         let Unwrapped::Command { extra, .. } = unwrap(argv) else { panic!("not a command") };
         assert_eq!(extra, [words("rm -rf /")]);
-    }
-
-    #[test]
-    fn sensitive_variables_are_flagged() {
-        let Unwrapped::Command { sensitive_env, .. } = unwrap(words("PATH=/tmp ls")) else {
+        let Unwrapped::Command { extra, .. } = unwrap(words("mywrap --fast rm -rf /")) else {
             panic!("not a command")
         };
-        assert!(sensitive_env);
+        assert_eq!(extra, [words("rm -rf /")]);
+        let Unwrapped::Command { scripts, .. } = unwrap(words("GIT_SSH_COMMAND=evil git fetch"))
+        else {
+            panic!("not a command")
+        };
+        assert_eq!(scripts, ["evil"]);
     }
 }

@@ -155,11 +155,7 @@ mod tests {
 
     #[test]
     fn folders_join_and_stay_bounded() {
-        let ctx = PathContext {
-            home: "/home/u".into(),
-            workspace_root: "/home/u/ws".into(),
-            cwd: "/home/u/ws".into(),
-        };
+        let ctx = PathContext::new("/home/u", "/home/u/ws", "/home/u/ws");
         let sub = Dirs::default().after_cd(&CdTarget::Word("a".into()));
         let deeper = sub.after_cd(&CdTarget::Word("../b".into()));
         let cwds: Vec<_> = deeper.contexts(&ctx).into_iter().map(|c| c.cwd).collect();

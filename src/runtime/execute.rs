@@ -1,5 +1,6 @@
 //! Carrying out a batch of tool calls for the loop: PreToolUse hooks
-//! around each call, the file bookkeeping of mutating calls (hashes,
+//! around each call, policy again with the symlinks on its paths resolved
+//! (`path_facts.rs`), the file bookkeeping of mutating calls (hashes,
 //! undo checkpoints' "did it change"), sandbox violations and the offer of
 //! one unsandboxed re-run, PostToolUse hooks; and the approvals asked
 //! outside the loop's own (recorded like the loop's) and "always" answers
@@ -35,9 +36,18 @@ impl Session {
         let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
-            match self.pre_tool_hooks(call, cancel).await? {
-                PreToolDecision::Run(call) => runnable.push((index, call)),
-                PreToolDecision::Blocked(result, meta) => answers[index] = Some((result, meta)),
+            let call = match self.pre_tool_hooks(call, cancel).await? {
+                PreToolDecision::Run(call) => call,
+                PreToolDecision::Blocked(result, meta) => {
+                    answers[index] = Some((result, meta));
+                    continue;
+                }
+            };
+            // Judged again where its paths really lead (symlinks), as
+            // close to running as possible.
+            match self.judge_with_links(&call).await? {
+                None => runnable.push((index, call)),
+                Some(refused) => answers[index] = Some(refused),
             }
         }
         let to_run: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();

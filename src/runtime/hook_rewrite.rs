@@ -9,10 +9,13 @@
 //! declined with the approver's note); allow runs it. Every re-judgement is
 //! recorded as a second `policy_decision` for the call whose reason starts
 //! with [`REWRITE_NOTE`] and holds the rewritten input, and a verdict other
-//! than allow is also said as a warning.
+//! than allow is also said as a warning. keel's native hooks
+//! (`protect_secrets`) judge the rewritten input too: their deny blocks it,
+//! their ask asks about it.
 
 use serde_json::{Value, json};
 
+use crate::hooks::{HookEvent, Permission};
 use crate::policy::{self, CallFacts, Decision, RuleMatch, Verdict};
 use crate::protocol::{SessionEvent, ToolCall, ToolResult};
 
@@ -50,7 +53,7 @@ impl Session {
             reason: Some(format!("{REWRITE_NOTE} {input}{why}")),
         })?;
         match verdict.decision {
-            Decision::Allow => Ok(PreToolDecision::Run(rewritten)),
+            Decision::Allow => self.native_rejudge(call, rewritten).await,
             Decision::Forbidden { reason } => {
                 let text =
                     format!("a hook rewrote this call and policy forbids the rewrite: {reason}");
@@ -63,7 +66,7 @@ impl Session {
                 self.sink.emit(RuntimeEvent::Warning { message: format!("hook: {question}") });
                 let answer = self.decide_recorded(&rewritten, &question).await?;
                 if answer.approved {
-                    return Ok(PreToolDecision::Run(rewritten));
+                    return self.native_rejudge(call, rewritten).await;
                 }
                 let note = answer.note.unwrap_or_else(|| "the user declined it".to_owned());
                 let text =
@@ -75,6 +78,41 @@ impl Session {
 }
 
 impl Session {
+    /// keel's native hooks on the rewritten call: deny blocks it, ask asks
+    /// about it (a headless run declines).
+    async fn native_rejudge(
+        &mut self,
+        call: &ToolCall,
+        rewritten: ToolCall,
+    ) -> Result<PreToolDecision, RuntimeError> {
+        let payload = self.payload(Some(&rewritten), serde_json::Map::new());
+        let (verdict, runs) =
+            self.hooks.dispatch_natives(HookEvent::PreToolUse, &payload, Some(&rewritten.name));
+        for run in runs {
+            self.record_hook_run(run, None)?;
+        }
+        match verdict.permission {
+            Some(Permission::Deny) => {
+                let text = format!(
+                    "a hook rewrote this call and the rewrite is blocked: {}",
+                    verdict.reason()
+                );
+                Ok(blocked(call, text, "hook_rewrite_forbidden"))
+            }
+            Some(Permission::Ask) => {
+                let answer = self.decide_recorded(&rewritten, &verdict.reason()).await?;
+                if answer.approved {
+                    return Ok(PreToolDecision::Run(rewritten));
+                }
+                let note = answer.note.unwrap_or_else(|| "the user declined it".to_owned());
+                let text =
+                    format!("a hook rewrote this call and the rewrite was not approved: {note}");
+                Ok(blocked(call, text, "hook_rewrite_declined"))
+            }
+            Some(Permission::Allow) | None => Ok(PreToolDecision::Run(rewritten)),
+        }
+    }
+
     /// Policy's verdict on a (rewritten) call, in the session's mode.
     fn judge(&self, call: &ToolCall) -> Verdict {
         let class = self.state.class_of(&call.name);

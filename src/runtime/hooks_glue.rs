@@ -32,7 +32,11 @@ impl Session {
         self.payload(None, extra)
     }
 
-    fn payload(&self, tool: Option<&ToolCall>, extra: Map<String, Value>) -> HookPayload {
+    pub(super) fn payload(
+        &self,
+        tool: Option<&ToolCall>,
+        extra: Map<String, Value>,
+    ) -> HookPayload {
         HookPayload {
             session_id: self.id.clone(),
             transcript_path: self.log.path().display().to_string(),
@@ -43,6 +47,7 @@ impl Session {
                 .map(|call| serde_json::from_str(&call.arguments).unwrap_or(Value::Null)),
             tool_response: None,
             extra,
+            path_links: tool.map(|call| self.links_for(call)).unwrap_or_default(),
         }
     }
 
@@ -65,7 +70,7 @@ impl Session {
         Ok(verdict)
     }
 
-    fn record_hook_run(
+    pub(super) fn record_hook_run(
         &mut self,
         run: HookRun,
         refused: Option<String>,

@@ -13,11 +13,11 @@ use super::{SandboxState, SessionOptions};
 
 /// The compiled policy for a session.
 pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Policy {
-    let paths = PathContext {
-        home: settings.home.clone(),
-        workspace_root: settings.workspace_root.clone(),
-        cwd: options.cwd.clone(),
-    };
+    let paths = PathContext::new(
+        settings.home.clone(),
+        settings.workspace_root.clone(),
+        options.cwd.clone(),
+    );
     let mut policy = Policy::new(settings.rules.clone(), options.approval, paths);
     policy.project_trusted = settings.project_trusted;
     policy

@@ -15,8 +15,7 @@ use keel::protocol::ToolClass;
 
 fn decide(home: &Path, ws: &Path, allowlist: &Allowlist, command: &str) -> Decision {
     let rules = load_rules(&home.join(".keel"), ws, &[]).unwrap();
-    let paths =
-        PathContext { home: home.to_owned(), workspace_root: ws.to_owned(), cwd: ws.to_owned() };
+    let paths = PathContext::new(home.to_owned(), ws.to_owned(), ws.to_owned());
     let mut policy = Policy::new(rules, ApprovalMode::Ask, paths);
     policy.project_trusted = is_trusted(&home.join(".keel"), ws).unwrap();
     let arguments = serde_json::json!({ "command": command }).to_string();

@@ -130,11 +130,7 @@ fn agent_commands(case: &Value) -> Result<Vec<Vec<String>>, String> {
 fn check_agent_text(case: &Value, rules: RuleSet) -> Result<(), String> {
     let wanted = case.get("agent_reason").or_else(|| case.get("agent_output_contains"));
     let Some(wanted) = wanted.and_then(Value::as_str) else { return Ok(()) };
-    let paths = PathContext {
-        home: "/home/u".into(),
-        workspace_root: "/home/u/ws".into(),
-        cwd: "/home/u/ws".into(),
-    };
+    let paths = PathContext::new("/home/u", "/home/u/ws", "/home/u/ws");
     let policy = Policy::new(rules, ApprovalMode::Ask, paths);
     let argv = match case.get("shell_command_string").and_then(Value::as_str) {
         Some(script) => vec!["bash".to_owned(), "-c".to_owned(), script.to_owned()],
