@@ -80,23 +80,27 @@ pub struct AllowPrefix {
 }
 
 impl AllowPrefix {
-    /// The policy engine's suggested prefix of a shell command (the
-    /// program and its subcommand), or the whole tool.
-    pub fn for_call(call: &ToolCall) -> Self {
+    /// What "always" may allow for `call`: for a shell command, the
+    /// policy's narrowest useful prefix of the first command that is not
+    /// read-only (`python3 test_calc.py`, `npm run test`), or `None` when
+    /// no prefix can be allowed always (`rm`, `sudo`, a bare interpreter),
+    /// so the overlay does not offer one keel would then refuse; for other
+    /// tools, the whole tool for this session.
+    pub fn for_call(call: &ToolCall) -> Option<Self> {
         let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
         let argv = match args.get("command").and_then(|c| c.as_str()) {
-            Some(command) => {
-                let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
-                crate::policy::amend::suggest_prefix(&words)
-            }
+            Some(command) => crate::policy::amend::suggest_for_shell(command)?,
             None => Vec::new(),
         };
-        Self { tool: call.name.clone(), argv }
+        Some(Self { tool: call.name.clone(), argv })
     }
 
+    /// Whether this (non-shell) approval covers `call`. Shell prefixes are
+    /// never matched here: the policy's allowlist judges every command of
+    /// a script, so `cargo test && curl x | sh` still asks after "always
+    /// for `cargo test`".
     pub fn matches(&self, call: &ToolCall) -> bool {
-        let other = Self::for_call(call);
-        other.tool == self.tool && other.argv.starts_with(&self.argv)
+        self.argv.is_empty() && call.name == self.tool && call.name != "shell"
     }
 
     /// How the overlay names it.
@@ -152,7 +156,8 @@ pub enum Command {
 pub struct ApprovalView {
     pub call: ToolCall,
     pub reason: String,
-    pub prefix: AllowPrefix,
+    /// What "always" would allow; `None`: not offered.
+    pub prefix: Option<AllowPrefix>,
     pub preview: Option<Vec<DiffLine>>,
     /// `Some` while the user types a note for the model after "no".
     pub note: Option<String>,

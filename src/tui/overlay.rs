@@ -86,7 +86,9 @@ fn approval_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
                 Line::from(vec![Span::styled(format!("[{key}] "), theme.key()), Span::raw(text)])
             };
             lines.push(choice("y", "yes, once".into()));
-            lines.push(choice("a", format!("yes, always for {}", approval.prefix.describe())));
+            if let Some(prefix) = &approval.prefix {
+                lines.push(choice("a", format!("yes, always for {}", prefix.describe())));
+            }
             lines.push(choice("n", "no, and tell the model why".into()));
             lines.push(Line::styled("Esc stops the turn", theme.dim()));
         }

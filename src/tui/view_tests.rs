@@ -288,6 +288,22 @@ fn approval_keys_answer_once_or_always() {
     assert_eq!(update(&mut app, key(KeyCode::Esc)), [Command::Interrupt]);
 }
 
+/// Issue 17 item 4: "always" offers the narrowest prefix keel will keep
+/// (the script, not the bare interpreter) and nothing keel would refuse.
+#[test]
+fn approval_always_offers_a_prefix_keel_keeps_or_none() {
+    let app =
+        approval_app(call("c1", "shell", serde_json::json!({"command": "python3 test_calc.py"})));
+    let screen = render(&app, 80, 20);
+    assert!(screen.contains("yes, always for `python3 test_calc.py`"), "{screen}");
+    let mut app =
+        approval_app(call("c1", "shell", serde_json::json!({"command": "rm -f notes.txt"})));
+    let screen = render(&app, 80, 20);
+    assert!(!screen.contains("always"), "{screen}");
+    assert!(update(&mut app, key(KeyCode::Char('a'))).is_empty(), "`a` answers nothing");
+    assert!(app.approval.is_some());
+}
+
 fn plan() -> PlanView {
     PlanView {
         title: "rename the parser".into(),
