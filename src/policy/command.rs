@@ -13,6 +13,7 @@
 //! (nothing found here can make a script look safer).
 
 use super::interp::{self, CodeSource};
+use super::readonly;
 use super::shell::{Hidden, MAX_DEPTH, Script, ScriptLink, SimpleCommand, script_into};
 use super::unwrap::{Flags, SHELLS, Unwrapped, base_name, shell_reads_stdin, unwrap};
 use super::words::{glob_matches, has_glob};
@@ -91,7 +92,7 @@ pub fn command_into(
 
 /// `text` with `$NAME`/`${NAME}` replaced by values the script assigned
 /// literally; `None` when some expansion stays unknown.
-fn substitute(text: &str, out: &Script) -> Option<String> {
+pub(super) fn substitute(text: &str, out: &Script) -> Option<String> {
     let mut result = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -165,6 +166,23 @@ fn judge_program(
             }
         }
         "ln" => record_links(argv, dirs, out),
+        // Scripts given as arguments: an alias's value, a trap's action.
+        "alias" => {
+            for value in argv[1..].iter().filter_map(|a| a.split_once('=').map(|(_, v)| v)) {
+                script_into(value, depth + 1, dirs, out);
+            }
+        }
+        "trap" => {
+            if let Some(action) = argv.get(1).filter(|a| !a.starts_with('-')) {
+                script_into(action, depth + 1, dirs, out);
+            }
+        }
+        "sed" | "gsed" => sed_commands(&argv[1..], depth, dirs, out),
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            if let Some(code) = interp::awk_program(&argv[1..]) {
+                read_code(program, interp::Lang::Awk, code, dirs, depth, out);
+            }
+        }
         shell if SHELLS.contains(&shell) => {
             if flags.stdin_args {
                 out.blind.push(format!("`xargs {shell}` runs scripts named on stdin"));
@@ -187,6 +205,24 @@ fn judge_program(
     }
     if has_glob(first) {
         glob_program(argv, dynamic, depth, dirs, out);
+    }
+}
+
+/// `sed`'s `e COMMAND` runs COMMAND; `e` alone, `s///e` and a script
+/// file (`-f`) run what keel cannot see.
+fn sed_commands(args: &[String], depth: usize, dirs: &Dirs, out: &mut Script) {
+    let Some(found) = readonly::sed_scripts(args) else { return };
+    if found.from_file {
+        out.blind.push("`sed -f` runs a script file keel cannot read".to_owned());
+    }
+    for script in found.scripts {
+        let (runs, unseen) = readonly::sed_runs(script);
+        for command in runs {
+            script_into(&command, depth + 1, dirs, out);
+        }
+        if unseen {
+            out.blind.push("`sed` runs text from its input as a command (`e`, `s///e`)".to_owned());
+        }
     }
 }
 

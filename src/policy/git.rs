@@ -36,6 +36,42 @@ pub fn subcommand(args: &[String]) -> Option<(usize, &str)> {
     None
 }
 
+/// Whether `git ARGS` writes git's own configuration (`git config KEY
+/// VALUE`, `--unset`, `--edit`, …): what runs on every later git command
+/// (`core.fsmonitor`, `core.hooksPath`, aliases, pagers).
+pub fn writes_config(args: &[String]) -> bool {
+    let Some((at, "config")) = subcommand(args) else { return false };
+    let rest = &args[at + 1..];
+    const READS: [&str; 8] = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "-l",
+        "--list",
+        "--show-origin",
+        "--show-scope",
+    ];
+    if rest.iter().any(|a| READS.contains(&a.as_str()) || a.starts_with("--get")) {
+        return false;
+    }
+    let writes = rest.iter().any(|a| {
+        a.starts_with("--unset")
+            || matches!(
+                a.as_str(),
+                "--add"
+                    | "--replace-all"
+                    | "--rename-section"
+                    | "--remove-section"
+                    | "-e"
+                    | "--edit"
+            )
+            || a.starts_with("set") && a.len() == 3
+    });
+    let values = rest.iter().filter(|a| !a.starts_with('-')).count();
+    writes || values >= 2
+}
+
 /// Every global option of `git ARGS` (`-c` pairs as `(key, value)`).
 fn global_configs(args: &[String]) -> (Vec<(String, String)>, bool) {
     let mut configs = Vec::new();
@@ -244,5 +280,9 @@ mod tests {
         assert_eq!(commands_run(&words("grep -Ovim x")).scripts, ["vim"]);
         assert_eq!(commands_run(&words("status")), GitRuns::default());
         assert_eq!(subcommand(&words("-C dir -c a=b log -p")), Some((4, "log")));
+        assert!(writes_config(&words("config core.fsmonitor 'rm -rf ~'")));
+        assert!(writes_config(&words("config --unset core.pager")));
+        assert!(!writes_config(&words("config user.name")));
+        assert!(!writes_config(&words("config --get core.pager")));
     }
 }

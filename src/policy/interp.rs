@@ -19,6 +19,8 @@ pub enum Lang {
     Perl,
     Ruby,
     Php,
+    /// awk's `system("…")` and pipes to or from a command.
+    Awk,
 }
 
 /// Where an interpreter gets its program from.
@@ -63,6 +65,10 @@ pub fn code_source(lang: Lang, args: &[String]) -> CodeSource {
         Lang::Perl => &["-e", "-E"],
         Lang::Ruby => &["-e"],
         Lang::Php => &["-r"],
+        Lang::Awk => {
+            return awk_program(args)
+                .map_or(CodeSource::File, |c| CodeSource::Inline(c.to_owned()));
+        }
     };
     let mut at = 0;
     while let Some(word) = args.get(at) {
@@ -150,6 +156,7 @@ fn exec_apis(lang: Lang) -> &'static [&'static str] {
             &["system", "exec", "spawn", "IO.popen", "Open3.capture2", "Open3.popen3", "%x"]
         }
         Lang::Php => &["system", "exec", "shell_exec", "passthru", "proc_open", "popen"],
+        Lang::Awk => &["system"],
     }
 }
 
@@ -161,6 +168,7 @@ fn eval_apis(lang: Lang) -> &'static [&'static str] {
         Lang::Perl => &["eval"],
         Lang::Ruby => &["eval", "instance_eval", "class_eval"],
         Lang::Php => &["eval", "assert"],
+        Lang::Awk => &[],
     }
 }
 
@@ -185,7 +193,10 @@ pub fn scan(lang: Lang, code: &str) -> Findings {
         }
         for args in calls(code, api) {
             let literals = literals(lang, &args);
-            if literals.is_empty() || literals.contains(&Literal::Dynamic) {
+            let built = literals.is_empty()
+                || literals.contains(&Literal::Dynamic)
+                || code_outside_literals(top_level_first(&args));
+            if built {
                 findings.blind.push(format!("`{api}` runs a command built at run time"));
                 continue;
             }
@@ -207,6 +218,9 @@ pub fn scan(lang: Lang, code: &str) -> Findings {
     }
     if matches!(lang, Lang::Perl | Lang::Ruby | Lang::Php) {
         findings.scripts.extend(backticks(code));
+    }
+    if lang == Lang::Awk {
+        awk_pipes(code, &mut findings);
     }
     for api in eval_apis(lang) {
         if !calls(code, api).is_empty() {
@@ -301,6 +315,32 @@ fn literal_span(text: &str) -> bool {
     body.len() >= 2 && body.ends_with(quote) && !body[1..body.len() - 1].contains(quote)
 }
 
+/// Whether `text` holds names or calls besides string literals (`"rm -rf
+/// " + path`): a command built at run time. A one-letter string prefix
+/// (`f"…"`, `r'…'`) is part of its literal.
+fn code_outside_literals(text: &str) -> bool {
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) if c == '\\' => {
+                chars.next();
+            }
+            Some(_) => {}
+            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
+            None if c.is_alphanumeric() || c == '_' || c == '$' => {
+                let prefix = matches!(chars.peek(), Some('"' | '\''));
+                if !prefix {
+                    return true;
+                }
+            }
+            None => {}
+        }
+    }
+    false
+}
+
 /// The text up to the first top-level comma.
 fn top_level_first(args: &str) -> &str {
     let mut depth = 0;
@@ -347,7 +387,7 @@ fn literals(lang: Lang, text: &str) -> Vec<Literal> {
             (Lang::Node, '`') => body.contains("${"),
             (Lang::Perl | Lang::Php, '"' | '`') => body.contains('$') || body.contains('@'),
             (Lang::Ruby, '"' | '`') => body.contains("#{"),
-            (Lang::Node | Lang::Perl | Lang::Php | Lang::Ruby, _) => false,
+            (Lang::Node | Lang::Perl | Lang::Php | Lang::Ruby | Lang::Awk, _) => false,
         };
         out.push(if interpolates { Literal::Dynamic } else { Literal::Plain(body) });
         if out.len() > 256 {
@@ -355,6 +395,54 @@ fn literals(lang: Lang, text: &str) -> Vec<Literal> {
         }
     }
     out
+}
+
+/// awk's program: the first operand, unless `-f FILE` gives it.
+pub fn awk_program(args: &[String]) -> Option<&str> {
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "-f" | "--file" => return None,
+            "-F" | "-v" | "--assign" | "--field-separator" => {
+                words.next();
+            }
+            "--" => return words.next().map(String::as_str),
+            w if w.starts_with('-') && w.len() > 1 => {}
+            program => return Some(program),
+        }
+    }
+    None
+}
+
+/// `print | "cmd"`, `"cmd" | getline`: the command strings; a pipe to or
+/// from an expression keel cannot read is blind.
+fn awk_pipes(code: &str, findings: &mut Findings) {
+    for (at, _) in code.match_indices('|') {
+        if code[at + 1..].starts_with('|') || code[..at].ends_with('|') {
+            continue;
+        }
+        let after = code[at + 1..].trim_start();
+        let before = code[..at].trim_end();
+        let command = if after.starts_with("getline") {
+            before
+                .ends_with('"')
+                .then(|| before[..before.len() - 1].rsplit('"').next().map(str::to_owned))
+                .flatten()
+        } else if let Some(rest) = after.strip_prefix('"') {
+            let command = rest.split('"').next().unwrap_or_default();
+            let program = command.split_whitespace().next().unwrap_or_default();
+            if matches!(program, "sh" | "bash" | "zsh" | "dash" | "ksh")
+                || lang_of(program).is_some()
+            {
+                findings.blind.push(format!("awk pipes its output into `{program}` as a program"));
+            }
+            Some(command.to_owned())
+        } else {
+            findings.blind.push("an awk pipe runs a command built at run time".to_owned());
+            None
+        };
+        findings.scripts.extend(command);
+    }
 }
 
 /// Shell commands in backticks (Perl, Ruby, PHP).
@@ -395,6 +483,10 @@ mod tests {
         assert_eq!(f.scripts, ["rm -rf /"]);
         let f = scan(Lang::Python, "import os; os.system(cmd)");
         assert_eq!(f.blind.len(), 1);
+        let f = scan(Lang::Python, "import os; os.system('rm -rf ' + p)");
+        assert_eq!(f.blind.len(), 1);
+        let f = scan(Lang::Python, "import subprocess; subprocess.run(['ls', '-l'], check=True)");
+        assert_eq!((f.scripts, f.blind.len()), (vec!["ls -l".to_owned()], 0));
         let f = scan(Lang::Perl, "print `rm -rf /`");
         assert_eq!(f.scripts, ["rm -rf /"]);
         assert!(!scan(Lang::Python, "exec(open('x').read())").blind.is_empty());
@@ -415,5 +507,15 @@ mod tests {
             CodeSource::Inline("print".into())
         );
         assert_eq!(code_source(Lang::Node, &words("x.js")), CodeSource::File);
+        assert_eq!(awk_program(&words("-F: '{print $1}' f")), Some("{print $1}"));
+        assert_eq!(awk_program(&words("-f x.awk f")), None);
+    }
+
+    #[test]
+    fn awk_commands() {
+        assert_eq!(scan(Lang::Awk, "BEGIN{system(\"rm -rf ~\")}").scripts, ["rm -rf ~"]);
+        assert_eq!(scan(Lang::Awk, "{print | \"sh\"}").scripts, ["sh"]);
+        assert_eq!(scan(Lang::Awk, "BEGIN{\"id\" | getline x}").scripts, ["id"]);
+        assert_eq!(scan(Lang::Awk, "{print $1 || $2}"), Findings::default());
     }
 }

@@ -151,10 +151,29 @@ fn find_read_only(args: &[String]) -> bool {
 
 /// `sed` with only printing scripts: options `-n -E -r -s -u -z -l N
 /// --debug --posix -e SCRIPT --expression=SCRIPT`, no `-i`/`-f`/unknown
-/// option, and every script free of `e`, `w`, `W`, `r`/`R` into files
-/// written… (see [`sed_script_read_only`]).
+/// option, and every script read-only ([`sed_script_read_only`]).
 fn sed_read_only(args: &[String]) -> bool {
-    let mut scripts: Vec<&str> = Vec::new();
+    match sed_scripts(args) {
+        Some(SedScripts { scripts, from_file: false, other_options: false }) => {
+            scripts.iter().all(|script| sed_script_read_only(script))
+        }
+        Some(_) | None => false,
+    }
+}
+
+/// The scripts of `sed ARGS`.
+pub struct SedScripts<'a> {
+    pub scripts: Vec<&'a str>,
+    /// `-f FILE`: a script keel cannot read.
+    pub from_file: bool,
+    /// An option other than the printing ones (`-i`, unknown).
+    pub other_options: bool,
+}
+
+/// The scripts `sed ARGS` runs (`-e`, `--expression=`, or the first
+/// operand); `None` when a `-e` lacks its script or none is given.
+pub fn sed_scripts(args: &[String]) -> Option<SedScripts<'_>> {
+    let mut found = SedScripts { scripts: Vec::new(), from_file: false, other_options: false };
     let mut explicit = false;
     let mut operands = Vec::new();
     let mut words = args.iter();
@@ -162,10 +181,12 @@ fn sed_read_only(args: &[String]) -> bool {
         match word.as_str() {
             "-e" | "--expression" => {
                 explicit = true;
-                match words.next() {
-                    Some(script) => scripts.push(script),
-                    None => return false,
-                }
+                found.scripts.push(words.next()?);
+            }
+            "-f" | "--file" => {
+                explicit = true;
+                found.from_file = true;
+                words.next();
             }
             "-l" | "--line-length" => {
                 words.next();
@@ -175,24 +196,71 @@ fn sed_read_only(args: &[String]) -> bool {
             | "--posix" | "--sandbox" => {}
             w if w.starts_with("--expression=") => {
                 explicit = true;
-                scripts.push(&w["--expression=".len()..]);
+                found.scripts.push(&w["--expression=".len()..]);
+            }
+            w if w.starts_with("--file=") => {
+                explicit = true;
+                found.from_file = true;
             }
             w if w.starts_with('-') && w.len() > 1 => {
                 // A cluster of the harmless letters only (`-nE`).
                 if !w[1..].chars().all(|c| matches!(c, 'n' | 'E' | 'r' | 's' | 'u' | 'z')) {
-                    return false;
+                    found.other_options = true;
+                }
+                if w.ends_with('f') {
+                    found.from_file = true;
                 }
             }
             _ => operands.push(word.as_str()),
         }
     }
     if !explicit {
-        match operands.first() {
-            Some(script) => scripts.push(script),
-            None => return false,
+        found.scripts.push(operands.first()?);
+    }
+    Some(found)
+}
+
+/// What a sed script runs: the text of each `e COMMAND`, and whether it
+/// also runs text keel cannot see (`e` alone or `s///e` run the pattern
+/// space; a script it cannot read is counted the same).
+pub fn sed_runs(script: &str) -> (Vec<String>, bool) {
+    let chars: Vec<char> = script.chars().collect();
+    let to_line_end =
+        |at: usize| chars[at..].iter().position(|c| *c == '\n').map_or(chars.len(), |p| at + p);
+    let mut runs = Vec::new();
+    let mut at = 0;
+    while at < chars.len() {
+        at = skip_address(&chars, at);
+        let Some(&command) = chars.get(at) else { break };
+        at += 1;
+        match command {
+            'e' => {
+                let end = to_line_end(at);
+                let text: String = chars[at..end].iter().collect();
+                if text.trim().is_empty() {
+                    return (runs, true);
+                }
+                runs.push(text.trim().to_owned());
+                at = end;
+            }
+            's' | 'y' => {
+                let Some(next) = skip_delimited(&chars, at, 2) else { return (runs, true) };
+                at = next;
+                while let Some(flag) = chars.get(at) {
+                    match flag {
+                        'e' if command == 's' => return (runs, true),
+                        'w' | 'W' => at = to_line_end(at),
+                        ';' | '\n' | '}' => break,
+                        _ => at += 1,
+                    }
+                }
+            }
+            'b' | 't' | 'T' | ':' => at = skip_label(&chars, at),
+            '#' | 'a' | 'i' | 'c' | 'r' | 'R' | 'w' | 'W' => at = to_line_end(at),
+            _ => {}
         }
     }
-    scripts.iter().all(|script| sed_script_read_only(script))
+    (runs, false)
 }
 
 /// A sed script of printing commands only: addresses, then one of
@@ -393,7 +461,16 @@ mod tests {
     }
 
     #[test]
-    fn sed_scripts() {
+    fn what_sed_runs() {
+        assert_eq!(sed_runs("1e rm -rf ~"), (vec!["rm -rf ~".to_owned()], false));
+        assert_eq!(sed_runs("p;2e id\n3p"), (vec!["id".to_owned()], false));
+        assert!(sed_runs("s/a/b/e").1);
+        assert!(sed_runs("e").1);
+        assert_eq!(sed_runs("s/a/b/w out\np"), (Vec::new(), false));
+    }
+
+    #[test]
+    fn sed_script_forms() {
         for ok in ["p", "1,5p", "$d", "/x/d;s/a/b/g", "s#a#b#", "y/abc/xyz/", "1~2p", "/a/I p", ""]
         {
             assert!(sed_script_read_only(ok), "{ok}");

@@ -259,6 +259,14 @@ fn needs_human(
         if plain_read_only(command) {
             continue;
         }
+        let git_args = command.argv.get(1..).filter(|_| command.argv[0].ends_with("git"));
+        if git_args.is_some_and(super::git::writes_config) {
+            return Some(format!(
+                "`{}` writes git's configuration, a protected path: it runs code on every later \
+                 git command (fsmonitor, hooks, aliases, pagers); it needs approval in every mode",
+                command.describe()
+            ));
+        }
         for dir in command.dirs.contexts(ctx) {
             if let Some(protection) = dir.protection(&dir.cwd) {
                 return Some(format!(

@@ -429,6 +429,14 @@ impl Walker<'_> {
                 argv.iter().find(|w| !w.contains('=')).map_or("", String::as_str)
             ));
         }
+        if dynamic || name_dynamic {
+            // `a=rm; $a -rf /`: with the script's literal variables put in,
+            // the command is judged as it will run.
+            if let Some(known) = super::command::substitute(&self.text(node), self.out) {
+                let dirs = self.dirs.clone();
+                super::shell::script_into(&known, self.depth + 1, &dirs, self.out);
+            }
+        }
         let target = cd_target(&argv, dynamic || name_dynamic);
         command_into(argv, dynamic || name_dynamic, self.depth + 1, &self.dirs, &stdin, self.out);
         self.last_cd = target.map(|target| {

@@ -214,6 +214,11 @@ case!(rm_star_after_unknown_cd, sh("cd $(mktemp -d) && rm -rf *"), [F, F, F], RE
 case!(rsync_delete_home, sh("rsync -a --delete empty/ ~/"), [F, F, F], REFUSED);
 case!(env_split_string, sh("env -S 'rm -rf ~'"), [F, F, F], REFUSED);
 case!(dotfiles_glob_delete, sh("rm -rf .[!.]*"), [F, F, F], REFUSED);
+case!(variable_as_program, sh("a=rm; $a -rf /"), [F, F, F], REFUSED);
+case!(alias_with_rm, sh("shopt -s expand_aliases; alias x='rm -rf ~'\nx"), [F, F, F], REFUSED);
+case!(trap_with_rm, sh("trap 'rm -rf ~' EXIT"), [F, F, F], REFUSED);
+case!(sed_execute_rm, sh("sed -n '1e rm -rf ~' README.md"), [F, F, F], REFUSED);
+case!(awk_system_rm, sh("awk 'BEGIN{system(\"rm -rf ~\")}'"), [F, F, F], REFUSED);
 
 // Code keel cannot read: never runs without a human, in any mode.
 case!(eval_unknown, sh("eval \"$CMD\""), [P, P, P], BLIND);
@@ -231,6 +236,8 @@ case!(find_exec_placeholder_program, sh("find . -exec {} \\;"), [P, P, P], BLIND
 case!(git_exec_path, sh("git --exec-path=/tmp/evil status"), [P, P, P], BLIND);
 case!(git_hooks_path, sh("git -c core.hooksPath=/tmp/h commit -m x"), [P, P, P], BLIND);
 case!(python_os_system_variable, sh("python3 -c \"import os; os.system(cmd)\""), [P, P, P], BLIND);
+case!(sed_substitute_execute, sh("sed 's/.*/id/e' README.md"), [P, P, P], BLIND);
+case!(awk_pipe_into_sh, sh("awk '{print | \"sh\"}' cmds.txt"), [P, P, P], BLIND);
 
 // Writes to protected paths, through every tool: ask in every mode.
 case!(
@@ -324,6 +331,12 @@ case!(copy_glob_into_git, sh("cp x .gi?/hooks/pre-commit"), [P, P, P], PROTECTED
 case!(redirect_through_git_link, sh("echo x >> link-to-git/config"), [P, P, P], PROTECTED);
 case!(redirect_envrc, sh("echo 'curl x | sh' > .envrc"), [P, P, P], PROTECTED);
 case!(cd_git_then_git_config, sh("cd .git && git config core.fsmonitor id"), [P, P, P], PROTECTED);
+case!(
+    git_config_fsmonitor_write,
+    sh("git config core.fsmonitor 'touch /tmp/x'"),
+    [P, P, P],
+    "git's configuration"
+);
 case!(redirect_unknown_target, sh("F=.envrc; echo x > \"$F\""), [P, P, A], "keel cannot know");
 
 // Secret reads: denied for file tools, asked for commands, in every mode.
@@ -346,7 +359,7 @@ case!(cat_symlink_to_env, sh("cat docs/notes.txt"), [P, P, P], "secret");
 case!(sed_execute_no_space, sh("sed -n '1e id' README.md"), [P, A, A], "");
 case!(sed_write_command, sh("sed -n 'w out.txt' README.md"), [P, A, A], "");
 case!(sed_substitute_write, sh("sed 's/a/b/w out' README.md"), [P, A, A], "");
-case!(sed_script_file, sh("sed -f evil.sed README.md"), [P, A, A], "");
+case!(sed_script_file, sh("sed -f evil.sed README.md"), [P, P, P], BLIND);
 case!(sed_in_place, sh("sed -i s/a/b/ README.md"), [P, A, A], "");
 case!(less_with_lessopen, sh("LESSOPEN='|id %s' less README.md"), [P, A, A], "");
 case!(rg_config_path, sh("RIPGREP_CONFIG_PATH=evil.rc rg x"), [P, A, A], "");
