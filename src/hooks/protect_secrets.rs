@@ -137,7 +137,12 @@ impl NativeHook for ProtectSecrets {
         let cwd = cwd.as_ref();
         let guarded_path = || text("path").and_then(|path| self.guarded_path(path, cwd, links));
         let (permission, file) = match tool.as_str() {
-            "read_file" | "grep" => (Permission::Deny, guarded_path()),
+            "read_file" => (Permission::Deny, guarded_path()),
+            // A grep's `glob` can pick secret files out of a folder.
+            "grep" => {
+                let glob = text("glob").filter(|glob| self.guarded(glob)).map(str::to_owned);
+                (Permission::Deny, guarded_path().or(glob))
+            }
             "write_file" | "edit_file" => (Permission::Ask, guarded_path()),
             "shell" => {
                 let script = text("command").and_then(|c| self.named_in_script(c, cwd, links));
@@ -184,6 +189,10 @@ mod tests {
         assert!(denied.reason.unwrap().contains("allow_files"));
         let grep = outcome(&hook, "grep", json!({"pattern": "KEY", "path": "./.env.local"}));
         assert_eq!(grep.permission, Some(Permission::Deny));
+        let glob = outcome(&hook, "grep", json!({"pattern": "KEY", "path": ".", "glob": ".env*"}));
+        assert_eq!(glob.permission, Some(Permission::Deny));
+        let rust = outcome(&hook, "grep", json!({"pattern": "KEY", "path": ".", "glob": "*.rs"}));
+        assert_eq!(rust.permission, None);
         assert_eq!(outcome(&hook, "read_file", json!({"path": "README.md"})).permission, None);
     }
 

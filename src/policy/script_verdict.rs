@@ -63,9 +63,14 @@ pub fn evaluate_script_at(
         uncovered.and_then(|(command, _)| super::amend::suggest_prefix(&command.argv));
     if policy.mode.read_only() {
         if !read_only(script) {
+            let what = if may_read_secret(script) {
+                "may read a secret file"
+            } else {
+                "may change things"
+            };
             verdict.decision = Decision::Forbidden {
                 reason: format!(
-                    "{} mode is read-only and `{described}` may change things",
+                    "{} mode is read-only and `{described}` {what}",
                     policy.mode.as_str()
                 ),
             };
@@ -167,6 +172,12 @@ fn plain_read_only(command: &SimpleCommand) -> bool {
         && command.wrapper.is_none()
         && !command.stdin_args
         && builtin::is_read_only(&command.argv)
+}
+
+/// A `<` source or a reader's argument that may name a secret file.
+fn may_read_secret(script: &Script) -> bool {
+    !reads_no_secret(script)
+        || script.commands.iter().any(|c| c.argv.iter().skip(1).any(|a| may_name_secret(a)))
 }
 
 fn reads_no_secret(script: &Script) -> bool {
