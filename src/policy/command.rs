@@ -67,16 +67,16 @@ pub fn command_into(
             out.commands.push(with_flags(SimpleCommand::new(argv, dirs.clone()), &flags, dynamic));
         }
         Unwrapped::Script { script, flags } => {
-            let marker = flags.wrapper.clone().or_else(|| flags.privileged.then(|| "sudo".into()));
-            if let Some(name) = marker.filter(|_| flags != Flags::default()) {
-                out.commands.push(with_flags(
-                    SimpleCommand::new(vec![name], dirs.clone()),
-                    &flags,
-                    dynamic,
-                ));
-            } else if flags.env_assigned || flags.sensitive_env {
-                let marker = SimpleCommand::new(vec!["env".into()], dirs.clone());
-                out.commands.push(with_flags(marker, &flags, dynamic));
+            // What ran the shell stays a command of its own, so the script
+            // is never taken as read-only (`setsid sh -c 'ls'`).
+            let marker = flags
+                .wrapper
+                .clone()
+                .or_else(|| flags.privileged.then(|| "sudo".to_owned()))
+                .or_else(|| (flags.env_assigned || flags.sensitive_env).then(|| "env".to_owned()));
+            if let Some(name) = marker {
+                let command = SimpleCommand::new(vec![name], dirs.clone());
+                out.commands.push(with_flags(command, &flags, dynamic));
             }
             if dynamic {
                 out.hidden.push(Hidden::DynamicCommandName);
