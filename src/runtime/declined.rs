@@ -68,11 +68,7 @@ mod tests {
     use crate::protocol::ToolClass;
 
     fn state(sandboxed: bool) -> LoopState {
-        let paths = PathContext {
-            home: "/home/u".into(),
-            workspace_root: "/home/u/ws".into(),
-            cwd: "/home/u/ws".into(),
-        };
+        let paths = PathContext::new("/home/u", "/home/u/ws", "/home/u/ws");
         let mut policy = Policy::new(RuleSet::default(), ApprovalMode::Ask, paths);
         policy.sandboxed = sandboxed;
         LoopState::new(LoopConfig {
@@ -116,8 +112,8 @@ mod tests {
         let build = call("shell", serde_json::json!({"command": "npm run build"}));
         assert_eq!(
             remedy(true, &build),
-            "--full-auto, or the rule `prefix_rule(pattern=[\"npm\", \"run\"], decision=\"allow\")` \
-             in /home/u/.keel/rules/allow.rules"
+            "--full-auto, or the rule `prefix_rule(pattern=[\"npm\", \"run\", \"build\"], \
+             decision=\"allow\")` in /home/u/.keel/rules/allow.rules"
         );
     }
 
