@@ -145,7 +145,15 @@ pub fn evaluate_path(
     path: &str,
     access: Access,
 ) -> Verdict {
-    evaluate_path_ranked(policy, allowlist, tool, path, access).0
+    evaluate_path_ranked(policy, allowlist, tool, path, access, Target::Path).0
+}
+
+/// What a path names for a write: the file it leads to, or the directory
+/// entry itself (a delete removes a symlink, not its target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Target {
+    Path,
+    Entry,
 }
 
 /// [`evaluate_path`] with how strict its verdict is: 0 allow, 1 a prompt
@@ -158,10 +166,15 @@ pub(super) fn evaluate_path_ranked(
     tool: &str,
     path: &str,
     access: Access,
+    target: Target,
 ) -> (Verdict, u8) {
     let mut strictest: Option<(Verdict, u8)> = None;
     let lexical = [policy.paths.resolve_from_root(path), policy.paths.resolve(path)];
-    for location in &policy.paths.file_locations(path) {
+    let locations = match target {
+        Target::Path => policy.paths.file_locations(path),
+        Target::Entry => policy.paths.entry_locations(path),
+    };
+    for location in &locations {
         let via = (!lexical.contains(location))
             .then(|| format!("{path} (a symlink to {})", location.display()));
         let judged = judge_location(policy, allowlist, tool, location, via.as_deref(), access);

@@ -8,7 +8,7 @@
 //! than the one written. A patch that does not parse changes nothing (the
 //! tool parses all of it first), so it is judged by mode alone.
 
-use super::engine::{Policy, Verdict, by_mode, evaluate_path_ranked};
+use super::engine::{Policy, Target, Verdict, by_mode, evaluate_path_ranked};
 use super::rules::Access;
 use super::{Allowlist, Decision};
 use crate::protocol::patch::{Hunk, parse};
@@ -21,8 +21,9 @@ pub fn evaluate_patch(policy: &Policy, allowlist: &Allowlist, text: &str) -> Ver
     let mut strictest: Option<(Verdict, u8)> = None;
     let mut matched = Vec::new();
     for (header, path) in hunks.iter().flat_map(targets) {
+        let target = if header == "Delete File" { Target::Entry } else { Target::Path };
         let (mut verdict, rank) =
-            evaluate_path_ranked(policy, allowlist, "apply_patch", path, Access::Write);
+            evaluate_path_ranked(policy, allowlist, "apply_patch", path, Access::Write, target);
         matched.extend(verdict.matched.iter().cloned());
         let name = |reason: &str| format!("`*** {header}: {path}`: {reason}");
         verdict.decision = match verdict.decision {

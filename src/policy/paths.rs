@@ -197,6 +197,28 @@ impl PathContext {
         if physical == lexical { vec![lexical] } else { vec![lexical, physical] }
     }
 
+    /// Like [`Self::file_locations`] for the directory entry itself: links
+    /// followed on the way but not in the last component (deleting a
+    /// symlink removes the link, not what it points to).
+    pub fn entry_locations(&self, word: &str) -> Vec<PathBuf> {
+        let trimmed = word.trim_end_matches('/');
+        let (parent, name) = match trimmed.rsplit_once('/') {
+            Some((parent, name)) => (if parent.is_empty() { "/" } else { parent }, name),
+            None => (".", trimmed),
+        };
+        if name.is_empty() || name == "." || name == ".." {
+            return self.file_locations(word);
+        }
+        let mut out: Vec<PathBuf> = Vec::new();
+        for dir in self.file_locations(parent) {
+            let entry = dir.join(name);
+            if !out.contains(&entry) {
+                out.push(entry);
+            }
+        }
+        out
+    }
+
     /// The path relative to the workspace root (`/`-separated), or `None`
     /// when it lies outside.
     pub fn in_workspace(&self, path: &Path) -> Option<String> {

@@ -139,12 +139,14 @@ fn a_symlink_to_a_folder_outside_is_refused_by_every_file_tool() {
     ] {
         let (code, envelope) = tool(&sandbox, name, args);
         assert_eq!(code, Some(1), "{name}: {envelope}");
-        assert_refused(&envelope, "outside_workspace", "outside the workspace");
+        // Writes are refused by policy already (it judges the resolved
+        // path), reads and listings by the tool.
+        assert_refused_outside(&envelope);
     }
     let patch = "*** Begin Patch\n*** Add File: out/y\n+pwned\n*** Update File: out/x\n@@\n\
                  -CANARY-SECRET-7f3a\n+pwned\n*** End Patch\n";
     let (_, envelope) = tool(&sandbox, "apply_patch", json!({"patch": patch}));
-    assert_refused(&envelope, "outside_workspace", "outside the workspace");
+    assert_refused_outside(&envelope);
     assert_untouched(&canary);
 }
 
@@ -173,7 +175,7 @@ fn a_symlink_to_a_file_outside_is_refused_and_a_delete_removes_only_the_link() {
     let (_, envelope) = tool(&sandbox, "read_file", json!({"path": "notes.txt"}));
     assert_refused(&envelope, "outside_workspace", "outside the workspace");
     let (_, envelope) = tool(&sandbox, "write_file", json!({"path": "notes.txt", "content": "p"}));
-    assert_refused(&envelope, "outside_workspace", "outside the workspace");
+    assert_refused_outside(&envelope);
     let patch = "*** Begin Patch\n*** Delete File: notes.txt\n*** End Patch\n";
     let (code, envelope) = tool(&sandbox, "apply_patch", json!({"patch": patch}));
     assert_eq!(code, Some(0), "{envelope}");
@@ -183,15 +185,17 @@ fn a_symlink_to_a_file_outside_is_refused_and_a_delete_removes_only_the_link() {
 
 #[test]
 fn a_symlink_inside_the_workspace_is_used_by_its_resolved_path() {
-    // `docs/notes.txt -> ../.env`: the tool reads and reports `.env`, so
-    // what policy and hooks judge (the resolved path) is what is used.
+    // `docs/notes.txt -> ../NOTES.md`: the tool reads and reports
+    // `NOTES.md`, so what policy and hooks judge (the resolved path) is what
+    // is used. (A link to `.env` is refused by `protect_secrets`:
+    // `policy_escapes.rs`.)
     let sandbox = Sandbox::new();
-    sandbox.write(".env", "TOKEN=abc\n");
+    sandbox.write("NOTES.md", "notes\n");
     sandbox.write("docs/readme.md", "hi\n");
-    symlink("../.env", sandbox.repo.join("docs/notes.txt")).unwrap();
+    symlink("../NOTES.md", sandbox.repo.join("docs/notes.txt")).unwrap();
     let (code, envelope) = tool(&sandbox, "read_file", json!({"path": "docs/notes.txt"}));
     assert_eq!(code, Some(0), "{envelope}");
-    assert_eq!(envelope["meta"]["path"], ".env", "{envelope}");
+    assert_eq!(envelope["meta"]["path"], "NOTES.md", "{envelope}");
 }
 
 #[test]
@@ -223,7 +227,13 @@ fn a_dangling_symlink_is_not_written_through() {
     let canary = secret_canary("dangling");
     symlink(canary.file("new"), sandbox.repo.join("later.txt")).unwrap();
     let (_, envelope) = tool(&sandbox, "write_file", json!({"path": "later.txt", "content": "p"}));
-    assert_refused(&envelope, "dangling_symlink", "does not exist");
+    // Policy sees where the link leads (outside) and refuses first; without
+    // it the tool refuses the dangling link.
+    if envelope["meta"]["kind"] == "denied" {
+        assert_refused_outside(&envelope);
+    } else {
+        assert_refused(&envelope, "dangling_symlink", "does not exist");
+    }
     assert_untouched(&canary);
 }
 

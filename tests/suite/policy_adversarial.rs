@@ -303,6 +303,13 @@ case!(
     PROTECTED
 );
 case!(
+    patch_delete_through_git_link,
+    patch("*** Delete File: link-to-git/config\n"),
+    [P, P, P],
+    PROTECTED
+);
+case!(control_patch_delete_link_only, patch("*** Delete File: cfg-link\n"), [P, A, A], "");
+case!(
     patch_outside_workspace,
     patch("*** Add File: ../outside.txt\n+x\n"),
     [F, F, F],
