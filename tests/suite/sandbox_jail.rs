@@ -17,8 +17,6 @@ use tokio_util::sync::CancellationToken;
 use super::jail_fixture::{
     Fixture, KEEL, NOBODY, PYTHON, User, note, processes_named, unavailable,
 };
-use super::support::{json_lines, scripted_model};
-use super::wire::{Step, Wire, call};
 
 /// The bound the fork-bomb tests use (the default is far higher).
 const MAX_PIDS: u32 = 512;
@@ -196,29 +194,22 @@ fn an_unprivileged_fork_bomb_is_bounded_too() {
     assert!(count < MAX_PIDS, "{count}");
 }
 
-#[tokio::test]
-async fn a_model_cannot_write_git_through_workdir() {
+#[test]
+fn a_model_cannot_write_git_through_workdir() {
     if let Some(reason) = unavailable(User::Root) {
         note(&format!("skipped: {reason}"));
         return;
     }
     let fixture = Fixture::new(User::Root, false);
     let config_before = std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap();
-    let steps = vec![
-        Step::Calls {
-            text: None,
-            calls: vec![call(
-                "shell",
-                json!({"command": "echo '[core]' >> config; echo fsmonitor = evil >> config", "workdir": ".git"}),
-            )],
-        },
-        Step::Answer("done".into()),
-    ];
-    let server = scripted_model(Wire::Chat, &steps).await;
+    // Policy asks about this in every mode (`policy_escapes.rs`); `--yes`
+    // plays the user approving it, and the jail must still hold.
+    let call = json!({
+        "command": "echo '[core]' >> config; echo fsmonitor = evil >> config",
+        "workdir": ".git",
+    });
     let output = Command::new(KEEL)
-        .args(["exec", "--json", "--full-auto", "--provider", Wire::Chat.provider()])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .arg("append to the git config")
+        .args(["tool", "shell", &call.to_string(), "--mode", "auto", "--yes"])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", fixture.home.as_os_str())
@@ -227,11 +218,8 @@ async fn a_model_cannot_write_git_through_workdir() {
         .output()
         .unwrap();
     assert_eq!(std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap(), config_before);
-    let lines = json_lines(&output.stdout);
-    let shell = lines
-        .iter()
-        .find(|l| l["type"] == "item_completed" && l["item"]["name"] == "shell")
-        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&output.stderr)));
-    assert_eq!(shell["item"]["meta"]["kind"], "sandbox_violation", "{shell}");
-    assert!(shell["item"]["output"].as_str().unwrap().contains("Read-only file system"), "{shell}");
+    let envelope: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(envelope["meta"]["kind"], "sandbox_violation", "{envelope}");
+    assert!(envelope.to_string().contains("Read-only file system"), "{envelope}");
 }
