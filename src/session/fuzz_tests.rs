@@ -95,7 +95,7 @@ fn config() -> LoopConfig {
         policy: Policy::new(
             RuleSet::default(),
             ApprovalMode::Auto,
-            PathContext { home: "/h".into(), workspace_root: "/w".into(), cwd: "/w".into() },
+            PathContext::new("/h", "/w", "/w"),
         ),
         max_steps: 50,
         context_window: None,
