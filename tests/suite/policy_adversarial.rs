@@ -13,10 +13,16 @@
 //! through every tool (each `apply_patch` header, `write_file`/`edit_file`
 //! through symlinks, redirections, `workdir`); secret reads; the ask-mode
 //! read-only list abused through flags and environment; and controls that
-//! must keep working. The e2e subset with canaries is `policy_escapes.rs`.
+//! must keep working. Every row that is not allowed in a mode is then run
+//! through the real binary in that mode (`keel tool NAME ARGS --mode M`, no
+//! `--yes`) in the same workspace, outside every temp folder, with a canary
+//! folder beside it: the binary must refuse it with the same reason and
+//! leave the workspace and the canaries exactly as they were. The repros
+//! with `keel exec` and extra canaries are `policy_escapes.rs`.
 
 use std::os::unix::fs::symlink;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use keel::hooks::{HookBus, HookEvent, HookPayload, ProtectSecrets, guard};
 use keel::policy::{
@@ -90,10 +96,44 @@ fn judge(root: &Path, mode: ApprovalMode, tool: &str, args: &Value) -> Decision 
     guard(verdict.decision, &hooks).decision
 }
 
+/// Everything in the workspace and the canary folder, to compare before and
+/// after the binary judged a call.
+fn snapshot(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    for dir in ["ws", "canary"] {
+        super::policy_escapes::collect(&root.join(dir), &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// `keel tool` in `mode` refuses the call (exit 1) with a reason naming
+/// `why`, and nothing on disk changed.
+fn binary_refuses(root: &Path, mode: ApprovalMode, tool: &str, args: &Value, why: &str) -> bool {
+    let before = snapshot(root);
+    let out = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", root.join("ws/home"))
+        .env("KEEL_HOME", root.join("keel-home"))
+        .current_dir(root.join("ws"))
+        .args(["tool", tool, &args.to_string(), "--mode", mode.as_str()])
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let error = envelope["error"].as_str().unwrap_or_default().to_lowercase();
+    out.status.code() == Some(1)
+        && envelope["ok"] == false
+        && error.contains(&why.to_lowercase())
+        && snapshot(root) == before
+}
+
 fn check(tool: &str, args: Value, want: [Want; 3], why: &str) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(super::policy_escapes::parent()).unwrap();
     let root = dir.path().canonicalize().unwrap();
     workspace(&root.join("ws"));
+    std::fs::create_dir_all(root.join("canary")).unwrap();
+    std::fs::write(root.join("canary/keep.txt"), "canary\n").unwrap();
     let modes = [ApprovalMode::Ask, ApprovalMode::Auto, ApprovalMode::Yolo];
     let mut failures = Vec::new();
     for (mode, want) in modes.into_iter().zip(want) {
@@ -107,6 +147,8 @@ fn check(tool: &str, args: Value, want: [Want; 3], why: &str) {
             got == A || (!reason.is_empty() && reason.to_lowercase().contains(&why.to_lowercase()));
         if got != want || !named {
             failures.push(format!("{}: want {want:?}, got {decision:?}", mode.as_str()));
+        } else if want != A && !binary_refuses(&root, mode, tool, &args, why) {
+            failures.push(format!("{}: the binary did not refuse it the same way", mode.as_str()));
         }
     }
     assert!(failures.is_empty(), "{tool} {args}\n  {}", failures.join("\n  "));

@@ -29,7 +29,7 @@ struct Fixture {
     canary: PathBuf,
 }
 
-fn parent() -> PathBuf {
+pub(super) fn parent() -> PathBuf {
     if !rustix::process::geteuid().is_root() {
         return outside_temp();
     }
@@ -97,7 +97,7 @@ impl Fixture {
     }
 }
 
-fn collect(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+pub(super) fn collect(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let meta = std::fs::symlink_metadata(&path).unwrap();
