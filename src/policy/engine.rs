@@ -41,6 +41,12 @@ pub struct Verdict {
     /// For shell calls that ask: the prefix an "always" answer would allow
     /// (the first command nothing covered), when one can be allowed.
     pub suggested_prefix: Option<Vec<String>>,
+    /// The call is proven to change nothing, whatever its tool's class: a
+    /// shell script whose every command only reads, as plan mode judges it
+    /// (`script_verdict::read_only`: on the read-only list, run as written,
+    /// nothing hidden, no redirection into a file). The loop runs such
+    /// calls as reads (`agent::schedule`).
+    pub read_only: bool,
 }
 
 impl Policy {
@@ -52,7 +58,7 @@ impl Policy {
 
 impl Verdict {
     pub(super) fn new(decision: Decision, matched: Vec<RuleMatch>) -> Self {
-        Self { decision, matched, suggested_prefix: None }
+        Self { decision, matched, suggested_prefix: None, read_only: false }
     }
 }
 

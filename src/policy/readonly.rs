@@ -14,7 +14,7 @@ use super::git::subcommand;
 use super::secrets::may_name_secret;
 
 /// Programs that only print, with no flag that writes or runs anything.
-const PLAIN: [&str; 43] = [
+const PLAIN: [&str; 44] = [
     "ls",
     "cat",
     "head",
@@ -58,6 +58,7 @@ const PLAIN: [&str; 43] = [
     "tac",
     "type",
     "diff",
+    "sleep",
 ];
 
 /// Programs that read file contents (a secret-file argument matters).
@@ -408,6 +409,7 @@ mod tests {
             "cat README.md",
             "grep -rn TODO src",
             "rg -n x",
+            "sleep 1",
         ] {
             assert!(is_read_only(&argv(text)), "{text}");
         }

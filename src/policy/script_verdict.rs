@@ -61,8 +61,9 @@ pub fn evaluate_script_at(
     let mut verdict = Verdict::new(Decision::Allow, matched);
     verdict.suggested_prefix =
         uncovered.and_then(|(command, _)| super::amend::suggest_prefix(&command.argv));
+    verdict.read_only = read_only(script);
     if policy.mode.read_only() {
-        if !read_only(script) {
+        if !verdict.read_only {
             let what = if may_read_secret(script) {
                 "may read a secret file"
             } else {
@@ -156,7 +157,8 @@ fn hard_denied(ctx: &PathContext, script: &Script) -> Option<String> {
         .then(|| "refused in every mode: a function that calls itself (a fork bomb)".to_owned())
 }
 
-/// Whether every command only reads (plan and explore allow nothing else).
+/// Whether every command only reads (plan and explore allow nothing else;
+/// the loop runs such a script as a read, [`Verdict::read_only`]).
 fn read_only(script: &Script) -> bool {
     script.hidden.is_empty()
         && script.blind.is_empty()

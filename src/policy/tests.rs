@@ -80,3 +80,29 @@ fn untrusted_project_allows_do_not_count() {
     p.project_trusted = true;
     assert!(is_allow(&shell(&p, "make")));
 }
+
+#[test]
+fn a_verdict_says_when_every_command_is_proven_read_only() {
+    let read_only = |command: &str| {
+        let arguments = serde_json::json!({ "command": command }).to_string();
+        let call = CallFacts { tool: "shell", class: ToolClass::Mutating, arguments: &arguments };
+        evaluate(&policy(ApprovalMode::Auto, ""), &Allowlist::default(), call).read_only
+    };
+    for proven in ["sleep 1 && cat f1.txt", "git status", "rg fn src | head -5 2>/dev/null"] {
+        assert!(read_only(proven), "{proven}");
+    }
+    for unproven in [
+        "cat a > b",
+        "ls $(pwd)",
+        "sudo cat /etc/shadow",
+        "PATH=/tmp ls",
+        "cargo build",
+        "sed -i s/a/b/ f",
+        "ls; rm -rf target",
+    ] {
+        assert!(!read_only(unproven), "{unproven}");
+    }
+    let arguments = serde_json::json!({ "path": "a.txt", "content": "x" }).to_string();
+    let call = CallFacts { tool: "write_file", class: ToolClass::Mutating, arguments: &arguments };
+    assert!(!evaluate(&policy(ApprovalMode::Auto, ""), &Allowlist::default(), call).read_only);
+}
