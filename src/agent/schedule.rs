@@ -7,6 +7,13 @@
 //! anything that can change state, while reads between writes still see
 //! the writes before them.
 //!
+//! A call is read-only by its tool's class or by judgement
+//! ([`effective_class`]): a shell script policy proves read-only is a read
+//! when commands run sandboxed, because the driver then runs every call of
+//! a concurrent batch in a jail with no write access at all, so a wrong
+//! proof fails the command instead of racing a write. Invariant: a
+//! concurrent batch holds only calls whose effective class is read-only.
+//!
 //! [`policy_event`] turns a policy verdict into its `policy_decision` log
 //! line, so every judged call's decision and matched rules are on record.
 
@@ -27,7 +34,19 @@ pub enum Batch {
     Harness { call: ToolCall },
 }
 
-/// Groups `calls` (in model order) into batches.
+/// The class a call is scheduled by: its tool's, or read-only when policy
+/// proved this call changes nothing ([`Verdict::read_only`]) and commands
+/// run in an enforced sandbox (the read-only jail is what makes the proof
+/// safe to act on).
+pub fn effective_class(tool: ToolClass, verdict: &Verdict, sandboxed: bool) -> ToolClass {
+    match tool {
+        ToolClass::Mutating if verdict.read_only && sandboxed => ToolClass::ReadOnly,
+        ToolClass::ReadOnly | ToolClass::Mutating => tool,
+    }
+}
+
+/// Groups `calls` (in model order) into batches; `ToolClass` is each
+/// call's effective class.
 pub fn schedule(calls: Vec<(ToolCall, ToolClass, Decision)>) -> Vec<Batch> {
     let mut batches: Vec<Batch> = Vec::new();
     for (call, class, decision) in calls {

@@ -4,11 +4,12 @@
 use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
 use crate::prompts::mode_block;
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolResult, TurnOutcome, Usage,
+    Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolResult, TurnOutcome,
+    Usage,
 };
 
 use super::compaction;
-use super::schedule::{Batch, policy_event, schedule};
+use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
 use super::workflow::{self, HARNESS_TOOLS, HarnessOutcome};
 
@@ -73,8 +74,9 @@ pub enum Effect {
         call: ToolCall,
         reason: String,
     },
-    /// Run these calls; concurrently when `concurrent`. Answer with
-    /// [`Input::BatchFinished`].
+    /// Run these calls; concurrently when `concurrent`, which only a batch
+    /// of calls judged reads is (`agent::schedule`): the driver runs each
+    /// of them with no write access. Answer with [`Input::BatchFinished`].
     RunBatch {
         calls: Vec<ToolCall>,
         concurrent: bool,
@@ -258,10 +260,11 @@ pub(super) fn batches(
             batches.push(Batch::Harness { call });
             continue;
         }
-        let class = state.class_of(&call.name);
-        let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
+        let tool_class = state.class_of(&call.name);
+        let facts = CallFacts { tool: &call.name, class: tool_class, arguments: &call.arguments };
         let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
         effects.push(Effect::Record(policy_event(&call.call_id, &verdict)));
+        let class = effective_class(tool_class, &verdict, state.config.policy.sandboxed);
         judged.push((call, class, verdict.decision));
     }
     batches.extend(schedule(judged));
@@ -329,7 +332,9 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 state.pending.push_front(Batch::Run { calls: calls.clone(), concurrent });
                 state.phase = LoopPhase::Execute;
                 for call in &calls {
-                    let class = state.class_of(&call.name);
+                    // A concurrent batch holds only calls judged reads.
+                    let class =
+                        if concurrent { ToolClass::ReadOnly } else { state.class_of(&call.name) };
                     effects.push(Effect::Record(SessionEvent::ToolCallStarted {
                         call: call.clone(),
                         class,

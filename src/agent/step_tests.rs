@@ -3,11 +3,12 @@
 
 use proptest::prelude::*;
 
-use super::test_support::{call, config};
+use super::test_support::{call, call_with, config};
 use super::*;
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{
-    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolResult, TurnOutcome, Usage,
+    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult, TurnOutcome,
+    Usage,
 };
 
 fn respond(items: Vec<Item>) -> Input {
@@ -86,6 +87,60 @@ fn reads_run_together_and_writes_alone_in_call_order() {
         })
         .collect();
     assert_eq!(answered, ["a", "b", "c"]);
+}
+
+/// The batches a response of `commands` (shell calls `c0`, `c1`, …) makes
+/// in auto mode: each batch's call ids, whether it is concurrent, and the
+/// class each call was recorded as started with.
+fn shell_batches(commands: &[&str], sandboxed: bool) -> Vec<(Vec<String>, bool, Vec<ToolClass>)> {
+    let mut config = config(ApprovalMode::Auto, 10);
+    config.policy.sandboxed = sandboxed;
+    let mut state = LoopState::new(config);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let calls = commands.iter().enumerate().map(|(i, command)| {
+        let arguments = serde_json::json!({ "command": command }).to_string();
+        Item::ToolCall(call_with(&format!("c{i}"), "shell", &arguments))
+    });
+    let mut effects = step(&mut state, respond(calls.collect()));
+    let mut batches = Vec::new();
+    while let Some(Effect::RunBatch { calls, concurrent }) = effects.last().cloned() {
+        let classes = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Record(SessionEvent::ToolCallStarted { class, .. }) => Some(*class),
+                _ => None,
+            })
+            .collect();
+        let ids: Vec<String> = calls.iter().map(|c| c.call_id.clone()).collect();
+        let results = ids.iter().map(|id| ok(id)).collect();
+        batches.push((ids, concurrent, classes));
+        effects = step(&mut state, Input::BatchFinished { results });
+    }
+    batches
+}
+
+#[test]
+fn shell_calls_policy_proves_read_only_run_together_as_reads() {
+    let commands = ["sleep 1 && cat f1.txt", "git status", "touch x", "ls -la", "rg fn src"];
+    let batches = shell_batches(&commands, true);
+    let ids = |batch: &(Vec<String>, bool, Vec<ToolClass>)| batch.0.join(" ");
+    assert_eq!(batches.iter().map(ids).collect::<Vec<_>>(), ["c0 c1", "c2", "c3 c4"]);
+    let (read, write) = (ToolClass::ReadOnly, ToolClass::Mutating);
+    assert_eq!((batches[0].1, batches[0].2.clone()), (true, vec![read, read]));
+    assert_eq!((batches[1].1, batches[1].2.clone()), (false, vec![write]));
+    assert_eq!((batches[2].1, batches[2].2.clone()), (true, vec![read, read]));
+}
+
+#[test]
+fn shell_reads_stay_serial_without_a_sandbox_to_fail_a_wrong_judgement() {
+    let commands = ["sleep 1 && cat f1.txt", "git status", "cat a > b", "ls $(pwd)"];
+    // Not proven read-only: a redirection into a file, a substitution.
+    let batches = shell_batches(&commands[2..], true);
+    assert!(batches.iter().all(|(ids, concurrent, _)| ids.len() == 1 && !concurrent));
+    // Proven, but nothing would stop a wrong proof from writing.
+    let batches = shell_batches(&commands[..2], false);
+    assert!(batches.iter().all(|(ids, concurrent, _)| ids.len() == 1 && !concurrent));
+    assert!(batches.iter().all(|(_, _, classes)| classes == &[ToolClass::Mutating]));
 }
 
 #[test]
