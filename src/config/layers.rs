@@ -61,6 +61,10 @@ pub struct ShellFile {
     pub env_strip: Option<Vec<String>>,
     /// Patterns passed through even when stripped (user config only).
     pub env_keep: Option<Vec<String>>,
+    /// How many calls judged reads run at once (default: sized to the
+    /// machine, `runtime::max_parallel`).
+    #[serde(default, deserialize_with = "validate::max_parallel")]
+    pub max_parallel: Option<usize>,
 }
 
 /// The `[secrets]` table: the `protect_secrets` native hook.
@@ -161,12 +165,13 @@ impl ConfigFile {
             default_mode,
         } = other;
         self.default_mode = default_mode.or(self.default_mode);
-        if let Some(ShellFile { env_strip, env_keep }) = shell {
+        if let Some(ShellFile { env_strip, env_keep, max_parallel }) = shell {
             let mine = self.shell.get_or_insert_with(ShellFile::default);
             if let Some(patterns) = env_strip {
                 mine.env_strip.get_or_insert_with(Vec::new).extend(patterns);
             }
             mine.env_keep = env_keep.or(mine.env_keep.take());
+            mine.max_parallel = max_parallel.or(mine.max_parallel);
         }
         if let Some(SecretsFile { protect_files, allow_files }) = secrets {
             let mine = self.secrets.get_or_insert_with(SecretsFile::default);
@@ -434,6 +439,8 @@ mod tests {
         assert_eq!(parsed.model.as_deref(), Some("gpt-5.1-codex"));
         let parsed = parse_override("model=123").unwrap();
         assert_eq!(parsed.model.as_deref(), Some("123"), "a number can be a model name");
+        let parsed = parse_override("shell.max_parallel=3").unwrap();
+        assert_eq!(parsed.shell.and_then(|shell| shell.max_parallel), Some(3));
     }
 
     #[test]
@@ -443,6 +450,7 @@ mod tests {
             ("model=", "model must be a model name"),
             ("idle_timeout_secs=0", "idle_timeout_secs must be 1 or more"),
             ("context.window=0", "context.window must be 1 or more"),
+            ("shell.max_parallel=0", "shell.max_parallel must be 1 or more"),
             ("context.compact_threshold=2", "from 0.1 to 1.0"),
             ("provider=gemini", "use one of: openai, openai-chat, anthropic"),
             ("sandbox.mode=open", "use one of: read-only, workspace-write, full-access"),

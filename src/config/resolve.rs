@@ -45,6 +45,9 @@ pub struct Settings {
     pub native_hooks: Vec<Arc<dyn NativeHook>>,
     /// `[shell]`: which inherited variables spawned commands do not get.
     pub env_filter: EnvFilter,
+    /// `shell.max_parallel`: how many calls judged reads run at once;
+    /// `None`, sized to the machine by the runtime.
+    pub max_parallel: Option<usize>,
     /// The user's home folder (`$HOME`), for protected paths and hard deny.
     pub home: PathBuf,
     /// Every rules file, loaded by [`super::load`] (empty after `resolve`).
@@ -242,6 +245,7 @@ pub fn resolve(
         hooks: Vec::new(),
         native_hooks: native_hooks(merged.secrets)?,
         env_filter: env_filter(merged.shell.as_ref()),
+        max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
         home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
         rules: RuleSet::default(),
         project_trusted,

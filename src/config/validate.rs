@@ -76,6 +76,11 @@ pub(super) fn request_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<
     at_least_one(u64::deserialize(d)?, "request_timeout_secs", "seconds")
 }
 
+pub(super) fn max_parallel<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    at_least_one(u32::deserialize(d)?, "shell.max_parallel", "calls at once")
+        .map(|n| n.and_then(|n| usize::try_from(n).ok()))
+}
+
 pub(super) fn window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     at_least_one(u64::deserialize(d)?, "context.window", "tokens")
 }

@@ -102,6 +102,8 @@ pub struct Session {
     /// The token encoder is being built in the background (the context
     /// is nearing the compaction threshold).
     pub(super) encoder_warming: bool,
+    /// How many calls judged reads run at once (`shell.max_parallel`).
+    pub(super) max_parallel: usize,
 }
 
 impl Session {
@@ -214,6 +216,7 @@ impl Session {
             date: options.date,
             tree_too_big: false,
             encoder_warming: false,
+            max_parallel: super::execute::max_parallel(settings.max_parallel),
         }
     }
 
@@ -452,7 +455,10 @@ impl Session {
                     }
                 }
                 Effect::RunBatch { calls, concurrent } => {
-                    self.checkpoint_before(&calls).await?;
+                    // Reads change nothing: no undo checkpoint for them.
+                    if !concurrent {
+                        self.checkpoint_before(&calls).await?;
+                    }
                     let results = self.run_batch(&calls, concurrent, cancel).await?;
                     Input::BatchFinished { results }
                 }

@@ -6,6 +6,11 @@
 //! outside the loop's own (recorded like the loop's) and "always" answers
 //! persisted as rules.
 //!
+//! A concurrent batch holds only calls judged reads (`agent::schedule`):
+//! they run together, at most [`max_parallel`] at once, each with a
+//! read-only context (a command's jail has nothing writable), and need no
+//! file bookkeeping.
+//!
 //! Invariant: results come back in call order, one per call, whatever the
 //! hooks decided.
 
@@ -32,7 +37,8 @@ impl Session {
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone())
             .with_skills(self.skills.clone())
-            .with_memory(self.memory.clone());
+            .with_memory(self.memory.clone())
+            .with_read_only(concurrent);
         let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
@@ -52,7 +58,8 @@ impl Session {
         }
         let to_run: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
         let results = if concurrent {
-            run_batch(&self.tools, &to_run, BatchMode::from_concurrent(true), &ctx).await
+            let mode = BatchMode::Concurrent { limit: self.max_parallel };
+            run_batch(&self.tools, &to_run, mode, &ctx).await
         } else {
             let mut results = Vec::with_capacity(to_run.len());
             for call in &to_run {
@@ -123,8 +130,8 @@ impl Session {
         if !self.decide_recorded(call, reason).await?.approved {
             return Ok(());
         }
-        // Shell calls run one at a time (mutating batches), so lifting the
-        // session confinement for this one run affects nothing else.
+        // The re-run comes after its whole batch has finished, so lifting
+        // the session confinement for it affects no other command.
         let saved = sandbox::session_confinement();
         sandbox::set_session_confinement(None);
         let (rerun, mut rerun_meta) = self.tools.run_call(call, ctx).await;
@@ -181,5 +188,28 @@ impl Session {
                 policy::ApprovalScope::Once
             }
         }
+    }
+}
+
+/// How many calls judged reads run at once: `shell.max_parallel`, else
+/// twice the machine's cores, at least 8 (reads mostly wait on the disk,
+/// the network or a timer, so even two cores run eight together) and at
+/// most 32.
+pub(super) fn max_parallel(configured: Option<usize>) -> usize {
+    configured.unwrap_or_else(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        cores.saturating_mul(2).clamp(8, 32)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_parallel;
+
+    #[test]
+    fn reads_overlap_by_default_even_on_two_cores() {
+        assert_eq!(max_parallel(Some(3)), 3);
+        let default = max_parallel(None);
+        assert!((8..=32).contains(&default), "{default}");
     }
 }

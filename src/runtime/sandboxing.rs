@@ -183,8 +183,17 @@ pub fn mark_sandbox_violation(
     if let Some(object) = meta.as_object_mut() {
         object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
     }
-    let vcs = if vcs { ", .git, .keel and .claude read-only" } else { "" };
     let network = if network { "" } else { ", network off" };
+    if meta.get("read_only").and_then(serde_json::Value::as_bool) == Some(true) {
+        result.output.push_str(&format!(
+            "\n[keel] sandbox violation: keel judged this command read-only, so it ran alongside \
+             the response's other reads in a sandbox where nothing is writable (not the workspace, \
+             not the temp folders{network}); it looks like it tried to write. Nothing it wrote \
+             landed.\n"
+        ));
+        return true;
+    }
+    let vcs = if vcs { ", .git, .keel and .claude read-only" } else { "" };
     result.output.push_str(&format!(
         "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
          the workspace and temp folders{vcs}{network}). Work inside those limits, or ask the user \

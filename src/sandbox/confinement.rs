@@ -75,6 +75,21 @@ pub struct Confinement {
 }
 
 impl Confinement {
+    /// The jail for a command judged read-only, which runs alongside
+    /// other reads: nothing writable at all (no workspace, no temp folder:
+    /// parallel reads cannot see each other's files, and a command that
+    /// writes after all fails instead of racing a write). Carve-outs and
+    /// the `.git` guard are moot when nothing is writable.
+    pub fn for_reads(&self) -> Confinement {
+        Confinement {
+            mode: SandboxMode::ReadOnly,
+            extra_roots: Vec::new(),
+            read_only: Vec::new(),
+            protect_vcs: false,
+            ..self.clone()
+        }
+    }
+
     /// The launcher's arguments for running `program` confined.
     pub fn launcher_args(&self, program: &[OsString]) -> Vec<OsString> {
         let mut args: Vec<OsString> =

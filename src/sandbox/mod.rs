@@ -66,6 +66,7 @@ pub async fn run(
 ) -> Result<CommandOutput, SandboxError> {
     match session_confinement() {
         Some(confinement) if spec.for_model && spec.display_as.is_none() => {
+            let confinement = if spec.read_only { confinement.for_reads() } else { confinement };
             run_confined(spec, &confinement, cancel).await
         }
         Some(_) | None => process::run(spec, cancel).await,
@@ -148,6 +149,10 @@ pub struct CommandSpec {
     /// own commands (the shadow git of undo) and the user's hooks do not
     /// run confined.
     pub for_model: bool,
+    /// The model's command was judged read-only and runs alongside other
+    /// reads: the session's jail, with no writable root at all
+    /// ([`landlock::Confinement::for_reads`]).
+    pub read_only: bool,
 }
 
 impl CommandSpec {
@@ -176,12 +181,20 @@ impl CommandSpec {
             output_limit: DEFAULT_OUTPUT_LIMIT,
             display_as: None,
             for_model: false,
+            read_only: false,
         }
     }
 
     /// Marks the command as the model's: the session sandbox confines it.
     pub fn for_model(mut self) -> Self {
         self.for_model = true;
+        self
+    }
+
+    /// Marks the model's command as judged read-only: it runs in the
+    /// session's jail with nothing writable (see [`CommandSpec::read_only`]).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
         self
     }
 

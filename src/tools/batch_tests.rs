@@ -1,6 +1,6 @@
 //! Concurrency proven with a barrier, not timed: read-only calls of one
-//! response are all in flight at once, mutating calls never overlap and run
-//! in call order. Batches come from the real `agent::schedule` and run
+//! response are all in flight at once (up to the batch's limit), mutating
+//! calls never overlap and run in call order. Batches come from the real `agent::schedule` and run
 //! through [`run_batch`], the function the driver calls.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,11 +53,15 @@ struct Recorder {
     order: Mutex<Vec<String>>,
 }
 
-struct Writer(Arc<Recorder>);
+/// A recording tool: `writer` (mutating) or `reader` (read-only).
+struct Writer(Arc<Recorder>, ToolClass);
 
 impl Tool for Writer {
     fn name(&self) -> &'static str {
-        "writer"
+        match self.1 {
+            ToolClass::Mutating => "writer",
+            ToolClass::ReadOnly => "reader",
+        }
     }
     fn description(&self) -> &'static str {
         "records its order"
@@ -66,7 +70,7 @@ impl Tool for Writer {
         serde_json::json!({ "type": "object", "properties": {}, "required": [] })
     }
     fn class(&self) -> ToolClass {
-        ToolClass::Mutating
+        self.1
     }
     fn run<'a>(
         &'a self,
@@ -114,7 +118,7 @@ async fn run_response(
     let mut results = Vec::new();
     for batch in schedule(judged) {
         let Batch::Run { calls, concurrent } = batch else { panic!("all calls are allowed") };
-        let mode = BatchMode::from_concurrent(concurrent);
+        let mode = BatchMode::from_concurrent(concurrent, 8);
         results.extend(run_batch(registry, &calls, mode, ctx).await.into_iter().map(|(r, _)| r));
     }
     results
@@ -142,7 +146,8 @@ async fn eight_read_only_calls_are_in_flight_at_once() {
 async fn mutating_calls_never_overlap_and_keep_call_order() {
     let ws = TestWorkspace::new();
     let recorder = Arc::new(Recorder::default());
-    let registry = ToolRegistry::with_tools(vec![Box::new(Writer(recorder.clone()))]);
+    let registry =
+        ToolRegistry::with_tools(vec![Box::new(Writer(recorder.clone(), ToolClass::Mutating))]);
     let ids = ["w0", "w1", "w2", "w3", "w4", "w5"];
     let calls = ids.iter().map(|id| call(id, "writer")).collect();
     let results = run_response(&registry, calls, &ws.ctx).await;
@@ -160,7 +165,7 @@ async fn a_write_between_reads_splits_them_and_keeps_its_place() {
     let first = Arc::new(Barrier::new(2));
     let registry = ToolRegistry::with_tools(vec![
         Box::new(Rendezvous(first)),
-        Box::new(Writer(recorder.clone())),
+        Box::new(Writer(recorder.clone(), ToolClass::Mutating)),
     ]);
     let calls = vec![
         call("r0", "rendezvous"),
@@ -176,4 +181,17 @@ async fn a_write_between_reads_splits_them_and_keeps_its_place() {
     let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(ids, ["r0", "r1", "w", "r2", "r3"]);
     assert_eq!(*recorder.order.lock().unwrap(), ["w"]);
+}
+
+#[tokio::test]
+async fn a_concurrent_batch_keeps_to_its_limit_and_to_call_order() {
+    let ws = TestWorkspace::new();
+    let recorder = Arc::new(Recorder::default());
+    let registry =
+        ToolRegistry::with_tools(vec![Box::new(Writer(recorder.clone(), ToolClass::ReadOnly))]);
+    let calls: Vec<ToolCall> = (0..6).map(|i| call(&format!("r{i}"), "reader")).collect();
+    let results = run_batch(&registry, &calls, BatchMode::Concurrent { limit: 2 }, &ws.ctx).await;
+    assert_eq!(recorder.most_in_flight.load(Ordering::SeqCst), 2);
+    let ids: Vec<&str> = results.iter().map(|(r, _)| r.call_id.as_str()).collect();
+    assert_eq!(ids, ["r0", "r1", "r2", "r3", "r4", "r5"]);
 }

@@ -70,6 +70,10 @@ pub struct ToolContext {
     pub skills: Arc<Vec<crate::skills::Skill>>,
     /// The memory notes `read_memory` can read.
     pub memory: Arc<Vec<crate::context::memory::MemoryNote>>,
+    /// The call was judged a read and runs alongside other reads: a
+    /// command runs in a jail with no write access at all (`shell`), so a
+    /// wrong judgement fails the command instead of racing a write.
+    pub read_only: bool,
 }
 
 impl ToolContext {
@@ -83,7 +87,14 @@ impl ToolContext {
             files: Arc::new(FileStates::new()),
             skills: Arc::new(Vec::new()),
             memory: Arc::new(Vec::new()),
+            read_only: false,
         }
+    }
+
+    /// The same context for calls judged reads (see [`ToolContext::read_only`]).
+    pub fn with_read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
     }
 
     /// The same context offering `memory` to `read_memory`.

@@ -33,7 +33,8 @@ after 120000 ms unless `timeout_ms` (at most 600000) says otherwise; the command
 started are killed at the timeout and when it finishes, so do not start background servers. \
 stdin is closed: use non-interactive flags. Secrets in the environment (*_API_KEY, *_TOKEN, \
 *_SECRET, *PASSWORD*) are not passed to the command. Long output keeps its beginning and end. Prefer \
-read_file, grep, glob and list_dir for reading and searching files.";
+read_file, grep, glob and list_dir for reading and searching files. Read-only commands (ls, cat, rg, \
+git status/log/diff, …) issued together in one response run in parallel, with nothing writable.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
@@ -79,6 +80,7 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
     let spec = CommandSpec::script(args.command, dir)
         .for_model()
+        .read_only(ctx.read_only)
         .with_timeout(Duration::from_millis(timeout_ms))
         .with_output_limit(MAX_OUTPUT_BYTES)
         // Pagers would wait on a terminal that is not there.
@@ -89,7 +91,7 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     if output.timed_out {
         return Err(ToolError::Timeout { timeout_ms, output: text });
     }
-    let meta = json!({
+    let mut meta = json!({
         "exit_code": output.exit_code,
         "signal": output.signal,
         "timed_out": false,
@@ -98,6 +100,10 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         "duration_ms": u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX),
         "workdir": rel.to_string_lossy(),
     });
+    if ctx.read_only {
+        // Ran as a read, in the jail with nothing writable.
+        meta["read_only"] = json!(true);
+    }
     Ok(ToolOutput { text, meta })
 }
 
