@@ -4,8 +4,10 @@
 //! Each call is `→ tool summary`, then `✓` with its first output line, or
 //! `✗` (red on a terminal) with why it failed (`exit 1`, a signal, a
 //! timeout, a tool error, a declined approval) and the last lines of its
-//! stderr (else stdout). Shell output is shown without the framing the
-//! model reads. Invariant: everything that came from the model or a tool
+//! stderr (else stdout). Reads that run together show every `→` line
+//! first; a result not right under its own `→` line is headed
+//! `← tool summary`, so each mark names its call. Shell output is shown
+//! without the framing the model reads. Invariant: everything that came from the model or a tool
 //! goes through [`display::for_terminal`] before it is written.
 
 use std::collections::HashSet;
@@ -27,6 +29,8 @@ pub struct HumanPrinter {
     color: bool,
     /// Calls whose `→` line was written.
     announced: HashSet<String>,
+    /// The call whose `→` line is the last line written, if one is.
+    last_announced: Option<String>,
     /// Calls reported as declined (their "not run" result adds nothing).
     declined: HashSet<String>,
     /// Leave out the `workdir` and `log` lines (`keel demo` deletes both).
@@ -49,6 +53,7 @@ impl HumanPrinter {
     /// The lines for one event (tests read them without a terminal).
     pub fn lines(&mut self, event: RuntimeEvent) -> Vec<String> {
         let mut out = Vec::new();
+        let starts_a_call = matches!(event, RuntimeEvent::ToolCallStarted { .. });
         match event {
             RuntimeEvent::SessionStarted {
                 session_id,
@@ -88,6 +93,9 @@ impl HumanPrinter {
                     return out;
                 }
                 self.announce(&call, &mut out);
+                if self.last_announced.take().as_deref() != Some(call.call_id.as_str()) {
+                    out.push(format!("← {}", self.summary(&call)));
+                }
                 let outcome = display::outcome(result.is_error, &meta);
                 let shown = if call.name == "shell" {
                     display::parse_shell(&result.output)
@@ -144,13 +152,21 @@ impl HumanPrinter {
                 out.push(format!("tokens: {}", tokens_line(&usage)))
             }
         }
+        if !starts_a_call && !out.is_empty() {
+            self.last_announced = None;
+        }
         out
     }
 
     fn announce(&mut self, call: &ToolCall, out: &mut Vec<String>) {
         if self.announced.insert(call.call_id.clone()) {
-            out.push(format!("→ {} {}", call.name, preview(&for_terminal(&call_summary(call)))));
+            out.push(format!("→ {}", self.summary(call)));
+            self.last_announced = Some(call.call_id.clone());
         }
+    }
+
+    fn summary(&self, call: &ToolCall) -> String {
+        format!("{} {}", call.name, preview(&for_terminal(&call_summary(call))))
     }
 
     fn mark(&self, ok: bool) -> &'static str {
@@ -260,6 +276,37 @@ mod tests {
         assert_eq!(
             lines,
             ["→ shell cat f1.txt", "  ✗ exit 1", "    cat: f1.txt: No such file or directory"]
+        );
+    }
+
+    #[test]
+    fn reads_run_together_start_first_and_each_result_names_its_call() {
+        let mut printer = HumanPrinter::default();
+        let calls: Vec<ToolCall> =
+            (1..=3).map(|n| shell(&format!("c{n}"), &format!("sleep 1 && cat f{n}.txt"))).collect();
+        let mut lines = Vec::new();
+        for call in &calls {
+            let class = crate::protocol::ToolClass::ReadOnly;
+            lines
+                .extend(printer.lines(RuntimeEvent::ToolCallStarted { call: call.clone(), class }));
+        }
+        for (n, call) in calls.iter().enumerate() {
+            let output = format!("exit code: 0\n--- stdout ---\nfile {}\n", n + 1);
+            lines.extend(printer.lines(finished(call.clone(), &output, false, json!({}))));
+        }
+        assert_eq!(
+            lines,
+            [
+                "→ shell sleep 1 && cat f1.txt",
+                "→ shell sleep 1 && cat f2.txt",
+                "→ shell sleep 1 && cat f3.txt",
+                "← shell sleep 1 && cat f1.txt",
+                "  ✓ file 1",
+                "← shell sleep 1 && cat f2.txt",
+                "  ✓ file 2",
+                "← shell sleep 1 && cat f3.txt",
+                "  ✓ file 3",
+            ]
         );
     }
 

@@ -19,7 +19,7 @@ use super::input::Editor;
 use super::panels::{PlanView, TaskItem};
 use super::picker::{PickerView, TrustView};
 use super::theme::Theme;
-use super::transcript::{CellKind, Level, ToolCell, ToolStatus, Transcript};
+use super::transcript::{CellKind, Level, ToolCell, ToolStatus, Transcript, spinner};
 
 /// Something that happened, for [`update`].
 #[derive(Debug, Clone, PartialEq)]
@@ -267,6 +267,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         }
         Msg::Tick(elapsed) => {
             app.status.elapsed = elapsed;
+            app.transcript.spin(elapsed);
             Vec::new()
         }
         Msg::FilesListed(files) => {
@@ -357,6 +358,7 @@ fn show_diff(app: &mut App, text: &str) {
         failure: None,
         output: text.to_owned(),
         diff,
+        spinner: spinner(Duration::ZERO),
     }));
 }
 
@@ -405,8 +407,10 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                 percent_of_window(&app.status.pricing, response.usage.input_tokens);
         }
         RuntimeEvent::ToolCallStarted { call, .. } => {
-            app.status.activity = call.name.clone();
-            app.transcript.push(CellKind::Tool(ToolCell::running(&call)));
+            let mut cell = ToolCell::running(&call);
+            cell.spinner = spinner(app.status.elapsed);
+            app.transcript.push(CellKind::Tool(cell));
+            app.status.activity = tools_activity(app);
         }
         RuntimeEvent::ToolCallFinished { call, result, meta } => {
             let finish = |tool: &mut ToolCell| tool.finish(&result.output, result.is_error, &meta);
@@ -415,7 +419,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                 tool.finish(&result.output, result.is_error, &meta);
                 app.transcript.push(CellKind::Tool(tool));
             }
-            app.status.activity = "thinking".into();
+            app.status.activity = tools_activity(app);
         }
         RuntimeEvent::Compacting { .. } => app.status.activity = "compacting".into(),
         RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
@@ -462,6 +466,16 @@ fn on_stream(app: &mut App, event: StreamEvent) {
         StreamEvent::ToolCallArgumentsDelta { .. } => {}
         // The runtime turns these into `RuntimeEvent::Retrying`.
         StreamEvent::Retrying { .. } => {}
+    }
+}
+
+/// What the status line says while tools run: the one running call's
+/// tool, "N calls" when reads run together, else "thinking".
+fn tools_activity(app: &App) -> String {
+    match app.transcript.running_tools().as_slice() {
+        [] => "thinking".to_owned(),
+        [name] => (*name).to_owned(),
+        names => format!("{} calls", names.len()),
     }
 }
 

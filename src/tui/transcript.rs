@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
 
 use ratatui::text::{Line, Span};
 
@@ -16,6 +17,16 @@ use super::diff::{self, DiffLine};
 use super::markdown;
 use super::theme::Theme;
 use super::wrap::wrap_lines;
+
+/// The frames of a spinner, one per 100 ms (status line and running tool
+/// cells turn together).
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// The spinner's frame `elapsed` into a turn.
+pub fn spinner(elapsed: Duration) -> &'static str {
+    let frame = usize::try_from(elapsed.as_millis() / 100).unwrap_or(0) % SPINNER.len();
+    SPINNER[frame]
+}
 
 /// Output lines a collapsed tool cell shows.
 const COLLAPSED_OUTPUT_LINES: usize = 4;
@@ -46,6 +57,8 @@ pub struct ToolCell {
     pub output: String,
     /// Parsed when the output carries a unified diff.
     pub diff: Option<Vec<DiffLine>>,
+    /// The spinner frame a running cell shows ([`Transcript::spin`]).
+    pub spinner: &'static str,
 }
 
 impl ToolCell {
@@ -59,6 +72,7 @@ impl ToolCell {
             failure: None,
             output: String::new(),
             diff: None,
+            spinner: SPINNER[0],
         }
     }
 
@@ -172,7 +186,7 @@ impl ToolCell {
 
 fn tool_lines(tool: &ToolCell, expanded: bool, theme: Theme) -> Vec<Line<'static>> {
     let (mark, mark_style) = match tool.status {
-        ToolStatus::Running => ("◌", theme.dim()),
+        ToolStatus::Running => (tool.spinner, theme.dim()),
         ToolStatus::Succeeded => ("✓", theme.ok()),
         ToolStatus::Failed => ("✗", theme.error()),
     };
@@ -332,6 +346,47 @@ impl Transcript {
             }
         }
         false
+    }
+
+    /// Turns the spinners of the running tool cells (the latest turn's:
+    /// calls judged reads run together, each shows it is running) to the
+    /// frame for `elapsed`; only their caches are dropped.
+    pub fn spin(&mut self, elapsed: Duration) {
+        let frame = spinner(elapsed);
+        for cell in self.cells.iter_mut().rev() {
+            match &mut cell.kind {
+                CellKind::User(_) => break,
+                CellKind::Tool(tool) if tool.status == ToolStatus::Running => {
+                    if tool.spinner != frame {
+                        tool.spinner = frame;
+                        cell.cache.take();
+                    }
+                }
+                CellKind::Tool(_)
+                | CellKind::Assistant { .. }
+                | CellKind::Reasoning(_)
+                | CellKind::Notice { .. } => {}
+            }
+        }
+    }
+
+    /// The names of the latest turn's running tool calls, in order.
+    pub fn running_tools(&self) -> Vec<&str> {
+        let mut names = Vec::new();
+        for cell in self.cells.iter().rev() {
+            match &cell.kind {
+                CellKind::User(_) => break,
+                CellKind::Tool(tool) if tool.status == ToolStatus::Running => {
+                    names.push(tool.name.as_str());
+                }
+                CellKind::Tool(_)
+                | CellKind::Assistant { .. }
+                | CellKind::Reasoning(_)
+                | CellKind::Notice { .. } => {}
+            }
+        }
+        names.reverse();
+        names
     }
 
     /// Marks running tool cells as failed (the turn ended under them).

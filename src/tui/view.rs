@@ -17,10 +17,10 @@ use crate::runtime::SandboxState;
 use super::app::App;
 use super::panels;
 use super::theme::Theme;
+use super::transcript::spinner;
 
 /// Most rows the input grows to before it scrolls.
 const MAX_INPUT_ROWS: u16 = 8;
-const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// Draws the whole UI.
 pub fn view(app: &App, frame: &mut Frame<'_>) {
@@ -280,11 +280,6 @@ fn mode_style(app: &App) -> ratatui::style::Style {
         crate::policy::ApprovalMode::Auto => app.theme.warning(),
         crate::policy::ApprovalMode::Yolo => app.theme.error(),
     }
-}
-
-fn spinner(elapsed: Duration) -> &'static str {
-    let frame = (elapsed.as_millis() / 100) as usize % SPINNER.len();
-    SPINNER[frame]
 }
 
 fn elapsed(elapsed: Duration) -> String {

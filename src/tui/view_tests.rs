@@ -175,6 +175,33 @@ fn tool_call_cells() {
 }
 
 #[test]
+fn parallel_reads_run_together_each_with_a_spinner() {
+    let mut app = app();
+    start_turn(&mut app, "look around");
+    let calls: Vec<ToolCall> = (1..=4)
+        .map(|n| {
+            let command = format!("sleep 1 && cat f{n}.txt");
+            call(&format!("c{n}"), "shell", serde_json::json!({ "command": command }))
+        })
+        .collect();
+    respond(&mut app, "Reading the four files.", &calls);
+    for c in &calls {
+        let class = ToolClass::ReadOnly;
+        runtime(&mut app, RuntimeEvent::ToolCallStarted { call: c.clone(), class });
+    }
+    update(&mut app, Msg::Tick(Duration::from_millis(700)));
+    insta::assert_snapshot!("parallel_running", render(&app, 60, 14));
+    // Results arrive in call order once the batch is over; the cells not
+    // answered yet keep turning.
+    finish_tool(&mut app, &calls[0], "exit code: 0\n--- stdout ---\none\n", false, Some(0));
+    update(&mut app, Msg::Tick(Duration::from_millis(800)));
+    let screen = render(&app, 60, 14);
+    assert!(screen.contains("✓ shell sleep 1 && cat f1.txt"), "{screen}");
+    assert_eq!(screen.matches("⠇ shell sleep 1 && cat f").count(), 3, "{screen}");
+    assert!(screen.contains("⠇ 3 calls"), "{screen}");
+}
+
+#[test]
 fn a_non_zero_exit_is_a_red_cross_without_framing() {
     let app = tool_cells();
     let screen = render(&app, 60, 40);
