@@ -192,7 +192,7 @@ impl CommandSpec {
     }
 
     /// Marks the model's command as judged read-only: it runs in the
-    /// session's jail with nothing writable (see [`CommandSpec::read_only`]).
+    /// session's jail with nothing writable (the field of the same name).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
         self

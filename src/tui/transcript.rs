@@ -57,7 +57,7 @@ pub struct ToolCell {
     pub output: String,
     /// Parsed when the output carries a unified diff.
     pub diff: Option<Vec<DiffLine>>,
-    /// The spinner frame a running cell shows ([`Transcript::spin`]).
+    /// The spinner frame a running cell shows (`Transcript::spin`).
     pub spinner: &'static str,
 }
 
