@@ -66,7 +66,8 @@ fn config() -> LoopConfig {
             ApprovalMode::Auto,
             PathContext::new("/h", "/w", "/w"),
         ),
-        max_steps: 100,
+        limits: keel::agent::Limits::with_max_steps(100),
+        pricing: keel::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
     }

@@ -24,7 +24,7 @@ use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall};
 use crate::tasks::TaskStatus;
 
 use super::state::{CompactionDepth, CompactionReason, LoopPhase, LoopState, PendingCompaction};
-use super::step::{Effect, answer_pending, build_request, end_turn};
+use super::step::{Effect, answer_pending, build_request, end_turn, send_request};
 use crate::protocol::TurnOutcome;
 
 /// Share of the window the summary request may fill with history.
@@ -118,7 +118,7 @@ pub(super) fn on_overflow(state: &mut LoopState, message: String, effects: &mut 
                 tokens_before,
                 effects,
             );
-            effects.push(Effect::CallModel(build_request(state)));
+            send_request(state, effects);
             return;
         }
     }
@@ -203,7 +203,7 @@ pub(super) fn on_applied(state: &mut LoopState, effects: &mut Vec<Effect>) {
     let Some(pending) = state.compaction.take_if(|pending| pending.applied) else { return };
     if pending.resume_turn {
         state.phase = LoopPhase::Infer;
-        effects.push(Effect::CallModel(build_request(state)));
+        send_request(state, effects);
     } else {
         state.phase = LoopPhase::Idle;
     }

@@ -10,8 +10,12 @@ use crate::protocol::{
 };
 
 fn config(window: Option<u64>) -> LoopConfig {
-    // Commands run without asking: these tests are about context.
-    LoopConfig { context_window: window, ..test_support::config(ApprovalMode::Yolo, 50) }
+    // Commands run without asking, and the same read may come back the
+    // same many times: these tests are about context.
+    let mut config =
+        LoopConfig { context_window: window, ..test_support::config(ApprovalMode::Yolo, 50) };
+    config.limits.runaway = RunawayLimits { repeated_calls: None, failing_calls: None };
+    config
 }
 
 fn respond(items: Vec<Item>, input_tokens: u64) -> Input {

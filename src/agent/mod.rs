@@ -7,17 +7,25 @@
 //! tool call the model makes gets exactly one result in the history, in
 //! call order, whatever happens (denial, error, interrupt, step limit).
 
+mod budget;
 mod compaction;
 mod rebuild;
+mod runaway;
 mod schedule;
 mod state;
 mod step;
 mod turn_calls;
 mod workflow;
 
+pub use budget::{
+    BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS,
+    FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
+    SpendLimits, SpendStatus,
+};
 pub use rebuild::{
     CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,
 };
+pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
 pub use state::{
     CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState, PendingCompaction,
@@ -25,6 +33,8 @@ pub use state::{
 pub use step::{Effect, Input, step};
 pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs, rejection_text};
 
+#[cfg(test)]
+mod budget_tests;
 #[cfg(test)]
 mod compaction_tests;
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! [`Rebuilder`] folds records one at a time (the caller streams them from
 //! disk, so a large log never sits in memory twice). It keeps the
 //! conversation (from the latest compaction on), turn and step counters,
-//! usage totals, the approval mode (the last one logged), the session's
+//! usage totals (the spend the limits count), the spend limits (the last
+//! `limits_set`), the current turn's runaway counts (observed again from
+//! the results, notes taken off), the approval mode (the last one logged), the session's
 //! lasting approvals (the allowlist), the workflow
 //! (phase, plan, tasks, and the verification gate, recomputed from the
 //! results as `step` computes it live), and, for the last turn only, which
@@ -31,6 +33,8 @@
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
 
+use super::budget::SpendLimits;
+use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState};
 use super::step::{Effect, Input, batches, step};
@@ -181,6 +185,8 @@ impl Rebuilder {
                 }
                 self.state.turn_usage.add(&response.usage);
                 self.state.session_usage.add(&response.usage);
+                self.state.largest_output_tokens =
+                    self.state.largest_output_tokens.max(response.usage.output_tokens);
                 self.calls.asked(response.tool_calls().cloned());
                 self.state.items.extend(response.items);
                 for (call, result, meta) in self.calls.take_matched_early() {
@@ -227,6 +233,11 @@ impl Rebuilder {
                 self.state.failed_check = failed_check;
                 self.state.reported_context = None;
             }
+            SessionEvent::LimitsSet { max_cost_usd, max_tokens, .. } => {
+                let limits = SpendLimits { max_cost_usd, max_tokens };
+                self.state.logged_limits = limits;
+                self.state.config.limits.spend = limits;
+            }
             SessionEvent::TurnCompleted { .. } => self.end_turn(),
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
             SessionEvent::Approval { approved: true, prefix, path, .. } => {
@@ -235,6 +246,7 @@ impl Rebuilder {
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
             | SessionEvent::Undo { .. }
+            | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
@@ -275,6 +287,7 @@ impl Rebuilder {
         self.state.turn = turn;
         self.state.step = 0;
         self.state.turn_usage = Usage::default();
+        self.state.runaway = Default::default();
         self.turn_open = true;
         self.turn_has_prompt = false;
     }
@@ -309,9 +322,23 @@ impl Rebuilder {
         }
     }
 
-    /// Adds `result` after its `call` to the history.
+    /// Adds `result` after its `call` to the history, observed as `step`
+    /// observed it live: by the workflow, and (calls that ran or were
+    /// denied) by the runaway guard, each seeing the result without the
+    /// guard's own note.
     fn answer(&mut self, call: &ToolCall, result: ToolResult, meta: &serde_json::Value) {
-        self.state.workflow.observe(call, &result, meta);
+        let original = without_note(&result, meta);
+        self.state.workflow.observe(call, &original, meta);
+        let ran = if self.calls.has_started(&call.call_id) {
+            Some(Ran::Yes)
+        } else {
+            (meta.get("kind").and_then(serde_json::Value::as_str) == Some("denied"))
+                .then_some(Ran::Denied)
+        };
+        if let Some(ran) = ran {
+            let limits = self.state.config.limits.runaway;
+            self.state.runaway.observe(&limits, call, &original, ran);
+        }
         self.state.items.push(Item::ToolResult(result));
     }
 

@@ -15,9 +15,13 @@ fn config(approval: ApprovalMode) -> LoopConfig {
 }
 
 fn response(items: Vec<Item>) -> Input {
+    response_with(items, Usage { input_tokens: 7, output_tokens: 3, ..Usage::default() })
+}
+
+fn response_with(items: Vec<Item>, usage: Usage) -> Input {
     Input::ModelResponded(ModelResponse {
         items,
-        usage: Usage { input_tokens: 7, output_tokens: 3, ..Usage::default() },
+        usage,
         stop_reason: StopReason::EndTurn,
         response_id: None,
     })
@@ -581,16 +585,48 @@ mod properties {
         }
     }
 
+    /// Carries out `effects` as a driver would until the loop needs a model
+    /// response: batches answered "ok" (the same text for the same call,
+    /// so the runaway guard sees repeats), a spend limit raised every
+    /// other time it is hit.
+    fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRecord>) {
+        let mut asked = 0;
+        loop {
+            record(&effects, log);
+            match effects.last().cloned() {
+                Some(Effect::RunBatch { calls, .. }) => {
+                    let results = calls
+                        .iter()
+                        .map(|c| (ToolResult::ok(&c.call_id, "ok"), serde_json::Value::Null))
+                        .collect();
+                    effects = step(state, Input::BatchFinished { results });
+                }
+                Some(Effect::AskRaiseLimit(hit)) => {
+                    asked += 1;
+                    let raised = (asked % 2 == 1).then(|| hit.raised());
+                    effects = step(state, Input::LimitDecided { raised });
+                }
+                _ => return,
+            }
+        }
+    }
+
     /// A random session: each turn is a list of responses, each a list of
-    /// calls (see [`random_call`]); an empty response ends the turn.
-    fn run(turns: &[Vec<Vec<u8>>]) -> (LoopState, Vec<EventRecord>) {
-        let mut state = LoopState::new(config(ApprovalMode::Auto));
+    /// calls (see [`random_call`]); an empty response ends the turn. Usage
+    /// varies per response; `max_tokens` limits the session's spend.
+    fn run(turns: &[Vec<Vec<u8>>], max_tokens: Option<u64>) -> (LoopState, Vec<EventRecord>) {
+        let mut config = config(ApprovalMode::Auto);
+        config.limits.spend.max_tokens = max_tokens;
+        let mut state = LoopState::new(config);
         let mut log = Vec::new();
         let mut n = 0;
         for (t, responses) in turns.iter().enumerate() {
             let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
-            record(&effects, &mut log);
+            drive(&mut state, effects, &mut log);
             for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
+                if state.phase == LoopPhase::Idle {
+                    break;
+                }
                 let items: Vec<Item> = if calls.is_empty() {
                     vec![Item::Assistant { text: "done".into() }]
                 } else {
@@ -602,23 +638,14 @@ mod properties {
                         })
                         .collect()
                 };
-                let mut effects = step(&mut state, response(items));
-                loop {
-                    record(&effects, &mut log);
-                    let Some(Effect::RunBatch { calls, .. }) =
-                        effects.iter().find(|e| matches!(e, Effect::RunBatch { .. })).cloned()
-                    else {
-                        break;
-                    };
-                    let results = calls
-                        .iter()
-                        .map(|c| (ToolResult::ok(&c.call_id, "ok"), serde_json::Value::Null))
-                        .collect();
-                    effects = step(&mut state, Input::BatchFinished { results });
-                }
-                if state.phase == LoopPhase::Idle {
-                    break;
-                }
+                let usage = Usage {
+                    input_tokens: 40 + 17 * n as u64,
+                    cached_input_tokens: 11 * n as u64,
+                    output_tokens: 3 + calls.len() as u64 * 29,
+                    ..Usage::default()
+                };
+                let effects = step(&mut state, response_with(items, usage));
+                drive(&mut state, effects, &mut log);
             }
         }
         (state, log)
@@ -633,19 +660,47 @@ mod properties {
 
     proptest! {
         #[test]
-        fn rebuilding_reproduces_the_live_state(turns in sessions()) {
-            let (live, log) = run(&turns);
+        fn rebuilding_reproduces_the_live_state(
+            turns in sessions(),
+            max_tokens in prop::option::of(200u64..3_000),
+        ) {
+            let (live, log) = run(&turns, max_tokens);
+            // Rebuilt with no limits configured: the log carries them.
             let rebuilt = rebuild(&log);
             prop_assert_eq!(&rebuilt.state.items, &live.items);
             prop_assert_eq!(rebuilt.state.turn, live.turn);
             prop_assert_eq!(rebuilt.state.session_usage, live.session_usage);
+            prop_assert_eq!(rebuilt.state.largest_output_tokens, live.largest_output_tokens);
+            prop_assert_eq!(rebuilt.state.config.limits.spend, live.config.limits.spend);
+            prop_assert_eq!(rebuilt.state.logged_limits, live.logged_limits);
+            prop_assert_eq!(&rebuilt.state.runaway, &live.runaway);
             prop_assert_eq!(&rebuilt.state.workflow, &live.workflow);
             prop_assert!(rebuilt.open_turn.is_none());
         }
 
+        /// Every prefix rebuilds the spend so far: a resume keeps counting
+        /// from what the log holds, and the runaway counts of an open turn.
+        #[test]
+        fn every_prefix_rebuilds_the_spend_so_far(
+            turns in sessions(),
+            max_tokens in prop::option::of(200u64..3_000),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let (_, log) = run(&turns, max_tokens);
+            let cut = cut.index(log.len()) + 1;
+            let rebuilt = rebuild(&log[..cut]);
+            let mut spent = Usage::default();
+            for record in &log[..cut] {
+                if let SessionEvent::ModelResponse { response, .. } = &record.event {
+                    spent.add(&response.usage);
+                }
+            }
+            prop_assert_eq!(rebuilt.state.session_usage, spent);
+        }
+
         #[test]
         fn no_prefix_reruns_an_answered_call(turns in sessions(), cut in any::<prop::sample::Index>()) {
-            let (_, log) = run(&turns);
+            let (_, log) = run(&turns, None);
             let cut = cut.index(log.len()) + 1;
             let rebuilt = rebuild(&log[..cut]);
             let Some(open) = rebuilt.open_turn else { return Ok(()) };

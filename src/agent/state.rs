@@ -3,9 +3,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{Item, ToolClass, ToolSpec, Usage};
 
+use super::budget::{Limits, SpendLimits};
+use super::runaway::RunawayState;
 use super::schedule::Batch;
 use super::workflow::WorkflowState;
 
@@ -24,8 +27,11 @@ pub struct LoopConfig {
     pub tool_classes: BTreeMap<String, ToolClass>,
     /// Compiled rules, mode, paths and trust: what `policy::evaluate` needs.
     pub policy: Policy,
-    /// Model calls allowed in one turn.
-    pub max_steps: u32,
+    /// Steps per turn, spend per session, runaway guards. The spend
+    /// limits change only when the user raises them (logged).
+    pub limits: Limits,
+    /// The model's prices (table and `[context]`), for the spend limits.
+    pub pricing: Pricing,
     /// The model's context window in tokens (`None`: unknown, so only a
     /// provider's context-length error triggers compaction).
     pub context_window: Option<u64>,
@@ -48,6 +54,9 @@ pub enum LoopPhase {
     Compact,
     /// The front batch is running.
     Execute,
+    /// The next request would cross a spend limit: waiting for the
+    /// front end to raise it or let the turn end.
+    AwaitLimit,
 }
 
 /// The whole mutable state of the loop.
@@ -85,6 +94,13 @@ pub struct LoopState {
     /// The last failing verification output recorded by a compaction,
     /// for later compactions whose history no longer holds it.
     pub failed_check: Option<String>,
+    /// The largest output of the session's responses (the projection's
+    /// output estimate).
+    pub largest_output_tokens: u64,
+    /// The spend limits the log holds last (`limits_set`).
+    pub logged_limits: SpendLimits,
+    /// Repeated and failing calls of the current turn.
+    pub runaway: RunawayState,
 }
 
 /// How far the history was compacted within one step.
@@ -146,6 +162,9 @@ impl LoopState {
             reported_context: None,
             compaction: None,
             failed_check: None,
+            largest_output_tokens: 0,
+            logged_limits: SpendLimits::default(),
+            runaway: RunawayState::default(),
         }
     }
 

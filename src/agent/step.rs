@@ -8,7 +8,9 @@ use crate::protocol::{
     Usage,
 };
 
+use super::budget::{self, BudgetHit, SpendLimits};
 use super::compaction;
+use super::runaway::{self, Ran, RunawayVerdict};
 use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
 use super::workflow::{self, HARNESS_TOOLS, HarnessOutcome};
@@ -59,6 +61,11 @@ pub enum Input {
     BatchFinished {
         results: Vec<(ToolResult, serde_json::Value)>,
     },
+    /// The answer to an [`Effect::AskRaiseLimit`]: the new limits, or
+    /// `None` to end the turn `budget_exceeded`.
+    LimitDecided {
+        raised: Option<SpendLimits>,
+    },
     /// The user interrupted the turn. The driver first delivers whatever
     /// the cancelled effect produced, then this.
     Interrupted,
@@ -81,6 +88,10 @@ pub enum Effect {
         calls: Vec<ToolCall>,
         concurrent: bool,
     },
+    /// The next request would cross a spend limit (recorded as
+    /// `budget_exceeded`): ask whether to raise it, answer with
+    /// [`Input::LimitDecided`]. Whoever cannot ask answers `None`.
+    AskRaiseLimit(BudgetHit),
     /// Ask the model for a compaction summary (no streaming to the user);
     /// answer with [`Input::Summarized`] or [`Input::SummaryFailed`].
     /// `trigger` is `auto` or `manual` (PreCompact hooks see it).
@@ -143,7 +154,16 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
         (LoopPhase::Execute, Input::BatchFinished { results }) => {
             on_batch_finished(state, results, &mut effects);
         }
-        (LoopPhase::Infer | LoopPhase::AwaitApproval | LoopPhase::Execute, Input::Interrupted) => {
+        (LoopPhase::AwaitLimit, Input::LimitDecided { raised }) => {
+            budget::on_decided(state, raised, &mut effects);
+        }
+        (
+            LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::AwaitLimit,
+            Input::Interrupted,
+        ) => {
             answer_pending(state, "interrupted by the user before it ran", &mut effects);
             end_turn(state, TurnOutcome::Interrupted, &mut effects);
         }
@@ -152,7 +172,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Infer
             | LoopPhase::AwaitApproval
             | LoopPhase::Execute
-            | LoopPhase::Compact,
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit,
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
@@ -163,6 +184,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::CompactionApplied
             | Input::ApprovalDecided { .. }
             | Input::BatchFinished { .. }
+            | Input::LimitDecided { .. }
             | Input::Interrupted,
         ) => {}
     }
@@ -174,6 +196,7 @@ fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) {
     state.step = 0;
     state.turn_usage = Usage::default();
     state.pending.clear();
+    state.runaway = Default::default();
     effects.push(Effect::Record(SessionEvent::TurnStarted { turn: state.turn }));
     effects.push(Effect::Record(SessionEvent::UserMessage { text: text.clone() }));
     state.items.push(Item::User { text });
@@ -193,6 +216,18 @@ fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) {
 /// threshold (then the request waits for the summary).
 fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
     if compaction::before_request(state, effects) {
+        return;
+    }
+    send_request(state, effects);
+}
+
+/// Sends the request for the current state, unless it would take the
+/// session past a spend limit (then the front end is asked to raise it);
+/// every [`Effect::CallModel`] of a turn goes through here.
+pub(super) fn send_request(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    budget::record_limits(state, effects);
+    if let Some(hit) = budget::check(state) {
+        budget::stop(state, hit, effects);
         return;
     }
     effects.push(Effect::CallModel(build_request(state)));
@@ -223,6 +258,7 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
     }
     state.turn_usage.add(&response.usage);
     state.session_usage.add(&response.usage);
+    state.largest_output_tokens = state.largest_output_tokens.max(response.usage.output_tokens);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
     state.items.extend(response.items.iter().cloned());
     effects.push(Effect::Record(SessionEvent::ModelResponse { step: state.step, response }));
@@ -230,8 +266,9 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         end_turn(state, TurnOutcome::Completed, effects);
         return;
     }
-    if state.step >= state.config.max_steps {
-        let reason = format!("not run: the step limit of {} was reached", state.config.max_steps);
+    let max_steps = state.config.limits.max_steps;
+    if state.step >= max_steps {
+        let reason = format!("not run: the step limit of {max_steps} was reached");
         for call in &calls {
             answer(state, ToolResult::error(&call.call_id, &reason), effects);
         }
@@ -272,9 +309,15 @@ pub(super) fn batches(
 }
 
 /// Refuses the calls the workflow does not admit now (recording any
-/// implicit phase move of the ones it does); returns the admitted ones.
-fn admit(state: &mut LoopState, calls: Vec<ToolCall>, effects: &mut Vec<Effect>) -> Vec<ToolCall> {
+/// implicit phase move of the ones it does); returns the admitted ones,
+/// and whether a refusal repeated after its runaway note (the turn stops).
+fn admit(
+    state: &mut LoopState,
+    calls: Vec<ToolCall>,
+    effects: &mut Vec<Effect>,
+) -> (Vec<ToolCall>, bool) {
     let mut admitted = Vec::with_capacity(calls.len());
+    let mut stuck = false;
     for call in calls {
         match state.workflow.admit(&call) {
             Ok(events) => {
@@ -288,11 +331,11 @@ fn admit(state: &mut LoopState, calls: Vec<ToolCall>, effects: &mut Vec<Effect>)
                     "phase": state.workflow.flow.phase,
                 });
                 let result = ToolResult::error(&call.call_id, denied_text(&reason));
-                record_result(state, result, meta, effects);
+                stuck |= record_observed(state, &call, result, meta, Ran::Denied, effects);
             }
         }
     }
-    admitted
+    (admitted, stuck)
 }
 
 /// Works through pending batches until one needs the driver, or none are
@@ -307,11 +350,19 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 // front ends; the model reads it in the result text.
                 let meta = serde_json::json!({ "kind": "denied", "reason": reason });
                 let result = ToolResult::error(&call.call_id, denied_text(&reason));
-                record_result(state, result, meta, effects);
+                if record_observed(state, &call, result, meta, Ran::Denied, effects) {
+                    return stop_stuck(state, effects);
+                }
             }
             Some(Batch::Ask { call, reason }) => {
-                if admit(state, vec![call.clone()], effects).is_empty() {
+                let (admitted, stuck) = admit(state, vec![call.clone()], effects);
+                if admitted.is_empty() {
                     state.pending.pop_front();
+                }
+                if stuck {
+                    return stop_stuck(state, effects);
+                }
+                if admitted.is_empty() {
                     continue;
                 }
                 state.phase = LoopPhase::AwaitApproval;
@@ -325,7 +376,12 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
             }
             Some(Batch::Run { calls, concurrent }) => {
                 state.pending.pop_front();
-                let calls = admit(state, calls, effects);
+                let (calls, stuck) = admit(state, calls, effects);
+                if stuck {
+                    // The admitted calls are answered "not run" with the rest.
+                    state.pending.push_front(Batch::Run { calls, concurrent });
+                    return stop_stuck(state, effects);
+                }
                 if calls.is_empty() {
                     continue;
                 }
@@ -425,6 +481,7 @@ fn on_batch_finished(
     effects: &mut Vec<Effect>,
 ) {
     let Some(Batch::Run { calls, .. }) = state.pending.pop_front() else { return };
+    let mut stuck = false;
     for call in calls {
         let position = results.iter().position(|(result, _)| result.call_id == call.call_id);
         let (result, meta) = match position {
@@ -435,9 +492,42 @@ fn on_batch_finished(
             ),
         };
         state.workflow.observe(&call, &result, &meta);
-        record_result(state, result, meta, effects);
+        stuck |= record_observed(state, &call, result, meta, Ran::Yes, effects);
+    }
+    if stuck {
+        return stop_stuck(state, effects);
     }
     advance(state, effects);
+}
+
+/// Records `result` of `call` after runaway detection (a note appended
+/// when the model is repeating itself); returns whether the turn must
+/// stop (`agent::runaway`).
+fn record_observed(
+    state: &mut LoopState,
+    call: &ToolCall,
+    result: ToolResult,
+    meta: serde_json::Value,
+    ran: Ran,
+    effects: &mut Vec<Effect>,
+) -> bool {
+    let limits = state.config.limits.runaway;
+    let verdict = state.runaway.observe(&limits, call, &result, ran);
+    let stop = matches!(verdict, RunawayVerdict::Stop { .. });
+    let (result, meta) = runaway::annotate(result, meta, &verdict);
+    record_result(state, result, meta, effects);
+    stop
+}
+
+/// The model kept repeating itself after its note: whatever is still
+/// pending is not run, and the turn ends `stuck`.
+fn stop_stuck(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    answer_pending(
+        state,
+        "not run: keel stopped the turn (the model was going in circles)",
+        effects,
+    );
+    end_turn(state, TurnOutcome::Stuck, effects);
 }
 
 /// Gives every call still pending an error result, so the history stays a

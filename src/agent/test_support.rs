@@ -27,7 +27,8 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         tools: Vec::new(),
         tool_classes,
         policy: Policy::new(RuleSet::default(), approval, paths()),
-        max_steps,
+        limits: super::Limits::with_max_steps(max_steps),
+        pricing: crate::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
     }

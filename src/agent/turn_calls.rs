@@ -96,6 +96,12 @@ impl TurnCalls {
         self.calls.get(position).cloned()
     }
 
+    /// Whether a call of this id is known to have started (it ran, as far
+    /// as the runaway guard is concerned).
+    pub(super) fn has_started(&self, call_id: &str) -> bool {
+        self.started.contains_key(call_id) || self.files.contains_key(call_id)
+    }
+
     pub(super) fn started(&mut self, call_id: String) {
         *self.started.entry(call_id).or_default() += 1;
     }

@@ -32,7 +32,8 @@ fn state(approval: ApprovalMode) -> LoopState {
         tools: harness_specs(),
         tool_classes,
         policy,
-        max_steps: 30,
+        limits: super::Limits::with_max_steps(30),
+        pricing: crate::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
     })

@@ -28,10 +28,12 @@ use crate::exec::ExitStatus;
 const EXIT_CODES: &str = "Exit codes:\n  0    done\n  1    the model or the turn failed \
 (model error after retries, step limit, log write failure), or the session is in use by \
 another keel process\n  2    usage or configuration error\n  3    needs approval: calls the \
-model wanted were declined (keel exec cannot ask; rerun with the flag it names)\n  129  stopped \
-by SIGHUP (the terminal closed)\n  130  interrupted (Ctrl-C, SIGINT)\n  131  stopped by \
-SIGQUIT\n  143  stopped by SIGTERM\nA stopping signal ends the turn cleanly (the running \
-command is killed, the session log closed); a second one exits at once.";
+model wanted were declined (keel exec cannot ask; rerun with the flag it names)\n  4    \
+budget_exceeded: the next request would have crossed --max-cost/--max-tokens\n  5    stuck: \
+the model kept repeating a call after keel pointed it out\n  129  stopped by SIGHUP (the \
+terminal closed)\n  130  interrupted (Ctrl-C, SIGINT)\n  131  stopped by SIGQUIT\n  143  \
+stopped by SIGTERM\nA stopping signal ends the turn cleanly (the running command is killed, \
+the session log closed); a second one exits at once.";
 
 /// keel: a terminal coding agent.
 ///
@@ -70,6 +72,15 @@ pub struct ModelArgs {
     /// Override a config key for this run, e.g. -c max_steps=50 (repeatable).
     #[arg(short = 'c', long = "config", global = true, value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Spend at most USD US dollars in this session (every turn, every
+    /// resume), at the model's prices; a request that would cross it is
+    /// not sent. Wins over [limits] and over a resumed session's limit.
+    #[arg(long, global = true, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Use at most N tokens (input + output, cache reads included) in this
+    /// session, like --max-cost.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_tokens: Option<u64>,
 }
 
 /// The approval mode to start in (`keel`, `keel resume`, `keel exec`).
@@ -300,6 +311,10 @@ impl ModelArgs {
             model: self.model.clone(),
             set: self.set.clone(),
             rules_files: Vec::new(),
+            limits: crate::agent::SpendLimits {
+                max_cost_usd: self.max_cost,
+                max_tokens: self.max_tokens,
+            },
         }
     }
 }

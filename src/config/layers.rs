@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::limits::LimitsFile;
 use super::provider::ProviderFile;
 use super::trust::{trusted_project, untrusted_project};
 use super::{CliOverrides, ConfigError, Environment, rules, validate};
@@ -50,6 +51,9 @@ pub struct ConfigFile {
     /// The approval mode a session starts in when no flag says otherwise
     /// (`ask`, `auto`, `plan`, `explore`, `yolo`): user file and `-c` only.
     pub default_mode: Option<crate::policy::ApprovalMode>,
+    /// `[limits]`: steps, spend and runaway guards (`super::limits`); a
+    /// project's only tightens the user's.
+    pub limits: Option<LimitsFile>,
 }
 
 /// The `[shell]` table.
@@ -163,8 +167,12 @@ impl ConfigFile {
             shell,
             context,
             default_mode,
+            limits,
         } = other;
         self.default_mode = default_mode.or(self.default_mode);
+        if let Some(limits) = limits {
+            self.limits.get_or_insert_with(LimitsFile::default).overlay(limits);
+        }
         if let Some(ShellFile { env_strip, env_keep, max_parallel }) = shell {
             let mine = self.shell.get_or_insert_with(ShellFile::default);
             if let Some(patterns) = env_strip {
@@ -284,6 +292,10 @@ pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, Conf
             // Loaded either way: hooks wait for trust when they would run.
             let origin = HookOrigin::ProjectFile(project_path.clone());
             layers.hook_tables.push(HookTable { origin, table });
+        }
+        // Limits only tighten, so a project's apply trusted or not.
+        if let Some(limits) = project.limits.take() {
+            layers.merged.limits.get_or_insert_with(LimitsFile::default).tighten(limits);
         }
         let kept = if project_trusted {
             trusted_project(project, &project_path, &env.keel_home, &mut layers.warnings)

@@ -19,6 +19,7 @@ mod fuzz_tests;
 mod hooks;
 mod instructions;
 mod layers;
+mod limits;
 mod memory;
 mod provider;
 mod resolve;
@@ -35,6 +36,7 @@ pub use layers::{
     ConfigFile, ContextFile, HookOrigin, HookTable, Layers, SandboxFile, find_workspace_root,
     read_layers,
 };
+pub use limits::{DEFAULT_MAX_STEPS, LimitsFile};
 pub use memory::{MemoryProblem, discover_memory};
 pub use provider::ProviderFile;
 pub use resolve::{LocalSettings, SandboxSettings, Settings, resolve, resolve_local};
@@ -77,6 +79,14 @@ pub enum ConfigError {
         "the {provider} provider needs a model: pass --model NAME or set `model` in {config_path}"
     )]
     MissingModel { provider: &'static str, config_path: PathBuf },
+    #[error(
+        "a cost limit (--max-cost or limits.max_cost_usd) needs the prices of `{model}`, which \
+         keel does not know: set `input_price` and `output_price` under `[context]` in \
+         {config_path} (US dollars per million tokens; `cached_input_price` and \
+         `cache_write_price` too if the provider bills cache reads and writes apart), or pass \
+         -c context.input_price=… -c context.output_price=…; --max-tokens needs no prices"
+    )]
+    UnpricedCostLimit { model: String, config_path: PathBuf },
     #[error("cannot determine the working directory: {source}")]
     Cwd { source: std::io::Error },
     #[error("cannot find a home folder for keel: set KEEL_HOME or HOME")]
@@ -125,6 +135,9 @@ pub struct CliOverrides {
     pub set: Vec<String>,
     /// Extra rules files (`--rules FILE`), loaded after the user's.
     pub rules_files: Vec<PathBuf>,
+    /// `--max-cost`, `--max-tokens`: win over `[limits]`, and over the
+    /// limits a resumed session logged.
+    pub limits: crate::agent::SpendLimits,
 }
 
 /// Loads and resolves configuration for a command run in `env.cwd`.

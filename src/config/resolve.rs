@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::agent::{Limits, SpendLimits};
 use crate::context::Pricing;
 use crate::hooks::{HooksConfig, NativeHook, ProtectSecrets};
 use crate::llm::{
@@ -17,12 +18,11 @@ use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
 use super::layers::{SecretsFile, ShellFile};
+use super::limits::resolve_limits;
 use super::{
     CliOverrides, ConfigError, ContextFile, Environment, Layers, ProviderFile, SandboxFile,
 };
 
-/// Model calls allowed in one turn unless configured otherwise.
-pub const DEFAULT_MAX_STEPS: u32 = 100;
 /// Seconds a server may stay silent (before the first byte or between
 /// two chunks) before the attempt counts as failed.
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
@@ -34,7 +34,12 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 600;
 pub struct Settings {
     pub provider: ProviderConfig,
     pub model: String,
-    pub max_steps: u32,
+    /// Steps per turn, spend per session, runaway guards (`[limits]`,
+    /// the top-level `max_steps`, `--max-cost`, `--max-tokens`).
+    pub limits: Limits,
+    /// The spend limits given as flags in this process (a resume keeps
+    /// the logged ones otherwise).
+    pub limit_flags: SpendLimits,
     pub keel_home: PathBuf,
     pub workspace_root: PathBuf,
     /// Things the user should know (ignored keys and the like).
@@ -227,6 +232,14 @@ pub fn resolve(
         Duration::from_secs(merged.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS));
     let profile = ServerProfile::detect(kind, &base_url, &model, profile_settings(&provider_file)?);
     let pricing = pricing(&model, merged.context, profile.cache_ttl);
+    let limits = resolve_limits(
+        merged.limits,
+        merged.max_steps,
+        cli.limits,
+        &pricing,
+        &model,
+        &env.keel_home.join("config.toml"),
+    )?;
     Ok(Settings {
         provider: ProviderConfig {
             kind,
@@ -238,7 +251,8 @@ pub fn resolve(
             request_timeout,
             profile,
         },
-        max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+        limits,
+        limit_flags: cli.limits,
         keel_home: env.keel_home.clone(),
         workspace_root,
         warnings,
@@ -434,7 +448,7 @@ mod tests {
         assert!(settings.warnings[0].contains("ignored until you run `keel trust`: model"));
         crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
         let settings = load(&env, &CliOverrides::default()).unwrap();
-        assert_eq!((settings.model.as_str(), settings.max_steps), ("project", 3));
+        assert_eq!((settings.model.as_str(), settings.limits.max_steps), ("project", 3));
         let cli = CliOverrides { set: vec!["model=cli-c".into()], ..CliOverrides::default() };
         assert_eq!(load(&env, &cli).unwrap().model, "cli-c");
         let cli = CliOverrides { model: Some("flag".into()), ..cli };

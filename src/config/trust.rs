@@ -92,6 +92,9 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         secrets,
         shell,
         context,
+        // Taken before this (`read_layers`): a project's limits only
+        // tighten, so they apply trusted or not.
+        limits: _,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),

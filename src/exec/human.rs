@@ -64,9 +64,17 @@ impl HumanPrinter {
                 sandbox,
                 mode,
                 pricing: _,
+                limits,
             } => {
+                let mut limit = String::new();
+                if let Some(max) = limits.max_cost_usd {
+                    limit.push_str(&format!(" · limit ${max:.2}"));
+                }
+                if let Some(max) = limits.max_tokens {
+                    limit.push_str(&format!(" · limit {max} tokens"));
+                }
                 out.push(format!(
-                    "keel {} · {provider} · {model} · {} mode · sandbox {}",
+                    "keel {} · {provider} · {model} · {} mode · sandbox {}{limit}",
                     env!("CARGO_PKG_VERSION"),
                     mode.as_str(),
                     sandbox.as_str()

@@ -61,6 +61,7 @@ impl EventSink for JsonPrinter {
                 sandbox,
                 mode,
                 pricing: _,
+                limits: _,
             } => {
                 self.write(&json!({"type": "session_started", "session_id": session_id,
                     "log_path": log_path, "provider": provider, "model": model,
@@ -177,6 +178,8 @@ pub struct ResultLine {
     pub plan_path: Option<String>,
     /// The session's task list (`todo_write`), as the model left it.
     pub tasks: Vec<crate::tasks::Task>,
+    /// The session's spend limits and spend, when the session opened.
+    pub spend: Option<crate::agent::SpendStatus>,
 }
 
 impl ResultLine {
@@ -193,6 +196,7 @@ impl ResultLine {
             context_percent: None,
             plan_path: None,
             tasks: Vec::new(),
+            spend: None,
         }
     }
 
@@ -203,6 +207,12 @@ impl ResultLine {
             "log_path": self.log_path, "cost_usd": self.cost_usd,
             "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
             "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error,
-            "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>()})
+            "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>(),
+            "limits": self.spend.map(|spend| json!({
+                "max_cost_usd": spend.limits.max_cost_usd,
+                "max_tokens": spend.limits.max_tokens,
+                "spent_usd": spend.spent_usd,
+                "spent_tokens": spend.spent_tokens,
+            }))})
     }
 }

@@ -47,6 +47,11 @@ pub enum ExitStatus {
     /// Calls the model needed were declined: this run could not ask for
     /// their approval (the result says which flag or rule allows them).
     NeedsApproval = 3,
+    /// The next model request would have crossed `--max-cost` or
+    /// `--max-tokens` (`budget_exceeded`); it was not sent.
+    BudgetExceeded = 4,
+    /// The model kept repeating itself after keel pointed it out (`stuck`).
+    Stuck = 5,
     /// Interrupted by Ctrl-C (SIGINT): 128 + 2.
     Interrupted = 130,
     /// Stopped by SIGHUP (the terminal closed): 128 + 1.
@@ -103,9 +108,16 @@ pub async fn run(
     let mut session = match opened {
         Ok(session) => session,
         Err(error) => {
+            let status = match error {
+                RuntimeError::UnpricedCostLimit { .. } => ExitStatus::Usage,
+                RuntimeError::Log(_)
+                | RuntimeError::Client(_)
+                | RuntimeError::Stalled
+                | RuntimeError::AmbiguousLog { .. } => ExitStatus::Failed,
+            };
             let line = ResultLine::failure(error.to_string());
             report(&line, options.json, None);
-            return ExitStatus::Failed;
+            return status;
         }
     };
     if let (Some(mode), Some(_)) = (options.approval, &options.resume) {
@@ -160,13 +172,22 @@ pub async fn run(
                 "completed" | "unverified" | "plan_ready" => ExitStatus::Done,
                 "needs_approval" => ExitStatus::NeedsApproval,
                 "interrupted" => ExitStatus::Interrupted,
+                "budget_exceeded" => ExitStatus::BudgetExceeded,
+                "stuck" => ExitStatus::Stuck,
                 _ => ExitStatus::Failed,
             };
             let error = summary.error.clone().or_else(|| match summary.outcome {
                 TurnOutcome::MaxSteps => Some(format!(
                     "stopped at the step limit of {}; raise it with -c max_steps=N",
-                    settings.max_steps
+                    settings.limits.max_steps
                 )),
+                TurnOutcome::BudgetExceeded => Some(budget_error(&session)),
+                TurnOutcome::Stuck => Some(
+                    "stopped: the model kept repeating itself after keel pointed it out (the \
+                     last tool result says how); limits.repeated_calls and limits.failing_calls \
+                     set the guards, 0 turns one off"
+                        .to_owned(),
+                ),
                 TurnOutcome::Completed if name == "failed" => Some(
                     "no plan was submitted: --plan-only stops at a plan, and the model \
                      answered without one (its answer is the final text)"
@@ -191,6 +212,7 @@ pub async fn run(
                     .map(|plan| plan.path.clone())
                     .filter(|path| !path.is_empty()),
                 tasks: session.tasks().to_vec(),
+                spend: Some(session.spend_status()),
             };
             (status, line)
         }
@@ -321,7 +343,28 @@ fn status_name(outcome: TurnOutcome) -> &'static str {
         TurnOutcome::Completed => "completed",
         TurnOutcome::Failed | TurnOutcome::MaxSteps => "failed",
         TurnOutcome::Interrupted => "interrupted",
+        TurnOutcome::BudgetExceeded => "budget_exceeded",
+        TurnOutcome::Stuck => "stuck",
     }
+}
+
+/// Why a `budget_exceeded` run stopped and how to go on.
+fn budget_error(session: &Session) -> String {
+    let spend = session.spend_status();
+    let mut spent = Vec::new();
+    if let Some(max) = spend.limits.max_cost_usd {
+        let used = spend.spent_usd.map_or_else(|| "?".to_owned(), |usd| format!("${usd:.4}"));
+        spent.push(format!("{used} of the ${max:.2} cost limit"));
+    }
+    if let Some(max) = spend.limits.max_tokens {
+        spent.push(format!("{} of the {max} token limit", spend.spent_tokens));
+    }
+    format!(
+        "stopped before a model request that would have crossed the session's limit ({} spent); \
+         go on with a higher one: keel exec resume {} --max-cost USD / --max-tokens N",
+        spent.join(", "),
+        session.id()
+    )
 }
 
 /// Writes the closing output: the `result` line in JSON mode; otherwise the
@@ -362,8 +405,18 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         }
         _ => {}
     }
-    if let Some(cost) = line.cost_usd.filter(|_| line.usage.total_tokens() > 0) {
-        let _ = writeln!(stderr, "cost: ${cost:.4}");
+    let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
+    match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {
+        (Some(cost), Some(max)) => {
+            let _ = writeln!(stderr, "cost: ${cost:.4} of ${max:.2} (limit)");
+        }
+        (Some(cost), None) => {
+            let _ = writeln!(stderr, "cost: ${cost:.4}");
+        }
+        (None, _) => {}
+    }
+    if let (Some(max), Some(spend)) = (limits.max_tokens, line.spend) {
+        let _ = writeln!(stderr, "tokens: {} of {max} (limit)", spend.spent_tokens);
     }
     if let Some(text) = &line.final_text {
         let mut stdout = std::io::stdout().lock();

@@ -29,6 +29,8 @@
 //! | `model_changed` | runtime | the model of the requests from here on (`/model NAME` in the TUI) |
 //! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
 //! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check; a resume starts from the latest |
+//! | `limits_set` | loop | the spend limits in force from here on (cost in US dollars, tokens): at a session's first turn when it has any, when a flag changes them on resume, when the user raises one at the limit; a resume keeps the last |
+//! | `budget_exceeded` | loop | a model request was not sent because it would have crossed a limit: which limit, the limits, the spend so far and the request's projection |
 //! | `model_error` | loop | a model request failed for good |
 //! | `error` | runtime | any other failure worth keeping |
 //! | `internal_error` | runtime | a bug caught at the tool or hook boundary (a panic): which tool or hook, the call, the message; the call got an error result |
@@ -60,6 +62,26 @@ pub enum TurnOutcome {
     Interrupted,
     /// The step limit was reached before the model finished.
     MaxSteps,
+    /// The next model request would have crossed a spend limit
+    /// (`--max-cost`, `--max-tokens`); it was not sent.
+    BudgetExceeded,
+    /// The model kept repeating a call (or failing with one tool) after
+    /// keel told it so (`agent::runaway`).
+    Stuck,
+}
+
+impl TurnOutcome {
+    /// The outcome in the log's words (`completed`, `budget_exceeded`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+            Self::MaxSteps => "max_steps",
+            Self::BudgetExceeded => "budget_exceeded",
+            Self::Stuck => "stuck",
+        }
+    }
 }
 
 /// How long an approval holds.
@@ -221,6 +243,34 @@ pub enum SessionEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failed_check: Option<String>,
     },
+    /// The spend limits in force from here on (see the table above).
+    LimitsSet {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u64>,
+        /// `start`, `resume` (a flag changed them) or `raised` (the user
+        /// raised one at the limit).
+        reason: String,
+    },
+    /// A model request was not sent: with it the session would have
+    /// spent more than a limit allows.
+    BudgetExceeded {
+        /// `cost` or `tokens`: the limit the request would have crossed.
+        limit: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u64>,
+        /// What the session had spent (`None`: no prices known).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spent_usd: Option<f64>,
+        spent_tokens: u64,
+        /// The projection of the request that was not sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_usd: Option<f64>,
+        next_tokens: u64,
+    },
     /// A model request failed for good (after retries).
     ModelError {
         message: String,
@@ -275,7 +325,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 25] = [
+    pub const TYPES: [&'static str; 27] = [
         "session_started",
         "session_resumed",
         "user_message",
@@ -295,6 +345,8 @@ impl SessionEvent {
         "plan_updated",
         "task_updated",
         "compaction",
+        "limits_set",
+        "budget_exceeded",
         "model_error",
         "error",
         "internal_error",
@@ -328,6 +380,8 @@ impl SessionEvent {
             | SessionEvent::PlanUpdated { .. }
             | SessionEvent::TaskUpdated { .. }
             | SessionEvent::Compaction { .. }
+            | SessionEvent::LimitsSet { .. }
+            | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
@@ -430,6 +484,20 @@ mod tests {
                 tokens_after: 0,
                 failed_check: None,
             },
+            SessionEvent::LimitsSet {
+                max_cost_usd: Some(1.5),
+                max_tokens: None,
+                reason: "start".into(),
+            },
+            SessionEvent::BudgetExceeded {
+                limit: "cost".into(),
+                max_cost_usd: Some(1.5),
+                max_tokens: None,
+                spent_usd: Some(1.25),
+                spent_tokens: 9,
+                next_usd: Some(0.5),
+                next_tokens: 3,
+            },
             SessionEvent::ModelError { message: s() },
             SessionEvent::Error { message: s() },
             SessionEvent::InternalError {
@@ -474,6 +542,8 @@ mod tests {
                 | SessionEvent::PlanUpdated { .. }
                 | SessionEvent::TaskUpdated { .. }
                 | SessionEvent::Compaction { .. }
+                | SessionEvent::LimitsSet { .. }
+                | SessionEvent::BudgetExceeded { .. }
                 | SessionEvent::ModelError { .. }
                 | SessionEvent::Error { .. }
                 | SessionEvent::InternalError { .. }

@@ -1,5 +1,6 @@
 //! Who answers approval requests: the TUI asks the user; `exec` cannot.
 
+use crate::agent::{BudgetHit, SpendLimits};
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::ToolCall;
 use crate::tools::BoxFuture;
@@ -35,6 +36,13 @@ pub trait Approver: Send {
     /// [`crate::runtime::DeclinedCall`] so the run does not claim success.
     fn can_ask(&self) -> bool {
         true
+    }
+
+    /// The next model request would cross a spend limit: the limits to go
+    /// on with, or `None` to end the turn (`budget_exceeded`). Front ends
+    /// that cannot ask keep the default: the turn ends.
+    fn raise_limit<'a>(&'a mut self, _hit: &'a BudgetHit) -> BoxFuture<'a, Option<SpendLimits>> {
+        Box::pin(async { None })
     }
 }
 

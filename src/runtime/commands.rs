@@ -56,6 +56,7 @@ impl Session {
                 }
                 // Idle compaction asks nothing else of the driver.
                 Effect::CallModel(_)
+                | Effect::AskRaiseLimit(_)
                 | Effect::AskApproval { .. }
                 | Effect::RunBatch { .. }
                 | Effect::TurnEnded { .. } => {}

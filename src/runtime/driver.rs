@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopState, OpenTurn, WorkflowState, step};
+use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, WorkflowState, step};
 use crate::config::Settings;
 use crate::context::memory::MemoryNote;
 use crate::hooks::HookBus;
@@ -155,6 +155,7 @@ impl Session {
             sandbox: super::sandboxing::sandbox_state(settings, &state.config.policy),
             mode: state.config.policy.mode,
             pricing: settings.pricing,
+            limits: state.config.limits.spend,
         });
         sink.emit(super::workflow::workflow_event(&state.workflow));
         let opening = Opening {
@@ -263,6 +264,16 @@ impl Session {
     /// (keel's table, or `[context]` prices in the config).
     pub fn cost_usd(&self) -> Option<f64> {
         self.settings.pricing.cost_usd(&self.state.session_usage)
+    }
+
+    /// The session's spend (every process's, from the log) against its
+    /// spend limits.
+    pub fn spend_status(&self) -> SpendStatus {
+        SpendStatus::new(
+            self.state.config.limits.spend,
+            &self.settings.pricing,
+            &self.state.session_usage,
+        )
     }
 
     /// How full the context was at the latest request, in percent.
@@ -454,6 +465,13 @@ impl Session {
                         scope,
                     }
                 }
+                Effect::AskRaiseLimit(hit) => {
+                    // An interrupt must not wait on an unanswered question.
+                    tokio::select! {
+                        raised = self.approver.raise_limit(&hit) => Input::LimitDecided { raised },
+                        () = cancel.cancelled() => Input::Interrupted,
+                    }
+                }
                 Effect::RunBatch { calls, concurrent } => {
                     // Reads change nothing: no undo checkpoint for them.
                     if !concurrent {
@@ -552,6 +570,8 @@ impl Session {
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::Undo { .. }
             | SessionEvent::Compaction { .. }
+            | SessionEvent::LimitsSet { .. }
+            | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }

@@ -24,6 +24,10 @@ pub enum RuntimeEvent {
         /// The model's window and prices (the table with `[context]`
         /// overrides), for the context % and cost front ends show.
         pricing: crate::context::Pricing,
+        /// The session's spend limits (a resumed session's, as logged or
+        /// changed by flags); raised later only through
+        /// [`crate::runtime::Approver::raise_limit`].
+        limits: crate::agent::SpendLimits,
     },
     /// The approval mode changed during a turn (a plan approval leaves
     /// plan mode).

@@ -60,4 +60,10 @@ pub enum RuntimeError {
         /// Which calls, and the line that could have been their start or result.
         calls: String,
     },
+    #[error(
+        "this session has a cost limit, and keel knows no prices for `{model}`: set \
+         `input_price` and `output_price` under `[context]` (US dollars per million tokens), \
+         or resume with the model it was started with"
+    )]
+    UnpricedCostLimit { model: String },
 }

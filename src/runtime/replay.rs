@@ -81,6 +81,7 @@ pub async fn replay(
                         .as_deref()
                         .and_then(crate::policy::ApprovalMode::parse)
                         .unwrap_or_default(),
+                    limits: crate::agent::SpendLimits::default(),
                 });
             }
             SessionEvent::TurnStarted { turn } => {
@@ -151,6 +152,8 @@ pub async fn replay(
             | SessionEvent::PlanUpdated { .. }
             | SessionEvent::TaskUpdated { .. }
             | SessionEvent::Compaction { .. }
+            | SessionEvent::LimitsSet { .. }
+            | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }

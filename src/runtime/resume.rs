@@ -12,7 +12,7 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    CallProgress::NotStarted, CallProgress::Unknown, Rebuilder, Rebuilt, reconcile,
+    CallProgress::NotStarted, CallProgress::Unknown, Rebuilder, Rebuilt, SpendLimits, reconcile,
 };
 use crate::config::Settings;
 use crate::llm::LlmClient;
@@ -57,6 +57,20 @@ impl Session {
         })?;
         let mut rebuilt = rebuilder.finish();
         refuse_to_guess(&rebuilt, log_path)?;
+        // A resume keeps counting from the logged spend, under the logged
+        // limits unless a flag changes them (recorded at the next request).
+        let spend = &mut rebuilt.state.config.limits.spend;
+        *spend = SpendLimits::for_resume(
+            settings.limit_flags,
+            rebuilt.state.logged_limits,
+            settings.limits.spend,
+        );
+        let pricing = &settings.pricing;
+        if spend.max_cost_usd.is_some()
+            && (pricing.input_price.is_none() || pricing.output_price.is_none())
+        {
+            return Err(RuntimeError::UnpricedCostLimit { model: settings.model.clone() });
+        }
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
         let warnings = settings.warnings.iter().chain(&found.warnings);
         let notes = report.warnings.iter().chain(&rebuilt.notes);
@@ -105,6 +119,7 @@ impl Session {
             sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config.policy),
             mode: rebuilt.state.config.policy.mode,
             pricing: settings.pricing,
+            limits: rebuilt.state.config.limits.spend,
         });
         sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));
         let files = remembered_files(

@@ -23,9 +23,9 @@ pub struct SessionSummary {
     pub started: String,
     pub last_activity: String,
     /// How the last turn ended: `completed`, `failed`, `interrupted`,
-    /// `max_steps`; `running` (a turn without its end, its keel alive),
-    /// `crashed` (a turn without its end, no keel holds the log), or
-    /// `empty` (no turn: opened and left).
+    /// `max_steps`, `budget_exceeded`, `stuck`; `running` (a turn without
+    /// its end, its keel alive), `crashed` (a turn without its end, no keel
+    /// holds the log), or `empty` (no turn: opened and left).
     pub status: String,
     /// The keel process appending to the log right now, if one is
     /// (`keel sessions` shows it; a resume of it is refused).
@@ -103,6 +103,8 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::PlanUpdated { .. }
         | SessionEvent::TaskUpdated { .. }
         | SessionEvent::Compaction { .. }
+        | SessionEvent::LimitsSet { .. }
+        | SessionEvent::BudgetExceeded { .. }
         | SessionEvent::ModelError { .. }
         | SessionEvent::Error { .. }
         | SessionEvent::InternalError { .. }
@@ -111,13 +113,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
 }
 
 fn outcome_name(outcome: TurnOutcome) -> String {
-    match outcome {
-        TurnOutcome::Completed => "completed",
-        TurnOutcome::Failed => "failed",
-        TurnOutcome::Interrupted => "interrupted",
-        TurnOutcome::MaxSteps => "max_steps",
-    }
-    .to_owned()
+    outcome.as_str().to_owned()
 }
 
 /// Every session in `dir`, newest first (ids are UUIDv7, so by start time),

@@ -34,6 +34,9 @@ pub enum Msg {
         call: ToolCall,
         reason: String,
     },
+    /// The next request would cross a spend limit: raise it or stop
+    /// (answered like an approval: `Once` raises, `Deny` stops).
+    LimitReached(crate::agent::BudgetHit),
     /// The runtime task failed a turn outside the event stream.
     TurnFailed(String),
     /// Time since the running turn started (drives the spinner).
@@ -174,6 +177,10 @@ pub struct Status {
     /// Window and prices of the session's model (`[context]` applied).
     pub pricing: crate::context::Pricing,
     pub usage: Usage,
+    /// The session's spend limits (shown as `$spent/$limit`).
+    pub limits: crate::agent::SpendLimits,
+    /// The 80 % notice was shown (again after a raise).
+    pub budget_warned: bool,
     /// The workflow phase (`orient`, `plan`, …); empty until known.
     pub phase: String,
     /// Whether the model's commands run confined; `None` until known.
@@ -192,6 +199,8 @@ pub struct App {
     pub editor: Editor,
     pub status: Status,
     pub approval: Option<ApprovalView>,
+    /// The open "raise the spend limit?" question.
+    pub limit: Option<crate::agent::BudgetHit>,
     pub plan: Option<PlanView>,
     pub tasks: Vec<TaskItem>,
     /// The tasks panel shows while there are tasks, unless `/tasks` hid it.
@@ -260,6 +269,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             });
             Vec::new()
         }
+        Msg::LimitReached(hit) => {
+            app.status.activity = "waiting: spend limit".into();
+            app.limit = Some(hit);
+            Vec::new()
+        }
         Msg::TurnFailed(message) => {
             app.notice(Level::Error, message);
             end_turn(app);
@@ -277,6 +291,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         Msg::History(items, usage) => {
             show_history(app, &items);
             add_usage(&mut app.status.usage, &usage);
+            super::budget::after_usage(app);
             Vec::new()
         }
         Msg::SkillsListed(skills) => {
@@ -371,6 +386,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             sandbox,
             pricing,
             mode,
+            limits,
             ..
         } => {
             app.status.mode = mode;
@@ -378,6 +394,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.status.model = model.clone();
             app.status.sandbox = Some(sandbox);
             app.status.pricing = pricing;
+            app.status.limits = limits;
             app.notice(Level::Info, format!("keel · {model} · session {session_id}"));
         }
         // The status line shows the mode; a change the user made is hinted
@@ -405,6 +422,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             add_usage(&mut app.status.usage, &response.usage);
             app.status.context_percent =
                 percent_of_window(&app.status.pricing, response.usage.input_tokens);
+            super::budget::after_usage(app);
         }
         RuntimeEvent::ToolCallStarted { call, .. } => {
             let mut cell = ToolCell::running(&call);
@@ -450,6 +468,14 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                 TurnOutcome::MaxSteps => {
                     app.notice(Level::Warning, "stopped at the step limit (-c max_steps=N)");
                 }
+                TurnOutcome::BudgetExceeded => app.notice(
+                    Level::Warning,
+                    "stopped at the session's spend limit: the next request was not sent",
+                ),
+                TurnOutcome::Stuck => app.notice(
+                    Level::Warning,
+                    "stopped: the model kept repeating itself after keel pointed it out",
+                ),
             }
             end_turn(app);
         }
@@ -483,6 +509,7 @@ fn end_turn(app: &mut App) {
     app.status.running = false;
     app.status.activity.clear();
     app.approval = None;
+    app.limit = None;
     app.plan = None;
     app.transcript.close_streaming();
     app.transcript.settle_running();

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::{BudgetHit, SpendLimits};
 use crate::config::Settings;
 use crate::policy::ApprovalMode;
 use crate::policy::ApprovalScope;
@@ -33,6 +34,12 @@ pub enum UiEvent {
     Approval {
         call: ToolCall,
         reason: String,
+        reply: oneshot::Sender<ApprovalReply>,
+    },
+    /// The next request would cross a spend limit: `Once` raises it (to
+    /// `BudgetHit::raised`), anything else ends the turn.
+    RaiseLimit {
+        hit: BudgetHit,
         reply: oneshot::Sender<ApprovalReply>,
     },
     /// A turn ended with a runtime error (log failure, …).
@@ -167,6 +174,24 @@ impl Approver for ChannelApprover {
 
     fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
         self.plan_mode.take()
+    }
+
+    fn raise_limit<'a>(&'a mut self, hit: &'a BudgetHit) -> BoxFuture<'a, Option<SpendLimits>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            if self.events.send(UiEvent::RaiseLimit { hit: *hit, reply }).is_err() {
+                return None;
+            }
+            match answer.await {
+                Ok(ApprovalReply::Once) => Some(hit.raised()),
+                Ok(
+                    ApprovalReply::Always(_)
+                    | ApprovalReply::PlanApproved { .. }
+                    | ApprovalReply::Deny(_),
+                )
+                | Err(_) => None,
+            }
+        })
     }
 }
 

@@ -406,6 +406,10 @@ impl Driver {
                 }
                 None
             }
+            UiEvent::RaiseLimit { hit, reply } => {
+                self.reply = Some(reply);
+                Some(Msg::LimitReached(hit))
+            }
             UiEvent::TurnFailed(message) => Some(Msg::TurnFailed(message)),
             UiEvent::Files(files) => Some(Msg::FilesListed(files)),
             UiEvent::SessionFailed(message) => {

@@ -20,6 +20,7 @@
 mod app;
 mod approval_diff;
 mod bridge;
+mod budget;
 mod diff;
 mod driver;
 mod editor;

@@ -46,6 +46,9 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     if let Some(approval) = &app.approval {
         super::overlay::draw_approval(frame, above, approval, app.theme);
     }
+    if let Some(hit) = &app.limit {
+        super::budget::draw_limit(frame, above, hit, app.theme);
+    }
     if let Some(plan) = &app.plan {
         panels::draw_plan(frame, area, plan, app.theme);
     }
@@ -190,9 +193,11 @@ fn draw_popup(app: &App, frame: &mut Frame<'_>, above: Rect) {
 }
 
 /// `model · mode · phase · ctx · tokens · cost · cache hit rate · sandbox ·
-/// spinner`. On a narrow terminal whole parts are dropped, least telling
-/// first (tokens, cache, a working sandbox, cost, context, phase), then the
-/// rest is cut.
+/// spinner` (cost as `$spent/$limit` with a `--max-cost`, plus `tok
+/// spent/limit` with a `--max-tokens`). On a narrow terminal whole parts
+/// are dropped, least telling first (tokens, cache, a working sandbox,
+/// cost, context, phase; a spend limit stays as long as the phase), then
+/// the rest is cut.
 pub fn status_line(app: &App, width: u16) -> Line<'static> {
     let theme: Theme = app.theme;
     let status = &app.status;
@@ -211,9 +216,7 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     parts.push((4, Span::raw(context)));
     let tokens = format!("↑{} ↓{}", status.usage.input_tokens, status.usage.output_tokens);
     parts.push((1, Span::raw(tokens)));
-    if let Some(cost) = status.pricing.cost_usd(&status.usage) {
-        parts.push((3, Span::raw(format!("${cost:.4}"))));
-    }
+    parts.extend(super::budget::status_parts(status, theme));
     // How much of the session's input the provider's prompt cache served,
     // once the provider reports caching at all.
     let caches = status.usage.cached_input_tokens + status.usage.cache_write_tokens > 0;

@@ -40,6 +40,7 @@ pub(super) fn app() -> App {
     runtime(
         &mut app,
         RuntimeEvent::SessionStarted {
+            limits: crate::agent::SpendLimits::default(),
             session_id: "s-1".into(),
             log_path: "/tmp/s-1.jsonl".into(),
             provider: "openai-chat".into(),

@@ -51,6 +51,7 @@ fn priced_app() -> App {
     runtime(
         &mut app,
         RuntimeEvent::SessionStarted {
+            limits: crate::agent::SpendLimits::default(),
             session_id: "s-1".into(),
             log_path: "/tmp/s-1.jsonl".into(),
             provider: "openai".into(),
@@ -447,6 +448,7 @@ fn configured_prices_and_window_price_a_model_keel_does_not_know() {
     runtime(
         &mut app,
         RuntimeEvent::SessionStarted {
+            limits: crate::agent::SpendLimits::default(),
             session_id: "s-1".into(),
             log_path: "/tmp/s-1.jsonl".into(),
             provider: "openai-chat".into(),

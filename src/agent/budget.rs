@@ -1,0 +1,359 @@
+//! Spend limits (issue 24): what a loop may spend, the projection of the
+//! next model request, and the decision taken before every request.
+//!
+//! The check runs in [`super::step`] before each [`Effect::CallModel`]: a
+//! request whose projection would take the session past a limit is not
+//! sent. The loop records `budget_exceeded` and asks the front end
+//! ([`Effect::AskRaiseLimit`]) whether to raise the limit; `exec` cannot
+//! ask, so its turn ends `budget_exceeded`; the TUI asks the user, and a
+//! raise is recorded (`limits_set`, reason `raised`) before the request
+//! goes out. The limits in force are recorded whenever they differ from
+//! the last logged ones, so a resume restores them; the spend is the sum
+//! of the logged responses' usage, so a resume cannot reset it.
+//!
+//! The projection of a request ([`project`]), documented for users in
+//! README's "Limits" section:
+//! - input: the provider's input tokens for the previous request plus the
+//!   items added since, at [`BYTES_PER_TOKEN`] bytes per token (the whole
+//!   request so estimated when there is no previous figure: the first
+//!   request, or the first after a compaction);
+//! - of that input, the previous request's tokens are expected to be read
+//!   from the provider's cache once the provider has reported a cache read
+//!   in this session (priced at the cache read price); the rest is priced
+//!   as a cache write (Anthropic: 1.25× input; others: the input price);
+//! - output: the largest output of this session's responses so far
+//!   ([`FIRST_OUTPUT_ESTIMATE`] before the first), at most
+//!   [`MAX_OUTPUT_ESTIMATE`] or the request's own output limit.
+//!
+//! Invariants: pure; with no spend limit set nothing is estimated (the
+//! check is two `Option` tests); a cost limit on a model without prices
+//! stops the request (never a silent no-limit; the config refuses it at
+//! start).
+
+use crate::context::Pricing;
+use crate::context::tokens::{items_upper_bound, upper_bound};
+use crate::protocol::{SessionEvent, TurnOutcome, Usage};
+
+use super::state::{LoopPhase, LoopState};
+use super::step::{Effect, build_request, end_turn};
+
+/// Bytes per token assumed for text the provider has not counted yet.
+/// Tokenizers of current models average 3.5–4.5 bytes per token on code
+/// and English; 3 errs on the side of stopping a little early.
+pub const BYTES_PER_TOKEN: u64 = 3;
+/// Output tokens expected of the first request of a session.
+pub const FIRST_OUTPUT_ESTIMATE: u64 = 1_024;
+/// The most output tokens a projection expects.
+pub const MAX_OUTPUT_ESTIMATE: u64 = 8_192;
+
+/// What one loop may do: steps per turn, spend per session, and the
+/// runaway guards. A subagent's loop gets its own `Limits` in its
+/// `LoopConfig` (its spend then counts in its own log).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Model calls allowed in one turn.
+    pub max_steps: u32,
+    pub spend: SpendLimits,
+    pub runaway: RunawayLimits,
+}
+
+impl Limits {
+    /// `max_steps` with no spend limit and the default runaway guards.
+    pub fn with_max_steps(max_steps: u32) -> Self {
+        Self { max_steps, spend: SpendLimits::default(), runaway: RunawayLimits::default() }
+    }
+}
+
+/// What a session may spend in all (every turn, every process).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SpendLimits {
+    /// US dollars, at the session's prices (table or `[context]`).
+    pub max_cost_usd: Option<f64>,
+    /// Input plus output tokens, cache reads included.
+    pub max_tokens: Option<u64>,
+}
+
+impl SpendLimits {
+    pub fn is_none(&self) -> bool {
+        self.max_cost_usd.is_none() && self.max_tokens.is_none()
+    }
+
+    /// `self` where set, else `other`.
+    pub fn or(self, other: SpendLimits) -> SpendLimits {
+        SpendLimits {
+            max_cost_usd: self.max_cost_usd.or(other.max_cost_usd),
+            max_tokens: self.max_tokens.or(other.max_tokens),
+        }
+    }
+
+    /// The stricter of the two for each limit (an unset one does not
+    /// loosen a set one).
+    pub fn tightest(self, other: SpendLimits) -> SpendLimits {
+        fn min<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, b) => a.or(b),
+            }
+        }
+        SpendLimits {
+            max_cost_usd: min(self.max_cost_usd, other.max_cost_usd),
+            max_tokens: min(self.max_tokens, other.max_tokens),
+        }
+    }
+
+    /// The limits of a resumed session: what the user passed as flags for
+    /// this process; else the logged ones, tightened by the config (a
+    /// config file cannot loosen what the session was started with).
+    pub fn for_resume(flags: SpendLimits, logged: SpendLimits, config: SpendLimits) -> Self {
+        flags.or(logged.tightest(config))
+    }
+}
+
+/// When a turn counts as stuck in a loop (`agent::runaway`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunawayLimits {
+    /// The same call (name and arguments) with the same result this many
+    /// times in a turn is pointed out to the model; once more ends the
+    /// turn. `None`: off.
+    pub repeated_calls: Option<u32>,
+    /// This many failing calls of one tool in a row are pointed out; one
+    /// more failure ends the turn. `None`: off.
+    pub failing_calls: Option<u32>,
+}
+
+/// Default of `limits.repeated_calls`.
+pub const DEFAULT_REPEATED_CALLS: u32 = 3;
+/// Default of `limits.failing_calls`.
+pub const DEFAULT_FAILING_CALLS: u32 = 5;
+
+impl Default for RunawayLimits {
+    fn default() -> Self {
+        Self {
+            repeated_calls: Some(DEFAULT_REPEATED_CALLS),
+            failing_calls: Some(DEFAULT_FAILING_CALLS),
+        }
+    }
+}
+
+/// Which limit a request would cross.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitKind {
+    Cost,
+    Tokens,
+}
+
+impl LimitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cost => "cost",
+            Self::Tokens => "tokens",
+        }
+    }
+}
+
+/// A request that was not sent, with the figures a front end shows when
+/// it asks to raise the limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetHit {
+    pub limit: LimitKind,
+    pub limits: SpendLimits,
+    /// The session's spend (`None`: the model has no prices).
+    pub spent_usd: Option<f64>,
+    pub spent_tokens: u64,
+    /// The projection of the request that was not sent.
+    pub next_usd: Option<f64>,
+    pub next_tokens: u64,
+}
+
+impl BudgetHit {
+    /// The limits raised so that the request fits, each crossed limit at
+    /// least doubled (the TUI's "raise" answer).
+    pub fn raised(&self) -> SpendLimits {
+        let cost = self.limits.max_cost_usd.map(|max| {
+            let needed = self.spent_usd.unwrap_or(0.0) + self.next_usd.unwrap_or(0.0);
+            if needed > max { (max * 2.0).max(needed) } else { max }
+        });
+        let tokens = self.limits.max_tokens.map(|max| {
+            let needed = self.spent_tokens.saturating_add(self.next_tokens);
+            if needed > max { max.saturating_mul(2).max(needed) } else { max }
+        });
+        SpendLimits { max_cost_usd: cost, max_tokens: tokens }
+    }
+
+    fn event(&self) -> SessionEvent {
+        SessionEvent::BudgetExceeded {
+            limit: self.limit.as_str().to_owned(),
+            max_cost_usd: self.limits.max_cost_usd,
+            max_tokens: self.limits.max_tokens,
+            spent_usd: self.spent_usd,
+            spent_tokens: self.spent_tokens,
+            next_usd: self.next_usd,
+            next_tokens: self.next_tokens,
+        }
+    }
+}
+
+/// What the previous request tells about the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Projection {
+    /// The provider's input tokens for the previous request (0: none).
+    pub previous_input: u64,
+    /// Estimated tokens of everything the next request adds to it (the
+    /// whole request when there is no previous figure).
+    pub added_input: u64,
+    /// The provider has reported cache reads in this session.
+    pub cache_seen: bool,
+    pub output: u64,
+}
+
+impl Projection {
+    /// The usage the request is expected to report: the previous prefix
+    /// read from the cache (once the provider caches), the rest written.
+    pub fn usage(&self) -> Usage {
+        let input = self.previous_input + self.added_input;
+        let read = if self.cache_seen { self.previous_input } else { 0 };
+        Usage {
+            input_tokens: input,
+            cached_input_tokens: read,
+            cache_write_tokens: input - read,
+            output_tokens: self.output,
+            reasoning_tokens: 0,
+        }
+    }
+}
+
+/// The projection of the request the loop would send now (see the module
+/// docs).
+pub fn project(state: &LoopState) -> Projection {
+    let (previous_input, added_input) = match state.reported_context {
+        Some((tokens, counted)) if counted <= state.items.len() => {
+            (tokens, items_upper_bound(&state.items[counted..]).div_ceil(BYTES_PER_TOKEN))
+        }
+        Some(_) | None => (0, upper_bound(&build_request(state)).div_ceil(BYTES_PER_TOKEN)),
+    };
+    let output = match state.largest_output_tokens {
+        0 => FIRST_OUTPUT_ESTIMATE,
+        seen => seen.min(MAX_OUTPUT_ESTIMATE),
+    };
+    Projection {
+        previous_input,
+        added_input,
+        cache_seen: state.session_usage.cached_input_tokens > 0,
+        output,
+    }
+}
+
+/// The limit the next request would cross, if any. Free when no spend
+/// limit is set.
+pub fn check(state: &LoopState) -> Option<BudgetHit> {
+    let limits = state.config.limits.spend;
+    if limits.is_none() {
+        return None;
+    }
+    hit(&state.config.pricing, limits, &state.session_usage, &project(state).usage())
+}
+
+/// Whether `next` on top of `spent` crosses `limits` (a cost limit with no
+/// prices known counts as crossed).
+pub fn hit(
+    pricing: &Pricing,
+    limits: SpendLimits,
+    spent: &Usage,
+    next: &Usage,
+) -> Option<BudgetHit> {
+    let spent_usd = pricing.cost_usd(spent);
+    let next_usd = pricing.cost_usd(next);
+    let spent_tokens = spent.total_tokens();
+    let next_tokens = next.total_tokens();
+    let over_cost = limits.max_cost_usd.is_some_and(|max| match (spent_usd, next_usd) {
+        (Some(spent), Some(next)) => spent + next > max,
+        (None, _) | (_, None) => true,
+    });
+    let over_tokens =
+        limits.max_tokens.is_some_and(|max| spent_tokens.saturating_add(next_tokens) > max);
+    let limit = match (over_cost, over_tokens) {
+        (true, _) => LimitKind::Cost,
+        (false, true) => LimitKind::Tokens,
+        (false, false) => return None,
+    };
+    Some(BudgetHit { limit, limits, spent_usd, spent_tokens, next_usd, next_tokens })
+}
+
+/// Records the limits in force when they differ from the last logged
+/// ones (`start` for the first, `changed` after that).
+pub(super) fn record_limits(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let limits = state.config.limits.spend;
+    if limits == state.logged_limits {
+        return;
+    }
+    let reason = if state.logged_limits.is_none() { "start" } else { "changed" };
+    log_limits(state, limits, reason, effects);
+}
+
+fn log_limits(state: &mut LoopState, limits: SpendLimits, reason: &str, effects: &mut Vec<Effect>) {
+    state.logged_limits = limits;
+    effects.push(Effect::Record(SessionEvent::LimitsSet {
+        max_cost_usd: limits.max_cost_usd,
+        max_tokens: limits.max_tokens,
+        reason: reason.to_owned(),
+    }));
+}
+
+/// The request is not sent: recorded, and the front end is asked whether
+/// to raise the limit (answered with `Input::LimitDecided`).
+pub(super) fn stop(state: &mut LoopState, hit: BudgetHit, effects: &mut Vec<Effect>) {
+    effects.push(Effect::Record(hit.event()));
+    state.phase = LoopPhase::AwaitLimit;
+    effects.push(Effect::AskRaiseLimit(hit));
+}
+
+/// The answer to [`Effect::AskRaiseLimit`]: raised limits are recorded
+/// and the request is checked again; no answer ends the turn.
+pub(super) fn on_decided(
+    state: &mut LoopState,
+    raised: Option<SpendLimits>,
+    effects: &mut Vec<Effect>,
+) {
+    match raised {
+        Some(limits) => {
+            state.config.limits.spend = limits;
+            log_limits(state, limits, "raised", effects);
+            state.phase = LoopPhase::Infer;
+            super::step::send_request(state, effects);
+        }
+        None => end_turn(state, TurnOutcome::BudgetExceeded, effects),
+    }
+}
+
+/// The session's spend against its limits, for front ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpendStatus {
+    pub limits: SpendLimits,
+    pub spent_usd: Option<f64>,
+    pub spent_tokens: u64,
+}
+
+impl SpendStatus {
+    pub fn new(limits: SpendLimits, pricing: &Pricing, spent: &Usage) -> Self {
+        Self { limits, spent_usd: pricing.cost_usd(spent), spent_tokens: spent.total_tokens() }
+    }
+
+    /// The largest share of a limit spent (0.0–1.0 and beyond), if any
+    /// limit is set.
+    pub fn used_share(&self) -> Option<f64> {
+        let cost = self
+            .limits
+            .max_cost_usd
+            .filter(|max| *max > 0.0)
+            .map(|max| self.spent_usd.unwrap_or(0.0) / max);
+        let tokens = self
+            .limits
+            .max_tokens
+            .filter(|max| *max > 0)
+            .map(|max| self.spent_tokens as f64 / max as f64);
+        match (cost, tokens) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! Runaway detection (issue 24): a model that repeats one call with the
+//! same result, or keeps failing with one tool, is told so once (a note
+//! appended to that result) and, if it goes on, its turn ends `stuck`.
+//!
+//! Two patterns, both per turn:
+//! - **repeated**: the same call (tool name and arguments) returned the
+//!   same result (text and error flag) `repeated_calls` times (default 3);
+//!   denied calls count too (a model retrying a refused command);
+//! - **failing**: `failing_calls` calls of one tool in a row (default 5)
+//!   ran and failed, with no other call between them.
+//!
+//! After its note a pattern that shows again (the same call and result
+//! once more; the tool's next call failing too) ends the turn.
+//!
+//! Invariants: pure and deterministic, so `rebuild` reaches the same state
+//! by observing the logged results (the note is recorded in the result's
+//! meta and stripped before observing); the state holds one hash per
+//! distinct call and result, never the texts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+
+use crate::protocol::{ToolCall, ToolResult};
+
+use super::budget::RunawayLimits;
+
+/// What a turn has seen so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunawayState {
+    /// How often each (call, result) was seen this turn, by fingerprint.
+    seen: BTreeMap<u64, u32>,
+    /// The tool whose calls failed in a row, and how many did.
+    failing: Option<(String, u32)>,
+    /// Patterns already pointed out to the model this turn.
+    noted: BTreeSet<u64>,
+}
+
+/// Which pattern was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunawayKind {
+    Repeated,
+    Failing,
+}
+
+impl RunawayKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Repeated => "repeated",
+            Self::Failing => "failing",
+        }
+    }
+}
+
+/// What to do about one result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunawayVerdict {
+    Fine,
+    /// Append `text` to the result (the model reads it once).
+    Note {
+        kind: RunawayKind,
+        count: u32,
+        text: String,
+    },
+    /// Append `text` and end the turn `stuck`.
+    Stop {
+        kind: RunawayKind,
+        count: u32,
+        text: String,
+    },
+}
+
+/// Whether the call ran (a denied call only counts as a repeat).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    Yes,
+    Denied,
+}
+
+impl RunawayState {
+    /// Observes one result of `call` (the result as the tool gave it,
+    /// before any note).
+    pub fn observe(
+        &mut self,
+        limits: &RunawayLimits,
+        call: &ToolCall,
+        result: &ToolResult,
+        ran: Ran,
+    ) -> RunawayVerdict {
+        let failing = match ran {
+            Ran::Yes => self.observe_failure(limits, call, result),
+            Ran::Denied => RunawayVerdict::Fine,
+        };
+        let repeated = self.observe_repeat(limits, call, result);
+        // A stop wins; of two notes the repeat says more.
+        match (repeated, failing) {
+            (stop @ RunawayVerdict::Stop { .. }, _) | (_, stop @ RunawayVerdict::Stop { .. }) => {
+                stop
+            }
+            (note @ RunawayVerdict::Note { .. }, _) | (_, note @ RunawayVerdict::Note { .. }) => {
+                note
+            }
+            (RunawayVerdict::Fine, RunawayVerdict::Fine) => RunawayVerdict::Fine,
+        }
+    }
+
+    fn observe_repeat(
+        &mut self,
+        limits: &RunawayLimits,
+        call: &ToolCall,
+        result: &ToolResult,
+    ) -> RunawayVerdict {
+        let Some(threshold) = limits.repeated_calls else { return RunawayVerdict::Fine };
+        let key =
+            fingerprint(&("repeat", &call.name, &call.arguments, &result.output, result.is_error));
+        let count = self.seen.entry(key).or_insert(0);
+        *count += 1;
+        let count = *count;
+        if count < threshold {
+            return RunawayVerdict::Fine;
+        }
+        let kind = RunawayKind::Repeated;
+        if self.noted.insert(key) {
+            let text = format!(
+                "\n\n[keel] This exact call has now returned this exact result {count} times in \
+                 this turn; calling it again will not change it. Change your approach (other \
+                 arguments, another tool, a fix first) or stop and tell the user what blocks \
+                 you. If you repeat it once more, keel ends the turn."
+            );
+            return RunawayVerdict::Note { kind, count, text };
+        }
+        let text = format!(
+            "\n\n[keel] The turn was stopped: this call returned the same result {count} times, \
+             after keel pointed it out."
+        );
+        RunawayVerdict::Stop { kind, count, text }
+    }
+
+    fn observe_failure(
+        &mut self,
+        limits: &RunawayLimits,
+        call: &ToolCall,
+        result: &ToolResult,
+    ) -> RunawayVerdict {
+        if !result.is_error {
+            self.failing = None;
+            return RunawayVerdict::Fine;
+        }
+        let count = match self.failing.as_mut() {
+            Some((tool, count)) if *tool == call.name => {
+                *count += 1;
+                *count
+            }
+            Some(_) | None => {
+                self.failing = Some((call.name.clone(), 1));
+                1
+            }
+        };
+        let Some(threshold) = limits.failing_calls else { return RunawayVerdict::Fine };
+        if count < threshold {
+            return RunawayVerdict::Fine;
+        }
+        let kind = RunawayKind::Failing;
+        let tool = &call.name;
+        if self.noted.insert(fingerprint(&("failing", tool))) {
+            let text = format!(
+                "\n\n[keel] The last {count} `{tool}` calls all failed. Read the errors, change \
+                 your approach, or stop and tell the user what blocks you. If the next `{tool}` \
+                 call fails too, keel ends the turn."
+            );
+            return RunawayVerdict::Note { kind, count, text };
+        }
+        let text = format!(
+            "\n\n[keel] The turn was stopped: {count} `{tool}` calls in a row failed, after keel \
+             pointed it out."
+        );
+        RunawayVerdict::Stop { kind, count, text }
+    }
+}
+
+fn fingerprint(value: &impl Hash) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The result the model reads and its meta for a note or stop: `text`
+/// appended, and `meta.runaway` = `{kind, count, action, note}` so the
+/// log says why (and `rebuild` can take the note off again).
+pub fn annotate(
+    mut result: ToolResult,
+    meta: serde_json::Value,
+    verdict: &RunawayVerdict,
+) -> (ToolResult, serde_json::Value) {
+    let (kind, count, text, action) = match verdict {
+        RunawayVerdict::Fine => return (result, meta),
+        RunawayVerdict::Note { kind, count, text } => (kind, count, text, "noted"),
+        RunawayVerdict::Stop { kind, count, text } => (kind, count, text, "stopped"),
+    };
+    result.output.push_str(text);
+    let runaway = serde_json::json!({
+        "kind": kind.as_str(), "count": count, "action": action, "note": text,
+    });
+    let meta = match meta {
+        serde_json::Value::Object(mut map) => {
+            map.insert("runaway".to_owned(), runaway);
+            serde_json::Value::Object(map)
+        }
+        serde_json::Value::Null => serde_json::json!({ "runaway": runaway }),
+        other => other,
+    };
+    (result, meta)
+}
+
+/// A logged result as the tool gave it: the runaway note recorded in its
+/// meta taken off again.
+pub fn without_note(result: &ToolResult, meta: &serde_json::Value) -> ToolResult {
+    let note = meta.get("runaway").and_then(|runaway| runaway.get("note"));
+    match note.and_then(serde_json::Value::as_str) {
+        Some(note) => {
+            let output = result.output.strip_suffix(note).unwrap_or(&result.output);
+            ToolResult { output: output.to_owned(), ..result.clone() }
+        }
+        None => result.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            call_id: "c".into(),
+            name: name.into(),
+            arguments: args.into(),
+            item_id: None,
+            provider_data: None,
+        }
+    }
+
+    fn ok(text: &str) -> ToolResult {
+        ToolResult::ok("c", text)
+    }
+
+    fn kinds(verdicts: &[RunawayVerdict]) -> Vec<&'static str> {
+        verdicts
+            .iter()
+            .map(|v| match v {
+                RunawayVerdict::Fine => "fine",
+                RunawayVerdict::Note { .. } => "note",
+                RunawayVerdict::Stop { .. } => "stop",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_third_identical_call_and_result_is_noted_and_the_fourth_stops() {
+        let limits = RunawayLimits::default();
+        let mut state = RunawayState::default();
+        let read = call("read_file", r#"{"path":"a"}"#);
+        let verdicts: Vec<_> =
+            (0..4).map(|_| state.observe(&limits, &read, &ok("same"), Ran::Yes)).collect();
+        assert_eq!(kinds(&verdicts), ["fine", "fine", "note", "stop"]);
+    }
+
+    #[test]
+    fn a_different_result_or_argument_is_not_a_repeat() {
+        let limits = RunawayLimits::default();
+        let mut state = RunawayState::default();
+        let verdicts: Vec<_> = (0..6)
+            .map(|n| {
+                let output = format!("line {n}");
+                state.observe(
+                    &limits,
+                    &call("shell", r#"{"command":"date"}"#),
+                    &ok(&output),
+                    Ran::Yes,
+                )
+            })
+            .collect();
+        assert_eq!(kinds(&verdicts), ["fine"; 6], "the same call, a new result each time");
+        let verdicts: Vec<_> = (0..6)
+            .map(|n| {
+                let args = format!(r#"{{"path":"f{n}"}}"#);
+                state.observe(&limits, &call("read_file", &args), &ok("x"), Ran::Yes)
+            })
+            .collect();
+        assert_eq!(kinds(&verdicts), ["fine"; 6], "a new call each time");
+    }
+
+    #[test]
+    fn consecutive_failures_of_one_tool_are_noted_then_stop() {
+        let limits = RunawayLimits::default();
+        let mut state = RunawayState::default();
+        let verdicts: Vec<_> = (0..6)
+            .map(|n| {
+                let args = format!(r#"{{"command":"try {n}"}}"#);
+                let failed = ToolResult::error("c", format!("exit code: 1 ({n})"));
+                state.observe(&limits, &call("shell", &args), &failed, Ran::Yes)
+            })
+            .collect();
+        assert_eq!(kinds(&verdicts), ["fine", "fine", "fine", "fine", "note", "stop"]);
+        let RunawayVerdict::Note { text, .. } = &verdicts[4] else { panic!() };
+        assert!(text.contains("last 5 `shell` calls all failed"), "{text}");
+    }
+
+    #[test]
+    fn a_success_or_another_tool_in_between_breaks_the_streak() {
+        let limits = RunawayLimits::default();
+        let mut state = RunawayState::default();
+        let fail = |n: u32| ToolResult::error("c", format!("failed {n}"));
+        let mut verdicts = Vec::new();
+        for n in 0..12 {
+            let args = format!(r#"{{"command":"t{n}"}}"#);
+            verdicts.push(state.observe(&limits, &call("shell", &args), &fail(n), Ran::Yes));
+            if n % 4 == 3 {
+                let args = format!(r#"{{"path":"f{n}"}}"#);
+                verdicts.push(state.observe(
+                    &limits,
+                    &call("edit_file", &args),
+                    &ok("ok"),
+                    Ran::Yes,
+                ));
+            }
+        }
+        assert!(verdicts.iter().all(|v| *v == RunawayVerdict::Fine), "{verdicts:?}");
+    }
+
+    #[test]
+    fn denied_calls_count_as_repeats_only_and_limits_can_be_off() {
+        let limits = RunawayLimits { repeated_calls: None, failing_calls: None };
+        let mut state = RunawayState::default();
+        let denied = ToolResult::error("c", "not run: forbidden");
+        for _ in 0..10 {
+            let verdict = state.observe(&limits, &call("shell", "{}"), &denied, Ran::Yes);
+            assert_eq!(verdict, RunawayVerdict::Fine, "off");
+        }
+        let limits = RunawayLimits::default();
+        let mut state = RunawayState::default();
+        let verdicts: Vec<_> = (0..6)
+            .map(|n| {
+                let args = format!(r#"{{"command":"rm {n}"}}"#);
+                state.observe(&limits, &call("shell", &args), &denied, Ran::Denied)
+            })
+            .collect();
+        assert_eq!(kinds(&verdicts), ["fine"; 6], "refusals are not the tool failing");
+    }
+
+    #[test]
+    fn a_note_round_trips_through_the_meta() {
+        let verdict = RunawayVerdict::Note {
+            kind: RunawayKind::Repeated,
+            count: 3,
+            text: "\n\n[keel] note".into(),
+        };
+        let original = ok("output");
+        let (shown, meta) =
+            annotate(original.clone(), serde_json::json!({ "exit_code": 0 }), &verdict);
+        assert_eq!(shown.output, "output\n\n[keel] note");
+        assert_eq!(meta["runaway"]["action"], "noted");
+        assert_eq!(meta["exit_code"], 0);
+        assert_eq!(without_note(&shown, &meta), original);
+        let (_, meta) = annotate(original, serde_json::Value::Null, &verdict);
+        assert_eq!(meta["runaway"]["kind"], "repeated");
+    }
+}
