@@ -17,6 +17,7 @@ mod exec_honest;
 mod hooks_e2e;
 mod jail_fixture;
 mod layers;
+mod limits_e2e;
 mod parallel_reads;
 mod policy_adversarial;
 mod policy_always;

@@ -11,7 +11,7 @@ use tempfile::TempDir;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::wire::{Step, Wire, render};
+use super::wire::{Step, Tokens, Wire, render_with};
 
 /// A temp git repository plus a keel home outside it.
 pub struct Sandbox {
@@ -147,8 +147,13 @@ impl Respond for Scripted {
 
 /// A mock model for `wire` playing `steps` in order.
 pub async fn scripted_model(wire: Wire, steps: &[Step]) -> MockServer {
+    scripted_model_with(wire, steps, Tokens::default()).await
+}
+
+/// [`scripted_model`] whose every response reports `tokens` as its usage.
+pub async fn scripted_model_with(wire: Wire, steps: &[Step], tokens: Tokens) -> MockServer {
     let server = MockServer::start().await;
-    let bodies = steps.iter().enumerate().map(|(i, s)| render(wire, s, i)).collect();
+    let bodies = steps.iter().enumerate().map(|(i, s)| render_with(wire, s, i, tokens)).collect();
     Mock::given(method("POST"))
         .and(path(wire.path()))
         .respond_with(Scripted { bodies, next: AtomicUsize::new(0) })

@@ -56,12 +56,32 @@ fn event(name: Option<&str>, data: &Value) -> String {
     }
 }
 
+/// The usage a scripted response reports: the whole prompt (`input`), the
+/// part read from the cache, and the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: u64,
+    pub cached: u64,
+    pub output: u64,
+}
+
+impl Default for Tokens {
+    fn default() -> Self {
+        Self { input: 100, cached: 40, output: 20 }
+    }
+}
+
 /// Renders `step` (the `index`-th response) as an SSE body.
 pub fn render(wire: Wire, step: &Step, index: usize) -> String {
+    render_with(wire, step, index, Tokens::default())
+}
+
+/// [`render`] reporting `tokens` as the response's usage.
+pub fn render_with(wire: Wire, step: &Step, index: usize, tokens: Tokens) -> String {
     match wire {
-        Wire::Responses => responses(step, index),
-        Wire::Chat => chat(step, index),
-        Wire::Anthropic => anthropic(step, index),
+        Wire::Responses => responses(step, index, tokens),
+        Wire::Chat => chat(step, index, tokens),
+        Wire::Anthropic => anthropic(step, index, tokens),
     }
 }
 
@@ -72,7 +92,7 @@ fn split(step: &Step) -> (Option<String>, Vec<(String, String)>) {
     }
 }
 
-fn responses(step: &Step, index: usize) -> String {
+fn responses(step: &Step, index: usize, tokens: Tokens) -> String {
     let (text, calls) = split(step);
     let id = format!("resp_{index}");
     let mut out = event(
@@ -128,12 +148,12 @@ fn responses(step: &Step, index: usize) -> String {
     }
     out += &event(
         Some("response.completed"),
-        &json!({"type": "response.completed", "response": {"id": id, "status": "completed", "output": output, "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 40}, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 120}}}),
+        &json!({"type": "response.completed", "response": {"id": id, "status": "completed", "output": output, "usage": {"input_tokens": tokens.input, "input_tokens_details": {"cached_tokens": tokens.cached}, "output_tokens": tokens.output, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens.input + tokens.output}}}),
     );
     out
 }
 
-fn chat(step: &Step, index: usize) -> String {
+fn chat(step: &Step, index: usize, tokens: Tokens) -> String {
     let (text, calls) = split(step);
     let id = format!("chatcmpl-{index}");
     let chunk = |delta: Value, finish: Value| {
@@ -164,17 +184,17 @@ fn chat(step: &Step, index: usize) -> String {
     out += &chunk(json!({}), json!(finish));
     out += &event(
         None,
-        &json!({"id": id, "object": "chat.completion.chunk", "model": "mock", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "prompt_tokens_details": {"cached_tokens": 40}}}),
+        &json!({"id": id, "object": "chat.completion.chunk", "model": "mock", "choices": [], "usage": {"prompt_tokens": tokens.input, "completion_tokens": tokens.output, "total_tokens": tokens.input + tokens.output, "prompt_tokens_details": {"cached_tokens": tokens.cached}}}),
     );
     out += "data: [DONE]\n\n";
     out
 }
 
-fn anthropic(step: &Step, index: usize) -> String {
+fn anthropic(step: &Step, index: usize, tokens: Tokens) -> String {
     let (text, calls) = split(step);
     let mut out = event(
         Some("message_start"),
-        &json!({"type": "message_start", "message": {"id": format!("msg_{index}"), "type": "message", "role": "assistant", "model": "mock", "content": [], "stop_reason": null, "usage": {"input_tokens": 60, "cache_read_input_tokens": 40, "output_tokens": 1}}}),
+        &json!({"type": "message_start", "message": {"id": format!("msg_{index}"), "type": "message", "role": "assistant", "model": "mock", "content": [], "stop_reason": null, "usage": {"input_tokens": tokens.input - tokens.cached, "cache_read_input_tokens": tokens.cached, "output_tokens": 1}}}),
     );
     let mut block = 0;
     if let Some(text) = text {
@@ -214,7 +234,7 @@ fn anthropic(step: &Step, index: usize) -> String {
     let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
     out += &event(
         Some("message_delta"),
-        &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}}),
+        &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": tokens.output}}),
     );
     out += &event(Some("message_stop"), &json!({"type": "message_stop"}));
     out

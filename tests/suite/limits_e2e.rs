@@ -1,0 +1,201 @@
+//! Spend limits and runaway detection (issue 24) through the real `keel`
+//! binary against a scripted model that reports a known usage per
+//! response: the request that would cross a limit never reaches the
+//! model, a resumed session keeps its spend, and a model repeating one
+//! call is stopped after being told.
+//!
+//! Figures: every response reports 10 000 input and 1 000 output tokens;
+//! with prices of $100 per million tokens a response costs $1.10, and the
+//! projection of the next request is about the same (10 000 in plus the
+//! few new items, and the largest output so far, 1 000).
+
+use serde_json::{Value, json};
+
+use super::support::{
+    Sandbox, json_lines, read_jsonl, request_bodies, scripted_model, scripted_model_with,
+};
+use super::wire::{Step, Tokens, Wire, call};
+
+const TOKENS: Tokens = Tokens { input: 10_000, cached: 0, output: 1_000 };
+
+/// Reads of six different files, then an answer.
+fn reads() -> Vec<Step> {
+    let mut steps: Vec<Step> = (0..6)
+        .map(|n| Step::Calls {
+            text: None,
+            calls: vec![call("read_file", json!({ "path": format!("f{n}.txt") }))],
+        })
+        .collect();
+    steps.push(Step::Answer("done".into()));
+    steps
+}
+
+fn sandbox_with_files() -> Sandbox {
+    let sandbox = Sandbox::new();
+    for n in 0..6 {
+        sandbox.write(&format!("f{n}.txt"), &format!("file {n}\n"));
+    }
+    sandbox
+}
+
+/// `keel exec --json` against `server` with `args` before the prompt.
+fn exec(sandbox: &Sandbox, server: &wiremock::MockServer, args: &[&str]) -> (Option<i32>, Value) {
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .args(["-c", "context.input_price=100", "-c", "context.output_price=100"])
+        .args(["-c", "context.cached_input_price=100"])
+        .args(args)
+        .output()
+        .unwrap();
+    let lines = json_lines(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let result = lines.last().cloned().unwrap_or_else(|| panic!("no result line; {stderr}"));
+    assert_eq!(result["type"], "result", "{stderr}");
+    (output.status.code(), result)
+}
+
+fn log_of(result: &Value) -> Vec<Value> {
+    read_jsonl(std::path::Path::new(result["log_path"].as_str().unwrap()))
+}
+
+fn lines_of<'a>(log: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    log.iter().filter(|line| line["type"] == kind).collect()
+}
+
+fn close(value: &Value, expected: f64) -> bool {
+    value.as_f64().is_some_and(|value| (value - expected).abs() < 1e-6)
+}
+
+#[tokio::test]
+async fn max_cost_stops_before_the_crossing_request_and_a_resume_keeps_the_spend() {
+    let sandbox = sandbox_with_files();
+    let server = scripted_model_with(Wire::Chat, &reads(), TOKENS).await;
+
+    // $3: the first two requests fit ($1.10 each); the third would make
+    // about $3.31 and is not sent.
+    let (code, result) = exec(&sandbox, &server, &["--max-cost", "3", "read the files"]);
+    assert_eq!(code, Some(4), "{result}");
+    assert_eq!(result["status"], "budget_exceeded");
+    assert_eq!(request_bodies(&server).await.len(), 2, "the crossing request was never sent");
+    assert!(close(&result["limits"]["max_cost_usd"], 3.0), "{result}");
+    assert!(close(&result["limits"]["spent_usd"], 2.2), "{result}");
+    assert_eq!(result["limits"]["spent_tokens"], 22_000);
+    assert!(result["error"].as_str().unwrap().contains("--max-cost"), "{result}");
+    let log = log_of(&result);
+    let set = lines_of(&log, "limits_set");
+    assert_eq!(set.len(), 1);
+    assert!(close(&set[0]["max_cost_usd"], 3.0) && set[0]["reason"] == "start", "{:?}", set[0]);
+    let exceeded = lines_of(&log, "budget_exceeded");
+    assert_eq!(exceeded.len(), 1);
+    assert_eq!(exceeded[0]["limit"], "cost");
+    assert!(close(&exceeded[0]["spent_usd"], 2.2), "{}", exceeded[0]);
+    let next = exceeded[0]["next_usd"].as_f64().unwrap();
+    assert!(next > 0.8 && next < 1.5, "the projection: {next}");
+    let completed = lines_of(&log, "turn_completed");
+    assert_eq!(completed.last().unwrap()["outcome"], "budget_exceeded");
+
+    // A second process, no flag: the logged limit and spend hold, so it
+    // stops before its first request.
+    let id = result["session_id"].as_str().unwrap().to_owned();
+    let (code, again) = exec(&sandbox, &server, &["resume", &id, "go on"]);
+    assert_eq!(code, Some(4), "{again}");
+    assert_eq!(request_bodies(&server).await.len(), 2, "a resume cannot reset the budget");
+    assert!(close(&again["limits"]["spent_usd"], 2.2), "{again}");
+
+    // A higher limit on the command line goes on from the logged spend:
+    // $3.30 and $4.40 fit under $5, $5.50 would not.
+    let (code, raised) = exec(&sandbox, &server, &["resume", &id, "--max-cost", "5", "go on"]);
+    assert_eq!(code, Some(4), "{raised}");
+    assert_eq!(request_bodies(&server).await.len(), 4);
+    assert!(close(&raised["limits"]["spent_usd"], 4.4), "{raised}");
+    let log = log_of(&raised);
+    let set = lines_of(&log, "limits_set");
+    assert!(close(&set.last().unwrap()["max_cost_usd"], 5.0), "{set:?}");
+    assert_eq!(set.last().unwrap()["reason"], "changed");
+}
+
+#[tokio::test]
+async fn max_tokens_stops_likewise_and_needs_no_prices() {
+    let sandbox = sandbox_with_files();
+    let server = scripted_model_with(Wire::Responses, &reads(), TOKENS).await;
+    let run = |args: &[&str]| {
+        let output = sandbox
+            .keel()
+            .args(["exec", "--full-auto", "--provider", "openai"])
+            .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+            .args(args)
+            .output()
+            .unwrap();
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    // 25 000 tokens: 11 000 + ~11 000 fit, a third request would not.
+    let (code, stderr) = run(&["--max-tokens", "25000", "read the files"]);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert_eq!(request_bodies(&server).await.len(), 2);
+    assert!(stderr.contains("tokens: 22000 of 25000 (limit)"), "{stderr}");
+    assert!(stderr.contains("--max-tokens N"), "the way on is named: {stderr}");
+    let (code, stderr) = run(&["resume", "--last", "go on"]);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert_eq!(request_bodies(&server).await.len(), 2, "the resumed session stops at once");
+}
+
+#[tokio::test]
+async fn a_model_repeating_one_call_is_told_then_stopped_as_stuck() {
+    let sandbox = sandbox_with_files();
+    let same = Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "f0.txt"}))] };
+    let mut steps = vec![same; 6];
+    steps.push(Step::Answer("done".into()));
+    let server = scripted_model(Wire::Anthropic, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "anthropic"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .arg("read f0.txt")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    let result = json_lines(&output.stdout).pop().unwrap();
+    assert_eq!(result["status"], "stuck", "{result}");
+    // The third identical result carried the note to the model; it
+    // repeated the call once more and the turn ended there.
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 4, "no request after the stop");
+    let note = "[keel] This exact call has now returned this exact result 3 times";
+    assert!(!bodies[2].to_string().contains(note));
+    assert!(bodies[3].to_string().contains(note), "the note reached the model");
+    let log = log_of(&result);
+    let finished = lines_of(&log, "tool_call_finished");
+    assert_eq!(finished.len(), 4);
+    assert_eq!(finished[2]["meta"]["runaway"]["action"], "noted");
+    assert_eq!(finished[3]["meta"]["runaway"]["action"], "stopped");
+    assert_eq!(lines_of(&log, "turn_completed")[0]["outcome"], "stuck");
+}
+
+#[tokio::test]
+async fn a_cost_limit_on_a_model_without_prices_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("hi".into())]).await;
+    for json in [false, true] {
+        let mut command = sandbox.keel();
+        command
+            .args(["exec", "--provider", "openai-chat", "--max-cost", "1"])
+            .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"]);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.arg("hello").output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        for needle in ["mock-model", "[context]", "input_price", "output_price"] {
+            assert!(stderr.contains(needle), "{needle} missing: {stderr}");
+        }
+        if json {
+            let result = json_lines(&output.stdout).pop().unwrap();
+            assert_eq!(result["status"], "failed");
+        }
+    }
+    assert!(request_bodies(&server).await.is_empty(), "never a silent no-limit run");
+}
