@@ -40,6 +40,8 @@ mod view;
 mod wrap;
 
 #[cfg(test)]
+mod budget_tests;
+#[cfg(test)]
 mod view_tests;
 #[cfg(test)]
 mod workflow_view_tests;

@@ -144,7 +144,8 @@ async fn max_tokens_stops_likewise_and_needs_no_prices() {
 #[tokio::test]
 async fn a_model_repeating_one_call_is_told_then_stopped_as_stuck() {
     let sandbox = sandbox_with_files();
-    let same = Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "f0.txt"}))] };
+    let same =
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "f0.txt"}))] };
     let mut steps = vec![same; 6];
     steps.push(Step::Answer("done".into()));
     let server = scripted_model(Wire::Anthropic, &steps).await;
@@ -180,9 +181,12 @@ async fn a_cost_limit_on_a_model_without_prices_is_a_usage_error() {
     let server = scripted_model(Wire::Chat, &[Step::Answer("hi".into())]).await;
     for json in [false, true] {
         let mut command = sandbox.keel();
-        command
-            .args(["exec", "--provider", "openai-chat", "--max-cost", "1"])
-            .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"]);
+        command.args(["exec", "--provider", "openai-chat", "--max-cost", "1"]).args([
+            "--base-url",
+            &format!("{}/v1", server.uri()),
+            "--model",
+            "mock-model",
+        ]);
         if json {
             command.arg("--json");
         }
