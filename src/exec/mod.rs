@@ -8,6 +8,9 @@
 //! failed). A run in which calls were declined for want of an approval
 //! is `needs_approval` (exit 3), whatever the model claims: `completed`
 //! means the work the model did was allowed to happen.
+//! The loop's limits: `budget_exceeded` (exit 4) when the next request
+//! would cross `--max-cost`/`--max-tokens`, `stuck` (exit 5) when the
+//! model kept repeating itself after keel said so.
 //!
 //! Invariants: the process always exits; nothing here asks the user (what
 //! would ask is declined with a tool result that says how to allow it);
