@@ -26,7 +26,7 @@ use crate::agent::{
 };
 use crate::context::Pricing;
 
-use super::ConfigError;
+use super::{ConfigError, validate};
 
 /// Model calls allowed in one turn unless configured otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 100;
@@ -36,14 +36,19 @@ pub const DEFAULT_MAX_STEPS: u32 = 100;
 #[serde(deny_unknown_fields)]
 pub struct LimitsFile {
     /// US dollars the whole session may spend.
+    #[serde(default, deserialize_with = "validate::max_cost")]
     pub max_cost_usd: Option<f64>,
     /// Input plus output tokens the whole session may use.
+    #[serde(default, deserialize_with = "validate::max_tokens")]
     pub max_tokens: Option<u64>,
     /// Model calls per turn (wins over the top-level `max_steps`).
+    #[serde(default, deserialize_with = "validate::limits_max_steps")]
     pub max_steps: Option<u32>,
     /// Same call and result this many times: noted, then stuck (0: off).
+    #[serde(default, deserialize_with = "validate::repeated_calls")]
     pub repeated_calls: Option<u32>,
     /// Failing calls of one tool in a row: noted, then stuck (0: off).
+    #[serde(default, deserialize_with = "validate::failing_calls")]
     pub failing_calls: Option<u32>,
 }
 
@@ -83,8 +88,9 @@ fn stricter<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
     }
 }
 
-/// The loop's limits from `[limits]`, the top-level `max_steps` and the
-/// flags (`--max-cost`, `--max-tokens`, which win).
+/// The loop's limits from `[limits]` (its values checked as parsed, in
+/// `validate`), the top-level `max_steps` and the flags (`--max-cost`,
+/// `--max-tokens`, which win; checked here).
 pub(super) fn resolve_limits(
     file: Option<LimitsFile>,
     top_max_steps: Option<u32>,
@@ -99,28 +105,16 @@ pub(super) fn resolve_limits(
         value,
         message: message.to_owned(),
     };
-    for (key, cost) in
-        [("--max-cost", flags.max_cost_usd), ("limits.max_cost_usd", file.max_cost_usd)]
-    {
-        if let Some(cost) = cost.filter(|cost| !(cost.is_finite() && *cost > 0.0)) {
-            return Err(invalid(key, cost.to_string(), "use US dollars, more than 0"));
-        }
+    if let Some(cost) = flags.max_cost_usd.filter(|cost| !(cost.is_finite() && *cost > 0.0)) {
+        return Err(invalid("--max-cost", cost.to_string(), "use US dollars, more than 0"));
     }
-    for (key, tokens) in
-        [("--max-tokens", flags.max_tokens), ("limits.max_tokens", file.max_tokens)]
-    {
-        if tokens == Some(0) {
-            return Err(invalid(key, "0".into(), "use a number of tokens, 1 or more"));
-        }
+    if flags.max_tokens == Some(0) {
+        return Err(invalid("--max-tokens", "0".into(), "use a number of tokens, 1 or more"));
     }
-    if file.max_steps == Some(0) {
-        return Err(invalid("limits.max_steps", "0".into(), "use 1 or more model calls per turn"));
-    }
-    let guard = |key: &'static str, value: Option<u32>, default: u32| match value {
-        None => Ok(Some(default)),
-        Some(0) => Ok(None),
-        Some(1) => Err(invalid(key, "1".into(), "use 2 or more, or 0 to turn the guard off")),
-        Some(count) => Ok(Some(count)),
+    let guard = |value: Option<u32>, default: u32| match value {
+        None => Some(default),
+        Some(0) => None,
+        Some(count) => Some(count),
     };
     let spend =
         flags.or(SpendLimits { max_cost_usd: file.max_cost_usd, max_tokens: file.max_tokens });
@@ -136,16 +130,8 @@ pub(super) fn resolve_limits(
         max_steps: file.max_steps.or(top_max_steps).unwrap_or(DEFAULT_MAX_STEPS).max(1),
         spend,
         runaway: RunawayLimits {
-            repeated_calls: guard(
-                "limits.repeated_calls",
-                file.repeated_calls,
-                DEFAULT_REPEATED_CALLS,
-            )?,
-            failing_calls: guard(
-                "limits.failing_calls",
-                file.failing_calls,
-                DEFAULT_FAILING_CALLS,
-            )?,
+            repeated_calls: guard(file.repeated_calls, DEFAULT_REPEATED_CALLS),
+            failing_calls: guard(file.failing_calls, DEFAULT_FAILING_CALLS),
         },
     })
 }
@@ -186,41 +172,37 @@ mod tests {
     }
 
     #[test]
-    fn zero_turns_a_guard_off_and_bad_values_are_named() {
+    fn zero_turns_a_guard_off_and_bad_flags_are_named() {
         let file = LimitsFile { repeated_calls: Some(0), ..LimitsFile::default() };
         let limits = resolve(file, SpendLimits::default(), &priced()).unwrap();
         assert_eq!(limits.runaway.repeated_calls, None);
         assert_eq!(limits.runaway.failing_calls, Some(DEFAULT_FAILING_CALLS));
-        for (file, flags, needle) in [
-            (
-                LimitsFile { max_cost_usd: Some(-1.0), ..LimitsFile::default() },
-                SpendLimits::default(),
-                "limits.max_cost_usd",
-            ),
-            (
-                LimitsFile::default(),
-                SpendLimits { max_cost_usd: Some(0.0), max_tokens: None },
-                "--max-cost",
-            ),
-            (
-                LimitsFile::default(),
-                SpendLimits { max_cost_usd: None, max_tokens: Some(0) },
-                "--max-tokens",
-            ),
-            (
-                LimitsFile { failing_calls: Some(1), ..LimitsFile::default() },
-                SpendLimits::default(),
-                "limits.failing_calls",
-            ),
-            (
-                LimitsFile { max_steps: Some(0), ..LimitsFile::default() },
-                SpendLimits::default(),
-                "limits.max_steps",
-            ),
+        for (flags, needle) in [
+            (SpendLimits { max_cost_usd: Some(0.0), max_tokens: None }, "--max-cost"),
+            (SpendLimits { max_cost_usd: Some(f64::NAN), max_tokens: None }, "--max-cost"),
+            (SpendLimits { max_cost_usd: None, max_tokens: Some(0) }, "--max-tokens"),
         ] {
-            let error = resolve(file, flags, &priced()).unwrap_err();
+            let error = resolve(LimitsFile::default(), flags, &priced()).unwrap_err();
             assert!(error.contains(needle), "{needle}: {error}");
         }
+    }
+
+    #[test]
+    fn bad_table_values_are_parse_errors_with_a_caret() {
+        for (text, needle) in [
+            ("max_cost_usd = -1.0", "limits.max_cost_usd must be US dollars, more than 0"),
+            ("max_tokens = 0", "limits.max_tokens must be 1 or more"),
+            ("max_steps = 0", "limits.max_steps must be 1 or more"),
+            ("failing_calls = 1", "limits.failing_calls must be 2 or more, or 0"),
+            ("repeated_calls = 1", "limits.repeated_calls must be 2 or more, or 0"),
+            ("max_cost = 1.0", "unknown field `max_cost`"),
+        ] {
+            let error = toml::from_str::<LimitsFile>(text).unwrap_err().to_string();
+            assert!(error.contains(needle), "{text}: {error}");
+            assert!(error.contains('^'), "{text}: no caret in {error}");
+        }
+        let ok = toml::from_str::<LimitsFile>("repeated_calls = 0\nmax_cost_usd = 2.5").unwrap();
+        assert_eq!((ok.repeated_calls, ok.max_cost_usd), (Some(0), Some(2.5)));
     }
 
     #[test]

@@ -135,6 +135,41 @@ fn price<E: Error>(value: f64, key: &str) -> Result<Option<f64>, E> {
     }
 }
 
+pub(super) fn max_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let value = f64::deserialize(d)?;
+    if value.is_finite() && value > 0.0 {
+        Ok(Some(value))
+    } else {
+        Err(D::Error::custom(format!(
+            "limits.max_cost_usd must be US dollars, more than 0; got {value}"
+        )))
+    }
+}
+
+pub(super) fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(u64::deserialize(d)?, "limits.max_tokens", "tokens per session")
+}
+
+pub(super) fn limits_max_steps<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    at_least_one(u32::deserialize(d)?, "limits.max_steps", "model calls per turn")
+}
+
+pub(super) fn repeated_calls<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    guard(u32::deserialize(d)?, "limits.repeated_calls")
+}
+
+pub(super) fn failing_calls<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    guard(u32::deserialize(d)?, "limits.failing_calls")
+}
+
+/// A runaway guard's count: 0 turns it off, 1 would stop at once.
+fn guard<E: Error>(value: u32, key: &str) -> Result<Option<u32>, E> {
+    if value == 1 {
+        return Err(E::custom(format!("{key} must be 2 or more, or 0 to turn the guard off")));
+    }
+    Ok(Some(value))
+}
+
 pub(super) fn sandbox_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let mode = String::deserialize(d)?;
     match SandboxMode::parse(&mode) {

@@ -202,17 +202,17 @@ impl ResultLine {
 
     pub fn to_json(&self) -> Value {
         json!({"type": "result", "schema_version": SCHEMA_VERSION,
-            "status": self.status, "final_text": self.final_text,
-            "usage": usage_json(&self.usage), "session_id": self.session_id,
-            "log_path": self.log_path, "cost_usd": self.cost_usd,
-            "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
-            "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error,
-            "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>(),
-            "limits": self.spend.map(|spend| json!({
-                "max_cost_usd": spend.limits.max_cost_usd,
-                "max_tokens": spend.limits.max_tokens,
-                "spent_usd": spend.spent_usd,
-                "spent_tokens": spend.spent_tokens,
-            }))})
+        "status": self.status, "final_text": self.final_text,
+        "usage": usage_json(&self.usage), "session_id": self.session_id,
+        "log_path": self.log_path, "cost_usd": self.cost_usd,
+        "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
+        "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error,
+        "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>(),
+        "limits": self.spend.map(|spend| json!({
+            "max_cost_usd": spend.limits.max_cost_usd,
+            "max_tokens": spend.limits.max_tokens,
+            "spent_usd": spend.spent_usd,
+            "spent_tokens": spend.spent_tokens,
+        }))})
     }
 }

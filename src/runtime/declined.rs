@@ -81,7 +81,8 @@ mod tests {
                 ("shell".to_owned(), ToolClass::Mutating),
             ]),
             policy,
-            max_steps: 10,
+            limits: crate::agent::Limits::with_max_steps(10),
+            pricing: crate::context::Pricing::default(),
             context_window: None,
             compact_threshold: 0.85,
         })

@@ -26,6 +26,7 @@ fn limited_app(tokens: bool) -> App {
             workspace_root: "/repo".into(),
             sandbox: SandboxState::On,
             pricing: crate::context::Pricing::for_model("gpt-4o"),
+            mode: ApprovalMode::Ask,
             limits,
         },
     );

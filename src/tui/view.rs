@@ -144,7 +144,7 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let start = rows.get(cursor_row).map_or(0, |r| r.1);
     let x = inner.x + u16::try_from(col - start).unwrap_or(0).min(inner.width.saturating_sub(1));
     let y = inner.y + u16::try_from(cursor_row - first).unwrap_or(0);
-    let covered = app.approval.is_some() || app.plan.is_some();
+    let covered = app.approval.is_some() || app.plan.is_some() || app.limit.is_some();
     if !covered && app.picker.is_none() && app.trust.is_none() {
         frame.set_cursor_position(Position { x, y });
     }
@@ -155,6 +155,8 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
 fn key_hints(app: &App, width: u16) -> Option<&'static str> {
     let (long, short) = if app.yolo_confirm {
         ("y yolo · Shift+Tab skip", "y yolo")
+    } else if app.limit.is_some() {
+        ("y raise the limit · n end the turn", "y raise · n stop")
     } else if app.status.running {
         ("Esc stop · Ctrl+O expand output", "Esc stop")
     } else {
