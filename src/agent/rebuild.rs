@@ -337,7 +337,7 @@ impl Rebuilder {
         };
         if let Some(ran) = ran {
             let limits = self.state.config.limits.runaway;
-            self.state.runaway.observe(&limits, call, &original, ran);
+            self.state.runaway.observe(&limits, self.state.step, call, &original, ran);
         }
         self.state.items.push(Item::ToolResult(result));
     }

@@ -2,15 +2,19 @@
 //! same result, or keeps failing with one tool, is told so once (a note
 //! appended to that result) and, if it goes on, its turn ends `stuck`.
 //!
-//! Two patterns, both per turn:
+//! Two patterns, both per turn and counted once per model response (a
+//! response that asks for the same call nine times at once is one
+//! repetition: the loop guarded against is the model asking again after
+//! it saw the result):
 //! - **repeated**: the same call (tool name and arguments) returned the
-//!   same result (text and error flag) `repeated_calls` times (default 3);
-//!   denied calls count too (a model retrying a refused command);
-//! - **failing**: `failing_calls` calls of one tool in a row (default 5)
-//!   ran and failed, with no other call between them.
+//!   same result (text and error flag) in `repeated_calls` responses
+//!   (default 3); denied calls count too (a model retrying a refused
+//!   command);
+//! - **failing**: calls of one tool failed in `failing_calls` responses in
+//!   a row (default 5), with no call succeeding between them.
 //!
-//! After its note a pattern that shows again (the same call and result
-//! once more; the tool's next call failing too) ends the turn.
+//! After its note a pattern that shows again in a later response (the
+//! same call and result once more; the tool failing again) ends the turn.
 //!
 //! Invariants: pure and deterministic, so `rebuild` reaches the same state
 //! by observing the logged results (the note is recorded in the result's
@@ -27,12 +31,22 @@ use super::budget::RunawayLimits;
 /// What a turn has seen so far.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunawayState {
-    /// How often each (call, result) was seen this turn, by fingerprint.
-    seen: BTreeMap<u64, u32>,
-    /// The tool whose calls failed in a row, and how many did.
-    failing: Option<(String, u32)>,
+    /// Per (call, result) fingerprint: in how many responses it was seen
+    /// this turn, and the step that last counted.
+    seen: BTreeMap<u64, (u32, u32)>,
+    /// The tool failing in a row, if one is.
+    failing: Option<Failing>,
     /// Patterns already pointed out to the model this turn.
     noted: BTreeSet<u64>,
+}
+
+/// A tool whose calls failed in `responses` responses in a row, the last
+/// counted at `step`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Failing {
+    tool: String,
+    responses: u32,
+    step: u32,
 }
 
 /// Which pattern was seen.
@@ -77,20 +91,21 @@ pub enum Ran {
 }
 
 impl RunawayState {
-    /// Observes one result of `call` (the result as the tool gave it,
-    /// before any note).
+    /// Observes one result of `call`, asked for by the model response of
+    /// `step` (the result as the tool gave it, before any note).
     pub fn observe(
         &mut self,
         limits: &RunawayLimits,
+        step: u32,
         call: &ToolCall,
         result: &ToolResult,
         ran: Ran,
     ) -> RunawayVerdict {
         let failing = match ran {
-            Ran::Yes => self.observe_failure(limits, call, result),
+            Ran::Yes => self.observe_failure(limits, step, call, result),
             Ran::Denied => RunawayVerdict::Fine,
         };
-        let repeated = self.observe_repeat(limits, call, result);
+        let repeated = self.observe_repeat(limits, step, call, result);
         // A stop wins; of two notes the repeat says more.
         match (repeated, failing) {
             (stop @ RunawayVerdict::Stop { .. }, _) | (_, stop @ RunawayVerdict::Stop { .. }) => {
@@ -106,14 +121,19 @@ impl RunawayState {
     fn observe_repeat(
         &mut self,
         limits: &RunawayLimits,
+        step: u32,
         call: &ToolCall,
         result: &ToolResult,
     ) -> RunawayVerdict {
         let Some(threshold) = limits.repeated_calls else { return RunawayVerdict::Fine };
         let key =
             fingerprint(&("repeat", &call.name, &call.arguments, &result.output, result.is_error));
-        let count = self.seen.entry(key).or_insert(0);
+        let (count, counted_at) = self.seen.entry(key).or_insert((0, 0));
+        if *count > 0 && *counted_at == step {
+            return RunawayVerdict::Fine;
+        }
         *count += 1;
+        *counted_at = step;
         let count = *count;
         if count < threshold {
             return RunawayVerdict::Fine;
@@ -138,6 +158,7 @@ impl RunawayState {
     fn observe_failure(
         &mut self,
         limits: &RunawayLimits,
+        step: u32,
         call: &ToolCall,
         result: &ToolResult,
     ) -> RunawayVerdict {
@@ -146,12 +167,16 @@ impl RunawayState {
             return RunawayVerdict::Fine;
         }
         let count = match self.failing.as_mut() {
-            Some((tool, count)) if *tool == call.name => {
-                *count += 1;
-                *count
+            Some(failing) if failing.tool == call.name && failing.step == step => {
+                return RunawayVerdict::Fine;
+            }
+            Some(failing) if failing.tool == call.name => {
+                failing.responses += 1;
+                failing.step = step;
+                failing.responses
             }
             Some(_) | None => {
-                self.failing = Some((call.name.clone(), 1));
+                self.failing = Some(Failing { tool: call.name.clone(), responses: 1, step });
                 1
             }
         };
@@ -163,15 +188,15 @@ impl RunawayState {
         let tool = &call.name;
         if self.noted.insert(fingerprint(&("failing", tool))) {
             let text = format!(
-                "\n\n[keel] The last {count} `{tool}` calls all failed. Read the errors, change \
-                 your approach, or stop and tell the user what blocks you. If the next `{tool}` \
-                 call fails too, keel ends the turn."
+                "\n\n[keel] `{tool}` has now failed {count} times in a row. Read the errors, \
+                 change your approach, or stop and tell the user what blocks you. If the next \
+                 `{tool}` call fails too, keel ends the turn."
             );
             return RunawayVerdict::Note { kind, count, text };
         }
         let text = format!(
-            "\n\n[keel] The turn was stopped: {count} `{tool}` calls in a row failed, after keel \
-             pointed it out."
+            "\n\n[keel] The turn was stopped: `{tool}` failed {count} times in a row, after \
+             keel pointed it out."
         );
         RunawayVerdict::Stop { kind, count, text }
     }
@@ -259,7 +284,7 @@ mod tests {
         let mut state = RunawayState::default();
         let read = call("read_file", r#"{"path":"a"}"#);
         let verdicts: Vec<_> =
-            (0..4).map(|_| state.observe(&limits, &read, &ok("same"), Ran::Yes)).collect();
+            (1..5).map(|step| state.observe(&limits, step, &read, &ok("same"), Ran::Yes)).collect();
         assert_eq!(kinds(&verdicts), ["fine", "fine", "note", "stop"]);
     }
 
@@ -267,22 +292,15 @@ mod tests {
     fn a_different_result_or_argument_is_not_a_repeat() {
         let limits = RunawayLimits::default();
         let mut state = RunawayState::default();
+        let date = call("shell", r#"{"command":"date"}"#);
         let verdicts: Vec<_> = (0..6)
-            .map(|n| {
-                let output = format!("line {n}");
-                state.observe(
-                    &limits,
-                    &call("shell", r#"{"command":"date"}"#),
-                    &ok(&output),
-                    Ran::Yes,
-                )
-            })
+            .map(|n| state.observe(&limits, n, &date, &ok(&format!("line {n}")), Ran::Yes))
             .collect();
         assert_eq!(kinds(&verdicts), ["fine"; 6], "the same call, a new result each time");
         let verdicts: Vec<_> = (0..6)
             .map(|n| {
-                let args = format!(r#"{{"path":"f{n}"}}"#);
-                state.observe(&limits, &call("read_file", &args), &ok("x"), Ran::Yes)
+                let read = call("read_file", &format!(r#"{{"path":"f{n}"}}"#));
+                state.observe(&limits, 10 + n, &read, &ok("x"), Ran::Yes)
             })
             .collect();
         assert_eq!(kinds(&verdicts), ["fine"; 6], "a new call each time");
@@ -294,53 +312,63 @@ mod tests {
         let mut state = RunawayState::default();
         let verdicts: Vec<_> = (0..6)
             .map(|n| {
-                let args = format!(r#"{{"command":"try {n}"}}"#);
+                let shell = call("shell", &format!(r#"{{"command":"try {n}"}}"#));
                 let failed = ToolResult::error("c", format!("exit code: 1 ({n})"));
-                state.observe(&limits, &call("shell", &args), &failed, Ran::Yes)
+                state.observe(&limits, n, &shell, &failed, Ran::Yes)
             })
             .collect();
         assert_eq!(kinds(&verdicts), ["fine", "fine", "fine", "fine", "note", "stop"]);
         let RunawayVerdict::Note { text, .. } = &verdicts[4] else { panic!() };
-        assert!(text.contains("last 5 `shell` calls all failed"), "{text}");
+        assert!(text.contains("`shell` has now failed 5 times in a row"), "{text}");
     }
 
     #[test]
-    fn a_success_or_another_tool_in_between_breaks_the_streak() {
+    fn a_success_in_between_breaks_the_streak() {
         let limits = RunawayLimits::default();
         let mut state = RunawayState::default();
-        let fail = |n: u32| ToolResult::error("c", format!("failed {n}"));
         let mut verdicts = Vec::new();
         for n in 0..12 {
-            let args = format!(r#"{{"command":"t{n}"}}"#);
-            verdicts.push(state.observe(&limits, &call("shell", &args), &fail(n), Ran::Yes));
+            let shell = call("shell", &format!(r#"{{"command":"t{n}"}}"#));
+            let failed = ToolResult::error("c", format!("failed {n}"));
+            verdicts.push(state.observe(&limits, n, &shell, &failed, Ran::Yes));
             if n % 4 == 3 {
-                let args = format!(r#"{{"path":"f{n}"}}"#);
-                verdicts.push(state.observe(
-                    &limits,
-                    &call("edit_file", &args),
-                    &ok("ok"),
-                    Ran::Yes,
-                ));
+                let edit = call("edit_file", &format!(r#"{{"path":"f{n}"}}"#));
+                verdicts.push(state.observe(&limits, n, &edit, &ok("ok"), Ran::Yes));
             }
         }
         assert!(verdicts.iter().all(|v| *v == RunawayVerdict::Fine), "{verdicts:?}");
     }
 
     #[test]
-    fn denied_calls_count_as_repeats_only_and_limits_can_be_off() {
-        let limits = RunawayLimits { repeated_calls: None, failing_calls: None };
+    fn repeats_within_one_response_count_once() {
+        let limits = RunawayLimits::default();
+        let mut state = RunawayState::default();
+        let read = call("read_file", r#"{"path":"a"}"#);
+        let failed = ToolResult::error("c", "no such file");
+        let mut observe = |step| state.observe(&limits, step, &read, &failed, Ran::Yes);
+        let first: Vec<_> = [1, 1, 1, 1, 1, 1, 1, 1, 1, 2].into_iter().map(&mut observe).collect();
+        assert_eq!(kinds(&first), ["fine"; 10], "nine at once, then once more: two responses");
+        assert_eq!(kinds(&[observe(3)]), ["note"]);
+        let same_response: Vec<_> = [3, 3, 3].into_iter().map(&mut observe).collect();
+        assert_eq!(kinds(&same_response), ["fine"; 3], "no stop before the model read the note");
+        assert_eq!(kinds(&[observe(4)]), ["stop"]);
+    }
+
+    #[test]
+    fn denied_calls_count_as_repeats_only_and_guards_can_be_off() {
+        let off = RunawayLimits { repeated_calls: None, failing_calls: None };
         let mut state = RunawayState::default();
         let denied = ToolResult::error("c", "not run: forbidden");
-        for _ in 0..10 {
-            let verdict = state.observe(&limits, &call("shell", "{}"), &denied, Ran::Yes);
+        for step in 0..10 {
+            let verdict = state.observe(&off, step, &call("shell", "{}"), &denied, Ran::Yes);
             assert_eq!(verdict, RunawayVerdict::Fine, "off");
         }
         let limits = RunawayLimits::default();
         let mut state = RunawayState::default();
         let verdicts: Vec<_> = (0..6)
             .map(|n| {
-                let args = format!(r#"{{"command":"rm {n}"}}"#);
-                state.observe(&limits, &call("shell", &args), &denied, Ran::Denied)
+                let shell = call("shell", &format!(r#"{{"command":"rm {n}"}}"#));
+                state.observe(&limits, n, &shell, &denied, Ran::Denied)
             })
             .collect();
         assert_eq!(kinds(&verdicts), ["fine"; 6], "refusals are not the tool failing");

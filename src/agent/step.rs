@@ -512,7 +512,7 @@ fn record_observed(
     effects: &mut Vec<Effect>,
 ) -> bool {
     let limits = state.config.limits.runaway;
-    let verdict = state.runaway.observe(&limits, call, &result, ran);
+    let verdict = state.runaway.observe(&limits, state.step, call, &result, ran);
     let stop = matches!(verdict, RunawayVerdict::Stop { .. });
     let (result, meta) = runaway::annotate(result, meta, &verdict);
     record_result(state, result, meta, effects);
