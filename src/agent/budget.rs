@@ -325,6 +325,22 @@ pub(super) fn on_decided(
     }
 }
 
+/// US dollars as a person reads them: cents from a dollar up, up to four
+/// decimals below it (`$1.50`, `$0.18`, `$0.0038`), so a small budget
+/// never shows as `$0.00`.
+pub fn usd(value: f64) -> String {
+    if value >= 1.0 {
+        return format!("${value:.2}");
+    }
+    let text = format!("{value:.4}");
+    let trimmed = text.trim_end_matches('0');
+    let decimals = trimmed.split_once('.').map_or(0, |(_, decimals)| decimals.len());
+    match decimals {
+        0..2 => format!("${value:.2}"),
+        _ => format!("${trimmed}"),
+    }
+}
+
 /// The session's spend against its limits, for front ends.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpendStatus {

@@ -258,3 +258,18 @@ fn the_stop_answers_the_rest_of_the_response_unrun() {
     let Some(Effect::TurnEnded { outcome, .. }) = last.last() else { panic!("{last:?}") };
     assert_eq!(*outcome, TurnOutcome::Stuck);
 }
+
+#[test]
+fn dollars_read_as_cents_or_up_to_four_decimals() {
+    for (value, shown) in [
+        (2.5, "$2.50"),
+        (1.0, "$1.00"),
+        (0.18, "$0.18"),
+        (0.004, "$0.004"),
+        (0.0038, "$0.0038"),
+        (0.0, "$0.00"),
+        (123.456, "$123.46"),
+    ] {
+        assert_eq!(usd(value), shown, "{value}");
+    }
+}

@@ -20,7 +20,7 @@ mod workflow;
 pub use budget::{
     BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS,
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
-    SpendLimits, SpendStatus,
+    SpendLimits, SpendStatus, usd,
 };
 pub use rebuild::{
     CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,

@@ -68,7 +68,7 @@ impl HumanPrinter {
             } => {
                 let mut limit = String::new();
                 if let Some(max) = limits.max_cost_usd {
-                    limit.push_str(&format!(" · limit ${max:.2}"));
+                    limit.push_str(&format!(" · limit {}", crate::agent::usd(max)));
                 }
                 if let Some(max) = limits.max_tokens {
                     limit.push_str(&format!(" · limit {max} tokens"));

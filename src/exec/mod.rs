@@ -356,8 +356,8 @@ fn budget_error(session: &Session) -> String {
     let spend = session.spend_status();
     let mut spent = Vec::new();
     if let Some(max) = spend.limits.max_cost_usd {
-        let used = spend.spent_usd.map_or_else(|| "?".to_owned(), |usd| format!("${usd:.4}"));
-        spent.push(format!("{used} of the ${max:.2} cost limit"));
+        let used = spend.spent_usd.map_or_else(|| "?".to_owned(), crate::agent::usd);
+        spent.push(format!("{used} of the {} cost limit", crate::agent::usd(max)));
     }
     if let Some(max) = spend.limits.max_tokens {
         spent.push(format!("{} of the {max} token limit", spend.spent_tokens));
@@ -411,7 +411,7 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
     match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {
         (Some(cost), Some(max)) => {
-            let _ = writeln!(stderr, "cost: ${cost:.4} of ${max:.2} (limit)");
+            let _ = writeln!(stderr, "cost: ${cost:.4} of {} (limit)", crate::agent::usd(max));
         }
         (Some(cost), None) => {
             let _ = writeln!(stderr, "cost: ${cost:.4}");

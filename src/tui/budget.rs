@@ -14,7 +14,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use crate::agent::{BudgetHit, LimitKind, SpendStatus};
+use crate::agent::{BudgetHit, LimitKind, SpendStatus, usd};
 
 use super::app::{App, ApprovalReply, Command, Status};
 use super::theme::Theme;
@@ -40,7 +40,7 @@ pub(super) fn status_parts(status: &Status, theme: Theme) -> Vec<(u8, Span<'stat
     let mut parts = Vec::new();
     match (spend.spent_usd, status.limits.max_cost_usd) {
         (Some(cost), Some(max)) => {
-            parts.push((5, Span::styled(format!("${cost:.2}/${max:.2}"), style)))
+            parts.push((5, Span::styled(format!("{}/{}", usd(cost), usd(max)), style)))
         }
         (Some(cost), None) => parts.push((3, Span::raw(format!("${cost:.4}")))),
         (None, _) => {}
@@ -71,7 +71,7 @@ pub(super) fn after_usage(app: &mut App) {
     app.status.budget_warned = true;
     let mut used = Vec::new();
     if let (Some(max), Some(cost)) = (spend.limits.max_cost_usd, spend.spent_usd) {
-        used.push(format!("${cost:.2} of ${max:.2}"));
+        used.push(format!("{} of {}", usd(cost), usd(max)));
     }
     if let Some(max) = spend.limits.max_tokens {
         used.push(format!("{} of {} tokens", spend.spent_tokens, max));
@@ -130,13 +130,16 @@ pub(super) fn draw_limit(frame: &mut Frame<'_>, area: Rect, hit: &BudgetHit, the
 fn question(hit: &BudgetHit, theme: Theme) -> Vec<Line<'static>> {
     let (what, raise) = match hit.limit {
         LimitKind::Cost => {
-            let spent = hit.spent_usd.map_or_else(|| "?".to_owned(), |usd| format!("${usd:.2}"));
-            let next = hit.next_usd.map_or_else(|| "?".to_owned(), |usd| format!("${usd:.2}"));
+            let spent = hit.spent_usd.map_or_else(|| "?".to_owned(), usd);
+            let next = hit.next_usd.map_or_else(|| "?".to_owned(), usd);
             let limit = hit.limits.max_cost_usd.unwrap_or_default();
             let raised = hit.raised().max_cost_usd.unwrap_or_default();
             (
-                format!("{spent} of ${limit:.2} spent; the next request would cost about {next}."),
-                format!("yes, raise the limit to ${raised:.2}"),
+                format!(
+                    "{spent} of {} spent; the next request would cost about {next}.",
+                    usd(limit)
+                ),
+                format!("yes, raise the limit to {}", usd(raised)),
             )
         }
         LimitKind::Tokens => {
