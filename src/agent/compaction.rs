@@ -20,7 +20,7 @@ use crate::context::summary::{
 };
 use crate::context::tokens::{estimate_items, estimate_request, items_upper_bound, upper_bound};
 use crate::plan::{PlanStatus, is_verification_command};
-use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall};
+use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, Usage};
 use crate::tasks::TaskStatus;
 
 use super::state::{CompactionDepth, CompactionReason, LoopPhase, LoopState, PendingCompaction};
@@ -87,14 +87,8 @@ pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -
     if let Some(elided) = elide_old_tool_outputs(&state.items) {
         let after = estimate_request(&ModelRequest { items: elided.clone(), ..request });
         if after <= limit {
-            apply(
-                state,
-                elided,
-                CompactionReason::Threshold,
-                CompactionDepth::Elided,
-                tokens_before,
-                effects,
-            );
+            let how = Applied::elided(CompactionReason::Threshold);
+            apply(state, elided, how, tokens_before, effects);
             return false;
         }
     }
@@ -110,14 +104,8 @@ pub(super) fn on_overflow(state: &mut LoopState, message: String, effects: &mut 
     let depth = depth_this_step(state);
     if depth.is_none() {
         if let Some(elided) = elide_old_tool_outputs(&state.items) {
-            apply(
-                state,
-                elided,
-                CompactionReason::Overflow,
-                CompactionDepth::Elided,
-                tokens_before,
-                effects,
-            );
+            let how = Applied::elided(CompactionReason::Overflow);
+            apply(state, elided, how, tokens_before, effects);
             send_request(state, effects);
             return;
         }
@@ -174,10 +162,18 @@ fn begin_summary(
 /// The summary arrived (`Some`) or could not be written (`None`): the
 /// history is replaced either way; the loop then waits for
 /// [`Input::CompactionApplied`](super::step::Input::CompactionApplied).
-pub(super) fn on_summary(state: &mut LoopState, text: Option<String>, effects: &mut Vec<Effect>) {
+pub(super) fn on_summary(
+    state: &mut LoopState,
+    text: Option<String>,
+    usage: Usage,
+    effects: &mut Vec<Effect>,
+) {
     let Some(pending) = state.compaction.as_mut().filter(|pending| !pending.applied) else {
         return;
     };
+    // The summary request costs like any other: it counts in the spend.
+    state.turn_usage.add(&usage);
+    state.session_usage.add(&usage);
     pending.applied = true;
     let pending = pending.clone();
     let preserved = preserved(state, pending.focus.clone());
@@ -187,14 +183,9 @@ pub(super) fn on_summary(state: &mut LoopState, text: Option<String>, effects: &
         .map_or(UNKNOWN_WINDOW_TAIL, |window| (window as f64 * TAIL_SHARE) as u64);
     let items = compacted_history(&state.items, text.as_deref(), &preserved, tail_budget);
     state.failed_check = preserved.failed_check;
-    apply(
-        state,
-        items,
-        pending.reason,
-        CompactionDepth::Summarized,
-        pending.tokens_before,
-        effects,
-    );
+    let usage = (usage != Usage::default()).then_some(usage);
+    let how = Applied { reason: pending.reason, depth: CompactionDepth::Summarized, usage };
+    apply(state, items, how, pending.tokens_before, effects);
 }
 
 /// The driver refreshed the instructions after a summary: the turn goes on
@@ -221,14 +212,28 @@ pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
     }
 }
 
+/// How a compaction was made: why, how far, and what its summary
+/// request used.
+struct Applied {
+    reason: CompactionReason,
+    depth: CompactionDepth,
+    usage: Option<Usage>,
+}
+
+impl Applied {
+    fn elided(reason: CompactionReason) -> Self {
+        Self { reason, depth: CompactionDepth::Elided, usage: None }
+    }
+}
+
 fn apply(
     state: &mut LoopState,
     items: Vec<Item>,
-    reason: CompactionReason,
-    depth: CompactionDepth,
+    how: Applied,
     tokens_before: u64,
     effects: &mut Vec<Effect>,
 ) {
+    let Applied { reason, depth, usage } = how;
     state.items = items;
     state.reported_context = None;
     state.compacted_at_step = Some((state.step, depth));
@@ -244,6 +249,7 @@ fn apply(
         tokens_before,
         tokens_after,
         failed_check: state.failed_check.clone(),
+        usage,
     }));
     effects.push(Effect::Compacted {
         reason: reason.as_str().to_owned(),

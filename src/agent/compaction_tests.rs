@@ -29,7 +29,8 @@ fn respond(items: Vec<Item>, input_tokens: u64) -> Input {
 
 /// Answers a summary request and lets the loop go on, as the driver does.
 fn summarized(state: &mut LoopState, text: &str) -> Vec<Effect> {
-    let mut effects = step(state, Input::Summarized { text: text.into() });
+    let usage = Usage { input_tokens: 1_000, output_tokens: 200, ..Usage::default() };
+    let mut effects = step(state, Input::Summarized { text: text.into(), usage });
     assert!(last_request(&effects).is_none(), "no request before the instructions are fresh");
     effects.extend(step(state, Input::CompactionApplied));
     effects
@@ -188,7 +189,8 @@ fn a_failed_summary_still_compacts_with_the_preserved_facts() {
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
     assert!(summarize_request(&effects).is_some(), "nothing to elide: straight to a summary");
-    let mut effects = step(&mut state, Input::SummaryFailed { message: "500".into() });
+    let mut effects =
+        step(&mut state, Input::SummaryFailed { message: "500".into(), usage: Usage::default() });
     effects.extend(step(&mut state, Input::CompactionApplied));
     let request = last_request(&effects).expect("the turn goes on");
     let users = user_texts(&request.items);
@@ -258,4 +260,44 @@ fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
     let blocks: Vec<&&str> = users.iter().filter(|text| text.starts_with(SUMMARY_MARKER)).collect();
     assert_eq!(blocks.len(), 1, "one summary block, not nested ones");
     assert!(blocks[0].contains("second") && blocks[0].contains("BROKEN"));
+}
+
+/// A summary request costs like any other: its usage counts in the
+/// session's spend, is logged with the compaction, and comes back on
+/// rebuild, so a spend limit sees it.
+#[test]
+fn a_summary_counts_in_the_spend_and_the_log() {
+    let mut state = LoopState::new(config(Some(100_000)));
+    let mut log = Vec::new();
+    let keep = |effects: &[Effect], log: &mut Vec<crate::protocol::EventRecord>| {
+        for effect in effects {
+            if let Effect::Record(event) = effect {
+                let seq = log.len() as u64;
+                log.push(crate::protocol::EventRecord {
+                    v: 1,
+                    seq,
+                    ts: String::new(),
+                    event: event.clone(),
+                });
+            }
+        }
+    };
+    keep(&step(&mut state, Input::UserTurn { text: "GOAL".into() }), &mut log);
+    let effects = step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
+    keep(&effects, &mut log);
+    keep(&step(&mut state, Input::CompactRequested { focus: None }), &mut log);
+    keep(&summarized(&mut state, "S"), &mut log);
+    // 100 in and 5 out for the answer, 1 000 in and 200 out for the summary.
+    assert_eq!(state.session_usage.input_tokens, 1_100);
+    assert_eq!(state.session_usage.output_tokens, 205);
+    let logged = log.iter().find_map(|record| match &record.event {
+        SessionEvent::Compaction { usage, .. } => *usage,
+        _ => None,
+    });
+    assert_eq!(logged.map(|usage| usage.output_tokens), Some(200));
+    let mut rebuilder = Rebuilder::new(config(Some(100_000)));
+    for record in log {
+        rebuilder.apply(record);
+    }
+    assert_eq!(rebuilder.finish().state.session_usage, state.session_usage);
 }

@@ -228,7 +228,11 @@ impl Rebuilder {
                     self.state.workflow.tasks = tasks;
                 }
             }
-            SessionEvent::Compaction { items, failed_check, .. } => {
+            SessionEvent::Compaction { items, failed_check, usage, .. } => {
+                if let Some(usage) = usage {
+                    self.state.turn_usage.add(&usage);
+                    self.state.session_usage.add(&usage);
+                }
                 self.state.items = items;
                 self.state.failed_check = failed_check;
                 self.state.reported_context = None;

@@ -356,6 +356,7 @@ fn compaction_replaces_the_history() {
             tokens_before: 0,
             tokens_after: 0,
             failed_check: None,
+            usage: None,
         },
     });
     assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);

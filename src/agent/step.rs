@@ -37,14 +37,18 @@ pub enum Input {
     CompactRequested {
         focus: Option<String>,
     },
-    /// The summary an [`Effect::Summarize`] asked for.
+    /// The summary an [`Effect::Summarize`] asked for, and what the
+    /// request used (counted in the session's spend).
     Summarized {
         text: String,
+        usage: Usage,
     },
     /// The summary could not be written (the history is compacted
-    /// without one).
+    /// without one); `usage` is what a response that came back empty
+    /// used.
     SummaryFailed {
         message: String,
+        usage: Usage,
     },
     /// The driver handled the [`Effect::Compacted`] of a summary (the
     /// instructions are fresh): the turn goes on, or the loop idles.
@@ -138,11 +142,11 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
         (LoopPhase::Idle, Input::CompactRequested { focus }) => {
             compaction::on_compact_requested(state, focus, &mut effects);
         }
-        (LoopPhase::Compact, Input::Summarized { text }) => {
-            compaction::on_summary(state, Some(text), &mut effects);
+        (LoopPhase::Compact, Input::Summarized { text, usage }) => {
+            compaction::on_summary(state, Some(text), usage, &mut effects);
         }
-        (LoopPhase::Compact, Input::SummaryFailed { .. }) => {
-            compaction::on_summary(state, None, &mut effects);
+        (LoopPhase::Compact, Input::SummaryFailed { usage, .. }) => {
+            compaction::on_summary(state, None, usage, &mut effects);
         }
         (LoopPhase::Compact, Input::CompactionApplied) => {
             compaction::on_applied(state, &mut effects);

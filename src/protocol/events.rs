@@ -28,7 +28,7 @@
 //! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
 //! | `model_changed` | runtime | the model of the requests from here on (`/model NAME` in the TUI) |
 //! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
-//! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check; a resume starts from the latest |
+//! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check, the summary request's usage; a resume starts from the latest |
 //! | `limits_set` | loop | the spend limits in force from here on (cost in US dollars, tokens): at a session's first turn when it has any, when a flag changes them on resume, when the user raises one at the limit; a resume keeps the last |
 //! | `budget_exceeded` | loop | a model request was not sent because it would have crossed a limit: which limit, the limits, the spend so far and the request's projection |
 //! | `model_error` | loop | a model request failed for good |
@@ -242,6 +242,10 @@ pub enum SessionEvent {
         /// compactions when its call is no longer in the history.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failed_check: Option<String>,
+        /// What the summary request used (it counts in the session's
+        /// spend like any model response); none for `elide`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
     /// The spend limits in force from here on (see the table above).
     LimitsSet {
@@ -483,6 +487,7 @@ mod tests {
                 tokens_before: 0,
                 tokens_after: 0,
                 failed_check: None,
+                usage: Some(Usage { input_tokens: 5, ..Usage::default() }),
             },
             SessionEvent::LimitsSet {
                 max_cost_usd: Some(1.5),

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Effect, Input, step};
 use crate::hooks::HookEvent;
 use crate::llm::LlmError;
-use crate::protocol::{Item, ModelRequest, StreamEvent};
+use crate::protocol::{Item, ModelRequest, StreamEvent, Usage};
 
 use super::driver::base_instructions;
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -100,9 +100,9 @@ impl Session {
                     self.sink.emit(RuntimeEvent::Warning {
                         message: format!("compaction: {message}; keeping the preserved facts only"),
                     });
-                    Input::SummaryFailed { message }
+                    Input::SummaryFailed { message, usage: response.usage }
                 } else {
-                    Input::Summarized { text }
+                    Input::Summarized { text, usage: response.usage }
                 }
             }
             Err(LlmError::Cancelled) => Input::Interrupted,
@@ -113,7 +113,7 @@ impl Session {
                         "compaction: the summary failed ({message}); keeping the preserved facts only"
                     ),
                 });
-                Input::SummaryFailed { message }
+                Input::SummaryFailed { message, usage: Usage::default() }
             }
         };
         Ok(input)
