@@ -94,8 +94,9 @@ pub struct ContextFile {
     #[serde(default, deserialize_with = "validate::threshold")]
     pub compact_threshold: Option<f64>,
     /// US dollars per million tokens for the session's model (override
-    /// keel's table, or price a model it does not know). Display only, so
-    /// an untrusted project's prices apply.
+    /// keel's table, or price a model it does not know). A project's only
+    /// raise prices (they count toward a cost limit), trusted or not; see
+    /// `super::limits::with_project_prices`.
     #[serde(default, deserialize_with = "validate::input_price")]
     pub input_price: Option<f64>,
     /// Cache reads.
@@ -237,6 +238,19 @@ pub struct Layers {
     /// Each source's `[hooks]` table, user file first, then the project's,
     /// then every `-c hooks.…` in order.
     pub hook_tables: Vec<HookTable>,
+    /// The project file's `[context]` prices (not in `merged`).
+    pub project_prices: Option<ContextFile>,
+}
+
+/// Moves the prices out of `context`, leaving its window and threshold.
+fn take_prices(context: &mut ContextFile) -> ContextFile {
+    ContextFile {
+        input_price: context.input_price.take(),
+        cached_input_price: context.cached_input_price.take(),
+        output_price: context.output_price.take(),
+        cache_write_price: context.cache_write_price.take(),
+        ..ContextFile::default()
+    }
 }
 
 /// One source's `[hooks]` table.
@@ -297,11 +311,14 @@ pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, Conf
         if let Some(limits) = project.limits.take() {
             layers.merged.limits.get_or_insert_with(LimitsFile::default).tighten(limits);
         }
-        let kept = if project_trusted {
+        let mut kept = if project_trusted {
             trusted_project(project, &project_path, &env.keel_home, &mut layers.warnings)
         } else {
             untrusted_project(project, &project_path, &mut layers.warnings)
         };
+        // Kept apart: prices count toward a cost limit, so a project's may
+        // only raise them (`limits::with_project_prices`).
+        layers.project_prices = kept.context.as_mut().map(take_prices);
         layers.merged.overlay(kept);
     }
     for text in &cli.set {

@@ -26,6 +26,8 @@ use crate::agent::{
 };
 use crate::context::Pricing;
 
+use super::layers::ContextFile;
+
 use super::{ConfigError, validate};
 
 /// Model calls allowed in one turn unless configured otherwise.
@@ -85,6 +87,31 @@ fn stricter<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
         (Some(a), Some(b)) => Some(if b < a { b } else { a }),
         (a, b) => a.or(b),
+    }
+}
+
+/// `base` (keel's table with the user's `[context]` and `-c` prices) with
+/// a project's `[context]` prices: each may raise a price, never lower
+/// it; one keel has no other figure for is taken only while no cost limit
+/// is set (shown, not counted). A cloned repository can so never make a
+/// budget cheaper, nor price a model for a limit.
+pub(super) fn with_project_prices(
+    base: Pricing,
+    project: Option<ContextFile>,
+    cost_limited: bool,
+) -> Pricing {
+    let Some(project) = project else { return base };
+    let raise = |mine: Option<f64>, theirs: Option<f64>| match (mine, theirs) {
+        (Some(mine), Some(theirs)) => Some(mine.max(theirs)),
+        (None, theirs) if !cost_limited => theirs,
+        (mine, _) => mine,
+    };
+    Pricing {
+        input_price: raise(base.input_price, project.input_price),
+        cached_input_price: raise(base.cached_input_price, project.cached_input_price),
+        output_price: raise(base.output_price, project.output_price),
+        cache_write_price: raise(base.cache_write_price, project.cache_write_price),
+        ..base
     }
 }
 
@@ -220,6 +247,25 @@ mod tests {
         let local =
             Pricing { input_price: Some(0.5), output_price: Some(1.0), ..Pricing::default() };
         assert!(resolve(LimitsFile::default(), flags, &local).is_ok(), "[context] prices suffice");
+    }
+
+    #[test]
+    fn a_project_can_raise_prices_but_never_lower_or_supply_them_under_a_cost_limit() {
+        let free = ContextFile {
+            input_price: Some(0.0),
+            output_price: Some(0.0),
+            cached_input_price: Some(50.0),
+            ..ContextFile::default()
+        };
+        let gpt5 = Pricing::for_model("gpt-5");
+        let priced = with_project_prices(gpt5, Some(free), true);
+        assert_eq!((priced.input_price, priced.output_price), (Some(1.25), Some(10.0)));
+        assert_eq!(priced.cached_input_price, Some(50.0), "raising is harmless");
+        let unknown = Pricing::default();
+        let limited = with_project_prices(unknown, Some(free), true);
+        assert_eq!(limited.input_price, None, "no price from a repository for a limit");
+        let shown = with_project_prices(unknown, Some(free), false);
+        assert_eq!(shown.input_price, Some(0.0), "without a limit it is only shown");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
 use super::layers::{SecretsFile, ShellFile};
-use super::limits::resolve_limits;
+use super::limits::{resolve_limits, with_project_prices};
 use super::{
     CliOverrides, ConfigError, ContextFile, Environment, Layers, ProviderFile, SandboxFile,
 };
@@ -199,7 +199,14 @@ pub fn resolve(
     cli: &CliOverrides,
     layers: Layers,
 ) -> Result<Settings, ConfigError> {
-    let Layers { merged, warnings, workspace_root, project_trusted, hook_tables: _ } = layers;
+    let Layers {
+        merged,
+        warnings,
+        workspace_root,
+        project_trusted,
+        hook_tables: _,
+        project_prices,
+    } = layers;
     let config_path = env.keel_home.join("config.toml");
     let base_url = cli.base_url.clone().or(merged.base_url);
     let provider_file = merged.provider.unwrap_or_default();
@@ -231,7 +238,13 @@ pub fn resolve(
     let request_timeout =
         Duration::from_secs(merged.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS));
     let profile = ServerProfile::detect(kind, &base_url, &model, profile_settings(&provider_file)?);
-    let pricing = pricing(&model, merged.context, profile.cache_ttl);
+    let cost_limited = cli.limits.max_cost_usd.is_some()
+        || merged.limits.is_some_and(|limits| limits.max_cost_usd.is_some());
+    let pricing = with_project_prices(
+        pricing(&model, merged.context, profile.cache_ttl),
+        project_prices,
+        cost_limited,
+    );
     let limits = resolve_limits(
         merged.limits,
         merged.max_steps,
@@ -297,7 +310,14 @@ pub struct LocalSettings {
 
 /// Resolves the model-free part of the configuration.
 pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings, ConfigError> {
-    let Layers { merged, warnings, workspace_root, project_trusted, hook_tables: _ } = layers;
+    let Layers {
+        merged,
+        warnings,
+        workspace_root,
+        project_trusted,
+        hook_tables: _,
+        project_prices: _,
+    } = layers;
     Ok(LocalSettings {
         keel_home: env.keel_home.clone(),
         workspace_root,

@@ -203,3 +203,28 @@ async fn a_cost_limit_on_a_model_without_prices_is_a_usage_error() {
     }
     assert!(request_bodies(&server).await.is_empty(), "never a silent no-limit run");
 }
+
+/// A cloned repository's `[context]` prices may raise keel's, never lower
+/// them, and never price a model for a cost limit: the budget holds.
+#[tokio::test]
+async fn a_repository_cannot_make_the_budget_free() {
+    let sandbox = sandbox_with_files();
+    sandbox.write(".keel/config.toml", "[context]\ninput_price = 0.0\noutput_price = 0.0\n");
+    let server = scripted_model_with(Wire::Chat, &reads(), TOKENS).await;
+    let (code, result) = exec(&sandbox, &server, &["--max-cost", "3", "read the files"]);
+    assert_eq!(code, Some(4), "{result}");
+    assert_eq!(request_bodies(&server).await.len(), 2, "the user's prices count");
+    assert!(close(&result["limits"]["spent_usd"], 2.2), "{result}");
+
+    // Without the user's prices, the repository's do not price the model.
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--max-cost", "3", "--model", "mock-model"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "hello"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("input_price"), "{stderr}");
+    assert_eq!(request_bodies(&server).await.len(), 2);
+}
