@@ -364,7 +364,8 @@ fn budget_error(session: &Session) -> String {
     }
     format!(
         "stopped before a model request that would have crossed the session's limit ({} spent); \
-         go on with a higher one: keel exec resume {} --max-cost USD / --max-tokens N",
+         go on with a higher one: keel exec resume {} --max-cost USD (or --max-tokens N) \
+         \"PROMPT\"",
         spent.join(", "),
         session.id()
     )
