@@ -739,7 +739,7 @@ mod properties {
             torn in any::<bool>(),
             moved in any::<Option<prop::sample::Index>>(),
         ) {
-            let (_, log) = run(&turns);
+            let (_, log) = run(&turns, None);
             let cut = cut.index(log.len()) + 1;
             let mut records: Vec<EventRecord> = log[..cut].to_vec();
             if let Some(moved) = moved {

@@ -97,7 +97,8 @@ fn config() -> LoopConfig {
             ApprovalMode::Auto,
             PathContext::new("/h", "/w", "/w"),
         ),
-        max_steps: 50,
+        limits: crate::agent::Limits::with_max_steps(50),
+        pricing: crate::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
     }
