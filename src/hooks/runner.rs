@@ -200,15 +200,40 @@ struct StdinFile {
 }
 
 impl StdinFile {
+    /// Created new (never through a planted file or link) and readable by
+    /// the owner only: the payload can hold tool inputs (file contents,
+    /// commands) and the temp dir is shared with other users.
     fn create(text: &str) -> std::io::Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let path = std::env::temp_dir().join(format!("keel-hook-{}.json", uuid::Uuid::now_v7()));
-        std::fs::write(&path, text)?;
-        Ok(Self { path })
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        let staged = Self { path };
+        file.write_all(text.as_bytes())?;
+        Ok(staged)
     }
 }
 
 impl Drop for StdinFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::StdinFile;
+
+    #[test]
+    fn a_hook_s_staged_input_is_readable_by_its_owner_only_and_removed_after() {
+        let staged = StdinFile::create(r#"{"tool_input":{"content":"secret"}}"#).unwrap();
+        let path = staged.path.clone();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the payload of {} is mode {mode:o}", path.display());
+        drop(staged);
+        assert!(!path.exists());
     }
 }
