@@ -4,7 +4,7 @@
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
 //!   [`prompts`], [`context`], [`plan`], [`tasks`], [`agent`], [`display`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
-//!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`].
+//!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`], [`mcp`].
 //! - L2: [`runtime`], the async driver.
 //! - L3, front ends: [`exec`], [`tui`], [`cli`].
 
@@ -20,6 +20,7 @@ pub mod tasks;
 pub mod config;
 pub mod hooks;
 pub mod llm;
+pub mod mcp;
 pub mod sandbox;
 pub mod session;
 pub mod skills;

@@ -35,7 +35,9 @@ fn fail(error: &anyhow::Error) -> ExitCode {
 /// Diagnostics go to stderr, filtered by `KEEL_LOG` (e.g. `KEEL_LOG=debug`).
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KEEL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // rmcp logs a misbehaving server at warn level; keel reports
+        // servers itself (and stderr is the TUI's screen).
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -244,11 +244,16 @@ impl Rebuilder {
             }
             SessionEvent::TurnCompleted { .. } => self.end_turn(),
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
-            SessionEvent::Approval { approved: true, prefix, path, .. } => {
+            SessionEvent::Approval { approved: true, prefix, path, tool, .. } => {
                 self.allow_for_session(prefix, path);
+                if let Some(tool) = tool.filter(|tool| !tool.is_empty()) {
+                    self.state.allowlist.extend(ApprovalScope::AlwaysTool(tool));
+                }
             }
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::McpServerStatus { .. }
+            | SessionEvent::ToolsChanged { .. }
             | SessionEvent::Undo { .. }
             | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }

@@ -269,15 +269,27 @@ fn lasting_approvals_come_back_and_declined_or_once_ones_do_not() {
             note: None,
             prefix: prefix.map(|words| words.iter().map(|w| (*w).to_owned()).collect()),
             path: path.map(str::to_owned),
+            tool: None,
         };
+    let mcp_always = SessionEvent::Approval {
+        call_id: "m".into(),
+        approved: true,
+        scope: crate::protocol::ApprovalScope::Always,
+        note: None,
+        prefix: None,
+        path: None,
+        tool: Some("mcp__github__create_issue".into()),
+    };
     let rebuilt = rebuild(&records(vec![
         started(Some("ask")),
         approval(true, Some(&["make", "test"]), None),
         approval(true, None, Some("src/a.rs")),
         approval(false, None, Some("src/b.rs")),
         approval(true, None, None),
+        mcp_always,
     ]));
     let allowlist = &rebuilt.state.allowlist;
+    assert_eq!(allowlist.tools.iter().collect::<Vec<_>>(), ["mcp__github__create_issue"]);
     assert!(allowlist.allows(&["make".into(), "test".into(), "-j2".into()]));
     assert_eq!(allowlist.files.iter().collect::<Vec<_>>(), ["src/a.rs"]);
     assert_eq!(allowlist.prefixes.len(), 1);

@@ -6,6 +6,7 @@ mod apply_patch_cmd;
 mod completion_cmd;
 mod demo_cmd;
 mod exec_cmd;
+mod mcp_cmd;
 mod policy_cmd;
 mod replay_cmd;
 mod resume_cmd;
@@ -146,6 +147,8 @@ pub enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// MCP servers: list (with status and tools), get, add, remove.
+    Mcp(mcp_cmd::McpArgs),
     /// Internal: apply the landlock sandbox to itself, then run a command.
     #[command(hide = true)]
     SandboxExec(sandbox_cmd::SandboxExecArgs),
@@ -297,6 +300,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Demo) => demo_cmd::run().await,
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),
+        Some(Command::Mcp(args)) => mcp_cmd::run(cli.model.overrides(), args).await,
         Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),
         None => tui_cmd::run(&cli.model, &cli.mode, cli.prompt).await,
     }

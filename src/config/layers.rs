@@ -54,6 +54,9 @@ pub struct ConfigFile {
     /// `[limits]`: steps, spend and runaway guards (`super::limits`); a
     /// project's only tightens the user's.
     pub limits: Option<LimitsFile>,
+    /// `[mcp_servers.NAME]`: MCP servers (`config::mcp`). A project's
+    /// tables are kept apart and used only once it is trusted.
+    pub mcp_servers: Option<super::mcp::McpServerTables>,
 }
 
 /// The `[shell]` table.
@@ -169,11 +172,13 @@ impl ConfigFile {
             context,
             default_mode,
             limits,
+            mcp_servers,
         } = other;
         self.default_mode = default_mode.or(self.default_mode);
         if let Some(limits) = limits {
             self.limits.get_or_insert_with(LimitsFile::default).overlay(limits);
         }
+        super::mcp::overlay_servers(&mut self.mcp_servers, mcp_servers);
         if let Some(ShellFile { env_strip, env_keep, max_parallel }) = shell {
             let mine = self.shell.get_or_insert_with(ShellFile::default);
             if let Some(patterns) = env_strip {
@@ -240,6 +245,8 @@ pub struct Layers {
     pub hook_tables: Vec<HookTable>,
     /// The project file's `[context]` prices (not in `merged`).
     pub project_prices: Option<ContextFile>,
+    /// The project's `[mcp_servers]` (started only once it is trusted).
+    pub project_mcp_servers: super::mcp::McpServerTables,
 }
 
 /// Moves the prices out of `context`, leaving its window and threshold.
@@ -302,6 +309,9 @@ pub fn read_layers(env: &Environment, cli: &CliOverrides) -> Result<Layers, Conf
         Err(error) => return Err(error),
     };
     if let Some(mut project) = project {
+        // Kept apart either way: a project's servers wait for trust
+        // (`config::mcp` lists them as skipped until then).
+        layers.project_mcp_servers = project.mcp_servers.take().unwrap_or_default();
         if let Some(table) = project.hooks.take() {
             // Loaded either way: hooks wait for trust when they would run.
             let origin = HookOrigin::ProjectFile(project_path.clone());

@@ -20,6 +20,8 @@ mod hooks;
 mod instructions;
 mod layers;
 mod limits;
+pub mod mcp;
+pub mod mcp_edit;
 mod memory;
 mod provider;
 mod resolve;
@@ -145,10 +147,13 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     let layers = read_layers(env, cli)?;
     let hook_tables = layers.hook_tables.clone();
     let import_claude = layers.merged.import_claude_hooks.unwrap_or(false);
+    let mcp_sources = mcp_sources(&layers);
     let mut settings = resolve(env, cli, layers)?;
     settings.hooks =
         load_hooks(&settings.keel_home, &settings.workspace_root, &hook_tables, import_claude)?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    settings.mcp =
+        mcp::resolve_mcp(env, mcp_sources, &settings.workspace_root, settings.project_trusted);
     load_phase_rules(&mut settings);
     settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)
@@ -161,6 +166,21 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
     let mut settings = resolve_local(env, layers)?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
     Ok(settings)
+}
+
+/// Loads only the MCP servers (`keel mcp`): no provider or API key needed.
+pub fn load_mcp(env: &Environment, cli: &CliOverrides) -> Result<mcp::McpSettings, ConfigError> {
+    let layers = read_layers(env, cli)?;
+    let sources = mcp_sources(&layers);
+    Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, layers.project_trusted))
+}
+
+fn mcp_sources(layers: &Layers) -> mcp::McpSources {
+    mcp::McpSources {
+        user: layers.merged.mcp_servers.clone().unwrap_or_default(),
+        project: layers.project_mcp_servers.clone(),
+        project_config_path: layers.workspace_root.join(".keel").join("config.toml"),
+    }
 }
 
 /// Bytes read from each root file for check detection; a manifest larger

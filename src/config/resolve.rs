@@ -76,6 +76,8 @@ pub struct Settings {
     pub compact_threshold: f64,
     /// `default_mode`: the approval mode without a mode flag (default ask).
     pub default_mode: crate::policy::ApprovalMode,
+    /// MCP servers to start and those skipped (filled by [`super::load`]).
+    pub mcp: super::mcp::McpSettings,
 }
 
 /// Default share of the window at which compaction starts.
@@ -205,6 +207,7 @@ pub fn resolve(
         workspace_root,
         project_trusted,
         hook_tables: _,
+        project_mcp_servers: _,
         project_prices,
     } = layers;
     let config_path = env.keel_home.join("config.toml");
@@ -287,6 +290,7 @@ pub fn resolve(
             .and_then(|context| context.compact_threshold)
             .unwrap_or(DEFAULT_COMPACT_THRESHOLD),
         default_mode: merged.default_mode.unwrap_or_default(),
+        mcp: super::mcp::McpSettings::default(),
         model,
     })
 }
@@ -316,6 +320,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         workspace_root,
         project_trusted,
         hook_tables: _,
+        project_mcp_servers: _,
         project_prices: _,
     } = layers;
     Ok(LocalSettings {

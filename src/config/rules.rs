@@ -115,6 +115,34 @@ pub fn append_rule_to(path: &Path, prefix: &[String]) -> Result<(), RulesFileErr
     std::fs::write(path, text).map_err(write_error)
 }
 
+/// Appends `tool_rule(name="TOOL", decision="allow")` for an MCP tool to
+/// the project's `local.rules` (an "always" answer), unless it is there.
+pub fn append_local_tool_rule(
+    workspace_root: &Path,
+    tool: &str,
+) -> Result<PathBuf, RulesFileError> {
+    let path = local_rules_path(workspace_root);
+    let line = crate::policy::tool_rules::allow_rule_text(tool);
+    let mut text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(RulesFileError::Read { path, source }),
+    };
+    if text.lines().any(|existing| existing.trim() == line.trim()) {
+        return Ok(path);
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&line);
+    let write_error = |source| RulesFileError::Write { path: path.clone(), source };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(write_error)?;
+    }
+    std::fs::write(&path, text).map_err(write_error)?;
+    Ok(path)
+}
+
 /// Where trusted projects are recorded.
 pub fn trust_file(keel_home: &Path) -> PathBuf {
     keel_home.join("trusted_projects.toml")

@@ -121,6 +121,14 @@ impl EventSink for JsonPrinter {
             RuntimeEvent::Error { message } => {
                 self.write(&json!({"type": "error", "message": message}));
             }
+            RuntimeEvent::McpServerStatus { server, status, tools, error, log } => {
+                self.write(&json!({"type": "mcp_server_status", "server": server,
+                    "status": status, "tools": tools, "error": error, "log": log}));
+            }
+            RuntimeEvent::ToolProgress { call_id, progress, total, message } => {
+                self.write(&json!({"type": "tool_progress", "call_id": call_id,
+                    "progress": progress, "total": total, "message": message}));
+            }
             RuntimeEvent::TurnCompleted { turn, outcome, usage, .. } => {
                 self.write(&json!({"type": "turn_completed", "turn": turn,
                     "outcome": outcome, "usage": usage_json(&usage)}));

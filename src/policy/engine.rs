@@ -88,6 +88,9 @@ pub fn evaluate(policy: &Policy, allowlist: &Allowlist, call: CallFacts<'_>) -> 
             Some(patch) => super::patch::evaluate_patch(policy, allowlist, patch),
             None => by_mode(policy.mode, call.tool, Access::Write),
         },
+        tool if super::tool_rules::is_external(tool) => {
+            super::tool_rules::evaluate_tool(policy, allowlist, tool, call.class)
+        }
         tool => {
             let access = match call.class {
                 ToolClass::ReadOnly => Access::Read,

@@ -17,7 +17,8 @@
 //! and critical paths, symlinks as facts), [`workdir`] (`cd` through a
 //! script), [`amend`] ("allow always"), [`engine`] (the order),
 //! [`script_verdict`] (a shell script's verdict), [`patch`] (`apply_patch`),
-//! [`facts`] (the paths a call names, for the caller to resolve).
+//! [`facts`] (the paths a call names, for the caller to resolve),
+//! [`tool_rules`] (MCP tools, `tool_rule`).
 
 pub mod amend;
 pub mod builtin;
@@ -37,6 +38,7 @@ pub mod script_verdict;
 pub mod secrets;
 pub mod shell;
 pub mod syntax;
+pub mod tool_rules;
 pub mod unwrap;
 pub mod words;
 pub mod workdir;
@@ -134,6 +136,9 @@ pub enum ApprovalScope {
     AlwaysPrefix(Vec<String>),
     /// Writes to this workspace-relative file, for this session.
     SessionFile(String),
+    /// Every call of this MCP tool, now and (persisted as a `tool_rule` by
+    /// the driver) in later sessions.
+    AlwaysTool(String),
 }
 
 /// What the user allowed for this session ("always" answers and per-file
@@ -143,6 +148,8 @@ pub struct Allowlist {
     pub prefixes: BTreeSet<Vec<String>>,
     /// Workspace-relative paths file tools may write without asking.
     pub files: BTreeSet<String>,
+    /// MCP tools that run without asking.
+    pub tools: BTreeSet<String>,
 }
 
 impl Allowlist {
@@ -155,6 +162,9 @@ impl Allowlist {
             }
             ApprovalScope::SessionFile(path) => {
                 self.files.insert(path);
+            }
+            ApprovalScope::AlwaysTool(tool) => {
+                self.tools.insert(tool);
             }
         }
     }

@@ -115,21 +115,21 @@ fn strings(values: Vec<Value>, what: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn string(value: Value, what: &str) -> Result<String, String> {
+pub(super) fn string(value: Value, what: &str) -> Result<String, String> {
     match value {
         Value::Str(text) => Ok(text),
         Value::List(_) | Value::Bool(_) => Err(format!("{what} must be a string")),
     }
 }
 
-fn decision(value: Value) -> Result<RuleDecision, String> {
+pub(super) fn decision(value: Value) -> Result<RuleDecision, String> {
     let text = string(value, "decision")?;
     RuleDecision::parse(&text).ok_or_else(|| {
         format!("unknown decision {text:?}; use \"allow\", \"prompt\" or \"forbidden\"")
     })
 }
 
-fn justification(value: Value) -> Result<String, String> {
+pub(super) fn justification(value: Value) -> Result<String, String> {
     let text = string(value, "justification")?;
     if text.trim().is_empty() {
         return Err("justification cannot be empty".to_owned());

@@ -163,7 +163,7 @@ pub enum RulesError {
     Syntax { file: String, line: usize, column: usize, message: String },
     #[error(
         "{file}:{line}:{column}: unknown function `{name}`; rules files may call prefix_rule, \
-         path_rule, host_executable and network_rule"
+         path_rule, tool_rule, host_executable and network_rule"
     )]
     UnknownFunction { file: String, line: usize, column: usize, name: String },
     #[error("{file}:{line}:{column}: invalid rule: {reason}")]
@@ -185,6 +185,8 @@ pub struct RuleSet {
     pub path_rules: Vec<PathRule>,
     /// Program name → absolute paths allowed to use its rules.
     pub host_executables: BTreeMap<String, Vec<String>>,
+    /// `tool_rule`s for MCP tools (`super::tool_rules`).
+    pub tool_rules: Vec<super::tool_rules::ToolRule>,
 }
 
 impl RuleSet {
@@ -205,6 +207,7 @@ impl RuleSet {
         self.prefix_rules.extend(staged.prefix_rules);
         self.path_rules.extend(staged.path_rules);
         self.host_executables.extend(staged.host_executables);
+        self.tool_rules.extend(staged.tool_rules);
         Ok(())
     }
 
@@ -224,6 +227,11 @@ impl RuleSet {
                 Ok(())
             }
             "network_rule" => network_rule(call.args).map_err(located),
+            "tool_rule" => {
+                let rule = super::tool_rules::tool_rule(call.args, &source).map_err(located)?;
+                self.tool_rules.push(rule);
+                Ok(())
+            }
             _ => Err(RulesError::UnknownFunction {
                 file: source.file.clone(),
                 line: call.line,

@@ -35,6 +35,8 @@
 //! | `error` | runtime | any other failure worth keeping |
 //! | `internal_error` | runtime | a bug caught at the tool or hook boundary (a panic): which tool or hook, the call, the message; the call got an error result |
 //! | `hook_ran` | runtime | one hook run or skip: event, command, source, duration, exit code, decision, reason, error, refused loosening |
+//! | `mcp_server_status` | runtime | an MCP server's status (`ready`, `failed`, …), once at the first request, then per change |
+//! | `tools_changed` | runtime | the tool list changed at a turn boundary (MCP `list_changed`, a late or restarted server): a recorded prefix break |
 //! | `turn_completed` | loop | outcome and the turn's usage (synced) |
 //! | `session_ended` | runtime | the front end closed the session (synced) |
 //!
@@ -163,6 +165,9 @@ pub enum SessionEvent {
         /// tools may write for the rest of the session.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
+        /// An `always` approval of one MCP tool (`mcp__server__tool`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
     },
     /// Written ahead: a tool call is on disk before it runs.
     ToolCallStarted {
@@ -324,6 +329,28 @@ pub enum SessionEvent {
     SessionEnded {
         reason: String,
     },
+    /// An MCP server's status: once per server when the session's first
+    /// request is built, then on every change (crash, restart, late start).
+    McpServerStatus {
+        server: String,
+        /// `starting`, `ready`, `failed`, `crashed` or `skipped`.
+        status: String,
+        /// The tool names offered to the model.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The tool list offered to the model changed at a turn boundary (an
+    /// MCP server's list changed, or it started late or restarted with
+    /// other tools): a deliberate, recorded break of the request prefix.
+    ToolsChanged {
+        reason: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        added: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        removed: Vec<String>,
+    },
 }
 
 impl SessionEvent {
@@ -357,6 +384,8 @@ impl SessionEvent {
         "hook_ran",
         "turn_completed",
         "session_ended",
+        "mcp_server_status",
+        "tools_changed",
     ];
 
     /// Whether this event must be on disk (synced) before keel goes on:
@@ -389,7 +418,9 @@ impl SessionEvent {
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
-            | SessionEvent::HookRan { .. } => false,
+            | SessionEvent::HookRan { .. }
+            | SessionEvent::McpServerStatus { .. }
+            | SessionEvent::ToolsChanged { .. } => false,
         }
     }
 }
@@ -465,6 +496,7 @@ mod tests {
                 note: None,
                 prefix: None,
                 path: None,
+                tool: None,
             },
             SessionEvent::ToolCallStarted { call, class: ToolClass::Mutating },
             SessionEvent::FileBefore { call_id: s(), path: s(), before: None },
@@ -525,6 +557,13 @@ mod tests {
             },
             SessionEvent::TurnCompleted { turn: 1, outcome: TurnOutcome::Completed, usage },
             SessionEvent::SessionEnded { reason: s() },
+            SessionEvent::McpServerStatus {
+                server: s(),
+                status: s(),
+                tools: vec![s()],
+                error: None,
+            },
+            SessionEvent::ToolsChanged { reason: s(), added: vec![s()], removed: Vec::new() },
         ];
         for event in &all {
             match event {
@@ -554,7 +593,9 @@ mod tests {
                 | SessionEvent::InternalError { .. }
                 | SessionEvent::HookRan { .. }
                 | SessionEvent::TurnCompleted { .. }
-                | SessionEvent::SessionEnded { .. } => {}
+                | SessionEvent::SessionEnded { .. }
+                | SessionEvent::McpServerStatus { .. }
+                | SessionEvent::ToolsChanged { .. } => {}
             }
         }
         all

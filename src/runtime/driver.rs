@@ -104,6 +104,8 @@ pub struct Session {
     pub(super) encoder_warming: bool,
     /// How many calls judged reads run at once (`shell.max_parallel`).
     pub(super) max_parallel: usize,
+    /// MCP servers and the tools they offer (`mcp_glue.rs`).
+    pub(super) mcp: super::mcp_glue::McpState,
 }
 
 impl Session {
@@ -186,6 +188,7 @@ impl Session {
             opening;
         // A resumed log may have switched models (`model_changed`).
         let model = state.config.model.clone();
+        let mcp = super::mcp_glue::McpState::start(settings, &id);
         Self {
             // The session id keeps a session's requests on one prompt cache.
             llm: llm.with_cache_key(id.clone()),
@@ -218,6 +221,7 @@ impl Session {
             tree_too_big: false,
             encoder_warming: false,
             max_parallel: super::execute::max_parallel(settings.max_parallel),
+            mcp,
         }
     }
 
@@ -331,7 +335,19 @@ impl Session {
         if let Some(source) = self.pending_session_start.take() {
             self.session_start_hooks(source, cancel).await?;
         }
-        let prompt = self.expand_skill_command(prompt);
+        self.mcp_turn_boundary(cancel).await?;
+        let prompt = match self.expand_mcp_prompt(prompt).await {
+            Ok(prompt) => self.expand_skill_command(prompt),
+            Err(message) => {
+                self.sink.emit(RuntimeEvent::Error { message: message.clone() });
+                return Ok(TurnSummary {
+                    outcome: TurnOutcome::Failed,
+                    final_text: None,
+                    usage: Usage::default(),
+                    error: Some(message),
+                });
+            }
+        };
         let mut prompt = match self.prompt_hooks(prompt, cancel).await? {
             Ok(prompt) => prompt,
             Err(reason) => {
@@ -478,6 +494,7 @@ impl Session {
                         self.checkpoint_before(&calls).await?;
                     }
                     let results = self.run_batch(&calls, concurrent, cancel).await?;
+                    self.mcp_reports()?;
                     Input::BatchFinished { results }
                 }
             };
@@ -576,6 +593,8 @@ impl Session {
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::McpServerStatus { .. }
+            | SessionEvent::ToolsChanged { .. }
             | SessionEvent::TurnCompleted { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }
@@ -612,16 +631,27 @@ pub(super) fn approval_event(
     note: Option<String>,
     scope: &policy::ApprovalScope,
 ) -> SessionEvent {
-    let (scope, prefix, path) = match scope {
-        policy::ApprovalScope::Once => (ApprovalScope::Once, None, None),
+    let (scope, prefix, path, tool) = match scope {
+        policy::ApprovalScope::Once => (ApprovalScope::Once, None, None, None),
         policy::ApprovalScope::AlwaysPrefix(prefix) => {
-            (ApprovalScope::Always, Some(prefix.clone()), None)
+            (ApprovalScope::Always, Some(prefix.clone()), None, None)
         }
         policy::ApprovalScope::SessionFile(path) => {
-            (ApprovalScope::Session, None, Some(path.clone()))
+            (ApprovalScope::Session, None, Some(path.clone()), None)
+        }
+        policy::ApprovalScope::AlwaysTool(tool) => {
+            (ApprovalScope::Always, None, None, Some(tool.clone()))
         }
     };
-    SessionEvent::Approval { call_id: call_id.to_owned(), approved, scope, note, prefix, path }
+    SessionEvent::Approval {
+        call_id: call_id.to_owned(),
+        approved,
+        scope,
+        note,
+        prefix,
+        path,
+        tool,
+    }
 }
 
 /// What the front ends hear about a streamed event: retries are events of

@@ -98,6 +98,27 @@ pub enum RuntimeEvent {
         final_text: Option<String>,
         usage: Usage,
     },
+    /// An MCP server's status: every server once when the first request
+    /// is built (ready, failed, still starting, skipped), then each change.
+    McpServerStatus {
+        server: String,
+        /// `starting`, `ready`, `failed`, `crashed` or `skipped`.
+        status: String,
+        /// The tool names offered to the model.
+        tools: Vec<String>,
+        /// What went wrong, or why it was skipped.
+        error: Option<String>,
+        /// A stdio server's stderr log.
+        log: Option<PathBuf>,
+    },
+    /// A running tool reported progress (an MCP server's
+    /// `notifications/progress`).
+    ToolProgress {
+        call_id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
 }
 
 /// Whether the commands the model runs are confined (issue 4).

@@ -16,7 +16,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::rules::append_local_rule;
+use crate::config::rules::{append_local_rule, append_local_tool_rule};
 use crate::policy::{self, ApprovalMode};
 use crate::protocol::{SessionEvent, ToolCall, ToolResult};
 use crate::sandbox;
@@ -34,11 +34,13 @@ impl Session {
         concurrent: bool,
         cancel: &CancellationToken,
     ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
+        let (progress, mut progress_events) = tokio::sync::mpsc::unbounded_channel();
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone())
             .with_skills(self.skills.clone())
             .with_memory(self.memory.clone())
-            .with_read_only(concurrent);
+            .with_read_only(concurrent)
+            .with_progress(progress);
         let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
@@ -59,12 +61,15 @@ impl Session {
         let to_run: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
         let results = if concurrent {
             let mode = BatchMode::Concurrent { limit: self.max_parallel };
-            run_batch(&self.tools, &to_run, mode, &ctx).await
+            let batch = run_batch(&self.tools, &to_run, mode, &ctx);
+            forward_progress(batch, &mut progress_events, &mut self.sink).await
         } else {
             let mut results = Vec::with_capacity(to_run.len());
             for call in &to_run {
                 let touched = self.before_mutation(call)?;
-                let (result, mut meta) = self.tools.run_call(call, &ctx).await;
+                let run = self.tools.run_call(call, &ctx);
+                let (result, mut meta) =
+                    forward_progress(run, &mut progress_events, &mut self.sink).await;
                 let changed = self.after_mutation(call, touched)?;
                 if let (Some(changed), Some(object)) = (changed, meta.as_object_mut()) {
                     object.insert("changed".to_owned(), serde_json::Value::Bool(changed));
@@ -171,6 +176,9 @@ impl Session {
         approved: bool,
         scope: policy::ApprovalScope,
     ) -> policy::ApprovalScope {
+        if let policy::ApprovalScope::AlwaysTool(tool) = &scope {
+            return self.persist_tool(approved, tool);
+        }
         let policy::ApprovalScope::AlwaysPrefix(prefix) = &scope else { return scope };
         if !approved {
             return policy::ApprovalScope::Once;
@@ -187,6 +195,48 @@ impl Session {
                 self.sink.emit(RuntimeEvent::Warning { message });
                 policy::ApprovalScope::Once
             }
+        }
+    }
+
+    /// Persists an "always" answer for an MCP tool as a `tool_rule` in the
+    /// project's `.keel/rules/local.rules` (like prefixes: it counts in
+    /// later sessions once the project is trusted).
+    fn persist_tool(&mut self, approved: bool, tool: &str) -> policy::ApprovalScope {
+        if !approved {
+            return policy::ApprovalScope::Once;
+        }
+        match append_local_tool_rule(&self.workspace_root, tool) {
+            Ok(path) => {
+                let message = format!("`{tool}` is now always allowed ({})", path.display());
+                self.sink.emit(RuntimeEvent::Warning { message });
+                policy::ApprovalScope::AlwaysTool(tool.to_owned())
+            }
+            Err(error) => {
+                let message = format!("not remembered, approved once: {error}");
+                self.sink.emit(RuntimeEvent::Warning { message });
+                policy::ApprovalScope::Once
+            }
+        }
+    }
+}
+
+/// Awaits `work`, telling the front end about the progress its tools
+/// report meanwhile (MCP servers' `notifications/progress`).
+async fn forward_progress<T>(
+    work: impl std::future::Future<Output = T>,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::tools::ToolProgress>,
+    sink: &mut Box<dyn super::EventSink>,
+) -> T {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            output = &mut work => return output,
+            Some(progress) = events.recv() => sink.emit(RuntimeEvent::ToolProgress {
+                call_id: progress.call_id,
+                progress: progress.progress,
+                total: progress.total,
+                message: progress.message,
+            }),
         }
     }
 }

@@ -142,6 +142,8 @@ pub async fn replay(
             | SessionEvent::UserMessage { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::McpServerStatus { .. }
+            | SessionEvent::ToolsChanged { .. }
             | SessionEvent::FileBefore { .. }
             | SessionEvent::FileChanged { .. }
             | SessionEvent::Checkpoint { .. }

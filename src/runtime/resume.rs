@@ -156,6 +156,9 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Option<TurnSummary>, RuntimeError> {
         let Some(open) = self.open_turn.take() else { return Ok(None) };
+        // The MCP tools (and their classes) must be known before calls
+        // that never started are judged again.
+        self.mcp_turn_boundary(cancel).await?;
         self.sink.emit(RuntimeEvent::TurnStarted { turn: open.turn });
         let effects = reconcile(&mut self.state, &open, &DiskProbe);
         self.drive(effects.into(), cancel).await.map(Some)
@@ -174,6 +177,7 @@ impl Session {
 
     /// Closes the session: records why, synced.
     pub async fn end(&mut self, reason: &str) -> Result<(), RuntimeError> {
+        self.mcp_shutdown().await;
         self.session_end_hooks(reason).await?;
         self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;
         Ok(())

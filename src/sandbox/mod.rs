@@ -30,6 +30,7 @@ pub mod jail;
 pub mod landlock;
 mod process;
 pub mod protected;
+pub mod server;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -91,6 +91,8 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::ModelResponse { .. }
         | SessionEvent::PolicyDecision { .. }
         | SessionEvent::Approval { .. }
+        | SessionEvent::McpServerStatus { .. }
+        | SessionEvent::ToolsChanged { .. }
         | SessionEvent::ToolCallStarted { .. }
         | SessionEvent::FileBefore { .. }
         | SessionEvent::FileChanged { .. }

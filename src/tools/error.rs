@@ -122,6 +122,10 @@ pub enum ToolError {
          nothing more is known about what it did, so check before retrying or try another way"
     )]
     Internal { tool: String, message: String },
+    /// A tool outside keel (an MCP server's) failed: it said so, timed
+    /// out, or could not be reached. `kind` is the metadata's `kind`.
+    #[error("{message}")]
+    External { kind: &'static str, message: String },
 }
 
 impl ToolError {
@@ -159,6 +163,7 @@ impl ToolError {
             Self::Timeout { .. } => "timeout",
             Self::Cancelled => "cancelled",
             Self::Internal { .. } => "internal",
+            Self::External { kind, .. } => kind,
         }
     }
 
@@ -195,7 +200,8 @@ impl ToolError {
             | Self::Command { .. }
             | Self::Timeout { .. }
             | Self::Cancelled
-            | Self::Internal { .. } => None,
+            | Self::Internal { .. }
+            | Self::External { .. } => None,
         }
     }
 

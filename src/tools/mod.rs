@@ -51,6 +51,7 @@ pub use batch::{BatchMode, run_batch};
 pub use error::ToolError;
 pub use file_state::FileStates;
 pub use registry::ToolRegistry;
+pub use shell::MAX_OUTPUT_BYTES;
 
 /// A boxed future, so tools can live behind `dyn Tool`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -74,7 +75,24 @@ pub struct ToolContext {
     /// command runs in a jail with no write access at all (`shell`), so a
     /// wrong judgement fails the command instead of racing a write.
     pub read_only: bool,
+    /// The call being run (set per call by [`ToolRegistry::run_call`]).
+    pub call_id: String,
+    /// Where a long-running tool reports progress, if anyone listens.
+    pub progress: Option<ProgressSender>,
 }
+
+/// Progress a running tool reported (an MCP server's
+/// `notifications/progress`), for front ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolProgress {
+    pub call_id: String,
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// The sending half of a batch's progress channel.
+pub type ProgressSender = tokio::sync::mpsc::UnboundedSender<ToolProgress>;
 
 impl ToolContext {
     /// A context with a fresh file-state tracker; a session shares one
@@ -88,6 +106,22 @@ impl ToolContext {
             skills: Arc::new(Vec::new()),
             memory: Arc::new(Vec::new()),
             read_only: false,
+            call_id: String::new(),
+            progress: None,
+        }
+    }
+
+    /// The same context reporting progress to `sender`.
+    pub fn with_progress(mut self, sender: ProgressSender) -> Self {
+        self.progress = Some(sender);
+        self
+    }
+
+    /// Reports progress of the current call, if anyone listens.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(sender) = &self.progress {
+            let call_id = self.call_id.clone();
+            let _ = sender.send(ToolProgress { call_id, progress, total, message });
         }
     }
 
@@ -136,11 +170,11 @@ pub trait TypedTool: Send + Sync {
 }
 
 impl<T: TypedTool> Tool for T {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         T::NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         T::DESCRIPTION
     }
 
@@ -165,8 +199,8 @@ impl<T: TypedTool> Tool for T {
 }
 
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     /// JSON schema of the arguments (generated with schemars).
     fn parameters(&self) -> serde_json::Value;
     fn class(&self) -> ToolClass;

@@ -65,8 +65,20 @@ impl ToolRegistry {
     }
 
     /// The names of all tools, in the order they are offered.
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|tool| tool.name()).collect()
+    }
+
+    /// Adds tools after the ones offered so far (MCP servers' tools, once
+    /// they started).
+    pub fn extend(&mut self, tools: Vec<Box<dyn Tool>>) {
+        self.tools.extend(tools);
+    }
+
+    /// Drops the tools whose names `drop` picks (a server's old tools
+    /// before its new list is added).
+    pub fn remove_where(&mut self, drop: impl Fn(&str) -> bool) {
+        self.tools.retain(|tool| !drop(tool.name()));
     }
 
     /// The access class of a tool; unknown tools count as read-only since
@@ -81,7 +93,9 @@ impl ToolRegistry {
     /// (also under `error`, its older name).
     pub async fn run_call(&self, call: &ToolCall, ctx: &ToolContext) -> (ToolResult, Value) {
         let started = Instant::now();
-        let (result, mut meta) = match self.execute(call, ctx).await {
+        let mut ctx = ctx.clone();
+        ctx.call_id.clone_from(&call.call_id);
+        let (result, mut meta) = match self.execute(call, &ctx).await {
             Ok(output) => (ToolResult::ok(&call.call_id, output.text), output.meta),
             Err(error) => {
                 let mut meta = error.meta();
@@ -265,10 +279,10 @@ mod tests {
     struct Panicky;
 
     impl Tool for Panicky {
-        fn name(&self) -> &'static str {
+        fn name(&self) -> &str {
             "panicky"
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             "always panics"
         }
         fn parameters(&self) -> Value {

@@ -227,6 +227,8 @@ pub struct App {
     pub yolo_confirm: bool,
     /// Workspace files for `@path` completion.
     pub files: Vec<String>,
+    /// MCP servers as their last status events described them (`/mcp`).
+    pub mcp: Vec<super::mcp_view::McpLine>,
 }
 
 impl App {
@@ -459,6 +461,12 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             Level::Warning,
             format!("{} was not run: it needs approval ({})", declined.call.name, declined.reason),
         ),
+        RuntimeEvent::McpServerStatus { server, status, tools, error, log } => {
+            super::mcp_view::on_status(app, server, status, tools, error, log);
+        }
+        RuntimeEvent::ToolProgress { call_id, progress, total, message } => {
+            super::mcp_view::on_progress(app, &call_id, progress, total, message);
+        }
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
         RuntimeEvent::TurnCompleted { outcome, .. } => {

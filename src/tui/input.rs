@@ -5,7 +5,7 @@
 //! moves it by whole chars), so slicing at it never panics.
 
 /// Slash commands with a one-line description, in popup order.
-pub const SLASH_COMMANDS: [(&str, &str); 11] = [
+pub const SLASH_COMMANDS: [(&str, &str); 12] = [
     ("/help", "keys and commands"),
     ("/mode", "set or cycle the approval mode (ask, auto, plan, explore, yolo)"),
     ("/plan", "plan mode: read-only until you approve a plan"),
@@ -15,6 +15,7 @@ pub const SLASH_COMMANDS: [(&str, &str); 11] = [
     ("/undo", "restore the files of the last turn that changed them"),
     ("/resume", "switch to another session of this folder"),
     ("/skills", "list skills"),
+    ("/mcp", "MCP servers, their status and tools"),
     ("/model", "show the model, or switch it: /model NAME"),
     ("/quit", "leave keel"),
 ];

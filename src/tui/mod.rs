@@ -29,6 +29,7 @@ mod input;
 mod keys;
 mod launch;
 mod markdown;
+mod mcp_view;
 mod overlay;
 mod panels;
 mod picker;

@@ -19,7 +19,8 @@ Shift+Tab cycle mode (ask → auto → plan → yolo, which asks first) · Esc/C
 Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
-/resume /skills /model [name] /quit · /<skill> [words] runs a skill";
+/resume /skills /mcp /model [name] /quit · /<skill> [words] runs a skill\n\
+/mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
 
 /// Runs the slash command `line` (already trimmed, starting with `/`).
 pub fn run(app: &mut App, line: &str) -> Vec<Command> {
@@ -36,6 +37,7 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
             | "/model"
             | "/skills"
             | "/resume"
+            | "/mcp"
     );
     if needs_session && app.status.running {
         app.editor.insert(line);
@@ -77,6 +79,8 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
             vec![Command::Compact { focus }]
         }
         "/undo" => vec![Command::Undo],
+        "/mcp" => super::mcp_view::show(app),
+        other if other.starts_with("/mcp__") => super::mcp_view::run_prompt(app, line),
         other => run_skill(app, other, rest, line),
     }
 }

@@ -8,7 +8,7 @@ fn layer(module: &str) -> Option<u8> {
         "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" | "display" => {
             Some(0)
         }
-        "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" => Some(1),
+        "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" | "mcp" => Some(1),
         // Test-only: finds the shared corpus on disk.
         "shared_corpus" => Some(1),
         "runtime" => Some(2),

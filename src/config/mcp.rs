@@ -1,0 +1,501 @@
+//! MCP server configuration in the shapes users already have:
+//! `[mcp_servers.NAME]` tables (Codex's shape) in `$KEEL_HOME/config.toml`,
+//! `-c`, and a trusted project's `.keel/config.toml`; and a project's
+//! `.mcp.json` (Claude Code's shape, `${VAR}` expansion included).
+//!
+//! Invariants: a project's servers (either file) are started only once the
+//! project is trusted (`keel trust`); before that they are listed as
+//! skipped with the reason, never started. A server whose entry cannot
+//! work (no command and no url, both, a bad name, a missing bearer-token
+//! variable) is skipped with a reason the user can act on; one bad entry
+//! never stops the others or the session. Secrets (bearer tokens, env and
+//! header values) never show in `Debug` output.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Environment;
+
+/// How long the first request waits for a server to start, by default.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one tool call may run, by default.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest a server name may be: `mcp__NAME__TOOL` must stay well
+/// within the providers' 64-character tool names.
+pub const MAX_SERVER_NAME: usize = 24;
+
+/// One `[mcp_servers.NAME]` table as written (Codex's keys).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerFile {
+    /// A stdio server: the program to start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Variables set for the server (kept even when named like secrets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Where the server starts (default: the workspace root).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// A streamable HTTP server: its endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The variable holding the bearer token sent to `url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env_var: Option<String>,
+    /// Headers sent with every request to `url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_headers: Option<BTreeMap<String, String>>,
+    /// Headers whose values come from environment variables (name → variable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env_http_headers: Option<BTreeMap<String, String>>,
+    /// `false` keeps the entry but never starts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_timeout_sec: Option<f64>,
+    /// Only these tools are offered (default: all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never offered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_tools: Option<Vec<String>>,
+}
+
+impl McpServerFile {
+    /// Every key `other` sets wins (so `-c mcp_servers.x.enabled=false`
+    /// changes one key of the user's entry).
+    pub fn overlay(&mut self, other: McpServerFile) {
+        let McpServerFile {
+            command,
+            args,
+            env,
+            cwd,
+            url,
+            bearer_token_env_var,
+            http_headers,
+            env_http_headers,
+            enabled,
+            startup_timeout_sec,
+            tool_timeout_sec,
+            enabled_tools,
+            disabled_tools,
+        } = other;
+        self.command = command.or(self.command.take());
+        self.args = args.or(self.args.take());
+        self.env = env.or(self.env.take());
+        self.cwd = cwd.or(self.cwd.take());
+        self.url = url.or(self.url.take());
+        self.bearer_token_env_var = bearer_token_env_var.or(self.bearer_token_env_var.take());
+        self.http_headers = http_headers.or(self.http_headers.take());
+        self.env_http_headers = env_http_headers.or(self.env_http_headers.take());
+        self.enabled = enabled.or(self.enabled);
+        self.startup_timeout_sec = startup_timeout_sec.or(self.startup_timeout_sec);
+        self.tool_timeout_sec = tool_timeout_sec.or(self.tool_timeout_sec);
+        self.enabled_tools = enabled_tools.or(self.enabled_tools.take());
+        self.disabled_tools = disabled_tools.or(self.disabled_tools.take());
+    }
+}
+
+/// `[mcp_servers]` as written, by server name.
+pub type McpServerTables = BTreeMap<String, McpServerFile>;
+
+/// Overlays `other`'s servers on `mine`, key by key per server.
+pub fn overlay_servers(mine: &mut Option<McpServerTables>, other: Option<McpServerTables>) {
+    let Some(other) = other else { return };
+    let mine = mine.get_or_insert_with(BTreeMap::new);
+    for (name, file) in other {
+        mine.entry(name).or_default().overlay(file);
+    }
+}
+
+/// Where a server's entry was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum McpOrigin {
+    /// `$KEEL_HOME/config.toml` or `-c`.
+    User,
+    /// The project's `.keel/config.toml`.
+    ProjectConfig(PathBuf),
+    /// The project's `.mcp.json`.
+    McpJson(PathBuf),
+}
+
+impl McpOrigin {
+    pub fn is_project(&self) -> bool {
+        match self {
+            McpOrigin::User => false,
+            McpOrigin::ProjectConfig(_) | McpOrigin::McpJson(_) => true,
+        }
+    }
+
+    /// Where the entry lives, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            McpOrigin::User => "user config".to_owned(),
+            McpOrigin::ProjectConfig(path) | McpOrigin::McpJson(path) => path.display().to_string(),
+        }
+    }
+}
+
+/// A value that must not show in logs or `Debug` output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(*****)")
+    }
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    /// A child process speaking JSON-RPC lines on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Set for the child on top of the filtered environment.
+        env: Vec<(String, Secret)>,
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http { url: String, bearer_token: Option<Secret>, headers: Vec<(String, Secret)> },
+}
+
+/// One server keel will start, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerConfig {
+    pub name: String,
+    pub origin: McpOrigin,
+    pub transport: McpTransport,
+    pub startup_timeout: Duration,
+    pub tool_timeout: Duration,
+    /// `None`: every tool the server lists.
+    pub enabled_tools: Option<Vec<String>>,
+    pub disabled_tools: Vec<String>,
+}
+
+impl McpServerConfig {
+    /// Whether the server's tool `tool` is offered.
+    pub fn offers(&self, tool: &str) -> bool {
+        self.enabled_tools.as_ref().is_none_or(|only| only.iter().any(|name| name == tool))
+            && !self.disabled_tools.iter().any(|name| name == tool)
+    }
+}
+
+/// A configured server keel does not start, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkippedServer {
+    pub name: String,
+    pub origin: McpOrigin,
+    pub reason: String,
+}
+
+/// Every configured server: those to start and those skipped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpSettings {
+    pub servers: Vec<McpServerConfig>,
+    pub skipped: Vec<SkippedServer>,
+}
+
+/// What the config layers hold for MCP, before trust and `.mcp.json`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpSources {
+    /// The user file and `-c`, merged.
+    pub user: McpServerTables,
+    /// The project's `.keel/config.toml` tables (used once trusted).
+    pub project: McpServerTables,
+    pub project_config_path: PathBuf,
+}
+
+/// Resolves every configured server: the user's, then a trusted project's
+/// (`.keel/config.toml`, then `.mcp.json`; a name already taken keeps its
+/// first entry).
+pub fn resolve_mcp(
+    env: &Environment,
+    sources: McpSources,
+    workspace_root: &Path,
+    project_trusted: bool,
+) -> McpSettings {
+    let mut settings = McpSettings::default();
+    for (name, file) in sources.user {
+        settings.add(env, name, McpOrigin::User, file, workspace_root);
+    }
+    let config_origin = McpOrigin::ProjectConfig(sources.project_config_path.clone());
+    let mut project: Vec<(String, McpOrigin, Result<McpServerFile, String>)> = sources
+        .project
+        .into_iter()
+        .map(|(name, file)| (name, config_origin.clone(), Ok(file)))
+        .collect();
+    let json_path = workspace_root.join(".mcp.json");
+    let json_origin = McpOrigin::McpJson(json_path.clone());
+    match read_mcp_json(&json_path, &env.vars) {
+        Ok(servers) => project
+            .extend(servers.into_iter().map(|(name, file)| (name, json_origin.clone(), file))),
+        Err(reason) => settings.skip("*".to_owned(), json_origin, reason),
+    }
+    for (name, origin, file) in project {
+        if !project_trusted {
+            let reason = "the project is not trusted: run `keel trust` to start its servers";
+            settings.skip(name, origin, reason.to_owned());
+            continue;
+        }
+        match file {
+            Ok(file) => settings.add(env, name, origin, file, workspace_root),
+            Err(reason) => settings.skip(name, origin, reason),
+        }
+    }
+    settings
+}
+
+impl McpSettings {
+    fn taken(&self, name: &str) -> bool {
+        self.servers.iter().any(|server| server.name == name)
+            || self.skipped.iter().any(|server| server.name == name)
+    }
+
+    fn skip(&mut self, name: String, origin: McpOrigin, reason: String) {
+        self.skipped.push(SkippedServer { name, origin, reason });
+    }
+
+    fn add(
+        &mut self,
+        env: &Environment,
+        name: String,
+        origin: McpOrigin,
+        file: McpServerFile,
+        root: &Path,
+    ) {
+        if self.taken(&name) {
+            let reason = format!("`{name}` is already configured; the first entry is used");
+            self.skip(name, origin, reason);
+            return;
+        }
+        if file.enabled == Some(false) {
+            self.skip(name, origin, "disabled (`enabled = false`)".to_owned());
+            return;
+        }
+        match resolve_server(env, &name, origin.clone(), file, root) {
+            Ok(server) => self.servers.push(server),
+            Err(reason) => self.skip(name, origin, reason),
+        }
+    }
+}
+
+/// Checks one entry and resolves its variables.
+fn resolve_server(
+    env: &Environment,
+    name: &str,
+    origin: McpOrigin,
+    file: McpServerFile,
+    root: &Path,
+) -> Result<McpServerConfig, String> {
+    check_name(name)?;
+    let transport = match (file.command, file.url) {
+        (Some(_), Some(_)) => return Err("set either `command` or `url`, not both".to_owned()),
+        (None, None) => {
+            return Err("set `command` (a stdio server) or `url` (an HTTP server)".to_owned());
+        }
+        (Some(command), None) => {
+            if file.bearer_token_env_var.is_some()
+                || file.http_headers.is_some()
+                || file.env_http_headers.is_some()
+            {
+                return Err("`bearer_token_env_var` and the header keys need `url`".to_owned());
+            }
+            McpTransport::Stdio {
+                command,
+                args: file.args.unwrap_or_default(),
+                env: secrets(file.env.unwrap_or_default()),
+                cwd: file.cwd.map(|dir| root.join(dir)),
+            }
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("url {url} must start with http:// or https://"));
+            }
+            if file.args.is_some() || file.env.is_some() || file.cwd.is_some() {
+                return Err("`args`, `env` and `cwd` are for stdio servers (`command`)".to_owned());
+            }
+            let bearer_token = match file.bearer_token_env_var {
+                Some(var) => Some(Secret(
+                    env.var(&var)
+                        .ok_or_else(|| format!("${var} (bearer_token_env_var) is not set"))?
+                        .to_owned(),
+                )),
+                None => None,
+            };
+            let mut headers = secrets(file.http_headers.unwrap_or_default());
+            for (header, var) in file.env_http_headers.unwrap_or_default() {
+                let value =
+                    env.var(&var).ok_or_else(|| format!("${var} (header {header}) is not set"))?;
+                headers.push((header, Secret(value.to_owned())));
+            }
+            McpTransport::Http { url, bearer_token, headers }
+        }
+    };
+    Ok(McpServerConfig {
+        name: name.to_owned(),
+        origin,
+        transport,
+        startup_timeout: seconds(file.startup_timeout_sec, "startup_timeout_sec")?
+            .unwrap_or(DEFAULT_STARTUP_TIMEOUT),
+        tool_timeout: seconds(file.tool_timeout_sec, "tool_timeout_sec")?
+            .unwrap_or(DEFAULT_TOOL_TIMEOUT),
+        enabled_tools: file.enabled_tools,
+        disabled_tools: file.disabled_tools.unwrap_or_default(),
+    })
+}
+
+fn secrets(map: BTreeMap<String, String>) -> Vec<(String, Secret)> {
+    map.into_iter().map(|(key, value)| (key, Secret(value))).collect()
+}
+
+fn seconds(value: Option<f64>, key: &str) -> Result<Option<Duration>, String> {
+    match value {
+        None => Ok(None),
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
+            Ok(Some(Duration::from_secs_f64(secs)))
+        }
+        Some(secs) => Err(format!("{key} = {secs}: use seconds, more than 0 and at most 86400")),
+    }
+}
+
+/// Server names become part of tool names (`mcp__NAME__TOOL`): letters,
+/// digits, `_` and `-`, short, and no `__` (the separator).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let valid_chars = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if name.is_empty() || !valid_chars {
+        return Err(format!(
+            "server name `{name}` may use only letters, digits, `_` and `-` (it becomes part of \
+             the tool names mcp__{name}__TOOL)"
+        ));
+    }
+    if name.contains("__") {
+        return Err(format!("server name `{name}` may not contain `__` (the tool-name separator)"));
+    }
+    if name.len() > MAX_SERVER_NAME {
+        return Err(format!(
+            "server name `{name}` is longer than {MAX_SERVER_NAME} characters (tool names are \
+             limited to 64)"
+        ));
+    }
+    Ok(())
+}
+
+/// Claude Code's `.mcp.json`: `{"mcpServers": {NAME: {...}}}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct McpJson {
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, McpJsonServer>,
+}
+
+#[derive(Debug, Deserialize)]
+struct McpJsonServer {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// Bytes of `.mcp.json` keel reads at most (a config file, not data).
+const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
+
+/// The servers of the `.mcp.json` at `path` (none if there is no file), as
+/// `[mcp_servers]` tables with `${VAR}` and `${VAR:-default}` expanded from
+/// keel's environment; an entry keel cannot use is its reason. An
+/// unreadable or malformed file is the `Err`.
+type JsonEntries = Vec<(String, Result<McpServerFile, String>)>;
+
+fn read_mcp_json(path: &Path, vars: &BTreeMap<String, String>) -> Result<JsonEntries, String> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    let mut text = String::new();
+    file.take(MAX_MCP_JSON_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let parsed: McpJson = serde_json::from_str(&text)
+        .map_err(|error| format!("{} is not valid: {error}", path.display()))?;
+    Ok(parsed
+        .mcp_servers
+        .into_iter()
+        .map(|(name, server)| (name, json_server_file(server, vars)))
+        .collect())
+}
+
+fn json_server_file(
+    server: McpJsonServer,
+    vars: &BTreeMap<String, String>,
+) -> Result<McpServerFile, String> {
+    // `sse` is the old HTTP+SSE transport, which keel does not speak.
+    if let Some(kind) = server.kind.as_deref().filter(|kind| !matches!(*kind, "stdio" | "http")) {
+        return Err(format!(
+            "transport type `{kind}` is not supported (use `stdio` or `http`, the streamable \
+             HTTP transport)"
+        ));
+    }
+    let expand = |text: &str| expand_vars(text, vars);
+    let map = |values: BTreeMap<String, String>| -> Option<BTreeMap<String, String>> {
+        (!values.is_empty())
+            .then(|| values.into_iter().map(|(key, value)| (key, expand(&value))).collect())
+    };
+    Ok(McpServerFile {
+        command: server.command.as_deref().map(expand),
+        args: (!server.args.is_empty()).then(|| server.args.iter().map(|a| expand(a)).collect()),
+        env: map(server.env),
+        url: server.url.as_deref().map(expand),
+        http_headers: map(server.headers),
+        ..McpServerFile::default()
+    })
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` (Claude Code's `.mcp.json`
+/// syntax); an unset variable without a default becomes empty.
+pub fn expand_vars(text: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let body = &after[..end];
+        let (name, default) = match body.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (body, None),
+        };
+        match (vars.get(name).filter(|value| !value.is_empty()), default) {
+            (Some(value), _) => out.push_str(value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => {}
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+#[path = "mcp_tests.rs"]
+mod tests;

@@ -1,0 +1,286 @@
+//! [`McpHub`]: a session's MCP servers. Starts them all in parallel, waits
+//! for each at most its `startup_timeout_sec`, turns their listings into
+//! the tool definitions the model is offered, resolves prompt commands, and
+//! stops them all at the end.
+//!
+//! Invariants: tool names are assigned once per (server, tool) and kept
+//! for the session (a tool that disappears and comes back gets its old
+//! name), in server order then the server's own order, so the same
+//! configuration gives the same tool list, byte for byte, on every
+//! request; `enabled_tools`/`disabled_tools` are applied here, so a tool
+//! the user switched off is never offered or callable.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::Tool;
+use serde_json::Value;
+
+use super::McpError;
+use super::naming::{self, PREFIX};
+use super::schema::{clip_description, sanitize_input_schema};
+use super::server::{Server, ServerState, ServerStatus};
+use crate::config::mcp::{McpSettings, SkippedServer};
+
+/// One MCP tool as the session offers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpToolDef {
+    /// `mcp__server__tool`, what the model calls.
+    pub name: String,
+    pub server: String,
+    /// The server's own name for it.
+    pub remote: String,
+    pub description: String,
+    /// The sanitised input schema.
+    pub parameters: Value,
+    /// Annotated `readOnlyHint: true`: judged and scheduled as a read.
+    pub read_only: bool,
+}
+
+/// One MCP prompt, offered as the slash command `/mcp__server__prompt`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpPrompt {
+    /// `mcp__server__prompt` (without the slash).
+    pub command: String,
+    pub server: String,
+    pub name: String,
+    pub description: String,
+    /// Argument names in order, with whether each is required.
+    pub arguments: Vec<(String, bool)>,
+}
+
+/// A session's servers.
+pub struct McpHub {
+    servers: Vec<Arc<Server>>,
+    skipped: Vec<SkippedServer>,
+    /// (server, remote tool) → offered name, and every name taken.
+    names: Mutex<(BTreeMap<(String, String), String>, BTreeSet<String>)>,
+}
+
+impl McpHub {
+    /// A hub with no servers.
+    pub fn empty() -> Self {
+        Self { servers: Vec::new(), skipped: Vec::new(), names: Mutex::default() }
+    }
+
+    /// Starts every configured server in the background (needs a tokio
+    /// runtime); stdio servers start in `workspace_root` unless configured
+    /// otherwise and write stderr to `log_dir/NAME.log`.
+    pub fn start(settings: &McpSettings, workspace_root: &Path, log_dir: &Path) -> Self {
+        let servers: Vec<Arc<Server>> = settings
+            .servers
+            .iter()
+            .map(|config| {
+                let log = log_dir.join(format!("{}.log", config.name));
+                Arc::new(Server::new(config.clone(), workspace_root.to_owned(), log))
+            })
+            .collect();
+        for server in &servers {
+            let server = server.clone();
+            tokio::spawn(async move { server.start().await });
+        }
+        Self { servers, skipped: settings.skipped.clone(), names: Mutex::default() }
+    }
+
+    /// Whether anything is configured (started or skipped).
+    pub fn is_configured(&self) -> bool {
+        !self.servers.is_empty() || !self.skipped.is_empty()
+    }
+
+    /// Waits for every server's first start, each at most its own startup
+    /// timeout (counted from now: the servers started a moment ago).
+    pub async fn wait_started(&self) {
+        let waits = self.servers.iter().map(|server| async move {
+            let _ = tokio::time::timeout(server.config.startup_timeout, server.settled()).await;
+        });
+        futures_util::future::join_all(waits).await;
+    }
+
+    /// Every configured server's status, skipped ones included.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        let mut statuses: Vec<ServerStatus> = self.servers.iter().map(|s| s.status()).collect();
+        statuses.extend(self.skipped.iter().map(|skipped| ServerStatus {
+            server: skipped.name.clone(),
+            status: ServerState::Skipped,
+            transport: "-",
+            origin: skipped.origin.describe(),
+            tools: Vec::new(),
+            error: Some(skipped.reason.clone()),
+            log: None,
+            protocol_version: None,
+        }));
+        statuses
+    }
+
+    /// From now on, status changes are queued for [`McpHub::take_reports`].
+    pub fn start_reporting(&self) {
+        self.servers.iter().for_each(|server| server.start_reporting());
+    }
+
+    /// Status changes since the last call.
+    pub fn take_reports(&self) -> Vec<ServerStatus> {
+        self.servers.iter().flat_map(|server| server.take_reports()).collect()
+    }
+
+    /// Lists again the tools of servers that said their list changed.
+    pub async fn refresh_stale(&self) {
+        let stale = self
+            .servers
+            .iter()
+            .filter(|server| server.tools_stale.load(std::sync::atomic::Ordering::SeqCst));
+        futures_util::future::join_all(stale.map(|server| server.relist())).await;
+    }
+
+    /// The tools to offer: every server's last listing, filtered by its
+    /// `enabled_tools`/`disabled_tools`, named and sanitised.
+    pub fn tool_defs(&self) -> Vec<McpToolDef> {
+        let mut defs = Vec::new();
+        for server in &self.servers {
+            let (tools, _) = server.listing();
+            let offered: Vec<McpToolDef> = tools
+                .iter()
+                .filter(|tool| server.config.offers(&tool.name))
+                .map(|tool| self.define(server.name(), tool))
+                .collect();
+            server.set_offered(offered.iter().map(|def| def.name.clone()).collect());
+            defs.extend(offered);
+        }
+        defs
+    }
+
+    fn define(&self, server: &str, tool: &Tool) -> McpToolDef {
+        let key = (server.to_owned(), tool.name.to_string());
+        let name = match self.names.lock() {
+            Ok(mut names) => {
+                let (book, taken) = &mut *names;
+                match book.get(&key) {
+                    Some(name) => name.clone(),
+                    None => {
+                        let name = naming::assign(server, &tool.name, taken);
+                        book.insert(key, name.clone());
+                        name
+                    }
+                }
+            }
+            Err(_) => naming::assign(server, &tool.name, &mut BTreeSet::new()),
+        };
+        let description = tool.description.as_deref().or(tool.title.as_deref()).map_or_else(
+            || format!("`{}` of the {server} MCP server", tool.name),
+            clip_description,
+        );
+        McpToolDef {
+            name,
+            server: server.to_owned(),
+            remote: tool.name.to_string(),
+            description,
+            parameters: sanitize_input_schema(&tool.input_schema),
+            read_only: tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
+        }
+    }
+
+    /// The tools for `defs`, ready for the registry.
+    pub fn tools(&self, defs: &[McpToolDef]) -> Vec<Box<dyn crate::tools::Tool>> {
+        defs.iter()
+            .filter_map(|def| {
+                let server = self.server(&def.server)?.clone();
+                Some(Box::new(super::tool::McpTool::new(def.clone(), server))
+                    as Box<dyn crate::tools::Tool>)
+            })
+            .collect()
+    }
+
+    /// The server called `name`.
+    pub fn server(&self, name: &str) -> Option<&Arc<Server>> {
+        self.servers.iter().find(|server| server.name() == name)
+    }
+
+    /// Every prompt of every server, as slash commands.
+    pub fn prompts(&self) -> Vec<McpPrompt> {
+        let mut prompts = Vec::new();
+        for server in &self.servers {
+            let (_, listed) = server.listing();
+            let mut taken = BTreeSet::new();
+            for prompt in listed {
+                prompts.push(McpPrompt {
+                    command: naming::assign(server.name(), &prompt.name, &mut taken),
+                    server: server.name().to_owned(),
+                    name: prompt.name.clone(),
+                    description: prompt.description.clone().unwrap_or_default(),
+                    arguments: prompt
+                        .arguments
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|argument| (argument.name, argument.required.unwrap_or(false)))
+                        .collect(),
+                });
+            }
+        }
+        prompts
+    }
+
+    /// Expands `/mcp__server__prompt words…` into the prompt's text:
+    /// `None` when `line` names no MCP prompt. Words fill the prompt's
+    /// arguments in order, the last one taking the rest of the line.
+    pub async fn expand_prompt(&self, line: &str) -> Option<Result<String, McpError>> {
+        let command = line.strip_prefix('/')?;
+        if !command.starts_with(PREFIX) {
+            return None;
+        }
+        let (name, rest) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+        let prompt = self.prompts().into_iter().find(|prompt| prompt.command == name)?;
+        let Some(server) = self.server(&prompt.server) else {
+            return Some(Err(McpError::UnknownServer(prompt.server)));
+        };
+        let arguments = fill_arguments(&prompt.arguments, rest.trim());
+        Some(server.get_prompt(&prompt.name, arguments).await.map(|messages| messages.join("\n\n")))
+    }
+
+    /// Stops every server at once (kill ladders in parallel).
+    pub async fn shutdown(&self) {
+        futures_util::future::join_all(self.servers.iter().map(|server| server.shutdown())).await;
+    }
+
+    /// The process ids of the running stdio servers.
+    pub async fn pids(&self) -> Vec<u32> {
+        let mut pids = Vec::new();
+        for server in &self.servers {
+            pids.extend(server.pid().await);
+        }
+        pids
+    }
+}
+
+/// `words` spread over `arguments` in order; the last takes the rest.
+fn fill_arguments(arguments: &[(String, bool)], words: &str) -> serde_json::Map<String, Value> {
+    let mut map = serde_json::Map::new();
+    let mut rest = words;
+    for (index, (name, _)) in arguments.iter().enumerate() {
+        if rest.is_empty() {
+            break;
+        }
+        let value = if index + 1 == arguments.len() {
+            std::mem::take(&mut rest)
+        } else {
+            let (word, tail) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            rest = tail.trim_start();
+            word
+        };
+        map.insert(name.clone(), Value::from(value));
+    }
+    map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_fill_arguments_in_order_and_the_last_takes_the_rest() {
+        let arguments = vec![("city".to_owned(), true), ("style".to_owned(), false)];
+        let map = fill_arguments(&arguments, "Paris  short and sweet");
+        assert_eq!(map["city"], "Paris");
+        assert_eq!(map["style"], "short and sweet");
+        assert!(fill_arguments(&arguments, "").is_empty());
+    }
+}

@@ -1,0 +1,178 @@
+//! MCP servers in a session: started in parallel when the session opens,
+//! waited for (each at most its `startup_timeout_sec`) before the first
+//! request, their tools offered from then on, changes to the tool list
+//! applied at turn boundaries and recorded, statuses reported, and every
+//! server stopped when the session ends.
+//!
+//! Invariants (the prompt-cache contract, issue 16): the tool list is
+//! settled before the first request and changes only at a turn boundary,
+//! each change recorded as a `tools_changed` line with what was added and
+//! removed; MCP tools follow keel's own (built-in, then harness) in server
+//! order, so a session with the same servers sends the same tool bytes on
+//! every request. A server that is slow or fails is reported once
+//! (`mcp_server_status`) and never holds a turn.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::{McpHub, McpToolDef, ServerStatus, is_mcp_tool};
+use crate::protocol::{SessionEvent, ToolClass, ToolSpec};
+
+use super::{RuntimeError, RuntimeEvent, Session};
+
+/// A session's MCP side.
+pub(super) struct McpState {
+    pub(super) hub: Arc<McpHub>,
+    /// The MCP tools offered now, in order.
+    offered: Vec<McpToolDef>,
+    /// The servers were waited for and the first tool list is in place.
+    settled: bool,
+}
+
+impl McpState {
+    /// Starts the configured servers of `settings` in the background.
+    pub(super) fn start(settings: &crate::config::Settings, session_id: &str) -> Self {
+        let log_dir = mcp_log_dir(&settings.keel_home, session_id);
+        let hub = if settings.mcp.servers.is_empty() && settings.mcp.skipped.is_empty() {
+            McpHub::empty()
+        } else {
+            McpHub::start(&settings.mcp, &settings.workspace_root, &log_dir)
+        };
+        Self { hub: Arc::new(hub), offered: Vec::new(), settled: false }
+    }
+}
+
+/// Where a session's stdio servers write their stderr.
+pub fn mcp_log_dir(keel_home: &std::path::Path, session_id: &str) -> PathBuf {
+    keel_home.join("logs").join("mcp").join(session_id)
+}
+
+impl Session {
+    /// Runs at the start of every turn (and before a resumed turn goes
+    /// on). The first time: waits for the servers (bounded; an interrupt
+    /// stops the wait), offers their tools and reports every server. Later:
+    /// applies tool-list changes, recorded.
+    pub(super) async fn mcp_turn_boundary(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        let hub = self.mcp.hub.clone();
+        if !hub.is_configured() {
+            return Ok(());
+        }
+        if !self.mcp.settled {
+            self.mcp.settled = true;
+            tokio::select! {
+                () = hub.wait_started() => {}
+                () = cancel.cancelled() => {}
+            }
+            hub.refresh_stale().await;
+            self.offer_mcp_tools(hub.tool_defs(), None)?;
+            for status in hub.statuses() {
+                self.report_mcp_status(status)?;
+            }
+            hub.start_reporting();
+            return Ok(());
+        }
+        hub.refresh_stale().await;
+        let defs = hub.tool_defs();
+        if defs != self.mcp.offered {
+            self.offer_mcp_tools(defs, Some("an MCP server's tool list changed"))?;
+        }
+        self.mcp_reports()
+    }
+
+    /// Reports (front end and log) the status changes since the last call.
+    pub(super) fn mcp_reports(&mut self) -> Result<(), RuntimeError> {
+        for status in self.mcp.hub.take_reports() {
+            self.report_mcp_status(status)?;
+        }
+        Ok(())
+    }
+
+    fn report_mcp_status(&mut self, status: ServerStatus) -> Result<(), RuntimeError> {
+        let state = status.status.as_str().to_owned();
+        self.log.append(SessionEvent::McpServerStatus {
+            server: status.server.clone(),
+            status: state.clone(),
+            tools: status.tools.clone(),
+            error: status.error.clone(),
+        })?;
+        self.sink.emit(RuntimeEvent::McpServerStatus {
+            server: status.server,
+            status: state,
+            tools: status.tools,
+            error: status.error,
+            log: status.log,
+        });
+        Ok(())
+    }
+
+    /// Replaces the MCP tools of the registry and the loop's config with
+    /// `defs`; with a `reason`, records the change.
+    fn offer_mcp_tools(
+        &mut self,
+        defs: Vec<McpToolDef>,
+        reason: Option<&str>,
+    ) -> Result<(), RuntimeError> {
+        if let Some(reason) = reason {
+            let names = |defs: &[McpToolDef]| -> Vec<String> {
+                defs.iter().map(|def| def.name.clone()).collect()
+            };
+            let (old, new) = (names(&self.mcp.offered), names(&defs));
+            let added: Vec<String> = new.iter().filter(|n| !old.contains(n)).cloned().collect();
+            let removed: Vec<String> = old.iter().filter(|n| !new.contains(n)).cloned().collect();
+            let event = SessionEvent::ToolsChanged { reason: reason.to_owned(), added, removed };
+            self.log.append(event)?;
+            self.sink.emit(RuntimeEvent::Warning {
+                message: format!("{reason}: the model sees the new tool list from now on"),
+            });
+        }
+        self.tools.remove_where(is_mcp_tool);
+        self.tools.extend(self.mcp.hub.tools(&defs));
+        let config = &mut self.state.config;
+        config.tools.retain(|spec| !is_mcp_tool(&spec.name));
+        config.tool_classes.retain(|name, _| !is_mcp_tool(name));
+        for def in &defs {
+            config.tools.push(ToolSpec {
+                name: def.name.clone(),
+                description: def.description.clone(),
+                parameters: def.parameters.clone(),
+            });
+            let class = if def.read_only { ToolClass::ReadOnly } else { ToolClass::Mutating };
+            config.tool_classes.insert(def.name.clone(), class);
+        }
+        self.mcp.offered = defs;
+        Ok(())
+    }
+
+    /// `/mcp__server__prompt words…` as the prompt's text; other prompts
+    /// unchanged. `Err` says why an MCP prompt could not be had.
+    pub(super) async fn expand_mcp_prompt(&mut self, prompt: String) -> Result<String, String> {
+        let Some(expanded) = self.mcp.hub.expand_prompt(&prompt).await else {
+            if prompt.starts_with("/mcp__") {
+                let name = prompt.split_whitespace().next().unwrap_or_default();
+                return Err(format!("no MCP server offers the prompt {name}; /mcp lists them"));
+            }
+            return Ok(prompt);
+        };
+        expanded.map_err(|error| format!("the MCP prompt failed: {error}"))
+    }
+
+    /// Every configured MCP server's status (for `/mcp`).
+    pub fn mcp_statuses(&self) -> Vec<ServerStatus> {
+        self.mcp.hub.statuses()
+    }
+
+    /// The MCP prompts offered as slash commands: (command, description).
+    pub fn mcp_prompts(&self) -> Vec<(String, String)> {
+        self.mcp.hub.prompts().into_iter().map(|p| (p.command, p.description)).collect()
+    }
+
+    /// Stops every MCP server (kill ladder for stdio servers).
+    pub(super) async fn mcp_shutdown(&mut self) {
+        self.mcp.hub.shutdown().await;
+    }
+}
