@@ -70,10 +70,20 @@ impl Approver for NonInteractiveApprover {
                 ApprovalAnswer { approved: false, note: Some(note), scope: ApprovalScope::Once }
             });
         }
+        let how = if call.name.starts_with("mcp__") {
+            format!(
+                "the user can allow it with `tool_rule(name=\"{}\", decision=\"allow\")` in \
+                 a rules file, or rerun `keel exec` with --yolo",
+                call.name
+            )
+        } else {
+            "the user can rerun `keel exec` with --full-auto (workspace writes and commands) \
+             or --yolo (everything)"
+                .to_owned()
+        };
         let note = format!(
-            "`{}` needs approval ({reason}) and this headless run cannot ask for it; \
-             the user can rerun `keel exec` with --full-auto (workspace writes and commands) \
-             or --yolo (everything). Continue without it if you can.",
+            "`{}` needs approval ({reason}) and this headless run cannot ask for it; {how}. \
+             Continue without it if you can.",
             call.name
         );
         Box::pin(async move {

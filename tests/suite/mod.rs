@@ -18,6 +18,8 @@ mod hooks_e2e;
 mod jail_fixture;
 mod layers;
 mod limits_e2e;
+mod mcp_faults;
+mod mcp_support;
 mod parallel_reads;
 mod policy_adversarial;
 mod policy_always;

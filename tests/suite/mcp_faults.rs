@@ -1,0 +1,408 @@
+//! The real `keel exec` against MCP servers of our own
+//! (`tests/fixtures/mcp/fault_server.py`): one that works, and ones that
+//! never answer `initialize`, speak an unknown protocol, die mid-call,
+//! return 10 MB, send invalid JSON, page their tool list, or are defined by
+//! an untrusted project.
+
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::mcp_support::{fault_table, processes_with, python, recorded, write_config};
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// `keel exec --json` with `flags` against `model`.
+fn exec(sandbox: &Sandbox, model: &wiremock::MockServer, flags: &[&str], prompt: &str) -> Output {
+    sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", model.uri())])
+        .args(flags)
+        .arg(prompt)
+        .output()
+        .unwrap()
+}
+
+fn item<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["name"] == name)
+        .unwrap_or_else(|| panic!("no completed {name} in {lines:#?}"))
+}
+
+fn statuses(lines: &[Value]) -> Vec<&Value> {
+    lines.iter().filter(|l| l["type"] == "mcp_server_status").collect()
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|tool| tool["function"]["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn calls(names: &[(&str, Value)]) -> Step {
+    Step::Calls {
+        text: None,
+        calls: names.iter().map(|(name, args)| call(name, args.clone())).collect(),
+    }
+}
+
+#[tokio::test]
+async fn a_working_server_s_tools_run_end_to_end_and_its_process_ends_with_the_session() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("fault-ok.jsonl");
+    write_config(&sandbox, &fault_table("fault", &python, "ok", &record, ""));
+    let model = scripted_model(
+        Wire::Chat,
+        &[
+            calls(&[("mcp__fault__echo", json!({"text": "hi"})), ("mcp__fault__add", json!({}))]),
+            Step::Answer("done".into()),
+        ],
+    )
+    .await;
+    let output = exec(&sandbox, &model, &["--yolo"], "use the server");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines = json_lines(&output.stdout);
+    assert_eq!(item(&lines, "mcp__fault__echo")["item"]["output"], "echo: hi");
+    assert_eq!(item(&lines, "mcp__fault__echo")["item"]["meta"]["server"], "fault");
+    assert_eq!(item(&lines, "mcp__fault__add")["item"]["output"], "added one");
+    let reported = statuses(&lines);
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert_eq!(reported[0]["status"], "ready");
+    assert_eq!(
+        reported[0]["tools"],
+        json!(["mcp__fault__echo", "mcp__fault__add", "mcp__fault__slow"])
+    );
+    assert_eq!(std::fs::read_to_string(format!("{}.count", record.display())).unwrap(), "added\n");
+
+    // The tools are in the first request, after keel's own, and every
+    // request carries the same tool bytes.
+    let bodies = request_bodies(&model).await;
+    assert_eq!(bodies.len(), 2);
+    let names = tool_names(&bodies[0]);
+    assert_eq!(names.last().map(String::as_str), Some("mcp__fault__slow"), "{names:?}");
+    assert_eq!(names.iter().position(|n| n == "read_file"), Some(0));
+    assert_eq!(bodies[0]["tools"].to_string(), bodies[1]["tools"].to_string());
+    let echo = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["function"]["name"] == "mcp__fault__echo")
+        .unwrap();
+    assert_eq!(echo["function"]["parameters"]["required"], json!(["text"]));
+
+    // Logged like any call: the read-only one as a read.
+    let log = sandbox.only_log();
+    let started: Vec<(&str, &str)> = log
+        .iter()
+        .filter(|l| l["type"] == "tool_call_started")
+        .map(|l| (l["call"]["name"].as_str().unwrap(), l["class"].as_str().unwrap()))
+        .collect();
+    assert_eq!(started, [("mcp__fault__echo", "read_only"), ("mcp__fault__add", "mutating")]);
+    assert!(log.iter().any(|l| l["type"] == "mcp_server_status" && l["status"] == "ready"));
+
+    // The handshake: keel's protocol version, no capabilities it lacks.
+    let received = recorded(&record);
+    assert_eq!(received[0]["method"], "initialize");
+    assert_eq!(received[0]["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(received[0]["params"]["clientInfo"]["name"], "keel");
+    assert_eq!(received[0]["params"]["capabilities"], json!({}));
+    assert_eq!(received[1]["method"], "notifications/initialized");
+    assert!(processes_with(&record.display().to_string()).is_empty(), "the server outlived keel");
+}
+
+#[tokio::test]
+async fn policy_asks_for_tools_that_may_change_things_unless_a_rule_decides() {
+    let Some(python) = python() else { return };
+    let script = [
+        calls(&[("mcp__fault__echo", json!({"text": "hi"})), ("mcp__fault__add", json!({}))]),
+        Step::Answer("done".into()),
+    ];
+    let run = |rules: Option<&str>, mode: &str| {
+        let python = python.clone();
+        let script = script.clone();
+        let rules = rules.map(str::to_owned);
+        let mode = mode.to_owned();
+        async move {
+            let sandbox = Sandbox::new();
+            let record = sandbox.home.join("record.jsonl");
+            write_config(&sandbox, &fault_table("fault", &python, "ok", &record, ""));
+            if let Some(rules) = rules {
+                std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+                std::fs::write(sandbox.home.join("rules/mcp.rules"), rules).unwrap();
+            }
+            let model = scripted_model(Wire::Chat, &script).await;
+            let output = exec(&sandbox, &model, &["--mode", &mode], "go");
+            let lines = json_lines(&output.stdout);
+            let add = item(&lines, "mcp__fault__add")["item"].clone();
+            let echo = item(&lines, "mcp__fault__echo")["item"].clone();
+            let count =
+                std::fs::read_to_string(format!("{}.count", record.display())).unwrap_or_default();
+            (echo, add, count)
+        }
+    };
+    // Ask and auto: the read-only tool runs, the other needs approval
+    // (headless: declined, saying how to allow it).
+    for mode in ["ask", "auto"] {
+        let (echo, add, count) = run(None, mode).await;
+        assert_eq!(echo["output"], "echo: hi", "{mode}");
+        assert_eq!(add["is_error"], true, "{mode}");
+        let output = add["output"].as_str().unwrap();
+        assert!(
+            output.contains("needs approval") && output.contains("tool_rule"),
+            "{mode}: {output}"
+        );
+        assert_eq!(count, "", "{mode}: nothing ran");
+    }
+    let (_, add, count) = run(None, "yolo").await;
+    assert_eq!((add["output"].as_str(), count.as_str()), (Some("added one"), "added\n"));
+    let allow = "tool_rule(name = \"mcp__fault__add\", decision = \"allow\")\n";
+    let (_, add, count) = run(Some(allow), "ask").await;
+    assert_eq!((add["output"].as_str(), count.as_str()), (Some("added one"), "added\n"));
+    let forbid =
+        "tool_rule(name = \"mcp__fault__*\", decision = \"forbidden\", justification = \"no\")\n";
+    let (echo, add, count) = run(Some(forbid), "yolo").await;
+    assert!(echo["output"].as_str().unwrap().contains("is forbidden: no"), "{echo}");
+    assert_eq!(add["is_error"], true);
+    assert_eq!(count, "");
+    let (_, add, _) = run(None, "plan").await;
+    assert!(add["output"].as_str().unwrap().contains("plan mode is read-only"), "{add}");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_initialize_is_reported_and_holds_nothing() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let stuck = sandbox.home.join("stuck.jsonl");
+    let ok = sandbox.home.join("ok.jsonl");
+    let config = fault_table("stuck", &python, "no-init", &stuck, "startup_timeout_sec = 1")
+        + &fault_table("fault", &python, "ok", &ok, "");
+    write_config(&sandbox, &config);
+    let model = scripted_model(
+        Wire::Chat,
+        &[calls(&[("mcp__fault__echo", json!({"text": "x"}))]), Step::Answer("ok".into())],
+    )
+    .await;
+    let started = Instant::now();
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the session waited {:?}",
+        started.elapsed()
+    );
+    let lines = json_lines(&output.stdout);
+    let stuck_status =
+        statuses(&lines).into_iter().find(|s| s["server"] == "stuck").cloned().unwrap();
+    assert_eq!(stuck_status["status"], "starting", "{stuck_status}");
+    assert_eq!(item(&lines, "mcp__fault__echo")["item"]["output"], "echo: x");
+    let bodies = request_bodies(&model).await;
+    assert!(!tool_names(&bodies[0]).iter().any(|n| n.starts_with("mcp__stuck__")));
+    assert_eq!(recorded(&stuck)[0]["method"], "initialize", "it was asked");
+    assert!(
+        processes_with(&stuck.display().to_string()).is_empty(),
+        "the stuck server outlived keel"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_protocol_version_is_refused_with_both_versions_named() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("old.jsonl");
+    write_config(&sandbox, &fault_table("old", &python, "old-protocol", &record, ""));
+    let output = sandbox.keel().args(["mcp", "list", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let servers: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(servers[0]["status"], "failed", "{servers}");
+    let error = servers[0]["error"].as_str().unwrap();
+    assert!(error.contains("1999-01-01") && error.contains("2025-11-25"), "{error}");
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_fails_it_clearly_and_restarts_on_the_next_call() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("dies.jsonl");
+    write_config(&sandbox, &fault_table("dies", &python, "die-mid-call", &record, ""));
+    let model = scripted_model(
+        Wire::Chat,
+        &[
+            calls(&[("mcp__dies__echo", json!({"text": "1"}))]),
+            calls(&[("mcp__dies__echo", json!({"text": "2"}))]),
+            Step::Answer("ok".into()),
+        ],
+    )
+    .await;
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let results: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "item_completed" && l["item"]["name"] == "mcp__dies__echo")
+        .collect();
+    assert_eq!(results.len(), 2);
+    for result in &results {
+        assert_eq!(result["item"]["is_error"], true);
+        let output = result["item"]["output"].as_str().unwrap();
+        assert!(
+            output.contains("MCP server `dies`") && output.contains("closed the connection"),
+            "{output}"
+        );
+    }
+    let initializes = recorded(&record).iter().filter(|m| m["method"] == "initialize").count();
+    assert_eq!(initializes, 2, "the second call restarted it");
+    let changes: Vec<&str> =
+        statuses(&lines).iter().map(|s| s["status"].as_str().unwrap()).collect();
+    assert_eq!(changes, ["ready", "crashed", "ready", "crashed"], "{lines:#?}");
+}
+
+#[tokio::test]
+async fn a_10_mb_result_is_cut_like_shell_output() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("huge.jsonl");
+    write_config(&sandbox, &fault_table("huge", &python, "huge", &record, ""));
+    let model = scripted_model(
+        Wire::Chat,
+        &[calls(&[("mcp__huge__echo", json!({"text": "x"}))]), Step::Answer("ok".into())],
+    )
+    .await;
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let result = &item(&lines, "mcp__huge__echo")["item"];
+    let text = result["output"].as_str().unwrap();
+    assert!(text.len() < 31 * 1024, "{} bytes reached the model", text.len());
+    assert!(text.starts_with("[output truncated: "), "{}", &text[..80]);
+    assert_eq!(result["meta"]["truncated"], true);
+    let bodies = request_bodies(&model).await;
+    assert!(bodies[1].to_string().len() < 200 * 1024, "the request stayed small");
+}
+
+#[tokio::test]
+async fn invalid_json_from_a_server_ends_the_call_at_its_timeout_with_a_clear_error() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("bad.jsonl");
+    write_config(
+        &sandbox,
+        &fault_table("bad", &python, "bad-json", &record, "tool_timeout_sec = 1"),
+    );
+    let model = scripted_model(
+        Wire::Chat,
+        &[calls(&[("mcp__bad__echo", json!({"text": "x"}))]), Step::Answer("ok".into())],
+    )
+    .await;
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let result = &item(&lines, "mcp__bad__echo")["item"];
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["output"].as_str().unwrap().contains("no answer for `echo` within 1 s"),
+        "{result}"
+    );
+    assert_eq!(result["meta"]["kind"], "timeout");
+    let cancelled = recorded(&record).iter().any(|m| m["method"] == "notifications/cancelled");
+    assert!(cancelled, "the timed-out request was cancelled");
+}
+
+#[tokio::test]
+async fn paged_tool_lists_are_followed() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("paged.jsonl");
+    write_config(
+        &sandbox,
+        &fault_table("paged", &python, "paged", &record, "disabled_tools = [\"p1\"]"),
+    );
+    let output = sandbox.keel().args(["mcp", "get", "paged", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let server: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> =
+        server["tools"].as_array().unwrap().iter().map(|t| t["tool"].as_str().unwrap()).collect();
+    assert_eq!(names, ["echo", "add", "slow", "p0", "p2"], "{server}");
+    let lists = recorded(&record).iter().filter(|m| m["method"] == "tools/list").count();
+    assert_eq!(lists, 3);
+}
+
+#[tokio::test]
+async fn an_untrusted_project_s_servers_never_start() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let marker = sandbox.repo.join("never-started.jsonl");
+    let mcp_json = json!({"mcpServers": {"repo": {
+        "command": python, "args": [super::mcp_support::fault_script(), "ok", marker.display().to_string()]
+    }}});
+    sandbox.write(".mcp.json", &mcp_json.to_string());
+    let model = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let reported = statuses(&lines);
+    assert_eq!(reported.len(), 1);
+    assert_eq!(reported[0]["status"], "skipped");
+    assert!(reported[0]["error"].as_str().unwrap().contains("keel trust"), "{}", reported[0]);
+    let listed = sandbox.keel().args(["mcp", "list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("repo  skipped"));
+    assert!(!marker.exists(), "the untrusted server was started");
+    assert!(processes_with(&marker.display().to_string()).is_empty());
+
+    // Once trusted, it starts.
+    sandbox.keel().arg("trust").output().unwrap();
+    let listed = sandbox.keel().args(["mcp", "list", "--json"]).output().unwrap();
+    let servers: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(servers[0]["status"], "ready", "{servers}");
+    assert!(marker.exists());
+}
+
+#[test]
+fn add_and_remove_edit_the_user_config() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.home.join("config.toml");
+    std::fs::write(&config, "# mine\nmax_steps = 7\n").unwrap();
+    let added = sandbox
+        .keel()
+        .args(["mcp", "add", "docs", "--env", "TOKEN=t", "--", "npx", "-y", "docs-server"])
+        .output()
+        .unwrap();
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.starts_with("# mine\nmax_steps = 7\n"), "{text}");
+    assert!(
+        text.contains("[mcp_servers.docs]") && text.contains("args = [\"-y\", \"docs-server\"]"),
+        "{text}"
+    );
+    let added = sandbox
+        .keel()
+        .args([
+            "mcp",
+            "add",
+            "web",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--bearer-token-env-var",
+            "WEB_TOKEN",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(added.status.code(), Some(0));
+    let twice =
+        sandbox.keel().args(["mcp", "add", "web", "--url", "http://x/mcp"]).output().unwrap();
+    assert_ne!(twice.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("already in"));
+    let removed = sandbox.keel().args(["mcp", "remove", "docs"]).output().unwrap();
+    assert_eq!(removed.status.code(), Some(0));
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(!text.contains("docs") && text.contains("[mcp_servers.web]"), "{text}");
+    let missing = sandbox.keel().args(["mcp", "remove", "docs"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no MCP server named `docs`"));
+}

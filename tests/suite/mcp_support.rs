@@ -1,0 +1,127 @@
+//! What MCP tests need: the fault server (`tests/fixtures/mcp/fault_server.py`,
+//! needs python3), the npm servers `.ci/run` installs into a cache folder,
+//! config writers, and a process-table check.
+//!
+//! Like the shared corpus (`src/shared_corpus.rs`): a plain clone without
+//! the npm packages (or python3) passes, saying "skipped: … not installed
+//! at …"; under `CI` a missing one is a failure.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::support::Sandbox;
+
+/// The versions `.ci/run` installs (tests/fixtures/mcp-npm/package.json).
+pub const NPM_DIR_VAR: &str = "KEEL_MCP_NPM_DIR";
+
+fn skip_or_fail(what: &str, at: &Path, how: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what} not installed at {} (CI requires it: {how})",
+        at.display()
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {what} not installed at {} ({how}; under CI=true this fails)",
+        at.display()
+    );
+}
+
+/// The folder holding `node_modules/@modelcontextprotocol/…`, if the npm
+/// servers are installed and node runs.
+pub fn npm_servers() -> Option<PathBuf> {
+    let dir = match std::env::var_os(NPM_DIR_VAR) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/keel-ci-mcp"),
+    };
+    let everything = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let node = std::process::Command::new("node").arg("--version").output();
+    if !everything.exists() || !node.is_ok_and(|out| out.status.success()) {
+        skip_or_fail(
+            "the npm MCP servers (and node)",
+            &dir,
+            &format!(
+                "run .ci/run, or npm ci in a copy of tests/fixtures/mcp-npm; set {NPM_DIR_VAR}"
+            ),
+        );
+        return None;
+    }
+    Some(dir)
+}
+
+/// The entry point of an npm server package (`server-everything`, …).
+pub fn npm_entry(dir: &Path, package: &str) -> String {
+    dir.join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js")
+        .display()
+        .to_string()
+}
+
+/// The real python3 interpreter (not a pyenv shim, which needs the
+/// user's HOME), if there is one.
+pub fn python() -> Option<String> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output();
+    match out {
+        Ok(out) if out.status.success() => {
+            Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        }
+        _ => {
+            skip_or_fail("python3", Path::new("PATH"), "the fault server is a Python script");
+            None
+        }
+    }
+}
+
+/// The fault server script.
+pub fn fault_script() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp/fault_server.py")
+        .display()
+        .to_string()
+}
+
+/// A `[mcp_servers.NAME]` table running the fault server in `mode`,
+/// recording what it receives in `record`, with `extra` lines appended.
+pub fn fault_table(name: &str, python: &str, mode: &str, record: &Path, extra: &str) -> String {
+    format!(
+        "[mcp_servers.{name}]\ncommand = {python:?}\nargs = [{script:?}, {mode:?}, {record:?}]\n{extra}\n",
+        script = fault_script(),
+        record = record.display().to_string(),
+    )
+}
+
+/// Writes `$KEEL_HOME/config.toml`.
+pub fn write_config(sandbox: &Sandbox, text: &str) {
+    std::fs::write(sandbox.home.join("config.toml"), text).unwrap();
+}
+
+/// The JSON lines a fault server recorded (empty if it never started).
+pub fn recorded(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// Processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        if cmdline.contains(marker) && !zombie {
+            found.push(format!("{name}: {cmdline}"));
+        }
+    }
+    found
+}
