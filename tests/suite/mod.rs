@@ -19,6 +19,7 @@ mod jail_fixture;
 mod layers;
 mod limits_e2e;
 mod mcp_faults;
+mod mcp_npm;
 mod mcp_session;
 mod mcp_support;
 mod parallel_reads;

@@ -1,0 +1,212 @@
+//! Real MCP servers from the npm registry (installed by `.ci/run` into a
+//! cache folder, pinned by `tests/fixtures/mcp-npm/package-lock.json`),
+//! each driven end to end by `keel exec` with a scripted model:
+//! `@modelcontextprotocol/server-everything` over stdio and over streamable
+//! HTTP, `@modelcontextprotocol/server-filesystem` over stdio.
+//!
+//! A plain clone without the packages passes these (they say "skipped: …
+//! not installed at …"); under `CI` a missing package fails.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::mcp_support::{npm_entry, npm_servers, write_config};
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+fn calls(list: &[(&str, Value)]) -> Step {
+    Step::Calls { text: None, calls: list.iter().map(|(n, a)| call(n, a.clone())).collect() }
+}
+
+fn completed<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+    &lines
+        .iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["name"] == name)
+        .unwrap_or_else(|| panic!("no result for {name}: {lines:#?}"))["item"]
+}
+
+async fn exec(sandbox: &Sandbox, steps: &[Step], prompt: &str) -> (Vec<Value>, Vec<Value>) {
+    let model = scripted_model(Wire::Chat, steps).await;
+    let output = sandbox
+        .keel()
+        .env("OPENAI_API_KEY", "sk-keel-test-secret")
+        .args(["exec", "--json", "--mode", "ask", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", model.uri())])
+        .arg(prompt)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
+    (json_lines(&output.stdout), request_bodies(&model).await)
+}
+
+/// The everything server's tools through keel: echo, add, structured
+/// content, an image, a long-running tool with progress, an error.
+async fn everything_tools(sandbox: &Sandbox) -> Vec<Value> {
+    let steps = [
+        calls(&[
+            ("mcp__everything__echo", json!({"message": "hello"})),
+            ("mcp__everything__get-sum", json!({"a": 2, "b": 40})),
+            ("mcp__everything__get-structured-content", json!({"location": "Chicago"})),
+            ("mcp__everything__get-tiny-image", json!({})),
+            (
+                "mcp__everything__trigger-long-running-operation",
+                json!({"duration": 0.2, "steps": 2}),
+            ),
+            ("mcp__everything__get-sum", json!({"a": "not a number", "b": 1})),
+        ]),
+        Step::Answer("done".into()),
+    ];
+    let (lines, bodies) = exec(sandbox, &steps, "use everything").await;
+    let status = lines.iter().find(|l| l["type"] == "mcp_server_status").unwrap();
+    assert_eq!(status["status"], "ready", "{status}");
+    let results: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "item_completed" && l["item"]["name"] != Value::Null)
+        .map(|l| &l["item"])
+        .collect();
+    assert_eq!(results.len(), 6, "{results:#?}");
+    assert_eq!(results[0]["output"], "Echo: hello");
+    assert_eq!(results[1]["output"], "The sum of 2 and 40 is 42.");
+    assert!(results[2]["output"].as_str().unwrap().contains("temperature"), "{}", results[2]);
+    assert_eq!(results[2]["meta"]["content"], json!(["text", "structured"]));
+    let image = results[3]["output"].as_str().unwrap();
+    assert!(image.contains("[image: image/png"), "{image}");
+    assert!(image.len() < 2_000, "no base64 reaches the model");
+    assert!(results[4]["output"].as_str().unwrap().contains("Long running operation completed"));
+    assert_eq!(results[5]["is_error"], true, "{}", results[5]);
+    let progress = lines.iter().filter(|l| l["type"] == "tool_progress").count();
+    assert_eq!(progress, 2, "one per step");
+    // Read-only tools ran without asking in ask mode, concurrently.
+    let asked = lines.iter().any(|l| l["item"]["output"].to_string().contains("needs approval"));
+    assert!(!asked);
+    assert_eq!(bodies[0]["tools"].to_string(), bodies[1]["tools"].to_string());
+    lines
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio() {
+    let Some(dir) = npm_servers() else { return };
+    let sandbox = Sandbox::new();
+    let config = format!(
+        "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n\
+         env = {{ KEEL_MCP_MARKER = \"set-by-config\" }}\n",
+        npm_entry(&dir, "server-everything")
+    );
+    write_config(&sandbox, &config);
+    everything_tools(&sandbox).await;
+
+    // The server's environment: its own variable, none of keel's secrets.
+    let steps = [calls(&[("mcp__everything__get-env", json!({}))]), Step::Answer("ok".into())];
+    let (lines, _) = exec(&sandbox, &steps, "env").await;
+    let env = completed(&lines, "mcp__everything__get-env")["output"].as_str().unwrap().to_owned();
+    assert!(env.contains("set-by-config"), "{env}");
+    assert!(!env.contains("sk-keel-test-secret"), "the API key reached the server");
+
+    // Its prompts are slash commands.
+    let steps = [Step::Answer("ok".into())];
+    let (_, bodies) = exec(&sandbox, &steps, "/mcp__everything__simple-prompt").await;
+    assert!(bodies[0].to_string().contains("This is a simple prompt"), "{}", bodies[0]);
+}
+
+/// A server-everything process serving streamable HTTP on a free port.
+struct HttpServer(Child, u16);
+
+impl HttpServer {
+    fn start(entry: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = Command::new("node")
+            .args([entry, "streamableHttp"])
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (ready, listening) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("listening on port") {
+                    let _ = ready.send(());
+                }
+            }
+        });
+        // A bound on a broken start, not a synchronisation sleep.
+        listening.recv_timeout(Duration::from_secs(60)).expect("the HTTP server never listened");
+        Self(child, port)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http() {
+    let Some(dir) = npm_servers() else { return };
+    let server = HttpServer::start(&npm_entry(&dir, "server-everything"));
+    let sandbox = Sandbox::new();
+    let config = format!(
+        "[mcp_servers.everything]\nurl = \"http://127.0.0.1:{}/mcp\"\n\
+         http_headers = {{ \"X-Keel-Test\" = \"1\" }}\n",
+        server.1
+    );
+    write_config(&sandbox, &config);
+    let lines = everything_tools(&sandbox).await;
+    let status = lines.iter().find(|l| l["type"] == "mcp_server_status").unwrap();
+    assert_eq!(status["log"], Value::Null, "HTTP servers have no stderr log");
+}
+
+#[tokio::test]
+async fn server_filesystem_over_stdio() {
+    let Some(dir) = npm_servers() else { return };
+    let sandbox = Sandbox::new();
+    sandbox.write("notes/todo.txt", "buy milk\n");
+    let repo = sandbox.repo.display().to_string();
+    let config = format!(
+        "[mcp_servers.fs]\ncommand = \"node\"\nargs = [{:?}, {repo:?}]\n\
+         enabled_tools = [\"read_text_file\", \"list_directory\", \"write_file\"]\n",
+        npm_entry(&dir, "server-filesystem")
+    );
+    write_config(&sandbox, &config);
+    let steps = [
+        calls(&[
+            ("mcp__fs__read_text_file", json!({"path": format!("{repo}/notes/todo.txt")})),
+            ("mcp__fs__list_directory", json!({"path": format!("{repo}/notes")})),
+            ("mcp__fs__read_text_file", json!({"path": "/etc/hostname"})),
+            ("mcp__fs__write_file", json!({"path": format!("{repo}/x.txt"), "content": "x"})),
+        ]),
+        Step::Answer("done".into()),
+    ];
+    let (lines, bodies) = exec(&sandbox, &steps, "read my notes").await;
+    let results: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "item_completed" && l["item"]["name"] != Value::Null)
+        .map(|l| &l["item"])
+        .collect();
+    assert_eq!(results[0]["output"], "buy milk\n");
+    assert!(results[1]["output"].as_str().unwrap().contains("[FILE] todo.txt"), "{}", results[1]);
+    // Outside the server's allowed folder: its own error, as a tool error.
+    assert_eq!(results[2]["is_error"], true, "{}", results[2]);
+    // A tool that may change things asks in ask mode (headless: declined).
+    assert!(results[3]["output"].as_str().unwrap().contains("needs approval"), "{}", results[3]);
+    assert!(!sandbox.repo.join("x.txt").exists());
+    let offered: Vec<String> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .filter(|n| n.starts_with("mcp__"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        offered,
+        ["mcp__fs__read_text_file", "mcp__fs__write_file", "mcp__fs__list_directory"]
+    );
+}
