@@ -18,10 +18,14 @@ pub enum ToolKind {
 }
 
 /// The kind of a tool by name; unknown tools count as writes (the
-/// strictest class) so a new tool is never allowed by accident.
+/// strictest class) so a new tool is never allowed by accident. MCP tools
+/// (`mcp__server__tool`) count as reads here: they change no workspace
+/// file the workflow tracks (a GitHub lookup must work while planning),
+/// and policy judges each of their calls by its own class.
 pub fn tool_kind(tool: &str) -> ToolKind {
     match tool {
         "read_file" | "list_dir" | "glob" | "grep" | "load_skill" | "read_memory" => ToolKind::Read,
+        mcp if mcp.starts_with("mcp__") => ToolKind::Read,
         "shell" => ToolKind::Shell,
         "submit_plan" => ToolKind::Plan,
         "todo_write" => ToolKind::Tasks,
@@ -155,6 +159,15 @@ mod tests {
     #[test]
     fn unknown_tools_count_as_writes() {
         assert_eq!(tool_kind("read_file"), ToolKind::Read);
-        assert_eq!(tool_kind("mcp__server__tool"), ToolKind::Write);
+        assert_eq!(tool_kind("frobnicate"), ToolKind::Write);
+    }
+
+    #[test]
+    fn mcp_tools_are_open_in_every_phase_policy_judges_them() {
+        let rules = PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap();
+        assert_eq!(tool_kind("mcp__github__get_issue"), ToolKind::Read);
+        for phase in ["orient", "explore", "plan", "implement", "verify"] {
+            assert!(rules.allows(phase, tool_kind("mcp__github__get_issue")), "{phase}");
+        }
     }
 }

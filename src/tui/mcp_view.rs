@@ -92,3 +92,63 @@ pub fn run_prompt(app: &mut App, line: &str) -> Vec<Command> {
     app.transcript.push(CellKind::User(line.to_owned()));
     vec![Command::Submit(line.to_owned())]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::ApprovalMode;
+    use crate::runtime::RuntimeEvent;
+    use crate::tui::app::{Msg, update};
+    use crate::tui::theme::Theme;
+
+    fn notices(app: &App) -> Vec<String> {
+        app.transcript
+            .cells()
+            .iter()
+            .filter_map(|cell| match cell.kind() {
+                CellKind::Notice { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn status(server: &str, status: &str, error: Option<&str>) -> Msg {
+        Msg::Runtime(RuntimeEvent::McpServerStatus {
+            server: server.into(),
+            status: status.into(),
+            tools: if status == "ready" {
+                vec![format!("mcp__{server}__echo")]
+            } else {
+                Vec::new()
+            },
+            error: error.map(str::to_owned),
+            log: (status == "failed").then(|| PathBuf::from("/k/logs/mcp/s/bad.log")),
+        })
+    }
+
+    #[test]
+    fn statuses_are_said_once_and_listed_by_slash_mcp() {
+        let mut app = App::new(Theme::default(), ApprovalMode::Ask);
+        update(&mut app, status("good", "ready", None));
+        update(&mut app, status("bad", "failed", Some("cannot start the server: no such file")));
+        let said = notices(&app);
+        assert_eq!(said[0], "mcp: good ready (1 tools)");
+        assert_eq!(said[1], "mcp: bad failed: cannot start the server: no such file");
+        update(&mut app, status("bad", "ready", None));
+        assert_eq!(app.mcp.len(), 2, "a server is one line, updated");
+        super::super::slash::run(&mut app, "/mcp");
+        let listing = notices(&app).last().cloned().unwrap();
+        assert!(
+            listing.starts_with("MCP servers:\ngood · ready\n  mcp__good__echo\nbad · ready"),
+            "{listing}"
+        );
+    }
+
+    #[test]
+    fn an_mcp_prompt_command_is_sent_to_the_session() {
+        let mut app = App::new(Theme::default(), ApprovalMode::Ask);
+        let commands = super::super::slash::run(&mut app, "/mcp__docs__review src/main.rs");
+        assert_eq!(commands, vec![Command::Submit("/mcp__docs__review src/main.rs".into())]);
+        assert!(app.status.running);
+    }
+}
