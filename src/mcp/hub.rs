@@ -50,12 +50,14 @@ pub struct McpPrompt {
     pub arguments: Vec<(String, bool)>,
 }
 
+/// (server, remote tool) → offered name, and every name taken.
+type NameBook = (BTreeMap<(String, String), String>, BTreeSet<String>);
+
 /// A session's servers.
 pub struct McpHub {
     servers: Vec<Arc<Server>>,
     skipped: Vec<SkippedServer>,
-    /// (server, remote tool) → offered name, and every name taken.
-    names: Mutex<(BTreeMap<(String, String), String>, BTreeSet<String>)>,
+    names: Mutex<NameBook>,
 }
 
 impl McpHub {

@@ -378,10 +378,10 @@ impl Server {
         }
         let snapshot = status.clone();
         drop(status);
-        if let Ok(mut reports) = self.reports.lock() {
-            if reports.0 {
-                reports.1.push(snapshot);
-            }
+        if let Ok(mut reports) = self.reports.lock()
+            && reports.0
+        {
+            reports.1.push(snapshot);
         }
     }
 

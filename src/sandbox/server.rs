@@ -126,10 +126,10 @@ async fn copy_bounded(mut stderr: tokio::process::ChildStderr, path: PathBuf) {
         };
         let room = usize::try_from(MAX_STDERR_LOG_BYTES.saturating_sub(kept)).unwrap_or(0);
         let keep = read.min(room);
-        if let (Some(file), true) = (file.as_mut(), keep > 0) {
-            if file.write_all(&buffer[..keep]).await.is_err() {
-                break;
-            }
+        if let (Some(file), true) = (file.as_mut(), keep > 0)
+            && file.write_all(&buffer[..keep]).await.is_err()
+        {
+            break;
         }
         kept += keep as u64;
         dropped += (read - keep) as u64;
