@@ -15,8 +15,8 @@ pub const SLASH_COMMANDS: [(&str, &str); 12] = [
     ("/undo", "restore the files of the last turn that changed them"),
     ("/resume", "switch to another session of this folder"),
     ("/skills", "list skills"),
-    ("/mcp", "MCP servers, their status and tools"),
     ("/model", "show the model, or switch it: /model NAME"),
+    ("/mcp", "MCP servers, their status and tools"),
     ("/quit", "leave keel"),
 ];
 
@@ -294,7 +294,7 @@ mod tests {
     fn slash_completions_filter_by_prefix() {
         let mut editor = typed("/m");
         let names: Vec<_> = editor.completions(&[]).into_iter().map(|c| c.0).collect();
-        assert_eq!(names, ["/mode", "/model"]);
+        assert_eq!(names, ["/mode", "/model", "/mcp"]);
         editor.popup_selected = 1;
         assert!(editor.complete(&[]));
         assert_eq!(editor.text(), "/model");
