@@ -186,6 +186,7 @@ async fn per_call() -> (Vec<f64>, Vec<f64>) {
             name: name.into(),
             arguments: arguments.into(),
             item_id: None,
+            provider_data: None,
         };
         let registry = &registry;
         let ctx = &ctx;

@@ -98,12 +98,19 @@ fn read(path: &Path) -> Result<String, McpEditError> {
     }
 }
 
+/// Writes `text` beside `path`, then renames it over `path`: a reader
+/// (or a crash) sees the old file or the new one, never half of one.
 fn write(path: &Path, text: &str) -> Result<(), McpEditError> {
     let error = |source| McpEditError::Write { path: path.to_owned(), source };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(error)?;
     }
-    crate::tools::atomic::write_atomic(path, text.as_bytes()).map_err(error)
+    let staged = path.with_extension(format!("toml.keel-{}", std::process::id()));
+    std::fs::write(&staged, text).map_err(error)?;
+    std::fs::rename(&staged, path).map_err(|source| {
+        let _ = std::fs::remove_file(&staged);
+        error(source)
+    })
 }
 
 fn servers_in(path: &Path, text: &str) -> Result<super::mcp::McpServerTables, McpEditError> {

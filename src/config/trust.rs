@@ -95,6 +95,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         // Taken before this (`read_layers`): a project's limits only
         // tighten, so they apply trusted or not.
         limits: _,
+        mcp_servers,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -112,6 +113,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[verify]", verify.is_some()),
         ("[secrets]", secrets.is_some()),
         ("[shell]", shell.is_some()),
+        ("[mcp_servers]", mcp_servers.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)

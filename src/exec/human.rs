@@ -155,7 +155,8 @@ impl HumanPrinter {
                 for_terminal(&reason)
             )),
             RuntimeEvent::McpServerStatus { server, status, tools, error, log } => {
-                let log = log.map(|log| format!(" (its log: {})", log.display())).unwrap_or_default();
+                let log =
+                    log.map(|log| format!(" (its log: {})", log.display())).unwrap_or_default();
                 let error = error.map(|e| format!(": {}", for_terminal(&e))).unwrap_or_default();
                 out.push(match status.as_str() {
                     "ready" => format!("mcp: {server} ready ({} tools)", tools.len()),
@@ -164,8 +165,7 @@ impl HumanPrinter {
             }
             RuntimeEvent::ToolProgress { progress, total, message, .. } => {
                 let of = total.map(|total| format!("/{total}")).unwrap_or_default();
-                let message =
-                    message.map(|m| format!(" {}", for_terminal(&m))).unwrap_or_default();
+                let message = message.map(|m| format!(" {}", for_terminal(&m))).unwrap_or_default();
                 out.push(format!("  … {progress}{of}{message}"));
             }
             // A turn that never got an answer used nothing worth a line.

@@ -17,7 +17,7 @@
 use globset::{Glob, GlobMatcher};
 
 use super::engine::{Policy, Verdict};
-use super::rule_args::{decision, justification, string};
+use super::rule_args::{ArgError, decision, justification, string};
 use super::rules::{RuleDecision, RuleMatch, Source};
 use super::syntax::Arg;
 use super::{Allowlist, ApprovalMode, Decision};
@@ -70,25 +70,28 @@ impl ToolRule {
 }
 
 /// Parses the arguments of one `tool_rule` call.
-pub(super) fn tool_rule(args: Vec<Arg>, source: &Source) -> Result<ToolRule, String> {
+pub(super) fn tool_rule(args: Vec<Arg>, source: &Source) -> Result<ToolRule, ArgError> {
     let (mut name, mut rule_decision, mut why) = (None, RuleDecision::Allow, None);
     for arg in args {
+        let at = (arg.line, arg.column);
+        let located = move |message: String| ArgError { message, at: Some(at) };
         match arg.name.as_str() {
-            "name" => name = Some(string(arg.value, "name")?),
-            "decision" => rule_decision = decision(arg.value)?,
-            "justification" => why = Some(justification(arg.value)?),
-            other => return Err(format!("tool_rule has no argument `{other}`")),
+            "name" => name = Some((string(arg.value, "name").map_err(located)?, at)),
+            "decision" => rule_decision = decision(arg.value).map_err(located)?,
+            "justification" => why = Some(justification(arg.value).map_err(located)?),
+            other => return Err(located(format!("tool_rule has no argument `{other}`"))),
         }
     }
-    let pattern = name.ok_or("tool_rule needs a `name` (e.g. \"mcp__github__get_*\")")?;
+    let (pattern, at) = name.ok_or("tool_rule needs a `name` (e.g. \"mcp__github__get_*\")")?;
+    let located = move |message: String| ArgError { message, at: Some(at) };
     if !is_external(&pattern) {
-        return Err(format!(
+        return Err(located(format!(
             "tool_rule names MCP tools (`{EXTERNAL_PREFIX}SERVER__TOOL`, `*` allowed), not \
              {pattern:?}; keel's own tools are judged by prefix_rule and path_rule"
-        ));
+        )));
     }
     let matcher = Glob::new(&pattern)
-        .map_err(|error| format!("bad name pattern {pattern:?}: {error}"))?
+        .map_err(|error| located(format!("bad name pattern {pattern:?}: {error}")))?
         .compile_matcher();
     Ok(ToolRule {
         pattern,

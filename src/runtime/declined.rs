@@ -38,11 +38,16 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
         policy::evaluate(&policy, &state.allowlist, facts())
     };
     let asked = judged(state.config.policy.mode);
-    let rule =
-        asked.suggested_prefix.filter(|prefix| amend::check_prefix(prefix).is_ok()).map(|prefix| {
-            let file = keel_home.join("rules").join("allow.rules");
-            format!("the rule `{}` in {}", amend::rule_line(&prefix), file.display())
-        });
+    let file = keel_home.join("rules").join("allow.rules");
+    let rule = if policy::tool_rules::is_external(&call.name) {
+        let line = policy::tool_rules::allow_rule_text(&call.name);
+        Some(format!("the rule `{}` in {}", line.trim_end(), file.display()))
+    } else {
+        asked
+            .suggested_prefix
+            .filter(|prefix| amend::check_prefix(prefix).is_ok())
+            .map(|prefix| format!("the rule `{}` in {}", amend::rule_line(&prefix), file.display()))
+    };
     let flag = [(ApprovalMode::Auto, "--full-auto"), (ApprovalMode::Yolo, "--yolo")]
         .into_iter()
         .filter(|(mode, _)| *mode != state.config.policy.mode)
@@ -79,6 +84,7 @@ mod tests {
             tool_classes: BTreeMap::from([
                 ("write_file".to_owned(), ToolClass::Mutating),
                 ("shell".to_owned(), ToolClass::Mutating),
+                ("mcp__github__create_issue".to_owned(), ToolClass::Mutating),
             ]),
             policy,
             limits: crate::agent::Limits::with_max_steps(10),
@@ -135,6 +141,16 @@ mod tests {
             serde_json::json!({"path": ".git/hooks/pre-commit", "content": "x"}),
         );
         assert!(remedy(true, &hook).starts_with("an approval in an interactive session"));
+    }
+
+    #[test]
+    fn an_mcp_tool_needs_yolo_or_its_tool_rule_since_auto_still_asks() {
+        let create = call("mcp__github__create_issue", serde_json::json!({"title": "x"}));
+        assert_eq!(
+            remedy(true, &create),
+            "--yolo, or the rule `tool_rule(name=\"mcp__github__create_issue\", \
+             decision=\"allow\")` in /home/u/.keel/rules/allow.rules"
+        );
     }
 
     #[test]

@@ -345,6 +345,7 @@ impl Session {
                     final_text: None,
                     usage: Usage::default(),
                     error: Some(message),
+                    declined: Vec::new(),
                 });
             }
         };

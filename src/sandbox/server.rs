@@ -71,10 +71,9 @@ pub fn spawn_server(spec: &ServerSpec) -> Result<ServerProcess, SandboxError> {
     }
     let mut command = Command::new(&spec.program);
     command.args(&spec.args);
-    for name in super::env_filter::stripped_names() {
-        command.env_remove(name);
-    }
     command
+        .env_clear()
+        .envs(super::env_filter::child_env(super::EnvBase::Filtered))
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::piped())
