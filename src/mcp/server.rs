@@ -154,6 +154,14 @@ impl Server {
         let limit = self.config.startup_timeout.max(LATE_START_LIMIT);
         let outcome = self.connect(limit).await;
         let mut link = self.link.lock().await;
+        if let (Link::Down { crashed: false, failures: 0, .. }, Ok(live)) = (&*link, &outcome) {
+            // The session ended while the server was starting: stop it
+            // now rather than leave it to a SIGKILL when it is dropped.
+            live.conn.close().await;
+            drop(link);
+            self.settled.send_replace(true);
+            return;
+        }
         *link = match outcome {
             Ok(live) => {
                 self.set_status(ServerState::Ready, None, Some(&live));
