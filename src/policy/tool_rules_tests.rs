@@ -10,8 +10,7 @@ tool_rule(name = "mcp__docs__*", decision = "prompt")
 fn policy(mode: ApprovalMode) -> Policy {
     let mut rules = RuleSet::default();
     rules.load("user.rules", RULES, Origin::User).unwrap();
-    let paths =
-        PathContext { home: "/home/u".into(), workspace_root: "/ws".into(), cwd: "/ws".into() };
+    let paths = PathContext::new("/home/u", "/ws", "/ws");
     Policy::new(rules, mode, paths)
 }
 
@@ -97,8 +96,7 @@ fn a_projects_allow_counts_only_once_trusted() {
     let mut rules = RuleSet::default();
     let text = "tool_rule(name = \"mcp__x__*\")\ntool_rule(name = \"mcp__y__*\", decision = \"forbidden\")";
     rules.load(".keel/rules/local.rules", text, Origin::Project).unwrap();
-    let paths =
-        PathContext { home: "/home/u".into(), workspace_root: "/ws".into(), cwd: "/ws".into() };
+    let paths = PathContext::new("/home/u", "/ws", "/ws");
     let mut policy = Policy::new(rules, ApprovalMode::Ask, paths);
     let verdict = |policy: &Policy, tool| {
         evaluate_tool(policy, &Allowlist::default(), tool, ToolClass::Mutating).decision
