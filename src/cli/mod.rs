@@ -7,6 +7,7 @@ mod completion_cmd;
 mod demo_cmd;
 mod exec_cmd;
 mod mcp_cmd;
+mod mcp_server_cmd;
 mod policy_cmd;
 mod replay_cmd;
 mod resume_cmd;
@@ -84,7 +85,15 @@ pub struct ModelArgs {
     pub max_tokens: Option<u64>,
 }
 
-/// The approval mode to start in (`keel`, `keel resume`, `keel exec`).
+/// `keel mcp-server`.
+#[derive(Debug, Args)]
+pub struct McpServerArgs {
+    #[command(flatten)]
+    pub mode: ModeArgs,
+}
+
+/// The approval mode to start in (`keel`, `keel resume`, `keel exec`,
+/// `keel mcp-server`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct ModeArgs {
     /// Let workspace writes and sandboxed commands run without asking
@@ -149,6 +158,11 @@ pub enum Command {
     },
     /// MCP servers: list (with status and tools), get, add, remove.
     Mcp(mcp_cmd::McpArgs),
+    /// Serve keel itself over MCP (stdio): one tool, `keel`, that runs a
+    /// task headless in this folder (or one inside it) and returns the
+    /// result, so other agents can use keel. The mode is set here, never by
+    /// the calling agent; what needs approval is declined and listed.
+    McpServer(McpServerArgs),
     /// Internal: apply the landlock sandbox to itself, then run a command.
     #[command(hide = true)]
     SandboxExec(sandbox_cmd::SandboxExecArgs),
@@ -301,6 +315,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),
         Some(Command::Mcp(args)) => mcp_cmd::run(cli.model.overrides(), args).await,
+        Some(Command::McpServer(args)) => mcp_server_cmd::run(&cli.model, &args.mode).await,
         Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),
         None => tui_cmd::run(&cli.model, &cli.mode, cli.prompt).await,
     }

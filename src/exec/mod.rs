@@ -98,6 +98,45 @@ pub async fn run(
     } else {
         Box::new(HumanPrinter::stderr())
     };
+    let Headless { status, line, shown_error } =
+        run_headless(settings, &options, sink, &cancel).await;
+    if let (Some(path), Some(text)) = (&options.last_message_file, &line.final_text) {
+        if let Err(error) = std::fs::write(path, text) {
+            let mut line = line;
+            line.status = "failed";
+            line.error =
+                Some(format!("cannot write the last message to {}: {error}", path.display()));
+            report(&line, options.json, None);
+            return ExitStatus::Failed;
+        }
+    }
+    let mut human_line = line.clone();
+    if !options.json && human_line.error.is_some() && human_line.error == shown_error {
+        human_line.error = None;
+    }
+    report(if options.json { &line } else { &human_line }, options.json, Some(status));
+    status
+}
+
+/// How a headless run ended: its exit status, its `result` line, and the
+/// turn's own error when the sink was already shown it.
+pub struct Headless {
+    pub status: ExitStatus,
+    pub line: ResultLine,
+    pub shown_error: Option<String>,
+}
+
+/// Runs one headless turn (or finishes a resumed one) with `sink` seeing
+/// its events; writes nothing itself. `keel exec` reports the result,
+/// `keel mcp-server` returns it to its client.
+pub async fn run_headless(
+    settings: &Settings,
+    options: &ExecOptions,
+    sink: Box<dyn EventSink>,
+    cancel: &CancellationToken,
+) -> Headless {
+    let failed =
+        |line: ResultLine| Headless { status: ExitStatus::Failed, line, shown_error: None };
     let session_options = SessionOptions {
         approval: options.approval.unwrap_or(ApprovalMode::Ask),
         cwd: options.cwd.clone(),
@@ -119,8 +158,7 @@ pub async fn run(
                 | RuntimeError::AmbiguousLog { .. } => ExitStatus::Failed,
             };
             let line = ResultLine::failure(error.to_string());
-            report(&line, options.json, None);
-            return status;
+            return Headless { status, line, shown_error: None };
         }
     };
     if let (Some(mode), Some(_)) = (options.approval, &options.resume) {
@@ -129,17 +167,16 @@ pub async fn run(
     if let Some(review) = options.plan_review {
         session.set_plan_review(review);
     }
-    let prompt = match review_waiting_plan(&mut session, &options) {
+    let prompt = match review_waiting_plan(&mut session, options) {
         Ok(prompt) => prompt,
         Err(message) => {
             let mut line = ResultLine::failure(message);
             line.session_id = Some(session.id().to_owned());
             line.log_path = Some(session.log_path().to_owned());
-            report(&line, options.json, None);
-            return ExitStatus::Failed;
+            return failed(line);
         }
     };
-    let summary = run_turns(&mut session, prompt, &cancel).await;
+    let summary = run_turns(&mut session, prompt, cancel).await;
     // A turn's own error was shown as it happened (`RuntimeEvent::Error`).
     let shown_error =
         summary.as_ref().ok().and_then(Option::as_ref).and_then(|summary| summary.error.clone());
@@ -170,7 +207,7 @@ pub async fn run(
                 error: None,
                 declined: Vec::new(),
             });
-            let (name, final_text) = workflow_status(&session, &options, &summary);
+            let (name, final_text) = workflow_status(&session, options, &summary);
             let status = match name {
                 "completed" | "unverified" | "plan_ready" => ExitStatus::Done,
                 "needs_approval" => ExitStatus::NeedsApproval,
@@ -226,22 +263,7 @@ pub async fn run(
             (ExitStatus::Failed, line)
         }
     };
-    if let (Some(path), Some(text)) = (&options.last_message_file, &line.final_text) {
-        if let Err(error) = std::fs::write(path, text) {
-            let mut line = line;
-            line.status = "failed";
-            line.error =
-                Some(format!("cannot write the last message to {}: {error}", path.display()));
-            report(&line, options.json, None);
-            return ExitStatus::Failed;
-        }
-    }
-    let mut human_line = line.clone();
-    if !options.json && human_line.error.is_some() && human_line.error == shown_error {
-        human_line.error = None;
-    }
-    report(if options.json { &line } else { &human_line }, options.json, Some(status));
-    status
+    Headless { status, line, shown_error }
 }
 
 /// How the session's last turn ended, as `keel sessions` says it

@@ -20,6 +20,7 @@ mod layers;
 mod limits_e2e;
 mod mcp_faults;
 mod mcp_npm;
+mod mcp_server;
 mod mcp_session;
 mod mcp_support;
 mod parallel_reads;
