@@ -19,6 +19,7 @@ mod jail_fixture;
 mod layers;
 mod limits_e2e;
 mod mcp_faults;
+mod mcp_http;
 mod mcp_npm;
 mod mcp_server;
 mod mcp_session;

@@ -1,0 +1,94 @@
+//! A streamable HTTP server's side of the wire as keel speaks it: every
+//! request carries the bearer token read from `bearer_token_env_var` and
+//! the configured `http_headers` (a minimal MCP endpoint on wiremock).
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use super::mcp_support::write_config;
+use super::support::Sandbox;
+
+/// Answers `initialize` and `tools/list`, accepts notifications, and has no
+/// server-to-client stream (GET: 405, as the spec allows).
+struct Endpoint;
+
+impl Respond for Endpoint {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let message: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let result = match message["method"].as_str() {
+            Some("initialize") => json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "remote", "version": "1"},
+            }),
+            Some("tools/list") => json!({"tools": [
+                {"name": "whoami", "inputSchema": {"type": "object"},
+                 "annotations": {"readOnlyHint": true}},
+            ]}),
+            _ => return ResponseTemplate::new(202),
+        };
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "application/json")
+            .set_body_json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+    }
+}
+
+#[tokio::test]
+async fn every_request_carries_the_bearer_token_and_the_configured_headers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).and(path("/mcp")).respond_with(Endpoint).mount(&server).await;
+    Mock::given(method("GET"))
+        .and(path("/mcp"))
+        .respond_with(ResponseTemplate::new(405))
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    write_config(
+        &sandbox,
+        &format!(
+            "[mcp_servers.remote]\nurl = \"{}/mcp\"\nbearer_token_env_var = \"REMOTE_TOKEN\"\n\
+             http_headers = {{ \"X-Team\" = \"keel\" }}\n",
+            server.uri()
+        ),
+    );
+    let listed =
+        sandbox.keel().env("REMOTE_TOKEN", "s3cret").args(["mcp", "list", "--json"]).output();
+    let listed = listed.unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(
+        listed.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let servers: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(servers[0]["status"], "ready", "{servers}");
+    assert!(servers[0].to_string().contains("whoami"), "{servers}");
+
+    let requests = server.received_requests().await.unwrap();
+    let posts: Vec<&Request> = requests.iter().filter(|r| r.method.as_str() == "POST").collect();
+    let methods: Vec<String> = posts
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["method"].to_string())
+        .collect();
+    assert!(methods.len() >= 3, "initialize, initialized, tools/list: {methods:?}");
+    for request in &requests {
+        let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+        assert_eq!(
+            header("authorization"),
+            Some("Bearer s3cret"),
+            "{} {methods:?}",
+            request.method
+        );
+        assert_eq!(header("x-team"), Some("keel"), "{} {methods:?}", request.method);
+    }
+
+    // No token in the environment: the server is reported, not called
+    // without its credentials.
+    let unset = sandbox.keel().args(["mcp", "list", "--json"]).output().unwrap();
+    let servers: Value = serde_json::from_slice(&unset.stdout).unwrap();
+    assert_ne!(servers[0]["status"], "ready", "{servers}");
+    assert!(servers[0].to_string().contains("REMOTE_TOKEN"), "{servers}");
+    assert_eq!(server.received_requests().await.unwrap().len(), requests.len());
+}
