@@ -154,7 +154,7 @@ impl HumanPrinter {
                 delay.as_secs_f64(),
                 for_terminal(&reason)
             )),
-            RuntimeEvent::McpServerStatus { server, status, tools, error, log } => {
+            RuntimeEvent::McpServerStatus { server, status, tools, error, log, prompts: _ } => {
                 let log =
                     log.map(|log| format!(" (its log: {})", log.display())).unwrap_or_default();
                 let error = error.map(|e| format!(": {}", for_terminal(&e))).unwrap_or_default();

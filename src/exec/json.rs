@@ -121,7 +121,7 @@ impl EventSink for JsonPrinter {
             RuntimeEvent::Error { message } => {
                 self.write(&json!({"type": "error", "message": message}));
             }
-            RuntimeEvent::McpServerStatus { server, status, tools, error, log } => {
+            RuntimeEvent::McpServerStatus { server, status, tools, error, log, prompts: _ } => {
                 self.write(&json!({"type": "mcp_server_status", "server": server,
                     "status": status, "tools": tools, "error": error, "log": log}));
             }

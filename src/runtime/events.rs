@@ -110,6 +110,9 @@ pub enum RuntimeEvent {
         error: Option<String>,
         /// A stdio server's stderr log.
         log: Option<PathBuf>,
+        /// The prompts it offers as slash commands:
+        /// (`/mcp__server__prompt`, description).
+        prompts: Vec<(String, String)>,
     },
     /// A running tool reported progress (an MCP server's
     /// `notifications/progress`).

@@ -100,12 +100,17 @@ impl Session {
             tools: status.tools.clone(),
             error: status.error.clone(),
         })?;
+        let prompts = (self.mcp.hub.prompts().into_iter())
+            .filter(|prompt| prompt.server == status.server)
+            .map(|prompt| (format!("/{}", prompt.command), prompt.description))
+            .collect();
         self.sink.emit(RuntimeEvent::McpServerStatus {
             server: status.server,
             status: state,
             tools: status.tools,
             error: status.error,
             log: status.log,
+            prompts,
         });
         Ok(())
     }

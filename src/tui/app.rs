@@ -461,8 +461,9 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             Level::Warning,
             format!("{} was not run: it needs approval ({})", declined.call.name, declined.reason),
         ),
-        RuntimeEvent::McpServerStatus { server, status, tools, error, log } => {
-            super::mcp_view::on_status(app, server, status, tools, error, log);
+        RuntimeEvent::McpServerStatus { server, status, tools, error, log, prompts } => {
+            let line = super::mcp_view::McpLine { server, status, tools, error, log, prompts };
+            super::mcp_view::on_status(app, line);
         }
         RuntimeEvent::ToolProgress { call_id, progress, total, message } => {
             super::mcp_view::on_progress(app, &call_id, progress, total, message);

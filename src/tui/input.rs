@@ -32,6 +32,9 @@ pub struct Editor {
     pub popup_selected: usize,
     /// Skills (name, description): each is a `/name` command too.
     pub skills: Vec<(String, String)>,
+    /// MCP prompts (`/mcp__server__prompt`, description) of the servers
+    /// that are ready.
+    pub mcp_prompts: Vec<(String, String)>,
 }
 
 impl Editor {
@@ -208,6 +211,7 @@ impl Editor {
             .iter()
             .map(|(name, about)| ((*name).to_owned(), (*about).to_owned()))
             .chain(skills)
+            .chain(self.mcp_prompts.iter().cloned())
             .filter(|(name, _)| name.starts_with(&self.text))
             .collect()
     }

@@ -19,28 +19,25 @@ pub struct McpLine {
     pub tools: Vec<String>,
     pub error: Option<String>,
     pub log: Option<PathBuf>,
+    /// Its prompts as slash commands: (`/mcp__server__prompt`, description).
+    pub prompts: Vec<(String, String)>,
 }
 
-/// A server's status arrived: remembered for `/mcp`, said as a notice.
-pub fn on_status(
-    app: &mut App,
-    server: String,
-    status: String,
-    tools: Vec<String>,
-    error: Option<String>,
-    log: Option<PathBuf>,
-) {
-    let text = match (status.as_str(), &error) {
+/// A server's status arrived: remembered for `/mcp`, its prompts offered
+/// in the slash popup, said as a notice.
+pub fn on_status(app: &mut App, line: McpLine) {
+    let McpLine { server, status, tools, error, .. } = &line;
+    let text = match (status.as_str(), error) {
         ("ready", _) => format!("mcp: {server} ready ({} tools)", tools.len()),
         (_, Some(error)) => format!("mcp: {server} {status}: {error}"),
         (_, None) => format!("mcp: {server} {status}"),
     };
     let level = if status == "ready" { Level::Info } else { Level::Warning };
-    let line = McpLine { server, status, tools, error, log };
     match app.mcp.iter_mut().find(|known| known.server == line.server) {
         Some(known) => *known = line,
         None => app.mcp.push(line),
     }
+    app.editor.mcp_prompts = app.mcp.iter().flat_map(|server| server.prompts.clone()).collect();
     app.notice(level, text);
 }
 
@@ -79,6 +76,7 @@ pub fn show(app: &mut App) -> Vec<Command> {
         }
         lines.push(line);
         lines.extend(server.tools.iter().map(|tool| format!("  {tool}")));
+        lines.extend(server.prompts.iter().map(|(command, _)| format!("  {command} (prompt)")));
     }
     app.notice(Level::Info, format!("MCP servers:\n{}", lines.join("\n")));
     Vec::new()
@@ -123,6 +121,11 @@ mod tests {
             },
             error: error.map(str::to_owned),
             log: (status == "failed").then(|| PathBuf::from("/k/logs/mcp/s/bad.log")),
+            prompts: if status == "ready" {
+                vec![(format!("/mcp__{server}__review"), "review a file".into())]
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -139,9 +142,26 @@ mod tests {
         super::super::slash::run(&mut app, "/mcp");
         let listing = notices(&app).last().cloned().unwrap();
         assert!(
-            listing.starts_with("MCP servers:\ngood · ready\n  mcp__good__echo\nbad · ready"),
+            listing.starts_with(
+                "MCP servers:\ngood · ready\n  mcp__good__echo\n  /mcp__good__review (prompt)\n\
+                 bad · ready"
+            ),
             "{listing}"
         );
+    }
+
+    #[test]
+    fn a_ready_server_s_prompts_are_offered_in_the_slash_popup() {
+        let mut app = App::new(Theme::default(), ApprovalMode::Ask);
+        app.editor.insert("/mcp__");
+        assert!(app.editor.completions(&[]).is_empty());
+        update(&mut app, status("docs", "ready", None));
+        update(&mut app, status("bad", "failed", Some("no such file")));
+        let offered = app.editor.completions(&[]);
+        assert_eq!(offered, [("/mcp__docs__review".to_owned(), "review a file".to_owned())]);
+        // A server that crashes takes its prompts with it.
+        update(&mut app, status("docs", "crashed", Some("exited")));
+        assert!(app.editor.completions(&[]).is_empty());
     }
 
     #[test]

@@ -150,6 +150,14 @@ async fn an_interrupt_cancels_a_running_mcp_call_with_notifications_cancelled() 
         _ => None,
     });
     assert_eq!(progress, Some((1.0, Some(2.0), Some("halfway".to_owned()))));
+    // The ready status offers the server's prompt as a slash command.
+    let prompts = events.iter().find_map(|event| match event {
+        RuntimeEvent::McpServerStatus { status, prompts, .. } if status == "ready" => {
+            Some(prompts.clone())
+        }
+        _ => None,
+    });
+    assert_eq!(prompts, Some(vec![("/mcp__fault__review".to_owned(), "Review a file".to_owned())]));
     let received = recorded(&record);
     let call_id = received.iter().find(|m| m["method"] == "tools/call").unwrap()["id"].clone();
     let cancelled = received
