@@ -2,7 +2,7 @@
 //! (`tests/fixtures/mcp/fault_server.py`): one that works, and ones that
 //! never answer `initialize`, speak an unknown protocol, die mid-call,
 //! return 10 MB, send invalid JSON, page their tool list, or are defined by
-//! an untrusted project.
+//! an untrusted project, or fail to start (said once on stderr, with the log).
 
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -405,4 +405,32 @@ fn add_and_remove_edit_the_user_config() {
     assert!(!text.contains("docs") && text.contains("[mcp_servers.web]"), "{text}");
     let missing = sandbox.keel().args(["mcp", "remove", "docs"]).output().unwrap();
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no MCP server named `docs`"));
+}
+
+#[tokio::test]
+async fn a_server_that_fails_to_start_is_said_once_on_stderr_with_its_log() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let script = "import sys; sys.stderr.write('boom: no token configured\\n'); sys.exit(3)";
+    write_config(
+        &sandbox,
+        &format!("[mcp_servers.broken]\ncommand = {python:?}\nargs = [\"-c\", {script:?}]\n"),
+    );
+    let model = scripted_model(Wire::Chat, &[Step::Answer("fine without it".into())]).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", model.uri()), "go"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "fine without it\n");
+    let warnings: Vec<&str> =
+        stderr.lines().filter(|line| line.starts_with("warning: mcp server broken")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("broken failed"), "{stderr}");
+    let log = warnings[0].split("(its log: ").nth(1).unwrap().trim_end_matches(')');
+    let logged = std::fs::read_to_string(log).unwrap();
+    assert!(logged.contains("boom: no token configured"), "{logged}");
 }
