@@ -194,7 +194,9 @@ impl KeelServer {
             crate::exec::run_headless(&settings, &options, Box::new(Silent), cancel).await;
         let text = answer_text(&line);
         let mut result = match line.status {
-            "failed" => CallToolResult::error(vec![ContentBlock::text(text)]),
+            "failed" | "budget_exceeded" | "stuck" => {
+                CallToolResult::error(vec![ContentBlock::text(text)])
+            }
             _ => CallToolResult::success(vec![ContentBlock::text(text)]),
         };
         result.structured_content = Some(line.to_json());

@@ -136,7 +136,9 @@ pub fn evaluate_tool(
         }
         Some(_) | None => by_class(policy, allowlist, tool, class, strictest.is_some()),
     };
-    Verdict { decision, matched, suggested_prefix: None }
+    // An MCP tool is never proven read-only by its arguments: its class (the
+    // server's annotation) decides how it is scheduled.
+    Verdict { decision, matched, suggested_prefix: None, read_only: false }
 }
 
 /// The decision when no rule forbids or asks: `allowed` is whether an

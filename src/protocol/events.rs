@@ -356,7 +356,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 27] = [
+    pub const TYPES: [&'static str; 29] = [
         "session_started",
         "session_resumed",
         "user_message",
