@@ -57,8 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn config() -> LoopConfig {
     LoopConfig {
         model: "m".into(),
-        instructions: String::new(),
-        skills_index: String::new(),
+        prefix: keel::protocol::PrefixSections::default(),
         tools: Vec::new(),
         tool_classes: BTreeMap::from([("read_file".to_owned(), ToolClass::ReadOnly)]),
         policy: Policy::new(

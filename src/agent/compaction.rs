@@ -306,7 +306,8 @@ fn last_check(items: &[Item], verify_commands: &[String]) -> Option<Option<Strin
             | Item::User { .. }
             | Item::Assistant { .. }
             | Item::Reasoning(_)
-            | Item::ToolResult(_) => None,
+            | Item::ToolResult(_)
+            | Item::Context { .. } => None,
         })
         .filter(|call| {
             let arguments: serde_json::Value =
@@ -323,7 +324,8 @@ fn last_check(items: &[Item], verify_commands: &[String]) -> Option<Option<Strin
             | Item::User { .. }
             | Item::Assistant { .. }
             | Item::Reasoning(_)
-            | Item::ToolCall(_) => None,
+            | Item::ToolCall(_)
+            | Item::Context { .. } => None,
         })
     })?;
     let passed = !result.is_error && result.output.starts_with("exit code: 0\n");

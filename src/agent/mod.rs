@@ -7,8 +7,10 @@
 //! tool call the model makes gets exactly one result in the history, in
 //! call order, whatever happens (denial, error, interrupt, step limit).
 
+mod announce;
 mod budget;
 mod compaction;
+mod harness;
 mod rebuild;
 mod runaway;
 mod schedule;
@@ -22,8 +24,10 @@ pub use budget::{
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
     SpendLimits, SpendStatus, usd,
 };
+pub use harness::{HarnessOutcome, harness_specs, rejection_text};
 pub use rebuild::{
-    CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt, reconcile,
+    CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt,
+    WorkflowSetup, reconcile,
 };
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
@@ -31,7 +35,7 @@ pub use state::{
     CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState, PendingCompaction,
 };
 pub use step::{Effect, Input, step};
-pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, harness_specs, rejection_text};
+pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, shipped_rules};
 
 #[cfg(test)]
 mod budget_tests;

@@ -31,8 +31,11 @@
 //! each such repair said in [`Rebuilt::notes`].
 
 use crate::policy::{ApprovalMode, ApprovalScope};
-use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
+use crate::protocol::{
+    EventRecord, Item, PrefixSections, SessionEvent, ToolCall, ToolResult, Usage,
+};
 
+use super::announce::context_item;
 use super::budget::SpendLimits;
 use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
@@ -41,6 +44,30 @@ use super::step::{Effect, Input, batches, step};
 use super::turn_calls::TurnCalls;
 use super::workflow::WorkflowState;
 use crate::plan::{PhaseRules, PlanState, PlanStatus};
+
+/// How a session's workflow is set up from its settings: a project's
+/// phase rules and the check commands it configures, detects and names.
+/// Start and resume apply the same setup.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkflowSetup {
+    pub rules: Option<PhaseRules>,
+    pub verify_commands: Vec<String>,
+    pub detected_checks: Vec<String>,
+    pub named_checks: Vec<String>,
+}
+
+impl WorkflowSetup {
+    /// Sets `workflow` up (rules first, keeping the plan requirement).
+    pub fn apply(self, workflow: &mut WorkflowState) {
+        if let Some(rules) = self.rules {
+            let plan_required = workflow.flow.plan_required;
+            *workflow = WorkflowState::with_rules(rules, plan_required);
+        }
+        workflow.verify_commands = self.verify_commands;
+        workflow.detected_checks = self.detected_checks;
+        workflow.named_checks = self.named_checks;
+    }
+}
 
 /// What the log says about the session besides the loop state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,6 +80,10 @@ pub struct LogFacts {
     pub next_seq: u64,
     /// The last turn a workspace checkpoint was recorded for (0: none).
     pub checkpointed_turn: u32,
+    /// The latest recorded request prefix: its instruction sections and
+    /// the digest of its tools (`None`: a log from before prefixes were
+    /// recorded).
+    pub prefix: Option<(PrefixSections, String)>,
 }
 
 /// A file a started call was about to change, as recorded.
@@ -141,18 +172,8 @@ impl Rebuilder {
 
     /// Uses a project's phase rules, `verify.commands` and detected checks
     /// (as the live session did) before any record is folded.
-    pub fn configure_workflow(
-        &mut self,
-        rules: Option<PhaseRules>,
-        verify_commands: Vec<String>,
-        detected_checks: Vec<String>,
-    ) {
-        if let Some(rules) = rules {
-            let plan_required = self.state.workflow.flow.plan_required;
-            self.state.workflow = WorkflowState::with_rules(rules, plan_required);
-        }
-        self.state.workflow.verify_commands = verify_commands;
-        self.state.workflow.detected_checks = detected_checks;
+    pub fn configure_workflow(&mut self, setup: WorkflowSetup) {
+        setup.apply(&mut self.state.workflow);
     }
 
     /// Applies one record.
@@ -167,6 +188,11 @@ impl Rebuilder {
             }
             SessionEvent::ModeChanged { mode } => self.set_mode(&mode),
             SessionEvent::ModelChanged { model } => self.state.config.model = model,
+            SessionEvent::PromptPrefix { sections, tools_digest, .. } => {
+                self.state.config.prefix = sections.clone();
+                self.facts.prefix = Some((sections, tools_digest));
+            }
+            SessionEvent::ContextUpdated { parts } => self.state.items.push(context_item(parts)),
             SessionEvent::SessionResumed { provider, model, .. } => {
                 self.facts.provider = provider;
                 self.facts.model = model;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
-use crate::protocol::{Item, ToolClass, ToolSpec, Usage};
+use crate::protocol::{Item, PrefixSections, ToolClass, ToolSpec, Usage};
 
 use super::budget::{Limits, SpendLimits};
 use super::runaway::RunawayState;
@@ -16,11 +16,10 @@ use super::workflow::WorkflowState;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopConfig {
     pub model: String,
-    /// The head of the instructions: core rules, environment, AGENTS.md,
-    /// memory index (and context SessionStart hooks added).
-    pub instructions: String,
-    /// The skills index, after the mode block (see `build_request`).
-    pub skills_index: String,
+    /// The instructions every request starts with (core rules, AGENTS.md,
+    /// memory index, skills index), fixed for the session: what changes
+    /// later is announced in the history (`agent::announce`).
+    pub prefix: PrefixSections,
     pub tools: Vec<ToolSpec>,
     /// Access class per tool name; unknown names count as read-only (they
     /// never run, they only produce an error result).
@@ -101,6 +100,15 @@ pub struct LoopState {
     pub logged_limits: SpendLimits,
     /// Repeated and failing calls of the current turn.
     pub runaway: RunawayState,
+    /// The environment block as the driver last saw it (git status, date,
+    /// …); announced when it differs from what the model was told.
+    pub environment: String,
+    /// The AGENTS.md, memory and skills sections as last read again (after
+    /// a summary, on resume); announced where they differ from what is in
+    /// force. `None`: nothing read since the prefix was built.
+    pub observed: Option<PrefixSections>,
+    /// Context SessionStart hooks added, waiting for the next request.
+    pub hook_context: Vec<String>,
 }
 
 /// How far the history was compacted within one step.
@@ -165,6 +173,9 @@ impl LoopState {
             largest_output_tokens: 0,
             logged_limits: SpendLimits::default(),
             runaway: RunawayState::default(),
+            environment: String::new(),
+            observed: None,
+            hook_context: Vec::new(),
         }
     }
 

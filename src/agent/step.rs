@@ -2,18 +2,19 @@
 //! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
 
 use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
-use crate::prompts::mode_block;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolResult, TurnOutcome,
     Usage,
 };
 
+use super::announce::announce;
 use super::budget::{self, BudgetHit, SpendLimits};
 use super::compaction;
+use super::harness::{self, HarnessOutcome};
 use super::runaway::{self, Ran, RunawayVerdict};
 use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
-use super::workflow::{self, HARNESS_TOOLS, HarnessOutcome};
+use super::workflow::HARNESS_TOOLS;
 
 /// Something that happened, fed to [`step`] by the driver.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,11 +203,14 @@ fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) {
     state.pending.clear();
     state.runaway = Default::default();
     effects.push(Effect::Record(SessionEvent::TurnStarted { turn: state.turn }));
-    effects.push(Effect::Record(SessionEvent::UserMessage { text: text.clone() }));
-    state.items.push(Item::User { text });
     if state.workflow.finished() {
         effects.extend(state.workflow.restart().map(Effect::Record));
     }
+    // What changed since the last turn (environment, mode, phase) comes
+    // before the request it applies to.
+    announce(state, effects);
+    effects.push(Effect::Record(SessionEvent::UserMessage { text: text.clone() }));
+    state.items.push(Item::User { text });
     infer(state, effects);
 }
 
@@ -227,9 +231,12 @@ fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
 
 /// Sends the request for the current state, unless it would take the
 /// session past a spend limit (then the front end is asked to raise it);
-/// every [`Effect::CallModel`] of a turn goes through here.
+/// every [`Effect::CallModel`] of a turn goes through here. What changed
+/// is announced first (appended to the history), so the projection counts
+/// it and the request carries it.
 pub(super) fn send_request(state: &mut LoopState, effects: &mut Vec<Effect>) {
     budget::record_limits(state, effects);
+    announce(state, effects);
     if let Some(hit) = budget::check(state) {
         budget::stop(state, hit, effects);
         return;
@@ -237,18 +244,13 @@ pub(super) fn send_request(state: &mut LoopState, effects: &mut Vec<Effect>) {
     effects.push(Effect::CallModel(build_request(state)));
 }
 
-/// The request for the current state: the instructions in assembly order
-/// (head, mode and permissions, skills index, phase guidance with tasks
-/// last), the whole history, every tool.
+/// The request for the current state: every tool, the session's fixed
+/// instructions, then the whole history. Nothing in it but the history
+/// changes during a session (see `agent::announce`).
 pub(super) fn build_request(state: &LoopState) -> ModelRequest {
-    let policy = &state.config.policy;
-    let mut instructions = state.config.instructions.clone();
-    instructions.push_str(&mode_block(policy.mode.as_str(), policy.sandboxed));
-    instructions.push_str(&state.config.skills_index);
-    instructions.push_str(&state.workflow.guidance());
     ModelRequest {
         model: state.config.model.clone(),
-        instructions,
+        instructions: state.config.prefix.text(),
         items: state.items.clone(),
         tools: state.config.tools.clone(),
         max_output_tokens: None,
@@ -410,7 +412,7 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
 /// Answers the harness call at the front of `pending`. Returns whether the
 /// loop now waits (a plan review) or the turn ended (stop after the plan).
 fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> bool {
-    match workflow::answer(&mut state.workflow, &call) {
+    match harness::answer(&mut state.workflow, &call) {
         HarnessOutcome::Answered { events, result } => {
             state.pending.pop_front();
             effects.extend(events.into_iter().map(Effect::Record));
@@ -456,7 +458,7 @@ fn on_approval(
     if let Some(Batch::Harness { call }) = state.pending.front().cloned() {
         if call.call_id == call_id {
             state.pending.pop_front();
-            let (event, result) = workflow::review(&mut state.workflow, call_id, approved, note);
+            let (event, result) = harness::review(&mut state.workflow, call_id, approved, note);
             effects.push(Effect::Record(event));
             leave_plan_mode(state, effects);
             record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);

@@ -159,7 +159,15 @@ fn declined_call_tells_the_model_why_and_the_loop_goes_on() {
         },
     );
     assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
-    let Some(Item::ToolResult(result)) = state.items.last() else { panic!() };
+    let result = state.items.iter().rev().find_map(|item| match item {
+        Item::ToolResult(result) => Some(result),
+        Item::User { .. }
+        | Item::Assistant { .. }
+        | Item::Reasoning(_)
+        | Item::ToolCall(_)
+        | Item::Context { .. } => None,
+    });
+    let Some(result) = result else { panic!("no result in {:?}", state.items) };
     assert!(result.is_error);
     assert!(result.output.contains("--full-auto"), "{}", result.output);
 }
@@ -234,7 +242,10 @@ fn unanswered_calls(items: &[Item]) -> Vec<String> {
         match item {
             Item::ToolCall(c) => open.push(c.call_id.clone()),
             Item::ToolResult(r) => open.retain(|id| *id != r.call_id),
-            Item::User { .. } | Item::Assistant { .. } | Item::Reasoning(_) => {}
+            Item::User { .. }
+            | Item::Assistant { .. }
+            | Item::Reasoning(_)
+            | Item::Context { .. } => {}
         }
     }
     open

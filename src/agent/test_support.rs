@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::policy::{ApprovalMode, PathContext, Policy, RuleSet};
-use crate::protocol::{ToolCall, ToolClass};
+use crate::protocol::{PrefixSections, ToolCall, ToolClass};
 
 use super::LoopConfig;
 
@@ -22,8 +22,7 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
     ]);
     LoopConfig {
         model: "m".into(),
-        instructions: "be helpful".into(),
-        skills_index: String::new(),
+        prefix: PrefixSections { core: "be helpful".into(), ..PrefixSections::default() },
         tools: Vec::new(),
         tool_classes,
         policy: Policy::new(RuleSet::default(), approval, paths()),

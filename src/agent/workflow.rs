@@ -1,27 +1,24 @@
 //! The workflow inside the loop: phase enforcement for every call, the
-//! harness tools `set_phase`, `submit_plan` and `todo_write` (answered here,
-//! never by the tool runtime), and what finished calls mean for the
-//! verification gate.
+//! guidance the model reads about the phase it is in, and what finished
+//! calls mean for the verification gate. The harness tools themselves are
+//! answered in `agent::harness`.
 //!
 //! Invariants: pure. A call the current phase does not allow either moves
 //! the workflow implicitly along a legal edge whose gates hold (e.g. the
 //! first `write_file` in `orient` enters `implement`, recorded as a
 //! `phase_changed`), or is refused with the phase and the allowed moves;
 //! it never runs. No implicit move leaves a phase where plans are
-//! submitted: there a write is refused until the model moves on with
-//! `set_phase` (and the plan gate, when a plan is required, holds). Model
-//! input never panics: bad arguments become an error result. The plan's
-//! path is empty here; the driver saves the plan under `.keel/plans/` and
-//! fills the path in before the line is logged.
-
-use serde::Deserialize;
+//! submitted while the plan is not approved: there a write is refused until
+//! the model moves on with `set_phase` (and the plan gate, when a plan is
+//! required, holds). The guidance says exactly this, naming tools (never
+//! internal classes), and names the checks that open the gate.
 
 use crate::plan::{
-    DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
-    is_verification_command, runs_check, tool_kind,
+    CheckVerdict, DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
+    judge, runs_check, tool_kind,
 };
-use crate::protocol::{SessionEvent, ToolCall, ToolResult, ToolSpec};
-use crate::tasks::{self, Task};
+use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::tasks::Task;
 
 /// Names of the tools answered by the loop itself.
 pub const HARNESS_TOOLS: [&str; 3] = ["set_phase", "submit_plan", "todo_write"];
@@ -49,11 +46,13 @@ pub struct WorkflowState {
     /// The project's own checks (`cargo test`, `make test`, …), detected
     /// from its root files; named in the guidance, and they verify.
     pub detected_checks: Vec<String>,
+    /// Checks the project's AGENTS.md names (`checks_named_in`).
+    pub named_checks: Vec<String>,
 }
 
 impl WorkflowState {
     pub fn new(plan_required: bool) -> Self {
-        Self::with_rules(default_rules(), plan_required)
+        Self::with_rules(shipped_rules(), plan_required)
     }
 
     /// A workflow under a project's own rules (`.keel/phases.toml`).
@@ -66,6 +65,7 @@ impl WorkflowState {
             review: PlanReview::Ask,
             verify_commands: Vec::new(),
             detected_checks: Vec::new(),
+            named_checks: Vec::new(),
         }
     }
 
@@ -73,9 +73,9 @@ impl WorkflowState {
         self.rules.rule(&self.flow.phase)
     }
 
-    /// The phase has nowhere to go (deliver): a new turn starts over.
+    /// The turn's work is done here (deliver): a new turn starts over.
     pub fn finished(&self) -> bool {
-        self.rule().is_none_or(|rule| rule.next.is_empty())
+        self.rule().is_none_or(|rule| rule.done || rule.next.is_empty())
     }
 
     /// Back to the start phase for a new task; the plan requirement stays.
@@ -93,44 +93,69 @@ impl WorkflowState {
             self.flow.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Submitted);
         waiting.then(|| {
             self.flow.review_plan(true, None);
-            plan_event(&self.flow)
+            super::harness::plan_event(&self.flow)
         })
     }
 
     /// Rejects a plan waiting for review (`keel exec resume ID
     /// --reject-plan FEEDBACK`); the event to record, if there was one. The
-    /// model stays in the plan phase and reads [`rejection_text`].
+    /// model stays in the plan phase and reads `rejection_text`.
     pub fn reject_submitted(&mut self, feedback: &str) -> Option<SessionEvent> {
         let waiting =
             self.flow.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Submitted);
         waiting.then(|| {
             self.flow.review_plan(false, Some(feedback.to_owned()));
-            plan_event(&self.flow)
+            super::harness::plan_event(&self.flow)
         })
     }
 
-    /// The lines appended to the instructions of every request.
-    pub fn guidance(&self) -> String {
+    /// What the model reads about the workflow where it stands: the phase,
+    /// the tools it allows (of `offered`, the session's tools), how moves
+    /// happen, the phase's guidance and the checks that count. Announced
+    /// as a context update whenever it changes (the task list is not
+    /// here: `todo_write`'s result shows it).
+    pub fn guidance(&self, offered: &[&str]) -> String {
         let phase = &self.flow.phase;
-        let mut text = format!("\n\n# Workflow\n\nCurrent phase: {phase}.");
+        let mut text = format!("# Workflow\n\nPhase: {phase}.");
         if let Some(rule) = self.rule() {
             text.push_str(&format!(" {}", rule.purpose));
-            let kinds: Vec<String> = rule.tools.iter().map(|k| format!("{k:?}")).collect();
-            text.push_str(&format!(" Tool classes allowed: {}.", kinds.join(", ")));
+            let names: Vec<&str> = rule
+                .tools
+                .iter()
+                .flat_map(|kind| kind.tool_names())
+                .filter(|name| offered.contains(name))
+                .copied()
+                .collect();
+            let names: String = names.iter().map(|name| format!("{name}, ")).collect();
+            let names = names.trim_end_matches(", ");
+            let and = if names.is_empty() { "" } else { " and " };
+            text.push_str(&format!(" Tools here: {names}{and}set_phase."));
             if !rule.next.is_empty() {
-                text.push_str(&format!(" Move with set_phase to: {}.", rule.next.join(", ")));
+                text.push_str(&format!(
+                    " Another tool moves you to the first next phase that allows it ({}) when \
+                     that phase's conditions hold, else it is refused with the reason; \
+                     set_phase goes back or moves without a call.",
+                    rule.next.join(", ")
+                ));
             }
         }
         let how = crate::prompts::phase_guidance(phase);
         if !how.is_empty() {
             text.push_str(&format!("\n\n{how}"));
         }
-        text.push_str(&self.checks_guidance());
-        if self.flow.plan_required && !self.flow.plan_approved() {
-            text.push_str(" A plan is required: submit it with submit_plan before changing files.");
+        let checks = self.checks_guidance();
+        if !checks.is_empty() {
+            text.push_str(&format!("\n\n{checks}"));
         }
-        if !self.tasks.is_empty() {
-            text.push_str(&format!("\n\nTasks:\n{}", tasks::summary(&self.tasks)));
+        // The plan phase's own guidance says it already (and so the text
+        // does not change, nor is announced again, when the plan is
+        // approved there).
+        let planning = self.rules.allows(phase, ToolKind::Plan);
+        if self.flow.plan_required && !self.flow.plan_approved() && !planning {
+            text.push_str(
+                "\n\nA plan is required: submit it with submit_plan and wait for its approval \
+                 before changing files.",
+            );
         }
         text
     }
@@ -139,8 +164,7 @@ impl WorkflowState {
     /// not allow moves the workflow to the first next phase that allows it
     /// and whose gates hold; the returned events record such a move.
     pub fn admit(&mut self, call: &ToolCall) -> Result<Vec<SessionEvent>, String> {
-        let path = path_argument(call);
-        let first = match self.flow.check_tool(&self.rules, &call.name, path.as_deref()) {
+        let first = match self.flow.check_tool(&self.rules, &call.name) {
             Ok(()) => return Ok(Vec::new()),
             Err(reason) => reason,
         };
@@ -153,13 +177,17 @@ impl WorkflowState {
             // The model chose to plan: leaving that takes a set_phase, or
             // the user's approval of the plan (then the write may start
             // the implementation).
-            return Err(format!("{first}. Allowed next phases: {}.", next.join(", ")));
+            return Err(format!(
+                "{first}. Submit the plan with submit_plan, or leave with set_phase to one \
+                 of: {}.",
+                next.join(", ")
+            ));
         }
         let mut blocked = Vec::new();
         for target in next.iter().filter(|target| self.rules.allows(target, kind)) {
             let mut moved = self.flow.clone();
             let checked = match moved.request_move(&self.rules, target) {
-                Ok(()) => moved.check_tool(&self.rules, &call.name, path.as_deref()),
+                Ok(()) => moved.check_tool(&self.rules, &call.name),
                 Err(refusal) => Err(refusal.reason),
             };
             match checked {
@@ -171,26 +199,42 @@ impl WorkflowState {
             }
         }
         let moves = if next.is_empty() {
-            format!(" The {} phase is final.", self.flow.phase)
+            format!(" No phase follows {}: this turn cannot use it any more.", self.flow.phase)
+        } else if blocked.is_empty() {
+            format!(
+                " No next phase allows it (next: {}); move with set_phase to a phase that \
+                 does.",
+                next.join(", ")
+            )
         } else {
-            format!(" Allowed next phases: {}.", next.join(", "))
+            String::new()
         };
         Err(format!("{first}.{}{moves}", blocked.concat()))
     }
 
-    /// While implementing or verifying: the checks to run; and which
-    /// checks a next phase needs.
+    /// While implementing or verifying: what counts as a check (this
+    /// project's named ones first); and which checks a next phase needs.
     fn checks_guidance(&self) -> String {
         let quoted = |checks: &[String]| {
             checks.iter().map(|check| format!("`{check}`")).collect::<Vec<_>>().join(", ")
         };
         let mut text = String::new();
         let checks = self.checks();
-        if ["implement", "verify"].contains(&self.flow.phase.as_str()) && !checks.is_empty() {
+        if ["implement", "verify"].contains(&self.flow.phase.as_str()) {
+            let project = if checks.is_empty() {
+                "This project names no check of its own: run its tests the way it runs them, \
+                 or write a quick check and run it."
+                    .to_owned()
+            } else {
+                format!("This project's checks: {}.", quoted(&checks))
+            };
             text.push_str(&format!(
-                " This project's checks: {}; run them in the verify phase after changing files \
-                 (deliver needs one to pass after the last change).",
-                quoted(&checks)
+                "{project} A shell call counts as a check when it runs a test or build \
+                 command (`cargo test`, `pytest`, `npm test`, `go test`, `make`, …), a script \
+                 or file named like a test (`python3 test_calc.py`, `./run_tests.sh`) or one \
+                 of the project's checks, or when you mark it with `verify: true`. It passes \
+                 on exit 0; a check run in any phase counts. Delivering needs one to pass \
+                 after your last change."
             ));
         }
         let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();
@@ -198,8 +242,9 @@ impl WorkflowState {
             let needed = self.rules.rule(&phase).map(|r| r.checks.clone()).unwrap_or_default();
             if !needed.is_empty() {
                 let list = quoted(&needed);
+                let space = if text.is_empty() { "" } else { " " };
                 text.push_str(&format!(
-                    " Entering {phase} needs {list} to pass after the last change."
+                    "{space}Entering {phase} needs {list} to pass after the last change."
                 ));
             }
         }
@@ -211,11 +256,15 @@ impl WorkflowState {
         self.rules.phases.values().flat_map(|rule| &rule.checks)
     }
 
-    /// The phase rules' checks, the configured ones, then the detected
-    /// ones, without repeats.
+    /// The phase rules' checks, the configured ones, the detected ones,
+    /// then those AGENTS.md names, without repeats.
     pub fn checks(&self) -> Vec<String> {
         let mut checks: Vec<String> = Vec::new();
-        let all = self.rule_checks().chain(&self.verify_commands).chain(&self.detected_checks);
+        let all = self
+            .rule_checks()
+            .chain(&self.verify_commands)
+            .chain(&self.detected_checks)
+            .chain(&self.named_checks);
         for check in all {
             if !check.trim().is_empty() && !checks.contains(check) {
                 checks.push(check.clone());
@@ -225,34 +274,18 @@ impl WorkflowState {
     }
 
     /// What a finished call means for the gate: a successful change counts
-    /// as a change, a verification command as a verification.
+    /// as a change, a check as a verification (passing on exit 0, failing
+    /// otherwise), and every other command is noted with why it did not
+    /// count, for the refusal and the `unverified` result.
     pub fn observe(&mut self, call: &ToolCall, result: &ToolResult, meta: &serde_json::Value) {
         if meta.get("kind").and_then(serde_json::Value::as_str) == Some("denied") {
             return;
         }
+        let changed = meta.get("changed").and_then(serde_json::Value::as_bool);
         match tool_kind(&call.name) {
-            ToolKind::Shell => {
-                let command = string_argument(call, "command").unwrap_or_default();
-                let exit = meta.get("exit_code").and_then(serde_json::Value::as_i64);
-                if is_verification_command(&command, &self.checks()) {
-                    if let Some(code) = exit {
-                        let passed = code == 0 && !result.is_error;
-                        let ran: Vec<String> = self
-                            .rule_checks()
-                            .filter(|check| runs_check(&command, check))
-                            .cloned()
-                            .collect();
-                        for check in ran {
-                            self.flow.record_check(&check, passed);
-                        }
-                        self.flow.record_verification(passed);
-                    }
-                } else if meta.get("changed").and_then(serde_json::Value::as_bool) == Some(true) {
-                    self.flow.record_change(None);
-                }
-            }
+            ToolKind::Shell => self.observe_command(call, result, meta, changed == Some(true)),
             ToolKind::Write if !result.is_error => {
-                if meta.get("changed").and_then(serde_json::Value::as_bool) != Some(false) {
+                if changed != Some(false) {
                     self.flow.record_change(path_argument(call).as_deref());
                 }
             }
@@ -263,176 +296,67 @@ impl WorkflowState {
             | ToolKind::Phase => {}
         }
     }
-}
 
-/// What a harness call leads to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HarnessOutcome {
-    /// Answered: record `events`, then the result.
-    Answered { events: Vec<SessionEvent>, result: ToolResult },
-    /// A plan waits for the user's review (the approval path).
-    Review { events: Vec<SessionEvent>, reason: String },
-    /// A plan was submitted and the turn stops for an offline review.
-    Stop { events: Vec<SessionEvent>, result: ToolResult },
-}
-
-/// `note` (in the schema) is for the model's own account; unknown fields
-/// are ignored, so it needs no field here.
-#[derive(Deserialize)]
-struct SetPhaseArgs {
-    phase: String,
-}
-
-#[derive(Deserialize)]
-struct SubmitPlanArgs {
-    plan_markdown: String,
-}
-
-#[derive(Deserialize)]
-struct TodoArgs {
-    todos: Vec<Task>,
-}
-
-/// Answers a harness call (one of [`HARNESS_TOOLS`]).
-pub fn answer(flow: &mut WorkflowState, call: &ToolCall) -> HarnessOutcome {
-    let id = call.call_id.as_str();
-    let refuse = |text: String| HarnessOutcome::Answered {
-        events: Vec::new(),
-        result: ToolResult::error(id, text),
-    };
-    match call.name.as_str() {
-        "set_phase" => match serde_json::from_str::<SetPhaseArgs>(&call.arguments) {
-            Err(error) => refuse(format!("invalid set_phase arguments: {error}")),
-            Ok(SetPhaseArgs { phase }) => set_phase(flow, id, &phase),
-        },
-        "submit_plan" => match serde_json::from_str::<SubmitPlanArgs>(&call.arguments) {
-            Err(error) => refuse(format!("invalid submit_plan arguments: {error}")),
-            Ok(args) if args.plan_markdown.trim().is_empty() => {
-                refuse("the plan is empty; pass it as plan_markdown".to_owned())
-            }
-            Ok(args) => submit_plan(flow, call, args.plan_markdown),
-        },
-        "todo_write" => match serde_json::from_str::<TodoArgs>(&call.arguments) {
-            Err(error) => refuse(format!("invalid todo_write arguments: {error}")),
-            Ok(args) => match tasks::validate(&args.todos) {
-                Err(error) => refuse(format!("task list refused: {error}")),
-                Ok(()) => {
-                    flow.tasks = args.todos;
-                    let task = serde_json::json!({ "tasks": flow.tasks });
-                    HarnessOutcome::Answered {
-                        events: vec![SessionEvent::TaskUpdated { task }],
-                        result: ToolResult::ok(id, tasks::summary(&flow.tasks)),
-                    }
+    fn observe_command(
+        &mut self,
+        call: &ToolCall,
+        result: &ToolResult,
+        meta: &serde_json::Value,
+        changed: bool,
+    ) {
+        let command = string_argument(call, "command").unwrap_or_default();
+        let marked = bool_argument(call, "verify");
+        let exit = meta.get("exit_code").and_then(serde_json::Value::as_i64);
+        let timed_out = meta.get("timed_out").and_then(serde_json::Value::as_bool) == Some(true);
+        match judge(&command, &self.checks(), marked) {
+            CheckVerdict::Check { what } if exit.is_some() || timed_out => {
+                let passed = exit == Some(0) && !result.is_error;
+                let ran: Vec<String> = self
+                    .rule_checks()
+                    .filter(|check| runs_check(&command, check))
+                    .cloned()
+                    .collect();
+                for check in ran {
+                    self.flow.record_check(&check, passed);
                 }
-            },
-        },
-        other => refuse(format!("`{other}` is not a harness tool")),
-    }
-}
-
-fn set_phase(flow: &mut WorkflowState, id: &str, phase: &str) -> HarnessOutcome {
-    let from = flow.flow.phase.clone();
-    match flow.flow.request_move(&flow.rules, phase) {
-        Err(refusal) => HarnessOutcome::Answered {
-            events: Vec::new(),
-            result: ToolResult::error(id, format!("move refused: {refusal}")),
-        },
-        Ok(()) => {
-            let purpose = flow.rule().map(|rule| rule.purpose.clone()).unwrap_or_default();
-            let mut text = format!("now in the {phase} phase: {purpose}");
-            if phase == "deliver" && flow.flow.delivers_unverified() {
-                text.push_str(
-                    " The changes were NOT verified (the verification limit was reached): say so plainly.",
-                );
+                self.flow.record_verification(passed);
+                let outcome = match exit {
+                    _ if passed => format!("passed ({what})"),
+                    Some(code) => format!("failed with exit code {code} ({what})"),
+                    None => format!("timed out ({what})"),
+                };
+                self.flow.note_command(&command, outcome);
             }
-            let events = if from == phase {
-                Vec::new()
-            } else {
-                vec![SessionEvent::PhaseChanged { from, to: phase.to_owned() }]
-            };
-            HarnessOutcome::Answered { events, result: ToolResult::ok(id, text) }
-        }
-    }
-}
-
-fn submit_plan(flow: &mut WorkflowState, call: &ToolCall, text: String) -> HarnessOutcome {
-    let id = call.call_id.as_str();
-    let mut events = match flow.admit(call) {
-        Ok(events) => events,
-        Err(reason) => {
-            return HarnessOutcome::Answered {
-                events: Vec::new(),
-                result: ToolResult::error(id, reason),
-            };
-        }
-    };
-    flow.flow.submit_plan(String::new(), text.clone());
-    if !flow.flow.plan_required {
-        flow.flow.review_plan(true, None);
-    }
-    events.push(plan_event(&flow.flow));
-    if !flow.flow.plan_required {
-        let result = ToolResult::ok(id, "plan recorded; no review is required, go ahead");
-        return HarnessOutcome::Answered { events, result };
-    }
-    match flow.review {
-        PlanReview::Ask => {
-            HarnessOutcome::Review { events, reason: format!("review this plan:\n\n{text}") }
-        }
-        PlanReview::Approve => {
-            flow.flow.review_plan(true, None);
-            events.push(plan_event(&flow.flow));
-            HarnessOutcome::Answered { events, result: ToolResult::ok(id, approved_text()) }
-        }
-        PlanReview::StopAfterSubmit => {
-            let result = ToolResult::ok(id, "plan submitted; the user reviews it later");
-            HarnessOutcome::Stop { events, result }
-        }
-    }
-}
-
-/// The user's answer on a plan under review.
-pub fn review(
-    flow: &mut WorkflowState,
-    call_id: &str,
-    approved: bool,
-    note: Option<String>,
-) -> (SessionEvent, ToolResult) {
-    flow.flow.review_plan(approved, note.clone());
-    let result = if approved {
-        // A note on an approval (e.g. "the user edited the plan file")
-        // reaches the model with the approval.
-        match note.filter(|note| !note.trim().is_empty()) {
-            Some(note) => {
-                ToolResult::ok(call_id, format!("{} Note from the user: {note}", approved_text()))
+            // Started but never finished (cancelled): it says nothing.
+            CheckVerdict::Check { .. } => {}
+            CheckVerdict::Hidden { what } if !changed => self.flow.note_command(
+                &command,
+                format!(
+                    "{what}, but a later part of the command decides its exit code (after \
+                     `;`, `||` or `!`): run the check on its own or join with `&&`"
+                ),
+            ),
+            CheckVerdict::NotACheck if !changed => self.flow.note_command(
+                &command,
+                "not recognised as a check (mark the call with `verify: true` if it checks \
+                 the change)"
+                    .to_owned(),
+            ),
+            CheckVerdict::Hidden { .. } | CheckVerdict::NotACheck => {
+                self.flow.record_change(None);
             }
-            None => ToolResult::ok(call_id, approved_text()),
         }
-    } else {
-        let feedback = note.unwrap_or_else(|| "no feedback given".to_owned());
-        ToolResult::error(call_id, rejection_text(&feedback))
-    };
-    (plan_event(&flow.flow), result)
+    }
 }
 
-/// What the model reads when the user rejects its plan, live (the
-/// `submit_plan` result) or in a later run (the next prompt).
-pub fn rejection_text(feedback: &str) -> String {
-    format!("plan rejected: {feedback}. Revise it and submit it again.")
-}
-
-fn approved_text() -> &'static str {
-    "plan approved: move to implement with set_phase and follow it"
-}
-
-fn plan_event(flow: &Workflow) -> SessionEvent {
-    let plan = serde_json::to_value(&flow.plan).unwrap_or(serde_json::Value::Null);
-    SessionEvent::PlanUpdated { plan }
-}
-
-fn string_argument(call: &ToolCall, key: &str) -> Option<String> {
+pub(super) fn string_argument(call: &ToolCall, key: &str) -> Option<String> {
     let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
     args.get(key).and_then(serde_json::Value::as_str).map(str::to_owned)
+}
+
+fn bool_argument(call: &ToolCall, key: &str) -> bool {
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    args.get(key).and_then(serde_json::Value::as_bool) == Some(true)
 }
 
 fn path_argument(call: &ToolCall) -> Option<String> {
@@ -441,7 +365,7 @@ fn path_argument(call: &ToolCall) -> Option<String> {
 
 /// The shipped rules; a permissive single phase if they ever fail to
 /// parse (a unit test keeps them parsing).
-fn default_rules() -> PhaseRules {
+pub fn shipped_rules() -> PhaseRules {
     PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap_or_else(|_| {
         let all =
             vec![ToolKind::Read, ToolKind::Write, ToolKind::Shell, ToolKind::Plan, ToolKind::Tasks];
@@ -450,6 +374,7 @@ fn default_rules() -> PhaseRules {
             tools: all,
             next: Vec::new(),
             skippable: false,
+            done: true,
             requires: Vec::new(),
             checks: Vec::new(),
         };
@@ -459,67 +384,4 @@ fn default_rules() -> PhaseRules {
             phases: [("work".to_owned(), rule)].into(),
         }
     })
-}
-
-/// The specs of the harness tools, offered with the runtime's tools.
-pub fn harness_specs() -> Vec<ToolSpec> {
-    let phases = "orient, explore, plan, implement, verify, deliver";
-    vec![
-        ToolSpec {
-            name: "set_phase".to_owned(),
-            description: format!(
-                "Move the workflow to another phase ({phases}). The harness checks the move: \
-                 deliver needs a passing verification (e.g. the tests) after the last change, \
-                 implement needs an approved plan when one is required. A refusal lists the \
-                 allowed moves."
-            ),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "phase": { "type": "string", "description": "the phase to move to" },
-                    "note": { "type": "string", "description": "why, in one sentence" }
-                },
-                "required": ["phase"],
-                "additionalProperties": false
-            }),
-        },
-        ToolSpec {
-            name: "submit_plan".to_owned(),
-            description: "Submit the plan for review (plan phase): markdown with context, steps, \
-                          risks and rollback, verification, and what stays untouched."
-                .to_owned(),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": { "plan_markdown": { "type": "string" } },
-                "required": ["plan_markdown"],
-                "additionalProperties": false
-            }),
-        },
-        ToolSpec {
-            name: "todo_write".to_owned(),
-            description: "Replace the task list: items with id, text and status (pending, \
-                          in_progress, completed); at most one in progress."
-                .to_owned(),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "todos": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "id": { "type": "string" },
-                                "text": { "type": "string" },
-                                "status": { "type": "string", "enum": ["pending", "in_progress", "completed"] }
-                            },
-                            "required": ["id", "text", "status"],
-                            "additionalProperties": false
-                        }
-                    }
-                },
-                "required": ["todos"],
-                "additionalProperties": false
-            }),
-        },
-    ]
 }

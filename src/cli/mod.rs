@@ -4,6 +4,7 @@
 
 mod apply_patch_cmd;
 mod completion_cmd;
+mod debug_cmd;
 mod demo_cmd;
 mod exec_cmd;
 mod mcp_cmd;
@@ -157,11 +158,14 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// MCP servers: list (with status and tools), get, add, remove.
-    Mcp(mcp_cmd::McpArgs),
     /// Serve keel itself over MCP (stdio): one tool, `keel`, that runs a
-    /// task headless in this folder (or one inside it) and returns the
+    /// Show what keel would send: `keel debug prompt [PROMPT]` prints the
+    /// first request for this project and provider.
     /// result, so other agents can use keel. The mode is set here, never by
+    /// task headless in this folder (or one inside it) and returns the
     /// the calling agent; what needs approval is declined and listed.
+    Debug(debug_cmd::DebugArgs),
+    Mcp(mcp_cmd::McpArgs),
     McpServer(McpServerArgs),
     /// Internal: apply the landlock sandbox to itself, then run a command.
     #[command(hide = true)]
@@ -314,6 +318,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Demo) => demo_cmd::run().await,
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),
+        Some(Command::Debug(args)) => debug_cmd::run(&cli.model, args),
         Some(Command::Mcp(args)) => mcp_cmd::run(cli.model.overrides(), args).await,
         Some(Command::McpServer(args)) => mcp_server_cmd::run(&cli.model, &args.mode).await,
         Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),

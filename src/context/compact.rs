@@ -39,9 +39,11 @@ pub fn elide_old_tool_outputs(items: &[Item]) -> Option<Vec<Item>> {
                 );
                 Item::ToolResult(result)
             }
-            Item::User { .. } | Item::Assistant { .. } | Item::Reasoning(_) | Item::ToolCall(_) => {
-                item.clone()
-            }
+            Item::User { .. }
+            | Item::Assistant { .. }
+            | Item::Reasoning(_)
+            | Item::ToolCall(_)
+            | Item::Context { .. } => item.clone(),
         })
         .collect();
     changed.then_some(compacted)

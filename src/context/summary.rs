@@ -58,7 +58,8 @@ fn user_messages(items: &[Item]) -> impl Iterator<Item = (usize, &str)> {
         | Item::Assistant { .. }
         | Item::Reasoning(_)
         | Item::ToolCall(_)
-        | Item::ToolResult(_) => None,
+        | Item::ToolResult(_)
+        | Item::Context { .. } => None,
     })
 }
 
@@ -133,7 +134,7 @@ pub fn fit_for_summary(items: &[Item], budget: u64) -> Vec<Item> {
 fn starts_turn_or_response(items: &[Item], index: usize) -> bool {
     let previous = index.checked_sub(1).map(|before| &items[before]);
     match &items[index] {
-        Item::User { .. } => true,
+        Item::User { .. } | Item::Context { .. } => true,
         Item::ToolResult(_) => false,
         Item::Assistant { .. } | Item::Reasoning(_) | Item::ToolCall(_) => {
             matches!(previous, Some(Item::User { .. } | Item::ToolResult(_)))

@@ -63,7 +63,7 @@ pub fn estimate_items(items: &[Item]) -> u64 {
 
 pub fn estimate_item(item: &Item) -> u64 {
     let text_tokens = match item {
-        Item::User { text } | Item::Assistant { text } => count(text),
+        Item::User { text } | Item::Assistant { text } | Item::Context { text, .. } => count(text),
         Item::ToolCall(call) => {
             count(&call.name)
                 + count(&call.arguments)
@@ -104,7 +104,7 @@ fn provider_data_bytes(data: &serde_json::Map<String, serde_json::Value>) -> usi
 
 fn item_bytes(item: &Item) -> usize {
     match item {
-        Item::User { text } | Item::Assistant { text } => text.len(),
+        Item::User { text } | Item::Assistant { text } | Item::Context { text, .. } => text.len(),
         Item::ToolCall(call) => {
             call.name.len()
                 + call.arguments.len()

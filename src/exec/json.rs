@@ -161,7 +161,7 @@ fn completed_item(item: &Item) -> Option<Value> {
             Some(json!({"type": "reasoning", "text": text}))
         }
         // Tool calls are reported when they start and finish.
-        Item::ToolCall(_) | Item::ToolResult(_) | Item::User { .. } => None,
+        Item::ToolCall(_) | Item::ToolResult(_) | Item::User { .. } | Item::Context { .. } => None,
     }
 }
 
@@ -188,6 +188,9 @@ pub struct ResultLine {
     pub tasks: Vec<crate::tasks::Task>,
     /// The session's spend limits and spend, when the session opened.
     pub spend: Option<crate::agent::SpendStatus>,
+    /// When `unverified`: the commands run since the last change and why
+    /// none counted as a passing check.
+    pub verification: Option<String>,
 }
 
 impl ResultLine {
@@ -205,6 +208,7 @@ impl ResultLine {
             plan_path: None,
             tasks: Vec::new(),
             spend: None,
+            verification: None,
         }
     }
 
@@ -216,6 +220,7 @@ impl ResultLine {
         "context_percent": self.context_percent.map(|p| (p * 10.0).round() / 10.0),
         "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error,
         "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>(),
+        "verification": self.verification,
         "limits": self.spend.map(|spend| json!({
             "max_cost_usd": spend.limits.max_cost_usd,
             "max_tokens": spend.limits.max_tokens,

@@ -141,6 +141,7 @@ pub async fn run_headless(
         approval: options.approval.unwrap_or(ApprovalMode::Ask),
         cwd: options.cwd.clone(),
         date: options.date.clone(),
+        headless: true,
     };
     let approver = Box::new(NonInteractiveApprover);
     let opened = match &options.resume {
@@ -253,6 +254,8 @@ pub async fn run_headless(
                     .filter(|path| !path.is_empty()),
                 tasks: session.tasks().to_vec(),
                 spend: Some(session.spend_status()),
+                verification: (name == "unverified")
+                    .then(|| session.workflow().verification_status()),
             };
             (status, line)
         }
@@ -409,10 +412,9 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     match line.status {
         "unverified" => {
-            let _ = writeln!(
-                stderr,
-                "unverified: files changed after the last passing verification (tests or build)"
-            );
+            let why = line.verification.as_deref().unwrap_or("no check ran after the last change");
+            let _ =
+                writeln!(stderr, "unverified: files changed after the last passing check; {why}");
         }
         "plan_ready" => {
             let saved = line.plan_path.as_deref().unwrap_or("the session log");

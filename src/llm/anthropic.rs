@@ -86,9 +86,11 @@ fn messages(items: &[Item]) -> Vec<Value> {
 fn block(item: &Item) -> Option<(&'static str, Value)> {
     Some(match item {
         // The API rejects empty text blocks.
-        Item::User { text } if text.is_empty() => return None,
+        Item::User { text } | Item::Context { text, .. } if text.is_empty() => return None,
         Item::Assistant { text } if text.is_empty() => return None,
-        Item::User { text } => ("user", json!({"type": "text", "text": text})),
+        Item::User { text } | Item::Context { text, .. } => {
+            ("user", json!({"type": "text", "text": text}))
+        }
         Item::Assistant { text } => ("assistant", json!({"type": "text", "text": text})),
         Item::Reasoning(ReasoningItem::AnthropicThinking {
             thinking,

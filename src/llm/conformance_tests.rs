@@ -264,7 +264,9 @@ fn shapes(response: &ModelResponse) -> Vec<Shape> {
                 arguments: call.arguments.clone(),
                 item_id: call.item_id.clone(),
             },
-            Item::User { .. } | Item::ToolResult(_) => panic!("a response holds no {item:?}"),
+            Item::User { .. } | Item::ToolResult(_) | Item::Context { .. } => {
+                panic!("a response holds no {item:?}")
+            }
         })
         .collect()
 }

@@ -142,7 +142,7 @@ fn messages(request: &ModelRequest, echo: ReasoningEcho) -> Vec<Value> {
                 | ReasoningItem::AnthropicThinking { .. }
                 | ReasoningItem::AnthropicRedacted { .. },
             ) => {} // another protocol's
-            Item::User { text: user } => {
+            Item::User { text: user } | Item::Context { text: user, .. } => {
                 fold.flush(echo, &mut out);
                 out.push(json!({"role": "user", "content": user}));
             }

@@ -49,7 +49,7 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
 
 fn input_item(item: &Item) -> Option<Value> {
     Some(match item {
-        Item::User { text } => json!({
+        Item::User { text } | Item::Context { text, .. } => json!({
             "type": "message",
             "role": "user",
             "content": [{"type": "input_text", "text": text}],

@@ -52,7 +52,9 @@ fn summary(reduced: &Reduced) -> String {
                 format!("reasoning {content:?}")
             }
             Item::Reasoning(_) => "reasoning".to_owned(),
-            Item::User { .. } | Item::ToolResult(_) => "unexpected".to_owned(),
+            Item::User { .. } | Item::ToolResult(_) | Item::Context { .. } => {
+                "unexpected".to_owned()
+            }
         })
         .collect();
     items.join(" | ")

@@ -8,10 +8,20 @@ use serde::{Deserialize, Serialize};
 
 use super::rules::{Gate, PhaseRules, ToolKind, tool_kind};
 
-/// Without an approved plan, a change may touch at most this many files.
-pub const DEFAULT_UNPLANNED_FILE_LIMIT: usize = 3;
 /// Failed verifications after which delivery is allowed as "unverified".
 pub const DEFAULT_MAX_VERIFY_ATTEMPTS: u32 = 3;
+/// Commands kept per change for the gate's explanations.
+const COMMAND_NOTES: usize = 4;
+/// Longest command shown in an explanation.
+const NOTE_COMMAND_CHARS: usize = 80;
+
+/// A command run since the last change, and how the gate read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandNote {
+    pub command: String,
+    /// `passed`, `failed (exit 2)`, or why it did not count.
+    pub outcome: String,
+}
 
 /// Where a plan stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,8 +79,11 @@ pub struct Workflow {
     /// Failed verifications since the last change or pass.
     pub failed_verifications: u32,
     pub max_verify_attempts: u32,
+    /// Files the write tools changed (kept for a compaction's summary).
     pub changed_files: BTreeSet<String>,
-    pub unplanned_file_limit: usize,
+    /// Commands since the last change, newest last (a few).
+    #[serde(default)]
+    pub commands_since_change: Vec<CommandNote>,
     /// The phase rules' check commands that passed, with the change count
     /// they passed at.
     #[serde(default)]
@@ -94,7 +107,7 @@ impl Workflow {
             failed_verifications: 0,
             max_verify_attempts: DEFAULT_MAX_VERIFY_ATTEMPTS,
             changed_files: BTreeSet::new(),
-            unplanned_file_limit: DEFAULT_UNPLANNED_FILE_LIMIT,
+            commands_since_change: Vec::new(),
             passed_checks: BTreeMap::new(),
             checks_skipped: false,
         }
@@ -104,40 +117,24 @@ impl Workflow {
         self.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Approved)
     }
 
-    /// Whether a call of `tool` (writing `path`, if it writes one) may run
-    /// now; the error is the reason for the model.
-    pub fn check_tool(
-        &self,
-        rules: &PhaseRules,
-        tool: &str,
-        path: Option<&str>,
-    ) -> Result<(), String> {
+    /// Whether a call of `tool` may run now; the error is the reason for
+    /// the model, naming the tools the phase allows.
+    pub fn check_tool(&self, rules: &PhaseRules, tool: &str) -> Result<(), String> {
         let kind = tool_kind(tool);
         if !rules.allows(&self.phase, kind) {
             let allowed = rules.rule(&self.phase).map(|r| r.tools.clone()).unwrap_or_default();
+            let names: Vec<&str> =
+                allowed.iter().flat_map(|kind| kind.tool_names()).copied().collect();
             return Err(format!(
-                "`{tool}` is not allowed in the {} phase (it allows {allowed:?} tools); \
-                 move with set_phase first if the work needs it",
-                self.phase
+                "`{tool}` is not allowed in the {} phase, which allows {} and set_phase",
+                self.phase,
+                names.join(", ")
             ));
         }
-        if kind == ToolKind::Write {
-            if self.plan_required && !self.plan_approved() {
-                return Err("no file changes before the plan is approved: submit it with \
-                            submit_plan and wait for the user's approval"
-                    .to_owned());
-            }
-            let new_file = path.is_some_and(|p| !self.changed_files.contains(p));
-            if !self.plan_approved()
-                && new_file
-                && self.changed_files.len() >= self.unplanned_file_limit
-            {
-                return Err(format!(
-                    "this change would touch more than {} files without an approved plan; \
-                     move to the plan phase and submit a plan first",
-                    self.unplanned_file_limit
-                ));
-            }
+        if kind == ToolKind::Write && self.plan_required && !self.plan_approved() {
+            return Err("no file changes before the plan is approved: submit it with \
+                        submit_plan and wait for the user's approval"
+                .to_owned());
         }
         Ok(())
     }
@@ -154,21 +151,23 @@ impl Workflow {
                 allowed,
             });
         }
+        // The refused target is not one of the moves to suggest.
+        let others: Vec<String> = allowed.into_iter().filter(|next| next != target).collect();
         let gates = rules.rule(target).map(|r| r.requires.clone()).unwrap_or_default();
         for gate in gates {
-            if let Err(reason) = self.check_gate(gate) {
-                return Err(MoveRefusal { reason, allowed });
+            if let Err(reason) = self.check_gate(gate, target) {
+                return Err(MoveRefusal { reason, allowed: others });
             }
         }
         let missing = self.missing_checks(rules, target);
         if !missing.is_empty() && !self.out_of_attempts() {
             let reason = format!(
-                "entering {target} needs {} to pass after the last change: run {} in the \
-                 verify phase first.",
+                "entering {target} needs {} to pass after the last change: run {} (in any \
+                 phase), then move again.",
                 missing.join(", "),
                 if missing.len() == 1 { "it" } else { "them" }
             );
-            return Err(MoveRefusal { reason, allowed });
+            return Err(MoveRefusal { reason, allowed: others });
         }
         self.enter(rules, target);
         Ok(())
@@ -192,7 +191,7 @@ impl Workflow {
             .collect()
     }
 
-    fn check_gate(&self, gate: Gate) -> Result<(), String> {
+    fn check_gate(&self, gate: Gate, target: &str) -> Result<(), String> {
         match gate {
             Gate::PlanApprovedWhenRequired if self.plan_required && !self.plan_approved() => {
                 Err("a plan is required and not yet approved: submit it with submit_plan.".into())
@@ -200,9 +199,12 @@ impl Workflow {
             Gate::VerifiedAfterLastChange
                 if self.needs_verification() && !self.out_of_attempts() =>
             {
-                Err("files changed since the last passing verification: run the project's \
-                     checks (tests, build) in the verify phase first."
-                    .into())
+                Err(format!(
+                    "{target} needs a check that passed after the last change, and files \
+                     changed after the last passing one ({}). Run a check that covers the \
+                     change (a check counts in any phase), then move again.",
+                    self.verification_status()
+                ))
             }
             Gate::PlanApprovedWhenRequired | Gate::VerifiedAfterLastChange => Ok(()),
         }
@@ -220,6 +222,33 @@ impl Workflow {
         } else {
             self.passed_checks.remove(check);
         }
+    }
+
+    /// What ran since the last change and how the gate read it, for
+    /// refusals and the `unverified` result.
+    pub fn verification_status(&self) -> String {
+        if self.commands_since_change.is_empty() {
+            return "no check ran after the last change".to_owned();
+        }
+        let notes: Vec<String> = self
+            .commands_since_change
+            .iter()
+            .map(|note| format!("`{}`: {}", note.command, note.outcome))
+            .collect();
+        format!("since the last change: {}", notes.join("; "))
+    }
+
+    /// A shell command finished; `outcome` is how the gate read it.
+    pub fn note_command(&mut self, command: &str, outcome: String) {
+        let one_line = command.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut shown: String = one_line.chars().take(NOTE_COMMAND_CHARS).collect();
+        if shown.len() < one_line.len() {
+            shown.push('…');
+        }
+        if self.commands_since_change.len() >= COMMAND_NOTES {
+            self.commands_since_change.remove(0);
+        }
+        self.commands_since_change.push(CommandNote { command: shown, outcome });
     }
 
     fn needs_verification(&self) -> bool {
@@ -240,6 +269,7 @@ impl Workflow {
     pub fn record_change(&mut self, path: Option<&str>) {
         self.changes += 1;
         self.failed_verifications = 0;
+        self.commands_since_change.clear();
         if let Some(path) = path {
             self.changed_files.insert(path.to_owned());
         }
@@ -287,7 +317,7 @@ mod tests {
         let rules = rules();
         let mut flow = Workflow::new(&rules, false);
         flow.request_move(&rules, "implement").unwrap();
-        flow.check_tool(&rules, "edit_file", Some("README.md")).unwrap();
+        flow.check_tool(&rules, "edit_file").unwrap();
         flow.record_change(Some("README.md"));
         let refusal = flow.request_move(&rules, "deliver").unwrap_err();
         assert!(refusal.allowed.contains(&"verify".to_owned()), "{refusal}");
@@ -298,21 +328,11 @@ mod tests {
     }
 
     #[test]
-    fn a_question_goes_straight_to_deliver() {
-        let rules = rules();
-        let mut flow = Workflow::new(&rules, false);
-        flow.request_move(&rules, "deliver").unwrap();
-    }
-
-    #[test]
     fn plan_mode_refuses_writes_until_the_plan_is_approved() {
         let rules = rules();
         let mut flow = Workflow::new(&rules, true);
         flow.request_move(&rules, "plan").unwrap();
-        assert!(
-            flow.check_tool(&rules, "write_file", Some("a.rs")).is_err(),
-            "plan phase has no writes"
-        );
+        assert!(flow.check_tool(&rules, "write_file").is_err(), "plan phase has no writes");
         assert!(flow.request_move(&rules, "implement").is_err(), "gate: plan not approved");
         flow.submit_plan(".keel/plans/1.md".into(), "steps".into());
         flow.review_plan(false, Some("smaller".into()));
@@ -321,7 +341,7 @@ mod tests {
         assert_eq!(flow.plan.as_ref().unwrap().revision, 2);
         flow.review_plan(true, None);
         flow.request_move(&rules, "implement").unwrap();
-        flow.check_tool(&rules, "write_file", Some("a.rs")).unwrap();
+        flow.check_tool(&rules, "write_file").unwrap();
     }
 
     #[test]
@@ -334,7 +354,7 @@ mod tests {
         flow.submit_plan(".keel/plans/1.md".into(), "steps".into());
         flow.review_plan(true, None);
         flow.request_move(&rules, "implement").unwrap();
-        flow.check_tool(&rules, "write_file", Some("a.rs")).unwrap();
+        flow.check_tool(&rules, "write_file").unwrap();
     }
 
     #[test]
@@ -397,17 +417,38 @@ mod tests {
     }
 
     #[test]
-    fn unplanned_changes_are_capped_by_file_count() {
+    fn changes_without_a_plan_are_not_capped_when_none_is_required() {
         let rules = rules();
         let mut flow = Workflow::new(&rules, false);
         flow.request_move(&rules, "implement").unwrap();
-        for file in ["a", "b", "c"] {
-            flow.check_tool(&rules, "write_file", Some(file)).unwrap();
+        for file in ["a", "b", "c", "d", "e"] {
+            flow.check_tool(&rules, "write_file").unwrap();
             flow.record_change(Some(file));
         }
-        flow.check_tool(&rules, "edit_file", Some("a")).unwrap();
-        let refusal = flow.check_tool(&rules, "write_file", Some("d")).unwrap_err();
-        assert!(refusal.contains("plan"), "{refusal}");
+    }
+
+    #[test]
+    fn a_refused_delivery_never_offers_delivery_and_says_what_ran() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "implement").unwrap();
+        flow.record_change(Some("a.py"));
+        flow.note_command("python3 run.py", "not recognised as a check".to_owned());
+        flow.request_move(&rules, "verify").unwrap();
+        let refusal = flow.request_move(&rules, "deliver").unwrap_err();
+        assert_eq!(refusal.allowed, ["implement"], "{refusal}");
+        assert!(refusal.reason.contains("`python3 run.py`: not recognised"), "{refusal}");
+        assert!(!refusal.reason.contains("verify phase first"), "{refusal}");
+    }
+
+    #[test]
+    fn deliver_leads_back_to_implement() {
+        let rules = rules();
+        let mut flow = Workflow::new(&rules, false);
+        flow.request_move(&rules, "deliver").unwrap();
+        flow.request_move(&rules, "implement").unwrap();
+        let refusal = flow.check_tool(&rules, "shell").and(flow.check_tool(&rules, "grep"));
+        assert!(refusal.is_ok(), "{refusal:?}");
     }
 
     #[test]

@@ -11,12 +11,16 @@
 
 mod machine;
 mod rules;
+mod runners;
+mod script_status;
 mod verify;
 
 pub use machine::{MoveRefusal, PlanState, PlanStatus, Workflow};
 pub use rules::{Gate, PhaseRule, PhaseRules, RulesError, ToolKind, tool_kind};
+pub use runners::named_like_test;
 pub use verify::{
-    CHECK_FILES, VERIFICATION_COMMANDS, detect_checks, is_verification_command, runs_check,
+    CHECK_FILES, CheckVerdict, checks_named_in, detect_checks, is_verification_command, judge,
+    runs_check,
 };
 
 /// The built-in rules text.

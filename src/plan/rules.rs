@@ -17,6 +17,23 @@ pub enum ToolKind {
     Phase,
 }
 
+impl ToolKind {
+    /// The built-in tools of this kind, as the model knows them (other
+    /// tools, MCP ones included, count as writes).
+    pub fn tool_names(self) -> &'static [&'static str] {
+        match self {
+            ToolKind::Read => {
+                &["read_file", "list_dir", "glob", "grep", "load_skill", "read_memory"]
+            }
+            ToolKind::Write => &["edit_file", "write_file", "apply_patch"],
+            ToolKind::Shell => &["shell"],
+            ToolKind::Plan => &["submit_plan"],
+            ToolKind::Tasks => &["todo_write"],
+            ToolKind::Phase => &["set_phase"],
+        }
+    }
+}
+
 /// The kind of a tool by name; unknown tools count as writes (the
 /// strictest class) so a new tool is never allowed by accident. MCP tools
 /// (`mcp__server__tool`) count as reads here: they change no workspace
@@ -53,6 +70,10 @@ pub struct PhaseRule {
     pub next: Vec<String>,
     #[serde(default)]
     pub skippable: bool,
+    /// The turn's work is finished here: the next user message starts
+    /// over at the rules' start (a phase without `next` is done too).
+    #[serde(default)]
+    pub done: bool,
     #[serde(default)]
     pub requires: Vec<Gate>,
     /// Check commands (prefixes, e.g. `cargo clippy`) that must each have
@@ -154,6 +175,23 @@ mod tests {
         assert!(!PhaseRules::parse(DEFAULT_PHASE_RULES).unwrap().require_plan);
         let text = "start = \"a\"\nrequire_plan = true\n[phases.a]\npurpose = \"p\"\ntools = []\nnext = []\n";
         assert!(PhaseRules::parse(text).unwrap().require_plan);
+    }
+
+    #[test]
+    fn every_named_tool_maps_back_to_its_kind() {
+        let kinds = [
+            ToolKind::Read,
+            ToolKind::Write,
+            ToolKind::Shell,
+            ToolKind::Plan,
+            ToolKind::Tasks,
+            ToolKind::Phase,
+        ];
+        for kind in kinds {
+            for name in kind.tool_names() {
+                assert_eq!(tool_kind(name), kind, "{name}");
+            }
+        }
     }
 
     #[test]

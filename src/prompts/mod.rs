@@ -1,14 +1,21 @@
 //! Renders the prompt texts shipped in `prompts/` with session facts.
 //!
-//! Assembly order of a request's instructions (tested by the request
-//! snapshots in `tests/suite/context_requests.rs`): core rules →
-//! environment → AGENTS.md files → memory index → mode and permissions →
-//! skills index → workflow phase guidance (`phases.md`, `plan.md`) →
-//! tasks. Tool schemas travel in
-//! the request's own field; the history follows the instructions.
+//! A request is the tools, then the instructions, then the history. The
+//! instructions are fixed for a session (issue 16): the core rules
+//! ([`core_prompt`]), the AGENTS.md files ([`instructions_block`]), the
+//! memory index ([`memory_block`]) and the skills index
+//! ([`skills_block`]). What can change while a session runs (the
+//! environment, the approval mode, the workflow phase, sections read again
+//! after a compaction) reaches the model as a context message appended to
+//! the history ([`context_message`]). The request snapshots in
+//! `tests/suite/context_requests.rs` show the result.
 //!
-//! Pure: the caller supplies every fact (paths, platform, date); the
-//! templates are compiled in so a binary never depends on its source tree.
+//! Every block starts with a blank line before its heading (so blocks join
+//! with exactly one) and ends without a newline. Pure: the caller supplies
+//! every fact; the templates are compiled in so a binary never depends on
+//! its source tree.
+
+use crate::protocol::{ContextKind, ContextPart};
 
 /// Core identity, safety and loop rules, and style.
 const SYSTEM: &str = include_str!("../../prompts/system.md");
@@ -23,6 +30,10 @@ const PLAN_TEMPLATE: &str = include_str!("../../prompts/plan.md");
 /// The memory index's heading and rules.
 const MEMORY_HEADER: &str = include_str!("../../prompts/memory.md");
 
+/// The tag around a context message; `system.md` tells the model what it
+/// means.
+const CONTEXT_TAG: &str = "keel_context";
+
 /// Facts the environment snapshot mentions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptFacts {
@@ -34,18 +45,63 @@ pub struct PromptFacts {
     /// Branch and short status, or why there is none.
     pub git: String,
     pub date: String,
+    /// Nobody is there to answer or approve (`keel exec`).
+    pub headless: bool,
 }
 
-/// The system prompt for a session: the core rules, then the environment.
-pub fn system_prompt(facts: &PromptFacts) -> String {
-    let environment = ENVIRONMENT_TEMPLATE
+/// keel's core rules, with the turn's step limit filled in.
+pub fn core_prompt(max_steps: u32) -> String {
+    SYSTEM.trim_end().replace("{max_steps}", &max_steps.to_string())
+}
+
+/// The environment snapshot (announced in the history, not part of the
+/// fixed instructions: the git status and the date change).
+pub fn environment_block(facts: &PromptFacts) -> String {
+    let front_end = if facts.headless {
+        "Front end: headless (`keel exec`): nobody can answer a question or approve a call \
+         during this run"
+    } else {
+        "Front end: interactive terminal: the user reads along and can answer"
+    };
+    ENVIRONMENT_TEMPLATE
         .replace("{workspace_root}", &facts.workspace_root)
         .replace("{cwd}", &facts.cwd)
         .replace("{platform}", &facts.platform)
         .replace("{shell}", &facts.shell)
         .replace("{git}", &facts.git)
-        .replace("{date}", &facts.date);
-    format!("{}{}", SYSTEM.trim_end(), environment.trim_end())
+        .replace("{date}", &facts.date)
+        .replace("{front_end}", front_end)
+        .trim()
+        .to_owned()
+}
+
+/// The text of a context message: every part under its heading, inside
+/// the tag the core rules explain. Sections read again (AGENTS.md, memory,
+/// skills) say that they replace the earlier ones.
+pub fn context_message(parts: &[ContextPart]) -> String {
+    let mut out = format!("<{CONTEXT_TAG}>");
+    for part in parts {
+        let text = part.text.trim();
+        let shown = match part.kind {
+            ContextKind::Environment | ContextKind::Mode | ContextKind::Workflow => text.to_owned(),
+            ContextKind::ProjectInstructions => replaced("project instructions (AGENTS.md)", text),
+            ContextKind::Memory => replaced("memory index", text),
+            ContextKind::Skills => replaced("skills index", text),
+            ContextKind::Hook => format!("# Session context (hook)\n\n{text}"),
+        };
+        out.push_str(&format!("\n{shown}\n"));
+    }
+    out.push_str(&format!("</{CONTEXT_TAG}>"));
+    out
+}
+
+/// A section read again that differs from the one in the instructions.
+fn replaced(what: &str, text: &str) -> String {
+    if text.is_empty() {
+        format!("The {what} no longer exists: what the instructions said about it is void.")
+    } else {
+        format!("The {what} changed since the session started; this replaces it:\n\n{text}")
+    }
 }
 
 /// The `## name` section of `text`, trimmed.
@@ -63,17 +119,19 @@ pub fn phase_guidance(phase: &str) -> String {
     if phase == "plan" { format!("{text}\n\n{}", PLAN_TEMPLATE.trim()) } else { text.to_owned() }
 }
 
-/// What the mode allows, and whether commands are sandboxed.
+/// What the mode allows, and whether commands are sandboxed (announced
+/// in the history: the mode can change during a session).
 pub fn mode_block(mode: &str, sandboxed: bool) -> String {
     let explanation = section(MODES, mode).unwrap_or_default();
     let sandbox = if sandboxed {
         "Commands run in a sandbox: writes outside the workspace (and its temp folders) fail, \
          and so does network access unless the user enabled it. A failure that looks like a \
-         permission error may be the sandbox: say so instead of working around it."
+         permission error may be the sandbox: say so, and what the user would have to allow, \
+         instead of working around it."
     } else {
         "Commands are not sandboxed here: be as careful as the user would be."
     };
-    format!("\n\n# Mode and permissions\n\nMode: {mode}. {explanation}\n\n{sandbox}")
+    format!("# Mode and permissions\n\nMode: {mode}. {explanation}\n\n{sandbox}")
 }
 
 /// Longest description shown per memory note.
@@ -112,11 +170,12 @@ pub fn instructions_block(files: &[(String, String)]) -> String {
         return String::new();
     }
     let mut out = String::from(
-        "\n# Project instructions\n\nThese files come from the user's machine and repository \
-         (AGENTS.md). Follow them; a file deeper in the tree takes precedence for its folder.\n",
+        "\n\n# Project instructions\n\nThe user's instruction files for this project \
+         (AGENTS.md), root first: follow them unless the user says otherwise; a file deeper in \
+         the tree wins for its folder.",
     );
     for (path, text) in files {
-        out.push_str(&format!("\n## {path}\n\n{}\n", text.trim_end()));
+        out.push_str(&format!("\n\n## {path}\n\n{}", text.trim()));
     }
     out
 }
@@ -133,7 +192,7 @@ pub fn skills_block(skills: &[(String, String)]) -> String {
         return String::new();
     }
     let mut out = String::from(
-        "\n# Skills\n\nBefore doing a task a skill covers, load it with `load_skill` and follow it.\n\n",
+        "\n\n# Skills\n\nBefore doing a task a skill covers, load it with `load_skill` and follow it.\n\n",
     );
     for (name, description) in skills {
         let one_line = description.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -148,27 +207,70 @@ pub fn skills_block(skills: &[(String, String)]) -> String {
         }
         out.push_str(&line);
     }
-    out
+    out.trim_end().to_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_placeholder_is_filled() {
-        let prompt = system_prompt(&PromptFacts {
+    fn facts(headless: bool) -> PromptFacts {
+        PromptFacts {
             workspace_root: "/repo".into(),
             cwd: "/repo/src".into(),
             platform: "linux".into(),
             shell: "/bin/zsh".into(),
             git: "branch main, 2 uncommitted changes".into(),
             date: "2026-11-29".into(),
-        });
-        assert!(prompt.contains("/repo/src") && prompt.contains("2026-11-29"));
-        assert!(prompt.contains("/bin/zsh") && prompt.contains("branch main"));
-        assert!(prompt.find("Safety:") < prompt.find("# Environment"), "core first");
-        assert!(!prompt.contains('{'), "unfilled placeholder in:\n{prompt}");
+            headless,
+        }
+    }
+
+    #[test]
+    fn every_placeholder_is_filled() {
+        let environment = environment_block(&facts(true));
+        assert!(environment.contains("/repo/src") && environment.contains("2026-11-29"));
+        assert!(environment.contains("/bin/zsh") && environment.contains("branch main"));
+        assert!(environment.contains("headless") && environment.starts_with("# Environment"));
+        assert!(environment_block(&facts(false)).contains("interactive"));
+        let core = core_prompt(42);
+        for text in [&environment, &core] {
+            assert!(!text.contains("{max_steps}") && !text.contains("{cwd}"), "{text}");
+        }
+        assert!(core.contains("at most 42"), "the step limit is stated");
+    }
+
+    #[test]
+    fn blocks_join_with_exactly_one_blank_line_before_each_heading() {
+        let joined = [
+            core_prompt(100),
+            instructions_block(&[("/r/AGENTS.md".into(), "rules\n\n".into())]),
+            memory_block(&[("n".into(), "user".into(), "d".into())]),
+            skills_block(&[("review".into(), "reviews".into())]),
+        ]
+        .concat();
+        for line in ["# Project instructions", "## /r/AGENTS.md", "# Memory", "# Skills"] {
+            let at = joined.find(line).unwrap_or_else(|| panic!("{line} missing"));
+            assert!(joined[..at].ends_with("\n\n"), "{line}: no blank line before it");
+            assert!(!joined[..at].ends_with("\n\n\n"), "{line}: two blank lines before it");
+        }
+        assert!(!joined.ends_with('\n'));
+    }
+
+    #[test]
+    fn a_context_message_wraps_its_parts_and_says_what_replaces_what() {
+        let parts = [
+            ContextPart { kind: ContextKind::Mode, text: mode_block("auto", true) },
+            ContextPart { kind: ContextKind::ProjectInstructions, text: String::new() },
+            ContextPart { kind: ContextKind::Memory, text: "\n\n# Memory\n\n- a".into() },
+        ];
+        let text = context_message(&parts);
+        assert!(text.starts_with("<keel_context>\n# Mode and permissions"), "{text}");
+        assert!(text.ends_with("\n</keel_context>"), "{text}");
+        assert!(text.contains("project instructions (AGENTS.md) no longer exists"), "{text}");
+        assert!(text.contains("this replaces it:\n\n# Memory"), "{text}");
+        let core = core_prompt(100);
+        assert!(core.contains("`<keel_context>`"), "the core rules explain the tag");
     }
 
     #[test]

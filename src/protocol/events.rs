@@ -14,6 +14,8 @@
 //! |---|---|---|
 //! | `session_started` | runtime | cwd, provider, model, approval mode, keel version, git head |
 //! | `session_resumed` | runtime | a resume appended from here; what was reconciled |
+//! | `prompt_prefix` | runtime | the instructions every request starts with (their sections) and a digest of the tools; written at the start and at each deliberate prefix break, with the reason |
+//! | `context_updated` | loop | what keel told the model about a change (environment, mode, phase, re-read AGENTS.md…), appended to the history as one message |
 //! | `turn_started` | loop | a user turn begins |
 //! | `user_message` | loop | the user's text |
 //! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage |
@@ -45,6 +47,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::context::{ContextPart, PrefixSections};
 use super::items::Item;
 use super::model::{ModelResponse, Usage};
 use super::tool::{ToolCall, ToolClass, ToolResult};
@@ -125,6 +128,21 @@ pub enum SessionEvent {
         skipped_lines: u64,
         /// Calls answered "interrupted" by reconciliation.
         interrupted_calls: u32,
+    },
+    /// The request prefix from here on: the instructions (as sections)
+    /// and a digest of the tool specs. Written when a session starts and at
+    /// every deliberate prefix break (a resume whose keel offers other
+    /// tools or core rules, a model change), with the reason; a resume
+    /// sends the logged instructions again, so the prefix holds.
+    PromptPrefix {
+        reason: String,
+        sections: PrefixSections,
+        tools_digest: String,
+    },
+    /// A note to the model of what changed (environment, mode, phase, …),
+    /// appended to the history as one context item.
+    ContextUpdated {
+        parts: Vec<ContextPart>,
     },
     UserMessage {
         text: String,
@@ -359,6 +377,8 @@ impl SessionEvent {
     pub const TYPES: [&'static str; 29] = [
         "session_started",
         "session_resumed",
+        "prompt_prefix",
+        "context_updated",
         "user_message",
         "turn_started",
         "model_response",
@@ -399,6 +419,8 @@ impl SessionEvent {
             | SessionEvent::Undo { .. } => true,
             SessionEvent::SessionStarted { .. }
             | SessionEvent::SessionResumed { .. }
+            | SessionEvent::PromptPrefix { .. }
+            | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
@@ -472,6 +494,12 @@ mod tests {
                 skipped_lines: 0,
                 interrupted_calls: 0,
             },
+            SessionEvent::PromptPrefix {
+                reason: s(),
+                sections: super::super::context::PrefixSections::default(),
+                tools_digest: s(),
+            },
+            SessionEvent::ContextUpdated { parts: Vec::new() },
             SessionEvent::UserMessage { text: s() },
             SessionEvent::TurnStarted { turn: 1 },
             SessionEvent::ModelResponse {
@@ -569,6 +597,8 @@ mod tests {
             match event {
                 SessionEvent::SessionStarted { .. }
                 | SessionEvent::SessionResumed { .. }
+                | SessionEvent::PromptPrefix { .. }
+                | SessionEvent::ContextUpdated { .. }
                 | SessionEvent::UserMessage { .. }
                 | SessionEvent::TurnStarted { .. }
                 | SessionEvent::ModelResponse { .. }

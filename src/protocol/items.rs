@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::context::ContextPart;
 use super::tool::{ToolCall, ToolResult};
 
 /// One entry of the conversation history.
@@ -23,6 +24,10 @@ pub enum Item {
     ToolCall(ToolCall),
     /// The outcome of a tool call, matched by `call_id`.
     ToolResult(ToolResult),
+    /// keel's note of what changed in the session (environment, mode,
+    /// phase, …), appended instead of rewriting the instructions; sent as
+    /// a user message holding `text`. `parts` say what it announced.
+    Context { text: String, parts: Vec<ContextPart> },
 }
 
 /// Reasoning state of one provider. Each provider replays only its own kind
@@ -71,9 +76,11 @@ impl Item {
     pub fn assistant_text(&self) -> Option<&str> {
         match self {
             Item::Assistant { text } => Some(text),
-            Item::User { .. } | Item::Reasoning(_) | Item::ToolCall(_) | Item::ToolResult(_) => {
-                None
-            }
+            Item::User { .. }
+            | Item::Reasoning(_)
+            | Item::ToolCall(_)
+            | Item::ToolResult(_)
+            | Item::Context { .. } => None,
         }
     }
 }

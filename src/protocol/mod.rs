@@ -5,12 +5,14 @@
 //! Invariants: these types are plain data (serde, no I/O, no clock). Every
 //! provider maps to and from them; nothing here knows a wire format.
 
+mod context;
 mod events;
 mod items;
 mod model;
 pub mod patch;
 mod tool;
 
+pub use context::{ContextKind, ContextPart, PrefixSections};
 pub use events::{ApprovalScope, EventRecord, LOG_FORMAT_VERSION, SessionEvent, TurnOutcome};
 pub use items::{Item, ReasoningItem};
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};

@@ -113,7 +113,8 @@ impl ModelResponse {
             Item::User { .. }
             | Item::Assistant { .. }
             | Item::Reasoning(_)
-            | Item::ToolResult(_) => None,
+            | Item::ToolResult(_)
+            | Item::Context { .. } => None,
         })
     }
 

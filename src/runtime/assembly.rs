@@ -1,19 +1,24 @@
 //! What a session's loop is assembled from: the fixed [`LoopConfig`] (tools
-//! and their classes, policy, limits, window) and the head of the
-//! instructions (core rules, environment, AGENTS.md, memory), plus the
-//! skills and memory notes found on disk.
+//! and their classes, policy, limits, window), the request prefix's
+//! sections (core rules, AGENTS.md, memory index, skills index), the
+//! environment snapshot announced in the history, the workflow's checks,
+//! plus the skills and memory notes found on disk.
 //!
-//! Invariant: start, resume and the refresh after a compaction build the
-//! instructions through the same [`base_instructions`], so they never
-//! drift apart; disk is read here, never in the pure loop.
+//! Invariant: start, resume and the re-read after a compaction build the
+//! sections through the same [`prefix_sections`], so they never drift
+//! apart; disk is read here, never in the pure loop.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::agent::{LoopConfig, harness_specs};
+use crate::agent::{LoopConfig, WorkflowSetup, harness_specs, shipped_rules};
 use crate::config::{Settings, discover_instructions, discover_memory};
 use crate::context::memory::MemoryNote;
-use crate::prompts::{PromptFacts, instructions_block, memory_block, skills_block, system_prompt};
+use crate::plan::checks_named_in;
+use crate::prompts::{
+    PromptFacts, core_prompt, environment_block, instructions_block, memory_block, skills_block,
+};
+use crate::protocol::{PrefixSections, ToolSpec};
 use crate::skills;
 use crate::tools::ToolRegistry;
 
@@ -28,82 +33,109 @@ pub(super) fn loop_config(
     tools: &ToolRegistry,
     found: &Found,
 ) -> LoopConfig {
-    let memory = &found.memory;
-    let instructions = base_instructions(settings, &options.cwd, &options.date, memory);
+    // Every tool, always (read_memory too, without notes): a note saved
+    // mid-session is announced and readable, and the tool set, part of the
+    // prefix, stays the same across a resume.
     let mut specs = tools.specs();
-    // No notes, no tool: its schema would only cost tokens.
-    specs.retain(|spec| spec.name != "read_memory" || !memory.is_empty());
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
     // Answered by the loop itself; read-only as far as policy is concerned.
-    for spec in harness_specs() {
+    let rules = settings.phase_rules.clone().unwrap_or_else(shipped_rules);
+    for spec in harness_specs(&rules) {
         tool_classes.insert(spec.name.clone(), crate::protocol::ToolClass::ReadOnly);
         specs.push(spec);
     }
     LoopConfig {
         model: settings.model.clone(),
-        instructions,
+        prefix: prefix_sections(settings, found),
         tools: specs,
         tool_classes,
         policy: build_policy(settings, options),
         limits: settings.limits,
         pricing: settings.pricing,
-        skills_index: skills_index(&found.skills),
         context_window: settings.context_window,
         compact_threshold: settings.compact_threshold,
     }
 }
 
-/// The head of the instructions, in assembly order: the core rules with
-/// the environment snapshot, the project's AGENTS.md files and the memory
-/// index (both read from disk now). Mode, skills and the workflow follow
-/// in each request (`agent::step::build_request`).
-pub(super) fn base_instructions(
-    settings: &Settings,
-    cwd: &Path,
-    date: &str,
-    memory: &[MemoryNote],
-) -> String {
-    let mut instructions = system_prompt(&PromptFacts {
+/// The instructions every request of the session starts with, from what
+/// was found on disk.
+pub(super) fn prefix_sections(settings: &Settings, found: &Found) -> PrefixSections {
+    let index: Vec<(String, String, String)> = found
+        .memory
+        .iter()
+        .map(|note| (note.meta.name.clone(), note.meta.kind.clone(), note.meta.description.clone()))
+        .collect();
+    let skills: Vec<(String, String)> = found
+        .skills
+        .iter()
+        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
+        .collect();
+    PrefixSections {
+        core: core_prompt(settings.limits.max_steps),
+        project: instructions_block(&found.agents_md),
+        memory: memory_block(&index),
+        skills: skills_block(&skills),
+    }
+}
+
+/// The environment snapshot as of now (the git status is read here).
+pub(super) fn environment(settings: &Settings, cwd: &Path, date: &str, headless: bool) -> String {
+    environment_block(&PromptFacts {
         workspace_root: settings.workspace_root.display().to_string(),
         cwd: cwd.display().to_string(),
         platform: std::env::consts::OS.to_owned(),
         shell: std::env::var("SHELL").unwrap_or_else(|_| "bash".to_owned()),
         git: git_summary(&settings.workspace_root),
         date: date.to_owned(),
-    });
-    let agents_md: Vec<(String, String)> =
-        discover_instructions(&settings.keel_home, &settings.workspace_root, cwd)
-            .into_iter()
-            .map(|file| (file.path.display().to_string(), file.text))
-            .collect();
-    instructions.push_str(&instructions_block(&agents_md));
-    let index: Vec<(String, String, String)> = memory
-        .iter()
-        .map(|note| (note.meta.name.clone(), note.meta.kind.clone(), note.meta.description.clone()))
-        .collect();
-    instructions.push_str(&memory_block(&index));
-    instructions
+        headless,
+    })
 }
 
-/// The skills index for the instructions.
-fn skills_index(skills: &[skills::Skill]) -> String {
-    let index: Vec<(String, String)> = skills
-        .iter()
-        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
-        .collect();
-    skills_block(&index)
+/// A digest of the tool specs: a resume whose tools differ from the
+/// recorded ones is a deliberate prefix break.
+pub(super) fn tools_digest(tools: &[ToolSpec]) -> String {
+    crate::session::content_hash(&serde_json::to_vec(tools).unwrap_or_default())
 }
 
-/// What a session finds on disk besides its config: skills and memory
-/// notes, and what could not be loaded (said to the user as warnings).
+/// The workflow's rules and checks for the session.
+pub(super) fn workflow_setup(settings: &Settings, found: &Found) -> WorkflowSetup {
+    let mut named_checks: Vec<String> = Vec::new();
+    for (_, text) in &found.agents_md {
+        for check in checks_named_in(text) {
+            if !named_checks.contains(&check) {
+                named_checks.push(check);
+            }
+        }
+    }
+    WorkflowSetup {
+        rules: settings.phase_rules.clone(),
+        verify_commands: settings.verify_commands.clone(),
+        detected_checks: settings.detected_checks.clone(),
+        named_checks,
+    }
+}
+
+/// What a session finds on disk besides its config: AGENTS.md files,
+/// skills and memory notes, and what could not be loaded (said to the
+/// user as warnings).
 pub(super) struct Found {
+    /// `(path, text)` of each AGENTS.md, root first.
+    pub(super) agents_md: Vec<(String, String)>,
     pub(super) skills: Vec<skills::Skill>,
     pub(super) memory: Vec<MemoryNote>,
     pub(super) warnings: Vec<String>,
 }
 
-/// Skills and memory for a session started in `cwd`.
+/// The AGENTS.md files for a session started in `cwd`.
+pub(super) fn project_instructions(settings: &Settings, cwd: &Path) -> Vec<(String, String)> {
+    discover_instructions(&settings.keel_home, &settings.workspace_root, cwd)
+        .into_iter()
+        .map(|file| (file.path.display().to_string(), file.text))
+        .collect()
+}
+
+/// AGENTS.md, skills and memory for a session started in `cwd`.
 pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
     let roots = skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd);
     let discovery = skills::discover(&roots);
@@ -116,5 +148,10 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         format!("memory note {} not loaded: {}", problem.path.display(), problem.error)
     });
     let warnings = skill_warnings.chain(memory_warnings).collect();
-    Found { skills: discovery.skills, memory, warnings }
+    Found {
+        agents_md: project_instructions(settings, cwd),
+        skills: discovery.skills,
+        memory,
+        warnings,
+    }
 }

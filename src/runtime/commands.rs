@@ -20,7 +20,7 @@ use crate::hooks::HookEvent;
 use crate::llm::LlmError;
 use crate::protocol::{Item, ModelRequest, StreamEvent, Usage};
 
-use super::driver::base_instructions;
+use super::assembly::{Found, prefix_sections, project_instructions};
 use super::{RuntimeError, RuntimeEvent, Session};
 use crate::config::discover_memory;
 
@@ -120,9 +120,10 @@ impl Session {
     }
 
     /// Tells the front end; after a summary, re-reads the project
-    /// instructions (AGENTS.md may have changed) and runs SessionStart
-    /// hooks with source `compact`, whose context joins them again; then
-    /// the loop may go on ([`Input::CompactionApplied`]).
+    /// instructions and memory notes (what changed is announced to the
+    /// model, the prefix stays) and runs SessionStart hooks with source
+    /// `compact`, whose context is announced too; then the loop may go on
+    /// ([`Input::CompactionApplied`]).
     pub(super) async fn after_compaction(
         &mut self,
         reason: String,
@@ -137,9 +138,14 @@ impl Session {
         }
         // Notes saved since the start (a problem with one was said then).
         let (memory, _) = discover_memory(&self.settings.keel_home, &self.settings.workspace_root);
-        self.memory = std::sync::Arc::new(memory);
-        self.state.config.instructions =
-            base_instructions(&self.settings, &self.cwd, &self.date, &self.memory);
+        let found = Found {
+            agents_md: project_instructions(&self.settings, &self.cwd),
+            skills: self.skills.as_ref().clone(),
+            memory,
+            warnings: Vec::new(),
+        };
+        self.state.observed = Some(prefix_sections(&self.settings, &found));
+        self.memory = std::sync::Arc::new(found.memory);
         self.session_start_hooks("compact", cancel).await?;
         Ok(Some(Input::CompactionApplied))
     }

@@ -78,8 +78,7 @@ mod tests {
         policy.sandboxed = sandboxed;
         LoopState::new(LoopConfig {
             model: "m".into(),
-            instructions: String::new(),
-            skills_index: String::new(),
+            prefix: crate::protocol::PrefixSections::default(),
             tools: Vec::new(),
             tool_classes: BTreeMap::from([
                 ("write_file".to_owned(), ToolClass::Mutating),

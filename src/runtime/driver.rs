@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, WorkflowState, step};
+use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, step};
 use crate::config::Settings;
 use crate::context::memory::MemoryNote;
 use crate::hooks::HookBus;
@@ -19,7 +19,9 @@ use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::skills;
 use crate::tools::{FileStates, ToolRegistry};
 
-pub(super) use super::assembly::{Found, base_instructions, discover_context, loop_config};
+pub(super) use super::assembly::{
+    Found, discover_context, environment, loop_config, tools_digest, workflow_setup,
+};
 use super::files::git_head;
 pub(super) use super::sandboxing::setup_sandbox;
 use super::undo::Checkpoints;
@@ -33,6 +35,9 @@ pub struct SessionOptions {
     pub cwd: PathBuf,
     /// Today's date for the prompt (the driver's caller owns the clock).
     pub date: String,
+    /// Nobody can answer questions or approvals (`keel exec`); the model
+    /// is told so.
+    pub headless: bool,
 }
 
 /// How a turn ended, for front ends and exit codes.
@@ -96,6 +101,7 @@ pub struct Session {
     /// AGENTS.md files are read again).
     pub(super) settings: Arc<Settings>,
     pub(super) date: String,
+    pub(super) headless: bool,
     /// The workspace has more files than a fingerprint covers: commands
     /// are not fingerprinted (see `files.rs`).
     pub(super) tree_too_big: bool,
@@ -120,7 +126,9 @@ impl Session {
         let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
         let found = discover_context(settings, &options.cwd);
-        let state = LoopState::new(loop_config(settings, &options, &tools, &found));
+        let mut state = LoopState::new(loop_config(settings, &options, &tools, &found));
+        workflow_setup(settings, &found).apply(&mut state.workflow);
+        state.environment = environment(settings, &options.cwd, &options.date, options.headless);
 
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
@@ -134,13 +142,11 @@ impl Session {
             git_head: git_head(&workspace_root),
             mode: Some(options.approval.as_str().to_owned()),
         })?;
-        let mut state = state;
-        if let Some(rules) = &settings.phase_rules {
-            let plan_required = state.workflow.flow.plan_required;
-            state.workflow = WorkflowState::with_rules(rules.clone(), plan_required);
-        }
-        state.workflow.verify_commands = settings.verify_commands.clone();
-        state.workflow.detected_checks = settings.detected_checks.clone();
+        log.append(SessionEvent::PromptPrefix {
+            reason: "session start".to_owned(),
+            sections: state.config.prefix.clone(),
+            tools_digest: tools_digest(&state.config.tools),
+        })?;
         let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
@@ -218,6 +224,7 @@ impl Session {
             prehooked: HashMap::new(),
             settings: Arc::new(settings.clone()),
             date: options.date,
+            headless: options.headless,
             tree_too_big: false,
             encoder_warming: false,
             max_parallel: super::execute::max_parallel(settings.max_parallel),
@@ -363,6 +370,9 @@ impl Session {
                 });
             }
         };
+        // The git status may have changed since the last turn: the model
+        // hears of it with the turn (announced, the prefix stays).
+        self.state.environment = environment(&self.settings, &self.cwd, &self.date, self.headless);
         let mut continuations = 0;
         loop {
             let queue = step(&mut self.state, Input::UserTurn { text: prompt });
@@ -578,6 +588,8 @@ impl Session {
             SessionEvent::SessionStarted { .. }
             | SessionEvent::ModelChanged { .. }
             | SessionEvent::SessionResumed { .. }
+            | SessionEvent::PromptPrefix { .. }
+            | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
@@ -612,7 +624,8 @@ impl Session {
                 | Item::Assistant { .. }
                 | Item::Reasoning(_)
                 | Item::ToolCall(_)
-                | Item::ToolResult(_) => None,
+                | Item::ToolResult(_)
+                | Item::Context { .. } => None,
             })
             .unwrap_or_else(|| ToolCall {
                 call_id: call_id.to_owned(),

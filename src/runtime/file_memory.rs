@@ -75,7 +75,8 @@ fn successful_calls(items: &[Item]) -> impl Iterator<Item = &ToolCall> {
             | Item::User { .. }
             | Item::Assistant { .. }
             | Item::Reasoning(_)
-            | Item::ToolCall(_) => None,
+            | Item::ToolCall(_)
+            | Item::Context { .. } => None,
         })
         .collect();
     items.iter().filter_map(move |item| match item {
@@ -84,7 +85,8 @@ fn successful_calls(items: &[Item]) -> impl Iterator<Item = &ToolCall> {
         | Item::User { .. }
         | Item::Assistant { .. }
         | Item::Reasoning(_)
-        | Item::ToolResult(_) => None,
+        | Item::ToolResult(_)
+        | Item::Context { .. } => None,
     })
 }
 

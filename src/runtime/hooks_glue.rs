@@ -115,12 +115,8 @@ impl Session {
         let payload = self.payload(None, extra);
         let verdict =
             self.dispatch_hooks(HookEvent::SessionStart, payload, Some(source), cancel).await?;
-        for context in verdict.additional_context {
-            self.state
-                .config
-                .instructions
-                .push_str(&format!("\n\n# Session context (hook)\n\n{context}\n"));
-        }
+        // Announced with the next request, after the fixed instructions.
+        self.state.hook_context.extend(verdict.additional_context);
         Ok(())
     }
 

@@ -139,6 +139,8 @@ pub async fn replay(
                 });
             }
             SessionEvent::SessionResumed { .. }
+            | SessionEvent::PromptPrefix { .. }
+            | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }

@@ -20,7 +20,9 @@ use crate::protocol::SessionEvent;
 use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
 use crate::tools::ToolRegistry;
 
-use super::driver::{Opening, loop_config, setup_sandbox};
+use super::driver::{
+    Opening, environment, loop_config, setup_sandbox, tools_digest, workflow_setup,
+};
 use super::file_memory::remembered_files;
 use super::files::DiskProbe;
 use super::{
@@ -43,12 +45,11 @@ impl Session {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
         let tools = ToolRegistry::builtin();
         let found = super::driver::discover_context(settings, &options.cwd);
-        let mut rebuilder = Rebuilder::new(loop_config(settings, &options, &tools, &found));
-        rebuilder.configure_workflow(
-            settings.phase_rules.clone(),
-            settings.verify_commands.clone(),
-            settings.detected_checks.clone(),
-        );
+        let config = loop_config(settings, &options, &tools, &found);
+        let fresh = config.prefix.clone();
+        let digest = tools_digest(&config.tools);
+        let mut rebuilder = Rebuilder::new(config);
+        rebuilder.configure_workflow(workflow_setup(settings, &found));
         // Before reading: no other process appends while this one rebuilds.
         let lock = SessionLock::acquire(log_path)?;
         let report = for_each_entry(log_path, |entry| match entry {
@@ -105,6 +106,22 @@ impl Session {
             skipped_lines: report.skipped(),
             interrupted_calls: u32::try_from(interrupted_calls).unwrap_or(u32::MAX),
         })?;
+        let prefix_break = prefix_break(&rebuilt.facts, &fresh, &digest, &settings.model);
+        match prefix_break {
+            Some(reason) => {
+                rebuilt.state.config.prefix = fresh.clone();
+                log.append(SessionEvent::PromptPrefix {
+                    reason,
+                    sections: fresh,
+                    tools_digest: digest,
+                })?;
+            }
+            // The recorded prefix is sent again; AGENTS.md, memory or
+            // skills that changed since are announced.
+            None => rebuilt.state.observed = Some(fresh),
+        }
+        rebuilt.state.environment =
+            environment(settings, &options.cwd, &options.date, options.headless);
         let id = if rebuilt.facts.session_id.is_empty() {
             log_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         } else {
@@ -209,4 +226,28 @@ fn refuse_to_guess(rebuilt: &Rebuilt, log_path: &Path) -> Result<(), RuntimeErro
         return Ok(());
     }
     Err(RuntimeError::AmbiguousLog { path: log_path.to_owned(), calls: calls.join("; ") })
+}
+
+/// Why a resumed session cannot send its recorded prefix again, if it
+/// cannot: the log recorded none, this keel's core rules or tools differ
+/// (another version), or the model changed (caches are per model; the
+/// bytes stay, the break is recorded all the same).
+fn prefix_break(
+    facts: &crate::agent::LogFacts,
+    fresh: &crate::protocol::PrefixSections,
+    digest: &str,
+    model: &str,
+) -> Option<String> {
+    let Some((recorded, recorded_digest)) = &facts.prefix else {
+        return Some("resumed a log that recorded no prompt prefix".to_owned());
+    };
+    if recorded.core != fresh.core || recorded_digest != digest {
+        return Some(
+            "keel's core rules or tool set differ from the recorded session's (another keel \
+             version, or memory notes appeared or went)"
+                .to_owned(),
+        );
+    }
+    (!facts.model.is_empty() && facts.model != model)
+        .then(|| format!("model changed from {} to {model}", facts.model))
 }

@@ -84,8 +84,7 @@ fn damaged(damages: &[Damage], torn: bool) -> Vec<u8> {
 fn config() -> LoopConfig {
     LoopConfig {
         model: "m".into(),
-        instructions: String::new(),
-        skills_index: String::new(),
+        prefix: crate::protocol::PrefixSections::default(),
         tools: Vec::new(),
         tool_classes: BTreeMap::from([
             ("read_file".to_owned(), ToolClass::ReadOnly),

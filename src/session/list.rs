@@ -97,6 +97,8 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::FileBefore { .. }
         | SessionEvent::FileChanged { .. }
         | SessionEvent::ToolCallFinished { .. }
+        | SessionEvent::PromptPrefix { .. }
+        | SessionEvent::ContextUpdated { .. }
         | SessionEvent::Checkpoint { .. }
         | SessionEvent::Undo { .. }
         | SessionEvent::ModeChanged { .. }

@@ -65,12 +65,14 @@ pub struct GrepArgs {
     /// Match regardless of case. Defaults to false.
     pub case_insensitive: Option<bool>,
     /// `content` (default), `files` or `count`.
+    #[serde(default)]
     #[schemars(schema_with = "mode_schema")]
     pub mode: Option<GrepMode>,
     /// Lines of context before and after each match in `content` mode (at most 10). Defaults to 0.
     pub context: Option<usize>,
     /// Maximum number of entries to return (at most 2000). Defaults to 200.
     #[serde(alias = "max_results")]
+    #[schemars(range(min = 1))]
     pub limit: Option<usize>,
 }
 

@@ -37,6 +37,7 @@ pub struct ListDirArgs {
     /// Directory to list, relative to the workspace root. Defaults to the working directory.
     pub path: Option<String>,
     /// How many levels to descend (1 = only direct entries, at most 5). Defaults to 1.
+    #[schemars(range(min = 1, max = 5))]
     pub depth: Option<usize>,
 }
 

@@ -44,8 +44,10 @@ pub struct ReadFileArgs {
     /// Path of the file, relative to the workspace root (absolute paths must be inside the workspace).
     pub path: String,
     /// Line to start at, 1-based. Defaults to 1.
+    #[schemars(range(min = 1))]
     pub offset: Option<u64>,
     /// Maximum number of lines to return. Defaults to 2000.
+    #[schemars(range(min = 1))]
     pub limit: Option<u64>,
 }
 

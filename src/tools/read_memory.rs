@@ -15,8 +15,7 @@ use crate::context::memory::memory_body;
 use crate::protocol::{ToolClass, ToolOutput};
 
 const NAME: &str = "read_memory";
-const DESCRIPTION: &str = "Read one of the memory notes listed under Memory in the system prompt, \
-by name.";
+const DESCRIPTION: &str = "Read a memory note listed under Memory, by name.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadMemoryArgs {

@@ -1,6 +1,9 @@
 //! `shell`: runs a `bash -c` command in the workspace through the sandbox.
 //!
-//! Invariants: the working directory is confined to the workspace; the
+//! Invariants: the command runs with `set -o pipefail` (a pipeline fails
+//! when any part fails, so `cargo test | tail` cannot hide failing tests
+//! from the model or the verification gate, which reads the exit code);
+//! the working directory is confined to the workspace; the
 //! command runs with a timeout (default [`DEFAULT_TIMEOUT_MS`], at most
 //! [`MAX_TIMEOUT_MS`]) and the user's cancellation; the output the model
 //! sees is at most [`MAX_OUTPUT_BYTES`] (head and tail kept). A non-zero
@@ -27,24 +30,34 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output shown to the model, stdout and stderr together.
 pub const MAX_OUTPUT_BYTES: usize = 30 * 1024;
 
-const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace and return its exit \
-code, stdout and stderr. Runs in the working directory unless `workdir` is given. Times out \
-after 120000 ms unless `timeout_ms` (at most 600000) says otherwise; the command and anything it \
-started are killed at the timeout and when it finishes, so do not start background servers. \
-stdin is closed: use non-interactive flags. Secrets in the environment (*_API_KEY, *_TOKEN, \
-*_SECRET, *PASSWORD*) are not passed to the command. Long output keeps its beginning and end. Prefer \
-read_file, grep, glob and list_dir for reading and searching files. Read-only commands (ls, cat, rg, \
-git status/log/diff, …) issued together in one response run in parallel, with nothing writable.";
+const DESCRIPTION: &str = "Run a command with `bash -c` in the workspace; returns its exit code, \
+stdout and stderr (long output keeps its beginning and end). Each call is a fresh shell: `cd`, \
+`export` and virtualenv activation do not carry over, so chain steps with `&&` or use \
+`workdir`. Pipelines run with `set -o pipefail`: `cargo test 2>&1 | tail -n 40` fails when the \
+tests fail (a writer cut short by `head` may exit 141). stdin is closed: give input through \
+flags, a here-document or a file. The command times out after 120000 ms unless `timeout_ms` says \
+otherwise (at most 600000); when it ends or times out, everything it started is stopped, so a \
+server lives only within one call: start it, use it and stop it in the same command. Secrets in \
+the environment (*_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*) are not passed on. To read or search \
+files prefer read_file, grep, glob and list_dir; to change them, edit_file, apply_patch and \
+write_file.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
-    /// The command line to run with `bash -c`, e.g. `cargo test 2>&1 | tail -n 50`.
+    /// The command line, run with `bash -c` and `pipefail`, e.g. `cargo test 2>&1 | tail -n 40`.
     pub command: String,
-    /// Kill the command after this many milliseconds (at most 600000). Defaults to 120000.
+    /// Kill the command after this many milliseconds, at most 600000. Defaults to 120000.
+    #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
-    /// Directory to run in, relative to the working directory. Defaults to ".".
+    /// Folder to run in, relative to the working directory. Defaults to ".".
     pub workdir: Option<String>,
+    /// Set true when this command is your check of the change (it counts if it exits 0 after your last change); tests, builds, scripts named like a test and the project's checks count without it.
+    #[serde(default)]
+    pub verify: bool,
 }
+
+/// What every command runs under: a pipeline fails when any part fails.
+const PIPEFAIL: &str = "set -o pipefail; ";
 
 pub struct Shell;
 
@@ -78,7 +91,7 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     })
     .await?;
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
-    let spec = CommandSpec::script(args.command, dir)
+    let spec = CommandSpec::script(format!("{PIPEFAIL}{}", args.command), dir)
         .for_model()
         .read_only(ctx.read_only)
         .with_timeout(Duration::from_millis(timeout_ms))
@@ -99,6 +112,7 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         "omitted_bytes": omitted,
         "duration_ms": u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX),
         "workdir": rel.to_string_lossy(),
+        "verify": args.verify,
     });
     if ctx.read_only {
         // Ran as a read, in the jail with nothing writable.
@@ -185,6 +199,25 @@ mod tests {
             shell(&ws, json!({ "command": "echo out; echo oops >&2; exit 2" })).await.unwrap();
         assert_eq!(out.text, "exit code: 2\n--- stdout ---\nout\n--- stderr ---\noops\n");
         assert_eq!(out.meta["exit_code"], 2);
+    }
+
+    #[tokio::test]
+    async fn a_failing_command_piped_through_tail_fails() {
+        let ws = TestWorkspace::new();
+        let command = "echo 'test result: FAILED'; exit 101";
+        let out = shell(&ws, json!({ "command": format!("({command}) 2>&1 | tail -n 50") }))
+            .await
+            .unwrap();
+        assert_eq!(out.meta["exit_code"], 101, "{}", out.text);
+        let passing = shell(&ws, json!({ "command": "true | tail -n 1" })).await.unwrap();
+        assert_eq!(passing.meta["exit_code"], 0);
+    }
+
+    #[tokio::test]
+    async fn the_verify_flag_is_accepted_and_optional() {
+        let ws = TestWorkspace::new();
+        let out = shell(&ws, json!({ "command": "true", "verify": true })).await.unwrap();
+        assert_eq!(out.meta["exit_code"], 0);
     }
 
     #[tokio::test]

@@ -350,7 +350,9 @@ fn show_history(app: &mut App, items: &[Item]) {
                     tool.finish(&result.output, result.is_error, &meta);
                 });
             }
-            Item::Assistant { .. } | Item::Reasoning(_) => {}
+            // keel's notes to the model (environment, mode, phase) are not
+            // part of the conversation the user had.
+            Item::Assistant { .. } | Item::Reasoning(_) | Item::Context { .. } => {}
         }
     }
     // A call still "running" here has no result in the log: the resumed

@@ -304,6 +304,7 @@ impl Driver {
             approval: self.options.approval,
             cwd: self.options.cwd.clone(),
             date: self.options.date.clone(),
+            headless: false,
         };
         let source = match resume {
             Some(log) => {

@@ -137,7 +137,7 @@ async fn a_long_session_compacts_twice_keeps_the_thread_and_resumes() {
     for i in 0..10 {
         sandbox.write(&format!("src/part{i}.rs"), &source_file(i));
     }
-    std::fs::write(sandbox.home.join("config.toml"), "[context]\nwindow = 16000\n").unwrap();
+    std::fs::write(sandbox.home.join("config.toml"), "[context]\nwindow = 24000\n").unwrap();
 
     // First process: tasks, an approved plan, then reads until a summary.
     let tasks = json!({"todos": [{"id": "1", "text": TASK, "status": "in_progress"}]});
@@ -206,7 +206,7 @@ async fn precompact_and_sessionstart_compact_hooks_run_around_a_summary() {
     );
     let context = r#"echo '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"REMINDER-0a9: tabs only"}}'"#;
     let config = format!(
-        "[context]\nwindow = 16000\n\n\
+        "[context]\nwindow = 24000\n\n\
          [[hooks.PreCompact]]\nmatcher = \"auto\"\n[[hooks.PreCompact.hooks]]\ntype = \"command\"\ncommand = \"cat > precompact.json && sh save_note.sh\"\n\n\
          [[hooks.SessionStart]]\nmatcher = \"compact\"\n[[hooks.SessionStart.hooks]]\ntype = \"command\"\ncommand = {context:?}\n"
     );

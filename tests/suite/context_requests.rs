@@ -30,6 +30,21 @@ pub(super) fn filter(text: &str, sandbox: &Sandbox) -> String {
     text
 }
 
+/// A user message: one line, or for a context message (keel's note of
+/// what changed) the tag and the headings it holds.
+fn user_line(prefix: &str, text: &str) -> Vec<String> {
+    if text.starts_with("<keel_context>") {
+        let mut lines = vec![format!("{prefix}<keel_context>")];
+        lines.extend(
+            text.lines()
+                .filter(|line| line.starts_with('#') || line.starts_with("The "))
+                .map(|line| format!("  {}", one_line(line))),
+        );
+        return lines;
+    }
+    vec![format!("{prefix}{}", one_line(text))]
+}
+
 /// The instructions as the headings they contain, in order.
 fn sections(instructions: &str) -> Vec<String> {
     let mut lines = vec![format!("  {}", one_line(instructions.lines().next().unwrap_or("")))];
@@ -91,11 +106,12 @@ pub(super) fn render(wire: Wire, body: &Value) -> String {
                         item["arguments"].as_str().unwrap_or("")
                     ),
                     "function_call_output" => item["output"].as_str().unwrap_or("").to_owned(),
-                    _ => format!(
-                        "{}: {}",
-                        item["role"].as_str().unwrap_or("?"),
-                        content_text(&item["content"])
-                    ),
+                    _ => {
+                        let role = item["role"].as_str().unwrap_or("?");
+                        let prefix = format!("{kind}: {role}: ");
+                        out.extend(user_line(&prefix, &content_text(&item["content"])));
+                        continue;
+                    }
                 };
                 out.push(format!("{kind}: {}", one_line(&text)));
             }
@@ -109,6 +125,10 @@ pub(super) fn render(wire: Wire, body: &Value) -> String {
                     continue;
                 }
                 let mut text = content_text(&message["content"]);
+                if role == "user" {
+                    out.extend(user_line("user: ", &text));
+                    continue;
+                }
                 for call in message["tool_calls"].as_array().into_iter().flatten() {
                     text.push_str(&format!(
                         " call {} {}",
@@ -128,7 +148,17 @@ pub(super) fn render(wire: Wire, body: &Value) -> String {
             out.extend(sections(&system));
             for message in body["messages"].as_array().into_iter().flatten() {
                 let role = message["role"].as_str().unwrap_or("?");
-                out.push(format!("{role}: {}", one_line(&content_text(&message["content"]))));
+                // Blocks of one message, each on its own line(s).
+                let texts: Vec<String> = match &message["content"] {
+                    Value::Array(blocks) => blocks
+                        .iter()
+                        .map(|b| content_text(&Value::Array(vec![b.clone()])))
+                        .collect(),
+                    other => vec![content_text(other)],
+                };
+                for text in texts {
+                    out.extend(user_line(&format!("{role}: "), &text));
+                }
             }
         }
     }
@@ -192,7 +222,14 @@ async fn a_slash_skill_prompt_brings_the_skill_body_in_exec() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let body = request_bodies(&server).await[0].clone();
-    let user = body["messages"][1]["content"].as_str().unwrap().to_owned();
+    let messages = body["messages"].as_array().unwrap();
+    let users: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .filter(|text| !text.starts_with("<keel_context>"))
+        .collect();
+    let user = users[0].to_owned();
     assert!(user.starts_with("Use the skill `review`"), "{user}");
     assert!(
         user.contains("<skill name=\"review\">") && user.ends_with("focus on error handling\n")
@@ -200,4 +237,57 @@ async fn a_slash_skill_prompt_brings_the_skill_body_in_exec() {
     let log = sandbox.only_log();
     let recorded = log.iter().find(|line| line["type"] == "user_message").unwrap();
     assert_eq!(recorded["text"].as_str(), Some(user.as_str()), "the log holds what the model saw");
+}
+
+/// Everything the model reads in a first request, in full: the
+/// instructions, every message, and every tool's description and
+/// parameters (one line each). Reviewed line by line when a prompt
+/// changes; its size is the whole body's.
+fn full_text(body: &Value) -> String {
+    let mut out = Vec::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        out.push(format!("===== {} =====", message["role"].as_str().unwrap_or("?")));
+        out.push(content_text(&message["content"]));
+    }
+    out.push("===== tools =====".to_owned());
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        let function = &tool["function"];
+        out.push(format!("## {}", function["name"].as_str().unwrap_or("")));
+        out.push(function["description"].as_str().unwrap_or("").to_owned());
+        let parameters = &function["parameters"];
+        let required: Vec<&str> = parameters["required"]
+            .as_array()
+            .map(|list| list.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for (name, property) in parameters["properties"].as_object().into_iter().flatten() {
+            let mark = if required.contains(&name.as_str()) { "*" } else { "" };
+            let mut rest = property.clone();
+            if let Some(object) = rest.as_object_mut() {
+                object.remove("description");
+            }
+            out.push(format!(
+                "- {name}{mark} {rest}: {}",
+                property["description"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+#[tokio::test]
+async fn first_request_in_full_and_within_20_kilobytes() {
+    let sandbox = Sandbox::new();
+    sandbox.write("README.md", "# bench fixture\n\nA tiny repository for agent benchmarks.\n");
+    let server = scripted_model(Wire::Chat, &[Step::Answer("done".into())]).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "Run the benchmark task."])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let body = request_bodies(&server).await[0].clone();
+    let size = serde_json::to_string(&body).unwrap().len();
+    assert!(size <= 20 * 1024, "the first request is {size} bytes");
+    insta::assert_snapshot!(filter(&full_text(&body), &sandbox));
 }

@@ -32,6 +32,7 @@ mod policy_conformance;
 mod policy_escapes;
 mod policy_rules_errors;
 mod policy_sandbox;
+mod prompt_truths;
 mod runtime_cancel;
 mod runtime_resume;
 mod sandbox_builds;
@@ -52,6 +53,7 @@ mod session_undo;
 #[path = "../../src/shared_corpus.rs"]
 mod shared_corpus;
 mod support;
+mod tool_schemas;
 mod tools_cli;
 mod tui_frontends;
 mod tui_plan_mode;

@@ -82,14 +82,15 @@ async fn a_pending_approval_is_asked_again_after_a_crash() {
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
     let args = model_args(&server.uri());
-    // Seq 0 session_started, 1 turn_started, 2 user_message, 3 model_response:
-    // killed while the approval is pending.
+    // Seq 0 session_started, 1 prompt_prefix, 2 turn_started, 3
+    // context_updated, 4 user_message, 5 model_response: killed while the
+    // approval is pending.
     let output = sandbox
         .keel()
         .arg("exec")
         .args(&args)
         .arg("write x")
-        .env("KEEL_TEST_CRASH_AFTER_SEQ", "3")
+        .env("KEEL_TEST_CRASH_AFTER_SEQ", "5")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), None, "killed");
@@ -123,14 +124,14 @@ async fn a_full_disk_is_reported_and_nothing_runs_unrecorded() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    // Seq 3 model_response, 4 policy_decision, 5 phase_changed (orient to
-    // implement), 6 the write_file call's tool_call_started line.
+    // Seq 5 model_response, 6 policy_decision, 7 phase_changed (orient to
+    // implement), 8 the write_file call's tool_call_started line.
     let output = sandbox
         .keel()
         .args(["exec", "--json", "--full-auto"])
         .args(model_args(&server.uri()))
         .arg("write x")
-        .env("KEEL_TEST_FAIL_WRITE_AT_SEQ", "6")
+        .env("KEEL_TEST_FAIL_WRITE_AT_SEQ", "8")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -248,7 +249,7 @@ async fn a_pending_approval_in_implement_is_asked_again_with_plan_phase_and_task
     assert_eq!(approvals.len(), 1, "asked once, after the resume");
     assert!(approvals[0] > resumed);
     let request = request_bodies(&server).await[0].to_string();
-    assert!(request.contains("Current phase: implement"), "{request}");
+    assert!(request.contains("Phase: implement."), "{request}");
     assert!(request.contains("[>] 1 fix the typo"), "{request}");
     let statuses: Vec<&Value> =
         log.iter().filter(|l| l["type"] == "plan_updated").map(|l| &l["plan"]["status"]).collect();

@@ -83,6 +83,7 @@ impl Sandbox {
             approval,
             cwd: self.repo.clone(),
             date: "2026-11-29".into(),
+            headless: true,
         }
     }
 

@@ -106,7 +106,7 @@ async fn plan_mode_story_reject_revise_approve_implement_fail_fix_verify_deliver
     assert_eq!(bodies.len(), 1, "the run stops after the revised plan");
     let request = bodies[0].to_string();
     assert!(request.contains(&format!("plan rejected: {FEEDBACK}")), "{request}");
-    assert!(request.contains("Current phase: plan"), "{request}");
+    assert!(request.contains("Phase: plan."), "{request}");
     assert_eq!(sandbox.read("hello.txt"), "helo world\n", "nothing changed while planning");
 
     // 3. Approved: implement, verification fails, fix, passes, deliver.

@@ -1,0 +1,52 @@
+//! The first request a session would send, built exactly as a session
+//! builds it but without opening a log, running hooks or calling the
+//! model (`keel debug prompt`).
+//!
+//! Invariant: the same assembly as [`Session::start`](super::Session)
+//! (tools, prefix, workflow setup, environment, sandbox probe, the loop's
+//! first step), so what it prints is what the model would read; only
+//! SessionStart hooks are skipped (they run commands), and their context
+//! would be announced after the instructions, not inside them.
+
+use crate::agent::{Effect, Input, LoopState, step};
+use crate::config::Settings;
+use crate::llm::LlmClient;
+use crate::protocol::ModelRequest;
+use crate::tools::ToolRegistry;
+
+use super::assembly::{discover_context, environment, loop_config, workflow_setup};
+use super::sandboxing::setup_sandbox;
+use super::{RuntimeError, SessionOptions};
+
+/// The first request for `prompt`, and the JSON body the provider in
+/// `settings` would receive; plus any warnings (sandbox, skills, memory).
+pub fn first_request(
+    settings: &Settings,
+    options: &SessionOptions,
+    prompt: &str,
+) -> Result<(ModelRequest, serde_json::Value, Vec<String>), RuntimeError> {
+    let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
+    let tools = ToolRegistry::builtin();
+    let found = discover_context(settings, &options.cwd);
+    let mut state = LoopState::new(loop_config(settings, options, &tools, &found));
+    workflow_setup(settings, &found).apply(&mut state.workflow);
+    state.environment = environment(settings, &options.cwd, &options.date, options.headless);
+    let mut warnings = found.warnings.clone();
+    warnings.extend(setup_sandbox(settings, &mut state.config.policy));
+    let effects = step(&mut state, Input::UserTurn { text: prompt.to_owned() });
+    let request = effects
+        .into_iter()
+        .find_map(|effect| match effect {
+            Effect::CallModel(request) => Some(request),
+            Effect::Record(_)
+            | Effect::AskApproval { .. }
+            | Effect::RunBatch { .. }
+            | Effect::Summarize { .. }
+            | Effect::Compacted { .. }
+            | Effect::AskRaiseLimit(_)
+            | Effect::TurnEnded { .. } => None,
+        })
+        .ok_or(RuntimeError::Stalled)?;
+    let body = llm.request_body(&request);
+    Ok((request, body, warnings))
+}

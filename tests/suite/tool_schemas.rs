@@ -1,0 +1,121 @@
+//! A lint over every tool schema a session offers (the built-in tools and
+//! the harness tools): what the model reads about arguments must be true
+//! and acceptable to every provider keel speaks to.
+//!
+//! - optional fields are not in `required` (issue 23.6: `grep`'s `mode`);
+//! - every parameter, nested ones too, has a description;
+//! - 1-based parameters (`offset`, `depth`, `limit`, `timeout_ms`) have
+//!   `minimum: 1`; no integer says `minimum: 0` where 0 means nothing;
+//! - names match `^[a-zA-Z0-9_-]{1,64}$` (OpenAI and Anthropic), and
+//!   descriptions stay within 1024 characters (the strictest limit among
+//!   the APIs: OpenAI's Assistants tools), parameters' within 1024 too.
+
+use serde_json::Value;
+
+use keel::agent::{harness_specs, shipped_rules};
+use keel::protocol::ToolSpec;
+use keel::tools::ToolRegistry;
+
+/// The strictest description limit among the providers.
+const DESCRIPTION_LIMIT: usize = 1024;
+
+/// Parameters that count from 1.
+const ONE_BASED: [&str; 4] = ["offset", "depth", "limit", "timeout_ms"];
+
+fn every_spec() -> Vec<ToolSpec> {
+    let mut specs = ToolRegistry::builtin().specs();
+    specs.extend(harness_specs(&shipped_rules()));
+    specs
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Lints one object schema at `at` (`tool.field.…`), recursing into
+/// object items and nested objects.
+fn lint_object(at: &str, schema: &Value, problems: &mut Vec<String>) {
+    let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|list| list.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for name in &required {
+        if !properties.contains_key(*name) {
+            problems.push(format!("{at}: requires `{name}`, which it does not define"));
+        }
+    }
+    for (name, property) in &properties {
+        let here = format!("{at}.{name}");
+        let description = property["description"].as_str().unwrap_or("");
+        if description.trim().is_empty() {
+            problems.push(format!("{here}: no description"));
+        }
+        if description.chars().count() > DESCRIPTION_LIMIT {
+            problems.push(format!("{here}: description longer than {DESCRIPTION_LIMIT}"));
+        }
+        let says_optional = ["default", "optional"]
+            .iter()
+            .any(|mark| description.to_ascii_lowercase().contains(mark))
+            || property.get("default").is_some();
+        if says_optional && required.contains(&name.as_str()) {
+            problems.push(format!("{here}: optional (has a default) but required"));
+        }
+        if property["type"] == "integer" {
+            let minimum = property["minimum"].as_i64();
+            if ONE_BASED.contains(&name.as_str()) && minimum != Some(1) {
+                problems.push(format!("{here}: 1-based but minimum is {minimum:?}"));
+            }
+        }
+        if property["type"] == "object" {
+            lint_object(&here, property, problems);
+        }
+        if property["type"] == "array" && property["items"]["type"] == "object" {
+            lint_object(&format!("{here}[]"), &property["items"], problems);
+        }
+    }
+}
+
+#[test]
+fn every_tool_schema_is_true_and_within_every_providers_limits() {
+    let mut problems = Vec::new();
+    for spec in every_spec() {
+        if !valid_name(&spec.name) {
+            problems.push(format!("{}: invalid tool name", spec.name));
+        }
+        let length = spec.description.chars().count();
+        if length > DESCRIPTION_LIMIT {
+            problems.push(format!("{}: description is {length} characters", spec.name));
+        }
+        if spec.parameters["type"] != "object" {
+            problems.push(format!("{}: parameters are not an object schema", spec.name));
+        }
+        lint_object(&spec.name, &spec.parameters, &mut problems);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn grep_mode_is_optional() {
+    let grep = every_spec().into_iter().find(|spec| spec.name == "grep").unwrap();
+    let required = grep.parameters["required"].as_array().cloned().unwrap_or_default();
+    assert_eq!(required, [Value::from("pattern")], "{}", grep.parameters);
+}
+
+#[test]
+fn set_phase_names_the_phases_of_a_projects_own_rules() {
+    let rules = keel::plan::PhaseRules::parse(
+        "start = \"triage\"\n[phases.triage]\npurpose = \"t\"\ntools = [\"read\"]\n\
+         next = [\"fix\"]\n[phases.fix]\npurpose = \"f\"\ntools = [\"write\"]\nnext = []\n",
+    )
+    .unwrap();
+    let specs = harness_specs(&rules);
+    let set_phase = specs.iter().find(|spec| spec.name == "set_phase").unwrap();
+    assert!(set_phase.description.contains("triage → fix"), "{}", set_phase.description);
+    for default_phase in ["orient", "explore", "verify", "deliver"] {
+        assert!(!set_phase.description.contains(default_phase), "{}", set_phase.description);
+    }
+    let phases = &set_phase.parameters["properties"]["phase"]["enum"];
+    assert_eq!(phases, &serde_json::json!(["fix", "triage"]));
+}
