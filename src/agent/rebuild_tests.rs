@@ -831,3 +831,30 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_recorded_prefix_is_what_a_resume_sends_and_context_items_come_back() {
+    use crate::protocol::PrefixSections;
+    let sections = PrefixSections { core: "recorded core".into(), ..PrefixSections::default() };
+    let (live, mut log) = live_session();
+    log.insert(
+        0,
+        EventRecord {
+            v: 1,
+            seq: 0,
+            ts: String::new(),
+            event: SessionEvent::PromptPrefix {
+                reason: "session start".into(),
+                sections: sections.clone(),
+                tools_digest: "d1".into(),
+            },
+        },
+    );
+    let rebuilt = rebuild(&log);
+    assert_eq!(rebuilt.state.config.prefix, sections, "the logged instructions, not today's");
+    assert_eq!(rebuilt.facts.prefix, Some((sections, "d1".to_owned())));
+    let contexts =
+        |items: &[Item]| items.iter().filter(|item| matches!(item, Item::Context { .. })).count();
+    assert!(contexts(&live.items) >= 1, "the live session announced its context");
+    assert_eq!(rebuilt.state.items, live.items, "the same bytes, context items included");
+}

@@ -477,3 +477,26 @@ fn detected_checks_are_named_in_implement_and_verify_and_open_the_gate() {
     state.workflow.observe(&run, &ToolResult::ok("s", "ok"), &meta);
     assert!(!state.workflow.flow.delivers_unverified(), "a detected check verified the change");
 }
+
+#[test]
+fn a_mode_change_and_a_compaction_are_announced_again_and_nothing_else_is() {
+    let mut state = state(ApprovalMode::Ask);
+    state.environment = "# Environment\n\n- Git: clean".into();
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let first = latest_context(&state);
+    assert!(first.contains("# Environment") && first.contains("Mode: ask."), "{first}");
+    step(&mut state, respond(vec![]));
+    state.config.policy.mode = ApprovalMode::Auto;
+    step(&mut state, Input::UserTurn { text: "again".into() });
+    let second = latest_context(&state);
+    assert!(second.contains("Mode: auto.") && !second.contains("# Environment"), "{second}");
+    assert!(!second.contains("# Workflow"), "the phase did not change: {second}");
+    step(&mut state, respond(vec![]));
+    // A summary replaced the history: what was announced is gone with it.
+    state.items = vec![Item::User { text: "summary".into() }];
+    step(&mut state, Input::UserTurn { text: "more".into() });
+    let third = latest_context(&state);
+    for heading in ["# Environment", "# Mode and permissions", "# Workflow"] {
+        assert!(third.contains(heading), "{heading} announced again: {third}");
+    }
+}

@@ -7,6 +7,7 @@ mod cli_small;
 mod config_flags;
 mod context_compaction;
 mod context_overflow;
+mod context_prefix;
 mod context_requests;
 mod e2e_exec;
 mod e2e_interrupt;
