@@ -301,9 +301,14 @@ fn dumps(dirs: &[PathBuf]) {
         for ((tag, _), (protocol, mut bodies)) in groups {
             bodies.sort_by_key(|(number, _)| *number);
             let bodies: Vec<Value> = bodies.into_iter().map(|(_, body)| body).collect();
-            let label =
-                format!("{tag} ({})", dir.file_name().unwrap_or_default().to_string_lossy());
+            let label = format!("{tag} ({})", dir.display());
             row(&label, protocol, &bill(protocol, &bodies, &count));
+            let breakpoints = bodies.iter().any(|body| body.to_string().contains("cache_control"));
+            if protocol == Protocol::Anthropic && !breakpoints {
+                let marked: Vec<Value> = bodies.iter().map(with_breakpoints).collect();
+                let label = format!("{label} + 2 breakpoints (simulated)");
+                row(&label, protocol, &bill(protocol, &marked, &count));
+            }
         }
     }
 }

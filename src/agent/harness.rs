@@ -227,7 +227,7 @@ fn phase_map(rules: &PhaseRules) -> String {
         .iter()
         .map(|phase| {
             let next = rules.rule(phase).map(|rule| rule.next.join("|")).unwrap_or_default();
-            if next.is_empty() { format!("{phase} (final)") } else { format!("{phase} → {next}") }
+            if next.is_empty() { format!("{phase} (final)") } else { format!("{phase}→{next}") }
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -240,19 +240,19 @@ fn gates(rules: &PhaseRules) -> String {
         for gate in &rule.requires {
             needs.push(match gate {
                 Gate::PlanApprovedWhenRequired => {
-                    format!("{phase} needs an approved plan when a plan is required")
+                    format!("{phase} needs an approved plan if one is required")
                 }
                 Gate::VerifiedAfterLastChange => {
-                    format!("{phase} needs a check that passed after your last change")
+                    format!("{phase} a check passed after your last change")
                 }
             });
         }
         if !rule.checks.is_empty() {
             let checks: Vec<String> = rule.checks.iter().map(|c| format!("`{c}`")).collect();
-            needs.push(format!("{phase} needs {} to pass", checks.join(", ")));
+            needs.push(format!("{phase} {} passing", checks.join(", ")));
         }
     }
-    if needs.is_empty() { String::new() } else { format!(": {}", needs.join("; ")) }
+    if needs.is_empty() { String::new() } else { format!(": {}", needs.join(", ")) }
 }
 
 /// The specs of the harness tools for a session under `rules`, offered
@@ -263,12 +263,10 @@ pub fn harness_specs(rules: &PhaseRules) -> Vec<ToolSpec> {
         ToolSpec {
             name: "set_phase".to_owned(),
             description: format!(
-                "Move the workflow to another phase. Phases and where each may go: {}. You \
-                 rarely need it: a call the current phase does not allow moves you on by \
-                 itself when a next phase allows it. Use it to go back to an earlier phase, to \
-                 enter a phase no call leads to, or to move without a call. keel checks each \
-                 move{}. A refusal says why and which moves are open; it changes nothing. \
-                 Ending your turn needs no move: just reply without tool calls.",
+                "Move the workflow to another phase ({}). Rarely needed: a call the phase does \
+                 not allow moves you on by itself when a next phase allows it. Use it to go \
+                 back, or to enter a phase no call leads to. Checked{}; a refusal says why and \
+                 changes nothing. Ending the turn needs no move.",
                 phase_map(rules),
                 gates(rules)
             ),
@@ -280,7 +278,7 @@ pub fn harness_specs(rules: &PhaseRules) -> Vec<ToolSpec> {
                         "enum": phases,
                         "description": "The phase to move to."
                     },
-                    "note": { "type": "string", "description": "Why, in one sentence." }
+                    "note": { "type": "string", "description": "Why, briefly." }
                 },
                 "required": ["phase"],
                 "additionalProperties": false
@@ -288,12 +286,10 @@ pub fn harness_specs(rules: &PhaseRules) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "submit_plan".to_owned(),
-            description: "Submit your plan, from the plan phase. Without a required review \
-                          (the usual case) it is approved at once and you go on to implement \
-                          it. When a review is required (plan mode, or the project's rules) \
-                          the user approves or rejects it; a headless run may stop here until \
-                          they do. A rejection carries the user's feedback: revise the plan \
-                          and submit it again."
+            description: "Submit your plan (plan phase). Unless a review is required (plan \
+                          mode, or the project's rules) it is approved at once. Otherwise the \
+                          user approves or rejects it (a headless run may stop here); a \
+                          rejection carries their feedback: revise and submit again."
                 .to_owned(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -301,8 +297,7 @@ pub fn harness_specs(rules: &PhaseRules) -> Vec<ToolSpec> {
                     "plan_markdown": {
                         "type": "string",
                         "description": "The whole plan in markdown, with the sections the plan \
-                                        phase lists: context, steps, risks and rollback, \
-                                        verification, what stays untouched."
+                                        phase lists."
                     }
                 },
                 "required": ["plan_markdown"],
@@ -311,12 +306,10 @@ pub fn harness_specs(rules: &PhaseRules) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "todo_write".to_owned(),
-            description: "Keep a task list the user sees. Use it for work of three or more \
-                          distinct steps, or several requests at once; skip it for smaller \
-                          tasks. Each call sends the whole list and replaces the previous one: \
-                          mark an item in_progress when you start it and completed as soon as \
-                          it is done; at most one item is in progress. The result shows the \
-                          list as it now stands."
+            description: "Keep a task list the user sees, for work of three or more steps; \
+                          skip it for smaller tasks. Each call replaces the whole list: mark an \
+                          item in_progress when you start it (at most one) and completed as \
+                          soon as it is done."
                 .to_owned(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -327,12 +320,12 @@ pub fn harness_specs(rules: &PhaseRules) -> Vec<ToolSpec> {
                         "items": {
                             "type": "object",
                             "properties": {
-                                "id": { "type": "string", "description": "A short stable id, e.g. \"1\"." },
-                                "text": { "type": "string", "description": "What the task is, in a few words." },
+                                "id": { "type": "string", "description": "A short stable id." },
+                                "text": { "type": "string", "description": "The task, briefly." },
                                 "status": {
                                     "type": "string",
                                     "enum": ["pending", "in_progress", "completed"],
-                                    "description": "Where the task stands."
+                                    "description": "Its state."
                                 }
                             },
                             "required": ["id", "text", "status"],

@@ -132,9 +132,8 @@ impl WorkflowState {
             text.push_str(&format!(" Tools here: {names}{and}set_phase."));
             if !rule.next.is_empty() {
                 text.push_str(&format!(
-                    " Another tool moves you to the first next phase that allows it ({}) when \
-                     that phase's conditions hold, else it is refused with the reason; \
-                     set_phase goes back or moves without a call.",
+                    " Another tool moves you to the first next phase allowing it ({}) if that \
+                     phase's conditions hold; else it is refused with the reason.",
                     rule.next.join(", ")
                 ));
             }
@@ -222,19 +221,18 @@ impl WorkflowState {
         let checks = self.checks();
         if ["implement", "verify"].contains(&self.flow.phase.as_str()) {
             let project = if checks.is_empty() {
-                "This project names no check of its own: run its tests the way it runs them, \
-                 or write a quick check and run it."
+                "This project names no check: run its tests as it runs them, or write a quick \
+                 check."
                     .to_owned()
             } else {
                 format!("This project's checks: {}.", quoted(&checks))
             };
             text.push_str(&format!(
-                "{project} A shell call counts as a check when it runs a test or build \
-                 command (`cargo test`, `pytest`, `npm test`, `go test`, `make`, …), a script \
-                 or file named like a test (`python3 test_calc.py`, `./run_tests.sh`) or one \
-                 of the project's checks, or when you mark it with `verify: true`. It passes \
-                 on exit 0; a check run in any phase counts. Delivering needs one to pass \
-                 after your last change."
+                "{project} A shell call is a check when it runs a test or build (`cargo \
+                 test`, `pytest`, `npm test`, `make`, …), a script named like a test \
+                 (`python3 test_calc.py`), a project check, or is marked `verify: true`. It \
+                 passes on exit 0, in any phase; delivering needs one to pass after your last \
+                 change."
             ));
         }
         let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();

@@ -31,27 +31,25 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 pub const MAX_OUTPUT_BYTES: usize = 30 * 1024;
 
 const DESCRIPTION: &str = "Run a command with `bash -c` in the workspace; returns its exit code, \
-stdout and stderr (long output keeps its beginning and end). Each call is a fresh shell: `cd`, \
-`export` and virtualenv activation do not carry over, so chain steps with `&&` or use \
-`workdir`. Pipelines run with `set -o pipefail`: `cargo test 2>&1 | tail -n 40` fails when the \
-tests fail (a writer cut short by `head` may exit 141). stdin is closed: give input through \
-flags, a here-document or a file. The command times out after 120000 ms unless `timeout_ms` says \
-otherwise (at most 600000); when it ends or times out, everything it started is stopped, so a \
-server lives only within one call: start it, use it and stop it in the same command. Secrets in \
-the environment (*_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*) are not passed on. To read or search \
-files prefer read_file, grep, glob and list_dir; to change them, edit_file, apply_patch and \
-write_file.";
+stdout and stderr (long output keeps its start and end). Each call is a fresh shell: `cd`, \
+`export` and an activated virtualenv do not carry over (chain with `&&`, or use `workdir`). \
+Pipelines run with `pipefail`: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a \
+writer cut short by `head` may exit 141). stdin is closed: pass input by flags, a here-document \
+or a file. Times out after 120000 ms unless `timeout_ms` says otherwise (at most 600000); \
+everything the command started stops with it, so a server lives only within one call. Secrets \
+in the environment (*_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*) are not passed on. Prefer the \
+file tools for reading, searching and editing files.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
-    /// The command line, run with `bash -c` and `pipefail`, e.g. `cargo test 2>&1 | tail -n 40`.
+    /// The command line, e.g. `cargo test 2>&1 | tail -n 40`.
     pub command: String,
     /// Kill the command after this many milliseconds, at most 600000. Defaults to 120000.
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     /// Folder to run in, relative to the working directory. Defaults to ".".
     pub workdir: Option<String>,
-    /// Set true when this command is your check of the change (it counts if it exits 0 after your last change); tests, builds, scripts named like a test and the project's checks count without it.
+    /// True when this command checks your change and keel would not recognise it (tests, builds, scripts named like a test and the project's checks count anyway); it counts if it exits 0.
     #[serde(default)]
     pub verify: bool,
 }

@@ -189,7 +189,7 @@ async fn a_question_ends_cleanly_and_deliver_is_no_dead_end() {
     assert_eq!((question.code, &question.result["status"]), (0, &json!("completed")));
     let context = context_of(&question.requests[0]);
     assert!(!context.contains("straight to deliver"), "{context}");
-    assert!(context.contains("To answer a question, answer it"), "{context}");
+    assert!(context.contains("To answer a question, just answer"), "{context}");
 
     let sandbox = Sandbox::new();
     let steps = [
@@ -260,7 +260,7 @@ async fn set_phase_follows_project_rules_and_no_hidden_file_limit() {
         .unwrap()["function"]
         .clone();
     let description = set_phase["description"].as_str().unwrap();
-    assert!(description.contains("triage → fix"), "{description}");
+    assert!(description.contains("triage→fix"), "{description}");
     assert!(!description.contains("orient"), "{description}");
     for file in ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"] {
         assert_eq!(sandbox.read(file), "x\n", "{file}");
