@@ -187,7 +187,12 @@ impl Rebuilder {
                 }
             }
             SessionEvent::ModeChanged { mode } => self.set_mode(&mode),
-            SessionEvent::ModelChanged { model } => self.state.config.model = model,
+            SessionEvent::ModelChanged { model } => {
+                // The prefix break `/model` made is this line; a resume on
+                // the same model makes none.
+                self.facts.model.clone_from(&model);
+                self.state.config.model = model;
+            }
             SessionEvent::PromptPrefix { sections, tools_digest, .. } => {
                 self.state.config.prefix = sections.clone();
                 self.facts.prefix = Some((sections, tools_digest));

@@ -136,8 +136,9 @@ async fn after_trust_the_project_config_applies() {
 async fn an_untrusted_verify_table_does_not_count_as_verification() {
     let sandbox = Sandbox::new();
     sandbox.write("hello.txt", "helo\n");
-    sandbox.write("check.sh", "true\n");
-    sandbox.write(".keel/config.toml", "[verify]\ncommands = [\"sh check.sh\"]\n");
+    // A name keel would not recognise as a check by itself (`check.sh` is).
+    sandbox.write("gate.sh", "true\n");
+    sandbox.write(".keel/config.toml", "[verify]\ncommands = [\"sh gate.sh\"]\n");
     let steps = || {
         vec![
             Step::Calls {
@@ -153,7 +154,7 @@ async fn an_untrusted_verify_table_does_not_count_as_verification() {
             },
             Step::Calls {
                 text: None,
-                calls: vec![call("shell", json!({"command": "sh check.sh"}))],
+                calls: vec![call("shell", json!({"command": "sh gate.sh"}))],
             },
             Step::Answer("done".into()),
         ]

@@ -110,7 +110,11 @@ async fn session(wire: Wire) -> (Vec<Value>, Vec<Value>) {
     // The user changes the tree meanwhile; the resumed run uses another mode.
     sandbox.write("notes.txt", "hi\n");
     let dir = sandbox.home.join("sessions");
-    let log_path = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let log_path = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .unwrap();
     let resumed = sandbox
         .keel()
         .args(["exec", "--json", "--yolo", "--resume"])
