@@ -6,7 +6,8 @@
 //! (tools, prefix, workflow setup, environment, sandbox probe, the loop's
 //! first step), so what it prints is what the model would read; only
 //! SessionStart hooks are skipped (they run commands), and their context
-//! would be announced after the instructions, not inside them.
+//! would be announced after the instructions, not inside them; the
+//! `prompt_cache_key` (the session id) is [`PREVIEW_CACHE_KEY`].
 
 use crate::agent::{Effect, Input, LoopState, step};
 use crate::config::Settings;
@@ -18,6 +19,10 @@ use super::assembly::{discover_context, environment, loop_config, workflow_setup
 use super::sandboxing::setup_sandbox;
 use super::{RuntimeError, SessionOptions};
 
+/// Stands in for the session id a real session sends as
+/// `prompt_cache_key` (where the provider takes one).
+pub const PREVIEW_CACHE_KEY: &str = "<session id>";
+
 /// The first request for `prompt`, and the JSON body the provider in
 /// `settings` would receive; plus any warnings (sandbox, skills, memory).
 pub fn first_request(
@@ -25,7 +30,10 @@ pub fn first_request(
     options: &SessionOptions,
     prompt: &str,
 ) -> Result<(ModelRequest, serde_json::Value, Vec<String>), RuntimeError> {
-    let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
+    // A session sends its id as the cache key; there is none yet.
+    let llm = LlmClient::new(settings.provider.clone())
+        .map_err(RuntimeError::Client)?
+        .with_cache_key(PREVIEW_CACHE_KEY);
     let tools = ToolRegistry::builtin();
     let found = discover_context(settings, &options.cwd);
     let mut state = LoopState::new(loop_config(settings, options, &tools, &found));

@@ -291,3 +291,55 @@ async fn first_request_in_full_and_within_20_kilobytes() {
     assert!(size <= 20 * 1024, "the first request is {size} bytes");
     insta::assert_snapshot!(filter(&full_text(&body), &sandbox));
 }
+
+/// `keel debug prompt` prints the body `keel exec` sends first, for the
+/// folder and provider at hand (the session id, which does not exist yet,
+/// stands in as `<session id>` where the provider takes a cache key).
+async fn debug_prompt_matches_the_first_request(wire: Wire) {
+    let sandbox = Sandbox::new();
+    sandbox.write("AGENTS.md", "# Project\n\nRun `make test` before you say done.\n");
+    let server = scripted_model(wire, &[Step::Answer("done".into())]).await;
+    let base = format!("{}/v1", server.uri());
+    let model = ["--provider", wire.provider(), "--model", "m", "--base-url", &base];
+    let printed = sandbox
+        .keel()
+        .args(["debug", "prompt"])
+        .args(model)
+        .args(["--raw", "Fix the typo."])
+        .output()
+        .unwrap();
+    assert_eq!(printed.status.code(), Some(0), "{}", String::from_utf8_lossy(&printed.stderr));
+    let stderr = String::from_utf8_lossy(&printed.stderr);
+    assert!(stderr.contains("bytes") && stderr.contains(wire.provider()), "{stderr}");
+    let mut printed: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    let sessions = sandbox.home.join("sessions");
+    assert!(
+        sessions.read_dir().map_or(true, |mut d| d.next().is_none()),
+        "debug prompt opened no session"
+    );
+    let ran = sandbox.keel().arg("exec").args(model).arg("Fix the typo.").output().unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let mut sent = request_bodies(&server).await[0].clone();
+    if let Some(key) = sent.get_mut("prompt_cache_key") {
+        assert_eq!(printed["prompt_cache_key"], "<session id>");
+        *key = printed["prompt_cache_key"].clone();
+    }
+    printed.as_object_mut().unwrap().retain(|_, value| !value.is_null());
+    sent.as_object_mut().unwrap().retain(|_, value| !value.is_null());
+    assert_eq!(printed, sent, "debug prompt prints what exec sends");
+}
+
+#[tokio::test]
+async fn debug_prompt_prints_the_first_request_on_responses() {
+    debug_prompt_matches_the_first_request(Wire::Responses).await;
+}
+
+#[tokio::test]
+async fn debug_prompt_prints_the_first_request_on_anthropic() {
+    debug_prompt_matches_the_first_request(Wire::Anthropic).await;
+}
+
+#[tokio::test]
+async fn debug_prompt_prints_the_first_request_on_chat() {
+    debug_prompt_matches_the_first_request(Wire::Chat).await;
+}
