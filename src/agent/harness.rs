@@ -243,13 +243,13 @@ fn gates(rules: &PhaseRules) -> String {
                     format!("{phase} needs an approved plan if one is required")
                 }
                 Gate::VerifiedAfterLastChange => {
-                    format!("{phase} a check passed after your last change")
+                    format!("{phase} needs a check that passed after your last change")
                 }
             });
         }
         if !rule.checks.is_empty() {
             let checks: Vec<String> = rule.checks.iter().map(|c| format!("`{c}`")).collect();
-            needs.push(format!("{phase} {} passing", checks.join(", ")));
+            needs.push(format!("{phase} needs {} passing", checks.join(", ")));
         }
     }
     if needs.is_empty() { String::new() } else { format!(": {}", needs.join(", ")) }

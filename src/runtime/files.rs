@@ -236,7 +236,8 @@ pub(super) fn git_summary(root: &Path) -> String {
     if changes.len() > NAMED {
         named.push("…".to_owned());
     }
-    format!("{branch}, {} uncommitted changes ({})", changes.len(), named.join(", "))
+    let noun = if changes.len() == 1 { "change" } else { "changes" };
+    format!("{branch}, {} uncommitted {noun} ({})", changes.len(), named.join(", "))
 }
 
 /// The commit `HEAD` points at in `root`'s git repository, if any. Read

@@ -93,7 +93,7 @@ async fn the_status_summary_still_reaches_the_model() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let first = request_bodies(&server).await[0].to_string();
-    assert!(first.contains("1 uncommitted changes (M tracked.txt)"), "{first}");
+    assert!(first.contains("1 uncommitted change (M tracked.txt)"), "{first}");
     canary.assert_quiet("summary");
 }
 

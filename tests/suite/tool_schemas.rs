@@ -119,3 +119,24 @@ fn set_phase_names_the_phases_of_a_projects_own_rules() {
     let phases = &set_phase.parameters["properties"]["phase"]["enum"];
     assert_eq!(phases, &serde_json::json!(["fix", "triage"]));
 }
+
+/// What `set_phase` says the harness checks reads as sentences: each gate
+/// names its phase and what it needs (it once read "deliver a check
+/// passed after your last change").
+#[test]
+fn set_phase_says_what_each_gate_needs() {
+    let rules = keel::plan::PhaseRules::parse(
+        "start = \"fix\"\n[phases.fix]\npurpose = \"f\"\ntools = [\"write\"]\nnext = [\"ship\"]\n\
+         [phases.ship]\npurpose = \"s\"\ntools = []\nnext = []\nrequires = [\"verified_after_last_change\"]\n\
+         checks = [\"make lint\"]\n",
+    )
+    .unwrap();
+    let specs = harness_specs(&rules);
+    let set_phase = specs.iter().find(|spec| spec.name == "set_phase").unwrap();
+    let description = &set_phase.description;
+    assert!(
+        description.contains("ship needs a check that passed after your last change"),
+        "{description}"
+    );
+    assert!(description.contains("ship needs `make lint` passing"), "{description}");
+}
