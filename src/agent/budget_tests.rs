@@ -108,8 +108,12 @@ fn the_request_that_would_cross_the_cost_limit_is_not_sent() {
     let mut state = limited(SpendLimits { max_cost_usd: Some(1.2), max_tokens: None });
     let effects = step(&mut state, Input::UserTurn { text: "go".into() });
     assert!(calls_model(&effects), "the first request fits: {effects:?}");
+    let limits_at = effects.iter().position(|e| {
+        matches!(e, Effect::Record(SessionEvent::LimitsSet { max_cost_usd: Some(_), reason, .. }) if reason == "start")
+    });
+    let request_at = effects.iter().position(|e| matches!(e, Effect::CallModel(_)));
     assert!(
-        matches!(&effects[2], Effect::Record(SessionEvent::LimitsSet { max_cost_usd: Some(_), reason, .. }) if reason == "start"),
+        limits_at.is_some() && limits_at < request_at,
         "the limits are logged before the first request: {effects:?}"
     );
     step(&mut state, respond(read("a"), 400_000, 100_000));

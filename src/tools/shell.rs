@@ -37,8 +37,9 @@ Pipelines run with `pipefail`: `cargo test 2>&1 | tail -n 40` fails when the tes
 writer cut short by `head` may exit 141). stdin is closed: pass input by flags, a here-document \
 or a file. Times out after 120000 ms unless `timeout_ms` says otherwise (at most 600000); \
 everything the command started stops with it, so a server lives only within one call. Secrets \
-in the environment (*_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*) are not passed on. Prefer the \
-file tools for reading, searching and editing files.";
+in the environment (*_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*) are not passed on. Read-only \
+commands (`ls`, `rg`, `git log`, …) in one reply may run in parallel, with nothing writable. \
+Prefer the file tools for reading, searching and editing files.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
