@@ -268,3 +268,44 @@ async fn set_phase_follows_project_rules_and_no_hidden_file_limit() {
     let outputs = results(&run.log);
     assert!(outputs.iter().all(|(_, is_error)| !is_error), "{outputs:?}");
 }
+
+// 17.2: a command the project's AGENTS.md names as its check counts as
+// verification though keel would not recognise it by itself; the same run
+// without that line ends `unverified`, naming the command.
+#[tokio::test]
+async fn a_check_named_in_agents_md_opens_the_gate() {
+    for named in [true, false] {
+        let sandbox = Sandbox::new();
+        sandbox.write("hello.txt", "helo world\n");
+        sandbox.write("ci/gate", "#!/bin/sh\ngrep -q hello hello.txt\n");
+        let made = std::process::Command::new("chmod")
+            .args(["+x", "ci/gate"])
+            .current_dir(&sandbox.repo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        if named {
+            sandbox.write(
+                "AGENTS.md",
+                "# Project\n\nOur CI runs `./ci/gate`: run it before you finish.\n",
+            );
+        }
+        let steps = [
+            read("hello.txt"),
+            edit("hello.txt", "helo", "hello"),
+            shell("./ci/gate"),
+            phase("deliver"),
+            Step::Answer("Fixed the typo; ./ci/gate passes.".into()),
+        ];
+        let run = run(&sandbox, &steps, &["--full-auto"], "fix the typo").await;
+        let outputs = results(&run.log);
+        assert!(outputs[2].0.starts_with("exit code: 0"), "{:?}", outputs[2]);
+        if named {
+            assert_eq!(run.result["status"], "completed", "{}", run.result);
+        } else {
+            assert_eq!(run.result["status"], "unverified", "{}", run.result);
+            let why = run.result["verification"].as_str().unwrap_or_default();
+            assert!(why.contains("`./ci/gate`: not recognised as a check"), "{why}");
+        }
+    }
+}
