@@ -278,10 +278,11 @@ type Sequence = (Protocol, Vec<(u32, Value)>);
 /// `TAG-NNN-PATH.json` → (tag, number, protocol).
 fn dump_name(path: &Path) -> Option<(String, u32, Protocol)> {
     let name = path.file_name()?.to_str()?.strip_suffix(".json")?;
-    let mut parts = name.splitn(3, '-');
-    let tag = parts.next()?.to_owned();
-    let number = parts.next()?.parse().ok()?;
+    // `TAG-NNN-METHOD_path`: the tag may hold dashes (`codex-native`).
+    let mut parts = name.rsplitn(3, '-');
     let protocol = Protocol::from_path(parts.next()?)?;
+    let number = parts.next()?.parse().ok()?;
+    let tag = parts.next()?.to_owned();
     Some((tag, number, protocol))
 }
 
