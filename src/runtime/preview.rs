@@ -7,9 +7,10 @@
 //! first step), so what it prints is what the model would read; only
 //! SessionStart hooks are skipped (they run commands), and their context
 //! would be announced after the instructions, not inside them; the
-//! `prompt_cache_key` (the session id) is [`PREVIEW_CACHE_KEY`].
+//! `prompt_cache_key` (the session id) is [`PREVIEW_CACHE_KEY`]; spend
+//! limits are not applied (nothing is sent).
 
-use crate::agent::{Effect, Input, LoopState, step};
+use crate::agent::{Effect, Input, LoopState, SpendLimits, step};
 use crate::config::Settings;
 use crate::llm::LlmClient;
 use crate::protocol::ModelRequest;
@@ -36,7 +37,11 @@ pub fn first_request(
         .with_cache_key(PREVIEW_CACHE_KEY);
     let tools = ToolRegistry::builtin();
     let found = discover_context(settings, &options.cwd);
-    let mut state = LoopState::new(loop_config(settings, options, &tools, &found));
+    let mut config = loop_config(settings, options, &tools, &found);
+    // Printing a request spends nothing: a spend limit the first request
+    // would cross must not stop it from being shown.
+    config.limits.spend = SpendLimits::default();
+    let mut state = LoopState::new(config);
     workflow_setup(settings, &found).apply(&mut state.workflow);
     state.environment = environment(settings, &options.cwd, &options.date, options.headless);
     let mut warnings = found.warnings.clone();

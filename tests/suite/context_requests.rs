@@ -343,3 +343,21 @@ async fn debug_prompt_prints_the_first_request_on_anthropic() {
 async fn debug_prompt_prints_the_first_request_on_chat() {
     debug_prompt_matches_the_first_request(Wire::Chat).await;
 }
+
+/// A spend limit the first request would cross stops `keel exec` before
+/// sending; `keel debug prompt` sends nothing and still prints the request
+/// (it once failed with "a bug in keel's state machine").
+#[test]
+fn debug_prompt_prints_the_request_under_a_spend_limit() {
+    let sandbox = Sandbox::new();
+    let printed = sandbox
+        .keel()
+        .args(["debug", "prompt", "--provider", "openai", "--model", "gpt-4o"])
+        .args(["--base-url", "http://127.0.0.1:9/v1", "-c", "limits.max_cost_usd=0.000001"])
+        .args(["--raw", "Fix the typo."])
+        .output()
+        .unwrap();
+    assert_eq!(printed.status.code(), Some(0), "{}", String::from_utf8_lossy(&printed.stderr));
+    let body: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    assert!(body["input"].to_string().contains("Fix the typo."), "{body}");
+}
