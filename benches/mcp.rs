@@ -134,8 +134,12 @@ async fn time_to_first_request(servers: usize) -> (f64, Vec<serde_json::Value>) 
     };
     let mut config = keel::config::load(&env, &overrides).unwrap();
     config.mcp = settings(servers);
-    let options =
-        SessionOptions { approval: ApprovalMode::Ask, cwd: repo, date: "2026-12-01".into() };
+    let options = SessionOptions {
+        approval: ApprovalMode::Ask,
+        cwd: repo,
+        date: "2026-12-01".into(),
+        headless: true,
+    };
     let started = Instant::now();
     let mut session =
         Session::start(&config, options, Box::new(Quiet), Box::new(NonInteractiveApprover))

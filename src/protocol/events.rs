@@ -374,7 +374,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 29] = [
+    pub const TYPES: [&'static str; 31] = [
         "session_started",
         "session_resumed",
         "prompt_prefix",
