@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::mcp_support::{fault_table, processes_with, python, recorded, write_config};
+use super::mcp_support::{fault_table, gone_soon, processes_with, python, recorded, write_config};
 use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
@@ -115,7 +115,7 @@ async fn a_working_server_s_tools_run_end_to_end_and_its_process_ends_with_the_s
     assert_eq!(received[0]["params"]["clientInfo"]["name"], "keel");
     assert_eq!(received[0]["params"]["capabilities"], json!({}));
     assert_eq!(received[1]["method"], "notifications/initialized");
-    assert!(processes_with(&record.display().to_string()).is_empty(), "the server outlived keel");
+    assert!(gone_soon(&record.display().to_string()), "the server outlived keel");
 }
 
 #[tokio::test]
@@ -206,10 +206,7 @@ async fn a_server_that_never_answers_initialize_is_reported_and_holds_nothing() 
     let bodies = request_bodies(&model).await;
     assert!(!tool_names(&bodies[0]).iter().any(|n| n.starts_with("mcp__stuck__")));
     assert_eq!(recorded(&stuck)[0]["method"], "initialize", "it was asked");
-    assert!(
-        processes_with(&stuck.display().to_string()).is_empty(),
-        "the stuck server outlived keel"
-    );
+    assert!(gone_soon(&stuck.display().to_string()), "the stuck server outlived keel");
 }
 
 #[tokio::test]

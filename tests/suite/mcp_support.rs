@@ -107,6 +107,20 @@ pub fn recorded(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Whether every process whose command line contains `marker` is gone
+/// within a few seconds: a process SIGKILLed as keel exits still needs the
+/// kernel to run it to its end, which a loaded machine can delay.
+pub fn gone_soon(marker: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_with(marker).is_empty() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
 /// Processes whose command line contains `marker`.
 pub fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
