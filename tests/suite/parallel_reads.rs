@@ -127,18 +127,20 @@ async fn four_sleeping_reads_finish_within_one_and_a_half_seconds() {
 /// meet here; `deadline` bounds the wait when they do not.
 fn meet_readers(fifos: &[std::path::PathBuf], deadline: Instant) -> bool {
     use rustix::fs::{Mode, OFlags};
-    let mut opened = Vec::new();
+    // A writer stays open once its reader came: closing it would hand that
+    // reader an end of file while the other one is still on its way.
+    let mut opened: Vec<Option<std::fs::File>> = fifos.iter().map(|_| None).collect();
     while Instant::now() < deadline {
-        opened.clear();
-        for fifo in fifos {
-            // Without a reader a non-blocking open for writing fails (ENXIO).
-            match rustix::fs::open(fifo, OFlags::WRONLY | OFlags::NONBLOCK, Mode::empty()) {
-                Ok(fd) => opened.push(std::fs::File::from(fd)),
-                Err(_) => break,
+        for (slot, fifo) in opened.iter_mut().zip(fifos) {
+            if slot.is_none() {
+                // Without a reader a non-blocking open for writing fails (ENXIO).
+                *slot = rustix::fs::open(fifo, OFlags::WRONLY | OFlags::NONBLOCK, Mode::empty())
+                    .ok()
+                    .map(std::fs::File::from);
             }
         }
-        if opened.len() == fifos.len() {
-            for (file, fifo) in opened.iter_mut().zip(fifos) {
+        if opened.iter().all(Option::is_some) {
+            for (file, fifo) in opened.iter_mut().flatten().zip(fifos) {
                 let name = fifo.file_name().unwrap().to_string_lossy().into_owned();
                 let _ = writeln!(file, "met {name}");
             }
