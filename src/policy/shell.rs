@@ -63,10 +63,16 @@ impl SimpleCommand {
         Self { argv, dirs, ..Self::default() }
     }
 
-    /// How a reason names it: its origin, or its words.
+    /// How a reason names it: its origin, or its words quoted as a shell
+    /// would need them (`python3 -c 'import x'`, not `python3 -c import x`).
     pub fn describe(&self) -> String {
-        self.origin.clone().unwrap_or_else(|| self.argv.join(" "))
+        self.origin.clone().unwrap_or_else(|| quoted(&self.argv))
     }
+}
+
+/// `argv` as one shell line that splits back into the same words.
+pub fn quoted(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
 }
 
 /// Something that hides what the script runs.

@@ -107,3 +107,12 @@ fn a_verdict_says_when_every_command_is_proven_read_only() {
     let call = CallFacts { tool: "write_file", class: ToolClass::Mutating, arguments: &arguments };
     assert!(!evaluate(&policy(ApprovalMode::Auto, ""), &Allowlist::default(), call).read_only);
 }
+
+#[test]
+fn a_reason_names_the_command_as_it_would_be_typed() {
+    let p = policy(ApprovalMode::Ask, "");
+    let Decision::Prompt { reason, .. } = shell(&p, "python3 -c 'import calc; print(1)'") else {
+        panic!("expected a question")
+    };
+    assert!(reason.contains("`python3 -c 'import calc; print(1)'`"), "{reason}");
+}

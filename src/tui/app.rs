@@ -111,7 +111,7 @@ impl AllowPrefix {
         if self.argv.is_empty() {
             format!("every `{}` call", self.tool)
         } else {
-            format!("`{}`", self.argv.join(" "))
+            format!("`{}`", crate::policy::shell::quoted(&self.argv))
         }
     }
 }

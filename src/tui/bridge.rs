@@ -327,6 +327,9 @@ mod tests {
         assert_eq!(AllowPrefix::for_call(&shell("rm -f notes.txt")), None);
         let python = AllowPrefix::for_call(&shell("python3 test_calc.py")).unwrap();
         assert_eq!(python.describe(), "`python3 test_calc.py`");
+        // An argument with spaces is named as the user would type it.
+        let one_liner = AllowPrefix::for_call(&shell("python3 -c 'import calc'")).unwrap();
+        assert_eq!(one_liner.describe(), "`python3 -c 'import calc'`");
         for command in ["python3 test_calc.py", "node x.js", "sh x.sh", "npm run test"] {
             let prefix = AllowPrefix::for_call(&shell(command)).unwrap();
             assert!(crate::policy::amend::check_prefix(&prefix.argv).is_ok(), "{command}");
