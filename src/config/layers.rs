@@ -57,6 +57,21 @@ pub struct ConfigFile {
     /// `[mcp_servers.NAME]`: MCP servers (`config::mcp`). A project's
     /// tables are kept apart and used only once it is trusted.
     pub mcp_servers: Option<super::mcp::McpServerTables>,
+    /// `[undo]`: what checkpoints copy at most. User file and `-c` only (a
+    /// project could switch undo off, or fill the disk).
+    pub undo: Option<UndoFile>,
+}
+
+/// The `[undo]` table: size caps of checkpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoFile {
+    /// Files larger than this many MB are not checkpointed (default 10).
+    #[serde(default, deserialize_with = "validate::undo_max_file_mb")]
+    pub max_file_mb: Option<u64>,
+    /// New content one checkpoint copies at most, in MB (default 200).
+    #[serde(default, deserialize_with = "validate::undo_max_total_mb")]
+    pub max_total_mb: Option<u64>,
 }
 
 /// The `[shell]` table.
@@ -173,12 +188,18 @@ impl ConfigFile {
             default_mode,
             limits,
             mcp_servers,
+            undo,
         } = other;
         self.default_mode = default_mode.or(self.default_mode);
         if let Some(limits) = limits {
             self.limits.get_or_insert_with(LimitsFile::default).overlay(limits);
         }
         super::mcp::overlay_servers(&mut self.mcp_servers, mcp_servers);
+        if let Some(UndoFile { max_file_mb, max_total_mb }) = undo {
+            let mine = self.undo.get_or_insert_with(UndoFile::default);
+            mine.max_file_mb = max_file_mb.or(mine.max_file_mb);
+            mine.max_total_mb = max_total_mb.or(mine.max_total_mb);
+        }
         if let Some(ShellFile { env_strip, env_keep, max_parallel }) = shell {
             let mine = self.shell.get_or_insert_with(ShellFile::default);
             if let Some(patterns) = env_strip {

@@ -41,7 +41,7 @@ pub use layers::{
 pub use limits::{DEFAULT_MAX_STEPS, LimitsFile};
 pub use memory::{MemoryProblem, discover_memory};
 pub use provider::ProviderFile;
-pub use resolve::{LocalSettings, SandboxSettings, Settings, resolve, resolve_local};
+pub use resolve::{LocalSettings, SandboxSettings, Settings, UndoSettings, resolve, resolve_local};
 
 /// Why configuration could not be loaded. Every message says what to fix.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use crate::policy::RuleSet;
 use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
-use super::layers::{SecretsFile, ShellFile};
+use super::layers::{SecretsFile, ShellFile, UndoFile};
 use super::limits::{resolve_limits, with_project_prices};
 use super::{
     CliOverrides, ConfigError, ContextFile, Environment, Layers, ProviderFile, SandboxFile,
@@ -78,6 +78,32 @@ pub struct Settings {
     pub default_mode: crate::policy::ApprovalMode,
     /// MCP servers to start and those skipped (filled by [`super::load`]).
     pub mcp: super::mcp::McpSettings,
+    /// `[undo]`: checkpoint size caps.
+    pub undo: UndoSettings,
+}
+
+/// The resolved `[undo]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UndoSettings {
+    /// Files larger than this are not checkpointed.
+    pub max_file_mb: u64,
+    /// New content one checkpoint copies at most.
+    pub max_total_mb: u64,
+}
+
+impl Default for UndoSettings {
+    fn default() -> Self {
+        Self { max_file_mb: 10, max_total_mb: 200 }
+    }
+}
+
+fn undo_settings(file: Option<UndoFile>) -> UndoSettings {
+    let file = file.unwrap_or_default();
+    let default = UndoSettings::default();
+    UndoSettings {
+        max_file_mb: file.max_file_mb.unwrap_or(default.max_file_mb),
+        max_total_mb: file.max_total_mb.unwrap_or(default.max_total_mb),
+    }
 }
 
 /// Default share of the window at which compaction starts.
@@ -291,6 +317,7 @@ pub fn resolve(
             .unwrap_or(DEFAULT_COMPACT_THRESHOLD),
         default_mode: merged.default_mode.unwrap_or_default(),
         mcp: super::mcp::McpSettings::default(),
+        undo: undo_settings(merged.undo),
         model,
     })
 }
@@ -310,6 +337,7 @@ pub struct LocalSettings {
     pub env_filter: EnvFilter,
     /// keel's own in-process hooks (`protect_secrets`), as a session has.
     pub native_hooks: Vec<Arc<dyn NativeHook>>,
+    pub undo: UndoSettings,
 }
 
 /// Resolves the model-free part of the configuration.
@@ -333,6 +361,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         env_filter: env_filter(merged.shell.as_ref()),
         native_hooks: native_hooks(merged.secrets)?,
         sandbox: sandbox_settings(merged.sandbox)?,
+        undo: undo_settings(merged.undo),
     })
 }
 
@@ -493,6 +522,26 @@ mod tests {
         let settings = load(&env, &CliOverrides::default()).unwrap();
         assert_eq!(settings.provider.base_url, "https://api.openai.com/v1");
         assert!(settings.warnings[0].contains("base_url"), "{:?}", settings.warnings);
+    }
+
+    #[test]
+    fn undo_caps_come_from_the_user_and_c_never_from_a_project() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "k")]);
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.undo, UndoSettings { max_file_mb: 10, max_total_mb: 200 });
+        std::fs::write(env.keel_home.join("config.toml"), "[undo]\nmax_file_mb = 2\n").unwrap();
+        crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
+        std::fs::create_dir_all(env.cwd.join(".keel")).unwrap();
+        // A project could switch undo off in effect, or fill the disk.
+        std::fs::write(env.cwd.join(".keel/config.toml"), "[undo]\nmax_total_mb = 1\n").unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.undo, UndoSettings { max_file_mb: 2, max_total_mb: 200 });
+        assert!(settings.warnings.iter().any(|w| w.contains("[undo]")), "{:?}", settings.warnings);
+        let cli = CliOverrides { set: vec!["undo.max_total_mb=50".into()], ..Default::default() };
+        assert_eq!(load(&env, &cli).unwrap().undo.max_total_mb, 50);
+        let cli = CliOverrides { set: vec!["undo.max_file_mb=0".into()], ..Default::default() };
+        let error = load(&env, &cli).unwrap_err().to_string();
+        assert!(error.contains("undo.max_file_mb"), "{error}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! shown, not what keel does), and one warning names every other key it
 //! set. Trusted, it applies, except the keys a project may never set: it
 //! may not redirect the API key (`base_url`, `api_key_env`) or loosen
-//! `[sandbox]`, `default_mode`, `[secrets]` or `[shell] env_keep`.
+//! `[sandbox]`, `default_mode`, `[secrets]`, `[shell] env_keep` or `[undo]`.
 
 use std::path::Path;
 
@@ -35,6 +35,7 @@ pub(super) fn trusted_project(
         ("default_mode", project.default_mode.take().is_some()),
         ("[secrets]", project.secrets.take().is_some()),
         ("[shell] env_keep", env_keep.is_some()),
+        ("[undo]", project.undo.take().is_some()),
     ] {
         if present {
             warnings.push(format!(
@@ -96,6 +97,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         // tighten, so they apply trusted or not.
         limits: _,
         mcp_servers,
+        undo,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -114,6 +116,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[secrets]", secrets.is_some()),
         ("[shell]", shell.is_some()),
         ("[mcp_servers]", mcp_servers.is_some()),
+        ("[undo]", undo.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)

@@ -85,6 +85,14 @@ pub(super) fn window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::
     at_least_one(u64::deserialize(d)?, "context.window", "tokens")
 }
 
+pub(super) fn undo_max_file_mb<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(u64::deserialize(d)?, "undo.max_file_mb", "MB")
+}
+
+pub(super) fn undo_max_total_mb<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(u64::deserialize(d)?, "undo.max_total_mb", "MB")
+}
+
 fn at_least_one<T, E>(value: T, key: &str, unit: &str) -> Result<Option<T>, E>
 where
     T: PartialOrd + From<u8> + std::fmt::Display,
