@@ -156,7 +156,8 @@ pub async fn run_headless(
                 RuntimeError::Log(_)
                 | RuntimeError::Client(_)
                 | RuntimeError::Stalled
-                | RuntimeError::AmbiguousLog { .. } => ExitStatus::Failed,
+                | RuntimeError::AmbiguousLog { .. }
+                | RuntimeError::PromptTooLarge(_) => ExitStatus::Failed,
             };
             let line = ResultLine::failure(error.to_string());
             return Headless { status, line, shown_error: None };

@@ -373,6 +373,8 @@ impl Session {
         // The git status may have changed since the last turn: the model
         // hears of it with the turn (announced, the prefix stays).
         self.state.environment = environment(&self.settings, &self.cwd, &self.date, self.headless);
+        // Refused before anything is recorded or sent.
+        super::prompt_fit::check(&self.state, &prompt).map_err(RuntimeError::PromptTooLarge)?;
         let mut continuations = 0;
         loop {
             let queue = step(&mut self.state, Input::UserTurn { text: prompt });

@@ -23,6 +23,7 @@ mod hooks_glue;
 mod mcp_glue;
 mod path_facts;
 mod preview;
+mod prompt_fit;
 mod replay;
 mod resume;
 mod sandboxing;
@@ -37,6 +38,7 @@ pub use events::{EventSink, RuntimeEvent, SandboxState};
 pub use mcp_glue::mcp_log_dir;
 pub use path_facts::gather_links;
 pub use preview::first_request;
+pub use prompt_fit::PromptTooLarge;
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
 pub use sandboxing::{confine_commands, mark_sandbox_violation};
 pub use undo::{UndoError, UndoReport, undo};
@@ -70,4 +72,7 @@ pub enum RuntimeError {
          or resume with the model it was started with"
     )]
     UnpricedCostLimit { model: String },
+    /// The prompt cannot fit the model's window; nothing was sent.
+    #[error(transparent)]
+    PromptTooLarge(Box<prompt_fit::PromptTooLarge>),
 }

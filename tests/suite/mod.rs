@@ -33,6 +33,7 @@ mod policy_conformance;
 mod policy_escapes;
 mod policy_rules_errors;
 mod policy_sandbox;
+mod prompt_fit;
 mod prompt_truths;
 mod runtime_cancel;
 mod runtime_resume;
