@@ -41,7 +41,7 @@ pub enum Msg {
     TurnFailed(String),
     /// Time since the running turn started (drives the spinner).
     Tick(Duration),
-    /// The workspace's files were listed (for `@path` completion).
+    /// More of the workspace's files were listed (for `@path` completion).
     FilesListed(Vec<String>),
     /// A resumed session's conversation (shown before anything new) and
     /// its token totals so far.
@@ -138,6 +138,9 @@ pub enum Command {
     Diff,
     /// `/undo`.
     Undo,
+    /// List the workspace's files for `@path` completion (in the
+    /// background, handed over as [`Msg::FilesListed`] chunks).
+    ListFiles,
     /// Open the plan under review in `$EDITOR`: the saved plan file when
     /// there is one, else a file under `$KEEL_HOME/plans/` holding `text`.
     EditPlan {
@@ -225,10 +228,12 @@ pub struct App {
     pub hint: Option<String>,
     /// Shift+Tab reached yolo: the next key confirms (`y`) or skips it.
     pub yolo_confirm: bool,
-    /// Workspace files for `@path` completion.
+    /// Workspace files for `@path` completion, as found so far.
     pub files: Vec<String>,
     /// MCP servers as their last status events described them (`/mcp`).
     pub mcp: Vec<super::mcp_view::McpLine>,
+    /// The listing was asked for (the first `@` typed).
+    pub files_requested: bool,
 }
 
 impl App {
@@ -287,7 +292,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             Vec::new()
         }
         Msg::FilesListed(files) => {
-            app.files = files;
+            app.files.extend(files);
             Vec::new()
         }
         Msg::History(items, usage) => {

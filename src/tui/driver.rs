@@ -294,12 +294,7 @@ impl Driver {
             Ok(settings) => settings,
             Err(error) => return self.fail(error.to_string()),
         };
-        let files_tx = self.events.clone();
-        let root = settings.workspace_root.clone();
-        self.root = Some(root.clone());
-        tokio::task::spawn_blocking(move || {
-            let _ = files_tx.send(UiEvent::Files(super::files::list_files(&root)));
-        });
+        self.root = Some(settings.workspace_root.clone());
         let session_options = SessionOptions {
             approval: self.options.approval,
             cwd: self.options.cwd.clone(),
@@ -448,6 +443,7 @@ impl Driver {
                 }
                 Command::Undo => self.send(Op::Undo),
                 Command::Diff => self.diff(),
+                Command::ListFiles => self.list_files(),
                 Command::Interrupt => {
                     if let Some(cancel) = &self.cancel {
                         cancel.cancel();
@@ -498,6 +494,21 @@ impl Driver {
             let msg = Msg::TurnFailed("the session has stopped; restart keel".into());
             update(&mut self.app, msg);
         }
+    }
+
+    /// Lists the workspace for `@path` completion on a blocking thread;
+    /// the chunks arrive as [`UiEvent::Files`] while the user types, and
+    /// the listing stops once nobody receives them.
+    fn list_files(&mut self) {
+        let Some(root) = self.root.clone() else {
+            // No session yet: the next `@` asks again.
+            self.app.files_requested = false;
+            return;
+        };
+        let events = self.events.clone();
+        tokio::task::spawn_blocking(move || {
+            super::files::list_files(&root, |chunk| events.send(UiEvent::Files(chunk)).is_ok());
+        });
     }
 
     /// `/diff`: `git diff` of the workspace, off the UI task.

@@ -194,6 +194,11 @@ impl Editor {
         word.strip_prefix('@').map(|rest| (start, rest))
     }
 
+    /// Whether an `@word` (a file to complete) is at the cursor.
+    pub fn completing_path(&self) -> bool {
+        self.at_word().is_some()
+    }
+
     /// Completions for what is typed: slash commands for a lone `/word`,
     /// files for an `@word` at the cursor. (label, description) pairs.
     pub fn completions(&self, files: &[String]) -> Vec<(String, String)> {

@@ -154,7 +154,17 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         }
         _ => {}
     }
-    Vec::new()
+    request_files(app)
+}
+
+/// The first `@word` typed starts listing the workspace for completion
+/// (nothing is listed before: a large tree costs nothing unless asked).
+fn request_files(app: &mut App) -> Vec<Command> {
+    if app.files_requested || !app.editor.completing_path() {
+        return Vec::new();
+    }
+    app.files_requested = true;
+    vec![Command::ListFiles]
 }
 
 pub(super) fn submit(app: &mut App) -> Vec<Command> {

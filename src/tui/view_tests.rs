@@ -508,6 +508,23 @@ fn file_popup_for_at_paths() {
 }
 
 #[test]
+fn files_are_listed_only_once_an_at_word_is_typed_and_chunks_add_up() {
+    let mut app = app();
+    let mut asked = Vec::new();
+    for c in "fix the bug in ".chars() {
+        asked.extend(update(&mut app, key(KeyCode::Char(c))));
+    }
+    assert!(asked.is_empty(), "no listing without an @: {asked:?}");
+    let commands = update(&mut app, key(KeyCode::Char('@')));
+    assert!(matches!(commands.as_slice(), [Command::ListFiles]), "{commands:?}");
+    update(&mut app, Msg::FilesListed(vec!["src/a.rs".into()]));
+    update(&mut app, Msg::FilesListed(vec!["src/b.rs".into()]));
+    assert_eq!(app.files, ["src/a.rs", "src/b.rs"]);
+    type_text(&mut app, "b.rs @x");
+    assert!(update(&mut app, key(KeyCode::Char('y'))).is_empty(), "asked once");
+}
+
+#[test]
 fn the_spinner_says_when_a_request_is_retried() {
     let mut app = app();
     start_turn(&mut app, "hi");
