@@ -7,15 +7,18 @@
 //! modification time, ties by path, so the order is deterministic), and
 //! capped at [`MAX_RESULTS`] with a count of the rest.
 
+use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use globset::GlobBuilder;
+use ignore::WalkState;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::args::blocking;
-use super::list_dir::walker;
+use super::list_dir::unsorted_walker;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolClass, ToolOutput};
@@ -71,15 +74,37 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
     let base = ws.resolve_or_cwd(args.path.as_deref())?;
     let rel_base = ws.relative(&base);
     ws.open_dir(&base)?;
-    let mut found: Vec<(Option<SystemTime>, String)> = walker(&base, None)
-        .build()
-        .flatten()
-        .filter(|entry| entry.file_type().is_some_and(|kind| !kind.is_dir()))
-        .filter(|entry| entry.path().strip_prefix(&base).is_ok_and(|rel| matcher.is_match(rel)))
-        .map(|entry| {
-            let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
-            (modified, ws.display(entry.path()))
+    // Only the folder the pattern's literal start names can hold matches
+    // (`src/**/*.rs`: `src`), so the walk goes down to it and no further
+    // elsewhere; from the base, so ignore rules on the way still hold.
+    let prefix = literal_prefix(pattern);
+    let mut builder = unsorted_walker(&base, None);
+    let walk_base = base.clone();
+    builder.filter_entry(move |entry| {
+        let Ok(rel) = entry.path().strip_prefix(&walk_base) else { return false };
+        entry.file_name() != ".git" && (rel.starts_with(&prefix) || prefix.starts_with(rel))
+    });
+    let found = Mutex::new(Vec::new());
+    builder.build_parallel().run(|| {
+        let (base, matcher, found) = (&base, &matcher, &found);
+        Box::new(move |entry| {
+            let Ok(entry) = entry else { return WalkState::Continue };
+            let is_match = entry.file_type().is_some_and(|kind| !kind.is_dir())
+                && entry.path().strip_prefix(base).is_ok_and(|rel| matcher.is_match(rel));
+            if is_match {
+                let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
+                if let Ok(mut found) = found.lock() {
+                    found.push((modified, entry.into_path()));
+                }
+            }
+            WalkState::Continue
         })
+    });
+    let mut found: Vec<(Option<SystemTime>, String)> = found
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(modified, path)| (modified, ws.display(&path)))
         .collect();
     // Newest first; files without a time last; ties by path.
     found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -92,6 +117,22 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
     });
     let text = render(&matches, total, &args.pattern, &rel_base.to_string_lossy());
     Ok(ToolOutput { text, meta })
+}
+
+/// The leading folders of `pattern` that hold no glob syntax (`src/tools`
+/// for `src/tools/**/*.rs`); empty when the first one does.
+fn literal_prefix(pattern: &str) -> PathBuf {
+    let mut parts: Vec<&str> = pattern.split('/').collect();
+    parts.pop(); // the last part names files, never a folder to start in
+    parts
+        .into_iter()
+        .take_while(|part| {
+            !part.is_empty()
+                && *part != "."
+                && *part != ".."
+                && !part.contains(['*', '?', '[', '{', '\\'])
+        })
+        .collect()
 }
 
 fn render(shown: &[String], total: usize, pattern: &str, base: &str) -> String {
@@ -191,6 +232,35 @@ mod tests {
             "{}",
             out.text
         );
+    }
+
+    #[test]
+    fn the_literal_start_of_a_pattern_names_where_to_walk() {
+        assert_eq!(literal_prefix("src/tools/**/*.rs"), PathBuf::from("src/tools"));
+        assert_eq!(literal_prefix("src/main.rs"), PathBuf::from("src"));
+        assert_eq!(literal_prefix("**/*.rs"), PathBuf::new());
+        assert_eq!(literal_prefix("*.toml"), PathBuf::new());
+        assert_eq!(literal_prefix("s[rc]/x/*.rs"), PathBuf::new());
+        assert_eq!(literal_prefix("../x/*.rs"), PathBuf::new());
+    }
+
+    #[tokio::test]
+    async fn a_literal_start_inside_an_ignored_folder_stays_ignored() {
+        let ws = fixture();
+        let out = glob(&ws, json!({ "pattern": "target/debug/*.rs" })).await.unwrap();
+        assert!(out.text.starts_with("no files match"), "{}", out.text);
+        let out = glob(&ws, json!({ "pattern": "src/tools/*.rs" })).await.unwrap();
+        assert_eq!(out.text, "src/tools/mod.rs\n");
+    }
+
+    #[tokio::test]
+    async fn a_literal_start_that_is_a_symlink_is_not_followed() {
+        let ws = fixture();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("secret.rs"), "").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), ws.path("src/out")).unwrap();
+        let out = glob(&ws, json!({ "pattern": "src/out/*.rs" })).await.unwrap();
+        assert!(out.text.starts_with("no files match"), "{}", out.text);
     }
 
     #[tokio::test]

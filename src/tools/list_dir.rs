@@ -5,7 +5,9 @@
 //! hidden files are shown. Symlinks are listed, never followed. Output is
 //! deterministic (sorted per directory, depth first), paths are relative to
 //! the workspace, directories end in `/`, symlinks in `@`, and at most
-//! [`MAX_ENTRIES`] are shown, with a note when more exist.
+//! [`MAX_ENTRIES`] are shown, with a note when more exist. The walk stops
+//! after [`MAX_COUNTED`] entries (the note then says "more than"), so a
+//! deep listing of a huge tree costs a bounded walk, not the whole tree.
 
 use std::path::Path;
 
@@ -26,6 +28,8 @@ pub const DEFAULT_DEPTH: usize = 1;
 pub const MAX_DEPTH: usize = 5;
 /// Entries shown at most.
 pub const MAX_ENTRIES: usize = 1000;
+/// Entries counted at most: past this the walk stops.
+pub const MAX_COUNTED: usize = 20_000;
 
 const DESCRIPTION: &str = "List the entries of a directory (default: the working directory), \
 one path per line relative to the workspace root. Directories end with `/`, symlinks with `@`. \
@@ -62,6 +66,14 @@ impl TypedTool for ListDir {
 }
 
 fn list(ws: &Workspace, args: &ListDirArgs) -> Result<ToolOutput, ToolError> {
+    list_counting(ws, args, MAX_COUNTED)
+}
+
+fn list_counting(
+    ws: &Workspace,
+    args: &ListDirArgs,
+    max_counted: usize,
+) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve_or_cwd(args.path.as_deref())?;
     let rel = ws.relative(&abs);
     // A real folder beneath the root, no symlink on the way.
@@ -69,9 +81,15 @@ fn list(ws: &Workspace, args: &ListDirArgs) -> Result<ToolOutput, ToolError> {
     let depth = args.depth.unwrap_or(DEFAULT_DEPTH).clamp(1, MAX_DEPTH);
     let mut shown = Vec::new();
     let mut total = 0usize;
+    let mut counted_all = true;
     for entry in walker(&abs, Some(depth)).build().flatten() {
         if entry.depth() == 0 {
             continue;
+        }
+        if total == max_counted {
+            // Counting the rest of a huge tree would cost its whole walk.
+            counted_all = false;
+            break;
         }
         total += 1;
         if shown.len() < MAX_ENTRIES {
@@ -82,20 +100,29 @@ fn list(ws: &Workspace, args: &ListDirArgs) -> Result<ToolOutput, ToolError> {
         "path": rel.to_string_lossy(),
         "depth": depth,
         "entries": total,
-        "truncated": total > shown.len(),
+        "entries_counted_all": counted_all,
+        "truncated": !counted_all || total > shown.len(),
     });
-    Ok(ToolOutput { text: render(&shown, total), meta })
+    Ok(ToolOutput { text: render(&shown, total, counted_all), meta })
 }
 
 /// The walk shared with glob: gitignore always honoured, hidden files
 /// shown, `.git` pruned, siblings sorted by name.
 pub(crate) fn walker(root: &Path, depth: Option<usize>) -> WalkBuilder {
+    let mut builder = unsorted_walker(root, depth);
+    builder.sort_by_file_name(|a, b| a.cmp(b));
+    builder
+}
+
+/// [`walker`] in no particular order, so it can run in parallel (glob
+/// sorts what it found itself). A caller's own `filter_entry` replaces
+/// the `.git` one, so it must prune `.git` too.
+pub(crate) fn unsorted_walker(root: &Path, depth: Option<usize>) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
     builder
         .max_depth(depth)
         .hidden(false)
         .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| entry.file_name() != ".git");
     builder
 }
@@ -110,15 +137,16 @@ fn describe(ws: &Workspace, path: &Path, file_type: Option<std::fs::FileType>) -
     text
 }
 
-fn render(shown: &[String], total: usize) -> String {
+fn render(shown: &[String], total: usize, counted_all: bool) -> String {
     if shown.is_empty() {
         return "(empty directory)".to_owned();
     }
     let mut text = shown.join("\n");
     text.push('\n');
-    if total > shown.len() {
+    let of = if counted_all { format!("{total}") } else { format!("more than {total}") };
+    if !counted_all || total > shown.len() {
         text.push_str(&format!(
-            "[showing {} of {total} entries; list a subdirectory or use a smaller depth]\n",
+            "[showing {} of {of} entries; list a subdirectory or use a smaller depth]\n",
             shown.len()
         ));
     }
@@ -184,6 +212,31 @@ mod tests {
         assert_eq!(out.text.lines().count(), MAX_ENTRIES + 1);
         assert!(out.text.contains(&format!("showing {MAX_ENTRIES} of {}", MAX_ENTRIES + 5)));
         assert_eq!(out.meta["truncated"], true);
+    }
+
+    #[test]
+    fn a_huge_tree_is_walked_only_up_to_the_counting_bound() {
+        let ws = TestWorkspace::new();
+        for n in 0..30 {
+            ws.write(&format!("d{}/f{n:02}", n / 10), "");
+        }
+        let workspace = Workspace::new(&ws.ctx).unwrap();
+        let args = ListDirArgs { path: None, depth: Some(2) };
+        let out = list_counting(&workspace, &args, 12).unwrap();
+        assert!(
+            out.text.ends_with(
+                "[showing 12 of more than 12 entries; list a subdirectory or use a smaller depth]\n"
+            ),
+            "{}",
+            out.text
+        );
+        assert_eq!(
+            (out.meta["entries"].clone(), out.meta["truncated"].clone()),
+            (json!(12), json!(true))
+        );
+        let out = list_counting(&workspace, &args, 100).unwrap();
+        assert_eq!(out.meta["entries"], 33, "3 folders and 30 files");
+        assert_eq!(out.meta["entries_counted_all"], true);
     }
 
     #[tokio::test]
