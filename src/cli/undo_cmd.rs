@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::Context;
 
 use super::UndoArgs;
-use crate::config::{Environment, find_workspace_root};
+use crate::config::{CliOverrides, Environment, load_local};
 use crate::exec::ExitStatus;
 use crate::runtime::{UndoError, undo};
 use crate::session::{SessionError, find_by_prefix, newest_in_folder, sessions_dir};
@@ -20,8 +20,9 @@ pub(super) async fn run(args: &UndoArgs) -> anyhow::Result<ExitStatus> {
         None => newest_in_folder(&dir, &env.cwd),
     }
     .context("cannot pick the session to undo")?;
-    let root = find_workspace_root(&env.cwd);
-    let report = match undo(&env.keel_home, &root, &log, args.turns).await {
+    let settings = load_local(&env, &CliOverrides::default())?;
+    let root = settings.workspace_root;
+    let report = match undo(&env.keel_home, &root, &log, args.turns, settings.undo.into()).await {
         Ok(report) => report,
         // A live session (a turn may be changing files right now): refused
         // before anything is restored.

@@ -143,6 +143,7 @@ impl HumanPrinter {
             RuntimeEvent::ModeChanged { mode } => out.push(format!("mode: {}", mode.as_str())),
             // The result line reports plan and tasks; phases show as tool calls.
             RuntimeEvent::WorkflowChanged { .. } => {}
+            RuntimeEvent::Progress { message } => out.push(for_terminal(&message).into_owned()),
             RuntimeEvent::Warning { message } => {
                 out.push(format!("warning: {}", for_terminal(&message)));
             }

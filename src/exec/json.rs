@@ -115,6 +115,9 @@ impl EventSink for JsonPrinter {
                 line["type"] = json!("approval_declined");
                 self.write(&line);
             }
+            RuntimeEvent::Progress { message } => {
+                self.write(&json!({"type": "progress", "message": message}));
+            }
             RuntimeEvent::Warning { message } => {
                 self.write(&json!({"type": "warning", "message": message}));
             }

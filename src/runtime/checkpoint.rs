@@ -1,14 +1,25 @@
 //! Workspace checkpoints for undo: a shadow git repository per workspace
 //! under `$KEEL_HOME/shadow/<hash of the workspace path>`, driven with the
-//! `git` CLI through [`crate::sandbox::run`] (the only process spawner).
+//! `git` CLI through [`super::git`] (neutralised config, minimal env,
+//! timeouts).
 //!
-//! Invariants: the user's own `.git` is never touched (the shadow has its
-//! own git dir; `.git` directories are never snapshotted); the workspace's
-//! `.gitignore` is honoured, so build output is not copied; nothing the
-//! workspace or the user's git config names runs (hooks, fsmonitor,
-//! filters, signing: [`super::git`]'s neutral config and environment, no
-//! global or system config, no init template, `--no-verify`); a restore
-//! first snapshots the current state, so an undo can itself be undone.
+//! A checkpoint costs what changed, not what exists (issue 21): the shadow
+//! borrows the project's objects and starts from its index
+//! (`shadow_seed.rs`), so tracked files unchanged since the user's last
+//! `git add` are neither read nor copied; the index is kept between
+//! sessions with git's untracked cache, so a full look ([`Scope::Everything`],
+//! one `git status`) reads only folders whose listing changed; within a
+//! session the watcher names what changed ([`Scope::Paths`]) and only that
+//! is looked at. New content is hashed into the shadow's own objects.
+//!
+//! Invariants: the user's own `.git` is never written (the shadow has its
+//! own git dir and index; `.git` folders are never snapshotted); ignored
+//! files are not checkpointed, and neither are files over
+//! [`UndoLimits::max_file_bytes`] or past [`UndoLimits::max_total_bytes`] of new
+//! content in one checkpoint: such a file is kept out of the shadow index
+//! altogether (so a restore leaves it alone rather than writing an old
+//! version) and named in [`Snapshot::skipped`]; a restore first snapshots
+//! the current state, so an undo can itself be undone.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +27,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::git;
+use super::shadow_seed::ProjectGit;
 use crate::sandbox::{SandboxError, run};
 use crate::session::content_hash;
 
@@ -28,36 +40,189 @@ pub enum CheckpointError {
     Spawn(#[from] SandboxError),
     #[error("`git {command}` failed for the checkpoint repository: {stderr}")]
     Git { command: String, stderr: String },
+    #[error("`git {command}` printed more than keel reads ({limit} bytes)")]
+    TooMuchOutput { command: String, limit: usize },
+}
+
+/// What a checkpoint looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole work tree (one `git status`).
+    Everything,
+    /// Only these workspace-relative paths (files, or whole folders).
+    Paths(Vec<PathBuf>),
+}
+
+/// Size caps of what one checkpoint copies (`[undo]` settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UndoLimits {
+    /// Files larger than this are not checkpointed.
+    pub max_file_bytes: u64,
+    /// New content one checkpoint copies at most.
+    pub max_total_bytes: u64,
+}
+
+impl Default for UndoLimits {
+    fn default() -> Self {
+        crate::config::UndoSettings::default().into()
+    }
+}
+
+impl From<crate::config::UndoSettings> for UndoLimits {
+    fn from(settings: crate::config::UndoSettings) -> Self {
+        const MB: u64 = 1024 * 1024;
+        Self {
+            max_file_bytes: settings.max_file_mb.saturating_mul(MB),
+            max_total_bytes: settings.max_total_mb.saturating_mul(MB),
+        }
+    }
+}
+
+/// A file a checkpoint left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: String,
+    pub bytes: u64,
+    pub reason: SkipReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Over [`UndoLimits::max_file_bytes`].
+    FileTooLarge,
+    /// Past [`UndoLimits::max_total_bytes`] of new content.
+    OverBudget,
+    /// Not a regular file or symlink (FIFO, socket, device), a nested
+    /// repository, or a name that is not UTF-8.
+    Unsupported,
+}
+
+/// A checkpoint taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Commit id in the shadow repository.
+    pub commit: String,
+    /// Files looked at and saved (new or changed since the shadow last saw them).
+    pub saved_files: usize,
+    pub saved_bytes: u64,
+    pub skipped: Vec<Skipped>,
 }
 
 /// The shadow repository of one workspace.
 #[derive(Debug, Clone)]
 pub struct ShadowRepo {
-    git_dir: PathBuf,
-    work_tree: PathBuf,
+    pub(super) git_dir: PathBuf,
+    pub(super) work_tree: PathBuf,
+    pub(super) project: Option<ProjectGit>,
 }
 
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// File in the shadow's git dir: `<tree> <commit>` of the last checkpoint.
+const LAST_CHECKPOINT: &str = "keel-last-checkpoint";
+/// Bytes of git output read (a `git status` of a large fresh tree).
+const OUTPUT_LIMIT: usize = 256 * 1024 * 1024;
+/// Bytes of paths passed on one git command line.
+const ARGS_BYTES: usize = 96 * 1024;
+/// Paths (or their bytes, [`ARGS_BYTES`]) past which a partial look is
+/// no cheaper than a full one.
+pub const MAX_SCOPE_PATHS: usize = 2_000;
 
 impl ShadowRepo {
     pub fn for_workspace(keel_home: &Path, workspace_root: &Path) -> Self {
         let key = content_hash(workspace_root.display().to_string().as_bytes());
         let key = key.trim_start_matches("fnv1a64:").to_owned();
-        Self { git_dir: keel_home.join("shadow").join(key), work_tree: workspace_root.to_owned() }
+        Self {
+            git_dir: keel_home.join("shadow").join(key),
+            work_tree: workspace_root.to_owned(),
+            project: ProjectGit::find(workspace_root),
+        }
     }
 
-    /// Commits the whole workspace as it is now; returns the commit id.
-    pub async fn snapshot(&self, message: &str) -> Result<String, CheckpointError> {
-        self.ensure_init().await?;
-        self.git(&["add", "-A", "--", "."]).await?;
-        self.git(&["commit", "-q", "--allow-empty", "--no-verify", "-m", message]).await?;
-        Ok(self.git(&["rev-parse", "HEAD"]).await?.trim().to_owned())
+    /// Whether this workspace was never checkpointed (the first one copies
+    /// or reads the most).
+    pub fn is_new(&self) -> bool {
+        !self.index_path().is_file()
+    }
+
+    /// Files the project's git tracks, if it is a repository.
+    pub fn tracked_files(&self) -> Option<u32> {
+        self.project.as_ref().and_then(ProjectGit::tracked_files)
+    }
+
+    /// Records the work tree as it is now (what `scope` names of it) and
+    /// returns the checkpoint.
+    pub async fn snapshot(
+        &self,
+        scope: &Scope,
+        limits: UndoLimits,
+        message: &str,
+    ) -> Result<Snapshot, CheckpointError> {
+        self.prepare().await?;
+        let scope = match scope {
+            Scope::Paths(paths) if self.is_new() || !fits_on_command_line(paths) => {
+                &Scope::Everything
+            }
+            Scope::Paths(_) | Scope::Everything => scope,
+        };
+        let changes = self.changes(scope).await?;
+        let plan = super::shadow_triage::triage(&self.work_tree, &changes, limits);
+        for chunk in chunked(&plan.update) {
+            let mut args = vec!["update-index", "--add", "--remove", "--"];
+            args.extend(chunk);
+            self.git(&args).await?;
+        }
+        for chunk in chunked(&plan.drop) {
+            let mut args = vec!["update-index", "--force-remove", "--"];
+            args.extend(chunk);
+            self.git(&args).await?;
+        }
+        let tree = self.git(&["write-tree"]).await?.trim().to_owned();
+        let commit = match self.last_checkpoint() {
+            // Nothing changed since: the last checkpoint is this one too.
+            Some((last_tree, commit)) if last_tree == tree => commit,
+            Some(_) | None => self.commit(&tree, message).await?,
+        };
+        Ok(Snapshot {
+            commit,
+            saved_files: plan.saved_files,
+            saved_bytes: plan.saved_bytes,
+            skipped: plan.skipped,
+        })
+    }
+
+    /// Commits `tree` on top of the last checkpoint (so older ones stay
+    /// reachable) and remembers it.
+    async fn commit(&self, tree: &str, message: &str) -> Result<String, CheckpointError> {
+        let mut args = vec!["commit-tree", tree, "-m", message];
+        let parent = self.head();
+        if let Some(parent) = &parent {
+            args.extend(["-p", parent.as_str()]);
+        }
+        let commit = self.git(&args).await?.trim().to_owned();
+        self.git(&["update-ref", "HEAD", &commit]).await?;
+        let _ = std::fs::write(self.git_dir.join(LAST_CHECKPOINT), format!("{tree} {commit}\n"));
+        Ok(commit)
+    }
+
+    /// The tree and commit of the last checkpoint, if recorded.
+    fn last_checkpoint(&self) -> Option<(String, String)> {
+        let text = std::fs::read_to_string(self.git_dir.join(LAST_CHECKPOINT)).ok()?;
+        let (tree, commit) = text.trim().split_once(' ')?;
+        Some((tree.to_owned(), commit.to_owned()))
     }
 
     /// Makes the workspace equal `commit`: changed files are restored,
-    /// files created since are removed. Snapshots the current state first.
-    pub async fn restore(&self, commit: &str) -> Result<String, CheckpointError> {
-        let before_undo = self.snapshot("before undo").await?;
+    /// files created since are removed (what no checkpoint covers is left
+    /// alone). Snapshots the current state first; returns that snapshot.
+    pub async fn restore(
+        &self,
+        commit: &str,
+        limits: UndoLimits,
+    ) -> Result<Snapshot, CheckpointError> {
+        let before_undo = self.snapshot(&Scope::Everything, limits, "before undo").await?;
+        // The index now holds `commit`'s tree, which the next checkpoint
+        // must not take for the last one's.
+        let _ = std::fs::remove_file(self.git_dir.join(LAST_CHECKPOINT));
         self.git(&["read-tree", "-u", "--reset", commit]).await?;
         Ok(before_undo)
     }
@@ -68,32 +233,79 @@ impl ShadowRepo {
         from: &str,
         to: &str,
     ) -> Result<Vec<String>, CheckpointError> {
-        let names = self.git(&["diff", "--name-only", "--no-renames", from, to]).await?;
-        Ok(names.lines().filter(|line| !line.is_empty()).map(str::to_owned).collect())
+        let names = self.git(&["diff", "--name-only", "-z", "--no-renames", from, to]).await?;
+        Ok(names.split('\0').filter(|line| !line.is_empty()).map(str::to_owned).collect())
     }
 
     /// Writes the files of `commit` into `dest` (an empty folder), leaving
     /// the shadow repository's index and the workspace alone.
     pub async fn export(&self, commit: &str, dest: &Path) -> Result<(), CheckpointError> {
         let index = dest.join(".keel-export-index");
-        let export = Self { git_dir: self.git_dir.clone(), work_tree: dest.to_owned() };
+        let export =
+            Self { git_dir: self.git_dir.clone(), work_tree: dest.to_owned(), project: None };
         export.git_with_index(&["read-tree", "-u", "--reset", commit], Some(&index)).await?;
         let _ = std::fs::remove_file(index);
         Ok(())
     }
 
-    async fn ensure_init(&self) -> Result<(), CheckpointError> {
-        if self.git_dir.join("HEAD").is_file() {
-            return Ok(());
-        }
-        std::fs::create_dir_all(&self.git_dir)
-            .map_err(|source| CheckpointError::CreateDir { path: self.git_dir.clone(), source })?;
-        // No template: nothing (hooks included) is copied into the shadow.
-        self.git(&["init", "-q", "--template="]).await?;
-        Ok(())
+    /// Forgets the shadow index (the next checkpoint starts afresh): after
+    /// a failure that may have left it inconsistent.
+    pub fn reset_index(&self) {
+        let _ = std::fs::remove_file(self.index_path());
+        let _ = std::fs::remove_file(self.git_dir.join(LAST_CHECKPOINT));
     }
 
-    async fn git(&self, args: &[&str]) -> Result<String, CheckpointError> {
+    pub(super) fn index_path(&self) -> PathBuf {
+        self.git_dir.join("index")
+    }
+
+    /// What `git status` says differs between the shadow index and the
+    /// work tree, as (`XY`, path) pairs.
+    async fn changes(&self, scope: &Scope) -> Result<Vec<(String, String)>, CheckpointError> {
+        let mut args = vec![
+            "--literal-pathspecs",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
+        ];
+        let paths: Vec<String>;
+        if let Scope::Paths(list) = scope {
+            if list.is_empty() {
+                return Ok(Vec::new());
+            }
+            paths = list.iter().map(|path| path.display().to_string()).collect();
+            args.push("--");
+            args.extend(paths.iter().map(String::as_str));
+        }
+        let output = self.git(&args).await?;
+        Ok(output
+            .split('\0')
+            .filter_map(|entry| {
+                let code = entry.get(..2)?;
+                let path = entry.get(3..)?;
+                Some((code.to_owned(), path.to_owned()))
+            })
+            .collect())
+    }
+
+    /// The last checkpoint, read from the ref files (the shadow never
+    /// packs refs): the next one's parent, so older ones stay reachable.
+    fn head(&self) -> Option<String> {
+        let head = std::fs::read_to_string(self.git_dir.join("HEAD")).ok()?;
+        let reference = head.trim().strip_prefix("ref: ")?;
+        if reference.split('/').any(|part| part == ".." || part.is_empty()) {
+            return None;
+        }
+        let commit = std::fs::read_to_string(self.git_dir.join(reference)).ok()?;
+        let commit = commit.trim();
+        (commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| commit.to_owned())
+    }
+
+    pub(super) async fn git(&self, args: &[&str]) -> Result<String, CheckpointError> {
         self.git_with_index(args, None).await
     }
 
@@ -102,49 +314,59 @@ impl ShadowRepo {
         args: &[&str],
         index: Option<&Path>,
     ) -> Result<String, CheckpointError> {
-        let identity = ["user.name=keel", "user.email=keel@localhost", "core.autocrlf=false"]
-            .map(str::to_owned);
-        let mut spec = git::spec(&self.git_dir, &self.work_tree, &identity, args, GIT_TIMEOUT);
+        let config = [
+            "user.name=keel",
+            "user.email=keel@localhost",
+            "core.autocrlf=false",
+            // Folders whose listing did not change are not read again.
+            "core.untrackedCache=true",
+            "status.showUntrackedFiles=all",
+            "index.version=4",
+        ]
+        .map(str::to_owned);
+        let mut spec = git::spec(&self.git_dir, &self.work_tree, &config, args, GIT_TIMEOUT)
+            .with_output_limit(OUTPUT_LIMIT)
+            // The shadow's own index: `status` may save what it refreshed.
+            .with_env("GIT_OPTIONAL_LOCKS", "1");
         if let Some(index) = index {
             spec = spec.with_env("GIT_INDEX_FILE", index);
         }
         let output = run(&spec, &CancellationToken::new()).await?;
+        let command = args.join(" ");
         if !output.success() {
-            return Err(CheckpointError::Git {
-                command: args.join(" "),
-                stderr: output.stderr.text().trim().to_owned(),
-            });
+            let stderr = output.stderr.text().trim().to_owned();
+            return Err(CheckpointError::Git { command, stderr });
+        }
+        if output.stdout.truncated() {
+            return Err(CheckpointError::TooMuchOutput { command, limit: OUTPUT_LIMIT });
         }
         Ok(output.stdout.text())
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn restore_brings_back_changed_and_removes_created_files() {
-        let home = tempfile::tempdir().unwrap();
-        let work = tempfile::tempdir().unwrap();
-        std::fs::write(work.path().join("a.txt"), "one").unwrap();
-        std::fs::write(work.path().join(".gitignore"), "build/\n").unwrap();
-        let shadow = ShadowRepo::for_workspace(home.path(), work.path());
-        let commit = shadow.snapshot("turn 1").await.unwrap();
-        std::fs::write(work.path().join("a.txt"), "two").unwrap();
-        std::fs::write(work.path().join("new.txt"), "new").unwrap();
-        std::fs::create_dir(work.path().join("build")).unwrap();
-        std::fs::write(work.path().join("build/out"), "o").unwrap();
-        let saved = shadow.restore(&commit).await.unwrap();
-        let changed = shadow.changed_between(&saved, &commit).await.unwrap();
-        assert_eq!(changed, ["a.txt", "new.txt"]);
-        assert_eq!(std::fs::read_to_string(work.path().join("a.txt")).unwrap(), "one");
-        assert!(!work.path().join("new.txt").exists());
-        assert!(work.path().join("build/out").exists(), "ignored files are left alone");
-
-        let copy = tempfile::tempdir().unwrap();
-        shadow.export(&commit, copy.path()).await.unwrap();
-        assert_eq!(std::fs::read_to_string(copy.path().join("a.txt")).unwrap(), "one");
-        assert!(!copy.path().join(".keel-export-index").exists());
-    }
+fn fits_on_command_line(paths: &[PathBuf]) -> bool {
+    let bytes: usize = paths.iter().map(|path| path.as_os_str().len() + 1).sum();
+    paths.len() <= MAX_SCOPE_PATHS && bytes <= ARGS_BYTES
 }
+
+/// `paths` in groups that fit one command line.
+pub(super) fn chunked<S: AsRef<str>>(paths: &[S]) -> Vec<Vec<&str>> {
+    let mut chunks: Vec<Vec<&str>> = Vec::new();
+    let mut bytes = ARGS_BYTES;
+    for path in paths {
+        let path = path.as_ref();
+        if bytes + path.len() > ARGS_BYTES {
+            chunks.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += path.len() + 1;
+        if let Some(chunk) = chunks.last_mut() {
+            chunk.push(path);
+        }
+    }
+    chunks
+}
+
+#[cfg(test)]
+#[path = "checkpoint_tests.rs"]
+mod tests;

@@ -212,6 +212,7 @@ impl Session {
                 &settings.keel_home,
                 &settings.workspace_root,
                 checkpointed_turn,
+                settings.undo.into(),
             ),
             model,
             last_input_tokens: 0,

@@ -84,6 +84,11 @@ pub enum RuntimeEvent {
     /// A call needed an approval nobody could give (headless run) and was
     /// not run; says what would allow it.
     ApprovalDeclined(super::DeclinedCall),
+    /// A slow piece of work is under way or done (the undo checkpoint of
+    /// a large workspace): one line for the user, nothing to decide.
+    Progress {
+        message: String,
+    },
     /// Something the user should know that does not stop anything.
     Warning {
         message: String,

@@ -70,9 +70,9 @@ impl Session {
                 let run = self.tools.run_call(call, &ctx);
                 let (result, mut meta) =
                     forward_progress(run, &mut progress_events, &mut self.sink).await;
-                let changed = self.after_mutation(call, touched)?;
-                if let (Some(changed), Some(object)) = (changed, meta.as_object_mut()) {
-                    object.insert("changed".to_owned(), serde_json::Value::Bool(changed));
+                let observed = self.after_mutation(call, touched)?;
+                if let Some(object) = meta.as_object_mut() {
+                    observed.add_to(object);
                 }
                 results.push((result, meta));
             }

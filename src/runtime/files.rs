@@ -5,15 +5,19 @@
 //! names no file (`shell`) gets the same pair for the workspace root, whose
 //! "hash" is a fingerprint of the tree (path, size and mtime of every file
 //! not ignored by `.gitignore`), so a resume can tell whether an interrupted
-//! command changed anything. Also the git `HEAD` for `session_started`
-//! and the branch and status line of the environment snapshot.
+//! command changed anything; whether it changed anything is otherwise the
+//! undo watcher's answer (inotify events, no walk). Also the git `HEAD` for
+//! `session_started` and the branch and status line of the environment
+//! snapshot.
 //!
-//! Invariants: a tree larger than [`MAX_FINGERPRINT_FILES`] gets no
-//! fingerprint (the resume then says it cannot tell), never a slow one,
-//! and is not walked again in the session; `HEAD` is read from `.git`
-//! directly (bounded, regular files only); the one process, `git status`
-//! for the snapshot, runs through [`super::git`] with the repository's
-//! config neutralised and a timeout.
+//! Invariants: a step costs the same in any repository: a tree larger than
+//! [`MAX_FINGERPRINT_FILES`] gets no fingerprint and is not walked again in
+//! the session, and the environment summary reads no work tree status for
+//! a repository tracking more than [`STATUS_MAX_TRACKED`] files (it says
+//! so); `HEAD` and the index's header are read from `.git` directly
+//! (bounded, regular files only); the one process, `git status` for the
+//! snapshot, runs through [`super::git`] with the repository's config
+//! neutralised and a timeout.
 
 use std::path::{Path, PathBuf};
 
@@ -23,50 +27,81 @@ use crate::session::content_hash;
 
 use super::{RuntimeError, Session};
 
-/// Files a call is about to change, with their hashes before it ran.
-pub(super) type Touched = Vec<(String, Option<String>)>;
+/// What was noted before a mutating call, to compare with after it.
+#[derive(Debug, Default)]
+pub(super) struct Touched {
+    /// Files (or the root) with their hashes before the call.
+    files: Vec<(String, Option<String>)>,
+    /// The watcher's change count before the call.
+    watch_mark: Option<u64>,
+}
+
+/// What a mutating call did to the workspace.
+#[derive(Debug, Default)]
+pub(super) struct Observed {
+    /// Whether it changed a file (`None`: nothing could tell).
+    pub changed: Option<bool>,
+    /// Ignored files it changed, which checkpoints do not hold.
+    pub ignored: Vec<String>,
+}
 
 impl Session {
     /// Records the hashes of the files `call` names before it runs.
     pub(super) fn before_mutation(&mut self, call: &ToolCall) -> Result<Touched, RuntimeError> {
         if self.tools.class_of(&call.name) != ToolClass::Mutating {
-            return Ok(Vec::new());
+            return Ok(Touched::default());
         }
-        let mut touched: Touched = named_paths(call, &self.workspace_root, &self.cwd)
-            .into_iter()
-            .map(|path| {
-                let before = file_fingerprint(&path);
-                (path.display().to_string(), before)
-            })
-            .collect();
-        if touched.is_empty() && !self.tree_too_big {
+        let mut files: Vec<(String, Option<String>)> =
+            named_paths(call, &self.workspace_root, &self.cwd)
+                .into_iter()
+                .map(|path| {
+                    let before = file_fingerprint(&path);
+                    (path.display().to_string(), before)
+                })
+                .collect();
+        let names_no_file = files.is_empty();
+        if names_no_file && !self.tree_too_big {
             match tree_fingerprint(&self.workspace_root) {
                 Some(fingerprint) => {
-                    touched.push((self.workspace_root.display().to_string(), Some(fingerprint)));
+                    files.push((self.workspace_root.display().to_string(), Some(fingerprint)));
                 }
                 // Walking it again for every command would only cost time.
                 None => self.tree_too_big = true,
             }
         }
-        for (path, before) in &touched {
+        let watch_mark = match self.checkpoints.watcher() {
+            Some(watcher) if names_no_file => {
+                // Ignored files changed before this call are not its doing.
+                watcher.take_ignored();
+                Some(watcher.mark())
+            }
+            Some(_) | None => None,
+        };
+        for (path, before) in &files {
             self.log.append(SessionEvent::FileBefore {
                 call_id: call.call_id.clone(),
                 path: path.clone(),
                 before: before.clone(),
             })?;
         }
-        Ok(touched)
+        Ok(Touched { files, watch_mark })
     }
 
-    /// Records what the call did to the files it named. Returns whether
-    /// any of them changed (`None` when nothing was measured).
+    /// Records what the call did to the files it named, and says whether
+    /// it changed anything (the fingerprints, else the watcher).
     pub(super) fn after_mutation(
         &mut self,
         call: &ToolCall,
         touched: Touched,
-    ) -> Result<Option<bool>, RuntimeError> {
-        let mut changed = (!touched.is_empty()).then_some(false);
-        for (path, before) in touched {
+    ) -> Result<Observed, RuntimeError> {
+        let mut observed = Observed::default();
+        if let (Some(mark), Some(watcher)) = (touched.watch_mark, self.checkpoints.watcher()) {
+            observed.changed = Some(watcher.changed_since(mark));
+            observed.ignored =
+                watcher.take_ignored().iter().map(|path| path.display().to_string()).collect();
+        }
+        let mut changed = (!touched.files.is_empty()).then_some(false);
+        for (path, before) in touched.files {
             let after = probe(Path::new(&path));
             if after != before {
                 changed = Some(true);
@@ -78,7 +113,23 @@ impl Session {
                 after,
             })?;
         }
-        Ok(changed)
+        // A fingerprint, where there is one, is what a resume compares.
+        observed.changed = changed.or(observed.changed);
+        Ok(observed)
+    }
+}
+
+impl Observed {
+    /// Adds `changed` and the ignored files (for `keel undo`'s note) to a
+    /// call's result meta.
+    pub(super) fn add_to(self, meta: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(changed) = self.changed {
+            meta.insert("changed".to_owned(), serde_json::Value::Bool(changed));
+        }
+        if !self.ignored.is_empty() {
+            let key = super::undo_notes::NOT_CHECKPOINTED_KEY.to_owned();
+            meta.insert(key, serde_json::json!(self.ignored));
+        }
     }
 }
 
@@ -110,8 +161,9 @@ impl FileProbe for DiskProbe {
     }
 }
 
-/// Trees with more files than this get no fingerprint.
-pub(super) const MAX_FINGERPRINT_FILES: usize = 20_000;
+/// Trees with more files than this get no fingerprint (walking them
+/// around every command would make a step cost more in a bigger tree).
+pub(super) const MAX_FINGERPRINT_FILES: usize = 2_000;
 
 /// A file's content hash, or a directory's tree fingerprint.
 fn probe(path: &Path) -> Option<String> {
@@ -197,12 +249,17 @@ fn tree_fingerprint(root: &Path) -> Option<String> {
 }
 
 /// How long the environment summary's `git status` may take.
-const STATUS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+const STATUS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// Repositories tracking more files than this get no work tree status at
+/// start: `git status` stats every tracked file and reads every folder.
+pub(super) const STATUS_MAX_TRACKED: u32 = 5_000;
 
 /// Branch and short status for the environment snapshot: `branch main,
 /// 3 uncommitted changes (M src/lib.rs, ?? notes.md, …)`, or why not.
 /// `git status` runs with the repository's config neutralised
-/// ([`super::git`]): a cloned repository cannot run code through it.
+/// ([`super::git`]): a cloned repository cannot run code through it. A
+/// large repository gets its branch and size only, from `HEAD` and the
+/// index's header: starting costs the same in any repository.
 pub(super) fn git_summary(root: &Path) -> String {
     /// Changed paths named before the rest are only counted.
     const NAMED: usize = 8;
@@ -214,6 +271,13 @@ pub(super) fn git_summary(root: &Path) -> String {
         Some(branch) => format!("branch {branch}"),
         None => format!("detached at {}", head.get(..12).unwrap_or(head)),
     };
+    let tracked = super::shadow_seed::ProjectGit::find(root).and_then(|git| git.tracked_files());
+    if let Some(tracked) = tracked.filter(|&tracked| tracked > STATUS_MAX_TRACKED) {
+        return format!(
+            "{branch}, {tracked} tracked files (large repository: the work tree's status was \
+             not read at start; run `git status` when it matters)"
+        );
+    }
     let args = ["status", "--porcelain=v1", "--no-renames", "--ignore-submodules=all"];
     let status = match super::git::RepoGit::new(root) {
         Some(Ok(repo)) => repo.run(&args, STATUS_TIMEOUT),
@@ -222,6 +286,9 @@ pub(super) fn git_summary(root: &Path) -> String {
     };
     let output = match status {
         Ok(output) => output,
+        Err(super::git::GitError::TimedOut { .. }) => {
+            return format!("{branch}, status not read in time (run `git status`)");
+        }
         Err(error) => {
             tracing::warn!(%error, "git status for the environment summary");
             return format!("{branch}, status not read ({error})");
@@ -264,7 +331,7 @@ pub(super) fn git_head(root: &Path) -> Option<String> {
 
 /// `root/.git` when it is a folder, or the folder a `.git` file's
 /// `gitdir:` line names (a submodule or linked worktree).
-fn git_dir(root: &Path) -> Option<PathBuf> {
+pub(super) fn git_dir(root: &Path) -> Option<PathBuf> {
     let dot_git = root.join(".git");
     let metadata = std::fs::metadata(&dot_git).ok()?;
     if metadata.is_dir() {

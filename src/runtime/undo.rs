@@ -3,38 +3,154 @@
 //! `checkpoint` line, and [`undo`], which restores one and records an
 //! `undo` line.
 //!
+//! The session's first checkpoint looks at the whole work tree (one `git
+//! status` against the index kept from earlier sessions) and starts the
+//! [`Watcher`] in the background; once the watcher ran from before a full
+//! look, later checkpoints look only at what it saw change. A
+//! checkpoint that takes longer than [`SLOW_CHECKPOINT`] is announced
+//! ([`RuntimeEvent::Progress`]), and so is the first one of a large
+//! workspace, before it starts.
+//!
 //! Invariants: a checkpoint is taken at most once per turn and before any
 //! mutating call of that turn runs; failing to take one (no `git`) is a
 //! warning, never a reason to stop the session; undo only ever moves back
-//! past checkpoints not already undone.
+//! past checkpoints not already undone; what a checkpoint leaves out
+//! (ignored files, files over the size caps) is said when it happens and
+//! again by the undo that cannot restore it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use tokio::task::JoinHandle;
 
 use crate::protocol::{SessionEvent, ToolCall, ToolClass};
 use crate::session::{SessionError, SessionLock, SessionLog, for_each_record};
 
-use super::checkpoint::{CheckpointError, ShadowRepo};
+use super::checkpoint::{CheckpointError, Scope, ShadowRepo, Snapshot, UndoLimits};
+use super::undo_notes::{NotCovered, not_covered_by, skipped_warning};
+use super::watch::{Dirty, WatchError, Watcher};
 use super::{RuntimeError, RuntimeEvent, Session};
 
+/// A checkpoint slower than this is announced while it runs.
+pub const SLOW_CHECKPOINT: Duration = Duration::from_millis(500);
+/// Tracked files from which a workspace counts as large: its first
+/// checkpoint is announced before it starts.
+pub const LARGE_WORKSPACE_FILES: u32 = 10_000;
+
 /// Checkpoint bookkeeping of a running session.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Checkpoints {
     shadow: ShadowRepo,
     /// The turn the last checkpoint was taken for.
     taken_for: u32,
     /// Set after the first failure, so the user is warned once.
     disabled: bool,
+    limits: UndoLimits,
+    watch: WatchState,
+    /// Folders inside the workspace the watcher leaves alone (keel's own state).
+    excluded: Vec<PathBuf>,
+    /// Tells a watch still being set up that the session is over.
+    stop: Arc<AtomicBool>,
+}
+
+#[derive(Debug)]
+enum WatchState {
+    /// No checkpoint yet this session.
+    NotStarted,
+    /// Being set up on a blocking thread (one walk of the folders), off
+    /// the path of the turn.
+    Starting(JoinHandle<Result<Watcher, WatchError>>),
+    /// Set up; `trusted` once it ran before a full look began, so what it
+    /// saw since covers everything that changed after that checkpoint.
+    Running { watcher: Box<Watcher>, trusted: bool },
+    /// inotify could not watch this workspace: every checkpoint looks at
+    /// everything.
+    Unavailable,
 }
 
 impl Checkpoints {
     /// `taken_for` is the last turn the log already has a checkpoint for,
     /// so a resumed turn keeps the checkpoint taken at its start.
-    pub fn new(keel_home: &Path, workspace_root: &Path, taken_for: u32) -> Self {
+    pub fn new(
+        keel_home: &Path,
+        workspace_root: &Path,
+        taken_for: u32,
+        limits: UndoLimits,
+    ) -> Self {
         Self {
             shadow: ShadowRepo::for_workspace(keel_home, workspace_root),
             taken_for,
             disabled: false,
+            limits,
+            watch: WatchState::NotStarted,
+            excluded: vec![keel_home.to_owned()],
+            stop: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The watcher, once set up (the session's first checkpoint starts it).
+    pub fn watcher(&mut self) -> Option<&mut Watcher> {
+        self.settle();
+        match &mut self.watch {
+            WatchState::Running { watcher, .. } => Some(watcher),
+            WatchState::NotStarted | WatchState::Starting(_) | WatchState::Unavailable => None,
+        }
+    }
+
+    /// Takes the result of a watch whose setup finished.
+    fn settle(&mut self) {
+        let WatchState::Starting(handle) = &mut self.watch else { return };
+        let Some(started) = handle.now_or_never() else { return };
+        self.watch = match started {
+            Ok(Ok(watcher)) => {
+                tracing::debug!(folders = watcher.folders(), "watching the workspace for changes");
+                WatchState::Running { watcher: Box::new(watcher), trusted: false }
+            }
+            Ok(Err(error)) => {
+                tracing::info!(%error, "no watcher: every checkpoint looks at the whole tree");
+                WatchState::Unavailable
+            }
+            Err(_) => WatchState::Unavailable,
+        };
+    }
+
+    /// Takes a checkpoint: what the watcher saw change, once it is
+    /// trusted; else the whole work tree (starting the watcher the first
+    /// time, in the background).
+    async fn take(&mut self, message: &str) -> Result<Snapshot, CheckpointError> {
+        self.settle();
+        let scope = match &mut self.watch {
+            WatchState::Running { watcher, trusted: true } => match watcher.take_dirty() {
+                Dirty::Paths(paths) => Scope::Paths(paths),
+                Dirty::Everything => Scope::Everything,
+            },
+            WatchState::Running { watcher, trusted } => {
+                // Running before this look begins: trusted from now on.
+                watcher.take_dirty();
+                *trusted = true;
+                Scope::Everything
+            }
+            WatchState::NotStarted => {
+                let root = self.shadow.work_tree.clone();
+                let excluded = self.excluded.clone();
+                let stop = self.stop.clone();
+                self.watch = WatchState::Starting(tokio::task::spawn_blocking(move || {
+                    Watcher::start(&root, &excluded, &stop)
+                }));
+                Scope::Everything
+            }
+            WatchState::Starting(_) | WatchState::Unavailable => Scope::Everything,
+        };
+        self.shadow.snapshot(&scope, self.limits, message).await
+    }
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -52,18 +168,75 @@ impl Session {
             return Ok(());
         }
         self.checkpoints.taken_for = turn;
-        match self.checkpoints.shadow.snapshot(&format!("before turn {turn}")).await {
-            Ok(commit) => {
-                self.log.append(SessionEvent::Checkpoint { turn, commit })?;
+        let started = Instant::now();
+        let mut announced = self.announce_first_checkpoint();
+        let message = format!("before turn {turn}");
+        let result = {
+            let taking = self.checkpoints.take(&message);
+            tokio::pin!(taking);
+            tokio::select! {
+                result = &mut taking => result,
+                () = tokio::time::sleep(SLOW_CHECKPOINT) => {
+                    if !announced {
+                        self.sink.emit(RuntimeEvent::Progress {
+                            message: "taking the undo checkpoint of the workspace…".to_owned(),
+                        });
+                        announced = true;
+                    }
+                    taking.await
+                }
+            }
+        };
+        match result {
+            Ok(snapshot) => {
+                if announced {
+                    self.sink.emit(RuntimeEvent::Progress {
+                        message: format!(
+                            "undo checkpoint taken in {:.1} s ({} new or changed files saved)",
+                            started.elapsed().as_secs_f64(),
+                            snapshot.saved_files
+                        ),
+                    });
+                }
+                if let Some(message) = skipped_warning(&snapshot.skipped, self.checkpoints.limits) {
+                    self.sink.emit(RuntimeEvent::Warning { message });
+                }
+                self.log.append(SessionEvent::Checkpoint { turn, commit: snapshot.commit })?;
             }
             Err(error) => {
                 self.checkpoints.disabled = true;
+                // It may have stopped half-way: the next session starts afresh.
+                self.checkpoints.shadow.reset_index();
                 self.sink.emit(RuntimeEvent::Warning {
                     message: format!("undo is unavailable for this session: {error}"),
                 });
             }
         }
         Ok(())
+    }
+
+    /// Says so before the first checkpoint of a large workspace; returns
+    /// whether it did.
+    fn announce_first_checkpoint(&mut self) -> bool {
+        let shadow = &self.checkpoints.shadow;
+        if !shadow.is_new() {
+            return false;
+        }
+        let message = match shadow.tracked_files() {
+            Some(tracked) if tracked >= LARGE_WORKSPACE_FILES => format!(
+                "taking the first undo checkpoint of this workspace ({tracked} tracked files): \
+                 committed files are borrowed from the project's git, only uncommitted ones are \
+                 saved; later checkpoints look only at what changed"
+            ),
+            Some(_) => return false,
+            None => format!(
+                "taking the first undo checkpoint of this folder (not a git repository: every \
+                 file not ignored is saved, up to {} MB)",
+                self.checkpoints.limits.max_total_bytes / (1024 * 1024)
+            ),
+        };
+        self.sink.emit(RuntimeEvent::Progress { message });
+        true
     }
 }
 
@@ -89,11 +262,15 @@ pub struct UndoReport {
     /// The workspace-relative paths the undo changed back (restored,
     /// or removed because the turns created them).
     pub files: Vec<String>,
+    /// Files the undone turns changed that no checkpoint covers (ignored,
+    /// or over the size caps): left as they are.
+    pub not_covered: Vec<NotCovered>,
 }
 
 impl UndoReport {
     /// `restored calc.py, notes.txt (2 files) to before turn 3`: what a
-    /// user checks after an undo (`keel undo`, the TUI's `/undo`).
+    /// user checks after an undo (`keel undo`, the TUI's `/undo`), then a
+    /// line for what it could not restore.
     pub fn summary(&self) -> String {
         const LISTED: usize = 10;
         let files = match self.files.len() {
@@ -102,7 +279,12 @@ impl UndoReport {
             n if n <= LISTED => format!("{} ({n} files)", self.files.join(", ")),
             n => format!("{}, … ({n} files)", self.files[..LISTED].join(", ")),
         };
-        format!("restored {files} to before turn {}", self.turn)
+        let mut summary = format!("restored {files} to before turn {}", self.turn);
+        if let Some(line) = super::undo_notes::not_covered_line(&self.not_covered) {
+            summary.push('\n');
+            summary.push_str(&line);
+        }
+        summary
     }
 }
 
@@ -113,16 +295,16 @@ pub async fn undo(
     workspace_root: &Path,
     log_path: &Path,
     turns: usize,
+    limits: UndoLimits,
 ) -> Result<UndoReport, UndoError> {
     // Locked first: nothing is restored under a session that is still live.
     let lock = SessionLock::acquire(log_path)?;
-    let ((turn, commit), next_seq) = undoable(log_path, turns)?;
+    let (target, next_seq) = undoable(log_path, turns)?;
     let shadow = ShadowRepo::for_workspace(keel_home, workspace_root);
-    let saved_as = shadow.restore(&commit).await?;
-    let files = shadow.changed_between(&saved_as, &commit).await?;
+    let report = restore(&shadow, workspace_root, log_path, target, limits).await?;
     let mut log = SessionLog::append_to(lock, next_seq)?;
-    log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
-    Ok(UndoReport { turn, commit, saved_as, files })
+    log.append(SessionEvent::Undo { turn: report.turn, commit: report.commit.clone() })?;
+    Ok(report)
 }
 
 impl Session {
@@ -130,12 +312,32 @@ impl Session {
     /// restore, recorded through the session's own log writer (a second
     /// writer on the same file would repeat sequence numbers).
     pub async fn undo_turns(&mut self, turns: usize) -> Result<UndoReport, UndoError> {
-        let ((turn, commit), _) = undoable(self.log.path(), turns)?;
-        let saved_as = self.checkpoints.shadow.restore(&commit).await?;
-        let files = self.checkpoints.shadow.changed_between(&saved_as, &commit).await?;
-        self.log.append(SessionEvent::Undo { turn, commit: commit.clone() })?;
-        Ok(UndoReport { turn, commit, saved_as, files })
+        let (target, _) = undoable(self.log.path(), turns)?;
+        let checkpoints = &self.checkpoints;
+        let report = restore(
+            &checkpoints.shadow,
+            &self.workspace_root,
+            self.log.path(),
+            target,
+            checkpoints.limits,
+        )
+        .await?;
+        self.log.append(SessionEvent::Undo { turn: report.turn, commit: report.commit.clone() })?;
+        Ok(report)
     }
+}
+
+async fn restore(
+    shadow: &ShadowRepo,
+    root: &Path,
+    log_path: &Path,
+    (turn, commit): (u32, String),
+    limits: UndoLimits,
+) -> Result<UndoReport, UndoError> {
+    let saved = shadow.restore(&commit, limits).await?;
+    let files = shadow.changed_between(&saved.commit, &commit).await?;
+    let not_covered = not_covered_by(root, log_path, turn, limits)?;
+    Ok(UndoReport { turn, commit, saved_as: saved.commit, files, not_covered })
 }
 
 /// The checkpoint to restore for `turns` and the log's next sequence number.

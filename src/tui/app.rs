@@ -475,6 +475,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
         RuntimeEvent::ToolProgress { call_id, progress, total, message } => {
             super::mcp_view::on_progress(app, &call_id, progress, total, message);
         }
+        RuntimeEvent::Progress { message } => app.notice(Level::Info, message),
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
         RuntimeEvent::TurnCompleted { outcome, .. } => {

@@ -17,6 +17,7 @@ mod e2e_signals;
 mod exec_honest;
 mod hooks_e2e;
 mod jail_fixture;
+mod large_repo;
 mod layers;
 mod limits_e2e;
 mod mcp_faults;
