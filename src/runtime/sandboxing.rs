@@ -94,14 +94,18 @@ pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (boo
         .flatten()
         .collect::<Vec<_>>();
     sandbox::set_session_confinement(confine.then_some(confinement));
+    if confine && config.protect_vcs {
+        find_nested_git_when_needed(workspace_root);
+    }
     (sandboxed, (!warning.is_empty()).then(|| warning.join("; ")))
 }
 
 /// What stays read-only even inside a writable root: keel's own state
 /// (trust records, rules, config: a command must not run `keel trust` or
-/// add rules), the home folder when it lies in a writable root (a temp
-/// folder: shell rc files run outside the jail), and the workspace's
-/// nested `.git` folders (hooks and `core.fsmonitor` run by the user's git).
+/// add rules) and the home folder when it lies in a writable root (a temp
+/// folder: shell rc files run outside the jail). The workspace's nested
+/// `.git` folders (hooks and `core.fsmonitor` run by the user's git) are
+/// added once a command may write ([`find_nested_git_when_needed`]).
 fn read_only_paths(config: &SandboxSettings, workspace_root: &Path) -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let keel_home = std::env::var_os("KEEL_HOME")
@@ -121,10 +125,15 @@ fn read_only_paths(config: &SandboxSettings, workspace_root: &Path) -> Vec<PathB
     // bind comes first, and binds are recursive): only a home inside a
     // writable root is carved out, never one the workspace lies in.
     paths.extend(home.filter(|home| inside_writable(home) && !workspace_root.starts_with(home)));
-    if config.protect_vcs {
-        paths.extend(sandbox::protected::nested_git_dirs(workspace_root));
-    }
     paths
+}
+
+/// The workspace's nested `.git` folders are looked for only once a
+/// command may write (the search reads up to 20 000 folders: a start must
+/// not pay for it, issue 21); see [`sandbox::add_read_only_when_needed`].
+fn find_nested_git_when_needed(workspace_root: &Path) {
+    let root = workspace_root.to_owned();
+    sandbox::add_read_only_when_needed(move || sandbox::protected::nested_git_dirs(&root));
 }
 
 /// What a session says when `.git`/`.keel`/`.claude` protection is weaker

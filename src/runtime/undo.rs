@@ -168,6 +168,8 @@ impl Session {
             return Ok(());
         }
         self.checkpoints.taken_for = turn;
+        // The jail's nested `.git` search runs alongside the checkpoint.
+        crate::sandbox::start_read_only_search();
         let started = Instant::now();
         let mut announced = self.announce_first_checkpoint();
         let message = format!("before turn {turn}");

@@ -59,14 +59,87 @@ pub fn session_confinement() -> Option<landlock::Confinement> {
     SESSION_CONFINEMENT.read().ok().and_then(|slot| slot.clone())
 }
 
+/// A search for more read-only paths of the session confinement.
+type Search = Box<dyn FnOnce() -> Vec<PathBuf> + Send>;
+
+/// Read-only paths of the session confinement not found yet: the nested
+/// `.git` folders, whose search reads every folder of the workspace, so
+/// a session start does not wait for it (issue 21); it starts with the
+/// first undo checkpoint ([`start_read_only_search`]) or the first
+/// confined command that can write, which waits for it. Held across the
+/// wait, so a second command waits too.
+enum PendingReadOnly {
+    NotStarted(Search),
+    Running(tokio::sync::oneshot::Receiver<Vec<PathBuf>>),
+}
+
+static PENDING_READ_ONLY: tokio::sync::Mutex<Option<PendingReadOnly>> =
+    tokio::sync::Mutex::const_new(None);
+
+/// Sets the search whose paths the session confinement's `read_only`
+/// gets before the first confined command that can write. Called when a
+/// session sets its confinement, before any command runs (so the slot is
+/// free).
+pub fn add_read_only_when_needed(search: impl FnOnce() -> Vec<PathBuf> + Send + 'static) {
+    if let Ok(mut slot) = PENDING_READ_ONLY.try_lock() {
+        *slot = Some(PendingReadOnly::NotStarted(Box::new(search)));
+    }
+}
+
+/// Starts the pending search on a thread of its own, if there is one and
+/// it has not started: a writing command is coming (its checkpoint is
+/// being taken), and the search runs alongside.
+pub fn start_read_only_search() {
+    let Ok(mut slot) = PENDING_READ_ONLY.try_lock() else { return };
+    if let Some(PendingReadOnly::NotStarted(_)) = &*slot
+        && let Some(PendingReadOnly::NotStarted(search)) = slot.take()
+    {
+        let (found, receiver) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = found.send(search());
+        });
+        *slot = Some(PendingReadOnly::Running(receiver));
+    }
+}
+
+/// Waits for the pending search and adds what it found to the session
+/// confinement (once).
+async fn settle_read_only() {
+    let mut slot = PENDING_READ_ONLY.lock().await;
+    if slot.is_none() || session_confinement().is_none() {
+        // Nothing pending, or the confinement is lifted for the moment
+        // (an approved unsandboxed re-run): the paths wait for it.
+        return;
+    }
+    // A search that died leaves what it would have found writable, as a
+    // search past its folder limit does.
+    let paths = match slot.take() {
+        Some(PendingReadOnly::NotStarted(search)) => {
+            tokio::task::spawn_blocking(search).await.unwrap_or_default()
+        }
+        Some(PendingReadOnly::Running(receiver)) => receiver.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    if let Ok(mut confinement) = SESSION_CONFINEMENT.write()
+        && let Some(confinement) = confinement.as_mut()
+    {
+        confinement.read_only.extend(paths);
+    }
+}
+
 /// Runs `spec` (see [`process::run`]), confined by the session's sandbox
 /// when it is the model's command, one is set, and it is not confined already.
 pub async fn run(
     spec: &CommandSpec,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<CommandOutput, SandboxError> {
+    let for_session_jail = spec.for_model && spec.display_as.is_none();
+    if for_session_jail && !spec.read_only {
+        // A read's jail has nothing writable: it needs no carve-out.
+        settle_read_only().await;
+    }
     match session_confinement() {
-        Some(confinement) if spec.for_model && spec.display_as.is_none() => {
+        Some(confinement) if for_session_jail => {
             let confinement = if spec.read_only { confinement.for_reads() } else { confinement };
             run_confined(spec, &confinement, cancel).await
         }
