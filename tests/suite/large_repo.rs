@@ -2,7 +2,9 @@
 //! the first undo checkpoint borrows the project's objects instead of
 //! copying them, undo still restores edits and shell-made changes (and the
 //! user's own uncommitted work stays as it was), later turns checkpoint
-//! only what changed, and starting a session reads no tree.
+//! only what changed, a step costs the same work in a large repository
+//! (no walk around each command), the first checkpoint of a large one is
+//! announced, and starting a session reads no tree.
 
 use std::path::Path;
 
@@ -263,4 +265,77 @@ async fn starting_in_a_large_repository_reads_no_folder_and_stats_no_tracked_fil
     // `git status` would read or stat each of them.
     assert!(folders_read < 100, "{folders_read} folder reads to say hello");
     assert!(stats < 1500, "{stats} stat calls to say hello");
+}
+
+/// `files` empty files in folders of 10, committed.
+fn commit_empty_files(sandbox: &Sandbox, files: usize) {
+    for n in 0..files {
+        sandbox.write(&format!("src/m{}/f{n}.rs", n / 10), "");
+    }
+    git(&sandbox.repo, &["add", "-A"]);
+    git(&sandbox.repo, &["commit", "-qm", "code"]);
+}
+
+fn writing_steps(steps: usize) -> Vec<Step> {
+    let mut script: Vec<Step> =
+        (0..steps).map(|k| shell(&format!("echo step-{k} >> steps.txt"))).collect();
+    script.push(Step::Answer("done".into()));
+    script
+}
+
+#[tokio::test]
+async fn a_step_costs_the_same_work_in_a_large_repository() {
+    // Two identical 6 000-file repositories: one session runs one writing
+    // command, the other six. What the extra five cost is the per-step
+    // work, which must not grow with the repository (before: a walk of
+    // the tree around every command, two stats per file).
+    let stats = ["newfstatat", "statx", "lstat", "stat", "fstatat64"];
+    let mut counts = Vec::new();
+    for steps in [1, 6] {
+        let sandbox = Sandbox::new();
+        commit_empty_files(&sandbox, 6000);
+        let server = scripted_model(Wire::Chat, &writing_steps(steps)).await;
+        let uri = format!("{}/v1", server.uri());
+        let args = [
+            "exec",
+            "--full-auto",
+            "--provider",
+            "openai-chat",
+            "--model",
+            "m",
+            "--base-url",
+            uri.as_str(),
+            "append",
+        ];
+        counts.push(count_syscalls(&sandbox, &args, &stats));
+        assert_eq!(sandbox.read("steps.txt").lines().count(), steps, "every command ran");
+    }
+    let per_step = counts[1].saturating_sub(counts[0]) / 5;
+    assert!(per_step < 300, "{per_step} stats per extra step ({counts:?}) in 6 000 files");
+}
+
+#[tokio::test]
+async fn the_first_checkpoint_of_a_large_workspace_is_announced() {
+    let sandbox = Sandbox::new();
+    commit_empty_files(&sandbox, 10_000);
+    let steps = [shell("echo x >> notes.txt"), Step::Answer("done".into())];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), &["--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let progress: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["type"] == "progress")
+        .map(|event| event["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        progress.first().is_some_and(|first| first.starts_with(
+            "taking the first undo checkpoint of this workspace (10000 tracked files)"
+        )),
+        "{progress:?}"
+    );
+    assert!(
+        progress.last().is_some_and(|last| last.starts_with("undo checkpoint taken in")),
+        "{progress:?}"
+    );
 }
