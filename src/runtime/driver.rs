@@ -423,11 +423,15 @@ impl Session {
                     }
                 }
                 Effect::TurnEnded { outcome, final_text, usage } => {
+                    let unverified = (outcome == TurnOutcome::Completed
+                        && self.workflow().delivers_unverified())
+                    .then(|| self.workflow().verification_status());
                     self.sink.emit(RuntimeEvent::TurnCompleted {
                         turn: self.state.turn,
                         outcome,
                         final_text: final_text.clone(),
                         usage,
+                        unverified,
                     });
                     return Ok(TurnSummary { outcome, final_text, usage, error, declined });
                 }

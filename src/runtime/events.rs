@@ -102,6 +102,9 @@ pub enum RuntimeEvent {
         outcome: TurnOutcome,
         final_text: Option<String>,
         usage: Usage,
+        /// Set when the turn delivered files changed after the last
+        /// passing check: which commands ran since and why none counted.
+        unverified: Option<String>,
     },
     /// An MCP server's status: every server once when the first request
     /// is built (ready, failed, still starting, skipped), then each change.

@@ -136,6 +136,7 @@ pub async fn replay(
                     outcome,
                     final_text: report.final_text.clone(),
                     usage,
+                    unverified: None,
                 });
             }
             SessionEvent::SessionResumed { .. }

@@ -478,9 +478,19 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
         RuntimeEvent::Progress { message } => app.notice(Level::Info, message),
         RuntimeEvent::Warning { message } => app.notice(Level::Warning, message),
         RuntimeEvent::Error { message } => app.notice(Level::Error, format!("error: {message}")),
-        RuntimeEvent::TurnCompleted { outcome, .. } => {
+        RuntimeEvent::TurnCompleted { outcome, unverified, .. } => {
             match outcome {
-                TurnOutcome::Completed | TurnOutcome::Failed => {}
+                TurnOutcome::Completed => {
+                    if let Some(why) = unverified {
+                        app.notice(
+                            Level::Warning,
+                            format!(
+                                "unverified: files changed after the last passing check; {why}"
+                            ),
+                        );
+                    }
+                }
+                TurnOutcome::Failed => {}
                 TurnOutcome::Interrupted => app.notice(Level::Warning, "interrupted"),
                 TurnOutcome::MaxSteps => {
                     app.notice(Level::Warning, "stopped at the step limit (-c max_steps=N)");

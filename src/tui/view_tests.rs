@@ -131,9 +131,28 @@ fn transcript_with_streamed_markdown_and_code() {
             outcome: TurnOutcome::Completed,
             final_text: None,
             usage: Usage::default(),
+            unverified: None,
         },
     );
     insta::assert_snapshot!("finished", render(&app, 60, 30));
+}
+
+#[test]
+fn a_turn_delivered_without_a_passing_check_says_unverified_and_why() {
+    let mut app = app();
+    start_turn(&mut app, "add a function");
+    respond(&mut app, "Done.", &[]);
+    runtime(
+        &mut app,
+        RuntimeEvent::TurnCompleted {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+            final_text: Some("Done.".into()),
+            usage: Usage::default(),
+            unverified: Some("no check ran after the last change".into()),
+        },
+    );
+    insta::assert_snapshot!("unverified", render(&app, 80, 12));
 }
 
 #[test]
@@ -468,6 +487,7 @@ fn interrupts_and_quitting() {
             outcome: TurnOutcome::Interrupted,
             final_text: None,
             usage: Usage::default(),
+            unverified: None,
         },
     );
     assert!(update(&mut app, ctrl('c')).is_empty(), "one Ctrl+C only arms");

@@ -356,6 +356,7 @@ fn a_turn_ending_closes_the_plan_review() {
             outcome: TurnOutcome::Interrupted,
             final_text: None,
             usage: Usage::default(),
+            unverified: None,
         },
     );
     assert!(app.plan.is_none() && !app.status.running);

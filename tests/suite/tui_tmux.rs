@@ -635,3 +635,23 @@ async fn resuming_a_live_session_is_refused() {
     let _ = Command::new("kill").args(["-TERM", &holder.id().to_string()]).status();
     assert_eq!(holder.wait().unwrap().code(), Some(143));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_changed_files_without_a_passing_check_ends_saying_unverified() {
+    let sandbox = Sandbox::new();
+    let write = call(
+        "write_file",
+        json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+    );
+    let steps = [
+        Step::Calls { text: None, calls: vec![write] },
+        Step::Answer("Added add() to calc.py.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "--full-auto 'add an add function'");
+    let screen =
+        pane.wait_for(&["Added add() to calc.py.", "unverified: files changed", "Ask keel"]);
+    assert!(screen.contains("no check"), "the reason is missing:\n{screen}");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
