@@ -90,7 +90,7 @@ fn write_log(path: &Path, work: &Path, bytes: u64) -> Result<u64, Box<dyn std::e
         model: "m".into(),
         keel_version: "0.1.0".into(),
         git_head: None,
-        mode: Some("ask".into()),
+        mode: Some(keel::protocol::ApprovalMode::Ask),
     };
     let mut events = vec![started];
     let mut cycle = 0usize;
@@ -148,7 +148,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
         SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         SessionEvent::ToolCallFinished {
             result: ToolResult::ok(id, "fn main() {\n    println!(\"hello\");\n}\n".repeat(50)),
-            meta: serde_json::Value::Null,
+            meta: keel::protocol::ToolMeta::new(),
         },
         SessionEvent::ModelResponse {
             step: 2,

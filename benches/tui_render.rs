@@ -59,7 +59,7 @@ fn transcript() -> App {
             RuntimeEvent::ToolCallFinished {
                 call,
                 result,
-                meta: serde_json::json!({"exit_code": 0}),
+                meta: keel::protocol::ToolMeta::command(Some(0), None),
             },
         );
         n += 1;

@@ -103,7 +103,7 @@ fn event(n: usize) -> SessionEvent {
         3 => SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         4 => SessionEvent::ToolCallFinished {
             result: ToolResult::ok(id, "fn main() {\n    println!(\"hello\");\n}\n".repeat(4)),
-            meta: serde_json::Value::Null,
+            meta: keel::protocol::ToolMeta::new(),
         },
         5 => SessionEvent::ModelResponse {
             step: 2,

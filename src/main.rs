@@ -5,8 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use keel::cli;
-use keel::exec::ExitStatus;
+use keel::cli::{self, CliError, ErrorKind};
 
 fn main() -> ExitCode {
     // Parsing first: `--version` and `--help` never start a runtime.
@@ -16,20 +15,24 @@ fn main() -> ExitCode {
     keel::tools::panic_guard::install_hook();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(error) => return fail(&anyhow::anyhow!("cannot start the async runtime: {error}")),
+        Err(error) => {
+            let error =
+                CliError::new(ErrorKind::Runtime, error).context("cannot start the async runtime");
+            return fail(&error);
+        }
     };
     let outcome = runtime.block_on(cli::run(cli));
     // Blocking tool threads must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_millis(200));
     match outcome {
-        Ok(status) => ExitCode::from(status as u8),
+        Ok(status) => ExitCode::from(status.code()),
         Err(error) => fail(&error),
     }
 }
 
-fn fail(error: &anyhow::Error) -> ExitCode {
-    let _ = writeln!(std::io::stderr(), "error: {}", cli::error_text(error));
-    ExitCode::from(ExitStatus::Usage as u8)
+fn fail(error: &CliError) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "{}", error.render());
+    ExitCode::from(error.exit_status().code())
 }
 
 /// Diagnostics go to stderr, filtered by `KEEL_LOG` (e.g. `KEEL_LOG=debug`).

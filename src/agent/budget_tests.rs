@@ -93,7 +93,10 @@ fn read(id: &str) -> Vec<Item> {
 
 fn finished(id: &str) -> Input {
     Input::BatchFinished {
-        results: vec![(ToolResult::ok(id, format!("text of {id}")), serde_json::Value::Null)],
+        results: vec![(
+            ToolResult::ok(id, format!("text of {id}")),
+            crate::protocol::ToolMeta::new(),
+        )],
     }
 }
 
@@ -206,7 +209,10 @@ fn a_model_repeating_one_call_is_told_once_then_stopped() {
     let same =
         |n: u32| vec![Item::ToolCall(call_with(&format!("c{n}"), "read_file", r#"{"path":"a"}"#))];
     let result = |n: u32| Input::BatchFinished {
-        results: vec![(ToolResult::ok(format!("c{n}"), "same text"), serde_json::Value::Null)],
+        results: vec![(
+            ToolResult::ok(format!("c{n}"), "same text"),
+            crate::protocol::ToolMeta::new(),
+        )],
     };
     let mut outputs = Vec::new();
     let mut last = Vec::new();
@@ -248,7 +254,7 @@ fn the_stop_answers_the_rest_of_the_response_unrun() {
         let failed = ToolResult::error(&id, format!("no such file: f{n}"));
         last = step(
             &mut state,
-            Input::BatchFinished { results: vec![(failed, serde_json::Value::Null)] },
+            Input::BatchFinished { results: vec![(failed, crate::protocol::ToolMeta::new())] },
         );
     }
     let unrun = last.iter().find_map(|e| match e {

@@ -39,7 +39,7 @@ fn summarized(state: &mut LoopState, text: &str) -> Vec<Effect> {
 /// Runs one read of `size` characters: the model asks, the tool answers.
 fn read_step(state: &mut LoopState, id: &str, size: usize, reported: u64) -> Vec<Effect> {
     step(state, respond(vec![Item::ToolCall(call_with(id, "read_file", "{}"))], reported));
-    let result = (ToolResult::ok(id, "word ".repeat(size / 5)), serde_json::Value::Null);
+    let result = (ToolResult::ok(id, "word ".repeat(size / 5)), crate::protocol::ToolMeta::new());
     step(state, Input::BatchFinished { results: vec![result] })
 }
 
@@ -120,7 +120,7 @@ fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
     step(&mut state, respond(vec![Item::ToolCall(test)], 500));
     let failing = (
         ToolResult::ok("t1", "exit code: 101\n--- stdout ---\nFAILED: lexer::tabs"),
-        serde_json::json!({"exit_code": 101}),
+        crate::protocol::ToolMeta::command(Some(101), None),
     );
     step(&mut state, Input::BatchFinished { results: vec![failing] });
     // Each read is small, so no single output dominates: eliding cannot
@@ -245,7 +245,7 @@ fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     let test = call_with("t1", "shell", r#"{"command":"cargo test"}"#);
     step(&mut state, respond(vec![Item::ToolCall(test)], 100));
-    let failing = (ToolResult::ok("t1", "exit code: 1\nBROKEN"), serde_json::Value::Null);
+    let failing = (ToolResult::ok("t1", "exit code: 1\nBROKEN"), crate::protocol::ToolMeta::new());
     step(&mut state, Input::BatchFinished { results: vec![failing] });
     step(&mut state, respond(vec![Item::Assistant { text: "stuck".into() }], 100));
     step(&mut state, Input::CompactRequested { focus: None });

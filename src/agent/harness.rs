@@ -1,18 +1,22 @@
 //! The harness tools `set_phase`, `submit_plan` and `todo_write`: their
 //! specs (built from the session's phase rules, so a project's own phases
 //! are the ones described) and their answers, given by the loop itself,
-//! never by the tool runtime.
+//! never by the tool runtime. Each one's arguments are a typed struct, and
+//! the schema the model is offered is generated from it
+//! (`protocol::schema_of`), as for every built-in tool; only `set_phase`'s
+//! list of phases comes from the rules.
 //!
-//! Invariants: pure; model input never panics (bad arguments become an
-//! error result); a refusal changes nothing and says why and what is
-//! allowed instead. The plan's path is empty here; the driver saves the
+//! Invariants: pure; model input never panics (arguments that do not parse
+//! become an error result naming the field); a refusal changes nothing and
+//! says why and what is allowed instead. The plan's path is empty here; the driver saves the
 //! plan under `.keel/plans/` and fills the path in before the line is
 //! logged.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::plan::{Gate, PhaseRules, Workflow};
-use crate::protocol::{SessionEvent, ToolCall, ToolResult, ToolSpec};
+use crate::protocol::{HarnessTool, SessionEvent, ToolCall, ToolResult, ToolSpec};
 use crate::tasks::{self, Task};
 
 use super::workflow::{PlanReview, WorkflowState};
@@ -28,44 +32,53 @@ pub enum HarnessOutcome {
     Stop { events: Vec<SessionEvent>, result: ToolResult },
 }
 
-/// `note` (in the schema) is for the model's own account; unknown fields
-/// are ignored, so it needs no field here.
-#[derive(Deserialize)]
-struct SetPhaseArgs {
+// Unknown fields are ignored (no `deny_unknown_fields`): a model that adds
+// one still gets its call answered.
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct SetPhaseArgs {
+    /// The phase to move to.
     phase: String,
+    /// Why, briefly.
+    #[allow(dead_code)] // for the model's own account; not acted on
+    note: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct SubmitPlanArgs {
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct SubmitPlanArgs {
+    /// The whole plan in markdown, with the sections the plan phase lists.
     plan_markdown: String,
 }
 
-#[derive(Deserialize)]
-struct TodoArgs {
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct TodoArgs {
+    /// Every task, in order.
     todos: Vec<Task>,
 }
 
-/// Answers a harness call (one of [`super::HARNESS_TOOLS`]).
+/// Answers a harness call (one [`HarnessTool`]).
 pub fn answer(flow: &mut WorkflowState, call: &ToolCall) -> HarnessOutcome {
     let id = call.call_id.as_str();
     let refuse = |text: String| HarnessOutcome::Answered {
         events: Vec::new(),
         result: ToolResult::error(id, text),
     };
-    match call.name.as_str() {
-        "set_phase" => match serde_json::from_str::<SetPhaseArgs>(&call.arguments) {
-            Err(error) => refuse(format!("invalid set_phase arguments: {error}")),
-            Ok(SetPhaseArgs { phase }) => set_phase(flow, id, &phase),
+    let Some(tool) = call.harness_tool() else {
+        return refuse(format!("`{}` is not a harness tool", call.name));
+    };
+    match tool {
+        HarnessTool::SetPhase => match parse::<SetPhaseArgs>(tool, call) {
+            Err(error) => refuse(error),
+            Ok(SetPhaseArgs { phase, .. }) => set_phase(flow, id, &phase),
         },
-        "submit_plan" => match serde_json::from_str::<SubmitPlanArgs>(&call.arguments) {
-            Err(error) => refuse(format!("invalid submit_plan arguments: {error}")),
+        HarnessTool::SubmitPlan => match parse::<SubmitPlanArgs>(tool, call) {
+            Err(error) => refuse(error),
             Ok(args) if args.plan_markdown.trim().is_empty() => {
                 refuse("the plan is empty; pass it as plan_markdown".to_owned())
             }
             Ok(args) => submit_plan(flow, call, args.plan_markdown),
         },
-        "todo_write" => match serde_json::from_str::<TodoArgs>(&call.arguments) {
-            Err(error) => refuse(format!("invalid todo_write arguments: {error}")),
+        HarnessTool::TodoWrite => match parse::<TodoArgs>(tool, call) {
+            Err(error) => refuse(error),
             Ok(args) => match tasks::validate(&args.todos) {
                 Err(error) => refuse(format!("task list refused: {error}")),
                 Ok(()) => {
@@ -78,8 +91,17 @@ pub fn answer(flow: &mut WorkflowState, call: &ToolCall) -> HarnessOutcome {
                 }
             },
         },
-        other => refuse(format!("`{other}` is not a harness tool")),
     }
+}
+
+/// The call's arguments as `Args`, or what the model reads when they do not
+/// fit.
+fn parse<Args: serde::de::DeserializeOwned>(
+    tool: HarnessTool,
+    call: &ToolCall,
+) -> Result<Args, String> {
+    serde_json::from_str(&call.arguments)
+        .map_err(|error| format!("invalid {} arguments: {error}", tool.name()))
 }
 
 /// The task list as `todo_write`'s result shows it.
@@ -255,87 +277,111 @@ fn gates(rules: &PhaseRules) -> String {
     if needs.is_empty() { String::new() } else { format!(": {}", needs.join(", ")) }
 }
 
+const SUBMIT_PLAN: &str = "Submit your plan (plan phase). Unless a review is required (plan \
+mode, or the project's rules) it is approved at once. Otherwise the user approves or rejects it \
+(a headless run may stop here); a rejection carries their feedback: revise and submit again.";
+
+const TODO_WRITE: &str = "Keep a task list the user sees, for work of three or more steps; skip \
+it for smaller tasks. Each call replaces the whole list: mark an item in_progress when you start \
+it (at most one) and completed as soon as it is done.";
+
+/// `set_phase`'s description: the phase map and the gates of `rules`.
+fn set_phase_description(rules: &PhaseRules) -> String {
+    format!(
+        "Move the workflow to another phase ({}). Rarely needed: a call the phase does not allow \
+         moves you on by itself when a next phase allows it. Use it to go back, or to enter a \
+         phase no call leads to. Checked{}; a refusal says why and changes nothing. Ending the \
+         turn needs no move.",
+        phase_map(rules),
+        gates(rules)
+    )
+}
+
 /// The specs of the harness tools for a session under `rules`, offered
 /// with the runtime's tools.
 pub fn harness_specs(rules: &PhaseRules) -> Vec<ToolSpec> {
-    let phases: Vec<&str> = rules.phases.keys().map(String::as_str).collect();
-    vec![
-        ToolSpec {
-            name: "set_phase".to_owned(),
-            description: format!(
-                "Move the workflow to another phase ({}). Rarely needed: a call the phase does \
-                 not allow moves you on by itself when a next phase allows it. Use it to go \
-                 back, or to enter a phase no call leads to. Checked{}; a refusal says why and \
-                 changes nothing. Ending the turn needs no move.",
-                phase_map(rules),
-                gates(rules)
-            ),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "phase": {
-                        "type": "string",
-                        "enum": phases,
-                        "description": "The phase to move to."
-                    },
-                    "note": { "type": "string", "description": "Why, briefly." }
-                },
-                "required": ["phase"],
-                "additionalProperties": false
-            }),
-        },
-        ToolSpec {
-            name: "submit_plan".to_owned(),
-            description: "Submit your plan (plan phase). Unless a review is required (plan \
-                          mode, or the project's rules) it is approved at once. Otherwise the \
-                          user approves or rejects it (a headless run may stop here); a \
-                          rejection carries their feedback: revise and submit again."
-                .to_owned(),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "plan_markdown": {
-                        "type": "string",
-                        "description": "The whole plan in markdown, with the sections the plan \
-                                        phase lists."
-                    }
-                },
-                "required": ["plan_markdown"],
-                "additionalProperties": false
-            }),
-        },
-        ToolSpec {
-            name: "todo_write".to_owned(),
-            description: "Keep a task list the user sees, for work of three or more steps; \
-                          skip it for smaller tasks. Each call replaces the whole list: mark an \
-                          item in_progress when you start it (at most one) and completed as \
-                          soon as it is done."
-                .to_owned(),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "todos": {
-                        "type": "array",
-                        "description": "Every task, in order.",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "id": { "type": "string", "description": "A short stable id." },
-                                "text": { "type": "string", "description": "The task, briefly." },
-                                "status": {
-                                    "type": "string",
-                                    "enum": ["pending", "in_progress", "completed"],
-                                    "description": "Its state."
-                                }
-                            },
-                            "required": ["id", "text", "status"],
-                            "additionalProperties": false
-                        }
-                    }
-                },
-                "required": ["todos"],
-                "additionalProperties": false
-            }),
-        },
-    ]
+    HarnessTool::ALL.into_iter().map(|tool| harness_spec(tool, rules)).collect()
+}
+
+/// What the model is offered for `tool` under `rules`: its name, what it
+/// does, and the schema of its argument type (its class is
+/// [`HarnessTool::class`]). `set_phase`'s `phase` lists the rules' phases.
+pub fn harness_spec(tool: HarnessTool, rules: &PhaseRules) -> ToolSpec {
+    match tool {
+        HarnessTool::SetPhase => {
+            let mut spec =
+                ToolSpec::typed::<SetPhaseArgs>(tool.name(), &set_phase_description(rules));
+            let phases: Vec<&str> = rules.phases.keys().map(String::as_str).collect();
+            if let Some(phase) = spec.parameters["properties"]["phase"].as_object_mut() {
+                phase.insert("enum".to_owned(), serde_json::json!(phases));
+            }
+            spec
+        }
+        HarnessTool::SubmitPlan => ToolSpec::typed::<SubmitPlanArgs>(tool.name(), SUBMIT_PLAN),
+        HarnessTool::TodoWrite => ToolSpec::typed::<TodoArgs>(tool.name(), TODO_WRITE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// An argument object filling every property the schema offers.
+    fn example(schema: &serde_json::Value) -> serde_json::Value {
+        match schema["type"].as_str() {
+            Some("object") => {
+                let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+                properties.iter().map(|(key, property)| (key.clone(), example(property))).collect()
+            }
+            Some("array") => json!([example(&schema["items"])]),
+            _ if schema.get("enum").is_some() => schema["enum"][0].clone(),
+            Some("string") => json!("x"),
+            other => panic!("no example for {other:?}: {schema}"),
+        }
+    }
+
+    #[test]
+    fn every_harness_spec_accepts_an_example_of_its_own_schema() {
+        for spec in harness_specs(&super::super::shipped_rules()) {
+            let tool = HarnessTool::parse(&spec.name).unwrap();
+            let args = example(&spec.parameters);
+            let call = ToolCall::new("c", &spec.name, args.to_string());
+            let parsed = match tool {
+                HarnessTool::SetPhase => parse::<SetPhaseArgs>(tool, &call).map(|_| ()),
+                HarnessTool::SubmitPlan => parse::<SubmitPlanArgs>(tool, &call).map(|_| ()),
+                HarnessTool::TodoWrite => parse::<TodoArgs>(tool, &call).map(|_| ()),
+            };
+            assert_eq!(parsed, Ok(()), "{}: {args}", spec.name);
+            let required = spec.parameters["required"].as_array().unwrap();
+            for key in required {
+                let mut missing = args.clone();
+                missing.as_object_mut().unwrap().remove(key.as_str().unwrap());
+                let call = ToolCall::new("c", &spec.name, missing.to_string());
+                let refused = match tool {
+                    HarnessTool::SetPhase => parse::<SetPhaseArgs>(tool, &call).is_err(),
+                    HarnessTool::SubmitPlan => parse::<SubmitPlanArgs>(tool, &call).is_err(),
+                    HarnessTool::TodoWrite => parse::<TodoArgs>(tool, &call).is_err(),
+                };
+                assert!(refused, "{}: `{key}` is required but not needed", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_schemas_say_what_the_tools_need() {
+        let specs = harness_specs(&super::super::shipped_rules());
+        let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+        assert_eq!(names, ["set_phase", "submit_plan", "todo_write"]);
+        assert_eq!(specs[0].parameters["required"], json!(["phase"]));
+        assert!(specs[0].parameters["properties"]["note"].is_object());
+        assert_eq!(specs[1].parameters["required"], json!(["plan_markdown"]));
+        let item = &specs[2].parameters["properties"]["todos"]["items"];
+        assert_eq!(item["required"], json!(["id", "text", "status"]));
+        assert_eq!(
+            item["properties"]["status"]["enum"],
+            json!(["pending", "in_progress", "completed"])
+        );
+    }
 }

@@ -24,7 +24,7 @@ pub use budget::{
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
     SpendLimits, SpendStatus, usd,
 };
-pub use harness::{HarnessOutcome, harness_specs, rejection_text};
+pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
 pub use rebuild::{
     CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt,
     WorkflowSetup, reconcile,
@@ -35,7 +35,7 @@ pub use state::{
     CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState, PendingCompaction,
 };
 pub use step::{Effect, Input, step};
-pub use workflow::{HARNESS_TOOLS, PlanReview, WorkflowState, shipped_rules};
+pub use workflow::{PlanReview, WorkflowState, shipped_rules};
 
 #[cfg(test)]
 mod budget_tests;

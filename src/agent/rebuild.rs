@@ -32,7 +32,7 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{
-    EventRecord, Item, PrefixSections, SessionEvent, ToolCall, ToolResult, Usage,
+    EventRecord, Item, PrefixSections, SessionEvent, ToolCall, ToolMeta, ToolResult, Usage,
 };
 
 use super::announce::context_item;
@@ -183,10 +183,10 @@ impl Rebuilder {
             SessionEvent::SessionStarted { session_id, cwd, provider, model, mode, .. } => {
                 self.facts = LogFacts { session_id, cwd, provider, model, ..self.facts.clone() };
                 if let Some(mode) = mode {
-                    self.set_mode(&mode);
+                    self.set_mode(mode);
                 }
             }
-            SessionEvent::ModeChanged { mode } => self.set_mode(&mode),
+            SessionEvent::ModeChanged { mode } => self.set_mode(mode),
             SessionEvent::ModelChanged { model } => {
                 // The prefix break `/model` made is this line; a resume on
                 // the same model makes none.
@@ -297,8 +297,7 @@ impl Rebuilder {
 
     /// The logged approval mode; plan mode requires a plan, as live. An
     /// unknown name (a newer keel) keeps the mode in force.
-    fn set_mode(&mut self, name: &str) {
-        let Some(mode) = ApprovalMode::parse(name) else { return };
+    fn set_mode(&mut self, mode: ApprovalMode) {
         self.state.config.policy.mode = mode;
         if mode == ApprovalMode::Plan {
             self.state.workflow.flow.plan_required = true;
@@ -366,14 +365,13 @@ impl Rebuilder {
     /// observed it live: by the workflow, and (calls that ran or were
     /// denied) by the runaway guard, each seeing the result without the
     /// guard's own note.
-    fn answer(&mut self, call: &ToolCall, result: ToolResult, meta: &serde_json::Value) {
+    fn answer(&mut self, call: &ToolCall, result: ToolResult, meta: &ToolMeta) {
         let original = without_note(&result, meta);
         self.state.workflow.observe(call, &original, meta);
         let ran = if self.calls.has_started(&call.call_id) {
             Some(Ran::Yes)
         } else {
-            (meta.get("kind").and_then(serde_json::Value::as_str) == Some("denied"))
-                .then_some(Ran::Denied)
+            meta.is_denied().then_some(Ran::Denied)
         };
         if let Some(ran) = ran {
             let limits = self.state.config.limits.runaway;
@@ -417,11 +415,11 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
     // A call that may have run is answered, never run again.
     let (started, waiting): (Vec<&OpenCall>, Vec<&OpenCall>) =
         open.calls.iter().partition(|call| call.progress != CallProgress::NotStarted);
-    let results: Vec<(ToolResult, serde_json::Value)> = started
+    let results: Vec<(ToolResult, ToolMeta)> = started
         .iter()
         .map(|open_call| {
             let text = interrupted_text(open_call, probe);
-            let meta = serde_json::json!({ "reconciled": true });
+            let meta = ToolMeta::new().with("reconciled", true);
             (ToolResult::error(&open_call.call.call_id, text), meta)
         })
         .collect();

@@ -45,11 +45,11 @@ fn live_session() -> (LoopState, Vec<EventRecord>) {
         Input::UserTurn { text: "go".into() },
         response(vec![Item::ToolCall(call("a", "read_file"))]),
         Input::BatchFinished {
-            results: vec![(ToolResult::ok("a", "text"), serde_json::Value::Null)],
+            results: vec![(ToolResult::ok("a", "text"), crate::protocol::ToolMeta::new())],
         },
         response(vec![Item::ToolCall(call("b", "write_file"))]),
         Input::BatchFinished {
-            results: vec![(ToolResult::ok("b", "written"), serde_json::Value::Null)],
+            results: vec![(ToolResult::ok("b", "written"), crate::protocol::ToolMeta::new())],
         },
         response(vec![Item::Assistant { text: "done".into() }]),
         Input::UserTurn { text: "again".into() },
@@ -246,19 +246,19 @@ fn started(mode: Option<&str>) -> SessionEvent {
         model: "m".into(),
         keel_version: "0".into(),
         git_head: None,
-        mode: mode.map(str::to_owned),
+        mode: mode.and_then(ApprovalMode::parse),
     }
 }
 
 #[test]
 fn the_last_logged_mode_wins_and_plan_mode_requires_a_plan() {
-    let mode = |name: &str| SessionEvent::ModeChanged { mode: name.into() };
+    let mode = |name: &str| SessionEvent::ModeChanged { mode: ApprovalMode::parse(name).unwrap() };
     let rebuilt = rebuild(&records(vec![started(Some("plan"))]));
     assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Plan);
     assert!(rebuilt.state.workflow.flow.plan_required);
 
-    let rebuilt = rebuild(&records(vec![started(Some("plan")), mode("ask"), mode("hologram")]));
-    assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Ask, "unknown names are skipped");
+    let rebuilt = rebuild(&records(vec![started(Some("plan")), mode("ask")]));
+    assert_eq!(rebuilt.state.config.policy.mode, ApprovalMode::Ask);
     assert!(rebuilt.state.workflow.flow.plan_required, "the plan requirement stays, as live");
 
     let rebuilt = rebuild(&records(vec![started(None)]));
@@ -564,7 +564,7 @@ fn a_reused_call_id_is_counted_not_collapsed() {
         Input::UserTurn { text: "go".into() },
         response(vec![Item::ToolCall(call("call_0", "read_file"))]),
         Input::BatchFinished {
-            results: vec![(ToolResult::ok("call_0", "one"), serde_json::Value::Null)],
+            results: vec![(ToolResult::ok("call_0", "one"), crate::protocol::ToolMeta::new())],
         },
         response(vec![Item::ToolCall(call("call_0", "read_file"))]),
     ] {
@@ -616,7 +616,9 @@ mod properties {
                 Some(Effect::RunBatch { calls, .. }) => {
                     let results = calls
                         .iter()
-                        .map(|c| (ToolResult::ok(&c.call_id, "ok"), serde_json::Value::Null))
+                        .map(|c| {
+                            (ToolResult::ok(&c.call_id, "ok"), crate::protocol::ToolMeta::new())
+                        })
                         .collect();
                     effects = step(state, Input::BatchFinished { results });
                 }

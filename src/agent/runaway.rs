@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
-use crate::protocol::{ToolCall, ToolResult};
+use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 
 use super::budget::RunawayLimits;
 
@@ -213,34 +213,23 @@ fn fingerprint(value: &impl Hash) -> u64 {
 /// log says why (and `rebuild` can take the note off again).
 pub fn annotate(
     mut result: ToolResult,
-    meta: serde_json::Value,
+    mut meta: ToolMeta,
     verdict: &RunawayVerdict,
-) -> (ToolResult, serde_json::Value) {
+) -> (ToolResult, ToolMeta) {
     let (kind, count, text, action) = match verdict {
         RunawayVerdict::Fine => return (result, meta),
         RunawayVerdict::Note { kind, count, text } => (kind, count, text, "noted"),
         RunawayVerdict::Stop { kind, count, text } => (kind, count, text, "stopped"),
     };
     result.output.push_str(text);
-    let runaway = serde_json::json!({
-        "kind": kind.as_str(), "count": count, "action": action, "note": text,
-    });
-    let meta = match meta {
-        serde_json::Value::Object(mut map) => {
-            map.insert("runaway".to_owned(), runaway);
-            serde_json::Value::Object(map)
-        }
-        serde_json::Value::Null => serde_json::json!({ "runaway": runaway }),
-        other => other,
-    };
+    meta.set_runaway(kind.as_str(), *count, action, text);
     (result, meta)
 }
 
 /// A logged result as the tool gave it: the runaway note recorded in its
 /// meta taken off again.
-pub fn without_note(result: &ToolResult, meta: &serde_json::Value) -> ToolResult {
-    let note = meta.get("runaway").and_then(|runaway| runaway.get("note"));
-    match note.and_then(serde_json::Value::as_str) {
+pub fn without_note(result: &ToolResult, meta: &ToolMeta) -> ToolResult {
+    match meta.runaway_note() {
         Some(note) => {
             let output = result.output.strip_suffix(note).unwrap_or(&result.output);
             ToolResult { output: output.to_owned(), ..result.clone() }
@@ -382,13 +371,12 @@ mod tests {
             text: "\n\n[keel] note".into(),
         };
         let original = ok("output");
-        let (shown, meta) =
-            annotate(original.clone(), serde_json::json!({ "exit_code": 0 }), &verdict);
+        let (shown, meta) = annotate(original.clone(), ToolMeta::command(Some(0), None), &verdict);
         assert_eq!(shown.output, "output\n\n[keel] note");
         assert_eq!(meta["runaway"]["action"], "noted");
         assert_eq!(meta["exit_code"], 0);
         assert_eq!(without_note(&shown, &meta), original);
-        let (_, meta) = annotate(original, serde_json::Value::Null, &verdict);
+        let (_, meta) = annotate(original, ToolMeta::new(), &verdict);
         assert_eq!(meta["runaway"]["kind"], "repeated");
     }
 }

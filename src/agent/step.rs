@@ -3,8 +3,8 @@
 
 use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolResult, TurnOutcome,
-    Usage,
+    Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult,
+    TurnOutcome, Usage,
 };
 
 use super::announce::announce;
@@ -14,7 +14,6 @@ use super::harness::{self, HarnessOutcome};
 use super::runaway::{self, Ran, RunawayVerdict};
 use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
-use super::workflow::HARNESS_TOOLS;
 
 /// Something that happened, fed to [`step`] by the driver.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +63,7 @@ pub enum Input {
     },
     /// Results of an [`Effect::RunBatch`], with metadata, in call order.
     BatchFinished {
-        results: Vec<(ToolResult, serde_json::Value)>,
+        results: Vec<(ToolResult, ToolMeta)>,
     },
     /// The answer to an [`Effect::AskRaiseLimit`]: the new limits, or
     /// `None` to end the turn `budget_exceeded`.
@@ -298,7 +297,7 @@ pub(super) fn batches(
     let mut batches = Vec::new();
     let mut judged = Vec::new();
     for call in calls {
-        if HARNESS_TOOLS.contains(&call.name.as_str()) {
+        if call.harness_tool().is_some() {
             batches.extend(schedule(std::mem::take(&mut judged)));
             batches.push(Batch::Harness { call });
             continue;
@@ -331,11 +330,8 @@ fn admit(
                 admitted.push(call);
             }
             Err(reason) => {
-                let meta = serde_json::json!({
-                    "kind": "denied",
-                    "reason": reason,
-                    "phase": state.workflow.flow.phase,
-                });
+                let meta = ToolMeta::denied(reason.clone())
+                    .with("phase", state.workflow.flow.phase.clone());
                 let result = ToolResult::error(&call.call_id, denied_text(&reason));
                 stuck |= record_observed(state, &call, result, meta, Ran::Denied, effects);
             }
@@ -354,7 +350,7 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 state.pending.pop_front();
                 // The policy's (or the user's) reason, for the log and
                 // front ends; the model reads it in the result text.
-                let meta = serde_json::json!({ "kind": "denied", "reason": reason });
+                let meta = ToolMeta::denied(reason.clone());
                 let result = ToolResult::error(&call.call_id, denied_text(&reason));
                 if record_observed(state, &call, result, meta, Ran::Denied, effects) {
                     return stop_stuck(state, effects);
@@ -417,7 +413,7 @@ fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>)
             state.pending.pop_front();
             effects.extend(events.into_iter().map(Effect::Record));
             leave_plan_mode(state, effects);
-            record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
+            record_result(state, result, ToolMeta::harness(), effects);
             false
         }
         HarnessOutcome::Review { events, reason } => {
@@ -429,7 +425,7 @@ fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>)
         HarnessOutcome::Stop { events, result } => {
             state.pending.pop_front();
             effects.extend(events.into_iter().map(Effect::Record));
-            record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
+            record_result(state, result, ToolMeta::harness(), effects);
             answer_pending(state, "not run: the turn stopped for the plan review", effects);
             end_turn(state, TurnOutcome::Completed, effects);
             true
@@ -442,8 +438,7 @@ fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>)
 fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
     if state.config.policy.mode == ApprovalMode::Plan && state.workflow.flow.plan_approved() {
         state.config.policy.mode = ApprovalMode::Ask;
-        let mode = ApprovalMode::Ask.as_str().to_owned();
-        effects.push(Effect::Record(SessionEvent::ModeChanged { mode }));
+        effects.push(Effect::Record(SessionEvent::ModeChanged { mode: ApprovalMode::Ask }));
     }
 }
 
@@ -461,7 +456,7 @@ fn on_approval(
             let (event, result) = harness::review(&mut state.workflow, call_id, approved, note);
             effects.push(Effect::Record(event));
             leave_plan_mode(state, effects);
-            record_result(state, result, serde_json::json!({ "kind": "harness" }), effects);
+            record_result(state, result, ToolMeta::harness(), effects);
             advance(state, effects);
         }
         return;
@@ -483,7 +478,7 @@ fn on_approval(
 
 fn on_batch_finished(
     state: &mut LoopState,
-    mut results: Vec<(ToolResult, serde_json::Value)>,
+    mut results: Vec<(ToolResult, ToolMeta)>,
     effects: &mut Vec<Effect>,
 ) {
     let Some(Batch::Run { calls, .. }) = state.pending.pop_front() else { return };
@@ -492,10 +487,9 @@ fn on_batch_finished(
         let position = results.iter().position(|(result, _)| result.call_id == call.call_id);
         let (result, meta) = match position {
             Some(index) => results.remove(index),
-            None => (
-                ToolResult::error(&call.call_id, "the tool produced no result"),
-                serde_json::Value::Null,
-            ),
+            None => {
+                (ToolResult::error(&call.call_id, "the tool produced no result"), ToolMeta::new())
+            }
         };
         state.workflow.observe(&call, &result, &meta);
         stuck |= record_observed(state, &call, result, meta, Ran::Yes, effects);
@@ -513,7 +507,7 @@ fn record_observed(
     state: &mut LoopState,
     call: &ToolCall,
     result: ToolResult,
-    meta: serde_json::Value,
+    meta: ToolMeta,
     ran: Ran,
     effects: &mut Vec<Effect>,
 ) -> bool {
@@ -554,13 +548,13 @@ pub(super) fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut 
 }
 
 fn answer(state: &mut LoopState, result: ToolResult, effects: &mut Vec<Effect>) {
-    record_result(state, result, serde_json::Value::Null, effects);
+    record_result(state, result, ToolMeta::new(), effects);
 }
 
 fn record_result(
     state: &mut LoopState,
     result: ToolResult,
-    meta: serde_json::Value,
+    meta: ToolMeta,
     effects: &mut Vec<Effect>,
 ) {
     state.items.push(Item::ToolResult(result.clone()));

@@ -25,8 +25,8 @@ fn respond(items: Vec<Item>) -> Input {
     })
 }
 
-fn ok(id: &str) -> (ToolResult, serde_json::Value) {
-    (ToolResult::ok(id, format!("out-{id}")), serde_json::Value::Null)
+fn ok(id: &str) -> (ToolResult, crate::protocol::ToolMeta) {
+    (ToolResult::ok(id, format!("out-{id}")), crate::protocol::ToolMeta::new())
 }
 
 fn non_record(effects: &[Effect]) -> Vec<&Effect> {

@@ -22,9 +22,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::Value;
-
-use crate::protocol::{ToolCall, ToolResult};
+use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 
 use super::rebuild::{CallProgress, FileNote, OpenCall};
 
@@ -39,7 +37,7 @@ pub(super) struct TurnCalls {
     answered: BTreeMap<String, usize>,
     /// Results read before any call of their id: held until the call shows
     /// up, so the history keeps each result after its call.
-    early: Vec<(ToolResult, Value)>,
+    early: Vec<(ToolResult, ToolMeta)>,
     started: BTreeMap<String, usize>,
     files: BTreeMap<String, Vec<FileNote>>,
     /// Unreadable lines not read past by a later resume: their line number
@@ -58,7 +56,7 @@ impl TurnCalls {
 
     /// Results that were waiting for the calls of the latest response, now
     /// matched: to be added to the history after the response.
-    pub(super) fn take_matched_early(&mut self) -> Vec<(ToolCall, ToolResult, Value)> {
+    pub(super) fn take_matched_early(&mut self) -> Vec<(ToolCall, ToolResult, ToolMeta)> {
         let early = std::mem::take(&mut self.early);
         let mut matched = Vec::new();
         for (result, meta) in early {
@@ -75,8 +73,8 @@ impl TurnCalls {
     pub(super) fn finished(
         &mut self,
         result: ToolResult,
-        meta: Value,
-    ) -> Option<(ToolCall, ToolResult, Value)> {
+        meta: ToolMeta,
+    ) -> Option<(ToolCall, ToolResult, ToolMeta)> {
         match self.answer(&result.call_id) {
             Some(call) => Some((call, result, meta)),
             None => {

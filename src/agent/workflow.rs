@@ -17,11 +17,8 @@ use crate::plan::{
     CheckVerdict, DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
     judge, runs_check, tool_kind,
 };
-use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::tasks::Task;
-
-/// Names of the tools answered by the loop itself.
-pub const HARNESS_TOOLS: [&str; 3] = ["set_phase", "submit_plan", "todo_write"];
 
 /// What happens when a plan that needs approval is submitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +66,7 @@ impl WorkflowState {
         }
     }
 
-    fn rule(&self) -> Option<&PhaseRule> {
+    pub(super) fn rule(&self) -> Option<&PhaseRule> {
         self.rules.rule(&self.flow.phase)
     }
 
@@ -275,11 +272,11 @@ impl WorkflowState {
     /// as a change, a check as a verification (passing on exit 0, failing
     /// otherwise), and every other command is noted with why it did not
     /// count, for the refusal and the `unverified` result.
-    pub fn observe(&mut self, call: &ToolCall, result: &ToolResult, meta: &serde_json::Value) {
-        if meta.get("kind").and_then(serde_json::Value::as_str) == Some("denied") {
+    pub fn observe(&mut self, call: &ToolCall, result: &ToolResult, meta: &ToolMeta) {
+        if meta.is_denied() {
             return;
         }
-        let changed = meta.get("changed").and_then(serde_json::Value::as_bool);
+        let changed = meta.changed();
         match tool_kind(&call.name) {
             ToolKind::Shell => self.observe_command(call, result, meta, changed == Some(true)),
             ToolKind::Write if !result.is_error => {
@@ -299,13 +296,13 @@ impl WorkflowState {
         &mut self,
         call: &ToolCall,
         result: &ToolResult,
-        meta: &serde_json::Value,
+        meta: &ToolMeta,
         changed: bool,
     ) {
         let command = string_argument(call, "command").unwrap_or_default();
         let marked = bool_argument(call, "verify");
-        let exit = meta.get("exit_code").and_then(serde_json::Value::as_i64);
-        let timed_out = meta.get("timed_out").and_then(serde_json::Value::as_bool) == Some(true);
+        let exit = meta.exit_code();
+        let timed_out = meta.timed_out();
         match judge(&command, &self.checks(), marked) {
             CheckVerdict::Check { what } if exit.is_some() || timed_out => {
                 let passed = exit == Some(0) && !result.is_error;

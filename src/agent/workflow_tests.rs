@@ -7,7 +7,8 @@ use super::*;
 use crate::plan::PlanStatus;
 use crate::policy::{ApprovalMode, ApprovalScope, PathContext, Policy, RuleSet};
 use crate::protocol::{
-    Item, ModelResponse, PrefixSections, SessionEvent, StopReason, ToolCall, ToolClass, ToolResult,
+    Item, ModelResponse, PrefixSections, SessionEvent, StopReason, ToolCall, ToolClass, ToolMeta,
+    ToolResult,
     TurnOutcome, Usage,
 };
 
@@ -18,8 +19,8 @@ fn state(approval: ApprovalMode) -> LoopState {
         ("edit_file".to_owned(), ToolClass::Mutating),
         ("shell".to_owned(), ToolClass::Mutating),
     ]);
-    for name in HARNESS_TOOLS {
-        tool_classes.insert(name.to_owned(), ToolClass::ReadOnly);
+    for tool in crate::protocol::HarnessTool::ALL {
+        tool_classes.insert(tool.name().to_owned(), tool.class());
     }
     let paths = PathContext::new("/home/u", "/home/u/ws", "/home/u/ws");
     let mut policy = Policy::new(RuleSet::default(), approval, paths);
@@ -110,7 +111,7 @@ fn shell(id: &str, command: &str) -> ToolCall {
 }
 
 fn finished(id: &str, exit_code: i64, changed: bool) -> Input {
-    let meta = serde_json::json!({ "exit_code": exit_code, "changed": changed });
+    let meta = ToolMeta::details(serde_json::json!({ "exit_code": exit_code, "changed": changed }));
     Input::BatchFinished { results: vec![(ToolResult::ok(id, "out"), meta)] }
 }
 
@@ -440,7 +441,7 @@ fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
     );
     assert!(
         effects.iter().any(
-            |e| matches!(e, Effect::Record(SessionEvent::ModeChanged { mode }) if mode == "ask")
+            |e| matches!(e, Effect::Record(SessionEvent::ModeChanged { mode }) if *mode == ApprovalMode::Ask)
         )
     );
     assert_eq!(state.config.policy.mode, ApprovalMode::Ask);
@@ -473,7 +474,7 @@ fn detected_checks_are_named_in_implement_and_verify_and_open_the_gate() {
     state.workflow.flow.phase = "implement".into();
     state.workflow.flow.record_change(Some("a.go"));
     let run = shell("s", "go test ./pkg/...");
-    let meta = serde_json::json!({ "exit_code": 0, "changed": false });
+    let meta = ToolMeta::details(serde_json::json!({ "exit_code": 0, "changed": false }));
     state.workflow.observe(&run, &ToolResult::ok("s", "ok"), &meta);
     assert!(!state.workflow.flow.delivers_unverified(), "a detected check verified the change");
 }

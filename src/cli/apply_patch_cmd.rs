@@ -9,15 +9,12 @@
 
 use std::io::{Read, Write};
 
-use anyhow::Context;
-
-use super::ApplyPatchArgs;
+use super::{ApplyPatchArgs, CliError, Context, ExitStatus};
 use crate::config::find_workspace_root;
-use crate::exec::ExitStatus;
 use crate::tools::paths::Workspace;
 use crate::tools::{FileStates, ToolError, apply_patch_text};
 
-pub(super) fn run(args: ApplyPatchArgs) -> anyhow::Result<ExitStatus> {
+pub(super) fn run(args: ApplyPatchArgs) -> Result<ExitStatus, CliError> {
     let patch = match args.patch.as_deref() {
         None | Some("-") => {
             let mut text = String::new();
@@ -31,9 +28,7 @@ pub(super) fn run(args: ApplyPatchArgs) -> anyhow::Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot determine the working directory")?;
     let root = find_workspace_root(&cwd);
     // Run by a person in a folder: paths are relative to it, as for `git apply`.
-    let ws = Workspace::from_parts(&root, &cwd)
-        .map_err(|error| anyhow::anyhow!("{error}"))?
-        .relative_to_cwd();
+    let ws = Workspace::from_parts(&root, &cwd).map_err(CliError::usage)?.relative_to_cwd();
     match apply_patch_text(&ws, &FileStates::new(), &patch) {
         Ok(report) => {
             let mut out = std::io::stdout().lock();

@@ -6,10 +6,9 @@ use std::io::Write;
 
 use clap::CommandFactory;
 
-use super::Cli;
-use crate::exec::ExitStatus;
+use super::{Cli, CliError, ExitStatus};
 
-pub(super) fn run(shell: clap_complete::Shell) -> anyhow::Result<ExitStatus> {
+pub(super) fn run(shell: clap_complete::Shell) -> Result<ExitStatus, CliError> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "keel", &mut script);

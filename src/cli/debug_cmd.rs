@@ -5,12 +5,10 @@
 
 use std::io::Write;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::{ModelArgs, today};
+use super::{CliError, ExitStatus, ModelArgs, today};
 use crate::config::{self, Environment};
-use crate::exec::ExitStatus;
 use crate::policy::ApprovalMode;
 use crate::runtime::{SessionOptions, first_request};
 
@@ -44,17 +42,20 @@ pub struct PromptArgs {
     pub raw: bool,
 }
 
-pub(super) fn run(model: &ModelArgs, args: DebugArgs) -> anyhow::Result<ExitStatus> {
+pub(super) fn run(model: &ModelArgs, args: DebugArgs) -> Result<ExitStatus, CliError> {
     match args.what {
         DebugCommand::Prompt(args) => prompt(model, &args),
     }
 }
 
-fn prompt(model: &ModelArgs, args: &PromptArgs) -> anyhow::Result<ExitStatus> {
+fn prompt(model: &ModelArgs, args: &PromptArgs) -> Result<ExitStatus, CliError> {
     let env = Environment::from_process()?;
     let settings = config::load(&env, &model.overrides())?;
-    let approval = ApprovalMode::parse(&args.mode).with_context(|| {
-        format!("unknown mode `{}`; use ask, auto, plan, explore or yolo", args.mode)
+    let approval = ApprovalMode::parse(&args.mode).ok_or_else(|| {
+        CliError::usage(format!(
+            "unknown mode `{}`; use ask, auto, plan, explore or yolo",
+            args.mode
+        ))
     })?;
     let options = SessionOptions {
         approval,

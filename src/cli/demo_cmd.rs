@@ -8,10 +8,9 @@
 
 use std::io::Write;
 
-use anyhow::Context;
-
 use super::replay_cmd::{print_report, temp_folder};
-use crate::exec::{ExitStatus, HumanPrinter};
+use super::{CliError, Context, ExitStatus};
+use crate::exec::HumanPrinter;
 use crate::runtime::replay;
 
 /// The bundled repository, as (path, content).
@@ -21,14 +20,14 @@ const REPO: [(&str, &str); 2] =
 /// The recorded session.
 const LOG: &str = include_str!("demo/session.jsonl");
 
-pub(super) async fn run() -> anyhow::Result<ExitStatus> {
+pub(super) async fn run() -> Result<ExitStatus, CliError> {
     let dir = temp_folder("demo")?;
     let result = run_in(&dir).await;
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-async fn run_in(dir: &std::path::Path) -> anyhow::Result<ExitStatus> {
+async fn run_in(dir: &std::path::Path) -> Result<ExitStatus, CliError> {
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).context("cannot create the demo repository")?;
     for (name, content) in REPO {

@@ -4,13 +4,12 @@
 
 use std::io::{Read, Write};
 
-use super::{ExecArgs, ModelArgs, resume_cmd, signals, today};
+use super::{CliError, Context, ExecArgs, ExitStatus, ModelArgs, resume_cmd, signals, today};
 use crate::agent::PlanReview;
 use crate::config::{self, Environment, Settings};
-use crate::exec::{self, ExecOptions, ExitStatus, ResultLine};
-use anyhow::Context;
+use crate::exec::{self, ExecOptions, ResultLine};
 
-pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<ExitStatus> {
+pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitStatus, CliError> {
     let json = args.json;
     match prepare_exec(model, args) {
         Ok((settings, options)) => {
@@ -20,17 +19,16 @@ pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<Exi
         }
         // Scripts reading --json get their `result` line even for bad usage.
         Err(error) if json => {
-            let text = super::error_text(&error);
-            let line = ResultLine::failure(text.clone());
+            let line = ResultLine::failure(error.to_string());
             exec::write_json_line(&line.to_json());
-            let _ = writeln!(std::io::stderr(), "error: {text}");
-            Ok(ExitStatus::Usage)
+            let _ = writeln!(std::io::stderr(), "{}", error.render());
+            Ok(error.exit_status())
         }
         Err(error) => Err(error),
     }
 }
 
-fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, ExecOptions)> {
+fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOptions), CliError> {
     let env = Environment::from_process()?;
     let request = resume_cmd::ExecRequest::from_args(&args)?;
     let mut overrides = model.overrides();
@@ -59,10 +57,14 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
         check_output_folder(path)?;
     }
     if args.reject_plan.is_some() && resume.is_none() {
-        anyhow::bail!("--reject-plan needs a session to resume: keel exec resume ID --reject-plan");
+        return Err(CliError::usage(
+            "--reject-plan needs a session to resume: keel exec resume ID --reject-plan",
+        ));
     }
     if args.reject_plan.as_deref().is_some_and(|text| text.trim().is_empty()) {
-        anyhow::bail!("--reject-plan needs feedback: say what the plan should change");
+        return Err(CliError::usage(
+            "--reject-plan needs feedback: say what the plan should change",
+        ));
     }
     let options = ExecOptions {
         prompt,
@@ -84,22 +86,23 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> anyhow::Result<(Settings, 
 
 /// `-o FILE` must be writable where it is asked for before the (paid) run:
 /// its folder has to exist.
-fn check_output_folder(path: &std::path::Path) -> anyhow::Result<()> {
+fn check_output_folder(path: &std::path::Path) -> Result<(), CliError> {
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
     match folder {
-        Some(folder) if !folder.is_dir() => anyhow::bail!(
+        Some(folder) if !folder.is_dir() => Err(CliError::usage(format!(
             "cannot write the last message to {}: the folder {} does not exist",
             path.display(),
             folder.display()
-        ),
-        Some(_) | None if path.is_dir() => {
-            anyhow::bail!("cannot write the last message to {}: it is a folder", path.display())
-        }
+        ))),
+        Some(_) | None if path.is_dir() => Err(CliError::usage(format!(
+            "cannot write the last message to {}: it is a folder",
+            path.display()
+        ))),
         Some(_) | None => Ok(()),
     }
 }
 
-fn read_prompt(arg: &str) -> anyhow::Result<String> {
+fn read_prompt(arg: &str) -> Result<String, CliError> {
     let prompt = if arg == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).context("cannot read the prompt from stdin")?;
@@ -108,7 +111,9 @@ fn read_prompt(arg: &str) -> anyhow::Result<String> {
         arg.to_owned()
     };
     if prompt.trim().is_empty() {
-        anyhow::bail!("the prompt is empty; pass a task, or `-` to read it from stdin");
+        return Err(CliError::usage(
+            "the prompt is empty; pass a task, or `-` to read it from stdin",
+        ));
     }
     Ok(prompt)
 }

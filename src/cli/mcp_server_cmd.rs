@@ -28,16 +28,16 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use super::{ModeArgs, ModelArgs};
+use super::{CliError, ModeArgs, ModelArgs};
 use crate::config::{CliOverrides, Environment, Settings};
-use crate::exec::{ExecOptions, ExitStatus, Headless, ResultLine};
+use crate::exec::{ExecOptions, ExecStatus, ExitStatus, Headless, ResultLine};
 use crate::policy::ApprovalMode;
 use crate::runtime::{EventSink, RuntimeEvent};
 
 /// The one tool's name.
 const TOOL: &str = "keel";
 
-pub(super) async fn run(model: &ModelArgs, mode: &ModeArgs) -> anyhow::Result<ExitStatus> {
+pub(super) async fn run(model: &ModelArgs, mode: &ModeArgs) -> Result<ExitStatus, CliError> {
     let mut env = Environment::from_process()?;
     env.cwd = std::fs::canonicalize(&env.cwd)?;
     let overrides = model.overrides();
@@ -52,8 +52,8 @@ pub(super) async fn run(model: &ModelArgs, mode: &ModeArgs) -> anyhow::Result<Ex
         one_at_a_time: one_at_a_time.clone(),
     };
     let transport = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout());
-    let running = server.serve(transport).await?;
-    running.waiting().await?;
+    let running = server.serve(transport).await.map_err(CliError::runtime)?;
+    running.waiting().await.map_err(CliError::runtime)?;
     // The client is gone and its requests' tokens cancelled: a task still
     // running ends as interrupted, its session closed, before keel exits.
     let _finished = one_at_a_time.lock().await;
@@ -194,10 +194,14 @@ impl KeelServer {
             crate::exec::run_headless(&settings, &options, Box::new(Silent), cancel).await;
         let text = answer_text(&line);
         let mut result = match line.status {
-            "failed" | "budget_exceeded" | "stuck" => {
+            ExecStatus::Failed | ExecStatus::BudgetExceeded | ExecStatus::Stuck => {
                 CallToolResult::error(vec![ContentBlock::text(text)])
             }
-            _ => CallToolResult::success(vec![ContentBlock::text(text)]),
+            ExecStatus::Completed
+            | ExecStatus::Interrupted
+            | ExecStatus::Unverified
+            | ExecStatus::PlanReady
+            | ExecStatus::NeedsApproval => CallToolResult::success(vec![ContentBlock::text(text)]),
         };
         result.structured_content = Some(line.to_json());
         Ok(result)
@@ -209,7 +213,7 @@ impl KeelServer {
 /// the error), so an agent reading only text is not misled.
 fn answer_text(line: &ResultLine) -> String {
     let mut parts: Vec<String> = line.final_text.iter().cloned().collect();
-    if line.status != "completed" {
+    if line.status != ExecStatus::Completed {
         parts.push(format!("[keel: the task ended {}]", line.status));
     }
     if !line.declined.is_empty() {

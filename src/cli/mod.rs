@@ -1,12 +1,15 @@
 //! The command line: flags, subcommands and their dispatch, one file per
-//! subcommand. The one place besides `main.rs` that uses `anyhow`, turning
-//! typed errors into messages with exit codes.
+//! subcommand. The one place besides `main.rs` that uses `anyhow`: every
+//! command ends with an [`ExitStatus`] or a [`CliError`], whose kind picks
+//! the documented exit code (`error.rs`, `exit.rs`).
 
 mod apply_patch_cmd;
 mod completion_cmd;
 mod debug_cmd;
 mod demo_cmd;
+mod error;
 mod exec_cmd;
+mod exit;
 mod mcp_cmd;
 mod mcp_server_cmd;
 mod policy_cmd;
@@ -22,21 +25,21 @@ mod undo_cmd;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
+pub use self::error::{CliError, Context, ErrorKind, error_text};
+pub use self::exit::ExitStatus;
 use crate::config::CliOverrides;
-use crate::exec::ExitStatus;
 
 const EXIT_CODES: &str = "Exit codes:\n  0    done\n  1    the model or the turn failed \
-(model error after retries, step limit, log write failure), or the session is in use by \
-another keel process\n  2    usage or configuration error\n  3    needs approval: calls the \
-model wanted were declined (keel exec cannot ask; rerun with the flag it names)\n  4    \
-budget_exceeded: the next request would have crossed --max-cost/--max-tokens\n  5    stuck: \
-the model kept repeating a call after keel pointed it out\n  129  stopped by SIGHUP (the \
-terminal closed)\n  130  interrupted (Ctrl-C, SIGINT)\n  131  stopped by SIGQUIT\n  143  \
-stopped by SIGTERM\nA stopping signal ends the turn cleanly (the running command is killed, \
-the session log closed); a second one exits at once.";
+(model error after retries, step limit, log write failure), the session is in use by \
+another keel process, the interactive session could not start, or an undo failed\n  2    usage \
+or configuration error\n  3    needs approval: calls the model wanted were declined (keel exec \
+cannot ask; rerun with the flag it names)\n  4    budget_exceeded: the next request would have \
+crossed --max-cost/--max-tokens\n  5    stuck: the model kept repeating a call after keel \
+pointed it out\n  129  stopped by SIGHUP (the terminal closed)\n  130  interrupted (Ctrl-C, \
+SIGINT)\n  131  stopped by SIGQUIT\n  143  stopped by SIGTERM\nA stopping signal ends the turn \
+cleanly (the running command is killed, the session log closed); a second one exits at once.";
 
 /// keel: a terminal coding agent.
 ///
@@ -301,10 +304,12 @@ pub fn parse_or_exit() -> Cli {
 }
 
 /// Runs the parsed command line; returns the exit status.
-pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
+pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
     if let Some(dir) = &cli.cd {
-        std::env::set_current_dir(dir)
-            .with_context(|| format!("cannot work in {} (-C)", dir.display()))?;
+        std::env::set_current_dir(dir).map_err(|error| {
+            CliError::new(ErrorKind::Usage, error)
+                .context(format!("cannot work in {} (-C)", dir.display()))
+        })?;
     }
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,
@@ -319,7 +324,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),
         Some(Command::Debug(args)) => debug_cmd::run(&cli.model, args),
-        Some(Command::Mcp(args)) => mcp_cmd::run(cli.model.overrides(), args).await,
+        Some(Command::Mcp(args)) => mcp_cmd::run(cli.model.overrides(), args)
+            .await
+            // Its failures are flags or the config file it edits.
+            .map_err(|error| CliError::new(ErrorKind::Usage, error)),
         Some(Command::McpServer(args)) => mcp_server_cmd::run(&cli.model, &args.mode).await,
         Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),
         None => tui_cmd::run(&cli.model, &cli.mode, cli.prompt).await,
@@ -343,39 +351,8 @@ impl ModelArgs {
     }
 }
 
-/// An error and its causes on one line, each cause said once: many
-/// messages already embed their cause (`cannot read X: Is a directory`),
-/// and anyhow's `{:#}` would repeat it (`…: Is a directory: Is a
-/// directory`).
-pub fn error_text(error: &anyhow::Error) -> String {
-    let mut text = error.to_string();
-    for cause in error.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
-}
-
 /// Today's date (UTC) for the system prompt.
 pub(crate) fn today() -> String {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     stamp.get(..10).unwrap_or(&stamp).to_owned()
-}
-
-#[cfg(test)]
-mod error_text_tests {
-    use super::*;
-
-    #[test]
-    fn a_cause_already_in_the_message_is_not_repeated() {
-        let io = std::io::Error::from_raw_os_error(21);
-        let error = crate::config::ConfigError::Read { path: "/h/config.toml".into(), source: io };
-        let text = error_text(&anyhow::Error::new(error));
-        assert_eq!(text.matches("os error 21").count(), 1, "{text}");
-        let wrapped = anyhow::Error::msg("inner cause").context("outer");
-        assert_eq!(error_text(&wrapped), "outer: inner cause");
-    }
 }

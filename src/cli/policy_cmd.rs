@@ -12,12 +12,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
+use super::{CliError, Context, ExitStatus};
 use crate::config::{Environment, find_workspace_root, rules};
-use crate::exec::ExitStatus;
 use crate::policy::{
     Allowlist, ApprovalMode, Decision, Origin, PathContext, Policy, RuleMatch, RuleSet,
     evaluate_script, shell::analyze_argv,
@@ -53,13 +52,13 @@ pub struct CheckArgs {
     pub command: Vec<String>,
 }
 
-pub(super) fn run(args: PolicyArgs) -> anyhow::Result<ExitStatus> {
+pub(super) fn run(args: PolicyArgs) -> Result<ExitStatus, CliError> {
     match args.command {
         PolicyCommand::Check(check) => run_check(check),
     }
 }
 
-fn run_check(args: CheckArgs) -> anyhow::Result<ExitStatus> {
+fn run_check(args: CheckArgs) -> Result<ExitStatus, CliError> {
     let env = Environment::from_process()?;
     let workspace_root = find_workspace_root(&env.cwd);
     let rule_set = if args.rules.is_empty() {
@@ -130,7 +129,7 @@ fn allow_reason(matched: &[RuleMatch]) -> String {
 }
 
 /// `keel trust`: records the current project as trusted.
-pub(super) fn trust() -> anyhow::Result<ExitStatus> {
+pub(super) fn trust() -> Result<ExitStatus, CliError> {
     let env = Environment::from_process()?;
     let root = find_workspace_root(&env.cwd);
     let path = rules::trust_project(&env.keel_home, &root)?;

@@ -7,15 +7,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use super::ReplayArgs;
+use super::{CliError, Context, ExitStatus, ReplayArgs};
 use crate::config::{Environment, find_workspace_root};
-use crate::exec::{ExitStatus, HumanPrinter};
+use crate::exec::HumanPrinter;
 use crate::runtime::{ReplayReport, ShadowRepo, copy_workspace, first_checkpoint, replay};
 use crate::session::{find_by_prefix, logged_cwd, logged_model, sessions_dir};
 
-pub(super) async fn run(args: &ReplayArgs) -> anyhow::Result<ExitStatus> {
+pub(super) async fn run(args: &ReplayArgs) -> Result<ExitStatus, CliError> {
     let env = Environment::from_process()?;
     // An existing file is that file, whatever its name; else an id prefix.
     let log = if Path::new(&args.log).is_file() {
@@ -25,11 +23,11 @@ pub(super) async fn run(args: &ReplayArgs) -> anyhow::Result<ExitStatus> {
             .context("cannot find the log to replay")?
     };
     if logged_model(&log).is_none() {
-        anyhow::bail!(
+        return Err(CliError::usage(format!(
             "{} is not a keel session log (its first line is not a `session_started` record); \
              `keel sessions` lists the logs",
             log.display()
-        );
+        )));
     }
     let workspace = if args.in_place {
         find_workspace_root(&env.cwd)
@@ -49,7 +47,7 @@ pub(super) async fn run(args: &ReplayArgs) -> anyhow::Result<ExitStatus> {
 }
 
 /// A fresh temporary folder holding the workspace the session started from.
-async fn prepare_copy(env: &Environment, log: &Path) -> anyhow::Result<PathBuf> {
+async fn prepare_copy(env: &Environment, log: &Path) -> Result<PathBuf, CliError> {
     let dest = temp_folder("replay")?;
     let recorded = logged_cwd(log).map(PathBuf::from).unwrap_or_else(|| env.cwd.clone());
     let root = find_workspace_root(&recorded);
@@ -67,7 +65,7 @@ async fn prepare_copy(env: &Environment, log: &Path) -> anyhow::Result<PathBuf> 
 }
 
 /// A new, empty folder under the system temp dir.
-pub(super) fn temp_folder(what: &str) -> anyhow::Result<PathBuf> {
+pub(super) fn temp_folder(what: &str) -> Result<PathBuf, CliError> {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -77,7 +75,7 @@ pub(super) fn temp_folder(what: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// The summary on stdout: one line, then each differing result.
-pub(super) fn print_report(report: &ReplayReport) -> anyhow::Result<()> {
+pub(super) fn print_report(report: &ReplayReport) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

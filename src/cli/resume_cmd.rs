@@ -6,9 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use super::ExecArgs;
+use super::{CliError, Context, ExecArgs};
 use crate::config::{CliOverrides, Environment};
 use crate::session::{find_by_prefix, newest_in_folder, sessions_dir};
 
@@ -27,7 +25,7 @@ pub(super) struct ExecRequest {
 }
 
 impl ExecRequest {
-    pub fn from_args(args: &ExecArgs) -> anyhow::Result<Self> {
+    pub fn from_args(args: &ExecArgs) -> Result<Self, CliError> {
         let flag_target = match (&args.resume, args.last) {
             (Some(id), _) => Some(ResumeTarget::Id(id.clone())),
             (None, true) => Some(ResumeTarget::Last),
@@ -39,37 +37,41 @@ impl ExecRequest {
             return Self::literal_form(flag_target, &args.rest);
         }
         if let Some(extra) = args.rest.first() {
-            anyhow::bail!(
+            return Err(CliError::usage(format!(
                 "unexpected argument `{extra}`: quote the prompt, e.g. keel exec \"fix the tests\""
-            );
+            )));
         }
         if flag_target.is_none() && args.prompt.is_none() {
-            anyhow::bail!("give a prompt, or --resume ID / --last to continue a session");
+            return Err(CliError::usage(
+                "give a prompt, or --resume ID / --last to continue a session",
+            ));
         }
         Ok(Self { target: flag_target, prompt: args.prompt.clone() })
     }
 
     /// `resume` was the first word: `[--last|ID] [PROMPT]` follow.
-    fn literal_form(flag_target: Option<ResumeTarget>, rest: &[String]) -> anyhow::Result<Self> {
+    fn literal_form(flag_target: Option<ResumeTarget>, rest: &[String]) -> Result<Self, CliError> {
         let (target, words) = match flag_target {
             Some(target) => (target, rest),
             None => match rest.split_first() {
                 Some((id, words)) => (ResumeTarget::Id(id.clone()), words),
-                None => anyhow::bail!("keel exec resume needs --last or a session id"),
+                None => {
+                    return Err(CliError::usage("keel exec resume needs --last or a session id"));
+                }
             },
         };
         match words {
             [] => Ok(Self { target: Some(target), prompt: None }),
             [prompt] => Ok(Self { target: Some(target), prompt: Some(prompt.clone()) }),
-            [_, extra, ..] => anyhow::bail!(
+            [_, extra, ..] => Err(CliError::usage(format!(
                 "unexpected argument `{extra}`: quote the prompt after the session id"
-            ),
+            ))),
         }
     }
 }
 
 /// The log `target` names.
-pub(super) fn find_log(env: &Environment, target: &ResumeTarget) -> anyhow::Result<PathBuf> {
+pub(super) fn find_log(env: &Environment, target: &ResumeTarget) -> Result<PathBuf, CliError> {
     let dir = sessions_dir(&env.keel_home);
     let found = match target {
         ResumeTarget::Last => newest_in_folder(&dir, &env.cwd),
@@ -96,8 +98,8 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
 
-    fn request(argv: &[&str]) -> anyhow::Result<ExecRequest> {
-        let cli = Cli::try_parse_from(argv)?;
+    fn request(argv: &[&str]) -> Result<ExecRequest, CliError> {
+        let cli = Cli::try_parse_from(argv).map_err(CliError::usage)?;
         let Some(Command::Exec(args)) = cli.command else { panic!("not exec") };
         ExecRequest::from_args(&args)
     }

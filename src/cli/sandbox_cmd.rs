@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::exec::ExitStatus;
+use super::{CliError, ExitStatus};
 use crate::sandbox::jail::{self, Handover, Request};
 use crate::sandbox::landlock::{Confinement, SandboxMode};
 
@@ -48,14 +48,15 @@ pub struct SandboxExecArgs {
     pub command: Vec<OsString>,
 }
 
-pub(super) fn run(args: SandboxExecArgs) -> anyhow::Result<ExitStatus> {
+pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
     if let Some(json) = &args.init {
-        let handover: Handover = serde_json::from_str(json)
-            .map_err(|error| anyhow::anyhow!("bad hand-over to the jail's init: {error}"))?;
+        let handover: Handover = serde_json::from_str(json).map_err(|error| {
+            CliError::usage(format!("bad hand-over to the jail's init: {error}"))
+        })?;
         std::process::exit(jail::init(handover, args.command));
     }
     let mode = SandboxMode::parse(&args.mode)
-        .ok_or_else(|| anyhow::anyhow!("unknown sandbox mode `{}`", args.mode))?;
+        .ok_or_else(|| CliError::usage(format!("unknown sandbox mode `{}`", args.mode)))?;
     let confinement = Confinement {
         launcher: PathBuf::new(),
         mode,

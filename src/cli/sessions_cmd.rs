@@ -4,12 +4,11 @@
 
 use std::io::Write;
 
-use super::SessionsArgs;
+use super::{CliError, ExitStatus, SessionsArgs};
 use crate::config::Environment;
-use crate::exec::ExitStatus;
 use crate::session::{SessionSummary, list_sessions, sessions_dir};
 
-pub(super) fn run(args: &SessionsArgs) -> anyhow::Result<ExitStatus> {
+pub(super) fn run(args: &SessionsArgs) -> Result<ExitStatus, CliError> {
     let env = Environment::from_process()?;
     let (sessions, warnings) = list_sessions(&sessions_dir(&env.keel_home));
     let mut stderr = std::io::stderr().lock();

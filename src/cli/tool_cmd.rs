@@ -20,20 +20,25 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{ModelArgs, ToolArgs, policy_cmd};
+use super::{CliError, ExitStatus, ModelArgs, ToolArgs, policy_cmd};
 use crate::config::{CliOverrides, Environment, LocalSettings, load_local};
-use crate::exec::{self, ExitStatus};
+use crate::exec;
 use crate::hooks::{HookBus, HookEvent, HookPayload, guard};
 use crate::policy::{Allowlist, ApprovalMode, CallFacts, Decision, PathContext, Policy, evaluate};
-use crate::protocol::{ToolCall, ToolResult};
+use crate::protocol::{ResultKind, ToolCall, ToolMeta, ToolResult};
 use crate::runtime::{confine_commands, gather_links, mark_sandbox_violation};
 use crate::sandbox;
 use crate::tools::{FileStates, ToolContext, ToolRegistry};
 
-pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<ExitStatus> {
+pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> Result<ExitStatus, CliError> {
     let mode = match ApprovalMode::parse(&args.mode) {
         Some(mode) => mode,
-        None => anyhow::bail!("unknown mode `{}`; use ask, auto, plan, explore or yolo", args.mode),
+        None => {
+            return Err(CliError::usage(format!(
+                "unknown mode `{}`; use ask, auto, plan, explore or yolo",
+                args.mode
+            )));
+        }
     };
     let env = Environment::from_process()?;
     let cli = CliOverrides { set: model.set.clone(), ..CliOverrides::default() };
@@ -72,11 +77,10 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> anyhow::Result<Exi
     };
     if let Some(error) = refusal {
         let report = policy_cmd::check_json(&verdict.decision, &verdict.matched);
-        let meta = json!({
-            "kind": "denied",
-            "decision": report["decision"],
-            "matched_rules": report["matched_rules"],
-        });
+        let meta = ToolMeta::new()
+            .with_kind(ResultKind::Denied)
+            .with("decision", report["decision"].clone())
+            .with("matched_rules", report["matched_rules"].clone());
         exec::write_json_line(&json!({"ok": false, "output": null, "meta": meta, "error": error}));
         return Ok(ExitStatus::Failed);
     }
@@ -125,7 +129,7 @@ fn build_policy(settings: &LocalSettings, env: &Environment, mode: ApprovalMode)
     policy
 }
 
-fn envelope(result: ToolResult, meta: Value) -> Value {
+fn envelope(result: ToolResult, meta: ToolMeta) -> Value {
     let (output, error) = if result.is_error {
         (Value::Null, Value::from(result.output))
     } else {

@@ -3,22 +3,21 @@
 //! the picker of this folder's sessions. Reads the environment (config,
 //! `NO_COLOR`) and hands over to [`crate::tui::run`].
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use clap::CommandFactory;
 
 use super::resume_cmd::{ResumeTarget, find_log};
-use super::{Cli, ModeArgs, ModelArgs, ResumeArgs, signals, today};
+use super::{Cli, CliError, ExitStatus, ModeArgs, ModelArgs, ResumeArgs, signals, today};
 use crate::config::Environment;
-use crate::exec::ExitStatus;
 use crate::session::{self, SessionError};
-use crate::tui::{self, FirstPrompt, Launch, Start, Theme, TuiError, TuiOptions};
+use crate::tui::{self, FirstPrompt, Launch, Start, Theme, TuiOptions};
 
 pub(super) async fn run(
     model: &ModelArgs,
     mode: &ModeArgs,
     prompt: Option<String>,
-) -> anyhow::Result<ExitStatus> {
+) -> Result<ExitStatus, CliError> {
     let first_prompt = match prompt.filter(|p| !p.trim().is_empty()) {
         Some(prompt) => Some(judge_first_prompt(prompt)?),
         None => None,
@@ -30,17 +29,17 @@ pub(super) async fn run(
 /// typo than a task. Close to a subcommand: an error with "did you mean"
 /// (nothing is sent); else, unless it names a file, it waits in the input
 /// for an Enter instead of being sent at once. `keel -- WORD` sends it.
-fn judge_first_prompt(prompt: String) -> anyhow::Result<FirstPrompt> {
+fn judge_first_prompt(prompt: String) -> Result<FirstPrompt, CliError> {
     let word = prompt.trim();
     let forced = std::env::args().any(|arg| arg == "--");
     if forced || word.contains(char::is_whitespace) || std::path::Path::new(word).exists() {
         return Ok(FirstPrompt::Send(prompt));
     }
     if let Some(name) = closest_subcommand(word) {
-        anyhow::bail!(
+        return Err(CliError::usage(format!(
             "`{word}` is not a keel command; did you mean `keel {name}`? (to send \"{word}\" to \
              the model, run `keel -- {word}`)"
-        );
+        )));
     }
     Ok(FirstPrompt::Confirm(prompt))
 }
@@ -63,7 +62,7 @@ fn closest_subcommand(word: &str) -> Option<String> {
 
 /// `keel resume [ID | --last]`: the TUI on a resumed session; with
 /// neither, the picker of this folder's sessions.
-pub(super) async fn resume(model: &ModelArgs, args: &ResumeArgs) -> anyhow::Result<ExitStatus> {
+pub(super) async fn resume(model: &ModelArgs, args: &ResumeArgs) -> Result<ExitStatus, CliError> {
     require_terminal(
         "keel resume opens the interactive session; in scripts run `keel exec resume [--last|ID]`",
     )?;
@@ -75,9 +74,9 @@ pub(super) async fn resume(model: &ModelArgs, args: &ResumeArgs) -> anyhow::Resu
             let launch = Launch { env, overrides: model.overrides() };
             let sessions = launch.sessions_here();
             if sessions.is_empty() {
-                anyhow::bail!(
-                    "no session was started in this folder; `keel sessions` lists all of them"
-                );
+                return Err(CliError::usage(
+                    "no session was started in this folder; `keel sessions` lists all of them",
+                ));
             }
             Start::Pick(sessions)
         }
@@ -86,9 +85,8 @@ pub(super) async fn resume(model: &ModelArgs, args: &ResumeArgs) -> anyhow::Resu
     if let Start::Resume(log) = &start
         && let Some(holder) = session::lock_holder(log)
     {
-        let error = SessionError::Locked { path: log.clone(), holder: format!("keel ({holder})") };
-        let _ = writeln!(std::io::stderr(), "error: {error}");
-        return Ok(ExitStatus::Failed);
+        let holder = format!("keel ({holder})");
+        return Err(SessionError::Locked { path: log.clone(), holder }.into());
     }
     open(model, &args.mode, start, None).await
 }
@@ -98,7 +96,7 @@ async fn open(
     mode: &ModeArgs,
     start: Start,
     first_prompt: Option<FirstPrompt>,
-) -> anyhow::Result<ExitStatus> {
+) -> Result<ExitStatus, CliError> {
     require_terminal(
         "keel's interactive session needs a terminal; in scripts run `keel exec \"…\"`",
     )?;
@@ -118,22 +116,23 @@ async fn open(
         theme: Theme::from_no_color(no_color.as_deref()),
         start,
         launch,
-        shutdown,
+        shutdown: shutdown.clone(),
     };
-    match tui::run(options).await {
-        // A session that cannot open (its log is in use, unwritable) is a
-        // failed run, not a usage error.
-        Err(TuiError::Session(message)) => {
-            let _ = writeln!(std::io::stderr(), "error: the session could not start: {message}");
-            Ok(ExitStatus::Failed)
+    // A session that cannot open (its log is in use, unwritable) or a
+    // terminal that cannot be set up is a failed run (exit 1); one a
+    // signal stopped exits with the signal's status.
+    tui::run(options).await.map_err(|error| {
+        let error = CliError::from(error);
+        match shutdown.signal() {
+            Some(signal) => error.interrupted_by(signal),
+            None => error,
         }
-        outcome => Ok(outcome?),
-    }
+    })
 }
 
-fn require_terminal(message: &str) -> anyhow::Result<()> {
+fn require_terminal(message: &str) -> Result<(), CliError> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        anyhow::bail!("{message}");
+        return Err(CliError::usage(message));
     }
     Ok(())
 }

@@ -4,15 +4,12 @@
 
 use std::io::Write;
 
-use anyhow::Context;
-
-use super::UndoArgs;
+use super::{CliError, Context, ExitStatus, UndoArgs};
 use crate::config::{CliOverrides, Environment, load_local};
-use crate::exec::ExitStatus;
-use crate::runtime::{UndoError, undo};
-use crate::session::{SessionError, find_by_prefix, newest_in_folder, sessions_dir};
+use crate::runtime::undo;
+use crate::session::{find_by_prefix, newest_in_folder, sessions_dir};
 
-pub(super) async fn run(args: &UndoArgs) -> anyhow::Result<ExitStatus> {
+pub(super) async fn run(args: &UndoArgs) -> Result<ExitStatus, CliError> {
     let env = Environment::from_process()?;
     let dir = sessions_dir(&env.keel_home);
     let log = match &args.session {
@@ -22,16 +19,10 @@ pub(super) async fn run(args: &UndoArgs) -> anyhow::Result<ExitStatus> {
     .context("cannot pick the session to undo")?;
     let settings = load_local(&env, &CliOverrides::default())?;
     let root = settings.workspace_root;
-    let report = match undo(&env.keel_home, &root, &log, args.turns, settings.undo.into()).await {
-        Ok(report) => report,
-        // A live session (a turn may be changing files right now): refused
-        // before anything is restored.
-        Err(error @ UndoError::Log(SessionError::Locked { .. })) => {
-            let _ = writeln!(std::io::stderr(), "error: {error}");
-            return Ok(ExitStatus::Failed);
-        }
-        Err(error) => return Err(error.into()),
-    };
+    // A live session (a turn may be changing files right now) is refused
+    // before anything is restored: exit 1, as any failed undo; more turns
+    // than were checkpointed is a usage error (see `CliError`'s kinds).
+    let report = undo(&env.keel_home, &root, &log, args.turns, settings.undo.into()).await?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", report.summary());
     let _ = writeln!(

@@ -55,6 +55,9 @@ pub struct Settings {
     pub max_parallel: Option<usize>,
     /// The user's home folder (`$HOME`), for protected paths and hard deny.
     pub home: PathBuf,
+    /// The user's shell (`$SHELL`, else `bash`), named to the model in the
+    /// environment snapshot.
+    pub user_shell: String,
     /// Every rules file, loaded by [`super::load`] (empty after `resolve`).
     pub rules: RuleSet,
     /// The user trusts this workspace (`keel trust`).
@@ -303,6 +306,7 @@ pub fn resolve(
         env_filter: env_filter(merged.shell.as_ref()),
         max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
         home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        user_shell: env.var("SHELL").unwrap_or("bash").to_owned(),
         rules: RuleSet::default(),
         project_trusted,
         sandbox: sandbox_settings(merged.sandbox)?,
@@ -448,6 +452,14 @@ mod tests {
         assert_eq!(settings.provider.kind, ProviderKind::OpenAiResponses);
         assert_eq!(settings.provider.api_key.as_deref(), Some("sk-test"));
         assert_eq!(settings.provider.base_url, "https://api.openai.com/v1");
+    }
+
+    #[test]
+    fn the_users_shell_comes_from_the_injected_environment() {
+        let (_dir, fish) = env(&[("OPENAI_API_KEY", "k"), ("SHELL", "/usr/bin/fish")]);
+        assert_eq!(load(&fish, &CliOverrides::default()).unwrap().user_shell, "/usr/bin/fish");
+        let (_dir, unset) = env(&[("OPENAI_API_KEY", "k")]);
+        assert_eq!(load(&unset, &CliOverrides::default()).unwrap().user_shell, "bash");
     }
 
     #[test]

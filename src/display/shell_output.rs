@@ -7,6 +7,8 @@
 //! Invariants: pure (L0); parsing never fails (text that is not framed is
 //! shown as it is); nothing here sanitizes (the printers do, once).
 
+use crate::protocol::ToolMeta;
+
 /// The most telling argument of a call, as front ends name it: the
 /// command, path or pattern; else the raw arguments.
 pub fn call_summary(call: &crate::protocol::ToolCall) -> String {
@@ -28,12 +30,12 @@ pub struct CallOutcome {
 
 /// Judges a finished call from its result flag and meta (`exit_code`,
 /// `signal`, `timed_out`, `timeout_ms` as the shell tool writes them).
-pub fn outcome(is_error: bool, meta: &serde_json::Value) -> CallOutcome {
-    let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
-    let signal = meta.get("signal").and_then(serde_json::Value::as_i64);
-    let timed_out = meta.get("timed_out").and_then(serde_json::Value::as_bool) == Some(true);
+pub fn outcome(is_error: bool, meta: &ToolMeta) -> CallOutcome {
+    let exit_code = meta.exit_code();
+    let signal = meta.signal();
+    let timed_out = meta.timed_out();
     let status = if timed_out {
-        Some(match meta.get("timeout_ms").and_then(serde_json::Value::as_u64) {
+        Some(match meta.timeout_ms() {
             Some(ms) => format!("timed out after {ms} ms"),
             None => "timed out".to_owned(),
         })
@@ -115,25 +117,26 @@ mod tests {
 
     #[test]
     fn a_non_zero_exit_fails_though_the_tool_succeeded() {
-        let failed = outcome(false, &json!({"exit_code": 1, "signal": null}));
+        let failed = outcome(false, &ToolMeta::details(json!({"exit_code": 1, "signal": null})));
         assert_eq!(failed, CallOutcome { failed: true, status: Some("exit 1".into()) });
-        let ok = outcome(false, &json!({"exit_code": 0}));
+        let ok = outcome(false, &ToolMeta::details(json!({"exit_code": 0})));
         assert_eq!(ok, CallOutcome { failed: false, status: None });
     }
 
     #[test]
     fn kills_and_timeouts_fail() {
-        let killed = outcome(false, &json!({"exit_code": null, "signal": 9}));
+        let killed = outcome(false, &ToolMeta::details(json!({"exit_code": null, "signal": 9})));
         assert_eq!(killed.status.as_deref(), Some("killed by signal 9"));
         assert!(killed.failed);
-        let timed = outcome(true, &json!({"timed_out": true, "timeout_ms": 300}));
+        let timed =
+            outcome(true, &ToolMeta::details(json!({"timed_out": true, "timeout_ms": 300})));
         assert_eq!(timed.status.as_deref(), Some("timed out after 300 ms"));
     }
 
     #[test]
     fn tools_without_meta_follow_their_error_flag() {
-        assert!(outcome(true, &json!({})).failed);
-        assert!(!outcome(false, &serde_json::Value::Null).failed);
+        assert!(outcome(true, &ToolMeta::details(json!({}))).failed);
+        assert!(!outcome(false, &ToolMeta::new()).failed);
     }
 
     #[test]

@@ -262,6 +262,7 @@ mod tests {
         is_error: bool,
         meta: serde_json::Value,
     ) -> RuntimeEvent {
+        let meta = crate::protocol::ToolMeta::details(meta);
         let result = ToolResult { call_id: call.call_id.clone(), output: output.into(), is_error };
         RuntimeEvent::ToolCallFinished { call, result, meta }
     }

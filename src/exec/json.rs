@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::protocol::{Item, ReasoningItem, StreamEvent, ToolCall, Usage};
+use crate::cli::ExitStatus;
+use crate::protocol::{Item, ReasoningItem, StreamEvent, ToolCall, TurnOutcome, Usage};
 use crate::runtime::{EventSink, RuntimeEvent};
 
 use super::usage_json;
@@ -94,7 +95,7 @@ impl EventSink for JsonPrinter {
                 let mut item = call_json(&call);
                 item["output"] = json!(result.output);
                 item["is_error"] = json!(result.is_error);
-                item["meta"] = meta;
+                item["meta"] = meta.to_value();
                 self.write(&json!({"type": "item_completed", "item": item}));
             }
             RuntimeEvent::Compacting { trigger } => {
@@ -168,12 +169,79 @@ fn completed_item(item: &Item) -> Option<Value> {
     }
 }
 
+/// The `status` of the closing `result` line: how the run ended, for
+/// scripts (README "`keel exec --json`"). The names are the wire contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecStatus {
+    /// The model finished and any change was verified (or none was made).
+    Completed,
+    /// The model, the step limit, the log or the run itself failed.
+    Failed,
+    /// The user interrupted the run.
+    Interrupted,
+    /// Files changed after the last passing verification.
+    Unverified,
+    /// `--plan-only` stopped at a submitted plan (the plan is the final text).
+    PlanReady,
+    /// Calls the model wanted were declined: this run could not ask.
+    NeedsApproval,
+    /// The next model request would have crossed `--max-cost` or
+    /// `--max-tokens`; it was not sent.
+    BudgetExceeded,
+    /// The model kept repeating itself after keel pointed it out.
+    Stuck,
+}
+
+impl ExecStatus {
+    /// The name in the `result` line (what serde writes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+            Self::Unverified => "unverified",
+            Self::PlanReady => "plan_ready",
+            Self::NeedsApproval => "needs_approval",
+            Self::BudgetExceeded => "budget_exceeded",
+            Self::Stuck => "stuck",
+        }
+    }
+
+    /// The status a finished turn has before the workflow has its say.
+    pub fn of_turn(outcome: TurnOutcome) -> Self {
+        match outcome {
+            TurnOutcome::Completed => Self::Completed,
+            TurnOutcome::Failed | TurnOutcome::MaxSteps => Self::Failed,
+            TurnOutcome::Interrupted => Self::Interrupted,
+            TurnOutcome::BudgetExceeded => Self::BudgetExceeded,
+            TurnOutcome::Stuck => Self::Stuck,
+        }
+    }
+
+    /// What the process exits with for this status.
+    pub fn exit_status(self) -> ExitStatus {
+        match self {
+            Self::Completed | Self::Unverified | Self::PlanReady => ExitStatus::Done,
+            Self::NeedsApproval => ExitStatus::NeedsApproval,
+            Self::Interrupted => ExitStatus::Interrupted,
+            Self::Failed => ExitStatus::Failed,
+            Self::BudgetExceeded => ExitStatus::BudgetExceeded,
+            Self::Stuck => ExitStatus::Stuck,
+        }
+    }
+}
+
+impl std::fmt::Display for ExecStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The closing `result` line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultLine {
-    /// `completed`, `failed`, `interrupted`, `unverified`, `plan_ready`
-    /// or `needs_approval`.
-    pub status: &'static str,
+    pub status: ExecStatus,
     /// Calls declined for want of an approval, with what allows each.
     pub declined: Vec<DeclinedCall>,
     pub final_text: Option<String>,
@@ -199,7 +267,7 @@ pub struct ResultLine {
 impl ResultLine {
     pub fn failure(error: String) -> Self {
         Self {
-            status: "failed",
+            status: ExecStatus::Failed,
             declined: Vec::new(),
             final_text: None,
             usage: Usage::default(),
@@ -230,5 +298,33 @@ impl ResultLine {
             "spent_usd": spend.spent_usd,
             "spent_tokens": spend.spent_tokens,
         }))})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names scripts match on, and the exit code each one gives.
+    #[test]
+    fn exec_status_names_and_exit_codes_are_the_documented_ones() {
+        let table = [
+            (ExecStatus::Completed, "completed", 0),
+            (ExecStatus::Failed, "failed", 1),
+            (ExecStatus::Interrupted, "interrupted", 130),
+            (ExecStatus::Unverified, "unverified", 0),
+            (ExecStatus::PlanReady, "plan_ready", 0),
+            (ExecStatus::NeedsApproval, "needs_approval", 3),
+            (ExecStatus::BudgetExceeded, "budget_exceeded", 4),
+            (ExecStatus::Stuck, "stuck", 5),
+        ];
+        for (status, name, code) in table {
+            let mut line = ResultLine::failure(String::new());
+            line.status = status;
+            assert_eq!(line.to_json()["status"], name);
+            assert_eq!(status.to_string(), name);
+            assert_eq!(status.exit_status().code(), code, "{name}");
+        }
+        assert_eq!(ExecStatus::of_turn(TurnOutcome::MaxSteps), ExecStatus::Failed);
     }
 }

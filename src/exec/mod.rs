@@ -35,35 +35,9 @@ use crate::runtime::{
     TurnSummary,
 };
 
+pub use crate::cli::ExitStatus;
 pub use human::HumanPrinter;
-pub use json::{JsonPrinter, ResultLine};
-
-/// Documented exit codes of `keel exec` (and of keel in general).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
-    /// The model finished the task.
-    Done = 0,
-    /// The model or the turn failed (model error, step limit, log failure).
-    Failed = 1,
-    /// Bad flags or configuration.
-    Usage = 2,
-    /// Calls the model needed were declined: this run could not ask for
-    /// their approval (the result says which flag or rule allows them).
-    NeedsApproval = 3,
-    /// The next model request would have crossed `--max-cost` or
-    /// `--max-tokens` (`budget_exceeded`); it was not sent.
-    BudgetExceeded = 4,
-    /// The model kept repeating itself after keel pointed it out (`stuck`).
-    Stuck = 5,
-    /// Interrupted by Ctrl-C (SIGINT): 128 + 2.
-    Interrupted = 130,
-    /// Stopped by SIGHUP (the terminal closed): 128 + 1.
-    HungUp = 129,
-    /// Stopped by SIGQUIT: 128 + 3.
-    Quit = 131,
-    /// Stopped by SIGTERM (`timeout`, systemd, CI runners): 128 + 15.
-    Terminated = 143,
-}
+pub use json::{ExecStatus, JsonPrinter, ResultLine};
 
 /// What the user asked `keel exec` to do.
 #[derive(Debug, Clone)]
@@ -103,7 +77,7 @@ pub async fn run(
     if let (Some(path), Some(text)) = (&options.last_message_file, &line.final_text) {
         if let Err(error) = std::fs::write(path, text) {
             let mut line = line;
-            line.status = "failed";
+            line.status = ExecStatus::Failed;
             line.error =
                 Some(format!("cannot write the last message to {}: {error}", path.display()));
             report(&line, options.json, None);
@@ -210,14 +184,7 @@ pub async fn run_headless(
                 declined: Vec::new(),
             });
             let (name, final_text) = workflow_status(&session, options, &summary);
-            let status = match name {
-                "completed" | "unverified" | "plan_ready" => ExitStatus::Done,
-                "needs_approval" => ExitStatus::NeedsApproval,
-                "interrupted" => ExitStatus::Interrupted,
-                "budget_exceeded" => ExitStatus::BudgetExceeded,
-                "stuck" => ExitStatus::Stuck,
-                _ => ExitStatus::Failed,
-            };
+            let status = name.exit_status();
             let error = summary.error.clone().or_else(|| match summary.outcome {
                 TurnOutcome::MaxSteps => Some(format!(
                     "stopped at the step limit of {}; raise it with -c max_steps=N",
@@ -230,7 +197,7 @@ pub async fn run_headless(
                      set the guards, 0 turns one off"
                         .to_owned(),
                 ),
-                TurnOutcome::Completed if name == "failed" => Some(
+                TurnOutcome::Completed if name == ExecStatus::Failed => Some(
                     "no plan was submitted: --plan-only stops at a plan, and the model \
                      answered without one (its answer is the final text)"
                         .to_owned(),
@@ -255,7 +222,7 @@ pub async fn run_headless(
                     .filter(|path| !path.is_empty()),
                 tasks: session.tasks().to_vec(),
                 spend: Some(session.spend_status()),
-                verification: (name == "unverified")
+                verification: (name == ExecStatus::Unverified)
                     .then(|| session.workflow().verification_status()),
             };
             (status, line)
@@ -340,41 +307,31 @@ fn workflow_status(
     session: &Session,
     options: &ExecOptions,
     summary: &TurnSummary,
-) -> (&'static str, Option<String>) {
+) -> (ExecStatus, Option<String>) {
     let flow = session.workflow();
     let final_text = summary.final_text.clone();
     if summary.outcome != TurnOutcome::Completed {
-        return (status_name(summary.outcome), final_text);
+        return (ExecStatus::of_turn(summary.outcome), final_text);
     }
     match &flow.plan {
         Some(plan)
             if options.plan_review == Some(PlanReview::StopAfterSubmit)
                 && plan.status == PlanStatus::Submitted =>
         {
-            return ("plan_ready", Some(plan.text.clone()));
+            return (ExecStatus::PlanReady, Some(plan.text.clone()));
         }
         Some(_) | None => {}
     }
     if !summary.declined.is_empty() {
-        return ("needs_approval", final_text);
+        return (ExecStatus::NeedsApproval, final_text);
     }
     if options.plan_review == Some(PlanReview::StopAfterSubmit) {
-        return ("failed", final_text);
+        return (ExecStatus::Failed, final_text);
     }
     if flow.delivers_unverified() {
-        return ("unverified", final_text);
+        return (ExecStatus::Unverified, final_text);
     }
-    (status_name(summary.outcome), final_text)
-}
-
-fn status_name(outcome: TurnOutcome) -> &'static str {
-    match outcome {
-        TurnOutcome::Completed => "completed",
-        TurnOutcome::Failed | TurnOutcome::MaxSteps => "failed",
-        TurnOutcome::Interrupted => "interrupted",
-        TurnOutcome::BudgetExceeded => "budget_exceeded",
-        TurnOutcome::Stuck => "stuck",
-    }
+    (ExecStatus::of_turn(summary.outcome), final_text)
 }
 
 /// Why a `budget_exceeded` run stopped and how to go on.
@@ -412,12 +369,12 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         let _ = writeln!(stderr, "interrupted");
     }
     match line.status {
-        "unverified" => {
+        ExecStatus::Unverified => {
             let why = line.verification.as_deref().unwrap_or("no check ran after the last change");
             let _ =
                 writeln!(stderr, "unverified: files changed after the last passing check; {why}");
         }
-        "plan_ready" => {
+        ExecStatus::PlanReady => {
             let saved = line.plan_path.as_deref().unwrap_or("the session log");
             let _ = writeln!(
                 stderr,
@@ -427,12 +384,16 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
                 id = line.session_id.as_deref().unwrap_or("ID")
             );
         }
-        "needs_approval" => {
+        ExecStatus::NeedsApproval => {
             for text in needs_approval_lines(&line.declined) {
                 let _ = writeln!(stderr, "{}", for_terminal(&text));
             }
         }
-        _ => {}
+        ExecStatus::Completed
+        | ExecStatus::Failed
+        | ExecStatus::Interrupted
+        | ExecStatus::BudgetExceeded
+        | ExecStatus::Stuck => {}
     }
     let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
     match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {

@@ -20,10 +20,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::WireOptions;
-use super::assembler::{event_type, parse_data, str_at};
 use super::cache_breakpoints;
 use super::classify::{classify_stream_error, error_from_json};
 use super::error::LlmError;
+use super::json::{event_type, parse_data, str_at};
 use super::sse::SseEvent;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall, Usage,

@@ -1,13 +1,12 @@
 //! The protocol-neutral face of the three stream reducers: one enum that
 //! takes decoded SSE events and yields [`StreamEvent`]s and, at the end, a
-//! [`ModelResponse`]; plus the small JSON accessors they share.
+//! [`ModelResponse`]. The JSON accessors the reducers share are in
+//! `json.rs` (so no reducer imports this dispatcher).
 //!
 //! Invariants: pure (no I/O, clock or randomness), so a recorded stream
 //! always reduces to the same result; a response exists only once the
 //! protocol's completion event was seen, otherwise `finish` reports
 //! [`LlmError::StreamCut`].
-
-use serde_json::Value;
 
 use super::ProviderKind;
 use super::anthropic::AnthropicAssembler;
@@ -92,35 +91,4 @@ impl Assembler {
             Assembler::Anthropic(inner) => inner.finish(),
         }
     }
-}
-
-/// Parses an event's data as JSON, naming the event when it is not.
-pub(crate) fn parse_data(event: &SseEvent) -> Result<Value, LlmError> {
-    serde_json::from_str(&event.data).map_err(|err| {
-        let mut preview: String = event.data.chars().take(80).collect();
-        if preview.len() < event.data.len() {
-            preview.push('…');
-        }
-        LlmError::malformed(&event.event, format!("data is not JSON ({err}): {preview}"))
-    })
-}
-
-/// The event's kind: the data's `type` field (so a proxy that drops `event:`
-/// lines does no harm), else the SSE event name.
-pub(crate) fn event_type<'a>(event: &'a SseEvent, data: &'a Value) -> &'a str {
-    str_at(data, &["type"]).unwrap_or(&event.event)
-}
-
-/// The string at a path of object keys.
-pub(crate) fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    at(value, path)?.as_str()
-}
-
-/// The unsigned integer at a path of object keys, 0 when absent.
-pub(crate) fn u64_at(value: &Value, path: &[&str]) -> u64 {
-    at(value, path).and_then(Value::as_u64).unwrap_or(0)
-}
-
-pub(crate) fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(value, |value, key| value.get(key))
 }

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::assembler::{str_at, u64_at};
+use super::json::{str_at, u64_at};
 use crate::protocol::{StreamEvent, ToolCall, Usage};
 
 /// Keys of a tool-call delta that are the protocol's own; any other key

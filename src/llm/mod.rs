@@ -36,6 +36,7 @@ mod chat_parts;
 mod classify;
 mod client;
 mod error;
+mod json;
 mod openai_chat;
 mod openai_responses;
 mod profile;

@@ -17,10 +17,10 @@
 use serde_json::{Map, Value, json};
 
 use super::WireOptions;
-use super::assembler::{parse_data, str_at};
 use super::chat_parts::{CallAssembler, MESSAGE_KEYS, merge_field, usage_of};
 use super::classify::{classify_stream_error, stream_error};
 use super::error::LlmError;
+use super::json::{parse_data, str_at};
 use super::profile::ReasoningEcho;
 use super::sse::SseEvent;
 use crate::protocol::{

@@ -12,9 +12,9 @@
 
 use serde_json::Value;
 
-use super::assembler::{at, event_type, parse_data, str_at, u64_at};
 use super::classify::{ErrorBody, classify_stream_error, error_from_json};
 use super::error::LlmError;
+use super::json::{at, event_type, parse_data, str_at, u64_at};
 use super::sse::SseEvent;
 use crate::protocol::{
     Item, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall, Usage,

@@ -9,12 +9,12 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::content::render;
 use super::hub::McpToolDef;
 use super::server::Server;
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 use crate::tools::{BoxFuture, Tool, ToolContext, ToolError};
 
 /// An MCP tool offered to the model.
@@ -49,9 +49,9 @@ impl McpTool {
         if rendered.is_error {
             return Err(ToolError::External { kind: "tool_error", message: rendered.text });
         }
-        let mut meta = rendered.meta;
-        meta["server"] = json!(self.def.server);
-        meta["tool"] = json!(self.def.remote);
+        let meta = ToolMeta::details(rendered.meta)
+            .with("server", self.def.server.clone())
+            .with("tool", self.def.remote.clone());
         Ok(ToolOutput { text: rendered.text, meta })
     }
 }

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::protocol::HarnessTool;
+
 /// The kind of tool, as phase rules name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -40,13 +42,16 @@ impl ToolKind {
 /// file the workflow tracks (a GitHub lookup must work while planning),
 /// and policy judges each of their calls by its own class.
 pub fn tool_kind(tool: &str) -> ToolKind {
+    match HarnessTool::parse(tool) {
+        Some(HarnessTool::SubmitPlan) => return ToolKind::Plan,
+        Some(HarnessTool::TodoWrite) => return ToolKind::Tasks,
+        Some(HarnessTool::SetPhase) => return ToolKind::Phase,
+        None => {}
+    }
     match tool {
         "read_file" | "list_dir" | "glob" | "grep" | "load_skill" | "read_memory" => ToolKind::Read,
         mcp if mcp.starts_with("mcp__") => ToolKind::Read,
         "shell" => ToolKind::Shell,
-        "submit_plan" => ToolKind::Plan,
-        "todo_write" => ToolKind::Tasks,
-        "set_phase" => ToolKind::Phase,
         _ => ToolKind::Write,
     }
 }

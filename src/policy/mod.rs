@@ -48,6 +48,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::protocol::ApprovalMode;
 pub use engine::{CallFacts, Policy, Verdict, evaluate, evaluate_script};
 pub use facts::path_queries;
 pub use links::PathLinks;
@@ -58,58 +59,6 @@ pub use rules::{Access, Origin, RuleDecision, RuleMatch, RuleSet, RulesError, So
 pub const DEFAULT_RULES: &str = include_str!("../../rules/default.rules");
 /// How the built-in rules are named in matches and errors.
 pub const DEFAULT_RULES_NAME: &str = "<builtin>/default.rules";
-
-/// How much the user lets keel do without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalMode {
-    /// Reads and known read-only commands run; everything else asks.
-    #[default]
-    Ask,
-    /// Workspace writes and sandboxed commands run without asking; prompt
-    /// rules and protected paths still ask.
-    #[serde(alias = "full-auto")]
-    Auto,
-    /// Read-only: writes and commands that may write are forbidden.
-    Plan,
-    /// Read-only, like plan, for looking around.
-    Explore,
-    /// Everything but hard-denied calls, forbidden rules, prompt rules and
-    /// protected paths runs without asking.
-    Yolo,
-}
-
-impl ApprovalMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalMode::Ask => "ask",
-            ApprovalMode::Auto => "auto",
-            ApprovalMode::Plan => "plan",
-            ApprovalMode::Explore => "explore",
-            ApprovalMode::Yolo => "yolo",
-        }
-    }
-
-    /// Parses a `--mode` value.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "ask" => Some(ApprovalMode::Ask),
-            "auto" | "full-auto" => Some(ApprovalMode::Auto),
-            "plan" => Some(ApprovalMode::Plan),
-            "explore" => Some(ApprovalMode::Explore),
-            "yolo" => Some(ApprovalMode::Yolo),
-            _ => None,
-        }
-    }
-
-    /// Plan and explore forbid changes.
-    pub fn read_only(self) -> bool {
-        match self {
-            ApprovalMode::Plan | ApprovalMode::Explore => true,
-            ApprovalMode::Ask | ApprovalMode::Auto | ApprovalMode::Yolo => false,
-        }
-    }
-}
 
 /// The verdict on one tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -49,8 +49,10 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ContextPart, PrefixSections};
 use super::items::Item;
+use super::mode::ApprovalMode;
 use super::model::{ModelResponse, Usage};
 use super::tool::{ToolCall, ToolClass, ToolResult};
+use super::tool_meta::ToolMeta;
 
 /// Version of the log line format.
 pub const LOG_FORMAT_VERSION: u32 = 1;
@@ -116,8 +118,12 @@ pub enum SessionEvent {
         git_head: Option<String>,
         /// The approval mode the session started in (`ask`, `auto`, …);
         /// later changes are `mode_changed` lines.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        mode: Option<String>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "super::mode::lenient"
+        )]
+        mode: Option<ApprovalMode>,
     },
     /// A resume continues this log from here.
     SessionResumed {
@@ -208,8 +214,8 @@ pub enum SessionEvent {
     },
     ToolCallFinished {
         result: ToolResult,
-        #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-        meta: serde_json::Value,
+        #[serde(default, skip_serializing_if = "ToolMeta::is_empty")]
+        meta: ToolMeta,
     },
     /// A snapshot of the workspace taken before `turn` changed files.
     Checkpoint {
@@ -224,7 +230,7 @@ pub enum SessionEvent {
     },
     /// The approval mode changed (rebuilt on resume).
     ModeChanged {
-        mode: String,
+        mode: ApprovalMode,
     },
     /// The user switched the model (`/model NAME`); requests from here on
     /// name it (rebuilt on resume).
@@ -531,11 +537,11 @@ mod tests {
             SessionEvent::FileChanged { call_id: s(), path: s(), before: None, after: None },
             SessionEvent::ToolCallFinished {
                 result: ToolResult::ok("c", "o"),
-                meta: serde_json::Value::Null,
+                meta: ToolMeta::new(),
             },
             SessionEvent::Checkpoint { turn: 1, commit: s() },
             SessionEvent::Undo { turn: 1, commit: s() },
-            SessionEvent::ModeChanged { mode: s() },
+            SessionEvent::ModeChanged { mode: ApprovalMode::Auto },
             SessionEvent::ModelChanged { model: s() },
             SessionEvent::PhaseChanged { from: s(), to: s() },
             SessionEvent::PlanUpdated { plan: serde_json::Value::Null },

@@ -8,12 +8,18 @@
 mod context;
 mod events;
 mod items;
+mod mode;
 mod model;
 pub mod patch;
+mod schema;
 mod tool;
+mod tool_meta;
 
 pub use context::{ContextKind, ContextPart, PrefixSections};
 pub use events::{ApprovalScope, EventRecord, LOG_FORMAT_VERSION, SessionEvent, TurnOutcome};
 pub use items::{Item, ReasoningItem};
+pub use mode::ApprovalMode;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
-pub use tool::{ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec};
+pub use schema::schema_of;
+pub use tool::{HarnessTool, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec};
+pub use tool_meta::{ResultKind, ToolMeta};

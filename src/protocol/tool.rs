@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ToolMeta;
+
 /// Whether running a tool can change anything outside keel.
 ///
 /// Read-only calls of one response run concurrently; mutating calls run one
@@ -22,6 +24,44 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema (an object schema) for the arguments.
     pub parameters: serde_json::Value,
+}
+
+/// The tools the loop answers itself (`agent`), never the tool runtime.
+/// Their names are parsed once here; nothing else compares them as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HarnessTool {
+    /// Moves the workflow to another phase.
+    SetPhase,
+    /// Submits the plan for review.
+    SubmitPlan,
+    /// Replaces the task list.
+    TodoWrite,
+}
+
+impl HarnessTool {
+    pub const ALL: [Self; 3] = [Self::SetPhase, Self::SubmitPlan, Self::TodoWrite];
+
+    /// The name the model calls it by.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::SetPhase => "set_phase",
+            Self::SubmitPlan => "submit_plan",
+            Self::TodoWrite => "todo_write",
+        }
+    }
+
+    /// Read-only as far as policy and batching are concerned: they change
+    /// only the loop's own state (phase, plan, tasks), which `step` records.
+    pub const fn class(self) -> ToolClass {
+        match self {
+            Self::SetPhase | Self::SubmitPlan | Self::TodoWrite => ToolClass::ReadOnly,
+        }
+    }
+
+    /// The harness tool called `name`, if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|tool| tool.name() == name)
+    }
 }
 
 /// A tool call requested by the model.
@@ -59,6 +99,11 @@ impl ToolCall {
             provider_data: None,
         }
     }
+
+    /// The harness tool this call names, if any.
+    pub fn harness_tool(&self) -> Option<HarnessTool> {
+        HarnessTool::parse(&self.name)
+    }
 }
 
 /// The result of one tool call as returned to the model.
@@ -77,8 +122,8 @@ pub struct ToolResult {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolOutput {
     pub text: String,
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub meta: serde_json::Value,
+    #[serde(default, skip_serializing_if = "ToolMeta::is_empty")]
+    pub meta: ToolMeta,
 }
 
 impl ToolResult {

@@ -1,9 +1,10 @@
 //! Who answers approval requests: the TUI asks the user; `exec` cannot.
 
+use futures_util::future::BoxFuture;
+
 use crate::agent::{BudgetHit, SpendLimits};
 use crate::policy::{ApprovalMode, ApprovalScope};
-use crate::protocol::ToolCall;
-use crate::tools::BoxFuture;
+use crate::protocol::{HarnessTool, ToolCall};
 
 /// The answer to one approval request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +62,7 @@ impl Approver for NonInteractiveApprover {
         call: &'a ToolCall,
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer> {
-        if call.name == "submit_plan" {
+        if call.harness_tool() == Some(HarnessTool::SubmitPlan) {
             let note = "this headless run cannot review plans: the user can rerun `keel exec` \
                         with --plan-only (stop after the plan) or --approve-plan (approve it); \
                         stop here and say so"

@@ -11,14 +11,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::agent::{LoopConfig, WorkflowSetup, harness_specs, shipped_rules};
+use crate::agent::{LoopConfig, WorkflowSetup, harness_spec, shipped_rules};
 use crate::config::{Settings, discover_instructions, discover_memory};
 use crate::context::memory::MemoryNote;
 use crate::plan::checks_named_in;
 use crate::prompts::{
     PromptFacts, core_prompt, environment_block, instructions_block, memory_block, skills_block,
 };
-use crate::protocol::{PrefixSections, ToolSpec};
+use crate::protocol::{HarnessTool, PrefixSections, ToolSpec};
 use crate::skills;
 use crate::tools::ToolRegistry;
 
@@ -39,11 +39,11 @@ pub(super) fn loop_config(
     let mut specs = tools.specs();
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
-    // Answered by the loop itself; read-only as far as policy is concerned.
+    // Answered by the loop itself; described from the session's phase rules.
     let rules = settings.phase_rules.clone().unwrap_or_else(shipped_rules);
-    for spec in harness_specs(&rules) {
-        tool_classes.insert(spec.name.clone(), crate::protocol::ToolClass::ReadOnly);
-        specs.push(spec);
+    for tool in HarnessTool::ALL {
+        tool_classes.insert(tool.name().to_owned(), tool.class());
+        specs.push(harness_spec(tool, &rules));
     }
     LoopConfig {
         model: settings.model.clone(),
@@ -85,7 +85,7 @@ pub(super) fn environment(settings: &Settings, cwd: &Path, date: &str, headless:
         workspace_root: settings.workspace_root.display().to_string(),
         cwd: cwd.display().to_string(),
         platform: std::env::consts::OS.to_owned(),
-        shell: std::env::var("SHELL").unwrap_or_else(|_| "bash".to_owned()),
+        shell: settings.user_shell.clone(),
         git: git_summary(&settings.workspace_root),
         date: date.to_owned(),
         headless,

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::agent::LoopState;
 use crate::policy::{self, ApprovalMode, CallFacts, Decision, amend};
-use crate::protocol::ToolCall;
+use crate::protocol::{HarnessTool, ToolCall};
 
 /// One call declined for want of an approval.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,7 +27,7 @@ pub struct DeclinedCall {
 
 /// What would let `call` run without a person's approval.
 pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> String {
-    if call.name == "submit_plan" {
+    if call.harness_tool() == Some(HarnessTool::SubmitPlan) {
         return "--approve-plan (or --plan-only to stop for a review)".to_owned();
     }
     let class = state.class_of(&call.name);

@@ -13,7 +13,8 @@ use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
 use crate::policy::{self, ApprovalMode};
 use crate::protocol::{
-    ApprovalScope, Item, ModelRequest, SessionEvent, StreamEvent, ToolCall, TurnOutcome, Usage,
+    ApprovalScope, HarnessTool, Item, ModelRequest, SessionEvent, StreamEvent, ToolCall,
+    TurnOutcome, Usage,
 };
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::skills;
@@ -140,7 +141,7 @@ impl Session {
             model: settings.model.clone(),
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_head: git_head(&workspace_root),
-            mode: Some(options.approval.as_str().to_owned()),
+            mode: Some(options.approval),
         })?;
         log.append(SessionEvent::PromptPrefix {
             reason: "session start".to_owned(),
@@ -306,7 +307,7 @@ impl Session {
             return;
         }
         self.state.config.policy.mode = mode;
-        let event = SessionEvent::ModeChanged { mode: mode.as_str().to_owned() };
+        let event = SessionEvent::ModeChanged { mode };
         if let Err(error) = self.log.append(event) {
             let message = format!("cannot record the mode change: {error}");
             self.sink.emit(RuntimeEvent::Error { message });
@@ -468,7 +469,7 @@ impl Session {
                         },
                     };
                     // A plan review is one answer on one plan, never a rule.
-                    let scope = if call.name == "submit_plan" {
+                    let scope = if call.harness_tool() == Some(HarnessTool::SubmitPlan) {
                         if answer.approved {
                             self.adopt_edited_plan();
                         }
@@ -575,16 +576,14 @@ impl Session {
             }
             SessionEvent::ToolCallFinished { result, meta } => {
                 let call = self.find_call(&result.call_id);
-                let plan_answered = call.name == "submit_plan";
+                let plan_answered = call.harness_tool() == Some(HarnessTool::SubmitPlan);
                 self.sink.emit(RuntimeEvent::ToolCallFinished { call, result, meta });
                 if plan_answered {
                     self.apply_plan_mode();
                 }
             }
             SessionEvent::ModeChanged { mode } => {
-                if let Some(mode) = ApprovalMode::parse(&mode) {
-                    self.sink.emit(RuntimeEvent::ModeChanged { mode });
-                }
+                self.sink.emit(RuntimeEvent::ModeChanged { mode });
             }
             SessionEvent::PhaseChanged { .. }
             | SessionEvent::PlanUpdated { .. }

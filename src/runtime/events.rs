@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::policy::ApprovalMode;
 use crate::protocol::{
-    ModelResponse, StreamEvent, ToolCall, ToolClass, ToolResult, TurnOutcome, Usage,
+    ModelResponse, StreamEvent, ToolCall, ToolClass, ToolMeta, ToolResult, TurnOutcome, Usage,
 };
 use crate::tasks::Task;
 
@@ -58,7 +58,7 @@ pub enum RuntimeEvent {
     ToolCallFinished {
         call: ToolCall,
         result: ToolResult,
-        meta: serde_json::Value,
+        meta: ToolMeta,
     },
     /// The model is writing a compaction summary (`trigger`: `auto` or
     /// `manual`); a [`RuntimeEvent::Compacted`] follows.

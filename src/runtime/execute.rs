@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::rules::{append_local_rule, append_local_tool_rule};
 use crate::policy::{self, ApprovalMode};
-use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::sandbox;
 use crate::tools::{BatchMode, ToolContext, run_batch};
 
@@ -33,7 +33,7 @@ impl Session {
         calls: &[ToolCall],
         concurrent: bool,
         cancel: &CancellationToken,
-    ) -> Result<Vec<(ToolResult, serde_json::Value)>, RuntimeError> {
+    ) -> Result<Vec<(ToolResult, ToolMeta)>, RuntimeError> {
         let (progress, mut progress_events) = tokio::sync::mpsc::unbounded_channel();
         let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
             .with_files(self.files.clone())
@@ -41,7 +41,7 @@ impl Session {
             .with_memory(self.memory.clone())
             .with_read_only(concurrent)
             .with_progress(progress);
-        let mut answers: Vec<Option<(ToolResult, serde_json::Value)>> = vec![None; calls.len()];
+        let mut answers: Vec<Option<(ToolResult, ToolMeta)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
             let call = match self.pre_tool_hooks(call, cancel).await? {
@@ -71,15 +71,13 @@ impl Session {
                 let (result, mut meta) =
                     forward_progress(run, &mut progress_events, &mut self.sink).await;
                 let observed = self.after_mutation(call, touched)?;
-                if let Some(object) = meta.as_object_mut() {
-                    observed.add_to(object);
-                }
+                observed.add_to(&mut meta);
                 results.push((result, meta));
             }
             results
         };
         for ((index, call), (mut result, mut meta)) in runnable.into_iter().zip(results) {
-            if meta.get("kind").and_then(serde_json::Value::as_str) == Some("internal") {
+            if meta.kind() == Some(ResultKind::Internal) {
                 self.record_internal_error(
                     "tool",
                     &call.name,
@@ -126,7 +124,7 @@ impl Session {
         call: &ToolCall,
         ctx: &ToolContext,
         result: &mut ToolResult,
-        meta: &mut serde_json::Value,
+        meta: &mut ToolMeta,
     ) -> Result<(), RuntimeError> {
         if self.state.config.policy.mode != ApprovalMode::Ask || ctx.cancel.is_cancelled() {
             return Ok(());
@@ -141,9 +139,7 @@ impl Session {
         sandbox::set_session_confinement(None);
         let (rerun, mut rerun_meta) = self.tools.run_call(call, ctx).await;
         sandbox::set_session_confinement(saved);
-        if let Some(object) = rerun_meta.as_object_mut() {
-            object.insert("unsandboxed_rerun".to_owned(), serde_json::Value::Bool(true));
-        }
+        rerun_meta.set_unsandboxed_rerun();
         *result = rerun;
         *meta = rerun_meta;
         Ok(())

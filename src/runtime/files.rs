@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::agent::FileProbe;
-use crate::protocol::{SessionEvent, ToolCall, ToolClass};
+use crate::protocol::{SessionEvent, ToolCall, ToolClass, ToolMeta};
 use crate::session::content_hash;
 
 use super::{RuntimeError, Session};
@@ -122,13 +122,13 @@ impl Session {
 impl Observed {
     /// Adds `changed` and the ignored files (for `keel undo`'s note) to a
     /// call's result meta.
-    pub(super) fn add_to(self, meta: &mut serde_json::Map<String, serde_json::Value>) {
+    pub(super) fn add_to(self, meta: &mut ToolMeta) {
         if let Some(changed) = self.changed {
-            meta.insert("changed".to_owned(), serde_json::Value::Bool(changed));
+            meta.set_changed(changed);
         }
         if !self.ignored.is_empty() {
-            let key = super::undo_notes::NOT_CHECKPOINTED_KEY.to_owned();
-            meta.insert(key, serde_json::json!(self.ignored));
+            // Written and read by the runtime alone (`undo_notes`).
+            meta.insert(super::undo_notes::NOT_CHECKPOINTED_KEY, serde_json::json!(self.ignored));
         }
     }
 }

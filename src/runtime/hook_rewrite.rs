@@ -13,11 +13,11 @@
 //! (`protect_secrets`) judge the rewritten input too: their deny blocks it,
 //! their ask asks about it.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::hooks::{HookEvent, Permission};
 use crate::policy::{self, CallFacts, Decision, RuleMatch, Verdict};
-use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 
 use super::hooks_glue::PreToolDecision;
 
@@ -146,5 +146,5 @@ fn same_input(arguments: &str, input: &Value) -> bool {
 }
 
 fn blocked(call: &ToolCall, text: String, kind: &str) -> PreToolDecision {
-    PreToolDecision::Blocked(ToolResult::error(&call.call_id, text), json!({"error": kind}))
+    PreToolDecision::Blocked(ToolResult::error(&call.call_id, text), ToolMeta::tool_error(kind))
 }

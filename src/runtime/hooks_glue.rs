@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hooks::{HookEvent, HookPayload, HookRun, HookVerdict, Permission, guard};
 use crate::policy::Decision;
-use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 
 use super::{RuntimeError, RuntimeEvent, Session};
 
@@ -23,7 +23,7 @@ pub(super) enum PreToolDecision {
     /// Run this call (its input possibly rewritten by a hook).
     Run(ToolCall),
     /// Do not run; answer the model with this result.
-    Blocked(ToolResult, Value),
+    Blocked(ToolResult, ToolMeta),
 }
 
 impl Session {
@@ -204,7 +204,7 @@ impl Session {
         let verdict =
             self.dispatch_hooks(HookEvent::PreToolUse, payload, Some(&call.name), cancel).await?;
         let blocked = |reason: String| {
-            let meta = json!({"error": "hook_denied"});
+            let meta = ToolMeta::tool_error("hook_denied");
             PreToolDecision::Blocked(
                 ToolResult::error(&call.call_id, format!("blocked by a hook: {reason}")),
                 meta,
@@ -229,7 +229,7 @@ impl Session {
         &mut self,
         call: &ToolCall,
         result: &mut ToolResult,
-        meta: &Value,
+        meta: &ToolMeta,
         cancel: &CancellationToken,
     ) -> Result<(), RuntimeError> {
         let event =

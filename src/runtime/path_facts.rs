@@ -15,12 +15,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use serde_json::json;
-
 use crate::policy::links::MAX_HOPS;
 use crate::policy::paths::normalize;
 use crate::policy::{self, CallFacts, Decision, PathContext, PathLinks, Policy, RuleMatch};
-use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 
 use super::{RuntimeError, RuntimeEvent, Session};
 
@@ -118,7 +116,7 @@ impl Session {
     pub(super) async fn judge_with_links(
         &mut self,
         call: &ToolCall,
-    ) -> Result<Option<(ToolResult, serde_json::Value)>, RuntimeError> {
+    ) -> Result<Option<(ToolResult, ToolMeta)>, RuntimeError> {
         let links = self.links_for(call);
         if links.is_empty() {
             return Ok(None);
@@ -152,7 +150,10 @@ impl Session {
             Decision::Forbidden { reason } => {
                 let text = format!("not run: {reason} (through a symlink: {})", shown.join(", "));
                 self.sink.emit(RuntimeEvent::Warning { message: text.clone() });
-                Ok(Some((ToolResult::error(&call.call_id, text), json!({"kind": "denied"}))))
+                Ok(Some((
+                    ToolResult::error(&call.call_id, text),
+                    ToolMeta::new().with_kind(ResultKind::Denied),
+                )))
             }
             Decision::Prompt { reason } => {
                 let question = format!("{reason} (through a symlink: {})", shown.join(", "));
@@ -162,7 +163,10 @@ impl Session {
                 }
                 let note = answer.note.unwrap_or_else(|| "the user declined it".to_owned());
                 let text = format!("not run: {question}; {note}");
-                Ok(Some((ToolResult::error(&call.call_id, text), json!({"kind": "denied"}))))
+                Ok(Some((
+                    ToolResult::error(&call.call_id, text),
+                    ToolMeta::new().with_kind(ResultKind::Denied),
+                )))
             }
         }
     }
@@ -171,6 +175,8 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::symlink;
+
+    use serde_json::json;
 
     use super::*;
     use crate::policy::{ApprovalMode, RuleSet};

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{SessionEvent, ToolCall, ToolResult};
+use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::session::{SessionError, read_log};
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -63,7 +63,7 @@ pub async fn replay(
     let mut report = ReplayReport { warnings: contents.warnings, ..ReplayReport::default() };
     let mut recorded_root = String::new();
     let mut calls: BTreeMap<String, ToolCall> = BTreeMap::new();
-    let mut replayed: BTreeMap<String, (ToolResult, serde_json::Value)> = BTreeMap::new();
+    let mut replayed: BTreeMap<String, (ToolResult, ToolMeta)> = BTreeMap::new();
     for record in contents.records {
         match record.event {
             SessionEvent::SessionStarted { session_id, cwd, provider, model, mode, .. } => {
@@ -77,10 +77,7 @@ pub async fn replay(
                     workspace_root: workspace.to_owned(),
                     // Replayed tools run without the session confinement.
                     sandbox: super::SandboxState::Off,
-                    mode: mode
-                        .as_deref()
-                        .and_then(crate::policy::ApprovalMode::parse)
-                        .unwrap_or_default(),
+                    mode: mode.unwrap_or_default(),
                     limits: crate::agent::SpendLimits::default(),
                 });
             }

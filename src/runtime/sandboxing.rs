@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{SandboxSettings, Settings};
 use crate::policy::{PathContext, Policy};
-use crate::protocol::ToolResult;
+use crate::protocol::{ResultKind, ToolMeta, ToolResult};
 use crate::sandbox::{self, jail, landlock};
 
 use super::{SandboxState, SessionOptions};
@@ -172,12 +172,8 @@ pub(super) fn sandbox_state(settings: &Settings, policy: &Policy) -> SandboxStat
 /// Tells the model when a failed command looks blocked by the sandbox:
 /// `kind: sandbox_violation` in the metadata and a line in the output.
 /// Returns whether it did.
-pub fn mark_sandbox_violation(
-    tool: &str,
-    result: &mut ToolResult,
-    meta: &mut serde_json::Value,
-) -> bool {
-    let exit_code = meta.get("exit_code").and_then(serde_json::Value::as_i64);
+pub fn mark_sandbox_violation(tool: &str, result: &mut ToolResult, meta: &mut ToolMeta) -> bool {
+    let exit_code = meta.exit_code();
     let failed = exit_code.is_some_and(|code| code != 0);
     let confinement = sandbox::session_confinement();
     let network = confinement.as_ref().is_some_and(|c| c.network);
@@ -189,11 +185,9 @@ pub fn mark_sandbox_violation(
     if !landlock::looks_like_violation(code, &result.output, network) {
         return false;
     }
-    if let Some(object) = meta.as_object_mut() {
-        object.insert("kind".to_owned(), serde_json::Value::from("sandbox_violation"));
-    }
+    meta.set_kind(ResultKind::SandboxViolation);
     let network = if network { "" } else { ", network off" };
-    if meta.get("read_only").and_then(serde_json::Value::as_bool) == Some(true) {
+    if meta.read_only() {
         result.output.push_str(&format!(
             "\n[keel] sandbox violation: keel judged this command read-only, so it ran alongside \
              the response's other reads in a sandbox where nothing is writable (not the workspace, \

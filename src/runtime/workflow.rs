@@ -99,7 +99,7 @@ impl Session {
             return;
         }
         self.state.config.policy.mode = mode;
-        let logged = self.log.append(SessionEvent::ModeChanged { mode: mode.as_str().to_owned() });
+        let logged = self.log.append(SessionEvent::ModeChanged { mode });
         if let Err(error) = logged {
             self.sink.emit(RuntimeEvent::Error { message: error.to_string() });
         }

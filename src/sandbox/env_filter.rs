@@ -159,8 +159,11 @@ fn has_url_password(value: &str) -> bool {
     })
 }
 
-/// `*` matches any run of characters; everything else matches itself.
-fn wildcard(pattern: &str, text: &str) -> bool {
+/// `*` matches any run of characters (`/` and spaces included); every
+/// other character matches itself, and the whole text must match. The one
+/// matcher of keel's `*` patterns: variable names here, hook `if` rules
+/// (`Bash(git push *--force*)`) in `hooks/config.rs`.
+pub fn wildcard(pattern: &str, text: &str) -> bool {
     let mut parts = pattern.split('*');
     let first = parts.next().unwrap_or_default();
     let Some(mut rest) = text.strip_prefix(first) else { return false };
@@ -249,6 +252,13 @@ mod tests {
         assert!(wildcard("A*B*C", "AXXBYYC"));
         assert!(!wildcard("A*B*C", "AXXC"));
         assert!(wildcard("EXACT", "EXACT"));
+        // Hook `if` rules, as Claude Code matches them.
+        assert!(wildcard("git push *--force*", "git push --force origin main"));
+        assert!(wildcard("git push *-f*", "git push -f origin main"));
+        assert!(!wildcard("git push *-f*", "git push origin main"));
+        assert!(wildcard(".env*", ".env.local"));
+        assert!(!wildcard(".env*", "src/config.ts"));
+        assert!(wildcard("*", ""));
         assert!(!wildcard("EXACT", "EXACTLY"));
     }
 }

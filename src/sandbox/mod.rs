@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use capture::CapturedStream;
-pub use env_filter::{DEFAULT_STRIP, EnvBase, EnvFilter, child_env, set_env_filter};
+pub use env_filter::{DEFAULT_STRIP, EnvBase, EnvFilter, child_env, set_env_filter, wildcard};
 
 /// The confinement every command run through [`run`] gets, set once per
 /// session by the runtime. A process-wide setting because keel runs one

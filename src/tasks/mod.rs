@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Where one task stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Pending,
@@ -16,10 +16,13 @@ pub enum TaskStatus {
 }
 
 /// One task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Task {
+    /// A short stable id.
     pub id: String,
+    /// The task, briefly.
     pub text: String,
+    /// Its state.
     pub status: TaskStatus,
 }
 

@@ -1,50 +1,12 @@
-//! Argument plumbing shared by every tool: the JSON schema offered to the
-//! model, parsing the raw argument string, typed deserialization with the
-//! offending field named, and running blocking work off the async runtime.
-//!
-//! Invariants: schemas are plain object schemas (`type`, `properties`,
-//! `required`; no `$schema`, `title` or `$ref`) that both OpenAI and
-//! Anthropic accept; optional fields are never required and are typed
-//! without `null`, since leaving them out is how the model omits them.
+//! Argument plumbing shared by every tool: parsing the raw argument string,
+//! typed deserialization with the offending field named, and running
+//! blocking work off the async runtime. The schema offered to the model is
+//! generated from the same type (`protocol::schema_of`).
 
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::ToolError;
-
-/// The argument schema of `T`, ready for a [`crate::protocol::ToolSpec`].
-pub(crate) fn schema_of<T: JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(T).to_value();
-    if let Some(object) = schema.as_object_mut() {
-        // The tool's description already says what the arguments are for.
-        for key in ["$schema", "title", "description"] {
-            object.remove(key);
-        }
-        object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
-        object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
-        if let Some(Value::Object(properties)) = object.get_mut("properties") {
-            properties.values_mut().for_each(simplify_property);
-        }
-    }
-    schema
-}
-
-/// `"type": ["integer", "null"]` → `"type": "integer"`: some providers
-/// reject type arrays, and an optional field is omitted rather than null.
-/// Also drops schemars' integer formats (`uint64`), which are not standard
-/// JSON Schema formats and which some providers refuse.
-fn simplify_property(property: &mut Value) {
-    if let Some(object) = property.as_object_mut() {
-        object.remove("format");
-    }
-    let Some(Value::Array(types)) = property.get_mut("type") else { return };
-    types.retain(|kind| kind != "null");
-    if let [single] = types.as_slice() {
-        let single = single.clone();
-        property["type"] = single;
-    }
-}
 
 /// Parses the model's raw argument string; empty (or `null`) means `{}`.
 pub(crate) fn parse_json(tool: &str, raw: &str) -> Result<Value, ToolError> {
@@ -94,23 +56,11 @@ mod tests {
 
     use super::*;
 
-    #[derive(Debug, Deserialize, JsonSchema)]
+    #[derive(Debug, Deserialize)]
     #[allow(dead_code)]
     struct Example {
-        /// A required path.
         path: String,
-        /// An optional count.
         count: Option<u32>,
-    }
-
-    #[test]
-    fn schema_is_a_plain_object_schema() {
-        let schema = schema_of::<Example>();
-        assert_eq!(schema["type"], "object");
-        assert_eq!(schema["required"], serde_json::json!(["path"]));
-        assert_eq!(schema["properties"]["count"]["type"], "integer");
-        assert_eq!(schema["properties"]["path"]["description"], "A required path.");
-        assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
     }
 
     #[test]

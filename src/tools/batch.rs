@@ -11,10 +11,9 @@
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use serde_json::Value;
 
 use super::{ToolContext, ToolRegistry};
-use crate::protocol::{ToolCall, ToolResult};
+use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 
 /// Whether a batch's calls may run at the same time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +39,7 @@ pub async fn run_batch(
     calls: &[ToolCall],
     mode: BatchMode,
     ctx: &ToolContext,
-) -> Vec<(ToolResult, Value)> {
+) -> Vec<(ToolResult, ToolMeta)> {
     match mode {
         BatchMode::Concurrent { limit } => run_bounded(registry, calls, limit.max(1), ctx).await,
         BatchMode::Sequential => {
@@ -61,8 +60,8 @@ async fn run_bounded(
     calls: &[ToolCall],
     limit: usize,
     ctx: &ToolContext,
-) -> Vec<(ToolResult, Value)> {
-    let mut slots: Vec<Option<(ToolResult, Value)>> = vec![None; calls.len()];
+) -> Vec<(ToolResult, ToolMeta)> {
+    let mut slots: Vec<Option<(ToolResult, ToolMeta)>> = vec![None; calls.len()];
     let mut waiting = calls.iter().enumerate();
     let mut running = FuturesUnordered::new();
     loop {

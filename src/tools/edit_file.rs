@@ -24,7 +24,7 @@ use super::diff::unified_diff;
 use super::file_state::Stamp;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "edit_file";
 /// Files longer than this get no "closest line" hint (it is quadratic-ish).
@@ -102,11 +102,11 @@ fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolO
     files.record(&abs, stamp);
     let (diff, diff_truncated) = unified_diff(&rel, &original, &updated);
     let plural = if count == 1 { "" } else { "s" };
-    let meta = json!({
+    let meta = ToolMeta::details(json!({
         "path": rel.to_string_lossy(),
         "replacements": count,
         "truncated": diff_truncated,
-    });
+    }));
     Ok(ToolOutput {
         text: format!("edited {} ({count} replacement{plural})\n{diff}", rel.display()),
         meta,

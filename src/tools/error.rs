@@ -7,10 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-
 use super::apply_patch::{PatchError, SeekError};
 use super::file_state::Freshness;
+use crate::protocol::ToolMeta;
 use crate::sandbox::SandboxError;
 
 /// A tool failure meant for the model to read.
@@ -206,23 +205,22 @@ impl ToolError {
     }
 
     /// Structured metadata for the error result: `{"error": kind, ...}`.
-    pub fn meta(&self) -> Value {
-        let mut meta = json!({ "error": self.kind() });
+    pub fn meta(&self) -> ToolMeta {
+        let mut meta = ToolMeta::tool_error(self.kind());
         if let Some(path) = self.path() {
-            meta["path"] = json!(path.display().to_string());
+            meta.insert("path", path.display().to_string());
         }
         if let Self::Timeout { timeout_ms, .. } = self {
-            meta["timed_out"] = json!(true);
-            meta["timeout_ms"] = json!(timeout_ms);
+            meta.set_timed_out(*timeout_ms);
         }
         if let Self::EditAmbiguous { count, .. } = self {
-            meta["count"] = json!(count);
+            meta.insert("count", *count);
         }
         if let Self::Patch(patch) = self
             && let PatchError::Operation { number, applied, .. } = patch.as_ref()
         {
-            meta["operation"] = json!(number);
-            meta["applied"] = json!(applied.lines().lines().collect::<Vec<_>>());
+            meta.insert("operation", *number);
+            meta.insert("applied", applied.lines().lines().collect::<Vec<_>>());
         }
         meta
     }

@@ -21,7 +21,7 @@ use super::args::blocking;
 use super::list_dir::unsorted_walker;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "glob";
 /// Paths returned at most.
@@ -110,11 +110,11 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
     found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let total = found.len();
     let matches: Vec<String> = found.into_iter().take(MAX_RESULTS).map(|(_, path)| path).collect();
-    let meta = json!({
+    let meta = ToolMeta::details(json!({
         "path": rel_base.to_string_lossy(),
         "matches": total,
         "truncated": total > matches.len(),
-    });
+    }));
     let text = render(&matches, total, &args.pattern, &rel_base.to_string_lossy());
     Ok(ToolOutput { text, meta })
 }

@@ -20,7 +20,7 @@ use super::beneath::Entry;
 use super::grep_search::{COLLECT_CEILING, Collect, FileResult, collect, walker};
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "grep";
 /// Entries shown when the model gives no `limit`.
@@ -131,13 +131,13 @@ fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
         GrepMode::Files => render_per_file(ws, &files, limit, |_| String::new()),
         GrepMode::Count => render_per_file(ws, &files, limit, |file| format!(":{}", file.matches)),
     };
-    let meta = json!({
+    let meta = ToolMeta::details(json!({
         "path": rel_base.to_string_lossy(),
         "mode": format!("{mode:?}").to_lowercase(),
         "matches": total_matches,
         "files": files.len(),
         "truncated": rendered.omitted > 0 || stopped_early,
-    });
+    }));
     let mut text = rendered.text;
     if files.is_empty() {
         text = format!("no matches for `{}` under {}\n", args.pattern, rel_base.display());

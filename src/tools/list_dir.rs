@@ -19,7 +19,7 @@ use serde_json::json;
 use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "list_dir";
 /// Levels listed when the model gives no `depth`.
@@ -96,13 +96,13 @@ fn list_counting(
             shown.push(describe(ws, entry.path(), entry.file_type()));
         }
     }
-    let meta = json!({
+    let meta = ToolMeta::details(json!({
         "path": rel.to_string_lossy(),
         "depth": depth,
         "entries": total,
         "entries_counted_all": counted_all,
         "truncated": !counted_all || total > shown.len(),
-    });
+    }));
     Ok(ToolOutput { text: render(&shown, total, counted_all), meta })
 }
 

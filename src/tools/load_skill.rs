@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 use crate::skills::{SkillSource, read_body};
 
 const NAME: &str = "load_skill";
@@ -56,7 +56,10 @@ impl TypedTool for LoadSkill {
                 }
             };
             let text = format!("# Skill: {} ({folder})\n\n{}", skill.meta.name, body.trim());
-            Ok(ToolOutput { text, meta: json!({ "skill": skill.meta.name, "folder": folder }) })
+            Ok(ToolOutput {
+                text,
+                meta: ToolMeta::details(json!({ "skill": skill.meta.name, "folder": folder })),
+            })
         })
     }
 }

@@ -37,9 +37,7 @@ mod write_file;
 #[cfg(test)]
 mod testutil;
 
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -53,8 +51,8 @@ pub use file_state::FileStates;
 pub use registry::ToolRegistry;
 pub use shell::MAX_OUTPUT_BYTES;
 
-/// A boxed future, so tools can live behind `dyn Tool`.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, so tools can live behind `dyn Tool` (`futures_util`'s).
+pub use futures_util::future::BoxFuture;
 
 /// What a tool may see of the session.
 #[derive(Debug, Clone)]
@@ -179,7 +177,7 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        args::schema_of::<T::Args>()
+        crate::protocol::schema_of::<T::Args>()
     }
 
     fn class(&self) -> ToolClass {

@@ -20,7 +20,7 @@ use serde_json::json;
 use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "read_file";
 /// Lines shown when the model gives no `limit`.
@@ -108,13 +108,13 @@ fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolO
         });
     }
     let truncated = excerpt.last_shown < excerpt.total_lines || excerpt.cut_lines;
-    let meta = json!({
+    let meta = ToolMeta::details(json!({
         "path": rel.to_string_lossy(),
         "start_line": window.start,
         "end_line": excerpt.last_shown,
         "total_lines": excerpt.total_lines,
         "truncated": truncated,
-    });
+    }));
     Ok(ToolOutput { text: render(excerpt, &window), meta })
 }
 

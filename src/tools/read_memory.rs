@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::context::memory::memory_body;
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "read_memory";
 const DESCRIPTION: &str = "Read a memory note listed under Memory, by name.";
@@ -56,7 +56,7 @@ impl TypedTool for ReadMemory {
             })?;
             let body = memory_body(&text).trim();
             let text = format!("# Memory: {} ({})\n\n{body}", note.meta.name, note.path.display());
-            Ok(ToolOutput { text, meta: json!({ "memory": note.meta.name }) })
+            Ok(ToolOutput { text, meta: ToolMeta::details(json!({ "memory": note.meta.name })) })
         })
     }
 }

@@ -8,8 +8,6 @@
 
 use std::time::Instant;
 
-use serde_json::Value;
-
 use super::args::parse_json;
 use super::panic_guard::{self, Guarded};
 use super::{Tool, ToolContext, ToolError};
@@ -17,7 +15,7 @@ use super::{
     apply_patch, edit_file, glob, grep, list_dir, load_skill, read_file, read_memory, shell,
     write_file,
 };
-use crate::protocol::{ToolCall, ToolClass, ToolResult, ToolSpec};
+use crate::protocol::{ResultKind, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec};
 
 /// The tools offered to the model.
 pub struct ToolRegistry {
@@ -43,7 +41,8 @@ impl ToolRegistry {
         }
     }
 
-    /// A registry of exactly these tools (tests, embedders).
+    /// A registry of exactly these tools (tests).
+    #[cfg(test)]
     pub fn with_tools(tools: Vec<Box<dyn Tool>>) -> Self {
         Self { tools }
     }
@@ -91,23 +90,19 @@ impl ToolRegistry {
     /// failure into an error result. Returns the result and its metadata,
     /// which always is an object with `duration_ms` and, on error, `kind`
     /// (also under `error`, its older name).
-    pub async fn run_call(&self, call: &ToolCall, ctx: &ToolContext) -> (ToolResult, Value) {
+    pub async fn run_call(&self, call: &ToolCall, ctx: &ToolContext) -> (ToolResult, ToolMeta) {
         let started = Instant::now();
         let mut ctx = ctx.clone();
         ctx.call_id.clone_from(&call.call_id);
         let (result, mut meta) = match self.execute(call, &ctx).await {
             Ok(output) => (ToolResult::ok(&call.call_id, output.text), output.meta),
             Err(error) => {
-                let mut meta = error.meta();
-                meta["kind"] = Value::from(error.kind());
+                let meta = error.meta().with_kind(ResultKind::named(error.kind()));
                 (ToolResult::error(&call.call_id, error.to_string()), meta)
             }
         };
-        if !meta.is_object() {
-            meta = Value::Object(serde_json::Map::new());
-        }
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        meta["duration_ms"] = Value::from(elapsed);
+        meta.set_duration_ms(elapsed);
         (result, meta)
     }
 
@@ -139,6 +134,8 @@ impl ToolRegistry {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::tools::testutil::TestWorkspace;
 
@@ -152,7 +149,7 @@ mod tests {
         }
     }
 
-    async fn run(name: &str, arguments: &str) -> (ToolResult, Value) {
+    async fn run(name: &str, arguments: &str) -> (ToolResult, ToolMeta) {
         let ws = TestWorkspace::new();
         ws.write("hello.txt", "hi\n");
         ToolRegistry::builtin().run_call(&call(name, arguments), &ws.ctx).await
@@ -192,7 +189,8 @@ mod tests {
                 "read_memory"
             ]
         );
-        for spec in &specs {
+        // The loop's own tools are offered beside them, held to the same shape.
+        for spec in specs.iter().chain(&crate::agent::harness_specs(&crate::agent::shipped_rules())) {
             let schema = &spec.parameters;
             assert_eq!(schema["type"], "object", "{}", spec.name);
             assert!(schema["properties"].is_object(), "{}", spec.name);
@@ -228,7 +226,7 @@ mod tests {
         assert_eq!(result.call_id, "call-1");
         assert!(result.output.contains("hi"));
         assert_eq!(meta["path"], "hello.txt");
-        assert!(meta["duration_ms"].is_u64(), "{meta}");
+        assert!(meta["duration_ms"].is_u64(), "{meta:?}");
     }
 
     #[tokio::test]
@@ -247,7 +245,7 @@ mod tests {
         assert!(result.output.contains("not valid JSON"), "{}", result.output);
         assert_eq!(meta["error"], "invalid_arguments");
         assert_eq!(meta["kind"], "invalid_arguments");
-        assert!(meta["duration_ms"].is_u64(), "{meta}");
+        assert!(meta["duration_ms"].is_u64(), "{meta:?}");
     }
 
     #[tokio::test]

@@ -14,12 +14,11 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec};
 
 const NAME: &str = "shell";
@@ -103,19 +102,15 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     if output.timed_out {
         return Err(ToolError::Timeout { timeout_ms, output: text });
     }
-    let mut meta = json!({
-        "exit_code": output.exit_code,
-        "signal": output.signal,
-        "timed_out": false,
-        "truncated": cut || output.truncated(),
-        "omitted_bytes": omitted,
-        "duration_ms": u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX),
-        "workdir": rel.to_string_lossy(),
-        "verify": args.verify,
-    });
+    let mut meta = ToolMeta::command(output.exit_code.map(i64::from), output.signal.map(i64::from))
+        .with("truncated", cut || output.truncated())
+        .with("omitted_bytes", omitted);
+    meta.set_duration_ms(u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX));
+    meta.insert("workdir", rel.to_string_lossy());
+    meta.insert("verify", args.verify);
     if ctx.read_only {
         // Ran as a read, in the jail with nothing writable.
-        meta["read_only"] = json!(true);
+        meta.set_read_only();
     }
     Ok(ToolOutput { text, meta })
 }

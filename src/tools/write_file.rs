@@ -20,7 +20,7 @@ use super::diff::unified_diff;
 use super::edit_file::{MAX_EDIT_BYTES, read_all};
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "write_file";
 
@@ -86,12 +86,12 @@ fn write(
         text.push_str(&diff);
         truncated = cut;
     }
-    let meta = json!({
+    let meta = ToolMeta::details(json!({
         "path": rel.to_string_lossy(),
         "bytes": bytes,
         "created": !existed,
         "truncated": truncated,
-    });
+    }));
     Ok(ToolOutput { text, meta })
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crossterm::event::KeyEvent;
 
 use crate::policy::ApprovalMode;
-use crate::protocol::{Item, StreamEvent, ToolCall, TurnOutcome, Usage};
+use crate::protocol::{HarnessTool, Item, StreamEvent, ToolCall, ToolMeta, TurnOutcome, Usage};
 use crate::runtime::{RuntimeEvent, SandboxState};
 
 use super::diff::{self, DiffLine};
@@ -260,7 +260,9 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             on_runtime(app, event);
             Vec::new()
         }
-        Msg::ApprovalRequested { call, reason } if call.name == "submit_plan" => {
+        Msg::ApprovalRequested { call, reason }
+            if call.harness_tool() == Some(HarnessTool::SubmitPlan) =>
+        {
             app.status.activity = "waiting for plan review".into();
             app.plan = Some(PlanView::for_call(&call, &reason, app.plan_path.clone()));
             Vec::new()
@@ -348,10 +350,9 @@ fn show_history(app: &mut App, items: &[Item]) {
             Item::ToolResult(result) => {
                 app.transcript.update_tool(&result.call_id, |tool| {
                     let code = (tool.name == "shell").then(|| exit_code_of(&result.output));
-                    let meta = code.flatten().map_or(
-                        serde_json::Value::Null,
-                        |code| serde_json::json!({"exit_code": code}),
-                    );
+                    let meta = code
+                        .flatten()
+                        .map_or_else(ToolMeta::new, |code| ToolMeta::command(Some(code), None));
                     tool.finish(&result.output, result.is_error, &meta);
                 });
             }

@@ -13,6 +13,7 @@
 
 use std::path::PathBuf;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +23,6 @@ use crate::policy::ApprovalMode;
 use crate::policy::ApprovalScope;
 use crate::protocol::ToolCall;
 use crate::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session, SessionOptions};
-use crate::tools::BoxFuture;
 
 use super::app::{AllowPrefix, ApprovalReply};
 use super::transcript::Level;
@@ -45,7 +45,7 @@ pub enum UiEvent {
     /// A turn ended with a runtime error (log failure, …).
     TurnFailed(String),
     /// The session could not start; nothing can run.
-    SessionFailed(String),
+    SessionFailed(crate::runtime::RuntimeError),
     /// The workspace's files, for `@path` completion.
     Files(Vec<String>),
     /// The session is open: its id and log path.
@@ -217,7 +217,7 @@ pub async fn run_session(
     let mut session = match opened {
         Ok(session) => session,
         Err(error) => {
-            let _ = events.send(UiEvent::SessionFailed(error.to_string()));
+            let _ = events.send(UiEvent::SessionFailed(error));
             return;
         }
     };

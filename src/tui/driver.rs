@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use tokio::task::JoinHandle;
 
+use crate::cli::ExitStatus;
 use crate::cli::signals::Shutdown;
-use crate::exec::ExitStatus;
 use crate::policy::ApprovalMode;
 use crate::runtime::SessionOptions;
 
@@ -82,7 +82,7 @@ struct Driver {
     quit: bool,
     session: Option<(String, PathBuf)>,
     /// Why the session could not start (reported after the screen is restored).
-    failed: Option<String>,
+    failed: Option<TuiError>,
     task: Option<JoinHandle<()>>,
     options: TuiOptions,
     /// The workspace root of the open session (for `/diff`).
@@ -149,7 +149,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
     }
     outcome?;
     match (failed, options.shutdown.signal()) {
-        (Some(message), _) => Err(TuiError::Session(message)),
+        (Some(error), _) => Err(error),
         (None, Some(signal)) => Ok(signal.exit_status()),
         (None, None) => Ok(ExitStatus::Done),
     }
@@ -273,7 +273,7 @@ impl Driver {
                     self.app.trust = Some(TrustView { root, found });
                 }
             }
-            Err(error) => self.fail(error.to_string()),
+            Err(error) => self.fail(TuiError::Settings(error)),
         }
     }
 
@@ -292,7 +292,7 @@ impl Driver {
         let Some(ops_rx) = self.ops_rx.take() else { return };
         let settings = match self.options.launch.settings(resume.as_deref()) {
             Ok(settings) => settings,
-            Err(error) => return self.fail(error.to_string()),
+            Err(error) => return self.fail(TuiError::Settings(error)),
         };
         self.root = Some(settings.workspace_root.clone());
         let session_options = SessionOptions {
@@ -337,8 +337,8 @@ impl Driver {
         }
     }
 
-    fn fail(&mut self, message: String) {
-        self.failed = Some(message);
+    fn fail(&mut self, error: TuiError) {
+        self.failed = Some(error);
         self.quit = true;
     }
 
@@ -408,8 +408,8 @@ impl Driver {
             }
             UiEvent::TurnFailed(message) => Some(Msg::TurnFailed(message)),
             UiEvent::Files(files) => Some(Msg::FilesListed(files)),
-            UiEvent::SessionFailed(message) => {
-                self.fail(message);
+            UiEvent::SessionFailed(error) => {
+                self.fail(TuiError::Session(error));
                 None
             }
             UiEvent::SessionReady { session_id, log_path } => {

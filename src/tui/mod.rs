@@ -59,12 +59,12 @@ pub use view::view;
 /// Failures that end the TUI.
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
-    #[error(
-        "cannot set up the terminal (keel needs an interactive terminal; use `keel exec` in scripts): {0}"
-    )]
+    #[error("cannot set up the terminal: {0}")]
     Terminal(#[source] std::io::Error),
     #[error("cannot draw: {0}")]
     Draw(#[source] std::io::Error),
     #[error("the session could not start: {0}")]
-    Session(String),
+    Session(#[source] crate::runtime::RuntimeError),
+    #[error("the session could not start: {0}")]
+    Settings(#[source] crate::config::ConfigError),
 }

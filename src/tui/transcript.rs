@@ -78,7 +78,7 @@ impl ToolCell {
 
     /// Fills in the result: a non-zero exit, a signal or a timeout fail
     /// the cell although the shell tool returns them as results.
-    pub fn finish(&mut self, output: &str, is_error: bool, meta: &serde_json::Value) {
+    pub fn finish(&mut self, output: &str, is_error: bool, meta: &crate::protocol::ToolMeta) {
         let outcome = crate::display::outcome(is_error, meta);
         self.status = if outcome.failed { ToolStatus::Failed } else { ToolStatus::Succeeded };
         self.failure = outcome.status;

@@ -14,8 +14,8 @@ use super::theme::Theme;
 use super::view::view;
 use crate::policy::ApprovalMode;
 use crate::protocol::{
-    Item, ModelResponse, StopReason, StreamEvent, ToolCall, ToolClass, ToolResult, TurnOutcome,
-    Usage,
+    Item, ModelResponse, StopReason, StreamEvent, ToolCall, ToolClass, ToolMeta, ToolResult,
+    TurnOutcome, Usage,
 };
 use crate::runtime::RuntimeEvent;
 
@@ -108,7 +108,7 @@ fn respond(app: &mut App, text: &str, calls: &[ToolCall]) {
 }
 
 fn finish_tool(app: &mut App, call: &ToolCall, output: &str, is_error: bool, exit: Option<i64>) {
-    let meta = exit.map_or(serde_json::json!({}), |code| serde_json::json!({ "exit_code": code }));
+    let meta = exit.map_or_else(ToolMeta::new, |code| ToolMeta::command(Some(code), None));
     let result = ToolResult { call_id: call.call_id.clone(), output: output.into(), is_error };
     runtime(app, RuntimeEvent::ToolCallFinished { call: call.clone(), result, meta });
 }

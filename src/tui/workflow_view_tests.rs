@@ -407,7 +407,11 @@ fn ctrl_o_expands_the_latest_cut_output_then_all_then_none() {
         };
         runtime(
             &mut app,
-            RuntimeEvent::ToolCallFinished { call: shell, result, meta: serde_json::json!({}) },
+            RuntimeEvent::ToolCallFinished {
+                call: shell,
+                result,
+                meta: crate::protocol::ToolMeta::new(),
+            },
         );
     }
     let screen = |app: &App| render(app, 60, 40);

@@ -147,7 +147,8 @@ async fn keels_own_git_gets_neither_credentials_nor_the_callers_git_variables() 
 
 /// Runs `keel tool shell` as an unprivileged user (dropping root with
 /// `setpriv` when needed) so the kernel's own rules for `/proc` apply.
-fn run_unprivileged(sandbox: &Sandbox, command: &str) -> Option<Value> {
+/// Fails the test when it cannot.
+fn run_unprivileged(sandbox: &Sandbox, command: &str) -> Value {
     let keel = assert_cmd::cargo::cargo_bin("keel");
     let root = sandbox.repo.parent().unwrap();
     let is_root = rustix::process::geteuid().is_root();
@@ -160,9 +161,7 @@ fn run_unprivileged(sandbox: &Sandbox, command: &str) -> Option<Value> {
             .arg(root)
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            return None;
-        }
+        assert!(ok, "cannot hand the test folders to nobody (chown)");
     }
     let mut cmd = if is_root {
         let mut cmd = std::process::Command::new("setpriv");
@@ -180,8 +179,12 @@ fn run_unprivileged(sandbox: &Sandbox, command: &str) -> Option<Value> {
         cmd.env(name, value);
     }
     let args = json!({ "command": command }).to_string();
-    let out = cmd.args(["tool", "shell", &args, "--yes"]).output().ok()?;
-    serde_json::from_slice(&out.stdout).ok()
+    let out = cmd
+        .args(["tool", "shell", &args, "--yes"])
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run keel unprivileged ({cmd:?}): {error}"));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no envelope: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 #[test]
@@ -190,10 +193,7 @@ fn a_command_cannot_read_the_keys_back_from_keels_proc_environ() {
     // Every process the command can see, keel (its parent) included.
     let script = "echo parent=$(cat /proc/$PPID/comm); \
                   for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>&1; echo end";
-    let Some(envelope) = run_unprivileged(&sandbox, script) else {
-        eprintln!("skipped: cannot run keel unprivileged here (no setpriv/chown)");
-        return;
-    };
+    let envelope = run_unprivileged(&sandbox, script);
     let output = envelope["output"].as_str().unwrap_or_default();
     assert!(output.contains("end"), "{envelope}");
     assert_no_secret(output, "a /proc/*/environ of keel");

@@ -49,8 +49,18 @@ pub fn note(message: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{message}");
 }
 
-/// Why `user` cannot run here (tests then say so and pass).
-pub fn unavailable(user: User) -> Option<&'static str> {
+/// Fails the test when `user` cannot run here. The tests that call it
+/// are `#[ignore]`d (a plain `cargo test` as another user cannot run
+/// them), and `.ci/run` runs them as root with `--ignored`: there a
+/// missing precondition is a failure, never a pass.
+pub fn require(user: User) {
+    if let Some(reason) = unavailable(user) {
+        panic!("cannot run as {user:?} here: {reason}");
+    }
+}
+
+/// Why `user` cannot run here.
+fn unavailable(user: User) -> Option<&'static str> {
     match user {
         User::Root if !is_root() => Some("needs root"),
         User::Nobody if !is_root() => Some("needs root to switch to nobody"),

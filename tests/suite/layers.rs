@@ -1,6 +1,13 @@
-//! Architecture check (DESIGN §6): lower layers never import higher ones,
-//! and the pure layer touches no tokio, filesystem, process or clock.
+//! Architecture check (docs/design.md §6), on the code that ships (test
+//! modules and test-only files cut out):
+//! - lower layers never import higher ones;
+//! - the pure layer touches no tokio, filesystem, process or clock;
+//! - each kind of effect has one owner ([`OWNERS`]): only `sandbox/`
+//!   starts processes, only `llm/` speaks HTTP, only `session/` writes
+//!   the log, only `tui/` draws on the terminal. An exception is named
+//!   here with its reason, so the next one is a decision, not an accident.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn layer(module: &str) -> Option<u8> {
@@ -19,6 +26,58 @@ fn layer(module: &str) -> Option<u8> {
 
 const IMPURE: [&str; 6] = ["tokio", "std::fs", "std::process", "SystemTime", "reqwest", "Instant"];
 
+/// One kind of effect, the words that show it, and who may use them.
+struct Owner {
+    effect: &'static str,
+    words: &'static [&'static str],
+    /// The module (first folder under `src/`) that owns the effect.
+    module: &'static str,
+    /// Files outside it that may, each with why.
+    exceptions: &'static [(&'static str, &'static str)],
+}
+
+const OWNERS: [Owner; 4] = [
+    Owner {
+        effect: "starts a process",
+        words: &["process::Command", "tokio::process", "Command::new(", "CommandExt"],
+        module: "sandbox",
+        exceptions: &[(
+            "tui/editor.rs",
+            "$EDITOR must own the terminal (inherited stdio, no process group of its own, \
+             no capture); its environment still comes from sandbox::child_env",
+        )],
+    },
+    Owner {
+        effect: "speaks HTTP",
+        words: &["reqwest"],
+        module: "llm",
+        exceptions: &[
+            ("mcp/http.rs", "MCP's streamable HTTP transport (rmcp's reqwest client)"),
+            ("mcp/connection.rs", "builds the MCP transport's header names and values"),
+            ("mcp/mod.rs", "names the MCP HTTP client in its module doc"),
+        ],
+    },
+    Owner {
+        effect: "writes the session log",
+        // A log line is an `EventRecord`; appending opens with `OpenOptions`.
+        words: &["EventRecord {", "OpenOptions"],
+        module: "session",
+        exceptions: &[
+            ("protocol/events.rs", "defines EventRecord (the type, not a write)"),
+            (
+                "hooks/runner.rs",
+                "creates a hook's private stdin file (0600, create_new), not the log",
+            ),
+        ],
+    },
+    Owner {
+        effect: "draws on the terminal",
+        words: &["ratatui", "crossterm"],
+        module: "tui",
+        exceptions: &[],
+    },
+];
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -36,21 +95,154 @@ fn module_of(src: &Path, file: &Path) -> String {
     first.trim_end_matches(".rs").to_owned()
 }
 
-/// The code before the first test module: what ships.
-fn non_test_code(text: &str) -> &str {
-    text.find("#[cfg(test)]").map_or(text, |at| &text[..at])
+/// Skips a string, char or comment starting at `at`; returns where it
+/// ends, or `None` when `at` starts none of them.
+fn skip_literal(bytes: &[u8], at: usize) -> Option<usize> {
+    let rest = &bytes[at..];
+    if rest.starts_with(b"//") {
+        return Some(rest.iter().position(|b| *b == b'\n').map_or(bytes.len(), |n| at + n));
+    }
+    if rest.starts_with(b"/*") {
+        return Some(find(bytes, at + 2, b"*/").map_or(bytes.len(), |n| n + 2));
+    }
+    let raw = rest.starts_with(b"r\"") || rest.starts_with(b"r#") || rest.starts_with(b"br");
+    let before_is_ident =
+        at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+    if raw && !before_is_ident {
+        let start = at + usize::from(rest[0] == b'b') + 1;
+        let hashes = bytes[start..].iter().take_while(|b| **b == b'#').count();
+        if bytes.get(start + hashes) == Some(&b'"') {
+            let close: Vec<u8> =
+                std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+            let end = find(bytes, start + hashes + 1, &close).map_or(bytes.len(), |n| n);
+            return Some(end + close.len());
+        }
+    }
+    match rest[0] {
+        b'"' => {
+            let mut i = at + 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            Some(i + 1)
+        }
+        // A char literal ('{', '\''), not a lifetime ('a).
+        b'\'' if rest.get(2) == Some(&b'\'') => Some(at + 3),
+        b'\'' if rest.get(1) == Some(&b'\\') => {
+            find(bytes, at + 2, b"'").map(|n| n + 1).or(Some(bytes.len()))
+        }
+        _ => None,
+    }
+}
+
+fn find(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    bytes.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|n| from + n)
+}
+
+/// Where the item starting at `at` ends: after its `;`, or after the
+/// brace matching its first `{`.
+fn item_end(bytes: &[u8], at: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = at;
+    while i < bytes.len() {
+        if let Some(end) = skip_literal(bytes, i) {
+            i = end;
+            continue;
+        }
+        match bytes[i] {
+            b';' if depth == 0 => return i + 1,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+/// The code that ships: every item under `#[cfg(test)]` (a test module,
+/// a test-only function or import) cut out, whatever follows it. Also
+/// returns the names of test-only module files (`#[cfg(test)] mod x;`).
+fn shipped(text: &str) -> (String, Vec<String>) {
+    const MARK: &str = "#[cfg(test)]";
+    let bytes = text.as_bytes();
+    let mut kept = String::with_capacity(text.len());
+    let mut test_files = Vec::new();
+    let mut from = 0;
+    while let Some(at) = find(bytes, from, MARK.as_bytes()) {
+        kept.push_str(&text[from..at]);
+        let end = item_end(bytes, at + MARK.len());
+        let mut item = text[at + MARK.len()..end].trim();
+        let mut path = None;
+        while let Some(attribute) = item.strip_prefix("#[") {
+            let (inside, rest) = attribute.split_once(']').unwrap_or((attribute, ""));
+            if let Some(value) = inside.strip_prefix("path = ") {
+                path = Some(value.trim_matches('"').to_owned());
+            }
+            item = rest.trim_start();
+        }
+        let item = item.strip_prefix("pub(crate) ").or(item.strip_prefix("pub ")).unwrap_or(item);
+        if let Some(name) = item.strip_prefix("mod ").and_then(|rest| rest.strip_suffix(';')) {
+            test_files.push(path.unwrap_or_else(|| name.trim().to_owned()));
+        }
+        from = end;
+    }
+    kept.push_str(&text[from..]);
+    (kept, test_files)
+}
+
+/// The file a `mod name;` in `file` refers to (`name` ending in `.rs`:
+/// a `#[path]`, relative to the file's folder).
+fn module_file(file: &Path, name: &str) -> PathBuf {
+    let stem = file.file_stem().unwrap().to_string_lossy();
+    let dir = file.parent().unwrap();
+    if name.ends_with(".rs") {
+        return dir.join(name);
+    }
+    let dir = if matches!(stem.as_ref(), "mod" | "lib" | "main") {
+        dir.to_path_buf()
+    } else {
+        dir.join(stem.as_ref())
+    };
+    let flat = dir.join(format!("{name}.rs"));
+    if flat.exists() { flat } else { dir.join(name).join("mod.rs") }
+}
+
+/// Every source file with its shipped code; test-only files are left out.
+fn shipped_sources() -> Vec<(PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut test_only = BTreeSet::new();
+    let mut sources = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let (code, test_modules) = shipped(&text);
+        for name in test_modules {
+            test_only.insert(module_file(&file, &name));
+        }
+        sources.push((file, code));
+    }
+    sources.retain(|(file, _)| !test_only.contains(file));
+    sources
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 #[test]
 fn lower_layers_never_import_higher_ones() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let src = src_dir();
     let mut violations = Vec::new();
-    for file in &files {
-        let module = module_of(&src, file);
+    for (file, text) in shipped_sources() {
+        let module = module_of(&src, &file);
         let own = layer(&module).unwrap_or_else(|| panic!("module `{module}` has no layer"));
-        let text = std::fs::read_to_string(file).unwrap();
         for (at, _) in text.match_indices("crate::") {
             let used: String =
                 text[at + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
@@ -65,13 +257,71 @@ fn lower_layers_never_import_higher_ones() {
         }
         if own == 0 {
             for word in IMPURE {
-                if non_test_code(&text).contains(word) {
+                if text.contains(word) {
                     violations.push(format!("{} is pure (L0) but mentions {word}", file.display()));
                 }
             }
         }
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+/// Whether `text` has `word` starting at a word boundary (`Command::new(`
+/// but not `SimpleCommand::new(`).
+fn mentions(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn each_effect_has_one_owner() {
+    let src = src_dir();
+    let mut violations = Vec::new();
+    let mut used_exceptions = BTreeSet::new();
+    for (file, text) in shipped_sources() {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let module = module_of(&src, &file);
+        for owner in &OWNERS {
+            let Some(word) = owner.words.iter().find(|word| mentions(&text, word)) else {
+                continue;
+            };
+            if module == owner.module {
+                continue;
+            }
+            if owner.exceptions.iter().any(|(path, _)| *path == rel) {
+                used_exceptions.insert(rel.clone());
+                continue;
+            }
+            violations.push(format!(
+                "src/{rel} {} (`{word}`); only {}/ may, or name it with its reason in OWNERS",
+                owner.effect, owner.module
+            ));
+        }
+    }
+    for (path, _) in OWNERS.iter().flat_map(|owner| owner.exceptions) {
+        if !used_exceptions.contains(*path) {
+            violations.push(format!("src/{path} is a named exception it no longer needs"));
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+#[test]
+fn test_code_is_cut_by_item_not_at_the_first_marker() {
+    let text = "use a;\n#[cfg(test)]\nuse std::fs;\nfn real() { let s = \"}\"; let c = '{'; }\n\
+        #[cfg(test)]\nmod tests {\n    fn t() { if x { std::process::exit(1) } }\n}\n\
+        fn after() { tokio::spawn(); }\n#[cfg(test)]\nmod step_tests;\n\
+        #[cfg(test)]\n#[path = \"batch_tests.rs\"]\nmod tests;\n";
+    let (code, test_files) = shipped(text);
+    assert!(!code.contains("std::fs") && !code.contains("std::process"), "{code}");
+    assert!(
+        code.contains("fn real()") && code.contains("fn after() { tokio::spawn(); }"),
+        "{code}"
+    );
+    assert_eq!(test_files, ["step_tests", "batch_tests.rs"]);
+    assert!(mentions("let c = std::process::Command::new(x);", "Command::new("));
+    assert!(!mentions("SimpleCommand::new(argv)", "Command::new("));
 }
 
 /// The modules each bullet of docs/design.md §6 names, with the bullet's layer.
@@ -94,7 +344,7 @@ fn design_map() -> Vec<(String, u8)> {
 #[test]
 fn the_design_map_names_every_module_at_its_layer() {
     let map = design_map();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = src_dir();
     let mut problems = Vec::new();
     for entry in std::fs::read_dir(&src).unwrap() {
         let module = module_of(&src, &entry.unwrap().path());

@@ -15,6 +15,7 @@ mod e2e_mockllm;
 mod e2e_panics;
 mod e2e_signals;
 mod exec_honest;
+mod exit_codes;
 mod hooks_e2e;
 mod jail_fixture;
 mod large_repo;
@@ -56,6 +57,7 @@ mod session_undo;
 #[path = "../../src/shared_corpus.rs"]
 mod shared_corpus;
 mod support;
+mod tool_meta_contract;
 mod tool_schemas;
 mod tools_cli;
 mod tui_frontends;

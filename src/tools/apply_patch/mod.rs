@@ -33,7 +33,7 @@ use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 pub use crate::protocol::patch::ParseError;
 use crate::protocol::patch::{self as parse, Hunk};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 pub use seek::SeekError;
 
 const NAME: &str = "apply_patch";
@@ -125,7 +125,7 @@ impl PatchReport {
             .iter()
             .map(|(kind, path)| json!({ "change": kind.letter().to_string(), "path": path }))
             .collect();
-        ToolOutput { text, meta: json!({ "files": files }) }
+        ToolOutput { text, meta: ToolMeta::details(json!({ "files": files })) }
     }
 }
 
