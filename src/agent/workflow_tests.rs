@@ -8,8 +8,7 @@ use crate::plan::PlanStatus;
 use crate::policy::{ApprovalMode, ApprovalScope, PathContext, Policy, RuleSet};
 use crate::protocol::{
     Item, ModelResponse, PrefixSections, SessionEvent, StopReason, ToolCall, ToolClass, ToolMeta,
-    ToolResult,
-    TurnOutcome, Usage,
+    ToolResult, TurnOutcome, Usage,
 };
 
 fn state(approval: ApprovalMode) -> LoopState {

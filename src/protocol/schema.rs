@@ -49,9 +49,15 @@ impl ToolSpec {
 /// reject type arrays, and an optional field is omitted rather than null.
 /// Also drops schemars' integer formats (`uint64`), which are not standard
 /// JSON Schema formats and which some providers refuse.
+/// Also drops an array's item-type description (a type's doc comment,
+/// inlined): the field's own description already says what its items are,
+/// and every request carries the bytes.
 fn simplify_property(property: &mut Value) {
     if let Some(object) = property.as_object_mut() {
         object.remove("format");
+        if let Some(Value::Object(items)) = object.get_mut("items") {
+            items.shift_remove("description");
+        }
     }
     let Some(Value::Array(types)) = property.get_mut("type") else { return };
     types.retain(|kind| kind != "null");

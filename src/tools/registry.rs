@@ -190,7 +190,8 @@ mod tests {
             ]
         );
         // The loop's own tools are offered beside them, held to the same shape.
-        for spec in specs.iter().chain(&crate::agent::harness_specs(&crate::agent::shipped_rules())) {
+        for spec in specs.iter().chain(&crate::agent::harness_specs(&crate::agent::shipped_rules()))
+        {
             let schema = &spec.parameters;
             assert_eq!(schema["type"], "object", "{}", spec.name);
             assert!(schema["properties"].is_object(), "{}", spec.name);
