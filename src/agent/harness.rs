@@ -45,7 +45,7 @@ pub(super) struct SetPhaseArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub(super) struct SubmitPlanArgs {
-    /// The whole plan in markdown, with the sections the plan phase lists.
+    /// The plan in markdown, with the plan phase's sections.
     plan_markdown: String,
 }
 
@@ -277,21 +277,19 @@ fn gates(rules: &PhaseRules) -> String {
     if needs.is_empty() { String::new() } else { format!(": {}", needs.join(", ")) }
 }
 
-const SUBMIT_PLAN: &str = "Submit your plan (plan phase). Unless a review is required (plan \
-mode, or the project's rules) it is approved at once. Otherwise the user approves or rejects it \
-(a headless run may stop here); a rejection carries their feedback: revise and submit again.";
+const SUBMIT_PLAN: &str = "Submit your plan. It is approved at once unless a review is required \
+(plan mode, or the project's rules); then the user approves it or rejects it with feedback: \
+revise and submit again. A headless run may stop here.";
 
-const TODO_WRITE: &str = "Keep a task list the user sees, for work of three or more steps; skip \
-it for smaller tasks. Each call replaces the whole list: mark an item in_progress when you start \
-it (at most one) and completed as soon as it is done.";
+const TODO_WRITE: &str = "A task list the user sees, for work of three or more steps. Each call \
+replaces the list: one item in_progress at a time, completed as soon as it is done.";
 
 /// `set_phase`'s description: the phase map and the gates of `rules`.
 fn set_phase_description(rules: &PhaseRules) -> String {
     format!(
         "Move the workflow to another phase ({}). Rarely needed: a call the phase does not allow \
-         moves you on by itself when a next phase allows it. Use it to go back, or to enter a \
-         phase no call leads to. Checked{}; a refusal says why and changes nothing. Ending the \
-         turn needs no move.",
+         moves you on by itself. Use it to go back, or to a phase no call leads to. Checked{}; a \
+         refusal says why. Ending the turn needs no move.",
         phase_map(rules),
         gates(rules)
     )

@@ -120,15 +120,19 @@ fn block(item: &Item) -> Option<(&'static str, Value)> {
                 json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": input}),
             )
         }
-        Item::ToolResult(result) => (
-            "user",
-            json!({
+        Item::ToolResult(result) => {
+            let mut block = json!({
                 "type": "tool_result",
                 "tool_use_id": result.call_id,
                 "content": result.output,
-                "is_error": result.is_error,
-            }),
-        ),
+            });
+            // `false` is the API's default: leaving it out saves tokens
+            // on every result the history carries.
+            if result.is_error {
+                block["is_error"] = Value::Bool(true);
+            }
+            ("user", block)
+        }
     })
 }
 

@@ -125,9 +125,8 @@ pub fn mode_block(mode: &str, sandboxed: bool) -> String {
     let explanation = section(MODES, mode).unwrap_or_default();
     let sandbox = if sandboxed {
         "Commands run in a sandbox: writes outside the workspace (and its temp folders) fail, \
-         and so does network access unless the user enabled it. A failure that looks like a \
-         permission error may be the sandbox: say so, and what the user would have to allow, \
-         instead of working around it."
+         and so does network access unless the user enabled it. A permission error may be the \
+         sandbox: say so, and what the user would have to allow."
     } else {
         "Commands are not sandboxed here: be as careful as the user would be."
     };

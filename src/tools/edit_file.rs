@@ -30,21 +30,19 @@ const NAME: &str = "edit_file";
 /// Files longer than this get no "closest line" hint (it is quadratic-ish).
 const HINT_MAX_LINES: usize = 10_000;
 
-const DESCRIPTION: &str = "Edit a file by replacing an exact string. `old_string` must match the \
-file exactly, including whitespace and indentation (do not include read_file's line-number \
-prefixes), and must be unique in the file unless `replace_all` is true; include a few \
-surrounding lines to make it unique. Returns a unified diff of the change. To create a file \
-use write_file.";
+const DESCRIPTION: &str = "Replace an exact string in a file. `old_string` must match exactly, \
+whitespace included (without read_file's line numbers), and be unique unless `replace_all`: \
+include surrounding lines. Returns the diff.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditFileArgs {
-    /// Path of the file to edit, relative to the workspace root.
+    /// The file.
     pub path: String,
-    /// The exact text to replace.
+    /// Exact text to replace.
     pub old_string: String,
-    /// The text to put in its place.
+    /// Its replacement.
     pub new_string: String,
-    /// Replace every occurrence instead of requiring exactly one. Defaults to false.
+    /// Replace every occurrence. Defaults to false.
     pub replace_all: Option<bool>,
 }
 

@@ -27,17 +27,15 @@ const NAME: &str = "glob";
 /// Paths returned at most.
 pub const MAX_RESULTS: usize = 1000;
 
-const DESCRIPTION: &str = "Find files by path pattern, e.g. `**/*.rs` or `src/**/mod.rs` or \
-`*.{toml,md}`. The pattern is matched against paths relative to `path` (default: the working \
-directory); `*` stays within one directory, `**` crosses directories. Returns matching file \
-paths relative to the workspace root, most recently modified first. Gitignored files are \
-skipped.";
+const DESCRIPTION: &str = "Find files by path pattern (`**/*.rs`, `src/*.{toml,md}`), matched \
+below `path`: `*` stays within one directory, `**` crosses them. Newest first; gitignored files \
+are skipped.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
-    /// Glob pattern, e.g. `**/*.rs`.
+    /// The pattern.
     pub pattern: String,
-    /// Directory to search in, relative to the workspace root. Defaults to the working directory.
+    /// Directory to search. Defaults to the working directory.
     pub path: Option<String>,
 }
 

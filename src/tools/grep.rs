@@ -30,13 +30,9 @@ pub const MAX_LIMIT: usize = 2000;
 /// `context` is clamped to this.
 pub const MAX_CONTEXT: usize = 10;
 
-const DESCRIPTION: &str = "Search file contents with a regular expression (Rust regex syntax, \
-like ripgrep). `mode`: `content` (default) returns matching lines as `path:line:text` (context \
-lines as `path-line-text`), `files` returns only the paths of matching files, `count` returns \
-`path:count`. Paths are relative to the workspace root, sorted. Searches `path` (a directory or \
-file, default: the working directory); `glob` limits which files are searched (e.g. `*.rs`, \
-`!*.min.js`), `type` picks a ripgrep file type (e.g. `rust`, `py`, `ts`). Gitignored and binary \
-files are skipped. Shows 200 entries unless `limit` (at most 2000) says otherwise.";
+const DESCRIPTION: &str = "Search file contents with a regular expression (Rust syntax, like \
+ripgrep). `mode` `content` gives `path:line:text` (context lines `path-line-text`), `files` the \
+matching paths, `count` `path:count`. Gitignored and binary files are skipped.";
 
 /// What to return.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -53,24 +49,24 @@ pub enum GrepMode {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GrepArgs {
-    /// Regular expression to search for, e.g. `fn\s+main` or `TODO|FIXME`.
+    /// The regular expression, e.g. `fn\s+main`.
     pub pattern: String,
-    /// File or directory to search, relative to the workspace root. Defaults to the working directory.
+    /// File or directory to search. Defaults to the working directory.
     pub path: Option<String>,
-    /// Only search files matching this glob, e.g. `*.rs` (prefix with `!` to exclude).
+    /// Only files matching this glob (`*.rs`; `!*.min.js` excludes).
     pub glob: Option<String>,
-    /// Only search files of this ripgrep type, e.g. `rust`, `py`, `js`, `md`.
+    /// Only files of this ripgrep type (`rust`, `py`).
     #[serde(rename = "type")]
     pub file_type: Option<String>,
-    /// Match regardless of case. Defaults to false.
+    /// Ignore case. Defaults to false.
     pub case_insensitive: Option<bool>,
-    /// `content` (default), `files` or `count`.
+    /// Defaults to `content`.
     #[serde(default)]
     #[schemars(schema_with = "mode_schema")]
     pub mode: Option<GrepMode>,
-    /// Lines of context before and after each match in `content` mode (at most 10). Defaults to 0.
+    /// Lines around each match in `content` mode, at most 10. Defaults to 0.
     pub context: Option<usize>,
-    /// Maximum number of entries to return (at most 2000). Defaults to 200.
+    /// Entries to return, at most 2000. Defaults to 200.
     #[serde(alias = "max_results")]
     #[schemars(range(min = 1))]
     pub limit: Option<usize>,

@@ -31,16 +31,14 @@ pub const MAX_ENTRIES: usize = 1000;
 /// Entries counted at most: past this the walk stops.
 pub const MAX_COUNTED: usize = 20_000;
 
-const DESCRIPTION: &str = "List the entries of a directory (default: the working directory), \
-one path per line relative to the workspace root. Directories end with `/`, symlinks with `@`. \
-Files ignored by .gitignore and the .git directory are left out. `depth` (1-5, default 1) \
-descends into subdirectories. To find files by name use glob; to search contents use grep.";
+const DESCRIPTION: &str = "List a directory, one path per line; directories end with `/`, \
+symlinks with `@`. Gitignored files and .git are left out.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListDirArgs {
-    /// Directory to list, relative to the workspace root. Defaults to the working directory.
+    /// The directory. Defaults to the working directory.
     pub path: Option<String>,
-    /// How many levels to descend (1 = only direct entries, at most 5). Defaults to 1.
+    /// Levels to descend (1: direct entries only). Defaults to 1.
     #[schemars(range(min = 1, max = 5))]
     pub depth: Option<usize>,
 }

@@ -11,8 +11,8 @@ use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 use crate::skills::{SkillSource, read_body};
 
 const NAME: &str = "load_skill";
-const DESCRIPTION: &str = "Load the full instructions of one of the skills listed in the system \
-prompt, by name, before following it. Files the skill mentions are relative to its folder.";
+const DESCRIPTION: &str = "Load a listed skill's instructions, by name. Files it mentions are \
+relative to its folder.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LoadSkillArgs {

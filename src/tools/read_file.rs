@@ -35,18 +35,17 @@ const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
 /// characters of any width, and one more to know it was cut.
 pub const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
 
-const DESCRIPTION: &str = "Read a text file. Lines come back numbered (`     1\\tfirst line`); \
-the numbers are not part of the file. Reads up to 2000 lines by default: use `offset` (1-based \
-line) and `limit` to page through longer files. Directories are not files: use list_dir.";
+const DESCRIPTION: &str = "Read a text file. Lines come back numbered (`     1\\tfirst line`; \
+the number is not part of the file), 2000 at most: page with `offset` and `limit`.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {
-    /// Path of the file, relative to the workspace root (absolute paths must be inside the workspace).
+    /// The file.
     pub path: String,
-    /// Line to start at, 1-based. Defaults to 1.
+    /// First line, 1-based. Defaults to 1.
     #[schemars(range(min = 1))]
     pub offset: Option<u64>,
-    /// Maximum number of lines to return. Defaults to 2000.
+    /// Lines to return. Defaults to 2000.
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
 }

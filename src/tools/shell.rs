@@ -29,27 +29,23 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output shown to the model, stdout and stderr together.
 pub const MAX_OUTPUT_BYTES: usize = 30 * 1024;
 
-const DESCRIPTION: &str = "Run a command with `bash -c` in the workspace; returns its exit code, \
-stdout and stderr (long output keeps its start and end). Each call is a fresh shell: `cd`, \
-`export` and an activated virtualenv do not carry over (chain with `&&`, or use `workdir`). \
-Pipelines run with `pipefail`: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a \
-writer cut short by `head` may exit 141). stdin is closed: pass input by flags, a here-document \
-or a file. Times out after 120000 ms unless `timeout_ms` says otherwise (at most 600000); \
-everything the command started stops with it, so a server lives only within one call. Secrets \
-in the environment (*_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*) are not passed on. Read-only \
-commands (`ls`, `rg`, `git log`, …) in one reply may run in parallel, with nothing writable. \
-Prefer the file tools for reading, searching and editing files.";
+const DESCRIPTION: &str = "Run a command with `bash -c`; returns its exit code, stdout and \
+stderr (long output keeps start and end). Each call is a fresh shell: `cd`, `export` and a \
+virtualenv do not carry over (chain with `&&`, or use `workdir`). Pipelines run with \
+`pipefail`: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a writer cut by `head` \
+may exit 141). stdin is closed. Everything the command started stops with it. Credentials in \
+the environment (*_API_KEY, *_TOKEN, …) are not passed on.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
-    /// The command line, e.g. `cargo test 2>&1 | tail -n 40`.
+    /// The command line.
     pub command: String,
-    /// Kill the command after this many milliseconds, at most 600000. Defaults to 120000.
+    /// Milliseconds before it is killed, at most 600000. Defaults to 120000.
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     /// Folder to run in, relative to the working directory. Defaults to ".".
     pub workdir: Option<String>,
-    /// True when this command checks your change and keel would not recognise it (tests, builds, scripts named like a test and the project's checks count anyway); it counts if it exits 0.
+    /// True for a check of your change keel would not recognise (tests, builds and the project's checks count anyway); it counts if it exits 0.
     #[serde(default)]
     pub verify: bool,
 }

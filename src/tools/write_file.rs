@@ -24,15 +24,14 @@ use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "write_file";
 
-const DESCRIPTION: &str = "Create a file, or overwrite an existing one, with the given content. \
-Missing parent directories are created. Prefer edit_file for changing part of an existing file; \
-read a file before overwriting it.";
+const DESCRIPTION: &str = "Create or overwrite a file (parent folders are created). To change \
+part of a file use edit_file.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteFileArgs {
-    /// Path of the file, relative to the workspace root.
+    /// The file.
     pub path: String,
-    /// The complete new content of the file.
+    /// Its whole new content.
     pub content: String,
 }
 

@@ -38,25 +38,25 @@ pub use seek::SeekError;
 
 const NAME: &str = "apply_patch";
 
-const DESCRIPTION: &str = "Apply a patch to files in the workspace. Format:\n\
+const DESCRIPTION: &str = "Apply a patch:\n\
 *** Begin Patch\n\
 *** Add File: path/new.txt\n\
 +every line of the new file, each prefixed with +\n\
 *** Delete File: path/old.txt\n\
 *** Update File: path/file.rs\n\
 *** Move to: path/renamed.rs   (optional)\n\
-@@ fn enclosing_function   (optional line to find first; a bare @@ also works)\n\
+@@ fn enclosing_function   (optional line to find first, or a bare @@)\n\
  an unchanged context line (prefixed with a space)\n\
 -a removed line\n\
 +an added line\n\
-*** End of File   (optional: the chunk is at the end of the file)\n\
+*** End of File   (optional: the chunk ends the file)\n\
 *** End Patch\n\
-Give about 3 lines of context above and below each change, copied exactly. Paths are relative \
-to the workspace root. Operations apply in order; if one fails, earlier ones stay applied.";
+Give about 3 lines of context around each change, copied exactly. Operations apply in order; if \
+one fails, earlier ones stay applied.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplyPatchArgs {
-    /// The full patch text, from `*** Begin Patch` to `*** End Patch`.
+    /// The whole patch, `*** Begin Patch` to `*** End Patch`.
     pub patch: String,
 }
 
