@@ -160,7 +160,8 @@ async fn anthropic_body_alternates_roles_and_replays_thinking() {
                 {"type": "tool_use", "id": "call_b", "name": "read_file", "input": {}},
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "call_a", "content": "fn main() {}", "is_error": false},
+                // `is_error: false` is the API's default and costs tokens: left out.
+                {"type": "tool_result", "tool_use_id": "call_a", "content": "fn main() {}"},
                 {"type": "tool_result", "tool_use_id": "call_b", "content": "invalid arguments", "is_error": true},
                 {"type": "text", "text": "also check tests"},
             ]},
