@@ -91,6 +91,7 @@ fn write_log(path: &Path, work: &Path, bytes: u64) -> Result<u64, Box<dyn std::e
         keel_version: "0.1.0".into(),
         git_head: None,
         mode: Some(keel::protocol::ApprovalMode::Ask),
+        parent: None,
     };
     let mut events = vec![started];
     let mut cycle = 0usize;

@@ -69,6 +69,8 @@ fn config() -> LoopConfig {
         pricing: keel::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
+        agent_classes: BTreeMap::new(),
+        tool_scope: None,
     }
 }
 

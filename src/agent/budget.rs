@@ -64,6 +64,15 @@ impl Limits {
     }
 }
 
+/// What this session's subagents spent: they run their own loops (each
+/// within what is left of these limits), and their spend counts here too.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Delegated {
+    pub usage: Usage,
+    /// At each subagent's own model's prices, as far as they are known.
+    pub cost_usd: f64,
+}
+
 /// What a session may spend in all (every turn, every process).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SpendLimits {
@@ -250,20 +259,22 @@ pub fn check(state: &LoopState) -> Option<BudgetHit> {
     if limits.is_none() {
         return None;
     }
-    hit(&state.config.pricing, limits, &state.session_usage, &project(state).usage())
+    let delegated = &state.delegated;
+    hit(&state.config.pricing, limits, &state.session_usage, delegated, &project(state).usage())
 }
 
-/// Whether `next` on top of `spent` crosses `limits` (a cost limit with no
-/// prices known counts as crossed).
+/// Whether `next` on top of `spent` (and what subagents spent, `delegated`)
+/// crosses `limits` (a cost limit with no prices known counts as crossed).
 pub fn hit(
     pricing: &Pricing,
     limits: SpendLimits,
     spent: &Usage,
+    delegated: &Delegated,
     next: &Usage,
 ) -> Option<BudgetHit> {
-    let spent_usd = pricing.cost_usd(spent);
+    let spent_usd = pricing.cost_usd(spent).map(|usd| usd + delegated.cost_usd);
     let next_usd = pricing.cost_usd(next);
-    let spent_tokens = spent.total_tokens();
+    let spent_tokens = spent.total_tokens() + delegated.usage.total_tokens();
     let next_tokens = next.total_tokens();
     let over_cost = limits.max_cost_usd.is_some_and(|max| match (spent_usd, next_usd) {
         (Some(spent), Some(next)) => spent + next > max,

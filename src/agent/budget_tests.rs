@@ -283,3 +283,20 @@ fn dollars_read_as_cents_or_up_to_four_decimals() {
         assert_eq!(usd(value), shown, "{value}");
     }
 }
+
+#[test]
+fn what_subagents_spent_counts_against_the_limits() {
+    // The session itself spent $0.50; a subagent (its own loop) $0.60.
+    let mut state = limited(SpendLimits { max_cost_usd: Some(1.2), max_tokens: None });
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, respond(read("a"), 400_000, 100_000));
+    state.delegated = Delegated {
+        usage: Usage { input_tokens: 500_000, output_tokens: 100_000, ..Usage::default() },
+        cost_usd: 0.6,
+    };
+    let effects = step(&mut state, finished("a"));
+    assert!(!calls_model(&effects), "$0.50 + $0.60 + ~$0.41 > $1.20: not sent");
+    let Some(Effect::AskRaiseLimit(hit)) = effects.last() else { panic!("{effects:?}") };
+    assert!(close(hit.spent_usd.unwrap(), 1.1), "{hit:?}");
+    assert_eq!(hit.spent_tokens, 1_100_000);
+}

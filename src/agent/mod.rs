@@ -20,7 +20,7 @@ mod turn_calls;
 mod workflow;
 
 pub use budget::{
-    BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS,
+    BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated,
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
     SpendLimits, SpendStatus, usd,
 };
@@ -32,7 +32,8 @@ pub use rebuild::{
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
 pub use state::{
-    CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState, PendingCompaction,
+    AGENT_TOOL, CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState,
+    PendingCompaction, ToolScope,
 };
 pub use step::{Effect, Input, step};
 pub use workflow::{PlanReview, WorkflowState, shipped_rules};
@@ -45,6 +46,8 @@ mod compaction_tests;
 mod rebuild_tests;
 #[cfg(test)]
 mod step_tests;
+#[cfg(test)]
+mod subagent_step_tests;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]

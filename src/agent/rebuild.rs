@@ -39,7 +39,7 @@ use super::announce::context_item;
 use super::budget::SpendLimits;
 use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
-use super::state::{LoopConfig, LoopPhase, LoopState};
+use super::state::{LoopConfig, LoopPhase, LoopState, ToolScope};
 use super::step::{Effect, Input, batches, step};
 use super::turn_calls::TurnCalls;
 use super::workflow::WorkflowState;
@@ -84,6 +84,10 @@ pub struct LogFacts {
     /// the digest of its tools (`None`: a log from before prefixes were
     /// recorded).
     pub prefix: Option<(PrefixSections, String)>,
+    /// What the session's subagents spent (`subagent_finished` lines).
+    pub subagent_usage: Usage,
+    /// Their cost in US dollars, as far as their prices were known.
+    pub subagent_cost_usd: f64,
 }
 
 /// A file a started call was about to change, as recorded.
@@ -198,6 +202,10 @@ impl Rebuilder {
                 self.facts.prefix = Some((sections, tools_digest));
             }
             SessionEvent::ContextUpdated { parts } => self.state.items.push(context_item(parts)),
+            SessionEvent::TurnScope { owner, tools } => {
+                self.state.turn_scope =
+                    Some(ToolScope { owner, tools: tools.into_iter().collect() });
+            }
             SessionEvent::SessionResumed { provider, model, .. } => {
                 self.facts.provider = provider;
                 self.facts.model = model;
@@ -273,7 +281,11 @@ impl Rebuilder {
                 self.state.logged_limits = limits;
                 self.state.config.limits.spend = limits;
             }
-            SessionEvent::TurnCompleted { .. } => self.end_turn(),
+            SessionEvent::TurnCompleted { .. } => {
+                // Mirrors `step`: a command's narrowing ends with its turn.
+                self.state.turn_scope = None;
+                self.end_turn();
+            }
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
             SessionEvent::Approval { approved: true, prefix, path, tool, .. } => {
                 self.allow_for_session(prefix, path);
@@ -281,7 +293,14 @@ impl Rebuilder {
                     self.state.allowlist.extend(ApprovalScope::AlwaysTool(tool));
                 }
             }
+            SessionEvent::SubagentFinished { usage, cost_usd, .. } => {
+                self.facts.subagent_usage.add(&usage);
+                self.facts.subagent_cost_usd += cost_usd.unwrap_or(0.0);
+                self.state.delegated.usage.add(&usage);
+                self.state.delegated.cost_usd += cost_usd.unwrap_or(0.0);
+            }
             SessionEvent::PolicyDecision { .. }
+            | SessionEvent::SubagentStarted { .. }
             | SessionEvent::Approval { .. }
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. }
@@ -385,10 +404,13 @@ impl Rebuilder {
         self.state.phase = LoopPhase::Idle;
         let mut dropped_empty_turn = false;
         let open_turn = if !self.turn_open {
+            // A narrowing logged for a turn that never started.
+            self.state.turn_scope = None;
             self.end_turn();
             None
         } else if !self.turn_has_prompt {
             dropped_empty_turn = true;
+            self.state.turn_scope = None;
             self.state.turn = self.state.turn.saturating_sub(1);
             self.end_turn();
             None

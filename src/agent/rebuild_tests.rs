@@ -247,6 +247,7 @@ fn started(mode: Option<&str>) -> SessionEvent {
         keel_version: "0".into(),
         git_head: None,
         mode: mode.and_then(ApprovalMode::parse),
+        parent: None,
     }
 }
 

@@ -1,16 +1,19 @@
 //! The loop's state: configuration fixed for a session, the conversation,
 //! counters, and where in the cycle the loop is.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
-use crate::protocol::{Item, PrefixSections, ToolClass, ToolSpec, Usage};
+use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage};
 
-use super::budget::{Limits, SpendLimits};
+use super::budget::{Delegated, Limits, SpendLimits};
 use super::runaway::RunawayState;
 use super::schedule::Batch;
 use super::workflow::WorkflowState;
+
+/// The subagent tool's name (`tools::agent`, which this layer cannot name).
+pub const AGENT_TOOL: &str = "agent";
 
 /// What stays fixed while a session runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +27,13 @@ pub struct LoopConfig {
     /// Access class per tool name; unknown names count as read-only (they
     /// never run, they only produce an error result).
     pub tool_classes: BTreeMap<String, ToolClass>,
+    /// Access class per agent type: an `agent` call has its type's class,
+    /// so read-only subagents run side by side and writers one at a time.
+    pub agent_classes: BTreeMap<String, ToolClass>,
+    /// The tools this loop may call, when narrowed (a subagent's type, a
+    /// custom command's `allowed-tools`): a call to any other tool is
+    /// refused before policy judges it. `None`: every tool offered.
+    pub tool_scope: Option<ToolScope>,
     /// Compiled rules, mode, paths and trust: what `policy::evaluate` needs.
     pub policy: Policy,
     /// Steps per turn, spend per session, runaway guards. The spend
@@ -37,6 +47,30 @@ pub struct LoopConfig {
     /// Fraction of the window at which the history is compacted before a
     /// request (`context.compact_threshold`, default 0.85).
     pub compact_threshold: f64,
+}
+
+/// The tools a loop is narrowed to, and who narrowed it (for the refusal
+/// the model reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolScope {
+    /// `the explore agent`, `the /fix command`.
+    pub owner: String,
+    pub tools: BTreeSet<String>,
+}
+
+impl ToolScope {
+    /// Why `tool` may not be called, or `None` when it may.
+    pub fn refusal(&self, tool: &str) -> Option<String> {
+        if self.tools.contains(tool) {
+            return None;
+        }
+        let allowed: Vec<&str> = self.tools.iter().map(String::as_str).collect();
+        Some(format!(
+            "`{tool}` is not one of {}'s tools (it may use: {})",
+            self.owner,
+            if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") }
+        ))
+    }
 }
 
 /// Where the loop is. `Idle` between turns; the others name what the loop
@@ -109,6 +143,13 @@ pub struct LoopState {
     pub observed: Option<PrefixSections>,
     /// Context SessionStart hooks added, waiting for the next request.
     pub hook_context: Vec<String>,
+    /// A narrowing for the current turn only (a `/command`'s
+    /// `allowed-tools`), on top of `config.tool_scope`; the turn's end
+    /// clears it (logged as `turn_scope`, so a resumed turn keeps it).
+    pub turn_scope: Option<ToolScope>,
+    /// What this session's subagents spent (`subagent_finished`), counted
+    /// against the spend limits.
+    pub delegated: Delegated,
 }
 
 /// How far the history was compacted within one step.
@@ -176,11 +217,33 @@ impl LoopState {
             environment: String::new(),
             observed: None,
             hook_context: Vec::new(),
+            turn_scope: None,
+            delegated: Delegated::default(),
         }
+    }
+
+    /// Why `tool` may not be called in this loop or this turn, or `None`
+    /// when both scopes in force allow it.
+    pub fn scope_refusal(&self, tool: &str) -> Option<String> {
+        [&self.config.tool_scope, &self.turn_scope]
+            .into_iter()
+            .flatten()
+            .find_map(|scope| scope.refusal(tool))
     }
 
     pub fn class_of(&self, tool: &str) -> ToolClass {
         self.config.tool_classes.get(tool).copied().unwrap_or(ToolClass::ReadOnly)
+    }
+
+    /// The class of one call: its tool's, except an `agent` call, which
+    /// has its agent type's (an unknown type never runs: read-only).
+    pub fn class_of_call(&self, call: &ToolCall) -> ToolClass {
+        if call.name != AGENT_TOOL {
+            return self.class_of(&call.name);
+        }
+        let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+        let agent = args.get("agent").and_then(serde_json::Value::as_str).unwrap_or_default();
+        self.config.agent_classes.get(agent).copied().unwrap_or(ToolClass::ReadOnly)
     }
 
     /// The last visible assistant text of the conversation.

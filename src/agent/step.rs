@@ -297,12 +297,23 @@ pub(super) fn batches(
     let mut batches = Vec::new();
     let mut judged = Vec::new();
     for call in calls {
+        if let Some(reason) = state.scope_refusal(&call.name) {
+            effects.push(Effect::Record(SessionEvent::PolicyDecision {
+                call_id: call.call_id.clone(),
+                decision: "forbidden".to_owned(),
+                matched_rules: Vec::new(),
+                reason: Some(reason.clone()),
+            }));
+            batches.extend(schedule(std::mem::take(&mut judged)));
+            batches.push(Batch::Deny { call, reason });
+            continue;
+        }
         if call.harness_tool().is_some() {
             batches.extend(schedule(std::mem::take(&mut judged)));
             batches.push(Batch::Harness { call });
             continue;
         }
-        let tool_class = state.class_of(&call.name);
+        let tool_class = state.class_of_call(&call);
         let facts = CallFacts { tool: &call.name, class: tool_class, arguments: &call.arguments };
         let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
         effects.push(Effect::Record(policy_event(&call.call_id, &verdict)));
@@ -390,9 +401,10 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 state.pending.push_front(Batch::Run { calls: calls.clone(), concurrent });
                 state.phase = LoopPhase::Execute;
                 for call in &calls {
-                    // A concurrent batch holds only calls judged reads.
+                    // A concurrent batch holds only calls judged reads (an
+                    // `agent` call there is a read-only type's).
                     let class =
-                        if concurrent { ToolClass::ReadOnly } else { state.class_of(&call.name) };
+                        if concurrent { ToolClass::ReadOnly } else { state.class_of_call(call) };
                     effects.push(Effect::Record(SessionEvent::ToolCallStarted {
                         call: call.clone(),
                         class,
@@ -567,6 +579,7 @@ fn denied_text(reason: &str) -> String {
 
 pub(super) fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
     state.phase = LoopPhase::Idle;
+    state.turn_scope = None;
     let usage = state.turn_usage;
     effects.push(Effect::Record(SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }));
     let final_text = last_turn_text(state);

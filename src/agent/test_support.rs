@@ -30,6 +30,8 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         pricing: crate::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
+        agent_classes: BTreeMap::new(),
+        tool_scope: None,
     }
 }
 

@@ -20,6 +20,8 @@ use crate::plan::{
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::tasks::Task;
 
+use super::state::AGENT_TOOL;
+
 /// What happens when a plan that needs approval is submitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanReview {
@@ -276,6 +278,9 @@ impl WorkflowState {
         if meta.is_denied() {
             return;
         }
+        if call.name == AGENT_TOOL {
+            return self.observe_subagent(meta);
+        }
         let changed = meta.changed();
         match tool_kind(&call.name) {
             ToolKind::Shell => self.observe_command(call, result, meta, changed == Some(true)),
@@ -289,6 +294,18 @@ impl WorkflowState {
             | ToolKind::Plan
             | ToolKind::Tasks
             | ToolKind::Phase => {}
+        }
+    }
+
+    /// A subagent's task, as its result's metadata reports it: files it
+    /// changed count as a change here, and checks it ran after its last
+    /// change as a verification (passed only if every one passed).
+    fn observe_subagent(&mut self, meta: &ToolMeta) {
+        if meta.changed() == Some(true) {
+            self.flow.record_change(None);
+        }
+        if let Some(passed) = meta.get("verified").and_then(serde_json::Value::as_bool) {
+            self.flow.record_verification(passed);
         }
     }
 

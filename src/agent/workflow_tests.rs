@@ -35,6 +35,8 @@ fn state(approval: ApprovalMode) -> LoopState {
         pricing: crate::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
+        agent_classes: BTreeMap::new(),
+        tool_scope: None,
     })
 }
 

@@ -1,6 +1,8 @@
 //! `keel sessions [--json] [--all]`: recorded sessions, newest first.
 //! The table has a header and leaves out empty sessions (opened and left
-//! without a prompt) unless `--all`; `--json` lists every session.
+//! without a prompt) unless `--all`; a subagent's session is listed right
+//! under the session that started it (`└ TYPE`), oldest child first.
+//! `--json` lists every session, each subagent's with `parent` and `agent`.
 
 use std::io::Write;
 
@@ -27,7 +29,7 @@ pub(super) fn run(args: &SessionsArgs) -> Result<ExitStatus, CliError> {
         let _ = writeln!(stderr, "no sessions yet");
     } else {
         writeln!(out, "{}", header())?;
-        for session in shown {
+        for session in grouped(&shown) {
             writeln!(out, "{}", row(session))?;
         }
     }
@@ -35,6 +37,34 @@ pub(super) fn run(args: &SessionsArgs) -> Result<ExitStatus, CliError> {
         let _ = writeln!(stderr, "({} empty session(s) hidden; --all shows them)", empty.len());
     }
     Ok(ExitStatus::Done)
+}
+
+/// `sessions` (newest first) with each subagent's session moved right
+/// after its parent's, oldest child first; a child whose parent is not
+/// listed stays where it is.
+fn grouped<'a>(sessions: &[&'a SessionSummary]) -> Vec<&'a SessionSummary> {
+    let listed = |id: &str| sessions.iter().any(|session| session.id == id);
+    let mut out = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        if session.parent.as_deref().is_some_and(listed) {
+            continue;
+        }
+        push_with_children(session, sessions, &mut out);
+    }
+    out
+}
+
+fn push_with_children<'a>(
+    session: &'a SessionSummary,
+    sessions: &[&'a SessionSummary],
+    out: &mut Vec<&'a SessionSummary>,
+) {
+    out.push(session);
+    for child in sessions.iter().rev() {
+        if child.parent.as_deref() == Some(session.id.as_str()) {
+            push_with_children(child, sessions, out);
+        }
+    }
 }
 
 /// Opened and left without a prompt.
@@ -61,6 +91,10 @@ fn row(session: &SessionSummary) -> String {
     let prompt: String = prompt.chars().take(60).collect();
     let prompt = crate::display::for_terminal(&prompt).into_owned();
     let live = session.live.as_ref().map_or_else(String::new, ToString::to_string);
+    let prompt = match &session.agent {
+        Some(agent) => format!("└ {agent} · {prompt}"),
+        None => prompt,
+    };
     format!(
         "{:<ID_WIDTH$}  {:<TIME_WIDTH$}  {:<TIME_WIDTH$}  {:<STATUS_WIDTH$}  {:<LIVE_WIDTH$}  {}  {}",
         session.id,

@@ -60,6 +60,8 @@ pub struct ConfigFile {
     /// `[undo]`: what checkpoints copy at most. User file and `-c` only (a
     /// project could switch undo off, or fill the disk).
     pub undo: Option<UndoFile>,
+    /// `[agents]`: subagents' model, nesting and budget.
+    pub agents: Option<AgentsFile>,
 }
 
 /// The `[undo]` table: size caps of checkpoints.
@@ -72,6 +74,26 @@ pub struct UndoFile {
     /// New content one checkpoint copies at most, in MB (default 200).
     #[serde(default, deserialize_with = "validate::undo_max_total_mb")]
     pub max_total_mb: Option<u64>,
+}
+
+/// The `[agents]` table (subagents, issue 20).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentsFile {
+    /// The model of agent types that ask for a fast one (`explore`, and
+    /// `model: fast` or `haiku` in a definition); unset: the session's.
+    #[serde(default, deserialize_with = "validate::fast_model")]
+    pub fast_model: Option<String>,
+    /// How deep subagents nest: 1 (the default) lets the session delegate
+    /// but not its subagents; 0 turns the `agent` tool off.
+    #[serde(default, deserialize_with = "validate::max_depth")]
+    pub max_depth: Option<u32>,
+    /// Model calls a subagent may make for its task.
+    #[serde(default, deserialize_with = "validate::agent_steps")]
+    pub max_steps: Option<u32>,
+    /// Tokens (input and output) a subagent may spend on its task.
+    #[serde(default, deserialize_with = "validate::agent_tokens")]
+    pub max_tokens: Option<u64>,
 }
 
 /// The `[shell]` table.
@@ -189,6 +211,7 @@ impl ConfigFile {
             limits,
             mcp_servers,
             undo,
+            agents,
         } = other;
         self.default_mode = default_mode.or(self.default_mode);
         if let Some(limits) = limits {
@@ -199,6 +222,13 @@ impl ConfigFile {
             let mine = self.undo.get_or_insert_with(UndoFile::default);
             mine.max_file_mb = max_file_mb.or(mine.max_file_mb);
             mine.max_total_mb = max_total_mb.or(mine.max_total_mb);
+        }
+        if let Some(AgentsFile { fast_model, max_depth, max_steps, max_tokens }) = agents {
+            let mine = self.agents.get_or_insert_with(AgentsFile::default);
+            mine.fast_model = fast_model.or(mine.fast_model.take());
+            mine.max_depth = max_depth.or(mine.max_depth);
+            mine.max_steps = max_steps.or(mine.max_steps);
+            mine.max_tokens = max_tokens.or(mine.max_tokens);
         }
         if let Some(ShellFile { env_strip, env_keep, max_parallel }) = shell {
             let mine = self.shell.get_or_insert_with(ShellFile::default);

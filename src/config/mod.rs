@@ -14,12 +14,15 @@
 //! it may not redirect the API key (`base_url`, `api_key_env`) or loosen
 //! `[sandbox]`, `[secrets]`, `[shell] env_keep`.
 
+pub mod agents;
+pub mod commands;
 #[cfg(test)]
 mod fuzz_tests;
 mod hooks;
 mod instructions;
 mod layers;
 mod limits;
+pub mod markdown_file;
 pub mod mcp;
 pub mod mcp_edit;
 mod memory;
@@ -41,7 +44,10 @@ pub use layers::{
 pub use limits::{DEFAULT_MAX_STEPS, LimitsFile};
 pub use memory::{MemoryProblem, discover_memory};
 pub use provider::ProviderFile;
-pub use resolve::{LocalSettings, SandboxSettings, Settings, UndoSettings, resolve, resolve_local};
+pub use resolve::{
+    AgentSettings, DEFAULT_AGENT_STEPS, LocalSettings, SandboxSettings, Settings, UndoSettings,
+    resolve, resolve_local,
+};
 
 /// Why configuration could not be loaded. Every message says what to fix.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use crate::policy::RuleSet;
 use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
-use super::layers::{SecretsFile, ShellFile, UndoFile};
+use super::layers::{AgentsFile, SecretsFile, ShellFile, UndoFile};
 use super::limits::{resolve_limits, with_project_prices};
 use super::{
     CliOverrides, ConfigError, ContextFile, Environment, Layers, ProviderFile, SandboxFile,
@@ -83,6 +83,8 @@ pub struct Settings {
     pub mcp: super::mcp::McpSettings,
     /// `[undo]`: checkpoint size caps.
     pub undo: UndoSettings,
+    /// `[agents]`: subagents' fast model, nesting and budget.
+    pub agents: AgentSettings,
 }
 
 /// The resolved `[undo]` table.
@@ -106,6 +108,39 @@ fn undo_settings(file: Option<UndoFile>) -> UndoSettings {
     UndoSettings {
         max_file_mb: file.max_file_mb.unwrap_or(default.max_file_mb),
         max_total_mb: file.max_total_mb.unwrap_or(default.max_total_mb),
+    }
+}
+
+/// The resolved `[agents]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// For agent types that ask for a fast model; `None`: the session's.
+    pub fast_model: Option<String>,
+    /// How deep subagents nest (1: the session delegates, they do not).
+    pub max_depth: u32,
+    /// Model calls a subagent may make for its task.
+    pub max_steps: u32,
+    /// Tokens a subagent may spend on its task (`None`: no limit).
+    pub max_tokens: Option<u64>,
+}
+
+/// A subagent's model calls per task unless `[agents] max_steps` says.
+pub const DEFAULT_AGENT_STEPS: u32 = 50;
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self { fast_model: None, max_depth: 1, max_steps: DEFAULT_AGENT_STEPS, max_tokens: None }
+    }
+}
+
+fn agent_settings(file: Option<AgentsFile>) -> AgentSettings {
+    let file = file.unwrap_or_default();
+    let defaults = AgentSettings::default();
+    AgentSettings {
+        fast_model: file.fast_model,
+        max_depth: file.max_depth.unwrap_or(defaults.max_depth),
+        max_steps: file.max_steps.unwrap_or(defaults.max_steps),
+        max_tokens: file.max_tokens,
     }
 }
 
@@ -322,6 +357,7 @@ pub fn resolve(
         default_mode: merged.default_mode.unwrap_or_default(),
         mcp: super::mcp::McpSettings::default(),
         undo: undo_settings(merged.undo),
+        agents: agent_settings(merged.agents),
         model,
     })
 }

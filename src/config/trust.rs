@@ -98,6 +98,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         limits: _,
         mcp_servers,
         undo,
+        agents,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -117,6 +118,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[shell]", shell.is_some()),
         ("[mcp_servers]", mcp_servers.is_some()),
         ("[undo]", undo.is_some()),
+        ("[agents]", agents.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)

@@ -39,6 +39,36 @@ pub(super) fn model<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D
     Ok(Some(name))
 }
 
+pub(super) fn fast_model<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(d)?;
+    if name.trim().is_empty() || name.chars().any(char::is_control) {
+        return Err(D::Error::custom("agents.fast_model must be a model name, not empty"));
+    }
+    Ok(Some(name))
+}
+
+pub(super) fn max_depth<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let depth = u32::deserialize(d)?;
+    if depth > MAX_AGENT_DEPTH {
+        return Err(D::Error::custom(format!(
+            "agents.max_depth must be from 0 to {MAX_AGENT_DEPTH} (1: the session delegates, \
+             its subagents do not)"
+        )));
+    }
+    Ok(Some(depth))
+}
+
+/// Deepest nesting of subagents a config may ask for.
+const MAX_AGENT_DEPTH: u32 = 4;
+
+pub(super) fn agent_steps<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    at_least_one(u32::deserialize(d)?, "agents.max_steps", "model calls per subagent task")
+}
+
+pub(super) fn agent_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(u64::deserialize(d)?, "agents.max_tokens", "tokens per subagent task")
+}
+
 pub(super) fn base_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let url = String::deserialize(d)?;
     if url.starts_with("http://") || url.starts_with("https://") {

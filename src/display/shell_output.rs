@@ -13,6 +13,11 @@ use crate::protocol::ToolMeta;
 /// command, path or pattern; else the raw arguments.
 pub fn call_summary(call: &crate::protocol::ToolCall) -> String {
     let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    let text = |key: &str| args.get(key).and_then(|v| v.as_str());
+    // A subagent: its type and what it does (the prompt is long).
+    if let (Some(agent), Some(description)) = (text("agent"), text("description")) {
+        return format!("{agent} · {description}");
+    }
     ["command", "path", "pattern"]
         .iter()
         .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))

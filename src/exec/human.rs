@@ -52,6 +52,12 @@ impl HumanPrinter {
 
     /// The lines for one event (tests read them without a terminal).
     pub fn lines(&mut self, event: RuntimeEvent) -> Vec<String> {
+        self.lines_of("", event)
+    }
+
+    /// The lines for one event of `source` (`""`: this session, else the
+    /// chain of `agent` calls its subagent runs for).
+    fn lines_of(&mut self, source: &str, event: RuntimeEvent) -> Vec<String> {
         let mut out = Vec::new();
         let starts_a_call = matches!(event, RuntimeEvent::ToolCallStarted { .. });
         match event {
@@ -95,13 +101,14 @@ impl HumanPrinter {
                     out.push(for_terminal(text.trim_end()).into_owned());
                 }
             }
-            RuntimeEvent::ToolCallStarted { call, .. } => self.announce(&call, &mut out),
+            RuntimeEvent::ToolCallStarted { call, .. } => self.announce(source, &call, &mut out),
             RuntimeEvent::ToolCallFinished { call, result, meta } => {
-                if self.declined.contains(&call.call_id) {
+                if self.declined.contains(&format!("{source}/{}", call.call_id)) {
                     return out;
                 }
-                self.announce(&call, &mut out);
-                if self.last_announced.take().as_deref() != Some(call.call_id.as_str()) {
+                self.announce(source, &call, &mut out);
+                let key = format!("{source}/{}", call.call_id);
+                if self.last_announced.take().as_deref() != Some(key.as_str()) {
                     out.push(format!("← {}", self.summary(&call)));
                 }
                 let outcome = display::outcome(result.is_error, &meta);
@@ -123,8 +130,8 @@ impl HumanPrinter {
                 }
             }
             RuntimeEvent::ApprovalDeclined(declined) => {
-                self.announce(&declined.call, &mut out);
-                self.declined.insert(declined.call.call_id.clone());
+                self.announce(source, &declined.call, &mut out);
+                self.declined.insert(format!("{source}/{}", declined.call.call_id));
                 out.push(format!(
                     "  {} not run: needs approval ({})",
                     self.mark(false),
@@ -174,6 +181,16 @@ impl HumanPrinter {
             RuntimeEvent::TurnCompleted { usage, .. } => {
                 out.push(format!("tokens: {}", tokens_line(&usage)))
             }
+            // A subagent's progress, indented under its `agent` call.
+            RuntimeEvent::Subagent { call_id, event } => {
+                let inner = match *event {
+                    RuntimeEvent::SessionStarted { session_id, model, mode, .. } => {
+                        vec![format!("subagent {session_id} · {model} · {} mode", mode.as_str())]
+                    }
+                    event => self.lines_of(&format!("{source}/{call_id}"), event),
+                };
+                out.extend(inner.into_iter().map(|line| format!("  │ {line}")));
+            }
         }
         if !starts_a_call && !out.is_empty() {
             self.last_announced = None;
@@ -181,10 +198,11 @@ impl HumanPrinter {
         out
     }
 
-    fn announce(&mut self, call: &ToolCall, out: &mut Vec<String>) {
-        if self.announced.insert(call.call_id.clone()) {
+    fn announce(&mut self, source: &str, call: &ToolCall, out: &mut Vec<String>) {
+        let key = format!("{source}/{}", call.call_id);
+        if self.announced.insert(key.clone()) {
             out.push(format!("→ {}", self.summary(call)));
-            self.last_announced = Some(call.call_id.clone());
+            self.last_announced = Some(key);
         }
     }
 
@@ -375,5 +393,29 @@ mod tests {
         ));
         assert!(lines.iter().all(|l| !l.contains('\x1b')), "{lines:?}");
         assert_eq!(lines[1], "  ✓ hi");
+    }
+
+    #[test]
+    fn a_subagents_calls_are_indented_and_do_not_clash_with_the_parents_ids() {
+        let mut printer = HumanPrinter::default();
+        let same_id = shell("c", "ls");
+        assert_eq!(
+            printer.lines(RuntimeEvent::ToolCallStarted {
+                call: same_id.clone(),
+                class: crate::protocol::ToolClass::Mutating
+            }),
+            ["→ shell ls"]
+        );
+        let nested = RuntimeEvent::Subagent {
+            call_id: "agent-1".into(),
+            event: Box::new(RuntimeEvent::Subagent {
+                call_id: "agent-2".into(),
+                event: Box::new(RuntimeEvent::ToolCallStarted {
+                    call: same_id,
+                    class: crate::protocol::ToolClass::Mutating,
+                }),
+            }),
+        };
+        assert_eq!(printer.lines(nested), ["  │   │ → shell ls"]);
     }
 }

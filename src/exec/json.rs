@@ -23,8 +23,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Writes runtime events as JSON lines to stdout.
 #[derive(Debug, Default)]
 pub struct JsonPrinter {
-    /// Whether the current response's text already announced itself.
-    message_started: bool,
+    /// The sources (this session `""`, subagents by call id) whose current
+    /// response's text already announced itself.
+    message_started: std::collections::BTreeSet<String>,
 }
 
 impl JsonPrinter {
@@ -52,6 +53,18 @@ pub(crate) fn write_line(out: &mut impl Write, value: &Value) {
 
 impl EventSink for JsonPrinter {
     fn emit(&mut self, event: RuntimeEvent) {
+        for line in self.lines("", event) {
+            self.write(&line);
+        }
+    }
+}
+
+impl JsonPrinter {
+    /// The lines for one event of `source` (`""`: this session; else the
+    /// `agent` call whose subagent it comes from). A subagent's lines
+    /// carry `parent`: that call's id.
+    fn lines(&mut self, source: &str, event: RuntimeEvent) -> Vec<Value> {
+        let mut out = Vec::new();
         match event {
             RuntimeEvent::SessionStarted {
                 session_id,
@@ -64,7 +77,7 @@ impl EventSink for JsonPrinter {
                 pricing: _,
                 limits: _,
             } => {
-                self.write(&json!({"type": "session_started", "session_id": session_id,
+                out.push(json!({"type": "session_started", "session_id": session_id,
                     "log_path": log_path, "provider": provider, "model": model,
                     "workspace_root": workspace_root, "sandbox": sandbox.as_str(),
                     "approval_mode": mode.as_str(), "keel_version": env!("CARGO_PKG_VERSION")}));
@@ -73,57 +86,59 @@ impl EventSink for JsonPrinter {
             // `result` line carries the plan path and tasks.
             RuntimeEvent::ModeChanged { .. } | RuntimeEvent::WorkflowChanged { .. } => {}
             RuntimeEvent::TurnStarted { turn } => {
-                self.write(&json!({"type": "turn_started", "turn": turn}));
+                out.push(json!({"type": "turn_started", "turn": turn}));
             }
-            RuntimeEvent::Stream(StreamEvent::TextDelta { .. }) if !self.message_started => {
-                self.message_started = true;
-                self.write(&json!({"type": "item_started", "item": {"type": "agent_message"}}));
+            RuntimeEvent::Stream(StreamEvent::TextDelta { .. })
+                if !self.message_started.contains(source) =>
+            {
+                self.message_started.insert(source.to_owned());
+                out.push(json!({"type": "item_started", "item": {"type": "agent_message"}}));
             }
             RuntimeEvent::Stream(_) => {}
             RuntimeEvent::ModelResponse(response) => {
-                self.message_started = false;
+                self.message_started.remove(source);
                 for item in &response.items {
                     if let Some(value) = completed_item(item) {
-                        self.write(&json!({"type": "item_completed", "item": value}));
+                        out.push(json!({"type": "item_completed", "item": value}));
                     }
                 }
             }
             RuntimeEvent::ToolCallStarted { call, .. } => {
-                self.write(&json!({"type": "item_started", "item": call_json(&call)}));
+                out.push(json!({"type": "item_started", "item": call_json(&call)}));
             }
             RuntimeEvent::ToolCallFinished { call, result, meta } => {
                 let mut item = call_json(&call);
                 item["output"] = json!(result.output);
                 item["is_error"] = json!(result.is_error);
                 item["meta"] = meta.to_value();
-                self.write(&json!({"type": "item_completed", "item": item}));
+                out.push(json!({"type": "item_completed", "item": item}));
             }
             RuntimeEvent::Compacting { trigger } => {
-                self.write(&json!({"type": "compacting", "trigger": trigger}));
+                out.push(json!({"type": "compacting", "trigger": trigger}));
             }
             RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
-                self.write(&json!({"type": "compacted", "reason": reason,
+                out.push(json!({"type": "compacted", "reason": reason,
                     "tokens_before": tokens_before, "tokens_after": tokens_after}));
             }
             RuntimeEvent::Retrying { attempt, max_attempts, reason, delay } => {
-                self.message_started = false;
-                self.write(&json!({"type": "retrying", "attempt": attempt,
+                self.message_started.remove(source);
+                out.push(json!({"type": "retrying", "attempt": attempt,
                     "max_attempts": max_attempts, "reason": reason,
                     "delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)}));
             }
             RuntimeEvent::ApprovalDeclined(declined) => {
                 let mut line = declined_json(&declined);
                 line["type"] = json!("approval_declined");
-                self.write(&line);
+                out.push(line);
             }
             RuntimeEvent::Progress { message } => {
                 self.write(&json!({"type": "progress", "message": message}));
             }
             RuntimeEvent::Warning { message } => {
-                self.write(&json!({"type": "warning", "message": message}));
+                out.push(json!({"type": "warning", "message": message}));
             }
             RuntimeEvent::Error { message } => {
-                self.write(&json!({"type": "error", "message": message}));
+                out.push(json!({"type": "error", "message": message}));
             }
             RuntimeEvent::McpServerStatus { server, status, tools, error, log, prompts: _ } => {
                 self.write(&json!({"type": "mcp_server_status", "server": server,
@@ -134,13 +149,21 @@ impl EventSink for JsonPrinter {
                     "progress": progress, "total": total, "message": message}));
             }
             RuntimeEvent::TurnCompleted { turn, outcome, usage, .. } => {
-                self.write(&json!({"type": "turn_completed", "turn": turn,
+                out.push(json!({"type": "turn_completed", "turn": turn,
                     "outcome": outcome, "usage": usage_json(&usage)}));
             }
+            RuntimeEvent::Subagent { call_id, event } => {
+                for mut line in self.lines(&call_id, *event) {
+                    if let Some(object) = line.as_object_mut() {
+                        object.entry("parent").or_insert_with(|| json!(call_id));
+                    }
+                    out.push(line);
+                }
+            }
         }
+        out
     }
 }
-
 fn call_json(call: &ToolCall) -> Value {
     json!({"type": "tool_call", "call_id": call.call_id, "name": call.name,
         "arguments": call.arguments})
@@ -326,5 +349,29 @@ mod tests {
             assert_eq!(status.exit_status().code(), code, "{name}");
         }
         assert_eq!(ExecStatus::of_turn(TurnOutcome::MaxSteps), ExecStatus::Failed);
+    }
+
+    #[test]
+    fn a_subagents_lines_name_the_call_they_run_for_innermost_first() {
+        let mut printer = JsonPrinter::default();
+        let delta = || RuntimeEvent::Stream(StreamEvent::TextDelta { delta: "x".into() });
+        let grandchild = RuntimeEvent::Subagent {
+            call_id: "outer".into(),
+            event: Box::new(RuntimeEvent::Subagent {
+                call_id: "inner".into(),
+                event: Box::new(delta()),
+            }),
+        };
+        let lines = printer.lines("", grandchild);
+        assert_eq!(
+            lines,
+            [json!({"type": "item_started", "item": {"type": "agent_message"},
+            "parent": "inner"})]
+        );
+        // Each source streams on its own: the parent's text starts its item.
+        assert_eq!(printer.lines("", delta()).len(), 1);
+        assert!(printer.lines("", delta()).is_empty());
+        let child = RuntimeEvent::Subagent { call_id: "inner".into(), event: Box::new(delta()) };
+        assert!(printer.lines("", child).is_empty(), "`inner` already announced its message");
     }
 }

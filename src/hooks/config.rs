@@ -17,7 +17,7 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// keel tool names and their Claude Code counterparts; matchers and `if`
 /// rules accept either.
-const ALIASES: [(&str, &str); 7] = [
+const ALIASES: [(&str, &str); 8] = [
     ("shell", "Bash"),
     ("edit_file", "Edit"),
     ("write_file", "Write"),
@@ -25,6 +25,7 @@ const ALIASES: [(&str, &str); 7] = [
     ("glob", "Glob"),
     ("grep", "Grep"),
     ("todo_write", "TodoWrite"),
+    ("agent", "Task"),
 ];
 
 /// The Claude Code name of a keel tool, if it has one.

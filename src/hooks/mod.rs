@@ -42,13 +42,17 @@ pub enum HookEvent {
     PhaseChange,
     PreCompact,
     Stop,
+    /// A subagent starts its task (the matcher is tested against its type).
+    SubagentStart,
+    /// A subagent finished its task; a block sends it back to work.
+    SubagentStop,
     SessionEnd,
     Notification,
 }
 
 impl HookEvent {
     /// Every event, in the order hooks documentation lists them.
-    pub const ALL: [HookEvent; 10] = [
+    pub const ALL: [HookEvent; 12] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -57,6 +61,8 @@ impl HookEvent {
         HookEvent::PhaseChange,
         HookEvent::PreCompact,
         HookEvent::Stop,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
         HookEvent::SessionEnd,
         HookEvent::Notification,
     ];
@@ -76,6 +82,8 @@ impl HookEvent {
             HookEvent::PhaseChange => "PhaseChange",
             HookEvent::PreCompact => "PreCompact",
             HookEvent::Stop => "Stop",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::Notification => "Notification",
         }

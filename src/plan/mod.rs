@@ -25,3 +25,5 @@ pub use verify::{
 
 /// The built-in rules text.
 pub const DEFAULT_PHASE_RULES: &str = include_str!("../../rules/phases.toml");
+/// A subagent's rules: one phase for its task.
+pub const SUBAGENT_PHASE_RULES: &str = include_str!("../../rules/subagent_phases.toml");

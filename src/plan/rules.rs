@@ -49,7 +49,12 @@ pub fn tool_kind(tool: &str) -> ToolKind {
         None => {}
     }
     match tool {
-        "read_file" | "list_dir" | "glob" | "grep" | "load_skill" | "read_memory" => ToolKind::Read,
+        // Delegating is allowed in every phase: a subagent's own calls are
+        // judged in its session, and what a writer one changed is observed
+        // from its result (`agent::workflow`).
+        "read_file" | "list_dir" | "glob" | "grep" | "load_skill" | "read_memory" | "agent" => {
+            ToolKind::Read
+        }
         mcp if mcp.starts_with("mcp__") => ToolKind::Read,
         "shell" => ToolKind::Shell,
         _ => ToolKind::Write,
@@ -154,6 +159,16 @@ mod tests {
         assert!(!rules.allows("plan", ToolKind::Write));
         assert!(!rules.allows("plan", ToolKind::Shell));
         assert!(rules.allows("deliver", ToolKind::Phase));
+    }
+
+    #[test]
+    fn the_subagent_rules_are_one_phase_that_allows_the_type_its_tools() {
+        let rules = PhaseRules::parse(crate::plan::SUBAGENT_PHASE_RULES).unwrap();
+        assert_eq!(rules.start, "task");
+        for kind in [ToolKind::Read, ToolKind::Write, ToolKind::Shell] {
+            assert!(rules.allows("task", kind), "{kind:?}");
+        }
+        assert!(rules.rule("task").unwrap().next.is_empty());
     }
 
     #[test]

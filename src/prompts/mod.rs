@@ -29,6 +29,8 @@ const PHASES: &str = include_str!("../../prompts/phases.md");
 const PLAN_TEMPLATE: &str = include_str!("../../prompts/plan.md");
 /// The memory index's heading and rules.
 const MEMORY_HEADER: &str = include_str!("../../prompts/memory.md");
+/// What every subagent is told after its type's own prompt.
+const SUBAGENT: &str = include_str!("../../prompts/subagent.md");
 
 /// The tag around a context message; `system.md` tells the model what it
 /// means.
@@ -52,6 +54,13 @@ pub struct PromptFacts {
 /// keel's core rules, with the turn's step limit filled in.
 pub fn core_prompt(max_steps: u32) -> String {
     SYSTEM.trim_end().replace("{max_steps}", &max_steps.to_string())
+}
+
+/// A subagent's rules, in place of [`core_prompt`]: its type's own prompt,
+/// then how a subagent works (its environment is announced in its history
+/// like a session's).
+pub fn subagent_core(agent_prompt: &str) -> String {
+    format!("{}{}", agent_prompt.trim_end(), SUBAGENT.trim_end())
 }
 
 /// The environment snapshot (announced in the history, not part of the

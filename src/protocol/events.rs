@@ -29,6 +29,7 @@
 //! | `undo` | `keel undo` | the workspace was restored to a checkpoint |
 //! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
 //! | `model_changed` | runtime | the model of the requests from here on (`/model NAME` in the TUI) |
+//! | `turn_scope` | runtime | the next turn may call only these tools (a `/command`'s `allowed-tools`), until it completes |
 //! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
 //! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check, the summary request's usage; a resume starts from the latest |
 //! | `limits_set` | loop | the spend limits in force from here on (cost in US dollars, tokens): at a session's first turn when it has any, when a flag changes them on resume, when the user raises one at the limit; a resume keeps the last |
@@ -39,11 +40,16 @@
 //! | `hook_ran` | runtime | one hook run or skip: event, command, source, duration, exit code, decision, reason, error, refused loosening |
 //! | `mcp_server_status` | runtime | an MCP server's status (`ready`, `failed`, …), once at the first request, then per change |
 //! | `tools_changed` | runtime | the tool list changed at a turn boundary (MCP `list_changed`, a late or restarted server): a recorded prefix break |
+//! | `subagent_started` | runtime | an `agent` call started a child session: the call, the child's id, log and type (synced before it runs) |
+//! | `subagent_finished` | runtime | the child's task ended: outcome, usage, cost; the call's `tool_call_finished` follows |
 //! | `turn_completed` | loop | outcome and the turn's usage (synced) |
 //! | `session_ended` | runtime | the front end closed the session (synced) |
 //!
 //! Usage is carried by `model_response` (per response) and `turn_completed`
-//! (per turn); session totals are their sum, rebuilt on resume.
+//! (per turn); session totals are their sum, rebuilt on resume. A
+//! subagent's usage is in its own log and, summed per task, in the
+//! parent's `subagent_finished` lines. A child's `session_started` names
+//! its parent.
 
 use serde::{Deserialize, Serialize};
 
@@ -124,6 +130,9 @@ pub enum SessionEvent {
             deserialize_with = "super::mode::lenient"
         )]
         mode: Option<ApprovalMode>,
+        /// Set in a subagent's log: the session and call that started it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<ParentLink>,
     },
     /// A resume continues this log from here.
     SessionResumed {
@@ -237,6 +246,13 @@ pub enum SessionEvent {
     ModelChanged {
         model: String,
     },
+    /// The next turn (a custom command's) may call only `tools`, until it
+    /// completes (rebuilt on resume, so a resumed turn stays narrowed).
+    TurnScope {
+        /// Who narrowed it: `the /fix command`.
+        owner: String,
+        tools: Vec<String>,
+    },
     /// The workflow moved to another phase.
     PhaseChanged {
         from: String,
@@ -344,6 +360,28 @@ pub enum SessionEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         refused: Option<String>,
     },
+    /// An `agent` call started a child session (written ahead and synced,
+    /// so a resume finds the child's log).
+    SubagentStarted {
+        call_id: String,
+        session_id: String,
+        log_path: String,
+        /// The agent type.
+        agent: String,
+        description: String,
+    },
+    /// A child session's task ended; the call's result follows as its
+    /// `tool_call_finished`.
+    SubagentFinished {
+        call_id: String,
+        session_id: String,
+        outcome: TurnOutcome,
+        /// What the child spent on the task.
+        usage: Usage,
+        /// At the child's model's prices, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     TurnCompleted {
         turn: u32,
         outcome: TurnOutcome,
@@ -380,7 +418,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 31] = [
+    pub const TYPES: [&'static str; 34] = [
         "session_started",
         "session_resumed",
         "prompt_prefix",
@@ -398,6 +436,7 @@ impl SessionEvent {
         "undo",
         "mode_changed",
         "model_changed",
+        "turn_scope",
         "phase_changed",
         "plan_updated",
         "task_updated",
@@ -408,6 +447,8 @@ impl SessionEvent {
         "error",
         "internal_error",
         "hook_ran",
+        "subagent_started",
+        "subagent_finished",
         "turn_completed",
         "session_ended",
         "mcp_server_status",
@@ -420,6 +461,7 @@ impl SessionEvent {
         match self {
             SessionEvent::ToolCallStarted { class, .. } => *class == ToolClass::Mutating,
             SessionEvent::FileBefore { .. }
+            | SessionEvent::SubagentStarted { .. }
             | SessionEvent::TurnCompleted { .. }
             | SessionEvent::SessionEnded { .. }
             | SessionEvent::Undo { .. } => true,
@@ -437,6 +479,7 @@ impl SessionEvent {
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::ModeChanged { .. }
             | SessionEvent::ModelChanged { .. }
+            | SessionEvent::TurnScope { .. }
             | SessionEvent::PhaseChanged { .. }
             | SessionEvent::PlanUpdated { .. }
             | SessionEvent::TaskUpdated { .. }
@@ -449,8 +492,21 @@ impl SessionEvent {
             | SessionEvent::HookRan { .. }
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. } => false,
+            SessionEvent::SubagentFinished { .. } => false,
         }
     }
+}
+
+/// Who started a subagent's session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    pub session_id: String,
+    /// The parent's `agent` call.
+    pub call_id: String,
+    /// The agent type.
+    pub agent: String,
+    /// 1 for a child of the main session.
+    pub depth: u32,
 }
 
 /// One line of the session log.
@@ -492,6 +548,7 @@ mod tests {
                 keel_version: s(),
                 git_head: None,
                 mode: None,
+                parent: Some(ParentLink { session_id: s(), call_id: s(), agent: s(), depth: 1 }),
             },
             SessionEvent::SessionResumed {
                 provider: s(),
@@ -543,6 +600,7 @@ mod tests {
             SessionEvent::Undo { turn: 1, commit: s() },
             SessionEvent::ModeChanged { mode: ApprovalMode::Auto },
             SessionEvent::ModelChanged { model: s() },
+            SessionEvent::TurnScope { owner: s(), tools: vec![s()] },
             SessionEvent::PhaseChanged { from: s(), to: s() },
             SessionEvent::PlanUpdated { plan: serde_json::Value::Null },
             SessionEvent::TaskUpdated { task: serde_json::Value::Null },
@@ -589,6 +647,20 @@ mod tests {
                 skipped: None,
                 refused: None,
             },
+            SessionEvent::SubagentStarted {
+                call_id: s(),
+                session_id: s(),
+                log_path: s(),
+                agent: s(),
+                description: s(),
+            },
+            SessionEvent::SubagentFinished {
+                call_id: s(),
+                session_id: s(),
+                outcome: TurnOutcome::Completed,
+                usage,
+                cost_usd: Some(0.5),
+            },
             SessionEvent::TurnCompleted { turn: 1, outcome: TurnOutcome::Completed, usage },
             SessionEvent::SessionEnded { reason: s() },
             SessionEvent::McpServerStatus {
@@ -618,6 +690,7 @@ mod tests {
                 | SessionEvent::Undo { .. }
                 | SessionEvent::ModeChanged { .. }
                 | SessionEvent::ModelChanged { .. }
+                | SessionEvent::TurnScope { .. }
                 | SessionEvent::PhaseChanged { .. }
                 | SessionEvent::PlanUpdated { .. }
                 | SessionEvent::TaskUpdated { .. }
@@ -628,6 +701,8 @@ mod tests {
                 | SessionEvent::Error { .. }
                 | SessionEvent::InternalError { .. }
                 | SessionEvent::HookRan { .. }
+                | SessionEvent::SubagentStarted { .. }
+                | SessionEvent::SubagentFinished { .. }
                 | SessionEvent::TurnCompleted { .. }
                 | SessionEvent::SessionEnded { .. }
                 | SessionEvent::McpServerStatus { .. }

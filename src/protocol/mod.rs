@@ -16,7 +16,9 @@ mod tool;
 mod tool_meta;
 
 pub use context::{ContextKind, ContextPart, PrefixSections};
-pub use events::{ApprovalScope, EventRecord, LOG_FORMAT_VERSION, SessionEvent, TurnOutcome};
+pub use events::{
+    ApprovalScope, EventRecord, LOG_FORMAT_VERSION, ParentLink, SessionEvent, TurnOutcome,
+};
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};

@@ -1,26 +1,32 @@
 //! What a session's loop is assembled from: the fixed [`LoopConfig`] (tools
 //! and their classes, policy, limits, window), the request prefix's
-//! sections (core rules, AGENTS.md, memory index, skills index), the
-//! environment snapshot announced in the history, the workflow's checks,
-//! plus the skills and memory notes found on disk.
+//! sections (core rules, AGENTS.md, memory index, skills index; a
+//! subagent's type prompt in place of the core rules), the environment
+//! snapshot announced in the history, the workflow's checks, plus the
+//! skills, memory notes, agent types and custom commands found on disk.
 //!
 //! Invariant: start, resume and the re-read after a compaction build the
-//! sections through the same [`prefix_sections`], so they never drift
-//! apart; disk is read here, never in the pure loop.
+//! sections through the same [`prefix_sections`] (a subagent's, new or
+//! reopened, through [`subagent_prefix`]), so they never drift apart; disk
+//! is read here, never in the pure loop.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::agent::{LoopConfig, WorkflowSetup, harness_spec, shipped_rules};
+use crate::config::agents::{AgentCatalog, agent_roots, discover_agents};
+use crate::config::commands::{CommandCatalog, command_roots, discover_commands};
 use crate::config::{Settings, discover_instructions, discover_memory};
 use crate::context::memory::MemoryNote;
 use crate::plan::checks_named_in;
 use crate::prompts::{
     PromptFacts, core_prompt, environment_block, instructions_block, memory_block, skills_block,
+    subagent_core,
 };
-use crate::protocol::{HarnessTool, PrefixSections, ToolSpec};
+use crate::protocol::{HarnessTool, PrefixSections, ToolClass, ToolSpec};
 use crate::skills;
-use crate::tools::ToolRegistry;
+use crate::tools::agent::description_with_types;
+use crate::tools::{AGENT_TOOL, ToolRegistry};
 
 use super::SessionOptions;
 use super::files::git_summary;
@@ -37,6 +43,7 @@ pub(super) fn loop_config(
     // mid-session is announced and readable, and the tool set, part of the
     // prefix, stays the same across a resume.
     let mut specs = tools.specs();
+    describe_agent_types(&mut specs, &found.agents);
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
     // Answered by the loop itself; described from the session's phase rules.
@@ -50,6 +57,8 @@ pub(super) fn loop_config(
         prefix: prefix_sections(settings, found),
         tools: specs,
         tool_classes,
+        agent_classes: agent_classes(&found.agents),
+        tool_scope: None,
         policy: build_policy(settings, options),
         limits: settings.limits,
         pricing: settings.pricing,
@@ -66,17 +75,35 @@ pub(super) fn prefix_sections(settings: &Settings, found: &Found) -> PrefixSecti
         .iter()
         .map(|note| (note.meta.name.clone(), note.meta.kind.clone(), note.meta.description.clone()))
         .collect();
-    let skills: Vec<(String, String)> = found
-        .skills
-        .iter()
-        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
-        .collect();
     PrefixSections {
         core: core_prompt(settings.limits.max_steps),
         project: instructions_block(&found.agents_md),
         memory: memory_block(&index),
-        skills: skills_block(&skills),
+        skills: skills_section(&found.skills),
     }
+}
+
+/// A subagent's instructions, fixed for its whole session like a
+/// session's: its type's prompt and how subagents work (in place of the
+/// core rules), the project's AGENTS.md files, the skills index when it
+/// may load skills, and no memory index (it starts from its task alone;
+/// `found` holds no notes). Its environment is announced in its history.
+pub(super) fn subagent_prefix(agent_prompt: &str, found: &Found) -> PrefixSections {
+    PrefixSections {
+        core: subagent_core(agent_prompt),
+        project: instructions_block(&found.agents_md),
+        memory: String::new(),
+        skills: skills_section(&found.skills),
+    }
+}
+
+/// The skills index section, empty without skills.
+fn skills_section(skills: &[skills::Skill]) -> String {
+    let index: Vec<(String, String)> = skills
+        .iter()
+        .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
+        .collect();
+    skills_block(&index)
 }
 
 /// The environment snapshot as of now (the git status is read here).
@@ -100,30 +127,66 @@ pub(super) fn tools_digest(tools: &[ToolSpec]) -> String {
 
 /// The workflow's rules and checks for the session.
 pub(super) fn workflow_setup(settings: &Settings, found: &Found) -> WorkflowSetup {
-    let mut named_checks: Vec<String> = Vec::new();
-    for (_, text) in &found.agents_md {
-        for check in checks_named_in(text) {
-            if !named_checks.contains(&check) {
-                named_checks.push(check);
-            }
-        }
-    }
     WorkflowSetup {
         rules: settings.phase_rules.clone(),
         verify_commands: settings.verify_commands.clone(),
         detected_checks: settings.detected_checks.clone(),
-        named_checks,
+        named_checks: named_checks(&found.agents_md),
     }
 }
 
+/// The checks the AGENTS.md files name, each once, in order.
+pub(super) fn named_checks(agents_md: &[(String, String)]) -> Vec<String> {
+    let mut named: Vec<String> = Vec::new();
+    for (_, text) in agents_md {
+        for check in checks_named_in(text) {
+            if !named.contains(&check) {
+                named.push(check);
+            }
+        }
+    }
+    named
+}
+
+/// The tools a session at `depth` (0: the user's) offers: the built-in
+/// ones, and `agent` while subagents may nest that deep and a type exists.
+pub(super) fn session_tools(settings: &Settings, found: &Found, depth: u32) -> ToolRegistry {
+    let tools = ToolRegistry::builtin();
+    if depth < settings.agents.max_depth && !found.agents.agents.is_empty() {
+        tools.with_agent()
+    } else {
+        tools
+    }
+}
+
+/// The `agent` tool's description with the agent types appended (fixed
+/// for the session: it is part of the cached request prefix).
+pub(super) fn describe_agent_types(specs: &mut [ToolSpec], agents: &AgentCatalog) {
+    let Some(spec) = specs.iter_mut().find(|spec| spec.name == AGENT_TOOL) else { return };
+    let types: Vec<(String, String, bool)> = agents
+        .agents
+        .iter()
+        .map(|agent| (agent.name.clone(), agent.description.clone(), agent.read_only))
+        .collect();
+    spec.description = description_with_types(&types);
+}
+
+/// Each agent type's class: read-only types run side by side.
+pub(super) fn agent_classes(agents: &AgentCatalog) -> BTreeMap<String, ToolClass> {
+    let class = |read_only: bool| if read_only { ToolClass::ReadOnly } else { ToolClass::Mutating };
+    agents.agents.iter().map(|agent| (agent.name.clone(), class(agent.read_only))).collect()
+}
+
 /// What a session finds on disk besides its config: AGENTS.md files,
-/// skills and memory notes, and what could not be loaded (said to the
-/// user as warnings).
+/// skills, memory notes, agent types and custom commands, and what could
+/// not be loaded (said to the user as warnings).
 pub(super) struct Found {
     /// `(path, text)` of each AGENTS.md, root first.
     pub(super) agents_md: Vec<(String, String)>,
     pub(super) skills: Vec<skills::Skill>,
     pub(super) memory: Vec<MemoryNote>,
+    pub(super) agents: AgentCatalog,
+    pub(super) commands: CommandCatalog,
     pub(super) warnings: Vec<String>,
 }
 
@@ -135,7 +198,8 @@ pub(super) fn project_instructions(settings: &Settings, cwd: &Path) -> Vec<(Stri
         .collect()
 }
 
-/// AGENTS.md, skills and memory for a session started in `cwd`.
+/// AGENTS.md, skills, memory, agent types and commands for a session
+/// started in `cwd`.
 pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
     let roots = skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd);
     let discovery = skills::discover(&roots);
@@ -147,11 +211,25 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
     let memory_warnings = memory_problems.iter().map(|problem| {
         format!("memory note {} not loaded: {}", problem.path.display(), problem.error)
     });
-    let warnings = skill_warnings.chain(memory_warnings).collect();
+    let home = &settings.home;
+    let trusted = settings.project_trusted;
+    let agents =
+        discover_agents(&agent_roots(home, &settings.keel_home, &settings.workspace_root), trusted);
+    let commands = discover_commands(
+        &command_roots(home, &settings.keel_home, &settings.workspace_root),
+        trusted,
+    );
+    let warnings = skill_warnings
+        .chain(memory_warnings)
+        .chain(agents.warnings())
+        .chain(commands.warnings())
+        .collect();
     Found {
         agents_md: project_instructions(settings, cwd),
         skills: discovery.skills,
         memory,
+        agents,
+        commands,
         warnings,
     }
 }

@@ -16,9 +16,12 @@ use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, step};
+use crate::config::agents::AgentCatalog;
+use crate::config::commands::CommandCatalog;
 use crate::hooks::HookEvent;
 use crate::llm::LlmError;
-use crate::protocol::{Item, ModelRequest, StreamEvent, Usage};
+use crate::prompts::instructions_block;
+use crate::protocol::{Item, ModelRequest, PrefixSections, StreamEvent, Usage};
 
 use super::assembly::{Found, prefix_sections, project_instructions};
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -137,15 +140,27 @@ impl Session {
             return Ok(None);
         }
         // Notes saved since the start (a problem with one was said then).
-        let (memory, _) = discover_memory(&self.settings.keel_home, &self.settings.workspace_root);
-        let found = Found {
-            agents_md: project_instructions(&self.settings, &self.cwd),
-            skills: self.skills.as_ref().clone(),
-            memory,
-            warnings: Vec::new(),
-        };
-        self.state.observed = Some(prefix_sections(&self.settings, &found));
-        self.memory = std::sync::Arc::new(found.memory);
+        let agents_md = project_instructions(&self.settings, &self.cwd);
+        if self.subagents.role.is_some() {
+            // A subagent keeps its own sections (its type's prompt, no
+            // memory index, its skills): only AGENTS.md is read again.
+            let prefix = &self.state.config.prefix;
+            let project = instructions_block(&agents_md);
+            self.state.observed = Some(PrefixSections { project, ..prefix.clone() });
+        } else {
+            let (memory, _) =
+                discover_memory(&self.settings.keel_home, &self.settings.workspace_root);
+            let found = Found {
+                agents_md,
+                skills: self.skills.as_ref().clone(),
+                memory,
+                agents: AgentCatalog::default(),
+                commands: CommandCatalog::default(),
+                warnings: Vec::new(),
+            };
+            self.state.observed = Some(prefix_sections(&self.settings, &found));
+            self.memory = std::sync::Arc::new(found.memory);
+        }
         self.session_start_hooks("compact", cancel).await?;
         Ok(Some(Input::CompactionApplied))
     }

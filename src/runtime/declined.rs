@@ -90,6 +90,8 @@ mod tests {
             pricing: crate::context::Pricing::default(),
             context_window: None,
             compact_threshold: 0.85,
+            agent_classes: BTreeMap::new(),
+            tool_scope: None,
         })
     }
 

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, step};
 use crate::config::Settings;
+use crate::config::commands::CommandCatalog;
 use crate::context::memory::MemoryNote;
 use crate::hooks::HookBus;
 use crate::llm::{LlmClient, LlmError};
@@ -21,10 +22,11 @@ use crate::skills;
 use crate::tools::{FileStates, ToolRegistry};
 
 pub(super) use super::assembly::{
-    Found, discover_context, environment, loop_config, tools_digest, workflow_setup,
+    Found, discover_context, environment, loop_config, session_tools, tools_digest, workflow_setup,
 };
 use super::files::git_head;
 pub(super) use super::sandboxing::setup_sandbox;
+use super::subagent::Subagents;
 use super::undo::Checkpoints;
 use super::{ApprovalAnswer, Approver, DeclinedCall, EventSink, RuntimeError, RuntimeEvent};
 
@@ -113,6 +115,11 @@ pub struct Session {
     pub(super) max_parallel: usize,
     /// MCP servers and the tools they offer (`mcp_glue.rs`).
     pub(super) mcp: super::mcp_glue::McpState,
+    /// The agent types it may start, what its subagents spent, and, in a
+    /// subagent's own session, who started it (`subagent.rs`).
+    pub(super) subagents: Subagents,
+    /// Saved prompts `/name args` runs (`custom_commands.rs`).
+    pub(super) commands: Arc<CommandCatalog>,
 }
 
 impl Session {
@@ -124,9 +131,9 @@ impl Session {
         approver: Box<dyn Approver>,
     ) -> Result<Self, RuntimeError> {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
-        let tools = ToolRegistry::builtin();
         let workspace_root = settings.workspace_root.clone();
         let found = discover_context(settings, &options.cwd);
+        let tools = session_tools(settings, &found, 0);
         let mut state = LoopState::new(loop_config(settings, &options, &tools, &found));
         workflow_setup(settings, &found).apply(&mut state.workflow);
         state.environment = environment(settings, &options.cwd, &options.date, options.headless);
@@ -142,6 +149,7 @@ impl Session {
             keel_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_head: git_head(&workspace_root),
             mode: Some(options.approval),
+            parent: None,
         })?;
         log.append(SessionEvent::PromptPrefix {
             reason: "session start".to_owned(),
@@ -221,6 +229,8 @@ impl Session {
             hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted)
                 .with_natives(settings.native_hooks.clone()),
             pending_session_start: Some(start_source),
+            subagents: Subagents::new(found.agents),
+            commands: Arc::new(found.commands),
             skills: Arc::new(found.skills),
             memory: Arc::new(found.memory),
             prehooked: HashMap::new(),
@@ -242,8 +252,11 @@ impl Session {
         self.log.path()
     }
 
+    /// What the session spent, its subagents included.
     pub fn session_usage(&self) -> Usage {
-        self.state.session_usage
+        let mut usage = self.state.session_usage;
+        usage.add(&self.subagents.usage);
+        usage
     }
 
     pub fn model(&self) -> &str {
@@ -273,10 +286,12 @@ impl Session {
         tokio::task::spawn_blocking(crate::context::tokens::warm_up);
     }
 
-    /// What the session cost so far, if its model's prices are known
-    /// (keel's table, or `[context]` prices in the config).
+    /// What the session cost so far, its subagents included (each at its
+    /// model's prices), if its model's prices are known (keel's table, or
+    /// `[context]` prices in the config).
     pub fn cost_usd(&self) -> Option<f64> {
-        self.settings.pricing.cost_usd(&self.state.session_usage)
+        let own = self.settings.pricing.cost_usd(&self.state.session_usage)?;
+        Some(own + self.subagents.cost_usd)
     }
 
     /// The session's spend (every process's, from the log) against its
@@ -336,7 +351,21 @@ impl Session {
     }
 
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
+    /// `/name args` naming a custom command runs its prompt (with its
+    /// model and tools, `custom_commands.rs`); naming a skill, the skill's.
     pub async fn run_turn(
+        &mut self,
+        prompt: String,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, RuntimeError> {
+        match self.custom_command(&prompt) {
+            Some(command) => self.run_command_turn(command, cancel).await,
+            None => self.run_prompt_turn(prompt, cancel).await,
+        }
+    }
+
+    /// [`Session::run_turn`] for a prompt that is not a custom command.
+    pub(super) async fn run_prompt_turn(
         &mut self,
         prompt: String,
         cancel: &CancellationToken,
@@ -424,6 +453,7 @@ impl Session {
                     }
                 }
                 Effect::TurnEnded { outcome, final_text, usage } => {
+                    declined.append(&mut self.subagents.declined);
                     let unverified = (outcome == TurnOutcome::Completed
                         && self.workflow().delivers_unverified())
                     .then(|| self.workflow().verification_status());
@@ -593,6 +623,7 @@ impl Session {
             }
             SessionEvent::SessionStarted { .. }
             | SessionEvent::ModelChanged { .. }
+            | SessionEvent::TurnScope { .. }
             | SessionEvent::SessionResumed { .. }
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
@@ -614,6 +645,8 @@ impl Session {
             | SessionEvent::HookRan { .. }
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. }
+            | SessionEvent::SubagentStarted { .. }
+            | SessionEvent::SubagentFinished { .. }
             | SessionEvent::TurnCompleted { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }

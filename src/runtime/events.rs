@@ -130,6 +130,13 @@ pub enum RuntimeEvent {
         total: Option<f64>,
         message: Option<String>,
     },
+    /// An event of the subagent running for this session's `agent` call
+    /// `call_id` (its own `SessionStarted` first, its `TurnCompleted`
+    /// last); a grandchild's events come wrapped twice.
+    Subagent {
+        call_id: String,
+        event: Box<RuntimeEvent>,
+    },
 }
 
 /// Whether the commands the model runs are confined (issue 4).

@@ -20,7 +20,7 @@ use crate::config::rules::{append_local_rule, append_local_tool_rule};
 use crate::policy::{self, ApprovalMode};
 use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::sandbox;
-use crate::tools::{BatchMode, ToolContext, run_batch};
+use crate::tools::{AGENT_TOOL, BatchMode, ToolContext, run_batch};
 
 use super::driver::approval_event;
 use super::hooks_glue::PreToolDecision;
@@ -59,7 +59,9 @@ impl Session {
             }
         }
         let to_run: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
-        let results = if concurrent {
+        let results = if to_run.iter().any(|call| call.name == AGENT_TOOL) {
+            self.run_batch_with_subagents(&to_run, concurrent, &ctx, cancel).await?
+        } else if concurrent {
             let mode = BatchMode::Concurrent { limit: self.max_parallel };
             let batch = run_batch(&self.tools, &to_run, mode, &ctx);
             forward_progress(batch, &mut progress_events, &mut self.sink).await

@@ -48,7 +48,7 @@ pub(super) struct Observed {
 impl Session {
     /// Records the hashes of the files `call` names before it runs.
     pub(super) fn before_mutation(&mut self, call: &ToolCall) -> Result<Touched, RuntimeError> {
-        if self.tools.class_of(&call.name) != ToolClass::Mutating {
+        if self.state.class_of_call(call) != ToolClass::Mutating {
             return Ok(Touched::default());
         }
         let mut files: Vec<(String, Option<String>)> =

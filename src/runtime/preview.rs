@@ -14,9 +14,8 @@ use crate::agent::{Effect, Input, LoopState, SpendLimits, step};
 use crate::config::Settings;
 use crate::llm::LlmClient;
 use crate::protocol::ModelRequest;
-use crate::tools::ToolRegistry;
 
-use super::assembly::{discover_context, environment, loop_config, workflow_setup};
+use super::assembly::{discover_context, environment, loop_config, session_tools, workflow_setup};
 use super::sandboxing::setup_sandbox;
 use super::{RuntimeError, SessionOptions};
 
@@ -35,8 +34,8 @@ pub fn first_request(
     let llm = LlmClient::new(settings.provider.clone())
         .map_err(RuntimeError::Client)?
         .with_cache_key(PREVIEW_CACHE_KEY);
-    let tools = ToolRegistry::builtin();
     let found = discover_context(settings, &options.cwd);
+    let tools = session_tools(settings, &found, 0);
     let mut config = loop_config(settings, options, &tools, &found);
     // Printing a request spends nothing: a spend limit the first request
     // would cross must not stop it from being shown.

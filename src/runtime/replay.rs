@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::session::{SessionError, read_log};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{AGENT_TOOL, ToolContext, ToolRegistry};
 
 use super::{EventSink, RuntimeEvent};
 
@@ -95,6 +95,10 @@ pub async fn replay(
                 }
                 sink.emit(RuntimeEvent::ModelResponse(response));
             }
+            // A subagent needs a model: its recorded answer is shown.
+            SessionEvent::ToolCallStarted { call, class } if call.name == AGENT_TOOL => {
+                sink.emit(RuntimeEvent::ToolCallStarted { call, class });
+            }
             SessionEvent::ToolCallStarted { call, class } => {
                 sink.emit(RuntimeEvent::ToolCallStarted { call: call.clone(), class });
                 let outcome = tools.run_call(&call, &ctx).await;
@@ -150,6 +154,7 @@ pub async fn replay(
             | SessionEvent::Undo { .. }
             | SessionEvent::ModeChanged { .. }
             | SessionEvent::ModelChanged { .. }
+            | SessionEvent::TurnScope { .. }
             | SessionEvent::PhaseChanged { .. }
             | SessionEvent::PlanUpdated { .. }
             | SessionEvent::TaskUpdated { .. }
@@ -160,6 +165,8 @@ pub async fn replay(
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::SubagentStarted { .. }
+            | SessionEvent::SubagentFinished { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }
     }

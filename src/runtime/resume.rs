@@ -18,13 +18,13 @@ use crate::config::Settings;
 use crate::llm::LlmClient;
 use crate::protocol::SessionEvent;
 use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
-use crate::tools::ToolRegistry;
 
 use super::driver::{
-    Opening, environment, loop_config, setup_sandbox, tools_digest, workflow_setup,
+    Opening, environment, loop_config, session_tools, setup_sandbox, tools_digest, workflow_setup,
 };
 use super::file_memory::remembered_files;
 use super::files::DiskProbe;
+use super::subagent_resume::SubagentLinks;
 use super::{
     Approver, EventSink, RuntimeError, RuntimeEvent, Session, SessionOptions, TurnSummary,
 };
@@ -43,8 +43,8 @@ impl Session {
         approver: Box<dyn Approver>,
     ) -> Result<Self, RuntimeError> {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
-        let tools = ToolRegistry::builtin();
         let found = super::driver::discover_context(settings, &options.cwd);
+        let tools = session_tools(settings, &found, 0);
         let config = loop_config(settings, &options, &tools, &found);
         let fresh = config.prefix.clone();
         let digest = tools_digest(&config.tools);
@@ -52,8 +52,12 @@ impl Session {
         rebuilder.configure_workflow(workflow_setup(settings, &found));
         // Before reading: no other process appends while this one rebuilds.
         let lock = SessionLock::acquire(log_path)?;
+        let mut links = SubagentLinks::default();
         let report = for_each_entry(log_path, |entry| match entry {
-            LogEntry::Record(record) => rebuilder.apply(record),
+            LogEntry::Record(record) => {
+                links.note(&record.event);
+                rebuilder.apply(record);
+            }
             LogEntry::Unreadable { line, torn } => rebuilder.unreadable(line, torn),
         })?;
         let mut rebuilt = rebuilder.finish();
@@ -145,6 +149,7 @@ impl Session {
             &options.cwd,
             log_path,
         );
+        let spent = (rebuilt.facts.subagent_usage, rebuilt.facts.subagent_cost_usd);
         let opening = Opening {
             id,
             log,
@@ -155,7 +160,9 @@ impl Session {
             found,
             start_source: "resume",
         };
-        Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
+        let mut session = Self::assemble(settings, options, opening, llm, tools, sink, approver);
+        session.subagents.resumed(links, spent);
+        Ok(session)
     }
 
     /// Whether the log left a turn open that [`Session::continue_turn`]
@@ -177,6 +184,8 @@ impl Session {
         // that never started are judged again.
         self.mcp_turn_boundary(cancel).await?;
         self.sink.emit(RuntimeEvent::TurnStarted { turn: open.turn });
+        // A subagent's call is finished from the subagent's own log first.
+        let open = self.recover_subagent_calls(open, cancel).await?;
         let effects = reconcile(&mut self.state, &open, &DiskProbe);
         self.drive(effects.into(), cancel).await.map(Some)
     }
@@ -232,7 +241,7 @@ fn refuse_to_guess(rebuilt: &Rebuilt, log_path: &Path) -> Result<(), RuntimeErro
 /// cannot: the log recorded none, this keel's core rules or tools differ
 /// (another version), or the model changed (caches are per model; the
 /// bytes stay, the break is recorded all the same).
-fn prefix_break(
+pub(super) fn prefix_break(
     facts: &crate::agent::LogFacts,
     fresh: &crate::protocol::PrefixSections,
     digest: &str,

@@ -160,6 +160,13 @@ impl Drop for Checkpoints {
     }
 }
 
+impl Checkpoints {
+    /// No checkpoints (a subagent: its parent's checkpoint covers it).
+    pub(super) fn disable(&mut self) {
+        self.disabled = true;
+    }
+}
+
 impl Session {
     /// Takes this turn's checkpoint if `calls` may change files and none
     /// was taken yet.
@@ -169,7 +176,7 @@ impl Session {
     ) -> Result<(), RuntimeError> {
         let turn = self.state.turn;
         let mutating =
-            calls.iter().any(|call| self.tools.class_of(&call.name) == ToolClass::Mutating);
+            calls.iter().any(|call| self.state.class_of_call(call) == ToolClass::Mutating);
         if !mutating || self.checkpoints.disabled || self.checkpoints.taken_for == turn {
             return Ok(());
         }

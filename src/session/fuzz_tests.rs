@@ -100,6 +100,8 @@ fn config() -> LoopConfig {
         pricing: crate::context::Pricing::default(),
         context_window: None,
         compact_threshold: 0.85,
+        agent_classes: BTreeMap::new(),
+        tool_scope: None,
     }
 }
 

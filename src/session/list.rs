@@ -33,6 +33,12 @@ pub struct SessionSummary {
     pub first_prompt: Option<String>,
     pub provider: String,
     pub model: String,
+    /// A subagent's session: the id of the session that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// A subagent's session: its agent type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Summarises the log at `path`.
@@ -49,6 +55,8 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         first_prompt: None,
         provider: String::new(),
         model: String::new(),
+        parent: None,
+        agent: None,
     };
     for_each_record(path, |record| {
         if summary.started.is_empty() {
@@ -70,11 +78,15 @@ const OPEN_TURN: &str = "open turn";
 
 fn note(summary: &mut SessionSummary, event: SessionEvent) {
     match event {
-        SessionEvent::SessionStarted { session_id, cwd, provider, model, .. } => {
+        SessionEvent::SessionStarted { session_id, cwd, provider, model, parent, .. } => {
             summary.id = session_id;
             summary.folder = cwd;
             summary.provider = provider;
             summary.model = model;
+            if let Some(parent) = parent {
+                summary.parent = Some(parent.session_id);
+                summary.agent = Some(parent.agent);
+            }
         }
         SessionEvent::SessionResumed { provider, model, .. } => {
             summary.provider = provider;
@@ -103,6 +115,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::Undo { .. }
         | SessionEvent::ModeChanged { .. }
         | SessionEvent::ModelChanged { .. }
+        | SessionEvent::TurnScope { .. }
         | SessionEvent::PhaseChanged { .. }
         | SessionEvent::PlanUpdated { .. }
         | SessionEvent::TaskUpdated { .. }
@@ -112,7 +125,9 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::ModelError { .. }
         | SessionEvent::Error { .. }
         | SessionEvent::InternalError { .. }
-        | SessionEvent::HookRan { .. } => {}
+        | SessionEvent::HookRan { .. }
+        | SessionEvent::SubagentStarted { .. }
+        | SessionEvent::SubagentFinished { .. } => {}
     }
 }
 
@@ -183,7 +198,8 @@ pub fn find_by_prefix(dir: &Path, prefix: &str) -> Result<PathBuf, FindError> {
     }
 }
 
-/// The newest session started in `folder`.
+/// The newest session started in `folder` (a subagent's session is part
+/// of its parent's, never "the last session").
 pub fn newest_in_folder(dir: &Path, folder: &Path) -> Result<PathBuf, FindError> {
     let folder = folder.display().to_string();
     // Newest first by file name (UUIDv7), reading only the first line.
@@ -191,35 +207,45 @@ pub fn newest_in_folder(dir: &Path, folder: &Path) -> Result<PathBuf, FindError>
     paths.reverse();
     paths
         .into_iter()
-        .find(|path| started_in(path).as_deref() == Some(folder.as_str()))
+        .find(|path| {
+            first_event(path).is_some_and(|first| first.cwd == folder && first.parent.is_none())
+        })
         .ok_or(FindError::NoneHere { folder })
-}
-
-fn started_in(path: &Path) -> Option<String> {
-    first_event(path).map(|(cwd, _, _)| cwd)
 }
 
 /// The folder the session was started in (read from its first line).
 pub fn logged_cwd(path: &Path) -> Option<String> {
-    first_event(path).map(|(cwd, _, _)| cwd)
+    first_event(path).map(|first| first.cwd)
 }
 
 /// Provider and model the session started with (read from its first line).
 pub fn logged_model(path: &Path) -> Option<(String, String)> {
-    first_event(path).map(|(_, provider, model)| (provider, model))
+    first_event(path).map(|first| (first.provider, first.model))
 }
 
-/// cwd, provider and model of the `session_started` line.
-fn first_event(path: &Path) -> Option<(String, String, String)> {
+/// The parent of a subagent's session (read from its first line).
+pub fn logged_parent(path: &Path) -> Option<crate::protocol::ParentLink> {
+    first_event(path).and_then(|first| first.parent)
+}
+
+/// What a log's `session_started` line says.
+struct FirstEvent {
+    cwd: String,
+    provider: String,
+    model: String,
+    parent: Option<crate::protocol::ParentLink>,
+}
+
+fn first_event(path: &Path) -> Option<FirstEvent> {
     use std::io::BufRead;
     let file = std::fs::File::open(path).ok()?;
     let mut first = String::new();
     std::io::BufReader::new(file).read_line(&mut first).ok()?;
     let record: crate::protocol::EventRecord = serde_json::from_str(&first).ok()?;
-    let SessionEvent::SessionStarted { cwd, provider, model, .. } = record.event else {
+    let SessionEvent::SessionStarted { cwd, provider, model, parent, .. } = record.event else {
         return None;
     };
-    Some((cwd, provider, model))
+    Some(FirstEvent { cwd, provider, model, parent })
 }
 
 #[cfg(test)]
@@ -238,6 +264,7 @@ mod tests {
             keel_version: "0".into(),
             git_head: None,
             mode: None,
+            parent: None,
         };
         log.append(start).unwrap();
         for event in events {

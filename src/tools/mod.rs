@@ -12,6 +12,7 @@
 //! [`ToolCall`]: crate::protocol::ToolCall
 //! [`ToolResult`]: crate::protocol::ToolResult
 
+pub mod agent;
 mod apply_patch;
 mod args;
 pub mod atomic;
@@ -44,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{ToolClass, ToolOutput};
 
+pub use agent::{AGENT_TOOL, AgentArgs};
 pub use apply_patch::{PatchError, PatchReport, apply_patch_text};
 pub use batch::{BatchMode, run_batch};
 pub use error::ToolError;

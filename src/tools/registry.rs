@@ -41,6 +41,19 @@ impl ToolRegistry {
         }
     }
 
+    /// The same tools plus `agent`, for a session that may start
+    /// subagents (its calls are run by the runtime, not by the registry).
+    pub fn with_agent(mut self) -> Self {
+        self.tools.push(Box::new(super::agent::Agent));
+        self
+    }
+
+    /// The same registry with only the tools `keep` accepts by name.
+    pub fn retain(mut self, keep: impl Fn(&str) -> bool) -> Self {
+        self.tools.retain(|tool| keep(tool.name()));
+        self
+    }
+
     /// A registry of exactly these tools (tests).
     #[cfg(test)]
     pub fn with_tools(tools: Vec<Box<dyn Tool>>) -> Self {

@@ -48,6 +48,8 @@ pub enum Msg {
     History(Vec<Item>, Usage),
     /// The session's skills: (name, description).
     SkillsListed(Vec<(String, String)>),
+    /// The session's custom commands: (name, argument hint, description).
+    CommandsListed(Vec<(String, String, String)>),
     /// A message from the driver or the session task.
     Notice(Level, String),
     /// `/compact` ended: whether anything was compacted, or why it failed.
@@ -188,6 +190,10 @@ pub struct Status {
     pub phase: String,
     /// Whether the model's commands run confined; `None` until known.
     pub sandbox: Option<SandboxState>,
+    /// What subagents spent (their responses), and its cost at their
+    /// models' prices: shown in the tokens and cost.
+    pub subagent_usage: Usage,
+    pub subagent_cost: f64,
     pub running: bool,
     pub elapsed: Duration,
     /// What the running turn waits on ("thinking", "shell", …).
@@ -234,6 +240,8 @@ pub struct App {
     pub mcp: Vec<super::mcp_view::McpLine>,
     /// The listing was asked for (the first `@` typed).
     pub files_requested: bool,
+    /// Each running subagent's prices, by its `agent` call.
+    pub subagent_pricing: std::collections::HashMap<String, crate::context::Pricing>,
 }
 
 impl App {
@@ -242,7 +250,7 @@ impl App {
         Self { theme, status, show_tasks: true, ..Self::default() }
     }
 
-    pub(super) fn notice(&mut self, level: Level, text: impl Into<String>) {
+    pub(crate) fn notice(&mut self, level: Level, text: impl Into<String>) {
         self.transcript.push(CellKind::Notice { level, text: text.into() });
     }
 }
@@ -305,6 +313,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         }
         Msg::SkillsListed(skills) => {
             app.editor.skills = skills;
+            Vec::new()
+        }
+        Msg::CommandsListed(commands) => {
+            app.editor.commands = commands;
             Vec::new()
         }
         Msg::Notice(level, text) => {
@@ -384,6 +396,7 @@ fn show_diff(app: &mut App, text: &str) {
         output: text.to_owned(),
         diff,
         spinner: spinner(Duration::ZERO),
+        subagent: None,
     }));
 }
 
@@ -506,6 +519,9 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                 ),
             }
             end_turn(app);
+        }
+        RuntimeEvent::Subagent { call_id, event } => {
+            super::subagents::on_subagent(app, &call_id, *event);
         }
     }
 }

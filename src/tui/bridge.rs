@@ -57,6 +57,8 @@ pub enum UiEvent {
     History(Vec<crate::protocol::Item>, crate::protocol::Usage),
     /// The skills `/<name>` can invoke: (name, description).
     Skills(Vec<(String, String)>),
+    /// The custom commands: (name, argument hint, description).
+    Commands(Vec<(String, String, String)>),
     /// Something to tell the user that is not a runtime event.
     Notice(Level, String),
     /// `/compact` finished: whether anything was compacted, or the error.
@@ -229,6 +231,7 @@ pub async fn run_session(
         let _ = events.send(UiEvent::History(session.history().to_vec(), session.session_usage()));
     }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
+    let _ = events.send(UiEvent::Commands(session.command_index()));
     while let Some(op) = ops.recv().await {
         perform(&mut session, op, &events).await;
     }

@@ -25,7 +25,11 @@ use super::wrap::wrap_lines;
 const WARN_SHARE: f64 = 0.8;
 
 fn spend(status: &Status) -> SpendStatus {
-    SpendStatus::new(status.limits, &status.pricing, &status.usage)
+    let mut spend = SpendStatus::new(status.limits, &status.pricing, &status.usage);
+    // Subagents' spend is the session's too (each at its model's prices).
+    spend.spent_usd = spend.spent_usd.map(|usd| usd + status.subagent_cost);
+    spend.spent_tokens += status.subagent_usage.total_tokens();
+    spend
 }
 
 /// The status line's cost and token-limit parts: `(keep, span)` as

@@ -419,6 +419,7 @@ impl Driver {
             }
             UiEvent::History(items, usage) => Some(Msg::History(items, usage)),
             UiEvent::Skills(skills) => Some(Msg::SkillsListed(skills)),
+            UiEvent::Commands(commands) => Some(Msg::CommandsListed(commands)),
             UiEvent::Notice(level, text) => Some(Msg::Notice(level, text)),
             UiEvent::Compacted(outcome) => Some(Msg::CompactFinished(outcome)),
             UiEvent::Diff(Ok(text)) => Some(Msg::DiffReady(text)),

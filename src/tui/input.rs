@@ -35,6 +35,9 @@ pub struct Editor {
     /// MCP prompts (`/mcp__server__prompt`, description) of the servers
     /// that are ready.
     pub mcp_prompts: Vec<(String, String)>,
+    /// Custom commands (name, argument hint, description), listed before
+    /// the skills (a command replaces a skill of the same name).
+    pub commands: Vec<(String, String, String)>,
 }
 
 impl Editor {
@@ -211,10 +214,19 @@ impl Editor {
         if !self.text.starts_with('/') || self.text.contains([' ', '\n']) {
             return Vec::new();
         }
-        let skills = self.skills.iter().map(|(name, about)| (format!("/{name}"), about.clone()));
+        let commands = self.commands.iter().map(|(name, hint, about)| {
+            let about = if hint.is_empty() { about.clone() } else { format!("{hint}  {about}") };
+            (format!("/{name}"), about)
+        });
+        let skills = self
+            .skills
+            .iter()
+            .filter(|(name, _)| !self.commands.iter().any(|(command, _, _)| command == name))
+            .map(|(name, about)| (format!("/{name}"), about.clone()));
         SLASH_COMMANDS
             .iter()
             .map(|(name, about)| ((*name).to_owned(), (*about).to_owned()))
+            .chain(commands)
             .chain(skills)
             .chain(self.mcp_prompts.iter().cloned())
             .filter(|(name, _)| name.starts_with(&self.text))

@@ -57,6 +57,8 @@ impl Launch {
         sessions
             .into_iter()
             .filter(|session| session.folder == here && session.first_prompt.is_some())
+            // A subagent's session is part of its parent's.
+            .filter(|session| session.parent.is_none())
             .collect()
     }
 }
@@ -87,6 +89,12 @@ pub fn untrusted_supplies(settings: &Settings) -> Vec<String> {
     }
     if root.join(".keel").join("phases.toml").is_file() {
         found.push(".keel/phases.toml".to_owned());
+    }
+    // Agent types and commands (they load only once trusted).
+    for folder in [".keel/agents", ".claude/agents", ".keel/commands", ".claude/commands"] {
+        if !config::markdown_file::markdown_files(&root.join(folder), 2).is_empty() {
+            found.push(format!("{folder}/"));
+        }
     }
     found
 }
@@ -120,6 +128,10 @@ mod tests {
         std::fs::create_dir_all(&rules_dir).unwrap();
         std::fs::write(rules_dir.join("team.rules"), "").unwrap();
         assert_eq!(untrusted_supplies(&launch.settings(None).unwrap()), [".keel/rules/"]);
+        std::fs::create_dir_all(project.path().join(".claude/commands/git")).unwrap();
+        std::fs::write(project.path().join(".claude/commands/git/commit.md"), "Commit.").unwrap();
+        let supplies = untrusted_supplies(&launch.settings(None).unwrap());
+        assert_eq!(supplies, [".keel/rules/", ".claude/commands/"]);
         launch.trust().unwrap();
         let settings = launch.settings(None).unwrap();
         assert!(settings.project_trusted, "trust is recorded like `keel trust`");

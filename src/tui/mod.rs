@@ -34,6 +34,7 @@ mod overlay;
 mod panels;
 mod picker;
 mod slash;
+mod subagents;
 mod terminal;
 mod theme;
 mod transcript;
@@ -42,6 +43,8 @@ mod wrap;
 
 #[cfg(test)]
 mod budget_tests;
+#[cfg(test)]
+mod subagent_view_tests;
 #[cfg(test)]
 mod view_tests;
 #[cfg(test)]

@@ -19,7 +19,8 @@ Shift+Tab cycle mode (ask → auto → plan → yolo, which asks first) · Esc/C
 Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
-/resume /skills /mcp /model [name] /quit · /<skill> [words] runs a skill\n\
+/resume /skills /mcp /model [name] /quit · /<command> [words] runs a custom command (.keel/commands,\n\
+.claude/commands, ~/.codex/prompts), /<skill> [words] a skill\n\
 /mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
 
 /// Runs the slash command `line` (already trimmed, starting with `/`).
@@ -81,8 +82,25 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
         "/undo" => vec![Command::Undo],
         "/mcp" => super::mcp_view::show(app),
         other if other.starts_with("/mcp__") => super::mcp_view::run_prompt(app, line),
+        other if is_command(app, other) => run_command(app, line),
         other => run_skill(app, other, rest, line),
     }
+}
+
+/// A custom command (`.keel/commands`, `.claude/commands`, …) named so.
+fn is_command(app: &App, name: &str) -> bool {
+    let name = name.trim_start_matches('/');
+    let name = name.strip_prefix("prompts:").unwrap_or(name);
+    app.editor.commands.iter().any(|(known, _, _)| known == name)
+}
+
+/// Sends the typed line: the session expands it (`runtime::custom_commands`),
+/// as `keel exec "/name args"` does.
+fn run_command(app: &mut App, line: &str) -> Vec<Command> {
+    app.scroll = 0;
+    start_running(app, "thinking");
+    app.transcript.push(CellKind::User(line.to_owned()));
+    vec![Command::Submit(line.to_owned())]
 }
 
 fn notice(app: &mut App, level: Level, text: impl Into<String>) -> Vec<Command> {
@@ -129,7 +147,10 @@ fn list_skills(app: &mut App) -> Vec<Command> {
 fn run_skill(app: &mut App, name: &str, args: &str, line: &str) -> Vec<Command> {
     let skill = name.trim_start_matches('/');
     if !app.editor.skills.iter().any(|(known, _)| known == skill) {
-        let text = format!("unknown command {name}; /help lists commands, /skills the skills");
+        let text = format!(
+            "unknown command {name}; /help lists commands, /skills the skills, typing / the \
+             custom commands"
+        );
         return notice(app, Level::Warning, text);
     }
     app.scroll = 0;

@@ -59,7 +59,33 @@ pub struct ToolCell {
     pub diff: Option<Vec<DiffLine>>,
     /// The spinner frame a running cell shows (`Transcript::spin`).
     pub spinner: &'static str,
+    /// An `agent` call's subagent: what it is doing, nested under the call.
+    pub subagent: Option<Box<SubagentView>>,
 }
+
+/// A subagent as its `agent` call's cell shows it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SubagentView {
+    /// What it is doing now: a tool name, or `thinking`.
+    pub current: String,
+    /// Model responses so far.
+    pub steps: u32,
+    pub tokens: u64,
+    /// Its calls so far, oldest first (shown when the cell is expanded).
+    pub calls: Vec<SubagentCall>,
+}
+
+/// One call of a subagent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentCall {
+    pub call_id: String,
+    pub name: String,
+    pub summary: String,
+    pub status: ToolStatus,
+}
+
+/// Calls of a subagent a collapsed cell lists.
+const COLLAPSED_SUBAGENT_CALLS: usize = 3;
 
 impl ToolCell {
     /// The cell of a call that started (or was judged) and has no result.
@@ -73,6 +99,9 @@ impl ToolCell {
             output: String::new(),
             diff: None,
             spinner: SPINNER[0],
+            subagent: (call.name == crate::tools::AGENT_TOOL).then(|| {
+                Box::new(SubagentView { current: "starting".to_owned(), ..SubagentView::default() })
+            }),
         }
     }
 
@@ -177,6 +206,9 @@ impl Cell {
 impl ToolCell {
     /// Whether the collapsed cell leaves lines out.
     fn is_cut(&self) -> bool {
+        if self.subagent.as_ref().is_some_and(|s| s.calls.len() > COLLAPSED_SUBAGENT_CALLS) {
+            return true;
+        }
         match &self.diff {
             Some(diff) => diff.len() > COLLAPSED_DIFF_LINES,
             None => self.output.lines().count() > COLLAPSED_OUTPUT_LINES,
@@ -201,6 +233,9 @@ fn tool_lines(tool: &ToolCell, expanded: bool, theme: Theme) -> Vec<Line<'static
         head.push(Span::styled(format!("  {failure}"), theme.error()));
     }
     let mut lines = vec![Line::from(head)];
+    if let Some(subagent) = &tool.subagent {
+        subagent_lines(subagent, tool.status, expanded, theme, &mut lines);
+    }
     if let Some(diff) = &tool.diff {
         let shown = if expanded { diff.len() } else { diff.len().min(COLLAPSED_DIFF_LINES) };
         lines.extend(diff::render(&diff[..shown], theme).into_iter().map(indent));
@@ -230,6 +265,49 @@ fn tool_lines(tool: &ToolCell, expanded: bool, theme: Theme) -> Vec<Line<'static
         push_more(&mut lines, output.len() - shown, theme);
     }
     lines
+}
+
+/// A subagent under its call: its calls (the last few, or all when
+/// expanded), then, while it runs, what it does now with its steps and
+/// tokens.
+fn subagent_lines(
+    subagent: &SubagentView,
+    status: ToolStatus,
+    expanded: bool,
+    theme: Theme,
+    lines: &mut Vec<Line<'static>>,
+) {
+    let shown = if expanded {
+        subagent.calls.len()
+    } else {
+        subagent.calls.len().min(COLLAPSED_SUBAGENT_CALLS)
+    };
+    let hidden = subagent.calls.len() - shown;
+    if hidden > 0 {
+        lines.push(Line::styled(format!("  ┆ … {hidden} earlier call(s) (Ctrl+O)"), theme.dim()));
+    }
+    for call in &subagent.calls[hidden..] {
+        let (mark, style) = match call.status {
+            ToolStatus::Running => ("◌", theme.dim()),
+            ToolStatus::Succeeded => ("✓", theme.ok()),
+            ToolStatus::Failed => ("✗", theme.error()),
+        };
+        lines.push(Line::from(vec![
+            Span::styled("  ┆ ", theme.dim()),
+            Span::styled(format!("{mark} "), style),
+            Span::styled(call.name.clone(), theme.tool()),
+            Span::raw(format!(" {}", for_terminal(&call.summary).replace('\n', " "))),
+        ]));
+    }
+    if status == ToolStatus::Running {
+        lines.push(Line::styled(
+            format!(
+                "  ┆ ↳ {} · {} step(s) · {} tokens",
+                subagent.current, subagent.steps, subagent.tokens
+            ),
+            theme.dim(),
+        ));
+    }
 }
 
 /// Tabs to spaces (stops every 8 columns): a terminal cell cannot hold a

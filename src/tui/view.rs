@@ -216,7 +216,10 @@ pub fn status_line(app: &App, width: u16) -> Line<'static> {
     let context =
         status.context_percent.map_or_else(|| "ctx –".to_owned(), |p| format!("ctx {p}%"));
     parts.push((4, Span::raw(context)));
-    let tokens = format!("↑{} ↓{}", status.usage.input_tokens, status.usage.output_tokens);
+    // Subagents' spend is part of the session's.
+    let mut spent = status.usage;
+    spent.add(&status.subagent_usage);
+    let tokens = format!("↑{} ↓{}", spent.input_tokens, spent.output_tokens);
     parts.push((1, Span::raw(tokens)));
     parts.extend(super::budget::status_parts(status, theme));
     // How much of the session's input the provider's prompt cache served,

@@ -67,6 +67,8 @@ mode = "full-access"
 protect_files = false
 [shell]
 env_strip = ["PATH"]
+[agents]
+max_depth = 0
 [context]
 window = 100
 compact_threshold = 0.1
@@ -104,6 +106,7 @@ async fn one_warning_names_every_ignored_key_and_the_run_uses_none_of_them() {
         "[verify]",
         "[secrets]",
         "[shell]",
+        "[agents]",
         "[context] window",
         "[context] compact_threshold",
     ] {
@@ -115,6 +118,9 @@ async fn one_warning_names_every_ignored_key_and_the_run_uses_none_of_them() {
     assert_eq!(run.bodies.len(), 2);
     assert_eq!(run.bodies[0]["model"], "user-model");
     assert_eq!(run.status(), "completed");
+    // `[agents] max_depth = 0` would have taken the agent tool away.
+    let tools = run.bodies[0]["tools"].to_string();
+    assert!(tools.contains("\"name\":\"agent\""), "{tools}");
 }
 
 #[tokio::test]

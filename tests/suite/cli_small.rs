@@ -20,6 +20,7 @@ fn write_log(sandbox: &Sandbox, id: &str, events: Vec<SessionEvent>) {
         keel_version: "0".into(),
         git_head: None,
         mode: None,
+        parent: None,
     })
     .unwrap();
     for event in events {

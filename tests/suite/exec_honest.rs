@@ -148,6 +148,7 @@ async fn exec_last_after_an_interrupted_run_says_there_is_nothing_to_continue() 
             keel_version: "0".into(),
             git_head: None,
             mode: None,
+            parent: None,
         },
         SessionEvent::TurnStarted { turn: 1 },
         SessionEvent::UserMessage { text: "long task".into() },

@@ -655,3 +655,34 @@ async fn a_turn_that_changed_files_without_a_passing_check_ends_saying_unverifie
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
+
+/// A trusted project's custom command in the TUI: listed in the slash
+/// popup with its argument hint, typed with its arguments, sent expanded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_command_is_offered_and_sent_expanded() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        ".keel/commands/fix.md",
+        "---\ndescription: Fix a bug\nargument-hint: [what]\n---\nFix this bug: $ARGUMENTS.\n",
+    );
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Fixed it.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("/fi");
+    pane.wait_for(&["/fix", "[what]  Fix a bug"]);
+    pane.type_text("x the login bug");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["› /fix the login bug", "Fixed it."]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    let bodies = super::support::request_bodies(&server).await;
+    let user = bodies[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .clone();
+    assert_eq!(user, "Fix this bug: the login bug.");
+}

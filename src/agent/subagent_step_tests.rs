@@ -1,0 +1,178 @@
+//! The loop's side of subagents and custom commands: an `agent` call has
+//! its type's class (read-only children share a concurrent batch, writers
+//! run alone), and a narrowed loop refuses tools outside its scope before
+//! policy judges them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::test_support::{call_with, config};
+use super::*;
+use crate::policy::ApprovalMode;
+use crate::protocol::{Item, ModelResponse, SessionEvent, StopReason, ToolClass, Usage};
+
+fn respond(calls: Vec<crate::protocol::ToolCall>) -> Input {
+    Input::ModelResponded(ModelResponse {
+        items: calls.into_iter().map(Item::ToolCall).collect(),
+        usage: Usage::default(),
+        stop_reason: StopReason::ToolUse,
+        response_id: None,
+    })
+}
+
+fn agent(id: &str, agent: &str) -> crate::protocol::ToolCall {
+    let args = serde_json::json!({"agent": agent, "description": "d", "prompt": "p"});
+    call_with(id, AGENT_TOOL, &args.to_string())
+}
+
+fn batches_of(effects: &[Effect]) -> Vec<(Vec<String>, bool)> {
+    effects
+        .iter()
+        .filter_map(|effect| match effect {
+            Effect::RunBatch { calls, concurrent } => {
+                Some((calls.iter().map(|c| c.call_id.clone()).collect(), *concurrent))
+            }
+            Effect::Record(_)
+            | Effect::CallModel(_)
+            | Effect::AskApproval { .. }
+            | Effect::Summarize { .. }
+            | Effect::Compacted { .. }
+            | Effect::AskRaiseLimit(_)
+            | Effect::TurnEnded { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn read_only_subagents_run_together_and_writers_alone() {
+    let mut config = config(ApprovalMode::Auto, 10);
+    config.tool_classes.insert(AGENT_TOOL.into(), ToolClass::ReadOnly);
+    config.agent_classes = BTreeMap::from([
+        ("explore".to_owned(), ToolClass::ReadOnly),
+        ("verify".to_owned(), ToolClass::Mutating),
+    ]);
+    let mut state = LoopState::new(config);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(
+        &mut state,
+        respond(vec![agent("a", "explore"), agent("b", "explore"), agent("c", "verify")]),
+    );
+    assert_eq!(batches_of(&effects), [(vec!["a".to_owned(), "b".to_owned()], true)]);
+    let started: Vec<ToolClass> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Record(SessionEvent::ToolCallStarted { class, .. }) => Some(*class),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [ToolClass::ReadOnly, ToolClass::ReadOnly]);
+    let results = ["a", "b"]
+        .iter()
+        .map(|id| (crate::protocol::ToolResult::ok(*id, "x"), crate::protocol::ToolMeta::new()))
+        .collect();
+    let effects = step(&mut state, Input::BatchFinished { results });
+    assert_eq!(batches_of(&effects), [(vec!["c".to_owned()], false)], "a writer runs alone");
+    // An unknown type never runs: read-only as far as the schedule goes.
+    assert_eq!(state.class_of_call(&agent("d", "nope")), ToolClass::ReadOnly);
+}
+
+#[test]
+fn a_narrowed_loop_refuses_other_tools_before_policy() {
+    let mut config = config(ApprovalMode::Yolo, 10);
+    config.tool_scope = Some(ToolScope {
+        owner: "the read-only explore agent".into(),
+        tools: BTreeSet::from(["read_file".to_owned(), "grep".to_owned()]),
+    });
+    let mut state = LoopState::new(config);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let write = call_with("w", "write_file", r#"{"path":"a.txt","content":"x"}"#);
+    let read = call_with("r", "read_file", r#"{"path":"a.txt"}"#);
+    let submit = call_with("s", "submit_plan", r#"{"plan_markdown":"x"}"#);
+    let effects = step(&mut state, respond(vec![write, read, submit]));
+    // Only the read runs, even in yolo mode.
+    assert_eq!(batches_of(&effects), [(vec!["r".to_owned()], true)]);
+    let decisions: Vec<(&str, &str)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Record(SessionEvent::PolicyDecision { call_id, decision, .. }) => {
+                Some((call_id.as_str(), decision.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decisions, [("w", "forbidden"), ("r", "allow"), ("s", "forbidden")]);
+    let refusal = state
+        .items
+        .iter()
+        .find_map(|item| match item {
+            Item::ToolResult(result) if result.call_id == "w" => Some(result.output.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        refusal,
+        "not run: `write_file` is not one of the read-only explore agent's tools \
+         (it may use: grep, read_file)"
+    );
+}
+
+#[test]
+fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
+    let mut state = LoopState::new(config(ApprovalMode::Yolo, 10));
+    let scope = ToolScope {
+        owner: "the /look command".into(),
+        tools: BTreeSet::from(["read_file".to_owned()]),
+    };
+    let mut log = vec![SessionEvent::TurnScope {
+        owner: scope.owner.clone(),
+        tools: scope.tools.iter().cloned().collect(),
+    }];
+    state.turn_scope = Some(scope.clone());
+    let run = |state: &mut LoopState, input: Input, log: &mut Vec<SessionEvent>| {
+        let effects = step(state, input);
+        log.extend(effects.iter().filter_map(|e| match e {
+            Effect::Record(event) => Some(event.clone()),
+            _ => None,
+        }));
+        effects
+    };
+    run(&mut state, Input::UserTurn { text: "look".into() }, &mut log);
+    let write = call_with("w", "write_file", r#"{"path":"a.txt","content":"x"}"#);
+    let effects = run(&mut state, respond(vec![write.clone()]), &mut log);
+    assert!(batches_of(&effects).is_empty(), "refused even in yolo mode");
+
+    // A crash here: the rebuilt open turn is still narrowed.
+    let records: Vec<crate::protocol::EventRecord> = log
+        .iter()
+        .enumerate()
+        .map(|(i, event)| crate::protocol::EventRecord {
+            v: 1,
+            seq: i as u64,
+            ts: String::new(),
+            event: event.clone(),
+        })
+        .collect();
+    let mut rebuilder = Rebuilder::new(config(ApprovalMode::Yolo, 10));
+    for record in records {
+        rebuilder.apply(record);
+    }
+    let rebuilt = rebuilder.finish();
+    assert!(rebuilt.open_turn.is_some());
+    assert_eq!(rebuilt.state.turn_scope, Some(scope));
+
+    // The turn's end clears it, live and rebuilt.
+    let answer = Input::ModelResponded(ModelResponse {
+        items: vec![Item::Assistant { text: "done".into() }],
+        usage: Usage::default(),
+        stop_reason: StopReason::EndTurn,
+        response_id: None,
+    });
+    run(&mut state, answer, &mut log);
+    assert_eq!(state.turn_scope, None);
+    run(&mut state, Input::UserTurn { text: "write".into() }, &mut log);
+    let effects = run(&mut state, respond(vec![write]), &mut log);
+    assert_eq!(
+        batches_of(&effects),
+        [(vec!["w".to_owned()], false)],
+        "the next turn is not narrowed"
+    );
+}

@@ -1,0 +1,255 @@
+//! Custom commands: saved prompts run as `/name args` (in the TUI and in
+//! `keel exec "/name args"`), in the formats users already have: Claude
+//! Code's `.claude/commands/*.md` and Codex's `~/.codex/prompts/*.md`.
+//! Front matter (optional): `description`, `argument-hint`, `model`,
+//! `allowed-tools`; the body is the prompt, with `$ARGUMENTS` and `$1`…`$9`
+//! replaced by the words typed after the name ([`expand`]).
+//!
+//! Roots, lowest precedence first (a later file replaces an earlier
+//! command of the same name): `~/.codex/prompts`, `~/.claude/commands`,
+//! `$KEEL_HOME/commands`, then the project's `.claude/commands` and
+//! `.keel/commands`, which load only once the project is trusted (listed
+//! as skipped before). Subfolders group commands as in Claude Code; the
+//! name is the file's stem. keel's own slash commands (`/help`, `/mode`, …)
+//! cannot be replaced; a command replaces a skill of the same name.
+//!
+//! Invariants: a broken file is reported by path and never stops the
+//! others; expansion is pure and never panics on any input; a file's `!`
+//! shell lines are not run (a prompt file never runs commands outside
+//! policy): they reach the model as text.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::agents::{keel_tool_name, skipped_warning};
+use super::markdown_file::{
+    DefinitionError, DefinitionProblem, MarkdownFile, markdown_files, valid_name,
+};
+
+/// keel's own slash commands (the TUI's), which a file cannot replace.
+pub const RESERVED_COMMANDS: [&str; 13] = [
+    "help", "mode", "plan", "compact", "tasks", "diff", "undo", "resume", "skills", "mcp", "model",
+    "quit", "exit",
+];
+
+/// Longest description taken from a body's first line.
+const DESCRIPTION_FROM_BODY_CHARS: usize = 80;
+
+/// One saved prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomCommand {
+    pub name: String,
+    pub description: String,
+    /// How the arguments are written (`[file] [focus]`), for the popup.
+    pub argument_hint: Option<String>,
+    /// The model its turn runs on (the session's otherwise).
+    pub model: Option<String>,
+    /// keel tool names its turn may use; other calls are refused during
+    /// it. `None`: the session's tools.
+    pub allowed_tools: Option<Vec<String>>,
+    pub body: String,
+    pub path: PathBuf,
+}
+
+/// Every command found, and what was not loaded.
+#[derive(Debug, Clone, Default)]
+pub struct CommandCatalog {
+    /// Sorted by name.
+    pub commands: Vec<CustomCommand>,
+    pub problems: Vec<DefinitionProblem>,
+    /// Project files not read because the project is not trusted.
+    pub skipped: Vec<PathBuf>,
+}
+
+impl CommandCatalog {
+    /// The command `/name` runs; Codex's `prompts:name` spelling works too.
+    pub fn find(&self, name: &str) -> Option<&CustomCommand> {
+        let name = name.strip_prefix("prompts:").unwrap_or(name);
+        self.commands.iter().find(|command| command.name == name)
+    }
+
+    /// What the session should tell the user about loading.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .problems
+            .iter()
+            .map(|p| format!("command {} not loaded: {}", p.path.display(), p.error))
+            .collect();
+        if !self.skipped.is_empty() {
+            warnings.push(skipped_warning("command", &self.skipped));
+        }
+        warnings
+    }
+}
+
+/// Where commands are looked for, lowest precedence first; the flag says
+/// whether the folder belongs to the project (needs trust).
+pub fn command_roots(home: &Path, keel_home: &Path, workspace_root: &Path) -> Vec<(PathBuf, bool)> {
+    vec![
+        (home.join(".codex").join("prompts"), false),
+        (home.join(".claude").join("commands"), false),
+        (keel_home.join("commands"), false),
+        (workspace_root.join(".claude").join("commands"), true),
+        (workspace_root.join(".keel").join("commands"), true),
+    ]
+}
+
+/// Loads every root's `*.md` (two levels of subfolders); project roots
+/// only when trusted.
+pub fn discover_commands(roots: &[(PathBuf, bool)], project_trusted: bool) -> CommandCatalog {
+    let mut by_name: BTreeMap<String, CustomCommand> = BTreeMap::new();
+    let mut catalog = CommandCatalog::default();
+    for (root, project) in roots {
+        let files = markdown_files(root, 2);
+        if *project && !project_trusted {
+            catalog.skipped.extend(files);
+            continue;
+        }
+        for path in files {
+            match load(&path) {
+                Ok(command) => {
+                    by_name.insert(command.name.clone(), command);
+                }
+                Err(error) => catalog.problems.push(DefinitionProblem { path, error }),
+            }
+        }
+    }
+    catalog.commands = by_name.into_values().collect();
+    catalog
+}
+
+fn load(path: &Path) -> Result<CustomCommand, DefinitionError> {
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    if !valid_name(&name) {
+        return Err(DefinitionError::BadName { name });
+    }
+    if RESERVED_COMMANDS.contains(&name.as_str()) {
+        return Err(DefinitionError::Reserved { name });
+    }
+    let file = MarkdownFile::read(path)?;
+    let description = file.text("description").unwrap_or_else(|| first_line(&file.body));
+    let allowed_tools = file.list("allowed-tools").map(|items| {
+        let mut tools: Vec<String> = Vec::new();
+        for tool in items.iter().filter_map(|item| keel_tool_name(item)) {
+            if !tools.iter().any(|known| known == tool) {
+                tools.push(tool.to_owned());
+            }
+        }
+        tools
+    });
+    Ok(CustomCommand {
+        name,
+        description,
+        argument_hint: file.text("argument-hint"),
+        model: file.model()?,
+        allowed_tools,
+        body: file.body.trim().to_owned(),
+        path: path.to_owned(),
+    })
+}
+
+/// A body's first non-empty line, shortened, as its description.
+fn first_line(body: &str) -> String {
+    let line = body.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or("");
+    let line = line.trim_start_matches('#').trim();
+    let mut text: String = line.chars().take(DESCRIPTION_FROM_BODY_CHARS).collect();
+    if line.chars().count() > DESCRIPTION_FROM_BODY_CHARS {
+        text.push('…');
+    }
+    text
+}
+
+/// The prompt `body` becomes with `args` (what was typed after the name):
+/// `$ARGUMENTS` is all of it, `$1`…`$9` its words (quotes group words, as
+/// in a shell; missing ones are empty), `$$` a dollar sign. A body that
+/// uses none of them gets non-empty arguments appended as
+/// `ARGUMENTS: …`, as Claude Code does.
+pub fn expand(body: &str, args: &str) -> String {
+    let args = args.trim();
+    let words =
+        shlex::split(args).unwrap_or_else(|| args.split_whitespace().map(str::to_owned).collect());
+    let mut out = String::with_capacity(body.len() + args.len());
+    let mut used = false;
+    let mut rest = body;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+            out.push_str(args);
+            used = true;
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(digit) =
+            after.chars().next().and_then(|c| c.to_digit(10)).filter(|d| *d > 0)
+        {
+            out.push_str(words.get(digit as usize - 1).map_or("", String::as_str));
+            used = true;
+            rest = &after[1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    if !used && !args.is_empty() {
+        out.push_str(&format!("\n\nARGUMENTS: {args}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_and_positions_are_substituted() {
+        assert_eq!(expand("Fix $ARGUMENTS now", "the login bug"), "Fix the login bug now");
+        assert_eq!(
+            expand("Review PR #$1 with priority $2 ($3)", "456 \"very high\""),
+            "Review PR #456 with priority very high ()"
+        );
+        assert_eq!(expand("costs $$5 and $x", ""), "costs $5 and $x");
+        assert_eq!(expand("Summarise.", "src/lib.rs"), "Summarise.\n\nARGUMENTS: src/lib.rs");
+        assert_eq!(expand("Summarise.", "  "), "Summarise.");
+        assert_eq!(expand("$", "a"), "$\n\nARGUMENTS: a");
+        assert_eq!(expand("$ARGUMENTS", "unbalanced \"quote"), "unbalanced \"quote");
+    }
+
+    #[test]
+    fn claude_and_codex_folders_load_with_precedence_and_trust() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("codex/fix.md", "---\ndescription: codex fix\n---\nFix $1");
+        write("claude/frontend/component.md", "# Make a component\n\nNamed $ARGUMENTS.");
+        write(
+            "claude/commit.md",
+            "---\nallowed-tools: Bash(git add:*), Bash(git commit:*), Read\nargument-hint: [msg]\n\
+             description: Commit\nmodel: small-model\n---\nCommit with $ARGUMENTS",
+        );
+        write("project/fix.md", "---\ndescription: project fix\n---\nFix it: $ARGUMENTS");
+        write("project/help.md", "Not allowed.");
+        let roots = |root: &str| (dir.path().join(root), root == "project");
+        let all = [roots("codex"), roots("claude"), roots("project")];
+        let untrusted = discover_commands(&all, false);
+        assert_eq!(untrusted.find("fix").unwrap().description, "codex fix");
+        assert_eq!(untrusted.find("prompts:fix").unwrap().description, "codex fix");
+        assert_eq!(untrusted.skipped.len(), 2);
+        assert!(untrusted.warnings().iter().any(|w| w.contains("keel trust")));
+        let component = untrusted.find("component").unwrap();
+        assert_eq!(component.description, "Make a component");
+        let commit = untrusted.find("commit").unwrap();
+        assert_eq!(commit.allowed_tools.as_deref().unwrap(), ["shell", "read_file"]);
+        assert_eq!(commit.argument_hint.as_deref(), Some("[msg]"));
+        assert_eq!(commit.model.as_deref(), Some("small-model"));
+        let trusted = discover_commands(&all, true);
+        assert_eq!(trusted.find("fix").unwrap().description, "project fix");
+        assert!(trusted.find("help").is_none());
+        assert!(matches!(trusted.problems[0].error, DefinitionError::Reserved { .. }));
+    }
+}

@@ -1,0 +1,122 @@
+//! Custom commands in a session: a prompt `/name args` naming one of the
+//! saved prompts (`config::commands`) runs as a turn whose user message is
+//! the command's body with the arguments substituted, on the command's
+//! `model` if it names one, narrowed to its `allowed-tools` if it lists
+//! them. The same path serves the TUI (which sends the typed line) and
+//! `keel exec "/name args"`.
+//!
+//! Precedence: keel's own slash commands (the TUI's `/help`, `/mode`, …)
+//! first (a file cannot take their names), then custom commands, then
+//! skills (`/<skill>`), so a user's `review.md` command runs instead of the
+//! built-in `review` skill.
+//!
+//! Invariants: a command never widens what the session may do:
+//! `allowed-tools` only narrows (the loop's `turn_scope`, checked with any
+//! scope in force, the workflow's own tools kept) and ends with the turn,
+//! however it ends; it is logged (`turn_scope`) so a turn resumed after a
+//! crash is still narrowed. A model switch is recorded (`model_changed`,
+//! there and back) so a resume asks the model the log says.
+
+use std::collections::BTreeSet;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::ToolScope;
+use crate::config::commands::expand;
+use crate::protocol::HarnessTool;
+use crate::protocol::SessionEvent;
+
+use super::{RuntimeError, Session, TurnSummary};
+
+/// A custom command's turn, expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct CommandTurn {
+    name: String,
+    prompt: String,
+    model: Option<String>,
+    allowed_tools: Option<Vec<String>>,
+}
+
+impl Session {
+    /// The custom command `prompt` invokes (`/name args`), expanded.
+    pub(super) fn custom_command(&self, prompt: &str) -> Option<CommandTurn> {
+        let line = prompt.trim_start().strip_prefix('/')?;
+        let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let command = self.commands.find(name)?;
+        Some(CommandTurn {
+            name: command.name.clone(),
+            prompt: expand(&command.body, args),
+            model: command.model.clone(),
+            allowed_tools: command.allowed_tools.clone(),
+        })
+    }
+
+    /// Names and argument hints of the custom commands, with their
+    /// descriptions (the TUI's slash popup).
+    pub fn command_index(&self) -> Vec<(String, String, String)> {
+        self.commands
+            .commands
+            .iter()
+            .map(|c| {
+                let hint = c.argument_hint.clone().unwrap_or_default();
+                (c.name.clone(), hint, c.description.clone())
+            })
+            .collect()
+    }
+
+    /// Runs a custom command's turn with its model and tools.
+    pub(super) async fn run_command_turn(
+        &mut self,
+        command: CommandTurn,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, RuntimeError> {
+        let previous_model = self.model.clone();
+        if let Some(model) = &command.model {
+            self.set_model(model.clone())?;
+        }
+        if let Some(tools) = &command.allowed_tools {
+            let scope = narrowed(self.state.config.tool_scope.as_ref(), &command.name, tools);
+            // Logged, so a turn resumed after a crash stays narrowed.
+            self.log.append(SessionEvent::TurnScope {
+                owner: scope.owner.clone(),
+                tools: scope.tools.iter().cloned().collect(),
+            })?;
+            self.state.turn_scope = Some(scope);
+        }
+        let summary = self.run_prompt_turn(command.prompt, cancel).await;
+        // The loop clears it when the turn completes; not if it failed first.
+        self.state.turn_scope = None;
+        if command.model.is_some() {
+            self.set_model(previous_model)?;
+        }
+        summary
+    }
+}
+
+/// The scope of a command listing `tools`: those, and the workflow's own
+/// tools, within whatever scope is already in force.
+fn narrowed(current: Option<&ToolScope>, name: &str, tools: &[String]) -> ToolScope {
+    let mut allowed: BTreeSet<String> = tools.iter().cloned().collect();
+    allowed.extend(HarnessTool::ALL.iter().map(|tool| tool.name().to_owned()));
+    if let Some(current) = current {
+        allowed.retain(|tool| current.tools.contains(tool));
+    }
+    ToolScope { owner: format!("the /{name} command"), tools: allowed }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commands_tools_never_widen_a_scope_in_force() {
+        let scope = narrowed(None, "fix", &["read_file".into(), "shell".into()]);
+        assert!(scope.refusal("shell").is_none() && scope.refusal("todo_write").is_none());
+        let refusal = scope.refusal("write_file").unwrap();
+        assert!(refusal.contains("the /fix command"), "{refusal}");
+        let outer =
+            ToolScope { owner: "the explore agent".into(), tools: ["read_file".to_owned()].into() };
+        let inner = narrowed(Some(&outer), "fix", &["read_file".into(), "shell".into()]);
+        assert_eq!(inner.tools, BTreeSet::from(["read_file".to_owned()]));
+    }
+}

@@ -1,0 +1,246 @@
+//! Resuming a session whose turn a crash left inside subagents: an `agent`
+//! call that started (its `subagent_started` line names the child's log)
+//! but has no result is finished from the child's own log, the child first
+//! and then the parent. A child whose task had ended gives its recorded
+//! answer (nothing is run again); one left mid-task is resumed like any
+//! session (its calls with results are never run again, the rest are
+//! reconciled) and finishes its task; one that never got its task gets it
+//! now. A child that cannot be reopened (its log or type is gone) leaves
+//! the call to the ordinary reconciliation: answered "interrupted".
+//!
+//! Invariants: a call whose result is in the parent's log is never looked
+//! at here (it is not open); the recovered result is recorded in the
+//! parent's log (`subagent_finished`, then `tool_call_finished`) before the
+//! rest of the turn is reconciled; a child resumed here never gets more
+//! powers than a new one would under the parent's current mode.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{CallProgress, OpenCall, OpenTurn, Rebuilder};
+use crate::protocol::{Item, ParentLink, SessionEvent, ToolCall};
+use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
+use crate::tools::{AGENT_TOOL, AgentArgs};
+
+use super::assembly::{environment, project_instructions, tools_digest};
+use super::file_memory::remembered_files;
+use super::resume::prefix_break;
+use super::subagent::{
+    Child, ChildParts, Links, Resumed, child_mode, child_settings, child_workflow,
+};
+use super::subagent_link::serve;
+use super::{RuntimeError, RuntimeEvent, Session};
+
+/// The children a log names, by the `agent` call that started each.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SubagentLinks {
+    by_call: BTreeMap<String, ChildLink>,
+}
+
+/// Where one child's session is logged.
+#[derive(Debug, Clone)]
+pub(super) struct ChildLink {
+    session_id: String,
+    log_path: PathBuf,
+    agent: String,
+}
+
+impl SubagentLinks {
+    /// Remembers a `subagent_started` line.
+    pub(super) fn note(&mut self, event: &SessionEvent) {
+        if let SessionEvent::SubagentStarted { call_id, session_id, log_path, agent, .. } = event {
+            let link = ChildLink {
+                session_id: session_id.clone(),
+                log_path: PathBuf::from(log_path),
+                agent: agent.clone(),
+            };
+            self.by_call.insert(call_id.clone(), link);
+        }
+    }
+}
+
+/// Whether the log says the call may have run (it was started; an
+/// unplaceable call never gets here: the resume refused to guess).
+fn may_have_run(open: &OpenCall) -> bool {
+    open.progress != CallProgress::NotStarted
+}
+
+impl Session {
+    /// Finishes the open turn's started `agent` calls from their children's
+    /// logs; returns the calls left for the ordinary reconciliation.
+    pub(super) async fn recover_subagent_calls(
+        &mut self,
+        open: OpenTurn,
+        cancel: &CancellationToken,
+    ) -> Result<OpenTurn, RuntimeError> {
+        let mut left = Vec::with_capacity(open.calls.len());
+        for open_call in open.calls {
+            let link = (open_call.call.name == AGENT_TOOL && may_have_run(&open_call))
+                .then(|| self.subagents.links.by_call.get(&open_call.call.call_id).cloned())
+                .flatten();
+            let answered = match link {
+                Some(link) => self.finish_child_call(&open_call.call, &link, cancel).await?,
+                None => false,
+            };
+            if !answered {
+                left.push(open_call);
+            }
+        }
+        Ok(OpenTurn { turn: open.turn, calls: left })
+    }
+
+    /// Reopens and finishes one child, and records its result as the
+    /// call's. `false`: the child could not be reopened.
+    async fn finish_child_call(
+        &mut self,
+        call: &ToolCall,
+        link: &ChildLink,
+        cancel: &CancellationToken,
+    ) -> Result<bool, RuntimeError> {
+        let (events, mut inbox) = mpsc::unbounded_channel();
+        let (asks, ask_inbox) = mpsc::unbounded_channel();
+        let links = Links { events, asks };
+        let Some(child) = self.reopen_child(call, link, &links, cancel)? else { return Ok(false) };
+        drop(links);
+        let work = super::subagent_link::guarded(child);
+        let mut outcome =
+            serve(&mut self.sink, &mut self.approver, &mut inbox, ask_inbox, work).await;
+        self.note_child_outcome(&mut outcome)?;
+        let (result, meta) = (outcome.result, outcome.meta);
+        if meta.get("kind").and_then(serde_json::Value::as_str) == Some("internal") {
+            self.record_internal_error("tool", AGENT_TOOL, Some(&call.call_id), &result.output)?;
+        }
+        self.state.workflow.observe(call, &result, &meta);
+        self.state.items.push(Item::ToolResult(result.clone()));
+        self.log.append(SessionEvent::ToolCallFinished {
+            result: result.clone(),
+            meta: meta.clone(),
+        })?;
+        self.sink.emit(RuntimeEvent::ToolCallFinished { call: call.clone(), result, meta });
+        Ok(true)
+    }
+
+    /// The child session of `link`, rebuilt from its log and appending to
+    /// it, under the parent's current mode; `None` (said as a warning)
+    /// when its type or its log is gone.
+    fn reopen_child(
+        &mut self,
+        call: &ToolCall,
+        link: &ChildLink,
+        links: &Links,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Child>, RuntimeError> {
+        let warn = |session: &mut Session, why: String| {
+            let message = format!(
+                "the subagent of call {} cannot be resumed ({why}); the call is answered \
+                 as interrupted",
+                call.call_id
+            );
+            session.sink.emit(RuntimeEvent::Warning { message });
+        };
+        let Some(definition) = self.subagents.catalog.get(&link.agent) else {
+            warn(self, format!("there is no agent type `{}` any more", link.agent));
+            return Ok(None);
+        };
+        // As narrow as when it started: the resumed turn keeps its scope.
+        let definition = self.narrowed_type(definition);
+        let settings = child_settings(&self.settings, &definition);
+        let depth = self.subagents.depth() + 1;
+        let mode = child_mode(self.state.config.policy.mode, definition.read_only);
+        let agents_md = project_instructions(&settings, &self.cwd);
+        let found = self.child_found(&definition, depth, agents_md);
+        let config = self.child_config(&settings, &definition, mode, depth, &found);
+        let fresh = config.prefix.clone();
+        let digest = tools_digest(&config.tools);
+        let mut rebuilder = Rebuilder::new(config);
+        rebuilder.configure_workflow(child_workflow(&settings, &found));
+        let mut grandchildren = SubagentLinks::default();
+        // Locked before reading, as any resume: one writer per log.
+        let read = SessionLock::acquire(&link.log_path).and_then(|lock| {
+            let report = for_each_entry(&link.log_path, |entry| match entry {
+                LogEntry::Record(record) => {
+                    grandchildren.note(&record.event);
+                    rebuilder.apply(record);
+                }
+                LogEntry::Unreadable { line, torn } => rebuilder.unreadable(line, torn),
+            })?;
+            Ok((lock, report))
+        });
+        let (lock, report) = match read {
+            Ok(read) => read,
+            Err(error) => {
+                warn(self, error.to_string());
+                return Ok(None);
+            }
+        };
+        let rebuilt = rebuilder.finish();
+        if !rebuilt.ambiguous().is_empty() {
+            warn(self, "its log is damaged where a call may have run".to_owned());
+            return Ok(None);
+        }
+        for message in report.warnings.iter().chain(&rebuilt.notes) {
+            self.sink.emit(RuntimeEvent::Warning { message: format!("subagent log: {message}") });
+        }
+        let mut state = rebuilt.state;
+        // Never more than the parent allows now, and its approvals too.
+        state.config.policy.mode = mode;
+        state.allowlist.prefixes.extend(self.state.allowlist.prefixes.iter().cloned());
+        state.allowlist.files.extend(self.state.allowlist.files.iter().cloned());
+        let never_started = state.turn == 0;
+        let mut log = SessionLog::append_to(lock, rebuilt.facts.next_seq)?;
+        log.append(SessionEvent::SessionResumed {
+            provider: settings.provider.kind.cli_name().to_owned(),
+            model: settings.model.clone(),
+            keel_version: env!("CARGO_PKG_VERSION").to_owned(),
+            skipped_lines: report.skipped(),
+            interrupted_calls: 0,
+        })?;
+        // As a session's resume: the recorded prefix is sent again unless
+        // it cannot be (the break recorded); the environment is announced.
+        match prefix_break(&rebuilt.facts, &fresh, &digest, &settings.model) {
+            Some(reason) => {
+                state.config.prefix = fresh.clone();
+                log.append(SessionEvent::PromptPrefix {
+                    reason,
+                    sections: fresh,
+                    tools_digest: digest,
+                })?;
+            }
+            None => state.observed = Some(fresh),
+        }
+        state.environment = environment(&settings, &self.cwd, &self.date, self.headless);
+        let files = remembered_files(&state.items, &self.workspace_root, &self.cwd, &link.log_path);
+        let spent = state.session_usage.total_tokens();
+        let parent = ParentLink {
+            session_id: self.id.clone(),
+            call_id: call.call_id.clone(),
+            agent: definition.name.clone(),
+            depth,
+        };
+        let resumed = Resumed { files, open_turn: rebuilt.open_turn, spent };
+        let mut child = self.child_session(ChildParts {
+            id: link.session_id.clone(),
+            log,
+            state,
+            settings,
+            definition,
+            link: parent,
+            links,
+            cancel,
+            resumed: Some(resumed),
+        });
+        let facts = &rebuilt.facts;
+        child
+            .session
+            .subagents
+            .resumed(grandchildren, (facts.subagent_usage, facts.subagent_cost_usd));
+        child.call = call.clone();
+        if never_started {
+            child.prompt = AgentArgs::parse(&call.arguments).ok().map(|args| args.prompt);
+        }
+        Ok(Some(child))
+    }
+}

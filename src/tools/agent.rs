@@ -1,0 +1,104 @@
+//! `agent`: hands a task to a subagent, a child session with a fresh
+//! context, its own system prompt and a narrowed set of tools, whose final
+//! answer is the call's result. This file holds what the model sees (the
+//! name, the description and the arguments' schema) and the arguments'
+//! type; running the child is the runtime's (`runtime/subagent.rs`), since
+//! it needs the session's model client, log, approver and front end.
+//!
+//! Invariants: the registry's own `run` never starts a child (`keel tool
+//! agent` and a replay have no session to run one in): it says so as a
+//! tool error. The list of types in the description is built once per
+//! session ([`description_with_types`]) so the request prefix stays stable.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{BoxFuture, ToolContext, ToolError, TypedTool};
+use crate::protocol::{ToolClass, ToolOutput};
+
+pub const AGENT_TOOL: &str = "agent";
+
+const DESCRIPTION: &str = "Hand a self-contained task to a subagent: a separate agent with a \
+fresh context (it does not see this conversation), its own instructions and a narrowed set of \
+tools. Its final answer comes back as this call's result, with a summary of what it read and \
+changed. Use it for work that needs many reads or long output you do not need to keep (exploring \
+a large codebase, reviewing a diff, running and reading a test suite), so your own context stays \
+small. Several calls of read-only types in one response run at the same time. The prompt is all \
+the subagent knows: say what to do, what you already know, and what to report back.";
+
+/// The `agent` tool's arguments.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct AgentArgs {
+    /// The agent type, one of those listed in the description.
+    pub agent: String,
+    /// A few words saying what the subagent does, shown to the user.
+    pub description: String,
+    /// The whole task: everything the subagent needs to know and what it
+    /// should report back.
+    pub prompt: String,
+}
+
+impl AgentArgs {
+    /// The arguments of an `agent` call, or a message for the model.
+    pub fn parse(arguments: &str) -> Result<Self, ToolError> {
+        let value = super::args::parse_json(AGENT_TOOL, arguments)?;
+        super::args::parse_args::<Self>(AGENT_TOOL, value)
+    }
+}
+
+/// The tool's description followed by the types it can start: what the
+/// model reads, fixed for the session.
+pub fn description_with_types(types: &[(String, String, bool)]) -> String {
+    let mut text = DESCRIPTION.to_owned();
+    text.push_str("\n\nAgent types:");
+    for (name, about, read_only) in types {
+        let access = if *read_only { " (read-only)" } else { "" };
+        text.push_str(&format!("\n- {name}{access}: {about}"));
+    }
+    text
+}
+
+pub struct Agent;
+
+impl TypedTool for Agent {
+    const NAME: &'static str = AGENT_TOOL;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    // The loop classes each call by its type (`LoopConfig::agent_classes`).
+    const CLASS: ToolClass = ToolClass::ReadOnly;
+    type Args = AgentArgs;
+
+    fn call<'a>(
+        &'a self,
+        _args: AgentArgs,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async {
+            Err(ToolError::InvalidArguments {
+                tool: AGENT_TOOL.to_owned(),
+                message: "subagents run only inside a session (keel or keel exec)".to_owned(),
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_parse_and_name_a_missing_field() {
+        let args = AgentArgs::parse(r#"{"agent":"explore","description":"d","prompt":"p"}"#);
+        assert_eq!(args.unwrap().agent, "explore");
+        let error = AgentArgs::parse(r#"{"agent":"explore","prompt":"p"}"#).unwrap_err();
+        assert!(error.to_string().contains("description"), "{error}");
+    }
+
+    #[test]
+    fn the_description_lists_each_type_once() {
+        let text = description_with_types(&[
+            ("explore".into(), "Looks around.".into(), true),
+            ("verify".into(), "Runs checks.".into(), false),
+        ]);
+        assert!(text.ends_with("- explore (read-only): Looks around.\n- verify: Runs checks."));
+    }
+}

@@ -1,0 +1,121 @@
+//! Custom commands (issue 20) through the real `keel exec`: a project's
+//! `.keel/commands/fix.md` runs as `/fix args` once the project is
+//! trusted (and not before), Claude Code's and Codex's folders work
+//! unchanged, and a command's `allowed-tools` and `model` hold for its turn.
+
+use serde_json::{Value, json};
+
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+fn exec(sandbox: &Sandbox, uri: &str, prompt: &str) -> std::process::Output {
+    sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{uri}/v1"), prompt])
+        .output()
+        .unwrap()
+}
+
+/// The first user message of the first request.
+fn sent_prompt(bodies: &[Value]) -> String {
+    bodies[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+const FIX: &str = "---\ndescription: Fix a bug\nargument-hint: [what]\n---\n\
+Fix this bug: $ARGUMENTS. Then run the tests.\n";
+
+#[tokio::test]
+async fn a_project_command_runs_expanded_once_trusted_and_is_skipped_before() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".keel/commands/fix.md", FIX);
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/fix the login bug");
+    assert_eq!(output.status.code(), Some(0));
+    let warnings: Vec<Value> =
+        json_lines(&output.stdout).into_iter().filter(|l| l["type"] == "warning").collect();
+    let skipped = warnings.iter().find(|w| w["message"].as_str().unwrap().contains("command(s)"));
+    let skipped =
+        skipped.unwrap_or_else(|| panic!("no warning in {warnings:?}"))["message"].clone();
+    assert!(skipped.as_str().unwrap().contains(".keel/commands/fix.md"), "{skipped}");
+    assert!(skipped.as_str().unwrap().contains("keel trust"), "{skipped}");
+    assert_eq!(sent_prompt(&request_bodies(&server).await), "/fix the login bug", "not loaded");
+
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/fix the login bug");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        sent_prompt(&request_bodies(&server).await),
+        "Fix this bug: the login bug. Then run the tests."
+    );
+}
+
+/// As Claude Code's documentation writes them: the hint is not YAML.
+const REVIEW_PR: &str = "---\nallowed-tools: Read, Grep, Bash(gh pr view:*)\n\
+argument-hint: [pr-number] [priority]\ndescription: Review a pull request\n---\n\n\
+Review PR #$1 with priority $2. Report findings only.\n";
+
+#[tokio::test]
+async fn claude_and_codex_command_folders_work_unchanged() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".claude/commands/git/review-pr.md", REVIEW_PR);
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "notes.md", "content": "x"}))],
+        },
+        Step::Answer("reviewed".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), "/review-pr 456 high");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let bodies = request_bodies(&server).await;
+    assert_eq!(sent_prompt(&bodies), "Review PR #456 with priority high. Report findings only.");
+    // `allowed-tools` narrows the command's turn: the write is refused.
+    let refused = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert!(
+        refused.as_str().unwrap().contains("`write_file` is not one of the /review-pr command's"),
+        "{refused}"
+    );
+    assert!(!sandbox.repo.join("notes.md").exists());
+
+    // Codex's prompts folder, by name or as `/prompts:name`.
+    std::fs::create_dir_all(sandbox.home.join(".codex/prompts")).unwrap();
+    std::fs::write(sandbox.home.join(".codex/prompts/hello.md"), "Say hello to $1.").unwrap();
+    for typed in ["/hello world", "/prompts:hello world"] {
+        let server = scripted_model(Wire::Chat, &[Step::Answer("hi".into())]).await;
+        let output = exec(&sandbox, &server.uri(), typed);
+        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(sent_prompt(&request_bodies(&server).await), "Say hello to world.", "{typed}");
+    }
+}
+
+#[tokio::test]
+async fn a_commands_model_holds_for_its_turn_and_is_logged() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(
+        sandbox.home.join("commands/quick.md"),
+        "---\nmodel: small-model\n---\nAnswer briefly: $ARGUMENTS",
+    )
+    .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("4".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/quick 2+2");
+    assert_eq!(output.status.code(), Some(0));
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies[0]["model"], "small-model");
+    let log = sandbox.only_log();
+    let switches: Vec<&Value> =
+        log.iter().filter(|l| l["type"] == "model_changed").map(|l| &l["model"]).collect();
+    assert_eq!(switches, [&json!("small-model"), &json!("m")], "there and back, recorded");
+}
