@@ -17,17 +17,9 @@ fn exec(sandbox: &Sandbox, uri: &str, prompt: &str) -> std::process::Output {
         .unwrap()
 }
 
-/// The first user message of the first request.
+/// The first request's first user message that is not keel's context.
 fn sent_prompt(bodies: &[Value]) -> String {
-    bodies[0]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    super::routed_model::first_user_of(&bodies[0])
 }
 
 const FIX: &str = "---\ndescription: Fix a bug\nargument-hint: [what]\n---\n\

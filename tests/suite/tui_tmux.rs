@@ -677,12 +677,6 @@ async fn a_custom_command_is_offered_and_sent_expanded() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
     let bodies = super::support::request_bodies(&server).await;
-    let user = bodies[0]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .unwrap()["content"]
-        .clone();
+    let user = super::routed_model::first_user_of(&bodies[0]);
     assert_eq!(user, "Fix this bug: the login bug.");
 }
