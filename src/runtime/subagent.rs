@@ -148,7 +148,10 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Result<Child, (ToolResult, ToolMeta)>, RuntimeError> {
         let refuse = |message: String| {
-            Ok(Err((ToolResult::error(&call.call_id, message), ToolMeta::tool_error("invalid"))))
+            Ok(Err((
+                ToolResult::error(&call.call_id, message),
+                ToolMeta::new().with_kind(crate::protocol::ResultKind::named("invalid")),
+            )))
         };
         let args = match AgentArgs::parse(&call.arguments) {
             Ok(args) => args,
