@@ -7,6 +7,8 @@
 
 mod context;
 mod events;
+#[cfg(test)]
+mod events_tests;
 mod items;
 mod mode;
 mod model;
