@@ -160,15 +160,15 @@ pub enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// MCP servers: list (with status and tools), get, add, remove.
-    /// Serve keel itself over MCP (stdio): one tool, `keel`, that runs a
     /// Show what keel would send: `keel debug prompt [PROMPT]` prints the
     /// first request for this project and provider.
-    /// result, so other agents can use keel. The mode is set here, never by
-    /// task headless in this folder (or one inside it) and returns the
-    /// the calling agent; what needs approval is declined and listed.
     Debug(debug_cmd::DebugArgs),
+    /// MCP servers: list (with status and tools), get, add, remove.
     Mcp(mcp_cmd::McpArgs),
+    /// Serve keel itself over MCP (stdio): one tool, `keel`, that runs a
+    /// task headless in this folder (or one inside it) and returns the
+    /// result, so other agents can use keel. The mode is set here, never by
+    /// the calling agent; what needs approval is declined and listed.
     McpServer(McpServerArgs),
     /// Internal: apply the landlock sandbox to itself, then run a command.
     #[command(hide = true)]
@@ -355,4 +355,38 @@ impl ModelArgs {
 pub(crate) fn today() -> String {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     stamp.get(..10).unwrap_or(&stamp).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// `keel --help` lists every command with a summary of its own (a
+    /// merge once fused three commands' doc comments onto `debug` and left
+    /// `mcp` and `mcp-server` without one).
+    #[test]
+    fn every_visible_command_has_its_own_summary() {
+        let cli = Cli::command();
+        let mut summaries = Vec::new();
+        for command in cli.get_subcommands().filter(|command| !command.is_hide_set()) {
+            let name = command.get_name().to_owned();
+            let about = command.get_about().map(|about| about.to_string()).unwrap_or_default();
+            assert!(!about.trim().is_empty(), "`keel {name}` has no summary in --help");
+            summaries.push((name, about));
+        }
+        let about_of = |name: &str| {
+            summaries.iter().find(|(command, _)| command == name).map(|(_, about)| about.clone())
+        };
+        for (name, says, never_says) in [
+            ("debug", "keel debug prompt", "MCP"),
+            ("mcp", "MCP servers", "debug prompt"),
+            ("mcp-server", "Serve keel itself over MCP", "debug prompt"),
+        ] {
+            let about = about_of(name).unwrap_or_default();
+            assert!(about.contains(says), "`keel {name}` summary: {about}");
+            assert!(!about.contains(never_says), "`keel {name}` summary: {about}");
+        }
+    }
 }
