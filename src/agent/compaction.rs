@@ -328,6 +328,6 @@ fn last_check(items: &[Item], verify_commands: &[String]) -> Option<Option<Strin
             | Item::Context { .. } => None,
         })
     })?;
-    let passed = !result.is_error && result.output.starts_with("exit code: 0\n");
+    let passed = !result.is_error && crate::display::shell_exit_code(&result.output) == Some(0);
     Some((!passed).then(|| clip(&result.output, CHECK_CHARS)))
 }

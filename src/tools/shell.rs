@@ -18,6 +18,7 @@ use serde::Deserialize;
 use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
+use crate::display::{self, ShellRun};
 use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec};
 
@@ -29,8 +30,9 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output shown to the model, stdout and stderr together.
 pub const MAX_OUTPUT_BYTES: usize = 30 * 1024;
 
-const DESCRIPTION: &str = "Run a command with `bash -c`; returns its exit code, stdout and \
-stderr (long output keeps start and end). Each call is a fresh shell: `cd`, `export` and a \
+const DESCRIPTION: &str = "Run a command with `bash -c`. The result is its stdout, then \
+`--- stderr ---` and stderr if any, after a line `exit code: N` unless it exited 0 (long output \
+keeps start and end). Each call is a fresh shell: `cd`, `export` and a \
 virtualenv do not carry over (chain with `&&`, or use `workdir`). Pipelines run with \
 `pipefail`: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a writer cut by `head` \
 may exit 141). stdin is closed. Everything the command started stops with it. Credentials in \
@@ -111,37 +113,21 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     Ok(ToolOutput { text, meta })
 }
 
-/// `exit code: N` then labelled stdout and stderr sections, fitted into
-/// [`MAX_OUTPUT_BYTES`]; also says whether anything was cut here and how
-/// many bytes were left out in all.
+/// The result the model reads (`display::frame_shell` owns the format),
+/// fitted into [`MAX_OUTPUT_BYTES`]; also says whether anything was cut
+/// here and how many bytes were left out in all.
 fn render(output: &CommandOutput) -> (String, bool, u64) {
-    let mut text = match (output.exit_code, output.signal) {
-        (Some(code), _) => format!("exit code: {code}\n"),
-        (None, Some(signal)) => format!("exit code: none (killed by signal {signal})\n"),
-        (None, None) => "exit code: none\n".to_owned(),
-    };
     let (stdout, stderr) = fit(&output.stdout, &output.stderr);
     let omitted = stdout.omitted_bytes + stderr.omitted_bytes;
     let cut = omitted > output.stdout.omitted_bytes + output.stderr.omitted_bytes;
-    if omitted > 0 {
-        text.push_str(&format!(
-            "[output truncated: {omitted} bytes cut from the middle; redirect to a file and \
-             search it, or pipe through head/tail/grep]\n"
-        ));
-    }
-    for (label, stream) in [("stdout", stdout), ("stderr", stderr)] {
-        if stream.is_empty() {
-            continue;
-        }
-        let body = stream.text();
-        text.push_str(&format!("--- {label} ---\n{body}"));
-        if !body.ends_with('\n') {
-            text.push('\n');
-        }
-    }
-    if output.stdout.is_empty() && output.stderr.is_empty() {
-        text.push_str("(no output)\n");
-    }
+    let (stdout, stderr) = (stdout.text(), stderr.text());
+    let text = display::frame_shell(&ShellRun {
+        exit_code: output.exit_code,
+        signal: output.signal,
+        omitted_bytes: omitted,
+        stdout: &stdout,
+        stderr: &stderr,
+    });
     (text, cut, omitted)
 }
 
@@ -176,7 +162,7 @@ mod tests {
         ws.write("hello.txt", "hi");
         let out = shell(&ws, json!({ "command": "cat hello.txt; echo; pwd" })).await.unwrap();
         let root = ws.canonical_root();
-        assert_eq!(out.text, format!("exit code: 0\n--- stdout ---\nhi\n{}\n", root.display()));
+        assert_eq!(out.text, format!("hi\n{}\n", root.display()));
         assert_eq!(out.meta["exit_code"], 0);
         assert_eq!(out.meta["timed_out"], false);
         assert_eq!(out.meta["truncated"], false);
@@ -187,7 +173,7 @@ mod tests {
         let ws = TestWorkspace::new();
         let out =
             shell(&ws, json!({ "command": "echo out; echo oops >&2; exit 2" })).await.unwrap();
-        assert_eq!(out.text, "exit code: 2\n--- stdout ---\nout\n--- stderr ---\noops\n");
+        assert_eq!(out.text, "exit code: 2\nout\n--- stderr ---\noops\n");
         assert_eq!(out.meta["exit_code"], 2);
     }
 
@@ -214,7 +200,7 @@ mod tests {
     async fn no_output_says_so() {
         let ws = TestWorkspace::new();
         let out = shell(&ws, json!({ "command": "true" })).await.unwrap();
-        assert_eq!(out.text, "exit code: 0\n(no output)\n");
+        assert_eq!(out.text, "(no output)\n");
     }
 
     #[tokio::test]
@@ -222,7 +208,7 @@ mod tests {
         let ws = TestWorkspace::new();
         ws.write("sub/file", "");
         let out = shell(&ws, json!({ "command": "ls", "workdir": "sub" })).await.unwrap();
-        assert!(out.text.ends_with("--- stdout ---\nfile\n"), "{}", out.text);
+        assert_eq!(out.text, "file\n");
         assert_eq!(out.meta["workdir"], "sub");
         let outside = shell(&ws, json!({ "command": "ls", "workdir": ".." })).await;
         assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
@@ -300,7 +286,7 @@ mod tests {
         let ws = TestWorkspace::new();
         let out = shell(&ws, json!({ "command": "seq 1 100000; echo bad >&2" })).await.unwrap();
         assert!(out.text.len() < MAX_OUTPUT_BYTES + 500, "{}", out.text.len());
-        assert!(out.text.contains("--- stdout ---\n1\n2\n3\n"));
+        assert!(out.text.contains("grep]\n1\n2\n3\n"), "{}", &out.text[..200]);
         assert!(out.text.contains("99999\n100000\n"));
         assert_eq!(out.text.matches("bytes omitted").count(), 1, "{}", out.text);
         assert!(

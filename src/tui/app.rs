@@ -361,7 +361,8 @@ fn show_history(app: &mut App, items: &[Item]) {
             // read back from its framing.
             Item::ToolResult(result) => {
                 app.transcript.update_tool(&result.call_id, |tool| {
-                    let code = (tool.name == "shell").then(|| exit_code_of(&result.output));
+                    let code = (tool.name == "shell" && !result.is_error)
+                        .then(|| crate::display::shell_exit_code(&result.output));
                     let meta = code
                         .flatten()
                         .map_or_else(ToolMeta::new, |code| ToolMeta::command(Some(code), None));
@@ -566,9 +567,4 @@ fn percent_of_window(pricing: &crate::context::Pricing, tokens: u64) -> Option<u
 
 fn add_usage(total: &mut Usage, more: &Usage) {
     total.add(more);
-}
-
-/// The exit code in a shell result's first line (`exit code: N`).
-fn exit_code_of(output: &str) -> Option<i64> {
-    output.lines().next()?.strip_prefix("exit code: ")?.trim().parse().ok()
 }

@@ -372,7 +372,7 @@ fn a_resumed_conversation_is_shown() {
         Item::ToolCall(ls),
         Item::ToolResult(crate::protocol::ToolResult {
             call_id: "c1".into(),
-            output: "exit code: 0\n--- stdout ---\nCargo.toml\nsrc\n".into(),
+            output: "Cargo.toml\nsrc\n".into(),
             is_error: false,
         }),
         Item::ToolCall(call("c2", "shell", serde_json::json!({ "command": "cat f1.txt" }))),

@@ -95,12 +95,10 @@ fn output_has_no_host_process(_: &Fixture, outcome: &Outcome) {
     }
 }
 
-/// The command's stdout lines (the shell tool's output has headers).
+/// The command's stdout lines (the shell tool's output is framed).
 fn stdout_lines(outcome: &Outcome) -> Vec<String> {
     let text = outcome.envelope["output"].as_str().unwrap_or_default();
-    let stdout = text.split("--- stdout ---\n").nth(1).unwrap_or_default();
-    let stdout = stdout.split("--- stderr ---").next().unwrap_or_default();
-    stdout.lines().map(str::to_owned).collect()
+    keel::display::parse_shell(text).stdout.lines().map(str::to_owned).collect()
 }
 
 fn only_the_jail_is_visible(_: &Fixture, outcome: &Outcome) {
