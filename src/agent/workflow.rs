@@ -131,8 +131,8 @@ impl WorkflowState {
             text.push_str(&format!(" Tools here: {names}{and}set_phase."));
             if !rule.next.is_empty() {
                 text.push_str(&format!(
-                    " Another tool moves you to the first next phase allowing it ({}) if that \
-                     phase's conditions hold; else it is refused with the reason.",
+                    " Another tool moves you to the first next phase allowing it whose \
+                     conditions hold ({}); else it is refused.",
                     rule.next.join(", ")
                 ));
             }

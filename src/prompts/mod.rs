@@ -67,14 +67,18 @@ pub fn subagent_core(agent_prompt: &str) -> String {
 /// fixed instructions: the git status and the date change).
 pub fn environment_block(facts: &PromptFacts) -> String {
     let front_end = if facts.headless {
-        "Front end: headless (`keel exec`): nobody can answer a question or approve a call \
-         during this run"
+        "Front end: headless (`keel exec`): nobody can answer or approve a call during this run"
     } else {
         "Front end: interactive terminal: the user reads along and can answer"
     };
+    // One path said once when the session starts at the root.
+    let location = if facts.cwd == facts.workspace_root {
+        format!("Workspace root and working directory: {}", facts.workspace_root)
+    } else {
+        format!("Workspace root: {}\n- Working directory: {}", facts.workspace_root, facts.cwd)
+    };
     ENVIRONMENT_TEMPLATE
-        .replace("{workspace_root}", &facts.workspace_root)
-        .replace("{cwd}", &facts.cwd)
+        .replace("{location}", &location)
         .replace("{platform}", &facts.platform)
         .replace("{shell}", &facts.shell)
         .replace("{git}", &facts.git)
@@ -134,7 +138,7 @@ pub fn mode_block(mode: &str, sandboxed: bool) -> String {
     let explanation = section(MODES, mode).unwrap_or_default();
     let sandbox = if sandboxed {
         "Commands run in a sandbox: writes outside the workspace (and its temp folders) fail, \
-         and so does network access unless the user enabled it. A permission error may be the \
+         and network access too unless the user enabled it. A permission error may be the \
          sandbox: say so, and what the user would have to allow."
     } else {
         "Commands are not sandboxed here: be as careful as the user would be."
@@ -246,6 +250,16 @@ mod tests {
             assert!(!text.contains("{max_steps}") && !text.contains("{cwd}"), "{text}");
         }
         assert!(core.contains("at most 42"), "the step limit is stated");
+    }
+
+    #[test]
+    fn the_root_is_named_once_when_work_starts_there() {
+        let below = environment_block(&facts(true));
+        assert!(below.contains("- Workspace root: /repo\n- Working directory: /repo/src\n"));
+        let at_root = PromptFacts { cwd: "/repo".into(), ..facts(true) };
+        let environment = environment_block(&at_root);
+        assert!(environment.contains("- Workspace root and working directory: /repo\n"));
+        assert_eq!(environment.matches("/repo").count(), 1, "{environment}");
     }
 
     #[test]

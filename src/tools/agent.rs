@@ -19,22 +19,20 @@ use crate::protocol::{ToolClass, ToolOutput};
 pub const AGENT_TOOL: &str = "agent";
 
 const DESCRIPTION: &str = "Hand a self-contained task to a subagent: a separate agent with a \
-fresh context (it does not see this conversation), its own instructions and a narrowed set of \
-tools. Its final answer comes back as this call's result, with a summary of what it read and \
-changed. Use it for work that needs many reads or long output you do not need to keep (exploring \
-a large codebase, reviewing a diff, running and reading a test suite), so your own context stays \
-small. Several calls of read-only types in one response run at the same time. The prompt is all \
-the subagent knows: say what to do, what you already know, and what to report back.";
+fresh context (it does not see this conversation), its own instructions and fewer tools. Its \
+final answer, with a summary of what it read and changed, is this call's result. Use it for work \
+with many reads or long output you need not keep (exploring a large codebase, reviewing a diff, \
+running a test suite), to keep your context small. Calls of read-only types in one response run \
+at once.";
 
 /// The `agent` tool's arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct AgentArgs {
-    /// The agent type, one of those listed in the description.
+    /// One of the agent types.
     pub agent: String,
-    /// A few words saying what the subagent does, shown to the user.
+    /// A few words for the user on what it does.
     pub description: String,
-    /// The whole task: everything the subagent needs to know and what it
-    /// should report back.
+    /// All the subagent knows: what to do, what you already know, what to report back.
     pub prompt: String,
 }
 

@@ -42,7 +42,7 @@ pub struct EditFileArgs {
     pub old_string: String,
     /// Its replacement.
     pub new_string: String,
-    /// Replace every occurrence. Defaults to false.
+    /// Replace every occurrence.
     pub replace_all: Option<bool>,
 }
 

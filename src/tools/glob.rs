@@ -35,7 +35,7 @@ are skipped.";
 pub struct GlobArgs {
     /// The pattern.
     pub pattern: String,
-    /// Directory to search. Defaults to the working directory.
+    /// Directory to search.
     pub path: Option<String>,
 }
 

@@ -51,14 +51,14 @@ pub enum GrepMode {
 pub struct GrepArgs {
     /// The regular expression, e.g. `fn\s+main`.
     pub pattern: String,
-    /// File or directory to search. Defaults to the working directory.
+    /// File or directory to search.
     pub path: Option<String>,
     /// Only files matching this glob (`*.rs`; `!*.min.js` excludes).
     pub glob: Option<String>,
     /// Only files of this ripgrep type (`rust`, `py`).
     #[serde(rename = "type")]
     pub file_type: Option<String>,
-    /// Ignore case. Defaults to false.
+    /// Ignore case.
     pub case_insensitive: Option<bool>,
     /// Defaults to `content`.
     #[serde(default)]

@@ -36,7 +36,7 @@ symlinks with `@`. Gitignored files and .git are left out.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListDirArgs {
-    /// The directory. Defaults to the working directory.
+    /// The directory.
     pub path: Option<String>,
     /// Levels to descend (1: direct entries only). Defaults to 1.
     #[schemars(range(min = 1, max = 5))]

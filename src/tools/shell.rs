@@ -30,13 +30,12 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output shown to the model, stdout and stderr together.
 pub const MAX_OUTPUT_BYTES: usize = 30 * 1024;
 
-const DESCRIPTION: &str = "Run a command with `bash -c`. The result is its stdout, then \
-`--- stderr ---` and stderr if any, after a line `exit code: N` unless it exited 0 (long output \
-keeps start and end). Each call is a fresh shell: `cd`, `export` and a \
-virtualenv do not carry over (chain with `&&`, or use `workdir`). Pipelines run with \
-`pipefail`: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a writer cut by `head` \
-may exit 141). stdin is closed. Everything the command started stops with it. Credentials in \
-the environment (*_API_KEY, *_TOKEN, …) are not passed on.";
+const DESCRIPTION: &str = "Run a command with `bash -c`. Result: `exit code: N` unless it \
+exited 0, then stdout, then `--- stderr ---` and stderr if any; long output keeps start and end. \
+Each call is a fresh shell: `cd`, `export` and a virtualenv do not carry over (chain with `&&` or \
+use `workdir`). `pipefail` is on: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a \
+writer cut by `head` may exit 141). stdin is closed. Credentials in the environment (*_API_KEY, \
+*_TOKEN, …) are not passed on.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
@@ -45,9 +44,9 @@ pub struct ShellArgs {
     /// Milliseconds before it is killed, at most 600000. Defaults to 120000.
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
-    /// Folder to run in, relative to the working directory. Defaults to ".".
+    /// Folder to run in, relative to the working directory.
     pub workdir: Option<String>,
-    /// True for a check of your change keel would not recognise (tests, builds and the project's checks count anyway); it counts if it exits 0.
+    /// Marks a check of your change keel would not recognise (tests, builds, the project's checks count anyway); it counts if it exits 0.
     #[serde(default)]
     pub verify: bool,
 }

@@ -48,7 +48,7 @@ async fn replay_reruns_from_the_first_checkpoint_and_reports_differences() {
 
     // Tamper with a recorded result: the replay reports it.
     let text = std::fs::read_to_string(&log).unwrap();
-    std::fs::write(&log, text.replace("stdout ---\\ngoodbye", "stdout ---\\nadieu")).unwrap();
+    std::fs::write(&log, text.replace("\"output\":\"goodbye", "\"output\":\"adieu")).unwrap();
     let id = log.file_stem().unwrap().to_string_lossy().into_owned();
     let output = sandbox.keel().args(["replay", &id]).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
