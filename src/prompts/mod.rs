@@ -139,7 +139,7 @@ pub fn mode_block(mode: &str, sandboxed: bool) -> String {
     let sandbox = if sandboxed {
         "Commands run in a sandbox: writes outside the workspace (and its temp folders) fail, \
          and network access too unless the user enabled it. A permission error may be the \
-         sandbox: say so, and what the user would have to allow."
+         sandbox: say so."
     } else {
         "Commands are not sandboxed here: be as careful as the user would be."
     };

@@ -21,9 +21,8 @@ pub const AGENT_TOOL: &str = "agent";
 const DESCRIPTION: &str = "Hand a self-contained task to a subagent: a separate agent with a \
 fresh context (it does not see this conversation), its own instructions and fewer tools. Its \
 final answer, with a summary of what it read and changed, is this call's result. Use it for work \
-with many reads or long output you need not keep (exploring a large codebase, reviewing a diff, \
-running a test suite), to keep your context small. Calls of read-only types in one response run \
-at once.";
+with many reads or long output you need not keep (the types below), to keep your context small. \
+Calls of read-only types in one response run at once.";
 
 /// The `agent` tool's arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -30,9 +30,9 @@ const NAME: &str = "edit_file";
 /// Files longer than this get no "closest line" hint (it is quadratic-ish).
 const HINT_MAX_LINES: usize = 10_000;
 
-const DESCRIPTION: &str = "Replace an exact string in a file. `old_string` must match exactly, \
+const DESCRIPTION: &str = "Replace a string in a file. `old_string` must match exactly, \
 whitespace included (without read_file's line numbers), and be unique unless `replace_all`: \
-include surrounding lines. Returns the diff.";
+include surrounding lines.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditFileArgs {

@@ -36,7 +36,7 @@ const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
 pub const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
 
 const DESCRIPTION: &str = "Read a text file. Lines come back numbered (`     1\\tfirst line`; \
-the number is not part of the file), 2000 at most: page with `offset` and `limit`.";
+the number is not part of the file); page with `offset` and `limit`.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {
