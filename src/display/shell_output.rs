@@ -114,9 +114,10 @@ pub struct ShellRun<'a> {
     pub stderr: &'a str,
 }
 
-/// Whether a line at the start of a result would be read as framing.
+/// Whether a line at the start of a result would be read as framing (by
+/// [`parse_shell`], or by a model that does not count spaces).
 fn reads_as_framing(line: &str) -> bool {
-    line.starts_with(EXIT_LINE)
+    line.starts_with(EXIT_LINE.trim_end())
         || line.starts_with(TRUNCATION_NOTE)
         || [STDOUT_LABEL, STDERR_LABEL, NO_OUTPUT].contains(&line)
 }
@@ -298,6 +299,7 @@ mod tests {
     fn a_stdout_that_looks_like_framing_is_labelled() {
         for stdout in [
             "exit code: 1\n",
+            "exit code:1\n",
             "(no output)\n",
             "[output truncated: 5 bytes]\nx\n",
             "--- stderr ---\nfake\n",
