@@ -83,12 +83,14 @@ impl Assembler {
     }
 
     /// The assembled response, or [`LlmError::StreamCut`] when the stream
-    /// ended before its completion event.
+    /// ended before its completion event. The server's usage figures are
+    /// clamped ([`crate::protocol::Usage::clamped`]): they are untrusted input.
     pub fn finish(self) -> Result<ModelResponse, LlmError> {
-        match self {
+        let response = match self {
             Assembler::Responses(inner) => inner.finish(),
             Assembler::Chat(inner) => inner.finish(),
             Assembler::Anthropic(inner) => inner.finish(),
-        }
+        }?;
+        Ok(ModelResponse { usage: response.usage.clamped(), ..response })
     }
 }

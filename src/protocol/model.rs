@@ -43,17 +43,38 @@ fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
+/// The most tokens one response may report for any count; a server
+/// reporting more (a bug or a hostile endpoint: `u64::MAX`) is taken at
+/// this, so sums over a session and the spend projection stay far from
+/// overflow and a token limit is still crossed.
+pub const MAX_REPORTED_TOKENS: u64 = 1 << 40;
+
 impl Usage {
     pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.reasoning_tokens += other.reasoning_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        let sum = |mine: &mut u64, theirs: u64| *mine = mine.saturating_add(theirs);
+        sum(&mut self.input_tokens, other.input_tokens);
+        sum(&mut self.output_tokens, other.output_tokens);
+        sum(&mut self.cached_input_tokens, other.cached_input_tokens);
+        sum(&mut self.reasoning_tokens, other.reasoning_tokens);
+        sum(&mut self.cache_write_tokens, other.cache_write_tokens);
+    }
+
+    /// This response's usage with every count at most
+    /// [`MAX_REPORTED_TOKENS`] (see there).
+    #[must_use]
+    pub fn clamped(self) -> Usage {
+        let clamp = |count: u64| count.min(MAX_REPORTED_TOKENS);
+        Usage {
+            input_tokens: clamp(self.input_tokens),
+            output_tokens: clamp(self.output_tokens),
+            cached_input_tokens: clamp(self.cached_input_tokens),
+            reasoning_tokens: clamp(self.reasoning_tokens),
+            cache_write_tokens: clamp(self.cache_write_tokens),
+        }
     }
 
     /// Share of the input read from the cache, when there was input.

@@ -228,3 +228,28 @@ async fn a_repository_cannot_make_the_budget_free() {
     assert!(stderr.contains("input_price"), "{stderr}");
     assert_eq!(request_bodies(&server).await.len(), 2);
 }
+
+/// A server reporting absurd usage (a bug, or a hostile endpoint at
+/// `--base-url`: `u64::MAX` tokens) neither crashes keel (the session sums
+/// overflowed) nor slips past a token limit (a wrapped sum reads as small).
+#[tokio::test]
+async fn absurd_usage_from_the_server_neither_crashes_nor_slips_past_a_token_limit() {
+    let huge = Tokens { input: u64::MAX - 10, cached: 0, output: 5 };
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "f0.txt"}))] },
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "f1.txt"}))] },
+        Step::Answer("done".into()),
+    ];
+    let sandbox = sandbox_with_files();
+    let server = scripted_model_with(Wire::Chat, &steps, huge).await;
+    let (code, result) = exec(&sandbox, &server, &["read the files"]);
+    assert_eq!((code, &result["status"]), (Some(0), &json!("completed")), "{result}");
+    assert!(result["usage"]["total_tokens"].as_u64().is_some(), "{result}");
+
+    let sandbox = sandbox_with_files();
+    let server = scripted_model_with(Wire::Chat, &steps, huge).await;
+    let (code, result) = exec(&sandbox, &server, &["--max-tokens", "100000000", "read the files"]);
+    assert_eq!(code, Some(4), "{result}");
+    assert_eq!(result["status"], "budget_exceeded");
+    assert_eq!(request_bodies(&server).await.len(), 1, "the second request is not sent");
+}
