@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use crate::config::mcp::McpServerFile;
 use crate::config::mcp_edit::{add_server, remove_server};
 use crate::config::{CliOverrides, Environment, load_mcp};
+use crate::display::for_terminal;
 use crate::exec::ExitStatus;
 use crate::mcp::{McpHub, McpToolDef, ServerStatus};
 
@@ -214,8 +215,10 @@ fn write_status(
         status.transport,
         status.origin
     )?;
+    // A server's words (its errors, its tools' descriptions) are
+    // untrusted text on the user's terminal.
     if let Some(error) = &status.error {
-        write!(out, "\n  {error}")?;
+        write!(out, "\n  {}", for_terminal(error))?;
     }
     if let Some(log) = status.log.as_ref().filter(|_| status.error.is_some()) {
         write!(out, "\n  log: {}", log.display())?;
@@ -223,7 +226,8 @@ fn write_status(
     writeln!(out)?;
     for def in defs.iter().filter(|def| def.server == status.server) {
         let access = if def.read_only { "read-only" } else { "may change things" };
-        let about = def.description.lines().next().unwrap_or_default();
+        let about = for_terminal(&def.description);
+        let about = about.lines().next().unwrap_or_default();
         writeln!(out, "  {}  ({access})  {about}", def.name)?;
     }
     Ok(())

@@ -431,3 +431,21 @@ async fn a_server_that_fails_to_start_is_said_once_on_stderr_with_its_log() {
     let logged = std::fs::read_to_string(log).unwrap();
     assert!(logged.contains("boom: no token configured"), "{logged}");
 }
+
+/// A server's tool descriptions are its own text: `keel mcp list` and
+/// `keel mcp get` print them without the control sequences they carry
+/// (retitling the window, setting the clipboard, clearing the screen).
+#[tokio::test]
+async fn a_server_s_control_sequences_never_reach_the_terminal_of_keel_mcp_list() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("escapes.jsonl");
+    write_config(&sandbox, &fault_table("esc", &python, "escapes", &record, ""));
+    for args in [&["mcp", "list"][..], &["mcp", "get", "esc"]] {
+        let output = sandbox.keel().args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("Echoes the text back"), "{args:?}: {stdout}");
+        assert!(!stdout.contains('\x1b') && !stdout.contains('\x07'), "{args:?}: {stdout:?}");
+    }
+}
