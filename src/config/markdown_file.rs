@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::Yaml;
 
-use crate::context::frontmatter::split;
+use crate::context::frontmatter::{load_yaml, split};
 
 /// Largest definition file read (agents and commands are prompts, not
 /// data; a bigger file is a mistake or an attack on the context).
@@ -82,10 +82,7 @@ impl MarkdownFile {
         let Some((yaml, body)) = split(text) else {
             return Ok(Self { front: empty, lines: BTreeMap::new(), body: text.to_owned() });
         };
-        let front = YamlLoader::load_from_str(yaml)
-            .ok()
-            .and_then(|docs| docs.into_iter().next())
-            .unwrap_or(empty);
+        let front = load_yaml(yaml).ok().and_then(|docs| docs.into_iter().next()).unwrap_or(empty);
         Ok(Self { front, lines: top_level_lines(yaml), body: body.to_owned() })
     }
 

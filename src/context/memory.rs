@@ -6,9 +6,9 @@
 //! usable description is an error naming what is missing, never a panic;
 //! a missing `name` falls back to the file's stem.
 
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::Yaml;
 
-use super::frontmatter::split;
+use super::frontmatter::{load_yaml, split};
 
 /// Longest description accepted.
 const MAX_DESCRIPTION: usize = 1024;
@@ -46,8 +46,7 @@ pub enum MemoryError {
 /// front matter does not.
 pub fn parse_memory(text: &str, stem: &str) -> Result<MemoryMeta, MemoryError> {
     let (yaml, _) = split(text).ok_or(MemoryError::NoFrontMatter)?;
-    let docs = YamlLoader::load_from_str(yaml)
-        .map_err(|error| MemoryError::Yaml { message: error.to_string() })?;
+    let docs = load_yaml(yaml).map_err(|error| MemoryError::Yaml { message: error.to_string() })?;
     let field = |key: &str| {
         docs.first()
             .and_then(|doc| match &doc[key] {

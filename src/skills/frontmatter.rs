@@ -1,6 +1,6 @@
 //! Parses and validates a `SKILL.md`'s YAML front matter.
 
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::Yaml;
 
 use super::SkillError;
 
@@ -23,7 +23,7 @@ pub(super) use crate::context::frontmatter::split;
 /// Parses `text` (a SKILL.md in a folder named `folder`) into its metadata.
 pub fn parse_skill_md(text: &str, folder: &str) -> Result<SkillMeta, SkillError> {
     let (yaml, _) = split(text).ok_or(SkillError::NoFrontMatter)?;
-    let docs = YamlLoader::load_from_str(yaml)
+    let docs = crate::context::frontmatter::load_yaml(yaml)
         .map_err(|error| SkillError::Yaml { message: error.to_string() })?;
     let doc = docs.first().ok_or(SkillError::Missing { field: "name" })?;
     let field = |key: &'static str| match &doc[key] {

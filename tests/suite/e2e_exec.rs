@@ -345,3 +345,52 @@ async fn policy_decisions_with_matched_rules_are_logged_before_the_call() {
         "curl never ran"
     );
 }
+
+/// A YAML "billion laughs": 9 levels of 10 aliases each, 10^9 nodes in
+/// about 500 bytes of front matter.
+fn alias_bomb(name: &str) -> String {
+    let mut text =
+        format!("---\nname: {name}\ndescription: d\na0: &a0 [l, l, l, l, l, l, l, l, l, l]\n");
+    for level in 1..9 {
+        let refs = vec![format!("*a{}", level - 1); 10].join(", ");
+        text.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+    }
+    text + "---\nbody\n"
+}
+
+/// A cloned repository's skills and memory notes are read before it is
+/// trusted: front matter that expands to gigabytes is refused, said, and
+/// the session goes on. keel runs under a 2 GB address-space limit, so
+/// a regression fails here (allocation failure) instead of eating the
+/// machine's memory.
+#[tokio::test]
+async fn yaml_alias_bombs_in_an_untrusted_repository_are_refused_not_expanded() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".agents/skills/bomb/SKILL.md", &alias_bomb("bomb"));
+    sandbox.write(".keel/memory/bomb.md", &alias_bomb("bomb"));
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 2000000 && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_keel")])
+        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &sandbox.home)
+        .env("KEEL_HOME", &sandbox.home)
+        .current_dir(&sandbox.repo)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines = json_lines(&output.stdout);
+    let warnings: Vec<String> = lines
+        .iter()
+        .filter(|line| line["type"] == "warning")
+        .map(|line| line["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    for file in ["skills/bomb/SKILL.md", "memory/bomb.md"] {
+        let said = warnings.iter().any(|w| w.contains(file) && w.contains("aliases"));
+        assert!(said, "{file} not refused: {warnings:?}");
+    }
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+}
