@@ -7,19 +7,38 @@
 //! confined to the folder tree of the file that names them and nest at
 //! most [`MAX_IMPORT_DEPTH`] deep. The total is capped at
 //! [`MAX_INSTRUCTION_BYTES`], cutting the files nearest the root last.
+//!
+//! A cloned repository's files are read before it is trusted, so they are
+//! untrusted input: a project file (or an import) that resolves, through
+//! symlinks, outside the workspace is not read (it would put any file the
+//! user can read into the prompt, past `read_file`'s workspace check); no
+//! file is read past the cap (`AGENTS.md -> /dev/zero`); and one session
+//! follows at most [`MAX_IMPORTS`] imports (thousands of `@` lines
+//! importing each other would otherwise be read without end).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Upper bound on instruction text put into the context.
 pub const MAX_INSTRUCTION_BYTES: usize = 64 * 1024;
 /// How deep `@file` imports may nest.
 const MAX_IMPORT_DEPTH: usize = 3;
+/// How many `@file` imports one discovery follows in all.
+pub const MAX_IMPORTS: usize = 64;
 
 /// One instruction file and its text (imports expanded).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstructionFile {
     pub path: PathBuf,
     pub text: String,
+}
+
+/// Where files may be read from, and the imports still allowed.
+struct Reader {
+    /// The canonical folder every file must resolve into (`None`: the
+    /// user's own file, read wherever it points).
+    confine: Option<PathBuf>,
+    imports_left: usize,
 }
 
 /// Finds and reads the instruction files for a session started in `cwd`.
@@ -29,64 +48,99 @@ pub fn discover_instructions(
     cwd: &Path,
 ) -> Vec<InstructionFile> {
     let mut files = Vec::new();
+    let mut reader = Reader { confine: None, imports_left: MAX_IMPORTS };
     let user = keel_home.join("AGENTS.md");
-    if let Some(file) = read_instruction(&user) {
+    if let Some(file) = reader.instruction(&user) {
         files.push(file);
     }
+    let Ok(root) = std::fs::canonicalize(workspace_root) else { return cap_total(files) };
+    reader.confine = Some(root);
     let mut dirs: Vec<&Path> =
         cwd.ancestors().take_while(|dir| dir.starts_with(workspace_root)).collect();
     dirs.reverse();
     for dir in dirs {
         let found =
-            ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| read_instruction(&dir.join(name)));
+            ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| reader.instruction(&dir.join(name)));
         files.extend(found);
     }
     cap_total(files)
 }
 
-fn read_instruction(path: &Path) -> Option<InstructionFile> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let text = expand_imports(&text, base, 0);
-    if text.trim().is_empty() {
-        return None;
+impl Reader {
+    fn instruction(&mut self, path: &Path) -> Option<InstructionFile> {
+        let text = self.read(path)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let text = self.expand_imports(&text, base, 0);
+        if text.trim().is_empty() {
+            return None;
+        }
+        Some(InstructionFile { path: path.to_owned(), text })
     }
-    Some(InstructionFile { path: path.to_owned(), text })
-}
 
-fn expand_imports(text: &str, base: &Path, depth: usize) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let imported = line
-            .trim()
-            .strip_prefix('@')
-            .filter(|rel| depth < MAX_IMPORT_DEPTH && !rel.is_empty() && !rel.contains(' '))
-            .and_then(|rel| read_import(base, rel, depth));
-        match imported {
-            Some(text) => {
-                out.push_str(&text);
-                if !text.ends_with('\n') {
-                    out.push('\n');
-                }
+    /// The text of `path` when it resolves inside the confining folder, at
+    /// most one byte past the cap (so [`cap_total`] still sees it is too
+    /// long); `None` for a file that is missing, not UTF-8, or elsewhere.
+    fn read(&self, path: &Path) -> Option<String> {
+        let resolved = std::fs::canonicalize(path).ok()?;
+        if self.confine.as_ref().is_some_and(|root| !resolved.starts_with(root)) {
+            return None;
+        }
+        let file = std::fs::File::open(&resolved).ok()?;
+        let mut bytes = Vec::new();
+        let limit = u64::try_from(MAX_INSTRUCTION_BYTES + 1).unwrap_or(u64::MAX);
+        file.take(limit).read_to_end(&mut bytes).ok()?;
+        match String::from_utf8(bytes) {
+            Ok(text) => Some(text),
+            // Cut inside a character at the limit: keep what is whole.
+            Err(error) if error.utf8_error().error_len().is_none() => {
+                let valid = error.utf8_error().valid_up_to();
+                let mut bytes = error.into_bytes();
+                bytes.truncate(valid);
+                String::from_utf8(bytes).ok()
             }
-            None => out.push_str(line),
+            Err(_) => None,
         }
     }
-    out
-}
 
-/// Reads `base/rel` if it stays inside `base` (no `..`, no absolute path).
-fn read_import(base: &Path, rel: &str, depth: usize) -> Option<String> {
-    let rel_path = Path::new(rel);
-    let confined = rel_path
-        .components()
-        .all(|part| matches!(part, std::path::Component::Normal(_) | std::path::Component::CurDir));
-    if !confined {
-        return None;
+    fn expand_imports(&mut self, text: &str, base: &Path, depth: usize) -> String {
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            if out.len() > MAX_INSTRUCTION_BYTES {
+                break;
+            }
+            let imported = line
+                .trim()
+                .strip_prefix('@')
+                .filter(|rel| depth < MAX_IMPORT_DEPTH && !rel.is_empty() && !rel.contains(' '))
+                .and_then(|rel| self.import(base, rel, depth));
+            match imported {
+                Some(text) => {
+                    out.push_str(&text);
+                    if !text.ends_with('\n') {
+                        out.push('\n');
+                    }
+                }
+                None => out.push_str(line),
+            }
+        }
+        out
     }
-    let path = base.join(rel_path);
-    let text = std::fs::read_to_string(&path).ok()?;
-    Some(expand_imports(&text, path.parent().unwrap_or(base), depth + 1))
+
+    /// Reads `base/rel` if it stays inside `base` (no `..`, no absolute
+    /// path) and imports are left.
+    fn import(&mut self, base: &Path, rel: &str, depth: usize) -> Option<String> {
+        let rel_path = Path::new(rel);
+        let confined = rel_path.components().all(|part| {
+            matches!(part, std::path::Component::Normal(_) | std::path::Component::CurDir)
+        });
+        if !confined || self.imports_left == 0 {
+            return None;
+        }
+        self.imports_left -= 1;
+        let path = base.join(rel_path);
+        let text = self.read(&path)?;
+        Some(self.expand_imports(&text, path.parent().unwrap_or(base), depth + 1))
+    }
 }
 
 /// Keeps the total under the cap: the files closest to the working
@@ -185,5 +239,37 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert!(found[0].text.contains("use tabs"));
         assert!(!found[0].text.contains("TOP SECRET"));
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_workspace_is_not_read_as_a_file_or_an_import() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "TOP SECRET\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("notes.md")).unwrap();
+        std::fs::write(root.join("inside.md"), "inside notes\n").unwrap();
+        std::os::unix::fs::symlink(root.join("inside.md"), root.join("linked.md")).unwrap();
+        std::fs::write(root.join("CLAUDE.md"), "use tabs\n@notes.md\n@linked.md\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("sub/AGENTS.md"))
+            .unwrap();
+        let found = discover_instructions(&dir.path().join("h"), &root, &root.join("sub"));
+        let text: String = found.iter().map(|file| file.text.as_str()).collect();
+        assert!(!text.contains("TOP SECRET"), "{text}");
+        assert!(text.contains("use tabs") && text.contains("inside notes"), "{text}");
+    }
+
+    #[test]
+    fn imports_importing_imports_stop_after_max_imports() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        for (file, next) in [("AGENTS.md", "a.md"), ("a.md", "b.md"), ("b.md", "c.md")] {
+            std::fs::write(root.join(file), format!("@{next}\n").repeat(60)).unwrap();
+        }
+        std::fs::write(root.join("c.md"), "x\n").unwrap();
+        let found = discover_instructions(&dir.path().join("h"), &root, &root);
+        let read = found[0].text.lines().filter(|line| *line == "x").count();
+        assert!(read <= MAX_IMPORTS, "{read} imports of c.md followed (60^3 asked for)");
     }
 }
