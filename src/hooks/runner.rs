@@ -175,6 +175,9 @@ async fn run_one(
 /// Runs the hook's command with `stdin` as its standard input. The input
 /// goes through a private temp file that the script redirects from, so the
 /// sandbox's process handling (group kill at the timeout) is reused as is.
+/// The script removes the file once its stdin is open: a keel that exits
+/// at once mid-hook (a second Ctrl-C or SIGTERM) leaves nothing in the
+/// shared temp dir; [`StdinFile`]'s drop covers a hook that never started.
 async fn spawn(
     hook: &CommandHook,
     stdin: &str,
@@ -182,7 +185,8 @@ async fn spawn(
     cancel: &CancellationToken,
 ) -> Result<sandbox::CommandOutput, String> {
     let input = StdinFile::create(stdin).map_err(|e| format!("cannot stage hook input: {e}"))?;
-    let script = format!("exec < '{}'\n{}", input.path.display(), hook.command);
+    let path = input.path.display();
+    let script = format!("exec < '{path}'\nrm -f -- '{path}'\n{}", hook.command);
     let spec = CommandSpec::script(script, project_dir)
         .with_timeout(hook.timeout())
         .with_env("CLAUDE_PROJECT_DIR", project_dir)

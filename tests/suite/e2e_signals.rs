@@ -178,4 +178,14 @@ async fn a_second_signal_exits_at_once() {
     let log = sandbox.only_log();
     assert_ne!(log.last().unwrap()["type"], "session_ended", "it did not wait for the hook");
     assert_eq!(marked(&marker), Vec::<u32>::new(), "the call's processes were killed first");
+    // keel ran with TMPDIR unset: the hook's staged stdin went to /tmp.
+    let repo = sandbox.repo.display().to_string();
+    let left: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("keel-hook-"))
+        .filter(|entry| std::fs::read_to_string(entry.path()).is_ok_and(|t| t.contains(&repo)))
+        .map(|entry| entry.path())
+        .collect();
+    assert!(left.is_empty(), "the hook's input was left in the temp dir: {left:?}");
 }
