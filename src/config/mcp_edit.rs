@@ -99,15 +99,35 @@ fn read(path: &Path) -> Result<String, McpEditError> {
 }
 
 /// Writes `text` beside `path`, then renames it over `path`: a reader
-/// (or a crash) sees the old file or the new one, never half of one.
+/// (or a crash) sees the old file or the new one, never half of one. The
+/// file may hold secrets (headers, env): the new one keeps the old one's
+/// permissions (a user's `chmod 600` survives; a new file is 0600), and a
+/// symlinked `config.toml` (a dotfiles repository) stays a link, its
+/// target rewritten.
 fn write(path: &Path, text: &str) -> Result<(), McpEditError> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let error = |source| McpEditError::Write { path: path.to_owned(), source };
-    if let Some(dir) = path.parent() {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir).map_err(error)?;
     }
-    let staged = path.with_extension(format!("toml.keel-{}", std::process::id()));
-    std::fs::write(&staged, text).map_err(error)?;
-    std::fs::rename(&staged, path).map_err(|source| {
+    let mode = std::fs::metadata(&target).map_or(0o600, |meta| meta.permissions().mode() & 0o7777);
+    let staged = target.with_extension(format!("toml.keel-{}", std::process::id()));
+    let _ = std::fs::remove_file(&staged);
+    let written =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&staged).and_then(
+            |mut file| {
+                // `mode` at creation is cut by the umask; set it exactly.
+                file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+                file.write_all(text.as_bytes())
+            },
+        );
+    if let Err(source) = written {
+        let _ = std::fs::remove_file(&staged);
+        return Err(error(source));
+    }
+    std::fs::rename(&staged, &target).map_err(|source| {
         let _ = std::fs::remove_file(&staged);
         error(source)
     })
@@ -207,5 +227,30 @@ mod tests {
         std::fs::write(&path, "model = \n").unwrap();
         assert!(matches!(add_server(&path, "ok", &stdio("x")), Err(McpEditError::Invalid { .. })));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "model = \n");
+    }
+
+    #[test]
+    fn the_file_keeps_its_permissions_and_a_symlink_stays_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "model = \"gpt-5\"\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        add_server(&path, "docs", &stdio("npx")).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the user's chmod 600 of a file holding secrets was lost");
+
+        let fresh = dir.path().join("new/config.toml");
+        add_server(&fresh, "docs", &stdio("npx")).unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "a new file holding an env secret is the owner's only");
+
+        let dotfiles = dir.path().join("dotfiles.toml");
+        std::fs::write(&dotfiles, "model = \"gpt-5\"\n").unwrap();
+        let link = dir.path().join("linked.toml");
+        std::os::unix::fs::symlink(&dotfiles, &link).unwrap();
+        add_server(&link, "docs", &stdio("npx")).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(std::fs::read_to_string(&dotfiles).unwrap().contains("[mcp_servers.docs]"));
     }
 }

@@ -68,6 +68,10 @@ const OWNERS: [Owner; 4] = [
                 "hooks/runner.rs",
                 "creates a hook's private stdin file (0600, create_new), not the log",
             ),
+            (
+                "config/mcp_edit.rs",
+                "stages config.toml with the old file's permissions (create_new), not the log",
+            ),
         ],
     },
     Owner {
