@@ -13,24 +13,44 @@ use crate::hooks::{HookSource, HooksConfig};
 use super::ConfigError;
 use super::layers::{HookOrigin, HookTable};
 
-/// Every hook source that has hooks, user sources first.
+/// Every hook source that has hooks, user sources first. A broken source
+/// stops keel (a guard hook silently dropped would be worse), except an
+/// untrusted project's: its hooks would not run anyway, so a cloned
+/// repository's broken file is a warning (pushed on `warnings`), never a
+/// reason keel cannot start there.
 pub fn load_hooks(
     keel_home: &Path,
     workspace_root: &Path,
     tables: &[HookTable],
     import_claude: bool,
+    project_trusted: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<HooksConfig>, ConfigError> {
     let mut configs = Vec::new();
+    let mut keep = |loaded: Result<HooksConfig, ConfigError>, is_project: bool| match loaded {
+        Ok(config) => {
+            configs.push(config);
+            Ok(())
+        }
+        Err(error) if is_project && !project_trusted => {
+            warnings.push(format!(
+                "{error}; the project is not trusted, so its hooks would not run anyway"
+            ));
+            Ok(())
+        }
+        Err(error) => Err(error),
+    };
     for HookTable { origin, table } in tables {
-        let json = serde_json::to_value(table).map_err(|error| origin_error(origin, &error))?;
         let (name, is_project) = match origin {
             HookOrigin::UserFile(path) => (path.display().to_string(), false),
             HookOrigin::ProjectFile(path) => (path.display().to_string(), true),
             HookOrigin::Override(text) => (format!("-c {text}"), false),
         };
-        let config = parse_source(&name, &json, is_project, false)
-            .map_err(|message| origin_error(origin, &message))?;
-        configs.push(config);
+        let loaded = serde_json::to_value(table)
+            .map_err(|error| error.to_string())
+            .and_then(|json| parse_source(&name, &json, is_project, false))
+            .map_err(|message| origin_error(origin, &message));
+        keep(loaded, is_project)?;
     }
     if import_claude {
         let home = keel_home.parent().unwrap_or(keel_home);
@@ -40,10 +60,16 @@ pub fn load_hooks(
             (workspace_root.join(".claude").join("settings.local.json"), true),
         ];
         for (path, is_project) in claude_files {
-            if let Some(json) = read_json(&path)? {
-                if let Some(hooks) = json.get("hooks") {
-                    configs.push(parse(&path, hooks, is_project, true)?);
-                }
+            let loaded = read_json(&path).and_then(|json| {
+                json.as_ref()
+                    .and_then(|json| json.get("hooks"))
+                    .map(|hooks| parse(&path, hooks, is_project, true))
+                    .transpose()
+            });
+            match loaded {
+                Ok(Some(config)) => keep(Ok(config), is_project)?,
+                Ok(None) => {}
+                Err(error) => keep(Err(error), is_project)?,
             }
         }
     }
@@ -115,7 +141,8 @@ mod tests {
         };
         let layers = read_layers(&env, &cli)?;
         let import = layers.merged.import_claude_hooks.unwrap_or(false);
-        load_hooks(home, repo, &layers.hook_tables, import)
+        let trusted = layers.project_trusted;
+        load_hooks(home, repo, &layers.hook_tables, import, trusted, &mut Vec::new())
     }
 
     #[test]
@@ -143,17 +170,26 @@ mod tests {
     }
 
     #[test]
-    fn a_broken_settings_file_is_an_error_naming_it() {
+    fn a_broken_settings_file_is_an_error_naming_it_a_warning_for_an_untrusted_project() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home/.keel");
         let repo = dir.path().join("repo");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(repo.join(".claude")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.claude")).unwrap();
+        std::fs::write(dir.path().join("home/.claude/settings.json"), "{ not json").unwrap();
         std::fs::write(repo.join(".claude/settings.json"), "{ not json").unwrap();
         assert!(hooks_for(&home, &repo, &[]).is_ok(), "not imported unless asked");
         let set = ["import_claude_hooks=true"];
         let message = hooks_for(&home, &repo, &set).unwrap_err().to_string();
-        assert!(message.contains("settings.json"), "{message}");
+        assert!(message.contains("home/.claude/settings.json"), "the user's file: {message}");
+        std::fs::remove_file(dir.path().join("home/.claude/settings.json")).unwrap();
+        let tables = [];
+        let mut warnings = Vec::new();
+        let loaded = load_hooks(&home, &repo, &tables, true, false, &mut warnings);
+        assert!(loaded.is_ok_and(|configs| configs.is_empty()));
+        assert!(warnings[0].contains("repo/.claude/settings.json"), "{warnings:?}");
+        assert!(load_hooks(&home, &repo, &tables, true, true, &mut warnings).is_err(), "trusted");
     }
 
     #[test]

@@ -155,8 +155,14 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     let import_claude = layers.merged.import_claude_hooks.unwrap_or(false);
     let mcp_sources = mcp_sources(&layers);
     let mut settings = resolve(env, cli, layers)?;
-    settings.hooks =
-        load_hooks(&settings.keel_home, &settings.workspace_root, &hook_tables, import_claude)?;
+    settings.hooks = load_hooks(
+        &settings.keel_home,
+        &settings.workspace_root,
+        &hook_tables,
+        import_claude,
+        settings.project_trusted,
+        &mut settings.warnings,
+    )?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
     settings.mcp =
         mcp::resolve_mcp(env, mcp_sources, &settings.workspace_root, settings.project_trusted);

@@ -257,6 +257,35 @@ async fn an_untrusted_config_that_does_not_parse_is_a_warning_not_a_wall() {
     assert!(stderr(&run.output).contains("config.toml:1:9: "), "{}", stderr(&run.output));
 }
 
+/// Hooks that parse as TOML (or JSON) but not as hooks were a wall too:
+/// a cloned repository could stop keel from starting in it at all.
+#[tokio::test]
+async fn an_untrusted_projects_broken_hooks_are_a_warning_not_a_wall() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".keel/config.toml", "[[hooks.PreToolUse]]\nhooks = 5\n");
+    sandbox.write(".claude/settings.json", r#"{"hooks": {"PreToolUse": 5}}"#);
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let config = format!(
+        "provider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\nimport_claude_hooks = true\n",
+        server.uri()
+    );
+    std::fs::write(sandbox.home.join("config.toml"), config).unwrap();
+    let output = sandbox.keel().args(["exec", "--json", "go"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let warnings: Vec<String> = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|line| line["type"] == "warning")
+        .map(|line| line["message"].as_str().unwrap_or("").to_owned())
+        .collect();
+    for file in [".keel/config.toml", ".claude/settings.json"] {
+        let said = warnings.iter().any(|w| w.contains(file) && w.contains("not trusted"));
+        assert!(said, "{file}: {warnings:?}");
+    }
+    trust(&sandbox);
+    let output = sandbox.keel().args(["exec", "--json", "go"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "trusted, broken hooks are an error");
+}
+
 #[tokio::test]
 async fn display_preferences_of_an_untrusted_project_apply() {
     let sandbox = Sandbox::new();
