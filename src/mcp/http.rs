@@ -40,8 +40,13 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 pub struct McpHttpClient(reqwest::Client);
 
 impl McpHttpClient {
+    /// Redirects are not followed: reqwest would resend the configured
+    /// headers (API keys: it strips only `Authorization` and cookies) and
+    /// the calls' arguments to whatever host the answer names. The MCP
+    /// transport has no use for redirects; a moved server is reconfigured.
     pub fn new() -> Self {
-        Self(reqwest::Client::new())
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
+        Self(client.unwrap_or_default())
     }
 
     fn request(

@@ -92,3 +92,41 @@ async fn every_request_carries_the_bearer_token_and_the_configured_headers() {
     assert!(servers[0].to_string().contains("REMOTE_TOKEN"), "{servers}");
     assert_eq!(server.received_requests().await.unwrap().len(), requests.len());
 }
+
+/// A server that answers with a redirect (its own choice, or an open
+/// redirect on its host) does not get keel to send the configured
+/// headers and the bearer token (nor the calls' arguments) elsewhere.
+#[tokio::test]
+async fn a_redirect_is_not_followed_with_the_servers_secrets() {
+    let elsewhere = MockServer::start().await;
+    Mock::given(method("POST")).and(path("/mcp")).respond_with(Endpoint).mount(&elsewhere).await;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/mcp"))
+        .respond_with(
+            ResponseTemplate::new(307)
+                .insert_header("location", format!("{}/mcp", elsewhere.uri())),
+        )
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    write_config(
+        &sandbox,
+        &format!(
+            "[mcp_servers.remote]\nurl = \"{}/mcp\"\nbearer_token_env_var = \"REMOTE_TOKEN\"\n\
+             http_headers = {{ \"X-Api-Key\" = \"k3y\" }}\nstartup_timeout_sec = 5\n",
+            server.uri()
+        ),
+    );
+    let listed =
+        sandbox.keel().env("REMOTE_TOKEN", "s3cret").args(["mcp", "list", "--json"]).output();
+    let listed = listed.unwrap();
+    let servers: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    let leaked = elsewhere.received_requests().await.unwrap_or_default();
+    let headers: Vec<String> =
+        leaked.iter().map(|request| format!("{:?}", request.headers)).collect();
+    assert!(leaked.is_empty(), "the redirect was followed with: {headers:?}");
+    assert_eq!(servers[0]["status"], "failed", "{servers}");
+    let error = servers[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("307"), "the user is told why: {error}");
+}
