@@ -59,7 +59,13 @@ impl LlmClient {
                 ),
             })?;
         }
-        let mut builder = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+        // No redirects: reqwest strips `Authorization` on a cross-host
+        // redirect but resends `x-api-key`/`api-key` and the conversation
+        // to whatever host a 307 names. A moved endpoint is an error
+        // naming the new address (`classify`), for the user to configure.
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none());
         if is_plain_loopback(&endpoint) {
             // A local server over plain HTTP costs ~0.1 ms per connection,
             // while reusing one lets the kernel's delayed ACK meet a server
@@ -215,8 +221,21 @@ impl LlmClient {
         let status = response.status();
         if !status.is_success() {
             let retry_after = parse_retry_after(response.headers());
+            let moved_to = status
+                .is_redirection()
+                .then(|| response.headers().get(reqwest::header::LOCATION))
+                .flatten()
+                .and_then(|location| location.to_str().ok())
+                .map(str::to_owned);
             // A body we cannot read still leaves the status to report.
             let text = timer.guard(cancel, response.text()).await?.unwrap_or_default();
+            let text = match moved_to {
+                Some(to) => format!(
+                    "the endpoint moved to {to}: point --base-url (or base_url) there; keel does \
+                     not follow redirects, which would send the API key to another host"
+                ),
+                None => text,
+            };
             return Err(classify_http(
                 status.as_u16(),
                 retry_after,

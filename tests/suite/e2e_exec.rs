@@ -394,3 +394,40 @@ async fn yaml_alias_bombs_in_an_untrusted_repository_are_refused_not_expanded() 
     }
     assert_eq!(lines.last().unwrap()["status"], "completed");
 }
+
+/// A provider endpoint answering with a redirect does not get keel to send
+/// the API key to the host it names: reqwest strips `Authorization` on a
+/// cross-host redirect, but not Anthropic's `x-api-key` (nor Azure's
+/// `api-key`), and resends the whole request (307).
+#[tokio::test]
+async fn a_redirecting_endpoint_does_not_get_the_api_key_sent_elsewhere() {
+    let elsewhere = scripted_model(Wire::Anthropic, &[Step::Answer("ok".into())]).await;
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(307)
+                .insert_header("location", format!("{}/v1/messages", elsewhere.uri())),
+        )
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .keel()
+        .env("ANTHROPIC_API_KEY", "sk-ant-canary")
+        .args(["exec", "--json", "--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["-c", "max_retries=0", "--base-url", &format!("{}/v1", server.uri()), "hi"])
+        .output()
+        .unwrap();
+    let sent: Vec<String> = elsewhere
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|request| format!("{:?}", request.headers))
+        .collect();
+    assert!(sent.is_empty(), "the request went to the other host: {sent:?}");
+    let result = json_lines(&output.stdout).last().cloned().unwrap_or_default();
+    assert_eq!(result["status"], "failed", "{result}");
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(error.contains("307") && error.contains(&elsewhere.uri()), "{error}");
+}
