@@ -44,6 +44,19 @@ pub enum DefinitionError {
     Reserved { name: String },
 }
 
+/// The text of a definition file (an agent, a command, a skill, a memory
+/// note): at most [`MAX_DEFINITION_BYTES`], UTF-8, never a partial read.
+pub fn read_bounded(path: &Path) -> Result<String, DefinitionError> {
+    let read_error = |error: std::io::Error| DefinitionError::Read { message: error.to_string() };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_DEFINITION_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
+    if bytes.len() as u64 > MAX_DEFINITION_BYTES {
+        return Err(DefinitionError::TooLarge { limit: MAX_DEFINITION_BYTES });
+    }
+    String::from_utf8(bytes).map_err(|_| DefinitionError::NotText)
+}
+
 /// One definition file that was not loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DefinitionProblem {
@@ -64,16 +77,7 @@ pub struct MarkdownFile {
 impl MarkdownFile {
     /// Reads and parses `path`.
     pub fn read(path: &Path) -> Result<Self, DefinitionError> {
-        let read_error =
-            |error: std::io::Error| DefinitionError::Read { message: error.to_string() };
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_DEFINITION_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
-        if bytes.len() as u64 > MAX_DEFINITION_BYTES {
-            return Err(DefinitionError::TooLarge { limit: MAX_DEFINITION_BYTES });
-        }
-        let text = String::from_utf8(bytes).map_err(|_| DefinitionError::NotText)?;
-        Self::parse(&text)
+        Self::parse(&read_bounded(path)?)
     }
 
     /// Parses the text of a definition.

@@ -55,8 +55,8 @@ fn read_folder(folder: &Path) -> Vec<(PathBuf, Result<MemoryMeta, String>)> {
         .map(|path| {
             let stem =
                 path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let parsed = std::fs::read_to_string(&path)
-                .map_err(|error| format!("cannot read it: {error}"))
+            let parsed = super::markdown_file::read_bounded(&path)
+                .map_err(|error| error.to_string())
                 .and_then(|text| {
                     parse_memory(&text, &stem).map_err(|e: MemoryError| e.to_string())
                 });

@@ -54,7 +54,7 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
             }
             let name =
                 folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let loaded = std::fs::read_to_string(&path)
+            let loaded = crate::config::markdown_file::read_bounded(&path)
                 .map_err(|error| SkillError::Read {
                     path: path.clone(),
                     message: error.to_string(),
@@ -107,6 +107,23 @@ mod tests {
         assert!(found.skills.iter().any(|s| s.meta.name == "good"));
         assert_eq!(found.problems.len(), 1);
         assert!(found.problems[0].path.ends_with("broken/SKILL.md"));
+    }
+
+    /// A clone's skills are read before trust: a file past the definition
+    /// bound is reported, not read whole (a 2 GB SKILL.md would be).
+    #[test]
+    fn a_skill_file_past_the_bound_is_reported_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("big")).unwrap();
+        let text = format!("---\nname: big\ndescription: d\n---\n{}", "x".repeat(300 * 1024));
+        std::fs::write(dir.path().join("big/SKILL.md"), text).unwrap();
+        let found = discover(&[dir.path().to_owned()]);
+        assert!(!found.skills.iter().any(|s| s.meta.name == "big"));
+        assert!(
+            found.problems[0].error.to_string().contains("larger than"),
+            "{:?}",
+            found.problems
+        );
     }
 
     #[test]
