@@ -8,9 +8,9 @@
 //!
 //! Invariants: pure; model input never panics (arguments that do not parse
 //! become an error result naming the field); a refusal changes nothing and
-//! says why and what is allowed instead. The plan's path is empty here; the driver saves the
-//! plan under `.keel/plans/` and fills the path in before the line is
-//! logged.
+//! says why and what is allowed instead. The plan's path is empty here; `step` has the driver
+//! save the plan under `.keel/plans/` (`agent/decisions.rs`) and records
+//! the line with the path.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

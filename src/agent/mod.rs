@@ -10,6 +10,7 @@
 mod announce;
 mod budget;
 mod compaction;
+mod decisions;
 mod harness;
 mod rebuild;
 mod runaway;
@@ -24,6 +25,7 @@ pub use budget::{
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
     SpendLimits, SpendStatus, usd,
 };
+pub use decisions::approval_event;
 pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
 pub use rebuild::{
     CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt,
@@ -42,6 +44,10 @@ pub use workflow::{PlanReview, WorkflowState, shipped_rules};
 mod budget_tests;
 #[cfg(test)]
 mod compaction_tests;
+#[cfg(test)]
+mod decisions_tests;
+#[cfg(test)]
+mod rebuild_properties;
 #[cfg(test)]
 mod rebuild_tests;
 #[cfg(test)]

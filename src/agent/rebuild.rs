@@ -245,10 +245,6 @@ impl Rebuilder {
                 }
             }
             SessionEvent::PhaseChanged { to, .. } => {
-                // Mirrors `step`: a finished workflow restarts for a new turn.
-                if self.state.workflow.finished() {
-                    self.state.workflow.restart();
-                }
                 let workflow = &mut self.state.workflow;
                 workflow.flow.enter(&workflow.rules, &to);
             }
@@ -342,6 +338,11 @@ impl Rebuilder {
 
     fn start_turn(&mut self, turn: u32) {
         self.end_turn();
+        // Mirrors `step`: a finished workflow restarts when a turn starts
+        // (not on a move out of deliver within a turn, which keeps the plan).
+        if self.state.workflow.finished() {
+            self.state.workflow.restart();
+        }
         self.state.turn = turn;
         self.state.step = 0;
         self.state.turn_usage = Usage::default();
@@ -386,12 +387,13 @@ impl Rebuilder {
     /// guard's own note.
     fn answer(&mut self, call: &ToolCall, result: ToolResult, meta: &ToolMeta) {
         let original = without_note(&result, meta);
-        self.state.workflow.observe(call, &original, meta);
-        let ran = if self.calls.has_started(&call.call_id) {
-            Some(Ran::Yes)
-        } else {
-            meta.is_denied().then_some(Ran::Denied)
-        };
+        let started = self.calls.has_started(&call.call_id);
+        // Live, the workflow observes only calls that ran (a batch's
+        // results); one answered "not run" never reached it.
+        if started {
+            self.state.workflow.observe(call, &original, meta);
+        }
+        let ran = if started { Some(Ran::Yes) } else { meta.is_denied().then_some(Ran::Denied) };
         if let Some(ran) = ran {
             let limits = self.state.config.limits.runaway;
             self.state.runaway.observe(&limits, self.state.step, call, &original, ran);

@@ -10,7 +10,7 @@ use crate::protocol::{
     Usage,
 };
 
-fn config(approval: ApprovalMode) -> LoopConfig {
+pub(super) fn config(approval: ApprovalMode) -> LoopConfig {
     test_support::config(approval, 10)
 }
 
@@ -18,7 +18,7 @@ fn response(items: Vec<Item>) -> Input {
     response_with(items, Usage { input_tokens: 7, output_tokens: 3, ..Usage::default() })
 }
 
-fn response_with(items: Vec<Item>, usage: Usage) -> Input {
+pub(super) fn response_with(items: Vec<Item>, usage: Usage) -> Input {
     Input::ModelResponded(ModelResponse {
         items,
         usage,
@@ -28,7 +28,7 @@ fn response_with(items: Vec<Item>, usage: Usage) -> Input {
 }
 
 /// Collects the records of `effects` as log lines.
-fn record(effects: &[Effect], log: &mut Vec<EventRecord>) {
+pub(super) fn record(effects: &[Effect], log: &mut Vec<EventRecord>) {
     for effect in effects {
         if let Effect::Record(event) = effect {
             let seq = log.len() as u64;
@@ -62,7 +62,7 @@ fn live_session() -> (LoopState, Vec<EventRecord>) {
     (state, log)
 }
 
-fn rebuild(records: &[EventRecord]) -> Rebuilt {
+pub(super) fn rebuild(records: &[EventRecord]) -> Rebuilt {
     let mut rebuilder = Rebuilder::new(config(ApprovalMode::Auto));
     for record in records {
         rebuilder.apply(record.clone());
@@ -70,7 +70,7 @@ fn rebuild(records: &[EventRecord]) -> Rebuilt {
     rebuilder.finish()
 }
 
-struct Unchanged;
+pub(super) struct Unchanged;
 impl FileProbe for Unchanged {
     fn hash(&self, _path: &str) -> Option<String> {
         Some("h0".into())
@@ -347,7 +347,7 @@ fn a_rebuild_after_a_plan_approval_in_plan_mode_is_in_ask_mode() {
             scope: crate::policy::ApprovalScope::Once,
         },
     ] {
-        let effects = step(&mut state, input);
+        let effects = super::test_support::step_saving_plans(&mut state, input);
         record(&effects, &mut log);
     }
     assert_eq!(state.config.policy.mode, ApprovalMode::Ask);
@@ -385,12 +385,12 @@ fn compaction_replaces_the_history() {
 /// the `write_file` call "b" on, rearranged by `damage`; each entry is a
 /// record or an unreadable line (its number, torn or not).
 #[allow(clippy::large_enum_variant)]
-enum Line {
+pub(super) enum Line {
     Record(EventRecord),
     Unreadable(bool),
 }
 
-fn rebuild_lines(lines: &[Line]) -> Rebuilt {
+pub(super) fn rebuild_lines(lines: &[Line]) -> Rebuilt {
     let mut rebuilder = Rebuilder::new(config(ApprovalMode::Auto));
     for (number, line) in lines.iter().enumerate() {
         match line {
@@ -575,264 +575,6 @@ fn a_reused_call_id_is_counted_not_collapsed() {
     let rebuilt = rebuild(&log);
     let open = rebuilt.open_turn.unwrap();
     assert_eq!(open.calls.len(), 1, "the second call_0 is still open");
-}
-
-mod properties {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    /// A random call: a read, a write, a `set_phase` (to a phase picked by
-    /// the counter) or a `todo_write`.
-    fn random_call(kind: u8, n: usize) -> ToolCall {
-        let phases = ["explore", "plan", "implement", "verify", "deliver", "orient"];
-        let (name, args) = match kind % 4 {
-            0 => ("read_file", serde_json::json!({})),
-            1 => ("write_file", serde_json::json!({ "path": format!("f{}", n % 5) })),
-            2 => ("set_phase", serde_json::json!({ "phase": phases[n % phases.len()] })),
-            _ => {
-                let status = ["pending", "in_progress", "completed"][n % 3];
-                let todos = serde_json::json!([{ "id": "1", "text": "t", "status": status }]);
-                ("todo_write", serde_json::json!({ "todos": todos }))
-            }
-        };
-        ToolCall {
-            call_id: format!("c{n}"),
-            name: name.into(),
-            arguments: args.to_string(),
-            item_id: None,
-            provider_data: None,
-        }
-    }
-
-    /// Carries out `effects` as a driver would until the loop needs a model
-    /// response: batches answered "ok" (the same text for the same call,
-    /// so the runaway guard sees repeats), a spend limit raised every
-    /// other time it is hit.
-    fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRecord>) {
-        let mut asked = 0;
-        loop {
-            record(&effects, log);
-            match effects.last().cloned() {
-                Some(Effect::RunBatch { calls, .. }) => {
-                    let results = calls
-                        .iter()
-                        .map(|c| {
-                            (ToolResult::ok(&c.call_id, "ok"), crate::protocol::ToolMeta::new())
-                        })
-                        .collect();
-                    effects = step(state, Input::BatchFinished { results });
-                }
-                Some(Effect::AskRaiseLimit(hit)) => {
-                    asked += 1;
-                    let raised = (asked % 2 == 1).then(|| hit.raised());
-                    effects = step(state, Input::LimitDecided { raised });
-                }
-                _ => return,
-            }
-        }
-    }
-
-    /// A random session: each turn is a list of responses, each a list of
-    /// calls (see [`random_call`]); an empty response ends the turn. Usage
-    /// varies per response; `max_tokens` limits the session's spend.
-    fn run(turns: &[Vec<Vec<u8>>], max_tokens: Option<u64>) -> (LoopState, Vec<EventRecord>) {
-        let mut config = config(ApprovalMode::Auto);
-        config.limits.spend.max_tokens = max_tokens;
-        let mut state = LoopState::new(config);
-        let mut log = Vec::new();
-        let mut n = 0;
-        for (t, responses) in turns.iter().enumerate() {
-            let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
-            drive(&mut state, effects, &mut log);
-            for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
-                if state.phase == LoopPhase::Idle {
-                    break;
-                }
-                let items: Vec<Item> = if calls.is_empty() {
-                    vec![Item::Assistant { text: "done".into() }]
-                } else {
-                    calls
-                        .iter()
-                        .map(|kind| {
-                            n += 1;
-                            Item::ToolCall(random_call(*kind, n))
-                        })
-                        .collect()
-                };
-                let usage = Usage {
-                    input_tokens: 40 + 17 * n as u64,
-                    cached_input_tokens: 11 * n as u64,
-                    output_tokens: 3 + calls.len() as u64 * 29,
-                    ..Usage::default()
-                };
-                let effects = step(&mut state, response_with(items, usage));
-                drive(&mut state, effects, &mut log);
-            }
-        }
-        (state, log)
-    }
-
-    fn sessions() -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
-        prop::collection::vec(
-            prop::collection::vec(prop::collection::vec(any::<u8>(), 1..4), 0..4),
-            1..4,
-        )
-    }
-
-    proptest! {
-        #[test]
-        fn rebuilding_reproduces_the_live_state(
-            turns in sessions(),
-            max_tokens in prop::option::of(200u64..3_000),
-        ) {
-            let (live, log) = run(&turns, max_tokens);
-            // Rebuilt with no limits configured: the log carries them.
-            let rebuilt = rebuild(&log);
-            prop_assert_eq!(&rebuilt.state.items, &live.items);
-            prop_assert_eq!(rebuilt.state.turn, live.turn);
-            prop_assert_eq!(rebuilt.state.session_usage, live.session_usage);
-            prop_assert_eq!(rebuilt.state.largest_output_tokens, live.largest_output_tokens);
-            prop_assert_eq!(rebuilt.state.config.limits.spend, live.config.limits.spend);
-            prop_assert_eq!(rebuilt.state.logged_limits, live.logged_limits);
-            prop_assert_eq!(&rebuilt.state.runaway, &live.runaway);
-            prop_assert_eq!(&rebuilt.state.workflow, &live.workflow);
-            prop_assert!(rebuilt.open_turn.is_none());
-        }
-
-        /// Every prefix rebuilds the spend so far: a resume keeps counting
-        /// from what the log holds, and the runaway counts of an open turn.
-        #[test]
-        fn every_prefix_rebuilds_the_spend_so_far(
-            turns in sessions(),
-            max_tokens in prop::option::of(200u64..3_000),
-            cut in any::<prop::sample::Index>(),
-        ) {
-            let (_, log) = run(&turns, max_tokens);
-            let cut = cut.index(log.len()) + 1;
-            let rebuilt = rebuild(&log[..cut]);
-            let mut spent = Usage::default();
-            for record in &log[..cut] {
-                if let SessionEvent::ModelResponse { response, .. } = &record.event {
-                    spent.add(&response.usage);
-                }
-            }
-            prop_assert_eq!(rebuilt.state.session_usage, spent);
-        }
-
-        #[test]
-        fn no_prefix_reruns_an_answered_call(turns in sessions(), cut in any::<prop::sample::Index>()) {
-            let (_, log) = run(&turns, None);
-            let cut = cut.index(log.len()) + 1;
-            let rebuilt = rebuild(&log[..cut]);
-            let Some(open) = rebuilt.open_turn else { return Ok(()) };
-            let answered: Vec<String> = log[..cut]
-                .iter()
-                .filter_map(|r| match &r.event {
-                    SessionEvent::ToolCallFinished { result, .. } => Some(result.call_id.clone()),
-                    _ => None,
-                })
-                .collect();
-            let mut state = rebuilt.state;
-            for effect in reconcile(&mut state, &open, &Unchanged) {
-                if let Effect::RunBatch { calls, .. } = &effect {
-                    for c in calls {
-                        prop_assert!(!answered.contains(&c.call_id));
-                    }
-                }
-                if let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = effect {
-                    prop_assert!(!answered.contains(&result.call_id));
-                }
-            }
-        }
-
-        /// Fuzz target for the session log's meaning (issue 14): any prefix
-        /// of a session, with lines made unreadable and a response moved
-        /// after its results, rebuilds without panicking; no call whose
-        /// result is readable is run or answered again, no call that may
-        /// have started (or that damage hides) is run, and a finished
-        /// history has one result per call.
-        #[test]
-        fn fuzz_damaged_logs_never_rerun_a_recorded_call(
-            turns in sessions(),
-            cut in any::<prop::sample::Index>(),
-            damaged in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
-            torn in any::<bool>(),
-            moved in any::<Option<prop::sample::Index>>(),
-        ) {
-            let (_, log) = run(&turns, None);
-            let cut = cut.index(log.len()) + 1;
-            let mut records: Vec<EventRecord> = log[..cut].to_vec();
-            if let Some(moved) = moved {
-                let at = moved.index(records.len());
-                if matches!(records[at].event, SessionEvent::ModelResponse { .. }) {
-                    let response = records.remove(at);
-                    records.push(response);
-                }
-            }
-            let damaged: Vec<usize> = damaged.iter().map(|i| i.index(records.len())).collect();
-            let last = records.len() - 1;
-            let lines: Vec<Line> = records
-                .iter()
-                .enumerate()
-                .map(|(i, r)| if damaged.contains(&i) {
-                    Line::Unreadable(torn && i == last)
-                } else {
-                    Line::Record(r.clone())
-                })
-                .collect();
-            let readable = |pred: &dyn Fn(&SessionEvent) -> Option<String>| -> Vec<String> {
-                lines.iter().filter_map(|l| match l {
-                    Line::Record(r) => pred(&r.event),
-                    Line::Unreadable(_) => None,
-                }).collect()
-            };
-            let answered = readable(&|e| match e {
-                SessionEvent::ToolCallFinished { result, .. } => Some(result.call_id.clone()),
-                _ => None,
-            });
-            let started = readable(&|e| match e {
-                SessionEvent::ToolCallStarted { call, .. } => Some(call.call_id.clone()),
-                _ => None,
-            });
-            let rebuilt = rebuild_lines(&lines);
-            let Some(open) = rebuilt.open_turn.clone() else {
-                // Idle: every call has exactly one result after it.
-                let mut pending: Vec<&str> = Vec::new();
-                for item in &rebuilt.state.items {
-                    match item {
-                        Item::ToolCall(c) => pending.push(&c.call_id),
-                        Item::ToolResult(r) => {
-                            let at = pending.iter().position(|id| *id == r.call_id);
-                            prop_assert!(at.is_some(), "a result before its call: {}", r.call_id);
-                            if let Some(at) = at { pending.remove(at); }
-                        }
-                        Item::User { .. }
-                        | Item::Assistant { .. }
-                        | Item::Reasoning(_)
-                        | Item::Context { .. } => {}
-                    }
-                }
-                prop_assert!(pending.is_empty(), "calls without a result: {pending:?}");
-                return Ok(());
-            };
-            let mut state = rebuilt.state.clone();
-            for effect in reconcile(&mut state, &open, &Unchanged) {
-                if let Effect::RunBatch { calls, .. } = &effect {
-                    for c in calls {
-                        prop_assert!(!answered.contains(&c.call_id), "re-ran {}", c.call_id);
-                        prop_assert!(!started.contains(&c.call_id), "ran a started {}", c.call_id);
-                        let unknown = open.calls.iter().any(|o| o.call.call_id == c.call_id
-                            && matches!(o.progress, CallProgress::Unknown { .. }));
-                        prop_assert!(!unknown, "ran an unknown {}", c.call_id);
-                    }
-                }
-                if let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = effect {
-                    prop_assert!(!answered.contains(&result.call_id), "answered {} twice", result.call_id);
-                }
-            }
-        }
-    }
 }
 
 #[test]

@@ -8,6 +8,7 @@ use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage};
 
 use super::budget::{Delegated, Limits, SpendLimits};
+use super::harness::HarnessOutcome;
 use super::runaway::RunawayState;
 use super::schedule::Batch;
 use super::workflow::WorkflowState;
@@ -90,6 +91,9 @@ pub enum LoopPhase {
     /// The next request would cross a spend limit: waiting for the
     /// front end to raise it or let the turn end.
     AwaitLimit,
+    /// A submitted plan is being written to its file; the harness call's
+    /// outcome waits in [`LoopState::saving_plan`].
+    SavePlan,
 }
 
 /// The whole mutable state of the loop.
@@ -150,6 +154,9 @@ pub struct LoopState {
     /// What this session's subagents spent (`subagent_finished`), counted
     /// against the spend limits.
     pub delegated: Delegated,
+    /// The harness call whose submitted plan is being saved, and what it
+    /// led to (recorded once the plan's path is known).
+    pub saving_plan: Option<(ToolCall, HarnessOutcome)>,
 }
 
 /// How far the history was compacted within one step.
@@ -219,6 +226,7 @@ impl LoopState {
             hook_context: Vec::new(),
             turn_scope: None,
             delegated: Delegated::default(),
+            saving_plan: None,
         }
     }
 

@@ -10,10 +10,12 @@ use crate::protocol::{
 use super::announce::announce;
 use super::budget::{self, BudgetHit, SpendLimits};
 use super::compaction;
+use super::decisions;
 use super::harness::{self, HarnessOutcome};
 use super::runaway::{self, Ran, RunawayVerdict};
 use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
+use super::workflow::PlanReview;
 
 /// Something that happened, fed to [`step`] by the driver.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,13 +55,68 @@ pub enum Input {
     /// The driver handled the [`Effect::Compacted`] of a summary (the
     /// instructions are fresh): the turn goes on, or the loop idles.
     CompactionApplied,
-    /// The user's answer for the call of an [`Effect::AskApproval`].
+    /// The user's answer for the call of an [`Effect::AskApproval`]
+    /// (recorded as an `approval` line; an "always" answer is first
+    /// persisted through [`Effect::PersistRule`]).
     ApprovalDecided {
         call_id: String,
         approved: bool,
         note: Option<String>,
         /// How far an approval reaches (ignored when not approved).
         scope: ApprovalScope,
+    },
+    /// The user's answer on a plan under review (an [`Effect::AskApproval`]
+    /// with `plan_review`): `edited_text` is the plan file's text as the
+    /// user left it (read after an approval), `then_mode` the approval
+    /// mode chosen for the implementation.
+    PlanReviewed {
+        call_id: String,
+        approved: bool,
+        note: Option<String>,
+        edited_text: Option<String>,
+        then_mode: Option<ApprovalMode>,
+    },
+    /// A hook (PermissionRequest) declined the call of an
+    /// [`Effect::AskApproval`] before anyone was asked.
+    ApprovalBlocked {
+        call_id: String,
+        reason: String,
+    },
+    /// The answer to an [`Effect::PersistRule`]: whether the rule file
+    /// now holds the rule (if not, the approval counts once).
+    RulePersisted {
+        call_id: String,
+        rule: ApprovalScope,
+        note: Option<String>,
+        saved: bool,
+    },
+    /// The answer to an [`Effect::SavePlan`]: where the plan file is, or
+    /// `None` when it could not be written (the plan stays in the log).
+    PlanSaved {
+        path: Option<String>,
+    },
+    /// The user switches the approval mode (Shift+Tab, `/mode`, a mode
+    /// flag on resume); any time, a running turn sees it at its next call.
+    SetMode {
+        mode: ApprovalMode,
+    },
+    /// The user switches the model (`/model NAME`) for the requests that
+    /// follow; `context_window` is the new model's.
+    SetModel {
+        model: String,
+        context_window: Option<u64>,
+    },
+    /// A plan is required and reviewed this way (`exec --plan-only`,
+    /// `--approve-plan`); per process, not logged.
+    SetPlanReview {
+        review: PlanReview,
+    },
+    /// A later run's verdict on the plan left waiting for review
+    /// (`exec resume --approve-plan` / `--reject-plan FEEDBACK`); only
+    /// while idle, and only when a plan waits.
+    ReviewWaitingPlan {
+        approved: bool,
+        feedback: String,
     },
     /// Results of an [`Effect::RunBatch`], with metadata, in call order.
     BatchFinished {
@@ -81,9 +138,28 @@ pub enum Effect {
     /// Append to the session log (before carrying out later effects).
     Record(SessionEvent),
     CallModel(ModelRequest),
+    /// Ask the user about `call`; answer with [`Input::ApprovalDecided`],
+    /// or for a plan review (`plan_review` is the saved plan's path, empty
+    /// when it could not be saved) with [`Input::PlanReviewed`].
     AskApproval {
         call: ToolCall,
         reason: String,
+        plan_review: Option<String>,
+    },
+    /// Remember an "always" answer (`rule`: a command prefix or an MCP
+    /// tool) as a rule in the project's `.keel/rules/local.rules`; answer
+    /// with [`Input::RulePersisted`].
+    PersistRule {
+        call_id: String,
+        rule: ApprovalScope,
+        note: Option<String>,
+    },
+    /// Write a newly submitted plan to its file; answer with
+    /// [`Input::PlanSaved`]. Its `plan_updated` line is recorded after,
+    /// with the path.
+    SavePlan {
+        revision: u32,
+        text: String,
     },
     /// Run these calls; concurrently when `concurrent`, which only a batch
     /// of calls judged reads is (`agent::schedule`): the driver runs each
@@ -153,7 +229,61 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
         }
         (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
-            on_approval(state, &call_id, approved, note, scope, &mut effects);
+            decisions::on_approval(state, &call_id, approved, note, scope, &mut effects);
+        }
+        (
+            LoopPhase::AwaitApproval,
+            Input::PlanReviewed { call_id, approved, note, edited_text, then_mode },
+        ) => {
+            let review = decisions::PlanAnswer { approved, note, edited_text, then_mode };
+            decisions::on_plan_reviewed(state, &call_id, review, &mut effects);
+        }
+        (LoopPhase::AwaitApproval, Input::ApprovalBlocked { call_id, reason }) => {
+            decisions::on_approval_blocked(state, &call_id, &reason, &mut effects);
+        }
+        (LoopPhase::AwaitApproval, Input::RulePersisted { call_id, rule, note, saved }) => {
+            decisions::on_rule_persisted(state, &call_id, rule, note, saved, &mut effects);
+        }
+        (LoopPhase::SavePlan, Input::PlanSaved { path }) => {
+            decisions::on_plan_saved(state, path, &mut effects);
+        }
+        (LoopPhase::SavePlan, Input::Interrupted) => {
+            decisions::on_plan_save_interrupted(state, &mut effects);
+            answer_pending(state, "interrupted by the user before it ran", &mut effects);
+            end_turn(state, TurnOutcome::Interrupted, &mut effects);
+        }
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::SetMode { mode },
+        ) => decisions::set_mode(state, mode, &mut effects),
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::SetPlanReview { review },
+        ) => decisions::set_plan_review(state, review),
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::SetModel { model, context_window },
+        ) => decisions::set_model(state, model, context_window, &mut effects),
+        (LoopPhase::Idle, Input::ReviewWaitingPlan { approved, feedback }) => {
+            decisions::review_waiting_plan(state, approved, &feedback, &mut effects);
         }
         (LoopPhase::Execute, Input::BatchFinished { results }) => {
             on_batch_finished(state, results, &mut effects);
@@ -177,7 +307,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::AwaitApproval
             | LoopPhase::Execute
             | LoopPhase::Compact
-            | LoopPhase::AwaitLimit,
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
@@ -187,6 +318,11 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::SummaryFailed { .. }
             | Input::CompactionApplied
             | Input::ApprovalDecided { .. }
+            | Input::PlanReviewed { .. }
+            | Input::ApprovalBlocked { .. }
+            | Input::RulePersisted { .. }
+            | Input::PlanSaved { .. }
+            | Input::ReviewWaitingPlan { .. }
             | Input::BatchFinished { .. }
             | Input::LimitDecided { .. }
             | Input::Interrupted,
@@ -353,7 +489,7 @@ fn admit(
 
 /// Works through pending batches until one needs the driver, or none are
 /// left and the model is asked again.
-fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
+pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
     loop {
         match state.pending.front().cloned() {
             None => return infer(state, effects),
@@ -379,7 +515,7 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                     continue;
                 }
                 state.phase = LoopPhase::AwaitApproval;
-                effects.push(Effect::AskApproval { call, reason });
+                effects.push(Effect::AskApproval { call, reason, plan_review: None });
                 return;
             }
             Some(Batch::Harness { call }) => {
@@ -418,9 +554,25 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
 }
 
 /// Answers the harness call at the front of `pending`. Returns whether the
-/// loop now waits (a plan review) or the turn ended (stop after the plan).
+/// loop now waits (a plan to save, a plan review) or the turn ended (stop
+/// after the plan).
 fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> bool {
-    match harness::answer(&mut state.workflow, &call) {
+    let outcome = harness::answer(&mut state.workflow, &call);
+    match decisions::save_plan_first(state, &call, outcome, effects) {
+        Some(outcome) => finish_harness(state, call, outcome, effects),
+        None => true,
+    }
+}
+
+/// Records what a harness call led to (its plan saved, if it submitted
+/// one); see [`run_harness`] for the return value.
+pub(super) fn finish_harness(
+    state: &mut LoopState,
+    call: ToolCall,
+    outcome: HarnessOutcome,
+    effects: &mut Vec<Effect>,
+) -> bool {
+    match outcome {
         HarnessOutcome::Answered { events, result } => {
             state.pending.pop_front();
             effects.extend(events.into_iter().map(Effect::Record));
@@ -431,7 +583,9 @@ fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>)
         HarnessOutcome::Review { events, reason } => {
             effects.extend(events.into_iter().map(Effect::Record));
             state.phase = LoopPhase::AwaitApproval;
-            effects.push(Effect::AskApproval { call, reason });
+            let path = state.workflow.flow.plan.as_ref().map(|plan| plan.path.clone());
+            let plan_review = Some(path.unwrap_or_default());
+            effects.push(Effect::AskApproval { call, reason, plan_review });
             true
         }
         HarnessOutcome::Stop { events, result } => {
@@ -447,45 +601,11 @@ fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>)
 
 /// Plan mode is read-only by policy; once its plan is approved the
 /// implementation runs in ask mode (the user can switch to auto).
-fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
+pub(super) fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
     if state.config.policy.mode == ApprovalMode::Plan && state.workflow.flow.plan_approved() {
         state.config.policy.mode = ApprovalMode::Ask;
         effects.push(Effect::Record(SessionEvent::ModeChanged { mode: ApprovalMode::Ask }));
     }
-}
-
-fn on_approval(
-    state: &mut LoopState,
-    call_id: &str,
-    approved: bool,
-    note: Option<String>,
-    scope: ApprovalScope,
-    effects: &mut Vec<Effect>,
-) {
-    if let Some(Batch::Harness { call }) = state.pending.front().cloned() {
-        if call.call_id == call_id {
-            state.pending.pop_front();
-            let (event, result) = harness::review(&mut state.workflow, call_id, approved, note);
-            effects.push(Effect::Record(event));
-            leave_plan_mode(state, effects);
-            record_result(state, result, ToolMeta::harness(), effects);
-            advance(state, effects);
-        }
-        return;
-    }
-    let Some(Batch::Ask { call, reason }) = state.pending.front().cloned() else { return };
-    if call.call_id != call_id {
-        return;
-    }
-    state.pending.pop_front();
-    if approved {
-        state.allowlist.extend(scope);
-        state.pending.push_front(Batch::Run { calls: vec![call], concurrent: false });
-    } else {
-        let why = note.unwrap_or_else(|| format!("the user declined it ({reason})"));
-        state.pending.push_front(Batch::Deny { call, reason: why });
-    }
-    advance(state, effects);
 }
 
 fn on_batch_finished(
@@ -515,7 +635,7 @@ fn on_batch_finished(
 /// Records `result` of `call` after runaway detection (a note appended
 /// when the model is repeating itself); returns whether the turn must
 /// stop (`agent::runaway`).
-fn record_observed(
+pub(super) fn record_observed(
     state: &mut LoopState,
     call: &ToolCall,
     result: ToolResult,
@@ -563,7 +683,7 @@ fn answer(state: &mut LoopState, result: ToolResult, effects: &mut Vec<Effect>) 
     record_result(state, result, ToolMeta::new(), effects);
 }
 
-fn record_result(
+pub(super) fn record_result(
     state: &mut LoopState,
     result: ToolResult,
     meta: ToolMeta,
@@ -573,7 +693,7 @@ fn record_result(
     effects.push(Effect::Record(SessionEvent::ToolCallFinished { result, meta }));
 }
 
-fn denied_text(reason: &str) -> String {
+pub(super) fn denied_text(reason: &str) -> String {
     format!("not run: {reason}")
 }
 

@@ -34,6 +34,8 @@ fn batches_of(effects: &[Effect]) -> Vec<(Vec<String>, bool)> {
             Effect::Record(_)
             | Effect::CallModel(_)
             | Effect::AskApproval { .. }
+            | Effect::PersistRule { .. }
+            | Effect::SavePlan { .. }
             | Effect::Summarize { .. }
             | Effect::Compacted { .. }
             | Effect::AskRaiseLimit(_)

@@ -50,3 +50,18 @@ pub(super) fn call_with(id: &str, name: &str, arguments: &str) -> ToolCall {
 pub(super) fn call(id: &str, name: &str) -> ToolCall {
     call_with(id, name, "{}")
 }
+
+/// [`super::step`], answering every plan save it asks for (saved as
+/// `.keel/plans/r<revision>.md`); the effects of both, in order.
+pub(super) fn step_saving_plans(
+    state: &mut super::LoopState,
+    input: super::Input,
+) -> Vec<super::Effect> {
+    let mut effects = super::step(state, input);
+    while let Some(super::Effect::SavePlan { revision, .. }) = effects.last() {
+        let path = Some(format!(".keel/plans/r{revision}.md"));
+        let more = super::step(state, super::Input::PlanSaved { path });
+        effects.extend(more);
+    }
+    effects
+}

@@ -11,6 +11,12 @@ use crate::protocol::{
     ToolResult, TurnOutcome, Usage,
 };
 
+/// Every plan submitted in these tests is saved (see
+/// `decisions_tests` for the save itself).
+fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
+    super::test_support::step_saving_plans(state, input)
+}
+
 fn state(approval: ApprovalMode) -> LoopState {
     let mut tool_classes = BTreeMap::from([
         ("read_file".to_owned(), ToolClass::ReadOnly),

@@ -26,8 +26,8 @@ pub trait Approver: Send {
     ) -> BoxFuture<'a, ApprovalAnswer>;
 
     /// The mode the user chose for the implementation when approving the
-    /// latest plan (`submit_plan`), taken once; the session switches to it
-    /// right after the plan's result is recorded.
+    /// latest plan (`submit_plan`), taken once with the answer; `step`
+    /// switches to it right after the plan's result is recorded.
     fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
         None
     }

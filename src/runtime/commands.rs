@@ -61,6 +61,8 @@ impl Session {
                 Effect::CallModel(_)
                 | Effect::AskRaiseLimit(_)
                 | Effect::AskApproval { .. }
+                | Effect::PersistRule { .. }
+                | Effect::SavePlan { .. }
                 | Effect::RunBatch { .. }
                 | Effect::TurnEnded { .. } => {}
             }
@@ -95,7 +97,7 @@ impl Session {
                 sink.emit(RuntimeEvent::Retrying { attempt, max_attempts, reason, delay });
             }
         };
-        let input = match self.llm.stream(request, &mut retries, cancel).await {
+        let input = match self.model.stream_quietly(request, &mut retries, cancel).await {
             Ok(response) => {
                 let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
                 if text.trim().is_empty() {
@@ -152,14 +154,14 @@ impl Session {
                 discover_memory(&self.settings.keel_home, &self.settings.workspace_root);
             let found = Found {
                 agents_md,
-                skills: self.skills.as_ref().clone(),
+                skills: self.tools.skills().to_vec(),
                 memory,
                 agents: AgentCatalog::default(),
                 commands: CommandCatalog::default(),
                 warnings: Vec::new(),
             };
             self.state.observed = Some(prefix_sections(&self.settings, &found));
-            self.memory = std::sync::Arc::new(found.memory);
+            self.tools.set_memory(found.memory);
         }
         self.session_start_hooks("compact", cancel).await?;
         Ok(Some(Input::CompactionApplied))
@@ -167,7 +169,8 @@ impl Session {
 
     /// Names and descriptions of the skills this session knows.
     pub fn skill_index(&self) -> Vec<(String, String)> {
-        self.skills
+        self.tools
+            .skills()
             .iter()
             .map(|skill| (skill.meta.name.clone(), skill.meta.description.clone()))
             .collect()
@@ -184,7 +187,7 @@ impl Session {
     /// The user message for `/<name> args`: the skill's body followed by
     /// the user's words; `None` when no skill has that name.
     pub fn skill_prompt(&self, name: &str, args: &str) -> Option<String> {
-        let skill = self.skills.iter().find(|skill| skill.meta.name == name)?;
+        let skill = self.tools.skills().iter().find(|skill| skill.meta.name == name)?;
         let body = crate::skills::read_body(skill).ok()?;
         let mut prompt =
             format!("Use the skill `{name}`:\n\n<skill name=\"{name}\">\n{body}\n</skill>\n");

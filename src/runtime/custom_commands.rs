@@ -70,7 +70,7 @@ impl Session {
         command: CommandTurn,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-        let previous_model = self.model.clone();
+        let previous_model = self.model().to_owned();
         if let Some(model) = &command.model {
             self.set_model(model.clone())?;
         }

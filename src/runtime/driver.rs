@@ -1,6 +1,6 @@
 //! [`Session`]: one session's adapters and the loop that drives `step`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -9,16 +9,10 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, step};
 use crate::config::Settings;
 use crate::config::commands::CommandCatalog;
-use crate::context::memory::MemoryNote;
-use crate::hooks::HookBus;
-use crate::llm::{LlmClient, LlmError};
-use crate::policy::{self, ApprovalMode};
-use crate::protocol::{
-    ApprovalScope, HarnessTool, Item, ModelRequest, SessionEvent, StreamEvent, ToolCall,
-    TurnOutcome, Usage,
-};
+use crate::llm::LlmClient;
+use crate::policy::ApprovalMode;
+use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, TurnOutcome, Usage};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
-use crate::skills;
 use crate::tools::{FileStates, ToolRegistry};
 
 pub(super) use super::assembly::{
@@ -28,7 +22,7 @@ use super::files::git_head;
 pub(super) use super::sandboxing::setup_sandbox;
 use super::subagent::Subagents;
 use super::undo::Checkpoints;
-use super::{ApprovalAnswer, Approver, DeclinedCall, EventSink, RuntimeError, RuntimeEvent};
+use super::{Approver, DeclinedCall, EventSink, RuntimeError, RuntimeEvent};
 
 /// Per-session choices made by the front end.
 #[derive(Debug, Clone)]
@@ -76,30 +70,19 @@ pub struct Session {
     pub(super) id: String,
     pub(super) log: SessionLog,
     pub(super) state: LoopState,
-    pub(super) llm: LlmClient,
-    pub(super) tools: ToolRegistry,
+    /// The provider, the model in use, how full the context was.
+    pub(super) model: super::model_client::ModelClient,
+    /// The tools and what they share for the session.
+    pub(super) tools: super::tool_runner::ToolRunner,
     pub(super) workspace_root: PathBuf,
     pub(super) cwd: PathBuf,
-    /// What the session's tools have read and written (read-before-write).
-    pub(super) files: Arc<FileStates>,
     pub(super) sink: Box<dyn EventSink>,
     pub(super) approver: Box<dyn Approver>,
     /// A turn rebuilt from the log that still has to be finished.
     pub(super) open_turn: Option<OpenTurn>,
     pub(super) checkpoints: Checkpoints,
-    pub(super) model: String,
-    /// Input tokens of the latest model request: how full the context is.
-    pub(super) last_input_tokens: u64,
-    pub(super) hooks: HookBus,
-    /// SessionStart hooks run before the first turn (`startup`/`resume`).
-    pub(super) pending_session_start: Option<&'static str>,
-    /// What `load_skill` can load.
-    pub(super) skills: Arc<Vec<skills::Skill>>,
-    /// What `read_memory` can read.
-    pub(super) memory: Arc<Vec<MemoryNote>>,
-    /// Calls PreToolUse hooks already judged before an approval prompt,
-    /// with any input a hook rewrote.
-    pub(super) prehooked: HashMap<String, Option<serde_json::Value>>,
+    /// The hook bus and what it remembers between runs.
+    pub(super) hooks: super::session_hooks::SessionHooks,
     /// What the instructions are rebuilt from after a compaction (the
     /// AGENTS.md files are read again).
     pub(super) settings: Arc<Settings>,
@@ -108,11 +91,6 @@ pub struct Session {
     /// The workspace has more files than a fingerprint covers: commands
     /// are not fingerprinted (see `files.rs`).
     pub(super) tree_too_big: bool,
-    /// The token encoder is being built in the background (the context
-    /// is nearing the compaction threshold).
-    pub(super) encoder_warming: bool,
-    /// How many calls judged reads run at once (`shell.max_parallel`).
-    pub(super) max_parallel: usize,
     /// MCP servers and the tools they offer (`mcp_glue.rs`).
     pub(super) mcp: super::mcp_glue::McpState,
     /// The agent types it may start, what its subagents spent, and, in a
@@ -120,6 +98,8 @@ pub struct Session {
     pub(super) subagents: Subagents,
     /// Saved prompts `/name args` runs (`custom_commands.rs`).
     pub(super) commands: Arc<CommandCatalog>,
+    /// Where submitted plans are written and read back.
+    pub(super) plans: super::plan_store::PlanStore,
 }
 
 impl Session {
@@ -205,15 +185,20 @@ impl Session {
         let model = state.config.model.clone();
         let mcp = super::mcp_glue::McpState::start(settings, &id);
         Self {
-            // The session id keeps a session's requests on one prompt cache.
-            llm: llm.with_cache_key(id.clone()),
+            model: super::model_client::ModelClient::new(llm, &id, model),
+            plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
             id,
             log,
             state,
-            tools,
+            tools: super::tool_runner::ToolRunner::new(
+                tools,
+                files,
+                found.skills,
+                found.memory,
+                settings.max_parallel,
+            ),
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),
-            files: Arc::new(files),
             sink,
             approver,
             open_turn,
@@ -223,23 +208,13 @@ impl Session {
                 checkpointed_turn,
                 settings.undo.into(),
             ),
-            model,
-            last_input_tokens: 0,
-            // A project's own hooks run only once the user trusts it.
-            hooks: HookBus::new(settings.hooks.clone(), settings.project_trusted)
-                .with_natives(settings.native_hooks.clone()),
-            pending_session_start: Some(start_source),
+            hooks: super::session_hooks::SessionHooks::new(settings, start_source),
             subagents: Subagents::new(found.agents),
             commands: Arc::new(found.commands),
-            skills: Arc::new(found.skills),
-            memory: Arc::new(found.memory),
-            prehooked: HashMap::new(),
             settings: Arc::new(settings.clone()),
             date: options.date,
             headless: options.headless,
             tree_too_big: false,
-            encoder_warming: false,
-            max_parallel: super::execute::max_parallel(settings.max_parallel),
             mcp,
         }
     }
@@ -260,7 +235,7 @@ impl Session {
     }
 
     pub fn model(&self) -> &str {
-        &self.model
+        self.model.model()
     }
 
     /// The approval mode the next turn runs in.
@@ -270,20 +245,7 @@ impl Session {
 
     /// Input tokens of the latest model request (0 before the first).
     pub fn last_input_tokens(&self) -> u64 {
-        self.last_input_tokens
-    }
-
-    /// Builds the token encoder on a blocking thread once the context is
-    /// past half the compaction threshold, so the count the threshold
-    /// check needs later does not stall a step (it takes about a second).
-    fn warm_encoder_near_threshold(&mut self) {
-        let Some(window) = self.state.config.context_window else { return };
-        let limit = window as f64 * self.state.config.compact_threshold;
-        if self.encoder_warming || (self.last_input_tokens as f64) < limit / 2.0 {
-            return;
-        }
-        self.encoder_warming = true;
-        tokio::task::spawn_blocking(crate::context::tokens::warm_up);
+        self.model.last_input_tokens()
     }
 
     /// What the session cost so far, its subagents included (each at its
@@ -306,28 +268,39 @@ impl Session {
 
     /// How full the context was at the latest request, in percent.
     pub fn context_percent(&self) -> Option<f64> {
-        self.settings.pricing.context_percent(self.last_input_tokens)
+        self.settings.pricing.context_percent(self.model.last_input_tokens())
     }
 
     /// Changes the approval mode for the turns that follow (the TUI's
-    /// Shift+Tab, a mode flag on resume); a running turn keeps the mode it
-    /// started with. A change is recorded (`mode_changed`) so a resume
-    /// restores it; a failed write is reported, and the poisoned log stops
-    /// the next turn.
+    /// Shift+Tab, a mode flag on resume) through `step`, which records a
+    /// change (`mode_changed`) so a resume restores it; a failed write is
+    /// reported, and the poisoned log stops the next turn.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
-        if mode == ApprovalMode::Plan {
-            self.state.workflow.flow.plan_required = true;
-        }
-        if self.state.config.policy.mode == mode {
-            return;
-        }
-        self.state.config.policy.mode = mode;
-        let event = SessionEvent::ModeChanged { mode };
-        if let Err(error) = self.log.append(event) {
+        if let Err(error) = self.apply_between_turns(Input::SetMode { mode }) {
             let message = format!("cannot record the mode change: {error}");
             self.sink.emit(RuntimeEvent::Error { message });
         }
-        self.sink.emit(RuntimeEvent::ModeChanged { mode });
+    }
+
+    /// Feeds a decision taken between turns (a mode, a plan review) to
+    /// `step` and records what it leads to (only records: such inputs start
+    /// nothing); whether anything changed. Front ends hear of each record
+    /// even when the log could not take it.
+    pub(super) fn apply_between_turns(&mut self, input: Input) -> Result<bool, RuntimeError> {
+        let effects = step(&mut self.state, input);
+        let changed = !effects.is_empty();
+        let mut failure = None;
+        for effect in effects {
+            if let Effect::Record(event) = effect {
+                if failure.is_none()
+                    && let Err(error) = self.log.append(event.clone())
+                {
+                    failure = Some(error);
+                }
+                self.announce(event);
+            }
+        }
+        failure.map_or(Ok(changed), |error| Err(error.into()))
     }
 
     /// Switches the model for the requests that follow (`/model NAME`);
@@ -335,18 +308,16 @@ impl Session {
     /// resume asks the same model; the window and prices follow the new
     /// name (keel's table: `[context]` overrides were set for the old one).
     pub fn set_model(&mut self, model: String) -> Result<(), RuntimeError> {
-        if self.model == model {
+        let pricing = crate::context::Pricing::for_model(&model);
+        let context_window = pricing.context_window;
+        if !self.apply_between_turns(Input::SetModel { model: model.clone(), context_window })? {
             return Ok(());
         }
-        self.log.append(SessionEvent::ModelChanged { model: model.clone() })?;
-        let pricing = crate::context::Pricing::for_model(&model);
-        self.state.config.model = model.clone();
-        self.state.config.context_window = pricing.context_window;
         let settings = Arc::make_mut(&mut self.settings);
         settings.pricing = pricing;
         settings.context_window = pricing.context_window;
         settings.model = model.clone();
-        self.model = model;
+        self.model.set_model(model);
         Ok(())
     }
 
@@ -370,7 +341,7 @@ impl Session {
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-        if let Some(source) = self.pending_session_start.take() {
+                if let Some(source) = self.hooks.take_session_start() {
             self.session_start_hooks(source, cancel).await?;
         }
         self.mcp_turn_boundary(cancel).await?;
@@ -424,7 +395,9 @@ impl Session {
         }
     }
 
-    /// Carries out `queue` and whatever it leads to until the turn ends.
+    /// Carries out `queue` and whatever it leads to until the turn ends:
+    /// each effect goes to the part that owns it, and its outcome back to
+    /// `step`. Nothing is decided here: what to do next is `step`'s.
     pub(super) async fn drive(
         &mut self,
         mut queue: VecDeque<Effect>,
@@ -435,12 +408,7 @@ impl Session {
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
-                    let event = self.save_plan(event);
-                    self.log.append(event.clone())?;
-                    if let SessionEvent::PhaseChanged { from, to } = &event {
-                        self.phase_change_hooks(from, to, cancel).await?;
-                    }
-                    self.announce(event);
+                    self.record(event, cancel).await?;
                     continue;
                 }
                 Effect::Compacted { reason, method, tokens_before, tokens_after } => {
@@ -471,80 +439,16 @@ impl Session {
                 Effect::Summarize { request, trigger, focus } => {
                     self.summarize(&request, trigger, focus, cancel).await?
                 }
-                Effect::AskApproval { call, reason } => {
-                    if let Some(blocked) = self.approval_hooks(&call, &reason, cancel).await? {
-                        queue.extend(step(
-                            &mut self.state,
-                            Input::ApprovalDecided {
-                                call_id: call.call_id,
-                                approved: false,
-                                note: Some(format!("blocked by a hook: {blocked}")),
-                                scope: policy::ApprovalScope::Once,
-                            },
-                        ));
-                        continue;
-                    }
-                    self.notify_hooks(
-                        &format!("keel needs approval for {}: {reason}", call.name),
-                        cancel,
-                    )
-                    .await?;
-                    // An interrupt must not wait on an unanswered question.
-                    let answer = tokio::select! {
-                        answer = self.approver.decide(&call, &reason) => answer,
-                        () = cancel.cancelled() => ApprovalAnswer {
-                            approved: false,
-                            note: Some("interrupted by the user before it was approved".to_owned()),
-                            scope: policy::ApprovalScope::Once,
-                        },
-                    };
-                    // A plan review is one answer on one plan, never a rule.
-                    let scope = if call.harness_tool() == Some(HarnessTool::SubmitPlan) {
-                        if answer.approved {
-                            self.adopt_edited_plan();
-                        }
-                        policy::ApprovalScope::Once
-                    } else {
-                        self.persist_scope(answer.approved, answer.scope)
-                    };
-                    self.log.append(approval_event(
-                        &call.call_id,
-                        answer.approved,
-                        answer.note.clone(),
-                        &scope,
-                    ))?;
-                    if !answer.approved && !self.approver.can_ask() && !cancel.is_cancelled() {
-                        let allow_with = super::declined::allow_with(
-                            &self.state,
-                            &self.settings.keel_home,
-                            &call,
-                        );
-                        let entry = DeclinedCall { call: call.clone(), reason, allow_with };
-                        self.sink.emit(RuntimeEvent::ApprovalDeclined(entry.clone()));
-                        declined.push(entry);
-                    }
-                    Input::ApprovalDecided {
-                        call_id: call.call_id,
-                        approved: answer.approved,
-                        note: answer.note,
-                        scope,
-                    }
+                Effect::AskApproval { call, reason, plan_review } => {
+                    self.ask(call, reason, plan_review, cancel, &mut declined).await?
                 }
-                Effect::AskRaiseLimit(hit) => {
-                    // An interrupt must not wait on an unanswered question.
-                    tokio::select! {
-                        raised = self.approver.raise_limit(&hit) => Input::LimitDecided { raised },
-                        () = cancel.cancelled() => Input::Interrupted,
-                    }
+                Effect::PersistRule { call_id, rule, note } => {
+                    self.persist_rule(call_id, rule, note)
                 }
+                Effect::SavePlan { revision, text } => self.save_plan(revision, &text),
+                Effect::AskRaiseLimit(hit) => self.ask_raise_limit(&hit, cancel).await,
                 Effect::RunBatch { calls, concurrent } => {
-                    // Reads change nothing: no undo checkpoint for them.
-                    if !concurrent {
-                        self.checkpoint_before(&calls).await?;
-                    }
-                    let results = self.run_batch(&calls, concurrent, cancel).await?;
-                    self.mcp_reports()?;
-                    Input::BatchFinished { results }
+                    self.carry_out_batch(&calls, concurrent, cancel).await?
                 }
             };
             queue.extend(step(&mut self.state, input));
@@ -560,57 +464,49 @@ impl Session {
         Err(RuntimeError::Stalled)
     }
 
+    /// Appends `event` to the log (write-ahead: before any later effect),
+    /// runs the PhaseChange hooks of a phase move, and tells the front end.
+    async fn record(
+        &mut self,
+        event: SessionEvent,
+        cancel: &CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        self.log.append(event.clone())?;
+        if let SessionEvent::PhaseChanged { from, to } = &event {
+            self.phase_change_hooks(from, to, cancel).await?;
+        }
+        self.announce(event);
+        Ok(())
+    }
+
     async fn call_model(
         &mut self,
         request: &ModelRequest,
         cancel: &CancellationToken,
         error: &mut Option<String>,
     ) -> Input {
-        let sink = &mut self.sink;
-        let mut forward = |event| sink.emit(stream_event(event));
-        match self.llm.stream(request, &mut forward, cancel).await {
-            Ok(response) => {
-                self.last_input_tokens = response.usage.input_tokens;
-                self.warm_encoder_near_threshold();
-                self.sink.emit(RuntimeEvent::ModelResponse(response.clone()));
-                Input::ModelResponded(response)
-            }
-            Err(LlmError::Cancelled) => Input::Interrupted,
-            Err(failure)
-                if matches!(failure.last_attempt(), LlmError::ContextLengthExceeded { .. }) =>
-            {
-                let message = failure.to_string();
-                self.sink.emit(RuntimeEvent::Warning {
-                    message: format!("{message}; compacting old tool outputs and asking again"),
-                });
-                Input::ContextOverflow { message }
-            }
-            Err(failure) => {
-                let message = failure.to_string();
-                self.sink.emit(RuntimeEvent::Error { message: message.clone() });
-                *error = Some(message.clone());
-                Input::ModelFailed { message }
-            }
+        let window = super::model_client::Window {
+            tokens: self.state.config.context_window,
+            compact_threshold: self.state.config.compact_threshold,
+        };
+        let (input, failure) = self.model.call(request, &mut self.sink, window, cancel).await;
+        if failure.is_some() {
+            *error = failure;
         }
+        input
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied
     /// and interrupted calls show up exactly like the ones that ran; and
-    /// about mode, phase, plan and task changes. After an approved plan's
-    /// result it switches to the mode the user chose for the
-    /// implementation ([`Approver::take_plan_mode`]), recorded.
-    fn announce(&mut self, event: SessionEvent) {
+    /// about mode, phase, plan and task changes.
+    pub(super) fn announce(&mut self, event: SessionEvent) {
         match event {
             SessionEvent::ToolCallStarted { call, class } => {
                 self.sink.emit(RuntimeEvent::ToolCallStarted { call, class });
             }
             SessionEvent::ToolCallFinished { result, meta } => {
                 let call = self.find_call(&result.call_id);
-                let plan_answered = call.harness_tool() == Some(HarnessTool::SubmitPlan);
                 self.sink.emit(RuntimeEvent::ToolCallFinished { call, result, meta });
-                if plan_answered {
-                    self.apply_plan_mode();
-                }
             }
             SessionEvent::ModeChanged { mode } => {
                 self.sink.emit(RuntimeEvent::ModeChanged { mode });
@@ -673,55 +569,5 @@ impl Session {
                 item_id: None,
                 provider_data: None,
             })
-    }
-}
-
-/// The `approval` line: the answer, its scope, and what a lasting scope
-/// allows (so a resume rebuilds the session's approvals).
-pub(super) fn approval_event(
-    call_id: &str,
-    approved: bool,
-    note: Option<String>,
-    scope: &policy::ApprovalScope,
-) -> SessionEvent {
-    let (scope, prefix, path, tool) = match scope {
-        policy::ApprovalScope::Once => (ApprovalScope::Once, None, None, None),
-        policy::ApprovalScope::AlwaysPrefix(prefix) => {
-            (ApprovalScope::Always, Some(prefix.clone()), None, None)
-        }
-        policy::ApprovalScope::SessionFile(path) => {
-            (ApprovalScope::Session, None, Some(path.clone()), None)
-        }
-        policy::ApprovalScope::AlwaysTool(tool) => {
-            (ApprovalScope::Always, None, None, Some(tool.clone()))
-        }
-    };
-    SessionEvent::Approval {
-        call_id: call_id.to_owned(),
-        approved,
-        scope,
-        note,
-        prefix,
-        path,
-        tool,
-    }
-}
-
-/// What the front ends hear about a streamed event: retries are events of
-/// their own, the rest streams as it came.
-fn stream_event(event: StreamEvent) -> RuntimeEvent {
-    match event {
-        StreamEvent::Retrying { attempt, max_attempts, reason, delay_ms } => {
-            RuntimeEvent::Retrying {
-                attempt,
-                max_attempts,
-                reason,
-                delay: std::time::Duration::from_millis(delay_ms),
-            }
-        }
-        StreamEvent::TextDelta { .. }
-        | StreamEvent::ReasoningDelta { .. }
-        | StreamEvent::ToolCallStarted { .. }
-        | StreamEvent::ToolCallArgumentsDelta { .. } => RuntimeEvent::Stream(event),
     }
 }

@@ -3,11 +3,10 @@
 //! (`path_facts.rs`), the file bookkeeping of mutating calls (hashes,
 //! undo checkpoints' "did it change"), sandbox violations and the offer of
 //! one unsandboxed re-run, PostToolUse hooks; and the approvals asked
-//! outside the loop's own (recorded like the loop's) and "always" answers
-//! persisted as rules.
+//! outside the loop's own (recorded like the loop's).
 //!
 //! A concurrent batch holds only calls judged reads (`agent::schedule`):
-//! they run together, at most [`max_parallel`] at once, each with a
+//! they run together, at most the tool runner's `max_parallel` at once, each with a
 //! read-only context (a command's jail has nothing writable), and need no
 //! file bookkeeping.
 //!
@@ -16,18 +15,34 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::rules::{append_local_rule, append_local_tool_rule};
+use crate::agent::{Input, approval_event};
 use crate::policy::{self, ApprovalMode};
 use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::sandbox;
-use crate::tools::{AGENT_TOOL, BatchMode, ToolContext, run_batch};
+use crate::tools::{AGENT_TOOL, ToolContext};
 
-use super::driver::approval_event;
 use super::hooks_glue::PreToolDecision;
 use super::sandboxing::mark_sandbox_violation;
 use super::{ApprovalAnswer, RuntimeError, RuntimeEvent, Session};
 
 impl Session {
+    /// Carries out an `Effect::RunBatch`: an undo checkpoint first when the
+    /// batch may write (reads change nothing), the batch, then what MCP
+    /// servers reported meanwhile.
+    pub(super) async fn carry_out_batch(
+        &mut self,
+        calls: &[ToolCall],
+        concurrent: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Input, RuntimeError> {
+        if !concurrent {
+            self.checkpoint_before(calls).await?;
+        }
+        let results = self.run_batch(calls, concurrent, cancel).await?;
+        self.mcp_reports()?;
+        Ok(Input::BatchFinished { results })
+    }
+
     pub(super) async fn run_batch(
         &mut self,
         calls: &[ToolCall],
@@ -35,11 +50,9 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Vec<(ToolResult, ToolMeta)>, RuntimeError> {
         let (progress, mut progress_events) = tokio::sync::mpsc::unbounded_channel();
-        let ctx = ToolContext::new(self.workspace_root.clone(), self.cwd.clone(), cancel.clone())
-            .with_files(self.files.clone())
-            .with_skills(self.skills.clone())
-            .with_memory(self.memory.clone())
-            .with_read_only(concurrent)
+        let ctx = self
+            .tools
+            .context(&self.workspace_root, &self.cwd, cancel, concurrent)
             .with_progress(progress);
         let mut answers: Vec<Option<(ToolResult, ToolMeta)>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
@@ -62,8 +75,7 @@ impl Session {
         let results = if to_run.iter().any(|call| call.name == AGENT_TOOL) {
             self.run_batch_with_subagents(&to_run, concurrent, &ctx, cancel).await?
         } else if concurrent {
-            let mode = BatchMode::Concurrent { limit: self.max_parallel };
-            let batch = run_batch(&self.tools, &to_run, mode, &ctx);
+            let batch = self.tools.run_reads(&to_run, &ctx);
             forward_progress(batch, &mut progress_events, &mut self.sink).await
         } else {
             let mut results = Vec::with_capacity(to_run.len());
@@ -165,57 +177,6 @@ impl Session {
         ))?;
         Ok(answer)
     }
-
-    /// Persists an "always" answer as a prefix rule in the project's
-    /// `.keel/rules/local.rules`. A prefix too broad to remember (or a
-    /// failed write) is said loudly and the approval counts once.
-    pub(super) fn persist_scope(
-        &mut self,
-        approved: bool,
-        scope: policy::ApprovalScope,
-    ) -> policy::ApprovalScope {
-        if let policy::ApprovalScope::AlwaysTool(tool) = &scope {
-            return self.persist_tool(approved, tool);
-        }
-        let policy::ApprovalScope::AlwaysPrefix(prefix) = &scope else { return scope };
-        if !approved {
-            return policy::ApprovalScope::Once;
-        }
-        match append_local_rule(&self.workspace_root, prefix) {
-            Ok(path) => {
-                let message =
-                    format!("`{}` is now always allowed ({})", prefix.join(" "), path.display());
-                self.sink.emit(RuntimeEvent::Warning { message });
-                scope
-            }
-            Err(error) => {
-                let message = format!("not remembered, approved once: {error}");
-                self.sink.emit(RuntimeEvent::Warning { message });
-                policy::ApprovalScope::Once
-            }
-        }
-    }
-
-    /// Persists an "always" answer for an MCP tool as a `tool_rule` in the
-    /// project's `.keel/rules/local.rules` (like prefixes: it counts in
-    /// later sessions once the project is trusted).
-    fn persist_tool(&mut self, approved: bool, tool: &str) -> policy::ApprovalScope {
-        if !approved {
-            return policy::ApprovalScope::Once;
-        }
-        match append_local_tool_rule(&self.workspace_root, tool) {
-            Ok(path) => {
-                let message = format!("`{tool}` is now always allowed ({})", path.display());
-                self.sink.emit(RuntimeEvent::Warning { message });
-                policy::ApprovalScope::AlwaysTool(tool.to_owned())
-            }
-            Err(error) => {
-                let message = format!("not remembered, approved once: {error}");
-                self.sink.emit(RuntimeEvent::Warning { message });
-                policy::ApprovalScope::Once
-            }
-        }
-    }
 }
 
 /// Awaits `work`, telling the front end about the progress its tools
@@ -236,28 +197,5 @@ async fn forward_progress<T>(
                 message: progress.message,
             }),
         }
-    }
-}
-
-/// How many calls judged reads run at once: `shell.max_parallel`, else
-/// twice the machine's cores, at least 8 (reads mostly wait on the disk,
-/// the network or a timer, so even two cores run eight together) and at
-/// most 32.
-pub(super) fn max_parallel(configured: Option<usize>) -> usize {
-    configured.unwrap_or_else(|| {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        cores.saturating_mul(2).clamp(8, 32)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::max_parallel;
-
-    #[test]
-    fn reads_overlap_by_default_even_on_two_cores() {
-        assert_eq!(max_parallel(Some(3)), 3);
-        let default = max_parallel(None);
-        assert!((8..=32).contains(&default), "{default}");
     }
 }

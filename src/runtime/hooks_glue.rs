@@ -178,7 +178,7 @@ impl Session {
         if let Some(reason) = self.forbidden_rewrite(call, verdict.updated_input.as_ref()) {
             return Ok(Some(reason));
         }
-        self.prehooked.insert(call.call_id.clone(), verdict.updated_input.clone());
+        self.hooks.remember_judged(&call.call_id, verdict.updated_input.clone());
         match tightened.decision {
             Decision::Forbidden { reason } => Ok(Some(reason)),
             Decision::Allow | Decision::Prompt { .. } => Ok(None),
@@ -197,7 +197,7 @@ impl Session {
             return Ok(PreToolDecision::Run(call.clone()));
         }
         // Already judged by the hooks before the user approved it.
-        if let Some(updated) = self.prehooked.remove(&call.call_id) {
+        if let Some(updated) = self.hooks.take_judged(&call.call_id) {
             return self.apply_rewrite(call, updated).await;
         }
         let payload = self.payload(Some(call), Map::new());

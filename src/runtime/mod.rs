@@ -8,6 +8,7 @@
 //! running tools, and the turn still ends with every call answered.
 
 mod approval;
+mod ask;
 mod assembly;
 mod checkpoint;
 mod commands;
@@ -23,17 +24,21 @@ mod hook_rewrite;
 mod hooks_glue;
 mod ignores;
 mod mcp_glue;
+mod model_client;
 mod path_facts;
+mod plan_store;
 mod preview;
 mod prompt_fit;
 mod replay;
 mod resume;
 mod sandboxing;
+mod session_hooks;
 mod shadow_seed;
 mod shadow_triage;
 mod subagent;
 mod subagent_link;
 mod subagent_resume;
+mod tool_runner;
 mod undo;
 mod undo_notes;
 mod watch;

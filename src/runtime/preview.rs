@@ -52,6 +52,8 @@ pub fn first_request(
             Effect::CallModel(request) => Some(request),
             Effect::Record(_)
             | Effect::AskApproval { .. }
+            | Effect::PersistRule { .. }
+            | Effect::SavePlan { .. }
             | Effect::RunBatch { .. }
             | Effect::Summarize { .. }
             | Effect::Compacted { .. }

@@ -309,7 +309,7 @@ impl Session {
         let may_use = |tool: &str| definition.may_use(tool);
         Found {
             agents_md,
-            skills: if may_use("load_skill") { self.skills.to_vec() } else { Vec::new() },
+            skills: if may_use("load_skill") { self.tools.skills().to_vec() } else { Vec::new() },
             memory: Vec::new(),
             agents: if nests && may_use(AGENT_TOOL) {
                 (*self.subagents.catalog).clone()
@@ -358,7 +358,7 @@ impl Session {
             found,
             start_source: "startup",
         };
-        let llm = self.llm.clone();
+        let llm = self.model.connection().clone();
         let mut session = Session::assemble(
             &settings,
             options,
@@ -370,7 +370,7 @@ impl Session {
         );
         // SubagentStart replaces SessionStart; the parent's checkpoint
         // before this call covers what the child changes.
-        session.pending_session_start = None;
+        session.hooks.take_session_start();
         session.checkpoints.disable();
         session.subagents.role =
             Some(ChildRole { link: link.clone(), parent_log: self.log.path().to_owned() });

@@ -1,12 +1,12 @@
 //! The session's side of the workflow (issue 6): how a front end sets
-//! the plan review, approves or rejects a plan waiting from an earlier run,
-//! and reads the workflow for its report. The rules themselves are enforced in
-//! `agent::step`; this file only exposes and records.
+//! the plan review, approves or rejects a plan waiting from an earlier run
+//! (each an `Input` to `agent::step`, which decides and records), reads the
+//! workflow for its report, and writes a submitted plan to its file.
 //!
 //! A submitted plan is saved as `.keel/plans/<session>-r<revision>.md` in
-//! the workspace before its `plan_updated` line is written, and the line
-//! (and the state) carry that path; a failed save is a warning, the plan
-//! stays in the log.
+//! the workspace (`Effect::SavePlan`) before `step` records its
+//! `plan_updated` line, and the line (and the state) carry that path; a
+//! failed save is a warning, the plan stays in the log.
 //!
 //! Invariant: a plan approved here is recorded in the log before the
 //! method returns, so a resume sees it. The review style is a per-process
@@ -14,10 +14,8 @@
 //! back from the log where it matters: plan mode is logged, and a plan
 //! logged unapproved (only a required one can be) keeps requiring review.
 
-use crate::agent::{PlanReview, WorkflowState};
+use crate::agent::{Input, PlanReview, WorkflowState, step};
 use crate::plan::PlanStatus;
-use crate::policy::ApprovalMode;
-use crate::protocol::SessionEvent;
 
 use super::{RuntimeError, RuntimeEvent, Session};
 
@@ -25,54 +23,23 @@ impl Session {
     /// Requires a plan and says how it is reviewed (`keel exec
     /// --plan-only` / `--approve-plan`).
     pub fn set_plan_review(&mut self, review: PlanReview) {
-        self.state.workflow.flow.plan_required = true;
-        self.state.workflow.review = review;
+        // Nothing is recorded: the review style is per process.
+        step(&mut self.state, Input::SetPlanReview { review });
     }
 
     /// Approves the plan waiting for review, recording it; whether there
     /// was one. As a live approval does, this leaves plan mode (read-only)
     /// for ask mode, recorded.
     pub fn approve_submitted_plan(&mut self) -> Result<bool, RuntimeError> {
-        match self.state.workflow.approve_submitted() {
-            Some(event) => {
-                self.log.append(event)?;
-                if self.state.config.policy.mode == ApprovalMode::Plan {
-                    self.set_approval_mode(ApprovalMode::Ask);
-                }
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let verdict = Input::ReviewWaitingPlan { approved: true, feedback: String::new() };
+        self.apply_between_turns(verdict)
     }
 
     /// Rejects the plan waiting for review with `feedback`, recording it;
     /// whether there was one. The model stays in the plan phase.
     pub fn reject_submitted_plan(&mut self, feedback: &str) -> Result<bool, RuntimeError> {
-        match self.state.workflow.reject_submitted(feedback) {
-            Some(event) => {
-                self.log.append(event)?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-
-    /// The plan as approved is the plan file's text: the user may have
-    /// edited it during the review (the TUI's `$EDITOR`, or any editor),
-    /// so the state (and the approval's `plan_updated` line, compactions
-    /// and resumes after it) takes the file's text when it differs.
-    pub(super) fn adopt_edited_plan(&mut self) {
-        let Some(plan) = self.state.workflow.flow.plan.as_mut() else { return };
-        if plan.path.is_empty() {
-            return;
-        }
-        match std::fs::read_to_string(&plan.path) {
-            Ok(text) if !text.trim().is_empty() && text != plan.text => plan.text = text,
-            Ok(_) => {}
-            Err(error) => self.sink.emit(RuntimeEvent::Warning {
-                message: format!("cannot read the plan file {}: {error}", plan.path),
-            }),
-        }
+        let verdict = Input::ReviewWaitingPlan { approved: false, feedback: feedback.to_owned() };
+        self.apply_between_turns(verdict)
     }
 
     /// The task list the model keeps with `todo_write`.
@@ -90,57 +57,19 @@ impl Session {
         workflow_event(&self.state.workflow)
     }
 
-    /// The mode chosen with a plan approval, once the plan is approved:
-    /// set, logged and shown. A failed log write is said (the writer is
-    /// then poisoned, so the turn stops at its next record).
-    pub(super) fn apply_plan_mode(&mut self) {
-        let Some(mode) = self.approver.take_plan_mode() else { return };
-        if !self.state.workflow.flow.plan_approved() || self.state.config.policy.mode == mode {
-            return;
-        }
-        self.state.config.policy.mode = mode;
-        let logged = self.log.append(SessionEvent::ModeChanged { mode });
-        if let Err(error) = logged {
-            self.sink.emit(RuntimeEvent::Error { message: error.to_string() });
-        }
-        self.sink.emit(RuntimeEvent::ModeChanged { mode });
-    }
-
-    /// Saves a newly submitted plan and fills its path into `event` (a
-    /// `plan_updated` line) and the state; other events pass unchanged.
-    pub(super) fn save_plan(&mut self, event: SessionEvent) -> SessionEvent {
-        let SessionEvent::PlanUpdated { mut plan } = event else { return event };
-        let known = self.state.workflow.flow.plan.as_ref().map(|p| p.path.clone());
-        let unsaved = plan["path"].as_str().is_none_or(str::is_empty);
-        if plan["status"] == "submitted" && unsaved {
-            let revision = plan["revision"].as_u64().unwrap_or(1);
-            let path = self
-                .workspace_root
-                .join(".keel")
-                .join("plans")
-                .join(format!("{}-r{revision}.md", self.id));
-            let text = plan["text"].as_str().unwrap_or_default().to_owned();
-            let saved = path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&path, text));
-            match saved {
-                Ok(()) => {
-                    let shown = path.display().to_string();
-                    plan["path"] = serde_json::Value::from(shown.clone());
-                    if let Some(state) = self.state.workflow.flow.plan.as_mut() {
-                        state.path = shown;
-                    }
-                }
-                Err(error) => {
-                    let message = format!("cannot save the plan to {}: {error}", path.display());
-                    self.sink.emit(RuntimeEvent::Warning { message });
-                }
+    /// Writes a newly submitted plan to its file (an `Effect::SavePlan`,
+    /// see [`super::plan_store`]); its path, or `None` after a warning when
+    /// it cannot be written (the plan stays in the log).
+    pub(super) fn save_plan(&mut self, revision: u32, text: &str) -> Input {
+        match self.plans.save(revision, text) {
+            Ok(path) => Input::PlanSaved { path: Some(path.display().to_string()) },
+            Err(error) => {
+                let path = self.plans.path_of(revision);
+                let message = format!("cannot save the plan to {}: {error}", path.display());
+                self.sink.emit(RuntimeEvent::Warning { message });
+                Input::PlanSaved { path: None }
             }
-        } else if let Some(path) = known.filter(|path| unsaved && !path.is_empty()) {
-            plan["path"] = serde_json::Value::from(path);
         }
-        SessionEvent::PlanUpdated { plan }
     }
 }
 

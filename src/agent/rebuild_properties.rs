@@ -1,0 +1,369 @@
+//! The rebuild's property tests: random sessions driven through [`step`]
+//! as a driver would (approvals answered, "always" rules persisted or
+//! not, plans saved, reviewed live and between runs, modes changed between
+//! turns) record a log; rebuilding it gives the live state back, and no
+//! prefix, damaged or not, re-runs an answered call.
+
+use proptest::prelude::*;
+
+use super::rebuild_tests::{
+    Line, Unchanged, config, rebuild, rebuild_lines, record, response_with,
+};
+use super::*;
+use crate::policy::ApprovalMode;
+use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usage};
+
+/// One turn of a random session: a control byte (what the user decides
+/// before the turn, see [`before_turn`]) and the model's responses, each a
+/// list of call kinds (see [`random_call`]).
+type Turn = (u8, Vec<Vec<u8>>);
+
+/// A random call: a read, a write, a `set_phase` (to a phase picked by
+/// the counter), a `todo_write`, a `submit_plan` or a shell command (asked
+/// about in ask mode, refused in plan mode).
+fn random_call(kind: u8, n: usize) -> ToolCall {
+    let phases = ["explore", "plan", "implement", "verify", "deliver", "orient"];
+    let (name, args) = match kind % 6 {
+        0 => ("read_file", serde_json::json!({})),
+        1 => ("write_file", serde_json::json!({ "path": format!("f{}", n % 5) })),
+        2 => ("set_phase", serde_json::json!({ "phase": phases[n % phases.len()] })),
+        3 => {
+            let status = ["pending", "in_progress", "completed"][n % 3];
+            let todos = serde_json::json!([{ "id": "1", "text": "t", "status": status }]);
+            ("todo_write", serde_json::json!({ "todos": todos }))
+        }
+        4 => ("submit_plan", serde_json::json!({ "plan_markdown": format!("1. step {n}") })),
+        _ => ("shell", serde_json::json!({ "command": format!("touch f{}", n % 3) })),
+    };
+    ToolCall {
+        call_id: format!("c{n}"),
+        name: name.into(),
+        arguments: args.to_string(),
+        item_id: None,
+        provider_data: None,
+    }
+}
+
+/// The number of call `c<n>`.
+fn number(call_id: &str) -> usize {
+    call_id.trim_start_matches('c').parse().unwrap_or(0)
+}
+
+/// The user's answer on call `c<n>`, by `n`: for a plan, approved with the
+/// file edited and "then auto", rejected, approved as is, or declined by a
+/// hook; for another call, approved "always", approved once, declined, or
+/// declined by a hook.
+fn answer(call: &ToolCall, plan_review: Option<String>) -> Input {
+    let n = number(&call.call_id);
+    let call_id = call.call_id.clone();
+    if n % 4 == 3 {
+        return Input::ApprovalBlocked { call_id, reason: "a hook said no".into() };
+    }
+    if plan_review.is_some() {
+        let approved = n % 4 != 1;
+        let edited_text = n.is_multiple_of(4).then(|| format!("1. edited {n}"));
+        let then_mode = n.is_multiple_of(4).then_some(ApprovalMode::Auto);
+        let note = (!approved).then(|| "smaller".to_owned());
+        return Input::PlanReviewed { call_id, approved, note, edited_text, then_mode };
+    }
+    let (approved, scope) = match n % 4 {
+        0 => (true, crate::policy::ApprovalScope::AlwaysPrefix(vec!["touch".into()])),
+        1 => (true, crate::policy::ApprovalScope::Once),
+        _ => (false, crate::policy::ApprovalScope::Once),
+    };
+    Input::ApprovalDecided { call_id, approved, note: None, scope }
+}
+
+/// Carries out `effects` as a driver would until the loop needs a model
+/// response: batches answered "ok" (the same text for the same call,
+/// so the runaway guard sees repeats), a spend limit raised every
+/// other time it is hit, approvals answered by [`answer`], every other
+/// "always" rule written, plans saved except every third revision.
+fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRecord>) {
+    let mut asked = 0;
+    let mut persisted = 0;
+    loop {
+        record(&effects, log);
+        effects = match effects.last().cloned() {
+            Some(Effect::RunBatch { calls, .. }) => {
+                let results = calls
+                    .iter()
+                    .map(|c| (ToolResult::ok(&c.call_id, "ok"), crate::protocol::ToolMeta::new()))
+                    .collect();
+                step(state, Input::BatchFinished { results })
+            }
+            Some(Effect::AskRaiseLimit(hit)) => {
+                asked += 1;
+                let raised = (asked % 2 == 1).then(|| hit.raised());
+                step(state, Input::LimitDecided { raised })
+            }
+            Some(Effect::AskApproval { call, plan_review, .. }) => {
+                step(state, answer(&call, plan_review))
+            }
+            Some(Effect::PersistRule { call_id, rule, note }) => {
+                persisted += 1;
+                let saved = persisted % 2 == 1;
+                step(state, Input::RulePersisted { call_id, rule, note, saved })
+            }
+            Some(Effect::SavePlan { revision, .. }) => {
+                let path = (revision % 3 != 0).then(|| format!(".keel/plans/r{revision}.md"));
+                step(state, Input::PlanSaved { path })
+            }
+            _ => return,
+        };
+    }
+}
+
+/// The review style a session's first control byte sets (per process,
+/// as `exec --plan-only`/`--approve-plan` do), if any.
+fn review_of(turns: &[Turn]) -> Option<PlanReview> {
+    let control = turns.first().map_or(0, |(control, _)| *control);
+    match (control / 18) % 4 {
+        1 => Some(PlanReview::Ask),
+        2 => Some(PlanReview::Approve),
+        3 => Some(PlanReview::StopAfterSubmit),
+        _ => None,
+    }
+}
+
+/// What the user decides before a turn, by its control byte: a mode (or
+/// none), then approving or rejecting a plan left waiting for review (or
+/// neither).
+fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
+    let modes = ["ask", "auto", "plan", "explore", "yolo"];
+    if let Some(mode) = modes.get(usize::from(control % 6)).and_then(|m| ApprovalMode::parse(m)) {
+        let effects = step(state, Input::SetMode { mode });
+        record(&effects, log);
+    }
+    let verdict = match (control / 6) % 3 {
+        1 => Some(true),
+        2 => Some(false),
+        _ => None,
+    };
+    if let Some(approved) = verdict {
+        let effects =
+            step(state, Input::ReviewWaitingPlan { approved, feedback: "smaller".into() });
+        record(&effects, log);
+    }
+}
+
+/// A random session (see [`Turn`]); an empty response ends a turn. Usage
+/// varies per response; `max_tokens` limits the session's spend.
+fn run(turns: &[Turn], max_tokens: Option<u64>) -> (LoopState, Vec<EventRecord>) {
+    let mut config = config(ApprovalMode::Auto);
+    config.limits.spend.max_tokens = max_tokens;
+    let mut state = LoopState::new(config);
+    if let Some(review) = review_of(turns) {
+        step(&mut state, Input::SetPlanReview { review });
+    }
+    let mut log = Vec::new();
+    let mut n = 0;
+    for (t, (control, responses)) in turns.iter().enumerate() {
+        before_turn(&mut state, *control, &mut log);
+        let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
+        drive(&mut state, effects, &mut log);
+        for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
+            if state.phase == LoopPhase::Idle {
+                break;
+            }
+            let items: Vec<Item> = if calls.is_empty() {
+                vec![Item::Assistant { text: "done".into() }]
+            } else {
+                calls
+                    .iter()
+                    .map(|kind| {
+                        n += 1;
+                        Item::ToolCall(random_call(*kind, n))
+                    })
+                    .collect()
+            };
+            let usage = Usage {
+                input_tokens: 40 + 17 * n as u64,
+                cached_input_tokens: 11 * n as u64,
+                output_tokens: 3 + calls.len() as u64 * 29,
+                ..Usage::default()
+            };
+            let effects = step(&mut state, response_with(items, usage));
+            drive(&mut state, effects, &mut log);
+        }
+    }
+    (state, log)
+}
+
+fn sessions() -> impl Strategy<Value = Vec<Turn>> {
+    let turn = (any::<u8>(), prop::collection::vec(prop::collection::vec(any::<u8>(), 1..4), 0..4));
+    prop::collection::vec(turn, 1..4)
+}
+
+proptest! {
+    #[test]
+    fn rebuilding_reproduces_the_live_state(
+        turns in sessions(),
+        max_tokens in prop::option::of(200u64..3_000),
+    ) {
+        let (live, log) = run(&turns, max_tokens);
+        // Rebuilt with no limits configured: the log carries them.
+        let mut rebuilt = rebuild(&log);
+        // The review style is per process: a resume sets it again.
+        if let Some(review) = review_of(&turns) {
+            step(&mut rebuilt.state, Input::SetPlanReview { review });
+        }
+        prop_assert_eq!(&rebuilt.state.items, &live.items);
+        prop_assert_eq!(rebuilt.state.turn, live.turn);
+        prop_assert_eq!(rebuilt.state.session_usage, live.session_usage);
+        prop_assert_eq!(rebuilt.state.largest_output_tokens, live.largest_output_tokens);
+        prop_assert_eq!(rebuilt.state.config.limits.spend, live.config.limits.spend);
+        prop_assert_eq!(rebuilt.state.logged_limits, live.logged_limits);
+        prop_assert_eq!(&rebuilt.state.runaway, &live.runaway);
+        prop_assert_eq!(&rebuilt.state.workflow, &live.workflow);
+        prop_assert_eq!(rebuilt.state.config.policy.mode, live.config.policy.mode);
+        prop_assert_eq!(&rebuilt.state.allowlist, &live.allowlist);
+        prop_assert!(rebuilt.open_turn.is_none());
+    }
+
+    /// Every prefix rebuilds the spend so far: a resume keeps counting
+    /// from what the log holds, and the runaway counts of an open turn.
+    #[test]
+    fn every_prefix_rebuilds_the_spend_so_far(
+        turns in sessions(),
+        max_tokens in prop::option::of(200u64..3_000),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let (_, log) = run(&turns, max_tokens);
+        let cut = cut.index(log.len()) + 1;
+        let rebuilt = rebuild(&log[..cut]);
+        let mut spent = Usage::default();
+        for record in &log[..cut] {
+            if let SessionEvent::ModelResponse { response, .. } = &record.event {
+                spent.add(&response.usage);
+            }
+        }
+        prop_assert_eq!(rebuilt.state.session_usage, spent);
+    }
+
+    #[test]
+    fn no_prefix_reruns_an_answered_call(turns in sessions(), cut in any::<prop::sample::Index>()) {
+        let (_, log) = run(&turns, None);
+        let cut = cut.index(log.len()) + 1;
+        let rebuilt = rebuild(&log[..cut]);
+        let Some(open) = rebuilt.open_turn else { return Ok(()) };
+        let answered: Vec<String> = log[..cut]
+            .iter()
+            .filter_map(|r| match &r.event {
+                SessionEvent::ToolCallFinished { result, .. } => Some(result.call_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut state = rebuilt.state;
+        for effect in reconcile(&mut state, &open, &Unchanged) {
+            if let Effect::RunBatch { calls, .. } = &effect {
+                for c in calls {
+                    prop_assert!(!answered.contains(&c.call_id));
+                }
+            }
+            if let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = effect {
+                prop_assert!(!answered.contains(&result.call_id));
+            }
+        }
+    }
+
+    /// Fuzz target for the session log's meaning (issue 14): any prefix
+    /// of a session, with lines made unreadable and a response moved
+    /// after its results, rebuilds without panicking; no call whose
+    /// result is readable is run or answered again, no call that may
+    /// have started (or that damage hides) is run, and a finished
+    /// history has one result per call.
+    #[test]
+    fn fuzz_damaged_logs_never_rerun_a_recorded_call(
+        turns in sessions(),
+        cut in any::<prop::sample::Index>(),
+        damaged in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+        torn in any::<bool>(),
+        moved in any::<Option<prop::sample::Index>>(),
+    ) {
+        let (_, log) = run(&turns, None);
+        let cut = cut.index(log.len()) + 1;
+        let mut records: Vec<EventRecord> = log[..cut].to_vec();
+        if let Some(moved) = moved {
+            let at = moved.index(records.len());
+            if matches!(records[at].event, SessionEvent::ModelResponse { .. }) {
+                let response = records.remove(at);
+                records.push(response);
+            }
+        }
+        let damaged: Vec<usize> = damaged.iter().map(|i| i.index(records.len())).collect();
+        let last = records.len() - 1;
+        let lines: Vec<Line> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| if damaged.contains(&i) {
+                Line::Unreadable(torn && i == last)
+            } else {
+                Line::Record(r.clone())
+            })
+            .collect();
+        let readable = |pred: &dyn Fn(&SessionEvent) -> Option<String>| -> Vec<String> {
+            lines.iter().filter_map(|l| match l {
+                Line::Record(r) => pred(&r.event),
+                Line::Unreadable(_) => None,
+            }).collect()
+        };
+        let answered = readable(&|e| match e {
+            SessionEvent::ToolCallFinished { result, .. } => Some(result.call_id.clone()),
+            _ => None,
+        });
+        let started = readable(&|e| match e {
+            SessionEvent::ToolCallStarted { call, .. } => Some(call.call_id.clone()),
+            _ => None,
+        });
+        let rebuilt = rebuild_lines(&lines);
+        let Some(open) = rebuilt.open_turn.clone() else {
+            // Idle: every call has exactly one result after it.
+            let mut pending: Vec<&str> = Vec::new();
+            for item in &rebuilt.state.items {
+                match item {
+                    Item::ToolCall(c) => pending.push(&c.call_id),
+                    Item::ToolResult(r) => {
+                        let at = pending.iter().position(|id| *id == r.call_id);
+                        prop_assert!(at.is_some(), "a result before its call: {}", r.call_id);
+                        if let Some(at) = at { pending.remove(at); }
+                    }
+                    Item::User { .. }
+                    | Item::Assistant { .. }
+                    | Item::Reasoning(_)
+                    | Item::Context { .. } => {}
+                }
+            }
+            prop_assert!(pending.is_empty(), "calls without a result: {pending:?}");
+            return Ok(());
+        };
+        let mut state = rebuilt.state.clone();
+        for effect in reconcile(&mut state, &open, &Unchanged) {
+            if let Effect::RunBatch { calls, .. } = &effect {
+                for c in calls {
+                    prop_assert!(!answered.contains(&c.call_id), "re-ran {}", c.call_id);
+                    prop_assert!(!started.contains(&c.call_id), "ran a started {}", c.call_id);
+                    let unknown = open.calls.iter().any(|o| o.call.call_id == c.call_id
+                        && matches!(o.progress, CallProgress::Unknown { .. }));
+                    prop_assert!(!unknown, "ran an unknown {}", c.call_id);
+                }
+            }
+            if let Effect::Record(SessionEvent::ToolCallFinished { result, .. }) = effect {
+                prop_assert!(!answered.contains(&result.call_id), "answered {} twice", result.call_id);
+            }
+        }
+    }
+}
+
+/// Found by the property: within one turn an approved plan, a move to
+/// deliver, then a command moving back to implement; the rebuild used to
+/// restart the workflow on that move (deliver is "done") and lose the plan.
+#[test]
+fn a_move_out_of_deliver_within_a_turn_keeps_the_plan_when_rebuilt() {
+    let turns: Vec<Turn> = vec![(108, vec![vec![82, 0], vec![35, 188], vec![29]])];
+    let (live, log) = run(&turns, None);
+    let mut rebuilt = rebuild(&log);
+    step(&mut rebuilt.state, Input::SetPlanReview { review: PlanReview::Approve });
+    assert!(live.workflow.flow.plan_approved());
+    assert_eq!(rebuilt.state.workflow, live.workflow);
+}

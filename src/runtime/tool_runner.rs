@@ -1,0 +1,150 @@
+//! The session's tool runner: the registry (built-ins and MCP tools),
+//! what the tools share for the session (read-before-write memory, the
+//! skills `load_skill` loads, the memory notes `read_memory` reads) and how
+//! many reads run at once. It builds each batch's `ToolContext` and runs
+//! calls; hooks, policy and file bookkeeping around them stay in
+//! `execute.rs`.
+//!
+//! Invariant: a concurrent batch runs with a read-only context (only calls
+//! judged reads are ever batched together), at most `max_parallel` at once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::context::memory::MemoryNote;
+use crate::protocol::{ToolCall, ToolMeta, ToolResult};
+use crate::skills::Skill;
+use crate::tools::{BatchMode, FileStates, Tool, ToolContext, ToolRegistry, run_batch};
+
+pub(super) struct ToolRunner {
+    registry: ToolRegistry,
+    /// What the session's tools have read and written (read-before-write).
+    files: Arc<FileStates>,
+    skills: Arc<Vec<Skill>>,
+    memory: Arc<Vec<MemoryNote>>,
+    /// How many calls judged reads run at once (`shell.max_parallel`).
+    max_parallel: usize,
+}
+
+impl ToolRunner {
+    pub(super) fn new(
+        registry: ToolRegistry,
+        files: FileStates,
+        skills: Vec<Skill>,
+        memory: Vec<MemoryNote>,
+        max_parallel: Option<usize>,
+    ) -> Self {
+        Self {
+            registry,
+            files: Arc::new(files),
+            skills: Arc::new(skills),
+            memory: Arc::new(memory),
+            max_parallel: max_parallel_or_default(max_parallel),
+        }
+    }
+
+    /// The context a batch runs in; read-only for a concurrent batch.
+    pub(super) fn context(
+        &self,
+        root: &Path,
+        cwd: &Path,
+        cancel: &CancellationToken,
+        read_only: bool,
+    ) -> ToolContext {
+        ToolContext::new(root.to_owned(), cwd.to_owned(), cancel.clone())
+            .with_files(self.files.clone())
+            .with_skills(self.skills.clone())
+            .with_memory(self.memory.clone())
+            .with_read_only(read_only)
+    }
+
+    /// Runs calls judged reads together, results in call order.
+    pub(super) async fn run_reads(
+        &self,
+        calls: &[ToolCall],
+        ctx: &ToolContext,
+    ) -> Vec<(ToolResult, ToolMeta)> {
+        let mode = BatchMode::Concurrent { limit: self.max_parallel };
+        run_batch(&self.registry, calls, mode, ctx).await
+    }
+
+    pub(super) async fn run_call(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolContext,
+    ) -> (ToolResult, ToolMeta) {
+        self.registry.run_call(call, ctx).await
+    }
+
+    /// Adds tools (an MCP server's, once it is ready).
+    pub(super) fn extend(&mut self, tools: Vec<Box<dyn Tool>>) {
+        self.registry.extend(tools);
+    }
+
+    pub(super) fn remove_where(&mut self, drop: impl Fn(&str) -> bool) {
+        self.registry.remove_where(drop);
+    }
+
+    pub(super) fn skills(&self) -> &[Skill] {
+        &self.skills
+    }
+
+    /// The memory notes found again (after a compaction).
+    pub(super) fn set_memory(&mut self, memory: Vec<MemoryNote>) {
+        self.memory = Arc::new(memory);
+    }
+}
+
+/// How many calls judged reads run at once: `shell.max_parallel`, else
+/// twice the machine's cores, at least 8 (reads mostly wait on the disk,
+/// the network or a timer, so even two cores run eight together) and at
+/// most 32.
+fn max_parallel_or_default(configured: Option<usize>) -> usize {
+    configured.unwrap_or_else(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        cores.saturating_mul(2).clamp(8, 32)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_overlap_by_default_even_on_two_cores() {
+        assert_eq!(max_parallel_or_default(Some(3)), 3);
+        let default = max_parallel_or_default(None);
+        assert!((8..=32).contains(&default), "{default}");
+    }
+
+    fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
+        ToolCall {
+            call_id: id.into(),
+            name: name.into(),
+            arguments: arguments.to_string(),
+            item_id: None,
+            provider_data: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_run_together_and_come_back_in_call_order() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
+        std::fs::write(root.path().join("b.txt"), "beta\n").unwrap();
+        let runner =
+            ToolRunner::new(ToolRegistry::builtin(), FileStates::new(), vec![], vec![], Some(2));
+        let cancel = CancellationToken::new();
+        let ctx = runner.context(root.path(), root.path(), &cancel, true);
+        let reads = [
+            call("1", "read_file", serde_json::json!({ "path": "b.txt" })),
+            call("2", "read_file", serde_json::json!({ "path": "a.txt" })),
+        ];
+        let results = runner.run_reads(&reads, &ctx).await;
+        let ids: Vec<&str> = results.iter().map(|(r, _)| r.call_id.as_str()).collect();
+        assert_eq!(ids, ["1", "2"]);
+        assert!(results[0].0.output.contains("beta") && results[1].0.output.contains("alpha"));
+    }
+}
