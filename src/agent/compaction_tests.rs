@@ -32,7 +32,8 @@ fn summarized(state: &mut LoopState, text: &str) -> Vec<Effect> {
     let usage = Usage { input_tokens: 1_000, output_tokens: 200, ..Usage::default() };
     let mut effects = step(state, Input::Summarized { text: text.into(), usage });
     assert!(last_request(&effects).is_none(), "no request before the instructions are fresh");
-    effects.extend(step(state, Input::CompactionApplied));
+    let observed = state.config.prefix.clone();
+    effects.extend(step(state, Input::CompactionApplied { observed }));
     effects
 }
 
@@ -191,7 +192,8 @@ fn a_failed_summary_still_compacts_with_the_preserved_facts() {
     assert!(summarize_request(&effects).is_some(), "nothing to elide: straight to a summary");
     let mut effects =
         step(&mut state, Input::SummaryFailed { message: "500".into(), usage: Usage::default() });
-    effects.extend(step(&mut state, Input::CompactionApplied));
+    let observed = state.config.prefix.clone();
+    effects.extend(step(&mut state, Input::CompactionApplied { observed }));
     let request = last_request(&effects).expect("the turn goes on");
     let users = user_texts(&request.items);
     assert!(users.iter().any(|text| text.contains("No summary could be written")));

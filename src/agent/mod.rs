@@ -11,12 +11,14 @@ mod announce;
 mod budget;
 mod compaction;
 mod decisions;
+mod delegation;
 mod harness;
 mod rebuild;
 mod runaway;
 mod schedule;
 mod state;
 mod step;
+mod step_io;
 mod turn_calls;
 mod workflow;
 
@@ -26,6 +28,7 @@ pub use budget::{
     SpendLimits, SpendStatus, usd,
 };
 pub use decisions::approval_event;
+pub use delegation::{SubagentDone, SubagentOpened};
 pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
 pub use rebuild::{
     CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt,

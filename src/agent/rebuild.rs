@@ -84,10 +84,6 @@ pub struct LogFacts {
     /// the digest of its tools (`None`: a log from before prefixes were
     /// recorded).
     pub prefix: Option<(PrefixSections, String)>,
-    /// What the session's subagents spent (`subagent_finished` lines).
-    pub subagent_usage: Usage,
-    /// Their cost in US dollars, as far as their prices were known.
-    pub subagent_cost_usd: f64,
 }
 
 /// A file a started call was about to change, as recorded.
@@ -290,8 +286,6 @@ impl Rebuilder {
                 }
             }
             SessionEvent::SubagentFinished { usage, cost_usd, .. } => {
-                self.facts.subagent_usage.add(&usage);
-                self.facts.subagent_cost_usd += cost_usd.unwrap_or(0.0);
                 self.state.delegated.usage.add(&usage);
                 self.state.delegated.cost_usd += cost_usd.unwrap_or(0.0);
             }

@@ -1,7 +1,8 @@
 //! The rebuild's property tests: random sessions driven through [`step`]
 //! as a driver would (approvals answered, "always" rules persisted or
 //! not, plans saved, reviewed live and between runs, modes changed between
-//! turns) record a log; rebuilding it gives the live state back, and no
+//! turns, turns narrowed as a custom command narrows them, subagents'
+//! spend) record a log; rebuilding it gives the live state back, and no
 //! prefix, damaged or not, re-runs an answered call.
 
 use proptest::prelude::*;
@@ -86,6 +87,19 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
         record(&effects, log);
         effects = match effects.last().cloned() {
             Some(Effect::RunBatch { calls, .. }) => {
+                // Every fifth call stands for an `agent` call: its child's
+                // spend is recorded before the batch's results.
+                for call in calls.iter().filter(|c| number(&c.call_id) % 5 == 2) {
+                    let n = number(&call.call_id) as u64;
+                    let done = SubagentDone {
+                        call_id: call.call_id.clone(),
+                        session_id: format!("child{n}"),
+                        outcome: crate::protocol::TurnOutcome::Completed,
+                        usage: Usage { input_tokens: 30 + n, output_tokens: 7, ..Usage::default() },
+                        cost_usd: n.is_multiple_of(2).then_some(0.01),
+                    };
+                    record(&step(state, Input::SubagentFinished(done)), log);
+                }
                 let results = calls
                     .iter()
                     .map(|c| (ToolResult::ok(&c.call_id, "ok"), crate::protocol::ToolMeta::new()))
@@ -128,7 +142,8 @@ fn review_of(turns: &[Turn]) -> Option<PlanReview> {
 
 /// What the user decides before a turn, by its control byte: a mode (or
 /// none), then approving or rejecting a plan left waiting for review (or
-/// neither).
+/// neither), then whether the turn is narrowed (no `shell`), as a custom
+/// command's `allowed-tools` narrows it.
 fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
     let modes = ["ask", "auto", "plan", "explore", "yolo"];
     if let Some(mode) = modes.get(usize::from(control % 6)).and_then(|m| ApprovalMode::parse(m)) {
@@ -144,6 +159,14 @@ fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
         let effects =
             step(state, Input::ReviewWaitingPlan { approved, feedback: "smaller".into() });
         record(&effects, log);
+    }
+    if (control / 72) % 2 == 1 {
+        let tools = ["read_file", "write_file", "set_phase", "todo_write", "submit_plan"];
+        let scope = ToolScope {
+            owner: "the /fix command".into(),
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        };
+        record(&step(state, Input::NarrowTurn { scope }), log);
     }
 }
 
@@ -218,6 +241,8 @@ proptest! {
         prop_assert_eq!(&rebuilt.state.workflow, &live.workflow);
         prop_assert_eq!(rebuilt.state.config.policy.mode, live.config.policy.mode);
         prop_assert_eq!(&rebuilt.state.allowlist, &live.allowlist);
+        prop_assert_eq!(&rebuilt.state.turn_scope, &live.turn_scope);
+        prop_assert_eq!(rebuilt.state.delegated, live.delegated);
         prop_assert!(rebuilt.open_turn.is_none());
     }
 

@@ -1,203 +1,24 @@
 //! The transition function. See the module docs of [`crate::agent`] for
-//! the invariants; this file holds [`Input`], [`Effect`] and [`step`].
+//! the invariants; this file holds [`step`], `step_io.rs` its [`Input`]
+//! and [`Effect`].
 
-use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
+use crate::policy::{self, ApprovalMode, CallFacts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult,
     TurnOutcome, Usage,
 };
 
 use super::announce::announce;
-use super::budget::{self, BudgetHit, SpendLimits};
+use super::budget;
 use super::compaction;
 use super::decisions;
+use super::delegation;
 use super::harness::{self, HarnessOutcome};
 use super::runaway::{self, Ran, RunawayVerdict};
 use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
-use super::workflow::PlanReview;
 
-/// Something that happened, fed to [`step`] by the driver.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Input {
-    /// The user starts a turn.
-    UserTurn {
-        text: String,
-    },
-    ModelResponded(ModelResponse),
-    /// The model request failed for good (the adapter already retried).
-    ModelFailed {
-        message: String,
-    },
-    /// The provider said the request exceeds the context window: compact
-    /// and ask again (see `agent::compaction`).
-    ContextOverflow {
-        message: String,
-    },
-    /// The user asks to compact the history now (`/compact [focus]`);
-    /// only while idle.
-    CompactRequested {
-        focus: Option<String>,
-    },
-    /// The summary an [`Effect::Summarize`] asked for, and what the
-    /// request used (counted in the session's spend).
-    Summarized {
-        text: String,
-        usage: Usage,
-    },
-    /// The summary could not be written (the history is compacted
-    /// without one); `usage` is what a response that came back empty
-    /// used.
-    SummaryFailed {
-        message: String,
-        usage: Usage,
-    },
-    /// The driver handled the [`Effect::Compacted`] of a summary (the
-    /// instructions are fresh): the turn goes on, or the loop idles.
-    CompactionApplied,
-    /// The user's answer for the call of an [`Effect::AskApproval`]
-    /// (recorded as an `approval` line; an "always" answer is first
-    /// persisted through [`Effect::PersistRule`]).
-    ApprovalDecided {
-        call_id: String,
-        approved: bool,
-        note: Option<String>,
-        /// How far an approval reaches (ignored when not approved).
-        scope: ApprovalScope,
-    },
-    /// The user's answer on a plan under review (an [`Effect::AskApproval`]
-    /// with `plan_review`): `edited_text` is the plan file's text as the
-    /// user left it (read after an approval), `then_mode` the approval
-    /// mode chosen for the implementation.
-    PlanReviewed {
-        call_id: String,
-        approved: bool,
-        note: Option<String>,
-        edited_text: Option<String>,
-        then_mode: Option<ApprovalMode>,
-    },
-    /// A hook (PermissionRequest) declined the call of an
-    /// [`Effect::AskApproval`] before anyone was asked.
-    ApprovalBlocked {
-        call_id: String,
-        reason: String,
-    },
-    /// The answer to an [`Effect::PersistRule`]: whether the rule file
-    /// now holds the rule (if not, the approval counts once).
-    RulePersisted {
-        call_id: String,
-        rule: ApprovalScope,
-        note: Option<String>,
-        saved: bool,
-    },
-    /// The answer to an [`Effect::SavePlan`]: where the plan file is, or
-    /// `None` when it could not be written (the plan stays in the log).
-    PlanSaved {
-        path: Option<String>,
-    },
-    /// The user switches the approval mode (Shift+Tab, `/mode`, a mode
-    /// flag on resume); any time, a running turn sees it at its next call.
-    SetMode {
-        mode: ApprovalMode,
-    },
-    /// The user switches the model (`/model NAME`) for the requests that
-    /// follow; `context_window` is the new model's.
-    SetModel {
-        model: String,
-        context_window: Option<u64>,
-    },
-    /// A plan is required and reviewed this way (`exec --plan-only`,
-    /// `--approve-plan`); per process, not logged.
-    SetPlanReview {
-        review: PlanReview,
-    },
-    /// A later run's verdict on the plan left waiting for review
-    /// (`exec resume --approve-plan` / `--reject-plan FEEDBACK`); only
-    /// while idle, and only when a plan waits.
-    ReviewWaitingPlan {
-        approved: bool,
-        feedback: String,
-    },
-    /// Results of an [`Effect::RunBatch`], with metadata, in call order.
-    BatchFinished {
-        results: Vec<(ToolResult, ToolMeta)>,
-    },
-    /// The answer to an [`Effect::AskRaiseLimit`]: the new limits, or
-    /// `None` to end the turn `budget_exceeded`.
-    LimitDecided {
-        raised: Option<SpendLimits>,
-    },
-    /// The user interrupted the turn. The driver first delivers whatever
-    /// the cancelled effect produced, then this.
-    Interrupted,
-}
-
-/// Something the driver must do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    /// Append to the session log (before carrying out later effects).
-    Record(SessionEvent),
-    CallModel(ModelRequest),
-    /// Ask the user about `call`; answer with [`Input::ApprovalDecided`],
-    /// or for a plan review (`plan_review` is the saved plan's path, empty
-    /// when it could not be saved) with [`Input::PlanReviewed`].
-    AskApproval {
-        call: ToolCall,
-        reason: String,
-        plan_review: Option<String>,
-    },
-    /// Remember an "always" answer (`rule`: a command prefix or an MCP
-    /// tool) as a rule in the project's `.keel/rules/local.rules`; answer
-    /// with [`Input::RulePersisted`].
-    PersistRule {
-        call_id: String,
-        rule: ApprovalScope,
-        note: Option<String>,
-    },
-    /// Write a newly submitted plan to its file; answer with
-    /// [`Input::PlanSaved`]. Its `plan_updated` line is recorded after,
-    /// with the path.
-    SavePlan {
-        revision: u32,
-        text: String,
-    },
-    /// Run these calls; concurrently when `concurrent`, which only a batch
-    /// of calls judged reads is (`agent::schedule`): the driver runs each
-    /// of them with no write access. Answer with [`Input::BatchFinished`].
-    RunBatch {
-        calls: Vec<ToolCall>,
-        concurrent: bool,
-    },
-    /// The next request would cross a spend limit (recorded as
-    /// `budget_exceeded`): ask whether to raise it, answer with
-    /// [`Input::LimitDecided`]. Whoever cannot ask answers `None`.
-    AskRaiseLimit(BudgetHit),
-    /// Ask the model for a compaction summary (no streaming to the user);
-    /// answer with [`Input::Summarized`] or [`Input::SummaryFailed`].
-    /// `trigger` is `auto` or `manual` (PreCompact hooks see it).
-    Summarize {
-        request: ModelRequest,
-        trigger: &'static str,
-        focus: Option<String>,
-    },
-    /// The history was compacted (after its `compaction` record): front
-    /// ends show it. After a `summary` the driver re-reads the project
-    /// instructions and answers [`Input::CompactionApplied`]; the loop
-    /// waits for that before its next request.
-    Compacted {
-        reason: String,
-        /// `elide` or `summary`.
-        method: String,
-        tokens_before: u64,
-        tokens_after: u64,
-    },
-    /// The turn is over; the loop is idle again.
-    TurnEnded {
-        outcome: TurnOutcome,
-        final_text: Option<String>,
-        usage: Usage,
-    },
-}
+pub use super::step_io::{Effect, Input};
 
 /// Advances the loop by one input. Inputs that make no sense in the current
 /// phase (a stale approval, a response while idle) change nothing.
@@ -224,8 +45,12 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
         (LoopPhase::Compact, Input::SummaryFailed { usage, .. }) => {
             compaction::on_summary(state, None, usage, &mut effects);
         }
-        (LoopPhase::Compact, Input::CompactionApplied) => {
+        (LoopPhase::Compact, Input::CompactionApplied { observed }) => {
+            state.observed = Some(observed);
             compaction::on_applied(state, &mut effects);
+        }
+        (LoopPhase::Idle, Input::EnvironmentRead { environment }) => {
+            state.environment = environment;
         }
         (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
@@ -282,6 +107,42 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::SavePlan,
             Input::SetModel { model, context_window },
         ) => decisions::set_model(state, model, context_window, &mut effects),
+        (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
+            delegation::narrow_turn(state, scope, &mut effects);
+        }
+        (LoopPhase::Idle, Input::CallRecovered { call, result, meta }) => {
+            delegation::call_recovered(state, &call, result, meta, &mut effects);
+        }
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::SubagentStarted(opened),
+        ) => delegation::subagent_opened(opened, &mut effects),
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::SubagentFinished(done),
+        ) => delegation::subagent_done(state, done, &mut effects),
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::HookContext { context },
+        ) => delegation::hook_context(state, context),
         (LoopPhase::Idle, Input::ReviewWaitingPlan { approved, feedback }) => {
             decisions::review_waiting_plan(state, approved, &feedback, &mut effects);
         }
@@ -316,13 +177,16 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::CompactRequested { .. }
             | Input::Summarized { .. }
             | Input::SummaryFailed { .. }
-            | Input::CompactionApplied
+            | Input::CompactionApplied { .. }
+            | Input::EnvironmentRead { .. }
             | Input::ApprovalDecided { .. }
             | Input::PlanReviewed { .. }
             | Input::ApprovalBlocked { .. }
             | Input::RulePersisted { .. }
             | Input::PlanSaved { .. }
             | Input::ReviewWaitingPlan { .. }
+            | Input::NarrowTurn { .. }
+            | Input::CallRecovered { .. }
             | Input::BatchFinished { .. }
             | Input::LimitDecided { .. }
             | Input::Interrupted,

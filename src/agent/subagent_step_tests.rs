@@ -124,11 +124,7 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
         owner: "the /look command".into(),
         tools: BTreeSet::from(["read_file".to_owned()]),
     };
-    let mut log = vec![SessionEvent::TurnScope {
-        owner: scope.owner.clone(),
-        tools: scope.tools.iter().cloned().collect(),
-    }];
-    state.turn_scope = Some(scope.clone());
+    let mut log = Vec::new();
     let run = |state: &mut LoopState, input: Input, log: &mut Vec<SessionEvent>| {
         let effects = step(state, input);
         log.extend(effects.iter().filter_map(|e| match e {
@@ -137,6 +133,8 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
         }));
         effects
     };
+    run(&mut state, Input::NarrowTurn { scope: scope.clone() }, &mut log);
+    assert!(matches!(log.as_slice(), [SessionEvent::TurnScope { .. }]), "recorded: {log:?}");
     run(&mut state, Input::UserTurn { text: "look".into() }, &mut log);
     let write = call_with("w", "write_file", r#"{"path":"a.txt","content":"x"}"#);
     let effects = run(&mut state, respond(vec![write.clone()]), &mut log);
@@ -177,4 +175,54 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
         [(vec!["w".to_owned()], false)],
         "the next turn is not narrowed"
     );
+}
+
+#[test]
+fn a_subagents_spend_counts_against_the_limits_and_comes_back_on_a_rebuild() {
+    let mut config = config(ApprovalMode::Auto, 10);
+    config.limits.spend.max_tokens = Some(1_000);
+    let mut state = LoopState::new(config);
+    let opened = SubagentOpened {
+        call_id: "a".into(),
+        session_id: "child".into(),
+        log_path: "/tmp/child.jsonl".into(),
+        agent: "explore".into(),
+        description: "look".into(),
+    };
+    let mut log: Vec<SessionEvent> = Vec::new();
+    let mut run = |state: &mut LoopState, input: Input| {
+        let effects = step(state, input);
+        log.extend(effects.iter().filter_map(|e| match e {
+            Effect::Record(event) => Some(event.clone()),
+            _ => None,
+        }));
+        effects
+    };
+    run(&mut state, Input::SubagentStarted(opened));
+    let usage = Usage { input_tokens: 900, output_tokens: 200, ..Usage::default() };
+    let done = SubagentDone {
+        call_id: "a".into(),
+        session_id: "child".into(),
+        outcome: crate::protocol::TurnOutcome::Completed,
+        usage,
+        cost_usd: Some(0.5),
+    };
+    run(&mut state, Input::SubagentFinished(done));
+    assert_eq!(state.delegated.usage, usage);
+    // The child spent past the limit: the next request is not sent.
+    let effects = run(&mut state, Input::UserTurn { text: "go on".into() });
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::AskRaiseLimit(_))),
+        "the child's spend counts: {effects:?}"
+    );
+    let mut rebuilder = Rebuilder::new(super::test_support::config(ApprovalMode::Auto, 10));
+    for (seq, event) in log.into_iter().enumerate() {
+        rebuilder.apply(crate::protocol::EventRecord {
+            v: 1,
+            seq: seq as u64,
+            ts: String::new(),
+            event,
+        });
+    }
+    assert_eq!(rebuilder.finish().state.delegated, state.delegated);
 }

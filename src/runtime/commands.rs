@@ -143,12 +143,12 @@ impl Session {
         }
         // Notes saved since the start (a problem with one was said then).
         let agents_md = project_instructions(&self.settings, &self.cwd);
-        if self.subagents.role.is_some() {
+        let observed = if self.subagents.role.is_some() {
             // A subagent keeps its own sections (its type's prompt, no
             // memory index, its skills): only AGENTS.md is read again.
             let prefix = &self.state.config.prefix;
             let project = instructions_block(&agents_md);
-            self.state.observed = Some(PrefixSections { project, ..prefix.clone() });
+            PrefixSections { project, ..prefix.clone() }
         } else {
             let (memory, _) =
                 discover_memory(&self.settings.keel_home, &self.settings.workspace_root);
@@ -160,11 +160,11 @@ impl Session {
                 commands: CommandCatalog::default(),
                 warnings: Vec::new(),
             };
-            self.state.observed = Some(prefix_sections(&self.settings, &found));
-            self.tools.set_memory(found.memory);
-        }
+            self.tools.set_memory(found.memory.clone());
+            prefix_sections(&self.settings, &found)
+        };
         self.session_start_hooks("compact", cancel).await?;
-        Ok(Some(Input::CompactionApplied))
+        Ok(Some(Input::CompactionApplied { observed }))
     }
 
     /// Names and descriptions of the skills this session knows.

@@ -24,7 +24,6 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::ToolScope;
 use crate::config::commands::expand;
 use crate::protocol::HarnessTool;
-use crate::protocol::SessionEvent;
 
 use super::{RuntimeError, Session, TurnSummary};
 
@@ -74,18 +73,11 @@ impl Session {
         if let Some(model) = &command.model {
             self.set_model(model.clone())?;
         }
-        if let Some(tools) = &command.allowed_tools {
-            let scope = narrowed(self.state.config.tool_scope.as_ref(), &command.name, tools);
-            // Logged, so a turn resumed after a crash stays narrowed.
-            self.log.append(SessionEvent::TurnScope {
-                owner: scope.owner.clone(),
-                tools: scope.tools.iter().cloned().collect(),
-            })?;
-            self.state.turn_scope = Some(scope);
-        }
-        let summary = self.run_prompt_turn(command.prompt, cancel).await;
-        // The loop clears it when the turn completes; not if it failed first.
-        self.state.turn_scope = None;
+        let scope = command
+            .allowed_tools
+            .as_ref()
+            .map(|tools| narrowed(self.state.config.tool_scope.as_ref(), &command.name, tools));
+        let summary = self.run_prompt_turn(command.prompt, scope, cancel).await;
         if command.model.is_some() {
             self.set_model(previous_model)?;
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, step};
+use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, ToolScope, step};
 use crate::config::Settings;
 use crate::config::commands::CommandCatalog;
 use crate::llm::LlmClient;
@@ -230,7 +230,7 @@ impl Session {
     /// What the session spent, its subagents included.
     pub fn session_usage(&self) -> Usage {
         let mut usage = self.state.session_usage;
-        usage.add(&self.subagents.usage);
+        usage.add(&self.state.delegated.usage);
         usage
     }
 
@@ -253,7 +253,7 @@ impl Session {
     /// `[context]` prices in the config).
     pub fn cost_usd(&self) -> Option<f64> {
         let own = self.settings.pricing.cost_usd(&self.state.session_usage)?;
-        Some(own + self.subagents.cost_usd)
+        Some(own + self.state.delegated.cost_usd)
     }
 
     /// The session's spend (every process's, from the log) against its
@@ -276,17 +276,18 @@ impl Session {
     /// change (`mode_changed`) so a resume restores it; a failed write is
     /// reported, and the poisoned log stops the next turn.
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
-        if let Err(error) = self.apply_between_turns(Input::SetMode { mode }) {
+        if let Err(error) = self.apply_outside_loop(Input::SetMode { mode }) {
             let message = format!("cannot record the mode change: {error}");
             self.sink.emit(RuntimeEvent::Error { message });
         }
     }
 
-    /// Feeds a decision taken between turns (a mode, a plan review) to
-    /// `step` and records what it leads to (only records: such inputs start
-    /// nothing); whether anything changed. Front ends hear of each record
+    /// Feeds what was decided outside the loop's own effects (a mode or a
+    /// plan review between turns, a subagent opened or done within a batch)
+    /// to `step` and records what it leads to (only records: such inputs
+    /// start nothing); whether anything changed. Front ends hear of each record
     /// even when the log could not take it.
-    pub(super) fn apply_between_turns(&mut self, input: Input) -> Result<bool, RuntimeError> {
+    pub(super) fn apply_outside_loop(&mut self, input: Input) -> Result<bool, RuntimeError> {
         let effects = step(&mut self.state, input);
         let changed = !effects.is_empty();
         let mut failure = None;
@@ -310,7 +311,7 @@ impl Session {
     pub fn set_model(&mut self, model: String) -> Result<(), RuntimeError> {
         let pricing = crate::context::Pricing::for_model(&model);
         let context_window = pricing.context_window;
-        if !self.apply_between_turns(Input::SetModel { model: model.clone(), context_window })? {
+        if !self.apply_outside_loop(Input::SetModel { model: model.clone(), context_window })? {
             return Ok(());
         }
         let settings = Arc::make_mut(&mut self.settings);
@@ -331,17 +332,20 @@ impl Session {
     ) -> Result<TurnSummary, RuntimeError> {
         match self.custom_command(&prompt) {
             Some(command) => self.run_command_turn(command, cancel).await,
-            None => self.run_prompt_turn(prompt, cancel).await,
+            None => self.run_prompt_turn(prompt, None, cancel).await,
         }
     }
 
-    /// [`Session::run_turn`] for a prompt that is not a custom command.
+    /// [`Session::run_turn`] for a prompt that is not a custom command;
+    /// `scope` narrows its first turn (a command's `allowed-tools`), once
+    /// it starts: a prompt refused before never narrows anything.
     pub(super) async fn run_prompt_turn(
         &mut self,
         prompt: String,
+        mut scope: Option<ToolScope>,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-                if let Some(source) = self.hooks.take_session_start() {
+        if let Some(source) = self.hooks.take_session_start() {
             self.session_start_hooks(source, cancel).await?;
         }
         self.mcp_turn_boundary(cancel).await?;
@@ -374,12 +378,18 @@ impl Session {
         };
         // The git status may have changed since the last turn: the model
         // hears of it with the turn (announced, the prefix stays).
-        self.state.environment = environment(&self.settings, &self.cwd, &self.date, self.headless);
+        let environment = environment(&self.settings, &self.cwd, &self.date, self.headless);
+        step(&mut self.state, Input::EnvironmentRead { environment });
         // Refused before anything is recorded or sent.
         super::prompt_fit::check(&self.state, &prompt).map_err(RuntimeError::PromptTooLarge)?;
         let mut continuations = 0;
         loop {
-            let queue = step(&mut self.state, Input::UserTurn { text: prompt });
+            // Recorded first, so a turn resumed after a crash stays narrowed.
+            let mut queue = match scope.take() {
+                Some(scope) => step(&mut self.state, Input::NarrowTurn { scope }),
+                None => Vec::new(),
+            };
+            queue.extend(step(&mut self.state, Input::UserTurn { text: prompt }));
             self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
             let summary = self.drive(queue.into(), cancel).await?;
             if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {

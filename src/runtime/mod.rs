@@ -38,6 +38,7 @@ mod shadow_triage;
 mod subagent;
 mod subagent_link;
 mod subagent_resume;
+mod subagent_run;
 mod tool_runner;
 mod undo;
 mod undo_notes;

@@ -149,7 +149,6 @@ impl Session {
             &options.cwd,
             log_path,
         );
-        let spent = (rebuilt.facts.subagent_usage, rebuilt.facts.subagent_cost_usd);
         let opening = Opening {
             id,
             log,
@@ -161,7 +160,7 @@ impl Session {
             start_source: "resume",
         };
         let mut session = Self::assemble(settings, options, opening, llm, tools, sink, approver);
-        session.subagents.resumed(links, spent);
+        session.subagents.resumed(links);
         Ok(session)
     }
 

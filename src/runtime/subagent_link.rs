@@ -23,7 +23,8 @@ use crate::policy::ApprovalScope;
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 use crate::tools::{AGENT_TOOL, BoxFuture, ToolContext};
 
-use super::subagent::{ChildOutcome, Links};
+use super::subagent::Links;
+use super::subagent_run::ChildOutcome;
 use super::{ApprovalAnswer, Approver, EventSink, RuntimeError, RuntimeEvent, Session};
 
 /// One of a child's events, for the parent's `agent` call `call_id`.

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{CallProgress, OpenCall, OpenTurn, Rebuilder};
-use crate::protocol::{Item, ParentLink, SessionEvent, ToolCall};
+use crate::agent::{CallProgress, Input, OpenCall, OpenTurn, Rebuilder};
+use crate::protocol::{ParentLink, SessionEvent, ToolCall};
 use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
 use crate::tools::{AGENT_TOOL, AgentArgs};
 
@@ -113,13 +113,8 @@ impl Session {
         if meta.get("kind").and_then(serde_json::Value::as_str) == Some("internal") {
             self.record_internal_error("tool", AGENT_TOOL, Some(&call.call_id), &result.output)?;
         }
-        self.state.workflow.observe(call, &result, &meta);
-        self.state.items.push(Item::ToolResult(result.clone()));
-        self.log.append(SessionEvent::ToolCallFinished {
-            result: result.clone(),
-            meta: meta.clone(),
-        })?;
-        self.sink.emit(RuntimeEvent::ToolCallFinished { call: call.clone(), result, meta });
+        // Announced to the front end as it is recorded.
+        self.apply_outside_loop(Input::CallRecovered { call: call.clone(), result, meta })?;
         Ok(true)
     }
 
@@ -232,11 +227,7 @@ impl Session {
             cancel,
             resumed: Some(resumed),
         });
-        let facts = &rebuilt.facts;
-        child
-            .session
-            .subagents
-            .resumed(grandchildren, (facts.subagent_usage, facts.subagent_cost_usd));
+        child.session.subagents.resumed(grandchildren);
         child.call = call.clone();
         if never_started {
             child.prompt = AgentArgs::parse(&call.arguments).ok().map(|args| args.prompt);

@@ -32,14 +32,14 @@ impl Session {
     /// for ask mode, recorded.
     pub fn approve_submitted_plan(&mut self) -> Result<bool, RuntimeError> {
         let verdict = Input::ReviewWaitingPlan { approved: true, feedback: String::new() };
-        self.apply_between_turns(verdict)
+        self.apply_outside_loop(verdict)
     }
 
     /// Rejects the plan waiting for review with `feedback`, recording it;
     /// whether there was one. The model stays in the plan phase.
     pub fn reject_submitted_plan(&mut self, feedback: &str) -> Result<bool, RuntimeError> {
         let verdict = Input::ReviewWaitingPlan { approved: false, feedback: feedback.to_owned() };
-        self.apply_between_turns(verdict)
+        self.apply_outside_loop(verdict)
     }
 
     /// The task list the model keeps with `todo_write`.
