@@ -11,8 +11,8 @@ mod announce;
 mod budget;
 mod compaction;
 mod decisions;
-mod delegation;
 mod harness;
+mod outside_inputs;
 mod rebuild;
 mod runaway;
 mod schedule;
@@ -28,8 +28,8 @@ pub use budget::{
     SpendLimits, SpendStatus, usd,
 };
 pub use decisions::approval_event;
-pub use delegation::{SubagentDone, SubagentOpened};
 pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
+pub use outside_inputs::{SubagentDone, SubagentOpened};
 pub use rebuild::{
     CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt,
     WorkflowSetup, reconcile,

@@ -12,8 +12,8 @@ use super::announce::announce;
 use super::budget;
 use super::compaction;
 use super::decisions;
-use super::delegation;
 use super::harness::{self, HarnessOutcome};
+use super::outside_inputs;
 use super::runaway::{self, Ran, RunawayVerdict};
 use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::{LoopPhase, LoopState};
@@ -49,9 +49,16 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             state.observed = Some(observed);
             compaction::on_applied(state, &mut effects);
         }
-        (LoopPhase::Idle, Input::EnvironmentRead { environment }) => {
-            state.environment = environment;
-        }
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::EnvironmentRead { environment },
+        ) => outside_inputs::environment_read(state, environment),
         (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
             decisions::on_approval(state, &call_id, approved, note, scope, &mut effects);
@@ -108,10 +115,10 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             Input::SetModel { model, context_window },
         ) => decisions::set_model(state, model, context_window, &mut effects),
         (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
-            delegation::narrow_turn(state, scope, &mut effects);
+            outside_inputs::narrow_turn(state, scope, &mut effects);
         }
         (LoopPhase::Idle, Input::CallRecovered { call, result, meta }) => {
-            delegation::call_recovered(state, &call, result, meta, &mut effects);
+            outside_inputs::call_recovered(state, &call, result, meta, &mut effects);
         }
         (
             LoopPhase::Idle
@@ -122,7 +129,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan,
             Input::SubagentStarted(opened),
-        ) => delegation::subagent_opened(opened, &mut effects),
+        ) => outside_inputs::subagent_opened(opened, &mut effects),
         (
             LoopPhase::Idle
             | LoopPhase::Infer
@@ -132,7 +139,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan,
             Input::SubagentFinished(done),
-        ) => delegation::subagent_done(state, done, &mut effects),
+        ) => outside_inputs::subagent_done(state, done, &mut effects),
         (
             LoopPhase::Idle
             | LoopPhase::Infer
@@ -142,7 +149,17 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan,
             Input::HookContext { context },
-        ) => delegation::hook_context(state, context),
+        ) => outside_inputs::hook_context(state, context),
+        (
+            LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan,
+            Input::ToolsOffered { replaced, offered, reason },
+        ) => outside_inputs::offer_tools(state, &replaced, offered, reason, &mut effects),
         (LoopPhase::Idle, Input::ReviewWaitingPlan { approved, feedback }) => {
             decisions::review_waiting_plan(state, approved, &feedback, &mut effects);
         }
@@ -178,7 +195,6 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::Summarized { .. }
             | Input::SummaryFailed { .. }
             | Input::CompactionApplied { .. }
-            | Input::EnvironmentRead { .. }
             | Input::ApprovalDecided { .. }
             | Input::PlanReviewed { .. }
             | Input::ApprovalBlocked { .. }

@@ -10,12 +10,12 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{
-    ModelRequest, ModelResponse, PrefixSections, SessionEvent, ToolCall, ToolMeta, ToolResult,
-    TurnOutcome, Usage,
+    ModelRequest, ModelResponse, PrefixSections, SessionEvent, ToolCall, ToolClass, ToolMeta,
+    ToolResult, ToolSpec, TurnOutcome, Usage,
 };
 
 use super::budget::{BudgetHit, SpendLimits};
-use super::delegation::{SubagentDone, SubagentOpened};
+use super::outside_inputs::{SubagentDone, SubagentOpened};
 use super::state::ToolScope;
 use super::workflow::PlanReview;
 
@@ -62,7 +62,7 @@ pub enum Input {
     },
     /// The environment block as the driver sees it before a turn (git
     /// status, date); announced when it differs from what the model was
-    /// told. Only while idle.
+    /// told.
     EnvironmentRead {
         environment: String,
     },
@@ -153,6 +153,15 @@ pub enum Input {
     /// the next request.
     HookContext {
         context: Vec<String>,
+    },
+    /// The tools named in `replaced` give way to `offered`, with their
+    /// classes (an MCP server's, once ready or when its list changes);
+    /// with a `reason` the change is recorded (`tools_changed`). Any time:
+    /// a running turn's next request offers them.
+    ToolsOffered {
+        replaced: Vec<String>,
+        offered: Vec<(ToolSpec, ToolClass)>,
+        reason: Option<String>,
     },
     /// Results of an [`Effect::RunBatch`], with metadata, in call order.
     BatchFinished {

@@ -282,11 +282,12 @@ impl Session {
         }
     }
 
-    /// Feeds what was decided outside the loop's own effects (a mode or a
-    /// plan review between turns, a subagent opened or done within a batch)
-    /// to `step` and records what it leads to (only records: such inputs
-    /// start nothing); whether anything changed. Front ends hear of each record
-    /// even when the log could not take it.
+    /// Feeds what reached the session outside the loop's own effects (a
+    /// mode or a plan review between turns, a subagent opened or done
+    /// within a batch, MCP tools offered, what was read for the next
+    /// request) to `step` and records what it leads to (only records: such
+    /// inputs start nothing); whether anything was recorded. Front ends
+    /// hear of each record even when the log could not take it.
     pub(super) fn apply_outside_loop(&mut self, input: Input) -> Result<bool, RuntimeError> {
         let effects = step(&mut self.state, input);
         let changed = !effects.is_empty();
@@ -379,7 +380,7 @@ impl Session {
         // The git status may have changed since the last turn: the model
         // hears of it with the turn (announced, the prefix stays).
         let environment = environment(&self.settings, &self.cwd, &self.date, self.headless);
-        step(&mut self.state, Input::EnvironmentRead { environment });
+        self.apply_outside_loop(Input::EnvironmentRead { environment })?;
         // Refused before anything is recorded or sent.
         super::prompt_fit::check(&self.state, &prompt).map_err(RuntimeError::PromptTooLarge)?;
         let mut continuations = 0;

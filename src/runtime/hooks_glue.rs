@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Input, step};
+use crate::agent::Input;
 use crate::hooks::{HookEvent, HookPayload, HookRun, HookVerdict, Permission, guard};
 use crate::policy::Decision;
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
@@ -117,7 +117,7 @@ impl Session {
         let verdict =
             self.dispatch_hooks(HookEvent::SessionStart, payload, Some(source), cancel).await?;
         // Announced with the next request, after the fixed instructions.
-        step(&mut self.state, Input::HookContext { context: verdict.additional_context });
+        self.apply_outside_loop(Input::HookContext { context: verdict.additional_context })?;
         Ok(())
     }
 

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::Input;
 use crate::mcp::{McpHub, McpToolDef, ServerStatus, is_mcp_tool};
 use crate::protocol::{SessionEvent, ToolClass, ToolSpec};
 
@@ -115,40 +116,39 @@ impl Session {
         Ok(())
     }
 
-    /// Replaces the MCP tools of the registry and the loop's config with
-    /// `defs`; with a `reason`, records the change.
+    /// Replaces the MCP tools of the registry and (through `step`) the
+    /// loop's config with `defs`; with a `reason`, the change is recorded.
     fn offer_mcp_tools(
         &mut self,
         defs: Vec<McpToolDef>,
         reason: Option<&str>,
     ) -> Result<(), RuntimeError> {
-        if let Some(reason) = reason {
-            let names = |defs: &[McpToolDef]| -> Vec<String> {
-                defs.iter().map(|def| def.name.clone()).collect()
-            };
-            let (old, new) = (names(&self.mcp.offered), names(&defs));
-            let added: Vec<String> = new.iter().filter(|n| !old.contains(n)).cloned().collect();
-            let removed: Vec<String> = old.iter().filter(|n| !new.contains(n)).cloned().collect();
-            let event = SessionEvent::ToolsChanged { reason: reason.to_owned(), added, removed };
-            self.log.append(event)?;
+        let replaced: Vec<String> = (self.state.config.tools.iter())
+            .filter(|spec| is_mcp_tool(&spec.name))
+            .map(|spec| spec.name.clone())
+            .collect();
+        let offered = defs
+            .iter()
+            .map(|def| {
+                let spec = ToolSpec {
+                    name: def.name.clone(),
+                    description: def.description.clone(),
+                    parameters: def.parameters.clone(),
+                };
+                let class = if def.read_only { ToolClass::ReadOnly } else { ToolClass::Mutating };
+                (spec, class)
+            })
+            .collect();
+        let reason = reason.map(str::to_owned);
+        let changed = reason.clone();
+        self.apply_outside_loop(Input::ToolsOffered { replaced, offered, reason })?;
+        if let Some(reason) = changed {
             self.sink.emit(RuntimeEvent::Warning {
                 message: format!("{reason}: the model sees the new tool list from now on"),
             });
         }
         self.tools.remove_where(is_mcp_tool);
         self.tools.extend(self.mcp.hub.tools(&defs));
-        let config = &mut self.state.config;
-        config.tools.retain(|spec| !is_mcp_tool(&spec.name));
-        config.tool_classes.retain(|name, _| !is_mcp_tool(name));
-        for def in &defs {
-            config.tools.push(ToolSpec {
-                name: def.name.clone(),
-                description: def.description.clone(),
-                parameters: def.parameters.clone(),
-            });
-            let class = if def.read_only { ToolClass::ReadOnly } else { ToolClass::Mutating };
-            config.tool_classes.insert(def.name.clone(), class);
-        }
         self.mcp.offered = defs;
         Ok(())
     }

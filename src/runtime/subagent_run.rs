@@ -102,7 +102,7 @@ impl Session {
             .await?;
         // Announced in the history with the task, like SessionStart's: the
         // prefix stays as recorded.
-        step(&mut self.state, Input::HookContext { context: verdict.additional_context });
+        self.apply_outside_loop(Input::HookContext { context: verdict.additional_context })?;
         Ok(())
     }
 

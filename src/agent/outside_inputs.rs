@@ -1,0 +1,181 @@
+//! What reaches the loop from outside its own effects' answers: a custom
+//! command's narrowing of the turn about to start, a child session opened
+//! for an `agent` call and what its task came to, an `agent` call finished
+//! from its child's log on a resume, the tools MCP servers offer now, and
+//! what the driver read for the next request (context hooks added, the
+//! instructions after a summary, the environment before a turn).
+//!
+//! Invariants: pure, like `step`. A state change a rebuild must reproduce
+//! is recorded (a narrowing as `turn_scope`, a child's spend as
+//! `subagent_finished`, a recovered result as `tool_call_finished`); what
+//! the driver read is recorded when it is announced with the next request
+//! (`context_updated`); the tools offered are the session's configuration,
+//! found again on a resume, and a change of them is recorded
+//! (`tools_changed`) for the reader of the log.
+
+use crate::protocol::{
+    SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec, TurnOutcome, Usage,
+};
+
+use super::state::{LoopState, ToolScope};
+use super::step::{Effect, record_result};
+
+/// A child session opened for the `agent` call `call_id`, its log on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentOpened {
+    pub call_id: String,
+    pub session_id: String,
+    pub log_path: String,
+    pub agent: String,
+    pub description: String,
+}
+
+/// What a child's task came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentDone {
+    pub call_id: String,
+    pub session_id: String,
+    pub outcome: TurnOutcome,
+    /// The whole child session's spend, its own children included.
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+}
+
+/// The turn about to start may call only `scope`'s tools (recorded, so a
+/// resumed turn stays narrowed); the turn's end clears it.
+pub(super) fn narrow_turn(state: &mut LoopState, scope: ToolScope, effects: &mut Vec<Effect>) {
+    effects.push(Effect::Record(SessionEvent::TurnScope {
+        owner: scope.owner.clone(),
+        tools: scope.tools.iter().cloned().collect(),
+    }));
+    state.turn_scope = Some(scope);
+}
+
+/// Recorded before the child runs, so a crash mid-child can be resumed
+/// from the child's own log.
+pub(super) fn subagent_opened(opened: SubagentOpened, effects: &mut Vec<Effect>) {
+    let SubagentOpened { call_id, session_id, log_path, agent, description } = opened;
+    effects.push(Effect::Record(SessionEvent::SubagentStarted {
+        call_id,
+        session_id,
+        log_path,
+        agent,
+        description,
+    }));
+}
+
+/// A child's spend counts against this session's limits from the next
+/// request on; recorded before the call's result.
+pub(super) fn subagent_done(state: &mut LoopState, done: SubagentDone, effects: &mut Vec<Effect>) {
+    let SubagentDone { call_id, session_id, outcome, usage, cost_usd } = done;
+    state.delegated.usage.add(&usage);
+    state.delegated.cost_usd += cost_usd.unwrap_or(0.0);
+    effects.push(Effect::Record(SessionEvent::SubagentFinished {
+        call_id,
+        session_id,
+        outcome,
+        usage,
+        cost_usd,
+    }));
+}
+
+/// An open call's result recovered on a resume (an `agent` call finished
+/// from its child's log): seen by the workflow and recorded as a batch's
+/// result would be, before the rest of the turn is reconciled.
+pub(super) fn call_recovered(
+    state: &mut LoopState,
+    call: &ToolCall,
+    result: ToolResult,
+    meta: ToolMeta,
+    effects: &mut Vec<Effect>,
+) {
+    state.workflow.observe(call, &result, &meta);
+    record_result(state, result, meta, effects);
+}
+
+/// Context hooks added (SessionStart, SubagentStart): announced in the
+/// history with the next request, the prefix staying as recorded.
+pub(super) fn hook_context(state: &mut LoopState, context: Vec<String>) {
+    state.hook_context.extend(context);
+}
+
+/// The environment block as the driver read it (git status, date):
+/// announced with the next request when it differs from what the model
+/// was told.
+pub(super) fn environment_read(state: &mut LoopState, environment: String) {
+    state.environment = environment;
+}
+
+/// The tools named in `replaced` give way to `offered` (an MCP server's
+/// tools, once it is ready or when its list changes); with a `reason`, the
+/// change is recorded.
+pub(super) fn offer_tools(
+    state: &mut LoopState,
+    replaced: &[String],
+    offered: Vec<(ToolSpec, ToolClass)>,
+    reason: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    let config = &mut state.config;
+    config.tools.retain(|spec| !replaced.contains(&spec.name));
+    config.tool_classes.retain(|name, _| !replaced.contains(name));
+    let names: Vec<String> = offered.iter().map(|(spec, _)| spec.name.clone()).collect();
+    for (spec, class) in offered {
+        config.tool_classes.insert(spec.name.clone(), class);
+        config.tools.push(spec);
+    }
+    if let Some(reason) = reason {
+        let added = names.iter().filter(|name| !replaced.contains(name)).cloned().collect();
+        let removed = replaced.iter().filter(|name| !names.contains(name)).cloned().collect();
+        effects.push(Effect::Record(SessionEvent::ToolsChanged { reason, added, removed }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::step::{Input, step};
+    use super::super::test_support::config;
+    use super::*;
+    use crate::policy::ApprovalMode;
+
+    fn spec(name: &str) -> (ToolSpec, ToolClass) {
+        let spec = ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::json!({}),
+        };
+        (spec, ToolClass::ReadOnly)
+    }
+
+    #[test]
+    fn offered_tools_replace_the_old_ones_and_a_change_is_recorded() {
+        let mut state = LoopState::new(config(ApprovalMode::Ask, 5));
+        let builtin = state.config.tools.len();
+        let first = Input::ToolsOffered {
+            replaced: Vec::new(),
+            offered: vec![spec("mcp__a__x"), spec("mcp__a__y")],
+            reason: None,
+        };
+        assert!(step(&mut state, first).is_empty(), "a server ready at the start: no line");
+        assert_eq!(state.config.tools.len(), builtin + 2);
+        let changed = Input::ToolsOffered {
+            replaced: vec!["mcp__a__x".into(), "mcp__a__y".into()],
+            offered: vec![spec("mcp__a__y"), spec("mcp__a__z")],
+            reason: Some("an MCP server's tool list changed".into()),
+        };
+        let effects = step(&mut state, changed);
+        assert_eq!(
+            effects,
+            [Effect::Record(SessionEvent::ToolsChanged {
+                reason: "an MCP server's tool list changed".into(),
+                added: vec!["mcp__a__z".into()],
+                removed: vec!["mcp__a__x".into()],
+            })]
+        );
+        let names: Vec<&str> = state.config.tools.iter().map(|s| s.name.as_str()).collect();
+        assert!(!names.contains(&"mcp__a__x") && names.contains(&"mcp__a__z"), "{names:?}");
+        assert_eq!(state.config.tools.len(), builtin + 2);
+        assert!(!state.config.tool_classes.contains_key("mcp__a__x"));
+        assert_eq!(state.config.tool_classes.get("mcp__a__z"), Some(&ToolClass::ReadOnly));
+    }
+}
