@@ -160,7 +160,9 @@ fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
             step(state, Input::ReviewWaitingPlan { approved, feedback: "smaller".into() });
         record(&effects, log);
     }
-    if (control / 72) % 2 == 1 {
+    // The highest control bytes only, so the bytes below keep meaning what
+    // the regression cases below were recorded with.
+    if control >= 216 {
         let tools = ["read_file", "write_file", "set_phase", "todo_write", "submit_plan"];
         let scope = ToolScope {
             owner: "the /fix command".into(),
