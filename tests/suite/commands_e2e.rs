@@ -111,3 +111,30 @@ async fn a_commands_model_holds_for_its_turn_and_is_logged() {
         log.iter().filter(|l| l["type"] == "model_changed").map(|l| &l["model"]).collect();
     assert_eq!(switches, [&json!("small-model"), &json!("m")], "there and back, recorded");
 }
+
+/// A command's narrowing is recorded with the turn it narrows: a prompt a
+/// hook refuses leaves no `turn_scope` line that a later resume would
+/// apply to another turn.
+#[tokio::test]
+async fn a_refused_commands_turn_records_no_narrowing() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(
+        sandbox.home.join("commands/look.md"),
+        "---\nallowed-tools: Read\n---\nLook at $ARGUMENTS",
+    )
+    .unwrap();
+    std::fs::write(
+        sandbox.home.join("config.toml"),
+        "[[hooks.UserPromptSubmit]]\nmatcher = \"\"\n[[hooks.UserPromptSubmit.hooks]]\n\
+         type = \"command\"\ncommand = \"echo 'not today' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("never".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/look src");
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stdout));
+    assert!(request_bodies(&server).await.is_empty(), "the model was called");
+    let log = sandbox.only_log();
+    let scopes: Vec<&Value> = log.iter().filter(|l| l["type"] == "turn_scope").collect();
+    assert!(scopes.is_empty(), "a narrowing without its turn: {scopes:?}");
+}
