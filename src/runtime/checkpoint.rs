@@ -129,10 +129,8 @@ pub const MAX_SCOPE_PATHS: usize = 2_000;
 
 impl ShadowRepo {
     pub fn for_workspace(keel_home: &Path, workspace_root: &Path) -> Self {
-        let key = content_hash(workspace_root.display().to_string().as_bytes());
-        let key = key.trim_start_matches("fnv1a64:").to_owned();
         Self {
-            git_dir: keel_home.join("shadow").join(key),
+            git_dir: shadow_dir(keel_home, workspace_root),
             work_tree: workspace_root.to_owned(),
             project: ProjectGit::find(workspace_root),
         }
@@ -342,6 +340,12 @@ impl ShadowRepo {
         }
         Ok(output.stdout.text())
     }
+}
+
+/// Where the shadow repository of `workspace_root` lives.
+pub(super) fn shadow_dir(keel_home: &Path, workspace_root: &Path) -> PathBuf {
+    let key = content_hash(workspace_root.display().to_string().as_bytes());
+    keel_home.join("shadow").join(key.trim_start_matches("fnv1a64:"))
 }
 
 fn fits_on_command_line(paths: &[PathBuf]) -> bool {

@@ -19,6 +19,8 @@ mod events;
 mod execute;
 mod file_memory;
 mod files;
+mod first_walk;
+mod folder_cache;
 pub mod git;
 mod hook_rewrite;
 mod hooks_glue;

@@ -29,7 +29,8 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
 /// warning when the sandbox is weaker than configured.
 pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
     sandbox::set_env_filter(settings.env_filter.clone());
-    let (sandboxed, warning) = confine_commands(&settings.sandbox, &settings.workspace_root);
+    let keel_home = Some(settings.keel_home.as_path());
+    let (sandboxed, warning) = confine(&settings.sandbox, &settings.workspace_root, keel_home);
     policy.sandboxed = sandboxed;
     warning
 }
@@ -39,6 +40,16 @@ pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<
 /// whether commands are confined (what `Policy::sandboxed` must say) and a
 /// warning naming every layer the kernel did not offer.
 pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (bool, Option<String>) {
+    confine(config, workspace_root, None)
+}
+
+/// [`confine_commands`]; with a session's `keel_home`, the nested `.git`
+/// search also sets up the undo watcher ([`super::first_walk`]).
+fn confine(
+    config: &SandboxSettings,
+    workspace_root: &Path,
+    keel_home: Option<&Path>,
+) -> (bool, Option<String>) {
     let launcher = match std::env::current_exe() {
         Ok(path) => path,
         Err(error) => {
@@ -95,7 +106,7 @@ pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (boo
         .collect::<Vec<_>>();
     sandbox::set_session_confinement(confine.then_some(confinement));
     if confine && config.protect_vcs {
-        find_nested_git_when_needed(workspace_root);
+        find_nested_git_when_needed(workspace_root, keel_home);
     }
     (sandboxed, (!warning.is_empty()).then(|| warning.join("; ")))
 }
@@ -129,11 +140,21 @@ fn read_only_paths(config: &SandboxSettings, workspace_root: &Path) -> Vec<PathB
 }
 
 /// The workspace's nested `.git` folders are looked for only once a
-/// command may write (the search reads up to 20 000 folders: a start must
-/// not pay for it, issue 21); see [`sandbox::add_read_only_when_needed`].
-fn find_nested_git_when_needed(workspace_root: &Path) {
+/// command may write (the search reads every folder: a start must not
+/// pay for it, issue 21); see [`sandbox::add_read_only_when_needed`].
+/// A session's search (given its `keel_home`) is also the undo
+/// watcher's walk.
+fn find_nested_git_when_needed(workspace_root: &Path, keel_home: Option<&Path>) {
     let root = workspace_root.to_owned();
-    sandbox::add_read_only_when_needed(move || sandbox::protected::nested_git_dirs(&root));
+    match keel_home {
+        Some(keel_home) => sandbox::add_read_only_when_needed(super::first_walk::search_and_watch(
+            root,
+            keel_home.to_owned(),
+        )),
+        None => {
+            sandbox::add_read_only_when_needed(move || sandbox::protected::nested_git_dirs(&root));
+        }
+    }
 }
 
 /// What a session says when `.git`/`.keel`/`.claude` protection is weaker

@@ -4,9 +4,11 @@
 //! `undo` line.
 //!
 //! The session's first checkpoint looks at the whole work tree (one `git
-//! status` against the index kept from earlier sessions) and starts the
-//! [`Watcher`] in the background; once the watcher ran from before a full
-//! look, later checkpoints look only at what it saw change. A
+//! status` against the index kept from earlier sessions) while the
+//! [`Watcher`] is set up in the background, by the jail's nested `.git`
+//! search when the sandbox has one (`first_walk`: one walk for both),
+//! else on its own once the look is done; once the watcher ran from
+//! before a full look, later checkpoints look only at what it saw change. A
 //! checkpoint that takes longer than [`SLOW_CHECKPOINT`] is announced
 //! ([`RuntimeEvent::Progress`]), and so is the first one of a large
 //! workspace, before it starts.
@@ -118,11 +120,14 @@ impl Checkpoints {
     }
 
     /// Takes a checkpoint: what the watcher saw change, once it is
-    /// trusted; else the whole work tree (starting the watcher the first
-    /// time, in the background, once the look is done: on two cores its
-    /// walk beside `git status` made the first checkpoint of a 58 000-file
-    /// repository wait for both; it is trusted only from the next full
-    /// look on anyway).
+    /// trusted; else the whole work tree. The first time, the watcher
+    /// comes from the walk of the jail's nested `.git` search, which
+    /// [`Session::checkpoint_before`] starts alongside this look (the first
+    /// writing command waits for that search anyway); without one it
+    /// starts once the look is done (on two cores a walk of its own
+    /// beside `git status` made the first checkpoint of a 58 000-file
+    /// repository wait for both). Either way it is trusted only from the
+    /// next full look on.
     async fn take(&mut self, message: &str) -> Result<Snapshot, CheckpointError> {
         self.settle();
         let start_watch = matches!(self.watch, WatchState::NotStarted);
@@ -141,14 +146,28 @@ impl Checkpoints {
                 Scope::Everything
             }
         };
+        // The jail's nested `.git` search, started alongside this look,
+        // sets the watcher up too (`first_walk`); else it starts here.
+        let offered =
+            if start_watch { super::first_walk::claim(&self.shadow.work_tree) } else { None };
         let snapshot = self.shadow.snapshot(&scope, self.limits, message).await;
         if start_watch {
             let root = self.shadow.work_tree.clone();
             let excluded = self.excluded.clone();
             let stop = self.stop.clone();
-            self.watch = WatchState::Starting(tokio::task::spawn_blocking(move || {
-                Watcher::start(&root, &excluded, &stop)
-            }));
+            let start = move || Watcher::start(&root, &excluded, &stop);
+            self.watch = WatchState::Starting(match offered {
+                Some(offered) => tokio::spawn(async move {
+                    match offered.await {
+                        Ok(started) => started,
+                        // That walk will never report: a walk of our own.
+                        Err(_) => tokio::task::spawn_blocking(start)
+                            .await
+                            .unwrap_or(Err(WatchError::Stopped)),
+                    }
+                }),
+                None => tokio::task::spawn_blocking(start),
+            });
         }
         snapshot
     }

@@ -23,7 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
+use super::folder_cache::{self, FolderCache};
 use super::ignores::Ignores;
+use crate::sandbox::protected;
 
 /// Paths kept before the watcher stops listing them and says "everything".
 pub const MAX_DIRTY: usize = 20_000;
@@ -69,6 +71,20 @@ pub struct Watcher {
     /// Ignored paths changed since the last [`Self::take_ignored`].
     ignored: Vec<PathBuf>,
     ignores: Ignores,
+    /// What the first walk notes for the jail's nested `.git` search
+    /// ([`Self::start_finding_nested`]); `None` afterwards.
+    first_walk: Option<FirstWalk>,
+}
+
+/// What [`Watcher::start_finding_nested`]'s walk notes besides watches.
+#[derive(Debug, Default)]
+struct FirstWalk {
+    /// The listings kept from the last walk (read only what changed).
+    cache: Option<FolderCache>,
+    /// `.git` folders or files below the root (absolute).
+    nested_git: Vec<PathBuf>,
+    /// Ignored folders, not watched, which the search still reads.
+    ignored_folders: Vec<PathBuf>,
 }
 
 /// What the watch asks the kernel for: content, metadata (mode, times)
@@ -92,6 +108,47 @@ impl Watcher {
     /// in `excluded` (absolute paths). Blocking: one walk of the folders,
     /// given up (`Stopped`) as soon as `stop` is set.
     pub fn start(root: &Path, excluded: &[PathBuf], stop: &AtomicBool) -> Result<Self, WatchError> {
+        Self::walk(root, excluded, None, stop)
+    }
+
+    /// [`Self::start`], and the nested `.git` folders or files below the
+    /// root that [`protected::nested_git_dirs`] would find, from the same
+    /// walk (so a writing session reads every folder once, not twice, and
+    /// with `cache` only those changed since the last walk):
+    /// the watched folders all count, and the ignored ones the watch
+    /// leaves out are searched within [`protected::NESTED_SCAN_LIMIT`]
+    /// folders. Excluded folders (keel's own state) are left out of both.
+    pub fn start_finding_nested(
+        root: &Path,
+        excluded: &[PathBuf],
+        cache: Option<FolderCache>,
+        stop: &AtomicBool,
+    ) -> Result<(Self, Vec<PathBuf>), WatchError> {
+        let first = FirstWalk { cache, ..FirstWalk::default() };
+        let mut watcher = Self::walk(root, excluded, Some(first), stop)?;
+        let FirstWalk { cache, mut nested_git, ignored_folders } =
+            watcher.first_walk.take().unwrap_or_default();
+        if let Some(cache) = cache {
+            tracing::debug!(read = cache.read, "folders read by the first walk");
+            cache.save();
+        }
+        let mut budget = protected::NESTED_SCAN_LIMIT;
+        for folder in ignored_folders {
+            if folder.file_name().is_some_and(protected::is_skipped) {
+                continue;
+            }
+            nested_git.extend(protected::git_dirs_within(&root.join(folder), &mut budget));
+        }
+        nested_git.sort();
+        Ok((watcher, nested_git))
+    }
+
+    fn walk(
+        root: &Path,
+        excluded: &[PathBuf],
+        first_walk: Option<FirstWalk>,
+        stop: &AtomicBool,
+    ) -> Result<Self, WatchError> {
         let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
             .map_err(WatchError::Init)?;
         let mut watcher = Self {
@@ -104,6 +161,7 @@ impl Watcher {
             seen: 0,
             ignored: Vec::new(),
             ignores: Ignores::new(root),
+            first_walk,
         };
         watcher.watch_tree(Path::new(""), stop)?;
         Ok(watcher)
@@ -255,23 +313,29 @@ impl Watcher {
                 // Gone, not a folder (any more) or unreadable: nothing to watch.
                 Err(_) => continue,
             }
-            let Ok(entries) = std::fs::read_dir(&absolute) else { continue };
-            let mut children = Vec::new();
-            let mut has_gitignore = false;
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                has_gitignore |= name == ".gitignore";
-                // The kind from the directory entry: no stat, symlinks not followed.
-                if name != ".git" && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                    children.push(folder.join(name));
-                }
+            let listing = match &mut self.first_walk {
+                Some(FirstWalk { cache: Some(cache), .. }) => cache.folder(&folder, &absolute),
+                Some(_) | None => folder_cache::read_folder(&absolute),
+            };
+            let Some(listing) = listing else { continue };
+            if listing.has_git
+                && !folder.as_os_str().is_empty()
+                && let Some(first) = &mut self.first_walk
+            {
+                first.nested_git.push(absolute.join(".git"));
             }
-            if !has_gitignore {
+            if !listing.has_gitignore {
                 self.ignores.known_absent(&folder);
             }
+            let children = listing.children.into_iter().map(|name| folder.join(name));
             for child in children {
-                if !self.is_excluded(&child) && !self.ignores.is_ignored(&child, true) {
+                if self.is_excluded(&child) {
+                    continue;
+                }
+                if !self.ignores.is_ignored(&child, true) {
                     stack.push(child);
+                } else if let Some(first) = &mut self.first_walk {
+                    first.ignored_folders.push(child);
                 }
             }
         }

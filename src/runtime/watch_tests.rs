@@ -92,3 +92,40 @@ fn a_stopped_start_gives_up() {
     let stop = AtomicBool::new(true);
     assert!(matches!(Watcher::start(dir.path(), &[], &stop), Err(super::WatchError::Stopped)));
 }
+
+#[test]
+fn the_first_walk_finds_the_nested_git_folders_the_jails_search_finds() {
+    let dir = workspace();
+    let root = dir.path();
+    std::fs::write(root.join(".gitignore"), "target/\n*.log\nbuild/\n").unwrap();
+    // Watched, ignored (read only for the search), skipped by the
+    // search, and keel's own state, which neither looks into.
+    for nested in [
+        "vendor/lib/.git",
+        "src/deep/sub/.git",
+        "build/dep/.git",
+        "build/node_modules/x/.git",
+        "state/repo/.git",
+    ] {
+        std::fs::create_dir_all(root.join(nested)).unwrap();
+    }
+    std::fs::create_dir_all(root.join("module")).unwrap();
+    std::fs::write(root.join("module/.git"), "gitdir: ../.git/modules/m").unwrap();
+    let excluded = [root.join("state")];
+    let (watcher, nested) =
+        Watcher::start_finding_nested(root, &excluded, None, &AtomicBool::new(false)).unwrap();
+    let expected: Vec<PathBuf> =
+        ["build/dep/.git", "module/.git", "src/deep/sub/.git", "vendor/lib/.git"]
+            .iter()
+            .map(|path| root.join(path))
+            .collect();
+    assert_eq!(nested, expected);
+    let mut searched = crate::sandbox::protected::nested_git_dirs(root);
+    searched.retain(|path| !path.starts_with(root.join("state")));
+    assert_eq!(nested, searched, "the same as the jail's own search");
+    assert!(
+        !watcher.folders.values().any(|folder| folder.starts_with("build")),
+        "build/ is ignored"
+    );
+    assert!(watcher.first_walk.is_none());
+}

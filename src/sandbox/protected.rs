@@ -20,7 +20,7 @@ pub const NAMES: [&str; 3] = [".git", ".keel", ".claude"];
 
 /// Folders scanned at most when looking for nested `.git` folders (a
 /// session start on a huge tree stays fast; deeper ones stay writable).
-const NESTED_SCAN_LIMIT: usize = 20_000;
+pub const NESTED_SCAN_LIMIT: usize = 20_000;
 /// Folders that hold dependencies or build output, never nested repos
 /// worth the scan time.
 const SKIPPED: [&str; 4] = ["node_modules", "target", ".venv", "__pycache__"];
@@ -69,28 +69,40 @@ fn remove_created(path: &Path) -> Option<String> {
 /// `.git` folders (or files, as in worktrees and submodules) below
 /// `root`, not counting `root/.git`; symlinks are not followed.
 pub fn nested_git_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut budget = NESTED_SCAN_LIMIT;
+    let mut found = git_dirs_within(root, &mut budget);
+    let own = root.join(".git");
+    found.retain(|path| *path != own);
+    found.sort();
+    found
+}
+
+/// Whether the search leaves a folder of this name alone (dependencies
+/// or build output, never nested repositories worth the time).
+pub fn is_skipped(name: &std::ffi::OsStr) -> bool {
+    SKIPPED.iter().any(|skip| name == *skip)
+}
+
+/// `.git` folders or files in `folder` and below it (folders named by
+/// [`is_skipped`] aside), reading at most `budget` folders and taking
+/// what it read from `budget`; symlinks are not followed.
+pub fn git_dirs_within(folder: &Path, budget: &mut usize) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let mut pending = vec![root.to_owned()];
-    let mut scanned = 0;
+    let mut pending = vec![folder.to_owned()];
     while let Some(dir) = pending.pop() {
-        scanned += 1;
-        if scanned > NESTED_SCAN_LIMIT {
-            break;
-        }
+        let Some(left) = budget.checked_sub(1) else { break };
+        *budget = left;
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.filter_map(Result::ok) {
             let name = entry.file_name();
             let Ok(kind) = entry.file_type() else { continue };
             if name == ".git" {
-                if dir != root {
-                    found.push(entry.path());
-                }
-            } else if kind.is_dir() && !SKIPPED.iter().any(|skip| name == *skip) {
+                found.push(entry.path());
+            } else if kind.is_dir() && !is_skipped(&name) {
                 pending.push(entry.path());
             }
         }
     }
-    found.sort();
     found
 }
 

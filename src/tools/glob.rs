@@ -5,10 +5,15 @@
 //! gitignored files and `.git` are never returned (same walk as list_dir);
 //! results are files (and symlinks), workspace-relative, newest first (by
 //! modification time, ties by path, so the order is deterministic), and
-//! capped at [`MAX_RESULTS`] with a count of the rest.
+//! capped at [`MAX_RESULTS`] with a count of the rest. When more than
+//! [`MAX_RESULTS`] match, they are listed by path instead (and the note
+//! says so): finding the newest would stat every match, which is most of
+//! the cost of a glob over a huge tree (issue 21), for a list the model
+//! has to narrow anyway.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use globset::GlobBuilder;
@@ -28,8 +33,8 @@ const NAME: &str = "glob";
 pub const MAX_RESULTS: usize = 1000;
 
 const DESCRIPTION: &str = "Find files by path pattern (`**/*.rs`, `src/*.{toml,md}`), matched \
-below `path`: `*` stays within one directory, `**` crosses them. Newest first; gitignored files \
-are skipped.";
+below `path`: `*` stays within one directory, `**` crosses them. Newest first (by path when more \
+than 1000 match); gitignored files are skipped.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
@@ -83,14 +88,19 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
         entry.file_name() != ".git" && (rel.starts_with(&prefix) || prefix.starts_with(rel))
     });
     let found = Mutex::new(Vec::new());
+    // Matches seen so far: past MAX_RESULTS the order is by path, so the
+    // rest need no stat.
+    let seen = AtomicUsize::new(0);
     builder.build_parallel().run(|| {
-        let (base, matcher, found) = (&base, &matcher, &found);
+        let (base, matcher, found, seen) = (&base, &matcher, &found, &seen);
         Box::new(move |entry| {
             let Ok(entry) = entry else { return WalkState::Continue };
             let is_match = entry.file_type().is_some_and(|kind| !kind.is_dir())
                 && entry.path().strip_prefix(base).is_ok_and(|rel| matcher.is_match(rel));
             if is_match {
-                let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
+                let modified = (seen.fetch_add(1, Ordering::Relaxed) < MAX_RESULTS)
+                    .then(|| entry.metadata().ok().and_then(|m| m.modified().ok()))
+                    .flatten();
                 if let Ok(mut found) = found.lock() {
                     found.push((modified, entry.into_path()));
                 }
@@ -98,15 +108,16 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
             WalkState::Continue
         })
     });
-    let mut found: Vec<(Option<SystemTime>, String)> = found
-        .into_inner()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(modified, path)| (modified, ws.display(&path)))
-        .collect();
-    // Newest first; files without a time last; ties by path.
-    found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let found = found.into_inner().unwrap_or_default();
     let total = found.len();
+    let by_time = total <= MAX_RESULTS;
+    let mut found: Vec<(Option<SystemTime>, String)> = found
+        .into_iter()
+        .map(|(modified, path)| (modified.filter(|_| by_time), ws.display(&path)))
+        .collect();
+    // Newest first; files without a time last; ties by path (all of
+    // them, when there are too many to sort by time).
+    found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let matches: Vec<String> = found.into_iter().take(MAX_RESULTS).map(|(_, path)| path).collect();
     let meta = ToolMeta::details(json!({
         "path": rel_base.to_string_lossy(),
@@ -141,8 +152,8 @@ fn render(shown: &[String], total: usize, pattern: &str, base: &str) -> String {
     text.push('\n');
     if total > shown.len() {
         text.push_str(&format!(
-            "[showing the {} newest of {total} matches; {} more not shown. use a narrower \
-             pattern or path]\n",
+            "[showing the first {} of {total} matches by path (too many to sort by time); {} \
+             more not shown. use a narrower pattern or path]\n",
             shown.len(),
             total - shown.len()
         ));
@@ -223,10 +234,17 @@ mod tests {
         for n in 0..MAX_RESULTS + 3 {
             ws.write(&format!("d/f{n:05}.txt"), "");
         }
+        // The newest would come first if they were sorted by time.
+        touch(&ws, "d/f01002.txt", 4_000_000_000);
         let out = glob(&ws, json!({ "pattern": "**/*.txt" })).await.unwrap();
         assert_eq!(out.text.lines().count(), MAX_RESULTS + 1);
+        assert!(out.text.starts_with("d/f00000.txt\nd/f00001.txt\n"), "{}", out.text);
+        assert!(!out.text.contains("d/f01002.txt"), "by path, the last is left out");
         assert!(
-            out.text.contains("showing the 1000 newest of 1003 matches; 3 more"),
+            out.text.contains(
+                "showing the first 1000 of 1003 matches by path (too many to sort \
+                 by time); 3 more"
+            ),
             "{}",
             out.text
         );

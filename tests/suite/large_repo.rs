@@ -339,3 +339,60 @@ async fn the_first_checkpoint_of_a_large_workspace_is_announced() {
         "{progress:?}"
     );
 }
+
+#[tokio::test]
+async fn a_writing_session_reads_each_folder_once() {
+    // 600 folders. The jail's nested `.git` search and the undo watcher
+    // both need every folder; they share one walk, and the second
+    // session's `git status` reads none (git's untracked cache). Before,
+    // each walked the tree on its own: two reads a folder, plus the
+    // fingerprint's bounded walk (2 000 files) before the first command.
+    let sandbox = Sandbox::new();
+    commit_empty_files(&sandbox, 6000);
+    let server = scripted_model(Wire::Chat, &writing_steps(1)).await;
+    let output = exec(&sandbox, &server.uri(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let server = scripted_model(Wire::Chat, &writing_steps(3)).await;
+    let uri = format!("{}/v1", server.uri());
+    let args = [
+        "exec",
+        "--full-auto",
+        "--provider",
+        "openai-chat",
+        "--model",
+        "m",
+        "--base-url",
+        &uri,
+        "a",
+    ];
+    // A folder read is two calls: its entries, then the end.
+    let reads = count_syscalls(&sandbox, &args, &["getdents64", "getdents"]) / 2;
+    assert_eq!(sandbox.read("steps.txt").lines().count(), 4, "every command ran");
+    assert!(reads < 1000, "{reads} folder reads for 600 folders");
+}
+
+#[tokio::test]
+async fn a_writing_session_keeps_nested_git_folders_read_only_ignored_ones_too() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".gitignore", "build/\n");
+    sandbox.write("a.txt", "a\n");
+    git(&sandbox.repo, &["add", "-A"]);
+    git(&sandbox.repo, &["commit", "-qm", "start"]);
+    sandbox.write("vendor/lib/.git/config", "[core]\n");
+    sandbox.write("build/dep/.git/config", "[core]\n");
+    // What the repository hides from policy, which reads only the command.
+    sandbox.write(
+        "tools/setup.sh",
+        "for d in vendor/lib build/dep; do echo '[core] fsmonitor = touch pwned' >> $d/.git/config; done\n",
+    );
+    let steps = [shell("printf x > a.txt; sh tools/setup.sh; true"), Step::Answer("done".into())];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(sandbox.read("a.txt"), "x", "the command ran");
+    assert_eq!(sandbox.read("vendor/lib/.git/config"), "[core]\n");
+    assert_eq!(sandbox.read("build/dep/.git/config"), "[core]\n", "ignored, still protected");
+    let undo = sandbox.keel().arg("undo").output().unwrap();
+    assert_eq!(undo.status.code(), Some(0), "{}", String::from_utf8_lossy(&undo.stderr));
+    assert_eq!(sandbox.read("a.txt"), "a\n");
+}

@@ -1,0 +1,77 @@
+//! One walk of the workspace for two needs of a writing session: the
+//! jail's nested `.git` search (read-only mounts, needed before the first
+//! command that can write) and the undo [`Watcher`]'s inotify watches
+//! (needed by the checkpoints after the first). Both read every folder;
+//! done apart, a large repository paid for the reads twice, and the
+//! watcher's walk ran alongside the session's first steps (issue 21).
+//!
+//! The sandbox runs the search ([`crate::sandbox::add_read_only_when_needed`]),
+//! so the walk is the search's closure ([`search_and_watch`]); it hands
+//! the watcher over through a slot the checkpoints [`claim`].
+//!
+//! Invariants: the nested `.git` paths are those
+//! [`protected::nested_git_dirs`] finds (its own search runs instead when
+//! inotify cannot watch the tree); a watcher is claimed only for the
+//! workspace it was walked for; a claimed walk that never reports (its
+//! search was replaced or died) leaves the checkpoints to start a watcher
+//! of their own.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use tokio::sync::oneshot;
+
+use super::checkpoint::shadow_dir;
+use super::folder_cache::FolderCache;
+use super::watch::{WatchError, Watcher};
+use crate::sandbox::protected;
+
+/// A watcher set up, or why not.
+pub(super) type Started = Result<Watcher, WatchError>;
+
+/// The walk offered by the latest [`search_and_watch`]: its workspace and
+/// where its watcher arrives.
+static OFFERED: Mutex<Option<(PathBuf, oneshot::Receiver<Started>)>> = Mutex::new(None);
+
+/// The jail's nested `.git` search for `root`, which also sets up the
+/// undo watcher and offers it to [`claim`]. keel's state (`keel_home`) is
+/// neither watched nor searched; it keeps the folder listings between
+/// sessions ([`FolderCache`], next to the shadow repository).
+pub(super) fn search_and_watch(
+    root: PathBuf,
+    keel_home: PathBuf,
+) -> impl FnOnce() -> Vec<PathBuf> + Send + 'static {
+    let (sender, receiver) = oneshot::channel();
+    if let Ok(mut slot) = OFFERED.lock() {
+        *slot = Some((root.clone(), receiver));
+    }
+    move || {
+        let cache = FolderCache::load(shadow_dir(&keel_home, &root).with_extension("folders"));
+        let excluded = [keel_home];
+        match Watcher::start_finding_nested(&root, &excluded, Some(cache), &AtomicBool::new(false))
+        {
+            Ok((watcher, nested)) => {
+                let _ = sender.send(Ok(watcher));
+                nested
+            }
+            Err(error) => {
+                let _ = sender.send(Err(error));
+                protected::nested_git_dirs(&root)
+            }
+        }
+    }
+}
+
+/// Where the watcher of the walk offered for `root` arrives, if one was
+/// offered and not claimed yet.
+pub(super) fn claim(root: &Path) -> Option<oneshot::Receiver<Started>> {
+    let mut slot = OFFERED.lock().ok()?;
+    match slot.take() {
+        Some((offered, receiver)) if offered == root => Some(receiver),
+        other => {
+            *slot = other;
+            None
+        }
+    }
+}
