@@ -7,11 +7,14 @@
 //! the workspace, directories end in `/`, symlinks in `@`, and at most
 //! [`MAX_ENTRIES`] are shown, with a note when more exist. The walk stops
 //! after [`MAX_COUNTED`] entries (the note then says "more than"), so a
-//! deep listing of a huge tree costs a bounded walk, not the whole tree.
+//! deep listing of a huge tree costs a bounded walk, not the whole tree;
+//! past the entries shown, the walk only counts, in parallel and unsorted
+//! (sorting every folder's entries was most of a deep listing's cost).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ignore::WalkBuilder;
+use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -80,6 +83,7 @@ fn list_counting(
     let mut shown = Vec::new();
     let mut total = 0usize;
     let mut counted_all = true;
+    let mut more_than_shown = false;
     for entry in walker(&abs, Some(depth)).build().flatten() {
         if entry.depth() == 0 {
             continue;
@@ -89,10 +93,16 @@ fn list_counting(
             counted_all = false;
             break;
         }
-        total += 1;
-        if shown.len() < MAX_ENTRIES {
-            shown.push(describe(ws, entry.path(), entry.file_type()));
+        if shown.len() == MAX_ENTRIES {
+            more_than_shown = true;
+            break;
         }
+        total += 1;
+        shown.push(describe(ws, entry.path(), entry.file_type()));
+    }
+    if more_than_shown {
+        // The rest is only counted: in no order, on every core.
+        (total, counted_all) = count_entries(&abs, depth, max_counted);
     }
     let meta = ToolMeta::details(json!({
         "path": rel.to_string_lossy(),
@@ -102,6 +112,26 @@ fn list_counting(
         "truncated": !counted_all || total > shown.len(),
     }));
     Ok(ToolOutput { text: render(&shown, total, counted_all), meta })
+}
+
+/// Entries below `root` down to `depth`, counted up to `max_counted`
+/// (then `false`: there are more), by the parallel walk in no order.
+fn count_entries(root: &Path, depth: usize, max_counted: usize) -> (usize, bool) {
+    let seen = AtomicUsize::new(0);
+    unsorted_walker(root, Some(depth)).build_parallel().run(|| {
+        let seen = &seen;
+        Box::new(move |entry| {
+            if !entry.is_ok_and(|entry| entry.depth() > 0) {
+                return WalkState::Continue;
+            }
+            if seen.fetch_add(1, Ordering::Relaxed) >= max_counted {
+                return WalkState::Quit;
+            }
+            WalkState::Continue
+        })
+    });
+    let seen = seen.into_inner();
+    (seen.min(max_counted), seen <= max_counted)
 }
 
 /// The walk shared with glob: gitignore always honoured, hidden files
@@ -235,6 +265,22 @@ mod tests {
         let out = list_counting(&workspace, &args, 100).unwrap();
         assert_eq!(out.meta["entries"], 33, "3 folders and 30 files");
         assert_eq!(out.meta["entries_counted_all"], true);
+    }
+
+    #[test]
+    fn past_the_entries_shown_the_count_still_stops_at_its_bound() {
+        let ws = TestWorkspace::new();
+        for n in 0..MAX_ENTRIES + 30 {
+            ws.write(&format!("d{}/f{n:05}", n / 100), "");
+        }
+        let workspace = Workspace::new(&ws.ctx).unwrap();
+        let args = ListDirArgs { path: None, depth: Some(2) };
+        let out = list_counting(&workspace, &args, MAX_ENTRIES + 10).unwrap();
+        assert!(out.text.ends_with("[showing 1000 of more than 1010 entries; list a subdirectory or use a smaller depth]\n"), "{}", out.text);
+        assert_eq!(out.meta["entries_counted_all"], false);
+        let out = list_counting(&workspace, &args, MAX_COUNTED).unwrap();
+        assert_eq!(out.meta["entries"], MAX_ENTRIES + 30 + 11, "11 folders and the files");
+        assert!(out.text.starts_with("d0/\nd0/f00000\n"), "sorted, depth first");
     }
 
     #[tokio::test]
