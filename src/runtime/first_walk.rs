@@ -7,7 +7,11 @@
 //!
 //! The sandbox runs the search ([`crate::sandbox::add_read_only_when_needed`]),
 //! so the walk is the search's closure ([`search_and_watch`]); it hands
-//! the watcher over through a slot the checkpoints [`claim`].
+//! the watcher over through a slot the checkpoints [`claim`]. Both read
+//! the folder listings kept from the last walk ([`FolderCache`]); the
+//! first walk of a workspace (no listings kept yet) is the search alone,
+//! and the watcher starts after the first checkpoint as it would without
+//! the sandbox.
 //!
 //! Invariants: the nested `.git` paths are those
 //! [`protected::nested_git_dirs`] finds (its own search runs instead when
@@ -26,6 +30,10 @@ use super::checkpoint::shadow_dir;
 use super::folder_cache::FolderCache;
 use super::watch::{WatchError, Watcher};
 use crate::sandbox::protected;
+
+#[cfg(test)]
+#[path = "first_walk_tests.rs"]
+mod tests;
 
 /// A watcher set up, or why not.
 pub(super) type Started = Result<Watcher, WatchError>;
@@ -47,7 +55,18 @@ pub(super) fn search_and_watch(
         *slot = Some((root.clone(), receiver));
     }
     move || {
-        let cache = FolderCache::load(shadow_dir(&keel_home, &root).with_extension("folders"));
+        let mut cache = FolderCache::load(shadow_dir(&keel_home, &root).with_extension("folders"));
+        if cache.is_empty() {
+            // The first walk of this workspace: the search alone, beside
+            // the first checkpoint's `git status` (which reads every folder
+            // too), and the watcher after it, as without a cache: both at
+            // once made the first writing command wait longer on two cores.
+            // The search leaves the listings for the next session.
+            drop(sender);
+            let nested = nested_git_dirs(&root, &mut cache);
+            cache.save();
+            return nested;
+        }
         let excluded = [keel_home];
         match Watcher::start_finding_nested(&root, &excluded, Some(cache), &AtomicBool::new(false))
         {
@@ -61,6 +80,29 @@ pub(super) fn search_and_watch(
             }
         }
     }
+}
+
+/// [`protected::nested_git_dirs`] with the folder listings of `cache`.
+fn nested_git_dirs(root: &Path, cache: &mut FolderCache) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    let mut budget = protected::NESTED_SCAN_LIMIT;
+    while let Some(rel) = pending.pop() {
+        let Some(left) = budget.checked_sub(1) else { break };
+        budget = left;
+        let absolute = root.join(&rel);
+        let Some(folder) = cache.folder(&rel, &absolute) else { continue };
+        if folder.has_git && !rel.as_os_str().is_empty() {
+            found.push(absolute.join(".git"));
+        }
+        for child in folder.children {
+            if !protected::is_skipped(&child) {
+                pending.push(rel.join(child));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// Where the watcher of the walk offered for `root` arrives, if one was

@@ -24,8 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{AtFlags, CWD, StatxFlags, statx};
 
-/// Changes this close to the walk may share their folder's recorded time.
-const RACY: Duration = Duration::from_secs(2);
+/// Changes this close to the walk may share their folder's recorded time
+/// (timestamps advance by clock ticks of at most 10 ms on Linux).
+const RACY: Duration = Duration::from_millis(100);
 /// First line of the file (a format change makes old files empty caches).
 const HEADER: &[u8] = b"keel-folders 1\n";
 
@@ -65,6 +66,11 @@ impl FolderCache {
     pub fn load(file: PathBuf) -> Self {
         let old = std::fs::read(&file).ok().and_then(|bytes| parse(&bytes)).unwrap_or_default();
         Self { file: Some(file), old, new: HashMap::new(), read: 0 }
+    }
+
+    /// Whether nothing was kept from an earlier walk.
+    pub fn is_empty(&self) -> bool {
+        self.old.is_empty()
     }
 
     /// The listing of `absolute` (at `rel` in the workspace): the

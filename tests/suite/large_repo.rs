@@ -374,10 +374,6 @@ async fn a_writing_session_reads_each_folder_once() {
 #[tokio::test]
 async fn a_writing_session_keeps_nested_git_folders_read_only_ignored_ones_too() {
     let sandbox = Sandbox::new();
-    sandbox.write(".gitignore", "build/\n");
-    sandbox.write("a.txt", "a\n");
-    git(&sandbox.repo, &["add", "-A"]);
-    git(&sandbox.repo, &["commit", "-qm", "start"]);
     sandbox.write("vendor/lib/.git/config", "[core]\n");
     sandbox.write("build/dep/.git/config", "[core]\n");
     // What the repository hides from policy, which reads only the command.
@@ -385,14 +381,23 @@ async fn a_writing_session_keeps_nested_git_folders_read_only_ignored_ones_too()
         "tools/setup.sh",
         "for d in vendor/lib build/dep; do echo '[core] fsmonitor = touch pwned' >> $d/.git/config; done\n",
     );
-    let steps = [shell("printf x > a.txt; sh tools/setup.sh; true"), Step::Answer("done".into())];
-    let server = scripted_model(Wire::Chat, &steps).await;
-    let output = exec(&sandbox, &server.uri(), &[]);
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    assert_eq!(sandbox.read("a.txt"), "x", "the command ran");
-    assert_eq!(sandbox.read("vendor/lib/.git/config"), "[core]\n");
-    assert_eq!(sandbox.read("build/dep/.git/config"), "[core]\n", "ignored, still protected");
+    sandbox.write(".gitignore", "build/\n");
+    sandbox.write("a.txt", "a\n");
+    git(&sandbox.repo, &["add", "-A"]);
+    git(&sandbox.repo, &["commit", "-qm", "start"]);
+    // The first session searches alone; the second one's search is also
+    // the watcher's walk, over the folder listings the first one kept.
+    for content in ["x", "y"] {
+        let command = format!("printf {content} > a.txt; sh tools/setup.sh; true");
+        let steps = [shell(&command), Step::Answer("done".into())];
+        let server = scripted_model(Wire::Chat, &steps).await;
+        let output = exec(&sandbox, &server.uri(), &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(sandbox.read("a.txt"), content, "the command ran");
+        assert_eq!(sandbox.read("vendor/lib/.git/config"), "[core]\n");
+        assert_eq!(sandbox.read("build/dep/.git/config"), "[core]\n", "ignored, still protected");
+    }
     let undo = sandbox.keel().arg("undo").output().unwrap();
     assert_eq!(undo.status.code(), Some(0), "{}", String::from_utf8_lossy(&undo.stderr));
-    assert_eq!(sandbox.read("a.txt"), "a\n");
+    assert_eq!(sandbox.read("a.txt"), "x");
 }
