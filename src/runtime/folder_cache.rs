@@ -129,10 +129,13 @@ fn push_field(bytes: &mut Vec<u8>, field: &[u8]) {
 
 fn parse(bytes: &[u8]) -> Option<HashMap<PathBuf, (Stamp, Folder)>> {
     let body = bytes.strip_prefix(HEADER)?;
-    // Every field ends with a NUL, so the last piece is empty.
-    let mut fields = body.split(|byte| *byte == 0).collect::<Vec<_>>().into_iter();
-    fields.next_back().filter(|last| last.is_empty())?;
+    // Every field ends with a NUL.
+    let body = body.strip_suffix(&[0]).unwrap_or(body);
+    let mut fields = body.split(|byte| *byte == 0);
     let mut folders = HashMap::new();
+    if body.is_empty() {
+        return Some(folders);
+    }
     while let Some(rel) = fields.next() {
         let rel = PathBuf::from(OsString::from_vec(rel.to_vec()));
         let dev = number(fields.next())?;
