@@ -66,6 +66,7 @@ fn settings(servers: usize) -> McpSettings {
                 tool_timeout: Duration::from_secs(30),
                 enabled_tools: None,
                 disabled_tools: Vec::new(),
+                trust_read_only_hint: true,
             })
             .collect(),
         skipped: Vec::new(),

@@ -15,7 +15,7 @@
 
 use crate::plan::{
     CheckVerdict, DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
-    judge, runs_check, tool_kind,
+    judge, observed_kind, runs_check, tool_kind,
 };
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::tasks::Task;
@@ -282,7 +282,7 @@ impl WorkflowState {
             return self.observe_subagent(meta);
         }
         let changed = meta.changed();
-        match tool_kind(&call.name) {
+        match observed_kind(&call.name, changed) {
             ToolKind::Shell => self.observe_command(call, result, meta, changed == Some(true)),
             ToolKind::Write if !result.is_error => {
                 if changed != Some(false) {

@@ -5,7 +5,9 @@
 //! timeout), print its status and tools, and stop it. JSON contract
 //! (DESIGN §1): `keel mcp list --json` prints an array of servers, each
 //! `{"name","status","transport","origin","error","log","protocol_version",
-//! "tools":[{"name","tool","description","read_only"}]}` (`status`: `ready`,
+//! "trust_read_only_hint","tools":[{"name","tool","description","read_only",
+//! "claims_read_only"}]}` (`read_only`: run as a read, the server's claim
+//! trusted; `trust_read_only_hint` is null for a skipped server) (`status`: `ready`,
 //! `failed`, `starting` (slower than its startup timeout), `skipped`).
 //! `add` and `remove` edit `[mcp_servers.NAME]` in `$KEEL_HOME/config.toml`.
 
@@ -163,11 +165,14 @@ async fn list(
     hub.wait_started().await;
     let defs = hub.tool_defs();
     let statuses = hub.statuses();
+    let trusted: BTreeMap<String, bool> = (settings.servers.iter())
+        .map(|server| (server.name.clone(), server.trust_read_only_hint))
+        .collect();
     hub.shutdown().await;
     let mut out = std::io::stdout().lock();
     if json {
         let servers: Vec<Value> =
-            statuses.iter().map(|status| status_json(status, &defs)).collect();
+            statuses.iter().map(|status| status_json(status, &defs, &trusted)).collect();
         let value = match only {
             Some(_) => servers.into_iter().next().unwrap_or(Value::Null),
             None => Value::Array(servers),
@@ -183,29 +188,35 @@ async fn list(
         )?;
     }
     for status in &statuses {
-        write_status(&mut out, status, &defs)?;
+        write_status(&mut out, status, &defs, trusted.get(&status.server).copied())?;
     }
     Ok(ExitStatus::Done)
 }
 
-fn status_json(status: &ServerStatus, defs: &[McpToolDef]) -> Value {
+fn status_json(
+    status: &ServerStatus,
+    defs: &[McpToolDef],
+    trusted: &BTreeMap<String, bool>,
+) -> Value {
     let tools: Vec<Value> = defs
         .iter()
         .filter(|def| def.server == status.server)
         .map(|def| {
             json!({"name": def.name, "tool": def.remote, "description": def.description,
-                "read_only": def.read_only})
+                "read_only": def.read_only, "claims_read_only": def.claims_read_only})
         })
         .collect();
     json!({"name": status.server, "status": status.status, "transport": status.transport,
         "origin": status.origin, "error": status.error, "log": status.log,
-        "protocol_version": status.protocol_version, "tools": tools})
+        "protocol_version": status.protocol_version,
+        "trust_read_only_hint": trusted.get(&status.server), "tools": tools})
 }
 
 fn write_status(
     out: &mut impl Write,
     status: &ServerStatus,
     defs: &[McpToolDef],
+    trust_read_only_hint: Option<bool>,
 ) -> std::io::Result<()> {
     write!(
         out,
@@ -224,8 +235,25 @@ fn write_status(
         write!(out, "\n  log: {}", log.display())?;
     }
     writeln!(out)?;
-    for def in defs.iter().filter(|def| def.server == status.server) {
-        let access = if def.read_only { "read-only" } else { "may change things" };
+    let tools: Vec<&McpToolDef> = defs.iter().filter(|def| def.server == status.server).collect();
+    match trust_read_only_hint {
+        Some(true) => {
+            writeln!(out, "  trust_read_only_hint = true: its read-only claims are trusted")?
+        }
+        Some(false) if tools.iter().any(|def| def.claims_read_only) => writeln!(
+            out,
+            "  trust_read_only_hint = false: its tools' read-only claims are not trusted, every \
+             call asks (set it in [mcp_servers.{}] to run them as reads)",
+            status.server
+        )?,
+        Some(false) | None => {}
+    }
+    for def in tools {
+        let access = match (def.read_only, def.claims_read_only) {
+            (true, _) => "read-only",
+            (false, true) => "may change things; claims read-only",
+            (false, false) => "may change things",
+        };
         let about = for_terminal(&def.description);
         let about = about.lines().next().unwrap_or_default();
         writeln!(out, "  {}  ({access})  {about}", def.name)?;

@@ -67,6 +67,11 @@ pub struct McpServerFile {
     /// These tools are never offered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled_tools: Option<Vec<String>>,
+    /// `true` takes the server's `readOnlyHint` annotations at their word
+    /// (such tools run like reads); by default every tool of the server
+    /// counts as one that may change things.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_read_only_hint: Option<bool>,
 }
 
 impl McpServerFile {
@@ -87,6 +92,7 @@ impl McpServerFile {
             tool_timeout_sec,
             enabled_tools,
             disabled_tools,
+            trust_read_only_hint,
         } = other;
         self.command = command.or(self.command.take());
         self.args = args.or(self.args.take());
@@ -101,6 +107,7 @@ impl McpServerFile {
         self.tool_timeout_sec = tool_timeout_sec.or(self.tool_timeout_sec);
         self.enabled_tools = enabled_tools.or(self.enabled_tools.take());
         self.disabled_tools = disabled_tools.or(self.disabled_tools.take());
+        self.trust_read_only_hint = trust_read_only_hint.or(self.trust_read_only_hint);
     }
 }
 
@@ -181,6 +188,10 @@ pub struct McpServerConfig {
     /// `None`: every tool the server lists.
     pub enabled_tools: Option<Vec<String>>,
     pub disabled_tools: Vec<String>,
+    /// The user opted in to the server's `readOnlyHint` annotations
+    /// (`trust_read_only_hint = true`); the MCP spec has clients treat
+    /// annotations as untrusted unless the server is trusted.
+    pub trust_read_only_hint: bool,
 }
 
 impl McpServerConfig {
@@ -352,6 +363,7 @@ fn resolve_server(
             .unwrap_or(DEFAULT_TOOL_TIMEOUT),
         enabled_tools: file.enabled_tools,
         disabled_tools: file.disabled_tools.unwrap_or_default(),
+        trust_read_only_hint: file.trust_read_only_hint.unwrap_or(false),
     })
 }
 

@@ -31,6 +31,7 @@ url = "https://mcp.example.com/mcp"
 bearer_token_env_var = "REMOTE_TOKEN"
 http_headers = { "X-Team" = "keel" }
 startup_timeout_sec = 2.5
+trust_read_only_hint = true
 
 [mcp_servers.off]
 command = "x"
@@ -48,6 +49,8 @@ fn codex_shaped_tables_resolve_with_defaults_and_secrets() {
     assert_eq!(docs.tool_timeout, Duration::from_secs(30));
     assert_eq!(docs.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
     assert!(docs.offers("search") && !docs.offers("delete"));
+    // A server's read-only claims count only where the user says so.
+    assert!(!docs.trust_read_only_hint && mcp.servers[1].trust_read_only_hint);
     let McpTransport::Http { bearer_token, headers, .. } = &mcp.servers[1].transport else {
         panic!("remote is an HTTP server")
     };

@@ -8,7 +8,9 @@
 //! name), in server order then the server's own order, so the same
 //! configuration gives the same tool list, byte for byte, on every
 //! request; `enabled_tools`/`disabled_tools` are applied here, so a tool
-//! the user switched off is never offered or callable.
+//! the user switched off is never offered or callable; a tool is a read
+//! only when its server claims so (`readOnlyHint`) and the user trusts the
+//! server's claims (`trust_read_only_hint = true`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,7 +23,7 @@ use super::McpError;
 use super::naming::{self, PREFIX};
 use super::schema::{clip_description, sanitize_input_schema};
 use super::server::{Server, ServerState, ServerStatus};
-use crate::config::mcp::{McpSettings, SkippedServer};
+use crate::config::mcp::{McpServerConfig, McpSettings, SkippedServer};
 
 /// One MCP tool as the session offers it.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,8 +36,11 @@ pub struct McpToolDef {
     pub description: String,
     /// The sanitised input schema.
     pub parameters: Value,
-    /// Annotated `readOnlyHint: true`: judged and scheduled as a read.
+    /// Judged and scheduled as a read: annotated `readOnlyHint: true` by a
+    /// server whose config says `trust_read_only_hint = true`.
     pub read_only: bool,
+    /// The server annotates it `readOnlyHint: true` (trusted or not).
+    pub claims_read_only: bool,
 }
 
 /// One MCP prompt, offered as the slash command `/mcp__server__prompt`.
@@ -143,7 +148,7 @@ impl McpHub {
             let offered: Vec<McpToolDef> = tools
                 .iter()
                 .filter(|tool| server.config.offers(&tool.name))
-                .map(|tool| self.define(server.name(), tool))
+                .map(|tool| self.define(&server.config, tool))
                 .collect();
             server.set_offered(offered.iter().map(|def| def.name.clone()).collect());
             defs.extend(offered);
@@ -151,7 +156,8 @@ impl McpHub {
         defs
     }
 
-    fn define(&self, server: &str, tool: &Tool) -> McpToolDef {
+    fn define(&self, config: &McpServerConfig, tool: &Tool) -> McpToolDef {
+        let server = config.name.as_str();
         let key = (server.to_owned(), tool.name.to_string());
         let name = match self.names.lock() {
             Ok(mut names) => {
@@ -171,13 +177,18 @@ impl McpHub {
             || format!("`{}` of the {server} MCP server", tool.name),
             clip_description,
         );
+        // A server's annotations are its own claims (the MCP spec: untrusted
+        // unless the server is): they count only where the user said so.
+        let claims_read_only =
+            tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true);
         McpToolDef {
             name,
             server: server.to_owned(),
             remote: tool.name.to_string(),
             description,
             parameters: sanitize_input_schema(&tool.input_schema),
-            read_only: tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
+            read_only: claims_read_only && config.trust_read_only_hint,
+            claims_read_only,
         }
     }
 

@@ -38,9 +38,12 @@ impl ToolKind {
 
 /// The kind of a tool by name; unknown tools count as writes (the
 /// strictest class) so a new tool is never allowed by accident. MCP tools
-/// (`mcp__server__tool`) count as reads here: they change no workspace
-/// file the workflow tracks (a GitHub lookup must work while planning),
-/// and policy judges each of their calls by its own class.
+/// (`mcp__server__tool`) are admitted as reads in every phase (a GitHub
+/// lookup must work while planning): phases order the model's work, they
+/// are not a permission boundary; policy is, and it judges each MCP call by
+/// its class (a tool not trusted as read-only asks, and is refused in the
+/// read-only modes). What such a call did to the workspace is still seen:
+/// see [`observed_kind`].
 pub fn tool_kind(tool: &str) -> ToolKind {
     match HarnessTool::parse(tool) {
         Some(HarnessTool::SubmitPlan) => return ToolKind::Plan,
@@ -58,6 +61,18 @@ pub fn tool_kind(tool: &str) -> ToolKind {
         mcp if mcp.starts_with("mcp__") => ToolKind::Read,
         "shell" => ToolKind::Shell,
         _ => ToolKind::Write,
+    }
+}
+
+/// The kind a finished call counts as for the verification gate: its
+/// tool's kind, except that an MCP call that changed workspace files (the
+/// runtime fingerprints the workspace around every MCP call not trusted as
+/// read-only, `meta.changed`) counts as a write, so delivering needs a
+/// check after it as after any edit.
+pub fn observed_kind(tool: &str, changed: Option<bool>) -> ToolKind {
+    match tool_kind(tool) {
+        ToolKind::Read if tool.starts_with("mcp__") && changed == Some(true) => ToolKind::Write,
+        kind => kind,
     }
 }
 
@@ -218,6 +233,15 @@ mod tests {
     fn unknown_tools_count_as_writes() {
         assert_eq!(tool_kind("read_file"), ToolKind::Read);
         assert_eq!(tool_kind("frobnicate"), ToolKind::Write);
+    }
+
+    #[test]
+    fn an_mcp_call_that_changed_the_workspace_counts_as_a_write_for_the_gate() {
+        assert_eq!(observed_kind("mcp__fs__write", Some(true)), ToolKind::Write);
+        assert_eq!(observed_kind("mcp__fs__write", Some(false)), ToolKind::Read);
+        assert_eq!(observed_kind("mcp__fs__write", None), ToolKind::Read);
+        assert_eq!(observed_kind("read_file", Some(true)), ToolKind::Read);
+        assert_eq!(observed_kind("shell", Some(true)), ToolKind::Shell);
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! Decision order for such a tool (DESIGN §4 applied to a tool keel cannot
 //! look inside): rules (strictest wins; a project's allows only once it is
 //! trusted) → mode (plan and explore are read-only) → the session's
-//! "always" tools → the tool's class: one the server annotates
-//! `readOnlyHint` runs like a read; any other asks in ask and auto mode
-//! (the sandbox does not reach it) and runs in yolo.
+//! "always" tools → the tool's class: a read (`ReadOnly`: the server
+//! annotates it `readOnlyHint` *and* the user trusts that server's claims,
+//! `trust_read_only_hint`, decided in `mcp::hub`) runs like a read; any
+//! other asks in ask and auto mode (the sandbox does not reach it), runs in
+//! yolo and is refused in plan and explore.
 //!
 //! Invariants: a `forbidden` or `prompt` rule holds in every mode, yolo
 //! included; read-only modes never run a tool that may change things,
@@ -153,8 +155,9 @@ fn by_class(
     match (class, policy.mode) {
         (ToolClass::Mutating, ApprovalMode::Plan | ApprovalMode::Explore) => Decision::Forbidden {
             reason: format!(
-                "`{tool}` may change things (its server does not mark it read-only) and {} mode \
-                 is read-only",
+                "`{tool}` may change things and {} mode is read-only (an MCP tool counts as a \
+                 read only when its server marks it `readOnlyHint` and the server's \
+                 `[mcp_servers.NAME]` entry sets `trust_read_only_hint = true`)",
                 policy.mode.as_str()
             ),
         },

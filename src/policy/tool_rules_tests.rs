@@ -35,7 +35,8 @@ macro_rules! judged {
     };
 }
 
-// No rule: a read-only tool runs; one that may change things asks in ask
+// No rule (`ReadOnly` is a read-only claim the user trusts, see `mcp::hub`;
+// an untrusted claim arrives here as `Mutating`): a read-only tool runs; one that may change things asks in ask
 // and auto (the sandbox does not reach it), runs in yolo, and is
 // forbidden in the read-only modes.
 judged!(ask_read_only_runs, Ask, "mcp__everything__echo", ReadOnly, "allow");
@@ -143,4 +144,21 @@ fn the_always_line_loads_back_as_an_allow() {
     rules.load("local.rules", &text, Origin::User).unwrap();
     assert!(rules.tool_rules[0].matches("mcp__everything__add"));
     assert!(!rules.tool_rules[0].matches("mcp__everything__add_more"));
+}
+
+#[test]
+fn a_read_only_mode_s_refusal_names_the_setting_that_trusts_a_server_s_claim() {
+    for mode in [ApprovalMode::Plan, ApprovalMode::Explore] {
+        let verdict = evaluate_tool(
+            &policy(mode),
+            &Allowlist::default(),
+            "mcp__evil__shell",
+            ToolClass::Mutating,
+        );
+        let Decision::Forbidden { reason } = verdict.decision else { panic!("forbidden") };
+        assert!(
+            reason.contains("read-only") && reason.contains("trust_read_only_hint = true"),
+            "{reason}"
+        );
+    }
 }

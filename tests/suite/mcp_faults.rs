@@ -14,7 +14,12 @@ use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// `keel exec --json` with `flags` against `model`.
-fn exec(sandbox: &Sandbox, model: &wiremock::MockServer, flags: &[&str], prompt: &str) -> Output {
+pub(super) fn exec(
+    sandbox: &Sandbox,
+    model: &wiremock::MockServer,
+    flags: &[&str],
+    prompt: &str,
+) -> Output {
     sandbox
         .keel()
         .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
@@ -25,18 +30,18 @@ fn exec(sandbox: &Sandbox, model: &wiremock::MockServer, flags: &[&str], prompt:
         .unwrap()
 }
 
-fn item<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+pub(super) fn item<'a>(lines: &'a [Value], name: &str) -> &'a Value {
     lines
         .iter()
         .find(|l| l["type"] == "item_completed" && l["item"]["name"] == name)
         .unwrap_or_else(|| panic!("no completed {name} in {lines:#?}"))
 }
 
-fn statuses(lines: &[Value]) -> Vec<&Value> {
+pub(super) fn statuses(lines: &[Value]) -> Vec<&Value> {
     lines.iter().filter(|l| l["type"] == "mcp_server_status").collect()
 }
 
-fn tool_names(body: &Value) -> Vec<String> {
+pub(super) fn tool_names(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()
         .into_iter()
@@ -45,7 +50,7 @@ fn tool_names(body: &Value) -> Vec<String> {
         .collect()
 }
 
-fn calls(names: &[(&str, Value)]) -> Step {
+pub(super) fn calls(names: &[(&str, Value)]) -> Step {
     Step::Calls {
         text: None,
         calls: names.iter().map(|(name, args)| call(name, args.clone())).collect(),
@@ -57,7 +62,8 @@ async fn a_working_server_s_tools_run_end_to_end_and_its_process_ends_with_the_s
     let Some(python) = python() else { return };
     let sandbox = Sandbox::new();
     let record = sandbox.home.join("fault-ok.jsonl");
-    write_config(&sandbox, &fault_table("fault", &python, "ok", &record, ""));
+    let trusted = "trust_read_only_hint = true";
+    write_config(&sandbox, &fault_table("fault", &python, "ok", &record, trusted));
     let model = scripted_model(
         Wire::Chat,
         &[
@@ -133,7 +139,9 @@ async fn policy_asks_for_tools_that_may_change_things_unless_a_rule_decides() {
         async move {
             let sandbox = Sandbox::new();
             let record = sandbox.home.join("record.jsonl");
-            write_config(&sandbox, &fault_table("fault", &python, "ok", &record, ""));
+            // The server's read-only claims trusted (`mcp_trust.rs`: untrusted).
+            let trusted = "trust_read_only_hint = true";
+            write_config(&sandbox, &fault_table("fault", &python, "ok", &record, trusted));
             if let Some(rules) = rules {
                 std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
                 std::fs::write(sandbox.home.join("rules/mcp.rules"), rules).unwrap();

@@ -107,6 +107,7 @@ async fn server_everything_over_stdio() {
     let sandbox = Sandbox::new();
     let config = format!(
         "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n\
+         trust_read_only_hint = true\n\
          env = {{ KEEL_MCP_MARKER = \"set-by-config\" }}\n",
         npm_entry(&dir, "server-everything")
     );
@@ -168,6 +169,7 @@ async fn server_everything_over_streamable_http() {
     let sandbox = Sandbox::new();
     let config = format!(
         "[mcp_servers.everything]\nurl = \"http://127.0.0.1:{}/mcp\"\n\
+         trust_read_only_hint = true\n\
          http_headers = {{ \"X-Keel-Test\" = \"1\" }}\n",
         server.1
     );
@@ -185,6 +187,7 @@ async fn server_filesystem_over_stdio() {
     let repo = sandbox.repo.display().to_string();
     let config = format!(
         "[mcp_servers.fs]\ncommand = \"node\"\nargs = [{:?}, {repo:?}]\n\
+         trust_read_only_hint = true\n\
          enabled_tools = [\"read_text_file\", \"list_directory\", \"write_file\"]\n",
         npm_entry(&dir, "server-filesystem")
     );

@@ -28,6 +28,7 @@ mod mcp_npm;
 mod mcp_server;
 mod mcp_session;
 mod mcp_support;
+mod mcp_trust;
 mod parallel_reads;
 mod policy_adversarial;
 mod policy_always;
