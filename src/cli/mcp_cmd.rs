@@ -5,7 +5,7 @@
 //! timeout), print its status and tools, and stop it. JSON contract
 //! (DESIGN §1): `keel mcp list --json` prints an array of servers, each
 //! `{"name","status","transport","origin","error","log","protocol_version",
-//! "trust_read_only_hint","tools":[{"name","tool","description","read_only",
+//! "warnings","trust_read_only_hint","tools":[{"name","tool","description","read_only",
 //! "claims_read_only"}]}` (`read_only`: run as a read, the server's claim
 //! trusted; `trust_read_only_hint` is null for a skipped server) (`status`: `ready`,
 //! `failed`, `starting` (slower than its startup timeout), `skipped`).
@@ -208,7 +208,7 @@ fn status_json(
         .collect();
     json!({"name": status.server, "status": status.status, "transport": status.transport,
         "origin": status.origin, "error": status.error, "log": status.log,
-        "protocol_version": status.protocol_version,
+        "protocol_version": status.protocol_version, "warnings": status.warnings,
         "trust_read_only_hint": trusted.get(&status.server), "tools": tools})
 }
 
@@ -230,6 +230,9 @@ fn write_status(
     // untrusted text on the user's terminal.
     if let Some(error) = &status.error {
         write!(out, "\n  {}", for_terminal(error))?;
+    }
+    for warning in &status.warnings {
+        write!(out, "\n  warning: {}", for_terminal(warning))?;
     }
     if let Some(log) = status.log.as_ref().filter(|_| status.error.is_some()) {
         write!(out, "\n  log: {}", log.display())?;

@@ -167,6 +167,9 @@ impl HumanPrinter {
                     log.map(|log| format!(" (its log: {})", log.display())).unwrap_or_default();
                 let error = error.map(|e| format!(": {}", for_terminal(&e))).unwrap_or_default();
                 out.push(match status.as_str() {
+                    "ready" if !error.is_empty() => {
+                        format!("warning: mcp: {server} ready ({} tools){error}", tools.len())
+                    }
                     "ready" => format!("mcp: {server} ready ({} tools)", tools.len()),
                     _ => format!("warning: mcp server {server} {status}{error}{log}"),
                 });

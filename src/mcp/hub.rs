@@ -25,6 +25,20 @@ use super::schema::{clip_description, sanitize_input_schema};
 use super::server::{Server, ServerState, ServerStatus};
 use crate::config::mcp::{McpServerConfig, McpSettings, SkippedServer};
 
+/// The most bytes one tool's definition (name, description, sanitised
+/// schema) may add to every model request. Real tools stay far within it
+/// (measured: the largest of server-everything's 13 tools is 0.9 KiB, of
+/// server-filesystem's 14 0.8 KiB, keel's own largest, `agent`, 1.2 KiB);
+/// 16 KiB is about 4 000 tokens, already a tenth of a small model's
+/// context spent on one tool in every request. One tool of 2 000 long
+/// properties was 4.1 MB.
+pub const MAX_TOOL_BYTES: usize = 16 * 1024;
+/// The most bytes one server's tools may add to every request together:
+/// about 64 000 tokens, room for hundreds of ordinary tools (the two npm
+/// servers above list 4.3 and 7.2 KiB in all); a server past it keeps its
+/// first tools (in its own order) that fit.
+pub const MAX_SERVER_TOOL_BYTES: usize = 256 * 1024;
+
 /// One MCP tool as the session offers it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpToolDef {
@@ -116,6 +130,7 @@ impl McpHub {
             error: Some(skipped.reason.clone()),
             log: None,
             protocol_version: None,
+            warnings: Vec::new(),
         }));
         statuses
     }
@@ -140,17 +155,20 @@ impl McpHub {
     }
 
     /// The tools to offer: every server's last listing, filtered by its
-    /// `enabled_tools`/`disabled_tools`, named and sanitised.
+    /// `enabled_tools`/`disabled_tools`, named and sanitised, within the
+    /// size bounds (a tool past them is left out, with a warning in the
+    /// server's status).
     pub fn tool_defs(&self) -> Vec<McpToolDef> {
         let mut defs = Vec::new();
         for server in &self.servers {
             let (tools, _) = server.listing();
-            let offered: Vec<McpToolDef> = tools
+            let defined: Vec<McpToolDef> = tools
                 .iter()
                 .filter(|tool| server.config.offers(&tool.name))
                 .map(|tool| self.define(&server.config, tool))
                 .collect();
-            server.set_offered(offered.iter().map(|def| def.name.clone()).collect());
+            let (offered, warnings) = within_bounds(server.name(), defined);
+            server.set_offered(offered.iter().map(|def| def.name.clone()).collect(), warnings);
             defs.extend(offered);
         }
         defs
@@ -264,6 +282,54 @@ impl McpHub {
     }
 }
 
+/// The bytes `def` adds to a request: its name, description and schema.
+fn definition_bytes(def: &McpToolDef) -> usize {
+    def.name.len() + def.description.len() + def.parameters.to_string().len()
+}
+
+/// Sizes for messages: `812 B`, `15.2 KiB`, `4.1 MB`.
+fn human_bytes(bytes: usize) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_000_000 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MB", bytes as f64 / 1_000_000.0),
+    }
+}
+
+/// `defs` of `server` without the tools past [`MAX_TOOL_BYTES`] or past
+/// the server's [`MAX_SERVER_TOOL_BYTES`] (its first tools are kept), and
+/// one warning naming what was left out.
+fn within_bounds(server: &str, defs: Vec<McpToolDef>) -> (Vec<McpToolDef>, Vec<String>) {
+    let (mut kept, mut too_big, mut over_total, mut total) = (Vec::new(), Vec::new(), 0, 0);
+    for def in defs {
+        let bytes = definition_bytes(&def);
+        if bytes > MAX_TOOL_BYTES {
+            too_big.push(format!("`{}` ({})", def.remote, human_bytes(bytes)));
+        } else if total + bytes > MAX_SERVER_TOOL_BYTES {
+            over_total += 1;
+        } else {
+            total += bytes;
+            kept.push(def);
+        }
+    }
+    let mut warnings = Vec::new();
+    if !too_big.is_empty() {
+        warnings.push(format!(
+            "MCP server `{server}`: not offered, a tool definition is limited to {}: {}",
+            human_bytes(MAX_TOOL_BYTES),
+            too_big.join(", ")
+        ));
+    }
+    if over_total > 0 {
+        warnings.push(format!(
+            "MCP server `{server}`: {over_total} more tool(s) not offered, a server's tools are \
+             limited to {} together (`enabled_tools` picks the ones you need)",
+            human_bytes(MAX_SERVER_TOOL_BYTES)
+        ));
+    }
+    (kept, warnings)
+}
+
 /// `words` spread over `arguments` in order; the last takes the rest.
 fn fill_arguments(arguments: &[(String, bool)], words: &str) -> serde_json::Map<String, Value> {
     let mut map = serde_json::Map::new();
@@ -287,6 +353,46 @@ fn fill_arguments(arguments: &[(String, bool)], words: &str) -> serde_json::Map<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn def(remote: &str, schema_bytes: usize) -> McpToolDef {
+        let description = "x".repeat(schema_bytes);
+        McpToolDef {
+            name: format!("mcp__s__{remote}"),
+            server: "s".to_owned(),
+            remote: remote.to_owned(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object", "description": description}),
+            read_only: false,
+            claims_read_only: false,
+        }
+    }
+
+    #[test]
+    fn a_tool_past_the_bound_is_left_out_with_a_warning_naming_server_tool_and_size() {
+        let defs = vec![def("small", 100), def("huge", 4_100_000), def("edge", MAX_TOOL_BYTES)];
+        let (kept, warnings) = within_bounds("evil", defs);
+        let names: Vec<&str> = kept.iter().map(|d| d.remote.as_str()).collect();
+        assert_eq!(names, ["small"]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("`evil`")
+                && warnings[0].contains("`huge` (4.1 MB)")
+                && warnings[0].contains("`edge` (16.")
+                && warnings[0].contains("16.0 KiB"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_server_keeps_its_first_tools_within_its_total() {
+        let defs: Vec<McpToolDef> = (0..40).map(|i| def(&format!("t{i}"), 15_000)).collect();
+        let (kept, warnings) = within_bounds("many", defs);
+        let total: usize = kept.iter().map(definition_bytes).sum();
+        assert!(total <= MAX_SERVER_TOOL_BYTES && kept.len() == 17, "{}", kept.len());
+        assert_eq!(kept[0].remote, "t0");
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("23 more tool(s) not offered"), "{warnings:?}");
+    }
 
     #[test]
     fn words_fill_arguments_in_order_and_the_last_takes_the_rest() {

@@ -74,6 +74,17 @@ pub struct ServerStatus {
     pub log: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
+    /// What keel left out of its offer (tools past the size bounds).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl ServerStatus {
+    /// The line for the session's `mcp_server_status`: the error, else the
+    /// warnings.
+    pub fn message(&self) -> Option<String> {
+        self.error.clone().or_else(|| (!self.warnings.is_empty()).then(|| self.warnings.join("; ")))
+    }
 }
 
 /// A live connection and what it listed when it opened.
@@ -129,6 +140,7 @@ impl Server {
             error: None,
             log: matches!(config.transport, McpTransport::Stdio { .. }).then(|| log_path.clone()),
             protocol_version: None,
+            warnings: Vec::new(),
         };
         Self {
             config,
@@ -355,10 +367,11 @@ impl Server {
             .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
-    /// Records the offered tool names in the status.
-    pub fn set_offered(&self, names: Vec<String>) {
+    /// Records the offered tool names, and what was left out, in the status.
+    pub fn set_offered(&self, names: Vec<String>, warnings: Vec<String>) {
         if let Ok(mut status) = self.last.lock() {
             status.tools = names;
+            status.warnings = warnings;
         }
     }
 

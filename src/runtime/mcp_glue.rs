@@ -94,12 +94,12 @@ impl Session {
     }
 
     fn report_mcp_status(&mut self, status: ServerStatus) -> Result<(), RuntimeError> {
-        let state = status.status.as_str().to_owned();
+        let (state, message) = (status.status.as_str().to_owned(), status.message());
         self.log.append(SessionEvent::McpServerStatus {
             server: status.server.clone(),
             status: state.clone(),
             tools: status.tools.clone(),
-            error: status.error.clone(),
+            error: message.clone(),
         })?;
         let prompts = (self.mcp.hub.prompts().into_iter())
             .filter(|prompt| prompt.server == status.server)
@@ -109,7 +109,7 @@ impl Session {
             server: status.server,
             status: state,
             tools: status.tools,
-            error: status.error,
+            error: message,
             log: status.log,
             prompts,
         });

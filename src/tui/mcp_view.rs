@@ -27,12 +27,16 @@ pub struct McpLine {
 /// in the slash popup, said as a notice.
 pub fn on_status(app: &mut App, line: McpLine) {
     let McpLine { server, status, tools, error, .. } = &line;
+    // A ready server's `error` is what keel left out of its offer.
     let text = match (status.as_str(), error) {
-        ("ready", _) => format!("mcp: {server} ready ({} tools)", tools.len()),
+        ("ready", Some(warning)) => {
+            format!("mcp: {server} ready ({} tools); {warning}", tools.len())
+        }
+        ("ready", None) => format!("mcp: {server} ready ({} tools)", tools.len()),
         (_, Some(error)) => format!("mcp: {server} {status}: {error}"),
         (_, None) => format!("mcp: {server} {status}"),
     };
-    let level = if status == "ready" { Level::Info } else { Level::Warning };
+    let level = if status == "ready" && error.is_none() { Level::Info } else { Level::Warning };
     match app.mcp.iter_mut().find(|known| known.server == line.server) {
         Some(known) => *known = line,
         None => app.mcp.push(line),

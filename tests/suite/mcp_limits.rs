@@ -1,0 +1,55 @@
+//! Bounds on what an MCP server puts in front of the model and the user,
+//! through the real binary against the fault server
+//! (`tests/fixtures/mcp/fault_server.py`): a tool's definition size.
+
+use serde_json::{Value, json};
+
+use super::mcp_faults::{calls, exec, statuses, tool_names};
+use super::mcp_support::{fault_table, python, write_config};
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire};
+
+/// One tool's 4 MB schema was in every request; now it is left out, and
+/// the session and `keel mcp list` say which tool, of which server, and
+/// how big.
+#[tokio::test]
+async fn a_tool_whose_schema_is_too_big_is_not_offered_and_is_named_once() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("big.jsonl");
+    write_config(&sandbox, &fault_table("big", &python, "big-schema", &record, ""));
+    let script = [calls(&[("mcp__big__add", json!({}))]), Step::Answer("done".into())];
+    let model = scripted_model(Wire::Chat, &script).await;
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let bodies = request_bodies(&model).await;
+    let names = tool_names(&bodies[0]);
+    assert!(names.contains(&"mcp__big__add".to_owned()), "{names:?}");
+    assert!(!names.contains(&"mcp__big__big".to_owned()), "{names:?}");
+    for body in &bodies {
+        let size = body.to_string().len();
+        assert!(size < 200 * 1024, "a request of {size} bytes");
+    }
+    let lines = json_lines(&output.stdout);
+    let reported = statuses(&lines);
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert_eq!(reported[0]["status"], "ready");
+    let warning = reported[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("`big`") && warning.contains("MB") && warning.contains("16.0 KiB"),
+        "{warning}"
+    );
+    let logged: Vec<Value> =
+        sandbox.only_log().into_iter().filter(|l| l["type"] == "mcp_server_status").collect();
+    assert_eq!(logged[0]["error"].as_str(), Some(warning), "{logged:?}");
+
+    let listed = sandbox.keel().args(["mcp", "list"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    let warnings: Vec<&str> = stdout.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{stdout}");
+    assert!(
+        warnings[0].contains("MCP server `big`") && warnings[0].contains("`big` ("),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("mcp__big__big"), "{stdout}");
+}
