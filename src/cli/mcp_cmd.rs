@@ -228,14 +228,15 @@ fn write_status(
     )?;
     // A server's words (its errors, its tools' descriptions) are
     // untrusted text on the user's terminal.
+    // One line per failure: what failed, and where the server's stderr is.
     if let Some(error) = &status.error {
         write!(out, "\n  {}", for_terminal(error))?;
+        if let Some(log) = &status.log {
+            write!(out, " (stderr log: {})", log.display())?;
+        }
     }
     for warning in &status.warnings {
         write!(out, "\n  warning: {}", for_terminal(warning))?;
-    }
-    if let Some(log) = status.log.as_ref().filter(|_| status.error.is_some()) {
-        write!(out, "\n  log: {}", log.display())?;
     }
     writeln!(out)?;
     let tools: Vec<&McpToolDef> = defs.iter().filter(|def| def.server == status.server).collect();

@@ -331,7 +331,8 @@ fn resolve_server(
         }
         (None, Some(url)) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("url {url} must start with http:// or https://"));
+                // Not shown: it may carry a token (`?token=…`).
+                return Err("`url` must start with http:// or https://".to_owned());
             }
             if file.args.is_some() || file.env.is_some() || file.cwd.is_some() {
                 return Err("`args`, `env` and `cwd` are for stdio servers (`command`)".to_owned());

@@ -23,7 +23,9 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, ProtocolVersion,
     ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{
+    ClientInitializeError, NotificationContext, PeerRequestOptions, RoleClient, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -32,7 +34,8 @@ use rmcp::{ClientHandler, ServiceExt};
 use super::McpError;
 use super::http::McpHttpClient;
 use crate::config::mcp::{McpServerConfig, McpTransport};
-use crate::sandbox::server::{ServerProcess, ServerSpec, spawn_server};
+use crate::display::redact_urls;
+use crate::sandbox::server::{FailedStart, ServerExit, ServerProcess, ServerSpec, spawn_server};
 use crate::tools::ToolContext;
 
 /// Pages of a list keel follows at most (a server that keeps sending
@@ -137,7 +140,13 @@ impl Connection {
                 };
                 let transport = AsyncRwTransport::new_client(stdout, stdin)
                     .with_max_line_length(MAX_MESSAGE_BYTES);
-                let service = handler.serve(transport).await.map_err(handshake_error)?;
+                let service = match handler.serve(transport).await {
+                    Ok(service) => service,
+                    Err(error) => {
+                        let failure = process.failed_start(STDERR_GRACE, stderr_log).await;
+                        return Err(stdio_start_error(&failure, &error));
+                    }
+                };
                 (service, Some(process))
             }
             McpTransport::Http { url, bearer_token, headers } => {
@@ -164,7 +173,14 @@ impl Connection {
                     McpHttpClient::new(),
                     transport_config,
                 );
-                let service = handler.serve(transport).await.map_err(handshake_error)?;
+                let service =
+                    handler.serve(transport).await.map_err(|error| McpError::Handshake {
+                        message: format!(
+                            "cannot open an MCP session at {}: {}",
+                            redact_urls(url),
+                            init_error_text(&error)
+                        ),
+                    })?;
                 (service, None)
             }
         };
@@ -341,8 +357,37 @@ fn server_facts(service: &RunningService<RoleClient, Handler>) -> Result<ServerF
     })
 }
 
-fn handshake_error(error: rmcp::service::ClientInitializeError) -> McpError {
-    McpError::Handshake { message: error.to_string() }
+/// How long a server that failed its handshake gets to finish exiting
+/// and to have its stderr copied, before keel stops it.
+const STDERR_GRACE: Duration = Duration::from_secs(2);
+
+/// One line for a stdio server whose `initialize` failed: how it ended and
+/// the last line it wrote to stderr (front ends add where its log is).
+fn stdio_start_error(failure: &FailedStart, error: &ClientInitializeError) -> McpError {
+    let what = match failure.exit {
+        ServerExit::Exited(code) => format!("the server exited with code {code}"),
+        ServerExit::Signalled(signal) => format!("the server was killed by signal {signal}"),
+        ServerExit::Running => format!("the server broke off: {}", init_error_text(error)),
+    };
+    let said = (failure.stderr_tail.as_ref())
+        .map(|line| format!("; its stderr ends: {line}"))
+        .unwrap_or_default();
+    McpError::Handshake { message: format!("{what} before answering `initialize`{said}") }
+}
+
+/// A failed `initialize` in words, without rmcp's transport type names:
+/// the underlying error and its causes.
+fn init_error_text(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::ConnectionClosed(_) => "it closed the connection".to_owned(),
+        ClientInitializeError::TransportError { error, .. } => {
+            redact_urls(&error_chain(&*error.error))
+        }
+        ClientInitializeError::JsonRpcError(data) => {
+            format!("it answered with an error: {}", data.message)
+        }
+        other => redact_urls(&other.to_string()),
+    }
 }
 
 fn request_error(error: rmcp::ServiceError) -> McpError {
@@ -351,6 +396,28 @@ fn request_error(error: rmcp::ServiceError) -> McpError {
             McpError::Server { message: data.message.to_string() }
         }
         rmcp::ServiceError::TransportClosed => McpError::Closed,
-        other => McpError::Protocol { message: other.to_string() },
+        // rmcp's transport errors name their Rust types and may carry the
+        // URL: the causes alone, secrets hidden.
+        rmcp::ServiceError::TransportSend(error) => {
+            McpError::Protocol { message: redact_urls(&error_chain(&*error.error)) }
+        }
+        other => McpError::Protocol { message: redact_urls(&other.to_string()) },
     }
+}
+
+/// An error and its causes, `a: b: c` (an HTTP client error's own causes:
+/// rmcp's wrapper does not pass them on).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let error = match error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(client)) => client,
+        Some(_) | None => error,
+    };
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }

@@ -83,7 +83,7 @@ async fn bounded_body(response: reqwest::Response, limit: usize) -> Result<Vec<u
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(StreamableHttpError::Client)?;
+        let chunk = chunk.map_err(|error| StreamableHttpError::Client(error.without_url()))?;
         if body.len() + chunk.len() > limit {
             return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
         }
@@ -171,7 +171,7 @@ impl StreamableHttpClient for McpHttpClient {
             .json(&message)
             .send()
             .await
-            .map_err(StreamableHttpError::Client)?;
+            .map_err(|error| StreamableHttpError::Client(error.without_url()))?;
         let status = response.status();
         if matches!(status, reqwest::StatusCode::ACCEPTED | reqwest::StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
@@ -235,11 +235,13 @@ impl StreamableHttpClient for McpHttpClient {
             .request(builder, Some(&session_id), auth_token, custom_headers)
             .send()
             .await
-            .map_err(StreamableHttpError::Client)?;
+            .map_err(|error| StreamableHttpError::Client(error.without_url()))?;
         if response.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
         }
-        response.error_for_status().map_err(StreamableHttpError::Client)?;
+        response
+            .error_for_status()
+            .map_err(|error| StreamableHttpError::Client(error.without_url()))?;
         Ok(())
     }
 
@@ -280,11 +282,13 @@ impl StreamableHttpClient for McpHttpClient {
             .request(builder, session_id.as_deref(), auth_token, custom_headers)
             .send()
             .await
-            .map_err(StreamableHttpError::Client)?;
+            .map_err(|error| StreamableHttpError::Client(error.without_url()))?;
         if response.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        let response = response.error_for_status().map_err(StreamableHttpError::Client)?;
+        let response = response
+            .error_for_status()
+            .map_err(|error| StreamableHttpError::Client(error.without_url()))?;
         match media_type(&response).as_deref() {
             Some(EVENT_STREAM | JSON) => Ok(sse_events(response, max_sse_event_size)),
             other => Err(StreamableHttpError::UnexpectedContentType(other.map(str::to_owned))),

@@ -41,7 +41,9 @@ pub use server::{ServerState, ServerStatus};
 pub enum McpError {
     #[error("cannot start the server: {message}")]
     Spawn { message: String },
-    #[error("the MCP handshake failed: {message}")]
+    /// `initialize` failed: the message says how (the server exited with
+    /// code N, an HTTP session could not be opened at URL, …).
+    #[error("{message}")]
     Handshake { message: String },
     #[error("{message}")]
     Config { message: String },

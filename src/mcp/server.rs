@@ -264,6 +264,8 @@ impl Server {
 
     /// A Down link, with its status set and the backoff computed.
     fn down(&self, error: String, failures: u32, crashed: bool) -> Link {
+        // An HTTP server's URL may carry a token (`?token=…`).
+        let error = crate::display::redact_urls(&error);
         let state =
             if crashed && failures == 0 { ServerState::Crashed } else { ServerState::Failed };
         self.set_status(state, Some(error.clone()), None);

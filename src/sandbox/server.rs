@@ -59,6 +59,27 @@ pub struct ServerProcess {
     group: ProcessGroup,
     pub stdin: Option<ChildStdin>,
     pub stdout: Option<ChildStdout>,
+    /// The task copying stderr to the log; it ends when the pipe closes.
+    stderr_copy: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// How a server that failed to start ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerExit {
+    /// It exited on its own with this code.
+    Exited(i32),
+    /// A signal ended it.
+    Signalled(i32),
+    /// It was still running (keel stopped it).
+    Running,
+}
+
+/// A failed start: how it ended and the last line of its stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedStart {
+    pub exit: ServerExit,
+    /// The last non-empty line it wrote to stderr (clipped to 200 chars).
+    pub stderr_tail: Option<String>,
 }
 
 /// Starts `spec`: stdin and stdout piped for the caller, stderr copied to
@@ -83,10 +104,17 @@ pub fn spawn_server(spec: &ServerSpec) -> Result<ServerProcess, SandboxError> {
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(spawn_error)?;
     let group = ProcessGroup::led_by(child.id());
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(copy_bounded(stderr, spec.stderr_log.clone()));
-    }
-    Ok(ServerProcess { stdin: child.stdin.take(), stdout: child.stdout.take(), child, group })
+    let stderr_copy = child
+        .stderr
+        .take()
+        .map(|stderr| tokio::spawn(copy_bounded(stderr, spec.stderr_log.clone())));
+    Ok(ServerProcess {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        child,
+        group,
+        stderr_copy,
+    })
 }
 
 impl ServerProcess {
@@ -98,6 +126,35 @@ impl ServerProcess {
     /// Whether the server process has ended (reaping it if so).
     pub fn has_exited(&mut self) -> bool {
         !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// After a failed start: how the server ended (waiting at most
+    /// `grace` for it to exit on its own, else stopping it), with its
+    /// stderr copied to the log before this returns (at most `grace` more:
+    /// a grandchild may hold the pipe), so the log says what it wrote.
+    pub async fn failed_start(
+        mut self,
+        grace: std::time::Duration,
+        stderr_log: &Path,
+    ) -> FailedStart {
+        use std::os::unix::process::ExitStatusExt;
+        drop(self.stdin.take());
+        let exit = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(Ok(status)) => match (status.code(), status.signal()) {
+                (Some(code), _) => ServerExit::Exited(code),
+                (None, Some(signal)) => ServerExit::Signalled(signal),
+                (None, None) => ServerExit::Running,
+            },
+            Ok(Err(_)) | Err(_) => ServerExit::Running,
+        };
+        let copy = self.stderr_copy.take();
+        drop(self.stdout.take());
+        let _ = self.group.end().await;
+        let _ = self.child.wait().await;
+        if let Some(copy) = copy {
+            let _ = tokio::time::timeout(grace, copy).await;
+        }
+        FailedStart { exit, stderr_tail: last_line(stderr_log).await }
     }
 
     /// Ends the server and everything it started: closes its stdin (a
@@ -140,6 +197,14 @@ async fn copy_bounded(mut stderr: tokio::process::ChildStderr, path: PathBuf) {
     if let Some(file) = file.as_mut() {
         let _ = file.flush().await;
     }
+}
+
+/// The last non-empty line of a log, clipped to 200 characters.
+async fn last_line(log: &Path) -> Option<String> {
+    let bytes = tokio::fs::read(log).await.ok()?;
+    let tail = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(4096)..]).into_owned();
+    let line = tail.lines().rev().map(str::trim).find(|line| !line.is_empty())?;
+    Some(line.chars().take(200).collect())
 }
 
 /// The log file, or `None` if it cannot be created (the pipe is still

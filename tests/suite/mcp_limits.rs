@@ -53,3 +53,59 @@ async fn a_tool_whose_schema_is_too_big_is_not_offered_and_is_named_once() {
     );
     assert!(!stdout.contains("mcp__big__big"), "{stdout}");
 }
+
+/// A server that exits before `initialize`: `keel mcp list` says so in
+/// one line (exit code, its last stderr line, its log), and the log holds
+/// what it wrote (it was empty when `keel mcp list` exited first).
+#[tokio::test]
+async fn a_server_that_exits_at_once_is_one_actionable_line_and_its_log_is_kept() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let script = "import sys; sys.stderr.write('boom: no token configured\\n'); sys.exit(3)";
+    write_config(
+        &sandbox,
+        &format!("[mcp_servers.broken]\ncommand = {python:?}\nargs = [\"-c\", {script:?}]\n"),
+    );
+    let output = sandbox.keel().args(["mcp", "list"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let line = lines[1];
+    assert!(
+        line.contains("exited with code 3 before answering `initialize`")
+            && line.contains("boom: no token configured")
+            && line.contains("stderr log: "),
+        "{line}"
+    );
+    assert!(!line.contains("rmcp") && !line.contains("Transport"), "{line}");
+    let log = line.split("stderr log: ").nth(1).unwrap().trim_end_matches(')');
+    let logged = std::fs::read_to_string(log).unwrap();
+    assert!(logged.contains("boom: no token configured"), "{logged:?}");
+}
+
+/// Hosted MCP URLs carry tokens in their query or userinfo: no message
+/// shows them, on screen or in the session log.
+#[tokio::test]
+async fn an_http_server_s_url_token_never_shows_in_messages() {
+    let sandbox = Sandbox::new();
+    write_config(
+        &sandbox,
+        "[mcp_servers.web]\nurl = \"http://me:PASSWORD7@127.0.0.1:9/mcp?token=SECRET123&team=x\"\n\
+         startup_timeout_sec = 5\n",
+    );
+    let listed = sandbox.keel().args(["mcp", "list"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(stdout.contains("web  failed"), "{stdout}");
+    assert!(stdout.contains("127.0.0.1:9/mcp?token=***&team=***"), "{stdout}");
+    let model = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    let log = sandbox.only_log();
+    let everything = format!(
+        "{stdout}{}{}{log:?}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for secret in ["SECRET123", "PASSWORD7", "team=x"] {
+        assert!(!everything.contains(secret), "{secret} shown: {everything}");
+    }
+}
