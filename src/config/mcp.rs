@@ -23,6 +23,9 @@ use super::Environment;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one tool call may run, by default.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Why an untrusted project's server is not started.
+pub const UNTRUSTED_REASON: &str =
+    "the project is not trusted: run `keel trust` to start its servers";
 /// The longest a server name may be: `mcp__NAME__TOOL` must stay well
 /// within the providers' 64-character tool names.
 pub const MAX_SERVER_NAME: usize = 24;
@@ -208,6 +211,10 @@ pub struct SkippedServer {
     pub name: String,
     pub origin: McpOrigin,
     pub reason: String,
+    /// Skipped only because the project is not trusted (a clone's many
+    /// servers are then said in one line, `McpHub::statuses`).
+    #[serde(skip)]
+    pub untrusted: bool,
 }
 
 /// Every configured server: those to start and those skipped.
@@ -255,8 +262,8 @@ pub fn resolve_mcp(
     }
     for (name, origin, file) in project {
         if !project_trusted {
-            let reason = "the project is not trusted: run `keel trust` to start its servers";
-            settings.skip(name, origin, reason.to_owned());
+            let reason = UNTRUSTED_REASON.to_owned();
+            settings.skipped.push(SkippedServer { name, origin, reason, untrusted: true });
             continue;
         }
         match file {
@@ -274,7 +281,7 @@ impl McpSettings {
     }
 
     fn skip(&mut self, name: String, origin: McpOrigin, reason: String) {
-        self.skipped.push(SkippedServer { name, origin, reason });
+        self.skipped.push(SkippedServer { name, origin, reason, untrusted: false });
     }
 
     fn add(

@@ -118,20 +118,51 @@ impl McpHub {
         futures_util::future::join_all(waits).await;
     }
 
-    /// Every configured server's status, skipped ones included.
+    /// Every configured server's status, skipped ones included; a
+    /// project's servers skipped for want of trust are one status when
+    /// there are several (a clone's `.mcp.json` may list hundreds).
     pub fn statuses(&self) -> Vec<ServerStatus> {
         let mut statuses: Vec<ServerStatus> = self.servers.iter().map(|s| s.status()).collect();
-        statuses.extend(self.skipped.iter().map(|skipped| ServerStatus {
-            server: skipped.name.clone(),
+        let skipped_status = |server: String, origin: String, error: String| ServerStatus {
+            server,
             status: ServerState::Skipped,
             transport: "-",
-            origin: skipped.origin.describe(),
+            origin,
             tools: Vec::new(),
-            error: Some(skipped.reason.clone()),
+            error: Some(error),
             log: None,
             protocol_version: None,
             warnings: Vec::new(),
+        };
+        let (untrusted, others): (Vec<&SkippedServer>, Vec<&SkippedServer>) =
+            self.skipped.iter().partition(|skipped| skipped.untrusted);
+        statuses.extend(others.into_iter().map(|skipped| {
+            skipped_status(skipped.name.clone(), skipped.origin.describe(), skipped.reason.clone())
         }));
+        if untrusted.len() > 1 {
+            let mut origins: Vec<String> = untrusted.iter().map(|s| s.origin.describe()).collect();
+            origins.dedup();
+            let names: Vec<&str> = untrusted.iter().take(3).map(|s| s.name.as_str()).collect();
+            let more = match untrusted.len() {
+                0..=3 => String::new(),
+                n => format!(" and {} more", n - 3),
+            };
+            let error = format!(
+                "{} MCP servers of this project not started: it is not trusted (run `keel \
+                 trust` to start them)",
+                untrusted.len()
+            );
+            statuses.push(skipped_status(
+                format!("{}{more}", names.join(", ")),
+                origins.join(", "),
+                error,
+            ));
+        } else {
+            let one = untrusted.into_iter();
+            statuses.extend(
+                one.map(|s| skipped_status(s.name.clone(), s.origin.describe(), s.reason.clone())),
+            );
+        }
         statuses
     }
 

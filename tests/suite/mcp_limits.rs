@@ -1,6 +1,8 @@
-//! Bounds on what an MCP server puts in front of the model and the user,
-//! through the real binary against the fault server
-//! (`tests/fixtures/mcp/fault_server.py`): a tool's definition size.
+//! Bounds on what MCP servers put in front of the model and the user,
+//! through the real binary (the fault server,
+//! `tests/fixtures/mcp/fault_server.py`, where one is needed): a tool's
+//! definition size, a failing server in one line with its log, no URL
+//! secrets in messages, an untrusted clone's many servers in one warning.
 
 use serde_json::{Value, json};
 
@@ -108,4 +110,33 @@ async fn an_http_server_s_url_token_never_shows_in_messages() {
     for secret in ["SECRET123", "PASSWORD7", "team=x"] {
         assert!(!everything.contains(secret), "{secret} shown: {everything}");
     }
+}
+
+/// An untrusted clone whose `.mcp.json` lists 300 servers: one warning
+/// line, not 300; none of them starts.
+#[tokio::test]
+async fn an_untrusted_clone_s_300_servers_are_one_warning() {
+    let sandbox = Sandbox::new();
+    let servers: serde_json::Map<String, Value> = (0..300)
+        .map(|i| (format!("s{i}"), json!({"command": "/nonexistent/never-started"})))
+        .collect();
+    sandbox.write(".mcp.json", &json!({"mcpServers": servers}).to_string());
+    let model = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", model.uri()), "go"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("mcp server")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("s0, s1, s10 and 297 more")
+            && warnings[0].contains("300 MCP servers")
+            && warnings[0].contains("keel trust"),
+        "{}",
+        warnings[0]
+    );
 }
