@@ -246,8 +246,8 @@ fn write_status(
         }
         Some(false) if tools.iter().any(|def| def.claims_read_only) => writeln!(
             out,
-            "  trust_read_only_hint = false: its tools' read-only claims are not trusted, every \
-             call asks (set it in [mcp_servers.{}] to run them as reads)",
+            "  trust_read_only_hint = false: its tools' read-only claims are not trusted (they \
+             ask, and plan/explore refuse them; set it in [mcp_servers.{}] to run them as reads)",
             status.server
         )?,
         Some(false) | None => {}
