@@ -164,57 +164,109 @@ fn first_line(body: &str) -> String {
 /// in a shell; missing ones are empty), `$$` a dollar sign. A body that
 /// uses none of them gets non-empty arguments appended as
 /// `ARGUMENTS: …`, as Claude Code does.
-pub fn expand(body: &str, args: &str) -> String {
+pub fn expand(body: &str, args: &str) -> Result<String, ExpansionTooLarge> {
     let args = args.trim();
     let words =
         shlex::split(args).unwrap_or_else(|| args.split_whitespace().map(str::to_owned).collect());
-    let mut out = String::with_capacity(body.len() + args.len());
+    let mut out = Expansion::with_capacity(body.len() + args.len());
     let mut used = false;
     let mut rest = body;
     while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
+        out.push(&rest[..at])?;
         let after = &rest[at + 1..];
         if let Some(tail) = after.strip_prefix("ARGUMENTS") {
-            out.push_str(args);
+            out.push(args)?;
             used = true;
             rest = tail;
         } else if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
+            out.push("$")?;
             rest = tail;
         } else if let Some(digit) =
             after.chars().next().and_then(|c| c.to_digit(10)).filter(|d| *d > 0)
         {
-            out.push_str(words.get(digit as usize - 1).map_or("", String::as_str));
+            out.push(words.get(digit as usize - 1).map_or("", String::as_str))?;
             used = true;
             rest = &after[1..];
         } else {
-            out.push('$');
+            out.push("$")?;
             rest = after;
         }
     }
-    out.push_str(rest);
+    out.push(rest)?;
     if !used && !args.is_empty() {
-        out.push_str(&format!("\n\nARGUMENTS: {args}"));
+        out.push("\n\nARGUMENTS: ")?;
+        out.push(args)?;
     }
-    out
+    Ok(out.text)
+}
+
+/// The most a command's prompt may grow to with its arguments in. The
+/// growth is multiplicative (every `$ARGUMENTS` repeats them), so a
+/// 256 KiB body and a long argument could otherwise ask for gigabytes
+/// before anything checks the prompt against the model's window.
+pub const MAX_EXPANDED_BYTES: usize = 1 << 20;
+
+/// A command's prompt would pass [`MAX_EXPANDED_BYTES`] once expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("with these arguments the command's prompt would pass {} KiB", limit_bytes / 1024)]
+pub struct ExpansionTooLarge {
+    pub limit_bytes: usize,
+}
+
+/// The prompt being built, refusing to pass [`MAX_EXPANDED_BYTES`].
+struct Expansion {
+    text: String,
+}
+
+impl Expansion {
+    fn with_capacity(capacity: usize) -> Self {
+        Self { text: String::with_capacity(capacity.min(MAX_EXPANDED_BYTES)) }
+    }
+
+    fn push(&mut self, piece: &str) -> Result<(), ExpansionTooLarge> {
+        if self.text.len() + piece.len() > MAX_EXPANDED_BYTES {
+            return Err(ExpansionTooLarge { limit_bytes: MAX_EXPANDED_BYTES });
+        }
+        self.text.push_str(piece);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn expanded(body: &str, args: &str) -> String {
+        expand(body, args).unwrap()
+    }
+
+    /// Every `$ARGUMENTS` repeats the arguments: the expansion stops at
+    /// its bound instead of asking for gigabytes (a 256 KiB body of them
+    /// times a 100 KiB argument is 2.5 GB).
+    #[test]
+    fn an_expansion_past_its_bound_is_refused_before_it_is_built() {
+        let body = "$ARGUMENTS".repeat(25_000);
+        let args = "x".repeat(100 * 1024);
+        assert_eq!(
+            expand(&body, &args),
+            Err(ExpansionTooLarge { limit_bytes: MAX_EXPANDED_BYTES })
+        );
+        let fits = "x".repeat(MAX_EXPANDED_BYTES - 10);
+        assert_eq!(expanded("$ARGUMENTS", &fits).len(), fits.len());
+    }
+
     #[test]
     fn arguments_and_positions_are_substituted() {
-        assert_eq!(expand("Fix $ARGUMENTS now", "the login bug"), "Fix the login bug now");
+        assert_eq!(expanded("Fix $ARGUMENTS now", "the login bug"), "Fix the login bug now");
         assert_eq!(
-            expand("Review PR #$1 with priority $2 ($3)", "456 \"very high\""),
+            expanded("Review PR #$1 with priority $2 ($3)", "456 \"very high\""),
             "Review PR #456 with priority very high ()"
         );
-        assert_eq!(expand("costs $$5 and $x", ""), "costs $5 and $x");
-        assert_eq!(expand("Summarise.", "src/lib.rs"), "Summarise.\n\nARGUMENTS: src/lib.rs");
-        assert_eq!(expand("Summarise.", "  "), "Summarise.");
-        assert_eq!(expand("$", "a"), "$\n\nARGUMENTS: a");
-        assert_eq!(expand("$ARGUMENTS", "unbalanced \"quote"), "unbalanced \"quote");
+        assert_eq!(expanded("costs $$5 and $x", ""), "costs $5 and $x");
+        assert_eq!(expanded("Summarise.", "src/lib.rs"), "Summarise.\n\nARGUMENTS: src/lib.rs");
+        assert_eq!(expanded("Summarise.", "  "), "Summarise.");
+        assert_eq!(expanded("$", "a"), "$\n\nARGUMENTS: a");
+        assert_eq!(expanded("$ARGUMENTS", "unbalanced \"quote"), "unbalanced \"quote");
     }
 
     #[test]

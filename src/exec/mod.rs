@@ -131,7 +131,8 @@ pub async fn run_headless(
                 | RuntimeError::Client(_)
                 | RuntimeError::Stalled
                 | RuntimeError::AmbiguousLog { .. }
-                | RuntimeError::PromptTooLarge(_) => ExitStatus::Failed,
+                | RuntimeError::PromptTooLarge(_)
+                | RuntimeError::CommandTooLarge { .. } => ExitStatus::Failed,
             };
             let line = ResultLine::failure(error.to_string());
             return Headless { status, line, shown_error: None };

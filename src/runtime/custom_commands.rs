@@ -38,16 +38,24 @@ pub(super) struct CommandTurn {
 
 impl Session {
     /// The custom command `prompt` invokes (`/name args`), expanded.
-    pub(super) fn custom_command(&self, prompt: &str) -> Option<CommandTurn> {
-        let line = prompt.trim_start().strip_prefix('/')?;
+    /// Nothing is sent when the expansion would be too large.
+    pub(super) fn custom_command(&self, prompt: &str) -> Result<Option<CommandTurn>, RuntimeError> {
+        let Some(line) = prompt.trim_start().strip_prefix('/') else {
+            return Ok(None);
+        };
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let command = self.commands.find(name)?;
-        Some(CommandTurn {
+        let Some(command) = self.commands.find(name) else {
+            return Ok(None);
+        };
+        let prompt = expand(&command.body, args).map_err(|source| {
+            RuntimeError::CommandTooLarge { name: command.name.clone(), source }
+        })?;
+        Ok(Some(CommandTurn {
             name: command.name.clone(),
-            prompt: expand(&command.body, args),
+            prompt,
             model: command.model.clone(),
             allowed_tools: command.allowed_tools.clone(),
-        })
+        }))
     }
 
     /// Names and argument hints of the custom commands, with their

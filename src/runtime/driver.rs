@@ -331,7 +331,7 @@ impl Session {
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-        match self.custom_command(&prompt) {
+        match self.custom_command(&prompt)? {
             Some(command) => self.run_command_turn(command, cancel).await,
             None => self.run_prompt_turn(prompt, None, cancel).await,
         }

@@ -93,4 +93,11 @@ pub enum RuntimeError {
     /// The prompt cannot fit the model's window; nothing was sent.
     #[error(transparent)]
     PromptTooLarge(Box<prompt_fit::PromptTooLarge>),
+    /// A custom command's expansion would pass its bound; nothing was sent.
+    #[error("/{name}: {source}; nothing was sent: give it shorter arguments")]
+    CommandTooLarge {
+        name: String,
+        #[source]
+        source: crate::config::commands::ExpansionTooLarge,
+    },
 }

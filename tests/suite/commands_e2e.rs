@@ -138,3 +138,21 @@ async fn a_refused_commands_turn_records_no_narrowing() {
     let scopes: Vec<&Value> = log.iter().filter(|l| l["type"] == "turn_scope").collect();
     assert!(scopes.is_empty(), "a narrowing without its turn: {scopes:?}");
 }
+
+/// Every `$ARGUMENTS` repeats the arguments, so a command's prompt grows
+/// multiplicatively: past its bound (1 MiB) keel says which command and
+/// sends nothing, instead of building the whole text first (review O7).
+#[tokio::test]
+async fn a_command_whose_expansion_is_too_large_is_refused_by_name() {
+    let sandbox = Sandbox::new();
+    let body = "$ARGUMENTS ".repeat(2_000);
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(sandbox.home.join("commands/echo.md"), body).unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), &format!("/echo {}", "y".repeat(1024)));
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stdout));
+    let result = json_lines(&output.stdout).into_iter().find(|l| l["type"] == "result").unwrap();
+    let error = result["error"].as_str().unwrap_or_default().to_owned();
+    assert!(error.contains("/echo") && error.contains("shorter arguments"), "{result}");
+    assert!(request_bodies(&server).await.is_empty(), "a request was sent");
+}
