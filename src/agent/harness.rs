@@ -150,7 +150,7 @@ fn set_phase(flow: &mut WorkflowState, id: &str, phase: &str) -> HarnessOutcome 
 
 fn submit_plan(flow: &mut WorkflowState, call: &ToolCall, text: String) -> HarnessOutcome {
     let id = call.call_id.as_str();
-    let mut events = match flow.admit(call) {
+    let mut events = match flow.admit(call, false) {
         Ok(events) => events,
         Err(reason) => {
             return HarnessOutcome::Answered {

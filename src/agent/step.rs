@@ -343,15 +343,18 @@ pub(super) fn batches(
 /// Refuses the calls the workflow does not admit now (recording any
 /// implicit phase move of the ones it does); returns the admitted ones,
 /// and whether a refusal repeated after its runaway note (the turn stops).
+/// `judged_reads`: the calls are a concurrent batch, so each is a read by
+/// its effective class (a shell call among them counts as a read).
 fn admit(
     state: &mut LoopState,
     calls: Vec<ToolCall>,
+    judged_reads: bool,
     effects: &mut Vec<Effect>,
 ) -> (Vec<ToolCall>, bool) {
     let mut admitted = Vec::with_capacity(calls.len());
     let mut stuck = false;
     for call in calls {
-        match state.workflow.admit(&call) {
+        match state.workflow.admit(&call, judged_reads) {
             Ok(events) => {
                 effects.extend(events.into_iter().map(Effect::Record));
                 admitted.push(call);
@@ -384,7 +387,7 @@ pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 }
             }
             Some(Batch::Ask { call, reason }) => {
-                let (admitted, stuck) = admit(state, vec![call.clone()], effects);
+                let (admitted, stuck) = admit(state, vec![call.clone()], false, effects);
                 if admitted.is_empty() {
                     state.pending.pop_front();
                 }
@@ -405,7 +408,7 @@ pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
             }
             Some(Batch::Run { calls, concurrent }) => {
                 state.pending.pop_front();
-                let (calls, stuck) = admit(state, calls, effects);
+                let (calls, stuck) = admit(state, calls, concurrent, effects);
                 if stuck {
                     // The admitted calls are answered "not run" with the rest.
                     state.pending.push_front(Batch::Run { calls, concurrent });

@@ -112,19 +112,28 @@ impl WorkflowState {
     /// the tools it allows (of `offered`, the session's tools), how moves
     /// happen, the phase's guidance and the checks that count. Announced
     /// as a context update whenever it changes (the task list is not
-    /// here: `todo_write`'s result shows it).
-    pub fn guidance(&self, offered: &[&str]) -> String {
+    /// here: `todo_write`'s result shows it). `judged_reads`: commands run
+    /// sandboxed, so a phase that allows reads but not the shell still runs
+    /// commands policy proves read-only (`admit`).
+    pub fn guidance(&self, offered: &[&str], judged_reads: bool) -> String {
         let phase = &self.flow.phase;
         let mut text = format!("# Workflow\n\nPhase: {phase}.");
         if let Some(rule) = self.rule() {
             text.push_str(&format!(" {}", rule.purpose));
-            let names: Vec<&str> = rule
+            let mut names: Vec<&str> = rule
                 .tools
                 .iter()
                 .flat_map(|kind| kind.tool_names())
                 .filter(|name| offered.contains(name))
                 .copied()
                 .collect();
+            let shell_reads = judged_reads
+                && offered.contains(&"shell")
+                && rule.tools.contains(&ToolKind::Read)
+                && !rule.tools.contains(&ToolKind::Shell);
+            if shell_reads {
+                names.push("shell (read-only commands)");
+            }
             let names: String = names.iter().map(|name| format!("{name}, ")).collect();
             let names = names.trim_end_matches(", ");
             let and = if names.is_empty() { "" } else { " and " };
@@ -161,12 +170,22 @@ impl WorkflowState {
     /// Whether `call` may run in the current phase. A call the phase does
     /// not allow moves the workflow to the first next phase that allows it
     /// and whose gates hold; the returned events record such a move.
-    pub fn admit(&mut self, call: &ToolCall) -> Result<Vec<SessionEvent>, String> {
-        let first = match self.flow.check_tool(&self.rules, &call.name) {
+    /// `judged_read`: policy proved this call changes nothing and it runs
+    /// in the read-only jail (`schedule::effective_class`), so a shell call
+    /// counts as a read (orient may run `git log`).
+    pub fn admit(
+        &mut self,
+        call: &ToolCall,
+        judged_read: bool,
+    ) -> Result<Vec<SessionEvent>, String> {
+        let kind = match tool_kind(&call.name) {
+            ToolKind::Shell if judged_read => ToolKind::Read,
+            kind => kind,
+        };
+        let first = match self.flow.check_call(&self.rules, &call.name, kind) {
             Ok(()) => return Ok(Vec::new()),
             Err(reason) => reason,
         };
-        let kind = tool_kind(&call.name);
         if self.rules.allows(&self.flow.phase, kind) {
             return Err(first);
         }
@@ -185,7 +204,7 @@ impl WorkflowState {
         for target in next.iter().filter(|target| self.rules.allows(target, kind)) {
             let mut moved = self.flow.clone();
             let checked = match moved.request_move(&self.rules, target) {
-                Ok(()) => moved.check_tool(&self.rules, &call.name),
+                Ok(()) => moved.check_call(&self.rules, &call.name, kind),
                 Err(refusal) => Err(refusal.reason),
             };
             match checked {

@@ -473,9 +473,9 @@ fn detected_checks_are_named_in_implement_and_verify_and_open_the_gate() {
     state.workflow.detected_checks = vec!["go test ./...".into(), "make test".into()];
     state.workflow.verify_commands = vec!["make test".into()];
     assert_eq!(state.workflow.checks(), ["make test", "go test ./..."], "configured first, once");
-    assert!(!state.workflow.guidance(&[]).contains("go test"), "not while orienting");
+    assert!(!state.workflow.guidance(&[], true).contains("go test"), "not while orienting");
     state.workflow.flow.phase = "verify".into();
-    let guidance = state.workflow.guidance(&[]);
+    let guidance = state.workflow.guidance(&[], true);
     assert!(guidance.contains("This project's checks: `make test`, `go test ./...`"), "{guidance}");
 
     state.workflow.flow.phase = "implement".into();
@@ -507,4 +507,56 @@ fn a_mode_change_and_a_compaction_are_announced_again_and_nothing_else_is() {
     for heading in ["# Environment", "# Mode and permissions", "# Workflow"] {
         assert!(third.contains(heading), "{heading} announced again: {third}");
     }
+}
+
+#[test]
+fn a_command_proven_read_only_is_a_read_in_orient_and_one_that_may_write_moves_on() {
+    let mut state = state(ApprovalMode::Auto);
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, respond(vec![shell("l", "git log --oneline -3")]));
+    assert!(phase_moves(&effects).is_empty(), "{effects:?}");
+    assert_eq!(runs(&effects), vec!["l"], "it runs in orient");
+    assert_eq!(state.workflow.flow.phase, "orient");
+    let effects = step(&mut state, finished("l", 0, false));
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Record(SessionEvent::ContextUpdated { .. }))),
+        "no phase change to announce"
+    );
+    let effects = step(&mut state, respond(vec![shell("t", "touch x")]));
+    assert_eq!(phase_moves(&effects), vec![("orient".into(), "explore".into())]);
+    assert_eq!(runs(&effects), vec!["t"]);
+}
+
+#[test]
+fn without_an_enforced_sandbox_a_read_only_command_still_leaves_orient() {
+    let mut state = state(ApprovalMode::Auto);
+    state.config.policy.sandboxed = false;
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, respond(vec![shell("l", "git log --oneline -3")]));
+    assert_eq!(phase_moves(&effects), vec![("orient".into(), "explore".into())]);
+}
+
+#[test]
+fn the_guidance_offers_read_only_commands_where_reads_are_allowed_and_commands_run_sandboxed() {
+    let state = state(ApprovalMode::Auto);
+    let offered = ["read_file", "shell", "todo_write", "set_phase"];
+    let orient = state.workflow.guidance(&offered, true);
+    assert!(
+        orient.contains(
+            "Tools here: read_file, todo_write, shell (read-only commands) and set_phase."
+        ),
+        "{orient}"
+    );
+    let unsandboxed = state.workflow.guidance(&offered, false);
+    assert!(
+        unsandboxed.contains("Tools here: read_file, todo_write and set_phase."),
+        "{unsandboxed}"
+    );
+    let mut explore = state.workflow.clone();
+    explore.flow.phase = "explore".into();
+    let explore = explore.guidance(&offered, true);
+    assert!(
+        explore.contains("Tools here: read_file, shell, todo_write and set_phase."),
+        "{explore}"
+    );
 }

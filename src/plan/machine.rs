@@ -120,7 +120,12 @@ impl Workflow {
     /// Whether a call of `tool` may run now; the error is the reason for
     /// the model, naming the tools the phase allows.
     pub fn check_tool(&self, rules: &PhaseRules, tool: &str) -> Result<(), String> {
-        let kind = tool_kind(tool);
+        self.check_call(rules, tool, tool_kind(tool))
+    }
+
+    /// [`Self::check_tool`] for a call judged as `kind` (a shell call
+    /// proven read-only is a read).
+    pub fn check_call(&self, rules: &PhaseRules, tool: &str, kind: ToolKind) -> Result<(), String> {
         if !rules.allows(&self.phase, kind) {
             let allowed = rules.rule(&self.phase).map(|r| r.tools.clone()).unwrap_or_default();
             let names: Vec<&str> =

@@ -420,3 +420,30 @@ async fn a_question_goes_orient_to_deliver_with_no_change() {
     assert_eq!(lines.last().unwrap()["status"], "completed");
     assert_eq!(sandbox.read("hello.txt"), "helo world\n");
 }
+
+/// A command policy proves read-only (run in the sandbox's read-only
+/// jail) is a read: orient runs it without moving; one that may write
+/// still moves to explore.
+#[tokio::test]
+async fn orient_runs_a_read_only_command_in_place_and_a_write_moves_to_explore() {
+    let sandbox = typo_project();
+    let steps = vec![
+        shell("git log --oneline -3"),
+        shell("touch x"),
+        Step::Answer("Looked around.".into()),
+    ];
+    let (_, lines, log) = exec(&sandbox, &steps, &["--full-auto"]).await;
+    assert_eq!(phase_moves(&log), moves(&[("orient", "explore")]));
+    let started: Vec<&str> = log
+        .iter()
+        .filter(|line| line["type"] == "tool_call_started")
+        .map(|line| line["call"]["arguments"].as_str().unwrap())
+        .collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    let moved = log.iter().position(|line| line["type"] == "phase_changed").unwrap();
+    let first_ran = log.iter().position(|line| line["type"] == "tool_call_finished").unwrap();
+    assert!(first_ran < moved, "git log ran in orient");
+    assert!(sandbox.repo.join("x").exists());
+    // `touch x` changed the workspace and nothing verified it.
+    assert_eq!(lines.last().unwrap()["status"], "unverified");
+}
