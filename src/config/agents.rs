@@ -93,8 +93,16 @@ pub struct AgentCatalog {
 impl AgentDefinition {
     /// Whether the type may use `tool` (before the session's own limits).
     pub fn may_use(&self, tool: &str) -> bool {
-        self.tools.as_ref().is_none_or(|tools| tools.iter().any(|t| t == tool))
-            && !self.disallowed.iter().any(|t| t == tool)
+        // The two edit tools are one power: a session offers the one its
+        // model is trained on (`[tools] edit`), so a type listing either
+        // (Claude's `Edit` is `edit_file`) edits with the one offered.
+        let listed =
+            |name: &str| self.tools.as_ref().is_none_or(|tools| tools.iter().any(|t| t == name));
+        let edit_tool = ["edit_file", "apply_patch"].contains(&tool);
+        let allowed = listed(tool)
+            || (edit_tool && listed("edit_file"))
+            || (edit_tool && listed("apply_patch"));
+        allowed && !self.disallowed.iter().any(|t| t == tool)
     }
 }
 
@@ -367,6 +375,11 @@ mod tests {
         // Withholding some writes leaves a writer.
         let writer = parse("---\nname: w\ndescription: d\ndisallowedTools: Bash\n---\n");
         assert!(!writer.read_only && writer.may_use("write_file") && !writer.may_use("shell"));
+        // The edit tools are one power: a type listing Claude's Edit edits
+        // with apply_patch where that is the tool offered.
+        let editor = parse("---\nname: e\ndescription: d\ntools: Read, Edit\n---\n");
+        assert!(editor.may_use("edit_file") && editor.may_use("apply_patch"));
+        assert!(!editor.may_use("write_file") && !editor.may_use("shell"));
         // keel's apply_patch goes with either of Claude's file writers.
         let no_edit = parse("---\nname: e\ndescription: d\ndisallowedTools: Edit\n---\n");
         assert!(!no_edit.may_use("apply_patch") && no_edit.may_use("write_file"));

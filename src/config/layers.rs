@@ -62,6 +62,18 @@ pub struct ConfigFile {
     pub undo: Option<UndoFile>,
     /// `[agents]`: subagents' model, nesting and budget.
     pub agents: Option<AgentsFile>,
+    /// `[tools]`: which tools the model is offered.
+    pub tools: Option<ToolsFile>,
+}
+
+/// The `[tools]` table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsFile {
+    /// The file-editing tool offered (`auto`, `edit_file`, `apply_patch`,
+    /// `both`; `super::EditTools`).
+    #[serde(default, deserialize_with = "validate::edit_tools")]
+    pub edit: Option<super::EditTools>,
 }
 
 /// The `[undo]` table: size caps of checkpoints.
@@ -212,7 +224,12 @@ impl ConfigFile {
             mcp_servers,
             undo,
             agents,
+            tools,
         } = other;
+        if let Some(ToolsFile { edit }) = tools {
+            let mine = self.tools.get_or_insert_with(ToolsFile::default);
+            mine.edit = edit.or(mine.edit);
+        }
         self.default_mode = default_mode.or(self.default_mode);
         if let Some(limits) = limits {
             self.limits.get_or_insert_with(LimitsFile::default).overlay(limits);
@@ -531,6 +548,11 @@ mod tests {
         assert_eq!(parsed.model.as_deref(), Some("123"), "a number can be a model name");
         let parsed = parse_override("shell.max_parallel=3").unwrap();
         assert_eq!(parsed.shell.and_then(|shell| shell.max_parallel), Some(3));
+        let parsed = parse_override("tools.edit=apply_patch").unwrap();
+        assert_eq!(
+            parsed.tools.and_then(|tools| tools.edit),
+            Some(super::super::EditTools::ApplyPatch)
+        );
     }
 
     #[test]
@@ -546,6 +568,10 @@ mod tests {
             ("sandbox.mode=open", "use one of: read-only, workspace-write, full-access"),
             ("hooks.anything=1", "unknown hook event `anything`; use one of: SessionStart"),
             ("api_key_env=\"$X\"", "environment variable name"),
+            (
+                "tools.edit=patch",
+                "tools.edit is \"patch\"; it must be one of \"auto\", \"edit_file\"",
+            ),
         ] {
             let error = parse_override(text).unwrap_err().to_string();
             assert!(error.contains(needle), "{text}: {error}");

@@ -16,6 +16,7 @@
 
 pub mod agents;
 pub mod commands;
+mod edit_tools;
 #[cfg(test)]
 mod fuzz_tests;
 mod hooks;
@@ -35,6 +36,7 @@ mod validate;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use edit_tools::EditTools;
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
 pub use layers::{

@@ -85,6 +85,8 @@ pub struct Settings {
     pub undo: UndoSettings,
     /// `[agents]`: subagents' fast model, nesting and budget.
     pub agents: AgentSettings,
+    /// `[tools] edit`, resolved for the provider and model (never `Auto`).
+    pub edit_tools: super::EditTools,
 }
 
 /// The resolved `[undo]` table.
@@ -358,6 +360,11 @@ pub fn resolve(
         mcp: super::mcp::McpSettings::default(),
         undo: undo_settings(merged.undo),
         agents: agent_settings(merged.agents),
+        edit_tools: merged
+            .tools
+            .and_then(|tools| tools.edit)
+            .unwrap_or_default()
+            .resolve(kind, &model),
         model,
     })
 }

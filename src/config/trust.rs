@@ -99,6 +99,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         mcp_servers,
         undo,
         agents,
+        tools,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -119,6 +120,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[mcp_servers]", mcp_servers.is_some()),
         ("[undo]", undo.is_some()),
         ("[agents]", agents.is_some()),
+        ("[tools]", tools.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)

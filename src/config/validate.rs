@@ -238,3 +238,17 @@ pub(super) fn hooks<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Tabl
     }
     Ok(Some(table))
 }
+
+pub(super) fn edit_tools<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<super::EditTools>, D::Error> {
+    let value = String::deserialize(d)?;
+    super::EditTools::parse(&value).map(Some).ok_or_else(|| {
+        let names: Vec<String> =
+            super::EditTools::NAMES.iter().map(|name| format!("\"{name}\"")).collect();
+        D::Error::custom(format!(
+            "tools.edit is \"{value}\"; it must be one of {} (the file-editing tool offered)",
+            names.join(", ")
+        ))
+    })
+}

@@ -149,9 +149,10 @@ pub(super) fn named_checks(agents_md: &[(String, String)]) -> Vec<String> {
 }
 
 /// The tools a session at `depth` (0: the user's) offers: the built-in
-/// ones, and `agent` while subagents may nest that deep and a type exists.
+/// ones (of the edit tools, those `[tools] edit` picks for the model), and
+/// `agent` while subagents may nest that deep and a type exists.
 pub(super) fn session_tools(settings: &Settings, found: &Found, depth: u32) -> ToolRegistry {
-    let tools = ToolRegistry::builtin();
+    let tools = ToolRegistry::builtin().retain(|name| settings.edit_tools.offers(name));
     if depth < settings.agents.max_depth && !found.agents.agents.is_empty() {
         tools.with_agent()
     } else {

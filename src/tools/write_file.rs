@@ -24,8 +24,8 @@ use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
 const NAME: &str = "write_file";
 
-const DESCRIPTION: &str = "Create or overwrite a file (parent folders are created). To change \
-part of a file use edit_file.";
+const DESCRIPTION: &str = "Create or overwrite a file (parent folders are created); to change \
+part of a file, edit it instead.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteFileArgs {

@@ -6,19 +6,25 @@ use serde_json::json;
 use super::support::{Sandbox, json_lines, request_bodies, scripted_model, types};
 use super::wire::{Step, Wire, call};
 
-fn edit_trajectory() -> Vec<Step> {
+/// Read, edit (with the edit tool `[tools] edit = "auto"` offers on
+/// `wire`: `apply_patch` on Responses, `edit_file` elsewhere), check.
+fn edit_trajectory(wire: Wire) -> Vec<Step> {
+    let edit = match wire {
+        Wire::Responses => call(
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Update File: hello.txt\n@@\n-hello world\n+goodbye world\n*** End Patch\n"}),
+        ),
+        _ => call(
+            "edit_file",
+            json!({"path": "hello.txt", "old_string": "hello", "new_string": "goodbye"}),
+        ),
+    };
     vec![
         Step::Calls {
             text: Some("Let me look at the file.".into()),
             calls: vec![call("read_file", json!({"path": "hello.txt"}))],
         },
-        Step::Calls {
-            text: None,
-            calls: vec![call(
-                "edit_file",
-                json!({"path": "hello.txt", "old_string": "hello", "new_string": "goodbye"}),
-            )],
-        },
+        Step::Calls { text: None, calls: vec![edit] },
         Step::Calls { text: None, calls: vec![call("shell", json!({"command": "cat hello.txt"}))] },
         Step::Answer("Done: hello.txt now says goodbye.".into()),
     ]
@@ -27,7 +33,7 @@ fn edit_trajectory() -> Vec<Step> {
 async fn run_edit_trajectory(wire: Wire) {
     let sandbox = Sandbox::new();
     sandbox.write("hello.txt", "hello world\n");
-    let server = scripted_model(wire, &edit_trajectory()).await;
+    let server = scripted_model(wire, &edit_trajectory(wire)).await;
     let output = sandbox
         .keel()
         .args(["exec", "--json", "--full-auto", "--provider", wire.provider()])

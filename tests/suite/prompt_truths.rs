@@ -310,3 +310,106 @@ async fn a_check_named_in_agents_md_opens_the_gate() {
         }
     }
 }
+
+/// Every tool name of keel's that `text` mentions as a word (`agent` is
+/// left out: it is an English word the prompt uses as one).
+fn tool_names_in(text: &str) -> Vec<&'static str> {
+    let names = [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "apply_patch",
+        "shell",
+        "glob",
+        "grep",
+        "list_dir",
+        "load_skill",
+        "read_memory",
+        "set_phase",
+        "submit_plan",
+        "todo_write",
+    ];
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    names
+        .into_iter()
+        .filter(|name| {
+            text.match_indices(name).any(|(at, _)| {
+                let before = text[..at].chars().next_back().is_none_or(|c| !word(c));
+                let after = text[at + name.len()..].chars().next().is_none_or(|c| !word(c));
+                before && after
+            })
+        })
+        .collect()
+}
+
+// Issue 16: `[tools] edit` offers one edit tool or both; whichever it is,
+// the first request (instructions, context, every tool's description)
+// names no tool that is not offered.
+#[tokio::test]
+async fn every_tool_the_first_request_names_is_offered_under_each_edit_setting() {
+    for (setting, edit_tools) in [
+        ("auto", &["edit_file", "apply_patch"][..]),
+        ("both", &["edit_file", "apply_patch"][..]),
+        ("edit_file", &["edit_file"][..]),
+        ("apply_patch", &["apply_patch"][..]),
+    ] {
+        let sandbox = Sandbox::new();
+        let flag = format!("tools.edit=\"{setting}\"");
+        let run = run(&sandbox, &[Step::Answer("hi".into())], &["-c", &flag], "hello").await;
+        assert_eq!(run.code, 0, "{setting}: {}", run.stderr);
+        let request = &run.requests[0];
+        let offered: Vec<&str> = request["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["function"]["name"].as_str().unwrap())
+            .collect();
+        for tool in ["edit_file", "apply_patch"] {
+            assert_eq!(offered.contains(&tool), edit_tools.contains(&tool), "{setting}: {tool}");
+        }
+        let text = request.to_string().replace("\\n", " ");
+        for name in tool_names_in(&text) {
+            assert!(offered.contains(&name), "{setting}: `{name}` named but not offered");
+        }
+    }
+}
+
+// Issue 16: a session that edited with `apply_patch` resumes under a
+// setting offering only `edit_file`: its history keeps the call and its
+// result, and the next edit uses the tool offered.
+#[tokio::test]
+async fn a_session_that_used_the_other_edit_tool_resumes() {
+    let sandbox = calc_project();
+    let patch = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n";
+    let steps =
+        [calls(vec![call("apply_patch", json!({"patch": patch}))]), Step::Answer("Fixed.".into())];
+    let first =
+        run(&sandbox, &steps, &["--full-auto", "-c", "tools.edit=\"apply_patch\""], "fix add")
+            .await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(sandbox.read("calc.py"), "def add(a, b):\n    return a + b\n");
+    let server = scripted_model(
+        Wire::Chat,
+        &[read("calc.py"), edit("calc.py", "def add", "def plus"), Step::Answer("Renamed.".into())],
+    )
+    .await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "resume", "--last", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--full-auto"])
+        .args(["-c", "tools.edit=\"edit_file\"", "rename it"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(sandbox.read("calc.py"), "def plus(a, b):\n    return a + b\n");
+    let requests = request_bodies(&server).await;
+    let first = requests[0].to_string();
+    assert!(first.contains("\"name\":\"apply_patch\""), "the history keeps the call: {first}");
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"edit_file") && !offered.contains(&"apply_patch"), "{offered:?}");
+}
