@@ -227,34 +227,6 @@ pub(super) fn plan_event(flow: &Workflow) -> SessionEvent {
     SessionEvent::PlanUpdated { plan }
 }
 
-/// The phases in the order a task meets them (breadth first from the
-/// start), each with the phases that may follow it.
-fn phase_map(rules: &PhaseRules) -> String {
-    let mut order = vec![rules.start.clone()];
-    let mut at = 0;
-    while let Some(phase) = order.get(at).cloned() {
-        for next in rules.rule(&phase).map(|rule| rule.next.clone()).unwrap_or_default() {
-            if !order.contains(&next) {
-                order.push(next);
-            }
-        }
-        at += 1;
-    }
-    for phase in rules.phases.keys() {
-        if !order.contains(phase) {
-            order.push(phase.clone());
-        }
-    }
-    order
-        .iter()
-        .map(|phase| {
-            let next = rules.rule(phase).map(|rule| rule.next.join("|")).unwrap_or_default();
-            if next.is_empty() { format!("{phase} (final)") } else { format!("{phase}→{next}") }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// What entering each gated phase needs, as `: deliver needs …; …`.
 fn gates(rules: &PhaseRules) -> String {
     let mut needs = Vec::new();
@@ -277,20 +249,20 @@ fn gates(rules: &PhaseRules) -> String {
     if needs.is_empty() { String::new() } else { format!(": {}", needs.join(", ")) }
 }
 
-const SUBMIT_PLAN: &str = "Submit your plan. It is approved at once unless a review is required \
-(plan mode, or the project's rules); then the user approves it or rejects it with feedback: \
-revise and submit again. A headless run may stop here.";
+const SUBMIT_PLAN: &str = "Submit your plan: approved at once unless a review is required (plan \
+mode, or the project's rules), then the user approves or rejects it with feedback.";
 
 const TODO_WRITE: &str = "A task list the user sees, for work of three or more steps. Each call \
 replaces the list: one item in_progress at a time, completed as soon as it is done.";
 
-/// `set_phase`'s description: the phase map and the gates of `rules`.
+/// `set_phase`'s description: the gates of `rules`. The moves allowed
+/// from each phase are not repeated here: the workflow's announcement of
+/// the phase names them (and the `phase` enum the phases).
 fn set_phase_description(rules: &PhaseRules) -> String {
     format!(
-        "Move the workflow to another phase ({}). Rarely needed: a call the phase does not allow \
-         moves you on by itself. Use it to go back, or to a phase no call leads to. Checked{}; a \
-         refusal says why. Ending the turn needs no move.",
-        phase_map(rules),
+        "Move the workflow to another phase. Rarely needed: a call the phase does not allow \
+         moves you on by itself; use it to go back, or to a phase no call leads to. Checked{}; \
+         a refusal says why. Ending the turn needs no move.",
         gates(rules)
     )
 }

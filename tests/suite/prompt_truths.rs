@@ -260,7 +260,10 @@ async fn set_phase_follows_project_rules_and_no_hidden_file_limit() {
         .unwrap()["function"]
         .clone();
     let description = set_phase["description"].as_str().unwrap();
-    assert!(description.contains("triage→fix"), "{description}");
+    assert_eq!(set_phase["parameters"]["properties"]["phase"]["enum"], json!(["fix", "triage"]));
+    // The moves from here are the phase announcement's, not repeated in the tool.
+    let context = context_of(&run.requests[0]);
+    assert!(context.contains("Phase: triage.") && context.contains("(fix)"), "{context}");
     assert!(!description.contains("orient"), "{description}");
     for file in ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"] {
         assert_eq!(sandbox.read(file), "x\n", "{file}");

@@ -112,7 +112,6 @@ fn set_phase_names_the_phases_of_a_projects_own_rules() {
     .unwrap();
     let specs = harness_specs(&rules);
     let set_phase = specs.iter().find(|spec| spec.name == "set_phase").unwrap();
-    assert!(set_phase.description.contains("triage→fix"), "{}", set_phase.description);
     for default_phase in ["orient", "explore", "verify", "deliver"] {
         assert!(!set_phase.description.contains(default_phase), "{}", set_phase.description);
     }
