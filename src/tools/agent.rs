@@ -18,11 +18,10 @@ use crate::protocol::{ToolClass, ToolOutput};
 
 pub const AGENT_TOOL: &str = "agent";
 
-const DESCRIPTION: &str = "Hand a self-contained task to a subagent: a separate agent with a \
-fresh context (it does not see this conversation), its own instructions and fewer tools. Its \
-final answer, with a summary of what it read and changed, is this call's result. Use it for work \
-with many reads or long output you need not keep (the types below), to keep your context small. \
-Calls of read-only types in one response run at once.";
+const DESCRIPTION: &str = "Delegate a self-contained task to a subagent with a fresh context (it \
+sees none of this conversation) and fewer tools; its final answer, with what it read and \
+changed, is the result. Delegate work with many reads or long output you need not keep, to keep \
+your context small; read-only types run side by side.";
 
 /// The `agent` tool's arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -31,7 +30,7 @@ pub struct AgentArgs {
     pub agent: String,
     /// A few words for the user on what it does.
     pub description: String,
-    /// All the subagent knows: what to do, what you already know, what to report back.
+    /// All it knows: what to do, what you know, what to report.
     pub prompt: String,
 }
 
