@@ -38,9 +38,9 @@ pub enum HarnessOutcome {
 pub(super) struct SetPhaseArgs {
     /// The phase to move to.
     phase: String,
-    /// Why, briefly.
-    #[allow(dead_code)] // for the model's own account; not acted on
-    note: Option<String>,
+    // No `note`: keel never acted on it, and the model says why in its
+    // text. Older calls that carry one still parse (unknown fields are
+    // ignored).
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -345,7 +345,10 @@ mod tests {
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(names, ["set_phase", "submit_plan", "todo_write"]);
         assert_eq!(specs[0].parameters["required"], json!(["phase"]));
-        assert!(specs[0].parameters["properties"]["note"].is_object());
+        assert!(specs[0].parameters["properties"].get("note").is_none(), "never acted on");
+        let older =
+            ToolCall::new("c", "set_phase", json!({"phase": "plan", "note": "n"}).to_string());
+        assert!(parse::<SetPhaseArgs>(HarnessTool::SetPhase, &older).is_ok(), "a logged call");
         assert_eq!(specs[1].parameters["required"], json!(["plan_markdown"]));
         let item = &specs[2].parameters["properties"]["todos"]["items"];
         assert_eq!(item["required"], json!(["id", "text", "status"]));

@@ -46,7 +46,7 @@ pub struct ShellArgs {
     pub timeout_ms: Option<u64>,
     /// Folder to run in, relative to the working directory.
     pub workdir: Option<String>,
-    /// Marks a check of your change keel would not recognise (tests, builds, the project's checks count anyway); it counts if it exits 0.
+    /// Counts the command as a check of your change when it exits 0 (tests and builds count anyway).
     #[serde(default)]
     pub verify: bool,
 }
