@@ -145,6 +145,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
                 stop_reason: StopReason::ToolUse,
                 response_id: None,
             },
+            cost_usd: None,
         },
         SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         SessionEvent::ToolCallFinished {
@@ -159,6 +160,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
                 stop_reason: StopReason::EndTurn,
                 response_id: None,
             },
+            cost_usd: None,
         },
         SessionEvent::TurnCompleted { turn, outcome: TurnOutcome::Completed, usage },
     ]

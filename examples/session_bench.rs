@@ -67,6 +67,10 @@ fn config() -> LoopConfig {
         ),
         limits: keel::agent::Limits::with_max_steps(100),
         pricing: keel::context::Pricing::default(),
+        configured: keel::agent::ConfiguredModel {
+            model: "m".into(),
+            pricing: keel::context::Pricing::default(),
+        },
         context_window: None,
         compact_threshold: 0.85,
         agent_classes: BTreeMap::new(),
@@ -101,6 +105,7 @@ fn event(n: usize) -> SessionEvent {
                 stop_reason: StopReason::ToolUse,
                 response_id: None,
             },
+            cost_usd: None,
         },
         3 => SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         4 => SessionEvent::ToolCallFinished {
@@ -115,6 +120,7 @@ fn event(n: usize) -> SessionEvent {
                 stop_reason: StopReason::EndTurn,
                 response_id: None,
             },
+            cost_usd: None,
         },
         _ => SessionEvent::TurnCompleted {
             turn,

@@ -25,10 +25,15 @@
 //!   ([`FIRST_OUTPUT_ESTIMATE`] before the first), at most
 //!   [`MAX_OUTPUT_ESTIMATE`] or the request's own output limit.
 //!
+//! The spend is charged per response, at the prices of the model that
+//! served it ([`charge`], recorded on its `model_response` line), so a
+//! model switch neither re-prices what was spent nor under-counts it; the
+//! projection is priced at the model the next request goes to.
+//!
 //! Invariants: pure; with no spend limit set nothing is estimated (the
 //! check is two `Option` tests); a cost limit on a model without prices
 //! stops the request (never a silent no-limit; the config refuses it at
-//! start).
+//! start, and a switch to such a model is refused: [`unpriced_switch`]).
 
 use crate::context::Pricing;
 use crate::context::tokens::{items_upper_bound, upper_bound};
@@ -71,6 +76,45 @@ pub struct Delegated {
     pub usage: Usage,
     /// At each subagent's own model's prices, as far as they are known.
     pub cost_usd: f64,
+}
+
+/// What a session spent in all: its own requests (each at the prices of
+/// the model that served it) and its subagents'.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spent {
+    /// `None`: a model without prices served some of it.
+    pub usd: Option<f64>,
+    pub tokens: u64,
+}
+
+impl LoopState {
+    /// What the session spent, its subagents included.
+    pub fn spent(&self) -> Spent {
+        Spent {
+            usd: self.session_cost_usd.map(|own| own + self.delegated.cost_usd),
+            tokens: self.session_usage.total_tokens() + self.delegated.usage.total_tokens(),
+        }
+    }
+}
+
+/// Charges `usage` of a request the current model served: its cost at that
+/// model's prices (`None` when unknown) is added to the session's.
+pub(super) fn charge(state: &mut LoopState, usage: &Usage) -> Option<f64> {
+    let cost = state.config.pricing.cost_usd(usage);
+    add_cost(state, cost);
+    cost
+}
+
+/// Adds a logged cost to the session's (`None`: it is unknown from here on).
+pub(super) fn add_cost(state: &mut LoopState, cost: Option<f64>) {
+    state.session_cost_usd = state.session_cost_usd.zip(cost).map(|(spent, cost)| spent + cost);
+}
+
+/// Whether switching to `model` must be refused: a cost limit is set and
+/// keel knows no prices for it, so the limit could not be kept (the rule
+/// the config applies at start).
+pub fn unpriced_switch(state: &LoopState, model: &str) -> bool {
+    state.config.limits.spend.max_cost_usd.is_some() && !state.config.pricing_for(model).is_priced()
 }
 
 /// What a session may spend in all (every turn, every process).
@@ -259,22 +303,21 @@ pub fn check(state: &LoopState) -> Option<BudgetHit> {
     if limits.is_none() {
         return None;
     }
-    let delegated = &state.delegated;
-    hit(&state.config.pricing, limits, &state.session_usage, delegated, &project(state).usage())
+    hit(&state.config.pricing, limits, state.spent(), &project(state).usage())
 }
 
-/// Whether `next` on top of `spent` (and what subagents spent, `delegated`)
-/// crosses `limits` (a cost limit with no prices known counts as crossed).
+/// Whether `next`, at `pricing` (the prices of the model it goes to), on
+/// top of `spent` crosses `limits` (a cost limit with no prices known
+/// counts as crossed).
 pub fn hit(
     pricing: &Pricing,
     limits: SpendLimits,
-    spent: &Usage,
-    delegated: &Delegated,
+    spent: Spent,
     next: &Usage,
 ) -> Option<BudgetHit> {
-    let spent_usd = pricing.cost_usd(spent).map(|usd| usd + delegated.cost_usd);
+    let spent_usd = spent.usd;
     let next_usd = pricing.cost_usd(next);
-    let spent_tokens = spent.total_tokens() + delegated.usage.total_tokens();
+    let spent_tokens = spent.tokens;
     let next_tokens = next.total_tokens();
     let over_cost = limits.max_cost_usd.is_some_and(|max| match (spent_usd, next_usd) {
         (Some(spent), Some(next)) => spent + next > max,
@@ -361,8 +404,8 @@ pub struct SpendStatus {
 }
 
 impl SpendStatus {
-    pub fn new(limits: SpendLimits, pricing: &Pricing, spent: &Usage) -> Self {
-        Self { limits, spent_usd: pricing.cost_usd(spent), spent_tokens: spent.total_tokens() }
+    pub fn new(limits: SpendLimits, spent: Spent) -> Self {
+        Self { limits, spent_usd: spent.usd, spent_tokens: spent.tokens }
     }
 
     /// The largest share of a limit spent (0.0–1.0 and beyond), if any

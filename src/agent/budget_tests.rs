@@ -75,6 +75,7 @@ fn limited(spend: SpendLimits) -> LoopState {
         output_price: Some(1.0),
         ..Pricing::default()
     };
+    config.configured.pricing = config.pricing;
     LoopState::new(config)
 }
 
@@ -183,7 +184,7 @@ fn a_cost_limit_without_prices_stops_rather_than_runs_unlimited() {
     let mut state = LoopState::new(config);
     let effects = step(&mut state, Input::UserTurn { text: "go".into() });
     assert!(!calls_model(&effects));
-    assert!(matches!(effects.last(), Some(Effect::AskRaiseLimit(hit)) if hit.spent_usd.is_none()));
+    assert!(matches!(effects.last(), Some(Effect::AskRaiseLimit(hit)) if hit.next_usd.is_none()));
 }
 
 #[test]

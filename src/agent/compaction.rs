@@ -168,12 +168,14 @@ pub(super) fn on_summary(
     usage: Usage,
     effects: &mut Vec<Effect>,
 ) {
-    let Some(pending) = state.compaction.as_mut().filter(|pending| !pending.applied) else {
+    if state.compaction.as_ref().is_none_or(|pending| pending.applied) {
         return;
-    };
+    }
     // The summary request costs like any other: it counts in the spend.
     state.turn_usage.add(&usage);
     state.session_usage.add(&usage);
+    super::budget::charge(state, &usage);
+    let Some(pending) = state.compaction.as_mut() else { return };
     pending.applied = true;
     let pending = pending.clone();
     let preserved = preserved(state, pending.focus.clone());
@@ -249,6 +251,8 @@ fn apply(
         tokens_before,
         tokens_after,
         failed_check: state.failed_check.clone(),
+        // Charged in `on_summary`, at the same prices.
+        cost_usd: usage.as_ref().and_then(|usage| state.config.pricing.cost_usd(usage)),
         usage,
     }));
     effects.push(Effect::Compacted {

@@ -75,20 +75,33 @@ pub(super) fn set_mode(state: &mut LoopState, mode: ApprovalMode, effects: &mut 
     effects.push(Effect::Record(SessionEvent::ModeChanged { mode }));
 }
 
-/// A new model (and its window) for the requests that follow, recorded
-/// when it changes.
+/// A new model (its window and prices) for the requests that follow,
+/// recorded when it changes; `for_turn` remembers the model to go back to
+/// when the turn ends (`step::end_turn`). A model without prices is
+/// refused while a cost limit is set (the limit could not be kept).
 pub(super) fn set_model(
     state: &mut LoopState,
     model: String,
-    context_window: Option<u64>,
+    for_turn: bool,
     effects: &mut Vec<Effect>,
 ) {
-    if state.config.model == model {
+    if state.config.model == model || super::budget::unpriced_switch(state, &model) {
         return;
     }
-    state.config.model = model.clone();
-    state.config.context_window = context_window;
-    effects.push(Effect::Record(SessionEvent::ModelChanged { model }));
+    let after_turn =
+        for_turn.then(|| state.turn_model.clone().unwrap_or_else(|| state.config.model.clone()));
+    state.turn_model.clone_from(&after_turn);
+    state.config.switch_model(model.clone());
+    effects.push(Effect::Record(SessionEvent::ModelChanged { model, after_turn }));
+}
+
+/// A turn ended: a custom command's model gives way to the one before it.
+pub(super) fn restore_turn_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let Some(model) = state.turn_model.take() else { return };
+    if state.config.model != model {
+        state.config.switch_model(model.clone());
+        effects.push(Effect::Record(SessionEvent::ModelChanged { model, after_turn: None }));
+    }
 }
 
 /// Requires a plan, reviewed `review`'s way.

@@ -295,12 +295,16 @@ fn an_interrupt_while_the_plan_is_saved_records_it_and_answers_the_call() {
 #[test]
 fn a_model_change_is_recorded_once_with_its_window() {
     let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
-    let same = Input::SetModel { model: "m".into(), context_window: Some(1) };
+    let same = Input::SetModel { model: "m".into(), for_turn: false };
     assert!(step(&mut state, same).is_empty(), "the model in use: nothing changes");
-    let other = Input::SetModel { model: "big".into(), context_window: Some(200_000) };
+    let other = Input::SetModel { model: "claude-opus-4".into(), for_turn: false };
     let effects = step(&mut state, other);
-    assert!(
-        matches!(records(&effects)[..], [SessionEvent::ModelChanged { model }] if model == "big")
+    assert!(matches!(
+        records(&effects)[..],
+        [SessionEvent::ModelChanged { model, after_turn: None }] if model == "claude-opus-4"
+    ));
+    assert_eq!(
+        (state.config.model.as_str(), state.config.context_window),
+        ("claude-opus-4", Some(200_000))
     );
-    assert_eq!((state.config.model.as_str(), state.config.context_window), ("big", Some(200_000)));
 }

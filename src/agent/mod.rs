@@ -25,7 +25,7 @@ mod workflow;
 pub use budget::{
     BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated,
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
-    SpendLimits, SpendStatus, usd,
+    SpendLimits, SpendStatus, Spent, unpriced_switch, usd,
 };
 pub use decisions::approval_event;
 pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
@@ -37,8 +37,8 @@ pub use rebuild::{
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
 pub use state::{
-    AGENT_TOOL, CompactionDepth, CompactionReason, LoopConfig, LoopPhase, LoopState,
-    PendingCompaction, ToolScope,
+    AGENT_TOOL, CompactionDepth, CompactionReason, ConfiguredModel, LoopConfig, LoopPhase,
+    LoopState, PendingCompaction, ToolScope,
 };
 pub use step::{Effect, Input, step};
 pub use workflow::{PlanReview, WorkflowState, shipped_rules};
@@ -49,6 +49,8 @@ mod budget_tests;
 mod compaction_tests;
 #[cfg(test)]
 mod decisions_tests;
+#[cfg(test)]
+mod model_switch_tests;
 #[cfg(test)]
 mod rebuild_properties;
 #[cfg(test)]

@@ -36,7 +36,7 @@ use crate::protocol::{
 };
 
 use super::announce::context_item;
-use super::budget::SpendLimits;
+use super::budget::{self, SpendLimits};
 use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState, ToolScope};
@@ -187,11 +187,12 @@ impl Rebuilder {
                 }
             }
             SessionEvent::ModeChanged { mode } => self.set_mode(mode),
-            SessionEvent::ModelChanged { model } => {
+            SessionEvent::ModelChanged { model, after_turn } => {
                 // The prefix break `/model` made is this line; a resume on
                 // the same model makes none.
                 self.facts.model.clone_from(&model);
-                self.state.config.model = model;
+                self.state.config.switch_model(model);
+                self.state.turn_model = after_turn;
             }
             SessionEvent::PromptPrefix { sections, tools_digest, .. } => {
                 self.state.config.prefix = sections.clone();
@@ -212,7 +213,7 @@ impl Rebuilder {
                 self.turn_has_prompt = true;
                 self.state.items.push(Item::User { text });
             }
-            SessionEvent::ModelResponse { step, response } => {
+            SessionEvent::ModelResponse { step, response, cost_usd } => {
                 self.state.step = step;
                 if response.usage.input_tokens > 0 {
                     let counted = self.state.items.len();
@@ -220,6 +221,9 @@ impl Rebuilder {
                 }
                 self.state.turn_usage.add(&response.usage);
                 self.state.session_usage.add(&response.usage);
+                // Older lines carry no cost: charged at the prices in force.
+                let cost = cost_usd.or_else(|| self.state.config.pricing.cost_usd(&response.usage));
+                budget::add_cost(&mut self.state, cost);
                 self.state.largest_output_tokens =
                     self.state.largest_output_tokens.max(response.usage.output_tokens);
                 self.calls.asked(response.tool_calls().cloned());
@@ -259,10 +263,12 @@ impl Rebuilder {
                     self.state.workflow.tasks = tasks;
                 }
             }
-            SessionEvent::Compaction { items, failed_check, usage, .. } => {
+            SessionEvent::Compaction { items, failed_check, usage, cost_usd, .. } => {
                 if let Some(usage) = usage {
                     self.state.turn_usage.add(&usage);
                     self.state.session_usage.add(&usage);
+                    let cost = cost_usd.or_else(|| self.state.config.pricing.cost_usd(&usage));
+                    budget::add_cost(&mut self.state, cost);
                 }
                 self.state.items = items;
                 self.state.failed_check = failed_check;
@@ -274,8 +280,12 @@ impl Rebuilder {
                 self.state.config.limits.spend = limits;
             }
             SessionEvent::TurnCompleted { .. } => {
-                // Mirrors `step`: a command's narrowing ends with its turn.
+                // Mirrors `step`: a command's narrowing and model end with
+                // its turn.
                 self.state.turn_scope = None;
+                if let Some(model) = self.state.turn_model.take() {
+                    self.state.config.switch_model(model);
+                }
                 self.end_turn();
             }
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,

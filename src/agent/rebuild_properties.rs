@@ -1,8 +1,10 @@
 //! The rebuild's property tests: random sessions driven through [`step`]
 //! as a driver would (approvals answered, "always" rules persisted or
 //! not, plans saved, reviewed live and between runs, modes changed between
-//! turns, turns narrowed as a custom command narrows them, subagents'
-//! spend) record a log; rebuilding it gives the live state back, and no
+//! turns, turns narrowed as a custom command narrows them, models switched
+//! between turns (`/model`, a command's model for its turn), subagents'
+//! spend) record a log; rebuilding it gives the live state back (the spend
+//! each response was charged at its model's prices included), and no
 //! prefix, damaged or not, re-runs an answered call.
 
 use proptest::prelude::*;
@@ -172,10 +174,54 @@ fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
     }
 }
 
-/// A random session (see [`Turn`]); an empty response ends a turn. Usage
-/// varies per response; `max_tokens` limits the session's spend.
-fn run(turns: &[Turn], max_tokens: Option<u64>) -> (LoopState, Vec<EventRecord>) {
+/// The configured model `m` with `[context]` prices of its own.
+fn priced() -> LoopConfig {
     let mut config = config(ApprovalMode::Auto);
+    let prices = crate::context::Pricing {
+        input_price: Some(1.0),
+        cached_input_price: Some(0.1),
+        output_price: Some(2.0),
+        ..Default::default()
+    };
+    config.pricing = prices;
+    config.configured.pricing = prices;
+    config
+}
+
+fn rebuild_priced(records: &[EventRecord]) -> Rebuilt {
+    let mut rebuilder = Rebuilder::new(priced());
+    for record in records {
+        rebuilder.apply(record.clone());
+    }
+    rebuilder.finish()
+}
+
+/// The model switch before turn `t`, by `models[t]`: `/model` to another
+/// priced model, a custom command's model for the turn, back to the
+/// configured model, or none.
+fn switch_model(state: &mut LoopState, choice: Option<&u8>, log: &mut Vec<EventRecord>) {
+    let (model, for_turn) = match choice.map(|c| c % 4) {
+        Some(1) => ("gpt-5-nano", false),
+        Some(2) => ("claude-opus-4", true),
+        Some(3) => ("m", false),
+        _ => return,
+    };
+    record(&step(state, Input::SetModel { model: model.into(), for_turn }), log);
+}
+
+/// A random session (see [`Turn`]); an empty response ends a turn. Usage
+/// varies per response; `max_tokens` limits the session's spend; `models`
+/// switches models before turns ([`switch_model`]).
+fn run(turns: &[Turn], max_tokens: Option<u64>) -> (LoopState, Vec<EventRecord>) {
+    run_switching(turns, max_tokens, &[])
+}
+
+fn run_switching(
+    turns: &[Turn],
+    max_tokens: Option<u64>,
+    models: &[u8],
+) -> (LoopState, Vec<EventRecord>) {
+    let mut config = priced();
     config.limits.spend.max_tokens = max_tokens;
     let mut state = LoopState::new(config);
     if let Some(review) = review_of(turns) {
@@ -185,6 +231,7 @@ fn run(turns: &[Turn], max_tokens: Option<u64>) -> (LoopState, Vec<EventRecord>)
     let mut n = 0;
     for (t, (control, responses)) in turns.iter().enumerate() {
         before_turn(&mut state, *control, &mut log);
+        switch_model(&mut state, models.get(t), &mut log);
         let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
         drive(&mut state, effects, &mut log);
         for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
@@ -225,10 +272,11 @@ proptest! {
     fn rebuilding_reproduces_the_live_state(
         turns in sessions(),
         max_tokens in prop::option::of(200u64..3_000),
+        models in prop::collection::vec(any::<u8>(), 0..4),
     ) {
-        let (live, log) = run(&turns, max_tokens);
+        let (live, log) = run_switching(&turns, max_tokens, &models);
         // Rebuilt with no limits configured: the log carries them.
-        let mut rebuilt = rebuild(&log);
+        let mut rebuilt = rebuild_priced(&log);
         // The review style is per process: a resume sets it again.
         if let Some(review) = review_of(&turns) {
             step(&mut rebuilt.state, Input::SetPlanReview { review });
@@ -245,6 +293,11 @@ proptest! {
         prop_assert_eq!(&rebuilt.state.allowlist, &live.allowlist);
         prop_assert_eq!(&rebuilt.state.turn_scope, &live.turn_scope);
         prop_assert_eq!(rebuilt.state.delegated, live.delegated);
+        prop_assert_eq!(rebuilt.state.session_cost_usd, live.session_cost_usd);
+        prop_assert_eq!(&rebuilt.state.config.model, &live.config.model);
+        prop_assert_eq!(rebuilt.state.config.pricing, live.config.pricing);
+        prop_assert_eq!(rebuilt.state.config.context_window, live.config.context_window);
+        prop_assert_eq!(&rebuilt.state.turn_model, &live.turn_model);
         prop_assert!(rebuilt.open_turn.is_none());
     }
 
@@ -254,18 +307,24 @@ proptest! {
     fn every_prefix_rebuilds_the_spend_so_far(
         turns in sessions(),
         max_tokens in prop::option::of(200u64..3_000),
+        models in prop::collection::vec(any::<u8>(), 0..4),
         cut in any::<prop::sample::Index>(),
     ) {
-        let (_, log) = run(&turns, max_tokens);
+        let (_, log) = run_switching(&turns, max_tokens, &models);
         let cut = cut.index(log.len()) + 1;
-        let rebuilt = rebuild(&log[..cut]);
+        let rebuilt = rebuild_priced(&log[..cut]);
         let mut spent = Usage::default();
+        let mut cost = 0.0;
         for record in &log[..cut] {
-            if let SessionEvent::ModelResponse { response, .. } = &record.event {
+            if let SessionEvent::ModelResponse { response, cost_usd, .. } = &record.event {
                 spent.add(&response.usage);
+                // Every model here is priced: each line carries its cost.
+                prop_assert!(cost_usd.is_some());
+                cost += cost_usd.unwrap_or(0.0);
             }
         }
         prop_assert_eq!(rebuilt.state.session_usage, spent);
+        prop_assert_eq!(rebuilt.state.session_cost_usd, Some(cost));
     }
 
     #[test]

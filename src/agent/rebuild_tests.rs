@@ -376,6 +376,7 @@ fn compaction_replaces_the_history() {
             tokens_after: 0,
             failed_check: None,
             usage: None,
+            cost_usd: None,
         },
     });
     assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);

@@ -40,14 +40,47 @@ pub struct LoopConfig {
     /// Steps per turn, spend per session, runaway guards. The spend
     /// limits change only when the user raises them (logged).
     pub limits: Limits,
-    /// The model's prices (table and `[context]`), for the spend limits.
+    /// The prices of `model` (table and `[context]`), for the spend
+    /// limits: each response is charged at them as it arrives.
     pub pricing: Pricing,
+    /// The model the session was configured with, and its resolved prices
+    /// (`[context]` overrides included): a switch back to it restores them
+    /// ([`LoopConfig::pricing_for`]).
+    pub configured: ConfiguredModel,
     /// The model's context window in tokens (`None`: unknown, so only a
     /// provider's context-length error triggers compaction).
     pub context_window: Option<u64>,
     /// Fraction of the window at which the history is compacted before a
     /// request (`context.compact_threshold`, default 0.85).
     pub compact_threshold: f64,
+}
+
+/// The model a session was configured with and its resolved prices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfiguredModel {
+    pub model: String,
+    pub pricing: Pricing,
+}
+
+impl LoopConfig {
+    /// The prices of `model`: the configured ones (with `[context]`
+    /// overrides, which are set for that model) for the configured model,
+    /// keel's table for any other.
+    pub fn pricing_for(&self, model: &str) -> Pricing {
+        if model == self.configured.model {
+            self.configured.pricing
+        } else {
+            Pricing::for_model(model)
+        }
+    }
+
+    /// Requests from here on go to `model`, charged at its prices, within
+    /// its window.
+    pub fn switch_model(&mut self, model: String) {
+        self.pricing = self.pricing_for(&model);
+        self.context_window = self.pricing.context_window;
+        self.model = model;
+    }
 }
 
 /// The tools a loop is narrowed to, and who narrowed it (for the refusal
@@ -111,6 +144,15 @@ pub struct LoopState {
     pub turn_usage: Usage,
     /// Usage of the whole session.
     pub session_usage: Usage,
+    /// What the session's own requests cost, each charged at the prices
+    /// of the model that served it (`model_response` lines carry it, so a
+    /// resume rebuilds the same figure); `None` once one was served by a
+    /// model without prices.
+    pub session_cost_usd: Option<f64>,
+    /// The model to go back to when the current turn ends (a custom
+    /// command's `model:`); logged with its `model_changed`, so a resume
+    /// goes back too.
+    pub turn_model: Option<String>,
     /// Batches of the current response still to run; the front one is
     /// running or awaiting approval.
     pub pending: VecDeque<Batch>,
@@ -212,6 +254,8 @@ impl LoopState {
             step: 0,
             turn_usage: Usage::default(),
             session_usage: Usage::default(),
+            session_cost_usd: Some(0.0),
+            turn_model: None,
             pending: VecDeque::new(),
             allowlist: Allowlist::default(),
             compacted_at_step: None,

@@ -112,8 +112,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan,
-            Input::SetModel { model, context_window },
-        ) => decisions::set_model(state, model, context_window, &mut effects),
+            Input::SetModel { model, for_turn },
+        ) => decisions::set_model(state, model, for_turn, &mut effects),
         (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
             outside_inputs::narrow_turn(state, scope, &mut effects);
         }
@@ -279,10 +279,15 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
     }
     state.turn_usage.add(&response.usage);
     state.session_usage.add(&response.usage);
+    let cost_usd = budget::charge(state, &response.usage);
     state.largest_output_tokens = state.largest_output_tokens.max(response.usage.output_tokens);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
     state.items.extend(response.items.iter().cloned());
-    effects.push(Effect::Record(SessionEvent::ModelResponse { step: state.step, response }));
+    effects.push(Effect::Record(SessionEvent::ModelResponse {
+        step: state.step,
+        response,
+        cost_usd,
+    }));
     if calls.is_empty() {
         end_turn(state, TurnOutcome::Completed, effects);
         return;
@@ -585,6 +590,7 @@ pub(super) fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mu
     state.turn_scope = None;
     let usage = state.turn_usage;
     effects.push(Effect::Record(SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }));
+    decisions::restore_turn_model(state, effects);
     let final_text = last_turn_text(state);
     effects.push(Effect::TurnEnded { outcome, final_text, usage });
 }

@@ -112,10 +112,13 @@ pub enum Input {
         mode: ApprovalMode,
     },
     /// The user switches the model (`/model NAME`) for the requests that
-    /// follow; `context_window` is the new model's.
+    /// follow, at its prices (`LoopConfig::pricing_for`); `for_turn`: a
+    /// custom command's `model:`, only until the turn about to start
+    /// ends. Ignored when a cost limit is set and the model has no prices
+    /// (`budget::unpriced_switch`, which the driver asks first to say why).
     SetModel {
         model: String,
-        context_window: Option<u64>,
+        for_turn: bool,
     },
     /// A plan is required and reviewed this way (`exec --plan-only`,
     /// `--approve-plan`); per process, not logged.

@@ -28,6 +28,10 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         policy: Policy::new(RuleSet::default(), approval, paths()),
         limits: super::Limits::with_max_steps(max_steps),
         pricing: crate::context::Pricing::default(),
+        configured: crate::agent::ConfiguredModel {
+            model: "m".into(),
+            pricing: crate::context::Pricing::default(),
+        },
         context_window: None,
         compact_threshold: 0.85,
         agent_classes: BTreeMap::new(),

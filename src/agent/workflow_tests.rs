@@ -39,6 +39,10 @@ fn state(approval: ApprovalMode) -> LoopState {
         policy,
         limits: super::Limits::with_max_steps(30),
         pricing: crate::context::Pricing::default(),
+        configured: crate::agent::ConfiguredModel {
+            model: "m".into(),
+            pricing: crate::context::Pricing::default(),
+        },
         context_window: None,
         compact_threshold: 0.85,
         agent_classes: BTreeMap::new(),

@@ -109,6 +109,11 @@ impl Pricing {
 
     /// What `usage` cost, if input and output prices are known (cache
     /// reads and writes fall back to the input price).
+    /// Both the input and the output price are known: a cost can be told.
+    pub fn is_priced(&self) -> bool {
+        self.input_price.is_some() && self.output_price.is_some()
+    }
+
     pub fn cost_usd(&self, usage: &Usage) -> Option<f64> {
         let input = self.input_price?;
         let output = self.output_price?;

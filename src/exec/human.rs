@@ -148,6 +148,8 @@ impl HumanPrinter {
                 ));
             }
             RuntimeEvent::ModeChanged { mode } => out.push(format!("mode: {}", mode.as_str())),
+            // The result line names no model; a command's switch is its own.
+            RuntimeEvent::ModelChanged { .. } => {}
             // The result line reports plan and tasks; phases show as tool calls.
             RuntimeEvent::WorkflowChanged { .. } => {}
             RuntimeEvent::Progress { message } => out.push(for_terminal(&message).into_owned()),

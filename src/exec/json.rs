@@ -84,7 +84,9 @@ impl JsonPrinter {
             }
             // Mode and workflow changes are not lines of their own: the
             // `result` line carries the plan path and tasks.
-            RuntimeEvent::ModeChanged { .. } | RuntimeEvent::WorkflowChanged { .. } => {}
+            RuntimeEvent::ModeChanged { .. }
+            | RuntimeEvent::ModelChanged { .. }
+            | RuntimeEvent::WorkflowChanged { .. } => {}
             RuntimeEvent::TurnStarted { turn } => {
                 out.push(json!({"type": "turn_started", "turn": turn}));
             }

@@ -126,7 +126,8 @@ pub async fn run_headless(
         Ok(session) => session,
         Err(error) => {
             let status = match error {
-                RuntimeError::UnpricedCostLimit { .. } => ExitStatus::Usage,
+                RuntimeError::UnpricedCostLimit { .. }
+                | RuntimeError::UnpricedModelSwitch { .. } => ExitStatus::Usage,
                 RuntimeError::Log(_)
                 | RuntimeError::Client(_)
                 | RuntimeError::Stalled
@@ -229,10 +230,16 @@ pub async fn run_headless(
             (status, line)
         }
         (Err(error), _) => {
+            // A command's model refused under a cost limit: as at start.
+            let status = if matches!(error, RuntimeError::UnpricedModelSwitch { .. }) {
+                ExitStatus::Usage
+            } else {
+                ExitStatus::Failed
+            };
             let mut line = ResultLine::failure(error.to_string());
             line.session_id = Some(session.id().to_owned());
             line.log_path = Some(session.log_path().to_owned());
-            (ExitStatus::Failed, line)
+            (status, line)
         }
     };
     Headless { status, line, shown_error }

@@ -169,6 +169,11 @@ pub enum SessionEvent {
     ModelResponse {
         step: u32,
         response: ModelResponse,
+        /// What the response cost at the prices of the model that served
+        /// it (none: its prices are unknown, or an older log, whose
+        /// responses are charged at the prices in force on resume).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// How policy judged a call, recorded before the call runs, is asked
     /// about or is refused.
@@ -241,10 +246,15 @@ pub enum SessionEvent {
     ModeChanged {
         mode: ApprovalMode,
     },
-    /// The user switched the model (`/model NAME`); requests from here on
-    /// name it (rebuilt on resume).
+    /// The model was switched (`/model NAME`, a custom command's
+    /// `model:`); requests from here on name it and are charged at its
+    /// prices (rebuilt on resume).
     ModelChanged {
         model: String,
+        /// A custom command's switch, for its turn only: the model to go
+        /// back to when that turn completes (also after a resume).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_turn: Option<String>,
     },
     /// The next turn (a custom command's) may call only `tools`, until it
     /// completes (rebuilt on resume, so a resumed turn stays narrowed).
@@ -291,6 +301,9 @@ pub enum SessionEvent {
         /// spend like any model response); none for `elide`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// What the summary request cost, as `model_response`'s `cost_usd`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// The spend limits in force from here on (see the table above).
     LimitsSet {

@@ -49,6 +49,7 @@ fn samples() -> Vec<SessionEvent> {
                 stop_reason: super::model::StopReason::EndTurn,
                 response_id: None,
             },
+            cost_usd: Some(0.25),
         },
         SessionEvent::PolicyDecision {
             call_id: s(),
@@ -72,7 +73,7 @@ fn samples() -> Vec<SessionEvent> {
         SessionEvent::Checkpoint { turn: 1, commit: s() },
         SessionEvent::Undo { turn: 1, commit: s() },
         SessionEvent::ModeChanged { mode: ApprovalMode::Auto },
-        SessionEvent::ModelChanged { model: s() },
+        SessionEvent::ModelChanged { model: s(), after_turn: Some(s()) },
         SessionEvent::TurnScope { owner: s(), tools: vec![s()] },
         SessionEvent::PhaseChanged { from: s(), to: s() },
         SessionEvent::PlanUpdated { plan: serde_json::Value::Null },
@@ -85,6 +86,7 @@ fn samples() -> Vec<SessionEvent> {
             tokens_after: 0,
             failed_check: None,
             usage: Some(Usage { input_tokens: 5, ..Usage::default() }),
+            cost_usd: Some(0.5),
         },
         SessionEvent::LimitsSet {
             max_cost_usd: Some(1.5),

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::agent::{LoopConfig, WorkflowSetup, harness_spec, shipped_rules};
+use crate::agent::{ConfiguredModel, LoopConfig, WorkflowSetup, harness_spec, shipped_rules};
 use crate::config::agents::{AgentCatalog, agent_roots, discover_agents};
 use crate::config::commands::{CommandCatalog, command_roots, discover_commands};
 use crate::config::{Settings, discover_instructions, discover_memory};
@@ -62,6 +62,7 @@ pub(super) fn loop_config(
         policy: build_policy(settings, options),
         limits: settings.limits,
         pricing: settings.pricing,
+        configured: ConfiguredModel { model: settings.model.clone(), pricing: settings.pricing },
         context_window: settings.context_window,
         compact_threshold: settings.compact_threshold,
     }

@@ -14,8 +14,11 @@
 //! `allowed-tools` only narrows (the loop's `turn_scope`, checked with any
 //! scope in force, the workflow's own tools kept) and ends with the turn,
 //! however it ends; it is logged (`turn_scope`) so a turn resumed after a
-//! crash is still narrowed. A model switch is recorded (`model_changed`,
-//! there and back) so a resume asks the model the log says.
+//! crash is still narrowed. A model switch lasts the command's turn: it is
+//! recorded with the model to go back to (`model_changed`, `after_turn`),
+//! `step` goes back when the turn ends, and a turn resumed after a crash
+//! runs on the command's model and then goes back too. A model without
+//! prices is refused while a cost limit is set.
 
 use std::collections::BTreeSet;
 
@@ -79,13 +82,17 @@ impl Session {
     ) -> Result<TurnSummary, RuntimeError> {
         let previous_model = self.model().to_owned();
         if let Some(model) = &command.model {
-            self.set_model(model.clone())?;
+            // For its turn only: `step` goes back when the turn ends (a
+            // resumed turn too).
+            self.switch_model(model.clone(), true)?;
         }
         let scope = command
             .allowed_tools
             .as_ref()
             .map(|tools| narrowed(self.state.config.tool_scope.as_ref(), &command.name, tools));
         let summary = self.run_prompt_turn(command.prompt, scope, cancel).await;
+        // A turn that never started (refused by a UserPromptSubmit hook)
+        // has no end to go back at.
         if command.model.is_some() {
             self.set_model(previous_model)?;
         }

@@ -88,6 +88,10 @@ mod tests {
             policy,
             limits: crate::agent::Limits::with_max_steps(10),
             pricing: crate::context::Pricing::default(),
+            configured: crate::agent::ConfiguredModel {
+                model: "m".into(),
+                pricing: crate::context::Pricing::default(),
+            },
             context_window: None,
             compact_threshold: 0.85,
             agent_classes: BTreeMap::new(),

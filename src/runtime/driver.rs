@@ -181,11 +181,9 @@ impl Session {
     ) -> Self {
         let Opening { id, log, state, open_turn, checkpointed_turn, files, found, start_source } =
             opening;
-        // A resumed log may have switched models (`model_changed`).
-        let model = state.config.model.clone();
         let mcp = super::mcp_glue::McpState::start(settings, &id);
         Self {
-            model: super::model_client::ModelClient::new(llm, &id, model),
+            model: super::model_client::ModelClient::new(llm, &id),
             plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
             id,
             log,
@@ -234,8 +232,10 @@ impl Session {
         usage
     }
 
+    /// The model the next request goes to (a resumed log may have
+    /// switched it: `model_changed`).
     pub fn model(&self) -> &str {
-        self.model.model()
+        &self.state.config.model
     }
 
     /// The approval mode the next turn runs in.
@@ -248,27 +248,28 @@ impl Session {
         self.model.last_input_tokens()
     }
 
-    /// What the session cost so far, its subagents included (each at its
-    /// model's prices), if its model's prices are known (keel's table, or
-    /// `[context]` prices in the config).
+    /// What the session cost so far, its subagents included, each
+    /// response at the prices of the model that served it, if every one
+    /// of those models' prices is known (keel's table, or `[context]`
+    /// prices in the config).
     pub fn cost_usd(&self) -> Option<f64> {
-        let own = self.settings.pricing.cost_usd(&self.state.session_usage)?;
-        Some(own + self.state.delegated.cost_usd)
+        self.state.spent().usd
     }
 
     /// The session's spend (every process's, from the log) against its
     /// spend limits.
     pub fn spend_status(&self) -> SpendStatus {
-        SpendStatus::new(
-            self.state.config.limits.spend,
-            &self.settings.pricing,
-            &self.state.session_usage,
-        )
+        SpendStatus::new(self.state.config.limits.spend, self.state.spent())
+    }
+
+    /// The prices of the model the next request goes to.
+    pub fn pricing(&self) -> crate::context::Pricing {
+        self.state.config.pricing
     }
 
     /// How full the context was at the latest request, in percent.
     pub fn context_percent(&self) -> Option<f64> {
-        self.settings.pricing.context_percent(self.model.last_input_tokens())
+        self.state.config.pricing.context_percent(self.model.last_input_tokens())
     }
 
     /// Changes the approval mode for the turns that follow (the TUI's
@@ -306,20 +307,26 @@ impl Session {
     }
 
     /// Switches the model for the requests that follow (`/model NAME`);
-    /// the running turn keeps its model. Recorded (`model_changed`) so a
-    /// resume asks the same model; the window and prices follow the new
-    /// name (keel's table: `[context]` overrides were set for the old one).
+    /// the running turn keeps its model. Through `step`, which records it
+    /// (`model_changed`) so a resume asks the same model; the window and
+    /// prices follow the new name (`LoopConfig::pricing_for`: the
+    /// configured model's `[context]` prices when switching back to it).
+    /// A model without prices is refused while a cost limit is set.
     pub fn set_model(&mut self, model: String) -> Result<(), RuntimeError> {
-        let pricing = crate::context::Pricing::for_model(&model);
-        let context_window = pricing.context_window;
-        if !self.apply_outside_loop(Input::SetModel { model: model.clone(), context_window })? {
-            return Ok(());
+        self.switch_model(model, false)
+    }
+
+    /// [`Session::set_model`]; `for_turn`: only until the turn about to
+    /// start ends (a custom command's `model:`).
+    pub(super) fn switch_model(
+        &mut self,
+        model: String,
+        for_turn: bool,
+    ) -> Result<(), RuntimeError> {
+        if crate::agent::unpriced_switch(&self.state, &model) {
+            return Err(RuntimeError::UnpricedModelSwitch { model });
         }
-        let settings = Arc::make_mut(&mut self.settings);
-        settings.pricing = pricing;
-        settings.context_window = pricing.context_window;
-        settings.model = model.clone();
-        self.model.set_model(model);
+        self.apply_outside_loop(Input::SetModel { model, for_turn })?;
         Ok(())
     }
 
@@ -522,6 +529,10 @@ impl Session {
             SessionEvent::ModeChanged { mode } => {
                 self.sink.emit(RuntimeEvent::ModeChanged { mode });
             }
+            SessionEvent::ModelChanged { model, .. } => {
+                let pricing = self.state.config.pricing;
+                self.sink.emit(RuntimeEvent::ModelChanged { model, pricing });
+            }
             SessionEvent::PhaseChanged { .. }
             | SessionEvent::PlanUpdated { .. }
             | SessionEvent::TaskUpdated { .. } => {
@@ -529,7 +540,6 @@ impl Session {
                 self.sink.emit(event);
             }
             SessionEvent::SessionStarted { .. }
-            | SessionEvent::ModelChanged { .. }
             | SessionEvent::TurnScope { .. }
             | SessionEvent::SessionResumed { .. }
             | SessionEvent::PromptPrefix { .. }

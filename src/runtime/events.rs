@@ -29,6 +29,12 @@ pub enum RuntimeEvent {
         /// [`crate::runtime::Approver::raise_limit`].
         limits: crate::agent::SpendLimits,
     },
+    /// Requests from here on go to `model`, charged at `pricing` (`/model`,
+    /// a custom command's `model:` and the switch back after its turn).
+    ModelChanged {
+        model: String,
+        pricing: crate::context::Pricing,
+    },
     /// The approval mode changed during a turn (a plan approval leaves
     /// plan mode).
     ModeChanged {

@@ -90,6 +90,13 @@ pub enum RuntimeError {
          or resume with the model it was started with"
     )]
     UnpricedCostLimit { model: String },
+    #[error(
+        "cannot switch to `{model}`: this session has a cost limit, and keel knows no prices for \
+         `{model}` (`[context]` prices are the configured model's); start a session with \
+         --model {model} and its `input_price` and `output_price` under `[context]`, or limit \
+         the session with --max-tokens instead"
+    )]
+    UnpricedModelSwitch { model: String },
     /// The prompt cannot fit the model's window; nothing was sent.
     #[error(transparent)]
     PromptTooLarge(Box<prompt_fit::PromptTooLarge>),

@@ -1,6 +1,7 @@
 //! The session's model client: the provider connection (one prompt-cache
-//! key per session), the model in use, and how full the context was at the
-//! latest request. A turn's request is streamed to the front end and its
+//! key per session) and how full the context was at the latest request
+//! (the model in use is the loop's, `LoopConfig::model`, which each
+//! request names). A turn's request is streamed to the front end and its
 //! outcome becomes the loop's next `Input`: the response, an overflow (the
 //! loop compacts and asks again), a failure, or an interrupt.
 //!
@@ -18,7 +19,6 @@ use super::{EventSink, RuntimeEvent};
 
 pub(super) struct ModelClient {
     llm: LlmClient,
-    model: String,
     /// Input tokens of the latest model request: how full the context is.
     last_input_tokens: u64,
     /// The token encoder is being built in the background.
@@ -35,10 +35,9 @@ pub(super) struct Window {
 
 impl ModelClient {
     /// `session_id` keeps a session's requests on one prompt cache.
-    pub(super) fn new(llm: LlmClient, session_id: &str, model: String) -> Self {
+    pub(super) fn new(llm: LlmClient, session_id: &str) -> Self {
         Self {
             llm: llm.with_cache_key(session_id.to_owned()),
-            model,
             last_input_tokens: 0,
             encoder_warming: false,
         }
@@ -48,14 +47,6 @@ impl ModelClient {
     /// its prompt cache by its own session).
     pub(super) fn connection(&self) -> &LlmClient {
         &self.llm
-    }
-
-    pub(super) fn model(&self) -> &str {
-        &self.model
-    }
-
-    pub(super) fn set_model(&mut self, model: String) {
-        self.model = model;
     }
 
     pub(super) fn last_input_tokens(&self) -> u64 {

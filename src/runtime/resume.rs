@@ -70,11 +70,10 @@ impl Session {
             rebuilt.state.logged_limits,
             settings.limits.spend,
         );
-        let pricing = &settings.pricing;
-        if spend.max_cost_usd.is_some()
-            && (pricing.input_price.is_none() || pricing.output_price.is_none())
-        {
-            return Err(RuntimeError::UnpricedCostLimit { model: settings.model.clone() });
+        // The model the log left in force (`model_changed`), at its prices.
+        let config = &rebuilt.state.config;
+        if config.limits.spend.max_cost_usd.is_some() && !config.pricing.is_priced() {
+            return Err(RuntimeError::UnpricedCostLimit { model: config.model.clone() });
         }
         let sandbox_warning = setup_sandbox(settings, &mut rebuilt.state.config.policy);
         let warnings = settings.warnings.iter().chain(&found.warnings);
@@ -135,11 +134,11 @@ impl Session {
             session_id: id.clone(),
             log_path: log.path().to_owned(),
             provider,
-            model: settings.model.clone(),
+            model: rebuilt.state.config.model.clone(),
             workspace_root: settings.workspace_root.clone(),
             sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config.policy),
             mode: rebuilt.state.config.policy.mode,
-            pricing: settings.pricing,
+            pricing: rebuilt.state.config.pricing,
             limits: rebuilt.state.config.limits.spend,
         });
         sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));

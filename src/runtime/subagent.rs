@@ -33,7 +33,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    Input, Limits, LoopConfig, LoopState, SpendLimits, SubagentOpened, ToolScope, WorkflowSetup,
+    ConfiguredModel, Input, Limits, LoopConfig, LoopState, SpendLimits, SubagentOpened, ToolScope,
+    WorkflowSetup,
 };
 use crate::config::Settings;
 use crate::config::agents::{AgentCatalog, AgentDefinition, AgentModel};
@@ -144,7 +145,12 @@ impl Session {
         let definition = self.narrowed_type(definition);
         let depth = self.subagents.depth() + 1;
         let id = new_session_id();
-        let settings = child_settings(&self.settings, &definition);
+        // The parent's model now (a `/model` switch, a command's model).
+        let mut parent = (*self.settings).clone();
+        parent.model.clone_from(&self.state.config.model);
+        parent.pricing = self.state.config.pricing;
+        parent.context_window = self.state.config.context_window;
+        let settings = child_settings(&parent, &definition);
         let mode = child_mode(self.state.config.policy.mode, definition.read_only);
         let link = ParentLink {
             session_id: self.id.clone(),
@@ -266,6 +272,10 @@ impl Session {
             policy,
             limits: Limits { spend: self.spend_left(), ..settings.limits },
             pricing: settings.pricing,
+            configured: ConfiguredModel {
+                model: settings.model.clone(),
+                pricing: settings.pricing,
+            },
             context_window: settings.context_window,
             compact_threshold: settings.compact_threshold,
         }

@@ -98,6 +98,10 @@ fn config() -> LoopConfig {
         ),
         limits: crate::agent::Limits::with_max_steps(50),
         pricing: crate::context::Pricing::default(),
+        configured: crate::agent::ConfiguredModel {
+            model: "m".into(),
+            pricing: crate::context::Pricing::default(),
+        },
         context_window: None,
         compact_threshold: 0.85,
         agent_classes: BTreeMap::new(),

@@ -45,7 +45,9 @@ pub enum Msg {
     FilesListed(Vec<String>),
     /// A resumed session's conversation (shown before anything new) and
     /// its token totals so far.
-    History(Vec<Item>, Usage),
+    /// A resumed session's history, its spend and what that cost (`None`:
+    /// not known, a model without prices served some of it).
+    History(Vec<Item>, Usage, Option<f64>),
     /// The session's skills: (name, description).
     SkillsListed(Vec<(String, String)>),
     /// The session's custom commands: (name, argument hint, description).
@@ -182,6 +184,11 @@ pub struct Status {
     /// Window and prices of the session's model (`[context]` applied).
     pub pricing: crate::context::Pricing,
     pub usage: Usage,
+    /// What the session's own responses cost, each at the prices of the
+    /// model that served it, unless `unpriced`: one was served by a model
+    /// without prices, so the cost is not known.
+    pub spent_usd: f64,
+    pub unpriced: bool,
     /// The session's spend limits (shown as `$spent/$limit`).
     pub limits: crate::agent::SpendLimits,
     /// The 80 % notice was shown (again after a raise).
@@ -305,9 +312,13 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.files.extend(files);
             Vec::new()
         }
-        Msg::History(items, usage) => {
+        Msg::History(items, usage, cost) => {
             show_history(app, &items);
             add_usage(&mut app.status.usage, &usage);
+            match cost {
+                Some(cost) => app.status.spent_usd += cost,
+                None => app.status.unpriced = true,
+            }
             super::budget::after_usage(app);
             Vec::new()
         }
@@ -429,6 +440,11 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.hint = Some(format!("mode {}: {}", mode.as_str(), super::keys::mode_meaning(mode)));
         }
         RuntimeEvent::ModeChanged { .. } => {}
+        // What was spent stays at the prices it was charged at.
+        RuntimeEvent::ModelChanged { model, pricing } => {
+            app.status.model = model;
+            app.status.pricing = pricing;
+        }
         RuntimeEvent::WorkflowChanged { phase, plan_path, plan_status: _, tasks } => {
             app.status.phase = phase;
             app.plan_path = plan_path;
@@ -444,6 +460,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
             app.transcript.finish_assistant(&text);
             add_usage(&mut app.status.usage, &response.usage);
+            charge(&mut app.status, &response.usage);
             app.status.context_percent =
                 percent_of_window(&app.status.pricing, response.usage.input_tokens);
             super::budget::after_usage(app);
@@ -563,6 +580,15 @@ fn end_turn(app: &mut App) {
 /// How full the model's context window is with `tokens`, for the status line.
 fn percent_of_window(pricing: &crate::context::Pricing, tokens: u64) -> Option<u8> {
     pricing.context_percent(tokens).map(|percent| percent.round().clamp(0.0, 100.0) as u8)
+}
+
+/// Adds what a response cost at the prices of the model that served it
+/// (the one in force when it arrived) to the session's spend.
+fn charge(status: &mut Status, usage: &Usage) {
+    match status.pricing.cost_usd(usage) {
+        Some(cost) => status.spent_usd += cost,
+        None => status.unpriced = true,
+    }
 }
 
 fn add_usage(total: &mut Usage, more: &Usage) {

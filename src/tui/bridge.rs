@@ -54,7 +54,7 @@ pub enum UiEvent {
         log_path: PathBuf,
     },
     /// A resumed session's conversation so far and its token totals.
-    History(Vec<crate::protocol::Item>, crate::protocol::Usage),
+    History(Vec<crate::protocol::Item>, crate::protocol::Usage, Option<f64>),
     /// The skills `/<name>` can invoke: (name, description).
     Skills(Vec<(String, String)>),
     /// The custom commands: (name, argument hint, description).
@@ -228,7 +228,8 @@ pub async fn run_session(
         log_path: session.log_path().to_owned(),
     });
     if matches!(source, SessionSource::Resume(_)) {
-        let _ = events.send(UiEvent::History(session.history().to_vec(), session.session_usage()));
+        let history = session.history().to_vec();
+        let _ = events.send(UiEvent::History(history, session.session_usage(), session.cost_usd()));
     }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
     let _ = events.send(UiEvent::Commands(session.command_index()));

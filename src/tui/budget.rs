@@ -14,7 +14,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use crate::agent::{BudgetHit, LimitKind, SpendStatus, usd};
+use crate::agent::{BudgetHit, LimitKind, SpendStatus, Spent, usd};
 
 use super::app::{App, ApprovalReply, Command, Status};
 use super::theme::Theme;
@@ -25,11 +25,15 @@ use super::wrap::wrap_lines;
 const WARN_SHARE: f64 = 0.8;
 
 fn spend(status: &Status) -> SpendStatus {
-    let mut spend = SpendStatus::new(status.limits, &status.pricing, &status.usage);
     // Subagents' spend is the session's too (each at its model's prices).
-    spend.spent_usd = spend.spent_usd.map(|usd| usd + status.subagent_cost);
-    spend.spent_tokens += status.subagent_usage.total_tokens();
-    spend
+    // No cost is shown while the model in use has no prices (as before
+    // any switch), nor once one without prices served a response.
+    let known = !status.unpriced && status.pricing.is_priced();
+    let spent = Spent {
+        usd: known.then_some(status.spent_usd + status.subagent_cost),
+        tokens: status.usage.total_tokens() + status.subagent_usage.total_tokens(),
+    };
+    SpendStatus::new(status.limits, spent)
 }
 
 /// The status line's cost and token-limit parts: `(keep, span)` as

@@ -417,7 +417,7 @@ impl Driver {
                 self.send_first_prompt();
                 None
             }
-            UiEvent::History(items, usage) => Some(Msg::History(items, usage)),
+            UiEvent::History(items, usage, cost) => Some(Msg::History(items, usage, cost)),
             UiEvent::Skills(skills) => Some(Msg::SkillsListed(skills)),
             UiEvent::Commands(commands) => Some(Msg::CommandsListed(commands)),
             UiEvent::Notice(level, text) => Some(Msg::Notice(level, text)),

@@ -61,8 +61,8 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
             notice(app, Level::Info, text)
         }
         "/model" => {
-            app.status.model = rest.to_owned();
-            app.status.pricing = crate::context::Pricing::for_model(rest);
+            // The status line follows the runtime's `ModelChanged` (a
+            // switch can be refused, and prices come from the session).
             let when = if app.status.running { "the next turn" } else { "the next request" };
             app.notice(Level::Info, format!("model {rest} from {when} (recorded in the log)"));
             vec![Command::SetModel(rest.to_owned())]

@@ -77,6 +77,7 @@ pub(super) fn on_subagent(app: &mut App, call_id: &str, event: RuntimeEvent) {
             });
         }
         RuntimeEvent::ModeChanged { .. }
+        | RuntimeEvent::ModelChanged { .. }
         | RuntimeEvent::WorkflowChanged { .. }
         | RuntimeEvent::TurnStarted { .. }
         | RuntimeEvent::Stream(_)

@@ -89,12 +89,34 @@ fn status_line_with_phase_context_cost_and_sandbox() {
     insta::assert_snapshot!("status_line_workflow_narrow", narrow);
 }
 
+/// Review O1: after `/model`, what was spent keeps the prices it was
+/// charged at; only responses from the new model cost its prices.
+#[test]
+fn a_model_switch_prices_only_what_follows_it() {
+    let mut app = priced_app();
+    assert_eq!(
+        slash(&mut app, "/model claude-opus-4"),
+        [Command::SetModel("claude-opus-4".into())]
+    );
+    assert_eq!(app.status.model, "gpt-4o", "the runtime says when the switch is done");
+    let pricing = crate::context::Pricing::for_model("claude-opus-4");
+    runtime(&mut app, RuntimeEvent::ModelChanged { model: "claude-opus-4".into(), pricing });
+    let usage = Usage { input_tokens: 32_000, output_tokens: 1_000, ..Usage::default() };
+    let items = vec![Item::Assistant { text: "Done.".into() }];
+    let response =
+        ModelResponse { items, usage, stop_reason: StopReason::EndTurn, response_id: None };
+    runtime(&mut app, RuntimeEvent::ModelResponse(response));
+    let screen = render(&app, 120, 3);
+    // $0.09 at gpt-4o's prices, then 32 000 × $15 + 1 000 × $75 per million.
+    assert!(screen.contains("$0.6450") && screen.contains("claude-opus-4"), "{screen}");
+}
+
 #[test]
 fn status_line_shows_the_cache_hit_rate_and_the_cached_cost() {
     let mut app = priced_app();
     let usage = Usage {
         input_tokens: 32_000,
-        cached_input_tokens: 56_000,
+        cached_input_tokens: 32_000,
         output_tokens: 1_000,
         ..Usage::default()
     };
@@ -103,9 +125,10 @@ fn status_line_shows_the_cache_hit_rate_and_the_cached_cost() {
         ModelResponse { items, usage, stop_reason: StopReason::EndTurn, response_id: None };
     runtime(&mut app, RuntimeEvent::ModelResponse(response));
     let screen = render(&app, 120, 3);
-    // 64 000 in, 56 000 of them from the cache: 8 000 × $2.50 + 56 000 ×
-    // $1.25 + 2 000 × $10, per million.
-    for part in ["cache 88%", "$0.1100"] {
+    // 64 000 in, 32 000 of them from the cache; each response charged
+    // alone: (32 000 × $2.50 + 1 000 × $10) + (32 000 × $1.25 + 1 000 ×
+    // $10), per million.
+    for part in ["cache 50%", "$0.1400"] {
         assert!(screen.contains(part), "{part} missing:\n{screen}");
     }
 }
@@ -384,7 +407,7 @@ fn a_resumed_conversation_is_shown() {
         Item::Assistant { text: "A Rust **crate**.".into() },
     ];
     let usage = Usage { input_tokens: 900, output_tokens: 40, ..Usage::default() };
-    update(&mut app, Msg::History(items, usage));
+    update(&mut app, Msg::History(items, usage, Some(0.0)));
     let screen = render(&app, 60, 18);
     assert!(
         screen.contains("✗ shell cat f1.txt  exit 1"),

@@ -253,3 +253,92 @@ async fn absurd_usage_from_the_server_neither_crashes_nor_slips_past_a_token_lim
     assert_eq!(result["status"], "budget_exceeded");
     assert_eq!(request_bodies(&server).await.len(), 1, "the second request is not sent");
 }
+
+/// Review O1: 100 000 input and 1 000 output tokens per response. At
+/// gpt-5-nano's prices a response costs $0.0054; at claude-opus-4's, $1.575.
+const BIG: Tokens = Tokens { input: 100_000, cached: 0, output: 1_000 };
+const NANO: f64 = 0.1 * 0.05 + 0.001 * 0.4;
+const OPUS: f64 = 0.1 * 15.0 + 0.001 * 75.0;
+
+/// A read, then an answer.
+fn read_then_answer() -> Vec<Step> {
+    let read = call("read_file", json!({ "path": "f0.txt" }));
+    vec![Step::Calls { text: None, calls: vec![read] }, Step::Answer("done".into())]
+}
+
+/// `keel exec --json` on gpt-5-nano (keel's table prices it) with `args`,
+/// `$KEEL_HOME/commands/deep.md` naming claude-opus-4.
+fn exec_nano(sandbox: &Sandbox, server: &wiremock::MockServer, args: &[&str]) -> (i32, Value) {
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    let deep = "---\nmodel: claude-opus-4\n---\nLook deeply at $ARGUMENTS";
+    std::fs::write(sandbox.home.join("commands/deep.md"), deep).unwrap();
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "gpt-5-nano"])
+        .args(args)
+        .output()
+        .unwrap();
+    let lines = json_lines(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let result = lines.last().cloned().unwrap_or_else(|| panic!("no result line; {stderr}"));
+    assert_eq!(result["type"], "result", "{stderr}");
+    (output.status.code().unwrap_or(-1), result)
+}
+
+#[tokio::test]
+async fn a_commands_model_is_held_to_the_limit_at_its_own_prices() {
+    let sandbox = sandbox_with_files();
+    let server = scripted_model_with(Wire::Chat, &read_then_answer(), BIG).await;
+    // The review's repro: $0.05 cannot buy one claude-opus-4 request of
+    // this size (its projection alone is ~$0.17), so none is sent.
+    let (code, result) = exec_nano(&sandbox, &server, &["--max-cost", "0.05", "/deep src"]);
+    assert_eq!(code, 4, "{result}");
+    assert_eq!(result["status"], "budget_exceeded");
+    assert!(request_bodies(&server).await.is_empty(), "nothing reached claude-opus-4");
+    let log = log_of(&result);
+    let exceeded = lines_of(&log, "budget_exceeded");
+    assert!(exceeded[0]["next_usd"].as_f64().unwrap() > 0.05, "{}", exceeded[0]);
+    let switches: Vec<&Value> =
+        lines_of(&log, "model_changed").iter().map(|l| &l["model"]).collect();
+    assert_eq!(switches, [&json!("claude-opus-4"), &json!("gpt-5-nano")], "there and back");
+
+    // $2: one claude-opus-4 response ($1.575) fits, a second would not.
+    let sandbox = sandbox_with_files();
+    let server = scripted_model_with(Wire::Chat, &read_then_answer(), BIG).await;
+    let (code, result) = exec_nano(&sandbox, &server, &["--max-cost", "2", "/deep src"]);
+    assert_eq!(code, 4, "{result}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 1, "the second request would cross $2");
+    assert_eq!(bodies[0]["model"], "claude-opus-4");
+    assert!(close(&result["cost_usd"], OPUS), "{result}");
+    assert!(close(&result["limits"]["spent_usd"], OPUS), "{result}");
+    let log = log_of(&result);
+    let responses = lines_of(&log, "model_response");
+    assert!(close(&responses[0]["cost_usd"], OPUS), "the line carries its cost: {}", responses[0]);
+
+    // Resumed on gpt-5-nano: the logged spend is kept at the prices it was
+    // charged at (not re-priced at nano's), and the new response adds nano's.
+    let id = result["session_id"].as_str().unwrap().to_owned();
+    let (code, again) = exec_nano(&sandbox, &server, &["resume", &id, "go on"]);
+    assert_eq!(request_bodies(&server).await[1]["model"], "gpt-5-nano");
+    assert!(close(&again["limits"]["spent_usd"], OPUS + NANO), "{again}");
+    assert!(close(&again["cost_usd"], OPUS + NANO), "{again}");
+    assert_eq!(code, 0, "{again}");
+}
+
+#[tokio::test]
+async fn a_switch_to_a_model_without_prices_is_refused_under_a_cost_limit() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(sandbox.home.join("commands/local.md"), "---\nmodel: qwen3:8b\n---\nHi")
+        .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("hi".into())]).await;
+    let (code, result) = exec_nano(&sandbox, &server, &["--max-cost", "1", "/local"]);
+    assert_eq!(code, 2, "a usage error, as at start: {result}");
+    let error = result["error"].as_str().unwrap();
+    assert!(error.contains("qwen3:8b") && error.contains("cost limit"), "{error}");
+    assert!(error.contains("--max-tokens"), "the way out: {error}");
+    assert!(request_bodies(&server).await.is_empty());
+    assert!(lines_of(&log_of(&result), "model_changed").is_empty());
+}
