@@ -647,6 +647,55 @@ fn a_command_turn_resumed_after_a_kill_keeps_its_allowed_tools() {
     assert!(!sandbox.repo.join("out.txt").exists(), "the resumed turn ran a withheld tool");
 }
 
+/// A command's model lasts its turn, also when that turn is resumed after
+/// a kill: the resumed turn runs on it, the turns after on the session's.
+#[test]
+fn a_command_turn_resumed_after_a_kill_goes_back_to_the_sessions_model() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(
+        sandbox.home.join("commands/quick.md"),
+        "---\nmodel: small-model\n---\nAnswer briefly: $ARGUMENTS\n",
+    )
+    .unwrap();
+    let model = RoutedModel::start(vec![Route::system(
+        "parent",
+        PARENT,
+        // keel is killed while the first request waits.
+        vec![Reply::Hold, answer("4"), answer("next")],
+    )]);
+    let keel = |args: &[&str]| {
+        let mut keel = std::process::Command::new(env!("CARGO_BIN_EXE_keel"));
+        keel.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &sandbox.home)
+            .env("KEEL_HOME", &sandbox.home)
+            .current_dir(&sandbox.repo)
+            .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
+            .args(["--base-url", &format!("{}/v1", model.uri)])
+            .args(args);
+        keel
+    };
+    let mut running = keel(&["/quick 2+2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(model.held(), "parent");
+    running.kill().unwrap(); // SIGKILL
+    running.wait().unwrap();
+
+    let (parents, _) = logs(&sandbox);
+    let id = read_jsonl(&parents[0])[0]["session_id"].as_str().unwrap().to_owned();
+    let output = keel(&["resume", &id]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", result_of(&output));
+    let output = keel(&["resume", &id, "and now?"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", result_of(&output));
+    let models: Vec<Value> =
+        model.of("parent").iter().map(|request| request.body["model"].clone()).collect();
+    assert_eq!(models, [json!("small-model"), json!("small-model"), json!("m")]);
+}
+
 /// A type without a `tools` list: every tool the session may give it.
 const HELPER: &str =
     "---\nname: helper\ndescription: Does anything\n---\nYou are the helper agent.\n";
