@@ -154,6 +154,16 @@ impl SpendLimits {
         }
     }
 
+    /// An equal share of these limits for each of `shares` subagents
+    /// running side by side, so together they stay within them.
+    pub fn shared(self, shares: usize) -> SpendLimits {
+        let shares = shares.max(1);
+        SpendLimits {
+            max_cost_usd: self.max_cost_usd.map(|max| max / shares as f64),
+            max_tokens: self.max_tokens.map(|max| max / shares as u64),
+        }
+    }
+
     /// The limits of a resumed session: what the user passed as flags for
     /// this process; else the logged ones, tightened by the config (a
     /// config file cannot loosen what the session was started with).

@@ -301,3 +301,14 @@ fn what_subagents_spent_counts_against_the_limits() {
     assert!(close(hit.spent_usd.unwrap(), 1.1), "{hit:?}");
     assert_eq!(hit.spent_tokens, 1_100_000);
 }
+
+#[test]
+fn children_side_by_side_get_equal_shares_that_stay_within_the_limits() {
+    let left = SpendLimits { max_cost_usd: Some(0.9), max_tokens: Some(1_000) };
+    let share = left.shared(3);
+    assert!(close(share.max_cost_usd.unwrap(), 0.3));
+    assert_eq!(share.max_tokens, Some(333), "rounded down: 3 × 333 ≤ 1 000");
+    assert_eq!(left.shared(1), left);
+    assert_eq!(left.shared(0), left, "no sibling count is one child");
+    assert_eq!(SpendLimits::default().shared(4), SpendLimits::default(), "no limit, no share");
+}

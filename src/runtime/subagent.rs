@@ -27,7 +27,6 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -102,9 +101,8 @@ pub(super) struct Child {
     pub(super) agent: String,
     /// The task; `None` when resuming a child whose task already started.
     pub(super) prompt: Option<String>,
-    /// Cancelled with the parent's turn, or when the budget is spent.
+    /// Cancelled with the parent's turn.
     pub(super) cancel: CancellationToken,
-    pub(super) budget_spent: Arc<AtomicBool>,
 }
 
 /// The channels a batch's children talk to the parent through.
@@ -115,11 +113,14 @@ pub(super) struct Links {
 
 impl Session {
     /// Opens the child session for the `agent` call `call` (its log, and
-    /// the parent's `subagent_started` line, synced). `Ok(Err(..))` is a
-    /// result for the model: bad arguments or an unknown type.
+    /// the parent's `subagent_started` line, synced), one of `siblings`
+    /// opened for the same batch: each gets an equal share of what is left
+    /// of the session's spend limits. `Ok(Err(..))` is a result for the
+    /// model: bad arguments or an unknown type.
     pub(super) fn open_child(
         &mut self,
         call: &ToolCall,
+        siblings: usize,
         links: &Links,
         cancel: &CancellationToken,
     ) -> Result<Result<Child, (ToolResult, ToolMeta)>, RuntimeError> {
@@ -169,7 +170,9 @@ impl Session {
             mode: Some(mode),
             parent: Some(link.clone()),
         })?;
-        let state = self.child_state(&settings, &definition, mode, depth);
+        let mut state = self.child_state(&settings, &definition, mode, depth);
+        let share = self.spend_left().shared(siblings);
+        state.config.limits.spend = state.config.limits.spend.tightest(share);
         // Recorded like a session's prefix: a resumed child sends it again.
         log.append(SessionEvent::PromptPrefix {
             reason: "session start".to_owned(),
@@ -200,7 +203,8 @@ impl Session {
     /// What is left of this session's spend limits (`--max-cost`,
     /// `--max-tokens`, its subagents' spend counted): a child's own limits,
     /// so delegating cannot spend past them. Children running side by side
-    /// each get the whole rest.
+    /// share it equally (`open_child`); a share one leaves unspent is not
+    /// passed to its siblings (the limits are fixed when a child opens).
     pub(super) fn spend_left(&self) -> SpendLimits {
         let limits = self.state.config.limits.spend;
         SpendLimits {
@@ -270,7 +274,15 @@ impl Session {
             agent_classes: agent_classes(&found.agents),
             tool_scope: Some(scope),
             policy,
-            limits: Limits { spend: self.spend_left(), ..settings.limits },
+            // Its own token budget (`[agents] max_tokens`) joins what the
+            // parent has left: both are checked before each of its requests.
+            limits: Limits {
+                spend: self.spend_left().tightest(SpendLimits {
+                    max_cost_usd: None,
+                    max_tokens: settings.agents.max_tokens,
+                }),
+                ..settings.limits
+            },
             pricing: settings.pricing,
             configured: ConfiguredModel {
                 model: settings.model.clone(),
@@ -310,21 +322,15 @@ impl Session {
     pub(super) fn child_session(&self, parts: ChildParts<'_>) -> Child {
         let ChildParts { id, log, state, settings, definition, link, links, cancel, resumed } =
             parts;
-        let (files, open_turn, spent) = match resumed {
-            Some(Resumed { files, open_turn, spent }) => (files, open_turn, spent),
-            None => (FileStates::new(), None, 0),
+        let (files, open_turn) = match resumed {
+            Some(Resumed { files, open_turn }) => (files, open_turn),
+            None => (FileStates::new(), None),
         };
         let depth = link.depth;
         let found = self.child_found(&definition, depth, Vec::new());
         let tools = child_tools(&settings, &definition, &found, depth);
         let child_cancel = cancel.child_token();
-        let budget_spent = Arc::new(AtomicBool::new(false));
-        let sink = LinkSink::new(link.call_id.clone(), links.events.clone()).with_budget(
-            settings.agents.max_tokens,
-            spent,
-            child_cancel.clone(),
-            budget_spent.clone(),
-        );
+        let sink = LinkSink::new(link.call_id.clone(), links.events.clone());
         let approver =
             LinkApprover::new(links.asks.clone(), self.approver.can_ask(), definition.name.clone());
         let options = SessionOptions {
@@ -382,7 +388,6 @@ impl Session {
             agent: definition.name,
             prompt: None,
             cancel: child_cancel,
-            budget_spent,
         }
     }
 }
@@ -405,8 +410,6 @@ pub(super) struct ChildParts<'a> {
 pub(super) struct Resumed {
     pub(super) files: FileStates,
     pub(super) open_turn: Option<crate::agent::OpenTurn>,
-    /// Tokens it spent before (toward its budget).
-    pub(super) spent: u64,
 }
 
 /// A child's settings: the parent's, with the type's model (and its

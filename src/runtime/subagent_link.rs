@@ -11,8 +11,6 @@
 //! parent's result for its call; results come back in call order.
 
 use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::future::join_all;
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
@@ -40,57 +38,22 @@ pub(super) struct ApprovalRequest {
     reply: oneshot::Sender<ApprovalAnswer>,
 }
 
-/// A child's event sink: forwards to the parent, and stops the child once
-/// its responses have spent its token budget (checked after each one).
+/// A child's event sink: forwards to the parent (its token budget,
+/// `[agents] max_tokens`, is one of its loop's spend limits, checked before
+/// each request).
 pub(super) struct LinkSink {
     call_id: String,
     events: UnboundedSender<Uplink>,
-    budget: Option<u64>,
-    spent: u64,
-    stop: CancellationToken,
-    over_budget: Arc<AtomicBool>,
 }
 
 impl LinkSink {
     pub(super) fn new(call_id: String, events: UnboundedSender<Uplink>) -> Self {
-        Self {
-            call_id,
-            events,
-            budget: None,
-            spent: 0,
-            stop: CancellationToken::new(),
-            over_budget: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Stops the child (`stop`, flagged in `over_budget`) once its
-    /// responses reach `budget` tokens, `spent` already counted.
-    pub(super) fn with_budget(
-        mut self,
-        budget: Option<u64>,
-        spent: u64,
-        stop: CancellationToken,
-        over_budget: Arc<AtomicBool>,
-    ) -> Self {
-        // TODO(budget): `[agents] max_tokens` could join the child's
-        // `Limits::spend` (checked before each request, as the session's
-        // are); it is checked here, after each response, until then.
-        self.budget = budget;
-        self.spent = spent;
-        self.stop = stop;
-        self.over_budget = over_budget;
-        self
+        Self { call_id, events }
     }
 }
 
 impl EventSink for LinkSink {
     fn emit(&mut self, event: RuntimeEvent) {
-        if let (RuntimeEvent::ModelResponse(response), Some(budget)) = (&event, self.budget) {
-            self.spent += response.usage.total_tokens();
-            if self.spent >= budget && !self.over_budget.swap(true, Ordering::SeqCst) {
-                self.stop.cancel();
-            }
-        }
         // A closed channel: the parent's batch is over; nothing to show.
         let _ = self.events.send(Uplink { call_id: self.call_id.clone(), event });
     }
@@ -169,12 +132,14 @@ impl Session {
         let (asks, ask_inbox) = mpsc::unbounded_channel();
         let links = Links { events, asks };
         let mut slots = Vec::with_capacity(calls.len());
+        // Serial batches hold one call: only side by side are there several.
+        let siblings = calls.iter().filter(|call| call.name == AGENT_TOOL).count();
         for call in calls {
             if call.name != AGENT_TOOL {
                 slots.push(Slot::Tool(call.clone()));
                 continue;
             }
-            match self.open_child(call, &links, cancel)? {
+            match self.open_child(call, siblings, &links, cancel)? {
                 Ok(child) => slots.push(Slot::Child(Box::new(child))),
                 Err(answer) => slots.push(Slot::Answered(answer)),
             }
@@ -374,30 +339,5 @@ mod tests {
         let answer = approver.decide(&shell(), "why").await;
         assert!(!answer.approved);
         assert!(!approver.can_ask(), "a headless parent's child cannot ask either");
-    }
-
-    #[test]
-    fn the_budget_stops_the_child_once_its_responses_reach_it() {
-        let (events, _inbox) = mpsc::unbounded_channel();
-        let stop = CancellationToken::new();
-        let over = Arc::new(AtomicBool::new(false));
-        let mut sink = LinkSink::new("a".into(), events).with_budget(
-            Some(250),
-            100,
-            stop.clone(),
-            over.clone(),
-        );
-        let response = |tokens: u64| {
-            RuntimeEvent::ModelResponse(crate::protocol::ModelResponse {
-                items: Vec::new(),
-                usage: crate::protocol::Usage { input_tokens: tokens, ..Default::default() },
-                stop_reason: crate::protocol::StopReason::EndTurn,
-                response_id: None,
-            })
-        };
-        sink.emit(response(100));
-        assert!(!stop.is_cancelled());
-        sink.emit(response(50));
-        assert!(stop.is_cancelled() && over.load(Ordering::SeqCst));
     }
 }

@@ -208,14 +208,13 @@ impl Session {
         }
         state.environment = environment(&settings, &self.cwd, &self.date, self.headless);
         let files = remembered_files(&state.items, &self.workspace_root, &self.cwd, &link.log_path);
-        let spent = state.session_usage.total_tokens();
         let parent = ParentLink {
             session_id: self.id.clone(),
             call_id: call.call_id.clone(),
             agent: definition.name.clone(),
             depth,
         };
-        let resumed = Resumed { files, open_turn: rebuilt.open_turn, spent };
+        let resumed = Resumed { files, open_turn: rebuilt.open_turn };
         let mut child = self.child_session(ChildParts {
             id: link.session_id.clone(),
             log,

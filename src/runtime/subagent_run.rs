@@ -10,7 +10,6 @@
 //! `subagent_finished` before the call's result.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -168,16 +167,19 @@ impl Child {
 
     fn outcome(self, summary: Result<Option<TurnSummary>, RuntimeError>) -> ChildOutcome {
         let session = &self.session;
-        let budget_spent = self.budget_spent.load(Ordering::SeqCst);
+        // Its own token budget is one of its spend limits; the tighter one
+        // is named when a request would cross it.
+        let budget = session.settings.agents.max_tokens;
+        let own_budget = budget.is_some() && session.state.config.limits.spend.max_tokens == budget;
         let (outcome, text, declined) = match summary {
             Ok(Some(summary)) => {
                 let text = match (summary.outcome, &summary.error) {
-                    (_, _) if budget_spent => ending_text(
+                    (TurnOutcome::BudgetExceeded, _) if own_budget => ending_text(
                         &summary.final_text,
                         &format!(
-                            "the subagent stopped: it spent its token budget ({} tokens, \
-                             [agents] max_tokens)",
-                            session.settings.agents.max_tokens.unwrap_or_default()
+                            "the subagent stopped: its next request would have crossed its \
+                             token budget ({} tokens, [agents] max_tokens)",
+                            budget.unwrap_or_default()
                         ),
                     ),
                     (TurnOutcome::Completed, _) => summary
@@ -236,7 +238,7 @@ impl Child {
         let cost_usd = session.cost_usd();
         let mut text = text;
         text.push_str(&format!("\n\n{}", activity_line(&self.agent, session, &usage)));
-        let failed = outcome != TurnOutcome::Completed || budget_spent;
+        let failed = outcome != TurnOutcome::Completed;
         let result = if failed {
             ToolResult::error(&self.call.call_id, text)
         } else {

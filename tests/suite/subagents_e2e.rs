@@ -954,3 +954,75 @@ fn a_subagent_starts_none_of_the_sessions_mcp_servers_again() {
     let child_logs = sandbox.home.join("logs/mcp").join(&child_id);
     assert!(!child_logs.exists(), "{} exists", child_logs.display());
 }
+
+/// `[agents] max_tokens` is checked before each of a child's requests, as
+/// the session's limits are: a request whose projection would cross it is
+/// never sent (it used to be checked after each response, so a child could
+/// overshoot by one whole request).
+#[test]
+fn a_childs_token_budget_stops_the_request_that_would_cross_it() {
+    let sandbox = Sandbox::new();
+    let model = RoutedModel::start(vec![
+        Route::system(
+            "parent",
+            PARENT,
+            vec![calls(vec![agent_call("explore", "look", "Look around.")]), answer("ok")],
+        ),
+        Route::system("explore", EXPLORE, vec![answer("nothing here")]),
+    ]);
+    // The child's first request alone (its prompt and tools, ~1k output
+    // expected) is projected at several thousand tokens.
+    let output = exec(&sandbox, &model, &["--full-auto", "-c", "agents.max_tokens=2000"], "Look");
+    assert_eq!(output.status.code(), Some(0), "{}", result_of(&output));
+    assert!(model.of("explore").is_empty(), "the crossing request reached the model");
+    let parent = model.of("parent");
+    let result = tool_results(&parent[1].body).pop().unwrap();
+    assert!(result.contains("[agents] max_tokens") && result.contains("2000"), "{result}");
+    let (_, children) = logs(&sandbox);
+    let child = read_jsonl(&children[0]);
+    let set = of_type(&child, "limits_set");
+    assert_eq!(set[0]["max_tokens"], 2000, "{set:?}");
+    assert_eq!(of_type(&child, "budget_exceeded")[0]["limit"], "tokens");
+}
+
+/// Children running side by side share what is left of the session's
+/// spend limits: each gets an equal share, so together they cannot spend
+/// past it (each used to get the whole rest).
+#[test]
+fn children_side_by_side_share_what_is_left_of_the_limit() {
+    let sandbox = Sandbox::new();
+    let model = RoutedModel::start(vec![
+        Route::system(
+            "parent",
+            PARENT,
+            vec![
+                calls(vec![
+                    agent_call("explore", "look a", "task A: look"),
+                    agent_call("explore", "look b", "task B: look"),
+                ]),
+                answer("both looked"),
+            ],
+        ),
+        Route::first_user("child-a", "task A", vec![answer("a done")]),
+        Route::first_user("child-b", "task B", vec![answer("b done")]),
+    ]);
+    let output = exec(&sandbox, &model, &["--full-auto", "--max-tokens", "100000"], "Look twice");
+    assert_eq!(output.status.code(), Some(0), "{}", result_of(&output));
+    let (parents, children) = logs(&sandbox);
+    let parent = read_jsonl(&parents[0]);
+    let spent: u64 = of_type(&parent, "model_response")
+        .iter()
+        .take(1)
+        .map(|line| {
+            let usage = &line["response"]["usage"];
+            usage["input_tokens"].as_u64().unwrap() + usage["output_tokens"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(children.len(), 2);
+    let limits: Vec<u64> = children
+        .iter()
+        .map(|path| of_type(&read_jsonl(path), "limits_set")[0]["max_tokens"].as_u64().unwrap())
+        .collect();
+    let left = 100_000 - spent;
+    assert_eq!(limits, [left / 2, left / 2], "an equal share of the {left} tokens left each");
+}
