@@ -70,6 +70,7 @@ fn config() -> LoopConfig {
         configured: keel::agent::ConfiguredModel {
             model: "m".into(),
             pricing: keel::context::Pricing::default(),
+            one_hour_cache: false,
         },
         context_window: None,
         compact_threshold: 0.85,

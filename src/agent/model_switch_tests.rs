@@ -26,7 +26,8 @@ fn session(max_cost_usd: Option<f64>) -> LoopState {
     };
     config.model = "local".into();
     config.pricing = prices;
-    config.configured = ConfiguredModel { model: "local".into(), pricing: prices };
+    config.configured =
+        ConfiguredModel { model: "local".into(), pricing: prices, one_hour_cache: false };
     config.context_window = prices.context_window;
     config.limits.spend.max_cost_usd = max_cost_usd;
     LoopState::new(config)
@@ -189,4 +190,14 @@ fn an_older_log_without_costs_is_charged_at_the_prices_in_force() {
         }
     }
     assert!(close(rebuilt(&log).session_cost_usd.unwrap(), 0.101));
+}
+
+#[test]
+fn a_switched_to_model_keeps_the_providers_one_hour_cache_prices() {
+    let mut state = session(None);
+    state.config.configured.one_hour_cache = true;
+    switch(&mut state, "claude-opus-4", false);
+    assert_eq!(state.config.pricing.cache_write_price, Some(30.0), "twice the input price");
+    switch(&mut state, "gpt-5-nano", false);
+    assert_eq!(state.config.pricing, Pricing::for_model("gpt-5-nano"), "no write price to change");
 }

@@ -60,6 +60,9 @@ pub struct LoopConfig {
 pub struct ConfiguredModel {
     pub model: String,
     pub pricing: Pricing,
+    /// The provider writes one-hour cache entries (`provider.cache_ttl`),
+    /// priced so for any model switched to.
+    pub one_hour_cache: bool,
 }
 
 impl LoopConfig {
@@ -69,6 +72,8 @@ impl LoopConfig {
     pub fn pricing_for(&self, model: &str) -> Pricing {
         if model == self.configured.model {
             self.configured.pricing
+        } else if self.configured.one_hour_cache {
+            Pricing::for_model(model).with_one_hour_cache()
         } else {
             Pricing::for_model(model)
         }

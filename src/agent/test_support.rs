@@ -31,6 +31,7 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         configured: crate::agent::ConfiguredModel {
             model: "m".into(),
             pricing: crate::context::Pricing::default(),
+            one_hour_cache: false,
         },
         context_window: None,
         compact_threshold: 0.85,

@@ -153,9 +153,8 @@ pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.85;
 /// where they were written, `super::validate`).
 fn pricing(model: &str, file: Option<ContextFile>, ttl: CacheTtl) -> Pricing {
     let mut table = Pricing::for_model(model);
-    if ttl == CacheTtl::OneHour && table.cache_write_price.is_some() {
-        // One-hour entries cost twice the input price to write.
-        table.cache_write_price = table.input_price.map(|price| price * 2.0);
+    if ttl == CacheTtl::OneHour {
+        table = table.with_one_hour_cache();
     }
     let Some(file) = file else { return table };
     Pricing {

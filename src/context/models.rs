@@ -107,13 +107,24 @@ impl Pricing {
         })
     }
 
-    /// What `usage` cost, if input and output prices are known (cache
-    /// reads and writes fall back to the input price).
+    /// These prices with one-hour prompt-cache entries, which cost twice
+    /// the input price to write (where writes are billed apart at all).
+    pub fn with_one_hour_cache(self) -> Self {
+        match self.cache_write_price {
+            Some(_) => {
+                Self { cache_write_price: self.input_price.map(|price| price * 2.0), ..self }
+            }
+            None => self,
+        }
+    }
+
     /// Both the input and the output price are known: a cost can be told.
     pub fn is_priced(&self) -> bool {
         self.input_price.is_some() && self.output_price.is_some()
     }
 
+    /// What `usage` cost, if input and output prices are known (cache
+    /// reads and writes fall back to the input price).
     pub fn cost_usd(&self, usage: &Usage) -> Option<f64> {
         let input = self.input_price?;
         let output = self.output_price?;

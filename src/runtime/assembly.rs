@@ -62,10 +62,19 @@ pub(super) fn loop_config(
         policy: build_policy(settings, options),
         limits: settings.limits,
         pricing: settings.pricing,
-        configured: ConfiguredModel { model: settings.model.clone(), pricing: settings.pricing },
+        configured: ConfiguredModel {
+            model: settings.model.clone(),
+            pricing: settings.pricing,
+            one_hour_cache: one_hour_cache(settings),
+        },
         context_window: settings.context_window,
         compact_threshold: settings.compact_threshold,
     }
+}
+
+/// Whether the provider writes one-hour prompt-cache entries (priced so).
+pub(super) fn one_hour_cache(settings: &Settings) -> bool {
+    settings.provider.profile.cache_ttl == crate::llm::CacheTtl::OneHour
 }
 
 /// The instructions every request of the session starts with, from what

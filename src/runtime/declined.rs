@@ -91,6 +91,7 @@ mod tests {
             configured: crate::agent::ConfiguredModel {
                 model: "m".into(),
                 pricing: crate::context::Pricing::default(),
+                one_hour_cache: false,
             },
             context_window: None,
             compact_threshold: 0.85,

@@ -46,8 +46,8 @@ use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{AGENT_TOOL, AgentArgs, FileStates, ToolRegistry};
 
 use super::assembly::{
-    Found, agent_classes, describe_agent_types, environment, named_checks, project_instructions,
-    session_tools, subagent_prefix, tools_digest,
+    Found, agent_classes, describe_agent_types, environment, named_checks, one_hour_cache,
+    project_instructions, session_tools, subagent_prefix, tools_digest,
 };
 use super::subagent_link::{ApprovalRequest, LinkApprover, LinkSink, Uplink};
 use super::subagent_resume::SubagentLinks;
@@ -287,6 +287,7 @@ impl Session {
             configured: ConfiguredModel {
                 model: settings.model.clone(),
                 pricing: settings.pricing,
+                one_hour_cache: one_hour_cache(settings),
             },
             context_window: settings.context_window,
             compact_threshold: settings.compact_threshold,

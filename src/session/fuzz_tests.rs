@@ -101,6 +101,7 @@ fn config() -> LoopConfig {
         configured: crate::agent::ConfiguredModel {
             model: "m".into(),
             pricing: crate::context::Pricing::default(),
+            one_hour_cache: false,
         },
         context_window: None,
         compact_threshold: 0.85,
