@@ -262,11 +262,6 @@ impl Session {
         SpendStatus::new(self.state.config.limits.spend, self.state.spent())
     }
 
-    /// The prices of the model the next request goes to.
-    pub fn pricing(&self) -> crate::context::Pricing {
-        self.state.config.pricing
-    }
-
     /// How full the context was at the latest request, in percent.
     pub fn context_percent(&self) -> Option<f64> {
         self.state.config.pricing.context_percent(self.model.last_input_tokens())
