@@ -91,7 +91,7 @@ pub(super) fn set_model(
     let after_turn =
         for_turn.then(|| state.turn_model.clone().unwrap_or_else(|| state.config.model.clone()));
     state.turn_model.clone_from(&after_turn);
-    state.config.switch_model(model.clone());
+    state.switch_model(model.clone());
     effects.push(Effect::Record(SessionEvent::ModelChanged { model, after_turn }));
 }
 
@@ -99,7 +99,7 @@ pub(super) fn set_model(
 pub(super) fn restore_turn_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
     let Some(model) = state.turn_model.take() else { return };
     if state.config.model != model {
-        state.config.switch_model(model.clone());
+        state.switch_model(model.clone());
         effects.push(Effect::Record(SessionEvent::ModelChanged { model, after_turn: None }));
     }
 }

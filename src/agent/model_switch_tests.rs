@@ -201,3 +201,19 @@ fn a_switched_to_model_keeps_the_providers_one_hour_cache_prices() {
     switch(&mut state, "gpt-5-nano", false);
     assert_eq!(state.config.pricing, Pricing::for_model("gpt-5-nano"), "no write price to change");
 }
+
+#[test]
+fn the_cost_is_unknown_only_once_a_model_without_prices_served_something() {
+    let mut config = config(ApprovalMode::Auto, 50);
+    config.model = "qwen3:8b".into();
+    config.configured.model = "qwen3:8b".into();
+    let mut state = LoopState::new(config);
+    assert_eq!(state.session_cost_usd, None, "a model without prices: unknown from the start");
+    switch(&mut state, "gpt-5-nano", false);
+    assert_eq!(state.session_cost_usd, Some(0.0), "nothing was spent: known again");
+    answered_turn(&mut state);
+    switch(&mut state, "qwen3:8b", false);
+    assert!(state.session_cost_usd.is_some_and(|cost| cost > 0.0), "what was spent stays known");
+    answered_turn(&mut state);
+    assert_eq!(state.session_cost_usd, None);
+}

@@ -191,7 +191,7 @@ impl Rebuilder {
                 // The prefix break `/model` made is this line; a resume on
                 // the same model makes none.
                 self.facts.model.clone_from(&model);
-                self.state.config.switch_model(model);
+                self.state.switch_model(model);
                 self.state.turn_model = after_turn;
             }
             SessionEvent::PromptPrefix { sections, tools_digest, .. } => {
@@ -284,7 +284,7 @@ impl Rebuilder {
                 // its turn.
                 self.state.turn_scope = None;
                 if let Some(model) = self.state.turn_model.take() {
-                    self.state.config.switch_model(model);
+                    self.state.switch_model(model);
                 }
                 self.end_turn();
             }

@@ -250,6 +250,9 @@ pub struct PendingCompaction {
 impl LoopState {
     pub fn new(config: LoopConfig) -> Self {
         let plan_required = config.policy.mode == ApprovalMode::Plan;
+        // Unknown from the start on a model without prices (as the cost of
+        // its first response will be).
+        let session_cost_usd = config.pricing.is_priced().then_some(0.0);
         Self {
             workflow: WorkflowState::new(plan_required),
             config,
@@ -259,7 +262,7 @@ impl LoopState {
             step: 0,
             turn_usage: Usage::default(),
             session_usage: Usage::default(),
-            session_cost_usd: Some(0.0),
+            session_cost_usd,
             turn_model: None,
             pending: VecDeque::new(),
             allowlist: Allowlist::default(),
@@ -276,6 +279,16 @@ impl LoopState {
             turn_scope: None,
             delegated: Delegated::default(),
             saving_plan: None,
+        }
+    }
+
+    /// Requests from here on go to `model` ([`LoopConfig::switch_model`]);
+    /// before anything was spent, the spend is known exactly when its
+    /// prices are.
+    pub fn switch_model(&mut self, model: String) {
+        self.config.switch_model(model);
+        if self.session_usage == Usage::default() {
+            self.session_cost_usd = self.config.pricing.is_priced().then_some(0.0);
         }
     }
 
