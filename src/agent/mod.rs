@@ -8,6 +8,7 @@
 //! call order, whatever happens (denial, error, interrupt, step limit).
 
 mod announce;
+mod batch_finish;
 mod budget;
 mod compaction;
 mod decisions;
@@ -22,6 +23,7 @@ mod step_io;
 mod turn_calls;
 mod workflow;
 
+pub use batch_finish::{Finishing, PostToolVerdict, RERUN_QUESTION};
 pub use budget::{
     BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated,
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
@@ -43,6 +45,8 @@ pub use state::{
 pub use step::{Effect, Input, step};
 pub use workflow::{PlanReview, WorkflowState, shipped_rules};
 
+#[cfg(test)]
+mod batch_finish_tests;
 #[cfg(test)]
 mod budget_tests;
 #[cfg(test)]

@@ -3,8 +3,10 @@
 //! not, plans saved, reviewed live and between runs, modes changed between
 //! turns, turns narrowed as a custom command narrows them, models switched
 //! between turns (`/model`, a command's model for its turn), subagents'
-//! spend) record a log; rebuilding it gives the live state back (the spend
-//! each response was charged at its model's prices included), and no
+//! spend, questions a batch asked, unsandboxed re-runs offered and
+//! answered, PostToolUse hooks' verdicts) record a log; rebuilding it gives
+//! the live state back (the spend each response was charged at its model's
+//! prices included), and no
 //! prefix, damaged or not, re-runs an answered call.
 
 use proptest::prelude::*;
@@ -52,6 +54,18 @@ fn number(call_id: &str) -> usize {
     call_id.trim_start_matches('c').parse().unwrap_or(0)
 }
 
+/// What the driver's tools answer for `call`: "ok" (the same text for
+/// the same call, so the runaway guard sees repeats), except a shell
+/// command numbered a multiple of 3, which the sandbox blocked.
+fn ran(call: &ToolCall) -> (ToolResult, crate::protocol::ToolMeta) {
+    if call.name == "shell" && number(&call.call_id).is_multiple_of(3) {
+        let meta = crate::protocol::ToolMeta::command(Some(1), None)
+            .with_kind(crate::protocol::ResultKind::SandboxViolation);
+        return (ToolResult::error(&call.call_id, "Permission denied"), meta);
+    }
+    (ToolResult::ok(&call.call_id, "ok"), crate::protocol::ToolMeta::new())
+}
+
 /// The user's answer on call `c<n>`, by `n`: for a plan, approved with the
 /// file edited and "then auto", rejected, approved as is, or declined by a
 /// hook; for another call, approved "always", approved once, declined, or
@@ -78,8 +92,9 @@ fn answer(call: &ToolCall, plan_review: Option<String>) -> Input {
 }
 
 /// Carries out `effects` as a driver would until the loop needs a model
-/// response: batches answered "ok" (the same text for the same call,
-/// so the runaway guard sees repeats), a spend limit raised every
+/// response: batches answered by [`ran`] (questions a hook asked
+/// answered first), re-runs offered answered and run, PostToolUse hooks
+/// heard on even-numbered calls, a spend limit raised every
 /// other time it is hit, approvals answered by [`answer`], every other
 /// "always" rule written, plans saved except every third revision.
 fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRecord>) {
@@ -102,11 +117,39 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
                     };
                     record(&step(state, Input::SubagentFinished(done)), log);
                 }
-                let results = calls
-                    .iter()
-                    .map(|c| (ToolResult::ok(&c.call_id, "ok"), crate::protocol::ToolMeta::new()))
-                    .collect();
+                // Every seventh call stands for one a PreToolUse hook asked
+                // about (approved on odd numbers): `step` records the answer.
+                for call in calls.iter().filter(|c| number(&c.call_id) % 7 == 3) {
+                    let approved = number(&call.call_id) % 2 == 1;
+                    let call_id = call.call_id.clone();
+                    let answered = Input::AnsweredInBatch { call_id, approved, note: None };
+                    record(&step(state, answered), log);
+                }
+                let results = calls.iter().map(ran).collect();
                 step(state, Input::BatchFinished { results })
+            }
+            Some(Effect::ConfirmCall { call, .. }) => {
+                let approved = number(&call.call_id).is_multiple_of(2);
+                let note = (!approved).then(|| "no".to_owned());
+                step(state, Input::CallConfirmed { call_id: call.call_id, approved, note })
+            }
+            Some(Effect::RerunUnsandboxed { call, .. }) => {
+                let mut meta = crate::protocol::ToolMeta::command(Some(0), None);
+                meta.set_unsandboxed_rerun();
+                let result = ToolResult::ok(&call.call_id, "ran outside");
+                step(state, Input::RerunFinished { result, meta })
+            }
+            Some(Effect::RunPostToolHooks { ran }) => {
+                let verdicts = ran
+                    .iter()
+                    .filter(|(call, _, _)| number(&call.call_id) % 2 == 0)
+                    .map(|(call, _, _)| PostToolVerdict {
+                        call_id: call.call_id.clone(),
+                        blocked: (number(&call.call_id) % 4 == 0).then(|| "lint".to_owned()),
+                        context: vec![format!("context {}", call.call_id)],
+                    })
+                    .collect();
+                step(state, Input::PostToolHooksDone { verdicts })
             }
             Some(Effect::AskRaiseLimit(hit)) => {
                 asked += 1;
@@ -223,6 +266,8 @@ fn run_switching(
 ) -> (LoopState, Vec<EventRecord>) {
     let mut config = priced();
     config.limits.spend.max_tokens = max_tokens;
+    // PostToolUse hooks listen in sessions with an even number of turns.
+    config.post_tool_hooks = turns.len() % 2 == 0;
     let mut state = LoopState::new(config);
     if let Some(review) = review_of(turns) {
         step(&mut state, Input::SetPlanReview { review });
@@ -452,4 +497,37 @@ fn a_move_out_of_deliver_within_a_turn_keeps_the_plan_when_rebuilt() {
     step(&mut rebuilt.state, Input::SetPlanReview { review: PlanReview::Approve });
     assert!(live.workflow.flow.plan_approved());
     assert_eq!(rebuilt.state.workflow, live.workflow);
+}
+
+/// The re-run path is exercised: in ask mode, a shell command the sandbox
+/// blocked is offered a re-run; the answers (declined for `c9`, approved
+/// for `c12`, both allowed by the "always" answer on `c4`) are `approval` lines and the re-run's result is the call's,
+/// and the log rebuilds the live history.
+#[test]
+fn rerun_offers_are_recorded_and_rebuilt() {
+    let shells = vec![5, 5, 5, 5];
+    let turns: Vec<Turn> = vec![(0, vec![shells.clone(), shells.clone(), shells])];
+    let (live, log) = run(&turns, None);
+    let approval = |id: &str| {
+        log.iter()
+            .filter_map(|r| match &r.event {
+                SessionEvent::Approval { call_id, approved, .. } if call_id == id => {
+                    Some(*approved)
+                }
+                _ => None,
+            })
+            .collect::<Vec<bool>>()
+    };
+    // Allowed by the "always" answer on `c4`, then offered the re-run.
+    assert_eq!(approval("c9"), [false]);
+    assert_eq!(approval("c12"), [true]);
+    let result = |id: &str| {
+        live.items.iter().find_map(|item| match item {
+            Item::ToolResult(r) if r.call_id == id => Some(r.output.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(result("c9").as_deref(), Some("Permission denied"));
+    assert_eq!(result("c12").as_deref(), Some("ran outside"));
+    assert_eq!(rebuild(&log).state.items, live.items);
 }

@@ -7,6 +7,7 @@ use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage};
 
+use super::batch_finish::Finishing;
 use super::budget::{Delegated, Limits, SpendLimits};
 use super::harness::HarnessOutcome;
 use super::runaway::RunawayState;
@@ -53,6 +54,12 @@ pub struct LoopConfig {
     /// Fraction of the window at which the history is compacted before a
     /// request (`context.compact_threshold`, default 0.85).
     pub compact_threshold: f64,
+    /// A PostToolUse or PostToolUseFailure hook listens: every batch's
+    /// results go through [`Effect::RunPostToolHooks`] before they are
+    /// recorded (without one, a call gains no effect).
+    ///
+    /// [`Effect::RunPostToolHooks`]: super::Effect::RunPostToolHooks
+    pub post_tool_hooks: bool,
 }
 
 /// The model a session was configured with and its resolved prices.
@@ -132,6 +139,10 @@ pub enum LoopPhase {
     /// A submitted plan is being written to its file; the harness call's
     /// outcome waits in [`LoopState::saving_plan`].
     SavePlan,
+    /// The front batch ran; its results wait in [`LoopState::finishing`]
+    /// for an unsandboxed re-run offer or PostToolUse hooks
+    /// (`agent::batch_finish`).
+    Finish,
 }
 
 /// The whole mutable state of the loop.
@@ -204,6 +215,9 @@ pub struct LoopState {
     /// The harness call whose submitted plan is being saved, and what it
     /// led to (recorded once the plan's path is known).
     pub saving_plan: Option<(ToolCall, HarnessOutcome)>,
+    /// The batch that ran, while what follows its calls is settled
+    /// (phase `Finish`).
+    pub finishing: Option<Finishing>,
 }
 
 /// How far the history was compacted within one step.
@@ -279,6 +293,7 @@ impl LoopState {
             turn_scope: None,
             delegated: Delegated::default(),
             saving_plan: None,
+            finishing: None,
         }
     }
 

@@ -2,16 +2,18 @@
 //! the invariants; this file holds [`step`], `step_io.rs` its [`Input`]
 //! and [`Effect`].
 
-use crate::policy::{self, ApprovalMode, CallFacts};
+use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult,
     TurnOutcome, Usage,
 };
 
 use super::announce::announce;
+use super::batch_finish;
 use super::budget;
 use super::compaction;
 use super::decisions;
+use super::decisions::approval_event;
 use super::harness::{self, HarnessOutcome};
 use super::outside_inputs;
 use super::runaway::{self, Ran, RunawayVerdict};
@@ -56,7 +58,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::EnvironmentRead { environment },
         ) => outside_inputs::environment_read(state, environment),
         (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
@@ -91,7 +94,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::SetMode { mode },
         ) => decisions::set_mode(state, mode, &mut effects),
         (
@@ -101,7 +105,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::SetPlanReview { review },
         ) => decisions::set_plan_review(state, review),
         (
@@ -111,7 +116,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::SetModel { model, for_turn },
         ) => decisions::set_model(state, model, for_turn, &mut effects),
         (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
@@ -127,7 +133,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::SubagentStarted(opened),
         ) => outside_inputs::subagent_opened(opened, &mut effects),
         (
@@ -137,7 +144,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::SubagentFinished(done),
         ) => outside_inputs::subagent_done(state, done, &mut effects),
         (
@@ -147,7 +155,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::HookContext { context },
         ) => outside_inputs::hook_context(state, context),
         (
@@ -157,14 +166,33 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::ToolsOffered { replaced, offered, reason },
         ) => outside_inputs::offer_tools(state, &replaced, offered, reason, &mut effects),
         (LoopPhase::Idle, Input::ReviewWaitingPlan { approved, feedback }) => {
             decisions::review_waiting_plan(state, approved, &feedback, &mut effects);
         }
         (LoopPhase::Execute, Input::BatchFinished { results }) => {
-            on_batch_finished(state, results, &mut effects);
+            batch_finish::on_batch_finished(state, results, &mut effects);
+        }
+        (LoopPhase::Execute, Input::AnsweredInBatch { call_id, approved, note }) => {
+            let once = ApprovalScope::Once;
+            effects.push(Effect::Record(approval_event(&call_id, approved, note, &once)));
+        }
+        (LoopPhase::Finish, Input::CallConfirmed { call_id, approved, note }) => {
+            batch_finish::on_answer(state, &call_id, approved, note, &mut effects);
+        }
+        (LoopPhase::Finish, Input::RerunFinished { result, meta }) => {
+            batch_finish::on_rerun(state, result, meta, &mut effects);
+        }
+        (LoopPhase::Finish, Input::PostToolHooksDone { verdicts }) => {
+            batch_finish::on_post_hooks(state, verdicts, &mut effects);
+        }
+        (LoopPhase::Finish, Input::Interrupted) => {
+            batch_finish::on_interrupted(state, &mut effects);
+            answer_pending(state, "interrupted by the user before it ran", &mut effects);
+            end_turn(state, TurnOutcome::Interrupted, &mut effects);
         }
         (LoopPhase::AwaitLimit, Input::LimitDecided { raised }) => {
             budget::on_decided(state, raised, &mut effects);
@@ -186,7 +214,8 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan,
+            | LoopPhase::SavePlan
+            | LoopPhase::Finish,
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
@@ -204,6 +233,10 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::NarrowTurn { .. }
             | Input::CallRecovered { .. }
             | Input::BatchFinished { .. }
+            | Input::CallConfirmed { .. }
+            | Input::AnsweredInBatch { .. }
+            | Input::RerunFinished { .. }
+            | Input::PostToolHooksDone { .. }
             | Input::LimitDecided { .. }
             | Input::Interrupted,
         ) => {}
@@ -496,30 +529,6 @@ pub(super) fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) 
     }
 }
 
-fn on_batch_finished(
-    state: &mut LoopState,
-    mut results: Vec<(ToolResult, ToolMeta)>,
-    effects: &mut Vec<Effect>,
-) {
-    let Some(Batch::Run { calls, .. }) = state.pending.pop_front() else { return };
-    let mut stuck = false;
-    for call in calls {
-        let position = results.iter().position(|(result, _)| result.call_id == call.call_id);
-        let (result, meta) = match position {
-            Some(index) => results.remove(index),
-            None => {
-                (ToolResult::error(&call.call_id, "the tool produced no result"), ToolMeta::new())
-            }
-        };
-        state.workflow.observe(&call, &result, &meta);
-        stuck |= record_observed(state, &call, result, meta, Ran::Yes, effects);
-    }
-    if stuck {
-        return stop_stuck(state, effects);
-    }
-    advance(state, effects);
-}
-
 /// Records `result` of `call` after runaway detection (a note appended
 /// when the model is repeating itself); returns whether the turn must
 /// stop (`agent::runaway`).
@@ -541,7 +550,7 @@ pub(super) fn record_observed(
 
 /// The model kept repeating itself after its note: whatever is still
 /// pending is not run, and the turn ends `stuck`.
-fn stop_stuck(state: &mut LoopState, effects: &mut Vec<Effect>) {
+pub(super) fn stop_stuck(state: &mut LoopState, effects: &mut Vec<Effect>) {
     answer_pending(
         state,
         "not run: keel stopped the turn (the model was going in circles)",

@@ -14,6 +14,7 @@ use crate::protocol::{
     ToolResult, ToolSpec, TurnOutcome, Usage,
 };
 
+use super::batch_finish::PostToolVerdict;
 use super::budget::{BudgetHit, SpendLimits};
 use super::outside_inputs::{SubagentDone, SubagentOpened};
 use super::state::ToolScope;
@@ -170,6 +171,31 @@ pub enum Input {
     BatchFinished {
         results: Vec<(ToolResult, ToolMeta)>,
     },
+    /// The user's answer to an [`Effect::ConfirmCall`] (recorded as an
+    /// `approval` line, once in scope).
+    CallConfirmed {
+        call_id: String,
+        approved: bool,
+        note: Option<String>,
+    },
+    /// The user's answer to a question the batch runner asked about a
+    /// call of the running batch (a PreToolUse hook's "ask", a hook's
+    /// rewrite or a symlink that needs approval): recorded as an
+    /// `approval` line, once in scope. Only while the batch runs.
+    AnsweredInBatch {
+        call_id: String,
+        approved: bool,
+        note: Option<String>,
+    },
+    /// The result of an [`Effect::RerunUnsandboxed`].
+    RerunFinished {
+        result: ToolResult,
+        meta: ToolMeta,
+    },
+    /// What the hooks of an [`Effect::RunPostToolHooks`] said, per call.
+    PostToolHooksDone {
+        verdicts: Vec<PostToolVerdict>,
+    },
     /// The answer to an [`Effect::AskRaiseLimit`]: the new limits, or
     /// `None` to end the turn `budget_exceeded`.
     LimitDecided {
@@ -215,6 +241,28 @@ pub enum Effect {
     RunBatch {
         calls: Vec<ToolCall>,
         concurrent: bool,
+    },
+    /// Ask the user about a call that policy already allowed and that ran
+    /// (the unsandboxed re-run after a sandbox denial): the approver alone
+    /// answers, no hook runs and a headless "no" declines nothing the turn
+    /// needs. Answer with [`Input::CallConfirmed`].
+    ConfirmCall {
+        call: ToolCall,
+        reason: String,
+    },
+    /// Run `call` once more with the session's confinement lifted (the
+    /// re-run comes after its whole batch ended, so no other command runs
+    /// meanwhile), no file bookkeeping; its metadata says so. Answer with
+    /// [`Input::RerunFinished`].
+    RerunUnsandboxed {
+        call: ToolCall,
+        concurrent: bool,
+    },
+    /// Run the PostToolUse (PostToolUseFailure for an error result) hooks
+    /// of each call that ran, with its result, in call order; answer with
+    /// [`Input::PostToolHooksDone`]. Only when a hook listens.
+    RunPostToolHooks {
+        ran: Vec<(ToolCall, ToolResult, ToolMeta)>,
     },
     /// The next request would cross a spend limit (recorded as
     /// `budget_exceeded`): ask whether to raise it, answer with

@@ -39,6 +39,9 @@ fn batches_of(effects: &[Effect]) -> Vec<(Vec<String>, bool)> {
             | Effect::Summarize { .. }
             | Effect::Compacted { .. }
             | Effect::AskRaiseLimit(_)
+            | Effect::ConfirmCall { .. }
+            | Effect::RerunUnsandboxed { .. }
+            | Effect::RunPostToolHooks { .. }
             | Effect::TurnEnded { .. } => None,
         })
         .collect()

@@ -35,6 +35,7 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         },
         context_window: None,
         compact_threshold: 0.85,
+        post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
     }

@@ -46,6 +46,7 @@ fn state(approval: ApprovalMode) -> LoopState {
         },
         context_window: None,
         compact_threshold: 0.85,
+        post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
     })

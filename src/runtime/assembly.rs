@@ -69,6 +69,7 @@ pub(super) fn loop_config(
         },
         context_window: settings.context_window,
         compact_threshold: settings.compact_threshold,
+        post_tool_hooks: false,
     }
 }
 

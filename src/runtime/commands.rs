@@ -64,6 +64,9 @@ impl Session {
                 | Effect::PersistRule { .. }
                 | Effect::SavePlan { .. }
                 | Effect::RunBatch { .. }
+                | Effect::ConfirmCall { .. }
+                | Effect::RerunUnsandboxed { .. }
+                | Effect::RunPostToolHooks { .. }
                 | Effect::TurnEnded { .. } => {}
             }
         }

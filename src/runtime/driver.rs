@@ -179,8 +179,19 @@ impl Session {
         sink: Box<dyn EventSink>,
         approver: Box<dyn Approver>,
     ) -> Self {
-        let Opening { id, log, state, open_turn, checkpointed_turn, files, found, start_source } =
-            opening;
+        let Opening {
+            id,
+            log,
+            mut state,
+            open_turn,
+            checkpointed_turn,
+            files,
+            found,
+            start_source,
+        } = opening;
+        let hooks = super::session_hooks::SessionHooks::new(settings, start_source);
+        state.config.post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
+            || hooks.listens(crate::hooks::HookEvent::PostToolUseFailure);
         let mcp = super::mcp_glue::McpState::start(settings, &id);
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
@@ -206,7 +217,7 @@ impl Session {
                 checkpointed_turn,
                 settings.undo.into(),
             ),
-            hooks: super::session_hooks::SessionHooks::new(settings, start_source),
+            hooks,
             subagents: Subagents::new(found.agents),
             commands: Arc::new(found.commands),
             settings: Arc::new(settings.clone()),
@@ -463,6 +474,11 @@ impl Session {
                 Effect::RunBatch { calls, concurrent } => {
                     self.carry_out_batch(&calls, concurrent, cancel).await?
                 }
+                Effect::ConfirmCall { call, reason } => self.confirm(call, &reason, cancel).await,
+                Effect::RerunUnsandboxed { call, concurrent } => {
+                    self.rerun_unsandboxed(&call, concurrent, cancel).await
+                }
+                Effect::RunPostToolHooks { ran } => self.post_tool_hooks(ran, cancel).await?,
             };
             queue.extend(step(&mut self.state, input));
             if cancel.is_cancelled() && !queue.iter().any(|e| matches!(e, Effect::TurnEnded { .. }))

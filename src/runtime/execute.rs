@@ -15,11 +15,11 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Input, approval_event};
-use crate::policy::{self, ApprovalMode};
+use crate::agent::Input;
+use crate::policy;
 use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::sandbox;
-use crate::tools::{AGENT_TOOL, ToolContext};
+use crate::tools::AGENT_TOOL;
 
 use super::hooks_glue::PreToolDecision;
 use super::sandboxing::mark_sandbox_violation;
@@ -99,12 +99,10 @@ impl Session {
                     &result.output,
                 )?;
             }
-            if self.state.config.policy.sandboxed
-                && mark_sandbox_violation(&call.name, &mut result, &mut meta)
-            {
-                self.offer_unsandboxed_rerun(&call, &ctx, &mut result, &mut meta).await?;
+            // Said to the model and `step` (which may offer a re-run).
+            if self.state.config.policy.sandboxed {
+                mark_sandbox_violation(&call.name, &mut result, &mut meta);
             }
-            self.post_tool_hooks(&call, &mut result, &meta, cancel).await?;
             answers[index] = Some((result, meta));
         }
         Ok(answers.into_iter().flatten().collect())
@@ -131,50 +129,57 @@ impl Session {
         Ok(())
     }
 
-    /// In ask mode, a command the sandbox blocked may be re-run once
-    /// outside it, if the user approves (headless runs never approve).
-    async fn offer_unsandboxed_rerun(
+    /// Asks the approver about `call` for `step` (an `Effect::ConfirmCall`:
+    /// an unsandboxed re-run); an interrupt answers "no".
+    pub(super) async fn confirm(
         &mut self,
-        call: &ToolCall,
-        ctx: &ToolContext,
-        result: &mut ToolResult,
-        meta: &mut ToolMeta,
-    ) -> Result<(), RuntimeError> {
-        if self.state.config.policy.mode != ApprovalMode::Ask || ctx.cancel.is_cancelled() {
-            return Ok(());
-        }
-        let reason = "the sandbox blocked this command; run it once more outside the sandbox?";
-        if !self.decide_recorded(call, reason).await?.approved {
-            return Ok(());
-        }
-        // The re-run comes after its whole batch has finished, so lifting
-        // the session confinement for it affects no other command.
-        let saved = sandbox::session_confinement();
-        sandbox::set_session_confinement(None);
-        let (rerun, mut rerun_meta) = self.tools.run_call(call, ctx).await;
-        sandbox::set_session_confinement(saved);
-        rerun_meta.set_unsandboxed_rerun();
-        *result = rerun;
-        *meta = rerun_meta;
-        Ok(())
+        call: ToolCall,
+        reason: &str,
+        cancel: &CancellationToken,
+    ) -> Input {
+        let answer = tokio::select! {
+            answer = self.approver.decide(&call, reason) => answer,
+            () = cancel.cancelled() => ApprovalAnswer {
+                approved: false,
+                note: Some("interrupted by the user before it was approved".to_owned()),
+                scope: policy::ApprovalScope::Once,
+            },
+        };
+        Input::CallConfirmed { call_id: call.call_id, approved: answer.approved, note: answer.note }
     }
 
-    /// Asks the user about `call` outside the loop's own approvals (a hook
-    /// asked, a hook's rewrite needs approval, an unsandboxed re-run) and
-    /// records the answer as an `approval` line, once in scope.
+    /// Runs `call` once more outside the sandbox (an
+    /// `Effect::RerunUnsandboxed`, after its whole batch ended, so lifting
+    /// the session confinement affects no other command).
+    pub(super) async fn rerun_unsandboxed(
+        &mut self,
+        call: &ToolCall,
+        concurrent: bool,
+        cancel: &CancellationToken,
+    ) -> Input {
+        let ctx = self.tools.context(&self.workspace_root, &self.cwd, cancel, concurrent);
+        let saved = sandbox::session_confinement();
+        sandbox::set_session_confinement(None);
+        let (result, mut meta) = self.tools.run_call(call, &ctx).await;
+        sandbox::set_session_confinement(saved);
+        meta.set_unsandboxed_rerun();
+        Input::RerunFinished { result, meta }
+    }
+
+    /// Asks the user about `call` of the running batch (a hook asked, a
+    /// hook's rewrite or a symlink needs approval); `step` records the
+    /// answer as an `approval` line, once in scope.
     pub(super) async fn decide_recorded(
         &mut self,
         call: &ToolCall,
         reason: &str,
     ) -> Result<ApprovalAnswer, RuntimeError> {
         let answer = self.approver.decide(call, reason).await;
-        let once = policy::ApprovalScope::Once;
-        self.log.append(approval_event(
-            &call.call_id,
-            answer.approved,
-            answer.note.clone(),
-            &once,
-        ))?;
+        self.apply_outside_loop(Input::AnsweredInBatch {
+            call_id: call.call_id.clone(),
+            approved: answer.approved,
+            note: answer.note.clone(),
+        })?;
         Ok(answer)
     }
 }

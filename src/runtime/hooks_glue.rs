@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::Input;
+use crate::agent::{Input, PostToolVerdict};
 use crate::hooks::{HookEvent, HookPayload, HookRun, HookVerdict, Permission, guard};
 use crate::policy::Decision;
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
@@ -224,31 +224,36 @@ impl Session {
         self.apply_rewrite(call, verdict.updated_input).await
     }
 
-    /// PostToolUse / PostToolUseFailure: context and block reasons are
-    /// appended to the result the model reads.
+    /// PostToolUse / PostToolUseFailure for each call that ran (an
+    /// `Effect::RunPostToolHooks`), in call order: what they said, for
+    /// `step` to add to the results the model reads.
     pub(super) async fn post_tool_hooks(
         &mut self,
-        call: &ToolCall,
-        result: &mut ToolResult,
-        meta: &ToolMeta,
+        ran: Vec<(ToolCall, ToolResult, ToolMeta)>,
         cancel: &CancellationToken,
-    ) -> Result<(), RuntimeError> {
-        let event =
-            if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
-        if !self.hooks.listens(event) {
-            return Ok(());
+    ) -> Result<Input, RuntimeError> {
+        let mut verdicts = Vec::with_capacity(ran.len());
+        for (call, result, meta) in ran {
+            let event = if result.is_error {
+                HookEvent::PostToolUseFailure
+            } else {
+                HookEvent::PostToolUse
+            };
+            if !self.hooks.listens(event) {
+                continue;
+            }
+            let mut payload = self.payload(Some(&call), Map::new());
+            payload.tool_response =
+                Some(json!({"output": result.output, "is_error": result.is_error, "meta": meta}));
+            let verdict = self.dispatch_hooks(event, payload, Some(&call.name), cancel).await?;
+            let blocked = (verdict.permission == Some(Permission::Deny)).then(|| verdict.reason());
+            verdicts.push(PostToolVerdict {
+                call_id: call.call_id,
+                blocked,
+                context: verdict.additional_context,
+            });
         }
-        let mut payload = self.payload(Some(call), Map::new());
-        payload.tool_response =
-            Some(json!({"output": result.output, "is_error": result.is_error, "meta": meta}));
-        let verdict = self.dispatch_hooks(event, payload, Some(&call.name), cancel).await?;
-        if verdict.permission == Some(Permission::Deny) {
-            result.output.push_str(&format!("\n\n[hook] {}", verdict.reason()));
-        }
-        for context in verdict.additional_context {
-            result.output.push_str(&format!("\n\n[hook context] {context}"));
-        }
-        Ok(())
+        Ok(Input::PostToolHooksDone { verdicts })
     }
 
     /// Stop: `Some(reason)` sends the model back to work with the reason.

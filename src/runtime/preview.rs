@@ -55,6 +55,9 @@ pub fn first_request(
             | Effect::PersistRule { .. }
             | Effect::SavePlan { .. }
             | Effect::RunBatch { .. }
+            | Effect::ConfirmCall { .. }
+            | Effect::RerunUnsandboxed { .. }
+            | Effect::RunPostToolHooks { .. }
             | Effect::Summarize { .. }
             | Effect::Compacted { .. }
             | Effect::AskRaiseLimit(_)

@@ -291,6 +291,7 @@ impl Session {
             },
             context_window: settings.context_window,
             compact_threshold: settings.compact_threshold,
+            post_tool_hooks: false,
         }
     }
 

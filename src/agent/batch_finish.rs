@@ -1,0 +1,209 @@
+//! What follows a batch's run, call by call, before its results are
+//! recorded: the offer of one unsandboxed re-run of a command the sandbox
+//! blocked (ask mode only; the user's answer is an `approval` line, once
+//! in scope) and the verdicts of PostToolUse/PostToolUseFailure hooks
+//! (a block reason and added context appended to the result the model
+//! reads). The driver only runs what these ask for: the question
+//! ([`Effect::ConfirmCall`]), the re-run ([`Effect::RerunUnsandboxed`]),
+//! the hooks ([`Effect::RunPostToolHooks`], only when a hook listens, so
+//! a hook-less call gains no effect).
+//!
+//! Invariants: pure. The batch's results wait in
+//! [`LoopState::finishing`] (phase `Finish`) and are recorded in call
+//! order once every offer is answered and the hooks have spoken, as
+//! `on_batch_finished` recorded them before; an interrupt records them as
+//! they are. Re-runs are offered in call order, one question at a time,
+//! after the whole batch ran (lifting the confinement then touches no
+//! other command).
+
+use crate::policy::{ApprovalMode, ApprovalScope};
+use crate::protocol::{ResultKind, ToolCall, ToolMeta, ToolResult};
+
+use super::decisions::approval_event;
+use super::runaway::Ran;
+use super::schedule::Batch;
+use super::state::{LoopPhase, LoopState};
+use super::step::{Effect, advance, record_observed, stop_stuck};
+
+/// The question asked before an unsandboxed re-run.
+pub const RERUN_QUESTION: &str =
+    "the sandbox blocked this command; run it once more outside the sandbox?";
+
+/// A batch that ran, waiting for what follows its calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finishing {
+    /// Each call with its result so far, in call order.
+    pub ran: Vec<(ToolCall, ToolResult, ToolMeta)>,
+    /// Whether the batch ran concurrently (a re-run keeps its read-only
+    /// context).
+    pub concurrent: bool,
+    /// The next call to consider for a re-run offer.
+    pub next: usize,
+    /// The call whose re-run is asked about.
+    pub asked: Option<usize>,
+    /// The call whose re-run is running.
+    pub rerunning: Option<usize>,
+    /// The PostToolUse hooks were asked for.
+    pub hooked: bool,
+}
+
+/// What PostToolUse hooks said about one call's result.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PostToolVerdict {
+    pub call_id: String,
+    /// A hook's block reason (the call already ran: the model is told).
+    pub blocked: Option<String>,
+    /// Context hooks added for the model.
+    pub context: Vec<String>,
+}
+
+/// The batch at the front of `pending` finished with `results`: they wait
+/// for the re-run offers and the hooks, then are recorded.
+pub(super) fn on_batch_finished(
+    state: &mut LoopState,
+    mut results: Vec<(ToolResult, ToolMeta)>,
+    effects: &mut Vec<Effect>,
+) {
+    let Some(Batch::Run { calls, concurrent }) = state.pending.pop_front() else { return };
+    let ran = calls
+        .into_iter()
+        .map(|call| {
+            let position = results.iter().position(|(result, _)| result.call_id == call.call_id);
+            let (result, meta) = match position {
+                Some(index) => results.remove(index),
+                None => (
+                    ToolResult::error(&call.call_id, "the tool produced no result"),
+                    ToolMeta::new(),
+                ),
+            };
+            (call, result, meta)
+        })
+        .collect();
+    state.finishing =
+        Some(Finishing { ran, concurrent, next: 0, asked: None, rerunning: None, hooked: false });
+    proceed(state, effects);
+}
+
+/// The user's answer on a re-run offer: recorded, then the re-run (or the
+/// next offer).
+pub(super) fn on_answer(
+    state: &mut LoopState,
+    call_id: &str,
+    approved: bool,
+    note: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    let Some(finishing) = state.finishing.as_mut() else { return };
+    let Some(index) = finishing.asked.filter(|&i| finishing.ran[i].0.call_id == call_id) else {
+        return;
+    };
+    finishing.asked = None;
+    effects.push(Effect::Record(approval_event(call_id, approved, note, &ApprovalScope::Once)));
+    if approved {
+        finishing.rerunning = Some(index);
+        let call = finishing.ran[index].0.clone();
+        let concurrent = finishing.concurrent;
+        effects.push(Effect::RerunUnsandboxed { call, concurrent });
+        return;
+    }
+    proceed(state, effects);
+}
+
+/// The unsandboxed re-run's result replaces the blocked one.
+pub(super) fn on_rerun(
+    state: &mut LoopState,
+    result: ToolResult,
+    meta: ToolMeta,
+    effects: &mut Vec<Effect>,
+) {
+    let Some(finishing) = state.finishing.as_mut() else { return };
+    let Some(index) = finishing.rerunning.filter(|&i| finishing.ran[i].0.call_id == result.call_id)
+    else {
+        return;
+    };
+    finishing.ran[index].1 = result;
+    finishing.ran[index].2 = meta;
+    finishing.rerunning = None;
+    proceed(state, effects);
+}
+
+/// The PostToolUse hooks' verdicts, appended to the results they name.
+pub(super) fn on_post_hooks(
+    state: &mut LoopState,
+    verdicts: Vec<PostToolVerdict>,
+    effects: &mut Vec<Effect>,
+) {
+    let Some(finishing) = state.finishing.as_mut() else { return };
+    if !finishing.hooked || finishing.asked.is_some() || finishing.rerunning.is_some() {
+        return;
+    }
+    for verdict in verdicts {
+        let Some((_, result, _)) =
+            finishing.ran.iter_mut().find(|(call, _, _)| call.call_id == verdict.call_id)
+        else {
+            continue;
+        };
+        if let Some(reason) = verdict.blocked {
+            result.output.push_str(&format!("\n\n[hook] {reason}"));
+        }
+        for context in verdict.context {
+            result.output.push_str(&format!("\n\n[hook context] {context}"));
+        }
+    }
+    record(state, effects);
+}
+
+/// Interrupted while a batch finishes: its results are recorded as they
+/// are; whether the turn went on is the caller's.
+pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    if let Some(finishing) = state.finishing.take() {
+        record_all(state, finishing, effects);
+    }
+}
+
+/// The next thing the batch waits for: a re-run offer, the hooks, or
+/// nothing (the results are recorded and the loop goes on).
+fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let ask_mode = state.config.policy.mode == ApprovalMode::Ask;
+    let post_hooks = state.config.post_tool_hooks;
+    let Some(finishing) = state.finishing.as_mut() else { return };
+    state.phase = LoopPhase::Finish;
+    while ask_mode && finishing.next < finishing.ran.len() {
+        let index = finishing.next;
+        finishing.next += 1;
+        let (call, _, meta) = &finishing.ran[index];
+        if meta.kind() == Some(ResultKind::SandboxViolation) {
+            finishing.asked = Some(index);
+            let call = call.clone();
+            effects.push(Effect::ConfirmCall { call, reason: RERUN_QUESTION.to_owned() });
+            return;
+        }
+    }
+    if post_hooks && !finishing.hooked {
+        finishing.hooked = true;
+        effects.push(Effect::RunPostToolHooks { ran: finishing.ran.clone() });
+        return;
+    }
+    record(state, effects);
+}
+
+/// Records the batch's results and goes on (or stops a turn going in
+/// circles).
+fn record(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let Some(finishing) = state.finishing.take() else { return };
+    state.phase = LoopPhase::Execute;
+    if record_all(state, finishing, effects) {
+        return stop_stuck(state, effects);
+    }
+    advance(state, effects);
+}
+
+/// Records every result in call order; whether the turn must stop.
+fn record_all(state: &mut LoopState, finishing: Finishing, effects: &mut Vec<Effect>) -> bool {
+    let mut stuck = false;
+    for (call, result, meta) in finishing.ran {
+        state.workflow.observe(&call, &result, &meta);
+        stuck |= record_observed(state, &call, result, meta, Ran::Yes, effects);
+    }
+    stuck
+}
