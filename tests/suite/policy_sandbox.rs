@@ -161,3 +161,43 @@ fn keel_tool_runs_shell_commands_inside_the_sandbox() {
     sandbox.keel().args(["tool", "shell", &inside, "--yes"]).assert().success();
     assert!(sandbox.repo.join("inside.txt").exists());
 }
+
+/// In ask mode a command the sandbox blocked is offered one re-run
+/// outside it; `step` asks (a headless run declines) and records the
+/// answer as an `approval` line between the call's start and its result,
+/// which stays the blocked one.
+#[tokio::test]
+async fn a_blocked_command_is_offered_a_rerun_and_the_answer_is_logged() {
+    let d = dirs();
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+    let rules = "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n";
+    std::fs::write(sandbox.home.join("rules/user.rules"), rules).unwrap();
+    let target = d.outside.join("escaped");
+    let command = format!("touch {}", target.display());
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({ "command": command }))] },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", Wire::Chat.provider()])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .arg("touch a file outside")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!target.exists(), "the write escaped the sandbox");
+    let log = sandbox.only_log();
+    let types: Vec<&str> = log.iter().filter_map(|l| l["type"].as_str()).collect();
+    let started = types.iter().position(|t| *t == "tool_call_started").unwrap();
+    let approval =
+        types.iter().position(|t| *t == "approval").unwrap_or_else(|| panic!("{types:?}"));
+    let finished = types.iter().position(|t| *t == "tool_call_finished").unwrap();
+    assert!(started < approval && approval < finished, "{types:?}");
+    assert_eq!(log[approval]["approved"], false, "{}", log[approval]);
+    assert_eq!(log[approval]["scope"], "once", "{}", log[approval]);
+    assert_eq!(log[finished]["meta"]["kind"], "sandbox_violation", "{}", log[finished]);
+}
