@@ -74,6 +74,7 @@ fn config() -> LoopConfig {
         },
         context_window: None,
         compact_threshold: 0.85,
+        post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
     }

@@ -61,10 +61,19 @@ pub struct PostToolVerdict {
 /// for the re-run offers and the hooks, then are recorded.
 pub(super) fn on_batch_finished(
     state: &mut LoopState,
-    mut results: Vec<(ToolResult, ToolMeta)>,
+    results: Vec<(ToolResult, ToolMeta)>,
     effects: &mut Vec<Effect>,
 ) {
-    let Some(Batch::Run { calls, concurrent }) = state.pending.pop_front() else { return };
+    if hold(state, results) {
+        proceed(state, effects);
+    }
+}
+
+/// Keeps the front batch's calls with their results (and the refusals
+/// its checks gave), in call order; whether there was a batch.
+fn hold(state: &mut LoopState, mut results: Vec<(ToolResult, ToolMeta)>) -> bool {
+    let Some(Batch::Run { calls, concurrent }) = state.pending.pop_front() else { return false };
+    results.extend(super::call_checks::take_refused(state));
     let ran = calls
         .into_iter()
         .map(|call| {
@@ -81,7 +90,20 @@ pub(super) fn on_batch_finished(
         .collect();
     state.finishing =
         Some(Finishing { ran, concurrent, next: 0, asked: None, rerunning: None, hooked: false });
-    proceed(state, effects);
+    true
+}
+
+/// The results of calls that never ran in this process (a resumed
+/// turn's, answered "interrupted"): recorded as a batch's, with no re-run
+/// offer and no hook (nothing ran).
+pub(super) fn on_reconciled(
+    state: &mut LoopState,
+    results: Vec<(ToolResult, ToolMeta)>,
+    effects: &mut Vec<Effect>,
+) {
+    if hold(state, results) {
+        record(state, effects);
+    }
 }
 
 /// The user's answer on a re-run offer: recorded, then the re-run (or the

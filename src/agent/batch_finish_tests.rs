@@ -1,9 +1,9 @@
 //! What follows a batch's run through [`step`]: the unsandboxed re-run
 //! offered in ask mode (its answer an `approval` line from `step`), the
-//! PostToolUse hooks' verdicts added to the results, the questions the
-//! batch runner asks recorded by `step`, and no effect at all for a batch
-//! no hook listens to.
+//! PostToolUse hooks' verdicts added to the results, and no effect at all
+//! for a batch no hook listens to.
 
+use super::test_support::step_checked as step;
 use super::test_support::{call_with, config};
 use super::*;
 use crate::policy::ApprovalMode;
@@ -194,19 +194,4 @@ fn an_interrupt_while_finishing_records_the_results_as_they_are() {
     ));
     assert_eq!(state.phase, LoopPhase::Idle);
     assert!(state.finishing.is_none());
-}
-
-#[test]
-fn a_question_the_batch_runner_asked_is_recorded_by_step_while_the_batch_runs() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 10));
-    let answer = |approved| Input::AnsweredInBatch { call_id: "c1".into(), approved, note: None };
-    assert!(step(&mut state, answer(true)).is_empty(), "no batch runs while idle");
-    step(&mut state, Input::UserTurn { text: "go".into() });
-    step(&mut state, respond(vec![call_with("c1", "read_file", r#"{"path":"a"}"#)]));
-    assert_eq!(state.phase, LoopPhase::Execute);
-    let before = state.clone();
-    let effects = step(&mut state, answer(false));
-    assert_eq!(approvals(&effects), [("c1".to_owned(), false)]);
-    assert_eq!(effects.len(), 1, "only the line: the batch goes on");
-    assert_eq!(state, before);
 }

@@ -2,6 +2,7 @@
 //! projection per provider's prices, the request that is not sent, the
 //! answer to the raise question, and a model going in circles.
 
+use super::test_support::step_checked as step;
 use super::test_support::{call, call_with, config};
 use super::*;
 use crate::context::Pricing;

@@ -1,6 +1,7 @@
 //! Compaction through [`step`]: when it fires, what it keeps, and that it
 //! never loops or loses a call's answer.
 
+use super::test_support::step_checked as step;
 use super::test_support::{self, call_with};
 use super::*;
 use crate::context::summary::{SUMMARY_MARKER, is_summary_block};

@@ -3,6 +3,7 @@
 //! before their line, reviewed live (edited file, then-mode) and later,
 //! and mode changes.
 
+use super::test_support::step_checked as step;
 use super::test_support::{call_with, config};
 use super::*;
 use crate::policy::{ApprovalMode, ApprovalScope};

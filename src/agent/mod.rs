@@ -10,6 +10,7 @@
 mod announce;
 mod batch_finish;
 mod budget;
+mod call_checks;
 mod compaction;
 mod decisions;
 mod harness;
@@ -28,6 +29,10 @@ pub use budget::{
     BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated,
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
     SpendLimits, SpendStatus, Spent, unpriced_switch, usd,
+};
+pub use call_checks::{
+    CallCheck, CheckHooks, Checking, HookPermission, LINKS_NOTE, Outcome, PreToolVerdict,
+    REWRITE_NOTE, same_input,
 };
 pub use decisions::approval_event;
 pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
@@ -49,6 +54,8 @@ pub use workflow::{PlanReview, WorkflowState, shipped_rules};
 mod batch_finish_tests;
 #[cfg(test)]
 mod budget_tests;
+#[cfg(test)]
+mod call_checks_tests;
 #[cfg(test)]
 mod compaction_tests;
 #[cfg(test)]

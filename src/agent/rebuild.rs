@@ -40,7 +40,7 @@ use super::budget::{self, SpendLimits};
 use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
 use super::state::{LoopConfig, LoopPhase, LoopState, ToolScope};
-use super::step::{Effect, Input, batches, step};
+use super::step::{Effect, batches};
 use super::turn_calls::TurnCalls;
 use super::workflow::WorkflowState;
 use crate::plan::{PhaseRules, PlanState, PlanStatus};
@@ -458,7 +458,8 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
         .chain(batches(state, waiting, &mut decisions))
         .collect();
     state.phase = LoopPhase::Execute;
-    let mut effects = step(state, Input::BatchFinished { results });
+    let mut effects = Vec::new();
+    super::batch_finish::on_reconciled(state, results, &mut effects);
     // After the interrupted results, before anything is run or asked.
     let answered = effects
         .iter()

@@ -3,10 +3,10 @@
 //! not, plans saved, reviewed live and between runs, modes changed between
 //! turns, turns narrowed as a custom command narrows them, models switched
 //! between turns (`/model`, a command's model for its turn), subagents'
-//! spend, questions a batch asked, unsandboxed re-runs offered and
-//! answered, PostToolUse hooks' verdicts) record a log; rebuilding it gives
-//! the live state back (the spend each response was charged at its model's
-//! prices included), and no
+//! spend, PreToolUse hooks' asks, denials and rewrites, unsandboxed
+//! re-runs offered and answered, PostToolUse hooks' verdicts) record a
+//! log; rebuilding it gives the live state back (the spend each response
+//! was charged at its model's prices included), and no
 //! prefix, damaged or not, re-runs an answered call.
 
 use proptest::prelude::*;
@@ -66,6 +66,23 @@ fn ran(call: &ToolCall) -> (ToolResult, crate::protocol::ToolMeta) {
     (ToolResult::ok(&call.call_id, "ok"), crate::protocol::ToolMeta::new())
 }
 
+/// What PreToolUse hooks say about call `c<n>`, by `n`: every seventh
+/// asks, the one after is denied, every eleventh's input is rewritten
+/// (policy judges it again); keel's native hooks say nothing.
+fn pre_tool_hooks(call: &ToolCall, hooks: CheckHooks) -> PreToolVerdict {
+    let n = number(&call.call_id);
+    if hooks == CheckHooks::Natives {
+        return PreToolVerdict::default();
+    }
+    let permission = match n % 7 {
+        3 => Some(HookPermission::Ask),
+        4 => Some(HookPermission::Deny),
+        _ => None,
+    };
+    let updated_input = (n % 11 == 6).then(|| serde_json::json!({ "command": "ls" }));
+    PreToolVerdict { permission, reason: format!("hook on {n}"), updated_input }
+}
+
 /// The user's answer on call `c<n>`, by `n`: for a plan, approved with the
 /// file edited and "then auto", rejected, approved as is, or declined by a
 /// hook; for another call, approved "always", approved once, declined, or
@@ -92,8 +109,9 @@ fn answer(call: &ToolCall, plan_review: Option<String>) -> Input {
 }
 
 /// Carries out `effects` as a driver would until the loop needs a model
-/// response: batches answered by [`ran`] (questions a hook asked
-/// answered first), re-runs offered answered and run, PostToolUse hooks
+/// response: calls checked by [`pre_tool_hooks`], questions about them
+/// answered by number, batches answered by [`ran`], re-runs offered
+/// answered and run, PostToolUse hooks
 /// heard on even-numbered calls, a spend limit raised every
 /// other time it is hit, approvals answered by [`answer`], every other
 /// "always" rule written, plans saved except every third revision.
@@ -117,16 +135,19 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
                     };
                     record(&step(state, Input::SubagentFinished(done)), log);
                 }
-                // Every seventh call stands for one a PreToolUse hook asked
-                // about (approved on odd numbers): `step` records the answer.
-                for call in calls.iter().filter(|c| number(&c.call_id) % 7 == 3) {
-                    let approved = number(&call.call_id) % 2 == 1;
-                    let call_id = call.call_id.clone();
-                    let answered = Input::AnsweredInBatch { call_id, approved, note: None };
-                    record(&step(state, answered), log);
-                }
                 let results = calls.iter().map(ran).collect();
                 step(state, Input::BatchFinished { results })
+            }
+            Some(Effect::CheckCalls { calls, hooks, .. }) => {
+                let checks = calls
+                    .iter()
+                    .map(|call| CallCheck {
+                        call_id: call.call_id.clone(),
+                        hooks: Some(pre_tool_hooks(call, hooks)),
+                        links: crate::policy::PathLinks::default(),
+                    })
+                    .collect();
+                step(state, Input::CallsChecked { checks })
             }
             Some(Effect::ConfirmCall { call, .. }) => {
                 let approved = number(&call.call_id).is_multiple_of(2);
@@ -142,10 +163,10 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
             Some(Effect::RunPostToolHooks { ran }) => {
                 let verdicts = ran
                     .iter()
-                    .filter(|(call, _, _)| number(&call.call_id) % 2 == 0)
+                    .filter(|(call, _, _)| number(&call.call_id).is_multiple_of(2))
                     .map(|(call, _, _)| PostToolVerdict {
                         call_id: call.call_id.clone(),
-                        blocked: (number(&call.call_id) % 4 == 0).then(|| "lint".to_owned()),
+                        blocked: number(&call.call_id).is_multiple_of(4).then(|| "lint".to_owned()),
                         context: vec![format!("context {}", call.call_id)],
                     })
                     .collect();
@@ -267,7 +288,7 @@ fn run_switching(
     let mut config = priced();
     config.limits.spend.max_tokens = max_tokens;
     // PostToolUse hooks listen in sessions with an even number of turns.
-    config.post_tool_hooks = turns.len() % 2 == 0;
+    config.post_tool_hooks = turns.len().is_multiple_of(2);
     let mut state = LoopState::new(config);
     if let Some(review) = review_of(turns) {
         step(&mut state, Input::SetPlanReview { review });
@@ -387,7 +408,7 @@ proptest! {
             .collect();
         let mut state = rebuilt.state;
         for effect in reconcile(&mut state, &open, &Unchanged) {
-            if let Effect::RunBatch { calls, .. } = &effect {
+            if let Effect::RunBatch { calls, .. } | Effect::CheckCalls { calls, .. } = &effect {
                 for c in calls {
                     prop_assert!(!answered.contains(&c.call_id));
                 }
@@ -470,7 +491,7 @@ proptest! {
         };
         let mut state = rebuilt.state.clone();
         for effect in reconcile(&mut state, &open, &Unchanged) {
-            if let Effect::RunBatch { calls, .. } = &effect {
+            if let Effect::RunBatch { calls, .. } | Effect::CheckCalls { calls, .. } = &effect {
                 for c in calls {
                     prop_assert!(!answered.contains(&c.call_id), "re-ran {}", c.call_id);
                     prop_assert!(!started.contains(&c.call_id), "ran a started {}", c.call_id);

@@ -2,6 +2,7 @@
 //! records events; rebuilding from every prefix of them must give the live
 //! state back, and continuing must never re-run an answered call.
 
+use super::test_support::step_checked as step;
 use super::test_support::{self, call};
 use super::*;
 use crate::policy::ApprovalMode;
@@ -97,7 +98,9 @@ fn every_prefix_continues_without_answering_a_call_twice() {
         let rebuilt = rebuild(&log[..cut]);
         let mut state = rebuilt.state;
         let Some(open) = rebuilt.open_turn else { continue };
-        let effects = reconcile(&mut state, &open, &Unchanged);
+        let mut effects = reconcile(&mut state, &open, &Unchanged);
+        let checked = test_support::answer_checks(&mut state, &effects);
+        effects.extend(checked);
         let mut answered: Vec<String> = log[..cut]
             .iter()
             .filter_map(|r| match &r.event {

@@ -9,6 +9,7 @@ use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage
 
 use super::batch_finish::Finishing;
 use super::budget::{Delegated, Limits, SpendLimits};
+use super::call_checks::Checking;
 use super::harness::HarnessOutcome;
 use super::runaway::RunawayState;
 use super::schedule::Batch;
@@ -139,6 +140,9 @@ pub enum LoopPhase {
     /// A submitted plan is being written to its file; the harness call's
     /// outcome waits in [`LoopState::saving_plan`].
     SavePlan,
+    /// The front batch's calls are settled before it runs (hooks, a
+    /// rewrite, symlinks): [`LoopState::checking`] (`agent::call_checks`).
+    Check,
     /// The front batch ran; its results wait in [`LoopState::finishing`]
     /// for an unsandboxed re-run offer or PostToolUse hooks
     /// (`agent::batch_finish`).
@@ -218,6 +222,9 @@ pub struct LoopState {
     /// The batch that ran, while what follows its calls is settled
     /// (phase `Finish`).
     pub finishing: Option<Finishing>,
+    /// The front batch's calls while they are settled and run (the
+    /// refused ones' results wait here).
+    pub checking: Option<Checking>,
 }
 
 /// How far the history was compacted within one step.
@@ -294,6 +301,7 @@ impl LoopState {
             delegated: Delegated::default(),
             saving_plan: None,
             finishing: None,
+            checking: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! the invariants; this file holds [`step`], `step_io.rs` its [`Input`]
 //! and [`Effect`].
 
-use crate::policy::{self, ApprovalMode, ApprovalScope, CallFacts};
+use crate::policy::{self, ApprovalMode, CallFacts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult,
     TurnOutcome, Usage,
@@ -11,9 +11,9 @@ use crate::protocol::{
 use super::announce::announce;
 use super::batch_finish;
 use super::budget;
+use super::call_checks;
 use super::compaction;
 use super::decisions;
-use super::decisions::approval_event;
 use super::harness::{self, HarnessOutcome};
 use super::outside_inputs;
 use super::runaway::{self, Ran, RunawayVerdict};
@@ -59,6 +59,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::EnvironmentRead { environment },
         ) => outside_inputs::environment_read(state, environment),
@@ -95,6 +96,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::SetMode { mode },
         ) => decisions::set_mode(state, mode, &mut effects),
@@ -106,6 +108,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::SetPlanReview { review },
         ) => decisions::set_plan_review(state, review),
@@ -117,6 +120,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::SetModel { model, for_turn },
         ) => decisions::set_model(state, model, for_turn, &mut effects),
@@ -134,6 +138,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::SubagentStarted(opened),
         ) => outside_inputs::subagent_opened(opened, &mut effects),
@@ -145,6 +150,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::SubagentFinished(done),
         ) => outside_inputs::subagent_done(state, done, &mut effects),
@@ -156,6 +162,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::HookContext { context },
         ) => outside_inputs::hook_context(state, context),
@@ -167,6 +174,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::ToolsOffered { replaced, offered, reason },
         ) => outside_inputs::offer_tools(state, &replaced, offered, reason, &mut effects),
@@ -176,9 +184,16 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
         (LoopPhase::Execute, Input::BatchFinished { results }) => {
             batch_finish::on_batch_finished(state, results, &mut effects);
         }
-        (LoopPhase::Execute, Input::AnsweredInBatch { call_id, approved, note }) => {
-            let once = ApprovalScope::Once;
-            effects.push(Effect::Record(approval_event(&call_id, approved, note, &once)));
+        (LoopPhase::Check, Input::CallsChecked { checks }) => {
+            call_checks::on_checked(state, checks, &mut effects);
+        }
+        (LoopPhase::Check, Input::CallConfirmed { call_id, approved, note }) => {
+            call_checks::on_answer(state, &call_id, approved, note, &mut effects);
+        }
+        (LoopPhase::Check, Input::Interrupted) => {
+            call_checks::on_interrupted(state, &mut effects);
+            answer_pending(state, "interrupted by the user before it ran", &mut effects);
+            end_turn(state, TurnOutcome::Interrupted, &mut effects);
         }
         (LoopPhase::Finish, Input::CallConfirmed { call_id, approved, note }) => {
             batch_finish::on_answer(state, &call_id, approved, note, &mut effects);
@@ -215,6 +230,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Compact
             | LoopPhase::AwaitLimit
             | LoopPhase::SavePlan
+            | LoopPhase::Check
             | LoopPhase::Finish,
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
@@ -234,7 +250,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::CallRecovered { .. }
             | Input::BatchFinished { .. }
             | Input::CallConfirmed { .. }
-            | Input::AnsweredInBatch { .. }
+            | Input::CallsChecked { .. }
             | Input::RerunFinished { .. }
             | Input::PostToolHooksDone { .. }
             | Input::LimitDecided { .. }
@@ -467,8 +483,7 @@ pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                         class,
                     }));
                 }
-                effects.push(Effect::RunBatch { calls, concurrent });
-                return;
+                return call_checks::start(state, calls, concurrent, effects);
             }
         }
     }

@@ -16,6 +16,7 @@ use crate::protocol::{
 
 use super::batch_finish::PostToolVerdict;
 use super::budget::{BudgetHit, SpendLimits};
+use super::call_checks::{CallCheck, CheckHooks};
 use super::outside_inputs::{SubagentDone, SubagentOpened};
 use super::state::ToolScope;
 use super::workflow::PlanReview;
@@ -178,14 +179,9 @@ pub enum Input {
         approved: bool,
         note: Option<String>,
     },
-    /// The user's answer to a question the batch runner asked about a
-    /// call of the running batch (a PreToolUse hook's "ask", a hook's
-    /// rewrite or a symlink that needs approval): recorded as an
-    /// `approval` line, once in scope. Only while the batch runs.
-    AnsweredInBatch {
-        call_id: String,
-        approved: bool,
-        note: Option<String>,
+    /// What the driver found for an [`Effect::CheckCalls`], per call.
+    CallsChecked {
+        checks: Vec<CallCheck>,
     },
     /// The result of an [`Effect::RerunUnsandboxed`].
     RerunFinished {
@@ -235,6 +231,17 @@ pub enum Effect {
         revision: u32,
         text: String,
     },
+    /// Look at `calls` right before they run: take the undo checkpoint of
+    /// a batch that may write (`PreToolUse`, not `concurrent`), run their
+    /// PreToolUse hooks (`hooks` says which), gather the symlinks on their
+    /// paths. Answer with [`Input::CallsChecked`].
+    CheckCalls {
+        calls: Vec<ToolCall>,
+        hooks: CheckHooks,
+        concurrent: bool,
+    },
+    /// Tell the front end (a warning; nothing is recorded).
+    Warn(String),
     /// Run these calls; concurrently when `concurrent`, which only a batch
     /// of calls judged reads is (`agent::schedule`): the driver runs each
     /// of them with no write access. Answer with [`Input::BatchFinished`].
@@ -242,10 +249,11 @@ pub enum Effect {
         calls: Vec<ToolCall>,
         concurrent: bool,
     },
-    /// Ask the user about a call that policy already allowed and that ran
-    /// (the unsandboxed re-run after a sandbox denial): the approver alone
-    /// answers, no hook runs and a headless "no" declines nothing the turn
-    /// needs. Answer with [`Input::CallConfirmed`].
+    /// Ask the user about a call policy already allowed (a PreToolUse
+    /// hook's "ask", a hook's rewrite or a symlink that needs approval,
+    /// the unsandboxed re-run after a sandbox denial): the approver alone
+    /// answers, no hook runs, and a headless "no" is no declined call of
+    /// the turn. Answer with [`Input::CallConfirmed`].
     ConfirmCall {
         call: ToolCall,
         reason: String,

@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 
+use super::test_support::step_checked as step;
 use super::test_support::{call, call_with, config};
 use super::*;
 use crate::policy::{ApprovalMode, ApprovalScope};

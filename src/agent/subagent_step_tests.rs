@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::test_support::step_checked as step;
 use super::test_support::{call_with, config};
 use super::*;
 use crate::policy::ApprovalMode;
@@ -40,6 +41,8 @@ fn batches_of(effects: &[Effect]) -> Vec<(Vec<String>, bool)> {
             | Effect::Compacted { .. }
             | Effect::AskRaiseLimit(_)
             | Effect::ConfirmCall { .. }
+            | Effect::CheckCalls { .. }
+            | Effect::Warn(_)
             | Effect::RerunUnsandboxed { .. }
             | Effect::RunPostToolHooks { .. }
             | Effect::TurnEnded { .. } => None,

@@ -63,11 +63,37 @@ pub(super) fn step_saving_plans(
     state: &mut super::LoopState,
     input: super::Input,
 ) -> Vec<super::Effect> {
-    let mut effects = super::step(state, input);
+    let mut effects = step_checked(state, input);
     while let Some(super::Effect::SavePlan { revision, .. }) = effects.last() {
         let path = Some(format!(".keel/plans/r{revision}.md"));
-        let more = super::step(state, super::Input::PlanSaved { path });
+        let more = step_checked(state, super::Input::PlanSaved { path });
         effects.extend(more);
     }
     effects
+}
+
+/// [`super::step`], answering the look before a batch runs
+/// (`Effect::CheckCalls`) as a driver with no hook and no symlink does;
+/// the effects of both, in order (the batch's `RunBatch` last).
+pub(super) fn step_checked(
+    state: &mut super::LoopState,
+    input: super::Input,
+) -> Vec<super::Effect> {
+    let mut effects = super::step(state, input);
+    effects.extend(answer_checks(state, &effects));
+    effects
+}
+
+/// The effects of answering a `CheckCalls` at the end of `effects`
+/// (none when there is none).
+pub(super) fn answer_checks(
+    state: &mut super::LoopState,
+    effects: &[super::Effect],
+) -> Vec<super::Effect> {
+    let Some(super::Effect::CheckCalls { calls, .. }) = effects.last() else { return Vec::new() };
+    let checks = calls
+        .iter()
+        .map(|call| super::CallCheck { call_id: call.call_id.clone(), ..Default::default() })
+        .collect();
+    super::step(state, super::Input::CallsChecked { checks })
 }

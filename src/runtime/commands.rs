@@ -65,6 +65,8 @@ impl Session {
                 | Effect::SavePlan { .. }
                 | Effect::RunBatch { .. }
                 | Effect::ConfirmCall { .. }
+                | Effect::CheckCalls { .. }
+                | Effect::Warn(_)
                 | Effect::RerunUnsandboxed { .. }
                 | Effect::RunPostToolHooks { .. }
                 | Effect::TurnEnded { .. } => {}

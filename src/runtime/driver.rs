@@ -435,6 +435,10 @@ impl Session {
                     self.record(event, cancel).await?;
                     continue;
                 }
+                Effect::Warn(message) => {
+                    self.sink.emit(RuntimeEvent::Warning { message });
+                    continue;
+                }
                 Effect::Compacted { reason, method, tokens_before, tokens_after } => {
                     match self
                         .after_compaction(reason, &method, tokens_before, tokens_after, cancel)
@@ -473,6 +477,9 @@ impl Session {
                 Effect::AskRaiseLimit(hit) => self.ask_raise_limit(&hit, cancel).await,
                 Effect::RunBatch { calls, concurrent } => {
                     self.carry_out_batch(&calls, concurrent, cancel).await?
+                }
+                Effect::CheckCalls { calls, hooks, concurrent } => {
+                    self.check_calls(&calls, hooks, concurrent, cancel).await?
                 }
                 Effect::ConfirmCall { call, reason } => self.confirm(call, &reason, cancel).await,
                 Effect::RerunUnsandboxed { call, concurrent } => {

@@ -1,17 +1,18 @@
-//! Carrying out a batch of tool calls for the loop: PreToolUse hooks
-//! around each call, policy again with the symlinks on its paths resolved
-//! (`path_facts.rs`), the file bookkeeping of mutating calls (hashes,
-//! undo checkpoints' "did it change"), sandbox violations and the offer of
-//! one unsandboxed re-run, PostToolUse hooks; and the approvals asked
-//! outside the loop's own (recorded like the loop's).
+//! Carrying out what `step` asks around a batch of tool calls: the
+//! batch itself (`Effect::RunBatch`: the file bookkeeping of mutating
+//! calls, hashes and "did it change", internal errors recorded, sandbox
+//! violations marked on the results), the questions `step` asks about a
+//! call (`Effect::ConfirmCall`) and the unsandboxed re-run it may offer
+//! (`Effect::RerunUnsandboxed`). What to do about hooks, rewrites,
+//! symlinks and violations is decided in `agent::call_checks` and
+//! `agent::batch_finish`; the checks before a batch are `hooks_glue.rs`.
 //!
 //! A concurrent batch holds only calls judged reads (`agent::schedule`):
 //! they run together, at most the tool runner's `max_parallel` at once, each with a
 //! read-only context (a command's jail has nothing writable), and need no
 //! file bookkeeping.
 //!
-//! Invariant: results come back in call order, one per call, whatever the
-//! hooks decided.
+//! Invariant: results come back in call order, one per call run.
 
 use tokio_util::sync::CancellationToken;
 
@@ -21,28 +22,26 @@ use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::sandbox;
 use crate::tools::AGENT_TOOL;
 
-use super::hooks_glue::PreToolDecision;
 use super::sandboxing::mark_sandbox_violation;
 use super::{ApprovalAnswer, RuntimeError, RuntimeEvent, Session};
 
 impl Session {
-    /// Carries out an `Effect::RunBatch`: an undo checkpoint first when the
-    /// batch may write (reads change nothing), the batch, then what MCP
-    /// servers reported meanwhile.
+    /// Carries out an `Effect::RunBatch` (its calls already checked and
+    /// the undo checkpoint taken by `Effect::CheckCalls`), then reports
+    /// what MCP servers said meanwhile.
     pub(super) async fn carry_out_batch(
         &mut self,
         calls: &[ToolCall],
         concurrent: bool,
         cancel: &CancellationToken,
     ) -> Result<Input, RuntimeError> {
-        if !concurrent {
-            self.checkpoint_before(calls).await?;
-        }
         let results = self.run_batch(calls, concurrent, cancel).await?;
         self.mcp_reports()?;
         Ok(Input::BatchFinished { results })
     }
 
+    /// Runs `calls`, with the file bookkeeping of mutating ones; internal
+    /// errors are recorded and sandbox violations marked on the results.
     pub(super) async fn run_batch(
         &mut self,
         calls: &[ToolCall],
@@ -54,32 +53,14 @@ impl Session {
             .tools
             .context(&self.workspace_root, &self.cwd, cancel, concurrent)
             .with_progress(progress);
-        let mut answers: Vec<Option<(ToolResult, ToolMeta)>> = vec![None; calls.len()];
-        let mut runnable: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
-        for (index, call) in calls.iter().enumerate() {
-            let call = match self.pre_tool_hooks(call, cancel).await? {
-                PreToolDecision::Run(call) => call,
-                PreToolDecision::Blocked(result, meta) => {
-                    answers[index] = Some((result, meta));
-                    continue;
-                }
-            };
-            // Judged again where its paths really lead (symlinks), as
-            // close to running as possible.
-            match self.judge_with_links(&call).await? {
-                None => runnable.push((index, call)),
-                Some(refused) => answers[index] = Some(refused),
-            }
-        }
-        let to_run: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
-        let results = if to_run.iter().any(|call| call.name == AGENT_TOOL) {
-            self.run_batch_with_subagents(&to_run, concurrent, &ctx, cancel).await?
+        let mut results = if calls.iter().any(|call| call.name == AGENT_TOOL) {
+            self.run_batch_with_subagents(calls, concurrent, &ctx, cancel).await?
         } else if concurrent {
-            let batch = self.tools.run_reads(&to_run, &ctx);
+            let batch = self.tools.run_reads(calls, &ctx);
             forward_progress(batch, &mut progress_events, &mut self.sink).await
         } else {
-            let mut results = Vec::with_capacity(to_run.len());
-            for call in &to_run {
+            let mut results = Vec::with_capacity(calls.len());
+            for call in calls {
                 let touched = self.before_mutation(call)?;
                 let run = self.tools.run_call(call, &ctx);
                 let (result, mut meta) =
@@ -90,7 +71,7 @@ impl Session {
             }
             results
         };
-        for ((index, call), (mut result, mut meta)) in runnable.into_iter().zip(results) {
+        for (call, (result, meta)) in calls.iter().zip(results.iter_mut()) {
             if meta.kind() == Some(ResultKind::Internal) {
                 self.record_internal_error(
                     "tool",
@@ -101,11 +82,10 @@ impl Session {
             }
             // Said to the model and `step` (which may offer a re-run).
             if self.state.config.policy.sandboxed {
-                mark_sandbox_violation(&call.name, &mut result, &mut meta);
+                mark_sandbox_violation(&call.name, result, meta);
             }
-            answers[index] = Some((result, meta));
         }
-        Ok(answers.into_iter().flatten().collect())
+        Ok(results)
     }
 
     /// A bug caught at the tool or hook boundary: logged as an
@@ -130,7 +110,8 @@ impl Session {
     }
 
     /// Asks the approver about `call` for `step` (an `Effect::ConfirmCall`:
-    /// an unsandboxed re-run); an interrupt answers "no".
+    /// a hook's "ask", a rewrite or a symlink needing approval, an
+    /// unsandboxed re-run); an interrupt answers "no".
     pub(super) async fn confirm(
         &mut self,
         call: ToolCall,
@@ -164,23 +145,6 @@ impl Session {
         sandbox::set_session_confinement(saved);
         meta.set_unsandboxed_rerun();
         Input::RerunFinished { result, meta }
-    }
-
-    /// Asks the user about `call` of the running batch (a hook asked, a
-    /// hook's rewrite or a symlink needs approval); `step` records the
-    /// answer as an `approval` line, once in scope.
-    pub(super) async fn decide_recorded(
-        &mut self,
-        call: &ToolCall,
-        reason: &str,
-    ) -> Result<ApprovalAnswer, RuntimeError> {
-        let answer = self.approver.decide(call, reason).await;
-        self.apply_outside_loop(Input::AnsweredInBatch {
-            call_id: call.call_id.clone(),
-            approved: answer.approved,
-            note: answer.note.clone(),
-        })?;
-        Ok(answer)
     }
 }
 

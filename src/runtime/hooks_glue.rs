@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Input, PostToolVerdict};
+use crate::agent::{CallCheck, CheckHooks, HookPermission, Input, PostToolVerdict, PreToolVerdict};
 use crate::hooks::{HookEvent, HookPayload, HookRun, HookVerdict, Permission, guard};
 use crate::policy::Decision;
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
@@ -18,14 +18,6 @@ use super::{RuntimeError, RuntimeEvent, Session};
 
 /// How often Stop hooks may send the model back to work in one turn.
 pub(super) const MAX_STOP_CONTINUATIONS: u32 = 3;
-
-/// What PreToolUse hooks decided for one call.
-pub(super) enum PreToolDecision {
-    /// Run this call (its input possibly rewritten by a hook).
-    Run(ToolCall),
-    /// Do not run; answer the model with this result.
-    Blocked(ToolResult, ToolMeta),
-}
 
 impl Session {
     /// A payload for an event without a tool call.
@@ -186,42 +178,62 @@ impl Session {
         }
     }
 
-    /// PreToolUse for one call that policy (and the user) already allowed.
-    /// A hook can block it or ask the user; it cannot allow more. A
-    /// rewritten input is judged by policy again (`hook_rewrite.rs`).
-    pub(super) async fn pre_tool_hooks(
+    /// Looks at `calls` right before they run (an `Effect::CheckCalls`):
+    /// the undo checkpoint of a batch that may write first, then per call
+    /// the PreToolUse hooks (`CheckHooks::Natives`: keel's own only, for a
+    /// rewrite) and the symlinks on its paths. What follows is `step`'s
+    /// (`agent::call_checks`).
+    pub(super) async fn check_calls(
+        &mut self,
+        calls: &[ToolCall],
+        hooks: CheckHooks,
+        concurrent: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Input, RuntimeError> {
+        if hooks == CheckHooks::PreToolUse && !concurrent {
+            self.checkpoint_before(calls).await?;
+        }
+        let mut checks = Vec::with_capacity(calls.len());
+        for call in calls {
+            let verdict = match hooks {
+                CheckHooks::PreToolUse => self.pre_tool_hooks(call, cancel).await?,
+                CheckHooks::Natives => {
+                    let payload = self.payload(Some(call), Map::new());
+                    let (verdict, runs) = self.hooks.dispatch_natives(
+                        HookEvent::PreToolUse,
+                        &payload,
+                        Some(&call.name),
+                    );
+                    for run in runs {
+                        self.record_hook_run(run, None)?;
+                    }
+                    Some(pre_tool_verdict(&verdict))
+                }
+            };
+            let links = self.links_for(call);
+            checks.push(CallCheck { call_id: call.call_id.clone(), hooks: verdict, links });
+        }
+        Ok(Input::CallsChecked { checks })
+    }
+
+    /// PreToolUse for one call that policy (and the user) already allowed:
+    /// `None` when no hook listens; the verdict the hooks gave before its
+    /// approval prompt (its rewrite only) when they already judged it.
+    async fn pre_tool_hooks(
         &mut self,
         call: &ToolCall,
         cancel: &CancellationToken,
-    ) -> Result<PreToolDecision, RuntimeError> {
+    ) -> Result<Option<PreToolVerdict>, RuntimeError> {
         if !self.hooks.listens(HookEvent::PreToolUse) {
-            return Ok(PreToolDecision::Run(call.clone()));
+            return Ok(None);
         }
-        // Already judged by the hooks before the user approved it.
-        if let Some(updated) = self.hooks.take_judged(&call.call_id) {
-            return self.apply_rewrite(call, updated).await;
+        if let Some(updated_input) = self.hooks.take_judged(&call.call_id) {
+            return Ok(Some(PreToolVerdict { updated_input, ..PreToolVerdict::default() }));
         }
         let payload = self.payload(Some(call), Map::new());
         let verdict =
             self.dispatch_hooks(HookEvent::PreToolUse, payload, Some(&call.name), cancel).await?;
-        let blocked = |reason: String| {
-            let meta = ToolMeta::tool_error("hook_denied");
-            PreToolDecision::Blocked(
-                ToolResult::error(&call.call_id, format!("blocked by a hook: {reason}")),
-                meta,
-            )
-        };
-        match verdict.permission {
-            Some(Permission::Deny) => return Ok(blocked(verdict.reason())),
-            Some(Permission::Ask) => {
-                let answer = self.decide_recorded(call, &verdict.reason()).await?;
-                if !answer.approved {
-                    return Ok(blocked(answer.note.unwrap_or_else(|| verdict.reason())));
-                }
-            }
-            Some(Permission::Allow) | None => {}
-        }
-        self.apply_rewrite(call, verdict.updated_input).await
+        Ok(Some(pre_tool_verdict(&verdict)))
     }
 
     /// PostToolUse / PostToolUseFailure for each call that ran (an
@@ -316,5 +328,19 @@ impl Session {
         self.dispatch_hooks(HookEvent::SessionEnd, payload, None, &CancellationToken::new())
             .await?;
         Ok(())
+    }
+}
+
+/// A hook verdict as `step` reads it.
+fn pre_tool_verdict(verdict: &HookVerdict) -> PreToolVerdict {
+    let permission = verdict.permission.map(|permission| match permission {
+        Permission::Allow => HookPermission::Allow,
+        Permission::Ask => HookPermission::Ask,
+        Permission::Deny => HookPermission::Deny,
+    });
+    PreToolVerdict {
+        permission,
+        reason: verdict.reason(),
+        updated_input: verdict.updated_input.clone(),
     }
 }

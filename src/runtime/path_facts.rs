@@ -2,8 +2,9 @@
 //! names ([`policy::path_queries`]) are walked on disk and every symlink on
 //! the way is recorded, so the call is judged where it really leads
 //! (`docs/notes.txt -> ../.env` is `.env`; `rm -rf zz/*` after `ln -s .
-//! zz` is the whole workspace). The session judges every call again with
-//! them when any were found ([`Session::judge_with_links`]); `keel tool`
+//! zz` is the whole workspace). The session gathers them for every call
+//! right before it runs (`Effect::CheckCalls`) and `step` judges the call
+//! again with them when any were found (`agent::call_checks`); `keel tool`
 //! judges with them directly.
 //!
 //! Invariants: reads only metadata and link targets, never file contents;
@@ -17,10 +18,10 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::policy::links::MAX_HOPS;
 use crate::policy::paths::normalize;
-use crate::policy::{self, CallFacts, Decision, PathContext, PathLinks, Policy, RuleMatch};
-use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
+use crate::policy::{self, CallFacts, PathContext, PathLinks, Policy};
+use crate::protocol::ToolCall;
 
-use super::{RuntimeError, RuntimeEvent, Session};
+use super::Session;
 
 /// The symlinks on the way to every path `call` names.
 pub fn gather_links(policy: &Policy, call: CallFacts<'_>) -> PathLinks {
@@ -97,78 +98,12 @@ fn components(path: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// How the `policy_decision` of a judgement with symlinks starts its
-/// reason (then the links, then policy's reason when it is not allow).
-pub(super) const LINKS_NOTE: &str = "judged again with the symlinks on its paths resolved:";
-
 impl Session {
     /// The symlinks on the way to `call`'s paths.
     pub(super) fn links_for(&self, call: &ToolCall) -> PathLinks {
         let class = self.state.class_of(&call.name);
         let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
         gather_links(&self.state.config.policy, facts)
-    }
-
-    /// Right before `call` runs: when a symlink makes a path it names lead
-    /// elsewhere, policy judges it again there. `None` lets it run;
-    /// `Some` is the refusal to answer with. Forbidden blocks it; a prompt
-    /// the lexical judgement did not have asks the user (headless: declined).
-    pub(super) async fn judge_with_links(
-        &mut self,
-        call: &ToolCall,
-    ) -> Result<Option<(ToolResult, ToolMeta)>, RuntimeError> {
-        let links = self.links_for(call);
-        if links.is_empty() {
-            return Ok(None);
-        }
-        let class = self.state.class_of(&call.name);
-        let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
-        let lexical = policy::evaluate(&self.state.config.policy, &self.state.allowlist, facts);
-        let mut linked = self.state.config.policy.clone();
-        linked.paths.links = links.clone();
-        let verdict = policy::evaluate(&linked, &self.state.allowlist, facts);
-        if verdict.decision == lexical.decision {
-            return Ok(None);
-        }
-        let shown: Vec<String> = links
-            .iter()
-            .map(|(link, target)| format!("{} -> {}", link.display(), target.display()))
-            .collect();
-        let (decision, why) = match &verdict.decision {
-            Decision::Allow => ("allow", String::new()),
-            Decision::Prompt { reason } => ("prompt", format!(": {reason}")),
-            Decision::Forbidden { reason } => ("forbidden", format!(": {reason}")),
-        };
-        self.log.append(SessionEvent::PolicyDecision {
-            call_id: call.call_id.clone(),
-            decision: decision.to_owned(),
-            matched_rules: verdict.matched.iter().map(RuleMatch::to_json).collect(),
-            reason: Some(format!("{LINKS_NOTE} {}{why}", shown.join(", "))),
-        })?;
-        match verdict.decision {
-            Decision::Allow => Ok(None),
-            Decision::Forbidden { reason } => {
-                let text = format!("not run: {reason} (through a symlink: {})", shown.join(", "));
-                self.sink.emit(RuntimeEvent::Warning { message: text.clone() });
-                Ok(Some((
-                    ToolResult::error(&call.call_id, text),
-                    ToolMeta::new().with_kind(ResultKind::Denied),
-                )))
-            }
-            Decision::Prompt { reason } => {
-                let question = format!("{reason} (through a symlink: {})", shown.join(", "));
-                let answer = self.decide_recorded(call, &question).await?;
-                if answer.approved {
-                    return Ok(None);
-                }
-                let note = answer.note.unwrap_or_else(|| "the user declined it".to_owned());
-                let text = format!("not run: {question}; {note}");
-                Ok(Some((
-                    ToolResult::error(&call.call_id, text),
-                    ToolMeta::new().with_kind(ResultKind::Denied),
-                )))
-            }
-        }
     }
 }
 

@@ -56,6 +56,8 @@ pub fn first_request(
             | Effect::SavePlan { .. }
             | Effect::RunBatch { .. }
             | Effect::ConfirmCall { .. }
+            | Effect::CheckCalls { .. }
+            | Effect::Warn(_)
             | Effect::RerunUnsandboxed { .. }
             | Effect::RunPostToolHooks { .. }
             | Effect::Summarize { .. }

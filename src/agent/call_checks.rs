@@ -1,0 +1,510 @@
+//! What is decided about each call of a batch right before it runs, once
+//! the driver has looked ([`Effect::CheckCalls`]: PreToolUse hooks run,
+//! the symlinks on the call's paths gathered): a hook's deny refuses the
+//! call; a hook's "ask" asks the user; a hook's rewritten input is judged
+//! by policy again (forbidden refuses, prompt asks, allow hands the
+//! rewrite to keel's native hooks: deny refuses, ask asks); and a call
+//! whose paths lead elsewhere through a symlink is judged again there
+//! (forbidden refuses, a new prompt asks). Every question is an
+//! [`Effect::ConfirmCall`] and its answer an `approval` line (once);
+//! every judgement again a second `policy_decision` line whose reason
+//! starts with [`REWRITE_NOTE`] or [`LINKS_NOTE`].
+//!
+//! Invariants: pure. A rewrite never runs on the strength of the
+//! original call's verdict or approval; hooks and rewrites never loosen
+//! policy. Calls are settled in call order, one question at a time; the
+//! ones that may run go to [`Effect::RunBatch`] (as rewritten), the
+//! refused ones wait in [`LoopState::checking`] and join the batch's
+//! results in call order.
+
+use serde_json::Value;
+
+use crate::policy::{self, ApprovalScope, CallFacts, Decision, PathLinks, RuleMatch, Verdict};
+use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
+
+use super::batch_finish;
+use super::decisions::approval_event;
+use super::runaway::Ran;
+use super::state::{LoopPhase, LoopState};
+use super::step::{Effect, record_observed, record_result};
+
+/// How the `policy_decision` of a rewrite starts its reason (then the
+/// rewritten input, then policy's reason when it is not allow).
+pub const REWRITE_NOTE: &str = "judged again: a PreToolUse hook rewrote the input to";
+
+/// How the `policy_decision` of a judgement with symlinks starts its
+/// reason (then the links, then policy's reason when it is not allow).
+pub const LINKS_NOTE: &str = "judged again with the symlinks on its paths resolved:";
+
+/// Which hooks the driver runs for an [`Effect::CheckCalls`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckHooks {
+    /// Before a batch: every PreToolUse hook (or the verdict the hooks
+    /// already gave before the call's approval). The driver first takes
+    /// the undo checkpoint of a batch that may write.
+    PreToolUse,
+    /// A hook's rewrite that policy allowed: keel's native hooks only.
+    Natives,
+}
+
+/// A PreToolUse hook's permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookPermission {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// What the PreToolUse hooks said about one call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PreToolVerdict {
+    pub permission: Option<HookPermission>,
+    /// Why (the hooks' reasons, for the model and the question).
+    pub reason: String,
+    /// A hook's new input for the call.
+    pub updated_input: Option<Value>,
+}
+
+/// What the driver found about one call before it runs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallCheck {
+    pub call_id: String,
+    /// `None` when no hook listens.
+    pub hooks: Option<PreToolVerdict>,
+    /// The symlinks on the way to the call's paths.
+    pub links: PathLinks,
+}
+
+/// A batch whose calls are being settled (phase `Check`), then running.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checking {
+    /// The batch's calls, in call order, each with its outcome once known.
+    pub calls: Vec<(ToolCall, Option<Outcome>)>,
+    pub concurrent: bool,
+    /// What the driver found, per call, once it answered.
+    pub checks: Vec<CallCheck>,
+    /// The call being settled.
+    pub cursor: usize,
+    /// What the call being settled waits for.
+    pub open: Option<Open>,
+}
+
+/// How a call's checks ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Run it, as it is here (a hook may have rewritten its input).
+    Run(ToolCall),
+    /// Do not run it; this is its result.
+    Refused(ToolResult, ToolMeta),
+}
+
+/// What the call being settled waits for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Open {
+    /// The driver's look at every call of the batch.
+    Checks,
+    /// The user, on a hook's "ask"; then the hook's rewrite, if any.
+    HookAsked { reason: String, updated: Option<Value>, links: PathLinks },
+    /// The user, on a rewrite policy wants to ask about.
+    RewriteAsked { rewritten: ToolCall },
+    /// The native hooks and symlinks of an allowed rewrite.
+    Natives { rewritten: ToolCall },
+    /// The user, on a native hook's "ask" about a rewrite.
+    NativeAsked { rewritten: ToolCall, links: PathLinks },
+    /// The user, on a symlink leading to a path that needs approval.
+    LinksAsked { call: ToolCall, question: String },
+}
+
+/// Where one call's settling got to.
+enum Flow {
+    Done(Outcome),
+    /// What it waits for, and the effect that asks for it.
+    Wait(Box<(Open, Effect)>),
+}
+
+fn wait(open: Open, effect: Effect) -> Flow {
+    Flow::Wait(Box::new((open, effect)))
+}
+
+/// The batch at the front of `pending` is about to run: the driver looks
+/// at its calls first.
+pub(super) fn start(
+    state: &mut LoopState,
+    calls: Vec<ToolCall>,
+    concurrent: bool,
+    effects: &mut Vec<Effect>,
+) {
+    let checking = Checking {
+        calls: calls.iter().cloned().map(|call| (call, None)).collect(),
+        concurrent,
+        checks: Vec::new(),
+        cursor: 0,
+        open: Some(Open::Checks),
+    };
+    state.checking = Some(checking);
+    state.phase = LoopPhase::Check;
+    effects.push(Effect::CheckCalls { calls, hooks: CheckHooks::PreToolUse, concurrent });
+}
+
+/// The driver's look at the batch (or at a rewrite's native hooks).
+pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects: &mut Vec<Effect>) {
+    let Some(checking) = state.checking.as_mut() else { return };
+    match checking.open.take() {
+        Some(Open::Checks) => {
+            checking.checks = checks;
+            proceed(state, effects);
+        }
+        Some(Open::Natives { rewritten }) => {
+            let check = checks.into_iter().find(|check| check.call_id == rewritten.call_id);
+            let check = check.unwrap_or_default();
+            let flow =
+                natives(state, rewritten, check.hooks.unwrap_or_default(), check.links, effects);
+            settle(state, flow, effects);
+        }
+        open => checking.open = open,
+    }
+}
+
+/// The user's answer on the question about the call being settled.
+pub(super) fn on_answer(
+    state: &mut LoopState,
+    call_id: &str,
+    approved: bool,
+    note: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    let Some(checking) = state.checking.as_mut() else { return };
+    let Some((call, _)) = checking.calls.get(checking.cursor) else { return };
+    let call = call.clone();
+    let asked = matches!(
+        checking.open,
+        Some(
+            Open::HookAsked { .. }
+                | Open::RewriteAsked { .. }
+                | Open::NativeAsked { .. }
+                | Open::LinksAsked { .. }
+        )
+    );
+    if call.call_id != call_id || !asked {
+        return;
+    }
+    let open = checking.open.take();
+    effects.push(Effect::Record(approval_event(
+        call_id,
+        approved,
+        note.clone(),
+        &ApprovalScope::Once,
+    )));
+    let declined = |note: Option<String>| note.unwrap_or_else(|| "the user declined it".to_owned());
+    let flow = match open {
+        Some(Open::HookAsked { reason, updated, links }) => {
+            if approved {
+                rewrite(state, call, updated, links, effects)
+            } else {
+                Flow::Done(hook_denied(&call, &note.unwrap_or(reason)))
+            }
+        }
+        Some(Open::RewriteAsked { rewritten }) => {
+            if approved {
+                check_natives(rewritten)
+            } else {
+                Flow::Done(rewrite_declined(&call, &declined(note)))
+            }
+        }
+        Some(Open::NativeAsked { rewritten, links }) => {
+            if approved {
+                judge_links(state, rewritten, links, effects)
+            } else {
+                Flow::Done(rewrite_declined(&call, &declined(note)))
+            }
+        }
+        Some(Open::LinksAsked { call, question }) => {
+            if approved {
+                Flow::Done(Outcome::Run(call))
+            } else {
+                let text = format!("not run: {question}; {}", declined(note));
+                Flow::Done(refused(&call, text, ToolMeta::new().with_kind(ResultKind::Denied)))
+            }
+        }
+        Some(Open::Checks | Open::Natives { .. }) | None => return,
+    };
+    settle(state, flow, effects);
+}
+
+/// Interrupted while the batch is settled: the calls already refused get
+/// their results, the others are answered "interrupted" (with the rest of
+/// the turn's pending calls by the caller).
+pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let Some(checking) = state.checking.take() else { return };
+    state.pending.pop_front();
+    for (call, outcome) in checking.calls {
+        match outcome {
+            Some(Outcome::Refused(result, meta)) => {
+                state.workflow.observe(&call, &result, &meta);
+                record_observed(state, &call, result, meta, Ran::Yes, effects);
+            }
+            Some(Outcome::Run(_)) | None => {
+                let text = "interrupted by the user before it ran";
+                record_result(
+                    state,
+                    ToolResult::error(&call.call_id, text),
+                    ToolMeta::new(),
+                    effects,
+                );
+            }
+        }
+    }
+}
+
+/// The refused calls' results, for the batch's results (taken once).
+pub(super) fn take_refused(state: &mut LoopState) -> Vec<(ToolResult, ToolMeta)> {
+    let Some(checking) = state.checking.take() else { return Vec::new() };
+    checking
+        .calls
+        .into_iter()
+        .filter_map(|(_, outcome)| match outcome {
+            Some(Outcome::Refused(result, meta)) => Some((result, meta)),
+            Some(Outcome::Run(_)) | None => None,
+        })
+        .collect()
+}
+
+/// Ends the settling of the call at the cursor with `flow`, or waits.
+fn settle(state: &mut LoopState, flow: Flow, effects: &mut Vec<Effect>) {
+    let Some(checking) = state.checking.as_mut() else { return };
+    match flow {
+        Flow::Done(outcome) => {
+            if let Some(slot) = checking.calls.get_mut(checking.cursor) {
+                slot.1 = Some(outcome);
+            }
+            checking.cursor += 1;
+            proceed(state, effects);
+        }
+        Flow::Wait(waiting) => {
+            let (open, effect) = *waiting;
+            checking.open = Some(open);
+            effects.push(effect);
+        }
+    }
+}
+
+/// Settles the calls from the cursor on until one waits; then runs the
+/// batch (what may run of it).
+fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    loop {
+        let Some(checking) = state.checking.as_ref() else { return };
+        let Some((call, _)) = checking.calls.get(checking.cursor) else { break };
+        let call = call.clone();
+        let check = checking.checks.iter().find(|check| check.call_id == call.call_id);
+        let check = check.cloned().unwrap_or_default();
+        let flow = after_hooks(state, call, check.hooks, check.links, effects);
+        match flow {
+            Flow::Done(outcome) => {
+                let Some(checking) = state.checking.as_mut() else { return };
+                if let Some(slot) = checking.calls.get_mut(checking.cursor) {
+                    slot.1 = Some(outcome);
+                }
+                checking.cursor += 1;
+            }
+            wait @ Flow::Wait(..) => return settle(state, wait, effects),
+        }
+    }
+    run(state, effects);
+}
+
+/// Every call is settled: the ones that may run go to the driver; with
+/// none, the batch is finished with the refusals.
+fn run(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    let Some(checking) = state.checking.as_ref() else { return };
+    let concurrent = checking.concurrent;
+    let calls: Vec<ToolCall> = checking
+        .calls
+        .iter()
+        .filter_map(|(_, outcome)| match outcome {
+            Some(Outcome::Run(call)) => Some(call.clone()),
+            Some(Outcome::Refused(..)) | None => None,
+        })
+        .collect();
+    state.phase = LoopPhase::Execute;
+    if calls.is_empty() {
+        return batch_finish::on_batch_finished(state, Vec::new(), effects);
+    }
+    effects.push(Effect::RunBatch { calls, concurrent });
+}
+
+/// The PreToolUse hooks' verdict on `call`.
+fn after_hooks(
+    state: &LoopState,
+    call: ToolCall,
+    hooks: Option<PreToolVerdict>,
+    links: PathLinks,
+    effects: &mut Vec<Effect>,
+) -> Flow {
+    let Some(verdict) = hooks else { return judge_links(state, call, links, effects) };
+    match verdict.permission {
+        Some(HookPermission::Deny) => Flow::Done(hook_denied(&call, &verdict.reason)),
+        Some(HookPermission::Ask) => {
+            let reason = verdict.reason.clone();
+            let open =
+                Open::HookAsked { reason: verdict.reason, updated: verdict.updated_input, links };
+            wait(open, Effect::ConfirmCall { call, reason })
+        }
+        Some(HookPermission::Allow) | None => {
+            rewrite(state, call, verdict.updated_input, links, effects)
+        }
+    }
+}
+
+/// A hook's rewrite of `call`, judged by policy again (recorded).
+fn rewrite(
+    state: &LoopState,
+    call: ToolCall,
+    updated: Option<Value>,
+    links: PathLinks,
+    effects: &mut Vec<Effect>,
+) -> Flow {
+    let Some(input) = updated else { return judge_links(state, call, links, effects) };
+    let mut rewritten = call.clone();
+    rewritten.arguments = input.to_string();
+    if same_input(&call.arguments, &input) {
+        return judge_links(state, rewritten, links, effects);
+    }
+    let verdict = judge(state, &rewritten, None);
+    effects.push(Effect::Record(again(
+        &call.call_id,
+        &verdict,
+        &format!("{REWRITE_NOTE} {input}"),
+    )));
+    match verdict.decision {
+        Decision::Allow => check_natives(rewritten),
+        Decision::Forbidden { reason } => {
+            let text = format!("a hook rewrote this call and policy forbids the rewrite: {reason}");
+            effects.push(Effect::Warn(format!("hook: {text}")));
+            Flow::Done(refused(&call, text, ToolMeta::tool_error("hook_rewrite_forbidden")))
+        }
+        Decision::Prompt { reason } => {
+            let question =
+                format!("a hook rewrote this call; the rewrite needs approval: {reason}");
+            effects.push(Effect::Warn(format!("hook: {question}")));
+            let open = Open::RewriteAsked { rewritten: rewritten.clone() };
+            wait(open, Effect::ConfirmCall { call: rewritten, reason: question })
+        }
+    }
+}
+
+fn check_natives(rewritten: ToolCall) -> Flow {
+    let effect = Effect::CheckCalls {
+        calls: vec![rewritten.clone()],
+        hooks: CheckHooks::Natives,
+        concurrent: false,
+    };
+    wait(Open::Natives { rewritten }, effect)
+}
+
+/// keel's native hooks on an allowed rewrite: deny refuses it, ask asks.
+fn natives(
+    state: &LoopState,
+    rewritten: ToolCall,
+    verdict: PreToolVerdict,
+    links: PathLinks,
+    effects: &mut Vec<Effect>,
+) -> Flow {
+    match verdict.permission {
+        Some(HookPermission::Deny) => {
+            let text =
+                format!("a hook rewrote this call and the rewrite is blocked: {}", verdict.reason);
+            Flow::Done(refused(&rewritten, text, ToolMeta::tool_error("hook_rewrite_forbidden")))
+        }
+        Some(HookPermission::Ask) => {
+            let open = Open::NativeAsked { rewritten: rewritten.clone(), links };
+            wait(open, Effect::ConfirmCall { call: rewritten, reason: verdict.reason })
+        }
+        Some(HookPermission::Allow) | None => judge_links(state, rewritten, links, effects),
+    }
+}
+
+/// `call` judged again where its paths lead, when a symlink changes the
+/// verdict (recorded).
+fn judge_links(
+    state: &LoopState,
+    call: ToolCall,
+    links: PathLinks,
+    effects: &mut Vec<Effect>,
+) -> Flow {
+    if links.is_empty() {
+        return Flow::Done(Outcome::Run(call));
+    }
+    let lexical = judge(state, &call, None);
+    let verdict = judge(state, &call, Some(&links));
+    if verdict.decision == lexical.decision {
+        return Flow::Done(Outcome::Run(call));
+    }
+    let shown: Vec<String> = links
+        .iter()
+        .map(|(link, target)| format!("{} -> {}", link.display(), target.display()))
+        .collect();
+    let shown = shown.join(", ");
+    effects.push(Effect::Record(again(&call.call_id, &verdict, &format!("{LINKS_NOTE} {shown}"))));
+    match verdict.decision {
+        Decision::Allow => Flow::Done(Outcome::Run(call)),
+        Decision::Forbidden { reason } => {
+            let text = format!("not run: {reason} (through a symlink: {shown})");
+            effects.push(Effect::Warn(text.clone()));
+            Flow::Done(refused(&call, text, ToolMeta::new().with_kind(ResultKind::Denied)))
+        }
+        Decision::Prompt { reason } => {
+            let question = format!("{reason} (through a symlink: {shown})");
+            let open = Open::LinksAsked { call: call.clone(), question: question.clone() };
+            wait(open, Effect::ConfirmCall { call, reason: question })
+        }
+    }
+}
+
+/// Policy's verdict on `call` in the session's mode, with `links` as
+/// facts when given.
+fn judge(state: &LoopState, call: &ToolCall, links: Option<&PathLinks>) -> Verdict {
+    let class = state.class_of(&call.name);
+    let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
+    match links {
+        None => policy::evaluate(&state.config.policy, &state.allowlist, facts),
+        Some(links) => {
+            let mut linked = state.config.policy.clone();
+            linked.paths.links = links.clone();
+            policy::evaluate(&linked, &state.allowlist, facts)
+        }
+    }
+}
+
+/// The second `policy_decision` of a call judged again: `note`, then
+/// policy's reason when it is not allow.
+fn again(call_id: &str, verdict: &Verdict, note: &str) -> SessionEvent {
+    let (decision, why) = match &verdict.decision {
+        Decision::Allow => ("allow", String::new()),
+        Decision::Prompt { reason } => ("prompt", format!(": {reason}")),
+        Decision::Forbidden { reason } => ("forbidden", format!(": {reason}")),
+    };
+    SessionEvent::PolicyDecision {
+        call_id: call_id.to_owned(),
+        decision: decision.to_owned(),
+        matched_rules: verdict.matched.iter().map(RuleMatch::to_json).collect(),
+        reason: Some(format!("{note}{why}")),
+    }
+}
+
+/// Whether a hook's input is the call's own (a hook echoing it back).
+pub fn same_input(arguments: &str, input: &Value) -> bool {
+    serde_json::from_str::<Value>(arguments).is_ok_and(|original| &original == input)
+}
+
+fn hook_denied(call: &ToolCall, reason: &str) -> Outcome {
+    refused(call, format!("blocked by a hook: {reason}"), ToolMeta::tool_error("hook_denied"))
+}
+
+fn rewrite_declined(call: &ToolCall, note: &str) -> Outcome {
+    let text = format!("a hook rewrote this call and the rewrite was not approved: {note}");
+    refused(call, text, ToolMeta::tool_error("hook_rewrite_declined"))
+}
+
+fn refused(call: &ToolCall, text: String, meta: ToolMeta) -> Outcome {
+    Outcome::Refused(ToolResult::error(&call.call_id, text), meta)
+}
