@@ -36,15 +36,21 @@ pub const REWRITE_NOTE: &str = "judged again: a PreToolUse hook rewrote the inpu
 /// reason (then the links, then policy's reason when it is not allow).
 pub const LINKS_NOTE: &str = "judged again with the symlinks on its paths resolved:";
 
-/// Which hooks the driver runs for an [`Effect::CheckCalls`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the driver looks at for an [`Effect::CheckCalls`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CheckHooks {
-    /// Before a batch: every PreToolUse hook (or the verdict the hooks
-    /// already gave before the call's approval). The driver first takes
-    /// the undo checkpoint of a batch that may write.
+    /// Before a batch: every PreToolUse hook and the symlinks. The driver
+    /// first takes the undo checkpoint of a batch that may write.
     PreToolUse,
-    /// A hook's rewrite that policy allowed: keel's native hooks only.
+    /// Before a batch whose call the hooks already judged before its
+    /// approval: the symlinks only (and the checkpoint).
+    Judged,
+    /// A hook's rewrite that policy allowed: keel's native hooks only,
+    /// and the symlinks of the rewritten call.
     Natives,
+    /// Before the user is asked about a call policy prompts for
+    /// (`reason`): every PreToolUse hook, no symlinks.
+    BeforeApproval { reason: String },
 }
 
 /// A PreToolUse hook's permission.
@@ -87,6 +93,8 @@ pub struct Checking {
     pub cursor: usize,
     /// What the call being settled waits for.
     pub open: Option<Open>,
+    /// The hooks' verdict from before the (single) call's approval.
+    pub prejudged: Option<PreToolVerdict>,
 }
 
 /// How a call's checks ended.
@@ -140,10 +148,17 @@ pub(super) fn start(
         checks: Vec::new(),
         cursor: 0,
         open: Some(Open::Checks),
+        prejudged: None,
     };
-    state.checking = Some(checking);
+    // Judged before its approval: the hooks do not run again.
+    let judged = match calls.as_slice() {
+        [call] => super::approval_hooks::take_prejudged(state, &call.call_id),
+        _ => None,
+    };
+    let hooks = if judged.is_some() { CheckHooks::Judged } else { CheckHooks::PreToolUse };
+    state.checking = Some(Checking { prejudged: judged, ..checking });
     state.phase = LoopPhase::Check;
-    effects.push(Effect::CheckCalls { calls, hooks: CheckHooks::PreToolUse, concurrent });
+    effects.push(Effect::CheckCalls { calls, hooks, concurrent });
 }
 
 /// The driver's look at the batch (or at a rewrite's native hooks).
@@ -152,6 +167,11 @@ pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects:
     match checking.open.take() {
         Some(Open::Checks) => {
             checking.checks = checks;
+            if let Some(judged) = checking.prejudged.take() {
+                for check in &mut checking.checks {
+                    check.hooks = Some(judged.clone());
+                }
+            }
             proceed(state, effects);
         }
         Some(Open::Natives { rewritten }) => {
@@ -462,7 +482,7 @@ fn judge_links(
 
 /// Policy's verdict on `call` in the session's mode, with `links` as
 /// facts when given.
-fn judge(state: &LoopState, call: &ToolCall, links: Option<&PathLinks>) -> Verdict {
+pub(super) fn judge(state: &LoopState, call: &ToolCall, links: Option<&PathLinks>) -> Verdict {
     let class = state.class_of(&call.name);
     let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
     match links {

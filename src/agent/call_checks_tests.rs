@@ -342,3 +342,75 @@ fn stale_answers_change_nothing() {
     assert!(checked(&mut state, Vec::new()).is_empty(), "the checks were answered");
     assert_eq!(state, before);
 }
+
+/// A turn in ask mode whose shell call policy prompts for; the loop waits
+/// for the hooks before the question.
+fn before_approval(command: &str) -> (LoopState, ToolCall) {
+    let call = call_with("s", "shell", &json!({ "command": command }).to_string());
+    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, respond(vec![call.clone()]));
+    assert!(
+        matches!(
+            effects.last(),
+            Some(Effect::CheckCalls { hooks: CheckHooks::BeforeApproval { .. }, .. })
+        ),
+        "{effects:?}"
+    );
+    assert_eq!(state.phase, LoopPhase::AwaitApproval);
+    (state, call)
+}
+
+#[test]
+fn hooks_run_before_an_approval_question_and_no_answer_counts_before_it() {
+    let (mut state, call) = before_approval("touch a");
+    let before = state.clone();
+    assert!(answer_approval(&mut state, true).is_empty(), "not asked yet");
+    assert_eq!(state, before);
+    let effects = checked(&mut state, vec![check("s", None, PathLinks::default())]);
+    assert!(
+        matches!(effects.last(), Some(Effect::AskApproval { call: asked, .. }) if *asked == call)
+    );
+    let effects = answer_approval(&mut state, true);
+    // Nothing judged before: the hooks run before the batch as usual.
+    assert!(matches!(
+        effects.last(),
+        Some(Effect::CheckCalls { hooks: CheckHooks::PreToolUse, .. })
+    ));
+}
+
+fn answer_approval(state: &mut LoopState, approved: bool) -> Vec<Effect> {
+    let scope = crate::policy::ApprovalScope::Once;
+    step(state, Input::ApprovalDecided { call_id: "s".into(), approved, note: None, scope })
+}
+
+#[test]
+fn a_hook_deny_or_a_forbidden_rewrite_before_the_question_refuses_the_call() {
+    let (mut state, _) = before_approval("touch a");
+    let deny = hooks(Some(HookPermission::Deny), None);
+    let effects = checked(&mut state, vec![check("s", Some(deny), PathLinks::default())]);
+    assert!(!effects.iter().any(|e| matches!(e, Effect::AskApproval { .. })));
+    let text = "not run: blocked by a hook: the hook says so";
+    assert_eq!(finished(&effects), [("s".to_owned(), text.to_owned())]);
+
+    let (mut state, _) = before_approval("touch a");
+    let rewrite = hooks(Some(HookPermission::Allow), Some(json!({ "command": "rm -rf /" })));
+    let effects = checked(&mut state, vec![check("s", Some(rewrite), PathLinks::default())]);
+    assert!(!effects.iter().any(|e| matches!(e, Effect::AskApproval { .. })));
+    let (_, text) = &finished(&effects)[0];
+    assert!(text.contains("a hook rewrote this call and policy forbids the rewrite"), "{text}");
+}
+
+#[test]
+fn a_rewrite_seen_before_the_question_is_judged_again_when_the_call_runs_without_new_hooks() {
+    let (mut state, _) = before_approval("touch a");
+    let rewrite = hooks(None, Some(json!({ "command": "touch b" })));
+    let effects = checked(&mut state, vec![check("s", Some(rewrite), PathLinks::default())]);
+    assert!(matches!(effects.last(), Some(Effect::AskApproval { .. })));
+    let effects = answer_approval(&mut state, true);
+    assert!(matches!(effects.last(), Some(Effect::CheckCalls { hooks: CheckHooks::Judged, .. })));
+    let effects = checked(&mut state, vec![check("s", None, PathLinks::default())]);
+    // Judged again by policy: the rewrite needs its own approval.
+    assert_eq!(judged_again(&effects)[0].0, "prompt");
+    assert_eq!(question(&effects).1, r#"{"command":"touch b"}"#);
+}

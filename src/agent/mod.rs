@@ -8,6 +8,7 @@
 //! call order, whatever happens (denial, error, interrupt, step limit).
 
 mod announce;
+mod approval_hooks;
 mod batch_finish;
 mod budget;
 mod call_checks;

@@ -66,13 +66,17 @@ fn ran(call: &ToolCall) -> (ToolResult, crate::protocol::ToolMeta) {
     (ToolResult::ok(&call.call_id, "ok"), crate::protocol::ToolMeta::new())
 }
 
-/// What PreToolUse hooks say about call `c<n>`, by `n`: every seventh
-/// asks, the one after is denied, every eleventh's input is rewritten
-/// (policy judges it again); keel's native hooks say nothing.
-fn pre_tool_hooks(call: &ToolCall, hooks: CheckHooks) -> PreToolVerdict {
+/// What PreToolUse hooks say about call `c<n>`, by `n` (before a batch
+/// and before an approval question): every seventh asks, the one after
+/// is denied, every eleventh's input is rewritten (policy judges it
+/// again); keel's native hooks say nothing; a call judged before its
+/// approval runs no hook.
+fn pre_tool_hooks(call: &ToolCall, hooks: &CheckHooks) -> Option<PreToolVerdict> {
     let n = number(&call.call_id);
-    if hooks == CheckHooks::Natives {
-        return PreToolVerdict::default();
+    match hooks {
+        CheckHooks::Natives => return Some(PreToolVerdict::default()),
+        CheckHooks::Judged => return None,
+        CheckHooks::PreToolUse | CheckHooks::BeforeApproval { .. } => {}
     }
     let permission = match n % 7 {
         3 => Some(HookPermission::Ask),
@@ -80,7 +84,7 @@ fn pre_tool_hooks(call: &ToolCall, hooks: CheckHooks) -> PreToolVerdict {
         _ => None,
     };
     let updated_input = (n % 11 == 6).then(|| serde_json::json!({ "command": "ls" }));
-    PreToolVerdict { permission, reason: format!("hook on {n}"), updated_input }
+    Some(PreToolVerdict { permission, reason: format!("hook on {n}"), updated_input })
 }
 
 /// The user's answer on call `c<n>`, by `n`: for a plan, approved with the
@@ -143,7 +147,7 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
                     .iter()
                     .map(|call| CallCheck {
                         call_id: call.call_id.clone(),
-                        hooks: Some(pre_tool_hooks(call, hooks)),
+                        hooks: pre_tool_hooks(call, &hooks),
                         links: crate::policy::PathLinks::default(),
                     })
                     .collect();

@@ -200,10 +200,13 @@ fn a_call_that_never_started_asks_for_approval_again() {
     let open = rebuilt.open_turn.unwrap();
     assert_eq!(open.calls[0].progress, CallProgress::NotStarted);
     let mut state = rebuilt.state;
-    let effects = reconcile(&mut state, &open, &Unchanged);
+    let mut effects = reconcile(&mut state, &open, &Unchanged);
+    let checked = test_support::answer_checks(&mut state, &effects);
+    effects.extend(checked);
     assert!(
         matches!(&effects[..], [
             Effect::Record(SessionEvent::PolicyDecision { call_id, decision, .. }),
+            Effect::CheckCalls { hooks: CheckHooks::BeforeApproval { .. }, .. },
             Effect::AskApproval { call, .. },
         ] if call.call_id == "w" && call_id == "w" && decision == "prompt"),
         "judged again, recorded, then asked: {effects:?}"

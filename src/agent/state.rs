@@ -7,9 +7,10 @@ use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage};
 
+use super::approval_hooks::Question;
 use super::batch_finish::Finishing;
 use super::budget::{Delegated, Limits, SpendLimits};
-use super::call_checks::Checking;
+use super::call_checks::{Checking, PreToolVerdict};
 use super::harness::HarnessOutcome;
 use super::runaway::RunawayState;
 use super::schedule::Batch;
@@ -225,6 +226,11 @@ pub struct LoopState {
     /// The front batch's calls while they are settled and run (the
     /// refused ones' results wait here).
     pub checking: Option<Checking>,
+    /// A question about a call, while its PreToolUse hooks run.
+    pub asking: Option<Question>,
+    /// The PreToolUse hooks' verdict on a call from before its approval
+    /// (call id), taken when it runs.
+    pub prejudged: Option<(String, PreToolVerdict)>,
 }
 
 /// How far the history was compacted within one step.
@@ -302,6 +308,8 @@ impl LoopState {
             saving_plan: None,
             finishing: None,
             checking: None,
+            asking: None,
+            prejudged: None,
         }
     }
 

@@ -9,6 +9,7 @@ use crate::protocol::{
 };
 
 use super::announce::announce;
+use super::approval_hooks;
 use super::batch_finish;
 use super::budget;
 use super::call_checks;
@@ -64,17 +65,25 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             Input::EnvironmentRead { environment },
         ) => outside_inputs::environment_read(state, environment),
         (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
-        (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope }) => {
+        (LoopPhase::AwaitApproval, Input::CallsChecked { checks }) => {
+            approval_hooks::on_checked(state, checks, &mut effects);
+        }
+        // No answer counts before the question is asked (its hooks first).
+        (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope })
+            if !approval_hooks::waiting(state) =>
+        {
             decisions::on_approval(state, &call_id, approved, note, scope, &mut effects);
         }
         (
             LoopPhase::AwaitApproval,
             Input::PlanReviewed { call_id, approved, note, edited_text, then_mode },
-        ) => {
+        ) if !approval_hooks::waiting(state) => {
             let review = decisions::PlanAnswer { approved, note, edited_text, then_mode };
             decisions::on_plan_reviewed(state, &call_id, review, &mut effects);
         }
-        (LoopPhase::AwaitApproval, Input::ApprovalBlocked { call_id, reason }) => {
+        (LoopPhase::AwaitApproval, Input::ApprovalBlocked { call_id, reason })
+            if !approval_hooks::waiting(state) =>
+        {
             decisions::on_approval_blocked(state, &call_id, &reason, &mut effects);
         }
         (LoopPhase::AwaitApproval, Input::RulePersisted { call_id, rule, note, saved }) => {
@@ -451,9 +460,7 @@ pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 if admitted.is_empty() {
                     continue;
                 }
-                state.phase = LoopPhase::AwaitApproval;
-                effects.push(Effect::AskApproval { call, reason, plan_review: None });
-                return;
+                return approval_hooks::ask(state, call, reason, None, effects);
             }
             Some(Batch::Harness { call }) => {
                 if run_harness(state, call, effects) {
@@ -518,10 +525,9 @@ pub(super) fn finish_harness(
         }
         HarnessOutcome::Review { events, reason } => {
             effects.extend(events.into_iter().map(Effect::Record));
-            state.phase = LoopPhase::AwaitApproval;
             let path = state.workflow.flow.plan.as_ref().map(|plan| plan.path.clone());
             let plan_review = Some(path.unwrap_or_default());
-            effects.push(Effect::AskApproval { call, reason, plan_review });
+            approval_hooks::ask(state, call, reason, plan_review, effects);
             true
         }
         HarnessOutcome::Stop { events, result } => {
@@ -612,6 +618,8 @@ pub(super) fn denied_text(reason: &str) -> String {
 pub(super) fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
     state.phase = LoopPhase::Idle;
     state.turn_scope = None;
+    state.asking = None;
+    state.prejudged = None;
     let usage = state.turn_usage;
     effects.push(Effect::Record(SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }));
     decisions::restore_turn_model(state, effects);

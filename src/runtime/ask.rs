@@ -33,9 +33,6 @@ impl Session {
         cancel: &CancellationToken,
         declined: &mut Vec<DeclinedCall>,
     ) -> Result<Input, RuntimeError> {
-        if let Some(blocked) = self.approval_hooks(&call, &reason, cancel).await? {
-            return Ok(Input::ApprovalBlocked { call_id: call.call_id, reason: blocked });
-        }
         self.notify_hooks(&format!("keel needs approval for {}: {reason}", call.name), cancel)
             .await?;
         // An interrupt must not wait on an unanswered question.

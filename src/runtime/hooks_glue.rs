@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{CallCheck, CheckHooks, HookPermission, Input, PostToolVerdict, PreToolVerdict};
 use crate::hooks::{HookEvent, HookPayload, HookRun, HookVerdict, Permission, guard};
-use crate::policy::Decision;
+use crate::policy::{Decision, PathLinks};
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -137,19 +137,59 @@ impl Session {
         Ok(Ok(prompt))
     }
 
-    /// PreToolUse for a call policy wants to ask about, before the user is
-    /// asked: `Some(reason)` when a hook blocks it. A hook's allow cannot
-    /// skip the question: the attempt is recorded as refused.
-    pub(super) async fn approval_hooks(
+    /// Looks at `calls` for `step` (an `Effect::CheckCalls`): right
+    /// before a batch runs, the undo checkpoint of a batch that may write,
+    /// then per call its PreToolUse hooks (keel's own only for a rewrite;
+    /// none for a call they judged before its approval) and the symlinks
+    /// on its paths; before an approval question, the hooks only. What
+    /// follows is `step`'s (`agent::call_checks`, `agent::approval_hooks`).
+    pub(super) async fn check_calls(
+        &mut self,
+        calls: &[ToolCall],
+        hooks: CheckHooks,
+        concurrent: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Input, RuntimeError> {
+        let before_batch = matches!(hooks, CheckHooks::PreToolUse | CheckHooks::Judged);
+        if before_batch && !concurrent {
+            self.checkpoint_before(calls).await?;
+        }
+        let mut checks = Vec::with_capacity(calls.len());
+        for call in calls {
+            let (verdict, links) = match &hooks {
+                CheckHooks::PreToolUse => {
+                    (self.pre_tool_hooks(call, None, cancel).await?, self.links_for(call))
+                }
+                CheckHooks::Judged => (None, self.links_for(call)),
+                CheckHooks::Natives => (Some(self.native_hooks(call)?), self.links_for(call)),
+                CheckHooks::BeforeApproval { reason } => {
+                    (self.pre_tool_hooks(call, Some(reason), cancel).await?, PathLinks::default())
+                }
+            };
+            checks.push(CallCheck { call_id: call.call_id.clone(), hooks: verdict, links });
+        }
+        Ok(Input::CallsChecked { checks })
+    }
+
+    /// PreToolUse for one call: `None` when no hook listens. Before an
+    /// approval question (`asked`: policy's reason), a hook's allow cannot
+    /// skip it: the attempt is recorded as refused on its `hook_ran` line.
+    async fn pre_tool_hooks(
         &mut self,
         call: &ToolCall,
-        reason: &str,
+        asked: Option<&str>,
         cancel: &CancellationToken,
-    ) -> Result<Option<String>, RuntimeError> {
+    ) -> Result<Option<PreToolVerdict>, RuntimeError> {
         if !self.hooks.listens(HookEvent::PreToolUse) {
             return Ok(None);
         }
         let payload = self.payload(Some(call), Map::new());
+        let Some(reason) = asked else {
+            let verdict = self
+                .dispatch_hooks(HookEvent::PreToolUse, payload, Some(&call.name), cancel)
+                .await?;
+            return Ok(Some(pre_tool_verdict(&verdict)));
+        };
         let (verdict, runs) = self
             .hooks
             .dispatch(
@@ -160,80 +200,25 @@ impl Session {
                 cancel,
             )
             .await;
-        let policy = Decision::Prompt { reason: reason.to_owned() };
-        let tightened = guard(policy, &verdict);
+        let tightened = guard(Decision::Prompt { reason: reason.to_owned() }, &verdict);
         for run in runs {
             let refused = (run.outcome.permission == Some(Permission::Allow))
                 .then(|| tightened.refused_loosening.clone())
                 .flatten();
             self.record_hook_run(run, refused)?;
         }
-        if let Some(reason) = self.forbidden_rewrite(call, verdict.updated_input.as_ref()) {
-            return Ok(Some(reason));
-        }
-        self.hooks.remember_judged(&call.call_id, verdict.updated_input.clone());
-        match tightened.decision {
-            Decision::Forbidden { reason } => Ok(Some(reason)),
-            Decision::Allow | Decision::Prompt { .. } => Ok(None),
-        }
-    }
-
-    /// Looks at `calls` right before they run (an `Effect::CheckCalls`):
-    /// the undo checkpoint of a batch that may write first, then per call
-    /// the PreToolUse hooks (`CheckHooks::Natives`: keel's own only, for a
-    /// rewrite) and the symlinks on its paths. What follows is `step`'s
-    /// (`agent::call_checks`).
-    pub(super) async fn check_calls(
-        &mut self,
-        calls: &[ToolCall],
-        hooks: CheckHooks,
-        concurrent: bool,
-        cancel: &CancellationToken,
-    ) -> Result<Input, RuntimeError> {
-        if hooks == CheckHooks::PreToolUse && !concurrent {
-            self.checkpoint_before(calls).await?;
-        }
-        let mut checks = Vec::with_capacity(calls.len());
-        for call in calls {
-            let verdict = match hooks {
-                CheckHooks::PreToolUse => self.pre_tool_hooks(call, cancel).await?,
-                CheckHooks::Natives => {
-                    let payload = self.payload(Some(call), Map::new());
-                    let (verdict, runs) = self.hooks.dispatch_natives(
-                        HookEvent::PreToolUse,
-                        &payload,
-                        Some(&call.name),
-                    );
-                    for run in runs {
-                        self.record_hook_run(run, None)?;
-                    }
-                    Some(pre_tool_verdict(&verdict))
-                }
-            };
-            let links = self.links_for(call);
-            checks.push(CallCheck { call_id: call.call_id.clone(), hooks: verdict, links });
-        }
-        Ok(Input::CallsChecked { checks })
-    }
-
-    /// PreToolUse for one call that policy (and the user) already allowed:
-    /// `None` when no hook listens; the verdict the hooks gave before its
-    /// approval prompt (its rewrite only) when they already judged it.
-    async fn pre_tool_hooks(
-        &mut self,
-        call: &ToolCall,
-        cancel: &CancellationToken,
-    ) -> Result<Option<PreToolVerdict>, RuntimeError> {
-        if !self.hooks.listens(HookEvent::PreToolUse) {
-            return Ok(None);
-        }
-        if let Some(updated_input) = self.hooks.take_judged(&call.call_id) {
-            return Ok(Some(PreToolVerdict { updated_input, ..PreToolVerdict::default() }));
-        }
-        let payload = self.payload(Some(call), Map::new());
-        let verdict =
-            self.dispatch_hooks(HookEvent::PreToolUse, payload, Some(&call.name), cancel).await?;
         Ok(Some(pre_tool_verdict(&verdict)))
+    }
+
+    /// keel's native PreToolUse hooks on a rewritten call.
+    fn native_hooks(&mut self, call: &ToolCall) -> Result<PreToolVerdict, RuntimeError> {
+        let payload = self.payload(Some(call), Map::new());
+        let (verdict, runs) =
+            self.hooks.dispatch_natives(HookEvent::PreToolUse, &payload, Some(&call.name));
+        for run in runs {
+            self.record_hook_run(run, None)?;
+        }
+        Ok(pre_tool_verdict(&verdict))
     }
 
     /// PostToolUse / PostToolUseFailure for each call that ran (an

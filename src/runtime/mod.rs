@@ -22,7 +22,6 @@ mod files;
 mod first_walk;
 mod folder_cache;
 pub mod git;
-mod hook_rewrite;
 mod hooks_glue;
 mod ignores;
 mod mcp_glue;

@@ -1,14 +1,11 @@
 //! The session's hook bus and what it remembers between two hook runs:
 //! the SessionStart hooks still to run before the first turn (`startup`,
-//! `resume`), and the calls PreToolUse hooks already judged before an
-//! approval prompt (with any input a hook rewrote), so the hooks are not
-//! run twice for one call. Running hooks and recording them is
-//! `hooks_glue.rs`.
+//! `resume`). Running hooks and recording them is `hooks_glue.rs`; what a
+//! PreToolUse verdict leads to (and the verdict kept from before a call's
+//! approval) is `step`'s (`agent::call_checks`, `agent::approval_hooks`).
 //!
-//! Invariant: a pre-judged call is taken once: its next PreToolUse check
-//! uses the remembered verdict and forgets it.
+//! Invariant: SessionStart runs once per process.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
@@ -20,8 +17,6 @@ pub(super) struct SessionHooks {
     bus: HookBus,
     /// SessionStart hooks run before the first turn (`startup`/`resume`).
     pending_start: Option<&'static str>,
-    /// Calls PreToolUse hooks already judged, with any rewritten input.
-    prehooked: HashMap<String, Option<serde_json::Value>>,
 }
 
 impl SessionHooks {
@@ -33,7 +28,7 @@ impl SessionHooks {
     }
 
     fn with_bus(bus: HookBus, start_source: &'static str) -> Self {
-        Self { bus, pending_start: Some(start_source), prehooked: HashMap::new() }
+        Self { bus, pending_start: Some(start_source) }
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -68,17 +63,6 @@ impl SessionHooks {
     pub(super) fn take_session_start(&mut self) -> Option<&'static str> {
         self.pending_start.take()
     }
-
-    /// PreToolUse hooks judged `call_id` before its approval prompt.
-    pub(super) fn remember_judged(&mut self, call_id: &str, rewritten: Option<serde_json::Value>) {
-        self.prehooked.insert(call_id.to_owned(), rewritten);
-    }
-
-    /// The earlier verdict on `call_id` (its rewritten input, if any),
-    /// forgotten as it is taken; `None` when the hooks have not judged it.
-    pub(super) fn take_judged(&mut self, call_id: &str) -> Option<Option<serde_json::Value>> {
-        self.prehooked.remove(call_id)
-    }
 }
 
 #[cfg(test)]
@@ -94,18 +78,6 @@ mod tests {
         let mut hooks = hooks();
         assert_eq!(hooks.take_session_start(), Some("resume"));
         assert_eq!(hooks.take_session_start(), None);
-    }
-
-    #[test]
-    fn a_judged_call_is_taken_once_with_its_rewrite() {
-        let mut hooks = hooks();
-        assert_eq!(hooks.take_judged("c1"), None, "not judged yet");
-        let rewrite = serde_json::json!({ "command": "ls" });
-        hooks.remember_judged("c1", Some(rewrite.clone()));
-        hooks.remember_judged("c2", None);
-        assert_eq!(hooks.take_judged("c1"), Some(Some(rewrite)));
-        assert_eq!(hooks.take_judged("c1"), None, "taken once");
-        assert_eq!(hooks.take_judged("c2"), Some(None), "judged, nothing rewritten");
     }
 
     #[test]

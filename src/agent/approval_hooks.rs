@@ -1,0 +1,97 @@
+//! PreToolUse hooks before the user is asked about a call (policy's
+//! prompt, a plan review): the driver runs them first
+//! ([`Effect::CheckCalls`] with [`CheckHooks::BeforeApproval`]), and
+//! `step` decides. A hook's deny, or a rewrite policy forbids, refuses
+//! the call at once (nobody approves a call that could not run anyway);
+//! otherwise the user is asked ([`Effect::AskApproval`]) and the hooks'
+//! verdict is kept, so they do not run twice for the call: its rewrite is
+//! judged again right before the call runs (`call_checks.rs`).
+//!
+//! Invariants: pure. A hook's allow never skips the question (the driver
+//! records the attempt on the hook's `hook_ran` line).
+
+use crate::policy::Decision;
+use crate::protocol::ToolCall;
+
+use super::call_checks::{
+    CallCheck, CheckHooks, HookPermission, PreToolVerdict, judge, same_input,
+};
+use super::decisions;
+use super::state::{LoopPhase, LoopState};
+use super::step::Effect;
+
+/// A question about a call, waiting for its PreToolUse hooks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    pub call: ToolCall,
+    pub reason: String,
+    pub plan_review: Option<String>,
+}
+
+/// Asks about `call` once its PreToolUse hooks have spoken.
+pub(super) fn ask(
+    state: &mut LoopState,
+    call: ToolCall,
+    reason: String,
+    plan_review: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    state.phase = LoopPhase::AwaitApproval;
+    let hooks = CheckHooks::BeforeApproval { reason: reason.clone() };
+    let calls = vec![call.clone()];
+    state.asking = Some(Question { call, reason, plan_review });
+    effects.push(Effect::CheckCalls { calls, hooks, concurrent: false });
+}
+
+/// Whether a question waits for its hooks (answers are not taken yet).
+pub(super) fn waiting(state: &LoopState) -> bool {
+    state.asking.is_some()
+}
+
+/// The hooks spoke: refuse the call, or ask the user.
+pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects: &mut Vec<Effect>) {
+    let Some(Question { call, reason, plan_review }) = state.asking.take() else { return };
+    let hooks = checks.into_iter().find(|check| check.call_id == call.call_id);
+    if let Some(verdict) = hooks.and_then(|check| check.hooks) {
+        if let Some(refusal) = forbidden_rewrite(state, &call, &verdict) {
+            return decisions::on_approval_blocked(state, &call.call_id, &refusal, effects);
+        }
+        if verdict.permission == Some(HookPermission::Deny) {
+            return decisions::on_approval_blocked(state, &call.call_id, &verdict.reason, effects);
+        }
+        let updated_input = verdict.updated_input;
+        let judged = PreToolVerdict { updated_input, ..PreToolVerdict::default() };
+        state.prejudged = Some((call.call_id.clone(), judged));
+    }
+    effects.push(Effect::AskApproval { call, reason, plan_review });
+}
+
+/// The reason to refuse `call` at once when a hook's rewrite of it is
+/// forbidden.
+fn forbidden_rewrite(
+    state: &LoopState,
+    call: &ToolCall,
+    verdict: &PreToolVerdict,
+) -> Option<String> {
+    let input =
+        verdict.updated_input.as_ref().filter(|input| !same_input(&call.arguments, input))?;
+    let mut rewritten = call.clone();
+    rewritten.arguments = input.to_string();
+    match judge(state, &rewritten, None).decision {
+        Decision::Forbidden { reason } => {
+            Some(format!("a hook rewrote this call and policy forbids the rewrite: {reason}"))
+        }
+        Decision::Allow | Decision::Prompt { .. } => None,
+    }
+}
+
+/// The hooks' verdict on `call_id` from before its approval, taken once.
+pub(super) fn take_prejudged(state: &mut LoopState, call_id: &str) -> Option<PreToolVerdict> {
+    match state.prejudged.take() {
+        Some((id, verdict)) if id == call_id => Some(verdict),
+        other => {
+            state.prejudged = other;
+            None
+        }
+    }
+}
