@@ -322,3 +322,39 @@ async fn a_hook_rewrite_onto_a_secret_file_is_blocked_by_protect_secrets() {
     assert!(!second.contains("sk-rewrite-canary"), "the secret reached the model: {second}");
     assert!(second.contains("secret file"), "the model is told why: {second}");
 }
+
+/// A PreToolUse hook that answers "ask" about a call policy allowed:
+/// `step` asks (a headless run declines), records the answer as an
+/// `approval` line between the call's start and its result, and the
+/// model reads that a hook blocked it; no declined call, exit 0.
+#[tokio::test]
+async fn a_hook_ask_is_a_question_whose_answer_is_logged() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "hello\n");
+    let ask = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"ASK-REASON-5"}}'"#;
+    configure(&sandbox, &[("PreToolUse", "Read", ask)]);
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "notes.txt"}))] },
+        Step::Answer("ok".into()),
+    ];
+    let (output, server) = exec(&sandbox, &steps, &["--full-auto"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let bodies = request_bodies(&server).await;
+    let second = bodies[1].to_string();
+    assert!(second.contains("blocked by a hook"), "{second}");
+    assert!(!second.contains("hello"), "the file was read");
+    let log = sandbox.only_log();
+    let types: Vec<&str> = log.iter().filter_map(|l| l["type"].as_str()).collect();
+    let at =
+        |kind: &str| types.iter().position(|t| *t == kind).unwrap_or_else(|| panic!("{types:?}"));
+    assert!(at("tool_call_started") < at("hook_ran"), "{types:?}");
+    assert!(
+        at("hook_ran") < at("approval") && at("approval") < at("tool_call_finished"),
+        "{types:?}"
+    );
+    let approval = &log[at("approval")];
+    assert_eq!(
+        (approval["approved"].clone(), approval["scope"].clone()),
+        (json!(false), json!("once"))
+    );
+}
