@@ -4,9 +4,11 @@
 //! the two cannot drift apart.
 //!
 //! Invariants: schemas are plain object schemas (`type`, `properties`,
-//! `required`; no `$schema`, `title` or `$ref`) that both OpenAI and
-//! Anthropic accept; optional fields are never required and are typed
-//! without `null`, since leaving them out is how the model omits them.
+//! `required` when a field is; no `$schema`, `title` or `$ref`) that both
+//! OpenAI and Anthropic accept; optional fields are never required and are
+//! typed without `null`, since leaving them out is how the model omits
+//! them. Nothing a schema says by default is spelled out (an empty
+//! `required`, a flag's `default: false`): every request carries the bytes.
 
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
@@ -26,7 +28,10 @@ pub fn schema_of<T: JsonSchema>() -> Value {
             object.remove(key);
         }
         object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
-        object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+        // JSON Schema's default: nothing required (Codex sends tools without it too).
+        if object.get("required").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            object.remove("required");
+        }
         if let Some(Value::Object(properties)) = object.get_mut("properties") {
             properties.values_mut().for_each(simplify_property);
         }
@@ -51,10 +56,16 @@ impl ToolSpec {
 /// JSON Schema formats and which some providers refuse.
 /// Also drops an array's item-type description (a type's doc comment,
 /// inlined): the field's own description already says what its items are,
-/// and every request carries the bytes.
+/// and every request carries the bytes; and a flag's `default: false`
+/// (`#[serde(default)]`): a flag left out is off.
 fn simplify_property(property: &mut Value) {
     if let Some(object) = property.as_object_mut() {
         object.remove("format");
+        if object.get("type") == Some(&Value::from("boolean"))
+            && object.get("default") == Some(&Value::Bool(false))
+        {
+            object.shift_remove("default");
+        }
         if let Some(Value::Object(items)) = object.get_mut("items") {
             items.shift_remove("description");
         }
@@ -90,6 +101,26 @@ mod tests {
         assert_eq!(schema["properties"]["count"]["type"], "integer");
         assert_eq!(schema["properties"]["path"]["description"], "A required path.");
         assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct AllOptional {
+        /// A flag.
+        #[serde(default)]
+        flag: bool,
+        /// A depth.
+        depth: Option<u8>,
+    }
+
+    #[test]
+    fn what_a_schema_says_by_default_is_left_out() {
+        let schema = schema_of::<AllOptional>();
+        assert!(schema.get("required").is_none(), "{schema}");
+        assert_eq!(
+            schema["properties"]["flag"],
+            serde_json::json!({"type": "boolean", "description": "A flag."})
+        );
     }
 
     #[derive(Debug, Deserialize, JsonSchema)]

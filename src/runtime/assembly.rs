@@ -26,7 +26,7 @@ use crate::prompts::{
 use crate::protocol::{HarnessTool, PrefixSections, ToolClass, ToolSpec};
 use crate::skills;
 use crate::tools::agent::description_with_types;
-use crate::tools::{AGENT_TOOL, ToolRegistry};
+use crate::tools::{AGENT_TOOL, READ_MEMORY_TOOL, ToolRegistry};
 
 use super::SessionOptions;
 use super::files::git_summary;
@@ -39,10 +39,13 @@ pub(super) fn loop_config(
     tools: &ToolRegistry,
     found: &Found,
 ) -> LoopConfig {
-    // Every tool, always (read_memory too, without notes): a note saved
-    // mid-session is announced and readable, and the tool set, part of the
-    // prefix, stays the same across a resume.
+    // read_memory only with notes to read: without, it is dead weight in
+    // every request. Notes that appear later are offered with it at the
+    // re-read after a summary ([`memory_tool`]).
     let mut specs = tools.specs();
+    if found.memory.is_empty() {
+        specs.retain(|spec| spec.name != READ_MEMORY_TOOL);
+    }
     describe_agent_types(&mut specs, &found.agents);
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
@@ -76,6 +79,21 @@ pub(super) fn loop_config(
 /// Whether the provider writes one-hour prompt-cache entries (priced so).
 pub(super) fn one_hour_cache(settings: &Settings) -> bool {
     settings.provider.profile.cache_ttl == crate::llm::CacheTtl::OneHour
+}
+
+/// `read_memory`'s spec and class when `memory` holds notes and `offered`
+/// lacks the tool (the session started without notes): what the loop is
+/// offered once notes appear mid-session, a recorded tool-set change.
+pub(super) fn memory_tool(
+    tools: &ToolRegistry,
+    offered: &[ToolSpec],
+    memory: &[MemoryNote],
+) -> Option<(ToolSpec, ToolClass)> {
+    if memory.is_empty() || offered.iter().any(|spec| spec.name == READ_MEMORY_TOOL) {
+        return None;
+    }
+    let spec = tools.specs().into_iter().find(|spec| spec.name == READ_MEMORY_TOOL)?;
+    Some((spec, tools.class_of(READ_MEMORY_TOOL)))
 }
 
 /// The instructions every request of the session starts with, from what
@@ -243,5 +261,26 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         agents,
         commands,
         warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::memory::MemoryMeta;
+
+    #[test]
+    fn read_memory_is_offered_late_only_when_notes_appear_and_it_is_missing() {
+        let tools = ToolRegistry::builtin();
+        let note = MemoryNote {
+            meta: MemoryMeta { name: "n".into(), kind: String::new(), description: "d".into() },
+            path: "/m/n.md".into(),
+        };
+        let without: Vec<ToolSpec> =
+            tools.specs().into_iter().filter(|spec| spec.name != READ_MEMORY_TOOL).collect();
+        assert_eq!(memory_tool(&tools, &without, &[]), None, "no notes: nothing to read");
+        let (spec, class) = memory_tool(&tools, &without, std::slice::from_ref(&note)).unwrap();
+        assert_eq!((spec.name.as_str(), class), (READ_MEMORY_TOOL, ToolClass::ReadOnly));
+        assert_eq!(memory_tool(&tools, &tools.specs(), &[note]), None, "offered already");
     }
 }

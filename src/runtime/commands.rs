@@ -23,7 +23,7 @@ use crate::llm::LlmError;
 use crate::prompts::instructions_block;
 use crate::protocol::{Item, ModelRequest, PrefixSections, StreamEvent, Usage};
 
-use super::assembly::{Found, prefix_sections, project_instructions};
+use super::assembly::{Found, memory_tool, prefix_sections, project_instructions};
 use super::{RuntimeError, RuntimeEvent, Session};
 use crate::config::discover_memory;
 
@@ -166,6 +166,17 @@ impl Session {
                 warnings: Vec::new(),
             };
             self.tools.set_memory(found.memory.clone());
+            // The first notes of a session that started without any: the
+            // tool that reads them is offered with the announcement (the
+            // summary already rewrote the history; a recorded change).
+            let offered = &self.state.config.tools;
+            if let Some(tool) = memory_tool(self.tools.registry(), offered, &found.memory) {
+                self.apply_outside_loop(Input::ToolsOffered {
+                    replaced: Vec::new(),
+                    offered: vec![tool],
+                    reason: Some("memory notes appeared".to_owned()),
+                })?;
+            }
             prefix_sections(&self.settings, &found)
         };
         self.session_start_hooks("compact", cancel).await?;

@@ -87,6 +87,11 @@ impl ToolRunner {
         self.registry.remove_where(drop);
     }
 
+    /// The tools this session can run (offered or not).
+    pub(super) fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
     pub(super) fn skills(&self) -> &[Skill] {
         &self.skills
     }

@@ -50,6 +50,7 @@ pub use apply_patch::{PatchError, PatchReport, apply_patch_text};
 pub use batch::{BatchMode, run_batch};
 pub use error::ToolError;
 pub use file_state::FileStates;
+pub use read_memory::NAME as READ_MEMORY_TOOL;
 pub use registry::ToolRegistry;
 pub use shell::MAX_OUTPUT_BYTES;
 

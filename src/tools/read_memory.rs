@@ -14,7 +14,8 @@ use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::context::memory::memory_body;
 use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 
-const NAME: &str = "read_memory";
+/// The tool's name, offered only when there are notes to read.
+pub const NAME: &str = "read_memory";
 const DESCRIPTION: &str = "Read a memory note listed under Memory, by name.";
 
 #[derive(Debug, Deserialize, JsonSchema)]

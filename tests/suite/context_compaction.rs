@@ -222,6 +222,25 @@ async fn precompact_and_sessionstart_compact_hooks_run_around_a_summary() {
     let after = request_after_summary(&server).await;
     assert!(after.contains("REMINDER-0a9: tabs only"), "SessionStart(compact) context is in");
     assert!(after.contains("NOTE-77 saved mid-session"), "memory is read again");
+    // Started without notes: no read_memory until the first note appears,
+    // then offered with its announcement, a recorded tool-set change.
+    let offers_read_memory = |body: &Value| {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|tool| tool["function"]["name"] == "read_memory")
+    };
+    let requests = request_bodies(&server).await;
+    assert!(!offers_read_memory(&requests[0]), "no notes, no read_memory");
+    let after: Value = serde_json::from_str(&after).unwrap();
+    assert!(offers_read_memory(&after), "the first note brings read_memory");
+    assert!(offers_read_memory(requests.last().unwrap()), "and it stays");
+    let changes: Vec<Value> =
+        sandbox.only_log().into_iter().filter(|line| line["type"] == "tools_changed").collect();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["reason"], "memory notes appeared");
+    assert_eq!(changes[0]["added"], json!(["read_memory"]));
     let runs: Vec<Value> =
         sandbox.only_log().into_iter().filter(|line| line["type"] == "hook_ran").collect();
     let events: Vec<&str> = runs.iter().filter_map(|run| run["event"].as_str()).collect();
