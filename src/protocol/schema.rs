@@ -53,7 +53,9 @@ impl ToolSpec {
 /// `"type": ["integer", "null"]` → `"type": "integer"`: some providers
 /// reject type arrays, and an optional field is omitted rather than null.
 /// Also drops schemars' integer formats (`uint64`), which are not standard
-/// JSON Schema formats and which some providers refuse.
+/// JSON Schema formats and which some providers refuse, and the
+/// `minimum: 0` it derives from an unsigned type (a count is not negative;
+/// a bound set on purpose, `range(min = 1)`, stays).
 /// Also drops an array's item-type description (a type's doc comment,
 /// inlined): the field's own description already says what its items are,
 /// and every request carries the bytes; and a flag's `default: false`
@@ -61,6 +63,9 @@ impl ToolSpec {
 fn simplify_property(property: &mut Value) {
     if let Some(object) = property.as_object_mut() {
         object.remove("format");
+        if object.get("minimum") == Some(&Value::from(0)) {
+            object.shift_remove("minimum");
+        }
         if object.get("type") == Some(&Value::from("boolean"))
             && object.get("default") == Some(&Value::Bool(false))
         {
@@ -110,7 +115,10 @@ mod tests {
         #[serde(default)]
         flag: bool,
         /// A depth.
-        depth: Option<u8>,
+        depth: Option<usize>,
+        /// At least one.
+        #[schemars(range(min = 1))]
+        lines: Option<u32>,
     }
 
     #[test]
@@ -121,6 +129,9 @@ mod tests {
             schema["properties"]["flag"],
             serde_json::json!({"type": "boolean", "description": "A flag."})
         );
+        let depth = serde_json::json!({"type": "integer", "description": "A depth."});
+        assert_eq!(schema["properties"]["depth"], depth, "no minimum 0 from usize");
+        assert_eq!(schema["properties"]["lines"]["minimum"], 1, "a bound on purpose stays");
     }
 
     #[derive(Debug, Deserialize, JsonSchema)]
