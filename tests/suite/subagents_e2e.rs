@@ -47,6 +47,42 @@ fn exec(
         .unwrap()
 }
 
+/// `keel exec --json --full-auto PROMPT` started as a process of its own,
+/// to be killed or interrupted mid-run.
+fn spawn_exec(
+    sandbox: &Sandbox,
+    model: &RoutedModel,
+    prompt: &str,
+    stdout: std::process::Stdio,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &sandbox.home)
+        .env("KEEL_HOME", &sandbox.home)
+        .current_dir(&sandbox.repo)
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", model.uri), prompt])
+        .stdout(stdout)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Runs `keel exec PROMPT` until `route`'s request is held, then SIGKILLs it.
+fn kill_when_held(sandbox: &Sandbox, model: &RoutedModel, prompt: &str, route: &str) {
+    let mut running = spawn_exec(sandbox, model, prompt, std::process::Stdio::null());
+    assert_eq!(model.held(), route);
+    running.kill().unwrap(); // SIGKILL
+    running.wait().unwrap();
+}
+
+/// The id of the (only) parent session.
+fn parent_id(sandbox: &Sandbox) -> String {
+    let (parents, _) = logs(sandbox);
+    read_jsonl(&parents[0])[0]["session_id"].as_str().unwrap().to_owned()
+}
+
 fn result_of(output: &std::process::Output) -> Value {
     let lines = json_lines(&output.stdout);
     lines.last().cloned().unwrap()
@@ -313,30 +349,10 @@ fn a_child_killed_mid_task_is_resumed_without_running_its_finished_calls_again()
             ],
         ),
     ]);
-    let mut keel = std::process::Command::new(env!("CARGO_BIN_EXE_keel"));
-    keel.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &sandbox.home)
-        .env("KEEL_HOME", &sandbox.home)
-        .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "Count once"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut running = keel.spawn().unwrap();
-    assert_eq!(model.held(), "counter");
-    running.kill().unwrap(); // SIGKILL
-    running.wait().unwrap();
+    kill_when_held(&sandbox, &model, "Count once", "counter");
     assert_eq!(sandbox.read("count.txt"), "run\n");
 
-    let (parents, _) = logs(&sandbox);
-    let parent_id = read_jsonl(&parents[0])[0]["session_id"].as_str().unwrap().to_owned();
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "resume", &parent_id])
-        .output()
-        .unwrap();
+    let output = exec(&sandbox, &model, &["--full-auto", "resume"], &parent_id(&sandbox));
     let result = result_of(&output);
     assert_eq!(output.status.code(), Some(0), "{result}");
     assert_eq!(result["final_text"], "counted once");
@@ -615,29 +631,9 @@ fn a_command_turn_resumed_after_a_kill_keeps_its_allowed_tools() {
             answer("looked"),
         ],
     )]);
-    let mut keel = std::process::Command::new(env!("CARGO_BIN_EXE_keel"));
-    keel.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &sandbox.home)
-        .env("KEEL_HOME", &sandbox.home)
-        .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "/look the Makefile"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut running = keel.spawn().unwrap();
-    assert_eq!(model.held(), "parent");
-    running.kill().unwrap(); // SIGKILL
-    running.wait().unwrap();
+    kill_when_held(&sandbox, &model, "/look the Makefile", "parent");
 
-    let (parents, _) = logs(&sandbox);
-    let parent_id = read_jsonl(&parents[0])[0]["session_id"].as_str().unwrap().to_owned();
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "resume", &parent_id])
-        .output()
-        .unwrap();
+    let output = exec(&sandbox, &model, &["--full-auto", "resume"], &parent_id(&sandbox));
     let result = result_of(&output);
     assert_eq!(output.status.code(), Some(0), "{result}");
     let parent = model.of("parent");
@@ -664,32 +660,11 @@ fn a_command_turn_resumed_after_a_kill_goes_back_to_the_sessions_model() {
         // keel is killed while the first request waits.
         vec![Reply::Hold, answer("4"), answer("next")],
     )]);
-    let keel = |args: &[&str]| {
-        let mut keel = std::process::Command::new(env!("CARGO_BIN_EXE_keel"));
-        keel.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &sandbox.home)
-            .env("KEEL_HOME", &sandbox.home)
-            .current_dir(&sandbox.repo)
-            .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-            .args(["--base-url", &format!("{}/v1", model.uri)])
-            .args(args);
-        keel
-    };
-    let mut running = keel(&["/quick 2+2"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    assert_eq!(model.held(), "parent");
-    running.kill().unwrap(); // SIGKILL
-    running.wait().unwrap();
-
-    let (parents, _) = logs(&sandbox);
-    let id = read_jsonl(&parents[0])[0]["session_id"].as_str().unwrap().to_owned();
-    let output = keel(&["resume", &id]).output().unwrap();
+    kill_when_held(&sandbox, &model, "/quick 2+2", "parent");
+    let id = parent_id(&sandbox);
+    let output = exec(&sandbox, &model, &["--full-auto", "resume"], &id);
     assert_eq!(output.status.code(), Some(0), "{}", result_of(&output));
-    let output = keel(&["resume", &id, "and now?"]).output().unwrap();
+    let output = exec(&sandbox, &model, &["--full-auto", "resume", &id], "and now?");
     assert_eq!(output.status.code(), Some(0), "{}", result_of(&output));
     let models: Vec<Value> =
         model.of("parent").iter().map(|request| request.body["model"].clone()).collect();
@@ -809,17 +784,7 @@ fn an_interrupt_mid_child_keeps_its_work_in_both_logs_and_a_resume_does_not_redo
             ],
         ),
     ]);
-    let mut keel = std::process::Command::new(env!("CARGO_BIN_EXE_keel"));
-    keel.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &sandbox.home)
-        .env("KEEL_HOME", &sandbox.home)
-        .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "Count once"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let running = keel.spawn().unwrap();
+    let running = spawn_exec(&sandbox, &model, "Count once", std::process::Stdio::piped());
     assert_eq!(model.held(), "counter");
     let pid = running.id().to_string();
     assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
@@ -840,12 +805,7 @@ fn an_interrupt_mid_child_keeps_its_work_in_both_logs_and_a_resume_does_not_redo
 
     // Resumed, the parent reads that result; the child is not run again.
     let parent_id = parent_log[0]["session_id"].as_str().unwrap().to_owned();
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "resume", &parent_id, "Go on"])
-        .output()
-        .unwrap();
+    let output = exec(&sandbox, &model, &["--full-auto", "resume", &parent_id], "Go on");
     let result = result_of(&output);
     assert_eq!(output.status.code(), Some(0), "{result}");
     assert_eq!(result["final_text"], "the counter was interrupted after one run");
@@ -884,29 +844,9 @@ fn a_child_of_a_narrowed_command_resumed_after_a_kill_stays_within_the_command()
             ],
         ),
     ]);
-    let mut keel = std::process::Command::new(env!("CARGO_BIN_EXE_keel"));
-    keel.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &sandbox.home)
-        .env("KEEL_HOME", &sandbox.home)
-        .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "/look the Makefile"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut running = keel.spawn().unwrap();
-    assert_eq!(model.held(), "verify");
-    running.kill().unwrap(); // SIGKILL
-    running.wait().unwrap();
+    kill_when_held(&sandbox, &model, "/look the Makefile", "verify");
 
-    let (parents, _) = logs(&sandbox);
-    let parent_id = read_jsonl(&parents[0])[0]["session_id"].as_str().unwrap().to_owned();
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri), "resume", &parent_id])
-        .output()
-        .unwrap();
+    let output = exec(&sandbox, &model, &["--full-auto", "resume"], &parent_id(&sandbox));
     let result = result_of(&output);
     assert_eq!(output.status.code(), Some(0), "{result}");
     let verify = model.of("verify");
