@@ -23,6 +23,23 @@ use super::state::{LoopPhase, LoopState};
 
 pub use super::step_io::{Effect, Input};
 
+/// Every phase, for the inputs that may arrive at any point (a mode or
+/// model change, a subagent's news, …). Spelled out rather than `_`, so
+/// a new phase is not accepted by these arms until it is added here.
+macro_rules! any_phase {
+    () => {
+        LoopPhase::Idle
+            | LoopPhase::Infer
+            | LoopPhase::AwaitApproval
+            | LoopPhase::Execute
+            | LoopPhase::Compact
+            | LoopPhase::AwaitLimit
+            | LoopPhase::SavePlan
+            | LoopPhase::Check
+            | LoopPhase::Finish
+    };
+}
+
 /// Advances the loop by one input. Inputs that make no sense in the current
 /// phase (a stale approval, a response while idle) change nothing.
 pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
@@ -52,18 +69,9 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             state.observed = Some(observed);
             compaction::on_applied(state, &mut effects);
         }
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::EnvironmentRead { environment },
-        ) => outside_inputs::environment_read(state, environment),
+        (any_phase!(), Input::EnvironmentRead { environment }) => {
+            outside_inputs::environment_read(state, environment)
+        }
         (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
         (LoopPhase::AwaitApproval, Input::CallsChecked { checks }) => {
             approval_hooks::on_checked(state, checks, &mut effects);
@@ -97,96 +105,31 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             answer_pending(state, "interrupted by the user before it ran", &mut effects);
             end_turn(state, TurnOutcome::Interrupted, &mut effects);
         }
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::SetMode { mode },
-        ) => decisions::set_mode(state, mode, &mut effects),
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::SetPlanReview { review },
-        ) => decisions::set_plan_review(state, review),
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::SetModel { model, for_turn },
-        ) => decisions::set_model(state, model, for_turn, &mut effects),
+        (any_phase!(), Input::SetMode { mode }) => decisions::set_mode(state, mode, &mut effects),
+        (any_phase!(), Input::SetPlanReview { review }) => {
+            decisions::set_plan_review(state, review)
+        }
+        (any_phase!(), Input::SetModel { model, for_turn }) => {
+            decisions::set_model(state, model, for_turn, &mut effects)
+        }
         (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
             outside_inputs::narrow_turn(state, scope, &mut effects);
         }
         (LoopPhase::Idle, Input::CallRecovered { call, result, meta }) => {
             outside_inputs::call_recovered(state, &call, result, meta, &mut effects);
         }
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::SubagentStarted(opened),
-        ) => outside_inputs::subagent_opened(opened, &mut effects),
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::SubagentFinished(done),
-        ) => outside_inputs::subagent_done(state, done, &mut effects),
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::HookContext { context },
-        ) => outside_inputs::hook_context(state, context),
-        (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
-            Input::ToolsOffered { replaced, offered, reason },
-        ) => outside_inputs::offer_tools(state, &replaced, offered, reason, &mut effects),
+        (any_phase!(), Input::SubagentStarted(opened)) => {
+            outside_inputs::subagent_opened(opened, &mut effects)
+        }
+        (any_phase!(), Input::SubagentFinished(done)) => {
+            outside_inputs::subagent_done(state, done, &mut effects)
+        }
+        (any_phase!(), Input::HookContext { context }) => {
+            outside_inputs::hook_context(state, context)
+        }
+        (any_phase!(), Input::ToolsOffered { replaced, offered, reason }) => {
+            outside_inputs::offer_tools(state, &replaced, offered, reason, &mut effects)
+        }
         (LoopPhase::Idle, Input::ReviewWaitingPlan { approved, feedback }) => {
             decisions::review_waiting_plan(state, approved, &feedback, &mut effects);
         }
@@ -232,15 +175,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             end_turn(state, TurnOutcome::Interrupted, &mut effects);
         }
         (
-            LoopPhase::Idle
-            | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
-            | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish,
+            any_phase!(),
             Input::UserTurn { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
