@@ -10,8 +10,10 @@
 //! anything was cut, stdout, then `--- stderr ---` and stderr if there is
 //! any; `(no output)` when both are empty. A stdout whose first line could
 //! be read as framing is labelled `--- stdout ---`, so a result always
-//! parses one way. Results of older versions (always the exit line,
-//! stdout always labelled) parse the same.
+//! parses one way. The result does not end with a newline (the streams'
+//! last one is dropped, as Claude Code does). Results of older versions
+//! (always the exit line, stdout always labelled, a final newline) parse
+//! the same.
 //!
 //! Invariants: pure (L0); parsing never fails (text that is not framed is
 //! shown as it is); nothing here sanitizes (the printers do, once).
@@ -157,7 +159,11 @@ pub fn frame_shell(run: &ShellRun<'_>) -> String {
     }
     if run.stdout.is_empty() && run.stderr.is_empty() {
         text.push_str(NO_OUTPUT);
-        text.push('\n');
+    }
+    // The last newline says nothing the end of the result does not, and
+    // every step's result is billed again on every later request.
+    if text.ends_with('\n') {
+        text.pop();
     }
     text
 }
@@ -253,43 +259,45 @@ mod tests {
     #[test]
     fn a_clean_success_is_its_stdout_alone() {
         let text = frame_shell(&run(Some(0), "step-1\n", ""));
-        assert_eq!(text, "step-1\n");
+        assert_eq!(text, "step-1");
         assert_eq!(shell_exit_code(&text), Some(0));
-        assert_eq!(parse_shell(&text).stdout, "step-1\n");
+        assert_eq!(parse_shell(&text).stdout, "step-1");
+        // Only the last newline goes: blank lines inside stay.
+        assert_eq!(frame_shell(&run(Some(0), "a\n\nb\n\n", "")), "a\n\nb\n");
     }
 
     #[test]
     fn a_failure_leads_with_its_exit_code_and_labels_stderr_only() {
         let text = frame_shell(&run(Some(2), "out", "oops\n"));
-        assert_eq!(text, "exit code: 2\nout\n--- stderr ---\noops\n");
+        assert_eq!(text, "exit code: 2\nout\n--- stderr ---\noops");
         assert_eq!(shell_exit_code(&text), Some(2));
         let shown = parse_shell(&text);
-        assert_eq!((shown.stdout.as_str(), shown.stderr.as_str()), ("out\n", "oops\n"));
+        assert_eq!((shown.stdout.as_str(), shown.stderr.as_str()), ("out\n", "oops"));
         assert_eq!(shown.combined(), "out\noops\n");
         assert_eq!(shown.tail(3), ["oops"]);
         let warned = frame_shell(&run(Some(0), "", "warning: x\n"));
-        assert_eq!(warned, "--- stderr ---\nwarning: x\n");
-        assert_eq!(parse_shell(&warned).stderr, "warning: x\n");
+        assert_eq!(warned, "--- stderr ---\nwarning: x");
+        assert_eq!(parse_shell(&warned).stderr, "warning: x");
     }
 
     #[test]
     fn a_signal_and_silence_are_stated() {
         let killed = ShellRun { signal: Some(9), ..run(None, "", "") };
         let text = frame_shell(&killed);
-        assert_eq!(text, "exit code: none (killed by signal 9)\n(no output)\n");
+        assert_eq!(text, "exit code: none (killed by signal 9)\n(no output)");
         assert_eq!(shell_exit_code(&text), None);
         assert_eq!(parse_shell(&text), ShellText::default());
-        assert_eq!(frame_shell(&run(Some(0), "", "")), "(no output)\n");
-        assert_eq!(parse_shell("(no output)\n"), ShellText::default());
+        assert_eq!(frame_shell(&run(Some(0), "", "")), "(no output)");
+        assert_eq!(parse_shell("(no output)"), ShellText::default());
     }
 
     #[test]
     fn truncation_is_noted_before_the_streams() {
         let text = frame_shell(&ShellRun { omitted_bytes: 9, ..run(Some(0), "a\n", "") });
         assert!(text.starts_with("[output truncated: 9 bytes cut from the middle"), "{text}");
-        assert!(text.ends_with("]\na\n"), "{text}");
+        assert!(text.ends_with("]\na"), "{text}");
         let shown = parse_shell(&text);
-        assert_eq!(shown.stdout, "a\n");
+        assert_eq!(shown.stdout, "a");
         assert_eq!(shown.notes.len(), 1);
     }
 
@@ -306,6 +314,7 @@ mod tests {
             "--- stdout ---\nx\n",
         ] {
             let text = frame_shell(&run(Some(0), stdout, ""));
+            let stdout = stdout.strip_suffix('\n').unwrap_or(stdout);
             assert_eq!(text, format!("--- stdout ---\n{stdout}"));
             assert_eq!(shell_exit_code(&text), Some(0), "{text}");
             let shown = parse_shell(&text);
@@ -313,9 +322,9 @@ mod tests {
             assert!(shown.notes.is_empty(), "{text}");
         }
         let text = frame_shell(&run(Some(3), "exit code: 0\n", ""));
-        assert_eq!(text, "exit code: 3\n--- stdout ---\nexit code: 0\n");
+        assert_eq!(text, "exit code: 3\n--- stdout ---\nexit code: 0");
         assert_eq!(shell_exit_code(&text), Some(3));
-        assert_eq!(parse_shell(&text).stdout, "exit code: 0\n");
+        assert_eq!(parse_shell(&text).stdout, "exit code: 0");
     }
 
     /// Logs written before the terser framing read back the same.

@@ -7,18 +7,39 @@
 //! Invariants: nothing is appended to the log being replayed; calls the
 //! recording did not run (declined, interrupted) are not run either; a
 //! result differs when its text or error flag differs after the replay
-//! workspace's path is mapped back to the recorded one.
+//! workspace's path is mapped back to the recorded one (a shell result's
+//! streams and exit code, not its framing, which changes between versions).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::display;
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::session::{SessionError, read_log};
-use crate::tools::{AGENT_TOOL, ToolContext, ToolRegistry};
+use crate::tools::{AGENT_TOOL, SHELL_TOOL, ToolContext, ToolRegistry};
 
 use super::{EventSink, RuntimeEvent};
+
+/// Whether a replayed result says what the recorded one said. A shell
+/// result is compared by its streams and exit code: a log written by an
+/// older keel frames them differently (an `exit code: 0` line, labels, a
+/// final newline) for the same run.
+fn same_result(tool: &str, recorded: &ToolResult, replayed: &ToolResult) -> bool {
+    if recorded.is_error != replayed.is_error {
+        return false;
+    }
+    if tool != SHELL_TOOL || recorded.is_error {
+        return recorded.output == replayed.output;
+    }
+    let streams = |text: &str| {
+        let shown = display::parse_shell(text);
+        let trim = |s: String| s.strip_suffix('\n').map(str::to_owned).unwrap_or(s);
+        (display::shell_exit_code(text), trim(shown.stdout), trim(shown.stderr), shown.notes)
+    };
+    streams(&recorded.output) == streams(&replayed.output)
+}
 
 /// A tool result that came out differently on replay.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +139,7 @@ pub async fn replay(
                         again.output = again
                             .output
                             .replace(workspace.display().to_string().as_str(), &recorded_root);
-                        if again.output != result.output || again.is_error != result.is_error {
+                        if !same_result(&call.name, &result, &again) {
                             report.differences.push(Difference {
                                 call: call.clone(),
                                 recorded: result.clone(),
@@ -198,4 +219,31 @@ pub fn copy_workspace(root: &Path, dest: &Path) -> std::io::Result<u64> {
         }
     }
     Ok(copied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(output: &str, is_error: bool) -> ToolResult {
+        ToolResult { call_id: "c".into(), output: output.into(), is_error }
+    }
+
+    #[test]
+    fn a_shell_result_framed_by_an_older_keel_is_the_same_run() {
+        let now = result("Hello, world!", false);
+        for older in ["Hello, world!\n", "exit code: 0\n--- stdout ---\nHello, world!\n"] {
+            assert!(same_result(SHELL_TOOL, &result(older, false), &now), "{older}");
+        }
+        assert!(!same_result(SHELL_TOOL, &result("Hello, world!\n", false), &result("Hi", false)));
+        let failed = result("exit code: 1\nHello, world!", false);
+        assert!(!same_result(SHELL_TOOL, &result("Hello, world!\n", false), &failed));
+        assert!(!same_result(SHELL_TOOL, &now, &result("Hello, world!", true)));
+    }
+
+    #[test]
+    fn other_results_compare_as_text() {
+        assert!(same_result("read_file", &result("a\n", false), &result("a\n", false)));
+        assert!(!same_result("read_file", &result("a\n", false), &result("a", false)));
+    }
 }

@@ -52,7 +52,7 @@ pub use error::ToolError;
 pub use file_state::FileStates;
 pub use read_memory::NAME as READ_MEMORY_TOOL;
 pub use registry::ToolRegistry;
-pub use shell::MAX_OUTPUT_BYTES;
+pub use shell::{MAX_OUTPUT_BYTES, NAME as SHELL_TOOL};
 
 /// A boxed future, so tools can live behind `dyn Tool` (`futures_util`'s).
 pub use futures_util::future::BoxFuture;

@@ -22,7 +22,7 @@ use crate::display::{self, ShellRun};
 use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec};
 
-const NAME: &str = "shell";
+pub const NAME: &str = "shell";
 /// Timeout when the model gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longer timeouts are clamped to this.
@@ -39,7 +39,6 @@ writer cut by `head` may exit 141). stdin is closed. Credentials in the environm
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
-    /// The command line.
     pub command: String,
     /// Milliseconds before it is killed, at most 600000. Defaults to 120000.
     #[schemars(range(min = 1))]
@@ -161,7 +160,7 @@ mod tests {
         ws.write("hello.txt", "hi");
         let out = shell(&ws, json!({ "command": "cat hello.txt; echo; pwd" })).await.unwrap();
         let root = ws.canonical_root();
-        assert_eq!(out.text, format!("hi\n{}\n", root.display()));
+        assert_eq!(out.text, format!("hi\n{}", root.display()));
         assert_eq!(out.meta["exit_code"], 0);
         assert_eq!(out.meta["timed_out"], false);
         assert_eq!(out.meta["truncated"], false);
@@ -172,7 +171,7 @@ mod tests {
         let ws = TestWorkspace::new();
         let out =
             shell(&ws, json!({ "command": "echo out; echo oops >&2; exit 2" })).await.unwrap();
-        assert_eq!(out.text, "exit code: 2\nout\n--- stderr ---\noops\n");
+        assert_eq!(out.text, "exit code: 2\nout\n--- stderr ---\noops");
         assert_eq!(out.meta["exit_code"], 2);
     }
 
@@ -199,7 +198,7 @@ mod tests {
     async fn no_output_says_so() {
         let ws = TestWorkspace::new();
         let out = shell(&ws, json!({ "command": "true" })).await.unwrap();
-        assert_eq!(out.text, "(no output)\n");
+        assert_eq!(out.text, "(no output)");
     }
 
     #[tokio::test]
@@ -207,7 +206,7 @@ mod tests {
         let ws = TestWorkspace::new();
         ws.write("sub/file", "");
         let out = shell(&ws, json!({ "command": "ls", "workdir": "sub" })).await.unwrap();
-        assert_eq!(out.text, "file\n");
+        assert_eq!(out.text, "file");
         assert_eq!(out.meta["workdir"], "sub");
         let outside = shell(&ws, json!({ "command": "ls", "workdir": ".." })).await;
         assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
@@ -288,11 +287,7 @@ mod tests {
         assert!(out.text.contains("grep]\n1\n2\n3\n"), "{}", &out.text[..200]);
         assert!(out.text.contains("99999\n100000\n"));
         assert_eq!(out.text.matches("bytes omitted").count(), 1, "{}", out.text);
-        assert!(
-            out.text.ends_with("--- stderr ---\nbad\n"),
-            "{}",
-            &out.text[out.text.len() - 100..]
-        );
+        assert!(out.text.ends_with("--- stderr ---\nbad"), "{}", &out.text[out.text.len() - 100..]);
         assert_eq!(out.meta["truncated"], true);
     }
 

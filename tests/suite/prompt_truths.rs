@@ -303,7 +303,7 @@ async fn a_check_named_in_agents_md_opens_the_gate() {
         let run = run(&sandbox, &steps, &["--full-auto"], "fix the typo").await;
         let outputs = results(&run.log);
         // The gate exited 0 and printed nothing: no exit line, no output.
-        assert_eq!(outputs[2], ("(no output)\n".to_owned(), false));
+        assert_eq!(outputs[2], ("(no output)".to_owned(), false));
         if named {
             assert_eq!(run.result["status"], "completed", "{}", run.result);
         } else {

@@ -43,7 +43,7 @@ impl Respond for Counter {
             .collect();
         let done = results
             .iter()
-            .filter(|r| r.as_str() == "(no output)\n" || r.contains("The change landed"))
+            .filter(|r| r.as_str() == "(no output)" || r.contains("The change landed"))
             .count();
         let step = if done < CALLS {
             // The id `render` gives this response's call.

@@ -360,7 +360,7 @@ fn a_child_killed_mid_task_is_resumed_without_running_its_finished_calls_again()
     // The resumed child asked the model again and finished its task.
     let child = model.of("counter");
     assert_eq!(child.len(), 3);
-    assert_eq!(tool_results(&child[2].body)[0], "(no output)\n", "{:?}", child[2].body);
+    assert_eq!(tool_results(&child[2].body)[0], "(no output)", "{:?}", child[2].body);
     let delegated = tool_results(&model.of("parent")[1].body).pop().unwrap();
     assert!(delegated.starts_with("count.txt has one more line"), "{delegated}");
     let (parents, children) = logs(&sandbox);
