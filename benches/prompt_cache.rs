@@ -67,11 +67,8 @@ fn calls(calls: Vec<(String, String)>) -> Step {
 }
 
 fn todos(items: &[(&str, &str)]) -> Step {
-    let list: Vec<Value> = items
-        .iter()
-        .enumerate()
-        .map(|(n, (text, status))| json!({"id": (n + 1).to_string(), "text": text, "status": status}))
-        .collect();
+    let list: Vec<Value> =
+        items.iter().map(|(text, status)| json!({"text": text, "status": status})).collect();
     calls(vec![call("todo_write", json!({ "todos": list }))])
 }
 

@@ -79,17 +79,18 @@ pub fn answer(flow: &mut WorkflowState, call: &ToolCall) -> HarnessOutcome {
         },
         HarnessTool::TodoWrite => match parse::<TodoArgs>(tool, call) {
             Err(error) => refuse(error),
-            Ok(args) => match tasks::validate(&args.todos) {
-                Err(error) => refuse(format!("task list refused: {error}")),
-                Ok(()) => {
-                    flow.tasks = args.todos;
-                    let task = serde_json::json!({ "tasks": flow.tasks });
-                    HarnessOutcome::Answered {
-                        events: vec![SessionEvent::TaskUpdated { task }],
-                        result: ToolResult::ok(id, tasks_text(&flow.tasks)),
-                    }
+            Ok(TodoArgs { mut todos }) => {
+                tasks::number(&mut todos);
+                if let Err(error) = tasks::validate(&todos) {
+                    return refuse(format!("task list refused: {error}"));
                 }
-            },
+                flow.tasks = todos;
+                let task = serde_json::json!({ "tasks": flow.tasks });
+                HarnessOutcome::Answered {
+                    events: vec![SessionEvent::TaskUpdated { task }],
+                    result: ToolResult::ok(id, tasks_text(&flow.tasks)),
+                }
+            }
         },
     }
 }
@@ -351,7 +352,8 @@ mod tests {
         assert!(parse::<SetPhaseArgs>(HarnessTool::SetPhase, &older).is_ok(), "a logged call");
         assert_eq!(specs[1].parameters["required"], json!(["plan_markdown"]));
         let item = &specs[2].parameters["properties"]["todos"]["items"];
-        assert_eq!(item["required"], json!(["id", "text", "status"]));
+        assert_eq!(item["required"], json!(["text", "status"]));
+        assert!(item["properties"].get("id").is_none(), "keel numbers the tasks");
         assert_eq!(
             item["properties"]["status"]["enum"],
             json!(["pending", "in_progress", "completed"])

@@ -9,6 +9,8 @@
 //! typed without `null`, since leaving them out is how the model omits
 //! them. Nothing a schema says by default is spelled out (an empty
 //! `required`, a flag's `default: false`): every request carries the bytes.
+//! A field's doc comment is its description on the wire, so a field whose
+//! name says all there is (`path` of a file tool, `command`) has none.
 
 use schemars::JsonSchema;
 use serde_json::{Map, Value};

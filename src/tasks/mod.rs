@@ -2,11 +2,13 @@
 //! status, at most one in progress, and the summary the context carries.
 //!
 //! Invariants: pure; a list that breaks a rule is rejected whole with a
-//! reason the model can act on, never partly applied.
+//! reason the model can act on, never partly applied; every accepted task
+//! has an id (its position when the model gave none).
 
 use serde::{Deserialize, Serialize};
 
-/// Where one task stands.
+// Where one task stands. Not a doc comment: schemars would send it as the
+// `status` field's description on every request, and the values say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
@@ -18,11 +20,15 @@ pub enum TaskStatus {
 /// One task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Task {
-    /// A short stable id.
+    /// Its position (`1`, `2`…) unless the model gave an id of its own
+    /// ([`number`] fills it in). Not in the schema: like Codex's and Claude
+    /// Code's task tools, the model is not asked for one, and each token of
+    /// the schema is billed on every request.
+    #[serde(default)]
+    #[schemars(skip)]
     pub id: String,
     /// The task, briefly.
     pub text: String,
-    /// Its state.
     pub status: TaskStatus,
 }
 
@@ -35,6 +41,16 @@ pub enum TaskError {
     DuplicateId { id: String },
     #[error("task `{id}` has no text")]
     EmptyText { id: String },
+}
+
+/// Gives each task without an id its 1-based position, so the log,
+/// `--json` and the summaries name every task.
+pub fn number(tasks: &mut [Task]) {
+    for (index, task) in tasks.iter_mut().enumerate() {
+        if task.id.trim().is_empty() {
+            task.id = (index + 1).to_string();
+        }
+    }
 }
 
 /// Checks a complete replacement list.
@@ -98,6 +114,20 @@ mod tests {
         ));
         let empty = Task { id: "1".into(), text: " ".into(), status: TaskStatus::Pending };
         assert!(matches!(validate(&[empty]), Err(TaskError::EmptyText { .. })));
+    }
+
+    #[test]
+    fn tasks_without_ids_are_numbered_by_position() {
+        let mut list: Vec<Task> = serde_json::from_value(serde_json::json!([
+            {"text": "parse", "status": "completed"},
+            {"id": "own", "text": "check", "status": "in_progress"},
+            {"text": "ship", "status": "pending"},
+        ]))
+        .unwrap();
+        number(&mut list);
+        let ids: Vec<&str> = list.iter().map(|task| task.id.as_str()).collect();
+        assert_eq!(ids, ["1", "own", "3"]);
+        validate(&list).unwrap();
     }
 
     #[test]

@@ -36,11 +36,9 @@ include surrounding lines.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditFileArgs {
-    /// The file.
     pub path: String,
     /// Exact text to replace.
     pub old_string: String,
-    /// Its replacement.
     pub new_string: String,
     /// Replace every occurrence.
     pub replace_all: Option<bool>,

@@ -38,7 +38,6 @@ than 1000 match); gitignored files are skipped.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
-    /// The pattern.
     pub pattern: String,
     /// Directory to search.
     pub path: Option<String>,

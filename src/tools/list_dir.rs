@@ -39,7 +39,6 @@ symlinks with `@`. Gitignored files and .git are left out.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListDirArgs {
-    /// The directory.
     pub path: Option<String>,
     /// Levels to descend (1: direct entries only). Defaults to 1.
     #[schemars(range(min = 1, max = 5))]

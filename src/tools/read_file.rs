@@ -40,7 +40,6 @@ the number is not part of the file); page with `offset` and `limit`.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {
-    /// The file.
     pub path: String,
     /// First line, 1-based. Defaults to 1.
     #[schemars(range(min = 1))]

@@ -29,7 +29,6 @@ part of a file, edit it instead.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteFileArgs {
-    /// The file.
     pub path: String,
     /// Its whole new content.
     pub content: String,

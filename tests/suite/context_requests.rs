@@ -265,10 +265,11 @@ fn full_text(body: &Value) -> String {
             if let Some(object) = rest.as_object_mut() {
                 object.remove("description");
             }
-            out.push(format!(
-                "- {name}{mark} {rest}: {}",
-                property["description"].as_str().unwrap_or("")
-            ));
+            let line = match property["description"].as_str() {
+                Some(description) => format!("- {name}{mark} {rest}: {description}"),
+                None => format!("- {name}{mark} {rest}"),
+            };
+            out.push(line);
         }
     }
     out.join("\n") + "\n"

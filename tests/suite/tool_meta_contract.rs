@@ -49,7 +49,7 @@ fn steps() -> Vec<Step> {
         )]),
         calls(vec![call(
             "todo_write",
-            json!({"todos": [{"id": "1", "text": "pin the meta", "status": "in_progress"}]}),
+            json!({"todos": [{"text": "pin the meta", "status": "in_progress"}]}),
         )]),
         Step::Answer("done".into()),
     ]

@@ -3,7 +3,9 @@
 //! and acceptable to every provider keel speaks to.
 //!
 //! - optional fields are not in `required` (issue 23.6: `grep`'s `mode`);
-//! - every parameter, nested ones too, has a description;
+//! - every parameter, nested ones too, has a description, but for the few
+//!   whose name says all there is (`path`, `command`…: a description there
+//!   would be billed on every request and tell the model nothing);
 //! - 1-based parameters (`offset`, `depth`, `limit`, `timeout_ms`) have
 //!   `minimum: 1`; no integer says `minimum: 0` where 0 means nothing;
 //! - names match `^[a-zA-Z0-9_-]{1,64}$` (OpenAI and Anthropic), and
@@ -18,6 +20,10 @@ use keel::tools::ToolRegistry;
 
 /// The strictest description limit among the providers.
 const DESCRIPTION_LIMIT: usize = 1024;
+
+/// Parameters whose name says what they are: a string, or an enum of
+/// self-explaining values.
+const SELF_EXPLAINING: [&str; 5] = ["path", "command", "pattern", "new_string", "status"];
 
 /// Parameters that count from 1.
 const ONE_BASED: [&str; 4] = ["offset", "depth", "limit", "timeout_ms"];
@@ -49,7 +55,10 @@ fn lint_object(at: &str, schema: &Value, problems: &mut Vec<String>) {
     for (name, property) in &properties {
         let here = format!("{at}.{name}");
         let description = property["description"].as_str().unwrap_or("");
-        if description.trim().is_empty() {
+        let self_explaining = SELF_EXPLAINING.contains(&name.as_str())
+            && property["type"] == "string"
+            && property.get("default").is_none();
+        if description.trim().is_empty() && !self_explaining {
             problems.push(format!("{here}: no description"));
         }
         if description.chars().count() > DESCRIPTION_LIMIT {
