@@ -74,6 +74,10 @@ pub struct AddArgs {
     pub startup_timeout_sec: Option<f64>,
     #[arg(long, value_name = "SECONDS")]
     pub tool_timeout_sec: Option<f64>,
+    /// Run the tools the server marks `readOnlyHint` as reads (no approval,
+    /// allowed in plan and explore): only for a server you trust.
+    #[arg(long)]
+    pub trust_read_only_hint: bool,
     /// The stdio server's command and arguments (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -139,6 +143,7 @@ fn server_file(add: AddArgs) -> anyhow::Result<McpServerFile> {
         http_headers: (!headers.is_empty()).then_some(headers),
         startup_timeout_sec: add.startup_timeout_sec,
         tool_timeout_sec: add.tool_timeout_sec,
+        trust_read_only_hint: add.trust_read_only_hint.then_some(true),
         ..McpServerFile::default()
     })
 }

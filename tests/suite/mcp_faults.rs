@@ -396,10 +396,16 @@ fn add_and_remove_edit_the_user_config() {
             "http://127.0.0.1:9/mcp",
             "--bearer-token-env-var",
             "WEB_TOKEN",
+            "--trust-read-only-hint",
         ])
         .output()
         .unwrap();
-    assert_eq!(added.status.code(), Some(0));
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    let text = std::fs::read_to_string(&config).unwrap();
+    let web = &text[text.find("[mcp_servers.web]").unwrap()..];
+    assert!(web.contains("trust_read_only_hint = true"), "{text}");
+    let docs = &text[..text.find("[mcp_servers.web]").unwrap()];
+    assert!(!docs.contains("trust_read_only_hint"), "off unless asked: {text}");
     let twice =
         sandbox.keel().args(["mcp", "add", "web", "--url", "http://x/mcp"]).output().unwrap();
     assert_ne!(twice.status.code(), Some(0));
