@@ -29,6 +29,13 @@ pub enum RulesFileError {
     Amend(#[from] amend::AmendError),
     #[error("invalid trust record {path}: {message}", path = path.display())]
     Trust { path: PathBuf, message: String },
+    /// A project's file: it counts before trust (its forbid rules guard
+    /// the user), so keel does not start past it, and says whose it is.
+    #[error(
+        "{source}\n(a rules file of this repository, read before trust: fix or remove {path}, or run keel outside this repository)",
+        path = path.display()
+    )]
+    InProject { path: PathBuf, source: Box<RulesFileError> },
 }
 
 /// The rules folder of the project at `workspace_root`.
@@ -55,7 +62,9 @@ pub fn load_rules(
         load_file(&mut rules, path, Origin::User)?;
     }
     for path in rules_in(&project_rules_dir(workspace_root))? {
-        load_file(&mut rules, &path, Origin::Project)?;
+        load_file(&mut rules, &path, Origin::Project).map_err(|source| {
+            RulesFileError::InProject { path: path.clone(), source: Box::new(source) }
+        })?;
     }
     Ok(rules)
 }
@@ -212,5 +221,8 @@ mod tests {
         std::fs::write(rules_dir.join("a.rules"), "\nprefix_rule(pattern=[])\n").unwrap();
         let error = load_rules(dir.path(), dir.path(), &[]).unwrap_err().to_string();
         assert!(error.contains("a.rules:2:"), "{error}");
+        // A cloned repository's file stops keel: the way out is said.
+        assert!(error.contains("a rules file of this repository"), "{error}");
+        assert!(error.contains(&format!("fix or remove {}", rules_dir.join("a.rules").display())));
     }
 }
