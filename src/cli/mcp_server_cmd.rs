@@ -13,7 +13,10 @@
 //! approval mode is the server's command line's (`--mode`, `--full-auto`,
 //! `--yolo`; else `default_mode`), `cwd` must lie inside the folder the
 //! server started in, and nothing can be approved (no one to ask): calls
-//! that need approval are declined and listed, as in `keel exec`.
+//! that need approval are declined and listed, as in `keel exec`. As in
+//! `keel exec`, a task may write anywhere in the workspace found from its
+//! `cwd` (the enclosing repository's root), not only below `cwd`: start
+//! the server in the folder whose repository it may change.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
