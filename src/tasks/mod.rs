@@ -43,13 +43,20 @@ pub enum TaskError {
     EmptyText { id: String },
 }
 
-/// Gives each task without an id its 1-based position, so the log,
-/// `--json` and the summaries name every task.
+/// Gives each task without an id its 1-based position (or the next
+/// number no task of the list uses), so the log, `--json` and the
+/// summaries name every task.
 pub fn number(tasks: &mut [Task]) {
+    let mut taken: std::collections::BTreeSet<String> =
+        tasks.iter().map(|task| task.id.clone()).filter(|id| !id.trim().is_empty()).collect();
     for (index, task) in tasks.iter_mut().enumerate() {
-        if task.id.trim().is_empty() {
-            task.id = (index + 1).to_string();
+        if !task.id.trim().is_empty() {
+            continue;
         }
+        let id =
+            (index + 1..).map(|n| n.to_string()).find(|id| !taken.contains(id)).unwrap_or_default();
+        taken.insert(id.clone());
+        task.id = id;
     }
 }
 
@@ -127,6 +134,11 @@ mod tests {
         number(&mut list);
         let ids: Vec<&str> = list.iter().map(|task| task.id.as_str()).collect();
         assert_eq!(ids, ["1", "own", "3"]);
+        validate(&list).unwrap();
+        // A number the model used for another task is not given twice.
+        let mut list = vec![task("2", TaskStatus::Pending), task("", TaskStatus::Pending)];
+        number(&mut list);
+        assert_eq!(list[1].id, "3");
         validate(&list).unwrap();
     }
 
