@@ -107,16 +107,20 @@ pub(super) fn environment_read(state: &mut LoopState, environment: String) {
 }
 
 /// The tools named in `replaced` give way to `offered` (an MCP server's
-/// tools, once it is ready or when its list changes); with a `reason`, the
-/// change is recorded.
+/// tools, once it is ready or when its list changes; a subagent's share of
+/// its parent's); with a `reason`, the change is recorded. A loop narrowed
+/// to a scope (a subagent's) is never offered a tool outside it.
 pub(super) fn offer_tools(
     state: &mut LoopState,
     replaced: &[String],
-    offered: Vec<(ToolSpec, ToolClass)>,
+    mut offered: Vec<(ToolSpec, ToolClass)>,
     reason: Option<String>,
     effects: &mut Vec<Effect>,
 ) {
     let config = &mut state.config;
+    if let Some(scope) = &config.tool_scope {
+        offered.retain(|(spec, _)| scope.tools.contains(&spec.name));
+    }
     config.tools.retain(|spec| !replaced.contains(&spec.name));
     config.tool_classes.retain(|name, _| !replaced.contains(name));
     let names: Vec<String> = offered.iter().map(|(spec, _)| spec.name.clone()).collect();
@@ -177,5 +181,25 @@ mod tests {
         assert_eq!(state.config.tools.len(), builtin + 2);
         assert!(!state.config.tool_classes.contains_key("mcp__a__x"));
         assert_eq!(state.config.tool_classes.get("mcp__a__z"), Some(&ToolClass::ReadOnly));
+    }
+
+    #[test]
+    fn a_scoped_loop_is_offered_only_the_tools_in_its_scope() {
+        let mut state = LoopState::new(config(ApprovalMode::Ask, 5));
+        state.config.tool_scope = Some(ToolScope {
+            owner: "the read-only t agent".into(),
+            tools: ["read_file", "mcp__a__read"].into_iter().map(String::from).collect(),
+        });
+        let builtin = state.config.tools.len();
+        let offer = Input::ToolsOffered {
+            replaced: Vec::new(),
+            offered: vec![spec("mcp__a__read"), spec("mcp__a__write")],
+            reason: None,
+        };
+        assert!(step(&mut state, offer).is_empty());
+        let names: Vec<&str> = state.config.tools[builtin..].iter().map(|s| &*s.name).collect();
+        assert_eq!(names, ["mcp__a__read"]);
+        assert!(!state.config.tool_classes.contains_key("mcp__a__write"));
+        assert!(state.scope_refusal("mcp__a__write").is_some(), "and a call to it is refused");
     }
 }

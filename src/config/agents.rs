@@ -17,8 +17,10 @@
 //! gives (a file that relies on it to withhold writes gets no writes:
 //! withholding Claude's `Write` or `Edit` withholds keel's `apply_patch`); a
 //! type is read-only when its `permissionMode` is `plan` or every tool it
-//! may use only reads, and then runs in the read-only `explore` mode
-//! whatever the parent's mode. No other field widens anything: Claude's
+//! may use only reads (an MCP tool never counts as only reading: the file
+//! cannot know), and then runs in the read-only `explore` mode whatever the
+//! parent's mode. MCP tools keep their names; `mcp__server` and
+//! `mcp__server__*` name all of a server's tools, as in Claude Code. No other field widens anything: Claude's
 //! `permissionMode: bypassPermissions`/`acceptEdits` are ignored (a child
 //! never exceeds its parent's mode).
 
@@ -96,14 +98,49 @@ impl AgentDefinition {
         // The two edit tools are one power: a session offers the one its
         // model is trained on (`[tools] edit`), so a type listing either
         // (Claude's `Edit` is `edit_file`) edits with the one offered.
-        let listed =
-            |name: &str| self.tools.as_ref().is_none_or(|tools| tools.iter().any(|t| t == name));
+        let listed = |name: &str| {
+            self.tools.as_ref().is_none_or(|tools| tools.iter().any(|t| names(t, name)))
+        };
         let edit_tool = ["edit_file", "apply_patch"].contains(&tool);
         let allowed = listed(tool)
             || (edit_tool && listed("edit_file"))
             || (edit_tool && listed("apply_patch"));
-        allowed && !self.disallowed.iter().any(|t| t == tool)
+        allowed && !self.disallowed.iter().any(|t| names(t, tool))
     }
+
+    /// The MCP names (or server patterns) its `tools` list gives.
+    pub fn listed_mcp(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().flatten().map(String::as_str).filter(|tool| tool.starts_with(MCP_PREFIX))
+    }
+}
+
+/// The prefix of every MCP tool's name (`mcp__server__tool`).
+const MCP_PREFIX: &str = "mcp__";
+
+/// Whether the entry `listed` of a definition's tool list names `tool`:
+/// the same name, or, as in Claude Code's permission rules, a whole MCP
+/// server (`mcp__server`, `mcp__server__*`) naming each of its tools.
+pub fn names(listed: &str, tool: &str) -> bool {
+    if listed == tool {
+        return true;
+    }
+    let Some(server) = listed.strip_prefix(MCP_PREFIX) else { return false };
+    let server = server.strip_suffix("__*").unwrap_or(server);
+    !server.is_empty()
+        && !server.contains("__")
+        && tool
+            .strip_prefix(MCP_PREFIX)
+            .and_then(|rest| rest.strip_prefix(server))
+            .is_some_and(|rest| rest.len() > 2 && rest.starts_with("__"))
+}
+
+/// Whether a type using `tool` stays read-only: a keel tool that only
+/// reads. An MCP tool never counts (whether it writes depends on a server
+/// the definition cannot see), so a type listing one is read-only only
+/// by `permissionMode: plan`, and then is offered only the MCP tools the
+/// user trusts as reads.
+pub fn only_reads(tool: &str) -> bool {
+    !tool.starts_with(MCP_PREFIX) && tool_kind(tool) == ToolKind::Read
 }
 
 impl AgentCatalog {
@@ -226,7 +263,7 @@ pub fn definition(
     let reads_only = may_use
         .iter()
         .filter(|tool| !disallowed.iter().any(|d| d == *tool))
-        .all(|tool| tool_kind(tool) == ToolKind::Read);
+        .all(|tool| only_reads(tool));
     let model = match file.model()?.as_deref() {
         None | Some("inherit" | "sonnet" | "opus") => AgentModel::Inherit,
         Some("fast" | "haiku") => AgentModel::Fast,
@@ -276,8 +313,9 @@ fn keel_tools(listed: Vec<String>, unknown: &mut Vec<String>) -> Vec<String> {
 
 /// keel's name for a tool named in a definition: keel's own names as they
 /// are, Claude Code's mapped, a `Tool(pattern)` by its tool; `None` for
-/// tools keel does not have. MCP tools (`mcp__server__tool`) keep their
-/// names (the session offers them if such a server is configured).
+/// tools keel does not have. MCP tools (`mcp__server__tool`, or a whole
+/// server: `mcp__server`, `mcp__server__*`) keep their names: a child is
+/// offered those of the parent's MCP tools they name (`runtime::subagent_mcp`).
 pub fn keel_tool_name(item: &str) -> Option<&str> {
     let tool = item.split_once('(').map_or(item, |(tool, _)| tool).trim();
     let mapped = match tool {

@@ -10,7 +10,10 @@
 //! removed; MCP tools follow keel's own (built-in, then harness) in server
 //! order, so a session with the same servers sends the same tool bytes on
 //! every request. A server that is slow or fails is reported once
-//! (`mcp_server_status`) and never holds a turn.
+//! (`mcp_server_status`) and never holds a turn. A subagent's state is
+//! `McpState::shared`: the parent's hub, its tool list fixed when the child
+//! opens (`subagent_mcp.rs`); it never starts, re-lists, reports or stops
+//! a server (the session that started the hub does).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +33,8 @@ pub(super) struct McpState {
     offered: Vec<McpToolDef>,
     /// The servers were waited for and the first tool list is in place.
     settled: bool,
+    /// The hub is a parent session's (this is a subagent's state).
+    shared: bool,
 }
 
 impl McpState {
@@ -41,7 +46,19 @@ impl McpState {
         } else {
             McpHub::start(&settings.mcp, &settings.workspace_root, &log_dir)
         };
-        Self { hub: Arc::new(hub), offered: Vec::new(), settled: false }
+        Self { hub: Arc::new(hub), offered: Vec::new(), settled: false, shared: false }
+    }
+
+    /// A subagent's view of its parent's `hub`: settled, its tools offered
+    /// once (`Session::offer_mcp_tools`), never re-listed, reported or
+    /// stopped from here.
+    pub(super) fn shared(hub: Arc<McpHub>) -> Self {
+        Self { hub, offered: Vec::new(), settled: true, shared: true }
+    }
+
+    /// The MCP tools offered now, in order.
+    pub(super) fn offered(&self) -> &[McpToolDef] {
+        &self.offered
     }
 }
 
@@ -60,7 +77,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<(), RuntimeError> {
         let hub = self.mcp.hub.clone();
-        if !hub.is_configured() {
+        if !hub.is_configured() || self.mcp.shared {
             return Ok(());
         }
         if !self.mcp.settled {
@@ -87,6 +104,9 @@ impl Session {
 
     /// Reports (front end and log) the status changes since the last call.
     pub(super) fn mcp_reports(&mut self) -> Result<(), RuntimeError> {
+        if self.mcp.shared {
+            return Ok(());
+        }
         for status in self.mcp.hub.take_reports() {
             self.report_mcp_status(status)?;
         }
@@ -118,7 +138,7 @@ impl Session {
 
     /// Replaces the MCP tools of the registry and (through `step`) the
     /// loop's config with `defs`; with a `reason`, the change is recorded.
-    fn offer_mcp_tools(
+    pub(super) fn offer_mcp_tools(
         &mut self,
         defs: Vec<McpToolDef>,
         reason: Option<&str>,
@@ -176,8 +196,12 @@ impl Session {
         self.mcp.hub.prompts().into_iter().map(|p| (p.command, p.description)).collect()
     }
 
-    /// Stops every MCP server (kill ladder for stdio servers).
+    /// Stops every MCP server (kill ladder for stdio servers); a subagent
+    /// leaves its parent's running.
     pub(super) async fn mcp_shutdown(&mut self) {
+        if self.mcp.shared {
+            return;
+        }
         self.mcp.hub.shutdown().await;
     }
 }

@@ -38,6 +38,7 @@ mod shadow_seed;
 mod shadow_triage;
 mod subagent;
 mod subagent_link;
+mod subagent_mcp;
 mod subagent_resume;
 mod subagent_run;
 mod tool_runner;

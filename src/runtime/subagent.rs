@@ -12,7 +12,8 @@
 //! other is refused ([`ToolScope`]); policy, sandbox, trust and its own
 //! tool hooks apply to every call as in any session; its approvals go to
 //! the parent's approver (`subagent_link.rs`); it offers `agent` itself only
-//! while `[agents] max_depth` allows.
+//! while `[agents] max_depth` allows; it calls the MCP tools its type may
+//! use through the parent's running servers (`subagent_mcp.rs`).
 //!
 //! This file opens a child (its settings, mode, tools, loop state and
 //! session); `subagent_run.rs` runs its task and turns what it did into
@@ -36,10 +37,10 @@ use crate::agent::{
     WorkflowSetup,
 };
 use crate::config::Settings;
-use crate::config::agents::{AgentCatalog, AgentDefinition, AgentModel};
+use crate::config::agents::{AgentCatalog, AgentDefinition, AgentModel, names, only_reads};
 use crate::config::commands::CommandCatalog;
 use crate::context::Pricing;
-use crate::plan::{PhaseRules, SUBAGENT_PHASE_RULES, ToolKind, tool_kind};
+use crate::plan::{PhaseRules, SUBAGENT_PHASE_RULES};
 use crate::policy::ApprovalMode;
 use crate::protocol::{HarnessTool, ParentLink, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
@@ -144,6 +145,7 @@ impl Session {
             ));
         };
         let definition = self.narrowed_type(definition);
+        self.warn_unoffered_mcp(&definition);
         let depth = self.subagents.depth() + 1;
         let id = new_session_id();
         // The parent's model now (a `/model` switch, a command's model).
@@ -196,7 +198,7 @@ impl Session {
             links,
             cancel,
             resumed: None,
-        });
+        })?;
         Ok(Ok(Child { prompt: Some(args.prompt), call: call.clone(), ..child }))
     }
 
@@ -260,9 +262,15 @@ impl Session {
         let tool_classes =
             specs.iter().map(|s| (s.name.clone(), tools.class_of(&s.name))).collect();
         let access = if definition.read_only { "read-only " } else { "" };
+        // Its MCP tools join the loop with `ToolsOffered` (`child_session`);
+        // the scope is settled here, with them.
+        let mcp = self.child_mcp_tools(definition);
         let scope = ToolScope {
             owner: format!("the {access}{} agent", definition.name),
-            tools: specs.iter().map(|spec| spec.name.clone()).collect::<BTreeSet<_>>(),
+            tools: (specs.iter().map(|spec| &spec.name))
+                .chain(mcp.iter().map(|def| &def.name))
+                .cloned()
+                .collect::<BTreeSet<_>>(),
         };
         let mut policy = self.state.config.policy.clone();
         policy.mode = mode;
@@ -320,8 +328,9 @@ impl Session {
         }
     }
 
-    /// Assembles a child session around its opened log and state.
-    pub(super) fn child_session(&self, parts: ChildParts<'_>) -> Child {
+    /// Assembles a child session around its opened log and state, with
+    /// its share of this session's MCP tools.
+    pub(super) fn child_session(&self, parts: ChildParts<'_>) -> Result<Child, RuntimeError> {
         let ChildParts { id, log, state, settings, definition, link, links, cancel, resumed } =
             parts;
         let (files, open_turn) = match resumed {
@@ -331,6 +340,7 @@ impl Session {
         let depth = link.depth;
         let found = self.child_found(&definition, depth, Vec::new());
         let tools = child_tools(&settings, &definition, &found, depth);
+        let mcp = self.child_mcp_tools(&definition);
         let child_cancel = cancel.child_token();
         let sink = LinkSink::new(link.call_id.clone(), links.events.clone());
         let approver =
@@ -365,6 +375,7 @@ impl Session {
         // before this call covers what the child changes.
         session.hooks.take_session_start();
         session.checkpoints.disable();
+        self.lend_mcp(&mut session, mcp)?;
         session.subagents.role =
             Some(ChildRole { link: link.clone(), parent_log: self.log.path().to_owned() });
         session.sink.emit(RuntimeEvent::SessionStarted {
@@ -378,7 +389,7 @@ impl Session {
             pricing: settings.pricing,
             limits: session.state.config.limits.spend,
         });
-        Child {
+        Ok(Child {
             session,
             call: ToolCall {
                 call_id: link.call_id,
@@ -390,7 +401,7 @@ impl Session {
             agent: definition.name,
             prompt: None,
             cancel: child_cancel,
-        }
+        })
     }
 }
 
@@ -433,8 +444,7 @@ pub(super) fn child_settings(parent: &Settings, definition: &AgentDefinition) ->
     settings.model = model;
     settings.limits.max_steps = parent.agents.max_steps;
     // The session's MCP servers are the parent's: a child starts none of
-    // its own (and is offered none of their tools; sharing the parent's
-    // servers with a type that lists their tools is for later).
+    // its own; it calls the parent's running ones (`subagent_mcp.rs`).
     settings.mcp = Default::default();
     settings.warnings.clear();
     settings
@@ -451,7 +461,16 @@ pub(super) fn within_scope(
     let mut definition = definition.clone();
     let Some(scope) = scope else { return definition };
     let tools: Vec<String> = match definition.tools.take() {
-        Some(tools) => tools.into_iter().filter(|tool| scope.tools.contains(tool)).collect(),
+        // A whole MCP server (`mcp__server`) becomes its tools in scope.
+        Some(tools) => tools
+            .iter()
+            .flat_map(|listed| scope.tools.iter().filter(|tool| names(listed, tool)))
+            .fold(Vec::new(), |mut kept, tool| {
+                if !kept.contains(tool) {
+                    kept.push(tool.clone());
+                }
+                kept
+            }),
         None => scope
             .tools
             .iter()
@@ -459,7 +478,7 @@ pub(super) fn within_scope(
             .cloned()
             .collect(),
     };
-    definition.read_only |= tools.iter().all(|tool| tool_kind(tool) == ToolKind::Read);
+    definition.read_only |= tools.iter().all(|tool| only_reads(tool));
     definition.tools = Some(tools);
     definition
 }
@@ -543,6 +562,18 @@ mod tests {
         assert_eq!(narrowed.tools.as_deref().unwrap(), ["agent", "shell"]);
         assert!(!narrowed.read_only);
         assert_eq!(within_scope(&general, None), general, "no scope: the type as defined");
+    }
+
+    #[test]
+    fn a_whole_mcp_server_in_a_types_list_becomes_its_tools_in_scope() {
+        let looker = definition("---\nname: l\ndescription: d\ntools: Read, mcp__docs\n---\n");
+        let scope = scope(&["read_file", "mcp__docs__search", "mcp__docs__publish", "mcp__gh__x"]);
+        let narrowed = within_scope(&looker, Some(&scope));
+        assert_eq!(
+            narrowed.tools.as_deref().unwrap(),
+            ["read_file", "mcp__docs__publish", "mcp__docs__search"]
+        );
+        assert!(!narrowed.read_only, "an MCP tool is not known to only read");
     }
 
     #[test]

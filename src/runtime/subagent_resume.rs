@@ -184,6 +184,7 @@ impl Session {
         state.config.policy.mode = mode;
         state.allowlist.prefixes.extend(self.state.allowlist.prefixes.iter().cloned());
         state.allowlist.files.extend(self.state.allowlist.files.iter().cloned());
+        state.allowlist.tools.extend(self.state.allowlist.tools.iter().cloned());
         let never_started = state.turn == 0;
         let mut log = SessionLog::append_to(lock, rebuilt.facts.next_seq)?;
         log.append(SessionEvent::SessionResumed {
@@ -225,7 +226,7 @@ impl Session {
             links,
             cancel,
             resumed: Some(resumed),
-        });
+        })?;
         child.session.subagents.resumed(grandchildren);
         child.call = call.clone();
         if never_started {

@@ -61,6 +61,7 @@ mod session_undo;
 #[path = "../../src/shared_corpus.rs"]
 mod shared_corpus;
 mod subagents_e2e;
+mod subagents_mcp;
 mod support;
 mod tool_meta_contract;
 mod tool_schemas;

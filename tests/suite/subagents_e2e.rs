@@ -15,23 +15,23 @@ use super::support::{Sandbox, json_lines, read_jsonl};
 use super::wire::{Step, call};
 
 /// The parent's system prompt starts with keel's core rules.
-const PARENT: &str = "You are keel, a coding agent";
+pub(super) const PARENT: &str = "You are keel, a coding agent";
 /// The built-in explore type's prompt.
 const EXPLORE: &str = "You are a subagent exploring a codebase";
 
-fn agent_call(agent: &str, description: &str, prompt: &str) -> (String, String) {
+pub(super) fn agent_call(agent: &str, description: &str, prompt: &str) -> (String, String) {
     call("agent", json!({"agent": agent, "description": description, "prompt": prompt}))
 }
 
-fn calls(list: Vec<(String, String)>) -> Reply {
+pub(super) fn calls(list: Vec<(String, String)>) -> Reply {
     Reply::Step(Step::Calls { text: None, calls: list })
 }
 
-fn answer(text: &str) -> Reply {
+pub(super) fn answer(text: &str) -> Reply {
     Reply::Step(Step::Answer(text.into()))
 }
 
-fn exec(
+pub(super) fn exec(
     sandbox: &Sandbox,
     model: &RoutedModel,
     flags: &[&str],
@@ -70,7 +70,7 @@ fn spawn_exec(
 }
 
 /// Runs `keel exec PROMPT` until `route`'s request is held, then SIGKILLs it.
-fn kill_when_held(sandbox: &Sandbox, model: &RoutedModel, prompt: &str, route: &str) {
+pub(super) fn kill_when_held(sandbox: &Sandbox, model: &RoutedModel, prompt: &str, route: &str) {
     let mut running = spawn_exec(sandbox, model, prompt, std::process::Stdio::null());
     assert_eq!(model.held(), route);
     running.kill().unwrap(); // SIGKILL
@@ -78,18 +78,18 @@ fn kill_when_held(sandbox: &Sandbox, model: &RoutedModel, prompt: &str, route: &
 }
 
 /// The id of the (only) parent session.
-fn parent_id(sandbox: &Sandbox) -> String {
+pub(super) fn parent_id(sandbox: &Sandbox) -> String {
     let (parents, _) = logs(sandbox);
     read_jsonl(&parents[0])[0]["session_id"].as_str().unwrap().to_owned()
 }
 
-fn result_of(output: &std::process::Output) -> Value {
+pub(super) fn result_of(output: &std::process::Output) -> Value {
     let lines = json_lines(&output.stdout);
     lines.last().cloned().unwrap()
 }
 
 /// Every session log, by whether it belongs to a subagent.
-fn logs(sandbox: &Sandbox) -> (Vec<PathBuf>, Vec<PathBuf>) {
+pub(super) fn logs(sandbox: &Sandbox) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(sandbox.home.join("sessions"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -99,7 +99,7 @@ fn logs(sandbox: &Sandbox) -> (Vec<PathBuf>, Vec<PathBuf>) {
     paths.into_iter().partition(|path| read_jsonl(path)[0]["parent"].is_null())
 }
 
-fn of_type<'a>(log: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(super) fn of_type<'a>(log: &'a [Value], kind: &str) -> Vec<&'a Value> {
     log.iter().filter(|line| line["type"] == kind).collect()
 }
 
