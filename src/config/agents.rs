@@ -424,6 +424,25 @@ mod tests {
     }
 
     #[test]
+    fn an_mcp_entry_names_its_tool_or_a_whole_server() {
+        for (listed, tool, named) in [
+            ("mcp__gh__get", "mcp__gh__get", true),
+            ("mcp__gh__get", "mcp__gh__get_all", false),
+            ("mcp__gh", "mcp__gh__get", true),
+            ("mcp__gh__*", "mcp__gh__get", true),
+            ("mcp__g", "mcp__gh__get", false),
+            ("mcp__gh", "mcp__gh__", false),
+            ("mcp__gh__get", "mcp__gh__get__x", false),
+            ("mcp__*", "mcp__gh__get", false),
+            ("mcp__", "mcp____get", false),
+            ("read_file", "read_file", true),
+            ("shell", "mcp__shell__x", false),
+        ] {
+            assert_eq!(names(listed, tool), named, "{listed} {tool}");
+        }
+    }
+
+    #[test]
     fn a_model_with_control_characters_is_refused() {
         let text = "---\nname: x\ndescription: d\nmodel: \"m\\e[2J\"\n---\n";
         let error = definition(&MarkdownFile::parse(text).unwrap(), AgentSource::BuiltIn);

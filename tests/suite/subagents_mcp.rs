@@ -118,6 +118,47 @@ fn a_type_listing_an_mcp_tool_calls_it_through_the_parents_running_server() {
     assert!(!sandbox.home.join("logs/mcp").join(child_id).exists(), "no server log of its own");
 }
 
+/// A writer type listing the server's writer.
+const ADDER: &str = "---\nname: adder\ndescription: Adds\n\
+tools: mcp__fault__add\n---\nYou are the adder.\n";
+
+#[test]
+fn a_childs_mcp_writer_is_asked_about_through_the_session_like_the_parents() {
+    let Some(python) = python() else { return };
+    for (flags, ran) in [(&["--full-auto"][..], false), (&["--yolo"][..], true)] {
+        let (sandbox, record) = sandbox_with(&python, true, &[("adder", ADDER)]);
+        let model = RoutedModel::start(vec![
+            Route::system(
+                "parent",
+                PARENT,
+                vec![calls(vec![agent_call("adder", "add", "Add one.")]), answer("done")],
+            ),
+            Route::system(
+                "adder",
+                "You are the adder",
+                vec![calls(vec![call("mcp__fault__add", json!({}))]), answer("tried")],
+            ),
+        ]);
+        let output = exec(&sandbox, &model, flags, "Add through a subagent");
+        let result = result_of(&output);
+        let count = std::path::Path::new(&format!("{}.count", record.display())).exists();
+        assert_eq!(count, ran, "{flags:?}: {result}");
+        let answer = tool_results(&model.of("adder")[1].body).pop().unwrap();
+        if ran {
+            assert_eq!(output.status.code(), Some(0), "{result}");
+            assert_eq!(answer, "added one");
+        } else {
+            // Auto asks about an MCP writer; headless, the question is
+            // declined and the run says what would allow it.
+            assert_eq!(output.status.code(), Some(3), "{result}");
+            assert_eq!(result["declined"][0]["name"], "mcp__fault__add", "{result}");
+            let reason = result["declined"][0]["reason"].as_str().unwrap();
+            assert!(reason.contains("asked by the adder subagent"), "{reason}");
+            assert!(answer.contains("needs approval"), "{answer}");
+        }
+    }
+}
+
 /// A read-only type (`permissionMode: plan`) listing a writer among its tools.
 const SCOUT: &str = "---\nname: scout\ndescription: Looks without touching\n\
 tools: Read, mcp__fault__echo, mcp__fault__add\npermissionMode: plan\n---\nYou are the scout.\n";
