@@ -32,8 +32,13 @@ pub const RERUN_QUESTION: &str =
 /// A batch that ran, waiting for what follows its calls.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finishing {
-    /// Each call with its result so far, in call order.
+    /// Each call with its result so far, in call order (the call as the
+    /// model made it: what the history and the workflow see).
     pub ran: Vec<(ToolCall, ToolResult, ToolMeta)>,
+    /// Each call as it ran, in the same order: a PreToolUse hook's rewrite
+    /// where one replaced the model's input. A re-run offer asks about it
+    /// and a re-run runs it; the PostToolUse hooks see it.
+    pub run_as: Vec<ToolCall>,
     /// Whether the batch ran concurrently (a re-run keeps its read-only
     /// context).
     pub concurrent: bool,
@@ -73,7 +78,15 @@ pub(super) fn on_batch_finished(
 /// its checks gave), in call order; whether there was a batch.
 fn hold(state: &mut LoopState, mut results: Vec<(ToolResult, ToolMeta)>) -> bool {
     let Some(Batch::Run { calls, concurrent }) = state.pending.pop_front() else { return false };
-    results.extend(super::call_checks::take_refused(state));
+    let (refused, rewritten) = super::call_checks::take_checked(state);
+    results.extend(refused);
+    let run_as = calls
+        .iter()
+        .map(|call| {
+            let as_run = rewritten.iter().find(|ran| ran.call_id == call.call_id);
+            as_run.unwrap_or(call).clone()
+        })
+        .collect();
     let ran = calls
         .into_iter()
         .map(|call| {
@@ -88,8 +101,15 @@ fn hold(state: &mut LoopState, mut results: Vec<(ToolResult, ToolMeta)>) -> bool
             (call, result, meta)
         })
         .collect();
-    state.finishing =
-        Some(Finishing { ran, concurrent, next: 0, asked: None, rerunning: None, hooked: false });
+    state.finishing = Some(Finishing {
+        ran,
+        run_as,
+        concurrent,
+        next: 0,
+        asked: None,
+        rerunning: None,
+        hooked: false,
+    });
     true
 }
 
@@ -123,7 +143,7 @@ pub(super) fn on_answer(
     effects.push(Effect::Record(approval_event(call_id, approved, note, &ApprovalScope::Once)));
     if approved {
         finishing.rerunning = Some(index);
-        let call = finishing.ran[index].0.clone();
+        let call = finishing.run_as[index].clone();
         let concurrent = finishing.concurrent;
         effects.push(Effect::RerunUnsandboxed { call, concurrent });
         return;
@@ -193,17 +213,19 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
     while ask_mode && finishing.next < finishing.ran.len() {
         let index = finishing.next;
         finishing.next += 1;
-        let (call, _, meta) = &finishing.ran[index];
+        let meta = &finishing.ran[index].2;
         if meta.kind() == Some(ResultKind::SandboxViolation) {
             finishing.asked = Some(index);
-            let call = call.clone();
+            let call = finishing.run_as[index].clone();
             effects.push(Effect::ConfirmCall { call, reason: RERUN_QUESTION.to_owned() });
             return;
         }
     }
     if post_hooks && !finishing.hooked {
         finishing.hooked = true;
-        effects.push(Effect::RunPostToolHooks { ran: finishing.ran.clone() });
+        let ran = finishing.run_as.iter().zip(&finishing.ran);
+        let ran = ran.map(|(call, (_, result, meta))| (call.clone(), result.clone(), meta.clone()));
+        effects.push(Effect::RunPostToolHooks { ran: ran.collect() });
         return;
     }
     record(state, effects);

@@ -276,17 +276,21 @@ pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
     }
 }
 
-/// The refused calls' results, for the batch's results (taken once).
-pub(super) fn take_refused(state: &mut LoopState) -> Vec<(ToolResult, ToolMeta)> {
-    let Some(checking) = state.checking.take() else { return Vec::new() };
-    checking
-        .calls
-        .into_iter()
-        .filter_map(|(_, outcome)| match outcome {
-            Some(Outcome::Refused(result, meta)) => Some((result, meta)),
-            Some(Outcome::Run(_)) | None => None,
-        })
-        .collect()
+/// What the batch's checks came to, for its results (taken once): the
+/// refused calls' results, and the calls that ran as they ran (a hook may
+/// have rewritten them).
+pub(super) fn take_checked(state: &mut LoopState) -> (Vec<(ToolResult, ToolMeta)>, Vec<ToolCall>) {
+    let Some(checking) = state.checking.take() else { return (Vec::new(), Vec::new()) };
+    let mut refused = Vec::new();
+    let mut ran = Vec::new();
+    for (_, outcome) in checking.calls {
+        match outcome {
+            Some(Outcome::Refused(result, meta)) => refused.push((result, meta)),
+            Some(Outcome::Run(call)) => ran.push(call),
+            None => {}
+        }
+    }
+    (refused, ran)
 }
 
 /// Ends the settling of the call at the cursor with `flow`, or waits.

@@ -10,8 +10,8 @@ use super::test_support::{call_with, config};
 use super::*;
 use crate::policy::{ApprovalMode, PathLinks};
 use crate::protocol::{
-    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolMeta, ToolResult, TurnOutcome,
-    Usage,
+    Item, ModelResponse, ResultKind, SessionEvent, StopReason, ToolCall, ToolMeta, ToolResult,
+    TurnOutcome, Usage,
 };
 
 fn respond(calls: Vec<ToolCall>) -> Input {
@@ -413,4 +413,48 @@ fn a_rewrite_seen_before_the_question_is_judged_again_when_the_call_runs_without
     // Judged again by policy: the rewrite needs its own approval.
     assert_eq!(judged_again(&effects)[0].0, "prompt");
     assert_eq!(question(&effects).1, r#"{"command":"touch b"}"#);
+}
+
+/// Review S1: once a hook's rewrite ran, what follows the batch is about
+/// the rewrite: the unsandboxed re-run offer asks about it and re-runs it
+/// (main asked about and re-ran the model's original call, which the hook
+/// had replaced), and the PostToolUse hooks see it.
+#[test]
+fn the_rerun_offer_and_the_post_hooks_are_about_the_rewrite_that_ran() {
+    let rewritten = json!({ "command": "cat notes" });
+    let mut state =
+        checking(ApprovalMode::Ask, vec![call_with("s", "shell", r#"{"command":"ls"}"#)]);
+    state.config.post_tool_hooks = true;
+    let verdict = hooks(None, Some(rewritten.clone()));
+    checked(&mut state, vec![check("s", Some(verdict), PathLinks::default())]);
+    let effects = checked(&mut state, vec![check("s", None, PathLinks::default())]);
+    assert_eq!(run_calls(&effects).unwrap()[0].arguments, rewritten.to_string());
+
+    let meta = ToolMeta::command(Some(1), None).with_kind(ResultKind::SandboxViolation);
+    let results = vec![(ToolResult::error("s", "Permission denied"), meta)];
+    let effects = step(&mut state, Input::BatchFinished { results });
+    let Some(Effect::ConfirmCall { call, .. }) = effects.last() else {
+        panic!("no re-run offer: {effects:?}")
+    };
+    assert_eq!(call.arguments, rewritten.to_string(), "asked about the replaced call");
+    let effects = answer(&mut state, "s", true);
+    let Some(Effect::RerunUnsandboxed { call, .. }) = effects.last() else {
+        panic!("no re-run: {effects:?}")
+    };
+    assert_eq!(call.arguments, rewritten.to_string(), "re-ran the replaced call");
+
+    let result = ToolResult::error("s", "Permission denied");
+    let meta = ToolMeta::command(Some(1), None);
+    let effects = step(&mut state, Input::RerunFinished { result, meta });
+    let Some(Effect::RunPostToolHooks { ran }) = effects.last() else {
+        panic!("no PostToolUse hooks: {effects:?}")
+    };
+    assert_eq!(ran[0].0.arguments, rewritten.to_string());
+    let effects = step(&mut state, Input::PostToolHooksDone { verdicts: Vec::new() });
+    let history = state.items.iter().filter_map(|item| match item {
+        Item::ToolCall(call) => Some(call.arguments.clone()),
+        _ => None,
+    });
+    assert_eq!(history.collect::<Vec<_>>(), [r#"{"command":"ls"}"#], "the model's call stays");
+    assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
 }

@@ -680,3 +680,50 @@ async fn a_custom_command_is_offered_and_sent_expanded() {
     let user = super::routed_model::first_user_of(&bodies[0]);
     assert_eq!(user, "Fix this bug: the login bug.");
 }
+
+/// Review S1: after a PreToolUse hook rewrote a command and the sandbox
+/// blocked the rewrite, the unsandboxed re-run offered is the rewrite's:
+/// the question shows the command that would run, and a yes runs that,
+/// never the model's original command, which the hook had replaced (main
+/// asked about and re-ran the original outside the sandbox).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rerun_offer_after_a_hook_rewrite_runs_the_rewrite() {
+    let outside = tempfile::tempdir_in(super::policy_sandbox::outside_temp()).unwrap();
+    let target = outside.path().join("escaped");
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+    let rules = "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n";
+    std::fs::write(sandbox.home.join("rules/user.rules"), rules).unwrap();
+    let rewritten = format!("touch {}", target.display());
+    let hook = json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "updatedInput": {"command": rewritten},
+    }});
+    let toml = format!(
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\n[[hooks.PreToolUse.hooks]]\ntype = \
+         \"command\"\ncommand = {:?}\n",
+        format!("cat > /dev/null; echo '{hook}'")
+    );
+    std::fs::write(sandbox.home.join("config.toml"), toml).unwrap();
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "touch ORIGINAL-7"}))],
+        },
+        Step::Answer("Done.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("touch it");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for(&["outside the sandbox?"]);
+    assert!(!screen.contains("$ touch ORIGINAL-7"), "asked about the replaced call:\n{screen}");
+    assert!(screen.contains(&format!("$ {rewritten}")), "not asked about the rewrite:\n{screen}");
+    pane.keys(&["y"]);
+    pane.wait_for(&["Done."]);
+    assert!(!sandbox.repo.join("ORIGINAL-7").exists(), "the replaced call ran");
+    assert!(target.exists(), "the approved re-run did not run the rewrite");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
