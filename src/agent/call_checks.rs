@@ -485,9 +485,10 @@ fn judge_links(
 }
 
 /// Policy's verdict on `call` in the session's mode, with `links` as
-/// facts when given.
+/// facts when given; by the call's own class (an `agent` call's is its
+/// agent type's, so a rewrite naming another type is judged as that type).
 pub(super) fn judge(state: &LoopState, call: &ToolCall, links: Option<&PathLinks>) -> Verdict {
-    let class = state.class_of(&call.name);
+    let class = state.class_of_call(call);
     let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
     match links {
         None => policy::evaluate(&state.config.policy, &state.allowlist, facts),

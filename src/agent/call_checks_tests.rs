@@ -10,8 +10,8 @@ use super::test_support::{call_with, config};
 use super::*;
 use crate::policy::{ApprovalMode, PathLinks};
 use crate::protocol::{
-    Item, ModelResponse, ResultKind, SessionEvent, StopReason, ToolCall, ToolMeta, ToolResult,
-    TurnOutcome, Usage,
+    Item, ModelResponse, ResultKind, SessionEvent, StopReason, ToolCall, ToolClass, ToolMeta,
+    ToolResult, TurnOutcome, Usage,
 };
 
 fn respond(calls: Vec<ToolCall>) -> Input {
@@ -457,4 +457,32 @@ fn the_rerun_offer_and_the_post_hooks_are_about_the_rewrite_that_ran() {
     });
     assert_eq!(history.collect::<Vec<_>>(), [r#"{"command":"ls"}"#], "the model's call stays");
     assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
+}
+
+/// Review S2: a rewrite of an `agent` call is judged by the class of the
+/// agent type it names now (as the model's call was judged by its own):
+/// a hook turning a read-only `explore` child into a writing one is
+/// asked about in ask mode and refused in plan mode, where main judged
+/// the rewrite as the `agent` tool's read-only class and ran it.
+#[test]
+fn a_rewrite_into_a_writing_agent_type_is_judged_as_a_writer() {
+    for (mode, expect) in [(ApprovalMode::Ask, "prompt"), (ApprovalMode::Plan, "forbidden")] {
+        let mut config = config(mode, 10);
+        config.tool_classes.insert(crate::tools::AGENT_TOOL.into(), ToolClass::ReadOnly);
+        config.agent_classes = std::collections::BTreeMap::from([
+            ("explore".to_owned(), ToolClass::ReadOnly),
+            ("general".to_owned(), ToolClass::Mutating),
+        ]);
+        let mut state = LoopState::new(config);
+        step(&mut state, Input::UserTurn { text: "go".into() });
+        let args = json!({"agent": "explore", "description": "d", "prompt": "p"});
+        let call = call_with("a", crate::tools::AGENT_TOOL, &args.to_string());
+        let effects = step(&mut state, respond(vec![call]));
+        assert!(matches!(effects.last(), Some(Effect::CheckCalls { .. })), "{mode:?}: {effects:?}");
+        let rewritten = json!({"agent": "general", "description": "d", "prompt": "p"});
+        let verdict = hooks(None, Some(rewritten));
+        let effects = checked(&mut state, vec![check("a", Some(verdict), PathLinks::default())]);
+        assert_eq!(judged_again(&effects)[0].0, expect, "{mode:?}: {effects:?}");
+        assert!(run_calls(&effects).is_none(), "{mode:?}: the rewrite ran unjudged");
+    }
 }

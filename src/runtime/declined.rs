@@ -30,7 +30,7 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
     if call.harness_tool() == Some(HarnessTool::SubmitPlan) {
         return "--approve-plan (or --plan-only to stop for a review)".to_owned();
     }
-    let class = state.class_of(&call.name);
+    let class = state.class_of_call(call);
     let facts = || CallFacts { tool: &call.name, class, arguments: &call.arguments };
     let judged = |mode: ApprovalMode| {
         let mut policy = state.config.policy.clone();
