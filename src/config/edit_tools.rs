@@ -21,8 +21,10 @@ pub enum EditTools {
 }
 
 /// The tools this setting decides about; every other tool is offered as
-/// before.
-const EDIT_TOOLS: [&str; 2] = ["edit_file", "apply_patch"];
+/// before. They are one power: whoever may use one (an agent type, a
+/// command's `allowed-tools`) may use the other, the one the session
+/// offers.
+pub const EDIT_TOOLS: [&str; 2] = ["edit_file", "apply_patch"];
 
 impl EditTools {
     /// The values as written in the config file.

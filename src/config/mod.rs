@@ -36,7 +36,7 @@ mod validate;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use edit_tools::EditTools;
+pub use edit_tools::{EDIT_TOOLS, EditTools};
 pub use hooks::load_hooks;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
 pub use layers::{

@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::ToolScope;
+use crate::config::EDIT_TOOLS;
 use crate::config::commands::expand;
 use crate::protocol::HarnessTool;
 
@@ -101,9 +102,14 @@ impl Session {
 }
 
 /// The scope of a command listing `tools`: those, and the workflow's own
-/// tools, within whatever scope is already in force.
+/// tools, within whatever scope is already in force. The edit tools are
+/// one power (as for agent types): a command written for Claude Code
+/// (`Edit`) edits with `apply_patch` where that is the tool offered.
 fn narrowed(current: Option<&ToolScope>, name: &str, tools: &[String]) -> ToolScope {
     let mut allowed: BTreeSet<String> = tools.iter().cloned().collect();
+    if EDIT_TOOLS.iter().any(|tool| allowed.contains(*tool)) {
+        allowed.extend(EDIT_TOOLS.map(str::to_owned));
+    }
     allowed.extend(HarnessTool::ALL.iter().map(|tool| tool.name().to_owned()));
     if let Some(current) = current {
         allowed.retain(|tool| current.tools.contains(tool));
@@ -125,5 +131,11 @@ mod tests {
             ToolScope { owner: "the explore agent".into(), tools: ["read_file".to_owned()].into() };
         let inner = narrowed(Some(&outer), "fix", &["read_file".into(), "shell".into()]);
         assert_eq!(inner.tools, BTreeSet::from(["read_file".to_owned()]));
+        // The edit tools are one power, still within the scope in force.
+        let editor = narrowed(None, "tidy", &["edit_file".into()]);
+        assert!(editor.refusal("apply_patch").is_none() && editor.refusal("shell").is_some());
+        let outer = ToolScope { owner: "o".into(), tools: ["edit_file".to_owned()].into() };
+        let inner = narrowed(Some(&outer), "tidy", &["apply_patch".into()]);
+        assert_eq!(inner.tools, BTreeSet::from(["edit_file".to_owned()]));
     }
 }

@@ -156,3 +156,51 @@ async fn a_command_whose_expansion_is_too_large_is_refused_by_name() {
     assert!(error.contains("/echo") && error.contains("shorter arguments"), "{result}");
     assert!(request_bodies(&server).await.is_empty(), "a request was sent");
 }
+
+/// Review S3: a command written for Claude Code (`allowed-tools: Read,
+/// Edit`) can edit on a model offered `apply_patch` instead of `edit_file`
+/// (`[tools] edit = auto` on a gpt- model): the two edit tools are one
+/// power, as for agent types. main refused the only edit tool the model
+/// was offered ("`apply_patch` is not one of the /tidy command's tools").
+#[tokio::test]
+async fn a_commands_edit_permission_covers_the_edit_tool_the_model_is_offered() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "alpha\n");
+    sandbox.write(
+        ".keel/commands/tidy.md",
+        "---\nallowed-tools: Read, Edit\n---\nTidy notes.txt: $ARGUMENTS\n",
+    );
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    let patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-alpha\n+beta\n*** End Patch\n";
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "notes.txt"}))] },
+        Step::Calls { text: None, calls: vec![call("apply_patch", json!({"patch": patch}))] },
+        Step::Answer("tidied".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "gpt-5"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "/tidy now"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let bodies = request_bodies(&server).await;
+    let offered: Vec<String> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(offered.contains(&"apply_patch".to_owned()), "{offered:?}");
+    assert!(!offered.contains(&"edit_file".to_owned()), "{offered:?}");
+    let answer: Vec<&Value> = bodies[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .collect();
+    let answer = json!(answer);
+    assert!(!answer.to_string().contains("is not one of"), "refused: {answer}");
+    assert_eq!(sandbox.read("notes.txt"), "beta\n", "{answer}");
+}
