@@ -86,12 +86,14 @@ fn forbidden_rewrite(
 }
 
 /// The hooks' verdict on `call_id` from before its approval, taken once.
+/// Whatever batch starts next takes the kept verdict away: the approved
+/// call's batch is the one right after its question, so a verdict not
+/// taken then belongs to a call that was declined, blocked or reviewed as
+/// a plan, and must not stand for a later call that reuses its id (a Chat
+/// server sending no ids gets `call_0` for every response's first call).
 pub(super) fn take_prejudged(state: &mut LoopState, call_id: &str) -> Option<PreToolVerdict> {
     match state.prejudged.take() {
         Some((id, verdict)) if id == call_id => Some(verdict),
-        other => {
-            state.prejudged = other;
-            None
-        }
+        Some(_) | None => None,
     }
 }

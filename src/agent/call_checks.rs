@@ -150,10 +150,14 @@ pub(super) fn start(
         open: Some(Open::Checks),
         prejudged: None,
     };
-    // Judged before its approval: the hooks do not run again.
+    // Judged before its approval: the hooks do not run again. Any other
+    // batch drops a kept verdict (it was a declined call's).
     let judged = match calls.as_slice() {
         [call] => super::approval_hooks::take_prejudged(state, &call.call_id),
-        _ => None,
+        _ => {
+            state.prejudged = None;
+            None
+        }
     };
     let hooks = if judged.is_some() { CheckHooks::Judged } else { CheckHooks::PreToolUse };
     state.checking = Some(Checking { prejudged: judged, ..checking });

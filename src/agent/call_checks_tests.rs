@@ -486,3 +486,25 @@ fn a_rewrite_into_a_writing_agent_type_is_judged_as_a_writer() {
         assert!(run_calls(&effects).is_none(), "{mode:?}: the rewrite ran unjudged");
     }
 }
+
+/// Review S5: the hooks' verdict kept from before a question the user
+/// declined is dropped with it. main kept it, so a later call with the
+/// same id (a Chat server that sends no ids gets `call_0` for the first
+/// call of every response) ran without its PreToolUse hooks, as the
+/// declined call's rewrite.
+#[test]
+fn a_declined_calls_hook_verdict_is_not_used_for_a_later_call_with_its_id() {
+    let (mut state, _) = before_approval("touch a");
+    let rewrite = hooks(None, Some(json!({ "command": "echo REWRITE-OF-THE-DECLINED" })));
+    checked(&mut state, vec![check("s", Some(rewrite), PathLinks::default())]);
+    let effects = answer_approval(&mut state, false);
+    assert!(matches!(effects.last(), Some(Effect::CallModel(_))), "{effects:?}");
+    let later = call_with("s", "shell", &json!({ "command": "ls" }).to_string());
+    let effects = step(&mut state, respond(vec![later]));
+    assert!(
+        matches!(effects.last(), Some(Effect::CheckCalls { hooks: CheckHooks::PreToolUse, .. })),
+        "the later call's hooks do not run: {effects:?}"
+    );
+    let effects = checked(&mut state, vec![check("s", None, PathLinks::default())]);
+    assert_eq!(run_calls(&effects).unwrap()[0].arguments, json!({ "command": "ls" }).to_string());
+}

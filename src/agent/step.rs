@@ -372,7 +372,14 @@ fn admit(
 /// left and the model is asked again.
 pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
     loop {
-        match state.pending.front().cloned() {
+        let front = state.pending.front().cloned();
+        if !matches!(front, Some(Batch::Run { .. })) {
+            // The hooks' verdict kept from before a question stands only
+            // for the approved call's own batch, which is next after it:
+            // here the call was declined, blocked or a plan reviewed.
+            state.prejudged = None;
+        }
+        match front {
             None => return infer(state, effects),
             Some(Batch::Deny { call, reason }) => {
                 state.pending.pop_front();

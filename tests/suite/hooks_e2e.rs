@@ -358,3 +358,44 @@ async fn a_hook_ask_is_a_question_whose_answer_is_logged() {
         (json!(false), json!("once"))
     );
 }
+
+/// Review S5: a guard hook runs on every call, also after a question about
+/// an earlier call was declined. With a Chat server that sends no call ids
+/// (keel names each response's first call `call_0`), main kept the hooks'
+/// verdict from before the declined question and used it for the next
+/// response's `call_0`: the guard hook never ran and the file it guards
+/// reached the model.
+#[tokio::test]
+async fn a_guard_hook_runs_on_a_call_after_a_declined_question_with_the_same_id() {
+    let sandbox = Sandbox::new();
+    sandbox.write("guarded.txt", "SECRET-CONTENT-3\n");
+    let guard = "grep -q guarded && { echo 'GUARD: not that file' >&2; exit 2; }; exit 0";
+    configure(&sandbox, &[("PreToolUse", "Bash", guard)]);
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "touch a"}))] },
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "cat guarded.txt"}))],
+        },
+        Step::Answer("ok".into()),
+    ];
+    let server = super::support::scripted_chat_without_call_ids(&steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "go"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    let started: Vec<serde_json::Value> = sandbox
+        .only_log()
+        .into_iter()
+        .filter(|line| line["type"] == "tool_call_started")
+        .map(|line| line["call"]["call_id"].clone())
+        .collect();
+    assert_eq!(started, [json!("call_0")], "the server's calls have no ids: {started:?}");
+    let third = request_bodies(&server).await[2].to_string();
+    assert!(!third.contains("SECRET-CONTENT-3"), "the guard hook did not run: {third}");
+    assert!(third.contains("GUARD: not that file"), "{third}");
+    assert_eq!(hook_runs(&sandbox).len(), 2, "{:?}", hook_runs(&sandbox));
+}

@@ -163,6 +163,30 @@ pub async fn scripted_model_with(wire: Wire, steps: &[Step], tokens: Tokens) -> 
     server
 }
 
+/// A Chat Completions mock playing `steps` whose tool calls carry no id
+/// (as some local servers send them; keel names them by position).
+pub async fn scripted_chat_without_call_ids(steps: &[Step]) -> MockServer {
+    let server = MockServer::start().await;
+    let bodies = steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let mut body = render_with(Wire::Chat, step, i, Tokens::default());
+            for n in 0..16 {
+                body = body.replace(&format!("\"id\":\"call_{i}_{n}\","), "");
+            }
+            assert!(!body.contains("\"id\":\"call_"), "{body}");
+            body
+        })
+        .collect();
+    Mock::given(method("POST"))
+        .and(path(Wire::Chat.path()))
+        .respond_with(Scripted { bodies, next: AtomicUsize::new(0) })
+        .mount(&server)
+        .await;
+    server
+}
+
 /// Bodies of the requests the model received, parsed.
 pub async fn request_bodies(server: &MockServer) -> Vec<Value> {
     server
