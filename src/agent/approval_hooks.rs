@@ -8,7 +8,9 @@
 //! judged again right before the call runs (`call_checks.rs`).
 //!
 //! Invariants: pure. A hook's allow never skips the question (the driver
-//! records the attempt on the hook's `hook_ran` line).
+//! records the attempt on the hook's `hook_ran` line); a hook's ask is
+//! folded into the question (its reason added, `hook_asked`, so no answer
+//! remembered from an earlier "always" stands for it).
 
 use crate::policy::Decision;
 use crate::protocol::ToolCall;
@@ -50,8 +52,9 @@ pub(super) fn waiting(state: &LoopState) -> bool {
 
 /// The hooks spoke: refuse the call, or ask the user.
 pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects: &mut Vec<Effect>) {
-    let Some(Question { call, reason, plan_review }) = state.asking.take() else { return };
+    let Some(Question { call, mut reason, plan_review }) = state.asking.take() else { return };
     let hooks = checks.into_iter().find(|check| check.call_id == call.call_id);
+    let mut hook_asked = false;
     if let Some(verdict) = hooks.and_then(|check| check.hooks) {
         if let Some(refusal) = forbidden_rewrite(state, &call, &verdict) {
             return decisions::on_approval_blocked(state, &call.call_id, &refusal, effects);
@@ -59,11 +62,16 @@ pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects:
         if verdict.permission == Some(HookPermission::Deny) {
             return decisions::on_approval_blocked(state, &call.call_id, &verdict.reason, effects);
         }
+        if verdict.permission == Some(HookPermission::Ask) {
+            // One question for both; the user reads the hook's reason too.
+            hook_asked = true;
+            reason = format!("{reason}; a PreToolUse hook asks too: {}", verdict.reason);
+        }
         let updated_input = verdict.updated_input;
         let judged = PreToolVerdict { updated_input, ..PreToolVerdict::default() };
         state.prejudged = Some((call.call_id.clone(), judged));
     }
-    effects.push(Effect::AskApproval { call, reason, plan_review });
+    effects.push(Effect::AskApproval { call, reason, plan_review, hook_asked });
 }
 
 /// The reason to refuse `call` at once when a hook's rewrite of it is

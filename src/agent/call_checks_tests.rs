@@ -508,3 +508,20 @@ fn a_declined_calls_hook_verdict_is_not_used_for_a_later_call_with_its_id() {
     let effects = checked(&mut state, vec![check("s", None, PathLinks::default())]);
     assert_eq!(run_calls(&effects).unwrap()[0].arguments, json!({ "command": "ls" }).to_string());
 }
+
+/// Review S7: a hook's ask before a policy question is folded into it:
+/// the question carries the hook's reason and says a hook asked, so the
+/// front end puts it to the user whatever "always" was answered before.
+#[test]
+fn a_hooks_ask_before_a_question_is_said_in_it() {
+    let (mut state, _) = before_approval("touch a");
+    let ask = hooks(Some(HookPermission::Ask), None);
+    let effects = checked(&mut state, vec![check("s", Some(ask), PathLinks::default())]);
+    let Some(Effect::AskApproval { reason, hook_asked, .. }) = effects.last() else {
+        panic!("not asked: {effects:?}")
+    };
+    assert!(*hook_asked && reason.contains("a PreToolUse hook asks too: the hook says so"));
+    let (mut state, _) = before_approval("touch a");
+    let effects = checked(&mut state, vec![check("s", None, PathLinks::default())]);
+    assert!(matches!(effects.last(), Some(Effect::AskApproval { hook_asked: false, .. })));
+}

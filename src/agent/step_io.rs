@@ -211,10 +211,13 @@ pub enum Effect {
     /// Ask the user about `call`; answer with [`Input::ApprovalDecided`],
     /// or for a plan review (`plan_review` is the saved plan's path, empty
     /// when it could not be saved) with [`Input::PlanReviewed`].
+    /// `hook_asked`: a PreToolUse hook asked too, so the question reaches
+    /// the user whatever they answered "always" before.
     AskApproval {
         call: ToolCall,
         reason: String,
         plan_review: Option<String>,
+        hook_asked: bool,
     },
     /// Remember an "always" answer (`rule`: a command prefix or an MCP
     /// tool) as a rule in the project's `.keel/rules/local.rules`; answer

@@ -25,6 +25,21 @@ pub trait Approver: Send {
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer>;
 
+    /// Asks about `call` anew: no answer remembered from an earlier
+    /// "always" stands for it (a PreToolUse hook asked; a question about a
+    /// call's rewrite, symlinks or unsandboxed re-run). `always`: whether
+    /// the user may answer "always" (remembered for later [`Self::decide`]
+    /// questions). Approvers that remember nothing just decide.
+    fn ask_anew<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        reason: &'a str,
+        always: bool,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        let _ = always;
+        self.decide(call, reason)
+    }
+
     /// The mode the user chose for the implementation when approving the
     /// latest plan (`submit_plan`), taken once with the answer; `step`
     /// switches to it right after the plan's result is recorded.

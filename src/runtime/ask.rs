@@ -20,6 +20,15 @@ use crate::protocol::ToolCall;
 
 use super::{ApprovalAnswer, DeclinedCall, RuntimeError, RuntimeEvent, Session};
 
+/// An `Effect::AskApproval`'s question.
+pub(super) struct Question {
+    pub call: ToolCall,
+    pub reason: String,
+    pub plan_review: Option<String>,
+    /// A PreToolUse hook asked too: no remembered "always" answers it.
+    pub hook_asked: bool,
+}
+
 impl Session {
     /// Asks about `call` (an `Effect::AskApproval`); `plan_review` is the
     /// path of the plan under review, if the call submits one. A "no" nobody
@@ -27,17 +36,21 @@ impl Session {
     /// the call.
     pub(super) async fn ask(
         &mut self,
-        call: ToolCall,
-        reason: String,
-        plan_review: Option<String>,
+        question: Question,
         cancel: &CancellationToken,
         declined: &mut Vec<DeclinedCall>,
     ) -> Result<Input, RuntimeError> {
+        let Question { call, reason, plan_review, hook_asked } = question;
         self.notify_hooks(&format!("keel needs approval for {}: {reason}", call.name), cancel)
             .await?;
+        let asking = if hook_asked {
+            self.approver.ask_anew(&call, &reason, true)
+        } else {
+            self.approver.decide(&call, &reason)
+        };
         // An interrupt must not wait on an unanswered question.
         let answer = tokio::select! {
-            answer = self.approver.decide(&call, &reason) => answer,
+            answer = asking => answer,
             () = cancel.cancelled() => ApprovalAnswer {
                 approved: false,
                 note: Some("interrupted by the user before it was approved".to_owned()),

@@ -467,8 +467,9 @@ impl Session {
                 Effect::Summarize { request, trigger, focus } => {
                     self.summarize(&request, trigger, focus, cancel).await?
                 }
-                Effect::AskApproval { call, reason, plan_review } => {
-                    self.ask(call, reason, plan_review, cancel, &mut declined).await?
+                Effect::AskApproval { call, reason, plan_review, hook_asked } => {
+                    let question = super::ask::Question { call, reason, plan_review, hook_asked };
+                    self.ask(question, cancel, &mut declined).await?
                 }
                 Effect::PersistRule { call_id, rule, note } => {
                     self.persist_rule(call_id, rule, note)

@@ -119,7 +119,9 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Input {
         let answer = tokio::select! {
-            answer = self.approver.decide(&call, reason) => answer,
+            // A hook's ask, a rewrite, a symlink, a re-run outside the
+            // sandbox: put to the user every time, never "always".
+            answer = self.approver.ask_anew(&call, reason, false) => answer,
             () = cancel.cancelled() => ApprovalAnswer {
                 approved: false,
                 note: Some("interrupted by the user before it was approved".to_owned()),

@@ -35,6 +35,8 @@ pub(super) struct Uplink {
 pub(super) struct ApprovalRequest {
     call: ToolCall,
     reason: String,
+    /// Asked anew ([`Approver::ask_anew`]), "always" offered or not.
+    anew: Option<bool>,
     reply: oneshot::Sender<ApprovalAnswer>,
 }
 
@@ -74,6 +76,27 @@ impl LinkApprover {
     ) -> Self {
         Self { asks, can_ask, agent }
     }
+
+    /// Sends the question to the parent's approver.
+    async fn forward(
+        &mut self,
+        call: &ToolCall,
+        reason: &str,
+        anew: Option<bool>,
+    ) -> ApprovalAnswer {
+        let (reply, answer) = oneshot::channel();
+        let reason = format!("{reason} (asked by the {} subagent)", self.agent);
+        let request = ApprovalRequest { call: call.clone(), reason, anew, reply };
+        let declined = || ApprovalAnswer {
+            approved: false,
+            note: Some("the session that started this subagent has ended".to_owned()),
+            scope: ApprovalScope::Once,
+        };
+        if self.asks.send(request).is_err() {
+            return declined();
+        }
+        answer.await.unwrap_or_else(|_| declined())
+    }
 }
 
 impl Approver for LinkApprover {
@@ -82,20 +105,16 @@ impl Approver for LinkApprover {
         call: &'a ToolCall,
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer> {
-        Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            let reason = format!("{reason} (asked by the {} subagent)", self.agent);
-            let request = ApprovalRequest { call: call.clone(), reason, reply };
-            let declined = || ApprovalAnswer {
-                approved: false,
-                note: Some("the session that started this subagent has ended".to_owned()),
-                scope: ApprovalScope::Once,
-            };
-            if self.asks.send(request).is_err() {
-                return declined();
-            }
-            answer.await.unwrap_or_else(|_| declined())
-        })
+        Box::pin(self.forward(call, reason, None))
+    }
+
+    fn ask_anew<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        reason: &'a str,
+        always: bool,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        Box::pin(self.forward(call, reason, Some(always)))
     }
 
     fn can_ask(&self) -> bool {
@@ -223,7 +242,10 @@ pub(super) async fn serve<T>(
 ) -> T {
     let desk = async move {
         while let Some(request) = asks.recv().await {
-            let answer = approver.decide(&request.call, &request.reason).await;
+            let answer = match request.anew {
+                None => approver.decide(&request.call, &request.reason).await,
+                Some(always) => approver.ask_anew(&request.call, &request.reason, always).await,
+            };
             let _ = request.reply.send(answer);
         }
     };

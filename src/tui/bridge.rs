@@ -34,6 +34,8 @@ pub enum UiEvent {
     Approval {
         call: ToolCall,
         reason: String,
+        /// Whether "always" may be offered.
+        always: bool,
         reply: oneshot::Sender<ApprovalReply>,
     },
     /// The next request would cross a spend limit: `Once` raises it (to
@@ -128,6 +130,49 @@ impl ChannelApprover {
     }
 }
 
+impl ChannelApprover {
+    /// Puts the question to the UI; `always`: whether "always" may be
+    /// offered and remembered.
+    async fn ask_ui(&mut self, call: &ToolCall, reason: &str, always: bool) -> ApprovalAnswer {
+        self.plan_mode = None;
+        let (reply, answer) = oneshot::channel();
+        let request =
+            UiEvent::Approval { call: call.clone(), reason: reason.to_owned(), always, reply };
+        if self.events.send(request).is_err() {
+            return declined("the user closed keel");
+        }
+        match answer.await {
+            Ok(ApprovalReply::Once) => {
+                ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once }
+            }
+            Ok(ApprovalReply::Always(_)) if !always => {
+                ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once }
+            }
+            Ok(ApprovalReply::Always(prefix)) => {
+                // Shell prefixes are remembered as rules by the driver;
+                // other tools for the rest of this session.
+                let scope = if prefix.argv.is_empty() {
+                    ApprovalScope::Once
+                } else {
+                    ApprovalScope::AlwaysPrefix(prefix.argv.clone())
+                };
+                self.allowed.push(prefix);
+                ApprovalAnswer { approved: true, note: None, scope }
+            }
+            Ok(ApprovalReply::PlanApproved { mode, note }) => {
+                self.plan_mode = Some(mode);
+                ApprovalAnswer { approved: true, note, scope: ApprovalScope::Once }
+            }
+            Ok(ApprovalReply::Deny(note)) => ApprovalAnswer {
+                approved: false,
+                note: Some(note.unwrap_or_else(|| "the user declined this call".to_owned())),
+                scope: ApprovalScope::Once,
+            },
+            Err(_) => declined("the user closed keel"),
+        }
+    }
+}
+
 impl Approver for ChannelApprover {
     fn decide<'a>(
         &'a mut self,
@@ -135,43 +180,21 @@ impl Approver for ChannelApprover {
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer> {
         Box::pin(async move {
-            self.plan_mode = None;
             if self.allowed.iter().any(|prefix| prefix.matches(call)) {
+                self.plan_mode = None;
                 return ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once };
             }
-            let (reply, answer) = oneshot::channel();
-            let request =
-                UiEvent::Approval { call: call.clone(), reason: reason.to_owned(), reply };
-            if self.events.send(request).is_err() {
-                return declined("the user closed keel");
-            }
-            match answer.await {
-                Ok(ApprovalReply::Once) => {
-                    ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once }
-                }
-                Ok(ApprovalReply::Always(prefix)) => {
-                    // Shell prefixes are remembered as rules by the driver;
-                    // other tools for the rest of this session.
-                    let scope = if prefix.argv.is_empty() {
-                        ApprovalScope::Once
-                    } else {
-                        ApprovalScope::AlwaysPrefix(prefix.argv.clone())
-                    };
-                    self.allowed.push(prefix);
-                    ApprovalAnswer { approved: true, note: None, scope }
-                }
-                Ok(ApprovalReply::PlanApproved { mode, note }) => {
-                    self.plan_mode = Some(mode);
-                    ApprovalAnswer { approved: true, note, scope: ApprovalScope::Once }
-                }
-                Ok(ApprovalReply::Deny(note)) => ApprovalAnswer {
-                    approved: false,
-                    note: Some(note.unwrap_or_else(|| "the user declined this call".to_owned())),
-                    scope: ApprovalScope::Once,
-                },
-                Err(_) => declined("the user closed keel"),
-            }
+            self.ask_ui(call, reason, true).await
         })
+    }
+
+    fn ask_anew<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        reason: &'a str,
+        always: bool,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        Box::pin(self.ask_ui(call, reason, always))
     }
 
     fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
@@ -322,6 +345,46 @@ mod tests {
         let chained = shell("cargo test && curl -s x | sh");
         let asking = tokio::spawn(async move { approver.decide(&chained, "why").await });
         let Some(UiEvent::Approval { reply, .. }) = rx.recv().await else { panic!("not asked") };
+        reply.send(ApprovalReply::Deny(None)).unwrap();
+        assert!(!asking.await.unwrap().approved);
+    }
+
+    /// Review S7: a question asked anew (a hook's ask, a symlink, a rewrite,
+    /// a re-run outside the sandbox) always reaches the UI, even for a tool
+    /// answered "always" before; without "always" offered, an "always"
+    /// reply counts once and is not remembered.
+    #[tokio::test]
+    async fn a_question_asked_anew_is_never_answered_from_memory() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut approver = ChannelApprover::new(tx);
+        let write = ToolCall {
+            call_id: "w".into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({ "path": "a", "content": "x" }).to_string(),
+            item_id: None,
+            provider_data: None,
+        };
+        let prefix = AllowPrefix::for_call(&write).unwrap();
+        approver.allowed.push(prefix.clone());
+        assert!(approver.decide(&write, "why").await.approved, "remembered: not asked");
+        let call = write.clone();
+        let asking = tokio::spawn(async move {
+            let answer = approver.ask_anew(&call, "a hook asks", false).await;
+            (approver, answer)
+        });
+        let Some(UiEvent::Approval { reply, always, .. }) = rx.recv().await else {
+            panic!("not asked")
+        };
+        assert!(!always, "always offered");
+        reply.send(ApprovalReply::Always(prefix)).unwrap();
+        let (mut approver, answer) = asking.await.unwrap();
+        assert_eq!((answer.approved, answer.scope), (true, ApprovalScope::Once));
+        assert_eq!(approver.allowed.len(), 1, "nothing more remembered");
+        let call = write.clone();
+        let asking = tokio::spawn(async move { approver.ask_anew(&call, "again", true).await });
+        let Some(UiEvent::Approval { reply, always: true, .. }) = rx.recv().await else {
+            panic!("not asked again")
+        };
         reply.send(ApprovalReply::Deny(None)).unwrap();
         assert!(!asking.await.unwrap().approved);
     }

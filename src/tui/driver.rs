@@ -391,14 +391,20 @@ impl Driver {
     fn on_ui_event(&mut self, event: UiEvent) -> Option<Msg> {
         match event {
             UiEvent::Runtime(event) => Some(Msg::Runtime(event)),
-            UiEvent::Approval { call, reason, reply } => {
+            UiEvent::Approval { call, reason, always, reply } => {
                 self.reply = Some(reply);
                 let diff = self.root.as_deref().and_then(|root| {
                     super::approval_diff::approval_diff(root, &self.options.cwd, &call)
                 });
                 update(&mut self.app, Msg::ApprovalRequested { call, reason });
-                if let (Some(diff), Some(approval)) = (diff, self.app.approval.as_mut()) {
-                    approval.preview = Some(super::diff::parse(&diff));
+                if let Some(approval) = self.app.approval.as_mut() {
+                    if let Some(diff) = diff {
+                        approval.preview = Some(super::diff::parse(&diff));
+                    }
+                    if !always {
+                        // Asked anew each time: "always" is not an answer.
+                        approval.prefix = None;
+                    }
                 }
                 None
             }

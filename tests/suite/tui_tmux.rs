@@ -727,3 +727,39 @@ async fn the_rerun_offer_after_a_hook_rewrite_runs_the_rewrite() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
+
+/// Review S7: a PreToolUse hook's "ask" reaches the user on every call it
+/// asks about, whatever was answered "always" before. main's TUI answered
+/// the second question itself after "yes, always for every `write_file`
+/// call" at the first, so the hook that asks before each write was never
+/// heard again (and its reason was never shown: the policy's was).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_ask_is_put_to_the_user_after_an_always() {
+    let sandbox = Sandbox::new();
+    let ask = r#"cat > /dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"HOOK-ASKS-9"}}'"#;
+    let toml = format!(
+        "[[hooks.PreToolUse]]\nmatcher = \"Write\"\n[[hooks.PreToolUse.hooks]]\ntype = \
+         \"command\"\ncommand = {ask:?}\n"
+    );
+    std::fs::write(sandbox.home.join("config.toml"), toml).unwrap();
+    let write = |path: &str| call("write_file", json!({"path": path, "content": "x\n"}));
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![write("one.txt")] },
+        Step::Calls { text: None, calls: vec![write("two.txt")] },
+        Step::Answer("Done.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("write them");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Allow write_file?", "HOOK-ASKS-9", "[a] yes, always for every `write_file`"]);
+    pane.keys(&["a"]);
+    let screen = pane.wait_for(&["Allow write_file?", "two.txt", "HOOK-ASKS-9"]);
+    assert!(!sandbox.repo.join("two.txt").exists(), "written unasked:\n{screen}");
+    pane.keys(&["y"]);
+    pane.wait_for(&["Done."]);
+    assert!(sandbox.repo.join("two.txt").exists());
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
