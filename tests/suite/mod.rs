@@ -40,6 +40,7 @@ mod policy_rules_errors;
 mod policy_sandbox;
 mod prompt_fit;
 mod prompt_truths;
+mod review_open;
 mod routed_model;
 mod runtime_cancel;
 mod runtime_resume;

@@ -40,17 +40,27 @@ pub struct Route {
     pub name: &'static str,
     pub matches: Box<dyn Fn(&Value) -> bool + Send + Sync>,
     pub replies: Vec<Reply>,
+    /// Every response names its calls `call_0_0`, `call_0_1`… (a server
+    /// reusing ids, as keel's own names for an id-less server do).
+    pub repeated_ids: bool,
 }
 
 impl Route {
     /// Requests whose system prompt contains `needle`.
     pub fn system(name: &'static str, needle: &'static str, replies: Vec<Reply>) -> Self {
-        Self { name, matches: Box::new(move |body| system_of(body).contains(needle)), replies }
+        let matches = Box::new(move |body: &Value| system_of(body).contains(needle));
+        Self { name, matches, replies, repeated_ids: false }
+    }
+
+    /// The same route, its calls' ids repeated from response to response.
+    pub fn with_repeated_ids(self) -> Self {
+        Self { repeated_ids: true, ..self }
     }
 
     /// Requests whose first user message contains `needle`.
     pub fn first_user(name: &'static str, needle: &'static str, replies: Vec<Reply>) -> Self {
-        Self { name, matches: Box::new(move |body| first_user_of(body).contains(needle)), replies }
+        let matches = Box::new(move |body: &Value| first_user_of(body).contains(needle));
+        Self { name, matches, replies, repeated_ids: false }
     }
 }
 
@@ -156,7 +166,9 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             return;
         }
     };
-    let unique = {
+    let unique = if route.repeated_ids {
+        0
+    } else {
         let mut rendered = shared.rendered.lock().unwrap();
         *rendered += 1;
         *rendered
