@@ -10,7 +10,7 @@
 //! scan made a 50 MB log take 4.2 s): the successful results are a set,
 //! and each distinct path is resolved and checked once.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -65,29 +65,30 @@ fn unchanged_since(path: &Path, crash: SystemTime) -> bool {
     std::fs::metadata(path).and_then(|m| m.modified()).is_ok_and(|modified| modified <= crash)
 }
 
-/// Calls whose recorded result is not an error.
-fn successful_calls(items: &[Item]) -> impl Iterator<Item = &ToolCall> {
-    let ok: HashSet<&str> = items
-        .iter()
-        .filter_map(|item| match item {
-            Item::ToolResult(result) if !result.is_error => Some(result.call_id.as_str()),
-            Item::ToolResult(_)
-            | Item::User { .. }
+/// Calls whose recorded result is not an error. A result answers the
+/// latest call before it with its id: servers may repeat ids across
+/// responses, so a failed read must not count for an earlier call's path.
+fn successful_calls(items: &[Item]) -> Vec<&ToolCall> {
+    let mut waiting: HashMap<&str, &ToolCall> = HashMap::new();
+    let mut succeeded = Vec::new();
+    for item in items {
+        match item {
+            Item::ToolCall(call) => {
+                waiting.insert(call.call_id.as_str(), call);
+            }
+            Item::ToolResult(result) => {
+                let call = waiting.remove(result.call_id.as_str());
+                if let Some(call) = call.filter(|_| !result.is_error) {
+                    succeeded.push(call);
+                }
+            }
+            Item::User { .. }
             | Item::Assistant { .. }
             | Item::Reasoning(_)
-            | Item::ToolCall(_)
-            | Item::Context { .. } => None,
-        })
-        .collect();
-    items.iter().filter_map(move |item| match item {
-        Item::ToolCall(call) if ok.contains(call.call_id.as_str()) => Some(call),
-        Item::ToolCall(_)
-        | Item::User { .. }
-        | Item::Assistant { .. }
-        | Item::Reasoning(_)
-        | Item::ToolResult(_)
-        | Item::Context { .. } => None,
-    })
+            | Item::Context { .. } => {}
+        }
+    }
+    succeeded
 }
 
 #[cfg(test)]
@@ -119,6 +120,27 @@ mod tests {
         std::fs::write(&log, "{}\n").unwrap();
         let items: Vec<Item> =
             [read("1", "kept.txt", true), read("2", "failed.txt", false)].concat();
+        let files = remembered_files(&items, dir.path(), dir.path(), &log);
+        let rel = Path::new("x");
+        let stamp = |path: &Path| Some(Stamp::of(&std::fs::metadata(path).unwrap()));
+        assert!(files.ensure_fresh(&kept.canonicalize().unwrap(), rel, stamp(&kept)).is_ok());
+        assert!(files.ensure_fresh(&failed.canonicalize().unwrap(), rel, stamp(&failed)).is_err());
+    }
+
+    /// A server that names every response's first call `call_0`: the
+    /// failed read of `failed.txt` is not counted by the earlier call's
+    /// success.
+    #[test]
+    fn a_result_answers_the_latest_call_with_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = dir.path().join("kept.txt");
+        let failed = dir.path().join("failed.txt");
+        std::fs::write(&kept, "a").unwrap();
+        std::fs::write(&failed, "b").unwrap();
+        let log = dir.path().join("log.jsonl");
+        std::fs::write(&log, "{}\n").unwrap();
+        let items: Vec<Item> =
+            [read("call_0", "kept.txt", true), read("call_0", "failed.txt", false)].concat();
         let files = remembered_files(&items, dir.path(), dir.path(), &log);
         let rel = Path::new("x");
         let stamp = |path: &Path| Some(Stamp::of(&std::fs::metadata(path).unwrap()));

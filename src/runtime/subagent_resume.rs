@@ -49,15 +49,23 @@ pub(super) struct ChildLink {
 }
 
 impl SubagentLinks {
-    /// Remembers a `subagent_started` line.
+    /// Remembers a `subagent_started` line. A call started later with the
+    /// same id (a server that repeats ids) forgets it: a child belongs to
+    /// the call started last before it, never to a later one.
     pub(super) fn note(&mut self, event: &SessionEvent) {
-        if let SessionEvent::SubagentStarted { call_id, session_id, log_path, agent, .. } = event {
-            let link = ChildLink {
-                session_id: session_id.clone(),
-                log_path: PathBuf::from(log_path),
-                agent: agent.clone(),
-            };
-            self.by_call.insert(call_id.clone(), link);
+        match event {
+            SessionEvent::ToolCallStarted { call, .. } => {
+                self.by_call.remove(&call.call_id);
+            }
+            SessionEvent::SubagentStarted { call_id, session_id, log_path, agent, .. } => {
+                let link = ChildLink {
+                    session_id: session_id.clone(),
+                    log_path: PathBuf::from(log_path),
+                    agent: agent.clone(),
+                };
+                self.by_call.insert(call_id.clone(), link);
+            }
+            _ => {}
         }
     }
 }
