@@ -119,7 +119,7 @@ pub(super) fn offer_tools(
 ) {
     let config = &mut state.config;
     if let Some(scope) = &config.tool_scope {
-        offered.retain(|(spec, _)| scope.tools.contains(&spec.name));
+        offered.retain(|(spec, _)| scope.allows(&spec.name));
     }
     config.tools.retain(|spec| !replaced.contains(&spec.name));
     config.tool_classes.retain(|name, _| !replaced.contains(name));

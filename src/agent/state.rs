@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
-use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage};
+use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage, entry_names};
 
 use super::approval_hooks::Question;
 use super::batch_finish::Finishing;
@@ -107,9 +107,15 @@ pub struct ToolScope {
 }
 
 impl ToolScope {
+    /// Whether `tool` is in scope: named, or one of a server's tools the
+    /// scope names whole (`mcp__server`, a command's `allowed-tools`).
+    pub fn allows(&self, tool: &str) -> bool {
+        self.tools.contains(tool) || self.tools.iter().any(|entry| entry_names(entry, tool))
+    }
+
     /// Why `tool` may not be called, or `None` when it may.
     pub fn refusal(&self, tool: &str) -> Option<String> {
-        if self.tools.contains(tool) {
+        if self.allows(tool) {
             return None;
         }
         let allowed: Vec<&str> = self.tools.iter().map(String::as_str).collect();

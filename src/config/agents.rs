@@ -99,13 +99,13 @@ impl AgentDefinition {
         // model is trained on (`[tools] edit`), so a type listing either
         // (Claude's `Edit` is `edit_file`) edits with the one offered.
         let listed = |name: &str| {
-            self.tools.as_ref().is_none_or(|tools| tools.iter().any(|t| names(t, name)))
+            self.tools.as_ref().is_none_or(|tools| tools.iter().any(|t| entry_names(t, name)))
         };
         let edit_tool = ["edit_file", "apply_patch"].contains(&tool);
         let allowed = listed(tool)
             || (edit_tool && listed("edit_file"))
             || (edit_tool && listed("apply_patch"));
-        allowed && !self.disallowed.iter().any(|t| names(t, tool))
+        allowed && !self.disallowed.iter().any(|t| entry_names(t, tool))
     }
 
     /// The MCP names (or server patterns) its `tools` list gives.
@@ -114,25 +114,7 @@ impl AgentDefinition {
     }
 }
 
-/// The prefix of every MCP tool's name (`mcp__server__tool`).
-const MCP_PREFIX: &str = "mcp__";
-
-/// Whether the entry `listed` of a definition's tool list names `tool`:
-/// the same name, or, as in Claude Code's permission rules, a whole MCP
-/// server (`mcp__server`, `mcp__server__*`) naming each of its tools.
-pub fn names(listed: &str, tool: &str) -> bool {
-    if listed == tool {
-        return true;
-    }
-    let Some(server) = listed.strip_prefix(MCP_PREFIX) else { return false };
-    let server = server.strip_suffix("__*").unwrap_or(server);
-    !server.is_empty()
-        && !server.contains("__")
-        && tool
-            .strip_prefix(MCP_PREFIX)
-            .and_then(|rest| rest.strip_prefix(server))
-            .is_some_and(|rest| rest.len() > 2 && rest.starts_with("__"))
-}
+use crate::protocol::{MCP_PREFIX, entry_names};
 
 /// Whether a type using `tool` stays read-only: a keel tool that only
 /// reads. An MCP tool never counts (whether it writes depends on a server
@@ -438,7 +420,7 @@ mod tests {
             ("read_file", "read_file", true),
             ("shell", "mcp__shell__x", false),
         ] {
-            assert_eq!(names(listed, tool), named, "{listed} {tool}");
+            assert_eq!(entry_names(listed, tool), named, "{listed} {tool}");
         }
     }
 

@@ -25,5 +25,7 @@ pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
 pub use schema::schema_of;
-pub use tool::{HarnessTool, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec};
+pub use tool::{
+    HarnessTool, MCP_PREFIX, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec, entry_names,
+};
 pub use tool_meta::{ResultKind, ToolMeta};

@@ -135,3 +135,24 @@ impl ToolResult {
         Self { call_id: call_id.into(), output: output.into(), is_error: true }
     }
 }
+
+/// The prefix of every MCP tool's name (`mcp__server__tool`).
+pub const MCP_PREFIX: &str = "mcp__";
+
+/// Whether the entry `listed` of a tool list (an agent type's `tools`, a
+/// command's `allowed-tools`, a scope) names `tool`: the same name, or, as
+/// in Claude Code's permission rules, a whole MCP server (`mcp__server`,
+/// `mcp__server__*`) naming each of its tools.
+pub fn entry_names(listed: &str, tool: &str) -> bool {
+    if listed == tool {
+        return true;
+    }
+    let Some(server) = listed.strip_prefix(MCP_PREFIX) else { return false };
+    let server = server.strip_suffix("__*").unwrap_or(server);
+    !server.is_empty()
+        && !server.contains("__")
+        && tool
+            .strip_prefix(MCP_PREFIX)
+            .and_then(|rest| rest.strip_prefix(server))
+            .is_some_and(|rest| rest.len() > 2 && rest.starts_with("__"))
+}

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::ToolScope;
 use crate::config::EDIT_TOOLS;
 use crate::config::commands::expand;
-use crate::protocol::HarnessTool;
+use crate::protocol::{HarnessTool, entry_names};
 
 use super::{RuntimeError, Session, TurnSummary};
 
@@ -112,7 +112,17 @@ fn narrowed(current: Option<&ToolScope>, name: &str, tools: &[String]) -> ToolSc
     }
     allowed.extend(HarnessTool::ALL.iter().map(|tool| tool.name().to_owned()));
     if let Some(current) = current {
-        allowed.retain(|tool| current.tools.contains(tool));
+        // A whole server (`mcp__server`) within a narrower scope becomes
+        // the tools of it that scope allows.
+        allowed = allowed
+            .iter()
+            .flat_map(|entry| {
+                if current.allows(entry) {
+                    return vec![entry.clone()];
+                }
+                current.tools.iter().filter(|tool| entry_names(entry, tool)).cloned().collect()
+            })
+            .collect();
     }
     ToolScope { owner: format!("the /{name} command"), tools: allowed }
 }
@@ -137,5 +147,22 @@ mod tests {
         let outer = ToolScope { owner: "o".into(), tools: ["edit_file".to_owned()].into() };
         let inner = narrowed(Some(&outer), "tidy", &["apply_patch".into()]);
         assert_eq!(inner.tools, BTreeSet::from(["edit_file".to_owned()]));
+    }
+
+    /// `allowed-tools: mcp__docs` names every tool of the server, as in
+    /// Claude Code, and never one of another server's.
+    #[test]
+    fn a_command_naming_a_whole_mcp_server_may_call_its_tools() {
+        let scope = narrowed(None, "docs", &["mcp__docs".into(), "read_file".into()]);
+        assert!(scope.refusal("mcp__docs__search").is_none());
+        assert!(scope.refusal("mcp__docsx__search").is_some());
+        assert!(scope.refusal("shell").is_some());
+        let outer = ToolScope {
+            owner: "the scout agent".into(),
+            tools: ["mcp__docs__search".to_owned(), "mcp__web__get".to_owned()].into(),
+        };
+        let inner = narrowed(Some(&outer), "docs", &["mcp__docs".into()]);
+        assert!(inner.refusal("mcp__docs__search").is_none());
+        assert!(inner.refusal("mcp__web__get").is_some());
     }
 }

@@ -37,12 +37,14 @@ use crate::agent::{
     WorkflowSetup,
 };
 use crate::config::Settings;
-use crate::config::agents::{AgentCatalog, AgentDefinition, AgentModel, names, only_reads};
+use crate::config::agents::{AgentCatalog, AgentDefinition, AgentModel, only_reads};
 use crate::config::commands::CommandCatalog;
 use crate::context::Pricing;
 use crate::plan::{PhaseRules, SUBAGENT_PHASE_RULES};
 use crate::policy::ApprovalMode;
-use crate::protocol::{HarnessTool, ParentLink, SessionEvent, ToolCall, ToolMeta, ToolResult};
+use crate::protocol::{
+    HarnessTool, ParentLink, SessionEvent, ToolCall, ToolMeta, ToolResult, entry_names,
+};
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{AGENT_TOOL, AgentArgs, FileStates, ToolRegistry};
 
@@ -464,7 +466,7 @@ pub(super) fn within_scope(
         // A whole MCP server (`mcp__server`) becomes its tools in scope.
         Some(tools) => tools
             .iter()
-            .flat_map(|listed| scope.tools.iter().filter(|tool| names(listed, tool)))
+            .flat_map(|listed| scope.tools.iter().filter(|tool| entry_names(listed, tool)))
             .fold(Vec::new(), |mut kept, tool| {
                 if !kept.contains(tool) {
                     kept.push(tool.clone());

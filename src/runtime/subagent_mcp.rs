@@ -19,8 +19,9 @@
 //! and approvals as any of its calls. A session without MCP tools does no
 //! work here beyond an empty filter.
 
-use crate::config::agents::{AgentDefinition, names};
+use crate::config::agents::AgentDefinition;
 use crate::mcp::McpToolDef;
+use crate::protocol::entry_names;
 
 use super::mcp_glue::McpState;
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -45,7 +46,7 @@ pub(super) fn unoffered_mcp(definition: &AgentDefinition, offered: &[McpToolDef]
     let (mut missing, mut writers) = (Vec::new(), Vec::new());
     for listed in definition.listed_mcp() {
         let named: Vec<&McpToolDef> =
-            offered.iter().filter(|def| names(listed, &def.name)).collect();
+            offered.iter().filter(|def| entry_names(listed, &def.name)).collect();
         if named.is_empty() {
             missing.push(listed);
         } else if definition.read_only && named.iter().all(|def| !def.read_only) {

@@ -204,3 +204,47 @@ async fn a_commands_edit_permission_covers_the_edit_tool_the_model_is_offered() 
     assert!(!answer.to_string().contains("is not one of"), "refused: {answer}");
     assert_eq!(sandbox.read("notes.txt"), "beta\n", "{answer}");
 }
+
+/// A command written for Claude Code naming a whole MCP server
+/// (`allowed-tools: mcp__fault`) may call each of its tools, and nothing
+/// it does not name. main matched names exactly: the server's `echo` was
+/// refused as "not one of the /ask command's tools".
+#[tokio::test]
+async fn a_command_naming_a_whole_mcp_server_calls_its_tools() {
+    use super::mcp_support::{fault_table, python, recorded, write_config};
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("fault.jsonl");
+    let trust = "trust_read_only_hint = true";
+    write_config(&sandbox, &fault_table("fault", &python, "ok", &record, trust));
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(
+        sandbox.home.join("commands/ask.md"),
+        "---\nallowed-tools: mcp__fault\n---\nAsk the server: $ARGUMENTS\n",
+    )
+    .unwrap();
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call("mcp__fault__echo", json!({"text": "hi"})),
+                call("read_file", json!({"path": "README.md"})),
+            ],
+        },
+        Step::Answer("asked".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), "/ask now");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let results: Vec<Value> = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|line| line["type"] == "item_completed" && line["item"]["type"] == "tool_call")
+        .map(|line| line["item"].clone())
+        .collect();
+    let of = |name: &str| results.iter().find(|item| item["name"] == name).unwrap().clone();
+    assert_eq!(of("mcp__fault__echo")["is_error"], false, "{results:?}");
+    let refused = of("read_file");
+    assert!(refused["output"].as_str().unwrap().contains("is not one of"), "{refused}");
+    let called = recorded(&record).iter().filter(|line| line["method"] == "tools/call").count();
+    assert_eq!(called, 1);
+}
