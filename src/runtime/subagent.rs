@@ -463,13 +463,18 @@ pub(super) fn within_scope(
     let mut definition = definition.clone();
     let Some(scope) = scope else { return definition };
     let tools: Vec<String> = match definition.tools.take() {
-        // A whole MCP server (`mcp__server`) becomes its tools in scope.
+        // A whole MCP server (`mcp__server`) becomes its tools in scope; a
+        // tool of a server the scope names whole stays.
         Some(tools) => tools
             .iter()
-            .flat_map(|listed| scope.tools.iter().filter(|tool| entry_names(listed, tool)))
+            .flat_map(|listed| {
+                let named = scope.tools.iter().filter(|tool| entry_names(listed, tool)).cloned();
+                let allowed = scope.allows(listed).then(|| listed.clone());
+                allowed.into_iter().chain(named).collect::<Vec<_>>()
+            })
             .fold(Vec::new(), |mut kept, tool| {
-                if !kept.contains(tool) {
-                    kept.push(tool.clone());
+                if !kept.contains(&tool) {
+                    kept.push(tool);
                 }
                 kept
             }),
@@ -576,6 +581,12 @@ mod tests {
             ["read_file", "mcp__docs__publish", "mcp__docs__search"]
         );
         assert!(!narrowed.read_only, "an MCP tool is not known to only read");
+        // Under a command's `allowed-tools: mcp__docs`, a type listing one
+        // of its tools keeps it, and nothing of another server.
+        let searcher =
+            definition("---\nname: s\ndescription: d\ntools: mcp__docs__search, mcp__gh__x\n---\n");
+        let narrowed = within_scope(&searcher, Some(&self::scope(&["mcp__docs", "todo_write"])));
+        assert_eq!(narrowed.tools.as_deref().unwrap(), ["mcp__docs__search"]);
     }
 
     #[test]
