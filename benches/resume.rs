@@ -146,6 +146,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
                 response_id: None,
             },
             cost_usd: None,
+            estimated_tokens: None,
         },
         SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         SessionEvent::ToolCallFinished {
@@ -161,6 +162,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
                 response_id: None,
             },
             cost_usd: None,
+            estimated_tokens: None,
         },
         SessionEvent::TurnCompleted { turn, outcome: TurnOutcome::Completed, usage },
     ]

@@ -108,6 +108,7 @@ fn event(n: usize) -> SessionEvent {
                 response_id: None,
             },
             cost_usd: None,
+            estimated_tokens: None,
         },
         3 => SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         4 => SessionEvent::ToolCallFinished {
@@ -123,6 +124,7 @@ fn event(n: usize) -> SessionEvent {
                 response_id: None,
             },
             cost_usd: None,
+            estimated_tokens: None,
         },
         _ => SessionEvent::TurnCompleted {
             turn,

@@ -37,7 +37,7 @@
 
 use crate::context::Pricing;
 use crate::context::tokens::{items_upper_bound, upper_bound};
-use crate::protocol::{SessionEvent, TurnOutcome, Usage};
+use crate::protocol::{ModelResponse, SessionEvent, TurnOutcome, Usage};
 
 use super::state::{LoopPhase, LoopState};
 use super::step::{Effect, build_request, end_turn};
@@ -92,7 +92,9 @@ impl LoopState {
     pub fn spent(&self) -> Spent {
         Spent {
             usd: self.session_cost_usd.map(|own| own + self.delegated.cost_usd),
-            tokens: self.session_usage.total_tokens() + self.delegated.usage.total_tokens(),
+            tokens: self.session_usage.total_tokens()
+                + self.unreported_tokens
+                + self.delegated.usage.total_tokens(),
         }
     }
 }
@@ -103,6 +105,39 @@ pub(super) fn charge(state: &mut LoopState, usage: &Usage) -> Option<f64> {
     let cost = state.config.pricing.cost_usd(usage);
     add_cost(state, cost);
     cost
+}
+
+/// Charges a response whose server reported no usage at keel's estimate
+/// (the request as [`project`] sees it, the response's own items at
+/// [`BYTES_PER_TOKEN`]), so a spend limit holds against a server that
+/// never reports usage (some Ollama and llama.cpp versions, proxies).
+/// Returns the tokens and the cost charged; `None` when the response has
+/// usage, which is charged as reported. The first such response of a
+/// session with a spend limit warns that the limit counts estimates.
+pub(super) fn charge_unreported(
+    state: &mut LoopState,
+    response: &ModelResponse,
+    effects: &mut Vec<Effect>,
+) -> Option<(u64, Option<f64>)> {
+    if response.usage != Usage::default() {
+        return None;
+    }
+    if state.unreported_tokens == 0 && !state.config.limits.spend.is_none() {
+        effects.push(Effect::Warn(
+            "the server reports no token usage: the spend limit counts keel's estimate \
+             (3 bytes a token) of each request and response"
+                .to_owned(),
+        ));
+    }
+    let projected = project(state);
+    let estimate = Usage {
+        input_tokens: projected.previous_input + projected.added_input,
+        output_tokens: items_upper_bound(&response.items).div_ceil(BYTES_PER_TOKEN),
+        ..Usage::default()
+    };
+    let tokens = estimate.total_tokens();
+    state.unreported_tokens += tokens;
+    Some((tokens, charge(state, &estimate)))
 }
 
 /// Adds a logged cost to the session's (`None`: it is unknown from here on).

@@ -213,8 +213,9 @@ impl Rebuilder {
                 self.turn_has_prompt = true;
                 self.state.items.push(Item::User { text });
             }
-            SessionEvent::ModelResponse { step, response, cost_usd } => {
+            SessionEvent::ModelResponse { step, response, cost_usd, estimated_tokens } => {
                 self.state.step = step;
+                self.state.unreported_tokens += estimated_tokens.unwrap_or(0);
                 if response.usage.input_tokens > 0 {
                     let counted = self.state.items.len();
                     self.state.reported_context = Some((response.usage.input_tokens, counted));

@@ -272,7 +272,10 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
     }
     state.turn_usage.add(&response.usage);
     state.session_usage.add(&response.usage);
-    let cost_usd = budget::charge(state, &response.usage);
+    let (estimated_tokens, cost_usd) = match budget::charge_unreported(state, &response, effects) {
+        Some((tokens, cost_usd)) => (Some(tokens), cost_usd),
+        None => (None, budget::charge(state, &response.usage)),
+    };
     state.largest_output_tokens = state.largest_output_tokens.max(response.usage.output_tokens);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
     state.items.extend(response.items.iter().cloned());
@@ -280,6 +283,7 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         step: state.step,
         response,
         cost_usd,
+        estimated_tokens,
     }));
     if calls.is_empty() {
         end_turn(state, TurnOutcome::Completed, effects);

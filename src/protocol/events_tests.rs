@@ -50,6 +50,7 @@ fn samples() -> Vec<SessionEvent> {
                 response_id: None,
             },
             cost_usd: Some(0.25),
+            estimated_tokens: Some(4_000),
         },
         SessionEvent::PolicyDecision {
             call_id: s(),

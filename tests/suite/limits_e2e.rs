@@ -12,7 +12,8 @@
 use serde_json::{Value, json};
 
 use super::support::{
-    Sandbox, json_lines, read_jsonl, request_bodies, scripted_model, scripted_model_with,
+    Sandbox, json_lines, read_jsonl, request_bodies, scripted_chat_without_usage, scripted_model,
+    scripted_model_with,
 };
 use super::wire::{Step, Tokens, Wire, call};
 
@@ -341,4 +342,57 @@ async fn a_switch_to_a_model_without_prices_is_refused_under_a_cost_limit() {
     assert!(error.contains("--max-tokens"), "the way out: {error}");
     assert!(request_bodies(&server).await.is_empty());
     assert!(lines_of(&log_of(&result), "model_changed").is_empty());
+}
+
+/// A server that reports no usage (an Ollama-like Chat server) still
+/// spends: each response is charged at keel's estimate, so --max-tokens
+/// stops the run, says it counts estimates, and a resume keeps the spend.
+/// Before, such a session counted 0 tokens and no limit ever held.
+#[tokio::test]
+async fn max_tokens_holds_against_a_server_that_reports_no_usage() {
+    let sandbox = sandbox_with_files();
+    let server = scripted_chat_without_usage(&reads()).await;
+    // One request of this session is estimated at well under 20 000
+    // tokens (the first one alone must fit), seven of them at far more.
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .args(["--max-tokens", "20000", "read the files"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let lines = json_lines(&output.stdout);
+    let result = lines.last().unwrap().clone();
+    assert_eq!(output.status.code(), Some(4), "{result} {stderr}");
+    assert_eq!(result["status"], "budget_exceeded", "{result}");
+    let sent = request_bodies(&server).await.len();
+    assert!((1..7).contains(&sent), "stopped before the script ended: {sent} requests");
+    let spent = result["limits"]["spent_tokens"].as_u64().unwrap();
+    assert!(spent > 0 && spent <= 20_000, "the estimates are the spend: {result}");
+    assert_eq!(result["usage"]["total_tokens"], 0, "usage stays what the server reported");
+    let warned = lines.iter().filter(|l| {
+        l["type"] == "warning" && l["message"].as_str().unwrap().contains("reports no token usage")
+    });
+    assert_eq!(warned.count(), 1, "{lines:?}");
+    let log = log_of(&result);
+    let estimated: u64 = lines_of(&log, "model_response")
+        .iter()
+        .map(|line| line["estimated_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(estimated, spent, "each response's estimate is logged");
+
+    // A second process goes on from the logged estimates.
+    let id = result["session_id"].as_str().unwrap().to_owned();
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .args(["resume", &id, "go on"])
+        .output()
+        .unwrap();
+    let again = json_lines(&output.stdout).last().unwrap().clone();
+    assert_eq!(output.status.code(), Some(4), "{again}");
+    assert_eq!(again["limits"]["spent_tokens"].as_u64(), Some(spent), "{again}");
+    assert_eq!(request_bodies(&server).await.len(), sent, "a resume cannot reset the budget");
 }

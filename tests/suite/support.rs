@@ -166,18 +166,36 @@ pub async fn scripted_model_with(wire: Wire, steps: &[Step], tokens: Tokens) -> 
 /// A Chat Completions mock playing `steps` whose tool calls carry no id
 /// (as some local servers send them; keel names them by position).
 pub async fn scripted_chat_without_call_ids(steps: &[Step]) -> MockServer {
+    scripted_chat_edited(steps, |i, mut body| {
+        for n in 0..16 {
+            body = body.replace(&format!("\"id\":\"call_{i}_{n}\","), "");
+        }
+        assert!(!body.contains("\"id\":\"call_"), "{body}");
+        body
+    })
+    .await
+}
+
+/// A Chat Completions mock playing `steps` whose responses report no
+/// usage at all, as some Ollama and llama.cpp versions and proxies do.
+pub async fn scripted_chat_without_usage(steps: &[Step]) -> MockServer {
+    scripted_chat_edited(steps, |_, body| {
+        body.split_inclusive("\n\n").filter(|event| !event.contains("\"usage\"")).collect()
+    })
+    .await
+}
+
+/// A Chat Completions mock playing `steps`, each body (with its index)
+/// changed by `edit`.
+async fn scripted_chat_edited(
+    steps: &[Step],
+    edit: impl Fn(usize, String) -> String,
+) -> MockServer {
     let server = MockServer::start().await;
     let bodies = steps
         .iter()
         .enumerate()
-        .map(|(i, step)| {
-            let mut body = render_with(Wire::Chat, step, i, Tokens::default());
-            for n in 0..16 {
-                body = body.replace(&format!("\"id\":\"call_{i}_{n}\","), "");
-            }
-            assert!(!body.contains("\"id\":\"call_"), "{body}");
-            body
-        })
+        .map(|(i, step)| edit(i, render_with(Wire::Chat, step, i, Tokens::default())))
         .collect();
     Mock::given(method("POST"))
         .and(path(Wire::Chat.path()))
