@@ -295,12 +295,22 @@ pub fn parse_or_exit() -> Cli {
     let args: Vec<String> = std::env::args().collect();
     let is_usage_error = error.use_stderr();
     if is_usage_error && args.iter().any(|a| a == "exec") && args.iter().any(|a| a == "--json") {
-        let text = error.to_string();
-        let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
-        let line = crate::exec::ResultLine::failure(first.to_owned());
+        let line = crate::exec::ResultLine::failure(usage_error_line(&error.to_string()));
         crate::exec::write_json_line(&line.to_json());
     }
     error.exit()
+}
+
+/// A clap usage error as one line: its message up to the usage text that
+/// follows it, including the lines that name what is wrong (clap puts the
+/// missing arguments and its tips on lines of their own).
+fn usage_error_line(text: &str) -> String {
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty() && !line.starts_with("Usage:"))
+        .collect();
+    message.join(" ").trim_start_matches("error: ").to_owned()
 }
 
 /// Runs the parsed command line; returns the exit status.

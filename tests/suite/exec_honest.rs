@@ -184,6 +184,22 @@ fn json_usage_errors_from_flag_parsing_still_end_with_a_result_line() {
     assert!(lines[0]["error"].as_str().unwrap().contains("gemini"), "{}", lines[0]);
 }
 
+/// The `error` of a usage error's result line names what is wrong, also
+/// when clap puts that on a line of its own (before, the missing
+/// argument was cut off: "the following required arguments were not
+/// provided:").
+#[test]
+fn json_usage_error_names_the_missing_argument() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.keel().args(["exec", "--json", "--model", "m"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let lines = json_lines(&output.stdout);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let error = lines[0]["error"].as_str().unwrap();
+    assert!(error.contains("not provided") && error.contains("<PROMPT>"), "{error}");
+    assert!(!error.contains('\n') && !error.contains("Usage:"), "one line: {error}");
+}
+
 /// The final text on a terminal (a pty from `script`) loses its control
 /// sequences; through a pipe it stays exactly what the model wrote.
 #[tokio::test]
