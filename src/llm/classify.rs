@@ -139,7 +139,7 @@ pub(crate) fn classify_http(
             LlmError::Quota { status, url, env_var: ctx.api_key_env.to_owned(), message }
         }
         404 if is_model_not_found(&parsed) => {
-            LlmError::UnknownModel { model: ctx.model.to_owned(), message }
+            LlmError::UnknownModel { model: ctx.model.to_owned(), url, message }
         }
         400 | 413 | 422 if is_context_length(&parsed) => {
             LlmError::ContextLengthExceeded { message }

@@ -23,8 +23,11 @@ pub enum LlmError {
         "quota exhausted (HTTP {status} from {url}): {message}; check the plan and billing of the key in ${env_var}"
     )]
     Quota { status: u16, url: String, env_var: String, message: String },
-    #[error("unknown model `{model}`: {message}")]
-    UnknownModel { model: String, message: String },
+    /// 404 naming the model: the server has no model of that name.
+    #[error(
+        "unknown model `{model}` (HTTP 404 from {url}): {message}; name one this server has with --model (or `model` in config.toml)"
+    )]
+    UnknownModel { model: String, url: String, message: String },
     /// The driver can compact the history and retry.
     #[error("context length exceeded: {message}")]
     ContextLengthExceeded { message: String },

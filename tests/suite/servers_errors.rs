@@ -124,6 +124,25 @@ async fn a_missing_or_wrong_key_names_the_variable_and_is_not_retried() {
     assert_eq!(requests(&server).await, 2, "one request each, no retries");
 }
 
+/// A wrong model name: the URL tried and the flag that fixes it, not only
+/// the server's words (before: "unknown model `m`: …" and nothing to do).
+#[tokio::test]
+async fn an_unknown_model_names_the_url_and_the_flag() {
+    let missing = ResponseTemplate::new(404).set_body_json(json!({"error": {
+        "message": "The model `m` does not exist or you do not have access to it.",
+        "type": "invalid_request_error", "code": "model_not_found"}}));
+    let server = server_answering(missing).await;
+    let sandbox = Sandbox::new();
+    let output = exec(&sandbox, &format!("{}/v1", server.uri()), &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = the_error(&output);
+    let url = format!("{}/v1/chat/completions", server.uri());
+    assert!(error.starts_with("error: unknown model `m` (HTTP 404 from "), "{error}");
+    assert!(error.contains(&url) && error.contains("does not exist"), "{error}");
+    assert!(error.ends_with("with --model (or `model` in config.toml)"), "{error}");
+    assert_eq!(requests(&server).await, 1, "not retried");
+}
+
 #[tokio::test]
 async fn insufficient_quota_is_not_retried() {
     let quota = ResponseTemplate::new(429).set_body_json(json!({"error": {
