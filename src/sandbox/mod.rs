@@ -368,6 +368,8 @@ pub enum SandboxError {
         #[source]
         source: std::io::Error,
     },
+    /// `output`: what the command printed before it was killed (none
+    /// when it was cancelled before it started).
     #[error("command `{command}` was cancelled and killed")]
-    Cancelled { command: String },
+    Cancelled { command: String, output: Option<Box<CommandOutput>> },
 }

@@ -31,14 +31,14 @@ const PIPE_DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Runs `spec` to completion, timeout or cancellation.
 ///
 /// A timeout returns `Ok` with `timed_out` set and the partial output;
-/// cancellation returns [`SandboxError::Cancelled`]. Either way the whole
+/// cancellation returns [`SandboxError::Cancelled`] with the partial output. Either way the whole
 /// process group has been killed and reaped before this returns.
 pub async fn run(
     spec: &CommandSpec,
     cancel: &CancellationToken,
 ) -> Result<CommandOutput, SandboxError> {
     if cancel.is_cancelled() {
-        return Err(SandboxError::Cancelled { command: spec.display() });
+        return Err(SandboxError::Cancelled { command: spec.display(), output: None });
     }
     let started = Instant::now();
     let mut child = spawn(spec)?;
@@ -69,18 +69,21 @@ pub async fn run(
     };
     let status = status.map_err(|source| SandboxError::Wait { command: spec.display(), source })?;
     let (stdout, stderr) = drain(stdout, stderr, stop_reading).await;
-    if cancelled {
-        return Err(SandboxError::Cancelled { command: spec.display() });
-    }
-
-    Ok(CommandOutput {
+    let output = CommandOutput {
         exit_code: status.code(),
         signal: status.signal(),
         stdout,
         stderr,
         timed_out,
         duration: started.elapsed(),
-    })
+    };
+    if cancelled {
+        // What it printed is kept: the model (and a resume) should know
+        // how far the command got before the user stopped it.
+        let output = Some(Box::new(output));
+        return Err(SandboxError::Cancelled { command: spec.display(), output });
+    }
+    Ok(output)
 }
 
 /// How the wait for the child ended.

@@ -116,6 +116,10 @@ pub enum ToolError {
     Timeout { timeout_ms: u64, output: String },
     #[error("cancelled by the user")]
     Cancelled,
+    /// A command the user stopped while it ran, with what it had printed
+    /// (framed as a shell result).
+    #[error("cancelled by the user while it ran; its output until then:\n{output}")]
+    Interrupted { output: String },
     #[error(
         "the {tool} tool failed unexpectedly (a bug in keel, not in your call): {message}; \
          nothing more is known about what it did, so check before retrying or try another way"
@@ -160,7 +164,7 @@ impl ToolError {
             Self::InvalidGlob { .. } => "invalid_glob",
             Self::Command { .. } => "command_failed",
             Self::Timeout { .. } => "timeout",
-            Self::Cancelled => "cancelled",
+            Self::Cancelled | Self::Interrupted { .. } => "cancelled",
             Self::Internal { .. } => "internal",
             Self::External { kind, .. } => kind,
         }
@@ -199,6 +203,7 @@ impl ToolError {
             | Self::Command { .. }
             | Self::Timeout { .. }
             | Self::Cancelled
+            | Self::Interrupted { .. }
             | Self::Internal { .. }
             | Self::External { .. } => None,
         }

@@ -20,7 +20,7 @@ use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::display::{self, ShellRun};
 use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
-use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec};
+use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec, SandboxError};
 
 pub const NAME: &str = "shell";
 /// Timeout when the model gives none.
@@ -93,7 +93,12 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         // Pagers would wait on a terminal that is not there.
         .with_env("PAGER", "cat")
         .with_env("GIT_PAGER", "cat");
-    let output = sandbox::run(&spec, &ctx.cancel).await?;
+    let output = match sandbox::run(&spec, &ctx.cancel).await {
+        Err(SandboxError::Cancelled { output: Some(partial), .. }) => {
+            return Err(ToolError::Interrupted { output: render(&partial).0 });
+        }
+        finished => finished?,
+    };
     let (text, cut, omitted) = render(&output);
     if output.timed_out {
         return Err(ToolError::Timeout { timeout_ms, output: text });
@@ -237,7 +242,7 @@ mod tests {
         });
         let started = Instant::now();
         let result = shell(&ws, json!({ "command": "sleep 5" })).await;
-        assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+        assert!(matches!(result, Err(ToolError::Interrupted { .. })), "{result:?}");
         assert!(started.elapsed() < Duration::from_secs(3));
     }
 
@@ -261,7 +266,7 @@ mod tests {
             pgid
         };
         let (result, pgid) = tokio::join!(call, watcher);
-        assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+        assert!(matches!(result, Err(ToolError::Interrupted { .. })), "{result:?}");
         assert_eq!(crate::sandbox::group::members_in_proc(pgid), 0, "group {pgid} survived");
     }
 

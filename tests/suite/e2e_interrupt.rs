@@ -66,3 +66,53 @@ async fn sigint_kills_the_running_command_and_exits_130() {
     let turn_end = log.iter().rev().find(|l| l["type"] == "turn_completed").unwrap();
     assert_eq!(turn_end["outcome"], "interrupted");
 }
+
+/// What an interrupted command printed before Ctrl-C reaches the model
+/// (and the log, so a resume has it): before, its result was only
+/// "cancelled by the user", and how far it got was lost.
+#[tokio::test]
+async fn an_interrupted_command_keeps_what_it_printed() {
+    let sandbox = Sandbox::new();
+    let script = "echo got-this-far; touch ran.flag; sleep 30";
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({ "command": script }))] },
+        Step::Answer("unreachable".into()),
+    ];
+    let server = super::support::scripted_model(Wire::Chat, &steps).await;
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("keel"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("KEEL_HOME", &sandbox.home)
+        .current_dir(&sandbox.repo)
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The flag is made after the echo, so the output is in the pipe.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sandbox.repo.join("ran.flag").exists() {
+        assert!(Instant::now() < deadline, "the command never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let stdout = child.stdout.take().unwrap();
+    let lines: Vec<serde_json::Value> = BufReader::new(stdout)
+        .lines()
+        .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
+        .collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{lines:?}");
+    let shell_done = lines
+        .iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["name"] == "shell")
+        .unwrap_or_else(|| panic!("the shell call was never answered: {:?}", types(&lines)));
+    let output = shell_done["item"]["output"].as_str().unwrap();
+    assert!(output.starts_with("cancelled by the user"), "{output}");
+    assert!(output.contains("got-this-far"), "the output so far is kept: {output}");
+    assert_eq!(shell_done["item"]["meta"]["kind"], "cancelled");
+    let log = sandbox.only_log();
+    let finished = log.iter().find(|l| l["type"] == "tool_call_finished").unwrap();
+    assert!(finished.to_string().contains("got-this-far"), "and logged: {finished}");
+}
