@@ -140,5 +140,11 @@ pub(super) fn trust() -> Result<ExitStatus, CliError> {
         path.display()
     )
     .context("cannot write to stdout")?;
+    // Trusting cannot make a broken rules file work: say so now, not at
+    // the next start.
+    if let Err(error) = rules::load_rules(&env.keel_home, &root, &[]) {
+        let _ =
+            writeln!(std::io::stderr().lock(), "warning: keel will not start here yet: {error}");
+    }
     Ok(ExitStatus::Done)
 }

@@ -29,10 +29,11 @@ pub enum RulesFileError {
     Amend(#[from] amend::AmendError),
     #[error("invalid trust record {path}: {message}", path = path.display())]
     Trust { path: PathBuf, message: String },
-    /// A project's file: it counts before trust (its forbid rules guard
-    /// the user), so keel does not start past it, and says whose it is.
+    /// A project's file: it counts trusted or not (before trust its
+    /// forbid rules guard the user), so keel does not start past it, and
+    /// says whose it is.
     #[error(
-        "{source}\n(a rules file of this repository, read before trust: fix or remove {path}, or run keel outside this repository)",
+        "{source}\n(a rules file of this repository, read whether or not it is trusted: fix or remove {path}, or run keel outside this repository)",
         path = path.display()
     )]
     InProject { path: PathBuf, source: Box<RulesFileError> },

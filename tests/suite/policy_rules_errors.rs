@@ -33,6 +33,24 @@ fn deeply_nested_lists_are_an_error_not_a_crash_at_start() {
     assert!(result["error"].as_str().unwrap().contains("nested more than 32 deep"), "{result}");
 }
 
+/// `keel trust` in a repository whose rules file is broken says at once
+/// that keel still will not start there, and the error stops claiming the
+/// file was "read before trust" once it is trusted (before: "trusted …:
+/// its rules' allows … now apply", then the same start error as before).
+#[test]
+fn trust_with_a_broken_rules_file_says_keel_will_not_start() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".keel/rules/x.rules", "prefix_rule(pattern=[\"echo\"], decision=\"alow\")\n");
+    let output = sandbox.keel().arg("trust").output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("warning: keel will not start here yet: "), "{stderr}");
+    assert!(stderr.contains("x.rules:1:") && stderr.contains("unknown decision"), "{stderr}");
+    let (code, stderr) = policy_check(&sandbox);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("fix or remove") && !stderr.contains("before trust"), "{stderr}");
+}
+
 #[test]
 fn a_rule_error_points_at_its_argument_whatever_the_line_ends() {
     for end in ["\n", "\r\n", "\r"] {
