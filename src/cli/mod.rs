@@ -235,7 +235,7 @@ pub struct ExecArgs {
     #[arg(hide = true, trailing_var_arg = false)]
     pub rest: Vec<String>,
     /// Continue the session with this id (a unique prefix is enough) or log
-    /// path: an interrupted turn is finished first, then PROMPT is run.
+    /// path: a turn a crash cut off is finished first, then PROMPT is run.
     #[arg(long, value_name = "ID", conflicts_with = "last")]
     pub resume: Option<String>,
     /// Continue the newest session started in this folder.
