@@ -111,9 +111,12 @@ fn read_prompt(arg: &str) -> Result<String, CliError> {
         arg.to_owned()
     };
     if prompt.trim().is_empty() {
-        return Err(CliError::usage(
-            "the prompt is empty; pass a task, or `-` to read it from stdin",
-        ));
+        let why = if arg == "-" {
+            "the prompt read from stdin (`-`) is empty; pipe the task in, e.g. `echo \"fix the tests\" | keel exec -`"
+        } else {
+            "the prompt is empty; pass a task, or `-` to read it from stdin"
+        };
+        return Err(CliError::usage(why));
     }
     Ok(prompt)
 }

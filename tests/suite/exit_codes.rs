@@ -52,6 +52,23 @@ fn exec_usage_and_config_errors_exit_2_with_a_result_line() {
     assert_eq!(json_lines(&config.stdout).pop().unwrap()["status"], "failed");
 }
 
+/// `keel exec -` with nothing on stdin says stdin was empty (before: "pass
+/// a task, or `-` to read it from stdin", to someone who had passed `-`).
+#[test]
+fn an_empty_stdin_prompt_is_named_as_such() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", "http://127.0.0.1:9/v1", "-"])
+        .write_stdin("  \n")
+        .output()
+        .unwrap();
+    let (code, stderr) = code_and_stderr(&output);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: the prompt read from stdin (`-`) is empty"), "{stderr}");
+}
+
 #[test]
 fn exec_whose_session_cannot_open_exits_1() {
     let sandbox = Sandbox::new();
