@@ -125,7 +125,8 @@ impl HumanPrinter {
                     }
                 } else {
                     let first = shown.combined();
-                    let first = first.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    let first =
+                        first.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no output)");
                     out.push(format!("  {} {}", self.mark(true), preview(&for_terminal(first))));
                 }
             }
@@ -368,6 +369,18 @@ mod tests {
             json!({"exit_code": 0}),
         ));
         assert_eq!(lines, ["→ shell echo step-1", "  ✓ step-1"]);
+    }
+
+    #[test]
+    fn a_silent_command_says_it_printed_nothing() {
+        let mut printer = HumanPrinter::default();
+        let lines = printer.lines(finished(
+            shell("c", "echo new > made.txt"),
+            "(no output)",
+            false,
+            json!({"exit_code": 0}),
+        ));
+        assert_eq!(lines, ["→ shell echo new > made.txt", "  ✓ (no output)"]);
     }
 
     #[test]
