@@ -492,6 +492,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             );
         }
         RuntimeEvent::Retrying { attempt, max_attempts, reason, .. } => {
+            app.transcript.discard_attempt();
             app.status.activity = format!("retrying ({attempt}/{max_attempts}): {reason}");
         }
         // The TUI's approver asks the user, so the harness never declines

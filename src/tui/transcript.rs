@@ -403,6 +403,20 @@ impl Transcript {
         }
     }
 
+    /// Drops what a failed attempt streamed (its open assistant cell and
+    /// the reasoning after the last finished cell): the retried request
+    /// streams its answer anew, which would otherwise follow the cut one.
+    pub fn discard_attempt(&mut self) {
+        while let Some(cell) = self.cells.last() {
+            match cell.kind {
+                CellKind::Assistant { streaming: true, .. } | CellKind::Reasoning(_) => {
+                    self.cells.pop();
+                }
+                _ => break,
+            }
+        }
+    }
+
     /// Ends streaming without changing the text (interrupts, failures).
     pub fn close_streaming(&mut self) {
         for cell in self.cells.iter_mut().rev().take(8) {

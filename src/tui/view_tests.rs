@@ -559,6 +559,33 @@ fn the_spinner_says_when_a_request_is_retried() {
     assert!(screen.contains("retrying (2/5): HTTP 503"), "{screen}");
 }
 
+/// A stream cut mid-answer and retried shows the answer once: the cut
+/// attempt's text and reasoning go (before, every attempt's partial text
+/// stayed, run together: "Here is theHere is theHere is the answer").
+#[test]
+fn a_retried_stream_shows_its_answer_once() {
+    let mut app = app();
+    start_turn(&mut app, "hi");
+    let retry = |attempt| RuntimeEvent::Retrying {
+        attempt,
+        max_attempts: 5,
+        reason: "the stream was cut".into(),
+        delay: Duration::from_millis(300),
+    };
+    for attempt in 2..4 {
+        let delta = "weighing it".to_owned();
+        runtime(&mut app, RuntimeEvent::Stream(StreamEvent::ReasoningDelta { delta }));
+        stream(&mut app, "Here is the");
+        runtime(&mut app, retry(attempt));
+    }
+    stream(&mut app, "Here is the answer.");
+    respond(&mut app, "Here is the answer.", &[]);
+    let screen = render(&app, 100, 12);
+    assert_eq!(screen.matches("Here is the").count(), 1, "{screen}");
+    assert!(!screen.contains("weighing it"), "{screen}");
+    assert!(screen.contains("› hi"), "the prompt stays: {screen}");
+}
+
 /// Issue 13: model text and tool output cannot drive the terminal from a
 /// cell, the approval overlay or the tasks panel.
 #[test]
