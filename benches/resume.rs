@@ -147,6 +147,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
             },
             cost_usd: None,
             estimated_tokens: None,
+            estimated_cost_usd: None,
         },
         SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         SessionEvent::ToolCallFinished {
@@ -163,6 +164,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
             },
             cost_usd: None,
             estimated_tokens: None,
+            estimated_cost_usd: None,
         },
         SessionEvent::TurnCompleted { turn, outcome: TurnOutcome::Completed, usage },
     ]

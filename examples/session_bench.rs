@@ -109,6 +109,7 @@ fn event(n: usize) -> SessionEvent {
             },
             cost_usd: None,
             estimated_tokens: None,
+            estimated_cost_usd: None,
         },
         3 => SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         4 => SessionEvent::ToolCallFinished {
@@ -125,6 +126,7 @@ fn event(n: usize) -> SessionEvent {
             },
             cost_usd: None,
             estimated_tokens: None,
+            estimated_cost_usd: None,
         },
         _ => SessionEvent::TurnCompleted {
             turn,

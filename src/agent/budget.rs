@@ -78,6 +78,22 @@ pub struct Delegated {
     pub cost_usd: f64,
 }
 
+/// What responses without reported usage were charged at keel's
+/// estimate ([`charge_unreported`]); part of the spend, not of the usage.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Unreported {
+    pub tokens: u64,
+    /// At the prices of the models that served them, as far as known.
+    pub cost_usd: f64,
+}
+
+impl Unreported {
+    pub fn add(&mut self, tokens: u64, cost_usd: Option<f64>) {
+        self.tokens += tokens;
+        self.cost_usd += cost_usd.unwrap_or(0.0);
+    }
+}
+
 /// What a session spent in all: its own requests (each at the prices of
 /// the model that served it) and its subagents'.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,9 +107,11 @@ impl LoopState {
     /// What the session spent, its subagents included.
     pub fn spent(&self) -> Spent {
         Spent {
-            usd: self.session_cost_usd.map(|own| own + self.delegated.cost_usd),
+            usd: self
+                .session_cost_usd
+                .map(|own| own + self.unreported.cost_usd + self.delegated.cost_usd),
             tokens: self.session_usage.total_tokens()
-                + self.unreported_tokens
+                + self.unreported.tokens
                 + self.delegated.usage.total_tokens(),
         }
     }
@@ -111,8 +129,9 @@ pub(super) fn charge(state: &mut LoopState, usage: &Usage) -> Option<f64> {
 /// (the request as [`project`] sees it, the response's own items at
 /// [`BYTES_PER_TOKEN`]), so a spend limit holds against a server that
 /// never reports usage (some Ollama and llama.cpp versions, proxies).
-/// Returns the tokens and the cost charged; `None` when the response has
-/// usage, which is charged as reported. The first such response of a
+/// Returns the tokens and the cost charged (apart from the session's
+/// usage and cost, which stay what the server reported); `None` when the
+/// response has usage, which is charged as reported. The first such response of a
 /// session with a spend limit warns that the limit counts estimates.
 pub(super) fn charge_unreported(
     state: &mut LoopState,
@@ -122,7 +141,7 @@ pub(super) fn charge_unreported(
     if response.usage != Usage::default() {
         return None;
     }
-    if state.unreported_tokens == 0 && !state.config.limits.spend.is_none() {
+    if state.unreported.tokens == 0 && !state.config.limits.spend.is_none() {
         effects.push(Effect::Warn(
             "the server reports no token usage: the spend limit counts keel's estimate \
              (3 bytes a token) of each request and response"
@@ -136,8 +155,9 @@ pub(super) fn charge_unreported(
         ..Usage::default()
     };
     let tokens = estimate.total_tokens();
-    state.unreported_tokens += tokens;
-    Some((tokens, charge(state, &estimate)))
+    let cost_usd = state.config.pricing.cost_usd(&estimate);
+    state.unreported.add(tokens, cost_usd);
+    Some((tokens, cost_usd))
 }
 
 /// Adds a logged cost to the session's (`None`: it is unknown from here on).

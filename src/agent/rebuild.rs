@@ -213,9 +213,15 @@ impl Rebuilder {
                 self.turn_has_prompt = true;
                 self.state.items.push(Item::User { text });
             }
-            SessionEvent::ModelResponse { step, response, cost_usd, estimated_tokens } => {
+            SessionEvent::ModelResponse {
+                step,
+                response,
+                cost_usd,
+                estimated_tokens,
+                estimated_cost_usd,
+            } => {
                 self.state.step = step;
-                self.state.unreported_tokens += estimated_tokens.unwrap_or(0);
+                self.state.unreported.add(estimated_tokens.unwrap_or(0), estimated_cost_usd);
                 if response.usage.input_tokens > 0 {
                     let counted = self.state.items.len();
                     self.state.reported_context = Some((response.usage.input_tokens, counted));

@@ -176,10 +176,10 @@ pub struct LoopState {
     /// resume rebuilds the same figure); `None` once one was served by a
     /// model without prices.
     pub session_cost_usd: Option<f64>,
-    /// Tokens charged to the spend for responses whose server reported
-    /// no usage (their estimates, logged on their `model_response` lines),
+    /// What the spend was charged for responses whose server reported no
+    /// usage (their estimates, logged on their `model_response` lines),
     /// so a spend limit holds against such a server too.
-    pub unreported_tokens: u64,
+    pub unreported: super::budget::Unreported,
     /// The model to go back to when the current turn ends (a custom
     /// command's `model:`); logged with its `model_changed`, so a resume
     /// goes back too.
@@ -300,7 +300,7 @@ impl LoopState {
             turn_usage: Usage::default(),
             session_usage: Usage::default(),
             session_cost_usd,
-            unreported_tokens: 0,
+            unreported: super::budget::Unreported::default(),
             turn_model: None,
             pending: VecDeque::new(),
             allowlist: Allowlist::default(),

@@ -272,10 +272,8 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
     }
     state.turn_usage.add(&response.usage);
     state.session_usage.add(&response.usage);
-    let (estimated_tokens, cost_usd) = match budget::charge_unreported(state, &response, effects) {
-        Some((tokens, cost_usd)) => (Some(tokens), cost_usd),
-        None => (None, budget::charge(state, &response.usage)),
-    };
+    let estimated = budget::charge_unreported(state, &response, effects);
+    let cost_usd = budget::charge(state, &response.usage);
     state.largest_output_tokens = state.largest_output_tokens.max(response.usage.output_tokens);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
     state.items.extend(response.items.iter().cloned());
@@ -283,7 +281,8 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         step: state.step,
         response,
         cost_usd,
-        estimated_tokens,
+        estimated_tokens: estimated.map(|(tokens, _)| tokens),
+        estimated_cost_usd: estimated.and_then(|(_, cost)| cost),
     }));
     if calls.is_empty() {
         end_turn(state, TurnOutcome::Completed, effects);

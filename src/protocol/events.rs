@@ -18,7 +18,7 @@
 //! | `context_updated` | loop | what keel told the model about a change (environment, mode, phase, re-read AGENTS.md…), appended to the history as one message |
 //! | `turn_started` | loop | a user turn begins |
 //! | `user_message` | loop | the user's text |
-//! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage, its cost, and `estimated_tokens` (what the spend was charged when the server reported no usage) |
+//! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage, its cost, and `estimated_tokens`/`estimated_cost_usd` (what the spend was charged when the server reported no usage) |
 //! | `policy_decision` | loop | policy's decision, matched rules and reason for one call, before it runs, is asked or refused |
 //! | `approval` | runtime | the user's answer on a call and its scope |
 //! | `tool_call_started` | loop | written ahead (synced when mutating) before the call runs |
@@ -179,6 +179,10 @@ pub enum SessionEvent {
         /// the response); none when the server reported usage.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         estimated_tokens: Option<u64>,
+        /// What that estimate cost at the model's prices (none without
+        /// prices or an estimate).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimated_cost_usd: Option<f64>,
     },
     /// How policy judged a call, recorded before the call runs, is asked
     /// about or is refused.

@@ -51,6 +51,7 @@ fn samples() -> Vec<SessionEvent> {
             },
             cost_usd: Some(0.25),
             estimated_tokens: Some(4_000),
+            estimated_cost_usd: Some(0.01),
         },
         SessionEvent::PolicyDecision {
             call_id: s(),

@@ -262,9 +262,10 @@ impl Session {
     /// What the session cost so far, its subagents included, each
     /// response at the prices of the model that served it, if every one
     /// of those models' prices is known (keel's table, or `[context]`
-    /// prices in the config).
+    /// prices in the config). What the servers reported: estimates for
+    /// responses without usage count in [`Self::spend_status`] only.
     pub fn cost_usd(&self) -> Option<f64> {
-        self.state.spent().usd
+        self.state.session_cost_usd.map(|own| own + self.state.delegated.cost_usd)
     }
 
     /// The session's spend (every process's, from the log) against its

@@ -396,3 +396,26 @@ async fn max_tokens_holds_against_a_server_that_reports_no_usage() {
     assert_eq!(again["limits"]["spent_tokens"].as_u64(), Some(spent), "{again}");
     assert_eq!(request_bodies(&server).await.len(), sent, "a resume cannot reset the budget");
 }
+
+/// The same for --max-cost: the estimates are priced into the spend
+/// (`limits.spent_usd`), while `cost_usd`, like `usage`, stays what the
+/// server reported.
+#[tokio::test]
+async fn max_cost_holds_against_a_server_that_reports_no_usage() {
+    let sandbox = sandbox_with_files();
+    let server = scripted_chat_without_usage(&reads()).await;
+    // At $100 per million tokens a request of this session costs well
+    // under $1.50, seven of them far more.
+    let (code, result) = exec(&sandbox, &server, &["--max-cost", "1.5", "read the files"]);
+    assert_eq!(code, Some(4), "{result}");
+    assert!((1..7).contains(&request_bodies(&server).await.len()));
+    let spent = result["limits"]["spent_usd"].as_f64().unwrap();
+    assert!(spent > 0.0 && spent <= 1.5, "{result}");
+    assert!(close(&result["cost_usd"], 0.0), "{result}");
+    let log = log_of(&result);
+    let estimated: f64 = lines_of(&log, "model_response")
+        .iter()
+        .map(|line| line["estimated_cost_usd"].as_f64().unwrap())
+        .sum();
+    assert!((estimated - spent).abs() < 1e-9, "{estimated} {spent}");
+}
