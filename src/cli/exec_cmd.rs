@@ -112,7 +112,7 @@ fn read_prompt(arg: &str) -> Result<String, CliError> {
     };
     if prompt.trim().is_empty() {
         let why = if arg == "-" {
-            "the prompt read from stdin (`-`) is empty; pipe the task in, e.g. `echo \"fix the tests\" | keel exec -`"
+            "the prompt is empty: nothing but blanks came on stdin (`-`); pipe the task in, e.g. `echo \"fix the tests\" | keel exec -`"
         } else {
             "the prompt is empty; pass a task, or `-` to read it from stdin"
         };

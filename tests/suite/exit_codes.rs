@@ -66,7 +66,10 @@ fn an_empty_stdin_prompt_is_named_as_such() {
         .unwrap();
     let (code, stderr) = code_and_stderr(&output);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.starts_with("error: the prompt read from stdin (`-`) is empty"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: the prompt is empty: nothing but blanks came on stdin (`-`)"),
+        "{stderr}"
+    );
 }
 
 #[test]
