@@ -141,6 +141,15 @@ async fn an_interrupt_cancels_a_running_mcp_call_with_notifications_cancelled() 
     .expect("the turn hung on the running call")
     .unwrap();
     assert_eq!(summary.outcome, TurnOutcome::Interrupted);
+    // The notification is written by the MCP service's own task; ending
+    // the session stops the server, which a loaded machine can do before
+    // the server has read it. Wait for it to arrive first (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !recorded(&record).iter().any(|m| m["method"] == "notifications/cancelled")
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     session.end("test").await.unwrap();
     let events = recorder.events.lock().unwrap();
     let progress = events.iter().find_map(|event| match event {
