@@ -28,6 +28,9 @@ pub struct Task {
     #[schemars(skip)]
     pub id: String,
     /// The task, briefly.
+    // Claude Code's TodoWrite calls it `content`: a model trained on it is
+    // understood (its `activeForm` is ignored like any unknown field).
+    #[serde(alias = "content")]
     pub text: String,
     pub status: TaskStatus,
 }
@@ -140,6 +143,15 @@ mod tests {
         number(&mut list);
         assert_eq!(list[1].id, "3");
         validate(&list).unwrap();
+    }
+
+    #[test]
+    fn claude_codes_field_names_are_understood() {
+        let task: Task = serde_json::from_value(serde_json::json!(
+            {"content": "ship", "status": "pending", "activeForm": "Shipping"}
+        ))
+        .unwrap();
+        assert_eq!((task.text.as_str(), task.status), ("ship", TaskStatus::Pending));
     }
 
     #[test]

@@ -45,11 +45,12 @@ fn steps() -> Vec<Step> {
         calls(vec![call("shell", json!({"command": "rm -rf /"}))]),
         calls(vec![call(
             "todo_write",
-            json!({"todos": [{"content": "pin the meta", "status": "in_progress"}]}),
+            json!({"todos": [{"text": "pin the meta", "status": "doing"}]}),
         )]),
+        // Claude Code's TodoWrite fields (`content`, `activeForm`) work too.
         calls(vec![call(
             "todo_write",
-            json!({"todos": [{"text": "pin the meta", "status": "in_progress"}]}),
+            json!({"todos": [{"content": "pin the meta", "status": "in_progress", "activeForm": "Pinning"}]}),
         )]),
         Step::Answer("done".into()),
     ]
