@@ -73,9 +73,13 @@ impl Limits {
 /// within what is left of these limits), and their spend counts here too.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Delegated {
+    /// What their servers reported.
     pub usage: Usage,
     /// At each subagent's own model's prices, as far as they are known.
     pub cost_usd: f64,
+    /// What their responses without reported usage were charged at keel's
+    /// estimate (their own children's included): spend, never usage.
+    pub estimated: Unreported,
 }
 
 /// What responses without reported usage were charged at keel's
@@ -92,6 +96,12 @@ impl Unreported {
         self.tokens += tokens;
         self.cost_usd += cost_usd.unwrap_or(0.0);
     }
+
+    /// As a log line carries it (`estimated_tokens`, `estimated_cost_usd`):
+    /// nothing where nothing was estimated or priced.
+    pub fn logged(self) -> (Option<u64>, Option<f64>) {
+        ((self.tokens > 0).then_some(self.tokens), (self.cost_usd > 0.0).then_some(self.cost_usd))
+    }
 }
 
 /// What a session spent in all: its own requests (each at the prices of
@@ -107,13 +117,25 @@ impl LoopState {
     /// What the session spent, its subagents included.
     pub fn spent(&self) -> Spent {
         Spent {
-            usd: self
-                .session_cost_usd
-                .map(|own| own + self.unreported.cost_usd + self.delegated.cost_usd),
+            usd: self.session_cost_usd.map(|own| {
+                own + self.unreported.cost_usd
+                    + self.delegated.cost_usd
+                    + self.delegated.estimated.cost_usd
+            }),
             tokens: self.session_usage.total_tokens()
                 + self.unreported.tokens
-                + self.delegated.usage.total_tokens(),
+                + self.delegated.usage.total_tokens()
+                + self.delegated.estimated.tokens,
         }
+    }
+
+    /// What the session's spend counts at keel's estimate (responses
+    /// whose server reported no usage), its subagents' included: a child
+    /// passes it up with its usage, so it counts in its parent's limits.
+    pub fn estimated(&self) -> Unreported {
+        let mut estimated = self.unreported;
+        estimated.add(self.delegated.estimated.tokens, Some(self.delegated.estimated.cost_usd));
+        estimated
     }
 }
 

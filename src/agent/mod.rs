@@ -29,7 +29,7 @@ pub use batch_finish::{Finishing, PostToolVerdict, RERUN_QUESTION};
 pub use budget::{
     BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated,
     FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
-    SpendLimits, SpendStatus, Spent, unpriced_switch, usd,
+    SpendLimits, SpendStatus, Spent, Unreported, unpriced_switch, usd,
 };
 pub use call_checks::{
     CallCheck, CheckHooks, Checking, HookPermission, LINKS_NOTE, Outcome, PreToolVerdict,

@@ -17,6 +17,7 @@ use crate::protocol::{
     SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec, TurnOutcome, Usage,
 };
 
+use super::budget::Unreported;
 use super::state::{LoopState, ToolScope};
 use super::step::{Effect, record_result};
 
@@ -36,9 +37,12 @@ pub struct SubagentDone {
     pub call_id: String,
     pub session_id: String,
     pub outcome: TurnOutcome,
-    /// The whole child session's spend, its own children included.
+    /// The whole child session's spend, its own children included: what
+    /// its servers reported, and apart from it what was charged at keel's
+    /// estimate for responses without usage.
     pub usage: Usage,
     pub cost_usd: Option<f64>,
+    pub estimated: Unreported,
 }
 
 /// The turn about to start may call only `scope`'s tools (recorded, so a
@@ -64,18 +68,23 @@ pub(super) fn subagent_opened(opened: SubagentOpened, effects: &mut Vec<Effect>)
     }));
 }
 
-/// A child's spend counts against this session's limits from the next
-/// request on; recorded before the call's result.
+/// A child's spend (its estimates included) counts against this
+/// session's limits from the next request on; recorded before the call's
+/// result.
 pub(super) fn subagent_done(state: &mut LoopState, done: SubagentDone, effects: &mut Vec<Effect>) {
-    let SubagentDone { call_id, session_id, outcome, usage, cost_usd } = done;
+    let SubagentDone { call_id, session_id, outcome, usage, cost_usd, estimated } = done;
     state.delegated.usage.add(&usage);
     state.delegated.cost_usd += cost_usd.unwrap_or(0.0);
+    let (estimated_tokens, estimated_cost_usd) = estimated.logged();
+    state.delegated.estimated.add(estimated_tokens.unwrap_or(0), estimated_cost_usd);
     effects.push(Effect::Record(SessionEvent::SubagentFinished {
         call_id,
         session_id,
         outcome,
         usage,
         cost_usd,
+        estimated_tokens,
+        estimated_cost_usd,
     }));
 }
 

@@ -302,9 +302,19 @@ impl Rebuilder {
                     self.state.allowlist.extend(ApprovalScope::AlwaysTool(tool));
                 }
             }
-            SessionEvent::SubagentFinished { usage, cost_usd, .. } => {
+            SessionEvent::SubagentFinished {
+                usage,
+                cost_usd,
+                estimated_tokens,
+                estimated_cost_usd,
+                ..
+            } => {
                 self.state.delegated.usage.add(&usage);
                 self.state.delegated.cost_usd += cost_usd.unwrap_or(0.0);
+                self.state
+                    .delegated
+                    .estimated
+                    .add(estimated_tokens.unwrap_or(0), estimated_cost_usd);
             }
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::SubagentStarted { .. }

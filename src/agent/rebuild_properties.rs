@@ -136,6 +136,11 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
                         outcome: crate::protocol::TurnOutcome::Completed,
                         usage: Usage { input_tokens: 30 + n, output_tokens: 7, ..Usage::default() },
                         cost_usd: n.is_multiple_of(2).then_some(0.01),
+                        // Some children ran on a server reporting no usage.
+                        estimated: Unreported {
+                            tokens: (n % 3) * 50,
+                            cost_usd: if n.is_multiple_of(4) { 0.003 } else { 0.0 },
+                        },
                     };
                     record(&step(state, Input::SubagentFinished(done)), log);
                 }
@@ -363,6 +368,7 @@ proptest! {
         prop_assert_eq!(&rebuilt.state.allowlist, &live.allowlist);
         prop_assert_eq!(&rebuilt.state.turn_scope, &live.turn_scope);
         prop_assert_eq!(rebuilt.state.delegated, live.delegated);
+        prop_assert_eq!(rebuilt.state.spent(), live.spent());
         prop_assert_eq!(rebuilt.state.session_cost_usd, live.session_cost_usd);
         prop_assert_eq!(&rebuilt.state.config.model, &live.config.model);
         prop_assert_eq!(rebuilt.state.config.pricing, live.config.pricing);
@@ -385,16 +391,26 @@ proptest! {
         let rebuilt = rebuild_priced(&log[..cut]);
         let mut spent = Usage::default();
         let mut cost = 0.0;
+        // The spend's tokens, children's estimates included, as the lines say.
+        let mut tokens = 0;
         for record in &log[..cut] {
-            if let SessionEvent::ModelResponse { response, cost_usd, .. } = &record.event {
-                spent.add(&response.usage);
-                // Every model here is priced: each line carries its cost.
-                prop_assert!(cost_usd.is_some());
-                cost += cost_usd.unwrap_or(0.0);
+            match &record.event {
+                SessionEvent::ModelResponse { response, cost_usd, estimated_tokens, .. } => {
+                    spent.add(&response.usage);
+                    tokens += response.usage.total_tokens() + estimated_tokens.unwrap_or(0);
+                    // Every model here is priced: each line carries its cost.
+                    prop_assert!(cost_usd.is_some());
+                    cost += cost_usd.unwrap_or(0.0);
+                }
+                SessionEvent::SubagentFinished { usage, estimated_tokens, .. } => {
+                    tokens += usage.total_tokens() + estimated_tokens.unwrap_or(0);
+                }
+                _ => {}
             }
         }
         prop_assert_eq!(rebuilt.state.session_usage, spent);
         prop_assert_eq!(rebuilt.state.session_cost_usd, Some(cost));
+        prop_assert_eq!(rebuilt.state.spent().tokens, tokens);
     }
 
     #[test]

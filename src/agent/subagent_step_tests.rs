@@ -183,8 +183,10 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
     );
 }
 
-#[test]
-fn a_subagents_spend_counts_against_the_limits_and_comes_back_on_a_rebuild() {
+/// Drives a session with a 1 000-token limit through a child that spent
+/// `usage` (as reported) and `estimated` (at keel's estimate), then asks
+/// for the next request: whether it was stopped, the state, and the log.
+fn delegate(usage: Usage, estimated: Unreported) -> (bool, LoopState, Vec<SessionEvent>) {
     let mut config = config(ApprovalMode::Auto, 10);
     config.limits.spend.max_tokens = Some(1_000);
     let mut state = LoopState::new(config);
@@ -205,22 +207,21 @@ fn a_subagents_spend_counts_against_the_limits_and_comes_back_on_a_rebuild() {
         effects
     };
     run(&mut state, Input::SubagentStarted(opened));
-    let usage = Usage { input_tokens: 900, output_tokens: 200, ..Usage::default() };
     let done = SubagentDone {
         call_id: "a".into(),
         session_id: "child".into(),
         outcome: crate::protocol::TurnOutcome::Completed,
         usage,
         cost_usd: Some(0.5),
+        estimated,
     };
     run(&mut state, Input::SubagentFinished(done));
-    assert_eq!(state.delegated.usage, usage);
-    // The child spent past the limit: the next request is not sent.
     let effects = run(&mut state, Input::UserTurn { text: "go on".into() });
-    assert!(
-        effects.iter().any(|e| matches!(e, Effect::AskRaiseLimit(_))),
-        "the child's spend counts: {effects:?}"
-    );
+    let stopped = effects.iter().any(|e| matches!(e, Effect::AskRaiseLimit(_)));
+    (stopped, state, log)
+}
+
+fn rebuilt(log: Vec<SessionEvent>) -> LoopState {
     let mut rebuilder = Rebuilder::new(super::test_support::config(ApprovalMode::Auto, 10));
     for (seq, event) in log.into_iter().enumerate() {
         rebuilder.apply(crate::protocol::EventRecord {
@@ -230,5 +231,38 @@ fn a_subagents_spend_counts_against_the_limits_and_comes_back_on_a_rebuild() {
             event,
         });
     }
-    assert_eq!(rebuilder.finish().state.delegated, state.delegated);
+    rebuilder.finish().state
+}
+
+#[test]
+fn a_subagents_spend_counts_against_the_limits_and_comes_back_on_a_rebuild() {
+    let usage = Usage { input_tokens: 900, output_tokens: 200, ..Usage::default() };
+    let (stopped, state, log) = delegate(usage, Unreported::default());
+    assert_eq!(state.delegated.usage, usage);
+    // The child spent past the limit: the next request is not sent.
+    assert!(stopped, "the child's spend counts");
+    assert_eq!(rebuilt(log).delegated, state.delegated);
+}
+
+/// A child whose server reported no usage passes its estimates up: they
+/// count in the parent's spend (before, only its reported usage did, so
+/// a parent delegating to children on such a server never stopped), are
+/// logged apart from its usage and come back on a rebuild.
+#[test]
+fn a_subagents_estimated_spend_counts_against_the_limits_and_comes_back_on_a_rebuild() {
+    let estimated = Unreported { tokens: 1_100, cost_usd: 0.02 };
+    let (stopped, state, log) = delegate(Usage::default(), estimated);
+    assert!(stopped, "the child's estimates count");
+    assert_eq!(state.spent().tokens, 1_100);
+    assert_eq!(state.delegated.usage, Usage::default(), "estimates are not usage");
+    let finished = log.iter().find_map(|event| match event {
+        SessionEvent::SubagentFinished { usage, estimated_tokens, estimated_cost_usd, .. } => {
+            Some((*usage, *estimated_tokens, *estimated_cost_usd))
+        }
+        _ => None,
+    });
+    assert_eq!(finished, Some((Usage::default(), Some(1_100), Some(0.02))));
+    let rebuilt = rebuilt(log);
+    assert_eq!(rebuilt.delegated, state.delegated);
+    assert_eq!(rebuilt.spent(), state.spent());
 }

@@ -41,7 +41,7 @@
 //! | `mcp_server_status` | runtime | an MCP server's status (`ready`, `failed`, …), once at the first request, then per change |
 //! | `tools_changed` | runtime | the tool list changed at a turn boundary (MCP `list_changed`, a late or restarted server): a recorded prefix break |
 //! | `subagent_started` | runtime | an `agent` call started a child session: the call, the child's id, log and type (synced before it runs) |
-//! | `subagent_finished` | runtime | the child's task ended: outcome, usage, cost; the call's `tool_call_finished` follows |
+//! | `subagent_finished` | runtime | the child's task ended: outcome, usage, cost, and `estimated_tokens`/`estimated_cost_usd` (what its spend, its own children's included, was charged at keel's estimate for responses without usage; they count in the parent's limits); the call's `tool_call_finished` follows |
 //! | `turn_completed` | loop | outcome and the turn's usage (synced) |
 //! | `session_ended` | runtime | the front end closed the session (synced) |
 //!
@@ -398,11 +398,21 @@ pub enum SessionEvent {
         call_id: String,
         session_id: String,
         outcome: TurnOutcome,
-        /// What the child spent on the task.
+        /// What the child spent on the task, as its servers reported it.
         usage: Usage,
         /// At the child's model's prices, when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
+        /// What the child's spend was charged at keel's estimate for
+        /// responses whose server reported no usage (its own children's
+        /// included; the sum of their `model_response` lines'
+        /// `estimated_tokens`); none when every server reported usage.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimated_tokens: Option<u64>,
+        /// What those estimates cost at the models' prices (none without
+        /// prices or estimates).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimated_cost_usd: Option<f64>,
     },
     TurnCompleted {
         turn: u32,

@@ -132,6 +132,8 @@ fn samples() -> Vec<SessionEvent> {
             outcome: TurnOutcome::Completed,
             usage,
             cost_usd: Some(0.5),
+            estimated_tokens: Some(6_000),
+            estimated_cost_usd: Some(0.02),
         },
         SessionEvent::TurnCompleted { turn: 1, outcome: TurnOutcome::Completed, usage },
         SessionEvent::SessionEnded { reason: s() },
@@ -202,4 +204,16 @@ fn session_started_without_git_head_still_parses() {
     let line = r#"{"v":1,"seq":0,"ts":"t","type":"session_started","session_id":"s","cwd":"/w","provider":"openai","model":"m","keel_version":"0.1.0"}"#;
     let record: EventRecord = serde_json::from_str(line).unwrap();
     assert!(matches!(record.event, SessionEvent::SessionStarted { git_head: None, .. }));
+}
+
+/// A log from before children's estimates were passed up still parses:
+/// the child's spend is its reported usage only.
+#[test]
+fn subagent_finished_without_estimates_still_parses() {
+    let line = r#"{"v":1,"seq":9,"ts":"t","type":"subagent_finished","call_id":"c","session_id":"s","outcome":"completed","usage":{"input_tokens":5,"output_tokens":1,"cached_input_tokens":0,"reasoning_tokens":0},"cost_usd":0.5}"#;
+    let record: EventRecord = serde_json::from_str(line).unwrap();
+    assert!(matches!(
+        record.event,
+        SessionEvent::SubagentFinished { estimated_tokens: None, estimated_cost_usd: None, .. }
+    ));
 }

@@ -205,19 +205,17 @@ impl Session {
     }
 
     /// What is left of this session's spend limits (`--max-cost`,
-    /// `--max-tokens`, its subagents' spend counted): a child's own limits,
-    /// so delegating cannot spend past them. Children running side by side
+    /// `--max-tokens`, against its spend: its subagents' and the estimates
+    /// for responses without usage counted): a child's own limits, so
+    /// delegating cannot spend past them. Children running side by side
     /// share it equally (`open_child`); a share one leaves unspent is not
     /// passed to its siblings (the limits are fixed when a child opens).
     pub(super) fn spend_left(&self) -> SpendLimits {
         let limits = self.state.config.limits.spend;
+        let spent = self.state.spent();
         SpendLimits {
-            max_cost_usd: limits
-                .max_cost_usd
-                .map(|max| (max - self.cost_usd().unwrap_or(0.0)).max(0.0)),
-            max_tokens: limits
-                .max_tokens
-                .map(|max| max.saturating_sub(self.session_usage().total_tokens())),
+            max_cost_usd: limits.max_cost_usd.map(|max| (max - spent.usd.unwrap_or(0.0)).max(0.0)),
+            max_tokens: limits.max_tokens.map(|max| max.saturating_sub(spent.tokens)),
         }
     }
 

@@ -225,6 +225,7 @@ pub(super) async fn guarded(child: super::subagent::Child) -> ChildOutcome {
             outcome: crate::protocol::TurnOutcome::Failed,
             usage: crate::protocol::Usage::default(),
             cost_usd: None,
+            estimated: crate::agent::Unreported::default(),
             declined: Vec::new(),
         },
     }

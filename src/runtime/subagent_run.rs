@@ -2,8 +2,8 @@
 //! and SubagentStop hooks around its one turn, the child's final answer
 //! (or why it stopped) with a line saying what it read, ran and changed,
 //! and the `subagent_finished` line the parent records (through `step`,
-//! so its spend counts against the parent's limits and a rebuild sees
-//! it).
+//! so its spend, estimates for responses without usage included, counts
+//! against the parent's limits and a rebuild sees it).
 //!
 //! Invariants: a child never fails its parent: a failure, an interrupt or
 //! a spent budget is the call's error result; the parent records
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Input, LoopState, SubagentDone, step};
+use crate::agent::{Input, LoopState, SubagentDone, Unreported, step};
 use crate::hooks::HookEvent;
 use crate::protocol::{Item, SessionEvent, ToolCall, ToolMeta, ToolResult, TurnOutcome, Usage};
 use crate::tools::{AGENT_TOOL, BoxFuture};
@@ -33,9 +33,11 @@ pub(super) struct ChildOutcome {
     pub(super) outcome: TurnOutcome,
     pub(super) result: ToolResult,
     pub(super) meta: ToolMeta,
-    /// The whole child session's spend, its own children included.
+    /// The whole child session's spend, its own children included: as
+    /// its servers reported it, and at keel's estimate where they did not.
     pub(super) usage: Usage,
     pub(super) cost_usd: Option<f64>,
+    pub(super) estimated: Unreported,
     pub(super) declined: Vec<DeclinedCall>,
 }
 
@@ -141,6 +143,7 @@ impl Session {
             outcome: outcome.outcome,
             usage: outcome.usage,
             cost_usd: outcome.cost_usd,
+            estimated: outcome.estimated,
         }))?;
         self.subagents.declined.append(&mut outcome.declined);
         Ok(())
@@ -262,6 +265,7 @@ impl Child {
             meta,
             usage,
             cost_usd,
+            estimated: session.state.estimated(),
             declined,
         }
     }
