@@ -63,6 +63,7 @@ mod shared_corpus;
 mod subagents_e2e;
 mod subagents_mcp;
 mod subagents_repeated_ids;
+mod subagents_spend;
 mod support;
 mod tool_meta_contract;
 mod tool_schemas;

@@ -43,13 +43,16 @@ pub struct Route {
     /// Every response names its calls `call_0_0`, `call_0_1`… (a server
     /// reusing ids, as keel's own names for an id-less server do).
     pub repeated_ids: bool,
+    /// Its responses report no usage at all (some Ollama and llama.cpp
+    /// versions, proxies).
+    pub without_usage: bool,
 }
 
 impl Route {
     /// Requests whose system prompt contains `needle`.
     pub fn system(name: &'static str, needle: &'static str, replies: Vec<Reply>) -> Self {
         let matches = Box::new(move |body: &Value| system_of(body).contains(needle));
-        Self { name, matches, replies, repeated_ids: false }
+        Self { name, matches, replies, repeated_ids: false, without_usage: false }
     }
 
     /// The same route, its calls' ids repeated from response to response.
@@ -57,10 +60,15 @@ impl Route {
         Self { repeated_ids: true, ..self }
     }
 
+    /// The same route, its responses reporting no usage.
+    pub fn without_usage(self) -> Self {
+        Self { without_usage: true, ..self }
+    }
+
     /// Requests whose first user message contains `needle`.
     pub fn first_user(name: &'static str, needle: &'static str, replies: Vec<Reply>) -> Self {
         let matches = Box::new(move |body: &Value| first_user_of(body).contains(needle));
-        Self { name, matches, replies, repeated_ids: false }
+        Self { name, matches, replies, repeated_ids: false, without_usage: false }
     }
 }
 
@@ -173,7 +181,10 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         *rendered += 1;
         *rendered
     };
-    let sse = render(Wire::Chat, &step, unique);
+    let mut sse = render(Wire::Chat, &step, unique);
+    if route.without_usage {
+        sse = sse.split_inclusive("\n\n").filter(|event| !event.contains("\"usage\"")).collect();
+    }
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\
          connection: close\r\n\r\n",
