@@ -178,3 +178,37 @@ fn a_childs_token_budget_holds_against_a_server_that_reports_no_usage() {
     let told = tool_results(&parent[1].body).pop().unwrap();
     assert!(told.contains("[agents] max_tokens") && told.contains("12000"), "{told}");
 }
+
+/// The same for `--max-cost`: children's estimates are priced into the
+/// parent's spend (`limits.spent_usd`, each child's on its
+/// `subagent_finished` line), while `cost_usd` stays what was reported.
+#[test]
+fn a_parent_stops_at_its_cost_limit_counting_its_childrens_estimates() {
+    let sandbox = sandbox_with_big_files();
+    let model = delegating_model(&["task 1", "task 2", "task 3", "task 4"]);
+    // At $100 per million tokens, $3 is the 30 000 tokens above.
+    let prices = ["-c", "context.input_price=100", "-c", "context.output_price=100"];
+    let mut flags = vec!["--full-auto", "--max-cost", "3"];
+    flags.extend(prices);
+    let output = exec(&sandbox, &model, &flags, "Delegate");
+    let result = result_of(&output);
+    assert_eq!(output.status.code(), Some(4), "{result}");
+    assert!(model.of("task 4").is_empty(), "the run went on past its limit");
+    let (parents, children) = logs(&sandbox);
+    let priced: f64 = parents
+        .iter()
+        .chain(&children)
+        .flat_map(|path| read_jsonl(path))
+        .filter(|line| line["type"] == "model_response")
+        .map(|line| line["estimated_cost_usd"].as_f64().unwrap_or(0.0))
+        .sum();
+    let spent = result["limits"]["spent_usd"].as_f64().unwrap();
+    assert!(priced <= 3.0 && (spent - priced).abs() < 1e-9, "{priced} {result}");
+    let parent = read_jsonl(&parents[0]);
+    let passed_up: f64 = of_type(&parent, "subagent_finished")
+        .iter()
+        .map(|line| line["estimated_cost_usd"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!(passed_up > 0.0, "the children's estimates are priced");
+    assert_eq!(result["cost_usd"].as_f64(), Some(0.0), "{result}");
+}
