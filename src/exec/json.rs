@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::cli::ExitStatus;
-use crate::protocol::{Item, ReasoningItem, StreamEvent, ToolCall, TurnOutcome, Usage};
+use crate::protocol::{StreamEvent, TurnOutcome, Usage};
 use crate::runtime::{EventSink, RuntimeEvent};
 
+use super::json_items::{Ending, Items, subagent_source};
 use super::usage_json;
 use crate::runtime::DeclinedCall;
 
@@ -23,9 +24,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Writes runtime events as JSON lines to stdout.
 #[derive(Debug, Default)]
 pub struct JsonPrinter {
-    /// The sources (this session `""`, subagents by call id) whose current
-    /// response's text already announced itself.
-    message_started: std::collections::BTreeSet<String>,
+    /// The open items and their ids (`json_items`: every start completes).
+    items: Items,
 }
 
 impl JsonPrinter {
@@ -49,6 +49,18 @@ pub(crate) fn write_line(out: &mut impl Write, value: &Value) {
     let _ = serde_json::to_writer(&mut *out, value);
     let _ = out.write_all(b"\n");
     let _ = out.flush();
+}
+
+/// The safety net of the pairing contract: a session that ends without
+/// its turn's end (a runtime error: the log could not be written, …)
+/// drops its sink before the `result` line is written, and every item
+/// still open completes here, as `failed`.
+impl Drop for JsonPrinter {
+    fn drop(&mut self) {
+        for line in self.items.close_within("", Ending::Failed) {
+            self.write(&line);
+        }
+    }
 }
 
 impl EventSink for JsonPrinter {
@@ -90,32 +102,29 @@ impl JsonPrinter {
             RuntimeEvent::TurnStarted { turn } => {
                 out.push(json!({"type": "turn_started", "turn": turn}));
             }
-            RuntimeEvent::Stream(StreamEvent::TextDelta { .. })
-                if !self.message_started.contains(source) =>
-            {
-                self.message_started.insert(source.to_owned());
-                out.push(json!({"type": "item_started", "item": {"type": "agent_message"}}));
+            RuntimeEvent::Stream(StreamEvent::TextDelta { delta }) => {
+                out.extend(self.items.delta(source, false, &delta));
             }
-            RuntimeEvent::Stream(_) => {}
+            RuntimeEvent::Stream(StreamEvent::ReasoningDelta { delta }) => {
+                out.extend(self.items.delta(source, true, &delta));
+            }
+            RuntimeEvent::Stream(
+                StreamEvent::ToolCallStarted { .. }
+                | StreamEvent::ToolCallArgumentsDelta { .. }
+                | StreamEvent::Retrying { .. },
+            ) => {}
             RuntimeEvent::ModelResponse(response) => {
-                self.message_started.remove(source);
-                for item in &response.items {
-                    if let Some(value) = completed_item(item) {
-                        out.push(json!({"type": "item_completed", "item": value}));
-                    }
-                }
+                out.extend(self.items.response(source, &response.items));
             }
             RuntimeEvent::ToolCallStarted { call, .. } => {
-                out.push(json!({"type": "item_started", "item": call_json(&call)}));
+                out.push(self.items.call_started(source, &call));
             }
             RuntimeEvent::ToolCallFinished { call, result, meta } => {
-                let mut item = call_json(&call);
-                item["output"] = json!(result.output);
-                item["is_error"] = json!(result.is_error);
-                item["meta"] = meta.to_value();
-                out.push(json!({"type": "item_completed", "item": item}));
+                out.extend(self.items.call_finished(source, &call, &result, &meta));
             }
             RuntimeEvent::Compacting { trigger } => {
+                // No response streams across a compaction.
+                out.extend(self.items.close_streams(source, Ending::Failed));
                 out.push(json!({"type": "compacting", "trigger": trigger}));
             }
             RuntimeEvent::Compacted { reason, tokens_before, tokens_after } => {
@@ -123,7 +132,7 @@ impl JsonPrinter {
                     "tokens_before": tokens_before, "tokens_after": tokens_after}));
             }
             RuntimeEvent::Retrying { attempt, max_attempts, reason, delay } => {
-                self.message_started.remove(source);
+                out.extend(self.items.close_streams(source, Ending::Failed));
                 out.push(json!({"type": "retrying", "attempt": attempt,
                     "max_attempts": max_attempts, "reason": reason,
                     "delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)}));
@@ -140,6 +149,7 @@ impl JsonPrinter {
                 out.push(json!({"type": "warning", "message": message}));
             }
             RuntimeEvent::Error { message } => {
+                out.extend(self.items.close_streams(source, Ending::Failed));
                 out.push(json!({"type": "error", "message": message}));
             }
             RuntimeEvent::McpServerStatus { server, status, tools, error, log, prompts: _ } => {
@@ -151,11 +161,20 @@ impl JsonPrinter {
                     "progress": progress, "total": total, "message": message}));
             }
             RuntimeEvent::TurnCompleted { turn, outcome, usage, .. } => {
+                let ending = match outcome {
+                    TurnOutcome::Interrupted => Ending::Interrupted,
+                    TurnOutcome::Completed
+                    | TurnOutcome::Failed
+                    | TurnOutcome::MaxSteps
+                    | TurnOutcome::BudgetExceeded
+                    | TurnOutcome::Stuck => Ending::Failed,
+                };
+                out.extend(self.items.close_within(source, ending));
                 out.push(json!({"type": "turn_completed", "turn": turn,
                     "outcome": outcome, "usage": usage_json(&usage)}));
             }
             RuntimeEvent::Subagent { call_id, event } => {
-                for mut line in self.lines(&call_id, *event) {
+                for mut line in self.lines(&subagent_source(source, &call_id), *event) {
                     if let Some(object) = line.as_object_mut() {
                         object.entry("parent").or_insert_with(|| json!(call_id));
                     }
@@ -166,32 +185,10 @@ impl JsonPrinter {
         out
     }
 }
-fn call_json(call: &ToolCall) -> Value {
-    json!({"type": "tool_call", "call_id": call.call_id, "name": call.name,
-        "arguments": call.arguments})
-}
-
 fn declined_json(declined: &DeclinedCall) -> Value {
     json!({"call_id": declined.call.call_id, "name": declined.call.name,
         "arguments": declined.call.arguments, "reason": declined.reason,
         "allow_with": declined.allow_with})
-}
-
-fn completed_item(item: &Item) -> Option<Value> {
-    match item {
-        Item::Assistant { text } => Some(json!({"type": "agent_message", "text": text})),
-        Item::Reasoning(reasoning) => {
-            let text = match reasoning {
-                ReasoningItem::OpenAi { summary, .. } => summary.join("\n"),
-                ReasoningItem::AnthropicThinking { thinking, .. } => thinking.clone(),
-                ReasoningItem::AnthropicRedacted { .. } => String::new(),
-                ReasoningItem::Chat { text, .. } => text.clone(),
-            };
-            Some(json!({"type": "reasoning", "text": text}))
-        }
-        // Tool calls are reported when they start and finish.
-        Item::ToolCall(_) | Item::ToolResult(_) | Item::User { .. } | Item::Context { .. } => None,
-    }
 }
 
 /// The `status` of the closing `result` line: how the run ended, for
@@ -357,23 +354,25 @@ mod tests {
     fn a_subagents_lines_name_the_call_they_run_for_innermost_first() {
         let mut printer = JsonPrinter::default();
         let delta = || RuntimeEvent::Stream(StreamEvent::TextDelta { delta: "x".into() });
-        let grandchild = RuntimeEvent::Subagent {
+        let grandchild = || RuntimeEvent::Subagent {
             call_id: "outer".into(),
             event: Box::new(RuntimeEvent::Subagent {
                 call_id: "inner".into(),
                 event: Box::new(delta()),
             }),
         };
-        let lines = printer.lines("", grandchild);
+        let lines = printer.lines("", grandchild());
         assert_eq!(
             lines,
-            [json!({"type": "item_started", "item": {"type": "agent_message"},
+            [json!({"type": "item_started", "item": {"id": "item_0", "type": "agent_message"},
             "parent": "inner"})]
         );
         // Each source streams on its own: the parent's text starts its item.
         assert_eq!(printer.lines("", delta()).len(), 1);
         assert!(printer.lines("", delta()).is_empty());
+        assert!(printer.lines("", grandchild()).is_empty(), "`inner` announced its message");
+        // A subagent of another `inner` call (not `outer`'s) is another source.
         let child = RuntimeEvent::Subagent { call_id: "inner".into(), event: Box::new(delta()) };
-        assert!(printer.lines("", child).is_empty(), "`inner` already announced its message");
+        assert_eq!(printer.lines("", child).len(), 1);
     }
 }

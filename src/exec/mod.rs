@@ -18,6 +18,7 @@
 
 mod human;
 mod json;
+mod json_items;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

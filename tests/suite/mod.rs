@@ -19,6 +19,7 @@ mod exec_honest;
 mod exit_codes;
 mod hooks_e2e;
 mod jail_fixture;
+mod json_pairs;
 mod large_repo;
 mod layers;
 mod limits_e2e;
