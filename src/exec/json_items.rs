@@ -92,11 +92,14 @@ impl Items {
     }
 
     /// Streamed text (`reasoning` false) or reasoning of `source`: starts
-    /// its item on the first piece.
+    /// its item on the first piece that is not empty.
     pub(super) fn delta(&mut self, source: &str, reasoning: bool, delta: &str) -> Option<Value> {
         let kind = if reasoning { Kind::Reasoning } else { Kind::Message };
         if let Some(index) = self.position(source, &kind) {
             self.open[index].text.push_str(delta);
+            return None;
+        }
+        if delta.is_empty() {
             return None;
         }
         let id = self.mint();
@@ -295,6 +298,7 @@ mod tests {
     #[test]
     fn an_interrupted_message_completes_with_what_streamed() {
         let mut items = Items::default();
+        assert!(items.delta("", false, "").is_none(), "nothing streamed yet");
         let mut lines: Vec<Value> = items.delta("", false, "Hel").into_iter().collect();
         assert!(items.delta("", false, "lo").is_none(), "one start per message");
         lines.extend(items.close_within("", Ending::Interrupted));

@@ -62,6 +62,7 @@ async fn sigint_kills_the_running_command_and_exits_130() {
         .find(|l| l["type"] == "item_completed" && l["item"]["name"] == "shell")
         .unwrap_or_else(|| panic!("the shell call was never answered: {:?}", types(&lines)));
     assert_eq!(shell_done["item"]["is_error"], true);
+    super::json_pairs::assert_paired(&lines);
     let log = sandbox.only_log();
     let turn_end = log.iter().rev().find(|l| l["type"] == "turn_completed").unwrap();
     assert_eq!(turn_end["outcome"], "interrupted");

@@ -19,7 +19,7 @@ use super::wire::{Step, Wire, call};
 
 /// The pairing invariant over all lines of one run; returns the completed
 /// items. An item without an `id` is keyed by its call id or type.
-fn assert_paired(lines: &[Value]) -> Vec<Value> {
+pub(super) fn assert_paired(lines: &[Value]) -> Vec<Value> {
     let mut open: Vec<String> = Vec::new();
     let mut done: Vec<String> = Vec::new();
     let mut completed = Vec::new();
@@ -65,9 +65,9 @@ fn shell(command: &str) -> Step {
     Step::Calls { text: None, calls: vec![call("shell", json!({ "command": command }))] }
 }
 
+/// Ask mode cannot ask for an edit: the call is declined.
 #[tokio::test]
-async fn declined_forbidden_and_hook_refused_calls_start_before_they_complete() {
-    // Declined: ask mode cannot ask for an edit.
+async fn a_declined_call_starts_before_it_completes() {
     let sandbox = Sandbox::new();
     sandbox.write("a.txt", "a\n");
     let steps = [
@@ -89,8 +89,10 @@ async fn declined_forbidden_and_hook_refused_calls_start_before_they_complete() 
     let messages: Vec<&Value> = completed.iter().filter(|i| i["type"] == "agent_message").collect();
     assert_eq!(messages.len(), 2, "{completed:?}");
     assert!(messages.iter().all(|m| m["status"] == "completed"), "{messages:?}");
+}
 
-    // Forbidden by a rule, even under --full-auto.
+#[tokio::test]
+async fn a_call_forbidden_by_a_rule_starts_before_it_completes() {
     let sandbox = Sandbox::new();
     std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
     let rule = "prefix_rule(pattern=[\"curl\"], decision=\"forbidden\")\n";
@@ -103,8 +105,10 @@ async fn declined_forbidden_and_hook_refused_calls_start_before_they_complete() 
     let lines = exec_json(&sandbox, &server.uri(), &["--full-auto"], "download");
     let completed = assert_paired(&lines);
     assert!(completed.iter().any(|i| i["name"] == "shell" && i["meta"]["kind"] == "denied"));
+}
 
-    // Refused by a PreToolUse hook.
+#[tokio::test]
+async fn a_call_refused_by_a_hook_starts_before_it_completes() {
     let sandbox = Sandbox::new();
     let hook = "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\n[[hooks.PreToolUse.hooks]]\n\
                 type = \"command\"\ncommand = \"echo no >&2; exit 2\"\n";

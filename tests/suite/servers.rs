@@ -174,7 +174,11 @@ async fn vllm_reasoning_stays_out_of_the_next_request_and_cache_hits_count() {
     let message = &assistant_messages(&second)[0];
     assert!(message.get("reasoning_content").is_none(), "{message}");
     assert_eq!(message["tool_calls"][0]["function"]["arguments"], r#"{"path": "notes.txt"}"#);
-    let reasoning = replay.lines().into_iter().find(|l| l["item"]["type"] == "reasoning").unwrap();
+    let reasoning = replay
+        .lines()
+        .into_iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["type"] == "reasoning")
+        .unwrap();
     assert_eq!(reasoning["item"]["text"], "The user wants notes.txt read.");
     assert_eq!(replay.result()["usage"]["cached_input_tokens"], 512 + 40);
 }
@@ -269,7 +273,11 @@ async fn mistral_nine_character_ids_and_thinking_chunks() {
     let second = assert_round_trip(&replay, &["D681PevKs"]);
     let message = &assistant_messages(&second)[0];
     assert_eq!(message["content"], "Reading it.", "thinking chunks are not text");
-    let reasoning = replay.lines().into_iter().find(|l| l["item"]["type"] == "reasoning").unwrap();
+    let reasoning = replay
+        .lines()
+        .into_iter()
+        .find(|l| l["type"] == "item_completed" && l["item"]["type"] == "reasoning")
+        .unwrap();
     assert_eq!(reasoning["item"]["text"], "I will read notes.txt.");
 }
 
