@@ -148,7 +148,7 @@ pub enum Command {
     /// Re-run a recorded session offline (no model): its tool calls run again
     /// in a temporary copy of the workspace and differing results are reported.
     Replay(ReplayArgs),
-    /// Watch keel fix a bug in a tiny bundled repository: a recorded session
+    /// Watch keel fix a typo in a tiny bundled repository: a recorded session
     /// replayed offline, no API key needed.
     Demo,
     /// Inspect the command policy (rules files, decisions).

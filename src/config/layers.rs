@@ -436,10 +436,38 @@ pub(super) fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> Co
         && text.as_bytes().get(span.start) != Some(&b'\n');
     let at = if after_lone_cr { span.start - 1 } else { span.start };
     let (line, column) = line_and_column(text, at);
-    let message = error.message().trim().to_owned();
+    let message = plain_types(error.message().trim());
     let width = span.end.saturating_sub(span.start).max(1);
     let snippet = caret_snippet(text, at, line, column, width);
     ConfigError::ParseAt { path: path.to_owned(), line, column, message, snippet }
+}
+
+/// serde's names of Rust types in a message ("expected u32") in the words
+/// a config file's author uses.
+fn plain_types(message: &str) -> String {
+    let mut plain = message.to_owned();
+    for (rust, words) in [
+        ("expected u8", "expected a whole number"),
+        ("expected u16", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected usize", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f32", "expected a number"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list, e.g. [\"a\", \"b\"]"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        if let Some(at) = plain.find(rust) {
+            // Only a whole word: `u32` is not the start of `u320`.
+            let end = at + rust.len();
+            if !plain[end..].starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                plain.replace_range(at..end, words);
+            }
+        }
+    }
+    plain
 }
 
 /// TOML's picture of an error, lines counted as [`line_and_column`] does:
@@ -498,7 +526,9 @@ fn parse_override(text: &str) -> Result<ConfigFile, ConfigError> {
     };
     match (toml::from_str::<ConfigFile>(&as_string), typed_error) {
         (Ok(parsed), _) => Ok(parsed),
-        (Err(_), Some(error)) | (Err(error), None) => Err(bad(error.to_string())),
+        (Err(_), Some(error)) | (Err(error), None) => {
+            Err(bad(plain_types(error.to_string().trim_end())))
+        }
     }
 }
 
@@ -588,6 +618,11 @@ mod tests {
     #[test]
     fn override_without_equals_is_rejected() {
         assert!(matches!(parse_override("model"), Err(ConfigError::BadOverride { .. })));
+        // Plain words for serde's type names, and no blank line at the end.
+        let error = parse_override("max_steps=abc").map(|_| ()).unwrap_err().to_string();
+        assert!(error.ends_with("expected a whole number"), "{error:?}");
+        let error = parse_override("undo.enabled=7").map(|_| ()).unwrap_err().to_string();
+        assert!(!error.contains("expected u") && !error.ends_with('\n'), "{error:?}");
     }
 
     #[test]
