@@ -201,16 +201,20 @@ pub fn find_by_prefix(dir: &Path, prefix: &str) -> Result<PathBuf, FindError> {
 /// The newest session started in `folder` (a subagent's session is part
 /// of its parent's, never "the last session").
 pub fn newest_in_folder(dir: &Path, folder: &Path) -> Result<PathBuf, FindError> {
+    newest_first_in_folder(dir, folder)
+        .next()
+        .ok_or_else(|| FindError::NoneHere { folder: folder.display().to_string() })
+}
+
+/// The sessions started in `folder` (not subagents'), newest first by
+/// file name (UUIDv7), reading only each log's first line, lazily.
+pub fn newest_first_in_folder(dir: &Path, folder: &Path) -> impl Iterator<Item = PathBuf> {
     let folder = folder.display().to_string();
-    // Newest first by file name (UUIDv7), reading only the first line.
     let mut paths = log_paths(dir);
     paths.reverse();
-    paths
-        .into_iter()
-        .find(|path| {
-            first_event(path).is_some_and(|first| first.cwd == folder && first.parent.is_none())
-        })
-        .ok_or(FindError::NoneHere { folder })
+    paths.into_iter().filter(move |path| {
+        first_event(path).is_some_and(|first| first.cwd == folder && first.parent.is_none())
+    })
 }
 
 /// The folder the session was started in (read from its first line).

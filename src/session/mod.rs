@@ -28,7 +28,7 @@ pub use faults::kill_self;
 pub use hash::{content_hash, file_hash};
 pub use list::{
     FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
-    logged_parent, newest_in_folder, summarize,
+    logged_parent, newest_first_in_folder, newest_in_folder, summarize,
 };
 pub use lock::{LockHolder, SessionLock, holder as lock_holder};
 pub use reader::{LogContents, LogEntry, ReadReport, for_each_entry, for_each_record, read_log};
