@@ -109,8 +109,10 @@ mod tests {
         [Item::ToolCall(call), Item::ToolResult(result)]
     }
 
-    #[test]
-    fn files_read_before_the_crash_and_untouched_since_count_as_read() {
+    /// Reads `kept.txt` (succeeded) with call id `first` and `failed.txt`
+    /// (failed) with `second`, then a crash; whether each counts as read
+    /// on resume.
+    fn counted_as_read(first: &str, second: &str) -> (bool, bool) {
         let dir = tempfile::tempdir().unwrap();
         let kept = dir.path().join("kept.txt");
         let failed = dir.path().join("failed.txt");
@@ -119,12 +121,18 @@ mod tests {
         let log = dir.path().join("log.jsonl");
         std::fs::write(&log, "{}\n").unwrap();
         let items: Vec<Item> =
-            [read("1", "kept.txt", true), read("2", "failed.txt", false)].concat();
+            [read(first, "kept.txt", true), read(second, "failed.txt", false)].concat();
         let files = remembered_files(&items, dir.path(), dir.path(), &log);
-        let rel = Path::new("x");
-        let stamp = |path: &Path| Some(Stamp::of(&std::fs::metadata(path).unwrap()));
-        assert!(files.ensure_fresh(&kept.canonicalize().unwrap(), rel, stamp(&kept)).is_ok());
-        assert!(files.ensure_fresh(&failed.canonicalize().unwrap(), rel, stamp(&failed)).is_err());
+        let counted = |path: &Path| {
+            let stamp = Some(Stamp::of(&std::fs::metadata(path).unwrap()));
+            files.ensure_fresh(&path.canonicalize().unwrap(), Path::new("x"), stamp).is_ok()
+        };
+        (counted(&kept), counted(&failed))
+    }
+
+    #[test]
+    fn files_read_before_the_crash_and_untouched_since_count_as_read() {
+        assert_eq!(counted_as_read("1", "2"), (true, false));
     }
 
     /// A server that names every response's first call `call_0`: the
@@ -132,19 +140,6 @@ mod tests {
     /// success.
     #[test]
     fn a_result_answers_the_latest_call_with_its_id() {
-        let dir = tempfile::tempdir().unwrap();
-        let kept = dir.path().join("kept.txt");
-        let failed = dir.path().join("failed.txt");
-        std::fs::write(&kept, "a").unwrap();
-        std::fs::write(&failed, "b").unwrap();
-        let log = dir.path().join("log.jsonl");
-        std::fs::write(&log, "{}\n").unwrap();
-        let items: Vec<Item> =
-            [read("call_0", "kept.txt", true), read("call_0", "failed.txt", false)].concat();
-        let files = remembered_files(&items, dir.path(), dir.path(), &log);
-        let rel = Path::new("x");
-        let stamp = |path: &Path| Some(Stamp::of(&std::fs::metadata(path).unwrap()));
-        assert!(files.ensure_fresh(&kept.canonicalize().unwrap(), rel, stamp(&kept)).is_ok());
-        assert!(files.ensure_fresh(&failed.canonicalize().unwrap(), rel, stamp(&failed)).is_err());
+        assert_eq!(counted_as_read("call_0", "call_0"), (true, false));
     }
 }

@@ -12,8 +12,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use super::routed_model::{Route, RoutedModel};
-use super::subagents_e2e::{PARENT, agent_call, answer, calls};
+use super::subagents_e2e::counter_that_must_ask;
 use super::support::{Sandbox, json_lines, scripted_model, types};
 use super::wire::{Step, Wire, call};
 
@@ -121,32 +120,9 @@ async fn a_call_refused_by_a_hook_starts_before_it_completes() {
     assert!(!sandbox.repo.join("x.txt").exists());
 }
 
-const COUNTER: &str = "---\nname: counter\ndescription: Appends a line to count.txt\n\
-tools: Bash\n---\nYou are the counter agent. Run the command you are given.\n";
-
 #[test]
 fn a_subagents_declined_call_is_paired_under_its_parent() {
-    let sandbox = Sandbox::new();
-    std::fs::create_dir_all(sandbox.home.join("agents")).unwrap();
-    std::fs::write(sandbox.home.join("agents/counter.md"), COUNTER).unwrap();
-    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
-    let rule = "prefix_rule(pattern=[\"echo\"], decision=\"prompt\")\n";
-    std::fs::write(sandbox.home.join("rules/ask.rules"), rule).unwrap();
-    let model = RoutedModel::start(vec![
-        Route::system(
-            "parent",
-            PARENT,
-            vec![calls(vec![agent_call("counter", "count", "Run: echo run")]), answer("done")],
-        ),
-        Route::system(
-            "counter",
-            "You are the counter agent",
-            vec![
-                calls(vec![call("shell", json!({"command": "echo run >> count.txt"}))]),
-                answer("it was declined"),
-            ],
-        ),
-    ]);
+    let (sandbox, model) = counter_that_must_ask();
     let lines = exec_json(&sandbox, &model.uri, &["--full-auto"], "Count");
     assert_eq!(lines.last().unwrap()["status"], "needs_approval");
     assert_paired(&lines);

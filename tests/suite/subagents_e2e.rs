@@ -485,8 +485,10 @@ fn hooks_see_the_subagent_start_and_stop() {
     assert!(!system_of(first).contains("marker-from-the-start-hook"));
 }
 
-#[test]
-fn a_call_a_headless_child_could_not_ask_about_makes_the_run_need_approval() {
+/// A sandbox whose `counter` agent type runs `echo`, which a rule makes
+/// ask, and a model whose parent delegates one count to it: a question
+/// a headless child cannot put to anyone.
+pub(super) fn counter_that_must_ask() -> (Sandbox, RoutedModel) {
     let sandbox = Sandbox::new();
     std::fs::create_dir_all(sandbox.home.join("agents")).unwrap();
     std::fs::write(sandbox.home.join("agents/counter.md"), COUNTER).unwrap();
@@ -511,6 +513,12 @@ fn a_call_a_headless_child_could_not_ask_about_makes_the_run_need_approval() {
             ],
         ),
     ]);
+    (sandbox, model)
+}
+
+#[test]
+fn a_call_a_headless_child_could_not_ask_about_makes_the_run_need_approval() {
+    let (sandbox, model) = counter_that_must_ask();
     let output = exec(&sandbox, &model, &["--full-auto"], "Count");
     let result = result_of(&output);
     assert_eq!(output.status.code(), Some(3), "{result}");
