@@ -4,7 +4,7 @@
 //! for a batch no hook listens to.
 
 use super::test_support::step_checked as step;
-use super::test_support::{call_with, config};
+use super::test_support::{approvals, call_with, config};
 use super::*;
 use crate::policy::ApprovalMode;
 use crate::protocol::{
@@ -51,19 +51,6 @@ fn ran(
     assert_eq!(state.phase, LoopPhase::Execute);
     let effects = step(&mut state, Input::BatchFinished { results: vec![result] });
     (state, effects)
-}
-
-fn approvals(effects: &[Effect]) -> Vec<(String, bool)> {
-    effects
-        .iter()
-        .filter_map(|effect| match effect {
-            Effect::Record(SessionEvent::Approval { call_id, approved, scope, .. }) => {
-                assert_eq!(*scope, crate::protocol::ApprovalScope::Once);
-                Some((call_id.clone(), *approved))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 fn finished(effects: &[Effect]) -> Vec<&ToolResult> {

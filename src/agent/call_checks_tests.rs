@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use super::test_support::{call_with, config};
+use super::test_support::{approvals, call_with, config};
 use super::*;
 use crate::policy::{ApprovalMode, PathLinks};
 use crate::protocol::{
@@ -60,19 +60,6 @@ fn checked(state: &mut LoopState, checks: Vec<CallCheck>) -> Vec<Effect> {
 fn answer(state: &mut LoopState, id: &str, approved: bool) -> Vec<Effect> {
     let note = (!approved).then(|| "not now".to_owned());
     step(state, Input::CallConfirmed { call_id: id.into(), approved, note })
-}
-
-fn approvals(effects: &[Effect]) -> Vec<(String, bool)> {
-    effects
-        .iter()
-        .filter_map(|effect| match effect {
-            Effect::Record(SessionEvent::Approval { call_id, approved, scope, .. }) => {
-                assert_eq!(*scope, crate::protocol::ApprovalScope::Once);
-                Some((call_id.clone(), *approved))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// The second `policy_decision` lines: decision and reason.

@@ -97,3 +97,23 @@ pub(super) fn answer_checks(
         .collect();
     super::step(state, super::Input::CallsChecked { checks })
 }
+
+/// The `approval` lines among `effects` (call id, approved), each asked
+/// once (per-call questions offer no "always").
+pub(super) fn approvals(effects: &[super::Effect]) -> Vec<(String, bool)> {
+    effects
+        .iter()
+        .filter_map(|effect| match effect {
+            super::Effect::Record(crate::protocol::SessionEvent::Approval {
+                call_id,
+                approved,
+                scope,
+                ..
+            }) => {
+                assert_eq!(*scope, crate::protocol::ApprovalScope::Once);
+                Some((call_id.clone(), *approved))
+            }
+            _ => None,
+        })
+        .collect()
+}

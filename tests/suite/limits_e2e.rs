@@ -39,14 +39,18 @@ fn sandbox_with_files() -> Sandbox {
     sandbox
 }
 
-/// `keel exec --json` against `server` with `args` before the prompt.
-fn exec(sandbox: &Sandbox, server: &wiremock::MockServer, args: &[&str]) -> (Option<i32>, Value) {
+/// `keel exec --json --full-auto` on openai-chat against `server`, on
+/// `model`, with `args` before the prompt: its exit code and `result` line.
+fn exec_json(
+    sandbox: &Sandbox,
+    server: &wiremock::MockServer,
+    model: &str,
+    args: &[&str],
+) -> (Option<i32>, Value) {
     let output = sandbox
         .keel()
         .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .args(["-c", "context.input_price=100", "-c", "context.output_price=100"])
-        .args(["-c", "context.cached_input_price=100"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", model])
         .args(args)
         .output()
         .unwrap();
@@ -55,6 +59,17 @@ fn exec(sandbox: &Sandbox, server: &wiremock::MockServer, args: &[&str]) -> (Opt
     let result = lines.last().cloned().unwrap_or_else(|| panic!("no result line; {stderr}"));
     assert_eq!(result["type"], "result", "{stderr}");
     (output.status.code(), result)
+}
+
+/// [`exec_json`] on mock-model, priced at $100 per million tokens.
+fn exec(sandbox: &Sandbox, server: &wiremock::MockServer, args: &[&str]) -> (Option<i32>, Value) {
+    let prices = ["-c", "context.input_price=100", "-c", "context.output_price=100"];
+    let args: Vec<&str> = prices
+        .into_iter()
+        .chain(["-c", "context.cached_input_price=100"])
+        .chain(args.iter().copied())
+        .collect();
+    exec_json(sandbox, server, "mock-model", &args)
 }
 
 fn log_of(result: &Value) -> Vec<Value> {
@@ -273,18 +288,8 @@ fn exec_nano(sandbox: &Sandbox, server: &wiremock::MockServer, args: &[&str]) ->
     std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
     let deep = "---\nmodel: claude-opus-4\n---\nLook deeply at $ARGUMENTS";
     std::fs::write(sandbox.home.join("commands/deep.md"), deep).unwrap();
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "gpt-5-nano"])
-        .args(args)
-        .output()
-        .unwrap();
-    let lines = json_lines(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let result = lines.last().cloned().unwrap_or_else(|| panic!("no result line; {stderr}"));
-    assert_eq!(result["type"], "result", "{stderr}");
-    (output.status.code().unwrap_or(-1), result)
+    let (code, result) = exec_json(sandbox, server, "gpt-5-nano", args);
+    (code.unwrap_or(-1), result)
 }
 
 #[tokio::test]
@@ -384,15 +389,8 @@ async fn max_tokens_holds_against_a_server_that_reports_no_usage() {
 
     // A second process goes on from the logged estimates.
     let id = result["session_id"].as_str().unwrap().to_owned();
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .args(["resume", &id, "go on"])
-        .output()
-        .unwrap();
-    let again = json_lines(&output.stdout).last().unwrap().clone();
-    assert_eq!(output.status.code(), Some(4), "{again}");
+    let (code, again) = exec_json(&sandbox, &server, "mock-model", &["resume", &id, "go on"]);
+    assert_eq!(code, Some(4), "{again}");
     assert_eq!(again["limits"]["spent_tokens"].as_u64(), Some(spent), "{again}");
     assert_eq!(request_bodies(&server).await.len(), sent, "a resume cannot reset the budget");
 }
