@@ -4,9 +4,14 @@
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
 //!   [`prompts`], [`context`], [`plan`], [`tasks`], [`agent`], [`display`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
-//!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`], [`mcp`].
+//!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`], [`mcp`];
+//!   [`support`], helpers they share, below all of them.
 //! - L2: [`runtime`], the async driver.
-//! - L3, front ends: [`exec`], [`tui`], [`cli`].
+//! - L3, front ends: [`exec`], [`tui`], [`cli`], and how they end the
+//!   process ([`exit`]).
+//!
+//! No two modules import each other, directly or around a cycle (the same
+//! test checks it, and inside `agent/` between its files).
 
 pub mod agent;
 pub mod context;
@@ -24,12 +29,14 @@ pub mod mcp;
 pub mod sandbox;
 pub mod session;
 pub mod skills;
+pub mod support;
 pub mod tools;
 
 pub mod runtime;
 
 pub mod cli;
 pub mod exec;
+pub mod exit;
 pub mod tui;
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     let cli = cli::parse_or_exit();
     init_tracing();
     // Before any tool or hook runs: caught panics stay quiet (see panic_guard).
-    keel::tools::panic_guard::install_hook();
+    keel::support::panic_guard::install_hook();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -10,10 +10,10 @@
 
 use std::fmt;
 
-use super::exit::ExitStatus;
-use super::signals::StopSignal;
 use crate::config::ConfigError;
 use crate::config::rules::RulesFileError;
+use crate::exit::ExitStatus;
+use crate::exit::signals::StopSignal;
 use crate::runtime::{CheckpointError, RuntimeError, UndoError};
 use crate::session::{FindError, SessionError};
 use crate::tui::TuiError;

@@ -4,10 +4,11 @@
 
 use std::io::{Read, Write};
 
-use super::{CliError, Context, ExecArgs, ExitStatus, ModelArgs, resume_cmd, signals, today};
+use super::{CliError, Context, ExecArgs, ExitStatus, ModelArgs, resume_cmd, today};
 use crate::agent::PlanReview;
 use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ResultLine};
+use crate::exit::signals;
 
 pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitStatus, CliError> {
     let json = args.json;

@@ -1,7 +1,7 @@
 //! The command line: flags, subcommands and their dispatch, one file per
 //! subcommand. The one place besides `main.rs` that uses `anyhow`: every
 //! command ends with an [`ExitStatus`] or a [`CliError`], whose kind picks
-//! the documented exit code (`error.rs`, `exit.rs`).
+//! the documented exit code (`error.rs`, `crate::exit`).
 
 mod apply_patch_cmd;
 mod completion_cmd;
@@ -9,7 +9,6 @@ mod debug_cmd;
 mod demo_cmd;
 mod error;
 mod exec_cmd;
-mod exit;
 mod mcp_cmd;
 mod mcp_server_cmd;
 mod policy_cmd;
@@ -17,7 +16,6 @@ mod replay_cmd;
 mod resume_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
-pub mod signals;
 mod tool_cmd;
 mod tui_cmd;
 mod undo_cmd;
@@ -28,8 +26,8 @@ use std::time::SystemTime;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::error::{CliError, Context, ErrorKind, error_text};
-pub use self::exit::ExitStatus;
 use crate::config::CliOverrides;
+pub use crate::exit::ExitStatus;
 
 const EXIT_CODES: &str = "Exit codes:\n  0    done\n  1    the model or the turn failed \
 (model error after retries, step limit, log write failure), the session is in use by \

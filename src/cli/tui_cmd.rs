@@ -8,8 +8,9 @@ use std::io::IsTerminal;
 use clap::CommandFactory;
 
 use super::resume_cmd::{ResumeTarget, find_log};
-use super::{Cli, CliError, ExitStatus, ModeArgs, ModelArgs, ResumeArgs, signals, today};
+use super::{Cli, CliError, ExitStatus, ModeArgs, ModelArgs, ResumeArgs, today};
 use crate::config::Environment;
+use crate::exit::signals;
 use crate::session::{self, SessionError};
 use crate::tui::{self, FirstPrompt, Launch, Start, Theme, TuiOptions};
 

@@ -14,16 +14,14 @@
 //! without front matter is all body.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use yaml_rust2::Yaml;
 
 use crate::context::frontmatter::{load_yaml, split};
 
-/// Largest definition file read (agents and commands are prompts, not
-/// data; a bigger file is a mistake or an attack on the context).
-pub const MAX_DEFINITION_BYTES: u64 = 256 * 1024;
+pub use crate::support::bounded_read::MAX_DEFINITION_BYTES;
+use crate::support::bounded_read::{self, BoundedReadError};
 
 /// Why a definition file was not loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,14 +45,11 @@ pub enum DefinitionError {
 /// The text of a definition file (an agent, a command, a skill, a memory
 /// note): at most [`MAX_DEFINITION_BYTES`], UTF-8, never a partial read.
 pub fn read_bounded(path: &Path) -> Result<String, DefinitionError> {
-    let read_error = |error: std::io::Error| DefinitionError::Read { message: error.to_string() };
-    let file = std::fs::File::open(path).map_err(read_error)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_DEFINITION_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
-    if bytes.len() as u64 > MAX_DEFINITION_BYTES {
-        return Err(DefinitionError::TooLarge { limit: MAX_DEFINITION_BYTES });
-    }
-    String::from_utf8(bytes).map_err(|_| DefinitionError::NotText)
+    bounded_read::read_bounded(path).map_err(|error| match error {
+        BoundedReadError::Read { message } => DefinitionError::Read { message },
+        BoundedReadError::TooLarge { limit } => DefinitionError::TooLarge { limit },
+        BoundedReadError::NotText => DefinitionError::NotText,
+    })
 }
 
 /// One definition file that was not loaded, and why.

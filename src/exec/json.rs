@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::cli::ExitStatus;
+use crate::exit::ExitStatus;
 use crate::protocol::{StreamEvent, TurnOutcome, Usage};
 use crate::runtime::{EventSink, RuntimeEvent};
 

@@ -36,7 +36,7 @@ use crate::runtime::{
     TurnSummary,
 };
 
-pub use crate::cli::ExitStatus;
+pub use crate::exit::ExitStatus;
 pub use human::HumanPrinter;
 pub use json::{ExecStatus, JsonPrinter, ResultLine};
 

@@ -23,7 +23,7 @@ use super::HookEvent;
 use super::outcome::{HookOutcome, Permission};
 use super::payload::HookPayload;
 use super::runner::HookRun;
-use crate::tools::panic_guard::{self, CaughtPanic};
+use crate::support::panic_guard::{self, CaughtPanic};
 
 /// The source name native runs are recorded under.
 pub const NATIVE_SOURCE: &str = "native";

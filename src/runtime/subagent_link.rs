@@ -213,7 +213,7 @@ impl Session {
 /// panicking tool's is, never the end of the parent's session.
 pub(super) async fn guarded(child: super::subagent::Child) -> ChildOutcome {
     let (call, session_id) = (child.call.clone(), child.session.id().to_owned());
-    match crate::tools::panic_guard::Guarded::new(child.run()).await {
+    match crate::support::panic_guard::Guarded::new(child.run()).await {
         Ok(outcome) => outcome,
         Err(panic) => ChildOutcome {
             result: ToolResult::error(&call.call_id, format!("the subagent failed: keel {panic}")),

@@ -54,7 +54,7 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
             }
             let name =
                 folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let loaded = crate::config::markdown_file::read_bounded(&path)
+            let loaded = crate::support::bounded_read::read_bounded(&path)
                 .map_err(|error| SkillError::Read {
                     path: path.clone(),
                     message: error.to_string(),

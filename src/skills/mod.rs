@@ -65,7 +65,7 @@ pub fn read_body(skill: &Skill) -> Result<String, SkillError> {
             .find(|(name, _)| *name == skill.meta.name)
             .map(|(_, text)| (*text).to_owned())
             .unwrap_or_default(),
-        SkillSource::File(path) => crate::config::markdown_file::read_bounded(path)
+        SkillSource::File(path) => crate::support::bounded_read::read_bounded(path)
             .map_err(|error| SkillError::Read { path: path.clone(), message: error.to_string() })?,
     };
     Ok(frontmatter::split(&text).map(|(_, body)| body.to_owned()).unwrap_or(text))

@@ -42,7 +42,7 @@ where
     let internal = |message: String| ToolError::Internal { tool: tool.to_owned(), message };
     // Caught on the blocking thread itself, so the panic hook knows it is
     // handled (see `panic_guard`).
-    let guarded = move || super::panic_guard::catch(work);
+    let guarded = move || crate::support::panic_guard::catch(work);
     match tokio::task::spawn_blocking(guarded).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(panic)) => Err(internal(panic.to_string())),

@@ -27,7 +27,6 @@ mod grep;
 mod grep_search;
 mod list_dir;
 mod load_skill;
-pub mod panic_guard;
 pub mod paths;
 mod read_file;
 mod read_memory;

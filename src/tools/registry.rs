@@ -9,13 +9,13 @@
 use std::time::Instant;
 
 use super::args::parse_json;
-use super::panic_guard::{self, Guarded};
 use super::{Tool, ToolContext, ToolError};
 use super::{
     apply_patch, edit_file, glob, grep, list_dir, load_skill, read_file, read_memory, shell,
     write_file,
 };
 use crate::protocol::{ResultKind, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec};
+use crate::support::panic_guard::{self, Guarded};
 
 /// The tools offered to the model.
 pub struct ToolRegistry {

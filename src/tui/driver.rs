@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use tokio::task::JoinHandle;
 
-use crate::cli::ExitStatus;
-use crate::cli::signals::Shutdown;
+use crate::exit::ExitStatus;
+use crate::exit::signals::Shutdown;
 use crate::policy::ApprovalMode;
 use crate::runtime::SessionOptions;
 

@@ -102,7 +102,7 @@ fn install_panic_hook() {
         std::panic::set_hook(Box::new(move |info| {
             // A tool's or hook's panic is caught and reported in the
             // transcript; the screen stays.
-            if !crate::tools::panic_guard::is_guarded() {
+            if !crate::support::panic_guard::is_guarded() {
                 restore();
             }
             previous(info);

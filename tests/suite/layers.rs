@@ -1,13 +1,16 @@
 //! Architecture check (docs/design.md §6), on the code that ships (test
 //! modules and test-only files cut out):
 //! - lower layers never import higher ones;
+//! - no modules import each other around a cycle (a cycle hides a layer
+//!   nobody drew: its modules can no longer be read, tested or changed
+//!   apart);
 //! - the pure layer touches no tokio, filesystem, process or clock;
 //! - each kind of effect has one owner ([`OWNERS`]): only `sandbox/`
 //!   starts processes, only `llm/` speaks HTTP, only `session/` writes
 //!   the log, only `tui/` draws on the terminal. An exception is named
 //!   here with its reason, so the next one is a decision, not an accident.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn layer(module: &str) -> Option<u8> {
@@ -15,11 +18,12 @@ fn layer(module: &str) -> Option<u8> {
         "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" | "display" => {
             Some(0)
         }
-        "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" | "mcp" => Some(1),
+        "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" | "mcp"
+        | "support" => Some(1),
         // Test-only: finds the shared corpus on disk.
         "shared_corpus" => Some(1),
         "runtime" => Some(2),
-        "exec" | "tui" | "cli" | "main" | "lib" => Some(3),
+        "exec" | "tui" | "cli" | "exit" | "main" | "lib" => Some(3),
         _ => None,
     }
 }
@@ -365,4 +369,134 @@ fn the_design_map_names_every_module_at_its_layer() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `text` with its comments and literals blanked (a doc link or a message
+/// that names a module is no import).
+fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut code = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match skip_literal(bytes, i) {
+            Some(end) => {
+                code.push(' ');
+                i = end.min(bytes.len());
+            }
+            None => {
+                let next = (i + 1..=bytes.len()).find(|n| text.is_char_boundary(*n)).unwrap();
+                code.push_str(&text[i..next]);
+                i = next;
+            }
+        }
+    }
+    code
+}
+
+/// The names a path starting at `at` in `code` leads to next: `x` for
+/// `x::…`, and each first segment of a group `{x, y::z}`.
+fn path_heads(code: &str, at: usize) -> Vec<String> {
+    let rest = &code[at..];
+    let ident = |s: &str| -> String {
+        s.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+    };
+    if let Some(group) = rest.strip_prefix('{') {
+        let group = &group[..group.find('}').unwrap_or(group.len())];
+        group.split(',').map(ident).filter(|name| !name.is_empty()).collect()
+    } else {
+        vec![ident(rest)]
+    }
+}
+
+/// Which top-level modules each module's shipped code names (`crate::x`).
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = src_dir();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, text) in shipped_sources() {
+        let module = module_of(&src, &file);
+        let code = code_only(&text);
+        let used = graph.entry(module.clone()).or_default();
+        for (at, word) in code.match_indices("crate::") {
+            for name in path_heads(&code, at + word.len()) {
+                if name != module && layer(&name).is_some() {
+                    used.insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The cycles of `graph`: each set of nodes that reach one another (a
+/// strongly connected component of more than one node), sorted.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reach = |from: &String| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(node) = todo.pop() {
+            for next in graph.get(&node).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|node| (node, reach(node))).collect();
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for (node, from_node) in &reached {
+        let mut component: Vec<String> = from_node
+            .iter()
+            .filter(|other| reached.get(other).is_some_and(|back| back.contains(*node)))
+            .cloned()
+            .collect();
+        component.sort();
+        if component.len() > 1 && !found.contains(&component) {
+            found.push(component);
+        }
+    }
+    found
+}
+
+/// How a cycle reads in a failure: each node with what it uses of the rest.
+fn shown(graph: &BTreeMap<String, BTreeSet<String>>, cycle: &[String]) -> String {
+    let lines: Vec<String> = cycle
+        .iter()
+        .map(|node| {
+            let used: Vec<&str> = graph[node]
+                .iter()
+                .filter(|other| cycle.contains(other))
+                .map(String::as_str)
+                .collect();
+            format!("  {node} -> {}", used.join(", "))
+        })
+        .collect();
+    format!("a cycle of {}:\n{}", cycle.len(), lines.join("\n"))
+}
+
+#[test]
+fn no_modules_import_each_other_around_a_cycle() {
+    let graph = module_graph();
+    let found: Vec<String> = cycles(&graph).iter().map(|cycle| shown(&graph, cycle)).collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn a_cycle_is_found_through_any_number_of_nodes_and_imports_in_comments_do_not_count() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a", "d"]),
+        ("d", vec![]),
+        ("e", vec!["e"]),
+    ]
+    .into_iter()
+    .map(|(node, used)| (node.to_owned(), used.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(cycles(&graph), [["a", "b", "c"]]);
+    let code = code_only("use crate::{tools, config::x};\n// crate::tui\nlet s = \"crate::cli\";");
+    let heads: Vec<String> =
+        code.match_indices("crate::").flat_map(|(at, _)| path_heads(&code, at + 7)).collect();
+    assert_eq!(heads, ["tools", "config"]);
 }

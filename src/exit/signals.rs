@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-use super::exit::ExitStatus;
+use super::ExitStatus;
 
 /// A signal that asks keel to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

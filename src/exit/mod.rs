@@ -1,6 +1,11 @@
-//! The documented exit codes of keel (README "Exit codes", `keel --help`):
-//! what a run's status becomes for the shell. Front ends return an
-//! [`ExitStatus`]; errors become one through [`super::CliError`].
+//! How keel's process ends, shared by every front end (`cli`, `exec`,
+//! `tui`) so none of them imports another for it: the documented exit
+//! codes (README "Exit codes", `keel --help`), what a run's status becomes
+//! for the shell, and the signals that end a run ([`signals`]). Front ends
+//! return an [`ExitStatus`]; errors become one through
+//! [`crate::cli::CliError`].
+
+pub mod signals;
 
 /// Documented exit codes of `keel exec` (and of keel in general).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,12 @@
+//! Small effect helpers several adapters and front ends share, kept below
+//! all of them: a panic guard for the tool, hook and subagent boundaries
+//! ([`panic_guard`]) and the bounded read of a definition file
+//! ([`bounded_read`]).
+//!
+//! Invariant: imports no other keel module but the pure layer, so no
+//! import cycle can run through it (`tests/suite/layers.rs` checks that
+//! the modules form no cycle). A helper that needs `config`, `tools` or
+//! anything above belongs there, not here.
+
+pub mod bounded_read;
+pub mod panic_guard;
