@@ -12,6 +12,45 @@
 //! the model moves on with `set_phase` (and the plan gate, when a plan is
 //! required, holds). The guidance says exactly this, naming tools (never
 //! internal classes), and names the checks that open the gate.
+//!
+//! # Two machines
+//!
+//! `plan/` holds the static rules (`rules/phases.toml`, or a trusted project's `.keel/phases.toml`;
+//! `require_plan = true` there requires a plan as plan mode does) and the pure `Workflow` (phase,
+//! plan, the changes/verifications gate); this file enforces them inside `step`: `admit` per call,
+//! the harness tools `set_phase`, `submit_plan` and `todo_write`, `observe` for the gate, and
+//! `guidance` appended to every request (`WorkflowState::guidance` names tools, never classes).
+//!
+//! A call the phase refuses may move the workflow implicitly along a legal edge (orient → implement
+//! for a typo fix, deliver → implement when more work turns up), never out of the plan phase while
+//! the plan is not approved. A shell call policy proves read-only counts as a read here (`admit`'s
+//! `judged_read`: the call is in a concurrent batch, i.e. its effective class is read-only, which
+//! needs an enforced sandbox; see "The loop" in `agent`), so orient, plan and deliver run `git log`
+//! or `ls` in place and the guidance lists "shell (read-only commands)" for them; a command that
+//! may write still needs a phase allowing the shell. `deliver` is `done = true`: the next user
+//! message starts over at orient. Without a required plan there is no limit on how many files
+//! change. MCP tools are admitted as reads (`plan::tool_kind`: a lookup must work while planning;
+//! policy, not the phase, gates them), but a call that changed workspace files counts as a write
+//! for the gate (`plan::observed_kind`).
+//!
+//! Plan review: live through the approval path; in scripts `exec --plan-only`, then `exec resume ID
+//! --approve-plan [--mode auto]` or `--reject-plan FEEDBACK` (recorded as `plan_updated`; the
+//! feedback is the next prompt; the run stops again after the revision).
+//!
+//! # The verification gate
+//!
+//! A phase rule's `checks` (command prefixes) must each pass after the last change before the phase
+//! is entered, up to the verification limit (then "unverified"). Which shell calls verify
+//! (`plan::verify::judge`): a simple command that decides the script's exit status
+//! (`plan/script_status.rs`, tree-sitter; the shell runs `set -o pipefail`, so every part of a
+//! pipeline decides, the left of `||` and anything before `;` do not) and runs a test or build
+//! (`plan/runners.rs`: the common ecosystems, package-runner wrappers followed), a script or file
+//! named like a test, or a project check (phase `checks`, `verify.commands`, `plan::detect_checks`
+//! over the root files, `plan::checks_named_in` over AGENTS.md); or a call marked `verify: true`.
+//! Exit 0 passes, anything else (or a timeout) fails and counts toward the limit. Every other
+//! command is noted (`Workflow::commands_since_change`) with why it did not count; refusals and the
+//! exec `unverified` result (`verification`) say so. The end-to-end stories are
+//! `tests/suite/workflow_e2e.rs`, `workflow_review_e2e.rs` and `prompt_truths.rs`.
 
 use crate::plan::{
     CheckVerdict, DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,

@@ -10,6 +10,13 @@
 //!
 //! Invariant: the handlers are installed before [`watch`] returns, so no
 //! early signal falls through to the default (kill) action.
+//!
+//! One watcher for all four: the first signal cancels the run's token (exec: `exec::run`'s; the
+//! TUI: it ends the event loop through [`Shutdown`], and the TUI interrupts the turn, ends the
+//! session and restores the terminal), the exit status is 128 + its number
+//! (`ExitStatus::{Interrupted, Terminated, HungUp, Quit}`), a second one exits at once without
+//! killing process groups (use the first for a clean stop). Keyboard signals are ignored while
+//! `$EDITOR` owns the terminal.
 
 use std::io;
 use std::sync::Arc;

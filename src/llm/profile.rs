@@ -5,6 +5,26 @@
 //! Invariants: pure (strings in, a profile out); detection only ever turns
 //! on behaviour the detected server documents, so an unknown server gets
 //! plain OpenAI-shaped requests.
+//!
+//! # Provider data kept verbatim
+//!
+//! Whatever a server attaches for the next request is kept on the items and sent back verbatim:
+//! `ToolCall.provider_data` (per call: Gemini's `extra_content`, LiteLLM's fields),
+//! `ReasoningItem::Chat` (reasoning text with the field it came in, plus message-level
+//! `reasoning_details`/`extra_content`/`thinking_blocks`), `ReasoningItem::OpenAi.content`
+//! (reasoning text of open-model Responses servers). They are in `model_response` log lines, so a
+//! resumed session sends them too. Reasoning *text* on Chat Completions goes back only as
+//! `ServerProfile::reasoning_echo` says (DeepSeek detected). Anthropic requests put keys in
+//! cache-prefix order (tools, system, messages) so consecutive requests agree byte for byte up to
+//! the previous tail breakpoint (`tests/suite/servers_cache.rs`); Responses requests carry the
+//! session id as `prompt_cache_key` (`LlmClient::with_cache_key`, set by
+//! `runtime/model_client.rs`).
+//!
+//! The server corpus is `tests/fixtures/servers/*.sse` (the source of each in its comment line),
+//! replayed through the real binary by `tests/suite/servers*.rs` and held to the
+//! split-at-every-byte invariant by `llm/server_shape_tests.rs`. A new server quirk: a field here,
+//! detected from the URL or model, overridable with `[provider]` (`config/provider.rs`), and a
+//! recorded stream in that corpus.
 
 /// When reasoning text streamed by a Chat Completions server goes back in
 /// the assistant messages of later requests.

@@ -19,6 +19,55 @@
 //! environment, stderr to a per-server log, killed with the kill ladder at
 //! the end); every call is judged by policy and logged by the runtime like
 //! any other tool call (this module only carries it out).
+//!
+//! # In a session
+//!
+//! Servers are configured in `config/mcp.rs` (a project's only after trust) and started by
+//! `runtime/mcp_glue.rs` when the session is assembled (`McpState::start`, background tasks). The
+//! first `run_turn`/`continue_turn` calls `mcp_turn_boundary`: it waits for every server at most
+//! its `startup_timeout_sec` (an interrupt stops the wait), puts the MCP tools after keel's own in
+//! the registry and `LoopConfig` (`tools`, `tool_classes`: `ReadOnly` only for a `readOnlyHint`
+//! tool of a server with `trust_read_only_hint = true`, `McpToolDef::read_only`, decided in
+//! [`hub`]; else `Mutating`), reports every server once (`mcp_server_status` line +
+//! `RuntimeEvent`), then turns reporting on (a status event carries the server's prompts: the TUI
+//! offers them in the slash popup). Later boundaries re-list servers that sent `list_changed` and,
+//! if the definitions differ, replace them and record `tools_changed`: with the first memory notes'
+//! `read_memory`, the only way the tool list moves (the request prefix stays stable, see
+//! `context`). Status changes after a batch (crash, restart) are reported by `mcp_reports`.
+//! `Session::end` stops every server (`McpHub::shutdown`, kill ladders in parallel); a dropped
+//! session SIGKILLs their groups. A session killed with SIGKILL leaves stdio servers to exit on
+//! stdin EOF (no `pre_exec`, so no parent-death signal). Subagents share the session's hub and get
+//! the MCP tools their type names, a read-only type only trusted reads (`runtime/subagent_mcp.rs`,
+//! tests `tests/suite/subagents_mcp.rs`).
+//!
+//! Calls go through the ordinary path: `policy::evaluate` sends `mcp__*` to `policy/tool_rules.rs`,
+//! the scheduler batches read-only ones concurrently, hooks see them with their own names, the
+//! registry runs `McpTool`, the log has them like any call (mutating ones get the workspace
+//! fingerprint and undo checkpoint shell commands get, since a server may write files).
+//! `ToolContext` carries the call id and a progress sender; `runtime/execute.rs` forwards progress
+//! as `RuntimeEvent::ToolProgress` while a batch runs. The workflow admits MCP tools as reads, but
+//! a call that changed workspace files counts as a write for the verification gate
+//! (`plan::observed_kind`). "Always" for an MCP tool is `ApprovalScope::AlwaysTool`, logged as
+//! `approval` with `tool`, rebuilt on resume, persisted as a `tool_rule` in
+//! `.keel/rules/local.rules`. Not built: resources and sampling/elicitation/roots (keel advertises
+//! no client capabilities), OAuth.
+//!
+//! # keel as a server
+//!
+//! `keel mcp-server` (`cli/mcp_server_cmd.rs`, rmcp's `server` feature) is keel as an MCP server
+//! over stdio: one tool, `keel`, that runs `exec::run_headless` (the same turn and `result` line as
+//! `keel exec --json`, events dropped: stdout is the protocol's) with the mode from the server's
+//! command line and a `cwd` confined to the server's folder; the request's cancellation token is
+//! the turn's; a mutex keeps one task at a time (sessions set process-wide sandbox state).
+//!
+//! # Tests
+//!
+//! `tests/suite/mcp_server.rs` (keel driving `keel mcp-server` through its own client; a raw
+//! JSON-RPC client: stdout is JSON-RPC only, refused arguments, cancellation),
+//! `tests/suite/mcp_faults.rs` (the real binary against `tests/fixtures/mcp/fault_server.py` in
+//! each fault mode, policy per mode), `mcp_session.rs` (list changes, cancellation, always, hooks,
+//! resume), `mcp_npm.rs` (public reference servers over stdio and HTTP; their package cache comes
+//! from `.ci/run`, skipped outside CI when missing). Bench: `benches/mcp.rs`.
 
 pub mod connection;
 pub mod content;

@@ -20,6 +20,57 @@
 //! altogether (so a restore leaves it alone rather than writing an old
 //! version) and named in [`Snapshot::skipped`]; a restore first snapshots
 //! the current state, so an undo can itself be undone.
+//!
+//! # Large repositories
+//!
+//! Nothing at start is proportional to the repository: the environment summary reads `HEAD` and the
+//! index header, and runs `git status` only when the index tracks at most 5 000 files
+//! (`files::STATUS_MAX_TRACKED`; else "N tracked files, status not read"); the TUI lists files only
+//! when asked; the jail's nested `.git` search is registered at start but runs only when a command
+//! may write: it starts beside the session's first checkpoint and every writing confined command
+//! waits for it (`sandbox::settle_read_only`; reads never do). In a session it is also the undo
+//! watcher's walk (`first_walk.rs`: `Watcher::start_finding_nested` watches every folder not
+//! ignored, notes their nested `.git`, searches the ignored folders with
+//! `protected::git_dirs_within` up to 20 000 folders, and hands the watcher to the checkpoints);
+//! `keel tool` keeps the plain `protected::nested_git_dirs`. That walk takes each folder's listing
+//! from `folder_cache.rs` (`$KEEL_HOME/shadow/<hash>.folders`, kept between sessions) while the
+//! folder's device, inode and ctime are unchanged, so a later session reads only the folders that
+//! changed (one `statx` for the others); folders changed within 100 ms of a walk are not recorded.
+//! The first walk of a workspace (nothing kept) is the search alone (it fills the cache) and the
+//! watcher starts after the first checkpoint, as it does without the sandbox.
+//! `tests/suite/large_repo.rs` counts the work with strace.
+//!
+//! # How a checkpoint works
+//!
+//! - The shadow repository has `objects/info/alternates` pointing at the project's object store and
+//!   starts from a copy of the project's index (`shadow_seed.rs`: same mtime, so git's racy-clean
+//!   check still holds; assume-unchanged/skip-worktree bits cleared; not seeded when an attributes
+//!   file names a `filter=`, since the index then holds LFS pointers, not what is on disk). The
+//!   index is v4 with git's untracked cache and is kept between sessions.
+//! - A checkpoint is `git status -z -uall` (whole tree, or `--literal-pathspecs -- <paths>`), then
+//!   `shadow_triage.rs` decides per path (save, drop from the index, leave out over `[undo]` caps),
+//!   `update-index`, `write-tree`, and `commit-tree` + `update-ref` only when the tree differs from
+//!   the last checkpoint's (`keel-last-checkpoint` in the shadow).
+//! - The session's first checkpoint looks at everything while `watch::Watcher` is set up (inotify
+//!   on every folder not ignored; `.git` and `$KEEL_HOME` excluded; by the nested `.git` search's
+//!   walk when there is one, else on its own after the look); later checkpoints look at the
+//!   watcher's dirty paths only (`Dirty::Everything` after a queue overflow, a `.gitignore` change,
+//!   or more than 20 000 paths). Around each shell call the watcher's mark says whether it changed
+//!   anything (`meta.changed`, the workflow gate) and which ignored files it touched
+//!   (`meta.not_checkpointed`, which `keel undo` names). The tree fingerprint for resume is kept
+//!   only for trees up to 2 000 files.
+//! - `RuntimeEvent::Progress` announces the first checkpoint of a large workspace before it starts,
+//!   and any checkpoint still running after 0.5 s; exec prints it (`progress` in `--json`), the TUI
+//!   shows a notice.
+//! - The shadow's checkpoints reference the project's objects: a `git gc --prune=now` after the
+//!   user dropped the commits or staged blobs a checkpoint borrowed breaks the undo of that
+//!   checkpoint (`write-tree`/`read-tree` name the missing object); git's default two-week grace
+//!   period covers ordinary sessions. A failed checkpoint forgets the shadow index, so the next
+//!   session seeds afresh.
+//! - `benches/large_repo.sh` builds a large repository from the crate sources in the local cargo
+//!   registry cache and measures keel against Codex there (`benches/README.md`): `steps20` (`echo`,
+//!   which policy proves read-only, so no checkpoint) and `writes20` (each step appends to a file:
+//!   the checkpoint and the watcher are paid).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

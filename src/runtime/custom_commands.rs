@@ -19,6 +19,15 @@
 //! `step` goes back when the turn ends, and a turn resumed after a crash
 //! runs on the command's model and then goes back too. A model without
 //! prices is refused while a cost limit is set.
+//!
+//! Flow: `Session::run_turn` checks `/name args` against the commands first (then skills, in
+//! `run_prompt_turn`). `Input::NarrowTurn` is fed right before the turn's `UserTurn`, so a prompt
+//! refused first narrows nothing; the loop clears the scope when the turn completes, and the driver
+//! switches the model back itself only when the turn never started. A child of a narrowed loop gets
+//! only the tools both its type and the loop's scopes allow (`subagent::within_scope`), and
+//! Claude's `disallowedTools` is honoured. The TUI sends the typed line as a prompt (its popup
+//! lists the commands with their argument hints, `Session::command_index`), so exec and the TUI
+//! share one expansion.
 
 use std::collections::BTreeSet;
 

@@ -6,6 +6,47 @@
 //! [`Rebuilder`]; nothing is appended before the rebuild succeeded; every
 //! skipped line is reported to the front end as a warning; a call whose
 //! result is in the log is never run again (see [`crate::agent::reconcile`]).
+//!
+//! # How a resume goes
+//!
+//! `Session::resume(settings, log_path, options, sink, approver)` streams the log through
+//! `agent::Rebuilder` (pure), opens the same file for appending (a torn last line is closed with a
+//! newline so it stays a skipped line) and records `session_resumed`. If the log left a turn open,
+//! `continue_turn` first finishes subagent calls from their children's logs (`subagent_resume.rs`),
+//! then carries out `agent::reconcile`'s effects with the ordinary driver: calls started without a
+//! result get an "interrupted" result (with "the change landed / did not land" from `file_before`
+//! hashes; for shell calls the "file" is the workspace root and the hash a tree fingerprint); calls
+//! never started are judged again by policy (so a pending approval is asked again); then the model
+//! is asked for the next step. `reconcile` is not an `Input` to `step`: it sets the rebuilt state's
+//! pending batches (the interrupted calls as one synthetic batch, then the re-judged ones) and its
+//! phase itself, and hands the synthetic results to `batch_finish::on_reconciled`, the same code
+//! that records a finished batch; from there on the driver runs `step` as in a live turn.
+//!
+//! Reconciliation is keyed by call id, not line order (`agent/turn_calls.rs`): a result counts
+//! wherever it is (also before its `model_response`, also in another turn), the n-th result of an
+//! id answers its n-th call (servers reuse ids), and a `file_before`/`file_changed` line proves a
+//! start when `tool_call_started` is unreadable. The reader hands unreadable lines to the rebuild
+//! in place (`session::for_each_entry`); one that follows a call's response without any start of it
+//! makes the call `CallProgress::Unknown` (it could have been its start or its result), and
+//! `Session::resume` refuses (`RuntimeError::AmbiguousLog`, exit 1) before appending anything. Not
+//! ambiguous: a torn last line (nothing ran after it: the writer died there) and damage followed by
+//! a `session_resumed` (that resume already decided). A closed turn keeps one result per call (a
+//! lost result line becomes a "lost" result; a result whose call is unreadable is left out), each
+//! repair a warning (`Rebuilt::notes`). The rebuild and `file_memory.rs` are linear in the log
+//! (`cargo bench --bench resume`).
+//!
+//! The approval mode is in `session_started` and every change is a `mode_changed` line; the rebuild
+//! keeps the last one, so a resume without a mode flag runs in the logged mode. Lasting approvals
+//! log what they allow (`prefix`, `path`, `tool`) and are folded back into the allowlist.
+//!
+//! One writer per session (`session/lock.rs`): `Session::resume` and `runtime::undo` take the log's
+//! lock before reading it (`SessionLock::acquire`, then `SessionLog::append_to`); a busy lock is
+//! `SessionError::Locked`, naming the holder's pid and host. Tests that list `$KEEL_HOME/sessions`
+//! must filter `.jsonl` (a killed keel leaves its `<id>.owner` sidecar).
+//!
+//! Crash tests use `KEEL_TEST_CRASH_AFTER_SEQ`, `KEEL_TEST_CRASH_IN_SEQ`,
+//! `KEEL_TEST_FAIL_WRITE_AT_SEQ`, `KEEL_TEST_TERM_AFTER_SEQ` (read only in `session/faults.rs`) and
+//! `KEEL_TEST_PANIC_IN=NAME` (`tools/panic_guard.rs`); all are inert unless set.
 
 use std::path::Path;
 

@@ -24,6 +24,85 @@
 //! (`subagent_resume.rs`); the child's session log is written like any
 //! other (write-ahead, synced at its turn's end); the parent records
 //! `subagent_finished` (outcome, usage, cost) before the call's result.
+//!
+//! # How a child runs
+//!
+//! An `agent` call (`tools/agent.rs`: args `agent`, `description`, `prompt`) runs as a child
+//! `Session`: the same `step` loop and driver, its own log in `$KEEL_HOME/sessions/` (its
+//! `session_started` carries `parent`: session, call, type, depth). `execute.rs` sends a batch with
+//! `agent` calls to `Session::run_batch_with_subagents` (`subagent_link.rs`): each child is opened
+//! first (`Session::open_child` here: its log, then the parent's `subagent_started` line through
+//! `step`, synced, before it runs), then the batch runs as any other (read-only children side by
+//! side, since `LoopConfig::agent_classes` gives an `agent` call its type's class; writers alone,
+//! with the tree fingerprint around them like a shell call), while `subagent_link::serve` forwards
+//! the children's events (`LinkSink` → `RuntimeEvent::Subagent { call_id, event }`, nested for
+//! grandchildren) and their approvals (`LinkApprover` → the parent's own `Approver`, one at a time,
+//! the batch still polled). After each child the parent feeds `Input::SubagentFinished` to `step`,
+//! which adds its spend to `LoopState::delegated` (so the session's usage, cost and spend checks
+//! include children, their estimates for responses without usage too) and records
+//! `subagent_finished` (outcome, usage, cost, estimates); its declined calls join the turn's
+//! summary. `Child::run` returns a named `BoxFuture`: a child runs sessions that run children, and
+//! a named type keeps the async recursion out of the compiler's auto-trait cycle.
+//!
+//! # Its prefix and context
+//!
+//! A child's request prefix is built like a session's (`assembly::subagent_prefix`): its type's
+//! prompt and `prompts/subagent.md` in place of the core rules, the project's AGENTS.md, the skills
+//! index when it may load skills, no memory index; recorded as the child's `prompt_prefix` line
+//! right after its `session_started`, so its requests share those bytes and a reopened child sends
+//! them again (`resume::prefix_break` decides as for a session). Its environment is announced in
+//! its own history (a `<keel_context>` message before its first request), as is SubagentStart's
+//! `additionalContext`; after a compaction only its AGENTS.md is read again. Its workflow
+//! (`child_workflow`) is the one-phase `rules/subagent_phases.toml` with the project's checks, the
+//! ones AGENTS.md names included.
+//!
+//! # Its powers only narrow
+//!
+//! `child_mode` (the parent's mode, `explore` for a read-only type or under a read-only parent),
+//! `LoopConfig::tool_scope` (its type's tools only; `step::batches` refuses any other call before
+//! policy, as a `policy_decision` forbidden), the parent's policy and allowlist, its own `HookBus`
+//! (tool hooks run in it; SubagentStart/SubagentStop replace SessionStart/Stop, with the parent's
+//! session id and the child's transcript), no checkpoints (the parent's before the batch covers
+//! it), and `agent` offered only while `depth < [agents] max_depth`. Its token budget (`[agents]
+//! max_tokens`) is one of its loop's spend limits, so it is projected before each of its requests
+//! like the session's (a request that would cross it is not sent; the call's result names the
+//! budget). The session's spend limits hold over its children: a child's `LoopConfig::limits.spend`
+//! is what is left of the parent's (`Session::spend_left`), an equal share of it for each of the
+//! children opened for one batch (`SpendLimits::shared`, so together they stay within it),
+//! tightened by its token budget. The shares are fixed when the children open: a share one child
+//! leaves unspent is not passed to its siblings (a live shared budget would change a child's limits
+//! outside its `step`). Its step limit is `[agents] max_steps`; it cannot raise a limit (its
+//! approver keeps the default).
+//!
+//! # MCP tools
+//!
+//! A child starts none of the session's MCP servers (`child_settings` clears `Settings::mcp`): it
+//! shares the parent's running hub (`subagent_mcp.rs`; `McpState::shared` never re-lists, reports
+//! or stops a server, so closing the child leaves the parent's running; a grandchild shares the
+//! same hub). Which of the parent's MCP tools it gets is `subagent_mcp::mcp_for_type`: those its
+//! type names (`mcp__server__tool`, or a whole server as `mcp__server`/`mcp__server__*`:
+//! `config::agents`, also in `disallowedTools` and in `within_scope`), all of them for a type
+//! without a `tools` list, and for a read-only type only `McpToolDef::read_only` ones (trusted
+//! `readOnlyHint`); the built-in types name none. A listed MCP tool never makes a type read-only
+//! (`agents::only_reads`: the file cannot know whether it writes), so such a type is read-only only
+//! with `permissionMode: plan`. The selection depends on the type and the parent's tools, not the
+//! mode, so a resumed child is offered the same. The names join the child's `ToolScope` in
+//! `child_config`, and the specs reach its loop as `Input::ToolsOffered` (no line, like a session's
+//! first offer); `step` drops any offered tool outside a loop's `tool_scope`. Entries of a type's
+//! list that give a child nothing (no such tool, a writer for a read-only type) are one `Warning`
+//! when it opens.
+//!
+//! # Resume
+//!
+//! `Session::resume` collects `subagent_started` lines (`SubagentLinks`); `continue_turn` first
+//! runs `recover_subagent_calls` (`subagent_resume.rs`): a started `agent` call without a result
+//! reopens its child from the child's log (under the parent's current mode, within the scopes in
+//! force: `Session::narrowed_type`) and finishes it: `continue_turn` of the child if its turn is
+//! open (its recorded calls never run again), its last answer if it had ended, its task if it never
+//! started. The result is fed to the parent's `step` (`SubagentFinished`, then `CallRecovered`) and
+//! only then are the other open calls reconciled. A call whose child cannot be reopened (log or
+//! type gone) is left to the ordinary "interrupted" reconciliation. `keel sessions` lists a child
+//! under its parent; `--last` and the resume picker skip children.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

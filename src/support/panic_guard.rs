@@ -17,6 +17,13 @@
 //!
 //! Invariant: the guard depth is per thread and restored on every exit
 //! path, unwinding included, so a caught panic never leaves a thread marked.
+//!
+//! Where the guards sit: `ToolRegistry::run_call` polls each tool in [`Guarded`]; blocking tool
+//! work is caught on its blocking thread (`tools::args::blocking`); native hooks run in [`catch`]
+//! (`hooks/native.rs`). A caught panic is a `ToolError::Internal` result the model reads, an
+//! `internal_error` log line and a warning; a native PreToolUse hook that panics denies the call
+//! (fail closed: a guard that broke must not let the call through unjudged). `install_hook` is
+//! installed from `main`. A test here keeps the release profile unwinding.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
