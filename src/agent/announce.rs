@@ -1,4 +1,4 @@
-//! Context updates (issue 16): what changed in the session reaches the
+//! Context updates: what changed in the session reaches the
 //! model as one `Item::Context` appended to the history right before the
 //! request that needs it, instead of a rewrite of the instructions.
 //!

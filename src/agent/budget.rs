@@ -1,4 +1,4 @@
-//! Spend limits (issue 24): what a loop may spend, the projection of the
+//! Spend limits: what a loop may spend, the projection of the
 //! next model request, and the decision taken before every request.
 //!
 //! The check runs in [`super::step`] before each [`Effect::CallModel`]: a

@@ -1,4 +1,4 @@
-//! A model switch through [`step`] and the spend (review O1): each response
+//! A model switch through [`step`] and the spend: each response
 //! is charged at the prices of the model that served it, the projection at
 //! the model the next request goes to, a switch back restores the
 //! configured (`[context]`) prices, a model without prices is refused under

@@ -1,4 +1,4 @@
-//! Runaway detection (issue 24): a model that repeats one call with the
+//! Runaway detection: a model that repeats one call with the
 //! same result, or keeps failing with one tool, is told so once (a note
 //! appended to that result) and, if it goes on, its turn ends `stuck`.
 //!

@@ -3,7 +3,7 @@
 //! have a result, which started, what files they were about to change, and
 //! where the log is damaged.
 //!
-//! Keyed by call id, not by line order (issue 14): a result counts wherever
+//! Keyed by call id, not by line order: a result counts wherever
 //! it is in the turn, even before its call's `model_response` line (a log
 //! damaged out of order), and a `file_before`/`file_changed` line proves a
 //! call started even when its `tool_call_started` line is unreadable. A

@@ -1,4 +1,4 @@
-//! Fuzz target for configuration (issue 14): config-file-shaped TOML (keel's
+//! Fuzz target for configuration: config-file-shaped TOML (keel's
 //! keys and tables, values of every type, broken quoting and brackets, every
 //! line end) as `$KEEL_HOME/config.toml`, through the whole [`super::load`]
 //! (read, parse, resolve). It never panics, and a parse error names a line

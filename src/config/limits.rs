@@ -1,4 +1,4 @@
-//! The `[limits]` table and the spend-limit flags (issue 24): steps per
+//! The `[limits]` table and the spend-limit flags: steps per
 //! turn, spend per session, and the runaway guards, resolved into
 //! [`Limits`] for the loop.
 //!

@@ -1,6 +1,6 @@
 //! Text from the model or from a tool, made safe to print on a terminal.
 //!
-//! Model text and command output are untrusted (issue 13): written raw, an
+//! Model text and command output are untrusted: written raw, an
 //! `ESC ] 52 ; c ; …` sequence sets the user's clipboard, `ESC [ 2 J`
 //! clears the screen, `ESC ] 0 ;` retitles the window, cursor moves and a
 //! bare carriage return overwrite what was printed (a command that looks

@@ -5,8 +5,8 @@
 //! signal's number (130, 143, 129, 131); a second one exits at once.
 //!
 //! Closing a terminal sends SIGHUP; `timeout`, systemd, Kubernetes and CI
-//! runners send SIGTERM; before issue 14 only SIGINT was handled, and the
-//! others killed keel with its command still running and its log open.
+//! runners send SIGTERM; unhandled, any of them would kill keel with its
+//! command still running and its log open.
 //!
 //! Invariant: the handlers are installed before [`watch`] returns, so no
 //! early signal falls through to the default (kill) action.

@@ -1,4 +1,4 @@
-//! Fuzz target for the SSE path (issue 14): real-shaped streams of the
+//! Fuzz target for the SSE path: real-shaped streams of the
 //! three protocols, mutated (bytes cut, repeated, inserted, flipped, line
 //! ends changed), cut into two chunks anywhere, through the decoder and
 //! each protocol's assembler. Nothing panics, and the events do not depend

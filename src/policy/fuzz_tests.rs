@@ -1,4 +1,4 @@
-//! Fuzz target for the rules parser (issue 14): rules-file-shaped text,
+//! Fuzz target for the rules parser: rules-file-shaped text,
 //! from calls and strings to unbalanced brackets, deep nesting and every
 //! kind of line end, through [`RuleSet::load`] (syntax, then argument
 //! checks). It never panics or overflows the stack, and an error always

@@ -12,7 +12,7 @@
 //!
 //! Invariants: never panics on any input, and never recurses deeper than
 //! [`MAX_NESTING`] (30 000 nested `[` in a cloned project's rules file
-//! overflowed the stack at start, issue 14); every [`Call`] and [`Arg`]
+//! overflowed the stack at start); every [`Call`] and [`Arg`]
 //! carries the 1-based line and column it starts at, lines ending in LF,
 //! CRLF or a lone CR (old Mac files) alike; columns count characters.
 

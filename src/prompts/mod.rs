@@ -1,7 +1,7 @@
 //! Renders the prompt texts shipped in `prompts/` with session facts.
 //!
 //! A request is the tools, then the instructions, then the history. The
-//! instructions are fixed for a session (issue 16): the core rules
+//! instructions are fixed for a session: the core rules
 //! ([`core_prompt`]), the AGENTS.md files ([`instructions_block`]), the
 //! memory index ([`memory_block`]) and the skills index
 //! ([`skills_block`]). What can change while a session runs (the

@@ -3,7 +3,7 @@
 //! context updates appended to the history when something changes
 //! ([`ContextPart`]).
 //!
-//! Invariant (issue 16): a request is the prefix (tools, then the
+//! Invariant: a request is the prefix (tools, then the
 //! instructions built from [`PrefixSections`]) followed by the history, and
 //! the history only grows; whatever changes during a session reaches the
 //! model as a new `Item::Context` at the end of the history, never by

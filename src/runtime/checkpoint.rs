@@ -3,7 +3,7 @@
 //! `git` CLI through [`super::git`] (neutralised config, minimal env,
 //! timeouts).
 //!
-//! A checkpoint costs what changed, not what exists (issue 21): the shadow
+//! A checkpoint costs what changed, not what exists: the shadow
 //! borrows the project's objects and starts from its index
 //! (`shadow_seed.rs`), so tracked files unchanged since the user's last
 //! `git add` are neither read nor copied; the index is kept between

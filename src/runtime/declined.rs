@@ -2,7 +2,7 @@
 //! run), and what the user could change so they run: the narrowest of
 //! `--full-auto`, `--yolo`, an allow rule, or nothing short of approving
 //! it in an interactive session. Front ends report these so a run never
-//! claims work it was not allowed to do (issue 17, item 1).
+//! claims work it was not allowed to do.
 //!
 //! Invariant: the remedy is computed by the same `policy::evaluate` the
 //! loop used, under the other modes, so it names a flag only when that

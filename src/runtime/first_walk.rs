@@ -3,7 +3,7 @@
 //! command that can write) and the undo [`Watcher`]'s inotify watches
 //! (needed by the checkpoints after the first). Both read every folder;
 //! done apart, a large repository paid for the reads twice, and the
-//! watcher's walk ran alongside the session's first steps (issue 21).
+//! watcher's walk ran alongside the session's first steps.
 //!
 //! The sandbox runs the search ([`crate::sandbox::add_read_only_when_needed`]),
 //! so the walk is the search's closure ([`search_and_watch`]); it hands

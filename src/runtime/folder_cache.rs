@@ -4,7 +4,7 @@
 //! jail's nested `.git` search, [`super::first_walk`]) reads only the
 //! folders that changed: one `statx` for each of the others, where a read
 //! of a large repository's 9 000 folders took seconds on a loaded machine
-//! whose page cache had let go of them (issue 21).
+//! whose page cache had let go of them.
 //!
 //! Invariants: a folder's listing is taken from the cache only when its
 //! device, inode and change time (`ctime`: set by the kernel whenever an

@@ -4,7 +4,7 @@
 //! applied at turn boundaries and recorded, statuses reported, and every
 //! server stopped when the session ends.
 //!
-//! Invariants (the prompt-cache contract, issue 16): the tool list is
+//! Invariants (the prompt-cache contract): the tool list is
 //! settled before the first request and changes only at a turn boundary,
 //! each change recorded as a `tools_changed` line with what was added and
 //! removed; MCP tools follow keel's own (built-in, then harness) in server

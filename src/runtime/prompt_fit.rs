@@ -1,5 +1,5 @@
 //! Refusing a prompt that cannot fit the model's window, before anything
-//! is sent (issue 17). Every request carries the instructions, the tool
+//! is sent. Every request carries the instructions, the tool
 //! schemas and the latest prompt whole (compaction summarises the history
 //! but keeps the latest request verbatim), so when those alone pass the
 //! compaction limit no compaction can make room: sending it anyway only

@@ -1,4 +1,4 @@
-//! Subagents (issue 20): an `agent` call runs as a child [`Session`] with
+//! Subagents: an `agent` call runs as a child [`Session`] with
 //! its own log, driven by the same `step` loop and driver as any session,
 //! and its final answer (with a line saying what it read, ran and changed)
 //! becomes the call's result.

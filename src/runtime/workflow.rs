@@ -1,4 +1,4 @@
-//! The session's side of the workflow (issue 6): how a front end sets
+//! The session's side of the workflow: how a front end sets
 //! the plan review, approves or rejects a plan waiting from an earlier run
 //! (each an `Input` to `agent::step`, which decides and records), reads the
 //! workflow for its report, and writes a submitted plan to its file.

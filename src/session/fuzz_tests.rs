@@ -1,4 +1,4 @@
-//! Fuzz target for the session log (issue 14): a real session's log (the
+//! Fuzz target for the session log: a real session's log (the
 //! bundled demo), with lines cut, repeated, swapped and corrupted and bytes
 //! flipped, read back with [`for_each_entry`] into the rebuild and its
 //! reconciliation. Nothing panics, every non-blank line is accounted for

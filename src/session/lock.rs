@@ -1,10 +1,10 @@
 //! One writer per session log: the process that appends to a log holds an
 //! exclusive `flock` on it for as long as it runs.
 //!
-//! Before issue 14 two `keel exec resume` of one crashed session (or a
-//! resume while the original still ran) both appended: duplicated `seq`
-//! values, every remaining command run twice; `keel undo` reverted files
-//! under a live turn. Now a second writer (`exec resume`, `--resume`,
+//! Without it two `keel exec resume` of one crashed session (or a resume
+//! while the original still ran) would both append: duplicated `seq`
+//! values, every remaining command run twice; `keel undo` would revert
+//! files under a live turn. A second writer (`exec resume`, `--resume`,
 //! `--last`, `undo`, the TUI's resume) refuses with the holder's pid and
 //! host.
 //!

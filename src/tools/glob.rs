@@ -8,7 +8,7 @@
 //! capped at [`MAX_RESULTS`] with a count of the rest. When more than
 //! [`MAX_RESULTS`] match, they are listed by path instead (and the note
 //! says so): finding the newest would stat every match, which is most of
-//! the cost of a glob over a huge tree (issue 21), for a list the model
+//! the cost of a glob over a huge tree, for a list the model
 //! has to narrow anyway.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! The TUI's side of the spend limits (issue 24): the status line part
+//! The TUI's side of the spend limits: the status line part
 //! (`$0.42/$1.00`, `tok 12k/50k`, in the warning colour from 80 %), the
 //! one-time notice at 80 %, and the question at 100 %: the runtime asks
 //! through the approver (`Approver::raise_limit`) whether to raise the

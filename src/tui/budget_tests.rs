@@ -1,4 +1,4 @@
-//! The spend limits in the TUI (issue 24): `$spent/$limit` in the status
+//! The spend limits in the TUI: `$spent/$limit` in the status
 //! line, the one-time notice at 80 %, and the question at 100 % (snapshot,
 //! and what each answer sends). Helpers are `view_tests`'.
 
