@@ -157,6 +157,20 @@
 //! cancellation token, so an interrupt kills every running command (each in its own process group,
 //! with its kill ladder); once the token is cancelled, pending non-record effects are replaced by
 //! `Input::Interrupted`.
+//!
+//! # Files
+//!
+//! `step.rs` (`step`, `send_request`, `batches`; the `Input` and `Effect` enums in `step_io.rs`),
+//! `state.rs` (`LoopState`, `LoopConfig`, `LoopPhase`), `schedule.rs` (one response's calls into
+//! batches), `rebuild.rs` (log records folded back into a `LoopState`; `reconcile` for an open
+//! turn; `turn_calls.rs`: a turn's calls keyed by id), `compaction.rs` (when and how to compact:
+//! threshold, overflow, `/compact`), `budget.rs` (`Limits`: steps, spend, runaway guards; the
+//! projection of the next request), `runaway.rs` (repeated calls and failing streaks per turn),
+//! `announce.rs` (context updates), `workflow.rs` (admission, phase guidance, the gate's reading of
+//! finished calls), `harness.rs` (the harness tools: typed args, specs generated from them,
+//! answers), `call_checks.rs`, `approval_hooks.rs` and `batch_finish.rs` (see "Around a batch"
+//! above), `decisions.rs` (what the user and hooks decide) and `outside_inputs.rs` (what reaches
+//! the loop from outside its effects' answers).
 
 mod announce;
 mod approval_hooks;

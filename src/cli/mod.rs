@@ -2,6 +2,11 @@
 //! subcommand. The one place besides `main.rs` that uses `anyhow`: every
 //! command ends with an [`ExitStatus`] or a [`CliError`], whose kind picks
 //! the documented exit code (`error.rs`, `crate::exit`).
+//!
+//! Files: one per subcommand (`*_cmd.rs`); `parse_or_exit` writes a `result` line for `exec --json`
+//! usage errors clap catches; `error.rs` (`CliError` and its kinds → exit codes). The codes
+//! themselves (`ExitStatus`: 3 `needs_approval`, 4 `budget_exceeded`, 5 `stuck`, 128 + the signal's
+//! number) and the signal watcher are in `crate::exit`, shared by the front ends.
 
 mod apply_patch_cmd;
 mod completion_cmd;

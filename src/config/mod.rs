@@ -13,6 +13,27 @@
 //! `[context]` prices) and one warning names what it ignored; even trusted,
 //! it may not redirect the API key (`base_url`, `api_key_env`) or loosen
 //! `[sandbox]`, `[secrets]`, `[shell] env_keep`.
+//!
+//! Files: `layers.rs` (files, `-c`, the tables) and `hooks.rs` (hooks per source) with
+//! `validate.rs` (values checked while parsed, so errors carry TOML's line and caret) and
+//! `trust.rs` (what a project's file may set, trusted or not) → `resolve.rs` (pure) → `Settings`;
+//! `limits.rs` (`[limits]`, `--max-cost`/`--max-tokens` → `agent::Limits`; a project's table only
+//! tightens; a cost limit without prices is an error); `instructions.rs` finds AGENTS.md (user
+//! file, then root → cwd, CLAUDE.md fallback, `@file` imports confined to the folder, a 64 KiB cap
+//! trimming the root's first; a project file or import resolving through a symlink out of the
+//! workspace is not read, at most 64 imports); `memory.rs` finds memory notes (`~/.keel/memory`,
+//! `.keel/memory`); `agents.rs` agent types (built-in `agents/*.md`, Claude-format files in
+//! `~/.claude/agents`, `~/.keel/agents`, and after trust the project's `.claude/agents`,
+//! `.keel/agents`; Claude tool names mapped) and `commands.rs` custom commands (`~/.codex/prompts`,
+//! `~/.claude/commands`, `~/.keel/commands`, trusted `.claude/commands`, `.keel/commands`; `expand`
+//! does `$ARGUMENTS`/`$1…$9`), both through `markdown_file.rs` (bounded read, lenient front
+//! matter); `rules.rs` reads rules files (built-in, `$KEEL_HOME/rules`, `--rules`, the project's
+//! `.keel/rules`), the trust record, and appends "always" rules to `.keel/rules/local.rules`;
+//! `mcp.rs` resolves `[mcp_servers.NAME]` and a trusted project's `.mcp.json` into `Settings::mcp`
+//! (servers to start, skipped ones with the reason); `mcp_edit.rs` is `keel mcp add/remove`;
+//! `edit_tools.rs` is `[tools] edit` (which of `edit_file`/`apply_patch` a session offers, resolved
+//! for the provider and model; `keel tool`/`keel apply-patch` keep every tool); `provider.rs` is
+//! `[provider]`. Adding a key: AGENTS.md, "Recipes".
 
 pub mod agents;
 pub mod commands;

@@ -4,6 +4,14 @@
 //! the shell result's framing both ways ([`frame_shell`]), URLs without
 //! their secrets ([`redact_urls`]).
 //! Shared by `exec`'s printers and the TUI so both say the same thing.
+//!
+//! Details: `for_terminal` strips terminal control sequences (CSI/OSC/DCS/C1, BEL; a bare CR
+//! becomes a newline; property-tested); `outcome` says a call failed (`is_error`, non-zero exit,
+//! signal, timeout); `redact_urls` hides the query values and userinfo of every URL in a message
+//! (MCP errors may show a hosted server's `?token=`); `frame_shell` is what the model reads of a
+//! shell result (`exit code: N` only when not 0, stdout unlabelled, `--- stderr ---`, no final
+//! newline) and `parse_shell` the streams back without it, older logs' framing too (`keel replay`
+//! compares shell results by streams and exit code, so an older log's framing is not a difference).
 
 mod redact;
 mod sanitize;

@@ -15,6 +15,12 @@
 //! Invariants: the process always exits; nothing here asks the user (what
 //! would ask is declined with a tool result that says how to allow it);
 //! the `result` line is written whatever happened after argument parsing.
+//!
+//! Files: the human and JSONL printers behind `EventSink` (`human.rs`, `json.rs`, whose closing
+//! status is `ExecStatus`; the `--json` stream is documented in README with its `schema_version`);
+//! `json_items.rs` keeps the stream's items paired (ids, every start completed once, a cut message
+//! completed with its text and `status`); `run_headless` is one turn without printing, shared with
+//! `keel mcp-server`.
 
 mod human;
 mod json;

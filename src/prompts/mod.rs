@@ -14,6 +14,12 @@
 //! with exactly one) and ends without a newline. Pure: the caller supplies
 //! every fact; the templates are compiled in so a binary never depends on
 //! its source tree.
+//!
+//! Templates (compiled in with `include_str!`): `system.md` (core rules: finishing the job, whose
+//! instructions count, working, changing files, checking, failures, safety, the final answer;
+//! `{max_steps}` filled in), `environment.md`, `modes.md` (one section per mode), `phases.md`,
+//! `plan.md`, `memory.md`, `compact.md` (the summary prompt), `subagent.md` (a child's rules in
+//! place of the core rules).
 
 use crate::protocol::{ContextKind, ContextPart};
 

@@ -4,6 +4,15 @@
 //!
 //! Invariants: these types are plain data (serde, no I/O, no clock). Every
 //! provider maps to and from them; nothing here knows a wire format.
+//!
+//! Files: `items.rs` (`Item`, the flat conversation history; `ReasoningItem`, per-vendor reasoning
+//! to replay), `tool.rs` (`ToolSpec`/`ToolCall`/`ToolResult`/`ToolClass`, `HarnessTool`),
+//! `tool_meta.rs` (`ToolMeta` + `ResultKind`: result metadata, typed where other layers act on it),
+//! `mode.rs` (`ApprovalMode`), `schema.rs` (`schema_of`: argument schemas from argument types,
+//! without what JSON Schema says by default), `model.rs`
+//! (`ModelRequest`/`ModelResponse`/`StreamEvent`/`Usage`/ `StopReason`), `context.rs`
+//! (`PrefixSections`), `events.rs` (`SessionEvent`/`EventRecord`: the log lines, with their table)
+//! and `patch.rs` (the `apply_patch` parser both the tool and policy read patches with).
 
 mod context;
 mod events;

@@ -6,6 +6,39 @@
 //! effect runs (write-ahead); front ends learn what happens only through
 //! [`RuntimeEvent`]s; cancellation (Ctrl-C) stops the model stream and
 //! running tools, and the turn still ends with every call answered.
+//!
+//! # Files
+//!
+//! - The session: `driver.rs` (`Session`; `drive` only dispatches each effect to the part that owns
+//!   it and feeds the outcome back), its owned parts `model_client.rs` (provider, model, context
+//!   fill, encoder warm-up), `tool_runner.rs` (registry, read-before-write memory, what the tools
+//!   load, parallel reads), `session_hooks.rs` (the hook bus, SessionStart pending),
+//!   `plan_store.rs` (plan files) and the log (`session::SessionLog`); `assembly.rs` (loop config,
+//!   the prefix's sections, the environment block, the workflow's checks, AGENTS.md, skills and
+//!   memory found; `preview.rs` the first request without a session, for `keel debug prompt`);
+//!   `events.rs` (`RuntimeEvent` and `EventSink` for the front ends).
+//! - Effects: `execute.rs` (a batch: mutation bookkeeping, internal errors, sandbox violations
+//!   marked; the unsandboxed re-run), `ask.rs` (an approval: Notification hooks, `Approver`, the
+//!   plan file read back, "always" rules written, limit questions), `approval.rs` (`Approver`:
+//!   `can_ask() == false` for headless runs, where each "no" becomes a `DeclinedCall`,
+//!   `declined.rs` naming the narrowest of `--full-auto`, `--yolo`, an allow rule or an interactive
+//!   approval; `ask_anew` for a question no remembered "always" may answer), `commands.rs`
+//!   (`/compact`, skills, the summary call), `hooks_glue.rs` (payloads, `hook_ran` lines,
+//!   `CheckCalls`: the checkpoint before a writing batch, PreToolUse hooks and symlinks per call;
+//!   PostToolUse hooks), `path_facts.rs` (symlinks on a call's paths), `sandboxing.rs` (the
+//!   session's policy and confinement, set up at start; a command blocked by it recognised),
+//!   `mcp_glue.rs` (MCP at turn boundaries), `prompt_fit.rs` (a prompt too large for the window
+//!   refused before it is sent).
+//! - Resume and files: `resume.rs` (`Session::resume`, `continue_turn`), `file_memory.rs` (resumed
+//!   read-before-write memory), `files.rs` (file hashes around mutating calls, the git facts of the
+//!   environment snapshot), `replay.rs` (offline `keel replay`), `git.rs` (every `git` keel runs
+//!   itself, neutralised).
+//! - Undo: `checkpoint.rs` (see its doc), `shadow_seed.rs`, `shadow_triage.rs`, `undo.rs`,
+//!   `undo_notes.rs`; the inotify watcher `watch.rs`, `ignores.rs`; its first walk shared with the
+//!   jail's nested `.git` search `first_walk.rs`, `folder_cache.rs`.
+//! - Subagents and commands: `subagent.rs` (see its doc), `subagent_run.rs`, `subagent_link.rs`,
+//!   `subagent_resume.rs`, `subagent_mcp.rs`; `custom_commands.rs`; `workflow.rs` (the session's
+//!   side of the workflow).
 
 mod approval;
 mod ask;

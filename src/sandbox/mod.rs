@@ -21,6 +21,17 @@
 //! cannot be enforced is refused when required. After a confined command
 //! [`run`] removes any `.git`, `.keel` or `.claude` it created
 //! ([`protected`]).
+//!
+//! Files: `process.rs` and `group.rs` (spawning, process groups, the kill ladder), `capture.rs`
+//! (bounded capture), `server.rs` (long-running stdio servers for MCP: piped, stderr to a bounded
+//! log, kill ladder on stop, SIGKILL on drop; `failed_start` after a failed handshake),
+//! `confinement.rs` (what a confined command may do, the launcher's arguments, the session-start
+//! probe, `looks_like_violation`), `jail/` (`keel sandbox-exec`: `namespaces.rs`, `mounts.rs`,
+//! `sockets.rs`, `privileges.rs`, `seccomp.rs`, `layers.rs` the report, `mod.rs` the two stages:
+//! launcher and PID-1 init), `landlock.rs` (the ruleset, with scopes), `protected.rs` (`.git`,
+//! `.keel`, `.claude`; nested `.git` found before the first writing command), `env_filter.rs`
+//! (every child starts from an empty environment, filtered or minimal). Why the jail is built as it
+//! is: `docs/security.md`.
 
 mod capture;
 pub mod confinement;

@@ -12,6 +12,12 @@
 //! Reading never fails on content: torn, corrupt and newer-version lines
 //! are skipped and reported. The event types are documented in
 //! [`crate::protocol::SessionEvent`]'s module.
+//!
+//! Files: `writer.rs` (one `write` per event, sync before side effects and at turn and session end,
+//! poisoned after a failed write; test fault hooks in `faults.rs`), `lock.rs` (the one-writer
+//! lock), `reader.rs` (streaming and tolerant: unreadable lines handed to the caller in place, many
+//! summed up in one warning), `list.rs` (listing and lookup, live sessions marked), `hash.rs`
+//! (content hashes).
 
 mod faults;
 #[cfg(test)]

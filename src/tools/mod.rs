@@ -9,6 +9,15 @@
 //! only via [`crate::sandbox`]. Blocking filesystem work runs on
 //! `spawn_blocking`, since read-only tools run concurrently.
 //!
+//! Files: one per tool, and `registry.rs` (`ToolRegistry::builtin`, `run_call`); `agent.rs` is only
+//! the `agent` tool's schema and description (the runtime runs its calls). `paths.rs` checks paths
+//! (one rule: root-relative, cwd-relative accepted when only it names something); `beneath.rs` uses
+//! a checked path (openat walks from the root with `O_NOFOLLOW`, regular files only); `atomic.rs`
+//! writes through a temp file and `renameat` relative to the parent's descriptor; `batch.rs` runs a
+//! batch (at most `[shell] max_parallel` concurrent reads in flight, results in call order);
+//! `file_state.rs` is read-before-write, one per session; `panic_guard.rs` turns a panicking tool
+//! or native hook into an error. Adding a tool: AGENTS.md, "Recipes".
+//!
 //! [`ToolCall`]: crate::protocol::ToolCall
 //! [`ToolResult`]: crate::protocol::ToolResult
 
