@@ -99,10 +99,10 @@
 //!   prompts, `mcp_view.rs`), `/<command> [words]` (custom commands, sent as typed) and `/<skill>
 //!   [words]`; the popup lists commands with their argument hints (`Session::command_index`) and
 //!   skills (`Session::skill_index`), sent at start. Those needing the session (`/compact /undo
-//!   /diff /resume /<skill>`) wait for the running turn. `/diff` runs `git diff` through
-//!   `runtime::git::workspace_diff` (keel's own git: repository config that runs code switched off)
-//!   and shows a diff cell (untracked files are not in it); `/undo` calls `Session::undo_turns` so
-//!   the undo line goes through the session's own log writer.
+//!   /diff /<command> /<skill>`, MCP prompts) and `/resume` wait for the running turn. `/diff` runs
+//!   `git diff` through `runtime::git::workspace_diff` (keel's own git: repository config that runs
+//!   code switched off) and shows a diff cell (untracked files are not in it); `/undo` calls
+//!   `Session::undo_turns` so the undo line goes through the session's own log writer.
 //! - **Subagents** (`subagents.rs`): `RuntimeEvent::Subagent` updates the `agent` call's cell
 //!   (`ToolCell::subagent`: current tool, steps, tokens, its calls; the last 3 collapsed, all with
 //!   Ctrl+O) and adds the child's responses to `Status::subagent_usage`/`subagent_cost` (at the
