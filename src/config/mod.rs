@@ -26,14 +26,14 @@
 //! `~/.claude/agents`, `~/.keel/agents`, and after trust the project's `.claude/agents`,
 //! `.keel/agents`; Claude tool names mapped) and `commands.rs` custom commands (`~/.codex/prompts`,
 //! `~/.claude/commands`, `~/.keel/commands`, trusted `.claude/commands`, `.keel/commands`; `expand`
-//! does `$ARGUMENTS`/`$1…$9`), both through `markdown_file.rs` (bounded read, lenient front
-//! matter); `rules.rs` reads rules files (built-in, `$KEEL_HOME/rules`, `--rules`, the project's
-//! `.keel/rules`), the trust record, and appends "always" rules to `.keel/rules/local.rules`;
-//! `mcp.rs` resolves `[mcp_servers.NAME]` and a trusted project's `.mcp.json` into `Settings::mcp`
-//! (servers to start, skipped ones with the reason); `mcp_edit.rs` is `keel mcp add/remove`;
-//! `edit_tools.rs` is `[tools] edit` (which of `edit_file`/`apply_patch` a session offers, resolved
-//! for the provider and model; `keel tool`/`keel apply-patch` keep every tool); `provider.rs` is
-//! `[provider]`. Adding a key: AGENTS.md, "Recipes".
+//! does `$ARGUMENTS`/`$1…$9`), both through `markdown_file.rs` (lenient front matter; the bounded
+//! read is `support::bounded_read`); `rules.rs` reads rules files (built-in, `$KEEL_HOME/rules`,
+//! `--rules`, the project's `.keel/rules`), the trust record, and appends "always" rules to
+//! `.keel/rules/local.rules`; `mcp.rs` resolves `[mcp_servers.NAME]` and a trusted project's
+//! `.mcp.json` into `Settings::mcp` (servers to start, skipped ones with the reason); `mcp_edit.rs`
+//! is `keel mcp add/remove`; `edit_tools.rs` is `[tools] edit` (which of `edit_file`/`apply_patch`
+//! a session offers, resolved for the provider and model; `keel tool`/`keel apply-patch` keep every
+//! tool); `provider.rs` is `[provider]`. Adding a key: AGENTS.md, "Recipes".
 
 pub mod agents;
 pub mod commands;

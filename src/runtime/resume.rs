@@ -46,7 +46,7 @@
 //!
 //! Crash tests use `KEEL_TEST_CRASH_AFTER_SEQ`, `KEEL_TEST_CRASH_IN_SEQ`,
 //! `KEEL_TEST_FAIL_WRITE_AT_SEQ`, `KEEL_TEST_TERM_AFTER_SEQ` (read only in `session/faults.rs`) and
-//! `KEEL_TEST_PANIC_IN=NAME` (`tools/panic_guard.rs`); all are inert unless set.
+//! `KEEL_TEST_PANIC_IN=NAME` (`support/panic_guard.rs`); all are inert unless set.
 
 use std::path::Path;
 

@@ -15,8 +15,8 @@
 //! a checked path (openat walks from the root with `O_NOFOLLOW`, regular files only); `atomic.rs`
 //! writes through a temp file and `renameat` relative to the parent's descriptor; `batch.rs` runs a
 //! batch (at most `[shell] max_parallel` concurrent reads in flight, results in call order);
-//! `file_state.rs` is read-before-write, one per session; `panic_guard.rs` turns a panicking tool
-//! or native hook into an error. Adding a tool: AGENTS.md, "Recipes".
+//! `file_state.rs` is read-before-write, one per session. A panicking tool becomes an error through
+//! `support::panic_guard`. Adding a tool: AGENTS.md, "Recipes".
 //!
 //! [`ToolCall`]: crate::protocol::ToolCall
 //! [`ToolResult`]: crate::protocol::ToolResult

@@ -118,9 +118,9 @@
 //!   are coalesced to 60 fps; while idle no timer runs (the spinner ticks at 10 Hz only during a
 //!   turn). Figures: `benches/README.md`.
 //! - **Terminal restore**: `terminal.rs` guard (`Drop`) plus a panic hook installed once (it leaves
-//!   the screen alone for a panic `tools::panic_guard` catches); SIGTERM, SIGHUP, SIGQUIT and
+//!   the screen alone for a panic `support::panic_guard` catches); SIGTERM, SIGHUP, SIGQUIT and
 //!   SIGINT (raw mode makes Ctrl+C a key, so these come from outside) end the loop through the same
-//!   path (`cli::signals::Shutdown` in `TuiOptions`): the turn is interrupted, the session ended,
+//!   path (`exit::signals::Shutdown` in `TuiOptions`): the turn is interrupted, the session ended,
 //!   and keel exits with 128 + the signal's number; a second signal restores the terminal and exits
 //!   at once. Keyboard signals are ignored while `$EDITOR` owns the terminal.
 //! - **`@path` completion** lists the workspace only once the first `@` is typed
