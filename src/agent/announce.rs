@@ -17,7 +17,7 @@ use crate::prompts::{context_message, mode_block};
 use crate::protocol::{ContextKind, ContextPart, Item, SessionEvent};
 
 use super::state::LoopState;
-use super::step::Effect;
+use super::step_io::Effect;
 
 /// Appends one context item with every part that changed since the model
 /// was last told (and any SessionStart hook context waiting), recording

@@ -15,20 +15,12 @@
 use crate::policy::Decision;
 use crate::protocol::ToolCall;
 
-use super::call_checks::{
-    CallCheck, CheckHooks, HookPermission, PreToolVerdict, judge, same_input,
-};
-use super::decisions;
-use super::state::{LoopPhase, LoopState};
-use super::step::Effect;
-
-/// A question about a call, waiting for its PreToolUse hooks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Question {
-    pub call: ToolCall,
-    pub reason: String,
-    pub plan_review: Option<String>,
-}
+use super::call_checks::{judge, same_input};
+use super::next::Next;
+use super::phase::{LoopPhase, Question};
+use super::state::LoopState;
+use super::step_io::Effect;
+use super::verdicts::{CallCheck, CheckHooks, HookPermission, PreToolVerdict};
 
 /// Asks about `call` once its PreToolUse hooks have spoken.
 pub(super) fn ask(
@@ -51,16 +43,22 @@ pub(super) fn waiting(state: &LoopState) -> bool {
 }
 
 /// The hooks spoke: refuse the call, or ask the user.
-pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects: &mut Vec<Effect>) {
-    let Some(Question { call, mut reason, plan_review }) = state.asking.take() else { return };
+pub(super) fn on_checked(
+    state: &mut LoopState,
+    checks: Vec<CallCheck>,
+    effects: &mut Vec<Effect>,
+) -> Next {
+    let Some(Question { call, mut reason, plan_review }) = state.asking.take() else {
+        return Next::Wait;
+    };
     let hooks = checks.into_iter().find(|check| check.call_id == call.call_id);
     let mut hook_asked = false;
     if let Some(verdict) = hooks.and_then(|check| check.hooks) {
         if let Some(refusal) = forbidden_rewrite(state, &call, &verdict) {
-            return decisions::on_approval_blocked(state, &call.call_id, &refusal, effects);
+            return Next::ApprovalBlocked { call_id: call.call_id, reason: refusal };
         }
         if verdict.permission == Some(HookPermission::Deny) {
-            return decisions::on_approval_blocked(state, &call.call_id, &verdict.reason, effects);
+            return Next::ApprovalBlocked { call_id: call.call_id, reason: verdict.reason };
         }
         if verdict.permission == Some(HookPermission::Ask) {
             // One question for both; the user reads the hook's reason too.
@@ -72,6 +70,7 @@ pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects:
         state.prejudged = Some((call.call_id.clone(), judged));
     }
     effects.push(Effect::AskApproval { call, reason, plan_review, hook_asked });
+    Next::Wait
 }
 
 /// The reason to refuse `call` at once when a hook's rewrite of it is
@@ -90,18 +89,5 @@ fn forbidden_rewrite(
             Some(format!("a hook rewrote this call and policy forbids the rewrite: {reason}"))
         }
         Decision::Allow | Decision::Prompt { .. } => None,
-    }
-}
-
-/// The hooks' verdict on `call_id` from before its approval, taken once.
-/// Whatever batch starts next takes the kept verdict away: the approved
-/// call's batch is the one right after its question, so a verdict not
-/// taken then belongs to a call that was declined, blocked or reviewed as
-/// a plan, and must not stand for a later call that reuses its id (a Chat
-/// server sending no ids gets `call_0` for every response's first call).
-pub(super) fn take_prejudged(state: &mut LoopState, call_id: &str) -> Option<PreToolVerdict> {
-    match state.prejudged.take() {
-        Some((id, verdict)) if id == call_id => Some(verdict),
-        Some(_) | None => None,
     }
 }

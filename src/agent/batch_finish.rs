@@ -9,7 +9,7 @@
 //! a hook-less call gains no effect).
 //!
 //! Invariants: pure. The batch's results wait in
-//! [`LoopState::finishing`] (phase `Finish`) and are recorded in call
+//! [`Finishing`] (phase `Finish`) and are recorded in call
 //! order once every offer is answered and the hooks have spoken, as
 //! `on_batch_finished` recorded them before; an interrupt records them as
 //! they are. Re-runs are offered in call order, one question at a time,
@@ -17,50 +17,22 @@
 //! other command).
 
 use crate::policy::{ApprovalMode, ApprovalScope};
-use crate::protocol::{ResultKind, ToolCall, ToolMeta, ToolResult};
+use crate::protocol::{ResultKind, ToolMeta, ToolResult};
 
+use super::call_checks::take_checked;
 use super::decisions::approval_event;
+use super::next::Next;
+use super::phase::{Finishing, LoopPhase};
+use super::record::record_observed;
 use super::runaway::Ran;
 use super::schedule::Batch;
-use super::state::{LoopPhase, LoopState};
-use super::step::{Effect, advance, record_observed, stop_stuck};
+use super::state::LoopState;
+use super::step_io::Effect;
+use super::verdicts::PostToolVerdict;
 
 /// The question asked before an unsandboxed re-run.
 pub const RERUN_QUESTION: &str =
     "the sandbox blocked this command; run it once more outside the sandbox?";
-
-/// A batch that ran, waiting for what follows its calls.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finishing {
-    /// Each call with its result so far, in call order (the call as the
-    /// model made it: what the history and the workflow see).
-    pub ran: Vec<(ToolCall, ToolResult, ToolMeta)>,
-    /// Each call as it ran, in the same order: a PreToolUse hook's rewrite
-    /// where one replaced the model's input. A re-run offer asks about it
-    /// and a re-run runs it; the PostToolUse hooks see it.
-    pub run_as: Vec<ToolCall>,
-    /// Whether the batch ran concurrently (a re-run keeps its read-only
-    /// context).
-    pub concurrent: bool,
-    /// The next call to consider for a re-run offer.
-    pub next: usize,
-    /// The call whose re-run is asked about.
-    pub asked: Option<usize>,
-    /// The call whose re-run is running.
-    pub rerunning: Option<usize>,
-    /// The PostToolUse hooks were asked for.
-    pub hooked: bool,
-}
-
-/// What PostToolUse hooks said about one call's result.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PostToolVerdict {
-    pub call_id: String,
-    /// A hook's block reason (the call already ran: the model is told).
-    pub blocked: Option<String>,
-    /// Context hooks added for the model.
-    pub context: Vec<String>,
-}
 
 /// The batch at the front of `pending` finished with `results`: they wait
 /// for the re-run offers and the hooks, then are recorded.
@@ -68,17 +40,18 @@ pub(super) fn on_batch_finished(
     state: &mut LoopState,
     results: Vec<(ToolResult, ToolMeta)>,
     effects: &mut Vec<Effect>,
-) {
-    if hold(state, results) {
-        proceed(state, effects);
+) -> Next {
+    if !hold(state, results) {
+        return Next::Wait;
     }
+    proceed(state, effects)
 }
 
 /// Keeps the front batch's calls with their results (and the refusals
 /// its checks gave), in call order; whether there was a batch.
 fn hold(state: &mut LoopState, mut results: Vec<(ToolResult, ToolMeta)>) -> bool {
     let Some(Batch::Run { calls, concurrent }) = state.pending.pop_front() else { return false };
-    let (refused, rewritten) = super::call_checks::take_checked(state);
+    let (refused, rewritten) = take_checked(state);
     results.extend(refused);
     let run_as = calls
         .iter()
@@ -120,10 +93,11 @@ pub(super) fn on_reconciled(
     state: &mut LoopState,
     results: Vec<(ToolResult, ToolMeta)>,
     effects: &mut Vec<Effect>,
-) {
-    if hold(state, results) {
-        record(state, effects);
+) -> Next {
+    if !hold(state, results) {
+        return Next::Wait;
     }
+    record(state, effects)
 }
 
 /// The user's answer on a re-run offer: recorded, then the re-run (or the
@@ -134,10 +108,10 @@ pub(super) fn on_answer(
     approved: bool,
     note: Option<String>,
     effects: &mut Vec<Effect>,
-) {
-    let Some(finishing) = state.finishing.as_mut() else { return };
+) -> Next {
+    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
     let Some(index) = finishing.asked.filter(|&i| finishing.ran[i].0.call_id == call_id) else {
-        return;
+        return Next::Wait;
     };
     finishing.asked = None;
     effects.push(Effect::Record(approval_event(call_id, approved, note, &ApprovalScope::Once)));
@@ -146,9 +120,9 @@ pub(super) fn on_answer(
         let call = finishing.run_as[index].clone();
         let concurrent = finishing.concurrent;
         effects.push(Effect::RerunUnsandboxed { call, concurrent });
-        return;
+        return Next::Wait;
     }
-    proceed(state, effects);
+    proceed(state, effects)
 }
 
 /// The unsandboxed re-run's result replaces the blocked one.
@@ -157,16 +131,16 @@ pub(super) fn on_rerun(
     result: ToolResult,
     meta: ToolMeta,
     effects: &mut Vec<Effect>,
-) {
-    let Some(finishing) = state.finishing.as_mut() else { return };
+) -> Next {
+    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
     let Some(index) = finishing.rerunning.filter(|&i| finishing.ran[i].0.call_id == result.call_id)
     else {
-        return;
+        return Next::Wait;
     };
     finishing.ran[index].1 = result;
     finishing.ran[index].2 = meta;
     finishing.rerunning = None;
-    proceed(state, effects);
+    proceed(state, effects)
 }
 
 /// The PostToolUse hooks' verdicts, appended to the results they name.
@@ -174,10 +148,10 @@ pub(super) fn on_post_hooks(
     state: &mut LoopState,
     verdicts: Vec<PostToolVerdict>,
     effects: &mut Vec<Effect>,
-) {
-    let Some(finishing) = state.finishing.as_mut() else { return };
+) -> Next {
+    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
     if !finishing.hooked || finishing.asked.is_some() || finishing.rerunning.is_some() {
-        return;
+        return Next::Wait;
     }
     for verdict in verdicts {
         let Some((_, result, _)) =
@@ -192,7 +166,7 @@ pub(super) fn on_post_hooks(
             result.output.push_str(&format!("\n\n[hook context] {context}"));
         }
     }
-    record(state, effects);
+    record(state, effects)
 }
 
 /// Interrupted while a batch finishes: its results are recorded as they
@@ -205,10 +179,10 @@ pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
 
 /// The next thing the batch waits for: a re-run offer, the hooks, or
 /// nothing (the results are recorded and the loop goes on).
-fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
+fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
     let ask_mode = state.config.policy.mode == ApprovalMode::Ask;
     let post_hooks = state.config.post_tool_hooks;
-    let Some(finishing) = state.finishing.as_mut() else { return };
+    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
     state.phase = LoopPhase::Finish;
     while ask_mode && finishing.next < finishing.ran.len() {
         let index = finishing.next;
@@ -218,7 +192,7 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
             finishing.asked = Some(index);
             let call = finishing.run_as[index].clone();
             effects.push(Effect::ConfirmCall { call, reason: RERUN_QUESTION.to_owned() });
-            return;
+            return Next::Wait;
         }
     }
     if post_hooks && !finishing.hooked {
@@ -226,20 +200,20 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
         let ran = finishing.run_as.iter().zip(&finishing.ran);
         let ran = ran.map(|(call, (_, result, meta))| (call.clone(), result.clone(), meta.clone()));
         effects.push(Effect::RunPostToolHooks { ran: ran.collect() });
-        return;
+        return Next::Wait;
     }
-    record(state, effects);
+    record(state, effects)
 }
 
 /// Records the batch's results and goes on (or stops a turn going in
 /// circles).
-fn record(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    let Some(finishing) = state.finishing.take() else { return };
+fn record(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
+    let Some(finishing) = state.finishing.take() else { return Next::Wait };
     state.phase = LoopPhase::Execute;
     if record_all(state, finishing, effects) {
-        return stop_stuck(state, effects);
+        return Next::stuck();
     }
-    advance(state, effects);
+    Next::Advance
 }
 
 /// Records every result in call order; whether the turn must stop.

@@ -14,7 +14,7 @@
 //! original call's verdict or approval; hooks and rewrites never loosen
 //! policy. Calls are settled in call order, one question at a time; the
 //! ones that may run go to [`Effect::RunBatch`] (as rewritten), the
-//! refused ones wait in [`LoopState::checking`] and join the batch's
+//! refused ones wait in [`Checking`] and join the batch's
 //! results in call order.
 
 use serde_json::Value;
@@ -22,11 +22,14 @@ use serde_json::Value;
 use crate::policy::{self, ApprovalScope, CallFacts, Decision, PathLinks, RuleMatch, Verdict};
 use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 
-use super::batch_finish;
 use super::decisions::approval_event;
+use super::next::{INTERRUPTED, Next};
+use super::phase::{Checking, LoopPhase, Open, Outcome};
+use super::record::{record_observed, record_result};
 use super::runaway::Ran;
-use super::state::{LoopPhase, LoopState};
-use super::step::{Effect, record_observed, record_result};
+use super::state::LoopState;
+use super::step_io::Effect;
+use super::verdicts::{CallCheck, CheckHooks, HookPermission, PreToolVerdict};
 
 /// How the `policy_decision` of a rewrite starts its reason (then the
 /// rewritten input, then policy's reason when it is not allow).
@@ -35,93 +38,6 @@ pub const REWRITE_NOTE: &str = "judged again: a PreToolUse hook rewrote the inpu
 /// How the `policy_decision` of a judgement with symlinks starts its
 /// reason (then the links, then policy's reason when it is not allow).
 pub const LINKS_NOTE: &str = "judged again with the symlinks on its paths resolved:";
-
-/// What the driver looks at for an [`Effect::CheckCalls`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckHooks {
-    /// Before a batch: every PreToolUse hook and the symlinks. The driver
-    /// first takes the undo checkpoint of a batch that may write.
-    PreToolUse,
-    /// Before a batch whose call the hooks already judged before its
-    /// approval: the symlinks only (and the checkpoint).
-    Judged,
-    /// A hook's rewrite that policy allowed: keel's native hooks only,
-    /// and the symlinks of the rewritten call.
-    Natives,
-    /// Before the user is asked about a call policy prompts for
-    /// (`reason`): every PreToolUse hook, no symlinks.
-    BeforeApproval { reason: String },
-}
-
-/// A PreToolUse hook's permission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookPermission {
-    Allow,
-    Ask,
-    Deny,
-}
-
-/// What the PreToolUse hooks said about one call.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PreToolVerdict {
-    pub permission: Option<HookPermission>,
-    /// Why (the hooks' reasons, for the model and the question).
-    pub reason: String,
-    /// A hook's new input for the call.
-    pub updated_input: Option<Value>,
-}
-
-/// What the driver found about one call before it runs.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct CallCheck {
-    pub call_id: String,
-    /// `None` when no hook listens.
-    pub hooks: Option<PreToolVerdict>,
-    /// The symlinks on the way to the call's paths.
-    pub links: PathLinks,
-}
-
-/// A batch whose calls are being settled (phase `Check`), then running.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Checking {
-    /// The batch's calls, in call order, each with its outcome once known.
-    pub calls: Vec<(ToolCall, Option<Outcome>)>,
-    pub concurrent: bool,
-    /// What the driver found, per call, once it answered.
-    pub checks: Vec<CallCheck>,
-    /// The call being settled.
-    pub cursor: usize,
-    /// What the call being settled waits for.
-    pub open: Option<Open>,
-    /// The hooks' verdict from before the (single) call's approval.
-    pub prejudged: Option<PreToolVerdict>,
-}
-
-/// How a call's checks ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// Run it, as it is here (a hook may have rewritten its input).
-    Run(ToolCall),
-    /// Do not run it; this is its result.
-    Refused(ToolResult, ToolMeta),
-}
-
-/// What the call being settled waits for.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Open {
-    /// The driver's look at every call of the batch.
-    Checks,
-    /// The user, on a hook's "ask"; then the hook's rewrite, if any.
-    HookAsked { reason: String, updated: Option<Value>, links: PathLinks },
-    /// The user, on a rewrite policy wants to ask about.
-    RewriteAsked { rewritten: ToolCall },
-    /// The native hooks and symlinks of an allowed rewrite.
-    Natives { rewritten: ToolCall },
-    /// The user, on a native hook's "ask" about a rewrite.
-    NativeAsked { rewritten: ToolCall, links: PathLinks },
-    /// The user, on a symlink leading to a path that needs approval.
-    LinksAsked { call: ToolCall, question: String },
-}
 
 /// Where one call's settling got to.
 enum Flow {
@@ -153,7 +69,7 @@ pub(super) fn start(
     // Judged before its approval: the hooks do not run again. Any other
     // batch drops a kept verdict (it was a declined call's).
     let judged = match calls.as_slice() {
-        [call] => super::approval_hooks::take_prejudged(state, &call.call_id),
+        [call] => state.take_prejudged(&call.call_id),
         _ => {
             state.prejudged = None;
             None
@@ -166,8 +82,12 @@ pub(super) fn start(
 }
 
 /// The driver's look at the batch (or at a rewrite's native hooks).
-pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects: &mut Vec<Effect>) {
-    let Some(checking) = state.checking.as_mut() else { return };
+pub(super) fn on_checked(
+    state: &mut LoopState,
+    checks: Vec<CallCheck>,
+    effects: &mut Vec<Effect>,
+) -> Next {
+    let Some(checking) = state.checking.as_mut() else { return Next::Wait };
     match checking.open.take() {
         Some(Open::Checks) => {
             checking.checks = checks;
@@ -176,16 +96,19 @@ pub(super) fn on_checked(state: &mut LoopState, checks: Vec<CallCheck>, effects:
                     check.hooks = Some(judged.clone());
                 }
             }
-            proceed(state, effects);
+            proceed(state, effects)
         }
         Some(Open::Natives { rewritten }) => {
             let check = checks.into_iter().find(|check| check.call_id == rewritten.call_id);
             let check = check.unwrap_or_default();
             let flow =
                 natives(state, rewritten, check.hooks.unwrap_or_default(), check.links, effects);
-            settle(state, flow, effects);
+            settle(state, flow, effects)
         }
-        open => checking.open = open,
+        open => {
+            checking.open = open;
+            Next::Wait
+        }
     }
 }
 
@@ -196,9 +119,9 @@ pub(super) fn on_answer(
     approved: bool,
     note: Option<String>,
     effects: &mut Vec<Effect>,
-) {
-    let Some(checking) = state.checking.as_mut() else { return };
-    let Some((call, _)) = checking.calls.get(checking.cursor) else { return };
+) -> Next {
+    let Some(checking) = state.checking.as_mut() else { return Next::Wait };
+    let Some((call, _)) = checking.calls.get(checking.cursor) else { return Next::Wait };
     let call = call.clone();
     let asked = matches!(
         checking.open,
@@ -210,7 +133,7 @@ pub(super) fn on_answer(
         )
     );
     if call.call_id != call_id || !asked {
-        return;
+        return Next::Wait;
     }
     let open = checking.open.take();
     effects.push(Effect::Record(approval_event(
@@ -250,9 +173,9 @@ pub(super) fn on_answer(
                 Flow::Done(refused(&call, text, ToolMeta::new().with_kind(ResultKind::Denied)))
             }
         }
-        Some(Open::Checks | Open::Natives { .. }) | None => return,
+        Some(Open::Checks | Open::Natives { .. }) | None => return Next::Wait,
     };
-    settle(state, flow, effects);
+    settle(state, flow, effects)
 }
 
 /// Interrupted while the batch is settled: the calls already refused get
@@ -268,10 +191,9 @@ pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 record_observed(state, &call, result, meta, Ran::Yes, effects);
             }
             Some(Outcome::Run(_)) | None => {
-                let text = "interrupted by the user before it ran";
                 record_result(
                     state,
-                    ToolResult::error(&call.call_id, text),
+                    ToolResult::error(&call.call_id, INTERRUPTED),
                     ToolMeta::new(),
                     effects,
                 );
@@ -298,29 +220,30 @@ pub(super) fn take_checked(state: &mut LoopState) -> (Vec<(ToolResult, ToolMeta)
 }
 
 /// Ends the settling of the call at the cursor with `flow`, or waits.
-fn settle(state: &mut LoopState, flow: Flow, effects: &mut Vec<Effect>) {
-    let Some(checking) = state.checking.as_mut() else { return };
+fn settle(state: &mut LoopState, flow: Flow, effects: &mut Vec<Effect>) -> Next {
+    let Some(checking) = state.checking.as_mut() else { return Next::Wait };
     match flow {
         Flow::Done(outcome) => {
             if let Some(slot) = checking.calls.get_mut(checking.cursor) {
                 slot.1 = Some(outcome);
             }
             checking.cursor += 1;
-            proceed(state, effects);
+            proceed(state, effects)
         }
         Flow::Wait(waiting) => {
             let (open, effect) = *waiting;
             checking.open = Some(open);
             effects.push(effect);
+            Next::Wait
         }
     }
 }
 
 /// Settles the calls from the cursor on until one waits; then runs the
 /// batch (what may run of it).
-fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
+fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
     loop {
-        let Some(checking) = state.checking.as_ref() else { return };
+        let Some(checking) = state.checking.as_ref() else { return Next::Wait };
         let Some((call, _)) = checking.calls.get(checking.cursor) else { break };
         let call = call.clone();
         let check = checking.checks.iter().find(|check| check.call_id == call.call_id);
@@ -328,7 +251,7 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
         let flow = after_hooks(state, call, check.hooks, check.links, effects);
         match flow {
             Flow::Done(outcome) => {
-                let Some(checking) = state.checking.as_mut() else { return };
+                let Some(checking) = state.checking.as_mut() else { return Next::Wait };
                 if let Some(slot) = checking.calls.get_mut(checking.cursor) {
                     slot.1 = Some(outcome);
                 }
@@ -337,13 +260,13 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) {
             wait @ Flow::Wait(..) => return settle(state, wait, effects),
         }
     }
-    run(state, effects);
+    run(state, effects)
 }
 
 /// Every call is settled: the ones that may run go to the driver; with
 /// none, the batch is finished with the refusals.
-fn run(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    let Some(checking) = state.checking.as_ref() else { return };
+fn run(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
+    let Some(checking) = state.checking.as_ref() else { return Next::Wait };
     let concurrent = checking.concurrent;
     let calls: Vec<ToolCall> = checking
         .calls
@@ -355,9 +278,10 @@ fn run(state: &mut LoopState, effects: &mut Vec<Effect>) {
         .collect();
     state.phase = LoopPhase::Execute;
     if calls.is_empty() {
-        return batch_finish::on_batch_finished(state, Vec::new(), effects);
+        return Next::BatchFinished(Vec::new());
     }
     effects.push(Effect::RunBatch { calls, concurrent });
+    Next::Wait
 }
 
 /// The PreToolUse hooks' verdict on `call`.

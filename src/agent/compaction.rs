@@ -23,8 +23,10 @@ use crate::plan::{PlanStatus, is_verification_command};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, Usage};
 use crate::tasks::TaskStatus;
 
-use super::state::{CompactionDepth, CompactionReason, LoopPhase, LoopState, PendingCompaction};
-use super::step::{Effect, answer_pending, build_request, end_turn, send_request};
+use super::next::Next;
+use super::phase::{CompactionReason, LoopPhase, PendingCompaction};
+use super::state::{CompactionDepth, LoopState};
+use super::step_io::Effect;
 use crate::protocol::TurnOutcome;
 
 /// Share of the window the summary request may fill with history.
@@ -53,7 +55,7 @@ fn upper_estimate(state: &LoopState) -> u64 {
         Some((tokens, counted)) if counted <= state.items.len() => {
             tokens + items_upper_bound(&state.items[counted..])
         }
-        Some(_) | None => upper_bound(&build_request(state)),
+        Some(_) | None => upper_bound(&state.request()),
     }
 }
 
@@ -79,7 +81,7 @@ pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -
     if upper_estimate(state) <= limit {
         return false;
     }
-    let request = build_request(state);
+    let request = state.request();
     let tokens_before = estimate(state, &request);
     if tokens_before <= limit {
         return false;
@@ -98,24 +100,27 @@ pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -
 
 /// The provider refused the request as too long: elide, then summarize,
 /// then give up (the turn fails with the provider's message).
-pub(super) fn on_overflow(state: &mut LoopState, message: String, effects: &mut Vec<Effect>) {
-    let request = build_request(state);
+pub(super) fn on_overflow(
+    state: &mut LoopState,
+    message: String,
+    effects: &mut Vec<Effect>,
+) -> Next {
+    let request = state.request();
     let tokens_before = estimate(state, &request);
     let depth = depth_this_step(state);
     if depth.is_none() {
         if let Some(elided) = elide_old_tool_outputs(&state.items) {
             let how = Applied::elided(CompactionReason::Overflow);
             apply(state, elided, how, tokens_before, effects);
-            send_request(state, effects);
-            return;
+            return Next::Request;
         }
     }
     if depth != Some(CompactionDepth::Summarized) && !state.items.is_empty() {
         begin_summary(state, CompactionReason::Overflow, None, tokens_before, true, effects);
-        return;
+        return Next::Wait;
     }
     effects.push(Effect::Record(SessionEvent::ModelError { message }));
-    end_turn(state, TurnOutcome::Failed, effects);
+    Next::EndTurn(TurnOutcome::Failed)
 }
 
 /// `/compact [focus]` while idle: always a summary (the user asked).
@@ -127,7 +132,7 @@ pub(super) fn on_compact_requested(
     if state.items.is_empty() {
         return;
     }
-    let tokens_before = estimate(state, &build_request(state));
+    let tokens_before = estimate(state, &state.request());
     begin_summary(state, CompactionReason::Manual, focus, tokens_before, false, effects);
 }
 
@@ -139,7 +144,7 @@ fn begin_summary(
     resume_turn: bool,
     effects: &mut Vec<Effect>,
 ) {
-    let base = build_request(state);
+    let base = state.request();
     let budget = match state.config.context_window {
         Some(window) => (window as f64 * SUMMARY_INPUT_SHARE) as u64,
         None => tokens_before / 2,
@@ -161,7 +166,7 @@ fn begin_summary(
 
 /// The summary arrived (`Some`) or could not be written (`None`): the
 /// history is replaced either way; the loop then waits for
-/// [`Input::CompactionApplied`](super::step::Input::CompactionApplied).
+/// [`Input::CompactionApplied`](super::step_io::Input::CompactionApplied).
 pub(super) fn on_summary(
     state: &mut LoopState,
     text: Option<String>,
@@ -192,25 +197,28 @@ pub(super) fn on_summary(
 
 /// The driver refreshed the instructions after a summary: the turn goes on
 /// with a request built from them, or the loop idles (`/compact`).
-pub(super) fn on_applied(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    let Some(pending) = state.compaction.take_if(|pending| pending.applied) else { return };
+pub(super) fn on_applied(state: &mut LoopState) -> Next {
+    let Some(pending) = state.compaction.take_if(|pending| pending.applied) else {
+        return Next::Wait;
+    };
     if pending.resume_turn {
         state.phase = LoopPhase::Infer;
-        send_request(state, effects);
+        Next::Request
     } else {
         state.phase = LoopPhase::Idle;
+        Next::Wait
     }
 }
 
 /// The user interrupted while the summary was being written: nothing is
 /// compacted; a running turn ends interrupted.
-pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
+pub(super) fn on_interrupted(state: &mut LoopState) -> Next {
     let resume_turn = state.compaction.take().is_some_and(|pending| pending.resume_turn);
     if resume_turn {
-        answer_pending(state, "interrupted by the user before it ran", effects);
-        end_turn(state, TurnOutcome::Interrupted, effects);
+        Next::interrupted()
     } else {
         state.phase = LoopPhase::Idle;
+        Next::Wait
     }
 }
 
@@ -239,7 +247,7 @@ fn apply(
     state.items = items;
     state.reported_context = None;
     state.compacted_at_step = Some((state.step, depth));
-    let tokens_after = estimate_request(&build_request(state));
+    let tokens_after = estimate_request(&state.request());
     let method = match depth {
         CompactionDepth::Elided => "elide",
         CompactionDepth::Summarized => "summary",

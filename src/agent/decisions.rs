@@ -17,9 +17,12 @@ use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{self, SessionEvent, ToolCall};
 
 use super::harness::{self, HarnessOutcome};
+use super::next::Next;
+use super::phase::LoopPhase;
+use super::record::record_result;
 use super::schedule::Batch;
-use super::state::{LoopPhase, LoopState};
-use super::step::{Effect, advance, finish_harness, leave_plan_mode, record_result};
+use super::state::LoopState;
+use super::step_io::Effect;
 use super::workflow::PlanReview;
 
 /// The user's answer on a plan under review (see `Input::PlanReviewed`).
@@ -138,7 +141,7 @@ pub(super) fn on_approval(
     note: Option<String>,
     scope: ApprovalScope,
     effects: &mut Vec<Effect>,
-) {
+) -> Next {
     match state.pending.front() {
         Some(Batch::Harness { call }) if call.call_id == call_id => {
             let answer = PlanAnswer { approved, note, edited_text: None, then_mode: None };
@@ -148,19 +151,19 @@ pub(super) fn on_approval(
         Some(
             Batch::Harness { .. } | Batch::Ask { .. } | Batch::Run { .. } | Batch::Deny { .. },
         )
-        | None => return,
+        | None => return Next::Wait,
     }
     let scope = match scope {
         rule @ (ApprovalScope::AlwaysPrefix(_) | ApprovalScope::AlwaysTool(_)) if approved => {
             let call_id = call_id.to_owned();
             effects.push(Effect::PersistRule { call_id, rule, note });
-            return;
+            return Next::Wait;
         }
         // A declined "always" remembers nothing.
         ApprovalScope::AlwaysPrefix(_) | ApprovalScope::AlwaysTool(_) => ApprovalScope::Once,
         scope @ (ApprovalScope::Once | ApprovalScope::SessionFile(_)) => scope,
     };
-    settle(state, call_id, approved, note, scope, true, effects);
+    settle(state, call_id, approved, note, scope, true, effects)
 }
 
 /// The rule file holds the approved rule (a command prefix, an MCP tool)
@@ -172,9 +175,9 @@ pub(super) fn on_rule_persisted(
     note: Option<String>,
     saved: bool,
     effects: &mut Vec<Effect>,
-) {
+) -> Next {
     let scope = if saved { rule } else { ApprovalScope::Once };
-    settle(state, call_id, true, note, scope, true, effects);
+    settle(state, call_id, true, note, scope, true, effects)
 }
 
 /// A hook declined the call waiting for approval: it is refused (a plan,
@@ -184,19 +187,17 @@ pub(super) fn on_approval_blocked(
     call_id: &str,
     reason: &str,
     effects: &mut Vec<Effect>,
-) {
+) -> Next {
     let note = Some(format!("blocked by a hook: {reason}"));
     match state.pending.front() {
         Some(Batch::Harness { call }) if call.call_id == call_id => {
             let answer = PlanAnswer { approved: false, note, edited_text: None, then_mode: None };
-            review_plan(state, answer, false, effects);
+            review_plan(state, answer, false, effects)
         }
         Some(
             Batch::Harness { .. } | Batch::Ask { .. } | Batch::Run { .. } | Batch::Deny { .. },
         )
-        | None => {
-            settle(state, call_id, false, note, ApprovalScope::Once, false, effects);
-        }
+        | None => settle(state, call_id, false, note, ApprovalScope::Once, false, effects),
     }
 }
 
@@ -206,15 +207,15 @@ pub(super) fn on_plan_reviewed(
     call_id: &str,
     answer: PlanAnswer,
     effects: &mut Vec<Effect>,
-) {
+) -> Next {
     match state.pending.front() {
         Some(Batch::Harness { call }) if call.call_id == call_id => {
-            review_plan(state, answer, true, effects);
+            review_plan(state, answer, true, effects)
         }
         Some(
             Batch::Harness { .. } | Batch::Ask { .. } | Batch::Run { .. } | Batch::Deny { .. },
         )
-        | None => {}
+        | None => Next::Wait,
     }
 }
 
@@ -228,10 +229,12 @@ fn settle(
     scope: ApprovalScope,
     recorded: bool,
     effects: &mut Vec<Effect>,
-) {
-    let Some(Batch::Ask { call, reason }) = state.pending.front().cloned() else { return };
+) -> Next {
+    let Some(Batch::Ask { call, reason }) = state.pending.front().cloned() else {
+        return Next::Wait;
+    };
     if call.call_id != call_id {
-        return;
+        return Next::Wait;
     }
     if recorded {
         effects.push(Effect::Record(approval_event(call_id, approved, note.clone(), &scope)));
@@ -244,7 +247,7 @@ fn settle(
         let why = note.unwrap_or_else(|| format!("the user declined it ({reason})"));
         state.pending.push_front(Batch::Deny { call, reason: why });
     }
-    advance(state, effects);
+    Next::Advance
 }
 
 /// Answers the plan review at the front of `pending`: the plan as the
@@ -255,8 +258,8 @@ fn review_plan(
     answer: PlanAnswer,
     recorded: bool,
     effects: &mut Vec<Effect>,
-) {
-    let Some(Batch::Harness { call }) = state.pending.pop_front() else { return };
+) -> Next {
+    let Some(Batch::Harness { call }) = state.pending.pop_front() else { return Next::Wait };
     let PlanAnswer { approved, note, edited_text, then_mode } = answer;
     if approved {
         adopt_edited_text(state, edited_text);
@@ -272,7 +275,7 @@ fn review_plan(
     if let Some(mode) = then_mode.filter(|_| state.workflow.flow.plan_approved()) {
         set_mode(state, mode, effects);
     }
-    advance(state, effects);
+    Next::Advance
 }
 
 /// The plan as approved is the plan file's text: the user may have edited
@@ -311,12 +314,8 @@ pub(super) fn save_plan_first(
 
 /// The plan is saved at `path` (or could not be: its lines carry no
 /// path): the harness call's outcome is recorded and the loop goes on.
-pub(super) fn on_plan_saved(
-    state: &mut LoopState,
-    path: Option<String>,
-    effects: &mut Vec<Effect>,
-) {
-    let Some((call, mut outcome)) = state.saving_plan.take() else { return };
+pub(super) fn on_plan_saved(state: &mut LoopState, path: Option<String>) -> Next {
+    let Some((call, mut outcome)) = state.saving_plan.take() else { return Next::Wait };
     if let Some(path) = path {
         if let Some(plan) = state.workflow.flow.plan.as_mut() {
             plan.path = path.clone();
@@ -330,8 +329,15 @@ pub(super) fn on_plan_saved(
         }
     }
     state.phase = LoopPhase::Execute;
-    if !finish_harness(state, call, outcome, effects) {
-        advance(state, effects);
+    Next::FinishHarness { call, outcome }
+}
+
+/// Plan mode is read-only by policy; once its plan is approved the
+/// implementation runs in ask mode (the user can switch to auto).
+pub(super) fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
+    if state.config.policy.mode == ApprovalMode::Plan && state.workflow.flow.plan_approved() {
+        state.config.policy.mode = ApprovalMode::Ask;
+        effects.push(Effect::Record(SessionEvent::ModeChanged { mode: ApprovalMode::Ask }));
     }
 }
 

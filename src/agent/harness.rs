@@ -15,11 +15,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::plan::{Gate, PhaseRules, Workflow};
+use crate::plan::{Gate, PhaseRules};
 use crate::protocol::{HarnessTool, SessionEvent, ToolCall, ToolResult, ToolSpec};
 use crate::tasks::{self, Task};
 
-use super::workflow::{PlanReview, WorkflowState};
+use super::workflow::{PlanReview, WorkflowState, plan_event};
 
 /// What a harness call leads to.
 #[derive(Debug, Clone, PartialEq)]
@@ -221,11 +221,6 @@ pub fn rejection_text(feedback: &str) -> String {
 
 fn approved_text() -> &'static str {
     "plan approved: implement it as approved; your first edit moves you to implement"
-}
-
-pub(super) fn plan_event(flow: &Workflow) -> SessionEvent {
-    let plan = serde_json::to_value(&flow.plan).unwrap_or(serde_json::Value::Null);
-    SessionEvent::PlanUpdated { plan }
 }
 
 /// What entering each gated phase needs, as `: deliver needs …; …`.

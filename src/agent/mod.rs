@@ -160,17 +160,23 @@
 //!
 //! # Files
 //!
-//! `step.rs` (`step`, `send_request`, `batches`; the `Input` and `Effect` enums in `step_io.rs`),
-//! `state.rs` (`LoopState`, `LoopConfig`, `LoopPhase`), `schedule.rs` (one response's calls into
-//! batches), `rebuild.rs` (log records folded back into a `LoopState`; `reconcile` for an open
-//! turn; `turn_calls.rs`: a turn's calls keyed by id), `compaction.rs` (when and how to compact:
-//! threshold, overflow, `/compact`), `budget.rs` (`Limits`: steps, spend, runaway guards; the
-//! projection of the next request), `runaway.rs` (repeated calls and failing streaks per turn),
-//! `announce.rs` (context updates), `workflow.rs` (admission, phase guidance, the gate's reading of
-//! finished calls), `harness.rs` (the harness tools: typed args, specs generated from them,
-//! answers), `call_checks.rs`, `approval_hooks.rs` and `batch_finish.rs` (see "Around a batch"
-//! above), `decisions.rs` (what the user and hooks decide) and `outside_inputs.rs` (what reaches
-//! the loop from outside its effects' answers).
+//! How they stand on one another (no cycle: `tests/suite/layers.rs`), from the bottom: plain data
+//! (`limits.rs`: `Limits`, `SpendLimits`, the spend figures, `BudgetHit`; `verdicts.rs`: what hooks
+//! and the driver's look report; `phase.rs`: `LoopPhase` and the data each wait holds;
+//! `schedule.rs`: one response's calls into batches; `runaway.rs`: repeated calls and failing
+//! streaks per turn; `workflow.rs`: admission, phase guidance, the gate's reading of finished
+//! calls; `harness.rs`: the harness tools, typed args, specs generated from them, answers); then
+//! `state.rs` (`LoopState`, `LoopConfig`) and `step_io.rs` (`Input`, `Effect`); `apply.rs` (the one
+//! change of logged state, `LoopState::apply`, and `emit`), `record.rs` (how a result enters the
+//! history and the log) and `next.rs` (what a handler says comes next); the handlers:
+//! `decisions.rs` (what the user and hooks decide), `call_checks.rs`, `approval_hooks.rs` and
+//! `batch_finish.rs` (see "Around a batch" above), `budget.rs` (the projection of the next request
+//! and the check before it), `compaction.rs` (when and how to compact: threshold, overflow,
+//! `/compact`), `outside_inputs.rs` (what reaches the loop from outside its effects' answers),
+//! `announce.rs` (context updates); `step.rs` on top (`step`, `batches`, and `proceed`, the only
+//! sequencer of what the handlers return); `rebuild.rs` (log records folded back through `apply`;
+//! `reconcile` for an open turn, through `step::proceed`; `turn_calls.rs`: a turn's calls keyed by
+//! id).
 
 mod announce;
 mod approval_hooks;
@@ -180,41 +186,41 @@ mod call_checks;
 mod compaction;
 mod decisions;
 mod harness;
+mod limits;
+mod next;
 mod outside_inputs;
+mod phase;
 mod rebuild;
+mod record;
 mod runaway;
 mod schedule;
 mod state;
 mod step;
 mod step_io;
 mod turn_calls;
+mod verdicts;
 mod workflow;
 
-pub use batch_finish::{Finishing, PostToolVerdict, RERUN_QUESTION};
-pub use budget::{
-    BYTES_PER_TOKEN, BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated,
-    FIRST_OUTPUT_ESTIMATE, LimitKind, Limits, MAX_OUTPUT_ESTIMATE, Projection, RunawayLimits,
-    SpendLimits, SpendStatus, Spent, Unreported, unpriced_switch, usd,
-};
-pub use call_checks::{
-    CallCheck, CheckHooks, Checking, HookPermission, LINKS_NOTE, Outcome, PreToolVerdict,
-    REWRITE_NOTE, same_input,
-};
+pub use batch_finish::RERUN_QUESTION;
+pub use budget::{BYTES_PER_TOKEN, FIRST_OUTPUT_ESTIMATE, MAX_OUTPUT_ESTIMATE};
+pub use budget::{Projection, unpriced_switch};
+pub use call_checks::{LINKS_NOTE, REWRITE_NOTE, same_input};
 pub use decisions::approval_event;
 pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
-pub use outside_inputs::{SubagentDone, SubagentOpened};
-pub use rebuild::{
-    CallProgress, FileNote, FileProbe, LogFacts, OpenCall, OpenTurn, Rebuilder, Rebuilt,
-    WorkflowSetup, reconcile,
+pub use limits::{
+    BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated, LimitKind, Limits,
+    RunawayLimits, SpendLimits, SpendStatus, Spent, Unreported, usd,
 };
+pub use phase::{Checking, CompactionReason, Finishing, LoopPhase, Outcome, PendingCompaction};
+pub use rebuild::{FileProbe, LogFacts, OpenTurn, Rebuilder, Rebuilt, WorkflowSetup, reconcile};
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
-pub use state::{
-    AGENT_TOOL, CompactionDepth, CompactionReason, ConfiguredModel, LoopConfig, LoopPhase,
-    LoopState, PendingCompaction, ToolScope,
-};
-pub use step::{Effect, Input, step};
-pub use workflow::{PlanReview, WorkflowState, shipped_rules};
+pub use state::{CompactionDepth, ConfiguredModel, LoopConfig, LoopState, ToolScope};
+pub use step::step;
+pub use step_io::{Effect, Input, SubagentDone, SubagentOpened};
+pub use turn_calls::{CallProgress, FileNote, OpenCall};
+pub use verdicts::{CallCheck, CheckHooks, HookPermission, PostToolVerdict, PreToolVerdict};
+pub use workflow::{AGENT_TOOL, PlanReview, WorkflowState, shipped_rules};
 
 #[cfg(test)]
 mod batch_finish_tests;

@@ -13,37 +13,11 @@
 //! found again on a resume, and a change of them is recorded
 //! (`tools_changed`) for the reader of the log.
 
-use crate::protocol::{
-    SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec, TurnOutcome, Usage,
-};
+use crate::protocol::{SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec};
 
-use super::budget::Unreported;
+use super::record::record_result;
 use super::state::{LoopState, ToolScope};
-use super::step::{Effect, record_result};
-
-/// A child session opened for the `agent` call `call_id`, its log on disk.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubagentOpened {
-    pub call_id: String,
-    pub session_id: String,
-    pub log_path: String,
-    pub agent: String,
-    pub description: String,
-}
-
-/// What a child's task came to.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubagentDone {
-    pub call_id: String,
-    pub session_id: String,
-    pub outcome: TurnOutcome,
-    /// The whole child session's spend, its own children included: what
-    /// its servers reported, and apart from it what was charged at keel's
-    /// estimate for responses without usage.
-    pub usage: Usage,
-    pub cost_usd: Option<f64>,
-    pub estimated: Unreported,
-}
+use super::step_io::{Effect, SubagentDone, SubagentOpened};
 
 /// The turn about to start may call only `scope`'s tools (recorded, so a
 /// resumed turn stays narrowed); the turn's end clears it.
@@ -146,7 +120,8 @@ pub(super) fn offer_tools(
 
 #[cfg(test)]
 mod tests {
-    use super::super::step::{Input, step};
+    use super::super::step::step;
+    use super::super::step_io::Input;
     use super::super::test_support::config;
     use super::*;
     use crate::policy::ApprovalMode;

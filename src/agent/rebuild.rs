@@ -36,12 +36,15 @@ use crate::protocol::{
 };
 
 use super::announce::context_item;
-use super::budget::{self, SpendLimits};
+use super::budget;
+use super::limits::SpendLimits;
+use super::phase::LoopPhase;
 use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
-use super::state::{LoopConfig, LoopPhase, LoopState, ToolScope};
-use super::step::{Effect, batches};
-use super::turn_calls::TurnCalls;
+use super::state::{LoopConfig, LoopState, ToolScope};
+use super::step::{batches, proceed};
+use super::step_io::Effect;
+use super::turn_calls::{CallProgress, OpenCall, TurnCalls};
 use super::workflow::WorkflowState;
 use crate::plan::{PhaseRules, PlanState, PlanStatus};
 
@@ -84,36 +87,6 @@ pub struct LogFacts {
     /// the digest of its tools (`None`: a log from before prefixes were
     /// recorded).
     pub prefix: Option<(PrefixSections, String)>,
-}
-
-/// A file a started call was about to change, as recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileNote {
-    pub path: String,
-    pub before: Option<String>,
-    /// Recorded after the call ran, if it got that far.
-    pub after: Option<Option<String>>,
-}
-
-/// How far a call without a result got, as far as the log tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallProgress {
-    /// Nothing says it started, and no damage could hide it: it never ran.
-    NotStarted,
-    /// `tool_call_started` (or one of its file lines) was recorded: it may
-    /// have run.
-    Started,
-    /// An unreadable line after its response could have been its start or
-    /// its result: whether it ran cannot be told.
-    Unknown { damaged_line: u64 },
-}
-
-/// A call of the open turn that has no result in the log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpenCall {
-    pub call: ToolCall,
-    pub progress: CallProgress,
-    pub files: Vec<FileNote>,
 }
 
 /// A turn the log started but never ended.
@@ -476,7 +449,8 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
         .collect();
     state.phase = LoopPhase::Execute;
     let mut effects = Vec::new();
-    super::batch_finish::on_reconciled(state, results, &mut effects);
+    let next = super::batch_finish::on_reconciled(state, results, &mut effects);
+    proceed(state, next, &mut effects);
     // After the interrupted results, before anything is run or asked.
     let answered = effects
         .iter()

@@ -26,7 +26,7 @@ use std::hash::{Hash, Hasher};
 
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 
-use super::budget::RunawayLimits;
+use super::limits::RunawayLimits;
 
 /// What a turn has seen so far.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -5,19 +5,17 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
-use crate::protocol::{Item, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage, entry_names};
+use crate::protocol::{
+    Item, ModelRequest, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage, entry_names,
+};
 
-use super::approval_hooks::Question;
-use super::batch_finish::Finishing;
-use super::budget::{Delegated, Limits, SpendLimits};
-use super::call_checks::{Checking, PreToolVerdict};
 use super::harness::HarnessOutcome;
+use super::limits::{Delegated, Limits, SpendLimits, Unreported};
+use super::phase::{Checking, Finishing, LoopPhase, PendingCompaction, Question};
 use super::runaway::RunawayState;
 use super::schedule::Batch;
-use super::workflow::WorkflowState;
-
-/// The subagent tool's name (`tools::agent`, which this layer cannot name).
-pub const AGENT_TOOL: &str = "agent";
+use super::verdicts::PreToolVerdict;
+use super::workflow::{AGENT_TOOL, WorkflowState};
 
 /// What stays fixed while a session runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,35 +125,6 @@ impl ToolScope {
     }
 }
 
-/// Where the loop is. `Idle` between turns; the others name what the loop
-/// is waiting for.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoopPhase {
-    Idle,
-    /// A model request is in flight.
-    Infer,
-    /// Waiting for the user's answer on the front batch.
-    AwaitApproval,
-    /// A summary for a compaction is being written, or the driver is
-    /// refreshing the instructions after one.
-    Compact,
-    /// The front batch is running.
-    Execute,
-    /// The next request would cross a spend limit: waiting for the
-    /// front end to raise it or let the turn end.
-    AwaitLimit,
-    /// A submitted plan is being written to its file; the harness call's
-    /// outcome waits in [`LoopState::saving_plan`].
-    SavePlan,
-    /// The front batch's calls are settled before it runs (hooks, a
-    /// rewrite, symlinks): [`LoopState::checking`] (`agent::call_checks`).
-    Check,
-    /// The front batch ran; its results wait in [`LoopState::finishing`]
-    /// for an unsandboxed re-run offer or PostToolUse hooks
-    /// (`agent::batch_finish`).
-    Finish,
-}
-
 /// The whole mutable state of the loop.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopState {
@@ -179,7 +148,7 @@ pub struct LoopState {
     /// What the spend was charged for responses whose server reported no
     /// usage (their estimates, logged on their `model_response` lines),
     /// so a spend limit holds against such a server too.
-    pub unreported: super::budget::Unreported,
+    pub unreported: Unreported,
     /// The model to go back to when the current turn ends (a custom
     /// command's `model:`); logged with its `model_changed`, so a resume
     /// goes back too.
@@ -250,40 +219,6 @@ pub enum CompactionDepth {
     Summarized,
 }
 
-/// Why a compaction runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompactionReason {
-    /// The provider refused the request as too long.
-    Overflow,
-    /// The estimate crossed the threshold before a request.
-    Threshold,
-    /// The user asked (`/compact`).
-    Manual,
-}
-
-impl CompactionReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Overflow => "overflow",
-            Self::Threshold => "threshold",
-            Self::Manual => "manual",
-        }
-    }
-}
-
-/// A summary compaction in flight.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingCompaction {
-    pub reason: CompactionReason,
-    pub focus: Option<String>,
-    pub tokens_before: u64,
-    /// The turn goes on with a model request afterwards (else: idle).
-    pub resume_turn: bool,
-    /// The new history is in place; the loop waits for the driver to
-    /// refresh the instructions (`Input::CompactionApplied`).
-    pub applied: bool,
-}
-
 impl LoopState {
     pub fn new(config: LoopConfig) -> Self {
         let plan_required = config.policy.mode == ApprovalMode::Plan;
@@ -300,7 +235,7 @@ impl LoopState {
             turn_usage: Usage::default(),
             session_usage: Usage::default(),
             session_cost_usd,
-            unreported: super::budget::Unreported::default(),
+            unreported: Unreported::default(),
             turn_model: None,
             pending: VecDeque::new(),
             allowlist: Allowlist::default(),
@@ -356,6 +291,32 @@ impl LoopState {
         let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
         let agent = args.get("agent").and_then(serde_json::Value::as_str).unwrap_or_default();
         self.config.agent_classes.get(agent).copied().unwrap_or(ToolClass::ReadOnly)
+    }
+
+    /// The request for the current state: every tool, the session's fixed
+    /// instructions, then the whole history. Nothing in it but the history
+    /// changes during a session (see `agent::announce`).
+    pub fn request(&self) -> ModelRequest {
+        ModelRequest {
+            model: self.config.model.clone(),
+            instructions: self.config.prefix.text(),
+            items: self.items.clone(),
+            tools: self.config.tools.clone(),
+            max_output_tokens: None,
+        }
+    }
+
+    /// The hooks' verdict on `call_id` from before its approval, taken once.
+    /// Whatever batch starts next takes the kept verdict away: the approved
+    /// call's batch is the one right after its question, so a verdict not
+    /// taken then belongs to a call that was declined, blocked or reviewed as
+    /// a plan, and must not stand for a later call that reuses its id (a Chat
+    /// server sending no ids gets `call_0` for every response's first call).
+    pub(super) fn take_prejudged(&mut self, call_id: &str) -> Option<PreToolVerdict> {
+        match self.prejudged.take() {
+            Some((id, verdict)) if id == call_id => Some(verdict),
+            Some(_) | None => None,
+        }
     }
 
     /// The last visible assistant text of the conversation.

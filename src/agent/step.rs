@@ -1,11 +1,19 @@
-//! The transition function. See the module docs of [`crate::agent`] for
-//! the invariants; this file holds [`step`], `step_io.rs` its [`Input`]
-//! and [`Effect`].
+//! The transition function and the loop's only sequencer. See the module
+//! docs of [`crate::agent`] for the invariants; this file holds [`step`],
+//! `step_io.rs` its [`Input`] and [`Effect`].
+//!
+//! [`step`] hands each input to the handler of its phase (`decisions.rs`,
+//! `call_checks.rs`, `batch_finish.rs`, `compaction.rs`, `budget.rs`, …);
+//! the handler changes the state and returns a [`Next`], and [`proceed`]
+//! carries it out here: working through the pending batches, sending the
+//! request, ending the turn, or waiting for the driver. No handler calls
+//! back into this file, so the files of `agent/` import one another
+//! without a cycle (`tests/suite/layers.rs`).
 
-use crate::policy::{self, ApprovalMode, CallFacts};
+use crate::policy::{self, CallFacts};
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult,
-    TurnOutcome, Usage,
+    Item, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, TurnOutcome,
+    Usage,
 };
 
 use super::announce::announce;
@@ -16,12 +24,14 @@ use super::call_checks;
 use super::compaction;
 use super::decisions;
 use super::harness::{self, HarnessOutcome};
+use super::next::Next;
 use super::outside_inputs;
-use super::runaway::{self, Ran, RunawayVerdict};
+use super::phase::LoopPhase;
+use super::record::{answer, answer_pending, denied_text, record_observed, record_result};
+use super::runaway::Ran;
 use super::schedule::{Batch, effective_class, policy_event, schedule};
-use super::state::{LoopPhase, LoopState};
-
-pub use super::step_io::{Effect, Input};
+use super::state::LoopState;
+use super::step_io::{Effect, Input};
 
 /// Every phase, for the inputs that may arrive at any point (a mode or
 /// model change, a subagent's news, …). Spelled out rather than `_`, so
@@ -44,125 +54,144 @@ macro_rules! any_phase {
 /// phase (a stale approval, a response while idle) change nothing.
 pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
     let mut effects = Vec::new();
+    let next = dispatch(state, input, &mut effects);
+    proceed(state, next, &mut effects);
+    effects
+}
+
+/// Hands `input` to the handler of the current phase; what it says comes
+/// next.
+fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> Next {
     match (state.phase.clone(), input) {
-        (LoopPhase::Idle, Input::UserTurn { text }) => start_turn(state, text, &mut effects),
+        (LoopPhase::Idle, Input::UserTurn { text }) => start_turn(state, text, effects),
         (LoopPhase::Infer, Input::ModelResponded(response)) => {
-            on_response(state, response, &mut effects);
+            on_response(state, response, effects)
         }
         (LoopPhase::Infer, Input::ModelFailed { message }) => {
             effects.push(Effect::Record(SessionEvent::ModelError { message }));
-            end_turn(state, TurnOutcome::Failed, &mut effects);
+            Next::EndTurn(TurnOutcome::Failed)
         }
         (LoopPhase::Infer, Input::ContextOverflow { message }) => {
-            compaction::on_overflow(state, message, &mut effects);
+            compaction::on_overflow(state, message, effects)
         }
         (LoopPhase::Idle, Input::CompactRequested { focus }) => {
-            compaction::on_compact_requested(state, focus, &mut effects);
+            compaction::on_compact_requested(state, focus, effects);
+            Next::Wait
         }
         (LoopPhase::Compact, Input::Summarized { text, usage }) => {
-            compaction::on_summary(state, Some(text), usage, &mut effects);
+            compaction::on_summary(state, Some(text), usage, effects);
+            Next::Wait
         }
         (LoopPhase::Compact, Input::SummaryFailed { usage, .. }) => {
-            compaction::on_summary(state, None, usage, &mut effects);
+            compaction::on_summary(state, None, usage, effects);
+            Next::Wait
         }
         (LoopPhase::Compact, Input::CompactionApplied { observed }) => {
             state.observed = Some(observed);
-            compaction::on_applied(state, &mut effects);
+            compaction::on_applied(state)
         }
         (any_phase!(), Input::EnvironmentRead { environment }) => {
-            outside_inputs::environment_read(state, environment)
+            outside_inputs::environment_read(state, environment);
+            Next::Wait
         }
-        (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state, &mut effects),
+        (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state),
         (LoopPhase::AwaitApproval, Input::CallsChecked { checks }) => {
-            approval_hooks::on_checked(state, checks, &mut effects);
+            approval_hooks::on_checked(state, checks, effects)
         }
         // No answer counts before the question is asked (its hooks first).
         (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope })
             if !approval_hooks::waiting(state) =>
         {
-            decisions::on_approval(state, &call_id, approved, note, scope, &mut effects);
+            decisions::on_approval(state, &call_id, approved, note, scope, effects)
         }
         (
             LoopPhase::AwaitApproval,
             Input::PlanReviewed { call_id, approved, note, edited_text, then_mode },
         ) if !approval_hooks::waiting(state) => {
             let review = decisions::PlanAnswer { approved, note, edited_text, then_mode };
-            decisions::on_plan_reviewed(state, &call_id, review, &mut effects);
+            decisions::on_plan_reviewed(state, &call_id, review, effects)
         }
         (LoopPhase::AwaitApproval, Input::ApprovalBlocked { call_id, reason })
             if !approval_hooks::waiting(state) =>
         {
-            decisions::on_approval_blocked(state, &call_id, &reason, &mut effects);
+            decisions::on_approval_blocked(state, &call_id, &reason, effects)
         }
         (LoopPhase::AwaitApproval, Input::RulePersisted { call_id, rule, note, saved }) => {
-            decisions::on_rule_persisted(state, &call_id, rule, note, saved, &mut effects);
+            decisions::on_rule_persisted(state, &call_id, rule, note, saved, effects)
         }
-        (LoopPhase::SavePlan, Input::PlanSaved { path }) => {
-            decisions::on_plan_saved(state, path, &mut effects);
-        }
+        (LoopPhase::SavePlan, Input::PlanSaved { path }) => decisions::on_plan_saved(state, path),
         (LoopPhase::SavePlan, Input::Interrupted) => {
-            decisions::on_plan_save_interrupted(state, &mut effects);
-            answer_pending(state, "interrupted by the user before it ran", &mut effects);
-            end_turn(state, TurnOutcome::Interrupted, &mut effects);
+            decisions::on_plan_save_interrupted(state, effects);
+            Next::interrupted()
         }
-        (any_phase!(), Input::SetMode { mode }) => decisions::set_mode(state, mode, &mut effects),
+        (any_phase!(), Input::SetMode { mode }) => {
+            decisions::set_mode(state, mode, effects);
+            Next::Wait
+        }
         (any_phase!(), Input::SetPlanReview { review }) => {
-            decisions::set_plan_review(state, review)
+            decisions::set_plan_review(state, review);
+            Next::Wait
         }
         (any_phase!(), Input::SetModel { model, for_turn }) => {
-            decisions::set_model(state, model, for_turn, &mut effects)
+            decisions::set_model(state, model, for_turn, effects);
+            Next::Wait
         }
         (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
-            outside_inputs::narrow_turn(state, scope, &mut effects);
+            outside_inputs::narrow_turn(state, scope, effects);
+            Next::Wait
         }
         (LoopPhase::Idle, Input::CallRecovered { call, result, meta }) => {
-            outside_inputs::call_recovered(state, &call, result, meta, &mut effects);
+            outside_inputs::call_recovered(state, &call, result, meta, effects);
+            Next::Wait
         }
         (any_phase!(), Input::SubagentStarted(opened)) => {
-            outside_inputs::subagent_opened(opened, &mut effects)
+            outside_inputs::subagent_opened(opened, effects);
+            Next::Wait
         }
         (any_phase!(), Input::SubagentFinished(done)) => {
-            outside_inputs::subagent_done(state, done, &mut effects)
+            outside_inputs::subagent_done(state, done, effects);
+            Next::Wait
         }
         (any_phase!(), Input::HookContext { context }) => {
-            outside_inputs::hook_context(state, context)
+            outside_inputs::hook_context(state, context);
+            Next::Wait
         }
         (any_phase!(), Input::ToolsOffered { replaced, offered, reason }) => {
-            outside_inputs::offer_tools(state, &replaced, offered, reason, &mut effects)
+            outside_inputs::offer_tools(state, &replaced, offered, reason, effects);
+            Next::Wait
         }
         (LoopPhase::Idle, Input::ReviewWaitingPlan { approved, feedback }) => {
-            decisions::review_waiting_plan(state, approved, &feedback, &mut effects);
+            decisions::review_waiting_plan(state, approved, &feedback, effects);
+            Next::Wait
         }
         (LoopPhase::Execute, Input::BatchFinished { results }) => {
-            batch_finish::on_batch_finished(state, results, &mut effects);
+            batch_finish::on_batch_finished(state, results, effects)
         }
         (LoopPhase::Check, Input::CallsChecked { checks }) => {
-            call_checks::on_checked(state, checks, &mut effects);
+            call_checks::on_checked(state, checks, effects)
         }
         (LoopPhase::Check, Input::CallConfirmed { call_id, approved, note }) => {
-            call_checks::on_answer(state, &call_id, approved, note, &mut effects);
+            call_checks::on_answer(state, &call_id, approved, note, effects)
         }
         (LoopPhase::Check, Input::Interrupted) => {
-            call_checks::on_interrupted(state, &mut effects);
-            answer_pending(state, "interrupted by the user before it ran", &mut effects);
-            end_turn(state, TurnOutcome::Interrupted, &mut effects);
+            call_checks::on_interrupted(state, effects);
+            Next::interrupted()
         }
         (LoopPhase::Finish, Input::CallConfirmed { call_id, approved, note }) => {
-            batch_finish::on_answer(state, &call_id, approved, note, &mut effects);
+            batch_finish::on_answer(state, &call_id, approved, note, effects)
         }
         (LoopPhase::Finish, Input::RerunFinished { result, meta }) => {
-            batch_finish::on_rerun(state, result, meta, &mut effects);
+            batch_finish::on_rerun(state, result, meta, effects)
         }
         (LoopPhase::Finish, Input::PostToolHooksDone { verdicts }) => {
-            batch_finish::on_post_hooks(state, verdicts, &mut effects);
+            batch_finish::on_post_hooks(state, verdicts, effects)
         }
         (LoopPhase::Finish, Input::Interrupted) => {
-            batch_finish::on_interrupted(state, &mut effects);
-            answer_pending(state, "interrupted by the user before it ran", &mut effects);
-            end_turn(state, TurnOutcome::Interrupted, &mut effects);
+            batch_finish::on_interrupted(state, effects);
+            Next::interrupted()
         }
         (LoopPhase::AwaitLimit, Input::LimitDecided { raised }) => {
-            budget::on_decided(state, raised, &mut effects);
+            budget::on_decided(state, raised, effects)
         }
         (
             LoopPhase::Infer
@@ -170,10 +199,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | LoopPhase::Execute
             | LoopPhase::AwaitLimit,
             Input::Interrupted,
-        ) => {
-            answer_pending(state, "interrupted by the user before it ran", &mut effects);
-            end_turn(state, TurnOutcome::Interrupted, &mut effects);
-        }
+        ) => Next::interrupted(),
         (
             any_phase!(),
             Input::UserTurn { .. }
@@ -199,12 +225,35 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
             | Input::PostToolHooksDone { .. }
             | Input::LimitDecided { .. }
             | Input::Interrupted,
-        ) => {}
+        ) => Next::Wait,
     }
-    effects
 }
 
-fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) {
+/// The only sequencer: carries out what the handlers say comes next until
+/// the loop waits for the driver or the turn has ended.
+pub(super) fn proceed(state: &mut LoopState, mut next: Next, effects: &mut Vec<Effect>) {
+    loop {
+        next = match next {
+            Next::Wait => return,
+            Next::Advance => advance(state, effects),
+            Next::Request => send_request(state, effects),
+            Next::EndTurn(outcome) => return end_turn(state, outcome, effects),
+            Next::Stop { reason, outcome } => {
+                answer_pending(state, reason, effects);
+                return end_turn(state, outcome, effects);
+            }
+            Next::BatchFinished(results) => {
+                batch_finish::on_batch_finished(state, results, effects)
+            }
+            Next::ApprovalBlocked { call_id, reason } => {
+                decisions::on_approval_blocked(state, &call_id, &reason, effects)
+            }
+            Next::FinishHarness { call, outcome } => finish_harness(state, call, outcome, effects),
+        };
+    }
+}
+
+fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) -> Next {
     state.turn += 1;
     state.step = 0;
     state.turn_usage = Usage::default();
@@ -219,22 +268,18 @@ fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) {
     announce(state, effects);
     effects.push(Effect::Record(SessionEvent::UserMessage { text: text.clone() }));
     state.items.push(Item::User { text });
-    infer(state, effects);
+    infer(state, effects)
 }
 
-fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) {
+/// A new step: the model is asked, compacting first when the history
+/// crossed the threshold (then the request waits for the summary).
+fn infer(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
     state.step += 1;
     state.phase = LoopPhase::Infer;
-    request_model(state, effects);
-}
-
-/// Asks the model, compacting first when the history crossed the
-/// threshold (then the request waits for the summary).
-fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
     if compaction::before_request(state, effects) {
-        return;
+        return Next::Wait;
     }
-    send_request(state, effects);
+    Next::Request
 }
 
 /// Sends the request for the current state, unless it would take the
@@ -242,30 +287,18 @@ fn request_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
 /// every [`Effect::CallModel`] of a turn goes through here. What changed
 /// is announced first (appended to the history), so the projection counts
 /// it and the request carries it.
-pub(super) fn send_request(state: &mut LoopState, effects: &mut Vec<Effect>) {
+fn send_request(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
     budget::record_limits(state, effects);
     announce(state, effects);
     if let Some(hit) = budget::check(state) {
         budget::stop(state, hit, effects);
-        return;
+        return Next::Wait;
     }
-    effects.push(Effect::CallModel(build_request(state)));
+    effects.push(Effect::CallModel(state.request()));
+    Next::Wait
 }
 
-/// The request for the current state: every tool, the session's fixed
-/// instructions, then the whole history. Nothing in it but the history
-/// changes during a session (see `agent::announce`).
-pub(super) fn build_request(state: &LoopState) -> ModelRequest {
-    ModelRequest {
-        model: state.config.model.clone(),
-        instructions: state.config.prefix.text(),
-        items: state.items.clone(),
-        tools: state.config.tools.clone(),
-        max_output_tokens: None,
-    }
-}
-
-fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec<Effect>) {
+fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec<Effect>) -> Next {
     if response.usage.input_tokens > 0 {
         // The request carried exactly the items held now.
         state.reported_context = Some((response.usage.input_tokens, state.items.len()));
@@ -285,8 +318,7 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         estimated_cost_usd: estimated.and_then(|(_, cost)| cost),
     }));
     if calls.is_empty() {
-        end_turn(state, TurnOutcome::Completed, effects);
-        return;
+        return Next::EndTurn(TurnOutcome::Completed);
     }
     let max_steps = state.config.limits.max_steps;
     if state.step >= max_steps {
@@ -294,11 +326,10 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
         for call in &calls {
             answer(state, ToolResult::error(&call.call_id, &reason), effects);
         }
-        end_turn(state, TurnOutcome::MaxSteps, effects);
-        return;
+        return Next::EndTurn(TurnOutcome::MaxSteps);
     }
     state.pending = batches(state, calls, effects).into();
-    advance(state, effects);
+    Next::Advance
 }
 
 /// Judges `calls` (in model order) by policy, recording each decision with
@@ -373,7 +404,7 @@ fn admit(
 
 /// Works through pending batches until one needs the driver, or none are
 /// left and the model is asked again.
-pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
+fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
     loop {
         let front = state.pending.front().cloned();
         if !matches!(front, Some(Batch::Run { .. })) {
@@ -391,7 +422,7 @@ pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                 let meta = ToolMeta::denied(reason.clone());
                 let result = ToolResult::error(&call.call_id, denied_text(&reason));
                 if record_observed(state, &call, result, meta, Ran::Denied, effects) {
-                    return stop_stuck(state, effects);
+                    return Next::stuck();
                 }
             }
             Some(Batch::Ask { call, reason }) => {
@@ -400,25 +431,25 @@ pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                     state.pending.pop_front();
                 }
                 if stuck {
-                    return stop_stuck(state, effects);
+                    return Next::stuck();
                 }
                 if admitted.is_empty() {
                     continue;
                 }
-                return approval_hooks::ask(state, call, reason, None, effects);
+                approval_hooks::ask(state, call, reason, None, effects);
+                return Next::Wait;
             }
-            Some(Batch::Harness { call }) => {
-                if run_harness(state, call, effects) {
-                    return;
-                }
-            }
+            Some(Batch::Harness { call }) => match run_harness(state, call, effects) {
+                Next::Advance => {}
+                next => return next,
+            },
             Some(Batch::Run { calls, concurrent }) => {
                 state.pending.pop_front();
                 let (calls, stuck) = admit(state, calls, concurrent, effects);
                 if stuck {
                     // The admitted calls are answered "not run" with the rest.
                     state.pending.push_front(Batch::Run { calls, concurrent });
-                    return stop_stuck(state, effects);
+                    return Next::stuck();
                 }
                 if calls.is_empty() {
                     continue;
@@ -435,132 +466,58 @@ pub(super) fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) {
                         class,
                     }));
                 }
-                return call_checks::start(state, calls, concurrent, effects);
+                call_checks::start(state, calls, concurrent, effects);
+                return Next::Wait;
             }
         }
     }
 }
 
-/// Answers the harness call at the front of `pending`. Returns whether the
-/// loop now waits (a plan to save, a plan review) or the turn ended (stop
-/// after the plan).
-fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> bool {
+/// Answers the harness call at the front of `pending`, unless its plan
+/// must be saved first (then the loop waits).
+fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> Next {
     let outcome = harness::answer(&mut state.workflow, &call);
     match decisions::save_plan_first(state, &call, outcome, effects) {
         Some(outcome) => finish_harness(state, call, outcome, effects),
-        None => true,
+        None => Next::Wait,
     }
 }
 
 /// Records what a harness call led to (its plan saved, if it submitted
-/// one); see [`run_harness`] for the return value.
-pub(super) fn finish_harness(
+/// one): the loop goes on, waits for a plan review, or the turn stops
+/// after the plan.
+fn finish_harness(
     state: &mut LoopState,
     call: ToolCall,
     outcome: HarnessOutcome,
     effects: &mut Vec<Effect>,
-) -> bool {
+) -> Next {
     match outcome {
         HarnessOutcome::Answered { events, result } => {
             state.pending.pop_front();
             effects.extend(events.into_iter().map(Effect::Record));
-            leave_plan_mode(state, effects);
+            decisions::leave_plan_mode(state, effects);
             record_result(state, result, ToolMeta::harness(), effects);
-            false
+            Next::Advance
         }
         HarnessOutcome::Review { events, reason } => {
             effects.extend(events.into_iter().map(Effect::Record));
             let path = state.workflow.flow.plan.as_ref().map(|plan| plan.path.clone());
             let plan_review = Some(path.unwrap_or_default());
             approval_hooks::ask(state, call, reason, plan_review, effects);
-            true
+            Next::Wait
         }
         HarnessOutcome::Stop { events, result } => {
             state.pending.pop_front();
             effects.extend(events.into_iter().map(Effect::Record));
             record_result(state, result, ToolMeta::harness(), effects);
-            answer_pending(state, "not run: the turn stopped for the plan review", effects);
-            end_turn(state, TurnOutcome::Completed, effects);
-            true
+            let reason = "not run: the turn stopped for the plan review";
+            Next::Stop { reason, outcome: TurnOutcome::Completed }
         }
     }
 }
 
-/// Plan mode is read-only by policy; once its plan is approved the
-/// implementation runs in ask mode (the user can switch to auto).
-pub(super) fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    if state.config.policy.mode == ApprovalMode::Plan && state.workflow.flow.plan_approved() {
-        state.config.policy.mode = ApprovalMode::Ask;
-        effects.push(Effect::Record(SessionEvent::ModeChanged { mode: ApprovalMode::Ask }));
-    }
-}
-
-/// Records `result` of `call` after runaway detection (a note appended
-/// when the model is repeating itself); returns whether the turn must
-/// stop (`agent::runaway`).
-pub(super) fn record_observed(
-    state: &mut LoopState,
-    call: &ToolCall,
-    result: ToolResult,
-    meta: ToolMeta,
-    ran: Ran,
-    effects: &mut Vec<Effect>,
-) -> bool {
-    let limits = state.config.limits.runaway;
-    let verdict = state.runaway.observe(&limits, state.step, call, &result, ran);
-    let stop = matches!(verdict, RunawayVerdict::Stop { .. });
-    let (result, meta) = runaway::annotate(result, meta, &verdict);
-    record_result(state, result, meta, effects);
-    stop
-}
-
-/// The model kept repeating itself after its note: whatever is still
-/// pending is not run, and the turn ends `stuck`.
-pub(super) fn stop_stuck(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    answer_pending(
-        state,
-        "not run: keel stopped the turn (the model was going in circles)",
-        effects,
-    );
-    end_turn(state, TurnOutcome::Stuck, effects);
-}
-
-/// Gives every call still pending an error result, so the history stays a
-/// valid conversation (every call answered).
-pub(super) fn answer_pending(state: &mut LoopState, reason: &str, effects: &mut Vec<Effect>) {
-    let pending: Vec<Batch> = state.pending.drain(..).collect();
-    for batch in pending {
-        let calls = match batch {
-            Batch::Run { calls, .. } => calls,
-            Batch::Ask { call, .. } | Batch::Deny { call, .. } | Batch::Harness { call } => {
-                vec![call]
-            }
-        };
-        for call in calls {
-            answer(state, ToolResult::error(&call.call_id, reason), effects);
-        }
-    }
-}
-
-fn answer(state: &mut LoopState, result: ToolResult, effects: &mut Vec<Effect>) {
-    record_result(state, result, ToolMeta::new(), effects);
-}
-
-pub(super) fn record_result(
-    state: &mut LoopState,
-    result: ToolResult,
-    meta: ToolMeta,
-    effects: &mut Vec<Effect>,
-) {
-    state.items.push(Item::ToolResult(result.clone()));
-    effects.push(Effect::Record(SessionEvent::ToolCallFinished { result, meta }));
-}
-
-pub(super) fn denied_text(reason: &str) -> String {
-    format!("not run: {reason}")
-}
-
-pub(super) fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
+fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
     state.phase = LoopPhase::Idle;
     state.turn_scope = None;
     state.asking = None;

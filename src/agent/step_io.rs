@@ -14,11 +14,9 @@ use crate::protocol::{
     ToolResult, ToolSpec, TurnOutcome, Usage,
 };
 
-use super::batch_finish::PostToolVerdict;
-use super::budget::{BudgetHit, SpendLimits};
-use super::call_checks::{CallCheck, CheckHooks};
-use super::outside_inputs::{SubagentDone, SubagentOpened};
+use super::limits::{BudgetHit, SpendLimits, Unreported};
 use super::state::ToolScope;
+use super::verdicts::{CallCheck, CheckHooks, PostToolVerdict};
 use super::workflow::PlanReview;
 
 /// Something that happened, fed to `step` by the driver.
@@ -304,4 +302,28 @@ pub enum Effect {
         final_text: Option<String>,
         usage: Usage,
     },
+}
+
+/// A child session opened for the `agent` call `call_id`, its log on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentOpened {
+    pub call_id: String,
+    pub session_id: String,
+    pub log_path: String,
+    pub agent: String,
+    pub description: String,
+}
+
+/// What a child's task came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentDone {
+    pub call_id: String,
+    pub session_id: String,
+    pub outcome: TurnOutcome,
+    /// The whole child session's spend, its own children included: what
+    /// its servers reported, and apart from it what was charged at keel's
+    /// estimate for responses without usage.
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub estimated: Unreported,
 }

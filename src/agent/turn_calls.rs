@@ -24,8 +24,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 
-use super::rebuild::{CallProgress, FileNote, OpenCall};
-
 /// One turn's calls, as far as the log tells.
 #[derive(Debug, Default)]
 pub(super) struct TurnCalls {
@@ -176,4 +174,34 @@ impl TurnCalls {
             ..Self::default()
         }
     }
+}
+
+/// A file a started call was about to change, as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileNote {
+    pub path: String,
+    pub before: Option<String>,
+    /// Recorded after the call ran, if it got that far.
+    pub after: Option<Option<String>>,
+}
+
+/// How far a call without a result got, as far as the log tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallProgress {
+    /// Nothing says it started, and no damage could hide it: it never ran.
+    NotStarted,
+    /// `tool_call_started` (or one of its file lines) was recorded: it may
+    /// have run.
+    Started,
+    /// An unreadable line after its response could have been its start or
+    /// its result: whether it ran cannot be told.
+    Unknown { damaged_line: u64 },
+}
+
+/// A call of the open turn that has no result in the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenCall {
+    pub call: ToolCall,
+    pub progress: CallProgress,
+    pub files: Vec<FileNote>,
 }

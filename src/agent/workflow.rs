@@ -59,7 +59,8 @@ use crate::plan::{
 use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::tasks::Task;
 
-use super::state::AGENT_TOOL;
+/// The subagent tool's name (`tools::agent`, which this layer cannot name).
+pub const AGENT_TOOL: &str = "agent";
 
 /// What happens when a plan that needs approval is submitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +132,7 @@ impl WorkflowState {
             self.flow.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Submitted);
         waiting.then(|| {
             self.flow.review_plan(true, None);
-            super::harness::plan_event(&self.flow)
+            plan_event(&self.flow)
         })
     }
 
@@ -143,7 +144,7 @@ impl WorkflowState {
             self.flow.plan.as_ref().is_some_and(|plan| plan.status == PlanStatus::Submitted);
         waiting.then(|| {
             self.flow.review_plan(false, Some(feedback.to_owned()));
-            super::harness::plan_event(&self.flow)
+            plan_event(&self.flow)
         })
     }
 
@@ -454,4 +455,9 @@ pub fn shipped_rules() -> PhaseRules {
             phases: [("work".to_owned(), rule)].into(),
         }
     })
+}
+
+pub(super) fn plan_event(flow: &Workflow) -> SessionEvent {
+    let plan = serde_json::to_value(&flow.plan).unwrap_or(serde_json::Value::Null);
+    SessionEvent::PlanUpdated { plan }
 }

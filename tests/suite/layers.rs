@@ -1,9 +1,9 @@
 //! Architecture check (docs/design.md §6), on the code that ships (test
 //! modules and test-only files cut out):
 //! - lower layers never import higher ones;
-//! - no modules import each other around a cycle (a cycle hides a layer
-//!   nobody drew: its modules can no longer be read, tested or changed
-//!   apart);
+//! - no modules import each other around a cycle, and inside `agent/` no
+//!   files do (a cycle hides a layer nobody drew: the files of one can
+//!   no longer be read, tested or changed apart);
 //! - the pure layer touches no tokio, filesystem, process or clock;
 //! - each kind of effect has one owner ([`OWNERS`]): only `sandbox/`
 //!   starts processes, only `llm/` speaks HTTP, only `session/` writes
@@ -427,6 +427,58 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
+/// Which files of `src/agent/` each of its shipped files uses: through
+/// `super::file` or `crate::agent::file`, or through a name `mod.rs`
+/// re-exports (`pub use file::{Name}`), which counts as the file it
+/// comes from. `mod.rs` itself is the facade, not a node.
+fn agent_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = src_dir().join("agent");
+    let sources: Vec<(String, String)> = shipped_sources()
+        .into_iter()
+        .filter(|(file, _)| file.parent() == Some(dir.as_path()))
+        .map(|(file, text)| (file.file_stem().unwrap().to_string_lossy().into_owned(), text))
+        .collect();
+    let files: BTreeSet<String> = sources.iter().map(|(name, _)| name.clone()).collect();
+    let facade = code_only(&std::fs::read_to_string(dir.join("mod.rs")).unwrap());
+    let mut exported: BTreeMap<String, String> = BTreeMap::new();
+    for (at, word) in facade.match_indices("pub use ") {
+        let path = &facade[at + word.len()..];
+        let path = &path[..path.find(';').unwrap_or(path.len())];
+        let Some((from, names)) = path.split_once("::") else { continue };
+        let names = names.trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',') {
+            let name = name.trim().rsplit(' ').next().unwrap_or_default();
+            exported.insert(name.to_owned(), from.trim().to_owned());
+        }
+    }
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (name, text) in &sources {
+        if name == "mod" {
+            continue;
+        }
+        let code = code_only(text);
+        let used = graph.entry(name.clone()).or_default();
+        for prefix in ["super::", "crate::agent::"] {
+            for (at, _) in code.match_indices(prefix) {
+                let before = code[..at].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                for head in path_heads(&code, at + prefix.len()) {
+                    let target =
+                        if files.contains(&head) { Some(&head) } else { exported.get(&head) };
+                    if let Some(target) =
+                        target.filter(|target| *target != name && *target != "mod")
+                    {
+                        used.insert(target.clone());
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
 /// The cycles of `graph`: each set of nodes that reach one another (a
 /// strongly connected component of more than one node), sorted.
 fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
@@ -478,6 +530,14 @@ fn shown(graph: &BTreeMap<String, BTreeSet<String>>, cycle: &[String]) -> String
 #[test]
 fn no_modules_import_each_other_around_a_cycle() {
     let graph = module_graph();
+    let found: Vec<String> = cycles(&graph).iter().map(|cycle| shown(&graph, cycle)).collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn no_agent_files_import_each_other_around_a_cycle() {
+    let graph = agent_graph();
+    assert!(graph.contains_key("step") && graph["step"].contains("state"), "{graph:?}");
     let found: Vec<String> = cycles(&graph).iter().map(|cycle| shown(&graph, cycle)).collect();
     assert!(found.is_empty(), "{}", found.join("\n"));
 }

@@ -1,0 +1,151 @@
+//! Where the loop is ([`LoopPhase`]) and the data a wait holds: the
+//! compaction waiting for its summary, the batch whose calls are being
+//! settled ([`Checking`], `call_checks.rs`), the batch that ran and waits
+//! for what follows its calls ([`Finishing`], `batch_finish.rs`), the
+//! question waiting for its hooks ([`Question`], `approval_hooks.rs`).
+//!
+//! Invariant: plain data; the handlers that move between phases own the
+//! transitions, `step.rs` the order in which they run.
+
+use serde_json::Value;
+
+use crate::policy::PathLinks;
+use crate::protocol::{ToolCall, ToolMeta, ToolResult};
+
+use super::verdicts::{CallCheck, PreToolVerdict};
+
+/// Where the loop is. `Idle` between turns; the others name what the loop
+/// is waiting for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopPhase {
+    Idle,
+    /// A model request is in flight.
+    Infer,
+    /// Waiting for the user's answer on the front batch.
+    AwaitApproval,
+    /// A summary for a compaction is being written, or the driver is
+    /// refreshing the instructions after one.
+    Compact,
+    /// The front batch is running.
+    Execute,
+    /// The next request would cross a spend limit: waiting for the
+    /// front end to raise it or let the turn end.
+    AwaitLimit,
+    /// A submitted plan is being written to its file; the harness call's
+    /// outcome waits in `LoopState::saving_plan`.
+    SavePlan,
+    /// The front batch's calls are settled before it runs (hooks, a
+    /// rewrite, symlinks): [`Checking`] (`agent::call_checks`).
+    Check,
+    /// The front batch ran; its results wait in [`Finishing`]
+    /// for an unsandboxed re-run offer or PostToolUse hooks
+    /// (`agent::batch_finish`).
+    Finish,
+}
+
+/// Why a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionReason {
+    /// The provider refused the request as too long.
+    Overflow,
+    /// The estimate crossed the threshold before a request.
+    Threshold,
+    /// The user asked (`/compact`).
+    Manual,
+}
+
+impl CompactionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Overflow => "overflow",
+            Self::Threshold => "threshold",
+            Self::Manual => "manual",
+        }
+    }
+}
+
+/// A summary compaction in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingCompaction {
+    pub reason: CompactionReason,
+    pub focus: Option<String>,
+    pub tokens_before: u64,
+    /// The turn goes on with a model request afterwards (else: idle).
+    pub resume_turn: bool,
+    /// The new history is in place; the loop waits for the driver to
+    /// refresh the instructions (`Input::CompactionApplied`).
+    pub applied: bool,
+}
+
+/// A batch that ran, waiting for what follows its calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finishing {
+    /// Each call with its result so far, in call order (the call as the
+    /// model made it: what the history and the workflow see).
+    pub ran: Vec<(ToolCall, ToolResult, ToolMeta)>,
+    /// Each call as it ran, in the same order: a PreToolUse hook's rewrite
+    /// where one replaced the model's input. A re-run offer asks about it
+    /// and a re-run runs it; the PostToolUse hooks see it.
+    pub run_as: Vec<ToolCall>,
+    /// Whether the batch ran concurrently (a re-run keeps its read-only
+    /// context).
+    pub concurrent: bool,
+    /// The next call to consider for a re-run offer.
+    pub next: usize,
+    /// The call whose re-run is asked about.
+    pub asked: Option<usize>,
+    /// The call whose re-run is running.
+    pub rerunning: Option<usize>,
+    /// The PostToolUse hooks were asked for.
+    pub hooked: bool,
+}
+
+/// A batch whose calls are being settled (phase `Check`), then running.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checking {
+    /// The batch's calls, in call order, each with its outcome once known.
+    pub calls: Vec<(ToolCall, Option<Outcome>)>,
+    pub concurrent: bool,
+    /// What the driver found, per call, once it answered.
+    pub checks: Vec<CallCheck>,
+    /// The call being settled.
+    pub cursor: usize,
+    /// What the call being settled waits for.
+    pub open: Option<Open>,
+    /// The hooks' verdict from before the (single) call's approval.
+    pub prejudged: Option<PreToolVerdict>,
+}
+
+/// How a call's checks ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Run it, as it is here (a hook may have rewritten its input).
+    Run(ToolCall),
+    /// Do not run it; this is its result.
+    Refused(ToolResult, ToolMeta),
+}
+
+/// What the call being settled waits for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Open {
+    /// The driver's look at every call of the batch.
+    Checks,
+    /// The user, on a hook's "ask"; then the hook's rewrite, if any.
+    HookAsked { reason: String, updated: Option<Value>, links: PathLinks },
+    /// The user, on a rewrite policy wants to ask about.
+    RewriteAsked { rewritten: ToolCall },
+    /// The native hooks and symlinks of an allowed rewrite.
+    Natives { rewritten: ToolCall },
+    /// The user, on a native hook's "ask" about a rewrite.
+    NativeAsked { rewritten: ToolCall, links: PathLinks },
+    /// The user, on a symlink leading to a path that needs approval.
+    LinksAsked { call: ToolCall, question: String },
+}
+
+/// A question about a call, waiting for its PreToolUse hooks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    pub call: ToolCall,
+    pub reason: String,
+    pub plan_review: Option<String>,
+}
