@@ -13,9 +13,10 @@
 //! appended, so the rebuilt history holds the same bytes; nothing here
 //! ever changes an item already in the history.
 
-use crate::prompts::{context_message, mode_block};
+use crate::prompts::mode_block;
 use crate::protocol::{ContextKind, ContextPart, Item, SessionEvent};
 
+use super::apply::emit;
 use super::state::LoopState;
 use super::step_io::Effect;
 
@@ -36,14 +37,7 @@ pub(super) fn announce(state: &mut LoopState, effects: &mut Vec<Effect>) {
     if parts.is_empty() {
         return;
     }
-    let text = context_message(&parts);
-    state.items.push(Item::Context { text, parts: parts.clone() });
-    effects.push(Effect::Record(SessionEvent::ContextUpdated { parts }));
-}
-
-/// The context item a logged `context_updated` line stands for.
-pub(super) fn context_item(parts: Vec<ContextPart>) -> Item {
-    Item::Context { text: context_message(&parts), parts }
+    emit(state, SessionEvent::ContextUpdated { parts }, effects);
 }
 
 /// What the model should know now about `kind`, if keel knows it.

@@ -39,6 +39,7 @@ use crate::context::Pricing;
 use crate::context::tokens::{items_upper_bound, upper_bound};
 use crate::protocol::{ModelResponse, SessionEvent, TurnOutcome, Usage};
 
+use super::apply::emit;
 use super::limits::{BudgetHit, LimitKind, SpendLimits, Spent, Unreported};
 use super::next::Next;
 use super::phase::LoopPhase;
@@ -80,24 +81,18 @@ impl LoopState {
     }
 }
 
-/// Charges `usage` of a request the current model served: its cost at that
-/// model's prices (`None` when unknown) is added to the session's.
-pub(super) fn charge(state: &mut LoopState, usage: &Usage) -> Option<f64> {
-    let cost = state.config.pricing.cost_usd(usage);
-    add_cost(state, cost);
-    cost
-}
-
-/// Charges a response whose server reported no usage at keel's estimate
+/// Estimates a response whose server reported no usage, to charge it
 /// (the request as [`project`] sees it, the response's own items at
 /// [`BYTES_PER_TOKEN`]), so a spend limit holds against a server that
 /// never reports usage (some Ollama and llama.cpp versions, proxies).
-/// Returns the tokens and the cost charged (apart from the session's
-/// usage and cost, which stay what the server reported); `None` when the
-/// response has usage, which is charged as reported. The first such response of a
+/// Returns the tokens and the cost to charge (apart from the session's
+/// usage and cost, which stay what the server reported; its
+/// `model_response` line carries them and `LoopState::apply` charges
+/// them); `None` when the response has usage, which is charged as
+/// reported. The first such response of a
 /// session with a spend limit warns that the limit counts estimates.
-pub(super) fn charge_unreported(
-    state: &mut LoopState,
+pub(super) fn estimate_unreported(
+    state: &LoopState,
     response: &ModelResponse,
     effects: &mut Vec<Effect>,
 ) -> Option<(u64, Option<f64>)> {
@@ -119,13 +114,7 @@ pub(super) fn charge_unreported(
     };
     let tokens = estimate.total_tokens();
     let cost_usd = state.config.pricing.cost_usd(&estimate);
-    state.unreported.add(tokens, cost_usd);
     Some((tokens, cost_usd))
-}
-
-/// Adds a logged cost to the session's (`None`: it is unknown from here on).
-pub(super) fn add_cost(state: &mut LoopState, cost: Option<f64>) {
-    state.session_cost_usd = state.session_cost_usd.zip(cost).map(|(spent, cost)| spent + cost);
 }
 
 /// Whether switching to `model` must be refused: a cost limit is set and
@@ -234,12 +223,12 @@ pub(super) fn record_limits(state: &mut LoopState, effects: &mut Vec<Effect>) {
 }
 
 fn log_limits(state: &mut LoopState, limits: SpendLimits, reason: &str, effects: &mut Vec<Effect>) {
-    state.logged_limits = limits;
-    effects.push(Effect::Record(SessionEvent::LimitsSet {
+    let event = SessionEvent::LimitsSet {
         max_cost_usd: limits.max_cost_usd,
         max_tokens: limits.max_tokens,
         reason: reason.to_owned(),
-    }));
+    };
+    emit(state, event, effects);
 }
 
 /// The request is not sent: recorded, and the front end is asked whether
@@ -259,7 +248,6 @@ pub(super) fn on_decided(
 ) -> Next {
     match raised {
         Some(limits) => {
-            state.config.limits.spend = limits;
             log_limits(state, limits, "raised", effects);
             state.phase = LoopPhase::Infer;
             Next::Request

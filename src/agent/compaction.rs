@@ -23,6 +23,7 @@ use crate::plan::{PlanStatus, is_verification_command};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, Usage};
 use crate::tasks::TaskStatus;
 
+use super::apply::emit;
 use super::next::Next;
 use super::phase::{CompactionReason, LoopPhase, PendingCompaction};
 use super::state::{CompactionDepth, LoopState};
@@ -89,7 +90,7 @@ pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -
     if let Some(elided) = elide_old_tool_outputs(&state.items) {
         let after = estimate_request(&ModelRequest { items: elided.clone(), ..request });
         if after <= limit {
-            let how = Applied::elided(CompactionReason::Threshold);
+            let how = Applied::elided(state, CompactionReason::Threshold);
             apply(state, elided, how, tokens_before, effects);
             return false;
         }
@@ -110,7 +111,7 @@ pub(super) fn on_overflow(
     let depth = depth_this_step(state);
     if depth.is_none() {
         if let Some(elided) = elide_old_tool_outputs(&state.items) {
-            let how = Applied::elided(CompactionReason::Overflow);
+            let how = Applied::elided(state, CompactionReason::Overflow);
             apply(state, elided, how, tokens_before, effects);
             return Next::Request;
         }
@@ -176,10 +177,6 @@ pub(super) fn on_summary(
     if state.compaction.as_ref().is_none_or(|pending| pending.applied) {
         return;
     }
-    // The summary request costs like any other: it counts in the spend.
-    state.turn_usage.add(&usage);
-    state.session_usage.add(&usage);
-    super::budget::charge(state, &usage);
     let Some(pending) = state.compaction.as_mut() else { return };
     pending.applied = true;
     let pending = pending.clone();
@@ -189,9 +186,14 @@ pub(super) fn on_summary(
         .context_window
         .map_or(UNKNOWN_WINDOW_TAIL, |window| (window as f64 * TAIL_SHARE) as u64);
     let items = compacted_history(&state.items, text.as_deref(), &preserved, tail_budget);
-    state.failed_check = preserved.failed_check;
+    // The summary request costs like any other: its line charges it.
     let usage = (usage != Usage::default()).then_some(usage);
-    let how = Applied { reason: pending.reason, depth: CompactionDepth::Summarized, usage };
+    let how = Applied {
+        reason: pending.reason,
+        depth: CompactionDepth::Summarized,
+        usage,
+        failed_check: preserved.failed_check,
+    };
     apply(state, items, how, pending.tokens_before, effects);
 }
 
@@ -222,17 +224,19 @@ pub(super) fn on_interrupted(state: &mut LoopState) -> Next {
     }
 }
 
-/// How a compaction was made: why, how far, and what its summary
-/// request used.
+/// How a compaction was made: why, how far, what its summary request
+/// used, and the failing check later compactions keep.
 struct Applied {
     reason: CompactionReason,
     depth: CompactionDepth,
     usage: Option<Usage>,
+    failed_check: Option<String>,
 }
 
 impl Applied {
-    fn elided(reason: CompactionReason) -> Self {
-        Self { reason, depth: CompactionDepth::Elided, usage: None }
+    fn elided(state: &LoopState, reason: CompactionReason) -> Self {
+        let failed_check = state.failed_check.clone();
+        Self { reason, depth: CompactionDepth::Elided, usage: None, failed_check }
     }
 }
 
@@ -243,26 +247,27 @@ fn apply(
     tokens_before: u64,
     effects: &mut Vec<Effect>,
 ) {
-    let Applied { reason, depth, usage } = how;
-    state.items = items;
-    state.reported_context = None;
+    let Applied { reason, depth, usage, failed_check } = how;
+    // A per-step guard, not logged: a rebuilt state starts a fresh step.
     state.compacted_at_step = Some((state.step, depth));
-    let tokens_after = estimate_request(&state.request());
+    let request = ModelRequest { items, ..state.request() };
+    let tokens_after = estimate_request(&request);
+    let items = request.items;
     let method = match depth {
         CompactionDepth::Elided => "elide",
         CompactionDepth::Summarized => "summary",
     };
-    effects.push(Effect::Record(SessionEvent::Compaction {
-        items: state.items.clone(),
+    let event = SessionEvent::Compaction {
+        items,
         reason: reason.as_str().to_owned(),
         method: method.to_owned(),
         tokens_before,
         tokens_after,
-        failed_check: state.failed_check.clone(),
-        // Charged in `on_summary`, at the same prices.
+        failed_check,
         cost_usd: usage.as_ref().and_then(|usage| state.config.pricing.cost_usd(usage)),
         usage,
-    }));
+    };
+    emit(state, event, effects);
     effects.push(Effect::Compacted {
         reason: reason.as_str().to_owned(),
         method: method.to_owned(),

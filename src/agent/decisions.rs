@@ -16,6 +16,7 @@
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{self, SessionEvent, ToolCall};
 
+use super::apply::emit;
 use super::harness::{self, HarnessOutcome};
 use super::next::Next;
 use super::phase::LoopPhase;
@@ -74,8 +75,7 @@ pub(super) fn set_mode(state: &mut LoopState, mode: ApprovalMode, effects: &mut 
     if state.config.policy.mode == mode {
         return;
     }
-    state.config.policy.mode = mode;
-    effects.push(Effect::Record(SessionEvent::ModeChanged { mode }));
+    emit(state, SessionEvent::ModeChanged { mode }, effects);
 }
 
 /// A new model (its window and prices) for the requests that follow,
@@ -93,18 +93,7 @@ pub(super) fn set_model(
     }
     let after_turn =
         for_turn.then(|| state.turn_model.clone().unwrap_or_else(|| state.config.model.clone()));
-    state.turn_model.clone_from(&after_turn);
-    state.switch_model(model.clone());
-    effects.push(Effect::Record(SessionEvent::ModelChanged { model, after_turn }));
-}
-
-/// A turn ended: a custom command's model gives way to the one before it.
-pub(super) fn restore_turn_model(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    let Some(model) = state.turn_model.take() else { return };
-    if state.config.model != model {
-        state.switch_model(model.clone());
-        effects.push(Effect::Record(SessionEvent::ModelChanged { model, after_turn: None }));
-    }
+    emit(state, SessionEvent::ModelChanged { model, after_turn }, effects);
 }
 
 /// Requires a plan, reviewed `review`'s way.
@@ -236,12 +225,14 @@ fn settle(
     if call.call_id != call_id {
         return Next::Wait;
     }
+    // An approval's lasting scope reaches the allowlist through its line
+    // (`LoopState::apply`); a call is approved only by an answer, which is
+    // always recorded.
     if recorded {
-        effects.push(Effect::Record(approval_event(call_id, approved, note.clone(), &scope)));
+        emit(state, approval_event(call_id, approved, note.clone(), &scope), effects);
     }
     state.pending.pop_front();
     if approved {
-        state.allowlist.extend(scope);
         state.pending.push_front(Batch::Run { calls: vec![call], concurrent: false });
     } else {
         let why = note.unwrap_or_else(|| format!("the user declined it ({reason})"));
@@ -329,15 +320,14 @@ pub(super) fn on_plan_saved(state: &mut LoopState, path: Option<String>) -> Next
         }
     }
     state.phase = LoopPhase::Execute;
-    Next::FinishHarness { call, outcome }
+    Next::FinishHarness(Box::new((call, outcome)))
 }
 
 /// Plan mode is read-only by policy; once its plan is approved the
 /// implementation runs in ask mode (the user can switch to auto).
 pub(super) fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) {
     if state.config.policy.mode == ApprovalMode::Plan && state.workflow.flow.plan_approved() {
-        state.config.policy.mode = ApprovalMode::Ask;
-        effects.push(Effect::Record(SessionEvent::ModeChanged { mode: ApprovalMode::Ask }));
+        emit(state, SessionEvent::ModeChanged { mode: ApprovalMode::Ask }, effects);
     }
 }
 

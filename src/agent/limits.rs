@@ -41,7 +41,7 @@ pub struct Delegated {
 }
 
 /// What responses without reported usage were charged at keel's
-/// estimate (`budget::charge_unreported`); part of the spend, not of the usage.
+/// estimate (`budget::estimate_unreported`); part of the spend, not of the usage.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Unreported {
     pub tokens: u64,

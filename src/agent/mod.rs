@@ -179,6 +179,7 @@
 //! id).
 
 mod announce;
+mod apply;
 mod approval_hooks;
 mod batch_finish;
 mod budget;

@@ -41,8 +41,9 @@ pub enum Next {
     /// A hook refused the call waiting for approval before the user was
     /// asked (`decisions::on_approval_blocked`).
     ApprovalBlocked { call_id: String, reason: String },
-    /// A harness call's outcome is ready to record (`step::finish_harness`).
-    FinishHarness { call: ToolCall, outcome: HarnessOutcome },
+    /// A harness call's outcome is ready to record (`step::finish_harness`);
+    /// boxed, as the largest by far.
+    FinishHarness(Box<(ToolCall, HarnessOutcome)>),
 }
 
 impl Next {

@@ -15,6 +15,7 @@
 
 use crate::protocol::{SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec};
 
+use super::apply::emit;
 use super::record::record_result;
 use super::state::{LoopState, ToolScope};
 use super::step_io::{Effect, SubagentDone, SubagentOpened};
@@ -22,11 +23,9 @@ use super::step_io::{Effect, SubagentDone, SubagentOpened};
 /// The turn about to start may call only `scope`'s tools (recorded, so a
 /// resumed turn stays narrowed); the turn's end clears it.
 pub(super) fn narrow_turn(state: &mut LoopState, scope: ToolScope, effects: &mut Vec<Effect>) {
-    effects.push(Effect::Record(SessionEvent::TurnScope {
-        owner: scope.owner.clone(),
-        tools: scope.tools.iter().cloned().collect(),
-    }));
-    state.turn_scope = Some(scope);
+    let event =
+        SessionEvent::TurnScope { owner: scope.owner, tools: scope.tools.into_iter().collect() };
+    emit(state, event, effects);
 }
 
 /// Recorded before the child runs, so a crash mid-child can be resumed
@@ -47,11 +46,8 @@ pub(super) fn subagent_opened(opened: SubagentOpened, effects: &mut Vec<Effect>)
 /// result.
 pub(super) fn subagent_done(state: &mut LoopState, done: SubagentDone, effects: &mut Vec<Effect>) {
     let SubagentDone { call_id, session_id, outcome, usage, cost_usd, estimated } = done;
-    state.delegated.usage.add(&usage);
-    state.delegated.cost_usd += cost_usd.unwrap_or(0.0);
     let (estimated_tokens, estimated_cost_usd) = estimated.logged();
-    state.delegated.estimated.add(estimated_tokens.unwrap_or(0), estimated_cost_usd);
-    effects.push(Effect::Record(SessionEvent::SubagentFinished {
+    let event = SessionEvent::SubagentFinished {
         call_id,
         session_id,
         outcome,
@@ -59,7 +55,8 @@ pub(super) fn subagent_done(state: &mut LoopState, done: SubagentDone, effects: 
         cost_usd,
         estimated_tokens,
         estimated_cost_usd,
-    }));
+    };
+    emit(state, event, effects);
 }
 
 /// An open call's result recovered on a resume (an `agent` call finished

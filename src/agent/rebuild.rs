@@ -2,16 +2,19 @@
 //! interrupted turn is reconciled before it goes on.
 //!
 //! [`Rebuilder`] folds records one at a time (the caller streams them from
-//! disk, so a large log never sits in memory twice). It keeps the
+//! disk, so a large log never sits in memory twice) through the function
+//! `step` changes the state with, [`LoopState::apply`] (`apply.rs`): the
 //! conversation (from the latest compaction on), turn and step counters,
-//! usage totals (the spend the limits count), the spend limits (the last
-//! `limits_set`), the current turn's runaway counts (observed again from
-//! the results, notes taken off), the approval mode (the last one logged), the session's
-//! lasting approvals (the allowlist), the workflow
-//! (phase, plan, tasks, and the verification gate, recomputed from the
-//! results as `step` computes it live), and, for the last turn only, which
-//! of its calls have no result yet and how far each got ([`TurnCalls`],
-//! keyed by call id, not by line order).
+//! usage and spend, the spend limits, the approval mode and model, the
+//! session's lasting approvals, subagents' spend. Beside it, the fold keeps
+//! what only a log tells: the facts the runtime needs ([`LogFacts`]), the
+//! workflow read back from its own lines (phase, plan, tasks, and the
+//! verification gate, recomputed from the results as `step` computes it
+//! live), the current turn's runaway counts (observed again from the
+//! results, notes taken off), and, for the last turn only, which of its
+//! calls have no result yet and how far each got ([`TurnCalls`], keyed by
+//! call id, not by line order: a result enters the history after its call,
+//! wherever its line is).
 //!
 //! [`reconcile`] turns an open turn back into effects through the ordinary
 //! [`step`] path: calls that were started but have no result are answered
@@ -30,18 +33,12 @@
 //! gets a "lost" result; a result whose call is unreadable is left out),
 //! each such repair said in [`Rebuilt::notes`].
 
-use crate::policy::{ApprovalMode, ApprovalScope};
-use crate::protocol::{
-    EventRecord, Item, PrefixSections, SessionEvent, ToolCall, ToolMeta, ToolResult, Usage,
-};
+use crate::protocol::{EventRecord, PrefixSections, SessionEvent, ToolCall, ToolMeta, ToolResult};
 
-use super::announce::context_item;
-use super::budget;
-use super::limits::SpendLimits;
 use super::phase::LoopPhase;
 use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
-use super::state::{LoopConfig, LoopState, ToolScope};
+use super::state::{LoopConfig, LoopState};
 use super::step::{batches, proceed};
 use super::step_io::Effect;
 use super::turn_calls::{CallProgress, OpenCall, TurnCalls};
@@ -156,60 +153,37 @@ impl Rebuilder {
             SessionEvent::SessionStarted { session_id, cwd, provider, model, mode, .. } => {
                 self.facts = LogFacts { session_id, cwd, provider, model, ..self.facts.clone() };
                 if let Some(mode) = mode {
-                    self.set_mode(mode);
+                    self.state.apply(&SessionEvent::ModeChanged { mode });
                 }
             }
-            SessionEvent::ModeChanged { mode } => self.set_mode(mode),
-            SessionEvent::ModelChanged { model, after_turn } => {
+            SessionEvent::ModelChanged { ref model, .. } => {
                 // The prefix break `/model` made is this line; a resume on
                 // the same model makes none.
-                self.facts.model.clone_from(&model);
-                self.state.switch_model(model);
-                self.state.turn_model = after_turn;
+                self.facts.model.clone_from(model);
+                self.state.apply(&record.event);
             }
-            SessionEvent::PromptPrefix { sections, tools_digest, .. } => {
-                self.state.config.prefix = sections.clone();
-                self.facts.prefix = Some((sections, tools_digest));
-            }
-            SessionEvent::ContextUpdated { parts } => self.state.items.push(context_item(parts)),
-            SessionEvent::TurnScope { owner, tools } => {
-                self.state.turn_scope =
-                    Some(ToolScope { owner, tools: tools.into_iter().collect() });
+            SessionEvent::PromptPrefix { ref sections, ref tools_digest, .. } => {
+                self.facts.prefix = Some((sections.clone(), tools_digest.clone()));
+                self.state.apply(&record.event);
             }
             SessionEvent::SessionResumed { provider, model, .. } => {
                 self.facts.provider = provider;
                 self.facts.model = model;
                 self.calls.resumed();
             }
-            SessionEvent::TurnStarted { turn } => self.start_turn(turn),
-            SessionEvent::UserMessage { text } => {
-                self.turn_has_prompt = true;
-                self.state.items.push(Item::User { text });
+            SessionEvent::TurnStarted { .. } => {
+                self.start_turn();
+                self.state.apply(&record.event);
             }
-            SessionEvent::ModelResponse {
-                step,
-                response,
-                cost_usd,
-                estimated_tokens,
-                estimated_cost_usd,
-            } => {
-                self.state.step = step;
-                self.state.unreported.add(estimated_tokens.unwrap_or(0), estimated_cost_usd);
-                if response.usage.input_tokens > 0 {
-                    let counted = self.state.items.len();
-                    self.state.reported_context = Some((response.usage.input_tokens, counted));
-                }
-                self.state.turn_usage.add(&response.usage);
-                self.state.session_usage.add(&response.usage);
-                // Older lines carry no cost: charged at the prices in force.
-                let cost = cost_usd.or_else(|| self.state.config.pricing.cost_usd(&response.usage));
-                budget::add_cost(&mut self.state, cost);
-                self.state.largest_output_tokens =
-                    self.state.largest_output_tokens.max(response.usage.output_tokens);
+            SessionEvent::UserMessage { .. } => {
+                self.turn_has_prompt = true;
+                self.state.apply(&record.event);
+            }
+            SessionEvent::ModelResponse { ref response, .. } => {
                 self.calls.asked(response.tool_calls().cloned());
-                self.state.items.extend(response.items);
+                self.state.apply(&record.event);
                 for (call, result, meta) in self.calls.take_matched_early() {
-                    self.answer(&call, result, &meta);
+                    self.answer(&call, result, meta);
                 }
             }
             SessionEvent::ToolCallStarted { call, .. } => self.calls.started(call.call_id),
@@ -221,7 +195,7 @@ impl Rebuilder {
             }
             SessionEvent::ToolCallFinished { result, meta } => {
                 if let Some((call, result, meta)) = self.calls.finished(result, meta) {
-                    self.answer(&call, result, &meta);
+                    self.answer(&call, result, meta);
                 }
             }
             SessionEvent::PhaseChanged { to, .. } => {
@@ -243,55 +217,20 @@ impl Rebuilder {
                     self.state.workflow.tasks = tasks;
                 }
             }
-            SessionEvent::Compaction { items, failed_check, usage, cost_usd, .. } => {
-                if let Some(usage) = usage {
-                    self.state.turn_usage.add(&usage);
-                    self.state.session_usage.add(&usage);
-                    let cost = cost_usd.or_else(|| self.state.config.pricing.cost_usd(&usage));
-                    budget::add_cost(&mut self.state, cost);
-                }
-                self.state.items = items;
-                self.state.failed_check = failed_check;
-                self.state.reported_context = None;
-            }
-            SessionEvent::LimitsSet { max_cost_usd, max_tokens, .. } => {
-                let limits = SpendLimits { max_cost_usd, max_tokens };
-                self.state.logged_limits = limits;
-                self.state.config.limits.spend = limits;
-            }
             SessionEvent::TurnCompleted { .. } => {
-                // Mirrors `step`: a command's narrowing and model end with
-                // its turn.
-                self.state.turn_scope = None;
-                if let Some(model) = self.state.turn_model.take() {
-                    self.state.switch_model(model);
-                }
+                self.state.apply(&record.event);
                 self.end_turn();
             }
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
-            SessionEvent::Approval { approved: true, prefix, path, tool, .. } => {
-                self.allow_for_session(prefix, path);
-                if let Some(tool) = tool.filter(|tool| !tool.is_empty()) {
-                    self.state.allowlist.extend(ApprovalScope::AlwaysTool(tool));
-                }
-            }
-            SessionEvent::SubagentFinished {
-                usage,
-                cost_usd,
-                estimated_tokens,
-                estimated_cost_usd,
-                ..
-            } => {
-                self.state.delegated.usage.add(&usage);
-                self.state.delegated.cost_usd += cost_usd.unwrap_or(0.0);
-                self.state
-                    .delegated
-                    .estimated
-                    .add(estimated_tokens.unwrap_or(0), estimated_cost_usd);
-            }
+            SessionEvent::ModeChanged { .. }
+            | SessionEvent::ContextUpdated { .. }
+            | SessionEvent::TurnScope { .. }
+            | SessionEvent::Compaction { .. }
+            | SessionEvent::LimitsSet { .. }
+            | SessionEvent::Approval { .. }
+            | SessionEvent::SubagentFinished { .. } => self.state.apply(&record.event),
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::SubagentStarted { .. }
-            | SessionEvent::Approval { .. }
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. }
             | SessionEvent::Undo { .. }
@@ -304,43 +243,22 @@ impl Rebuilder {
         }
     }
 
-    /// The logged approval mode; plan mode requires a plan, as live. An
-    /// unknown name (a newer keel) keeps the mode in force.
-    fn set_mode(&mut self, mode: ApprovalMode) {
-        self.state.config.policy.mode = mode;
-        if mode == ApprovalMode::Plan {
-            self.state.workflow.flow.plan_required = true;
-        }
-    }
-
-    /// A lasting approval (`always` prefix, `session` file), as `step`
-    /// adds it to the allowlist live.
-    fn allow_for_session(&mut self, prefix: Option<Vec<String>>, path: Option<String>) {
-        if let Some(prefix) = prefix.filter(|prefix| !prefix.is_empty()) {
-            self.state.allowlist.extend(ApprovalScope::AlwaysPrefix(prefix));
-        }
-        if let Some(path) = path.filter(|path| !path.is_empty()) {
-            self.state.allowlist.extend(ApprovalScope::SessionFile(path));
-        }
-    }
-
     /// A line of the log that could not be read, where it was (see
     /// [`TurnCalls`] for what damage makes a call's progress unknown).
     pub fn unreadable(&mut self, line: u64, torn: bool) {
         self.calls.unreadable(line, torn);
     }
 
-    fn start_turn(&mut self, turn: u32) {
+    /// A turn starts: the last one's ledger is closed; the counters are
+    /// `apply`'s.
+    fn start_turn(&mut self) {
         self.end_turn();
-        // Mirrors `step`: a finished workflow restarts when a turn starts
-        // (not on a move out of deliver within a turn, which keeps the plan).
+        // As live (`step::start_turn`): a finished workflow restarts when a
+        // turn starts (not on a move out of deliver within a turn, which
+        // keeps the plan); its lines are written after `turn_started`.
         if self.state.workflow.finished() {
             self.state.workflow.restart();
         }
-        self.state.turn = turn;
-        self.state.step = 0;
-        self.state.turn_usage = Usage::default();
-        self.state.runaway = Default::default();
         self.turn_open = true;
         self.turn_has_prompt = false;
     }
@@ -359,7 +277,9 @@ impl Rebuilder {
                 "the result of call {} ({}) is unreadable in the log; the model is told it was lost",
                 open.call.call_id, open.call.name
             ));
-            self.state.items.push(Item::ToolResult(ToolResult::error(&open.call.call_id, text)));
+            let result = ToolResult::error(&open.call.call_id, text);
+            let meta = ToolMeta::new();
+            self.state.apply(&SessionEvent::ToolCallFinished { result, meta });
         }
         self.calls = calls.leftovers();
     }
@@ -379,20 +299,20 @@ impl Rebuilder {
     /// observed it live: by the workflow, and (calls that ran or were
     /// denied) by the runaway guard, each seeing the result without the
     /// guard's own note.
-    fn answer(&mut self, call: &ToolCall, result: ToolResult, meta: &ToolMeta) {
-        let original = without_note(&result, meta);
+    fn answer(&mut self, call: &ToolCall, result: ToolResult, meta: ToolMeta) {
+        let original = without_note(&result, &meta);
         let started = self.calls.has_started(&call.call_id);
         // Live, the workflow observes only calls that ran (a batch's
         // results); one answered "not run" never reached it.
         if started {
-            self.state.workflow.observe(call, &original, meta);
+            self.state.workflow.observe(call, &original, &meta);
         }
         let ran = if started { Some(Ran::Yes) } else { meta.is_denied().then_some(Ran::Denied) };
         if let Some(ran) = ran {
             let limits = self.state.config.limits.runaway;
             self.state.runaway.observe(&limits, self.state.step, call, &original, ran);
         }
-        self.state.items.push(Item::ToolResult(result));
+        self.state.apply(&SessionEvent::ToolCallFinished { result, meta });
     }
 
     /// The rebuilt state, idle, and the open turn if there is one.

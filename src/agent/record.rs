@@ -6,8 +6,9 @@
 //! Invariant: every call the model makes gets exactly one result, in call
 //! order ([`answer_pending`] answers what is left when a turn stops).
 
-use crate::protocol::{Item, SessionEvent, ToolCall, ToolMeta, ToolResult};
+use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 
+use super::apply::emit;
 use super::runaway::{self, Ran, RunawayVerdict};
 use super::schedule::Batch;
 use super::state::LoopState;
@@ -60,8 +61,7 @@ pub(super) fn record_result(
     meta: ToolMeta,
     effects: &mut Vec<Effect>,
 ) {
-    state.items.push(Item::ToolResult(result.clone()));
-    effects.push(Effect::Record(SessionEvent::ToolCallFinished { result, meta }));
+    emit(state, SessionEvent::ToolCallFinished { result, meta }, effects);
 }
 
 /// The text of a refused call's result.

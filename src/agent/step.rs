@@ -13,10 +13,10 @@
 use crate::policy::{self, CallFacts};
 use crate::protocol::{
     Item, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, TurnOutcome,
-    Usage,
 };
 
 use super::announce::announce;
+use super::apply::emit;
 use super::approval_hooks;
 use super::batch_finish;
 use super::budget;
@@ -248,26 +248,24 @@ pub(super) fn proceed(state: &mut LoopState, mut next: Next, effects: &mut Vec<E
             Next::ApprovalBlocked { call_id, reason } => {
                 decisions::on_approval_blocked(state, &call_id, &reason, effects)
             }
-            Next::FinishHarness { call, outcome } => finish_harness(state, call, outcome, effects),
+            Next::FinishHarness(finished) => {
+                let (call, outcome) = *finished;
+                finish_harness(state, call, outcome, effects)
+            }
         };
     }
 }
 
 fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) -> Next {
-    state.turn += 1;
-    state.step = 0;
-    state.turn_usage = Usage::default();
     state.pending.clear();
-    state.runaway = Default::default();
-    effects.push(Effect::Record(SessionEvent::TurnStarted { turn: state.turn }));
+    emit(state, SessionEvent::TurnStarted { turn: state.turn + 1 }, effects);
     if state.workflow.finished() {
         effects.extend(state.workflow.restart().map(Effect::Record));
     }
     // What changed since the last turn (environment, mode, phase) comes
     // before the request it applies to.
     announce(state, effects);
-    effects.push(Effect::Record(SessionEvent::UserMessage { text: text.clone() }));
-    state.items.push(Item::User { text });
+    emit(state, SessionEvent::UserMessage { text }, effects);
     infer(state, effects)
 }
 
@@ -299,24 +297,17 @@ fn send_request(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
 }
 
 fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec<Effect>) -> Next {
-    if response.usage.input_tokens > 0 {
-        // The request carried exactly the items held now.
-        state.reported_context = Some((response.usage.input_tokens, state.items.len()));
-    }
-    state.turn_usage.add(&response.usage);
-    state.session_usage.add(&response.usage);
-    let estimated = budget::charge_unreported(state, &response, effects);
-    let cost_usd = budget::charge(state, &response.usage);
-    state.largest_output_tokens = state.largest_output_tokens.max(response.usage.output_tokens);
+    let estimated = budget::estimate_unreported(state, &response, effects);
+    let cost_usd = state.config.pricing.cost_usd(&response.usage);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
-    state.items.extend(response.items.iter().cloned());
-    effects.push(Effect::Record(SessionEvent::ModelResponse {
+    let event = SessionEvent::ModelResponse {
         step: state.step,
         response,
         cost_usd,
         estimated_tokens: estimated.map(|(tokens, _)| tokens),
         estimated_cost_usd: estimated.and_then(|(_, cost)| cost),
-    }));
+    };
+    emit(state, event, effects);
     if calls.is_empty() {
         return Next::EndTurn(TurnOutcome::Completed);
     }
@@ -519,12 +510,15 @@ fn finish_harness(
 
 fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
     state.phase = LoopPhase::Idle;
-    state.turn_scope = None;
     state.asking = None;
     state.prejudged = None;
     let usage = state.turn_usage;
-    effects.push(Effect::Record(SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }));
-    decisions::restore_turn_model(state, effects);
+    // A custom command's model gives way to the one before it.
+    let restored = state.turn_model.clone().filter(|model| *model != state.config.model);
+    emit(state, SessionEvent::TurnCompleted { turn: state.turn, outcome, usage }, effects);
+    if let Some(model) = restored {
+        emit(state, SessionEvent::ModelChanged { model, after_turn: None }, effects);
+    }
     let final_text = last_turn_text(state);
     effects.push(Effect::TurnEnded { outcome, final_text, usage });
 }

@@ -560,3 +560,72 @@ fn a_cycle_is_found_through_any_number_of_nodes_and_imports_in_comments_do_not_c
         code.match_indices("crate::").flat_map(|(at, _)| path_heads(&code, at + 7)).collect();
     assert_eq!(heads, ["tools", "config"]);
 }
+
+/// Writes to the loop state that `LoopState::apply` owns (src/agent/apply.rs).
+const APPLIED_WRITES: [&str; 22] = [
+    "state.items.push(",
+    "state.items.extend(",
+    "state.items = ",
+    "state.turn_usage.add(",
+    "state.session_usage.add(",
+    "state.session_cost_usd = ",
+    "state.allowlist.extend(",
+    "state.config.policy.mode = ",
+    "state.turn_scope = ",
+    "state.unreported.add(",
+    "state.logged_limits = ",
+    "state.config.limits.spend = ",
+    "state.turn_model = ",
+    "state.turn_model.clone_from(",
+    "state.largest_output_tokens = ",
+    "state.failed_check = ",
+    "state.delegated.usage.add(",
+    "state.delegated.cost_usd += ",
+    "state.delegated.estimated.add(",
+    "state.turn = ",
+    "state.step = ",
+    "state.reported_context = ",
+];
+
+/// Writes of those fields elsewhere, each with why it is not an event.
+const APPLIED_WRITE_EXCEPTIONS: [(&str, &str, &str); 3] = [
+    (
+        "step.rs",
+        "state.step += ",
+        "a step is counted when its request is made; its model_response line carries the number",
+    ),
+    (
+        "rebuild.rs",
+        "state.turn_scope = ",
+        "a narrowing logged for a turn that never started (or was dropped) ends with the fold",
+    ),
+    (
+        "rebuild.rs",
+        "state.turn = ",
+        "a turn the log opened without its prompt is dropped when the fold ends",
+    ),
+];
+
+#[test]
+fn the_state_a_log_restores_changes_only_in_apply() {
+    let dir = src_dir().join("agent");
+    let mut violations = Vec::new();
+    for (file, text) in shipped_sources() {
+        if file.parent() != Some(dir.as_path()) || file.ends_with("apply.rs") {
+            continue;
+        }
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let code = code_only(&text);
+        for write in APPLIED_WRITES.iter().chain(APPLIED_WRITE_EXCEPTIONS.iter().map(|e| &e.1)) {
+            let excepted = APPLIED_WRITE_EXCEPTIONS
+                .iter()
+                .any(|(file, allowed, _)| *file == name && allowed == write);
+            if !excepted && code.contains(write) {
+                violations.push(format!(
+                    "src/agent/{name} writes `{write}`: emit the event (agent::apply) instead"
+                ));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
