@@ -561,6 +561,53 @@ fn a_cycle_is_found_through_any_number_of_nodes_and_imports_in_comments_do_not_c
     assert_eq!(heads, ["tools", "config"]);
 }
 
+/// The loop states docs/design.md §2 lists (its `- \`Name\`:` bullets).
+fn design_loop_states() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let section = text.split("## 2.").nth(1).expect("docs/design.md has a §2");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    section
+        .lines()
+        .filter_map(|line| line.strip_prefix("- `")?.split_once("`:").map(|(name, _)| name))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The variants of `agent::LoopPhase`, from its source.
+fn loop_phase_variants() -> Vec<String> {
+    let path = src_dir().join("agent/phase.rs");
+    let code = code_only(&std::fs::read_to_string(&path).unwrap());
+    let body = code.split("pub enum LoopPhase {").nth(1).expect("phase.rs defines LoopPhase");
+    let mut depth = 0usize;
+    let mut variants = Vec::new();
+    let mut at_start = true;
+    for (at, c) in body.char_indices() {
+        match c {
+            '{' | '(' => depth += 1,
+            '}' | ')' if depth == 0 => break,
+            '}' | ')' => depth -= 1,
+            ',' if depth == 0 => at_start = true,
+            c if at_start && depth == 0 && c.is_alphabetic() => {
+                let name: String =
+                    body[at..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                variants.push(name);
+                at_start = false;
+            }
+            _ => {}
+        }
+    }
+    variants
+}
+
+#[test]
+fn the_design_lists_the_loop_states_there_are() {
+    let listed = design_loop_states();
+    let variants = loop_phase_variants();
+    assert!(variants.len() >= 9 && variants.contains(&"Idle".to_owned()), "{variants:?}");
+    assert_eq!(listed, variants, "docs/design.md §2 against agent::LoopPhase");
+}
+
 /// Writes to the loop state that `LoopState::apply` owns (src/agent/apply.rs).
 const APPLIED_WRITES: [&str; 22] = [
     "state.items.push(",
