@@ -26,9 +26,10 @@
 //!   [`MAX_OUTPUT_ESTIMATE`] or the request's own output limit.
 //!
 //! The spend is charged per response, at the prices of the model that
-//! served it ([`charge`], recorded on its `model_response` line), so a
-//! model switch neither re-prices what was spent nor under-counts it; the
-//! projection is priced at the model the next request goes to.
+//! served it (recorded on its `model_response` line and charged by
+//! `LoopState::apply`), so a model switch neither re-prices what was
+//! spent nor under-counts it; the projection is priced at the model the
+//! next request goes to.
 //!
 //! Invariants: pure; with no spend limit set nothing is estimated (the
 //! check is two `Option` tests); a cost limit on a model without prices

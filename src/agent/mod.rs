@@ -51,12 +51,13 @@
 //!
 //! The spend is the session's usage (rebuilt from `model_response` lines and the summary usage on
 //! `compaction` lines; a summary request is counted, not checked before) and its cost: each
-//! response is charged as it arrives at the prices of the model that served it (`budget::charge`,
-//! `LoopConfig::pricing`; the cost is written on its `model_response`/`compaction` line, so a
-//! resume rebuilds the same figure; older lines without one are charged at the prices in force), so
+//! response is charged as it arrives at the prices of the model that served it
+//! (`LoopConfig::pricing`; the cost is written on its `model_response`/`compaction` line and
+//! charged from there by `LoopState::apply`, so a resume rebuilds the same figure through the same
+//! function; older lines without one are charged at the prices in force), so
 //! a model switch neither re-prices the past nor under-counts; the projection is priced at the
 //! model the next request goes to. A response whose server reported no usage at all is charged at
-//! keel's estimate (`budget::charge_unreported`: the projection of its request) into
+//! keel's estimate (`budget::estimate_unreported`: the projection of its request) into
 //! `LoopState::unreported`, logged as `estimated_tokens`/`estimated_cost_usd` on its
 //! `model_response` line and rebuilt from there; it is spend, never usage or cost.
 //! `LoopState::spent()` adds the estimates and the subagents' spend: a child passes up its reported
