@@ -3,14 +3,25 @@
 //!
 //! Invariants: every await is raced against the cancellation token (biased
 //! towards cancelling) and, while waiting on the server, against the idle
-//! timeout and the request's deadline (`request_timeout`, retries and
-//! backoffs included), so neither a silent server nor one that sends
-//! keep-alives forever holds a turn past it. Only errors for which
+//! timeout and the request's deadline. The deadline bounds *waiting*, not
+//! progress: `request_timeout` runs from the request (retries and backoffs
+//! included) and starts again with each piece of the answer that streams,
+//! so a server sending only keep-alives cannot hold a turn past it, while
+//! one that keeps delivering text goes on, up to its own larger bound
+//! ([`STREAM_BOUND_FACTOR`] × `request_timeout` from the request). Each
+//! of the three ends has its own message. Only errors for which
 //! [`LlmError::is_retryable`] holds are retried, at most
 //! `RetryPolicy::max_retries` times, and every retry is announced
 //! ([`StreamEvent::Retrying`]) before its backoff. A retried attempt
 //! streams its events again from the start. A response with no text and
 //! no tool call is retried once, then reported as an error.
+//!
+//! Memory is bounded whatever the server sends: one SSE line or event by
+//! the decoder's limit ([`super::sse::MAX_EVENT_BYTES`]), the streamed
+//! text, reasoning and call arguments of one response by
+//! [`MAX_RESPONSE_BYTES`], and a non-stream body (an error page, a JSON
+//! error) by [`MAX_ERROR_BODY_BYTES`]; past a cap the attempt fails with
+//! [`LlmError::ResponseTooLarge`] and the connection is dropped.
 
 use std::future::Future;
 use std::time::Duration;
@@ -26,7 +37,7 @@ use super::classify::{ErrorContext, classify_http, json_instead_of_stream};
 use super::error::LlmError;
 use super::profile::{CacheTtl, KeyHeader};
 use super::retry::{backoff_delay, parse_retry_after};
-use super::sse::SseDecoder;
+use super::sse::{EventTooLarge, SseDecoder};
 use super::{ProviderConfig, ProviderKind, WireOptions, anthropic, openai_chat, responses_request};
 use crate::protocol::{ModelRequest, ModelResponse, StreamEvent};
 
@@ -36,6 +47,15 @@ const ANTHROPIC_VERSION: &str = "2023-06-01";
 const ANTHROPIC_CACHE_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
 /// Establishing a TCP/TLS connection may not take longer than this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most text, reasoning and tool-call arguments one response may
+/// stream. The largest real outputs (128k tokens) are under 1 MiB.
+pub(crate) const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// A response that keeps streaming its answer may take this many times
+/// `request_timeout` in all (40 min at the default 600 s).
+pub(crate) const STREAM_BOUND_FACTOR: u32 = 4;
+/// How much of a body that is not an event stream (an error page, a JSON
+/// error) keel reads; the rest is dropped, the message needs no more.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// A client for one provider endpoint.
 #[derive(Debug, Clone)]
@@ -103,7 +123,12 @@ impl LlmClient {
         let body = serde_json::to_vec(&self.request_body(request)).map_err(|err| {
             LlmError::InvalidConfig { message: format!("cannot serialize the request: {err}") }
         })?;
-        let deadline = Instant::now() + self.config.request_timeout;
+        let started = Instant::now();
+        let mut clock = Deadlines {
+            waiting_until: started + self.config.request_timeout,
+            streaming_until: started + self.config.request_timeout * STREAM_BOUND_FACTOR,
+            answered: false,
+        };
         let policy = self.config.retry;
         let mut retries = 0;
         let mut empty_retried = false;
@@ -111,7 +136,8 @@ impl LlmClient {
             if cancel.is_cancelled() {
                 return Err(LlmError::Cancelled);
             }
-            let err = match self.attempt(&body, &request.model, on_event, cancel, deadline).await {
+            let err = match self.attempt(&body, &request.model, on_event, cancel, &mut clock).await
+            {
                 Ok(response) => match empty_answer(&response) {
                     None => return Ok(response),
                     Some(err) => err,
@@ -128,8 +154,9 @@ impl LlmClient {
             }
             empty_retried |= matches!(err, LlmError::EmptyResponse { .. });
             let delay = backoff_delay(&policy, retries, err.retry_after(), fastrand::f64());
-            if Instant::now() + delay >= deadline {
-                return Err(LlmError::DeadlineExceeded { after: self.config.request_timeout });
+            if Instant::now() + delay >= clock.waiting_until.min(clock.streaming_until) {
+                let streaming = clock.streaming_until <= clock.waiting_until;
+                return Err(clock.exceeded(streaming, &self.config));
             }
             tracing::debug!(error = %err, ?delay, retry = retries + 1, "retrying model request");
             on_event(StreamEvent::Retrying {
@@ -206,13 +233,10 @@ impl LlmClient {
         model: &str,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
-        deadline: Instant,
+        clock: &mut Deadlines,
     ) -> Result<ModelResponse, LlmError> {
-        let timer = Timer {
-            idle: self.config.idle_timeout,
-            deadline,
-            request_timeout: self.config.request_timeout,
-        };
+        let mut timer =
+            Timer { idle: self.config.idle_timeout, clock: *clock, config: &self.config };
         let url = self.endpoint.as_str();
         let response = timer
             .guard(cancel, self.http_request(body).send())
@@ -220,7 +244,7 @@ impl LlmClient {
             .map_err(|err| LlmError::transport(err, url))?;
         let status = response.status();
         if !status.is_success() {
-            let retry_after = parse_retry_after(response.headers());
+            let retry_after = parse_retry_after(response.headers(), std::time::SystemTime::now());
             let moved_to = status
                 .is_redirection()
                 .then(|| response.headers().get(reqwest::header::LOCATION))
@@ -228,7 +252,7 @@ impl LlmClient {
                 .and_then(|location| location.to_str().ok())
                 .map(str::to_owned);
             // A body we cannot read still leaves the status to report.
-            let text = timer.guard(cancel, response.text()).await?.unwrap_or_default();
+            let text = timer.guard(cancel, capped_text(response)).await?.unwrap_or_default();
             let text = match moved_to {
                 Some(to) => format!(
                     "the endpoint moved to {to}: point --base-url (or base_url) there; keel does \
@@ -247,7 +271,7 @@ impl LlmClient {
             ContentKind::Json => {
                 // Some proxies answer 200 with a JSON error instead of a stream.
                 let text = timer
-                    .guard(cancel, response.text())
+                    .guard(cancel, capped_text(response))
                     .await?
                     .map_err(|err| LlmError::transport(err, url))?;
                 return Err(json_instead_of_stream(&text));
@@ -262,25 +286,76 @@ impl LlmClient {
         let mut decoder = SseDecoder::default();
         let mut assembler = Assembler::new(self.config.kind);
         let mut events = Vec::new();
+        let mut streamed = 0usize;
+        let too_large = |err: EventTooLarge| LlmError::ResponseTooLarge {
+            what: "one line or event",
+            limit: err.limit,
+        };
         loop {
             let chunk = timer.guard(cancel, chunks.next()).await?;
             let ended = match chunk {
                 Some(Ok(bytes)) => {
-                    decoder.push(&bytes, &mut events);
+                    decoder.push(&bytes, &mut events).map_err(too_large)?;
                     false
                 }
                 Some(Err(err)) => return Err(LlmError::transport(err, url)),
                 None => {
-                    decoder.finish(&mut events);
+                    decoder.finish(&mut events).map_err(too_large)?;
                     true
                 }
             };
-            let complete = assembler.feed_events(events.drain(..), ended, on_event)?;
+            let before = streamed;
+            let mut counted = |event: StreamEvent| {
+                streamed = streamed.saturating_add(streamed_bytes(&event));
+                on_event(event);
+            };
+            let complete = assembler.feed_events(events.drain(..), ended, &mut counted)?;
+            if streamed > before {
+                // Progress: the wait for the rest starts again.
+                clock.answered = true;
+                clock.waiting_until = Instant::now() + self.config.request_timeout;
+                timer.clock = *clock;
+            }
+            // Checked per chunk: one chunk adds at most a read buffer's worth.
+            if streamed > MAX_RESPONSE_BYTES {
+                return Err(LlmError::ResponseTooLarge {
+                    what: "one response's text",
+                    limit: MAX_RESPONSE_BYTES,
+                });
+            }
             if complete || ended {
                 return assembler.finish();
             }
         }
     }
+}
+
+/// How many bytes of the response an event adds (what the assembler keeps).
+fn streamed_bytes(event: &StreamEvent) -> usize {
+    match event {
+        StreamEvent::TextDelta { delta }
+        | StreamEvent::ReasoningDelta { delta }
+        | StreamEvent::ToolCallArgumentsDelta { delta, .. } => delta.len(),
+        StreamEvent::ToolCallStarted { call_id, name } => call_id.len() + name.len(),
+        StreamEvent::Retrying { .. } => 0,
+    }
+}
+
+/// The body as text, at most [`MAX_ERROR_BODY_BYTES`] of it; the rest is
+/// not read.
+async fn capped_text(response: reqwest::Response) -> Result<String, reqwest::Error> {
+    let mut chunks = response.bytes_stream();
+    let mut body = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        let room = MAX_ERROR_BODY_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= MAX_ERROR_BODY_BYTES {
+            break;
+        }
+    }
+    // Lossy, as `Response::text`: a character cut at the cap shows as `�`.
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// The endpoint: the base URL's path extended by the protocol's path, its
@@ -332,29 +407,54 @@ fn content_kind(headers: &reqwest::header::HeaderMap) -> ContentKind {
     }
 }
 
-/// The two clocks an attempt's waits race against.
-struct Timer {
-    idle: Duration,
-    deadline: Instant,
-    request_timeout: Duration,
+/// When a request stops waiting: `waiting_until` moves on with each piece
+/// of the answer, `streaming_until` never does.
+#[derive(Debug, Clone, Copy)]
+struct Deadlines {
+    waiting_until: Instant,
+    streaming_until: Instant,
+    /// Some of the answer has streamed (in any attempt).
+    answered: bool,
 }
 
-impl Timer {
-    /// Runs `future` unless the token is cancelled, `idle` passes, or the
-    /// request's deadline does first.
+impl Deadlines {
+    /// The error for a deadline reached; `streaming` is whether the bound
+    /// on the whole stream was the one that passed.
+    fn exceeded(&self, streaming: bool, config: &ProviderConfig) -> LlmError {
+        let after = config.request_timeout;
+        match (streaming, self.answered) {
+            (true, _) => LlmError::StreamTooLong { after: after * STREAM_BOUND_FACTOR },
+            (false, true) => LlmError::AnswerStalled { after },
+            (false, false) => LlmError::DeadlineExceeded { after },
+        }
+    }
+}
+
+/// The clocks an attempt's waits race against.
+struct Timer<'a> {
+    idle: Duration,
+    clock: Deadlines,
+    config: &'a ProviderConfig,
+}
+
+impl Timer<'_> {
+    /// Runs `future` unless the token is cancelled, `idle` passes, or one
+    /// of the request's deadlines does first.
     async fn guard<F: Future>(
         &self,
         cancel: &CancellationToken,
         future: F,
     ) -> Result<F::Output, LlmError> {
         let idle_end = Instant::now() + self.idle;
-        let end = idle_end.min(self.deadline);
+        let deadline = self.clock.waiting_until.min(self.clock.streaming_until);
+        let end = idle_end.min(deadline);
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(LlmError::Cancelled),
             output = tokio::time::timeout_at(end, future) => output.map_err(|_| {
                 if end < idle_end {
-                    LlmError::DeadlineExceeded { after: self.request_timeout }
+                    let streaming = self.clock.streaming_until <= self.clock.waiting_until;
+                    self.clock.exceeded(streaming, self.config)
                 } else {
                     LlmError::IdleTimeout { after: self.idle }
                 }

@@ -92,14 +92,14 @@ pub(super) fn reduce<'a>(
     let mut sse = Vec::new();
     let mut fed = Ok(false);
     for chunk in chunks {
-        decoder.push(chunk, &mut sse);
+        decoder.push(chunk, &mut sse).unwrap();
         fed = assembler.feed_events(sse.drain(..), false, &mut emit);
         if !matches!(fed, Ok(false)) {
             break;
         }
     }
     if matches!(fed, Ok(false)) {
-        decoder.finish(&mut sse);
+        decoder.finish(&mut sse).unwrap();
         fed = assembler.feed_events(sse.drain(..), true, &mut emit);
     }
     let result = match fed {

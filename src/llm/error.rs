@@ -61,9 +61,25 @@ pub enum LlmError {
     /// Nothing arrived from the server for the idle timeout.
     #[error("no data from the server for {}s (idle_timeout_secs)", .after.as_secs_f64())]
     IdleTimeout { after: Duration },
-    /// The request, retries included, ran past `request_timeout_secs`.
-    #[error("no complete response within {}s (request_timeout_secs); the server kept the request open without finishing it", .after.as_secs_f64())]
+    /// No part of the answer came within `request_timeout_secs` of the
+    /// request (retries included): keep-alives only, or nothing at all.
+    #[error("no complete response within {}s (request_timeout_secs); the server kept the request open without sending any of the answer", .after.as_secs_f64())]
     DeadlineExceeded { after: Duration },
+    /// The answer had started, then nothing more of it came for
+    /// `request_timeout_secs` while the server kept the stream open.
+    #[error("the answer stopped streaming for {}s (request_timeout_secs) while the server kept the request open", .after.as_secs_f64())]
+    AnswerStalled { after: Duration },
+    /// The answer kept streaming past keel's bound on one response.
+    #[error("the answer was still streaming after {}s, the most one response may take (4 × request_timeout_secs)", .after.as_secs_f64())]
+    StreamTooLong { after: Duration },
+    /// The server sent more than keel keeps of one response (`what`: one
+    /// line or event, or the response's text): a broken or hostile server,
+    /// never a real answer. Not retried: the same server floods again.
+    #[error(
+        "the server sent {what} of more than {} MiB; keel stopped reading (no real model response is that large)",
+        .limit / (1024 * 1024)
+    )]
+    ResponseTooLarge { what: &'static str, limit: usize },
     /// An event's data was not what the protocol requires (e.g. not JSON).
     #[error("malformed stream event `{event}`: {message}")]
     MalformedStream { event: String, message: String },
@@ -113,6 +129,9 @@ impl LlmError {
             | LlmError::Cancelled
             | LlmError::NotAnApi { .. }
             | LlmError::DeadlineExceeded { .. }
+            | LlmError::AnswerStalled { .. }
+            | LlmError::StreamTooLong { .. }
+            | LlmError::ResponseTooLarge { .. }
             | LlmError::MalformedStream { .. }
             | LlmError::RetriesExhausted { .. }
             | LlmError::InvalidConfig { .. } => false,
@@ -134,6 +153,9 @@ impl LlmError {
             | LlmError::StreamCut { .. }
             | LlmError::IdleTimeout { .. }
             | LlmError::DeadlineExceeded { .. }
+            | LlmError::AnswerStalled { .. }
+            | LlmError::StreamTooLong { .. }
+            | LlmError::ResponseTooLarge { .. }
             | LlmError::MalformedStream { .. }
             | LlmError::Provider { .. }
             | LlmError::EmptyResponse { .. }

@@ -3,9 +3,10 @@
 //! Invariants: pure functions; the random jitter is passed in (the caller
 //! draws it), so every delay is reproducible in tests. A server's
 //! `Retry-After` wins over our own schedule but is capped, so a hostile or
-//! confused server cannot park a turn for hours.
+//! confused server cannot park a turn for hours. The clock is passed in
+//! too: an HTTP-date `Retry-After` is read against the caller's `now`.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 
@@ -35,17 +36,23 @@ pub(crate) fn backoff_delay(
     half + half.mul_f64(jitter)
 }
 
-/// `retry-after-ms` (OpenAI, milliseconds) or `retry-after` (seconds). The
-/// HTTP-date form of `retry-after` is not honoured (our own backoff applies).
-pub(crate) fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+/// `retry-after-ms` (OpenAI, milliseconds) or `retry-after` in either of
+/// RFC 9110's forms: seconds, or an HTTP date (read against `now`; a date
+/// already past means "retry now"). The cap is [`backoff_delay`]'s.
+pub(crate) fn parse_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
     let number = |name: &str| -> Option<f64> {
-        let value = headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok()?;
+        let value = text(name)?.parse::<f64>().ok()?;
         (value.is_finite() && value >= 0.0).then_some(value)
     };
     if let Some(ms) = number("retry-after-ms") {
         return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
-    number("retry-after").and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+    if let Some(secs) = number("retry-after") {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let date = httpdate::parse_http_date(text("retry-after")?).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
@@ -78,14 +85,34 @@ mod tests {
 
     #[test]
     fn reads_both_retry_after_headers() {
+        let now = SystemTime::UNIX_EPOCH;
         let mut headers = HeaderMap::new();
-        assert_eq!(parse_retry_after(&headers), None);
+        assert_eq!(parse_retry_after(&headers, now), None);
         headers.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_secs(2)));
         headers.insert("retry-after-ms", "250".parse().unwrap());
-        assert_eq!(parse_retry_after(&headers), Some(Duration::from_millis(250)));
+        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_millis(250)));
         headers.insert("retry-after-ms", "-1".parse().unwrap());
-        headers.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
-        assert_eq!(parse_retry_after(&headers), None);
+        headers.insert("retry-after", "soon".parse().unwrap());
+        assert_eq!(parse_retry_after(&headers, now), None);
+    }
+
+    #[test]
+    fn an_http_date_retry_after_counts_from_now() {
+        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
+        let at = httpdate::parse_http_date(date).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", date.parse().unwrap());
+        let twenty_before = at - Duration::from_secs(20);
+        assert_eq!(parse_retry_after(&headers, twenty_before), Some(Duration::from_secs(20)));
+        let later = at + Duration::from_secs(5);
+        assert_eq!(parse_retry_after(&headers, later), Some(Duration::ZERO), "a past date: now");
+        let year_before = at - Duration::from_secs(365 * 86_400);
+        let hint = parse_retry_after(&headers, year_before);
+        assert_eq!(
+            backoff_delay(&POLICY, 0, hint, 1.0),
+            MAX_RETRY_AFTER,
+            "capped as the seconds form"
+        );
     }
 }

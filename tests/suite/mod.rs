@@ -52,6 +52,7 @@ mod servers;
 mod servers_behaviour;
 mod servers_cache;
 mod servers_errors;
+mod servers_floods;
 mod session_crash;
 mod session_damage;
 mod session_lock;

@@ -191,6 +191,31 @@ async fn server_errors_are_retried_with_a_retrying_event_each() {
     assert_eq!(requests(&server).await, 3);
 }
 
+/// RFC 9110 lets `Retry-After` be an HTTP date: keel waits until then (the
+/// `retrying` line says how long), not its own sub-second backoff.
+#[tokio::test]
+async fn a_retry_after_date_is_waited_for() {
+    let at = std::time::SystemTime::now() + Duration::from_secs(4);
+    let failing =
+        ResponseTemplate::new(503).insert_header("retry-after", httpdate::fmt_http_date(at));
+    let server = server_answering(failing).await;
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
+        .args(["-c", "max_retries=1", "--base-url", &format!("{}/v1", server.uri()), "hi"])
+        .output()
+        .unwrap();
+    let lines = json_lines(&output.stdout);
+    let retrying: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "retrying").collect();
+    assert_eq!(retrying.len(), 1, "{lines:?}");
+    // The date has whole seconds: 4 s ahead is 3 to 4 s of waiting.
+    let delay = retrying[0]["delay_ms"].as_u64().unwrap();
+    assert!((2_500..=4_000).contains(&delay), "waited {delay} ms for a date 4 s ahead");
+    assert_eq!(requests(&server).await, 2);
+}
+
 /// A server that accepts connections and reads requests; `keep_alive`
 /// then answers 200 with an event stream of keep-alive comments every
 /// 100 ms, else it never answers.
