@@ -14,14 +14,21 @@ pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitStatus,
     let json = args.json;
     match prepare_exec(model, args) {
         Ok((settings, options)) => {
-            let shutdown = signals::watch(|| {}).context("cannot install the signal handlers")?;
+            // A second signal exits at once, but a script still gets its line.
+            let before_exit: fn(signals::StopSignal) =
+                if json { |signal| exec::write_result_if_missing(signal.name()) } else { |_| {} };
+            let shutdown =
+                signals::watch(before_exit).context("cannot install the signal handlers")?;
             let status = exec::run(&settings, options, shutdown.token()).await;
             Ok(shutdown.exit_status(status))
         }
         // Scripts reading --json get their `result` line even for bad usage.
         Err(error) if json => {
-            let line = ResultLine::failure(error.to_string());
-            exec::write_json_line(&line.to_json());
+            let line = match error.exit_status() {
+                ExitStatus::Usage => ResultLine::usage_error(error.to_string()),
+                _ => ResultLine::failure(error.to_string()),
+            };
+            exec::write_result(&line);
             let _ = writeln!(std::io::stderr(), "{}", error.render());
             Ok(error.exit_status())
         }

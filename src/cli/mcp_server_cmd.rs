@@ -197,9 +197,10 @@ impl KeelServer {
             crate::exec::run_headless(&settings, &options, Box::new(Silent), cancel).await;
         let text = answer_text(&line);
         let mut result = match line.status {
-            ExecStatus::Failed | ExecStatus::BudgetExceeded | ExecStatus::Stuck => {
-                CallToolResult::error(vec![ContentBlock::text(text)])
-            }
+            ExecStatus::Failed
+            | ExecStatus::BudgetExceeded
+            | ExecStatus::Stuck
+            | ExecStatus::UsageError => CallToolResult::error(vec![ContentBlock::text(text)]),
             ExecStatus::Completed
             | ExecStatus::Interrupted
             | ExecStatus::Unverified

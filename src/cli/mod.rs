@@ -298,8 +298,8 @@ pub fn parse_or_exit() -> Cli {
     let args: Vec<String> = std::env::args().collect();
     let is_usage_error = error.use_stderr();
     if is_usage_error && args.iter().any(|a| a == "exec") && args.iter().any(|a| a == "--json") {
-        let line = crate::exec::ResultLine::failure(usage_error_line(&error.to_string()));
-        crate::exec::write_json_line(&line.to_json());
+        let line = crate::exec::ResultLine::usage_error(usage_error_line(&error.to_string()));
+        crate::exec::write_result(&line);
     }
     error.exit()
 }

@@ -107,7 +107,7 @@ async fn open(
     let settings = launch.settings(None)?;
     let no_color = std::env::var("NO_COLOR").ok();
     // A second signal exits at once, so the screen is restored first.
-    let shutdown = signals::watch(tui::restore_terminal)?;
+    let shutdown = signals::watch(|_| tui::restore_terminal())?;
     let options = TuiOptions {
         first_prompt,
         approval: mode.approval().unwrap_or(settings.default_mode),

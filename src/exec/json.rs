@@ -39,7 +39,7 @@ impl JsonPrinter {
         if let Some(object) = value.as_object_mut() {
             object.insert("schema_version".into(), json!(SCHEMA_VERSION));
         }
-        write_line(&mut std::io::stdout().lock(), &value);
+        super::result_gate::write(&value);
     }
 }
 
@@ -65,6 +65,9 @@ impl Drop for JsonPrinter {
 
 impl EventSink for JsonPrinter {
     fn emit(&mut self, event: RuntimeEvent) {
+        if let RuntimeEvent::SessionStarted { session_id, log_path, .. } = &event {
+            super::result_gate::note_session(session_id, log_path);
+        }
         for line in self.lines("", event) {
             self.write(&line);
         }
@@ -213,6 +216,9 @@ pub enum ExecStatus {
     BudgetExceeded,
     /// The model kept repeating itself after keel pointed it out.
     Stuck,
+    /// The command line or the configuration was wrong (exit 2): nothing
+    /// was asked of the model, so a script can tell this from `failed`.
+    UsageError,
 }
 
 impl ExecStatus {
@@ -227,6 +233,7 @@ impl ExecStatus {
             Self::NeedsApproval => "needs_approval",
             Self::BudgetExceeded => "budget_exceeded",
             Self::Stuck => "stuck",
+            Self::UsageError => "usage_error",
         }
     }
 
@@ -250,6 +257,7 @@ impl ExecStatus {
             Self::Failed => ExitStatus::Failed,
             Self::BudgetExceeded => ExitStatus::BudgetExceeded,
             Self::Stuck => ExitStatus::Stuck,
+            Self::UsageError => ExitStatus::Usage,
         }
     }
 }
@@ -305,6 +313,11 @@ impl ResultLine {
         }
     }
 
+    /// The line for a usage or configuration error (exit 2).
+    pub fn usage_error(error: String) -> Self {
+        Self { status: ExecStatus::UsageError, ..Self::failure(error) }
+    }
+
     pub fn to_json(&self) -> Value {
         json!({"type": "result", "schema_version": SCHEMA_VERSION,
         "status": self.status, "final_text": self.final_text,
@@ -339,6 +352,7 @@ mod tests {
             (ExecStatus::NeedsApproval, "needs_approval", 3),
             (ExecStatus::BudgetExceeded, "budget_exceeded", 4),
             (ExecStatus::Stuck, "stuck", 5),
+            (ExecStatus::UsageError, "usage_error", 2),
         ];
         for (status, name, code) in table {
             let mut line = ResultLine::failure(String::new());

@@ -25,6 +25,7 @@
 mod human;
 mod json;
 mod json_items;
+mod result_gate;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -45,6 +46,7 @@ use crate::runtime::{
 pub use crate::exit::ExitStatus;
 pub use human::HumanPrinter;
 pub use json::{ExecStatus, JsonPrinter, ResultLine};
+pub use result_gate::{write_result, write_result_if_missing};
 
 /// What the user asked `keel exec` to do.
 #[derive(Debug, Clone)]
@@ -142,7 +144,7 @@ pub async fn run_headless(
                 | RuntimeError::PromptTooLarge(_)
                 | RuntimeError::CommandTooLarge { .. } => ExitStatus::Failed,
             };
-            let line = ResultLine::failure(error.to_string());
+            let line = usage_marked(status, ResultLine::failure(error.to_string()));
             return Headless { status, line, shown_error: None };
         }
     };
@@ -249,7 +251,15 @@ pub async fn run_headless(
             (status, line)
         }
     };
-    Headless { status, line, shown_error }
+    Headless { status, line: usage_marked(status, line), shown_error }
+}
+
+/// A run that exits 2 (usage) says so in its `result` status too.
+fn usage_marked(status: ExitStatus, line: ResultLine) -> ResultLine {
+    match status {
+        ExitStatus::Usage => ResultLine { status: ExecStatus::UsageError, ..line },
+        _ => line,
+    }
 }
 
 /// How the session's last turn ended, as `keel sessions` says it
@@ -373,7 +383,7 @@ fn budget_error(session: &Session) -> String {
 /// final text on stdout and any error on stderr.
 fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     if json {
-        json::write_line(&mut std::io::stdout().lock(), &line.to_json());
+        write_result(line);
         return;
     }
     let mut stderr = std::io::stderr().lock();
@@ -408,7 +418,8 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         | ExecStatus::Failed
         | ExecStatus::Interrupted
         | ExecStatus::BudgetExceeded
-        | ExecStatus::Stuck => {}
+        | ExecStatus::Stuck
+        | ExecStatus::UsageError => {}
     }
     let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
     match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {

@@ -2,7 +2,13 @@
 //! "stop": the first one cancels (the running command's process group goes
 //! through the kill ladder, the turn is recorded as interrupted, the log is
 //! closed and the result printed), and the run exits with 128 + the
-//! signal's number (130, 143, 129, 131); a second one exits at once.
+//! signal's number (130, 143, 129, 131); a second one exits at once, with
+//! its own code, after `before_exit` (which writes `exec --json`'s
+//! `result` line if it is not out yet, and restores the TUI's terminal).
+//!
+//! The same signal again within [`REPEAT_WINDOW`] of the first is not a
+//! second request: coreutils `timeout` and CI runners signal keel and then
+//! its whole process group, so keel receives their one stop twice.
 //!
 //! Closing a terminal sends SIGHUP; `timeout`, systemd, Kubernetes and CI
 //! runners send SIGTERM; unhandled, any of them would kill keel with its
@@ -22,11 +28,16 @@ use std::io;
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::ExitStatus;
+
+/// How soon after the first a repeat of the same signal counts as the
+/// same request (delivered once to keel and once to its process group).
+pub const REPEAT_WINDOW: Duration = Duration::from_secs(1);
 
 /// A signal that asks keel to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,9 +111,9 @@ impl Shutdown {
 }
 
 /// Installs the handlers and watches them on a task. `before_exit` runs
-/// when a second signal makes keel exit at once (the TUI restores the
-/// terminal there).
-pub fn watch(before_exit: fn()) -> io::Result<Shutdown> {
+/// when a second signal makes keel exit at once, with that signal (the
+/// TUI restores the terminal there, `exec` writes its `result` line).
+pub fn watch(before_exit: fn(StopSignal)) -> io::Result<Shutdown> {
     let mut streams = [
         (StopSignal::Interrupt, signal(SignalKind::interrupt())?),
         (StopSignal::Terminate, signal(SignalKind::terminate())?),
@@ -116,20 +127,37 @@ pub fn watch(before_exit: fn()) -> io::Result<Shutdown> {
     };
     let watcher = shutdown.clone();
     tokio::spawn(async move {
+        let mut first_at = None;
         loop {
             let Some(received) = next_signal(&mut streams).await else { return };
             if received.is_typed_at_a_keyboard() && watcher.keyboard_paused.load(Ordering::SeqCst) {
                 continue;
             }
-            if watcher.first.set(received).is_err() {
-                before_exit();
-                std::process::exit(received.exit_status() as i32);
+            let now = Instant::now();
+            match (watcher.signal(), first_at) {
+                (None, _) | (_, None) => {
+                    let _ = watcher.first.set(received);
+                    first_at = Some(now);
+                    tracing::debug!("{} received: stopping", received.name());
+                    watcher.token.cancel();
+                }
+                (Some(first), Some(at)) if is_repeat(first, at, received, now) => {
+                    tracing::debug!("{} again: the same stop, delivered twice", received.name());
+                }
+                (Some(_), Some(_)) => {
+                    before_exit(received);
+                    std::process::exit(received.exit_status() as i32);
+                }
             }
-            tracing::debug!("{} received: stopping", received.name());
-            watcher.token.cancel();
         }
     });
     Ok(shutdown)
+}
+
+/// Whether `second` at `now` is `first` (received at `first_at`) again:
+/// the same signal within [`REPEAT_WINDOW`].
+fn is_repeat(first: StopSignal, first_at: Instant, second: StopSignal, now: Instant) -> bool {
+    first == second && now.saturating_duration_since(first_at) < REPEAT_WINDOW
 }
 
 /// The next signal of any of `streams` (`None` once they are all closed).
@@ -154,6 +182,16 @@ mod tests {
         assert_eq!(StopSignal::Hangup.exit_status() as i32, 128 + 1);
         assert_eq!(StopSignal::Quit.exit_status() as i32, 128 + 3);
         assert_eq!(StopSignal::Terminate.exit_status() as i32, 128 + 15);
+    }
+
+    #[test]
+    fn the_same_signal_within_the_window_is_one_request() {
+        let at = Instant::now();
+        let soon = at + Duration::from_millis(10);
+        let (term, int) = (StopSignal::Terminate, StopSignal::Interrupt);
+        assert!(is_repeat(term, at, term, soon), "timeout's copy to the group");
+        assert!(!is_repeat(term, at, int, soon), "another signal is a second request");
+        assert!(!is_repeat(int, at, int, at + REPEAT_WINDOW), "a later Ctrl-C is one too");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! The running command's whole process group is killed (a background child
 //! included), the turn is recorded as interrupted, the log closed with
 //! `session_ended`, the `result` line printed, and keel exits with 128 + the
-//! signal's number. A second signal exits at once.
+//! signal's number. A second signal exits at once, after the `result`
+//! line; the same signal twice at once (`timeout` signals keel and its
+//! process group) is one stop.
 //!
 //! The command's processes carry a marker in their environment, so the
 //! test finds them in /proc whatever their pids (and whatever PID namespace
@@ -167,14 +169,22 @@ async fn a_second_signal_exits_at_once() {
     send(&child, "-TERM");
     wait_for_marked(&hook_marker, 1);
     let sent = Instant::now();
-    send(&child, "-TERM");
+    // Another signal: a second request (the same one at once is a copy).
+    send(&child, "-INT");
     let exit = child.wait().unwrap();
     let waited = sent.elapsed();
     for pid in marked(&hook_marker) {
         let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
     }
-    assert_eq!(exit.code(), Some(143));
+    assert_eq!(exit.code(), Some(130));
     assert!(waited < BOUND, "the second signal did not end keel: {waited:?}");
+    let lines: Vec<Value> =
+        reader.lines().map(|line| serde_json::from_str(&line.unwrap()).unwrap()).collect();
+    let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "result").collect();
+    assert_eq!(results.len(), 1, "one result line, even when exiting at once: {lines:?}");
+    assert_eq!(lines.last(), Some(results[0]), "the result line is the last");
+    assert_eq!(results[0]["status"], "interrupted");
+    assert!(results[0]["session_id"].is_string(), "{}", results[0]);
     let log = sandbox.only_log();
     assert_ne!(log.last().unwrap()["type"], "session_ended", "it did not wait for the hook");
     assert_eq!(marked(&marker), Vec::<u32>::new(), "the call's processes were killed first");
@@ -188,4 +198,58 @@ async fn a_second_signal_exits_at_once() {
         .map(|entry| entry.path())
         .collect();
     assert!(left.is_empty(), "the hook's input was left in the temp dir: {left:?}");
+}
+
+/// coreutils `timeout` signals keel, then its whole process group: two
+/// SIGTERMs at once. Every run still ends with its `result` line and 143
+/// (before: 4 of 8 runs had none). `KEEL_TIMEOUT_RUNS` (default 20) sets
+/// how many runs, 4 at a time.
+#[tokio::test(flavor = "multi_thread")]
+async fn timeout_s_double_sigterm_always_leaves_a_result_line() {
+    let runs: usize =
+        std::env::var("KEEL_TIMEOUT_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(20);
+    let mut outcomes = Vec::new();
+    for batch in 0..runs.div_ceil(4) {
+        let mut running = Vec::new();
+        for _ in 0..4.min(runs - batch * 4) {
+            let sandbox = Sandbox::new();
+            let marker = marker();
+            let server = sleeping_model(&marker).await;
+            running.push(tokio::task::spawn_blocking(move || {
+                let output = Command::new("timeout")
+                    .args(["-s", "TERM", "--preserve-status", "2"])
+                    .arg(assert_cmd::cargo::cargo_bin("keel"))
+                    .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+                    .args(["--model", "m", "--base-url", &format!("{}/v1", server.uri()), "wait"])
+                    .env_clear()
+                    .env("PATH", std::env::var("PATH").unwrap_or_default())
+                    .env("HOME", &sandbox.home)
+                    .env("KEEL_HOME", &sandbox.home)
+                    .current_dir(&sandbox.repo)
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap();
+                let left = marked(&marker);
+                drop((sandbox, server));
+                (output, left)
+            }));
+        }
+        for run in running {
+            outcomes.push(run.await.unwrap());
+        }
+    }
+    let mut with_result = 0;
+    for (output, left) in &outcomes {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let last: Value =
+            stdout.lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+        assert_eq!(last["type"], "result", "no result line last: {stdout}");
+        assert_eq!(last["status"], "interrupted", "{last}");
+        assert_eq!(stdout.matches("\"type\":\"result\"").count(), 1, "{stdout}");
+        assert_eq!(output.status.code(), Some(143), "the documented code for SIGTERM");
+        assert!(left.is_empty(), "a process of the call survived: {left:?}");
+        with_result += 1;
+    }
+    println!("timeout -s TERM 2 keel exec --json: {with_result} result lines of {runs} runs");
+    assert_eq!(with_result, runs);
 }

@@ -180,7 +180,7 @@ fn json_usage_errors_from_flag_parsing_still_end_with_a_result_line() {
     let lines = json_lines(&output.stdout);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["type"], "result");
-    assert_eq!(lines[0]["status"], "failed");
+    assert_eq!(lines[0]["status"], "usage_error", "a bad flag is told apart from a dead server");
     assert!(lines[0]["error"].as_str().unwrap().contains("gemini"), "{}", lines[0]);
 }
 

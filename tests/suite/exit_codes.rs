@@ -41,7 +41,7 @@ fn exec_usage_and_config_errors_exit_2_with_a_result_line() {
     let result = json_lines(&usage.stdout).pop().unwrap();
     assert_eq!(
         (result["type"].as_str(), result["status"].as_str()),
-        (Some("result"), Some("failed"))
+        (Some("result"), Some("usage_error"))
     );
 
     write_home(&sandbox, "config.toml", "max_steps = \"many\"\n");
@@ -49,7 +49,7 @@ fn exec_usage_and_config_errors_exit_2_with_a_result_line() {
     let (code, stderr) = code_and_stderr(&config);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("config.toml"), "{stderr}");
-    assert_eq!(json_lines(&config.stdout).pop().unwrap()["status"], "failed");
+    assert_eq!(json_lines(&config.stdout).pop().unwrap()["status"], "usage_error");
 }
 
 /// `keel exec -` with nothing on stdin says stdin was empty (before: "pass

@@ -214,7 +214,7 @@ async fn a_cost_limit_on_a_model_without_prices_is_a_usage_error() {
         }
         if json {
             let result = json_lines(&output.stdout).pop().unwrap();
-            assert_eq!(result["status"], "failed");
+            assert_eq!(result["status"], "usage_error");
         }
     }
     assert!(request_bodies(&server).await.is_empty(), "never a silent no-limit run");
