@@ -19,7 +19,11 @@
 //! content in one checkpoint: such a file is kept out of the shadow index
 //! altogether (so a restore leaves it alone rather than writing an old
 //! version) and named in [`Snapshot::skipped`]; a restore first snapshots
-//! the current state, so an undo can itself be undone.
+//! the current state, so an undo can itself be undone. A failed git
+//! command gives its space back: git leaves the temporary object it was
+//! writing (`objects/xx/tmp_obj_*`) when it dies, e.g. on a full disk,
+//! and that file would keep the disk full for every later session of
+//! this KEEL_HOME; [`ShadowRepo`] removes such files after any failure.
 //!
 //! # Large repositories
 //!
@@ -383,6 +387,7 @@ impl ShadowRepo {
         let output = run(&spec, &CancellationToken::new()).await?;
         let command = args.join(" ");
         if !output.success() {
+            self.remove_temporary_objects();
             let stderr = output.stderr.text().trim().to_owned();
             return Err(CheckpointError::Git { command, stderr });
         }
@@ -390,6 +395,30 @@ impl ShadowRepo {
             return Err(CheckpointError::TooMuchOutput { command, limit: OUTPUT_LIMIT });
         }
         Ok(output.stdout.text())
+    }
+}
+
+impl ShadowRepo {
+    /// Deletes the temporary files a git that died mid-write left in the
+    /// object store (`tmp_obj_*` loose objects, `tmp_*` packs). Best
+    /// effort: what cannot be listed or removed stays, as before.
+    fn remove_temporary_objects(&self) {
+        let objects = self.git_dir.join("objects");
+        let Ok(entries) = std::fs::read_dir(&objects) else { return };
+        let mut folders = vec![objects.clone()];
+        folders.extend(entries.flatten().map(|entry| entry.path()).filter(|path| path.is_dir()));
+        for folder in folders {
+            let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                let temporary = name.starts_with("tmp_obj_")
+                    || (folder.ends_with("pack") && name.starts_with("tmp_"));
+                if temporary && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
     }
 }
 

@@ -3,6 +3,7 @@ mod adversarial_files;
 mod adversarial_git;
 mod adversarial_trust;
 mod canary;
+mod checkpoint_disk;
 mod cli_small;
 mod commands_e2e;
 mod config_flags;
