@@ -9,7 +9,7 @@
 //!   killed (SIGKILL) when the command ends, times out, is cancelled, or the
 //!   [`run`] future is dropped: no process outlives its command, including
 //!   ones it backgrounded. Commands that must keep running past their own
-//!   exit (servers, daemons) are therefore not supported here.
+//!   exit (servers, daemons) are started with [`background`] instead.
 //! - A timeout is not an error: [`run`] returns the partial output with
 //!   `timed_out` set. Cancellation is [`SandboxError::Cancelled`].
 //!
@@ -22,8 +22,13 @@
 //! [`run`] removes any `.git`, `.keel` or `.claude` it created
 //! ([`protected`]).
 //!
+//! Background processes ([`background`]) are the one kind of child that
+//! outlives its call: started in the same jail, they run until stopped,
+//! until the session ends, or until keel dies (the jail dies with it).
+//!
 //! Files: `process.rs` and `group.rs` (spawning, process groups, the kill ladder), `capture.rs`
-//! (bounded capture), `server.rs` (long-running stdio servers for MCP: piped, stderr to a bounded
+//! (bounded capture), `background.rs` and `ring.rs` (background processes: the model's
+//! long-running commands, output in a ring read by position), `server.rs` (long-running stdio servers for MCP: piped, stderr to a bounded
 //! log, kill ladder on stop, SIGKILL on drop; `failed_start` after a failed handshake),
 //! `confinement.rs` (what a confined command may do, the launcher's arguments, the session-start
 //! probe, `looks_like_violation`), `jail/` (`keel sandbox-exec`: `namespaces.rs`, `mounts.rs`,
@@ -33,6 +38,7 @@
 //! (every child starts from an empty environment, filtered or minimal). Why the jail is built as it
 //! is: `docs/security.md`.
 
+pub mod background;
 mod capture;
 pub mod confinement;
 mod env_filter;
@@ -41,6 +47,7 @@ pub mod jail;
 pub mod landlock;
 mod process;
 pub mod protected;
+mod ring;
 pub mod server;
 
 use std::ffi::OsString;
@@ -136,6 +143,13 @@ async fn settle_read_only() {
     {
         confinement.read_only.extend(paths);
     }
+}
+
+/// Makes the session confinement complete for a command of the model
+/// that can write and is spawned outside [`run`] (a background process,
+/// [`background::start`]): the pending read-only paths are added first.
+pub async fn settle_before_writable_command() {
+    settle_read_only().await;
 }
 
 /// Runs `spec` (see [`process::run`]), confined by the session's sandbox
