@@ -58,6 +58,9 @@ pub fn tool_kind(tool: &str) -> ToolKind {
         "read_file" | "list_dir" | "glob" | "grep" | "load_skill" | "read_memory" | "agent" => {
             ToolKind::Read
         }
+        // Reading a background process's output and ending it change no
+        // file (writing to its stdin is a write: it can run anything).
+        "process_output" | "process_stop" => ToolKind::Read,
         mcp if mcp.starts_with("mcp__") => ToolKind::Read,
         "shell" => ToolKind::Shell,
         _ => ToolKind::Write,

@@ -242,6 +242,7 @@ impl Session {
 
     /// Closes the session: records why, synced.
     pub async fn end(&mut self, reason: &str) -> Result<(), RuntimeError> {
+        self.tools.processes().stop_all().await;
         self.mcp_shutdown().await;
         self.session_end_hooks(reason).await?;
         self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;

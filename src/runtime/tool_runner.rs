@@ -1,6 +1,7 @@
 //! The session's tool runner: the registry (built-ins and MCP tools),
 //! what the tools share for the session (read-before-write memory, the
-//! skills `load_skill` loads, the memory notes `read_memory` reads) and how
+//! skills `load_skill` loads, the memory notes `read_memory` reads, the
+//! background processes `shell` started) and how
 //! many reads run at once. It builds each batch's `ToolContext` and runs
 //! calls; hooks, policy and file bookkeeping around them stay in
 //! `execute.rs`.
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::memory::MemoryNote;
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 use crate::skills::Skill;
+use crate::tools::processes::BackgroundProcesses;
 use crate::tools::{BatchMode, FileStates, Tool, ToolContext, ToolRegistry, run_batch};
 
 pub(super) struct ToolRunner {
@@ -26,6 +28,8 @@ pub(super) struct ToolRunner {
     memory: Arc<Vec<MemoryNote>>,
     /// How many calls judged reads run at once (`shell.max_parallel`).
     max_parallel: usize,
+    /// The background processes the session's `shell` calls started.
+    processes: Arc<BackgroundProcesses>,
 }
 
 impl ToolRunner {
@@ -42,6 +46,7 @@ impl ToolRunner {
             skills: Arc::new(skills),
             memory: Arc::new(memory),
             max_parallel: max_parallel_or_default(max_parallel),
+            processes: Arc::default(),
         }
     }
 
@@ -58,6 +63,12 @@ impl ToolRunner {
             .with_skills(self.skills.clone())
             .with_memory(self.memory.clone())
             .with_read_only(read_only)
+            .with_processes(self.processes.clone())
+    }
+
+    /// The session's background processes (`/ps`, the session's end).
+    pub(super) fn processes(&self) -> &Arc<BackgroundProcesses> {
+        &self.processes
     }
 
     /// Runs calls judged reads together, results in call order.

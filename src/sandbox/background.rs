@@ -84,7 +84,7 @@ impl Shared {
 pub struct BackgroundProcess {
     group: ProcessGroup,
     pid: Option<u32>,
-    stdin: Option<ChildStdin>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     shared: Arc<Shared>,
     /// Owns the child (`kill_on_drop`) and records its exit.
     waiter: tokio::task::JoinHandle<()>,
@@ -162,6 +162,7 @@ pub fn start(
         *for_waiter.exit.lock().unwrap_or_else(PoisonError::into_inner) = Some(exit);
         for_waiter.changed.notify_waiters();
     });
+    let stdin = tokio::sync::Mutex::new(stdin);
     Ok(BackgroundProcess { group, pid, stdin, shared, waiter })
 }
 
@@ -196,6 +197,11 @@ impl BackgroundProcess {
     /// Bytes it wrote so far (dropped ones included).
     pub fn written(&self) -> u64 {
         self.shared.ring().written()
+    }
+
+    /// Bytes written since the last read.
+    pub fn unread(&self) -> u64 {
+        self.shared.ring().unread()
     }
 
     /// Waits until there is unread output or the process has ended, at
@@ -241,8 +247,9 @@ impl BackgroundProcess {
     }
 
     /// Writes `input` to its stdin.
-    pub async fn write(&mut self, input: &[u8]) -> std::io::Result<()> {
-        let Some(stdin) = self.stdin.as_mut() else {
+    pub async fn write(&self, input: &[u8]) -> std::io::Result<()> {
+        let mut stdin = self.stdin.lock().await;
+        let Some(stdin) = stdin.as_mut() else {
             return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
         };
         stdin.write_all(input).await?;
@@ -251,8 +258,8 @@ impl BackgroundProcess {
 
     /// Ends it and everything it started: closes its stdin, runs the kill
     /// ladder on its group, and waits for the exit to be recorded.
-    pub async fn stop(&mut self) -> Option<Exit> {
-        drop(self.stdin.take());
+    pub async fn stop(&self) -> Option<Exit> {
+        drop(self.stdin.lock().await.take());
         if self.exit().is_none() {
             let _ = self.group.end().await;
         }
@@ -280,8 +287,7 @@ mod tests {
 
     #[tokio::test]
     async fn output_is_read_as_it_comes_and_stop_ends_the_group() {
-        let mut process =
-            start(&script("echo ready; sh -c 'sleep 1000 & sleep 1000'"), None).unwrap();
+        let process = start(&script("echo ready; sh -c 'sleep 1000 & sleep 1000'"), None).unwrap();
         process.wait_for_output(Duration::from_secs(10)).await;
         assert_eq!(process.read_new(1024).text, "ready\n");
         assert_eq!(process.read_new(1024), NewOutput::default(), "nothing new");
@@ -294,7 +300,7 @@ mod tests {
 
     #[tokio::test]
     async fn stdin_reaches_the_process_and_its_exit_is_recorded() {
-        let mut process = start(&script("read line; echo \"got $line\"; exit 4"), None).unwrap();
+        let process = start(&script("read line; echo \"got $line\"; exit 4"), None).unwrap();
         process.write(b"hello\n").await.unwrap();
         process.wait_for_exit(Duration::from_secs(10)).await;
         assert_eq!(process.exit(), Some(Exit::Code(4)));

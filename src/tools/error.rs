@@ -129,6 +129,9 @@ pub enum ToolError {
     /// out, or could not be reached. `kind` is the metadata's `kind`.
     #[error("{message}")]
     External { kind: &'static str, message: String },
+    /// A background process could not be started, found or written to.
+    #[error(transparent)]
+    Process(#[from] super::processes::ProcessError),
 }
 
 impl ToolError {
@@ -167,6 +170,7 @@ impl ToolError {
             Self::Cancelled | Self::Interrupted { .. } => "cancelled",
             Self::Internal { .. } => "internal",
             Self::External { kind, .. } => kind,
+            Self::Process(error) => error.kind(),
         }
     }
 
@@ -205,7 +209,8 @@ impl ToolError {
             | Self::Cancelled
             | Self::Interrupted { .. }
             | Self::Internal { .. }
-            | Self::External { .. } => None,
+            | Self::External { .. }
+            | Self::Process(_) => None,
         }
     }
 

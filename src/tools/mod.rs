@@ -37,10 +37,15 @@ mod grep_search;
 mod list_dir;
 mod load_skill;
 pub mod paths;
+mod process_output;
+mod process_stop;
+mod process_write;
+pub mod processes;
 mod read_file;
 mod read_memory;
 mod registry;
 mod shell;
+mod shell_background;
 mod write_file;
 
 #[cfg(test)]
@@ -88,6 +93,8 @@ pub struct ToolContext {
     pub call_id: String,
     /// Where a long-running tool reports progress, if anyone listens.
     pub progress: Option<ProgressSender>,
+    /// The session's background processes (`shell` with `background`).
+    pub processes: Arc<processes::BackgroundProcesses>,
 }
 
 /// Progress a running tool reported (an MCP server's
@@ -117,7 +124,14 @@ impl ToolContext {
             read_only: false,
             call_id: String::new(),
             progress: None,
+            processes: Arc::default(),
         }
+    }
+
+    /// The same context sharing the session's background processes.
+    pub fn with_processes(mut self, processes: Arc<processes::BackgroundProcesses>) -> Self {
+        self.processes = processes;
+        self
     }
 
     /// The same context reporting progress to `sender`.

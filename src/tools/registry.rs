@@ -11,8 +11,8 @@ use std::time::Instant;
 use super::args::parse_json;
 use super::{Tool, ToolContext, ToolError};
 use super::{
-    apply_patch, edit_file, glob, grep, list_dir, load_skill, read_file, read_memory, shell,
-    write_file,
+    apply_patch, edit_file, glob, grep, list_dir, load_skill, process_output, process_stop,
+    process_write, read_file, read_memory, shell, write_file,
 };
 use crate::protocol::{ResultKind, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec};
 use crate::support::panic_guard::{self, Guarded};
@@ -35,6 +35,9 @@ impl ToolRegistry {
                 Box::new(edit_file::EditFile),
                 Box::new(apply_patch::ApplyPatch),
                 Box::new(shell::Shell),
+                Box::new(process_output::ProcessOutput),
+                Box::new(process_write::ProcessWrite),
+                Box::new(process_stop::ProcessStop),
                 Box::new(load_skill::LoadSkill),
                 Box::new(read_memory::ReadMemory),
             ],
@@ -198,6 +201,9 @@ mod tests {
                 "edit_file",
                 "apply_patch",
                 "shell",
+                "process_output",
+                "process_write",
+                "process_stop",
                 "load_skill",
                 "read_memory"
             ]

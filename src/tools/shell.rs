@@ -8,7 +8,8 @@
 //! [`MAX_TIMEOUT_MS`]) and the user's cancellation; the output the model
 //! sees is at most [`MAX_OUTPUT_BYTES`] (head and tail kept). A non-zero
 //! exit is a normal result (the model reads the exit code); failing to
-//! start, timing out and being cancelled are errors.
+//! start, timing out and being cancelled are errors. With `background`
+//! the command is left running instead ([`super::shell_background`]).
 
 use std::time::Duration;
 
@@ -35,7 +36,9 @@ exited 0, then stdout, then `--- stderr ---` and stderr if any; long output keep
 Each call is a fresh shell: `cd`, `export` and a virtualenv do not carry over (chain with `&&` or \
 use `workdir`). `pipefail` is on: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a \
 writer cut by `head` may exit 141). stdin is closed. Credentials in the environment (*_API_KEY, \
-*_TOKEN, …) are not passed on.";
+*_TOKEN, …) are not passed on. `background: true` leaves a long-running command (a server, a \
+watcher) running and returns its id and its first second of output (`timeout_ms` does not apply); \
+then use process_output, process_write and process_stop.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
@@ -48,6 +51,9 @@ pub struct ShellArgs {
     /// Counts the command as a check of your change when it exits 0 (tests and builds count anyway).
     #[serde(default)]
     pub verify: bool,
+    /// Leaves the command running (servers, watchers, REPLs): returns its id and first output.
+    #[serde(default)]
+    pub background: bool,
 }
 
 /// What every command runs under: a pipeline fails when any part fails.
@@ -84,6 +90,10 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         }
     })
     .await?;
+    if args.background {
+        let script = format!("{PIPEFAIL}{}", args.command);
+        return super::shell_background::start(&args.command, script, dir, &rel, ctx).await;
+    }
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
     let spec = CommandSpec::script(format!("{PIPEFAIL}{}", args.command), dir)
         .for_model()

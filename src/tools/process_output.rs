@@ -1,0 +1,75 @@
+//! `process_output`: the output a background process wrote since the last
+//! read, waiting up to `wait_ms` for some when there is none yet.
+//!
+//! Invariants: a read, so it runs alongside other reads and is allowed in
+//! every mode; it returns at once when output is waiting or the process
+//! ended, and at most [`MAX_OUTPUT_BYTES`] (the newest; the rest is
+//! counted as dropped); the user's Ctrl-C ends the wait, not the process.
+//! A process that ended is forgotten once its last output was returned.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::processes::{self, render_output};
+use super::{BoxFuture, MAX_OUTPUT_BYTES, ToolContext, ToolError, TypedTool};
+use crate::protocol::{ToolClass, ToolOutput};
+
+pub const NAME: &str = "process_output";
+
+const DESCRIPTION: &str = "Read what a background process (started by `shell` with \
+`background: true`) wrote since the last read, stdout and stderr interleaved, with whether it \
+still runs. `wait_ms` waits up to that long for new output (at most 60000) when there is none.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ProcessOutputArgs {
+    /// The id `shell` returned.
+    pub id: u32,
+    /// Milliseconds to wait for new output when there is none yet. Defaults to 0.
+    pub wait_ms: Option<u64>,
+}
+
+pub struct ProcessOutput;
+
+impl TypedTool for ProcessOutput {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::ReadOnly;
+    type Args = ProcessOutputArgs;
+
+    fn call<'a>(
+        &'a self,
+        args: ProcessOutputArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let process = ctx.processes.get(args.id)?;
+            tokio::select! {
+                () = process.wait_for_output(processes::wait(args.wait_ms)) => {}
+                () = ctx.cancel.cancelled() => {}
+            }
+            Ok(read(ctx, args.id, &process))
+        })
+    }
+}
+
+/// Reads `id`'s new output as a result, forgetting it if it ended.
+pub(super) fn read(
+    ctx: &ToolContext,
+    id: u32,
+    process: &crate::sandbox::background::BackgroundProcess,
+) -> ToolOutput {
+    let command = ctx.processes.command(id);
+    // The exit first: once it is known, all the output is in the ring.
+    let exit = process.exit();
+    let output = process.read_new(MAX_OUTPUT_BYTES);
+    let status = if exit.is_some() {
+        ctx.processes.remove(id);
+        "exited"
+    } else {
+        "running"
+    };
+    let text = render_output(id, &command, exit, &output);
+    let meta = processes::meta(id, status, &command, process.pid(), exit)
+        .with("omitted_bytes", output.dropped);
+    ToolOutput { text, meta }
+}

@@ -1,0 +1,62 @@
+//! `process_write`: sends text to a background process's stdin, then
+//! returns what it answered within `wait_ms`.
+//!
+//! Invariants: judged as a change (input to a REPL can do anything the
+//! process can; it runs in the same jail as its start); stdin is a pipe,
+//! not a terminal, so control characters are bytes like any other (to
+//! interrupt, use `process_stop`).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::processes::{self, ProcessError};
+use super::{BoxFuture, ToolContext, ToolError, TypedTool};
+use crate::protocol::{ToolClass, ToolOutput};
+
+pub const NAME: &str = "process_write";
+
+/// How long it waits for an answer when the call names no wait.
+const DEFAULT_WAIT_MS: u64 = 1000;
+
+const DESCRIPTION: &str = "Write `input` to the stdin of a background process (a REPL, a \
+prompt) and return what it wrote back within `wait_ms` (default 1000). Include the newline \
+(`\\n`) a line-reading program waits for. stdin is a pipe, not a terminal.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ProcessWriteArgs {
+    /// The id `shell` returned.
+    pub id: u32,
+    /// The text to write, sent as is.
+    pub input: String,
+    /// Milliseconds to wait for its answer, at most 60000. Defaults to 1000.
+    pub wait_ms: Option<u64>,
+}
+
+pub struct ProcessWrite;
+
+impl TypedTool for ProcessWrite {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const CLASS: ToolClass = ToolClass::Mutating;
+    type Args = ProcessWriteArgs;
+
+    fn call<'a>(
+        &'a self,
+        args: ProcessWriteArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let process = ctx.processes.get(args.id)?;
+            process
+                .write(args.input.as_bytes())
+                .await
+                .map_err(|source| ProcessError::Input { id: args.id, source })?;
+            let wait = processes::wait(Some(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS)));
+            tokio::select! {
+                () = process.wait_for_output(wait) => {}
+                () = ctx.cancel.cancelled() => {}
+            }
+            Ok(super::process_output::read(ctx, args.id, &process))
+        })
+    }
+}
