@@ -34,6 +34,12 @@ pub(super) fn announce(state: &mut LoopState, effects: &mut Vec<Effect>) {
     parts.extend(
         state.hook_context.drain(..).map(|text| ContextPart { kind: ContextKind::Hook, text }),
     );
+    parts.extend(
+        state
+            .process_notes
+            .drain(..)
+            .map(|text| ContextPart { kind: ContextKind::Processes, text }),
+    );
     if parts.is_empty() {
         return;
     }
@@ -58,7 +64,7 @@ fn current(state: &LoopState, kind: ContextKind) -> Option<String> {
         ContextKind::ProjectInstructions | ContextKind::Memory | ContextKind::Skills => {
             state.observed.as_ref()?.section(kind).map(str::to_owned)
         }
-        ContextKind::Hook => None,
+        ContextKind::Hook | ContextKind::Processes => None,
     }
 }
 

@@ -189,6 +189,9 @@ pub struct LoopState {
     pub observed: Option<PrefixSections>,
     /// Context SessionStart hooks added, waiting for the next request.
     pub hook_context: Vec<String>,
+    /// What a resumed session says about the background processes it no
+    /// longer has, waiting for the next request.
+    pub process_notes: Vec<String>,
     /// A narrowing for the current turn only (a `/command`'s
     /// `allowed-tools`), on top of `config.tool_scope`; the turn's end
     /// clears it (logged as `turn_scope`, so a resumed turn keeps it).
@@ -249,6 +252,7 @@ impl LoopState {
             environment: String::new(),
             observed: None,
             hook_context: Vec::new(),
+            process_notes: Vec::new(),
             turn_scope: None,
             delegated: Delegated::default(),
             saving_plan: None,

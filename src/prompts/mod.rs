@@ -107,6 +107,7 @@ pub fn context_message(parts: &[ContextPart]) -> String {
             ContextKind::Memory => replaced("memory index", text),
             ContextKind::Skills => replaced("skills index", text),
             ContextKind::Hook => format!("# Session context (hook)\n\n{text}"),
+            ContextKind::Processes => format!("# Background processes\n\n{text}"),
         };
         out.push_str(&format!("\n{shown}\n"));
     }

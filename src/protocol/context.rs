@@ -30,11 +30,13 @@ pub enum ContextKind {
     Skills,
     /// Context a SessionStart hook added.
     Hook,
+    /// Background processes a resumed session no longer has.
+    Processes,
 }
 
 impl ContextKind {
     /// Every kind, in the order parts of one update are rendered.
-    pub const ALL: [ContextKind; 7] = [
+    pub const ALL: [ContextKind; 8] = [
         ContextKind::Environment,
         ContextKind::ProjectInstructions,
         ContextKind::Memory,
@@ -42,6 +44,7 @@ impl ContextKind {
         ContextKind::Mode,
         ContextKind::Workflow,
         ContextKind::Hook,
+        ContextKind::Processes,
     ];
 }
 
@@ -90,7 +93,8 @@ impl PrefixSections {
             ContextKind::Environment
             | ContextKind::Mode
             | ContextKind::Workflow
-            | ContextKind::Hook => None,
+            | ContextKind::Hook
+            | ContextKind::Processes => None,
         }
     }
 }

@@ -59,6 +59,7 @@ use crate::config::Settings;
 use crate::llm::LlmClient;
 use crate::protocol::SessionEvent;
 use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
+use crate::tools::processes::LeftRunning;
 
 use super::driver::{
     Opening, environment, loop_config, session_tools, setup_sandbox, tools_digest, workflow_setup,
@@ -94,15 +95,19 @@ impl Session {
         // Before reading: no other process appends while this one rebuilds.
         let lock = SessionLock::acquire(log_path)?;
         let mut links = SubagentLinks::default();
+        let mut left_running = LeftRunning::default();
         let report = for_each_entry(log_path, |entry| match entry {
             LogEntry::Record(record) => {
                 links.note(&record.event);
+                left_running.note(&record.event);
                 rebuilder.apply(record);
             }
             LogEntry::Unreadable { line, torn } => rebuilder.unreadable(line, torn),
         })?;
         let mut rebuilt = rebuilder.finish();
         refuse_to_guess(&rebuilt, log_path)?;
+        // Its background processes did not survive: the next request says so.
+        rebuilt.state.process_notes.extend(left_running.gone_note());
         // A resume keeps counting from the logged spend, under the logged
         // limits unless a flag changes them (recorded at the next request).
         let spend = &mut rebuilt.state.config.limits.spend;

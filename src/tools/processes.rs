@@ -12,8 +12,8 @@
 //!
 //! The facts front ends and the log read are in each result's metadata
 //! under `background` (`id`, `status`: `running`, `exited`, `stopped`,
-//! `pid`, `exit_code`, `signal`); a resumed session finds the processes the
-//! log left running from them ([`gone_after_resume`]).
+//! `command`, `pid`, `exit_code`, `signal`); a resumed session finds the
+//! processes the log left running from them ([`LeftRunning`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::protocol::ToolMeta;
+use crate::protocol::{ContextKind, SessionEvent, ToolMeta};
 use crate::sandbox::background::{BackgroundProcess, Exit, NewOutput};
 
 /// Background processes a session may have at once.
@@ -245,32 +245,54 @@ pub fn wait(wait_ms: Option<u64>) -> Duration {
     Duration::from_millis(wait_ms.unwrap_or(0).min(MAX_WAIT_MS))
 }
 
-/// From a rebuilt session's results, in log order: the background
-/// processes started and never seen to end, with their commands. A
-/// resumed session has none of them any more (keel's processes died with
-/// it), which the model must be told.
-pub fn gone_after_resume<'m>(metas: impl IntoIterator<Item = &'m ToolMeta>) -> Vec<(u32, String)> {
-    let mut open: BTreeMap<u32, String> = BTreeMap::new();
-    for meta in metas {
-        let Some(background) = meta.get("background") else { continue };
-        let Some(id) = background.get("id").and_then(Value::as_u64) else { continue };
+/// The background processes a session log left running: started and
+/// never seen to end, and not yet said to be gone. A resumed session has
+/// none of them (keel's processes died with it, or it stopped them as it
+/// ended), which its first request must tell the model.
+#[derive(Debug, Default)]
+pub struct LeftRunning {
+    open: BTreeMap<u32, String>,
+}
+
+impl LeftRunning {
+    /// Takes in one logged event, in log order.
+    pub fn note(&mut self, event: &SessionEvent) {
+        match event {
+            SessionEvent::ToolCallFinished { meta, .. } => self.note_meta(meta),
+            SessionEvent::ContextUpdated { parts }
+                if parts.iter().any(|part| part.kind == ContextKind::Processes) =>
+            {
+                // An earlier resume said so already.
+                self.open.clear();
+            }
+            _ => {}
+        }
+    }
+
+    fn note_meta(&mut self, meta: &ToolMeta) {
+        let Some(background) = meta.get("background") else { return };
+        let Some(id) = background.get("id").and_then(Value::as_u64) else { return };
         let id = u32::try_from(id).unwrap_or(u32::MAX);
         match background.get("status").and_then(Value::as_str) {
             Some("running") => {
                 let command = background.get("command").and_then(Value::as_str).unwrap_or("");
-                open.insert(id, command.to_owned());
+                self.open.insert(id, command.to_owned());
             }
             Some(_) => {
-                open.remove(&id);
+                self.open.remove(&id);
             }
             None => {}
         }
     }
-    open.into_iter().collect()
+
+    /// The note for the next request, if any process was left running.
+    pub fn gone_note(&self) -> Option<String> {
+        (!self.open.is_empty()).then(|| gone_note(&self.open))
+    }
 }
 
 /// What the first request of a resumed session says about them.
-pub fn gone_note(gone: &[(u32, String)]) -> String {
+fn gone_note(gone: &BTreeMap<u32, String>) -> String {
     let listed: Vec<String> =
         gone.iter().map(|(id, command)| format!("- {id}: `{command}`")).collect();
     format!(
@@ -285,20 +307,33 @@ pub fn gone_note(gone: &[(u32, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::{ContextPart, ToolResult};
 
     fn started(id: u32, command: &str) -> ToolMeta {
         meta(id, "running", command, Some(1), None)
     }
 
+    fn finished(meta: ToolMeta) -> SessionEvent {
+        SessionEvent::ToolCallFinished { result: ToolResult::ok("c", "o"), meta }
+    }
+
     #[test]
-    fn a_resume_names_the_processes_the_log_left_running() {
-        let metas = [
+    fn a_resume_names_the_processes_the_log_left_running_once() {
+        let mut left = LeftRunning::default();
+        for meta in [
             started(1, "python3 -m http.server"),
             started(2, "npm run watch"),
             meta(2, "stopped", "npm run watch", Some(1), Some(Exit::Signal(15))),
             ToolMeta::command(Some(0), None),
-        ];
-        assert_eq!(gone_after_resume(&metas), vec![(1, "python3 -m http.server".to_owned())]);
+        ] {
+            left.note(&finished(meta));
+        }
+        let note = left.gone_note().unwrap_or_default();
+        assert!(note.contains("are gone"), "{note}");
+        assert!(note.ends_with("\n- 1: `python3 -m http.server`"), "{note}");
+        let said = ContextPart { kind: ContextKind::Processes, text: note };
+        left.note(&SessionEvent::ContextUpdated { parts: vec![said] });
+        assert_eq!(left.gone_note(), None, "a second resume does not say it again");
     }
 
     #[test]

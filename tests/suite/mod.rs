@@ -2,6 +2,7 @@ mod adversarial_env;
 mod adversarial_files;
 mod adversarial_git;
 mod adversarial_trust;
+mod background_e2e;
 mod canary;
 mod checkpoint_disk;
 mod cli_small;

@@ -1,0 +1,222 @@
+//! Background processes through the real `keel exec --json` (issue 31,
+//! scope 4): `shell` with `background: true` leaves a server running in
+//! the session's jail, `process_output` reads it, `process_stop` ends it;
+//! a turn never waits for a live one; nothing survives the session, even
+//! `kill -9` of keel; a resumed session tells the model they are gone.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+fn calls(calls: Vec<(String, String)>) -> Step {
+    Step::Calls { text: None, calls }
+}
+
+fn background(command: &str) -> (String, String) {
+    call("shell", json!({"command": command, "background": true}))
+}
+
+/// `keel exec --json --full-auto` against `server`, with the system's
+/// python first on `PATH`.
+fn exec(sandbox: &Sandbox, server: &wiremock::MockServer) -> assert_cmd::Command {
+    let mut cmd = sandbox.keel();
+    cmd.env("PATH", format!("/usr/bin:/bin:{}", std::env::var("PATH").unwrap_or_default()))
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri())]);
+    cmd
+}
+
+/// The `item_completed` line of the `n`th call named `name`.
+fn completed<'l>(lines: &'l [Value], name: &str, n: usize) -> &'l Value {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "item_completed" && l["item"]["name"] == name)
+        .nth(n)
+        .unwrap_or_else(|| panic!("no item_completed #{n} of {name}"))
+}
+
+/// Processes on this host whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let zombie = stat.rsplit(')').next()?.trim_start().starts_with('Z');
+            (!zombie && String::from_utf8_lossy(&cmdline).contains(marker)).then_some(pid)
+        })
+        .collect()
+}
+
+/// Waits (bounded) until `done` holds.
+fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A marker unique to this test run, for finding its processes.
+fn marker(name: &str) -> String {
+    format!("keelbg{name}{}", std::process::id())
+}
+
+/// The server test: a python http server on a free port, polled, stopped.
+async fn serve_poll_stop(network: bool) {
+    let sandbox = Sandbox::new();
+    let steps = [
+        calls(vec![background("python3 -m http.server 0 --bind 127.0.0.1")]),
+        calls(vec![call("process_output", json!({"id": 1, "wait_ms": 200}))]),
+        calls(vec![call("process_stop", json!({"id": 1}))]),
+        Step::Answer("The server ran and is stopped.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let mut cmd = exec(&sandbox, &server);
+    if network {
+        cmd.args(["-c", "sandbox.network=true"]);
+    }
+    let output = cmd.arg("serve the folder").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines = json_lines(&output.stdout);
+
+    let started = &completed(&lines, "shell", 0)["item"];
+    assert_eq!(started["is_error"], false, "{started}");
+    assert_eq!(started["meta"]["background"]["status"], "running", "{started}");
+    assert_eq!(started["meta"]["background"]["id"], 1);
+    let text = started["output"].as_str().unwrap_or_default();
+    assert!(text.contains("Serving HTTP on 127.0.0.1 port"), "{text}");
+    let launcher = started["meta"]["background"]["pid"].as_u64().unwrap();
+
+    let polled = &completed(&lines, "process_output", 0)["item"];
+    assert_eq!(polled["meta"]["background"]["status"], "running", "{polled}");
+    assert!(polled["output"].as_str().unwrap_or_default().contains("is running."), "{polled}");
+
+    let stopped = &completed(&lines, "process_stop", 0)["item"];
+    assert_eq!(stopped["meta"]["background"]["status"], "stopped", "{stopped}");
+    assert!(stopped["output"].as_str().unwrap_or_default().contains("is stopped"), "{stopped}");
+    assert!(!Path::new(&format!("/proc/{launcher}")).exists(), "the jail's launcher survived");
+    assert!(processes_with("http.server 0 --bind").is_empty(), "the server survived");
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+}
+
+/// With the network on, the jail lets a server bind on the host's loopback.
+#[tokio::test]
+async fn a_server_started_in_the_background_is_polled_and_stopped() {
+    serve_poll_stop(true).await;
+}
+
+/// With default settings (network off) the jail refuses every inet socket
+/// until the jail has a loopback of its own.
+#[tokio::test]
+#[ignore = "needs loopback in the jail (net)"]
+async fn a_server_started_in_the_background_with_default_settings() {
+    serve_poll_stop(false).await;
+}
+
+#[tokio::test]
+async fn a_turn_ends_promptly_with_a_live_process_and_the_session_end_stops_it() {
+    let sandbox = Sandbox::new();
+    let marker = marker("turn");
+    let steps = [
+        calls(vec![background(&format!("exec -a {marker} sleep 1000"))]),
+        Step::Answer("Left it running.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let began = Instant::now();
+    let output = exec(&sandbox, &server).arg("start it").output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(began.elapsed() < Duration::from_secs(20), "took {:?}", began.elapsed());
+    let lines = json_lines(&output.stdout);
+    assert_eq!(completed(&lines, "shell", 0)["item"]["meta"]["background"]["status"], "running");
+    assert_eq!(lines.last().unwrap()["final_text"], "Left it running.");
+    assert!(processes_with(&marker).is_empty(), "the background process outlived keel");
+}
+
+#[tokio::test]
+async fn kill_9_of_keel_leaves_no_process_and_the_resume_says_it_is_gone() {
+    let sandbox = Sandbox::new();
+    let marker = marker("kill");
+    let command = format!("exec -a {marker} sleep 1000");
+    let steps = [
+        calls(vec![background(&command)]),
+        // Keel is busy here when it is killed.
+        calls(vec![call("shell", json!({"command": "sleep 60"}))]),
+        Step::Answer("Resumed.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let mut keel = std::process::Command::new(assert_cmd::cargo::cargo_bin("keel"));
+    keel.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &sandbox.home)
+        .env("KEEL_HOME", &sandbox.home)
+        .current_dir(&sandbox.repo)
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "start it"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = keel.spawn().unwrap();
+    let busy = || {
+        let Ok(dir) = std::fs::read_dir(sandbox.home.join("sessions")) else { return false };
+        dir.filter_map(Result::ok).any(|entry| {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            text.contains("sleep 60") && text.contains("\"tool_call_started\"")
+        })
+    };
+    wait_until("the second call started", Duration::from_secs(60), || {
+        busy() && !processes_with(&marker).is_empty()
+    });
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+    wait_until("the background process died with keel", Duration::from_secs(10), || {
+        processes_with(&marker).is_empty()
+    });
+
+    let output = exec(&sandbox, &server).args(["resume", "--last"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let bodies = request_bodies(&server).await;
+    let first_after = serde_json::to_string(&bodies[2]).unwrap();
+    assert!(first_after.contains("# Background processes"), "{first_after}");
+    assert!(first_after.contains("are gone"), "{first_after}");
+    assert!(first_after.contains(&format!("- 1: `{command}`")), "{first_after}");
+    let before = serde_json::to_string(&bodies[1]).unwrap();
+    assert!(!before.contains("# Background processes"), "said only after the resume");
+}
+
+/// With the network on; with default settings it needs the jail's own
+/// loopback (the `net` work): then drop the `-c`.
+#[tokio::test]
+async fn a_second_call_reaches_the_background_server_over_loopback() {
+    let sandbox = Sandbox::new();
+    sandbox.write("hello.txt", "hello from the server\n");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let serve = format!("python3 -m http.server {port} --bind 127.0.0.1");
+    let fetch = format!(
+        "curl -s --retry 20 --retry-connrefused --retry-delay 0 http://127.0.0.1:{port}/hello.txt"
+    );
+    let steps = [
+        calls(vec![background(&serve)]),
+        calls(vec![call("shell", json!({"command": fetch}))]),
+        calls(vec![call("process_stop", json!({"id": 1}))]),
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server)
+        .args(["-c", "sandbox.network=true", "serve and fetch"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let fetched = &completed(&lines, "shell", 1)["item"];
+    assert!(
+        fetched["output"].as_str().unwrap_or_default().contains("hello from the server"),
+        "{fetched}"
+    );
+}
