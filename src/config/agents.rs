@@ -104,7 +104,8 @@ impl AgentDefinition {
         let edit_tool = ["edit_file", "apply_patch"].contains(&tool);
         let allowed = listed(tool)
             || (edit_tool && listed("edit_file"))
-            || (edit_tool && listed("apply_patch"));
+            || (edit_tool && listed("apply_patch"))
+            || (PROCESS_TOOLS.contains(&tool) && listed("shell"));
         allowed && !self.disallowed.iter().any(|t| entry_names(t, tool))
     }
 
@@ -235,6 +236,15 @@ pub fn definition(
     {
         disallowed.push("apply_patch".to_owned());
     }
+    // The background-process tools act on what `shell` started: they go
+    // with it.
+    if disallowed.iter().any(|tool| tool == "shell") {
+        for tool in PROCESS_TOOLS {
+            if !disallowed.iter().any(|known| known == tool) {
+                disallowed.push(tool.to_owned());
+            }
+        }
+    }
     let plan_mode = file.text("permissionMode").is_some_and(|mode| mode == "plan");
     // Without a `tools` list the type may use every tool keel has (the
     // session may offer fewer), less the disallowed ones.
@@ -266,12 +276,18 @@ pub fn definition(
 
 /// The tools keel has under their own names (a definition may name them
 /// so, or by Claude Code's names).
-pub const KEEL_TOOLS: [&str; 10] = [
+/// The tools that act on the background processes `shell` starts.
+const PROCESS_TOOLS: [&str; 3] = ["process_output", "process_write", "process_stop"];
+
+pub const KEEL_TOOLS: [&str; 13] = [
     "read_file",
     "write_file",
     "edit_file",
     "apply_patch",
     "shell",
+    "process_output",
+    "process_write",
+    "process_stop",
     "glob",
     "grep",
     "list_dir",
@@ -305,6 +321,8 @@ pub fn keel_tool_name(item: &str) -> Option<&str> {
         "Write" => "write_file",
         "Edit" | "MultiEdit" => "edit_file",
         "Bash" => "shell",
+        "BashOutput" => "process_output",
+        "KillShell" | "KillBash" => "process_stop",
         "Glob" => "glob",
         "Grep" => "grep",
         "LS" => "list_dir",
@@ -383,7 +401,7 @@ mod tests {
         );
         assert_eq!(reader.tools, None);
         assert!(reader.read_only, "every tool left only reads");
-        for tool in ["write_file", "edit_file", "apply_patch", "shell"] {
+        for tool in ["write_file", "edit_file", "apply_patch", "shell", "process_write"] {
             assert!(!reader.may_use(tool), "{tool}");
         }
         assert!(reader.may_use("read_file") && reader.may_use("grep"));
@@ -392,6 +410,10 @@ mod tests {
             "---\nname: l\ndescription: d\ntools: Read, Bash\ndisallowedTools: [Bash]\n---\n",
         );
         assert!(listed.read_only && !listed.may_use("shell") && listed.may_use("read_file"));
+        assert!(!listed.may_use("process_output"), "the process tools go with shell");
+        // A type that may run commands may poll and stop the background ones.
+        let runner = parse("---\nname: b\ndescription: d\ntools: Read, Bash\n---\n");
+        assert!(runner.may_use("process_output") && runner.may_use("process_stop"));
         // Withholding some writes leaves a writer.
         let writer = parse("---\nname: w\ndescription: d\ndisallowedTools: Bash\n---\n");
         assert!(!writer.read_only && writer.may_use("write_file") && !writer.may_use("shell"));

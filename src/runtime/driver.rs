@@ -283,6 +283,21 @@ impl Session {
     /// Shift+Tab, a mode flag on resume) through `step`, which records a
     /// change (`mode_changed`) so a resume restores it; a failed write is
     /// reported, and the poisoned log stops the next turn.
+    /// Stops background process `id` for the user (`/ps`); says how it
+    /// ended.
+    pub async fn stop_background(
+        &mut self,
+        id: u32,
+    ) -> Result<String, crate::tools::processes::ProcessError> {
+        let processes = self.tools.processes();
+        let process = processes.get(id)?;
+        processes.remove(id);
+        Ok(match process.stop().await {
+            Some(exit) => format!("background process {id} stopped: it {exit}"),
+            None => format!("background process {id} did not end within the kill ladder"),
+        })
+    }
+
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
         if let Err(error) = self.apply_outside_loop(Input::SetMode { mode }) {
             let message = format!("cannot record the mode change: {error}");

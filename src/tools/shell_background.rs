@@ -125,7 +125,7 @@ mod tests {
         let gone = ws.run(&ProcessOutput, json!({ "id": id })).await;
         let Err(error) = gone else { panic!("{gone:?}") };
         assert!(error.to_string().contains("there is no background process 1"), "{error}");
-        assert_eq!(error.meta()["kind"], "no_such_process");
+        assert_eq!(error.meta()["error"], "no_such_process");
     }
 
     #[tokio::test]

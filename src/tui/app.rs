@@ -158,6 +158,8 @@ pub enum Command {
     /// `/resume`: show this folder's other sessions over this one; the
     /// one chosen opens in its place, Esc returns.
     SwitchSession,
+    /// Stop background process N (chosen in `/ps`).
+    StopProcess(u32),
     Quit,
 }
 
@@ -245,6 +247,10 @@ pub struct App {
     pub files: Vec<String>,
     /// MCP servers as their last status events described them (`/mcp`).
     pub mcp: Vec<super::mcp_view::McpLine>,
+    /// Background processes as their last results described them (`/ps`).
+    pub processes: Vec<super::processes_view::ProcessLine>,
+    /// The `/ps` overlay, when open.
+    pub ps: Option<super::processes_view::PsView>,
     /// The listing was asked for (the first `@` typed).
     pub files_requested: bool,
     /// Each running subagent's prices, by its `agent` call.
@@ -472,6 +478,7 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.status.activity = tools_activity(app);
         }
         RuntimeEvent::ToolCallFinished { call, result, meta } => {
+            super::processes_view::on_result(app, &meta);
             let finish = |tool: &mut ToolCell| tool.finish(&result.output, result.is_error, &meta);
             if !app.transcript.update_tool(&call.call_id, finish) {
                 let mut tool = ToolCell::running(&call);

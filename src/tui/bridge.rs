@@ -102,6 +102,8 @@ pub enum Op {
     },
     /// `/undo`: restore the files of the last file-changing turn.
     Undo,
+    /// `/ps`: stop background process N.
+    StopProcess(u32),
     SetMode(ApprovalMode),
     SetModel(String),
 }
@@ -297,6 +299,13 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
             let notice = match session.undo_turns(1).await {
                 Ok(report) => (Level::Info, report.summary()),
                 Err(error) => (Level::Warning, format!("cannot undo: {error}")),
+            };
+            let _ = events.send(UiEvent::Notice(notice.0, notice.1));
+        }
+        Op::StopProcess(id) => {
+            let notice = match session.stop_background(id).await {
+                Ok(said) => (Level::Info, said),
+                Err(error) => (Level::Warning, format!("cannot stop it: {error}")),
             };
             let _ = events.send(UiEvent::Notice(notice.0, notice.1));
         }

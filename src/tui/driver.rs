@@ -449,6 +449,7 @@ impl Driver {
                     self.send(Op::Compact { focus, cancel });
                 }
                 Command::Undo => self.send(Op::Undo),
+                Command::StopProcess(id) => self.send(Op::StopProcess(id)),
                 Command::Diff => self.diff(),
                 Command::ListFiles => self.list_files(),
                 Command::Interrupt => {

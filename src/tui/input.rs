@@ -5,7 +5,7 @@
 //! moves it by whole chars), so slicing at it never panics.
 
 /// Slash commands with a one-line description, in popup order.
-pub const SLASH_COMMANDS: [(&str, &str); 12] = [
+pub const SLASH_COMMANDS: [(&str, &str); 13] = [
     ("/help", "keys and commands"),
     ("/mode", "set or cycle the approval mode (ask, auto, plan, explore, yolo)"),
     ("/plan", "plan mode: read-only until you approve a plan"),
@@ -17,6 +17,7 @@ pub const SLASH_COMMANDS: [(&str, &str); 12] = [
     ("/skills", "list skills"),
     ("/model", "show the model, or switch it: /model NAME"),
     ("/mcp", "MCP servers, their status and tools"),
+    ("/ps", "background processes; stop one"),
     ("/quit", "leave keel"),
 ];
 

@@ -62,6 +62,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     if app.approval.is_some() {
         return approval_key(app, key, ctrl);
     }
+    if app.ps.is_some() {
+        return super::processes_view::ps_key(app, key);
+    }
     if app.limit.is_some() {
         return super::budget::limit_key(app, key);
     }

@@ -154,6 +154,7 @@ mod mcp_view;
 mod overlay;
 mod panels;
 mod picker;
+mod processes_view;
 mod slash;
 mod subagents;
 mod terminal;

@@ -19,7 +19,7 @@ Shift+Tab cycle mode (ask → auto → plan → yolo, which asks first) · Esc/C
 Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
-/resume /skills /mcp /model [name] /quit · /<command> [words] runs a custom command (.keel/commands,\n\
+/resume /skills /mcp /ps /model [name] /quit · /<command> [words] runs a custom command (.keel/commands,\n\
 .claude/commands, ~/.codex/prompts), /<skill> [words] a skill\n\
 /mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
 
@@ -39,6 +39,7 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
             | "/skills"
             | "/resume"
             | "/mcp"
+            | "/ps"
     );
     if needs_session && app.status.running {
         app.editor.insert(line);
@@ -81,6 +82,7 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
         }
         "/undo" => vec![Command::Undo],
         "/mcp" => super::mcp_view::show(app),
+        "/ps" => super::processes_view::show(app),
         other if other.starts_with("/mcp__") => super::mcp_view::run_prompt(app, line),
         other if is_command(app, other) => run_command(app, line),
         other => run_skill(app, other, rest, line),

@@ -46,6 +46,9 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     if let Some(approval) = &app.approval {
         super::overlay::draw_approval(frame, above, approval, app.theme);
     }
+    if let (Some(ps), None) = (app.ps, &app.approval) {
+        super::processes_view::draw_ps(frame, above, app, ps);
+    }
     if let Some(hit) = &app.limit {
         super::budget::draw_limit(frame, above, hit, app.theme);
     }
