@@ -27,9 +27,10 @@
 //! until the session ends, or until keel dies (the jail dies with it).
 //!
 //! Files: `process.rs` and `group.rs` (spawning, process groups, the kill ladder), `capture.rs`
-//! (bounded capture), `background.rs` and `ring.rs` (background processes: the model's
-//! long-running commands, output in a ring read by position), `server.rs` (long-running stdio servers for MCP: piped, stderr to a bounded
-//! log, kill ladder on stop, SIGKILL on drop; `failed_start` after a failed handshake),
+//! (bounded capture), `background.rs` and `ring.rs` (the model's background processes, their
+//! output in a ring read by position), `server.rs` (long-running stdio servers for MCP: piped,
+//! stderr to a bounded log, kill ladder on stop, SIGKILL on drop; `failed_start` after a failed
+//! handshake),
 //! `confinement.rs` (what a confined command may do, the launcher's arguments, the session-start
 //! probe, `looks_like_violation`), `jail/` (`keel sandbox-exec`: `namespaces.rs`, `mounts.rs`,
 //! `sockets.rs`, `privileges.rs`, `seccomp.rs`, `layers.rs` the report, `mod.rs` the two stages:
