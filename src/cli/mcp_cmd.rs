@@ -166,7 +166,9 @@ async fn list(
     }
     let workspace_root = crate::config::find_workspace_root(&env.cwd);
     let log_dir = crate::runtime::mcp_log_dir(&env.keel_home, "cli");
-    let hub = McpHub::start(&settings, &workspace_root, &log_dir);
+    // No session's `[shell]` here: the built-in filter.
+    let env_filter = crate::sandbox::EnvFilter::default();
+    let hub = McpHub::start(&settings, &workspace_root, &env_filter, &log_dir);
     hub.wait_started().await;
     let defs = hub.tool_defs();
     let statuses = hub.statuses();

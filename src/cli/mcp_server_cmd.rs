@@ -7,9 +7,10 @@
 //! content.
 //!
 //! Invariants: stdout carries only JSON-RPC (sessions print nothing; logs
-//! go to stderr); one task runs at a time (a session sets process-wide
-//! sandbox state); the client's `notifications/cancelled` interrupts the
-//! task like Ctrl-C. The calling agent cannot widen what keel may do: the
+//! go to stderr); tasks run concurrently, each session with its own jail
+//! (no sandbox state is process-wide), and keel exits only once every
+//! running task has closed its session; the client's
+//! `notifications/cancelled` interrupts the task like Ctrl-C. The calling agent cannot widen what keel may do: the
 //! approval mode is the server's command line's (`--mode`, `--full-auto`,
 //! `--yolo`; else `default_mode`), `cwd` must lie inside the folder the
 //! server started in, and nothing can be approved (no one to ask): calls
@@ -46,20 +47,20 @@ pub(super) async fn run(model: &ModelArgs, mode: &ModeArgs) -> Result<ExitStatus
     let overrides = model.overrides();
     // Loaded now so a missing provider is an error before serving.
     let settings = crate::config::load(&env, &overrides)?;
-    let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
+    let running_tasks = Arc::new(tokio::sync::RwLock::new(()));
     let server = KeelServer {
         mode: mode.approval().unwrap_or(settings.default_mode),
         settings: Arc::new(settings),
         overrides,
         env,
-        one_at_a_time: one_at_a_time.clone(),
+        running_tasks: running_tasks.clone(),
     };
     let transport = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout());
     let running = server.serve(transport).await.map_err(CliError::runtime)?;
     running.waiting().await.map_err(CliError::runtime)?;
     // The client is gone and its requests' tokens cancelled: a task still
     // running ends as interrupted, its session closed, before keel exits.
-    let _finished = one_at_a_time.lock().await;
+    let _finished = running_tasks.write().await;
     Ok(ExitStatus::Done)
 }
 
@@ -72,7 +73,9 @@ struct KeelServer {
     overrides: CliOverrides,
     /// The environment keel started in; `cwd` canonical.
     env: Environment,
-    one_at_a_time: Arc<tokio::sync::Mutex<()>>,
+    /// Held shared by every running task; taken whole before keel exits,
+    /// so it waits for them all.
+    running_tasks: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// Drops every event: stdout is the protocol's.
@@ -157,7 +160,7 @@ impl ServerHandler for KeelServer {
             ),
             Some(_) => return Err(ErrorData::invalid_params("`cwd` must be a string", None)),
         };
-        let _one = self.one_at_a_time.lock().await;
+        let _running = self.running_tasks.read().await;
         let result = match self.run_task(prompt, cwd, &context.ct).await {
             Ok(result) => result,
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),

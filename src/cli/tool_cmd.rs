@@ -27,7 +27,7 @@ use crate::hooks::{HookBus, HookEvent, HookPayload, guard};
 use crate::policy::{Allowlist, ApprovalMode, CallFacts, Decision, PathContext, Policy, evaluate};
 use crate::protocol::{ResultKind, ToolCall, ToolMeta, ToolResult};
 use crate::runtime::{confine_commands, gather_links, mark_sandbox_violation};
-use crate::sandbox;
+use crate::sandbox::{self, CommandJail};
 use crate::tools::{FileStates, ToolContext, ToolRegistry};
 
 pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> Result<ExitStatus, CliError> {
@@ -52,13 +52,17 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> Result<ExitStatus,
         item_id: None,
         provider_data: None,
     };
-    sandbox::set_env_filter(settings.env_filter.clone());
+    sandbox::protect_own_environ();
     let mut policy = build_policy(&settings, &env, mode);
-    if call.name == "shell" {
-        let (sandboxed, warning) = confine_commands(&settings.sandbox, &settings.workspace_root);
-        policy.sandboxed = sandboxed;
-        warn(&warning.into_iter().collect::<Vec<_>>());
-    }
+    let jail = if call.name == "shell" {
+        let confined =
+            confine_commands(&settings.sandbox, &settings.env_filter, &settings.workspace_root);
+        policy.sandboxed = confined.sandboxed;
+        warn(&confined.warning.into_iter().collect::<Vec<_>>());
+        confined.jail
+    } else {
+        CommandJail::unconfined(settings.env_filter.clone())
+    };
     let facts = CallFacts {
         tool: &call.name,
         class: registry.class_of(&call.name),
@@ -90,10 +94,11 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> Result<ExitStatus,
         env.cwd.clone(),
         CancellationToken::new(),
     )
-    .with_files(Arc::new(FileStates::unchecked()));
+    .with_files(Arc::new(FileStates::unchecked()))
+    .with_jail(Arc::new(jail));
     let (mut result, mut meta) = registry.run_call(&call, &ctx).await;
     if policy.sandboxed {
-        mark_sandbox_violation(&call.name, &mut result, &mut meta);
+        mark_sandbox_violation(&call.name, &mut result, &mut meta, ctx.jail.confinement());
     }
     let failed = result.is_error;
     exec::write_json_line(&envelope(result, meta));

@@ -1,7 +1,8 @@
 //! Running the hooks of an event: selection by matcher and `if` rule,
 //! trust, the subprocess (through `sandbox`, stdin fed from a private temp
-//! file), native in-process hooks (`native.rs`), and the record of every
-//! run.
+//! file, unconfined: the user's own command; its environment keel's minus
+//! the session's filter, given with [`HookBus::with_env_filter`]), native
+//! in-process hooks (`native.rs`), and the record of every run.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use super::config::{CommandHook, HookSource, HooksConfig};
 use super::native::{NativeHook, run_natives};
 use super::outcome::{HookOutcome, HookVerdict, interpret};
 use super::payload::{HookPayload, ToolNaming, keel_input};
-use crate::sandbox::{self, CommandSpec, SandboxError};
+use crate::sandbox::{self, CommandSpec, EnvFilter, SandboxError};
 
 /// One hook run, for the session log.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,11 +41,20 @@ pub struct HookBus {
     configs: Vec<HooksConfig>,
     natives: Vec<Arc<dyn NativeHook>>,
     project_trusted: bool,
+    /// What a hook's inherited environment loses (the session's `[shell]`).
+    env: EnvFilter,
 }
 
 impl HookBus {
     pub fn new(configs: Vec<HooksConfig>, project_trusted: bool) -> Self {
-        Self { configs, natives: Vec::new(), project_trusted }
+        Self { configs, natives: Vec::new(), project_trusted, env: EnvFilter::default() }
+    }
+
+    /// The same bus, its hooks' environment filtered by `env`.
+    #[must_use]
+    pub fn with_env_filter(mut self, env: EnvFilter) -> Self {
+        self.env = env;
+        self
     }
 
     /// Adds a native hook; it runs before the subprocess hooks of an event.
@@ -94,7 +104,8 @@ impl HookBus {
                     runs.push(skipped(event, hook, &config.source));
                     continue;
                 }
-                pending.push(run_one(event, hook, &config.source, payload, project_dir, cancel));
+                let run = HookCall { event, source: &config.source, project_dir, env: &self.env };
+                pending.push(run_one(run, hook, payload, cancel));
             }
         }
         runs.extend(join_all(pending).await);
@@ -136,18 +147,25 @@ fn skipped(event: HookEvent, hook: &CommandHook, source: &HookSource) -> HookRun
     }
 }
 
-async fn run_one(
+/// Where and how one hook runs.
+struct HookCall<'a> {
     event: HookEvent,
+    source: &'a HookSource,
+    project_dir: &'a Path,
+    env: &'a EnvFilter,
+}
+
+async fn run_one(
+    call: HookCall<'_>,
     hook: &CommandHook,
-    source: &HookSource,
     payload: &HookPayload,
-    project_dir: &Path,
     cancel: &CancellationToken,
 ) -> HookRun {
+    let HookCall { event, source, project_dir, env } = call;
     let started = Instant::now();
     let naming = if source.is_claude() { ToolNaming::Claude } else { ToolNaming::Keel };
     let stdin = payload.to_json(event, naming).to_string();
-    let (exit_code, mut outcome) = match spawn(hook, &stdin, project_dir, cancel).await {
+    let (exit_code, mut outcome) = match spawn(hook, &stdin, project_dir, env, cancel).await {
         Ok(output) => (
             output.exit_code,
             interpret(
@@ -182,12 +200,14 @@ async fn spawn(
     hook: &CommandHook,
     stdin: &str,
     project_dir: &Path,
+    env: &EnvFilter,
     cancel: &CancellationToken,
 ) -> Result<sandbox::CommandOutput, String> {
     let input = StdinFile::create(stdin).map_err(|e| format!("cannot stage hook input: {e}"))?;
     let path = input.path.display();
     let script = format!("exec < '{path}'\nrm -f -- '{path}'\n{}", hook.command);
     let spec = CommandSpec::script(script, project_dir)
+        .with_filtered_env(env.clone())
         .with_timeout(hook.timeout())
         .with_env("CLAUDE_PROJECT_DIR", project_dir)
         .with_env("KEEL_PROJECT_DIR", project_dir);

@@ -35,6 +35,7 @@ use super::McpError;
 use super::http::McpHttpClient;
 use crate::config::mcp::{McpServerConfig, McpTransport};
 use crate::display::redact_urls;
+use crate::sandbox::EnvFilter;
 use crate::sandbox::server::{FailedStart, ServerExit, ServerProcess, ServerSpec, spawn_server};
 use crate::tools::ToolContext;
 
@@ -104,6 +105,15 @@ impl ClientHandler for Handler {
     }
 }
 
+/// Where and how a stdio server runs: its default folder, what its
+/// inherited environment loses, where its stderr goes.
+#[derive(Debug, Clone, Copy)]
+pub struct StdioPlace<'a> {
+    pub workspace_root: &'a Path,
+    pub env_filter: &'a EnvFilter,
+    pub stderr_log: &'a Path,
+}
+
 /// A running connection.
 pub struct Connection {
     service: RunningService<RoleClient, Handler>,
@@ -118,10 +128,10 @@ impl Connection {
     /// The caller bounds the time it may take.
     pub async fn open(
         config: &McpServerConfig,
-        workspace_root: &Path,
-        stderr_log: &Path,
+        stdio: StdioPlace<'_>,
         handler: Handler,
     ) -> Result<Self, McpError> {
+        let StdioPlace { workspace_root, env_filter, stderr_log } = stdio;
         let routes = handler.routes.clone();
         let (service, process) = match &config.transport {
             McpTransport::Stdio { command, args, env, cwd } => {
@@ -130,6 +140,7 @@ impl Connection {
                     args: args.iter().map(OsString::from).collect(),
                     cwd: cwd.clone().unwrap_or_else(|| workspace_root.to_owned()),
                     env: env.iter().map(|(k, v)| (k.into(), v.0.clone().into())).collect(),
+                    env_filter: env_filter.clone(),
                     stderr_log: stderr_log.to_owned(),
                 };
                 let mut process = spawn_server(&spec)

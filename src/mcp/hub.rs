@@ -88,13 +88,23 @@ impl McpHub {
     /// Starts every configured server in the background (needs a tokio
     /// runtime); stdio servers start in `workspace_root` unless configured
     /// otherwise and write stderr to `log_dir/NAME.log`.
-    pub fn start(settings: &McpSettings, workspace_root: &Path, log_dir: &Path) -> Self {
+    pub fn start(
+        settings: &McpSettings,
+        workspace_root: &Path,
+        env_filter: &crate::sandbox::EnvFilter,
+        log_dir: &Path,
+    ) -> Self {
         let servers: Vec<Arc<Server>> = settings
             .servers
             .iter()
             .map(|config| {
                 let log = log_dir.join(format!("{}.log", config.name));
-                Arc::new(Server::new(config.clone(), workspace_root.to_owned(), log))
+                Arc::new(Server::new(
+                    config.clone(),
+                    workspace_root.to_owned(),
+                    env_filter.clone(),
+                    log,
+                ))
             })
             .collect();
         for server in &servers {

@@ -19,8 +19,9 @@ use serde::Serialize;
 use tokio::sync::{Mutex, watch};
 
 use super::McpError;
-use super::connection::{Connection, Handler, ServerFacts};
+use super::connection::{Connection, Handler, ServerFacts, StdioPlace};
 use crate::config::mcp::{McpServerConfig, McpTransport};
+use crate::sandbox::EnvFilter;
 use crate::tools::ToolContext;
 
 /// The longest a first start may go on in the background after the first
@@ -112,6 +113,8 @@ enum Link {
 pub struct Server {
     pub config: McpServerConfig,
     workspace_root: PathBuf,
+    /// What a stdio server's inherited environment loses.
+    env_filter: EnvFilter,
     /// Where a stdio server's stderr goes.
     pub log_path: PathBuf,
     link: Mutex<Link>,
@@ -130,7 +133,12 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(config: McpServerConfig, workspace_root: PathBuf, log_path: PathBuf) -> Self {
+    pub fn new(
+        config: McpServerConfig,
+        workspace_root: PathBuf,
+        env_filter: EnvFilter,
+        log_path: PathBuf,
+    ) -> Self {
         let status = ServerStatus {
             server: config.name.clone(),
             status: ServerState::Starting,
@@ -145,6 +153,7 @@ impl Server {
         Self {
             config,
             workspace_root,
+            env_filter,
             log_path,
             link: Mutex::new(Link::Starting),
             tools_stale: Arc::new(AtomicBool::new(false)),
@@ -194,9 +203,12 @@ impl Server {
     async fn connect(&self, limit: Duration) -> Result<Live, McpError> {
         let handler = Handler::new(self.tools_stale.clone());
         let attempt = async {
-            let conn =
-                Connection::open(&self.config, &self.workspace_root, &self.log_path, handler)
-                    .await?;
+            let stdio = StdioPlace {
+                workspace_root: &self.workspace_root,
+                env_filter: &self.env_filter,
+                stderr_log: &self.log_path,
+            };
+            let conn = Connection::open(&self.config, stdio, handler).await?;
             let tools = conn.list_tools(limit).await?;
             let prompts = conn.list_prompts(limit).await.unwrap_or_default();
             Ok(Live { conn: Arc::new(conn), tools, prompts })

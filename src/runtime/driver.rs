@@ -19,7 +19,7 @@ pub(super) use super::assembly::{
     Found, discover_context, environment, loop_config, session_tools, tools_digest, workflow_setup,
 };
 use super::files::git_head;
-pub(super) use super::sandboxing::setup_sandbox;
+pub(super) use super::sandboxing::{SessionSandbox, setup_sandbox};
 use super::subagent::Subagents;
 use super::undo::Checkpoints;
 use super::{Approver, DeclinedCall, EventSink, RuntimeError, RuntimeEvent};
@@ -63,6 +63,8 @@ pub(super) struct Opening {
     pub(super) found: Found,
     /// SessionStart hooks' source: `startup` or `resume`.
     pub(super) start_source: &'static str,
+    /// What its commands run under.
+    pub(super) sandbox: SessionSandbox,
 }
 
 /// A running session.
@@ -136,7 +138,7 @@ impl Session {
             sections: state.config.prefix.clone(),
             tools_digest: tools_digest(&state.config.tools),
         })?;
-        let sandbox_warning = setup_sandbox(settings, &mut state.config.policy);
+        let (sandbox, sandbox_warning) = setup_sandbox(settings, &mut state.config.policy);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
@@ -164,6 +166,7 @@ impl Session {
             files: FileStates::new(),
             found,
             start_source: "startup",
+            sandbox,
         };
         Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
     }
@@ -188,6 +191,7 @@ impl Session {
             files,
             found,
             start_source,
+            sandbox,
         } = opening;
         let hooks = super::session_hooks::SessionHooks::new(settings, start_source);
         state.config.post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
@@ -205,6 +209,7 @@ impl Session {
                 found.skills,
                 found.memory,
                 settings.max_parallel,
+                sandbox.jail,
             ),
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),
@@ -216,7 +221,8 @@ impl Session {
                 &settings.workspace_root,
                 checkpointed_turn,
                 settings.undo.into(),
-            ),
+            )
+            .with_offered_watch(sandbox.offered_watch),
             hooks,
             subagents: Subagents::new(found.agents),
             commands: Arc::new(found.commands),

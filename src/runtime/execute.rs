@@ -14,12 +14,13 @@
 //!
 //! Invariant: results come back in call order, one per call run.
 
+use std::sync::Arc;
+
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Input;
 use crate::policy;
 use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
-use crate::sandbox;
 use crate::tools::AGENT_TOOL;
 
 use super::sandboxing::mark_sandbox_violation;
@@ -82,7 +83,8 @@ impl Session {
             }
             // Said to the model and `step` (which may offer a re-run).
             if self.state.config.policy.sandboxed {
-                mark_sandbox_violation(&call.name, result, meta);
+                let confinement = self.tools.jail().confinement();
+                mark_sandbox_violation(&call.name, result, meta, confinement);
             }
         }
         Ok(results)
@@ -132,19 +134,21 @@ impl Session {
     }
 
     /// Runs `call` once more outside the sandbox (an
-    /// `Effect::RerunUnsandboxed`, after its whole batch ended, so lifting
-    /// the session confinement affects no other command).
+    /// `Effect::RerunUnsandboxed`): a context whose jail has no
+    /// confinement, the session's environment filter kept. Only this call
+    /// runs there; the session's jail is untouched.
     pub(super) async fn rerun_unsandboxed(
         &mut self,
         call: &ToolCall,
         concurrent: bool,
         cancel: &CancellationToken,
     ) -> Input {
-        let ctx = self.tools.context(&self.workspace_root, &self.cwd, cancel, concurrent);
-        let saved = sandbox::session_confinement();
-        sandbox::set_session_confinement(None);
+        let unconfined = Arc::new(self.tools.jail().without_confinement());
+        let ctx = self
+            .tools
+            .context(&self.workspace_root, &self.cwd, cancel, concurrent)
+            .with_jail(unconfined);
         let (result, mut meta) = self.tools.run_call(call, &ctx).await;
-        sandbox::set_session_confinement(saved);
         meta.set_unsandboxed_rerun();
         Input::RerunFinished { result, meta }
     }

@@ -5,9 +5,10 @@
 //! done apart, a large repository paid for the reads twice, and the
 //! watcher's walk ran alongside the session's first steps.
 //!
-//! The sandbox runs the search ([`crate::sandbox::add_read_only_when_needed`]),
-//! so the walk is the search's closure ([`search_and_watch`]); it hands
-//! the watcher over through a slot the checkpoints [`claim`]. Both read
+//! The session's jail runs the search
+//! ([`crate::sandbox::CommandJail::with_nested_search`]), so the walk is
+//! the search's closure ([`search_and_watch`]); it hands the watcher over
+//! through the [`OfferedWatch`] the session's checkpoints hold. Both read
 //! the folder listings kept from the last walk ([`FolderCache`]); the
 //! first walk of a workspace (no listings kept yet) is the search alone,
 //! and the watcher starts after the first checkpoint as it would without
@@ -21,7 +22,6 @@
 //! of their own.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
 use tokio::sync::oneshot;
@@ -38,23 +38,32 @@ mod tests;
 /// A watcher set up, or why not.
 pub(super) type Started = Result<Watcher, WatchError>;
 
-/// The walk offered by the latest [`search_and_watch`]: its workspace and
-/// where its watcher arrives.
-static OFFERED: Mutex<Option<(PathBuf, oneshot::Receiver<Started>)>> = Mutex::new(None);
+/// The watcher a session's [`search_and_watch`] sets up: its workspace
+/// and where the watcher arrives. Held by that session's checkpoints.
+#[derive(Debug)]
+pub(super) struct OfferedWatch {
+    root: PathBuf,
+    receiver: oneshot::Receiver<Started>,
+}
+
+impl OfferedWatch {
+    /// Where the watcher arrives, if it was walked for `root`.
+    pub(super) fn claim(self, root: &Path) -> Option<oneshot::Receiver<Started>> {
+        (self.root == root).then_some(self.receiver)
+    }
+}
 
 /// The jail's nested `.git` search for `root`, which also sets up the
-/// undo watcher and offers it to [`claim`]. keel's state (`keel_home`) is
-/// neither watched nor searched; it keeps the folder listings between
-/// sessions ([`FolderCache`], next to the shadow repository).
+/// undo watcher it offers. keel's state (`keel_home`) is neither watched
+/// nor searched; it keeps the folder listings between sessions
+/// ([`FolderCache`], next to the shadow repository).
 pub(super) fn search_and_watch(
     root: PathBuf,
     keel_home: PathBuf,
-) -> impl FnOnce() -> Vec<PathBuf> + Send + 'static {
+) -> (impl FnOnce() -> Vec<PathBuf> + Send + 'static, OfferedWatch) {
     let (sender, receiver) = oneshot::channel();
-    if let Ok(mut slot) = OFFERED.lock() {
-        *slot = Some((root.clone(), receiver));
-    }
-    move || {
+    let offered = OfferedWatch { root: root.clone(), receiver };
+    let search = move || {
         let mut cache = FolderCache::load(shadow_dir(&keel_home, &root).with_extension("folders"));
         if cache.is_empty() {
             // The first walk of this workspace: the search alone, beside
@@ -79,7 +88,8 @@ pub(super) fn search_and_watch(
                 protected::nested_git_dirs(&root)
             }
         }
-    }
+    };
+    (search, offered)
 }
 
 /// [`protected::nested_git_dirs`] with the folder listings of `cache`.
@@ -103,17 +113,4 @@ fn nested_git_dirs(root: &Path, cache: &mut FolderCache) -> Vec<PathBuf> {
     }
     found.sort();
     found
-}
-
-/// Where the watcher of the walk offered for `root` arrives, if one was
-/// offered and not claimed yet.
-pub(super) fn claim(root: &Path) -> Option<oneshot::Receiver<Started>> {
-    let mut slot = OFFERED.lock().ok()?;
-    match slot.take() {
-        Some((offered, receiver)) if offered == root => Some(receiver),
-        other => {
-            *slot = other;
-            None
-        }
-    }
 }

@@ -44,7 +44,7 @@ impl McpState {
         let hub = if settings.mcp.servers.is_empty() && settings.mcp.skipped.is_empty() {
             McpHub::empty()
         } else {
-            McpHub::start(&settings.mcp, &settings.workspace_root, &log_dir)
+            McpHub::start(&settings.mcp, &settings.workspace_root, &settings.env_filter, &log_dir)
         };
         Self { hub: Arc::new(hub), offered: Vec::new(), settled: false, shared: false }
     }

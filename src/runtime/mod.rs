@@ -90,7 +90,7 @@ pub use path_facts::gather_links;
 pub use preview::first_request;
 pub use prompt_fit::PromptTooLarge;
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
-pub use sandboxing::{confine_commands, mark_sandbox_violation};
+pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
 pub use undo::{UndoError, UndoReport, undo};
 pub use undo_notes::{NotCovered, NotCoveredWhy};
 

@@ -44,7 +44,9 @@ pub fn first_request(
     workflow_setup(settings, &found).apply(&mut state.workflow);
     state.environment = environment(settings, &options.cwd, &options.date, options.headless);
     let mut warnings = found.warnings.clone();
-    warnings.extend(setup_sandbox(settings, &mut state.config.policy));
+    // The jail itself is not needed: nothing runs.
+    let (_jail, sandbox_warning) = setup_sandbox(settings, &mut state.config.policy);
+    warnings.extend(sandbox_warning);
     let effects = step(&mut state, Input::UserTurn { text: prompt.to_owned() });
     let request = effects
         .into_iter()

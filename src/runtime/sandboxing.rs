@@ -1,14 +1,18 @@
-//! The session's sandbox and policy setup: the compiled policy, the
-//! landlock confinement for the model's commands (probed at start, never
-//! silently dropped), and how a command blocked by it is reported.
+//! The session's sandbox and policy setup: the compiled policy, the jail
+//! of the model's commands (a [`CommandJail`] value the session hands to
+//! every tool context: the landlock confinement, probed at start and
+//! never silently dropped, and the `[shell]` environment filter), and how
+//! a command blocked by it is reported.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::config::{SandboxSettings, Settings};
 use crate::policy::{PathContext, Policy};
 use crate::protocol::{ResultKind, ToolMeta, ToolResult};
-use crate::sandbox::{self, jail, landlock};
+use crate::sandbox::{self, CommandJail, EnvFilter, jail, landlock};
 
+use super::first_walk::OfferedWatch;
 use super::{SandboxState, SessionOptions};
 
 /// The compiled policy for a session.
@@ -23,53 +27,89 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
     policy
 }
 
-/// Confines every command the model runs (landlock through `keel
-/// sandbox-exec`) and records in the policy whether that holds; sets the
-/// environment filter of every spawned command (`[shell]`). Returns a
-/// warning when the sandbox is weaker than configured.
-pub(super) fn setup_sandbox(settings: &Settings, policy: &mut Policy) -> Option<String> {
-    sandbox::set_env_filter(settings.env_filter.clone());
-    let keel_home = Some(settings.keel_home.as_path());
-    let (sandboxed, warning) = confine(&settings.sandbox, &settings.workspace_root, keel_home);
-    policy.sandboxed = sandboxed;
-    warning
+/// What the session's commands run under: its jail, shared by the
+/// calls (and subagents) of the session, and the undo watcher its nested
+/// `.git` search sets up ([`super::first_walk`]).
+pub(super) struct SessionSandbox {
+    pub(super) jail: Arc<CommandJail>,
+    pub(super) offered_watch: Option<OfferedWatch>,
 }
 
-/// Sets the process-wide confinement of the model's commands from the
-/// `[sandbox]` settings (shared by sessions and `keel tool`). Returns
-/// whether commands are confined (what `Policy::sandboxed` must say) and a
-/// warning naming every layer the kernel did not offer.
-pub fn confine_commands(config: &SandboxSettings, workspace_root: &Path) -> (bool, Option<String>) {
-    confine(config, workspace_root, None)
+impl SessionSandbox {
+    /// A subagent's: its parent's jail (the same confinement, the same
+    /// nested search), no watcher (its parent's checkpoints cover it).
+    pub(super) fn shared(jail: Arc<CommandJail>) -> Self {
+        Self { jail, offered_watch: None }
+    }
+}
+
+/// The jail every command the model runs gets (landlock through `keel
+/// sandbox-exec`, the environment filter of `[shell]`), and records in
+/// the policy whether it confines; hides keel's own environment from
+/// other processes. Returns a warning when the sandbox is weaker than
+/// configured.
+pub(super) fn setup_sandbox(
+    settings: &Settings,
+    policy: &mut Policy,
+) -> (SessionSandbox, Option<String>) {
+    sandbox::protect_own_environ();
+    let keel_home = Some(settings.keel_home.as_path());
+    let (confined, offered_watch) =
+        confine(&settings.sandbox, &settings.env_filter, &settings.workspace_root, keel_home);
+    policy.sandboxed = confined.sandboxed;
+    (SessionSandbox { jail: Arc::new(confined.jail), offered_watch }, confined.warning)
+}
+
+/// The jail of the model's commands built from the `[sandbox]` settings.
+pub struct Confined {
+    pub jail: CommandJail,
+    /// Whether commands are confined (what `Policy::sandboxed` must say).
+    pub sandboxed: bool,
+    /// Every layer the kernel did not offer, or why nothing is confined.
+    pub warning: Option<String>,
+}
+
+/// The jail of the model's commands from the `[sandbox]` settings, their
+/// environment filtered by `env` (shared by sessions and `keel tool`).
+pub fn confine_commands(
+    config: &SandboxSettings,
+    env: &EnvFilter,
+    workspace_root: &Path,
+) -> Confined {
+    confine(config, env, workspace_root, None).0
 }
 
 /// [`confine_commands`]; with a session's `keel_home`, the nested `.git`
 /// search also sets up the undo watcher ([`super::first_walk`]).
 fn confine(
     config: &SandboxSettings,
+    env: &EnvFilter,
     workspace_root: &Path,
     keel_home: Option<&Path>,
-) -> (bool, Option<String>) {
+) -> (Confined, Option<OfferedWatch>) {
+    let unconfined = |warning: String| Confined {
+        jail: CommandJail::unconfined(env.clone()),
+        sandboxed: false,
+        warning: Some(warning),
+    };
     let launcher = match std::env::current_exe() {
         Ok(path) => path,
         Err(error) => {
-            sandbox::set_session_confinement(None);
             return (
-                false,
-                Some(format!(
+                unconfined(format!(
                     "SANDBOX OFF: cannot find the keel binary to launch sandboxed commands: {error}"
                 )),
+                None,
             );
         }
     };
     if config.mode == landlock::SandboxMode::FullAccess && config.network {
-        sandbox::set_session_confinement(None);
         return (
-            false,
-            Some(
+            unconfined(
                 "SANDBOX OFF by configuration (full-access with network): commands run unconfined"
                     .to_owned(),
             ),
+            None,
         );
     }
     let confinement = landlock::Confinement {
@@ -104,11 +144,15 @@ fn confine(
         .into_iter()
         .flatten()
         .collect::<Vec<_>>();
-    sandbox::set_session_confinement(confine.then_some(confinement));
+    let mut jail = CommandJail::new(confine.then_some(confinement), env.clone());
+    let mut offered_watch = None;
     if confine && config.protect_vcs {
-        find_nested_git_when_needed(workspace_root, keel_home);
+        let (search, offered) = nested_git_search(workspace_root, keel_home);
+        jail = jail.with_nested_search(search);
+        offered_watch = offered;
     }
-    (sandboxed, (!warning.is_empty()).then(|| warning.join("; ")))
+    let warning = (!warning.is_empty()).then(|| warning.join("; "));
+    (Confined { jail, sandboxed, warning }, offered_watch)
 }
 
 /// What stays read-only even inside a writable root: keel's own state
@@ -116,7 +160,7 @@ fn confine(
 /// add rules) and the home folder when it lies in a writable root (a temp
 /// folder: shell rc files run outside the jail). The workspace's nested
 /// `.git` folders (hooks and `core.fsmonitor` run by the user's git) are
-/// added once a command may write ([`find_nested_git_when_needed`]).
+/// added once a command may write ([`nested_git_search`]).
 fn read_only_paths(config: &SandboxSettings, workspace_root: &Path) -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let keel_home = std::env::var_os("KEEL_HOME")
@@ -141,19 +185,20 @@ fn read_only_paths(config: &SandboxSettings, workspace_root: &Path) -> Vec<PathB
 
 /// The workspace's nested `.git` folders are looked for only once a
 /// command may write (the search reads every folder: a start must not
-/// pay for it, issue 21); see [`sandbox::add_read_only_when_needed`].
+/// pay for it, issue 21); see [`CommandJail::with_nested_search`].
 /// A session's search (given its `keel_home`) is also the undo
-/// watcher's walk.
-fn find_nested_git_when_needed(workspace_root: &Path, keel_home: Option<&Path>) {
+/// watcher's walk, offered to its checkpoints.
+fn nested_git_search(
+    workspace_root: &Path,
+    keel_home: Option<&Path>,
+) -> (Box<dyn FnOnce() -> Vec<PathBuf> + Send>, Option<OfferedWatch>) {
     let root = workspace_root.to_owned();
     match keel_home {
-        Some(keel_home) => sandbox::add_read_only_when_needed(super::first_walk::search_and_watch(
-            root,
-            keel_home.to_owned(),
-        )),
-        None => {
-            sandbox::add_read_only_when_needed(move || sandbox::protected::nested_git_dirs(&root));
+        Some(keel_home) => {
+            let (search, offered) = super::first_walk::search_and_watch(root, keel_home.to_owned());
+            (Box::new(search), Some(offered))
         }
+        None => (Box::new(move || sandbox::protected::nested_git_dirs(&root)), None),
     }
 }
 
@@ -193,12 +238,17 @@ pub(super) fn sandbox_state(settings: &Settings, policy: &Policy) -> SandboxStat
 /// Tells the model when a failed command looks blocked by the sandbox:
 /// `kind: sandbox_violation` in the metadata and a line in the output.
 /// Returns whether it did.
-pub fn mark_sandbox_violation(tool: &str, result: &mut ToolResult, meta: &mut ToolMeta) -> bool {
+/// `confinement` is the one the command ran under (its jail's).
+pub fn mark_sandbox_violation(
+    tool: &str,
+    result: &mut ToolResult,
+    meta: &mut ToolMeta,
+    confinement: Option<&landlock::Confinement>,
+) -> bool {
     let exit_code = meta.exit_code();
     let failed = exit_code.is_some_and(|code| code != 0);
-    let confinement = sandbox::session_confinement();
-    let network = confinement.as_ref().is_some_and(|c| c.network);
-    let vcs = confinement.as_ref().is_some_and(|c| c.protect_vcs);
+    let network = confinement.is_some_and(|c| c.network);
+    let vcs = confinement.is_some_and(|c| c.protect_vcs);
     if tool != "shell" || !failed {
         return false;
     }

@@ -23,7 +23,8 @@ impl SessionHooks {
     /// A project's own hooks run only once the user trusts it.
     pub(super) fn new(settings: &Settings, start_source: &'static str) -> Self {
         let bus = HookBus::new(settings.hooks.clone(), settings.project_trusted)
-            .with_natives(settings.native_hooks.clone());
+            .with_natives(settings.native_hooks.clone())
+            .with_env_filter(settings.env_filter.clone());
         Self::with_bus(bus, start_source)
     }
 

@@ -439,6 +439,7 @@ impl Session {
             files,
             found,
             start_source: "startup",
+            sandbox: super::sandboxing::SessionSandbox::shared(self.tools.jail().clone()),
         };
         let llm = self.model.connection().clone();
         let mut session = Session::assemble(

@@ -1,7 +1,7 @@
 //! The session's tool runner: the registry (built-ins and MCP tools),
 //! what the tools share for the session (read-before-write memory, the
 //! skills `load_skill` loads, the memory notes `read_memory` reads, the
-//! background processes `shell` started) and how
+//! background processes `shell` started, the jail its commands run in) and how
 //! many reads run at once. It builds each batch's `ToolContext` and runs
 //! calls; hooks, policy and file bookkeeping around them stay in
 //! `execute.rs`.
@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::memory::MemoryNote;
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
+use crate::sandbox::CommandJail;
 use crate::skills::Skill;
 use crate::tools::processes::BackgroundProcesses;
 use crate::tools::{BatchMode, FileStates, Tool, ToolContext, ToolRegistry, run_batch};
@@ -30,6 +31,8 @@ pub(super) struct ToolRunner {
     max_parallel: usize,
     /// The background processes the session's `shell` calls started.
     processes: Arc<BackgroundProcesses>,
+    /// What the session's commands run under (shared with its subagents).
+    jail: Arc<CommandJail>,
 }
 
 impl ToolRunner {
@@ -39,6 +42,7 @@ impl ToolRunner {
         skills: Vec<Skill>,
         memory: Vec<MemoryNote>,
         max_parallel: Option<usize>,
+        jail: Arc<CommandJail>,
     ) -> Self {
         Self {
             registry,
@@ -47,7 +51,13 @@ impl ToolRunner {
             memory: Arc::new(memory),
             max_parallel: max_parallel_or_default(max_parallel),
             processes: Arc::default(),
+            jail,
         }
+    }
+
+    /// The session's jail.
+    pub(super) fn jail(&self) -> &Arc<CommandJail> {
+        &self.jail
     }
 
     /// The context a batch runs in; read-only for a concurrent batch.
@@ -62,6 +72,7 @@ impl ToolRunner {
             .with_files(self.files.clone())
             .with_skills(self.skills.clone())
             .with_memory(self.memory.clone())
+            .with_jail(self.jail.clone())
             .with_read_only(read_only)
             .with_processes(self.processes.clone())
     }
@@ -150,8 +161,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
         std::fs::write(root.path().join("b.txt"), "beta\n").unwrap();
-        let runner =
-            ToolRunner::new(ToolRegistry::builtin(), FileStates::new(), vec![], vec![], Some(2));
+        let jail = Arc::new(CommandJail::default());
+        let registry = ToolRegistry::builtin();
+        let runner = ToolRunner::new(registry, FileStates::new(), vec![], vec![], Some(2), jail);
         let cancel = CancellationToken::new();
         let ctx = runner.context(root.path(), root.path(), &cancel, true);
         let reads = [

@@ -32,6 +32,7 @@ use crate::protocol::{SessionEvent, ToolCall, ToolClass};
 use crate::session::{SessionError, SessionLock, SessionLog, for_each_record};
 
 use super::checkpoint::{CheckpointError, Scope, ShadowRepo, Snapshot, UndoLimits};
+use super::first_walk::OfferedWatch;
 use super::undo_notes::{NotCovered, not_covered_by, skipped_warning};
 use super::watch::{Dirty, WatchError, Watcher};
 use super::{RuntimeError, RuntimeEvent, Session};
@@ -56,6 +57,9 @@ pub(super) struct Checkpoints {
     excluded: Vec<PathBuf>,
     /// Tells a watch still being set up that the session is over.
     stop: Arc<AtomicBool>,
+    /// The watcher the jail's nested `.git` search sets up for this
+    /// session (`first_walk`), until the first checkpoint claims it.
+    offered: Option<OfferedWatch>,
 }
 
 #[derive(Debug)]
@@ -90,7 +94,15 @@ impl Checkpoints {
             watch: WatchState::NotStarted,
             excluded: vec![keel_home.to_owned()],
             stop: Arc::new(AtomicBool::new(false)),
+            offered: None,
         }
+    }
+
+    /// The same bookkeeping, its first checkpoint taking the watcher the
+    /// jail's nested `.git` search sets up (`first_walk`).
+    pub(super) fn with_offered_watch(mut self, offered: Option<OfferedWatch>) -> Self {
+        self.offered = offered;
+        self
     }
 
     /// The watcher, once set up (the session's first checkpoint starts it).
@@ -148,8 +160,12 @@ impl Checkpoints {
         };
         // The jail's nested `.git` search, started alongside this look,
         // sets the watcher up too (`first_walk`); else it starts here.
-        let offered =
-            if start_watch { super::first_walk::claim(&self.shadow.work_tree) } else { None };
+        let work_tree = &self.shadow.work_tree;
+        let offered = if start_watch {
+            self.offered.take().and_then(|offered| offered.claim(work_tree))
+        } else {
+            None
+        };
         let snapshot = self.shadow.snapshot(&scope, self.limits, message).await;
         if start_watch {
             let root = self.shadow.work_tree.clone();
@@ -201,7 +217,7 @@ impl Session {
         }
         self.checkpoints.taken_for = turn;
         // The jail's nested `.git` search runs alongside the checkpoint.
-        crate::sandbox::start_read_only_search();
+        self.tools.jail().start_nested_search();
         let started = Instant::now();
         let mut announced = self.announce_first_checkpoint();
         let message = format!("before turn {turn}");

@@ -13,14 +13,16 @@
 //! drops a project's `env_keep`). Patterns are case-insensitive with `*`
 //! for any run of characters. Variables a
 //! [`CommandSpec`](super::CommandSpec) sets explicitly are never stripped.
-//! The filter is process-wide, like the session confinement: one session
-//! per process sets it at start, and from then on keel's own
-//! `/proc/self/environ` (the one copy of the keys it cannot erase without
-//! `unsafe`) is unreadable to other processes of the same user
-//! ([`protect_own_environ`]).
+//! The filter is a value, never process-wide state: a session's
+//! [`CommandJail`](super::CommandJail) carries it to the model's
+//! commands, and hooks, MCP servers and the editor get it explicitly
+//! ([`EnvBase::Filtered`]); a spec that names none gets
+//! [`EnvBase::Minimal`], so a forgotten filter passes less, never a key.
+//! A session calls [`protect_own_environ`] at start: from then on keel's
+//! own `/proc/self/environ` (the one copy of the keys it cannot erase
+//! without `unsafe`) is unreadable to other processes of the same user.
 
 use std::ffi::OsString;
-use std::sync::RwLock;
 
 /// Always stripped, whatever the configuration adds.
 pub const DEFAULT_STRIP: [&str; 19] = [
@@ -49,13 +51,15 @@ pub const DEFAULT_STRIP: [&str; 19] = [
 const MINIMAL: [&str; 6] = ["PATH", "HOME", "TMPDIR", "TZ", "USER", "LOGNAME"];
 
 /// What a child inherits of keel's environment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum EnvBase {
-    /// Everything but credentials (the model's commands, hooks).
-    #[default]
-    Filtered,
+    /// Everything but what the filter strips (the model's commands,
+    /// hooks, MCP servers, the user's editor).
+    Filtered(EnvFilter),
     /// Only `PATH`, `HOME`, `TMPDIR`, `TZ`, `USER`, `LOGNAME` (keel's own
-    /// helpers, which must not be steered by `GIT_*` or the like).
+    /// helpers, which must not be steered by `GIT_*` or the like; and
+    /// every spec that was given no filter).
+    #[default]
     Minimal,
 }
 
@@ -106,18 +110,6 @@ impl EnvFilter {
     }
 }
 
-static FILTER: RwLock<Option<EnvFilter>> = RwLock::new(None);
-
-/// Sets the filter for every later spawn (the runtime, once per session),
-/// and hides keel's own environment from other processes
-/// ([`protect_own_environ`]).
-pub fn set_env_filter(filter: EnvFilter) {
-    if let Ok(mut slot) = FILTER.write() {
-        *slot = Some(filter);
-    }
-    protect_own_environ();
-}
-
 /// Marks keel's process non-dumpable: `/proc/<keel>/environ` (and `mem`,
 /// `fd/`) then need `CAP_SYS_PTRACE`, so a command running as the same
 /// unprivileged user cannot read the API keys keel was started with.
@@ -129,23 +121,25 @@ pub fn protect_own_environ() {
 }
 
 /// The environment a child starts with (before the spec's own additions).
-pub fn child_env(base: EnvBase) -> Vec<(OsString, OsString)> {
+pub fn child_env(base: &EnvBase) -> Vec<(OsString, OsString)> {
     match base {
         EnvBase::Minimal => std::env::vars_os()
             .filter(|(name, _)| name.to_str().is_some_and(|name| MINIMAL.contains(&name)))
             .collect(),
-        EnvBase::Filtered => {
-            let filter = FILTER.read().ok().and_then(|slot| slot.clone()).unwrap_or_default();
-            std::env::vars_os()
-                .filter(|(name, value)| match (name.to_str(), value.to_str()) {
-                    (Some(name), Some(value)) => !filter.strips_pair(name, value),
-                    (Some(name), None) => !filter.strips(name),
-                    // A name that is not UTF-8 cannot be judged: not passed on.
-                    (None, _) => false,
-                })
-                .collect()
-        }
+        EnvBase::Filtered(filter) => filtered_env(filter),
     }
+}
+
+/// keel's environment minus what `filter` strips.
+pub fn filtered_env(filter: &EnvFilter) -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(name, value)| match (name.to_str(), value.to_str()) {
+            (Some(name), Some(value)) => !filter.strips_pair(name, value),
+            (Some(name), None) => !filter.strips(name),
+            // A name that is not UTF-8 cannot be judged: not passed on.
+            (None, _) => false,
+        })
+        .collect()
 }
 
 /// Whether `value` holds `scheme://user:password@…` with a non-empty

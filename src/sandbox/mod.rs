@@ -18,9 +18,14 @@
 //! launcher (namespaces, read-only mounts, a PID-1 init, landlock,
 //! seccomp; the crate forbids `unsafe`, so no `pre_exec`). A layer the
 //! kernel cannot offer is reported by the launcher, and a sandbox that
-//! cannot be enforced is refused when required. After a confined command
-//! [`run`] removes any `.git`, `.keel` or `.claude` it created
-//! ([`protected`]).
+//! cannot be enforced is refused when required.
+//!
+//! No sandbox state is process-wide: the confinement and the environment
+//! filter of the model's commands are a value, the session's
+//! [`CommandJail`] ([`command_jail`]), handed to every spawn that needs
+//! them; everything else gets its filter in its spec ([`EnvBase`]). After
+//! a confined command the jail removes any `.git`, `.keel` or `.claude`
+//! it created ([`protected`]).
 //!
 //! Background processes ([`background`]) are the one kind of child that
 //! outlives its call: started in the same jail, they run until stopped,
@@ -28,19 +33,23 @@
 //!
 //! Files: `process.rs` and `group.rs` (spawning, process groups, the kill ladder), `capture.rs`
 //! (bounded capture), `background.rs` and `ring.rs` (the model's background processes, their
-//! output in a ring read by position), `server.rs` (long-running stdio servers for MCP: piped,
-//! stderr to a bounded log, kill ladder on stop, SIGKILL on drop; `failed_start` after a failed
-//! handshake),
+//! output in a ring read by position), `command_jail.rs` (a session's jail as a value:
+//! confinement, environment filter, the nested `.git` search; `ToolContext::command_jail` hands it
+//! to tools), `server.rs` (long-running stdio servers for MCP: piped, stderr to a bounded log, kill
+//! ladder on stop, SIGKILL on drop; `failed_start` after a failed handshake),
 //! `confinement.rs` (what a confined command may do, the launcher's arguments, the session-start
 //! probe, `looks_like_violation`), `jail/` (`keel sandbox-exec`: `namespaces.rs`, `mounts.rs`,
 //! `sockets.rs`, `privileges.rs`, `seccomp.rs`, `layers.rs` the report, `mod.rs` the two stages:
 //! launcher and PID-1 init), `landlock.rs` (the ruleset, with scopes), `protected.rs` (`.git`,
-//! `.keel`, `.claude`; nested `.git` found before the first writing command), `env_filter.rs`
+//! `.keel`, `.claude`; nested `.git` found before the first writing command; what stays guarded
+//! inside `.git` for a recognised git command), `git_write.rs` (git without the programs it runs:
+//! the neutral config and environment, and how a recognised git command runs), `env_filter.rs`
 //! (every child starts from an empty environment, filtered or minimal). Why the jail is built as it
 //! is: `docs/security.md`.
 
 pub mod background;
 mod capture;
+pub mod command_jail;
 pub mod confinement;
 mod env_filter;
 pub mod group;
@@ -56,121 +65,20 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use capture::CapturedStream;
-pub use env_filter::{DEFAULT_STRIP, EnvBase, EnvFilter, child_env, set_env_filter, wildcard};
+pub use command_jail::{CallJail, CommandAccess, CommandJail};
+pub use env_filter::{
+    DEFAULT_STRIP, EnvBase, EnvFilter, child_env, filtered_env, protect_own_environ, wildcard,
+};
 
-/// The confinement every command run through [`run`] gets, set once per
-/// session by the runtime. A process-wide setting because keel runs one
-/// session per process and the tools that spawn commands (`shell`) do not
-/// carry sandbox settings in their context yet; `CommandSpec::confined`
-/// is the explicit form.
-static SESSION_CONFINEMENT: std::sync::RwLock<Option<landlock::Confinement>> =
-    std::sync::RwLock::new(None);
-
-/// Sets (or clears) the confinement for every later [`run`].
-pub fn set_session_confinement(confinement: Option<landlock::Confinement>) {
-    if let Ok(mut slot) = SESSION_CONFINEMENT.write() {
-        *slot = confinement;
-    }
-}
-
-/// The confinement set by [`set_session_confinement`].
-pub fn session_confinement() -> Option<landlock::Confinement> {
-    SESSION_CONFINEMENT.read().ok().and_then(|slot| slot.clone())
-}
-
-/// A search for more read-only paths of the session confinement.
-type Search = Box<dyn FnOnce() -> Vec<PathBuf> + Send>;
-
-/// Read-only paths of the session confinement not found yet: the nested
-/// `.git` folders, whose search reads every folder of the workspace, so
-/// a session start does not wait for it (issue 21); it starts with the
-/// first undo checkpoint ([`start_read_only_search`]) or the first
-/// confined command that can write, which waits for it. Held across the
-/// wait, so a second command waits too.
-enum PendingReadOnly {
-    NotStarted(Search),
-    Running(tokio::sync::oneshot::Receiver<Vec<PathBuf>>),
-}
-
-static PENDING_READ_ONLY: tokio::sync::Mutex<Option<PendingReadOnly>> =
-    tokio::sync::Mutex::const_new(None);
-
-/// Sets the search whose paths the session confinement's `read_only`
-/// gets before the first confined command that can write. Called when a
-/// session sets its confinement, before any command runs (so the slot is
-/// free).
-pub fn add_read_only_when_needed(search: impl FnOnce() -> Vec<PathBuf> + Send + 'static) {
-    if let Ok(mut slot) = PENDING_READ_ONLY.try_lock() {
-        *slot = Some(PendingReadOnly::NotStarted(Box::new(search)));
-    }
-}
-
-/// Starts the pending search on a thread of its own, if there is one and
-/// it has not started: a writing command is coming (its checkpoint is
-/// being taken), and the search runs alongside.
-pub fn start_read_only_search() {
-    let Ok(mut slot) = PENDING_READ_ONLY.try_lock() else { return };
-    if let Some(PendingReadOnly::NotStarted(_)) = &*slot
-        && let Some(PendingReadOnly::NotStarted(search)) = slot.take()
-    {
-        let (found, receiver) = tokio::sync::oneshot::channel();
-        std::thread::spawn(move || {
-            let _ = found.send(search());
-        });
-        *slot = Some(PendingReadOnly::Running(receiver));
-    }
-}
-
-/// Waits for the pending search and adds what it found to the session
-/// confinement (once).
-async fn settle_read_only() {
-    let mut slot = PENDING_READ_ONLY.lock().await;
-    if slot.is_none() || session_confinement().is_none() {
-        // Nothing pending, or the confinement is lifted for the moment
-        // (an approved unsandboxed re-run): the paths wait for it.
-        return;
-    }
-    // A search that died leaves what it would have found writable, as a
-    // search past its folder limit does.
-    let paths = match slot.take() {
-        Some(PendingReadOnly::NotStarted(search)) => {
-            tokio::task::spawn_blocking(search).await.unwrap_or_default()
-        }
-        Some(PendingReadOnly::Running(receiver)) => receiver.await.unwrap_or_default(),
-        None => Vec::new(),
-    };
-    if let Ok(mut confinement) = SESSION_CONFINEMENT.write()
-        && let Some(confinement) = confinement.as_mut()
-    {
-        confinement.read_only.extend(paths);
-    }
-}
-
-/// Makes the session confinement complete for a command of the model
-/// that can write and is spawned outside [`run`] (a background process,
-/// [`background::start`]): the pending read-only paths are added first.
-pub async fn settle_before_writable_command() {
-    settle_read_only().await;
-}
-
-/// Runs `spec` (see [`process::run`]), confined by the session's sandbox
-/// when it is the model's command, one is set, and it is not confined already.
+/// Runs `spec` (see [`process::run`]) as it is: unconfined, with the
+/// environment its [`EnvBase`] says (keel's own commands, the user's
+/// hooks). The model's commands run through their session's
+/// [`CommandJail`] instead, which confines them.
 pub async fn run(
     spec: &CommandSpec,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<CommandOutput, SandboxError> {
-    let for_session_jail = spec.for_model && spec.display_as.is_none();
-    if for_session_jail && !spec.read_only {
-        // A read's jail has nothing writable: it needs no carve-out.
-        settle_read_only().await;
-    }
-    match session_confinement() {
-        Some(confinement) if for_session_jail => {
-            let confinement = if spec.read_only { confinement.for_reads() } else { confinement };
-            run_confined(spec, &confinement, cancel).await
-        }
-        Some(_) | None => process::run(spec, cancel).await,
-    }
+    process::run(spec, cancel).await
 }
 
 /// [`run`] from synchronous code (inside or outside an async runtime): the
@@ -188,28 +96,6 @@ pub fn run_blocking(spec: &CommandSpec) -> Result<CommandOutput, SandboxError> {
     runner.join().unwrap_or_else(|_| {
         Err(SandboxError::Wait { command, source: std::io::Error::other("runner panicked") })
     })
-}
-
-/// Runs `spec` in the jail, then removes the protected folders it created
-/// (whatever its outcome: nothing of it runs any more) and says so on its
-/// stderr.
-async fn run_confined(
-    spec: &CommandSpec,
-    confinement: &landlock::Confinement,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Result<CommandOutput, SandboxError> {
-    let sweep =
-        confinement.protect_vcs.then(|| protected::Sweep::before(&confinement.workspace_roots));
-    let result = process::run(&spec.clone().confined(confinement), cancel).await;
-    let removed = sweep.map(|sweep| sweep.after()).unwrap_or_default();
-    let mut output = result?;
-    if !removed.is_empty() {
-        output.stderr.append_note(&removed.join("\n"));
-        if output.exit_code == Some(0) {
-            output.exit_code = Some(1);
-        }
-    }
-    Ok(output)
 }
 
 /// Default time a command may run.
@@ -238,21 +124,14 @@ pub struct CommandSpec {
     /// Variables added to (or overriding) the inherited environment.
     pub env: Vec<(OsString, OsString)>,
     /// What the child inherits of keel's own environment before `env`:
-    /// never the whole of it (see `env_filter.rs`).
+    /// never the whole of it (see `env_filter.rs`); the minimal set
+    /// unless a filter is given ([`CommandSpec::with_filtered_env`]).
     pub env_base: EnvBase,
     /// Bytes kept per stream; the middle of longer output is dropped.
     pub output_limit: usize,
     /// What [`CommandSpec::display`] shows when the program was rewritten
     /// (confined commands show the command, not the launcher).
     pub display_as: Option<String>,
-    /// A command the model asked for: the session's sandbox applies. keel's
-    /// own commands (the shadow git of undo) and the user's hooks do not
-    /// run confined.
-    pub for_model: bool,
-    /// The model's command was judged read-only and runs alongside other
-    /// reads: the session's jail, with no writable root at all
-    /// ([`landlock::Confinement::for_reads`]).
-    pub read_only: bool,
 }
 
 impl CommandSpec {
@@ -277,25 +156,10 @@ impl CommandSpec {
             cwd,
             timeout: DEFAULT_TIMEOUT,
             env: Vec::new(),
-            env_base: EnvBase::Filtered,
+            env_base: EnvBase::Minimal,
             output_limit: DEFAULT_OUTPUT_LIMIT,
             display_as: None,
-            for_model: false,
-            read_only: false,
         }
-    }
-
-    /// Marks the command as the model's: the session sandbox confines it.
-    pub fn for_model(mut self) -> Self {
-        self.for_model = true;
-        self
-    }
-
-    /// Marks the model's command as judged read-only: it runs in the
-    /// session's jail with nothing writable (the field of the same name).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -311,6 +175,13 @@ impl CommandSpec {
     /// Inherits only [`EnvBase::Minimal`] (keel's own helpers, e.g. git).
     pub fn with_minimal_env(mut self) -> Self {
         self.env_base = EnvBase::Minimal;
+        self
+    }
+
+    /// Inherits keel's environment minus what `filter` strips
+    /// ([`EnvBase::Filtered`]: the model's commands, hooks).
+    pub fn with_filtered_env(mut self, filter: EnvFilter) -> Self {
+        self.env_base = EnvBase::Filtered(filter);
         self
     }
 

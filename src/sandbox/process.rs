@@ -7,9 +7,9 @@
 //! SIGKILL, verify), and a dropped future SIGKILLs the group, so nothing
 //! the command started keeps running or keeps our pipes open. The child's
 //! environment is built from nothing (`env_clear`): ours minus secrets
-//! (the process-wide [`EnvFilter`](super::EnvFilter), see `env_filter.rs`)
-//! or only the minimal set, plus the spec's additions, which are kept
-//! even when named like secrets.
+//! (the spec's [`EnvFilter`](super::EnvFilter), see `env_filter.rs`) or
+//! only the minimal set, plus the spec's additions, which are kept even
+//! when named like secrets.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
@@ -108,7 +108,7 @@ fn spawn(spec: &CommandSpec) -> Result<Child, SandboxError> {
     };
     command
         .env_clear()
-        .envs(super::env_filter::child_env(spec.env_base))
+        .envs(super::env_filter::child_env(&spec.env_base))
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::null())

@@ -4,7 +4,7 @@
 //!
 //! Invariants, the same conventions as every other spawn: the child leads
 //! a fresh process group; its environment is ours minus credentials (the
-//! process-wide [`EnvFilter`](super::EnvFilter)) plus the spec's own
+//! session's [`EnvFilter`](super::EnvFilter), given in the spec) plus the spec's own
 //! variables, which are kept even when named like secrets (a server's
 //! token is configured for it on purpose); its stderr goes to a log file,
 //! at most [`MAX_STDERR_LOG_BYTES`] of it, so a chatty server can neither
@@ -37,6 +37,8 @@ pub struct ServerSpec {
     pub cwd: PathBuf,
     /// Set for the child on top of the filtered environment.
     pub env: Vec<(OsString, OsString)>,
+    /// What the inherited environment loses (the session's `[shell]`).
+    pub env_filter: super::EnvFilter,
     /// Where the child's stderr is written (created, truncated).
     pub stderr_log: PathBuf,
 }
@@ -94,7 +96,7 @@ pub fn spawn_server(spec: &ServerSpec) -> Result<ServerProcess, SandboxError> {
     command.args(&spec.args);
     command
         .env_clear()
-        .envs(super::env_filter::child_env(super::EnvBase::Filtered))
+        .envs(super::env_filter::filtered_env(&spec.env_filter))
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::piped())
@@ -227,6 +229,7 @@ mod tests {
             args: vec!["-c".into(), script.into()],
             cwd: dir.to_owned(),
             env: vec![("MY_SERVER_TOKEN".into(), "kept".into())],
+            env_filter: crate::sandbox::EnvFilter::default(),
             stderr_log: dir.join("logs/server.log"),
         }
     }

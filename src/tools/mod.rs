@@ -57,6 +57,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{ToolClass, ToolOutput};
+use crate::sandbox::{CallJail, CommandAccess, CommandJail};
 
 pub use agent::{AGENT_TOOL, AgentArgs};
 pub use apply_patch::{PatchError, PatchReport, apply_patch_text};
@@ -95,6 +96,10 @@ pub struct ToolContext {
     pub progress: Option<ProgressSender>,
     /// The session's background processes (`shell` with `background`).
     pub processes: Arc<processes::BackgroundProcesses>,
+    /// The session's jail: what the model's commands run under
+    /// (confinement, environment filter). Ask it through
+    /// [`ToolContext::command_jail`].
+    pub jail: Arc<CommandJail>,
 }
 
 /// Progress a running tool reported (an MCP server's
@@ -111,8 +116,10 @@ pub struct ToolProgress {
 pub type ProgressSender = tokio::sync::mpsc::UnboundedSender<ToolProgress>;
 
 impl ToolContext {
-    /// A context with a fresh file-state tracker; a session shares one
-    /// tracker across its calls with [`ToolContext::with_files`].
+    /// A context with a fresh file-state tracker (a session shares one
+    /// tracker across its calls with [`ToolContext::with_files`]) and an
+    /// unconfined jail with the built-in environment filter (a session
+    /// gives its own with [`ToolContext::with_jail`]).
     pub fn new(workspace_root: PathBuf, cwd: PathBuf, cancel: CancellationToken) -> Self {
         Self {
             workspace_root,
@@ -125,6 +132,7 @@ impl ToolContext {
             call_id: String::new(),
             progress: None,
             processes: Arc::default(),
+            jail: Arc::new(CommandJail::default()),
         }
     }
 
@@ -132,6 +140,20 @@ impl ToolContext {
     pub fn with_processes(mut self, processes: Arc<processes::BackgroundProcesses>) -> Self {
         self.processes = processes;
         self
+    }
+
+    /// The same context running commands in `jail`.
+    pub fn with_jail(mut self, jail: Arc<CommandJail>) -> Self {
+        self.jail = jail;
+        self
+    }
+
+    /// The jail of this call's commands: the session's, with nothing
+    /// writable when the call was judged a read. The one place a tool
+    /// learns what its commands run under.
+    pub fn command_jail(&self) -> CallJail<'_> {
+        let access = if self.read_only { CommandAccess::Reads } else { CommandAccess::Writes };
+        self.jail.for_call(access)
     }
 
     /// The same context reporting progress to `sender`.

@@ -21,7 +21,7 @@ use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::display::{self, ShellRun};
 use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
-use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec, SandboxError};
+use crate::sandbox::{CapturedStream, CommandOutput, CommandSpec, SandboxError};
 
 pub const NAME: &str = "shell";
 /// Timeout when the model gives none.
@@ -96,14 +96,12 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     }
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
     let spec = CommandSpec::script(format!("{PIPEFAIL}{}", args.command), dir)
-        .for_model()
-        .read_only(ctx.read_only)
         .with_timeout(Duration::from_millis(timeout_ms))
         .with_output_limit(MAX_OUTPUT_BYTES)
         // Pagers would wait on a terminal that is not there.
         .with_env("PAGER", "cat")
         .with_env("GIT_PAGER", "cat");
-    let output = match sandbox::run(&spec, &ctx.cancel).await {
+    let output = match ctx.command_jail().run(spec, &ctx.cancel).await {
         Err(SandboxError::Cancelled { output: Some(partial), .. }) => {
             return Err(ToolError::Interrupted { output: render(&partial).0 });
         }

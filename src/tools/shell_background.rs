@@ -19,18 +19,10 @@ use super::processes::{self, render_output};
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolError};
 use crate::protocol::ToolOutput;
 use crate::sandbox::background;
-use crate::sandbox::{self, CommandSpec, landlock::Confinement};
+use crate::sandbox::CommandSpec;
 
 /// How long a start waits for the command's first output (or its end).
 pub const FIRST_OUTPUT_WAIT: Duration = Duration::from_millis(1000);
-
-/// The confinement a background process runs in: the session's, as for
-/// every `shell` command ([`sandbox::run`]'s rule). The one place that
-/// reads it, so it can come from the context instead.
-fn confinement_for(ctx: &ToolContext) -> Option<Confinement> {
-    let confinement = sandbox::session_confinement()?;
-    Some(if ctx.read_only { confinement.for_reads() } else { confinement })
-}
 
 /// Starts `script` (the model's command, `pipefail` prepended) in `dir`.
 pub(super) async fn start(
@@ -41,17 +33,20 @@ pub(super) async fn start(
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let slot = ctx.processes.reserve()?;
-    if !ctx.read_only {
-        sandbox::settle_before_writable_command().await;
-    }
+    // The session's jail for this call, as for every `shell` command
+    // (`ToolContext::command_jail`): the nested `.git` search settled for
+    // one that can write, nothing writable for one judged a read.
+    let jail = ctx.command_jail();
+    let confinement = jail.confinement().await;
     let spec = CommandSpec::script(script, dir)
         .for_model()
         .read_only(ctx.read_only)
         .with_env("PAGER", "cat")
         .with_env("GIT_PAGER", "cat")
-        .with_env("PYTHONUNBUFFERED", "1");
+        .with_env("PYTHONUNBUFFERED", "1")
+        .with_filtered_env(jail.env_filter().clone());
     let process = Arc::new(
-        background::start(&spec, confinement_for(ctx).as_ref())
+        background::start(&spec, confinement.as_ref())
             .map_err(|source| ToolError::Command { source })?,
     );
     let cancelled = tokio::select! {

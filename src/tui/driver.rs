@@ -87,6 +87,9 @@ struct Driver {
     options: TuiOptions,
     /// The workspace root of the open session (for `/diff`).
     root: Option<PathBuf>,
+    /// What the user's editor's inherited environment loses: the
+    /// session's `[shell]` filter once one is chosen.
+    env_filter: crate::sandbox::EnvFilter,
     /// A plan to open in `$EDITOR` (needs the terminal, so the loop does it).
     edit: Option<(Option<String>, String)>,
     /// `/resume` chose a session (or `None`: a new one) while this one is
@@ -114,6 +117,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         task: None,
         options,
         root: None,
+        env_filter: crate::sandbox::EnvFilter::default(),
         edit: None,
         switch: None,
     };
@@ -295,6 +299,7 @@ impl Driver {
             Err(error) => return self.fail(TuiError::Settings(error)),
         };
         self.root = Some(settings.workspace_root.clone());
+        self.env_filter = settings.env_filter.clone();
         let session_options = SessionOptions {
             approval: self.options.approval,
             cwd: self.options.cwd.clone(),
@@ -375,7 +380,7 @@ impl Driver {
             }
         }
         guard.suspend();
-        let status = super::editor::edit(&file).await;
+        let status = super::editor::edit(&file, &self.env_filter).await;
         guard.resume()?;
         let msg = match status.and_then(|()| super::editor::read(&file)) {
             Ok(edited) if edited == text => {

@@ -11,11 +11,11 @@
 use std::path::Path;
 
 /// Runs the editor on `file` and waits for it; `Err` says why in words.
-pub async fn edit(file: &Path) -> Result<(), String> {
+pub async fn edit(file: &Path, env: &crate::sandbox::EnvFilter) -> Result<(), String> {
     // Like every child, it starts from keel's environment minus credentials.
     let status = tokio::process::Command::new("sh")
         .env_clear()
-        .envs(crate::sandbox::child_env(crate::sandbox::EnvBase::Filtered))
+        .envs(crate::sandbox::filtered_env(env))
         .arg("-c")
         .arg(r#"${VISUAL:-${EDITOR:-vi}} "$1""#)
         .arg("keel-edit")

@@ -561,6 +561,67 @@ fn a_cycle_is_found_through_any_number_of_nodes_and_imports_in_comments_do_not_c
     assert_eq!(heads, ["tools", "config"]);
 }
 
+/// Files that hold a session's sandbox: its jail, the nested `.git`
+/// search, the unsandboxed re-run (issue 30).
+const SANDBOX_STATE_FILES: [&str; 4] = [
+    "runtime/first_walk.rs",
+    "runtime/sandboxing.rs",
+    "runtime/execute.rs",
+    "runtime/tool_runner.rs",
+];
+
+/// The `static` items of `code` whose type can change at run time (a
+/// lock, a cell, an atomic), outside comments.
+fn mutable_statics(code: &str) -> Vec<String> {
+    const MUTABLE: [&str; 6] = ["Mutex", "RwLock", "OnceLock", "LazyLock", "Cell", "Atomic"];
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("static ") {
+        let line_start = code[..at].rfind('\n').map_or(0, |n| n + 1);
+        let before = &code[line_start..at];
+        if before.trim_start().starts_with("//") || before.ends_with('\'') {
+            continue;
+        }
+        let item = &code[at..];
+        let item = &item[..item.find(['=', ';']).unwrap_or(item.len())];
+        if MUTABLE.iter().any(|word| item.contains(word)) {
+            found.push(item.trim().to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn no_sandbox_state_is_process_wide() {
+    let src = src_dir();
+    let mut violations = Vec::new();
+    for (file, code) in shipped_sources() {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if module_of(&src, &file) != "sandbox" && !SANDBOX_STATE_FILES.contains(&rel.as_str()) {
+            continue;
+        }
+        violations.extend(mutable_statics(&code).into_iter().map(|item| format!("{rel}: {item}")));
+    }
+    assert!(
+        violations.is_empty(),
+        "a session's sandbox is a value (sandbox::CommandJail in its ToolContext), never a \
+         process-wide slot:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn mutable_statics_are_found_and_constants_are_not() {
+    let code = "static SLOT: std::sync::RwLock<Option<X>> = RwLock::new(None);\n\
+                // static COMMENTED: Mutex<()> = Mutex::new(());\n\
+                const NAMES: [&'static str; 1] = [\"x\"];\n\
+                static TABLE: [&str; 1] = [\"Mutex\"];\n\
+                pub static ONCE: OnceLock<u8> = OnceLock::new();";
+    assert_eq!(
+        mutable_statics(code),
+        ["static SLOT: std::sync::RwLock<Option<X>>", "static ONCE: OnceLock<u8>"]
+    );
+}
+
 /// The loop states docs/design.md §2 lists (its `- \`Name\`:` bullets).
 fn design_loop_states() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md");

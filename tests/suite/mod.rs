@@ -49,6 +49,7 @@ mod runtime_resume;
 mod sandbox_builds;
 mod sandbox_escapes;
 mod sandbox_jail;
+mod sandbox_sessions;
 mod sandbox_vcs;
 mod servers;
 mod servers_behaviour;
