@@ -37,6 +37,10 @@ pub struct SandboxExecArgs {
     /// Keep `.git`, `.keel` and `.claude` read-only inside the workspace roots.
     #[arg(long)]
     pub protect_vcs: bool,
+    /// With --protect-vcs: `.git` writable but for its config, hooks,
+    /// `info/` and the like (a recognised git command).
+    #[arg(long)]
+    pub git_write: bool,
     /// The most processes and threads the command may have at once.
     #[arg(long, value_name = "N")]
     pub max_pids: Option<u32>,
@@ -66,6 +70,7 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
         network: args.network,
         required: args.required,
         protect_vcs: args.protect_vcs,
+        git_write: args.git_write,
         max_pids: args.max_pids.unwrap_or_else(jail::privileges::default_max_pids),
     };
     std::process::exit(jail::launch(Request { confinement, command: args.command }));

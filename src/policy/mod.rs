@@ -27,6 +27,7 @@ pub mod destroy;
 pub mod engine;
 pub mod facts;
 pub mod git;
+pub mod git_write;
 pub mod interp;
 pub mod links;
 pub mod patch;

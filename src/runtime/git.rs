@@ -8,7 +8,7 @@
 //! Invariants, for every command built here:
 //! - the environment is built from nothing: `PATH`, `HOME`, `TMPDIR`, `TZ`,
 //!   `USER`, `LOGNAME` (no API keys, no `GIT_*` of the caller) plus
-//!   [`GIT_ENV`]: no system or global config (so no `include` from them,
+//!   [`git_env`]: no system or global config (so no `include` from them,
 //!   no `safe.directory` widening), no pager, no prompts, no editor, no
 //!   lazy fetches, no optional index writes;
 //! - [`NEUTRAL_CONFIG`] is passed with `-c`, which wins over the
@@ -26,50 +26,19 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::sandbox::git_write::{ISOLATED_CONFIG_ENV, NEUTRAL_ENV};
 use crate::sandbox::{CommandOutput, CommandSpec, SandboxError, run_blocking};
 
-/// Config that runs programs, switched off (`-c` wins over every file).
-pub const NEUTRAL_CONFIG: [&str; 22] = [
-    "core.fsmonitor=",
-    "core.hooksPath=/dev/null",
-    "core.pager=cat",
-    "core.editor=:",
-    "sequence.editor=:",
-    "core.askPass=",
-    "core.sshCommand=",
-    "core.gitProxy=",
-    "core.alternateRefsCommand=",
-    "diff.external=",
-    "credential.helper=",
-    "gpg.program=",
-    "commit.gpgSign=false",
-    "tag.gpgSign=false",
-    "protocol.allow=never",
-    "uploadpack.packObjectsHook=",
-    "submodule.recurse=false",
-    "diff.ignoreSubmodules=all",
-    "status.submoduleSummary=false",
-    "gc.auto=0",
-    "maintenance.auto=false",
-    "core.untrackedCache=false",
-];
+/// Config that runs programs, switched off (`-c` wins over every file);
+/// kept with the sandbox's recognised git commands, in one list.
+pub use crate::sandbox::git_write::NEUTRAL_CONFIG;
 
-/// The environment of keel's git, on top of the minimal inherited set.
-pub const GIT_ENV: [(&str, &str); 13] = [
-    ("GIT_CONFIG_NOSYSTEM", "1"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-    ("GIT_ATTR_NOSYSTEM", "1"),
-    ("GIT_TERMINAL_PROMPT", "0"),
-    ("GIT_PAGER", "cat"),
-    ("PAGER", "cat"),
-    ("GIT_EDITOR", ":"),
-    ("GIT_OPTIONAL_LOCKS", "0"),
-    ("GIT_NO_LAZY_FETCH", "1"),
-    ("GIT_PROTOCOL_FROM_USER", "0"),
-    ("GIT_NO_REPLACE_OBJECTS", "1"),
-    ("GIT_ADVICE", "0"),
-    ("LC_ALL", "C"),
-];
+/// The environment of keel's git, on top of the minimal inherited set:
+/// no system or global config, and the neutral environment of every
+/// neutralised git.
+pub fn git_env() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    ISOLATED_CONFIG_ENV.iter().chain(NEUTRAL_ENV.iter())
+}
 
 /// Why keel's own git could not run.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +79,7 @@ pub fn spec(
         argv.push(setting.into());
     }
     argv.extend(args.iter().map(OsString::from));
-    GIT_ENV.iter().fold(
+    git_env().fold(
         CommandSpec::argv("git", argv, work_tree).with_minimal_env().with_timeout(timeout),
         |spec, (key, value)| spec.with_env(key, value),
     )

@@ -121,6 +121,7 @@ fn confine(
         network: config.network,
         required: config.required,
         protect_vcs: config.protect_vcs,
+        git_write: false,
         max_pids: jail::privileges::default_max_pids(),
     };
     let layers = landlock::probe(&confinement).unwrap_or_default();
@@ -267,7 +268,12 @@ pub fn mark_sandbox_violation(
         ));
         return true;
     }
-    let vcs = if vcs { ", .git, .keel and .claude read-only" } else { "" };
+    let vcs = if vcs {
+        ", .git read-only except to a plain git command such as `git commit -am msg` (its \
+         config and hooks always), .keel and .claude read-only"
+    } else {
+        ""
+    };
     result.output.push_str(&format!(
         "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
          the workspace and temp folders{vcs}{network}). Work inside those limits, or ask the user \

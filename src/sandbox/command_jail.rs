@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use super::landlock::Confinement;
-use super::{CommandOutput, CommandSpec, EnvFilter, SandboxError, process, protected};
+use super::{CommandOutput, CommandSpec, EnvFilter, SandboxError, git_write, process, protected};
 
 /// A search for more read-only paths (the workspace's nested `.git`).
 type Search = Box<dyn FnOnce() -> Vec<PathBuf> + Send>;
@@ -38,6 +38,10 @@ pub enum CommandAccess {
     /// The session's jail: the workspace and the temp folders writable,
     /// the carve-outs read-only.
     Writes,
+    /// The session's jail, and `.git` writable but for what makes git
+    /// run programs: a recognised git command only
+    /// ([`CallJail::run_git`]).
+    GitWrites,
 }
 
 /// The session's jail (see the module doc).
@@ -154,9 +158,10 @@ impl CommandJail {
         let base = self.confinement.as_ref()?;
         match access {
             CommandAccess::Reads => Some(base.for_reads()),
-            CommandAccess::Writes => {
+            CommandAccess::Writes | CommandAccess::GitWrites => {
                 let mut confinement = base.clone();
                 confinement.read_only.extend(self.nested_read_only().await);
+                confinement.git_write = access == CommandAccess::GitWrites;
                 Some(confinement)
             }
         }
@@ -217,6 +222,34 @@ impl CallJail<'_> {
     ) -> Result<CommandOutput, SandboxError> {
         self.jail.run(spec, self.access, cancel).await
     }
+
+    /// Runs a recognised git command (`policy::git_write`), whose words
+    /// are `argv`, as the neutralised git of [`git_write`] in a jail
+    /// whose `.git` is writable but for what makes git run programs.
+    /// `script` is how the command runs otherwise, and does: for a read,
+    /// unconfined, or when no git lies outside the writable roots.
+    pub async fn run_git(
+        &self,
+        argv: &[String],
+        script: CommandSpec,
+        cancel: &CancellationToken,
+    ) -> Result<CommandOutput, SandboxError> {
+        let confinement = match self.access {
+            CommandAccess::Reads => None,
+            CommandAccess::Writes | CommandAccess::GitWrites => {
+                self.jail.confinement_for(CommandAccess::GitWrites).await
+            }
+        };
+        let program = confinement.as_ref().and_then(git_write::git_program);
+        match (confinement, program, argv.split_first()) {
+            (Some(confinement), Some(program), Some((_git, args))) => {
+                let spec = git_write::spec(&program, args, &script)
+                    .with_filtered_env(self.jail.env.clone());
+                run_confined(spec, &confinement, cancel).await
+            }
+            _ => self.run(script, cancel).await,
+        }
+    }
 }
 
 /// Runs `spec` confined, then removes the protected folders it created
@@ -227,8 +260,12 @@ async fn run_confined(
     confinement: &Confinement,
     cancel: &CancellationToken,
 ) -> Result<CommandOutput, SandboxError> {
-    let sweep =
-        confinement.protect_vcs.then(|| protected::Sweep::before(&confinement.workspace_roots));
+    let sweep = confinement.protect_vcs.then(|| {
+        protected::Sweep::before(protected::guarded_paths(
+            &confinement.workspace_roots,
+            confinement.git_write,
+        ))
+    });
     let result = process::run(&spec.confined(confinement), cancel).await;
     let removed = sweep.map(|sweep| sweep.after()).unwrap_or_default();
     let mut output = result?;

@@ -66,10 +66,15 @@ pub struct Confinement {
     /// Refuse to run when the sandbox cannot be enforced.
     pub required: bool,
     /// Keep `.git`, `.keel` and `.claude` read-only inside the workspace
-    /// roots (on by default; see `jail` for how, and the fallback). A
-    /// `git commit` run by the model fails then; policy asks before any
-    /// command that names those folders either way.
+    /// roots (on by default; see `jail` for how, and the fallback);
+    /// policy asks before any command that names those folders either way.
     pub protect_vcs: bool,
+    /// With `protect_vcs`: the workspace roots' `.git` is writable except
+    /// [`super::protected::GIT_DIR_GUARDED`] (config, hooks, `info/`, …),
+    /// for one recognised git command (`super::git_write`). Only with a
+    /// mount namespace; the landlock fallback keeps `.git` read-only.
+    #[serde(default)]
+    pub git_write: bool,
     /// The most processes and threads the command may have at once.
     pub max_pids: u32,
 }
@@ -86,6 +91,7 @@ impl Confinement {
             extra_roots: Vec::new(),
             read_only: Vec::new(),
             protect_vcs: false,
+            git_write: false,
             ..self.clone()
         }
     }
@@ -109,6 +115,7 @@ impl Confinement {
             ("--network", self.network),
             ("--required", self.required),
             ("--protect-vcs", self.protect_vcs),
+            ("--git-write", self.git_write),
         ] {
             if on {
                 args.push(flag.into());
@@ -221,6 +228,7 @@ mod tests {
             network: false,
             required: true,
             protect_vcs: true,
+            git_write: false,
             max_pids: 4096,
         };
         let args = confinement.launcher_args(&["bash".into(), "-c".into(), "ls".into()]);

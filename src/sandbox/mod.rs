@@ -52,6 +52,7 @@ mod capture;
 pub mod command_jail;
 pub mod confinement;
 mod env_filter;
+pub mod git_write;
 pub mod group;
 pub mod jail;
 pub mod landlock;

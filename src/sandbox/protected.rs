@@ -5,6 +5,9 @@
 //!
 //! - Existing ones (and the nested `.git` folders [`nested_git_dirs`]
 //!   finds when the session starts) are read-only mounts in the jail.
+//! - A recognised git command (`super::git_write`) may write `.git`,
+//!   except [`GIT_DIR_GUARDED`] (its config, hooks, `info/`, …), bound
+//!   read-only inside it.
 //! - One the command *creates* cannot be stopped by a mount (a mount needs
 //!   an existing path, and a writable folder accepts any new name), so
 //!   [`Sweep`] removes it as soon as the command has ended (the jail's PID
@@ -17,6 +20,38 @@ use std::path::{Path, PathBuf};
 
 /// The protected names at each workspace root.
 pub const NAMES: [&str; 3] = [".git", ".keel", ".claude"];
+
+/// What stays read-only inside a workspace's `.git` when a recognised
+/// git command may write it (`super::git_write`): what makes git run
+/// programs or read its configuration (and hooks) from elsewhere —
+/// config files, hooks, `info/` (attributes, excludes, sparse checkout,
+/// grafts), submodules' and worktrees' git folders, `commondir` (a
+/// common folder elsewhere: its config and hooks), legacy remotes.
+pub const GIT_DIR_GUARDED: [&str; 9] = [
+    "config",
+    "config.worktree",
+    "hooks",
+    "info",
+    "modules",
+    "worktrees",
+    "commondir",
+    "remotes",
+    "branches",
+];
+
+/// The protected paths of `workspace_roots`: their protected names, and
+/// with `git_write` the guarded names inside their `.git` folders.
+pub fn guarded_paths(workspace_roots: &[PathBuf], git_write: bool) -> Vec<PathBuf> {
+    let inside_git = workspace_roots
+        .iter()
+        .filter(|_| git_write)
+        .flat_map(|root| GIT_DIR_GUARDED.map(|name| root.join(".git").join(name)));
+    workspace_roots
+        .iter()
+        .flat_map(|root| NAMES.map(|name| root.join(name)))
+        .chain(inside_git)
+        .collect()
+}
 
 /// Folders scanned at most when looking for nested `.git` folders (a
 /// session start on a huge tree stays fast; deeper ones stay writable).
@@ -32,13 +67,11 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// Notes which protected names do not exist yet.
-    pub fn before(workspace_roots: &[PathBuf]) -> Self {
-        let absent = workspace_roots
-            .iter()
-            .flat_map(|root| NAMES.map(|name| root.join(name)))
-            .filter(|path| std::fs::symlink_metadata(path).is_err())
-            .collect();
+    /// Notes which of the protected `paths` ([`guarded_paths`]) do not
+    /// exist yet.
+    pub fn before(paths: Vec<PathBuf>) -> Self {
+        let absent =
+            paths.into_iter().filter(|path| std::fs::symlink_metadata(path).is_err()).collect();
         Self { absent }
     }
 
@@ -55,9 +88,11 @@ fn remove_created(path: &Path) -> Option<String> {
     let removed =
         if meta.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let in_git = path.parent().and_then(Path::file_name).is_some_and(|parent| parent == ".git");
+    let name = if in_git { format!(".git/{name}") } else { name };
     Some(match removed {
         Ok(()) => format!(
-            "keel: removed `{name}` created by the command: .git, .keel and .claude are read-only in the sandbox (what they hold runs outside it)"
+            "keel: removed `{name}` created by the command: .git (its config and hooks even for git), .keel and .claude are read-only in the sandbox (what they hold runs outside it)"
         ),
         Err(error) => format!(
             "keel: WARNING: the command created `{}` and it could not be removed: {error}",
@@ -114,7 +149,7 @@ mod tests {
     fn created_names_are_removed_and_reported() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
-        let sweep = Sweep::before(&[dir.path().to_owned()]);
+        let sweep = Sweep::before(guarded_paths(&[dir.path().to_owned()], false));
         std::fs::create_dir_all(dir.path().join(".keel/rules")).unwrap();
         std::os::unix::fs::symlink("/etc", dir.path().join(".claude")).unwrap();
         let lines = sweep.after();

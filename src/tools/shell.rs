@@ -20,6 +20,7 @@ use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::display::{self, ShellRun};
+use crate::policy;
 use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
 use crate::sandbox::{CapturedStream, CommandOutput, CommandSpec, SandboxError};
 
@@ -101,7 +102,14 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         // Pagers would wait on a terminal that is not there.
         .with_env("PAGER", "cat")
         .with_env("GIT_PAGER", "cat");
-    let output = match ctx.command_jail().run(spec, &ctx.cancel).await {
+    // A plain `git commit`, `git checkout -b`…: `.git` writable for it
+    // (but for its config and hooks), run as a neutralised git.
+    let jail = ctx.command_jail();
+    let run = match policy::git_write::recognise(&args.command) {
+        Some(argv) => jail.run_git(&argv, spec, &ctx.cancel).await,
+        None => jail.run(spec, &ctx.cancel).await,
+    };
+    let output = match run {
         Err(SandboxError::Cancelled { output: Some(partial), .. }) => {
             return Err(ToolError::Interrupted { output: render(&partial).0 });
         }

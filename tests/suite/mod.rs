@@ -19,6 +19,7 @@ mod e2e_panics;
 mod e2e_signals;
 mod exec_honest;
 mod exit_codes;
+mod git_write_e2e;
 mod hooks_e2e;
 mod jail_fixture;
 mod json_pairs;

@@ -317,6 +317,7 @@ async fn the_read_only_jail_writes_nowhere_temp_folders_included() {
         network: false,
         required: true,
         protect_vcs: true,
+        git_write: false,
         max_pids: 512,
     };
     let targets = [

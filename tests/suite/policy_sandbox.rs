@@ -60,6 +60,7 @@ fn confinement(workspace: &Path, network: bool) -> Confinement {
         network,
         required: true,
         protect_vcs: true,
+        git_write: false,
     }
 }
 

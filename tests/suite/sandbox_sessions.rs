@@ -25,6 +25,7 @@ fn confinement(workspace: &Path) -> Confinement {
         network: false,
         required: true,
         protect_vcs: true,
+        git_write: false,
         max_pids: 4096,
     }
 }

@@ -79,6 +79,7 @@ fn confinement(workspace: &Path, required: bool) -> Confinement {
         network: false,
         required,
         protect_vcs: true,
+        git_write: false,
     }
 }
 

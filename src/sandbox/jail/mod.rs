@@ -270,8 +270,9 @@ fn run_and_reap(command: &[OsString], cwd: &Path) -> i32 {
 }
 
 /// The folders the jail binds: writable roots (mode workspace-write) and
-/// carve-outs (the protected names of each workspace root, the
-/// configured read-only paths), plus the host's sockets.
+/// carve-outs (the protected names of each workspace root, or for a
+/// recognised git command what `.git` guards inside it; the configured
+/// read-only paths), plus the host's sockets.
 fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
     let writable_mode = confinement.mode == SandboxMode::WorkspaceWrite;
     let writable = if writable_mode {
@@ -288,7 +289,17 @@ fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
     let mut read_only = confinement.read_only.clone();
     if confinement.protect_vcs && writable_mode {
         for root in &confinement.workspace_roots {
-            read_only.extend(super::protected::NAMES.map(|name| root.join(name)));
+            // A recognised git command's `.git` (a folder: a `.git` file
+            // points elsewhere, outside every writable root) is writable
+            // but for what makes git run programs.
+            let git_dir = root.join(".git");
+            let git_write = confinement.git_write && git_dir.is_dir();
+            let names = super::protected::NAMES.into_iter();
+            read_only
+                .extend(names.filter(|name| !git_write || *name != ".git").map(|n| root.join(n)));
+            if git_write {
+                read_only.extend(super::protected::GIT_DIR_GUARDED.map(|name| git_dir.join(name)));
+            }
         }
     }
     MountPlan {

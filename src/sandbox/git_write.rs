@@ -1,0 +1,178 @@
+//! git without the programs it can be made to run, and the model's
+//! recognised git commands (`policy::git_write`) run with `.git`
+//! writable (issue 31).
+//!
+//! git executes commands named in its configuration (`core.fsmonitor`,
+//! hooks, pagers, `diff.external`, credential helpers, `core.sshCommand`,
+//! …). [`NEUTRAL_CONFIG`] switches them off with `-c` (which wins over
+//! every config file) and [`NEUTRAL_ENV`] does the same for the
+//! environment; keel's own git (`runtime::git`) adds
+//! [`ISOLATED_CONFIG_ENV`] (no system or global config at all). This is
+//! the one list of both.
+//!
+//! A recognised git command of the model runs as an argv, not through a
+//! shell: the git found on `PATH` outside every writable root (a `git`
+//! planted in the workspace is never the one run), the neutral config
+//! and environment, the user's own global config kept (their name and
+//! e-mail; read-only in the jail). Its jail has the workspace's `.git`
+//! writable except [`super::protected::GIT_DIR_GUARDED`] (its config,
+//! hooks, `info/`, …), which stay read-only binds inside it; one of those
+//! the command creates is removed after it, as a protected folder is.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::CommandSpec;
+use super::landlock::{self, Confinement};
+
+/// Config that runs programs, switched off (`-c` wins over every file).
+pub const NEUTRAL_CONFIG: [&str; 22] = [
+    "core.fsmonitor=",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "core.editor=:",
+    "sequence.editor=:",
+    "core.askPass=",
+    "core.sshCommand=",
+    "core.gitProxy=",
+    "core.alternateRefsCommand=",
+    "diff.external=",
+    "credential.helper=",
+    "gpg.program=",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "protocol.allow=never",
+    "uploadpack.packObjectsHook=",
+    "submodule.recurse=false",
+    "diff.ignoreSubmodules=all",
+    "status.submoduleSummary=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.untrackedCache=false",
+];
+
+/// No system or global config (so no `include` from them, no
+/// `safe.directory` widening): keel's own git, which reads an untrusted
+/// repository before any trust.
+pub const ISOLATED_CONFIG_ENV: [(&str, &str); 3] =
+    [("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_ATTR_NOSYSTEM", "1")];
+
+/// The environment of every neutralised git: no pager, no prompts, no
+/// editor, no lazy fetches, no optional index writes.
+pub const NEUTRAL_ENV: [(&str, &str); 10] = [
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_PAGER", "cat"),
+    ("PAGER", "cat"),
+    ("GIT_EDITOR", ":"),
+    ("GIT_OPTIONAL_LOCKS", "0"),
+    ("GIT_NO_LAZY_FETCH", "1"),
+    ("GIT_PROTOCOL_FROM_USER", "0"),
+    ("GIT_NO_REPLACE_OBJECTS", "1"),
+    ("GIT_ADVICE", "0"),
+    ("LC_ALL", "C"),
+];
+
+/// The `git` the model's recognised git commands run: the first on
+/// `PATH` (absolute entries only) whose real path lies outside every
+/// writable root of `confinement`; `None` when there is none.
+pub fn git_program(confinement: &Confinement) -> Option<PathBuf> {
+    let writable: Vec<PathBuf> = (confinement.workspace_roots.iter())
+        .chain(&confinement.extra_roots)
+        .cloned()
+        .chain(landlock::temp_roots())
+        .map(|root| std::fs::canonicalize(&root).unwrap_or(root))
+        .collect();
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .filter_map(|dir| std::fs::canonicalize(dir.join("git")).ok())
+        .find(|git| is_executable(git) && !writable.iter().any(|root| git.starts_with(root)))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// `git ARGS` (`args` after the word `git`) as `base` would have run
+/// (its folder, timeout, output limit, environment), through `program`,
+/// neutralised.
+pub fn spec(program: &Path, args: &[String], base: &CommandSpec) -> CommandSpec {
+    let mut argv: Vec<OsString> = vec!["--no-pager".into()];
+    for setting in NEUTRAL_CONFIG {
+        argv.push("-c".into());
+        argv.push(setting.into());
+    }
+    argv.extend(args.iter().map(OsString::from));
+    let mut spec = CommandSpec::argv(program, argv, base.cwd.clone());
+    // Messages name the model's command, not this argv.
+    spec.display_as = Some(base.display());
+    spec.timeout = base.timeout;
+    spec.output_limit = base.output_limit;
+    spec.env_base = base.env_base.clone();
+    spec.env = base.env.clone();
+    NEUTRAL_ENV.iter().fold(spec, |spec, (key, value)| spec.with_env(key, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Program;
+    use crate::sandbox::landlock::SandboxMode;
+
+    fn confinement(root: &Path) -> Confinement {
+        Confinement {
+            launcher: "/bin/keel".into(),
+            mode: SandboxMode::WorkspaceWrite,
+            workspace_roots: vec![root.to_owned()],
+            extra_roots: Vec::new(),
+            read_only: Vec::new(),
+            network: false,
+            required: true,
+            protect_vcs: true,
+            git_write: false,
+            max_pids: 64,
+        }
+    }
+
+    #[test]
+    fn the_git_run_is_never_one_in_a_writable_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = git_program(&confinement(dir.path())).expect("git on PATH");
+        assert!(!git.starts_with(std::fs::canonicalize(dir.path()).unwrap()));
+        // Everything on PATH writable: no git to run.
+        let everything = confinement(Path::new("/"));
+        assert_eq!(git_program(&everything), None);
+    }
+
+    #[test]
+    fn a_recognised_command_keeps_its_folder_limits_and_gets_the_neutral_config() {
+        let base = CommandSpec::script("git commit -m x", "/ws")
+            .with_timeout(std::time::Duration::from_secs(7))
+            .with_output_limit(99)
+            .with_env("KEEP", "1");
+        let args = ["commit".to_owned(), "-m".to_owned(), "x".to_owned()];
+        let spec = spec(Path::new("/usr/bin/git"), &args, &base);
+        assert_eq!(
+            (spec.cwd.as_path(), spec.timeout.as_secs(), spec.output_limit),
+            (Path::new("/ws"), 7, 99)
+        );
+        assert_eq!(spec.display(), "git commit -m x");
+        let Program::Argv { program, args } = &spec.program else { panic!("{spec:?}") };
+        let shown = std::iter::once(program)
+            .chain(args)
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            shown.starts_with(
+                "/usr/bin/git --no-pager -c core.fsmonitor= -c core.hooksPath=/dev/null"
+            ),
+            "{shown}"
+        );
+        assert!(shown.ends_with("-c core.untrackedCache=false commit -m x"), "{shown}");
+        assert!(spec.env.contains(&("KEEP".into(), "1".into())));
+        assert!(spec.env.contains(&("GIT_EDITOR".into(), ":".into())));
+    }
+}

@@ -1,0 +1,186 @@
+//! Issue 31, scope 3, through the real binary: in auto mode a plain
+//! `git checkout -b fix` and then `git commit -am msg` (separate calls)
+//! work in the sandbox, while `.git/config` and `.git/hooks` stay
+//! read-only to every command, a recognised git command included (its
+//! own config write fails), and the ways around recognition (a global
+//! `-c`, a compound line, a plain write) keep `.git` read-only.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use keel::sandbox::landlock::{Confinement, SandboxMode};
+use keel::sandbox::{CommandAccess, CommandJail, CommandOutput, CommandSpec, EnvFilter};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::jail_fixture::{KEEL, note};
+use super::support::{Sandbox, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// Why the jail cannot protect `.git` here (the tests then say so and
+/// pass): landlock or the mount namespace missing.
+fn jail_unavailable(dir: &Path) -> Option<String> {
+    let output = Command::new(KEEL)
+        .args(["sandbox-exec", "--protect-vcs", "--workspace-root"])
+        .arg(dir)
+        .args(["--", "--probe"])
+        .output()
+        .unwrap();
+    let layers: Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    (layers["vcs"] != "mounts" || layers["landlock"] == "none")
+        .then(|| format!("no read-only mounts for .git here: {layers}"))
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").args(args).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A repository with one commit, and the user's identity in their
+/// global config (`HOME` is keel's home in these tests).
+fn repository() -> Sandbox {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.home.join(".gitconfig"),
+        "[user]\n\tname = T\n\temail = t@x.example.test\n",
+    )
+    .unwrap();
+    sandbox.write("a.txt", "typo\n");
+    let repo = &sandbox.repo;
+    let identity = ["-c", "user.name=T", "-c", "user.email=t@x.example.test"];
+    git(repo, &["add", "a.txt"]);
+    git(repo, &[&identity[..], &["commit", "-qm", "first"]].concat());
+    sandbox
+}
+
+fn shell(command: &str) -> Step {
+    Step::Calls { text: None, calls: vec![call("shell", json!({ "command": command }))] }
+}
+
+/// `keel exec --json --full-auto` on `steps`; the shell results in order.
+async fn exec_auto(sandbox: &Sandbox, steps: &[Step]) -> Vec<(String, Value)> {
+    let server = scripted_model(Wire::Chat, steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m"])
+        .arg("fix the typo on a branch and commit it")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    sandbox
+        .only_log()
+        .iter()
+        .filter(|line| line["type"] == "tool_call_finished")
+        .map(|line| (line["result"]["output"].as_str().unwrap().to_owned(), line["meta"].clone()))
+        .collect()
+}
+
+/// `keel tool shell` in auto mode, approved (`--yes`): what the sandbox
+/// alone does with `command`.
+fn tool_shell(sandbox: &Sandbox, command: &str) -> Value {
+    let args = json!({ "command": command }).to_string();
+    let out: Output =
+        sandbox.keel().args(["tool", "shell", &args, "--mode", "auto", "--yes"]).output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[tokio::test]
+async fn in_auto_mode_checkout_b_then_commit_am_work_as_separate_calls() {
+    let sandbox = repository();
+    if let Some(reason) = jail_unavailable(&sandbox.repo) {
+        return note(&format!("skipped: {reason}"));
+    }
+    let steps = [
+        shell("git checkout -b fix"),
+        shell("echo fixed > a.txt"),
+        shell("git commit -am 'fix the typo'"),
+        Step::Answer("committed on fix".into()),
+    ];
+    let results = exec_auto(&sandbox, &steps).await;
+    for (output, meta) in &results {
+        assert_eq!(meta["exit_code"], 0, "{output}");
+    }
+    assert_eq!(git(&sandbox.repo, &["branch", "--show-current"]), "fix");
+    assert_eq!(git(&sandbox.repo, &["log", "-1", "--format=%s %an"]), "fix the typo T");
+    assert_eq!(git(&sandbox.repo, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn git_config_and_hooks_stay_read_only_to_every_command() {
+    let sandbox = repository();
+    if let Some(reason) = jail_unavailable(&sandbox.repo) {
+        return note(&format!("skipped: {reason}"));
+    }
+    let config = sandbox.read(".git/config");
+    for command in [
+        // Not recognised: `.git` read-only as a whole.
+        "echo evil > .git/hooks/x",
+        "echo evil >> .git/config",
+        "git config core.hooksPath /tmp/evil-hooks",
+        "git -c core.hooksPath=/tmp/evil-hooks commit --allow-empty -m evil",
+        "git add a.txt && echo evil > .git/hooks/post-commit",
+        // Recognised, `.git` writable: but its config is not.
+        "git switch -c evil --track master",
+    ] {
+        let envelope = tool_shell(&sandbox, command);
+        assert_ne!(envelope["meta"]["exit_code"], 0, "`{command}` succeeded: {envelope}");
+        assert_eq!(sandbox.read(".git/config"), config, "`{command}` changed .git/config");
+        assert!(!sandbox.repo.join(".git/hooks/x").exists(), "`{command}` wrote a hook");
+        assert!(!sandbox.repo.join(".git/hooks/post-commit").exists(), "`{command}` wrote a hook");
+    }
+    assert_eq!(git(&sandbox.repo, &["log", "--format=%s"]), "first", "no commit landed");
+}
+
+/// The jail of a recognised git command, for any script: `.git`
+/// writable but for its config, hooks and `info/`.
+async fn run_git_writable(repo: &Path, script: &str) -> CommandOutput {
+    let confinement = Confinement {
+        launcher: KEEL.into(),
+        mode: SandboxMode::WorkspaceWrite,
+        workspace_roots: vec![repo.to_owned()],
+        extra_roots: Vec::new(),
+        read_only: Vec::new(),
+        network: false,
+        required: true,
+        protect_vcs: true,
+        git_write: false,
+        max_pids: 4096,
+    };
+    let jail = CommandJail::new(Some(confinement), EnvFilter::default());
+    let spec = CommandSpec::script(script, repo);
+    jail.run(spec, CommandAccess::GitWrites, &CancellationToken::new()).await.unwrap()
+}
+
+#[tokio::test]
+async fn with_git_writable_what_makes_git_run_programs_stays_read_only() {
+    let sandbox = repository();
+    if let Some(reason) = jail_unavailable(&sandbox.repo) {
+        return note(&format!("skipped: {reason}"));
+    }
+    let config = sandbox.read(".git/config");
+    for script in [
+        "echo evil >> .git/config",
+        "echo evil > .git/hooks/pre-commit",
+        "echo evil > .git/info/attributes",
+        "mv .git/config .git/config.old",
+    ] {
+        let out = run_git_writable(&sandbox.repo, script).await;
+        assert!(!out.success(), "`{script}` succeeded");
+    }
+    assert_eq!(sandbox.read(".git/config"), config);
+    assert!(!sandbox.repo.join(".git/hooks/pre-commit").exists());
+    assert!(!sandbox.repo.join(".git/info/attributes").exists());
+    // The rest of `.git` is writable (objects, refs, the index).
+    let out =
+        run_git_writable(&sandbox.repo, "echo x > .git/keel-probe && rm .git/keel-probe").await;
+    assert!(out.success(), "{}", out.stderr.text());
+    // A guarded name the command creates (a common folder elsewhere:
+    // its config and hooks) is removed after it, and the command fails.
+    let out = run_git_writable(&sandbox.repo, "echo /tmp/evil > .git/commondir").await;
+    assert!(!out.success());
+    assert!(out.stderr.text().contains("removed `.git/commondir`"), "{}", out.stderr.text());
+    assert!(!sandbox.repo.join(".git/commondir").exists());
+}
