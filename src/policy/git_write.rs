@@ -63,7 +63,7 @@ pub fn recognise(script: &str) -> Option<Vec<String>> {
     // `git` itself, written first (`./git` is another program; a wrapper
     // such as `env -u HOME git …` would run it otherwise than the sandbox
     // does).
-    let written_first = script.trim_start().split_whitespace().next() == Some("git");
+    let written_first = script.split_whitespace().next() == Some("git");
     if program != "git" || !written_first {
         return None;
     }
