@@ -27,6 +27,7 @@ use keel::mcp::McpHub;
 use keel::policy::ApprovalMode;
 use keel::protocol::ToolCall;
 use keel::runtime::{EventSink, NonInteractiveApprover, RuntimeEvent, Session, SessionOptions};
+use keel::sandbox::EnvFilter;
 use keel::tools::{ToolContext, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::method;
@@ -160,7 +161,7 @@ async fn sequential_start(servers: usize) -> f64 {
     for index in 0..servers {
         let mut one = settings(servers);
         one.servers = vec![one.servers.remove(index)];
-        let hub = McpHub::start(&one, dir.path(), dir.path());
+        let hub = McpHub::start(&one, dir.path(), &EnvFilter::default(), dir.path());
         hub.wait_started().await;
         hub.shutdown().await;
     }
@@ -170,7 +171,7 @@ async fn sequential_start(servers: usize) -> f64 {
 async fn per_call() -> (Vec<f64>, Vec<f64>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("one.txt"), "one line\n").unwrap();
-    let hub = McpHub::start(&settings(1), dir.path(), dir.path());
+    let hub = McpHub::start(&settings(1), dir.path(), &EnvFilter::default(), dir.path());
     hub.wait_started().await;
     let defs = hub.tool_defs();
     let mut registry = ToolRegistry::builtin();
