@@ -116,7 +116,7 @@ pub fn start(
     };
     command
         .env_clear()
-        .envs(super::env_filter::child_env(spec.env_base))
+        .envs(super::env_filter::child_env(&spec.env_base))
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::piped())

@@ -18,8 +18,8 @@ use std::time::Duration;
 use super::processes::{self, render_output};
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolError};
 use crate::protocol::ToolOutput;
-use crate::sandbox::background;
 use crate::sandbox::CommandSpec;
+use crate::sandbox::background;
 
 /// How long a start waits for the command's first output (or its end).
 pub const FIRST_OUTPUT_WAIT: Duration = Duration::from_millis(1000);
@@ -39,8 +39,6 @@ pub(super) async fn start(
     let jail = ctx.command_jail();
     let confinement = jail.confinement().await;
     let spec = CommandSpec::script(script, dir)
-        .for_model()
-        .read_only(ctx.read_only)
         .with_env("PAGER", "cat")
         .with_env("GIT_PAGER", "cat")
         .with_env("PYTHONUNBUFFERED", "1")
