@@ -29,7 +29,7 @@ pub(super) fn run(args: ApplyPatchArgs) -> Result<ExitStatus, CliError> {
     let root = find_workspace_root(&cwd);
     // Run by a person in a folder: paths are relative to it, as for `git apply`.
     let ws = Workspace::from_parts(&root, &cwd).map_err(CliError::usage)?.relative_to_cwd();
-    match apply_patch_text(&ws, &FileStates::new(), &patch) {
+    match apply_patch_text(&ws, &FileStates::unchecked(), &patch) {
         Ok(report) => {
             let mut out = std::io::stdout().lock();
             write!(out, "Success. Updated the following files:\n{}", report.lines())?;

@@ -36,6 +36,7 @@ async fn an_addition_before_a_removal_applies_and_the_session_completes() {
     sandbox.write("f.txt", "a\nb\nc\nd\n");
     let patch = "*** Begin Patch\n*** Update File: f.txt\n@@\n+tail\n@@\n a\n-b\n*** End Patch\n";
     let steps = vec![
+        Step::Calls { text: None, calls: vec![call("read_file", json!({ "path": "f.txt" }))] },
         Step::Calls { text: None, calls: vec![call("apply_patch", json!({ "patch": patch }))] },
         Step::Answer("patched".into()),
     ];
@@ -46,8 +47,8 @@ async fn an_addition_before_a_removal_applies_and_the_session_completes() {
     assert_eq!(sandbox.read("f.txt"), "a\nc\nd\ntail\n");
     let lines = json_lines(&output.stdout);
     let outputs = tool_outputs(&lines);
-    assert_eq!(outputs.len(), 1, "{lines:?}");
-    assert!(!outputs[0].1, "the patch failed: {}", outputs[0].2);
+    assert_eq!(outputs.len(), 2, "{lines:?}");
+    assert!(!outputs[1].1, "the patch failed: {}", outputs[1].2);
     assert_eq!(lines.last().unwrap()["type"], "result");
 }
 

@@ -44,6 +44,7 @@ mod policy_rules_errors;
 mod policy_sandbox;
 mod prompt_fit;
 mod prompt_truths;
+mod prompt_truths3;
 mod routed_model;
 mod runtime_cancel;
 mod runtime_resume;

@@ -9,15 +9,15 @@ use super::wire::{Step, Wire, call};
 use super::workflow_e2e::{phase, results, shell};
 
 /// What one run left behind.
-struct Run {
-    code: i32,
-    result: Value,
-    stderr: String,
-    log: Vec<Value>,
-    requests: Vec<Value>,
+pub(super) struct Run {
+    pub(super) code: i32,
+    pub(super) result: Value,
+    pub(super) stderr: String,
+    pub(super) log: Vec<Value>,
+    pub(super) requests: Vec<Value>,
 }
 
-async fn run(sandbox: &Sandbox, steps: &[Step], flags: &[&str], prompt: &str) -> Run {
+pub(super) async fn run(sandbox: &Sandbox, steps: &[Step], flags: &[&str], prompt: &str) -> Run {
     let server = scripted_model(Wire::Chat, steps).await;
     let output = sandbox
         .keel()
@@ -37,11 +37,11 @@ async fn run(sandbox: &Sandbox, steps: &[Step], flags: &[&str], prompt: &str) ->
     }
 }
 
-fn calls(calls: Vec<(String, String)>) -> Step {
+pub(super) fn calls(calls: Vec<(String, String)>) -> Step {
     Step::Calls { text: None, calls }
 }
 
-fn read(path: &str) -> Step {
+pub(super) fn read(path: &str) -> Step {
     calls(vec![call("read_file", json!({"path": path}))])
 }
 
@@ -50,7 +50,7 @@ fn edit(path: &str, old: &str, new: &str) -> Step {
 }
 
 /// A Python project whose only test is a script named like one.
-fn calc_project() -> Sandbox {
+pub(super) fn calc_project() -> Sandbox {
     let sandbox = Sandbox::new();
     sandbox.write("calc.py", "def add(a, b):\n    return a - b\n");
     sandbox.write(
@@ -61,7 +61,7 @@ fn calc_project() -> Sandbox {
 }
 
 /// Every context message the model read in `request`, joined.
-fn context_of(request: &Value) -> String {
+pub(super) fn context_of(request: &Value) -> String {
     request["messages"]
         .as_array()
         .into_iter()
@@ -384,8 +384,11 @@ async fn every_tool_the_first_request_names_is_offered_under_each_edit_setting()
 async fn a_session_that_used_the_other_edit_tool_resumes() {
     let sandbox = calc_project();
     let patch = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n";
-    let steps =
-        [calls(vec![call("apply_patch", json!({"patch": patch}))]), Step::Answer("Fixed.".into())];
+    let steps = [
+        read("calc.py"),
+        calls(vec![call("apply_patch", json!({"patch": patch}))]),
+        Step::Answer("Fixed.".into()),
+    ];
     let first =
         run(&sandbox, &steps, &["--full-auto", "-c", "tools.edit=\"apply_patch\""], "fix add")
             .await;

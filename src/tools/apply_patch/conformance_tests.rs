@@ -57,7 +57,7 @@ fn run_scenario(dir: &Path) -> (Result<PatchReport, PatchError>, tempfile::TempD
     copy_tree(&dir.join("input"), work.path());
     let patch = std::fs::read_to_string(dir.join("patch.txt")).unwrap();
     let ws = Workspace::from_parts(work.path(), work.path()).unwrap();
-    (apply_patch_text(&ws, &FileStates::new(), &patch), work)
+    (apply_patch_text(&ws, &FileStates::unchecked(), &patch), work)
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn success_reports_each_file_like_codex() {
 fn paths_outside_the_workspace_are_refused() {
     let work = tempfile::tempdir().unwrap();
     let ws = Workspace::from_parts(work.path(), work.path()).unwrap();
-    let states = FileStates::new();
+    let states = FileStates::unchecked();
     for path in ["../escape.txt", "/tmp/keel-escape.txt"] {
         let patch = format!("*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch\n");
         let error = ToolError::from(apply_patch_text(&ws, &states, &patch).unwrap_err());
@@ -171,7 +171,7 @@ fn deleting_a_symlink_removes_the_link_not_its_target() {
     std::os::unix::fs::symlink(work.path().join("real.txt"), work.path().join("link")).unwrap();
     let ws = Workspace::from_parts(work.path(), work.path()).unwrap();
     let patch = "*** Begin Patch\n*** Delete File: link\n*** End Patch\n";
-    let report = apply_patch_text(&ws, &FileStates::new(), patch).unwrap();
+    let report = apply_patch_text(&ws, &FileStates::unchecked(), patch).unwrap();
     assert_eq!(report.lines(), "D link\n");
     assert!(std::fs::symlink_metadata(work.path().join("link")).is_err());
     assert_eq!(std::fs::read_to_string(work.path().join("real.txt")).unwrap(), "keep\n");

@@ -9,13 +9,23 @@
 //! like any other tool path and used beneath the root without following
 //! symlinks (`super::beneath`). Each write is atomic ([`super::atomic`]) and
 //! recorded in the session's [`FileStates`], so a later `edit_file` does not
-//! see the model's own change as an outside one. Unlike `edit_file`, an
-//! update needs no earlier `read_file`: its context lines are the check.
+//! see the model's own change as an outside one.
+//!
+//! As safe as `edit_file`: an Update, a Delete, a Move onto an existing file
+//! and an Add over an existing file each need the file read in this session
+//! and unchanged since ([`FileStates::ensure_fresh`], the same refusal text
+//! as `edit_file`); context lines alone are not the check, since the model
+//! may have guessed them. As informative: the result carries the unified
+//! diff of each file changed in place ([`super::diff`], each cut at its
+//! bound, all of them together at [`MAX_PATCH_DIFF_BYTES`]); a new file or a
+//! deletion is named only (the model wrote the one, the other is gone).
 
 mod seek;
 
 #[cfg(test)]
 mod conformance_tests;
+#[cfg(test)]
+mod guard_tests;
 #[cfg(test)]
 mod property_tests;
 
@@ -28,7 +38,8 @@ use serde_json::json;
 
 use super::args::blocking;
 use super::beneath::Entry;
-use super::edit_file::read_for_edit;
+use super::diff::unified_diff;
+use super::edit_file::{MAX_EDIT_BYTES, read_for_edit};
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 pub use crate::protocol::patch::ParseError;
@@ -102,11 +113,20 @@ impl ChangeKind {
     }
 }
 
+/// All the diffs in one result together stay under this many bytes; the
+/// files past it are named with a note to read them.
+pub const MAX_PATCH_DIFF_BYTES: usize = 32 * 1024;
+
 /// The operations a patch carried out, in order (a move is `M` of its
-/// destination, as Codex prints it).
+/// destination, as Codex prints it), and the diffs of the files changed in
+/// place.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PatchReport {
     pub changes: Vec<(ChangeKind, String)>,
+    /// Unified diffs, one after another, within [`MAX_PATCH_DIFF_BYTES`].
+    pub diffs: String,
+    /// Whether a diff was cut or left out.
+    pub diffs_cut: bool,
 }
 
 impl PatchReport {
@@ -118,14 +138,32 @@ impl PatchReport {
         })
     }
 
+    /// Adds the diff of `rel` from `before` to `after`, within the budget.
+    fn add_diff(&mut self, rel: &Path, before: &str, after: &str) {
+        let (diff, cut) = unified_diff(rel, before, after);
+        if self.diffs.len() + diff.len() > MAX_PATCH_DIFF_BYTES {
+            let _ = writeln!(
+                self.diffs,
+                "[diff of {} not shown (this result's diffs are long); read the file to see it]",
+                rel.display()
+            );
+            self.diffs_cut = true;
+            return;
+        }
+        self.diffs.push_str(&diff);
+        self.diffs_cut |= cut;
+    }
+
     fn into_output(self) -> ToolOutput {
-        let text = format!("Success. Updated the following files:\n{}", self.lines());
+        let mut text = format!("Success. Updated the following files:\n{}", self.lines());
+        text.push_str(&self.diffs);
         let files: Vec<_> = self
             .changes
             .iter()
             .map(|(kind, path)| json!({ "change": kind.letter().to_string(), "path": path }))
             .collect();
-        ToolOutput { text, meta: ToolMeta::details(json!({ "files": files })) }
+        let meta = ToolMeta::details(json!({ "files": files, "truncated": self.diffs_cut }));
+        ToolOutput { text, meta }
     }
 }
 
@@ -165,7 +203,7 @@ pub fn apply_patch_text(
     let hunks = parse::parse(text)?;
     let mut report = PatchReport::default();
     for (index, hunk) in hunks.iter().enumerate() {
-        match apply_hunk(ws, files, hunk) {
+        match apply_hunk(ws, files, hunk, &mut report) {
             Ok(change) => report.changes.push(change),
             Err(source) => {
                 return Err(PatchError::Operation {
@@ -183,6 +221,7 @@ fn apply_hunk(
     ws: &Workspace,
     files: &FileStates,
     hunk: &Hunk,
+    report: &mut PatchReport,
 ) -> Result<(ChangeKind, String), ToolError> {
     let abs = match hunk {
         // The entry itself: deleting a symlink removes the link (even a dangling one).
@@ -192,33 +231,65 @@ fn apply_hunk(
     let rel = ws.relative(&abs);
     match hunk {
         Hunk::Add { contents, .. } => {
+            // Over an existing file, an Add is an overwrite: read first, as for write_file.
+            let before = existing_text(ws, files, &abs)?;
             write(ws, files, &abs, contents.as_bytes(), None)?;
+            if let Some(before) = before {
+                report.add_diff(&rel, &before, contents);
+            }
             Ok((ChangeKind::Added, ws.display(&abs)))
         }
         Hunk::Delete { .. } => {
+            if let Entry::File { stamp, .. } = ws.entry(&abs)? {
+                files.ensure_fresh(&abs, &rel, Some(stamp))?;
+            }
             ws.remove_entry(&abs)?;
             files.forget(&abs);
             Ok((ChangeKind::Deleted, ws.display(&abs)))
         }
         Hunk::Update { move_to, chunks, .. } => {
-            let (bytes, _, mode) = read_for_edit(ws, &abs)?;
+            let (bytes, stamp, mode) = read_for_edit(ws, &abs)?;
+            files.ensure_fresh(&abs, &rel, Some(stamp))?;
             let original =
                 String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.clone() })?;
             let updated = seek::apply_chunks(&original, chunks)
                 .map_err(|source| ToolError::PatchContext { path: rel.clone(), source })?;
             let Some(target) = move_to else {
                 write(ws, files, &abs, updated.as_bytes(), Some(mode))?;
+                report.add_diff(&rel, &original, &updated);
                 return Ok((ChangeKind::Modified, ws.display(&abs)));
             };
             let dest = ws.resolve(target)?;
+            if dest != abs {
+                // A move onto an existing file replaces it: that one must be read too.
+                existing_text(ws, files, &dest)?;
+            }
             write(ws, files, &dest, updated.as_bytes(), Some(mode))?;
             if dest != abs {
                 ws.remove_entry(&abs)?;
                 files.forget(&abs);
             }
+            report.add_diff(&ws.relative(&dest), &original, &updated);
             Ok((ChangeKind::Modified, ws.display(&dest)))
         }
     }
+}
+
+/// `Ok(None)` when nothing is at `abs`; the text of the file there when the
+/// session read it and it is unchanged (`None` too when it is too large or
+/// not text to diff); the `edit_file` conflict when it was not read or
+/// changed since.
+fn existing_text(
+    ws: &Workspace,
+    files: &FileStates,
+    abs: &Path,
+) -> Result<Option<String>, ToolError> {
+    let Entry::File { stamp, len, .. } = ws.entry(abs)? else { return Ok(None) };
+    files.ensure_fresh(abs, &ws.relative(abs), Some(stamp))?;
+    if len > MAX_EDIT_BYTES {
+        return Ok(None);
+    }
+    Ok(read_for_edit(ws, abs).ok().and_then(|(bytes, _, _)| String::from_utf8(bytes).ok()))
 }
 
 /// Replaces the file at `abs` (keeping an existing file's permissions
