@@ -54,7 +54,8 @@ fn current(state: &LoopState, kind: ContextKind) -> Option<String> {
         }
         ContextKind::Mode => {
             let policy = &state.config.policy;
-            Some(mode_block(policy.mode.as_str(), policy.sandboxed))
+            let walls = policy.sandboxed.then_some(&state.config.walls);
+            Some(mode_block(policy.mode.as_str(), walls))
         }
         ContextKind::Workflow => {
             let offered: Vec<&str> =

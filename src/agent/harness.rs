@@ -213,9 +213,17 @@ pub fn review(
     (plan_event(&flow.flow), result)
 }
 
+/// How a headless run's approver starts its answer to `submit_plan`: no
+/// one reviewed the plan, so the model is told to stop, not to revise.
+pub const PLAN_NOT_REVIEWABLE: &str = "this headless run cannot review plans";
+
 /// What the model reads when the user rejects its plan, live (the
-/// `submit_plan` result) or in a later run (the next prompt).
+/// `submit_plan` result) or in a later run (the next prompt); a plan no one
+/// could review gets one instruction, to stop (its feedback says so).
 pub fn rejection_text(feedback: &str) -> String {
+    if feedback.starts_with(PLAN_NOT_REVIEWABLE) {
+        return format!("plan not reviewed: {feedback}.");
+    }
     format!("plan rejected: {feedback}. Revise it and submit it again.")
 }
 
@@ -306,6 +314,15 @@ mod tests {
             Some("string") => json!("x"),
             other => panic!("no example for {other:?}: {schema}"),
         }
+    }
+
+    // Issue 32.7: a plan no one could review gets one instruction (stop),
+    // not "stop" and then "revise it and submit it again".
+    #[test]
+    fn an_unreviewable_plan_is_told_to_stop_only() {
+        let text = rejection_text(&format!("{PLAN_NOT_REVIEWABLE}: stop here"));
+        assert!(text.contains("stop here") && !text.contains("submit it again"), "{text}");
+        assert!(rejection_text("too broad").ends_with("Revise it and submit it again."));
     }
 
     #[test]

@@ -208,7 +208,9 @@ pub use budget::{BYTES_PER_TOKEN, FIRST_OUTPUT_ESTIMATE, MAX_OUTPUT_ESTIMATE};
 pub use budget::{Projection, unpriced_switch};
 pub use call_checks::{LINKS_NOTE, REWRITE_NOTE, same_input};
 pub use decisions::approval_event;
-pub use harness::{HarnessOutcome, harness_spec, harness_specs, rejection_text};
+pub use harness::{
+    HarnessOutcome, PLAN_NOT_REVIEWABLE, harness_spec, harness_specs, rejection_text,
+};
 pub use limits::{
     BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated, LimitKind, Limits,
     RunawayLimits, SpendLimits, SpendStatus, Spent, Unreported, usd,

@@ -60,6 +60,10 @@ pub struct LoopConfig {
     ///
     /// [`Effect::RunPostToolHooks`]: super::Effect::RunPostToolHooks
     pub post_tool_hooks: bool,
+    /// What the sandbox around commands lets them do, as the model is told
+    /// (filled by the runtime from the session's confinement; shown only
+    /// when `policy.sandboxed`).
+    pub walls: crate::prompts::Walls,
 }
 
 /// The model a session was configured with and its resolved prices.

@@ -38,6 +38,7 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
+        walls: crate::prompts::Walls::default(),
     }
 }
 

@@ -56,7 +56,7 @@ use crate::plan::{
     CheckVerdict, DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
     judge, observed_kind, runs_check, tool_kind,
 };
-use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
+use crate::protocol::{HarnessTool, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::tasks::Task;
 
 /// The subagent tool's name (`tools::agent`, which this layer cannot name).
@@ -160,13 +160,21 @@ impl WorkflowState {
         let mut text = format!("# Workflow\n\nPhase: {phase}.");
         if let Some(rule) = self.rule() {
             text.push_str(&format!(" {}", rule.purpose));
-            let mut names: Vec<&str> = rule
-                .tools
+            // What the phase admits among the tools offered, judged as
+            // `admit` judges them (`agent` and MCP tools are reads), so the
+            // list is complete; MCP tools are named together.
+            let admitted = |name: &str| {
+                let kind = crate::plan::tool_kind(name);
+                kind != ToolKind::Phase && self.rules.allows(phase, kind)
+            };
+            let mut names: Vec<&str> = offered
                 .iter()
-                .flat_map(|kind| kind.tool_names())
-                .filter(|name| offered.contains(name))
+                .filter(|name| !name.starts_with("mcp__") && admitted(name))
                 .copied()
                 .collect();
+            if offered.iter().any(|name| name.starts_with("mcp__") && admitted(name)) {
+                names.push("the MCP tools");
+            }
             let shell_reads = judged_reads
                 && offered.contains(&"shell")
                 && rule.tools.contains(&ToolKind::Read)
@@ -174,13 +182,21 @@ impl WorkflowState {
             if shell_reads {
                 names.push("shell (read-only commands)");
             }
-            let names: String = names.iter().map(|name| format!("{name}, ")).collect();
-            let names = names.trim_end_matches(", ");
-            let and = if names.is_empty() { "" } else { " and " };
-            text.push_str(&format!(" Tools here: {names}{and}set_phase."));
+            // set_phase is allowed in every phase, where it is offered (not to subagents).
+            if offered.contains(&HarnessTool::SetPhase.name()) {
+                names.push(HarnessTool::SetPhase.name());
+            }
+            let names = match names.split_last() {
+                None => String::new(),
+                Some((last, [])) => (*last).to_owned(),
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            };
+            if !names.is_empty() {
+                text.push_str(&format!(" Tools here: {names}."));
+            }
             if !rule.next.is_empty() {
                 text.push_str(&format!(
-                    " Another tool moves you to the first next phase allowing it whose \
+                    " Any other tool moves you to the first next phase allowing it whose \
                      conditions hold ({}); else it is refused.",
                     rule.next.join(", ")
                 ));
@@ -288,9 +304,10 @@ impl WorkflowState {
             text.push_str(&format!(
                 "{project} A shell call is a check when it runs a test or build (`cargo \
                  test`, `pytest`, `npm test`, `make`, …), a script named like a test \
-                 (`python3 test_calc.py`), a project check, or is marked `verify: true`. It \
-                 passes on exit 0, in any phase; delivering needs one to pass after your last \
-                 change."
+                 (`test_x.py`, `x_test.go`, `./run-tests.sh`, …), a project check, or any command you mark \
+                 `verify: true`. It passes on exit 0 and fails otherwise (a failure counts \
+                 toward the attempts), in any phase; delivering needs one to pass after your \
+                 last change."
             ));
         }
         let next = self.rule().map(|rule| rule.next.clone()).unwrap_or_default();

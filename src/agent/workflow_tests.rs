@@ -49,6 +49,7 @@ fn state(approval: ApprovalMode) -> LoopState {
         post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
+        walls: crate::prompts::Walls::default(),
     })
 }
 
@@ -565,4 +566,33 @@ fn the_guidance_offers_read_only_commands_where_reads_are_allowed_and_commands_r
         explore.contains("Tools here: read_file, shell, todo_write and set_phase."),
         "{explore}"
     );
+}
+
+// Issue 32.6: the list is what the phase admits among the tools offered:
+// `agent` and MCP tools (allowed in every phase) are in it, and set_phase
+// only where it is offered (a subagent has none).
+#[test]
+fn tools_here_lists_agent_and_mcp_tools_and_set_phase_only_when_offered() {
+    let state = state(ApprovalMode::Auto);
+    let offered = ["read_file", "agent", "mcp__gh__search", "todo_write", "set_phase"];
+    let orient = state.workflow.guidance(&offered, false);
+    assert!(
+        orient.contains("Tools here: read_file, agent, todo_write, the MCP tools and set_phase."),
+        "{orient}"
+    );
+    assert!(orient.contains("Any other tool moves you"), "{orient}");
+    let child = state.workflow.guidance(&["read_file", "shell"], false);
+    assert!(!child.contains("set_phase"), "a subagent is offered no set_phase: {child}");
+}
+
+// Issue 32.9: the checks paragraph names no bench fixture's file as every
+// project's example, and says a marked command's failure counts.
+#[test]
+fn the_checks_paragraph_has_no_fixture_name_and_says_verify_counts_failures() {
+    let mut flow = state(ApprovalMode::Auto).workflow.clone();
+    flow.flow.phase = "implement".into();
+    let text = flow.guidance(&["read_file", "shell", "edit_file"], true);
+    assert!(!text.contains("test_calc"), "{text}");
+    assert!(text.contains("any command you mark `verify: true`"), "{text}");
+    assert!(text.contains("fails otherwise"), "{text}");
 }

@@ -53,7 +53,7 @@ pub use crate::protocol::ApprovalMode;
 pub use engine::{CallFacts, Policy, Verdict, evaluate, evaluate_script};
 pub use facts::path_queries;
 pub use links::PathLinks;
-pub use paths::PathContext;
+pub use paths::{PathContext, protected_paths_in_words};
 pub use rules::{Access, Origin, RuleDecision, RuleMatch, RuleSet, RulesError, Source};
 
 /// The built-in rules, compiled in.

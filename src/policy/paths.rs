@@ -57,6 +57,17 @@ const PROTECTED_DIRS: [(&str, &str); 8] = [
     (".direnv", "direnv's folder"),
 ];
 
+/// Every protected path in words, from the lists [`protection_of`] checks
+/// (what a mode's explanation names, so it is never incomplete).
+pub fn protected_paths_in_words() -> String {
+    let folders: Vec<String> = PROTECTED_DIRS.iter().map(|(dir, _)| format!("`{dir}/`")).collect();
+    format!(
+        "{}, `.github/workflows/`, shell start-up files (`.bashrc`, `.zshrc`, …), `.envrc` and \
+         `.env` files",
+        folders.join(", ")
+    )
+}
+
 /// Why a write to a path needs a human, whatever the mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protection {

@@ -21,6 +21,10 @@
 //! `plan.md`, `memory.md`, `compact.md` (the summary prompt), `subagent.md` (a child's rules in
 //! place of the core rules).
 
+mod walls;
+
+pub use walls::{NetworkWalls, Walls, WriteWalls, walls_text};
+
 use crate::protocol::{ContextKind, ContextPart};
 
 /// Core identity, safety and loop rules, and style.
@@ -83,10 +87,18 @@ pub fn environment_block(facts: &PromptFacts) -> String {
     } else {
         format!("Workspace root: {}\n- Working directory: {}", facts.workspace_root, facts.cwd)
     };
+    // Commands run in bash whatever the login shell; that one is named only
+    // when it differs (what the user types their own commands in).
+    let login = facts.shell.rsplit('/').next().unwrap_or_default();
+    let shell = if login.is_empty() || login == "bash" {
+        "bash (commands run with `bash -c`)".to_owned()
+    } else {
+        format!("bash (commands run with `bash -c`; the user's login shell is {})", facts.shell)
+    };
     ENVIRONMENT_TEMPLATE
         .replace("{location}", &location)
         .replace("{platform}", &facts.platform)
-        .replace("{shell}", &facts.shell)
+        .replace("{shell}", &shell)
         .replace("{git}", &facts.git)
         .replace("{date}", &facts.date)
         .replace("{front_end}", front_end)
@@ -139,18 +151,15 @@ pub fn phase_guidance(phase: &str) -> String {
     if phase == "plan" { format!("{text}\n\n{}", PLAN_TEMPLATE.trim()) } else { text.to_owned() }
 }
 
-/// What the mode allows, and whether commands are sandboxed (announced
-/// in the history: the mode can change during a session).
-pub fn mode_block(mode: &str, sandboxed: bool) -> String {
-    let explanation = section(MODES, mode).unwrap_or_default();
-    let sandbox = if sandboxed {
-        "Commands run in a sandbox: writes outside the workspace (and its temp folders) fail, \
-         and network access too unless the user enabled it. A permission error may be the \
-         sandbox: say so."
-    } else {
-        "Commands are not sandboxed here: be as careful as the user would be."
-    };
-    format!("# Mode and permissions\n\nMode: {mode}. {explanation}\n\n{sandbox}")
+/// What the mode allows, and the walls of the sandbox commands run in
+/// (`None`: not sandboxed); announced in the history, since the mode can
+/// change during a session. The protected paths a mode names come from
+/// the policy's own list.
+pub fn mode_block(mode: &str, walls: Option<&Walls>) -> String {
+    let explanation = section(MODES, mode)
+        .unwrap_or_default()
+        .replace("{protected}", &crate::policy::protected_paths_in_words());
+    format!("# Mode and permissions\n\nMode: {mode}. {explanation}\n\n{}", walls_text(walls))
 }
 
 /// Longest description shown per memory note.
@@ -249,7 +258,15 @@ mod tests {
     fn every_placeholder_is_filled() {
         let environment = environment_block(&facts(true));
         assert!(environment.contains("/repo/src") && environment.contains("2026-11-29"));
-        assert!(environment.contains("/bin/zsh") && environment.contains("branch main"));
+        assert!(environment.contains("branch main"));
+        assert!(
+            environment.contains(
+                "- Shell: bash (commands run with `bash -c`; the user's login shell is /bin/zsh)"
+            ),
+            "commands run in bash, not the login shell: {environment}"
+        );
+        let bash = environment_block(&PromptFacts { shell: "/bin/bash".into(), ..facts(true) });
+        assert!(bash.contains("- Shell: bash (commands run with `bash -c`)\n"), "{bash}");
         assert!(environment.contains("headless") && environment.starts_with("# Environment"));
         assert!(environment_block(&facts(false)).contains("interactive"));
         let core = core_prompt(42);
@@ -289,7 +306,7 @@ mod tests {
     #[test]
     fn a_context_message_wraps_its_parts_and_says_what_replaces_what() {
         let parts = [
-            ContextPart { kind: ContextKind::Mode, text: mode_block("auto", true) },
+            ContextPart { kind: ContextKind::Mode, text: mode_block("auto", None) },
             ContextPart { kind: ContextKind::ProjectInstructions, text: String::new() },
             ContextPart { kind: ContextKind::Memory, text: "\n\n# Memory\n\n- a".into() },
         ];
@@ -315,12 +332,34 @@ mod tests {
     #[test]
     fn every_mode_has_an_explanation() {
         for mode in ["ask", "auto", "plan", "explore", "yolo"] {
-            let block = mode_block(mode, true);
+            let block = mode_block(mode, Some(&Walls::default()));
             let explanation = block.split(&format!("Mode: {mode}.")).nth(1).unwrap_or("");
             assert!(explanation.trim().len() > 40, "{mode}: {block}");
-            assert!(block.contains("sandbox"));
+            assert!(block.contains("sandbox") && !block.contains('{'), "{block}");
         }
-        assert!(mode_block("ask", false).contains("not sandboxed"));
+        assert!(mode_block("ask", None).contains("not sandboxed"));
+    }
+
+    // Issue 32.9: auto mode names every protected path the policy asks
+    // about (from its own list), not four of them.
+    #[test]
+    fn auto_and_yolo_name_every_protected_path() {
+        for mode in ["auto", "yolo"] {
+            let block = mode_block(mode, Some(&Walls::default()));
+            for path in [
+                ".git/",
+                ".keel/",
+                ".claude/",
+                ".vscode/",
+                ".husky/",
+                ".ssh/",
+                ".github/workflows/",
+                ".envrc",
+                ".env",
+            ] {
+                assert!(block.contains(&format!("`{path}`")), "{mode}: {path}: {block}");
+            }
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use futures_util::future::BoxFuture;
 
-use crate::agent::{BudgetHit, SpendLimits};
+use crate::agent::{BudgetHit, PLAN_NOT_REVIEWABLE, SpendLimits};
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{HarnessTool, ToolCall};
 
@@ -77,31 +77,17 @@ impl Approver for NonInteractiveApprover {
         call: &'a ToolCall,
         reason: &'a str,
     ) -> BoxFuture<'a, ApprovalAnswer> {
-        if call.harness_tool() == Some(HarnessTool::SubmitPlan) {
-            let note = "this headless run cannot review plans: the user can rerun `keel exec` \
-                        with --plan-only (stop after the plan) or --approve-plan (approve it); \
-                        stop here and say so"
-                .to_owned();
-            return Box::pin(async move {
-                ApprovalAnswer { approved: false, note: Some(note), scope: ApprovalScope::Once }
-            });
-        }
-        let how = if call.name.starts_with("mcp__") {
+        // What would let the call run is computed by the session from the
+        // policy (`declined::allow_with`) and added to this note there.
+        let note = if call.harness_tool() == Some(HarnessTool::SubmitPlan) {
+            format!("{PLAN_NOT_REVIEWABLE}: stop here and report the plan in your answer")
+        } else {
             format!(
-                "the user can allow it with `tool_rule(name=\"{}\", decision=\"allow\")` in \
-                 a rules file, or rerun `keel exec` with --yolo",
+                "`{}` needs approval ({reason}) and this headless run cannot ask for it; \
+                 continue without it if you can",
                 call.name
             )
-        } else {
-            "the user can rerun `keel exec` with --full-auto (workspace writes and commands) \
-             or --yolo (everything)"
-                .to_owned()
         };
-        let note = format!(
-            "`{}` needs approval ({reason}) and this headless run cannot ask for it; {how}. \
-             Continue without it if you can.",
-            call.name
-        );
         Box::pin(async move {
             ApprovalAnswer { approved: false, note: Some(note), scope: ApprovalScope::Once }
         })

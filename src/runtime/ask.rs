@@ -49,7 +49,7 @@ impl Session {
             self.approver.decide(&call, &reason)
         };
         // An interrupt must not wait on an unanswered question.
-        let answer = tokio::select! {
+        let mut answer = tokio::select! {
             answer = asking => answer,
             () = cancel.cancelled() => ApprovalAnswer {
                 approved: false,
@@ -60,6 +60,7 @@ impl Session {
         if !answer.approved && !self.approver.can_ask() && !cancel.is_cancelled() {
             let allow_with =
                 super::declined::allow_with(&self.state, &self.settings.keel_home, &call);
+            answer.note = Some(super::declined::model_note(answer.note.as_deref(), &allow_with));
             let entry = DeclinedCall { call: call.clone(), reason, allow_with };
             self.sink.emit(RuntimeEvent::ApprovalDeclined(entry.clone()));
             declined.push(entry);

@@ -73,6 +73,8 @@ pub(super) fn loop_config(
         context_window: settings.context_window,
         compact_threshold: settings.compact_threshold,
         post_tool_hooks: false,
+        // Set with `policy.sandboxed` once the sandbox is probed (`setup_sandbox`).
+        walls: crate::prompts::Walls::default(),
     }
 }
 
@@ -199,6 +201,11 @@ pub(super) fn describe_agent_types(specs: &mut [ToolSpec], agents: &AgentCatalog
         .map(|agent| (agent.name.clone(), agent.description.clone(), agent.read_only))
         .collect();
     spec.description = description_with_types(&types);
+    // The types are known: the schema names them, so no call can name another.
+    let names: Vec<&str> = types.iter().map(|(name, _, _)| name.as_str()).collect();
+    if let Some(agent) = spec.parameters.pointer_mut("/properties/agent") {
+        agent["enum"] = serde_json::json!(names);
+    }
 }
 
 /// Each agent type's class: read-only types run side by side.

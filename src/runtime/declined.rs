@@ -63,6 +63,14 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
     }
 }
 
+/// What the model reads about a call declined for want of an approval:
+/// the approver's `note` and the remedy [`allow_with`] computed, never a
+/// fixed flag (a run already in `--full-auto` is not told to use it).
+pub fn model_note(note: Option<&str>, allow_with: &str) -> String {
+    let note = note.unwrap_or("this headless run cannot ask for an approval");
+    format!("{}. The user could let it run with {allow_with}.", note.trim_end_matches('.'))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -98,6 +106,7 @@ mod tests {
             post_tool_hooks: false,
             agent_classes: BTreeMap::new(),
             tool_scope: None,
+            walls: crate::prompts::Walls::default(),
         })
     }
 
@@ -158,6 +167,24 @@ mod tests {
             "--yolo, or the rule `tool_rule(name=\"mcp__github__create_issue\", \
              decision=\"allow\")` in /home/u/.keel/rules/allow.rules"
         );
+    }
+
+    // Issue 32.3: the model reads the remedy computed for the call, not a
+    // fixed "--full-auto or --yolo" (useless for a path that asks in every
+    // mode, or in a run already in --full-auto).
+    #[test]
+    fn the_model_reads_the_computed_remedy() {
+        let hook = call(
+            "write_file",
+            serde_json::json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+        );
+        let note = model_note(Some("`write_file` needs approval (x); go on"), &remedy(true, &hook));
+        assert!(
+            note.starts_with("`write_file` needs approval (x); go on. The user could"),
+            "{note}"
+        );
+        assert!(note.contains("an approval in an interactive session"), "{note}");
+        assert!(!note.contains("--full-auto") && !note.contains("--yolo"), "{note}");
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl Session {
             sections: state.config.prefix.clone(),
             tools_digest: tools_digest(&state.config.tools),
         })?;
-        let (sandbox, sandbox_warning) = setup_sandbox(settings, &mut state.config.policy);
+        let (sandbox, sandbox_warning) = setup_sandbox(settings, &mut state.config);
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }

@@ -50,10 +50,12 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Vec<(ToolResult, ToolMeta)>, RuntimeError> {
         let (progress, mut progress_events) = tokio::sync::mpsc::unbounded_channel();
+        let offered = self.state.config.tools.iter().map(|spec| spec.name.clone()).collect();
         let ctx = self
             .tools
             .context(&self.workspace_root, &self.cwd, cancel, concurrent)
-            .with_progress(progress);
+            .with_progress(progress)
+            .with_offered(offered);
         let mut results = if calls.iter().any(|call| call.name == AGENT_TOOL) {
             self.run_batch_with_subagents(calls, concurrent, &ctx, cancel).await?
         } else if concurrent {

@@ -77,6 +77,7 @@ mod subagent_run;
 mod tool_runner;
 mod undo;
 mod undo_notes;
+mod walls;
 mod watch;
 mod workflow;
 

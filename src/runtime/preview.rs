@@ -45,7 +45,7 @@ pub fn first_request(
     state.environment = environment(settings, &options.cwd, &options.date, options.headless);
     let mut warnings = found.warnings.clone();
     // The jail itself is not needed: nothing runs.
-    let (_jail, sandbox_warning) = setup_sandbox(settings, &mut state.config.policy);
+    let (_jail, sandbox_warning) = setup_sandbox(settings, &mut state.config);
     warnings.extend(sandbox_warning);
     let effects = step(&mut state, Input::UserTurn { text: prompt.to_owned() });
     let request = effects

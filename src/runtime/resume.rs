@@ -121,7 +121,7 @@ impl Session {
         if config.limits.spend.max_cost_usd.is_some() && !config.pricing.is_priced() {
             return Err(RuntimeError::UnpricedCostLimit { model: config.model.clone() });
         }
-        let (sandbox, sandbox_warning) = setup_sandbox(settings, &mut rebuilt.state.config.policy);
+        let (sandbox, sandbox_warning) = setup_sandbox(settings, &mut rebuilt.state.config);
         let warnings = settings.warnings.iter().chain(&found.warnings);
         let notes = report.warnings.iter().chain(&rebuilt.notes);
         for message in warnings.chain(notes).chain(&sandbox_warning) {

@@ -7,8 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::agent::LoopConfig;
 use crate::config::{SandboxSettings, Settings};
 use crate::policy::{PathContext, Policy};
+use crate::prompts::Walls;
 use crate::protocol::{ResultKind, ToolMeta, ToolResult};
 use crate::sandbox::{self, CommandJail, EnvFilter, jail, landlock};
 
@@ -50,13 +52,19 @@ impl SessionSandbox {
 /// configured.
 pub(super) fn setup_sandbox(
     settings: &Settings,
-    policy: &mut Policy,
+    config: &mut LoopConfig,
 ) -> (SessionSandbox, Option<String>) {
     sandbox::protect_own_environ();
     let keel_home = Some(settings.keel_home.as_path());
     let (confined, offered_watch) =
         confine(&settings.sandbox, &settings.env_filter, &settings.workspace_root, keel_home);
-    policy.sandboxed = confined.sandboxed;
+    config.policy.sandboxed = confined.sandboxed;
+    // What the model is told about the walls comes from the jail itself.
+    config.walls = confined
+        .jail
+        .confinement()
+        .map(|confinement| super::walls::walls_of(confinement, &settings.home))
+        .unwrap_or_else(Walls::default);
     (SessionSandbox { jail: Arc::new(confined.jail), offered_watch }, confined.warning)
 }
 
@@ -249,6 +257,10 @@ pub fn mark_sandbox_violation(
     let exit_code = meta.exit_code();
     let failed = exit_code.is_some_and(|code| code != 0);
     let network = confinement.is_some_and(|c| c.network);
+    if let Some(note) = network_timeout_note(tool, meta, confinement.is_some() && !network) {
+        result.output.push_str(note);
+        return false;
+    }
     let vcs = confinement.is_some_and(|c| c.protect_vcs);
     if tool != "shell" || !failed {
         return false;
@@ -276,16 +288,39 @@ pub fn mark_sandbox_violation(
     };
     result.output.push_str(&format!(
         "\n[keel] sandbox violation: this command looks blocked by keel's sandbox (writes only inside \
-         the workspace and temp folders{vcs}{network}). Work inside those limits, or ask the user \
-         to run it.\n"
+         the workspace and temp folders{vcs}{network}). Work inside those limits, or tell the user \
+         what to run outside it.\n"
     ));
     true
+}
+
+/// What a shell timeout adds when commands have no network: "raise
+/// timeout_ms" is no remedy for a command waiting on a network it cannot
+/// reach.
+fn network_timeout_note(tool: &str, meta: &ToolMeta, network_off: bool) -> Option<&'static str> {
+    let timed_out = meta.kind() == Some(ResultKind::named("timeout"));
+    (tool == "shell" && timed_out && network_off).then_some(
+        "\n[keel] the network is off in this sandbox: if this command waits on it (an install, a \
+         download, a name lookup), a longer timeout will not help.\n",
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sandbox::landlock::VcsGuard;
+
+    // Issue 32: a timeout under a closed network does not only say "raise
+    // timeout_ms".
+    #[test]
+    fn a_timeout_with_the_network_off_names_the_network() {
+        let timeout = ToolMeta::new().with_kind(ResultKind::named("timeout"));
+        let note = network_timeout_note("shell", &timeout, true).unwrap_or_default();
+        assert!(note.contains("the network is off in this sandbox"), "{note}");
+        assert!(note.contains("a longer timeout will not help"), "{note}");
+        assert_eq!(network_timeout_note("shell", &timeout, false), None);
+        assert_eq!(network_timeout_note("shell", &ToolMeta::new(), true), None);
+    }
 
     #[test]
     fn a_session_says_when_git_is_not_protected() {

@@ -379,6 +379,8 @@ impl Session {
             context_window: settings.context_window,
             compact_threshold: settings.compact_threshold,
             post_tool_hooks: false,
+            // Its commands run in the parent's jail.
+            walls: self.state.config.walls.clone(),
         }
     }
 

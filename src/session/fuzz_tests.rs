@@ -108,6 +108,7 @@ fn config() -> LoopConfig {
         post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
+        walls: crate::prompts::Walls::default(),
     }
 }
 

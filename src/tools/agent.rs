@@ -21,12 +21,13 @@ pub const AGENT_TOOL: &str = "agent";
 const DESCRIPTION: &str = "Delegate a self-contained task to a subagent with a fresh context (it \
 sees none of this conversation) and fewer tools; its final answer, with what it read and \
 changed, is the result. Delegate work with many reads or long output you need not keep, to keep \
-your context small; read-only types run side by side.";
+your context small; read-only types run side by side. Not for a few calls or a file you know: do \
+those yourself. The user never sees its answer: relay what matters, and do not redo its work.";
 
 /// The `agent` tool's arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct AgentArgs {
-    /// One of the agent types.
+    /// The agent type (one of those listed).
     pub agent: String,
     /// A few words for the user on what it does.
     pub description: String,

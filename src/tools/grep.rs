@@ -65,10 +65,11 @@ pub struct GrepArgs {
     #[schemars(schema_with = "mode_schema")]
     pub mode: Option<GrepMode>,
     /// Lines around each match in `content` mode, at most 10. Defaults to 0.
+    #[schemars(range(max = 10))]
     pub context: Option<usize>,
     /// Entries to return, at most 2000. Defaults to 200.
     #[serde(alias = "max_results")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 2000))]
     pub limit: Option<usize>,
 }
 
@@ -137,6 +138,13 @@ fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
     let mut text = rendered.text;
     if files.is_empty() {
         text = format!("no matches for `{}` under {}\n", args.pattern, rel_base.display());
+    }
+    // A bound the model went past is said, not applied silently.
+    if args.context.is_some_and(|asked| asked > MAX_CONTEXT) && mode == GrepMode::Content {
+        let _ = writeln!(text, "[context lowered to {MAX_CONTEXT}, the most allowed]");
+    }
+    if args.limit.is_some_and(|asked| asked > MAX_LIMIT) {
+        let _ = writeln!(text, "[limit lowered to {MAX_LIMIT}, the most allowed]");
     }
     if rendered.omitted > 0 {
         let _ = writeln!(
@@ -288,6 +296,20 @@ mod tests {
         let out =
             grep(&ws, json!({ "pattern": "helper", "mode": "files", "limit": 1 })).await.unwrap();
         assert!(out.text.starts_with("README.md\n[showing 1 of 4 files; 3 more"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn a_bound_past_the_maximum_is_said_in_the_result() {
+        let ws = TestWorkspace::new();
+        ws.write("a.txt", "hit\n");
+        let out =
+            grep(&ws, json!({ "pattern": "hit", "context": 50, "limit": 9000 })).await.unwrap();
+        assert!(out.text.contains("[context lowered to 10, the most allowed]"), "{}", out.text);
+        assert!(out.text.contains("[limit lowered to 2000, the most allowed]"), "{}", out.text);
+        let specs = crate::tools::ToolRegistry::builtin().specs();
+        let schema = &specs.iter().find(|spec| spec.name == NAME).unwrap().parameters;
+        assert_eq!(schema["properties"]["context"]["maximum"], 10, "{schema}");
+        assert_eq!(schema["properties"]["limit"]["maximum"], 2000, "{schema}");
     }
 
     #[tokio::test]

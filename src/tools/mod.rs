@@ -46,6 +46,7 @@ mod read_memory;
 mod registry;
 mod shell;
 mod shell_background;
+mod shell_binary;
 mod write_file;
 
 #[cfg(test)]
@@ -100,6 +101,11 @@ pub struct ToolContext {
     /// (confinement, environment filter). Ask it through
     /// [`ToolContext::command_jail`].
     pub jail: Arc<CommandJail>,
+    /// The tools the model was offered (harness and MCP ones included),
+    /// when a session knows them: a call to any other name is an unknown
+    /// tool listing these, even if the registry holds it. `None`: the
+    /// registry's names (one-shot `keel tool` runs).
+    pub offered: Option<Arc<Vec<String>>>,
 }
 
 /// Progress a running tool reported (an MCP server's
@@ -133,6 +139,7 @@ impl ToolContext {
             progress: None,
             processes: Arc::default(),
             jail: Arc::new(CommandJail::default()),
+            offered: None,
         }
     }
 
@@ -154,6 +161,12 @@ impl ToolContext {
     pub fn command_jail(&self) -> CallJail<'_> {
         let access = if self.read_only { CommandAccess::Reads } else { CommandAccess::Writes };
         self.jail.for_call(access)
+    }
+
+    /// The same context knowing which tools the model was offered.
+    pub fn with_offered(mut self, offered: Vec<String>) -> Self {
+        self.offered = Some(Arc::new(offered));
+        self
     }
 
     /// The same context reporting progress to `sender`.

@@ -76,12 +76,6 @@ impl Workspace {
         }
     }
 
-    /// Resolves `raw` relative to the working directory only (a shell
-    /// command's `workdir`, where the shell's own rule applies).
-    pub fn resolve_in_cwd(&self, raw: &str) -> Result<PathBuf, ToolError> {
-        self.resolve_from(&self.cwd, raw)
-    }
-
     /// `resolve(root)` unless it names nothing and `resolve(cwd)` names
     /// something (the rule of [`Self::resolve`]).
     fn pick(
@@ -329,7 +323,6 @@ mod tests {
         assert_eq!(w.resolve("README.md").unwrap(), root.join("README.md"), "the root wins");
         assert_eq!(w.resolve("new.txt").unwrap(), root.join("new.txt"), "new files: the root");
         assert_eq!(w.resolve("..").unwrap(), root, "only the cwd's reading is inside");
-        assert_eq!(w.resolve_in_cwd("..").unwrap(), root);
         assert_eq!(w.resolve_or_cwd(None).unwrap(), root.join("crate"));
         assert!(outside(w.resolve("../..")));
         let from_cwd = workspace(&ws).relative_to_cwd();

@@ -127,10 +127,14 @@ impl ToolRegistry {
         call: &ToolCall,
         ctx: &ToolContext,
     ) -> Result<crate::protocol::ToolOutput, ToolError> {
-        let Some(tool) = self.get(&call.name) else {
+        let offered = ctx.offered.as_deref();
+        let not_offered = offered.is_some_and(|names| !names.contains(&call.name));
+        let Some(tool) = self.get(&call.name).filter(|_| !not_offered) else {
             return Err(ToolError::UnknownTool {
                 name: call.name.clone(),
-                available: self.names().into_iter().map(str::to_owned).collect(),
+                available: offered
+                    .cloned()
+                    .unwrap_or_else(|| self.names().into_iter().map(str::to_owned).collect()),
             });
         };
         let args = parse_json(tool.name(), &call.arguments)?;

@@ -45,11 +45,11 @@ then use process_output, process_write and process_stop.";
 pub struct ShellArgs {
     pub command: String,
     /// Milliseconds before it is killed, at most 600000. Defaults to 120000.
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 600000))]
     pub timeout_ms: Option<u64>,
-    /// Folder to run in, relative to the working directory.
+    /// Folder to run in, a path like any other (relative to the workspace root, else to the working directory); defaults to the working directory.
     pub workdir: Option<String>,
-    /// Counts the command as a check of your change when it exits 0 (tests and builds count anyway).
+    /// Makes any command a check of your change: passing on exit 0, failing otherwise (tests and builds are checks anyway).
     #[serde(default)]
     pub verify: bool,
     /// Leaves the command running (servers, watchers, REPLs): returns its id and first output.
@@ -78,11 +78,12 @@ impl TypedTool for Shell {
 }
 
 async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-    let workdir = args.workdir.clone().unwrap_or_else(|| ".".to_owned());
+    let workdir = args.workdir.clone();
     let owned_ctx = ctx.clone();
     let (dir, rel) = blocking(NAME, move || {
         let ws = Workspace::new(&owned_ctx)?;
-        let dir = ws.resolve_in_cwd(&workdir)?;
+        // The path rule of every tool: root first, then the working directory.
+        let dir = ws.resolve_or_cwd(workdir.as_deref())?;
         let rel = ws.relative(&dir);
         match std::fs::metadata(&dir) {
             Ok(metadata) if metadata.is_dir() => Ok((dir, rel)),
@@ -115,7 +116,11 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         }
         finished => finished?,
     };
-    let (text, cut, omitted) = render(&output);
+    let (mut text, cut, omitted) = render(&output);
+    if args.timeout_ms.is_some_and(|asked| asked > MAX_TIMEOUT_MS) {
+        // Said, not silent: the model asked for more than it got.
+        text = format!("[timeout_ms lowered to {MAX_TIMEOUT_MS}, the most allowed]\n{text}");
+    }
     if output.timed_out {
         return Err(ToolError::Timeout { timeout_ms, output: text });
     }
@@ -139,7 +144,10 @@ fn render(output: &CommandOutput) -> (String, bool, u64) {
     let (stdout, stderr) = fit(&output.stdout, &output.stderr);
     let omitted = stdout.omitted_bytes + stderr.omitted_bytes;
     let cut = omitted > output.stdout.omitted_bytes + output.stderr.omitted_bytes;
-    let (stdout, stderr) = (stdout.text(), stderr.text());
+    // Binary on stdout is summarised, not shown as replacement characters.
+    let stdout =
+        super::shell_binary::binary_summary(&output.stdout).unwrap_or_else(|| stdout.text());
+    let stderr = stderr.text();
     let text = display::frame_shell(&ShellRun {
         exit_code: output.exit_code,
         signal: output.signal,
@@ -233,6 +241,37 @@ mod tests {
         assert!(matches!(outside, Err(ToolError::OutsideWorkspace { .. })), "{outside:?}");
         let file = shell(&ws, json!({ "command": "ls", "workdir": "sub/file" })).await;
         assert!(matches!(file, Err(ToolError::NotADirectory { .. })), "{file:?}");
+    }
+
+    #[tokio::test]
+    async fn binary_stdout_is_summarised() {
+        let ws = TestWorkspace::new();
+        let out =
+            shell(&ws, json!({ "command": "printf '\\177ELF\\002\\001\\000\\000\\377\\376'" }))
+                .await
+                .unwrap();
+        assert!(out.text.starts_with("[binary output, about"), "{}", out.text);
+        assert!(out.text.contains("ELF executable"), "{}", out.text);
+        assert!(!out.text.contains('\u{fffd}'), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn workdir_follows_the_path_rule_of_the_file_tools() {
+        let ws = TestWorkspace::new();
+        ws.write("pkg/inner/f", "");
+        let mut ctx = ws.ctx.clone();
+        ctx.cwd = ws.path("pkg");
+        let run = |workdir: Option<&str>| {
+            let mut args = json!({ "command": "ls" });
+            if let Some(workdir) = workdir {
+                args["workdir"] = json!(workdir);
+            }
+            let ctx = ctx.clone();
+            async move { crate::tools::Tool::run(&Shell, args, &ctx).await.map(|out| out.text) }
+        };
+        assert_eq!(run(Some("pkg/inner")).await.unwrap(), "f", "root-relative, as the prompt says");
+        assert_eq!(run(Some("inner")).await.unwrap(), "f", "relative to the working directory");
+        assert_eq!(run(None).await.unwrap(), "inner", "the working directory by default");
     }
 
     #[tokio::test]

@@ -78,6 +78,7 @@ mod tools_cli;
 mod tui_frontends;
 mod tui_plan_mode;
 mod tui_tmux;
+mod walls_requests;
 mod wire;
 mod workflow_e2e;
 mod workflow_review_e2e;

@@ -163,7 +163,7 @@ async fn the_first_request_names_tools_and_has_true_schemas() {
     let context = context_of(request);
     assert!(context.contains("Tools here: read_file, list_dir, glob, grep"), "{context}");
     assert!(!context.contains("Tool classes") && !context.contains("Read, Tasks"), "{context}");
-    assert!(context.contains("Another tool moves you to the first next phase"), "{context}");
+    assert!(context.contains("Any other tool moves you to the first next phase"), "{context}");
     let tools = request["tools"].as_array().unwrap();
     let spec = |name: &str| {
         tools.iter().find(|tool| tool["function"]["name"] == name).unwrap()["function"].clone()

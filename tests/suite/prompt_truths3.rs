@@ -63,3 +63,114 @@ async fn gpt_add_file_over_an_unread_file_is_refused_then_allowed_after_reading(
     assert!(applied.contains("-The user's notes.\n+# calc"), "{applied}");
     assert_eq!(sandbox.read("README.md"), "# calc\n");
 }
+
+/// `keel exec --json --full-auto` on Chat with `env` set; the run's
+/// request bodies and its last JSON line.
+async fn chat_run(
+    sandbox: &Sandbox,
+    steps: &[Step],
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> (Vec<Value>, Value) {
+    let server = scripted_model(Wire::Chat, steps).await;
+    let mut keel = sandbox.keel();
+    for (key, value) in env {
+        keel.env(key, value);
+    }
+    let output = keel
+        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .args(flags)
+        .arg("do the task")
+        .output()
+        .unwrap();
+    let last = json_lines(&output.stdout).last().cloned().unwrap_or_default();
+    (request_bodies(&server).await, last)
+}
+
+/// The content of the last tool message in a Chat request.
+fn last_tool_result(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .find(|message| message["role"] == "tool")
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+// 32.3: in a run already in --full-auto, a write to a path that asks in
+// every mode is declined with the remedy keel computed (an interactive
+// approval), not "rerun with --full-auto … or --yolo".
+#[tokio::test]
+async fn a_headless_refusal_gives_the_model_the_computed_remedy() {
+    let sandbox = Sandbox::new();
+    let hook = call("write_file", json!({"path": ".git/hooks/pre-commit", "content": "x"}));
+    let steps = [calls(vec![hook]), Step::Answer("Could not.".into())];
+    let (requests, last) = chat_run(&sandbox, &steps, &["--full-auto"], &[]).await;
+    let refused = last_tool_result(&requests[1]);
+    assert!(refused.contains("cannot ask for it"), "{refused}");
+    assert!(refused.contains("an approval in an interactive session"), "{refused}");
+    assert!(!refused.contains("--full-auto") && !refused.contains("--yolo"), "{refused}");
+    assert_eq!(
+        last["declined"][0]["allow_with"].as_str().map(|s| s.starts_with("an approval")),
+        Some(true),
+        "{last}"
+    );
+}
+
+// 32.4: the Environment names the shell commands run in (bash), with the
+// user's login shell only as a note.
+#[tokio::test]
+async fn the_environment_names_bash_as_the_shell_commands_run_in() {
+    let sandbox = Sandbox::new();
+    let steps = [Step::Answer("Hi.".into())];
+    let (requests, _) = chat_run(&sandbox, &steps, &[], &[("SHELL", "/usr/bin/fish")]).await;
+    let first = requests[0].to_string();
+    assert!(
+        first.contains(
+            "- Shell: bash (commands run with `bash -c`; the user's login shell is /usr/bin/fish)"
+        ),
+        "{first}"
+    );
+}
+
+// 32.6: an unknown tool's result lists the tools offered (harness tools
+// included), not the registry (read_memory, offered only with notes).
+#[tokio::test]
+async fn the_unknown_tool_result_lists_the_tools_offered() {
+    let sandbox = Sandbox::new();
+    let steps = [calls(vec![call("bogus_tool", json!({}))]), Step::Answer("Oops.".into())];
+    let (requests, _) = chat_run(&sandbox, &steps, &["--full-auto"], &[]).await;
+    let result = last_tool_result(&requests[1]);
+    assert!(result.starts_with("unknown tool `bogus_tool`; available tools: "), "{result}");
+    for offered in ["read_file", "shell", "set_phase", "todo_write", "submit_plan", "agent"] {
+        assert!(result.contains(offered), "{offered}: {result}");
+    }
+    assert!(!result.contains("read_memory"), "not offered without notes: {result}");
+}
+
+// 32.8 and 32.5 in the schema the model reads: `verify` says a failure
+// counts and any command becomes a check; `workdir` follows the path rule.
+#[tokio::test]
+async fn the_shell_schema_states_verify_and_workdir_truly() {
+    let sandbox = Sandbox::new();
+    let (requests, _) = chat_run(&sandbox, &[Step::Answer("Hi.".into())], &[], &[]).await;
+    let shell = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["function"]["name"] == "shell")
+        .unwrap()["function"]["parameters"]
+        .clone();
+    let verify = shell["properties"]["verify"]["description"].as_str().unwrap();
+    assert!(
+        verify.contains("Makes any command a check") && verify.contains("failing otherwise"),
+        "{verify}"
+    );
+    let workdir = shell["properties"]["workdir"]["description"].as_str().unwrap();
+    assert!(workdir.contains("relative to the workspace root"), "{workdir}");
+    assert_eq!(shell["properties"]["timeout_ms"]["maximum"], 600000, "{shell}");
+}
