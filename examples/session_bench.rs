@@ -77,6 +77,7 @@ fn config() -> LoopConfig {
         post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
+        walls: Default::default(),
     }
 }
 

@@ -78,6 +78,7 @@ mod tests {
             required: false,
             protect_vcs: true,
             max_pids: 512,
+            git_write: false,
         }
     }
 

@@ -16,15 +16,14 @@ use crate::protocol::{ToolClass, ToolOutput};
 
 pub const NAME: &str = "process_output";
 
-const DESCRIPTION: &str = "Read what a background process (started by `shell` with \
-`background: true`) wrote since the last read, stdout and stderr interleaved, with whether it \
-still runs. `wait_ms` waits up to that long for new output (at most 60000) when there is none.";
+const DESCRIPTION: &str = "New output of a background process since the last read (stdout and \
+stderr interleaved) and whether it still runs.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ProcessOutputArgs {
     /// The id `shell` returned.
     pub id: u32,
-    /// Milliseconds to wait for new output when there is none yet. Defaults to 0.
+    /// Milliseconds to wait for output when there is none yet, at most 60000.
     pub wait_ms: Option<u64>,
 }
 

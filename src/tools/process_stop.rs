@@ -15,8 +15,8 @@ use crate::protocol::{ToolClass, ToolOutput};
 
 pub const NAME: &str = "process_stop";
 
-const DESCRIPTION: &str = "Stop a background process and all it started (SIGTERM, then \
-SIGKILL), returning the output not read yet.";
+const DESCRIPTION: &str = "Stop a background process and all it started; returns its unread \
+output.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ProcessStopArgs {

@@ -18,9 +18,8 @@ pub const NAME: &str = "process_write";
 /// How long it waits for an answer when the call names no wait.
 const DEFAULT_WAIT_MS: u64 = 1000;
 
-const DESCRIPTION: &str = "Write `input` to the stdin of a background process (a REPL, a \
-prompt) and return what it wrote back within `wait_ms` (default 1000). Include the newline \
-(`\\n`) a line-reading program waits for. stdin is a pipe, not a terminal.";
+const DESCRIPTION: &str = "Write `input` to a background process's stdin (a pipe, not a \
+terminal; include the `\\n`) and return its answer.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ProcessWriteArgs {
@@ -28,7 +27,7 @@ pub struct ProcessWriteArgs {
     pub id: u32,
     /// The text to write, sent as is.
     pub input: String,
-    /// Milliseconds to wait for its answer, at most 60000. Defaults to 1000.
+    /// Milliseconds to wait for the answer, at most 60000 (default 1000).
     pub wait_ms: Option<u64>,
 }
 
