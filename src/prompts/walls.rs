@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn git_through_git_and_unprotected_git_are_said_as_they_are() {
         let through = walls_text(Some(&Walls { git_through_git: true, ..default_walls() }));
-        assert!(through.contains("Recognised git commands run alone"), "{through}");
+        assert!(through.contains("A plain git command alone in its call"), "{through}");
         assert!(!through.contains("commit` and `stash` fail"), "{through}");
         let open = walls_text(Some(&Walls { read_only_to_commands: vec![], ..default_walls() }));
         assert!(!open.contains("Read-only to commands"), "{open}");
