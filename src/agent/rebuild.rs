@@ -239,6 +239,7 @@ impl Rebuilder {
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::NetworkAccess { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }
     }

@@ -1,5 +1,6 @@
-//! `keel policy check [--rules FILE]… [--json] -- CMD ARGS…` and `keel
-//! trust`.
+//! `keel policy check [--rules FILE]… [--json] -- CMD ARGS…`, `keel policy
+//! check --net HOST` (what keel's network proxy would do with HOST, and
+//! why) and `keel trust`.
 //!
 //! `policy check` judges one command the way the agent would in ask mode
 //! (wrappers and `bash -c` unwrapped, hard deny, rules, read-only list) and
@@ -16,7 +17,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::{CliError, Context, ExitStatus};
-use crate::config::{Environment, find_workspace_root, rules};
+use crate::config::{CliOverrides, Environment, find_workspace_root, load_local, rules};
 use crate::policy::{
     Allowlist, ApprovalMode, Decision, Origin, PathContext, Policy, RuleMatch, RuleSet,
     evaluate_script, shell::analyze_argv,
@@ -42,9 +43,13 @@ pub struct CheckArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Instead of a command: whether a sandboxed command may reach HOST
+    /// (`[sandbox] network` and `allowed_domains`, as keel's proxy judges).
+    #[arg(long, value_name = "HOST", conflicts_with = "command")]
+    pub net: Option<String>,
     /// The command and its arguments (`--` first when they start with `-`).
     #[arg(
-        required = true,
+        required_unless_present = "net",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -59,6 +64,9 @@ pub(super) fn run(args: PolicyArgs) -> Result<ExitStatus, CliError> {
 }
 
 fn run_check(args: CheckArgs) -> Result<ExitStatus, CliError> {
+    if let Some(host) = &args.net {
+        return check_net(host, args.json);
+    }
     let env = Environment::from_process()?;
     let workspace_root = find_workspace_root(&env.cwd);
     let rule_set = if args.rules.is_empty() {
@@ -98,6 +106,29 @@ fn run_check(args: CheckArgs) -> Result<ExitStatus, CliError> {
             )
             .context("cannot write to stdout")?;
         }
+    }
+    Ok(ExitStatus::Done)
+}
+
+/// `--net HOST`: the proxy's verdict for `host` under this folder's
+/// settings: `{"host", "network", "decision": "allow"|"deny", "reason"}`.
+fn check_net(host: &str, json: bool) -> Result<ExitStatus, CliError> {
+    let env = Environment::from_process()?;
+    let settings = load_local(&env, &CliOverrides::default())?;
+    let allowlist = &settings.sandbox.network;
+    let verdict = allowlist.judge(host);
+    let decision = if verdict.allowed { "allow" } else { "deny" };
+    let mut out = std::io::stdout().lock();
+    if json {
+        let report = json!({
+            "host": host,
+            "network": allowlist.mode.as_str(),
+            "decision": decision,
+            "reason": verdict.reason,
+        });
+        writeln!(out, "{report}").context("cannot write to stdout")?;
+    } else {
+        writeln!(out, "{decision}: {}", verdict.reason).context("cannot write to stdout")?;
     }
     Ok(ExitStatus::Done)
 }

@@ -12,7 +12,8 @@ use clap::Args;
 
 use super::{CliError, ExitStatus};
 use crate::sandbox::jail::{self, Handover, Request};
-use crate::sandbox::landlock::{Confinement, SandboxMode};
+use crate::sandbox::landlock::{Confinement, NetworkMode, SandboxMode};
+use crate::sandbox::netproxy::{Bridges, HostPort};
 
 #[derive(Debug, Args)]
 pub struct SandboxExecArgs {
@@ -28,9 +29,15 @@ pub struct SandboxExecArgs {
     /// A path kept read-only even inside a writable folder.
     #[arg(long = "read-only", value_name = "PATH")]
     pub read_only: Vec<PathBuf>,
-    /// Allow network access.
-    #[arg(long)]
-    pub network: bool,
+    /// off (loopback only), allowlist (loopback and keel's proxy) or on.
+    #[arg(long, default_value = "off", value_name = "MODE")]
+    pub network: String,
+    /// The allowlist proxy's unix socket (keel's), bridged to 127.0.0.1.
+    #[arg(long = "proxy-socket", value_name = "PATH")]
+    pub proxy_socket: Option<PathBuf>,
+    /// A host loopback port bridged in through keel's unix socket.
+    #[arg(long = "host-port", value_name = "PORT=PATH")]
+    pub host_ports: Vec<String>,
     /// Refuse to run when the sandbox cannot be enforced.
     #[arg(long)]
     pub required: bool,
@@ -61,13 +68,27 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
     }
     let mode = SandboxMode::parse(&args.mode)
         .ok_or_else(|| CliError::usage(format!("unknown sandbox mode `{}`", args.mode)))?;
+    let network = NetworkMode::parse(&args.network)
+        .ok_or_else(|| CliError::usage(format!("unknown network mode `{}`", args.network)))?;
+    let host_ports = args
+        .host_ports
+        .iter()
+        .map(|text| {
+            let (port, socket) = text.split_once('=').unwrap_or((text, ""));
+            match port.parse() {
+                Ok(port) if !socket.is_empty() => Ok(HostPort { port, socket: socket.into() }),
+                _ => Err(CliError::usage(format!("--host-port takes PORT=PATH, not `{text}`"))),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let confinement = Confinement {
         launcher: PathBuf::new(),
         mode,
         workspace_roots: args.workspace_roots,
         extra_roots: args.write_roots,
         read_only: args.read_only,
-        network: args.network,
+        network,
+        bridges: Bridges { proxy: args.proxy_socket, host_ports },
         required: args.required,
         protect_vcs: args.protect_vcs,
         git_write: args.git_write,

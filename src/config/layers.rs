@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::policy::network::NetworkMode;
+
 use super::limits::LimitsFile;
 use super::provider::ProviderFile;
 use super::trust::{trusted_project, untrusted_project};
@@ -178,8 +180,26 @@ pub struct SandboxFile {
     /// `read-only`, `workspace-write` (default) or `full-access`.
     #[serde(default, deserialize_with = "validate::sandbox_mode")]
     pub mode: Option<String>,
-    /// Allow outbound network (default false).
-    pub network: Option<bool>,
+    /// `"off"` (default: loopback only), `"allowlist"` (loopback and
+    /// keel's proxy for `allowed_domains`) or `"on"`; `true`/`false` as
+    /// before mean on/off.
+    #[serde(default, deserialize_with = "validate::network")]
+    pub network: Option<NetworkMode>,
+    /// Host names the allowlist proxy lets through: exact names and
+    /// `*.suffix`.
+    #[serde(default, deserialize_with = "validate::allowed_domains")]
+    pub allowed_domains: Option<Vec<String>>,
+    /// Host loopback ports bridged into the jail (a database the tests need).
+    #[serde(default, deserialize_with = "validate::host_ports")]
+    pub host_ports: Option<Vec<u16>>,
+    /// Names the proxy resolves to these addresses itself (a registry
+    /// mirror on the LAN; a test's local index).
+    #[serde(default, deserialize_with = "validate::hosts")]
+    pub hosts: Option<std::collections::BTreeMap<String, std::net::IpAddr>>,
+    /// A trusted project's network settings, which only narrow the
+    /// user's (never read from a file: `super::trust` moves them here).
+    #[serde(skip)]
+    pub narrowed_by: Option<ProjectNetwork>,
     /// Refuse to run commands when the sandbox cannot be enforced.
     pub required: Option<bool>,
     /// Extra writable folders.
@@ -189,11 +209,32 @@ pub struct SandboxFile {
     pub protect_vcs: Option<bool>,
 }
 
+/// What a trusted project's `[sandbox]` may say: less network.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProjectNetwork {
+    pub network: Option<NetworkMode>,
+    pub allowed_domains: Option<Vec<String>>,
+}
+
 impl SandboxFile {
     fn overlay(&mut self, other: SandboxFile) {
-        let SandboxFile { mode, network, required, writable_roots, protect_vcs } = other;
+        let SandboxFile {
+            mode,
+            network,
+            allowed_domains,
+            host_ports,
+            hosts,
+            narrowed_by,
+            required,
+            writable_roots,
+            protect_vcs,
+        } = other;
         self.mode = mode.or(self.mode.take());
         self.network = network.or(self.network);
+        self.allowed_domains = allowed_domains.or(self.allowed_domains.take());
+        self.host_ports = host_ports.or(self.host_ports.take());
+        self.hosts = hosts.or(self.hosts.take());
+        self.narrowed_by = narrowed_by.or(self.narrowed_by.take());
         self.required = required.or(self.required);
         self.writable_roots = writable_roots.or(self.writable_roots.take());
         self.protect_vcs = protect_vcs.or(self.protect_vcs);

@@ -1,6 +1,8 @@
 //! Turns merged configuration, flags and environment into [`Settings`].
 //! Pure: reads nothing but its arguments.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +16,7 @@ use crate::llm::{
 };
 use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
+use crate::policy::network::{NetAllowlist, parse_patterns};
 use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
@@ -170,7 +173,13 @@ fn pricing(model: &str, file: Option<ContextFile>, ttl: CacheTtl) -> Pricing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxSettings {
     pub mode: SandboxMode,
-    pub network: bool,
+    /// The network mode and allowed host names (a trusted project's
+    /// narrowing included).
+    pub network: NetAllowlist,
+    /// `[sandbox] hosts`: names keel's proxy resolves itself.
+    pub hosts: BTreeMap<String, IpAddr>,
+    /// `[sandbox] host_ports`: host loopback ports bridged into the jail.
+    pub host_ports: Vec<u16>,
     /// Refuse to run commands unsandboxed.
     pub required: bool,
     pub writable_roots: Vec<PathBuf>,
@@ -183,7 +192,9 @@ impl Default for SandboxSettings {
     fn default() -> Self {
         SandboxSettings {
             mode: SandboxMode::default(),
-            network: false,
+            network: NetAllowlist::default(),
+            hosts: BTreeMap::new(),
+            host_ports: Vec::new(),
             required: false,
             writable_roots: Vec::new(),
             protect_vcs: true,
@@ -201,9 +212,28 @@ fn sandbox_settings(file: Option<SandboxFile>) -> Result<SandboxSettings, Config
         })?,
         None => SandboxMode::default(),
     };
+    let patterns = |texts: Option<Vec<String>>, key: &'static str| {
+        parse_patterns(&texts.unwrap_or_default()).map_err(|error| ConfigError::InvalidValue {
+            key,
+            value: String::new(),
+            message: error.to_string(),
+        })
+    };
+    let narrowed = file.narrowed_by.unwrap_or_default();
+    let user_mode = file.network.unwrap_or_default();
+    let network = NetAllowlist {
+        mode: narrowed.network.map_or(user_mode, |project| project.min(user_mode)),
+        user: patterns(file.allowed_domains, "sandbox.allowed_domains")?,
+        project: match narrowed.allowed_domains {
+            Some(texts) => Some(patterns(Some(texts), "sandbox.allowed_domains")?),
+            None => None,
+        },
+    };
     Ok(SandboxSettings {
         mode,
-        network: file.network.unwrap_or(false),
+        network,
+        hosts: file.hosts.unwrap_or_default(),
+        host_ports: file.host_ports.unwrap_or_default(),
         required: file.required.unwrap_or(false),
         protect_vcs: file.protect_vcs.unwrap_or(true),
         writable_roots: file

@@ -5,10 +5,13 @@
 //! set. Trusted, it applies, except the keys a project may never set: it
 //! may not redirect the API key (`base_url`, `api_key_env`) or loosen
 //! `[sandbox]`, `default_mode`, `[secrets]`, `[shell] env_keep` or `[undo]`.
+//! Of `[sandbox]` it may set `network` and `allowed_domains`, which only
+//! narrow the user's: the stricter mode wins, and a host must be on both
+//! lists (`config::resolve`, `policy::network`).
 
 use std::path::Path;
 
-use super::layers::{ConfigFile, ContextFile};
+use super::layers::{ConfigFile, ContextFile, ProjectNetwork, SandboxFile};
 
 /// A trusted project's file minus what a project may never set.
 pub(super) fn trusted_project(
@@ -30,8 +33,20 @@ pub(super) fn trusted_project(
         }
     }
     let env_keep = project.shell.as_mut().and_then(|shell| shell.env_keep.take());
+    let sandbox = project.sandbox.take();
+    let narrowing = sandbox.as_ref().map(|sandbox| ProjectNetwork {
+        network: sandbox.network,
+        allowed_domains: sandbox.allowed_domains.clone(),
+    });
+    let loosening = sandbox.is_some_and(|sandbox| {
+        SandboxFile { network: None, allowed_domains: None, ..sandbox } != SandboxFile::default()
+    });
+    if let Some(narrowing) = narrowing.filter(|n| n != &ProjectNetwork::default()) {
+        project.sandbox =
+            Some(SandboxFile { narrowed_by: Some(narrowing), ..SandboxFile::default() });
+    }
     for (table, present) in [
-        ("[sandbox]", project.sandbox.take().is_some()),
+        ("[sandbox] (but network and allowed_domains, which only narrow)", loosening),
         ("default_mode", project.default_mode.take().is_some()),
         ("[secrets]", project.secrets.take().is_some()),
         ("[shell] env_keep", env_keep.is_some()),

@@ -12,6 +12,7 @@ use serde::de::{Deserializer, Error};
 
 use crate::hooks::HookEvent;
 use crate::llm::ProviderKind;
+use crate::policy::network::NetworkMode;
 use crate::sandbox::landlock::SandboxMode;
 
 /// Provider names a config may use.
@@ -216,6 +217,66 @@ pub(super) fn sandbox_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str
             "unknown sandbox.mode `{mode}`; use one of: read-only, workspace-write, full-access"
         ))),
     }
+}
+
+/// `network = "off" | "allowlist" | "on"`, or the old `true`/`false`.
+pub(super) fn network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NetworkMode>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Flag(bool),
+        Name(String),
+    }
+    let message = |shown: &str| {
+        format!("sandbox.network is {shown}; it must be one of {}", NetworkMode::NAMES)
+    };
+    match Written::deserialize(d).map_err(|_| D::Error::custom(message("not text")))? {
+        Written::Flag(true) => Ok(Some(NetworkMode::On)),
+        Written::Flag(false) => Ok(Some(NetworkMode::Off)),
+        Written::Name(name) => NetworkMode::parse(&name)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(message(&format!("\"{name}\"")))),
+    }
+}
+
+pub(super) fn allowed_domains<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<String>>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    crate::policy::network::parse_patterns(&names).map_err(|error| {
+        D::Error::custom(format!(
+            "sandbox.allowed_domains: {error}; write host names such as \"pkgs.example.org\" \
+             or \"*.example.com\""
+        ))
+    })?;
+    Ok(Some(names))
+}
+
+pub(super) fn host_ports<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, D::Error> {
+    let ports = Vec::<u16>::deserialize(d)?;
+    if ports.contains(&0) {
+        return Err(D::Error::custom("sandbox.host_ports must hold port numbers from 1 to 65535"));
+    }
+    Ok(Some(ports))
+}
+
+pub(super) fn hosts<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::collections::BTreeMap<String, std::net::IpAddr>>, D::Error> {
+    let table = std::collections::BTreeMap::<String, String>::deserialize(d)?;
+    let mut hosts = std::collections::BTreeMap::new();
+    for (name, address) in table {
+        let parsed = address.parse().map_err(|_| {
+            D::Error::custom(format!(
+                "sandbox.hosts: `{name}` maps to `{address}`, which is not an IP address"
+            ))
+        })?;
+        if crate::policy::network::DomainPattern::parse(&name).is_err() || name.starts_with("*.") {
+            return Err(D::Error::custom(format!("sandbox.hosts: `{name}` is not a host name")));
+        }
+        hosts.insert(name.to_ascii_lowercase(), parsed);
+    }
+    Ok(Some(hosts))
 }
 
 pub(super) fn commands<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {

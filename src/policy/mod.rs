@@ -30,6 +30,7 @@ pub mod git;
 pub mod git_write;
 pub mod interp;
 pub mod links;
+pub mod network;
 pub mod patch;
 pub mod paths;
 pub mod readonly;

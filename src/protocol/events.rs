@@ -361,6 +361,18 @@ pub enum SessionEvent {
         call_id: Option<String>,
         message: String,
     },
+    /// keel's network proxy judged a connection a command asked for
+    /// (`[sandbox] network = "allowlist"`): the host, the port, the
+    /// verdict and its reason. Written before the call's
+    /// `tool_call_finished`; `call_id` is empty when the connection did
+    /// not come through the jail's launcher.
+    NetworkAccess {
+        call_id: String,
+        host: String,
+        port: u16,
+        allowed: bool,
+        reason: String,
+    },
     /// One hook run (or skip): what ran, how it ended and what it decided.
     HookRan {
         event: String,
@@ -450,7 +462,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 34] = [
+    pub const TYPES: [&'static str; 35] = [
         "session_started",
         "session_resumed",
         "prompt_prefix",
@@ -479,6 +491,7 @@ impl SessionEvent {
         "error",
         "internal_error",
         "hook_ran",
+        "network_access",
         "subagent_started",
         "subagent_finished",
         "turn_completed",
@@ -522,6 +535,7 @@ impl SessionEvent {
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::NetworkAccess { .. }
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. } => false,
             SessionEvent::SubagentFinished { .. } => false,

@@ -170,6 +170,7 @@ fn samples() -> Vec<SessionEvent> {
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::NetworkAccess { .. }
             | SessionEvent::SubagentStarted { .. }
             | SessionEvent::SubagentFinished { .. }
             | SessionEvent::TurnCompleted { .. }

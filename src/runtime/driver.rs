@@ -530,6 +530,18 @@ impl Session {
         event: SessionEvent,
         cancel: &CancellationToken,
     ) -> Result<(), RuntimeError> {
+        if let SessionEvent::ToolCallFinished { result, .. } = &event {
+            // What keel's network proxy judged for this call's command.
+            for access in crate::sandbox::netproxy::take_events(&result.call_id) {
+                self.log.append(SessionEvent::NetworkAccess {
+                    call_id: access.call_id,
+                    host: access.host,
+                    port: access.port,
+                    allowed: access.allowed,
+                    reason: access.reason,
+                })?;
+            }
+        }
         self.log.append(event.clone())?;
         if let SessionEvent::PhaseChanged { from, to } = &event {
             self.phase_change_hooks(from, to, cancel).await?;
@@ -601,6 +613,7 @@ impl Session {
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::NetworkAccess { .. }
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. }
             | SessionEvent::SubagentStarted { .. }

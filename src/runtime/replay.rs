@@ -186,6 +186,7 @@ pub async fn replay(
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::NetworkAccess { .. }
             | SessionEvent::SubagentStarted { .. }
             | SessionEvent::SubagentFinished { .. }
             | SessionEvent::SessionEnded { .. } => {}

@@ -111,7 +111,8 @@ fn confine(
             );
         }
     };
-    if config.mode == landlock::SandboxMode::FullAccess && config.network {
+    let network = config.network.mode;
+    if config.mode == landlock::SandboxMode::FullAccess && !network.is_closed() {
         return (
             unconfined(
                 "SANDBOX OFF by configuration (full-access with network): commands run unconfined"
@@ -120,13 +121,26 @@ fn confine(
             None,
         );
     }
+    let bridges = sandbox::netproxy::start(&sandbox::netproxy::NetConfig {
+        allowlist: config.network.clone(),
+        hosts: config.hosts.clone(),
+        host_ports: config.host_ports.clone(),
+    });
+    let (bridges, bridge_warning) = match bridges {
+        Ok(bridges) => (bridges, None),
+        Err(error) => (
+            sandbox::netproxy::Bridges::default(),
+            Some(format!("the sandbox's network bridges are missing: {error}")),
+        ),
+    };
     let confinement = landlock::Confinement {
         launcher,
         mode: config.mode,
         workspace_roots: vec![workspace_root.to_path_buf()],
         extra_roots: config.writable_roots.clone(),
         read_only: read_only_paths(config, workspace_root),
-        network: config.network,
+        network,
+        bridges,
         required: config.required,
         protect_vcs: config.protect_vcs,
         git_write: false,
@@ -149,7 +163,7 @@ fn confine(
     let gaps = if sandboxed { layers.gaps() } else { Vec::new() };
     let gaps = (!gaps.is_empty())
         .then(|| format!("sandbox layers missing on this kernel: {}", gaps.join("; ")));
-    let warning = [warning, vcs_warning(sandboxed, layers.vcs), gaps]
+    let warning = [warning, vcs_warning(sandboxed, layers.vcs), gaps, bridge_warning]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>();
@@ -237,7 +251,7 @@ pub(super) fn sandbox_state(settings: &Settings, policy: &Policy) -> SandboxStat
     let config = &settings.sandbox;
     if policy.sandboxed {
         SandboxState::On
-    } else if config.mode == landlock::SandboxMode::FullAccess && config.network {
+    } else if config.mode == landlock::SandboxMode::FullAccess && !config.network.mode.is_closed() {
         SandboxState::Off
     } else {
         SandboxState::Unavailable
@@ -256,8 +270,8 @@ pub fn mark_sandbox_violation(
 ) -> bool {
     let exit_code = meta.exit_code();
     let failed = exit_code.is_some_and(|code| code != 0);
-    let network = confinement.is_some_and(|c| c.network);
-    if let Some(note) = network_timeout_note(tool, meta, confinement.is_some() && !network) {
+    let network = confinement.map_or(landlock::NetworkMode::On, |c| c.network);
+    if let Some(note) = network_timeout_note(tool, meta, confinement.is_some() && network.is_closed()) {
         result.output.push_str(note);
         return false;
     }
@@ -270,7 +284,19 @@ pub fn mark_sandbox_violation(
         return false;
     }
     meta.set_kind(ResultKind::SandboxViolation);
-    let network = if network { "" } else { ", network off" };
+    if landlock::network_blocked(&result.output, network) {
+        result.output.push_str(&format!(
+            "\n[keel] sandbox violation: this looks like the network failure of keel's sandbox: {}. \
+             Do not retry or change the code for it; ask the user if the command needs that host.\n",
+            landlock::network_hint(network)
+        ));
+        return true;
+    }
+    let network = match network {
+        landlock::NetworkMode::On => "",
+        landlock::NetworkMode::Off => ", network off",
+        landlock::NetworkMode::Allowlist => ", network by allowlist only",
+    };
     if meta.read_only() {
         result.output.push_str(&format!(
             "\n[keel] sandbox violation: keel judged this command read-only, so it ran alongside \

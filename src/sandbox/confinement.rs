@@ -12,7 +12,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::policy::network::NetworkMode;
+
 use super::jail::layers::Layers;
+pub use super::netproxy::Bridges;
 
 /// Exit code of `keel sandbox-exec` when the sandbox is required but
 /// cannot be enforced (126: "command cannot execute").
@@ -62,7 +65,12 @@ pub struct Confinement {
     /// (`KEEL_HOME`), a home folder under a temp folder, nested `.git`
     /// folders of the workspace.
     pub read_only: Vec<PathBuf>,
-    pub network: bool,
+    /// Network off (loopback only), allowlist (loopback and keel's proxy)
+    /// or on.
+    pub network: NetworkMode,
+    /// The unix sockets keel listens on for the jail's network: the
+    /// allowlist proxy, the bridged host ports (empty with the network on).
+    pub bridges: Bridges,
     /// Refuse to run when the sandbox cannot be enforced.
     pub required: bool,
     /// Keep `.git`, `.keel` and `.claude` read-only inside the workspace
@@ -111,8 +119,17 @@ impl Confinement {
                 args.push(path.into());
             }
         }
+        args.push("--network".into());
+        args.push(self.network.as_str().into());
+        if let Some(proxy) = &self.bridges.proxy {
+            args.push("--proxy-socket".into());
+            args.push(proxy.into());
+        }
+        for bridge in &self.bridges.host_ports {
+            args.push("--host-port".into());
+            args.push(format!("{}={}", bridge.port, bridge.socket.display()).into());
+        }
         for (flag, on) in [
-            ("--network", self.network),
             ("--required", self.required),
             ("--protect-vcs", self.protect_vcs),
             ("--git-write", self.git_write),
@@ -173,9 +190,10 @@ pub fn probe(confinement: &Confinement) -> Option<Layers> {
 
 /// Whether a failed command's output looks like the sandbox stopped it:
 /// a non-zero exit plus a permission error (EACCES/EPERM/EROFS as tools
-/// print them, or a refused connection with the network off). Pure, so
-/// the `shell` tool can call it on its captured output.
-pub fn looks_like_violation(exit_code: Option<i32>, output: &str, network: bool) -> bool {
+/// print them), or, with the network closed (off or allowlist), a
+/// resolver or connect failure ([`network_blocked`]). Pure, so the `shell`
+/// tool can call it on its captured output.
+pub fn looks_like_violation(exit_code: Option<i32>, output: &str, network: NetworkMode) -> bool {
     const DENIED: [&str; 6] = [
         "Permission denied",
         "Operation not permitted",
@@ -187,18 +205,54 @@ pub fn looks_like_violation(exit_code: Option<i32>, output: &str, network: bool)
     if exit_code == Some(0) {
         return false;
     }
-    let denied = DENIED.iter().any(|pattern| output.contains(pattern));
-    let network_refused = !network
-        && [
-            "Network is unreachable",
-            "Couldn't connect",
-            "Failed to connect",
-            "connect: Permission denied",
-            "Connection refused",
-        ]
-        .iter()
-        .any(|pattern| output.contains(pattern));
-    denied || network_refused
+    DENIED.iter().any(|pattern| output.contains(pattern)) || network_blocked(output, network)
+}
+
+/// What resolvers, connects and HTTP clients print when the closed
+/// network stopped them (curl, wget, Python, pip, npm, git, Go, Rust),
+/// and the words of keel's own proxy refusal.
+const NETWORK_FAILURES: [&str; 17] = [
+    "Could not resolve host",
+    "Couldn't resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No address associated with hostname",
+    "getaddrinfo",
+    "EAI_AGAIN",
+    "ENOTFOUND",
+    "Network is unreachable",
+    "ENETUNREACH",
+    "Couldn't connect",
+    "Failed to connect",
+    "Connection refused",
+    "connect: Permission denied",
+    "response 403",
+    "403 Forbidden by keel",
+    "denied by keel's network allowlist",
+];
+
+/// Whether `output` shows a network failure that the closed network
+/// (`network` off or allowlist) explains.
+pub fn network_blocked(output: &str, network: NetworkMode) -> bool {
+    network.is_closed() && NETWORK_FAILURES.iter().any(|pattern| output.contains(pattern))
+}
+
+/// The sentence telling the model which setting would let a command
+/// reach the network, for a failure [`network_blocked`] recognised.
+pub fn network_hint(network: NetworkMode) -> &'static str {
+    match network {
+        NetworkMode::Off => {
+            "the network is off for commands (loopback 127.0.0.1/::1 works; nothing leaves it): \
+             the user can allow hosts with `[sandbox] network = \"allowlist\"` and \
+             `allowed_domains`"
+        }
+        NetworkMode::Allowlist => {
+            "commands reach the network only through keel's proxy, by host name, for hosts in \
+             `[sandbox] allowed_domains` (no IP addresses, no other resolver, no UDP): the user \
+             can add the host there"
+        }
+        NetworkMode::On => "",
+    }
 }
 
 #[cfg(test)]
@@ -210,11 +264,26 @@ mod tests {
         assert!(looks_like_violation(
             Some(1),
             "touch: cannot touch '/x': Permission denied",
-            false
+            NetworkMode::Off
         ));
-        assert!(!looks_like_violation(Some(0), "Permission denied", false));
-        assert!(!looks_like_violation(Some(2), "no such file", false));
-        assert!(looks_like_violation(None, "Operation not permitted", true));
+        assert!(!looks_like_violation(Some(0), "Permission denied", NetworkMode::Off));
+        assert!(!looks_like_violation(Some(2), "no such file", NetworkMode::Off));
+        assert!(looks_like_violation(None, "Operation not permitted", NetworkMode::On));
+    }
+
+    #[test]
+    fn resolver_failures_are_the_sandbox_s_only_with_the_network_closed() {
+        let curl = "curl: (6) Could not resolve host: pkgs.example.test";
+        let python = "socket.gaierror: [Errno -3] Temporary failure in name resolution";
+        let pip = "ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: \
+                   403 Forbidden by keel'))";
+        for output in [curl, python, pip, "connect: Network is unreachable"] {
+            assert!(looks_like_violation(Some(1), output, NetworkMode::Off), "{output}");
+            assert!(looks_like_violation(Some(1), output, NetworkMode::Allowlist), "{output}");
+            assert!(!looks_like_violation(Some(1), output, NetworkMode::On), "{output}");
+        }
+        assert!(network_hint(NetworkMode::Off).contains("[sandbox] network"));
+        assert!(network_hint(NetworkMode::Allowlist).contains("allowed_domains"));
     }
 
     #[test]
@@ -225,7 +294,8 @@ mod tests {
             workspace_roots: vec!["/ws".into()],
             extra_roots: vec![],
             read_only: vec!["/home/u/.keel".into()],
-            network: false,
+            network: NetworkMode::Off,
+            bridges: Bridges::default(),
             required: true,
             protect_vcs: true,
             git_write: false,
@@ -243,6 +313,8 @@ mod tests {
                 "/ws",
                 "--read-only",
                 "/home/u/.keel",
+                "--network",
+                "off",
                 "--required",
                 "--protect-vcs",
                 "--max-pids",

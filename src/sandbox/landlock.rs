@@ -20,10 +20,11 @@
 //! root or in a folder on the way to a protected one (a fresh `cargo
 //! build` cannot create `target/`).
 //!
-//! Network off handles TCP bind and connect (landlock ABI 4, Linux 6.7+)
-//! with no port allowed: every TCP connection fails, loopback included.
-//! Other socket families are the seccomp filter's and the network
-//! namespace's job. Scopes (ABI 6, Linux 6.12+): no signal to, and no
+//! With the network closed and no private network namespace (the kernel
+//! refused it), TCP bind and connect are handled (landlock ABI 4, Linux
+//! 6.7+) with no port allowed: every TCP connection fails, loopback
+//! included. In the namespace TCP reaches only its own loopback and is
+//! left alone. Other socket families are the seccomp filter's job. Scopes (ABI 6, Linux 6.12+): no signal to, and no
 //! abstract unix socket of, a process outside the jail.
 //!
 //! Invariant: an unenforceable ruleset is never silent: [`apply`] reports
@@ -38,8 +39,8 @@ use landlock::{
 };
 
 pub use super::confinement::{
-    Confinement, EXIT_UNENFORCEABLE, Enforcement, SandboxMode, VcsGuard, looks_like_violation,
-    probe,
+    Confinement, EXIT_UNENFORCEABLE, Enforcement, NetworkMode, SandboxMode, VcsGuard,
+    looks_like_violation, network_blocked, network_hint, probe,
 };
 
 /// The landlock ABI keel asks for (6.7+: filesystem, truncate, TCP); the
@@ -69,14 +70,20 @@ pub struct Applied {
 /// mode `workspace-write`, the `carve_out` folders (inside the workspace
 /// roots) stay read-only by granting their roots child by child (the
 /// fallback of [`VcsGuard::Landlock`]); empty, every root is granted whole.
-pub fn apply(confinement: &Confinement, carve_out: &[PathBuf]) -> Result<Applied, LandlockError> {
+/// `restrict_tcp`: refuse every TCP bind and connect (network closed
+/// without a private network namespace).
+pub fn apply(
+    confinement: &Confinement,
+    carve_out: &[PathBuf],
+    restrict_tcp: bool,
+) -> Result<Applied, LandlockError> {
     let read = AccessFs::from_read(WANTED_ABI);
     let all = AccessFs::from_all(WANTED_ABI);
     let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::BestEffort);
     if confinement.mode != SandboxMode::FullAccess {
         ruleset = ruleset.handle_access(all)?;
     }
-    if !confinement.network {
+    if restrict_tcp {
         ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     }
     ruleset = ruleset.scope(Scope::from_all(SCOPES_ABI))?;

@@ -56,6 +56,7 @@ pub mod git_write;
 pub mod group;
 pub mod jail;
 pub mod landlock;
+pub mod netproxy;
 mod process;
 pub mod protected;
 mod ring;

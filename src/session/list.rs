@@ -126,6 +126,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::Error { .. }
         | SessionEvent::InternalError { .. }
         | SessionEvent::HookRan { .. }
+        | SessionEvent::NetworkAccess { .. }
         | SessionEvent::SubagentStarted { .. }
         | SessionEvent::SubagentFinished { .. } => {}
     }

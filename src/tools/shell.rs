@@ -22,7 +22,7 @@ use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::display::{self, ShellRun};
 use crate::policy;
 use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
-use crate::sandbox::{CapturedStream, CommandOutput, CommandSpec, SandboxError};
+use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec, SandboxError};
 
 pub const NAME: &str = "shell";
 /// Timeout when the model gives none.
@@ -101,7 +101,10 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         .with_output_limit(MAX_OUTPUT_BYTES)
         // Pagers would wait on a terminal that is not there.
         .with_env("PAGER", "cat")
-        .with_env("GIT_PAGER", "cat");
+        .with_env("GIT_PAGER", "cat")
+        // The jail's launcher names the call in keel's network proxy log
+        // (and keeps it from the command).
+        .with_env(sandbox::jail::CALL_ID_VARIABLE, &ctx.call_id);
     // A plain `git commit`, `git checkout -b`…: `.git` writable for it
     // (but for its config and hooks), run as a neutralised git.
     let jail = ctx.command_jail();

@@ -52,6 +52,7 @@ mod sandbox_builds;
 mod sandbox_escapes;
 mod sandbox_jail;
 mod sandbox_sessions;
+mod sandbox_network;
 mod sandbox_vcs;
 mod servers;
 mod servers_behaviour;

@@ -12,7 +12,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use keel::sandbox::landlock::{Confinement, SandboxMode};
+use keel::sandbox::landlock::{Confinement, NetworkMode, SandboxMode};
+use keel::sandbox::netproxy::Bridges;
 use keel::sandbox::{CommandSpec, jail::layers::Layers};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -314,7 +315,8 @@ async fn the_read_only_jail_writes_nowhere_temp_folders_included() {
         workspace_roots: vec![sandbox.repo.clone()],
         extra_roots: vec![sandbox.home.clone()],
         read_only: Vec::new(),
-        network: false,
+        network: NetworkMode::Off,
+        bridges: Bridges::default(),
         required: true,
         protect_vcs: true,
         git_write: false,

@@ -11,7 +11,8 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-use keel::sandbox::landlock::{Confinement, SandboxMode};
+use keel::sandbox::landlock::{Confinement, NetworkMode, SandboxMode};
+use keel::sandbox::netproxy::Bridges;
 use keel::sandbox::{CommandOutput, CommandSpec};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -57,7 +58,8 @@ fn confinement(workspace: &Path, network: bool) -> Confinement {
         extra_roots: Vec::new(),
         read_only: Vec::new(),
         max_pids: 4096,
-        network,
+        network: if network { NetworkMode::On } else { NetworkMode::Off },
+        bridges: Bridges::default(),
         required: true,
         protect_vcs: true,
         git_write: false,

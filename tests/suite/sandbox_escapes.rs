@@ -220,9 +220,13 @@ corpus! {
     kill_parent_chain: case("kill -9 $PPID; kill -TERM 1; echo alive", &["alive"]);
     pkill_host_process: case("pkill -9 -f 'keel-[c]anary-{marker}'; echo done", &["done"]);
 
-    // Network off: TCP, UDP, MPTCP, IPv6, raw, unix and abstract sockets.
+    // Network off: TCP, UDP, MPTCP, IPv6, raw, unix and abstract sockets
+    // (the jail's own loopback works; the host's is not it).
     tcp_loopback: case("exec 3<>/dev/tcp/127.0.0.1/{tcp} && echo connected", &[EPERM, EACCES, UNREACHABLE, REFUSED]);
-    udp_loopback: case("{py} -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp}))\"", &[EPERM, UNREACHABLE]);
+    // Loopback is the jail's own (issue 31): the datagram goes nowhere
+    // near the host's listener, which `assert_contained` checks.
+    udp_loopback: checked("{py} -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp}))\"", nothing);
+    udp_outside: case("{py} -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('192.0.2.53', 53))\"", &[EPERM, UNREACHABLE]);
     mptcp_connect: case("{py} -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262); s.connect(('127.0.0.1', {tcp}))\"", &[EPERM, UNREACHABLE, REFUSED]);
     ipv6_connect: case("{py} -c \"import socket; s = socket.socket(socket.AF_INET6); s.connect(('::1', {tcp}))\"", &[EPERM, UNREACHABLE, REFUSED]);
     raw_ping: case("ping -c 1 -W 1 127.0.0.1", &[EPERM, UNREACHABLE, "not permitted", "No such file", "not found"]);
@@ -231,6 +235,8 @@ corpus! {
     unix_socket_in_tmp: case("{py} -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{sock_tmp}')\"", &[REFUSED]);
     abstract_socket: case("{py} -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0keel-abstract-{marker}')\"", &[REFUSED, EPERM]);
     io_uring_socket: case("{py} -c \"import ctypes, os; r = ctypes.CDLL(None, use_errno=True).syscall(425, 8, ctypes.create_string_buffer(256)); print(r, os.strerror(ctypes.get_errno()))\"; exit 1", &[EPERM]);
+    netlink_audit_socket: case("{py} -c \"import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)\"", &[EPERM]);
+    bring_a_link_up: case("ip link set lo down || {py} -c \"import socket, fcntl, struct; fcntl.ioctl(socket.socket(), 0x8914, struct.pack('16sH', b'lo', 0))\"", &[EPERM, "Operation not permitted"]);
     vsock_socket: case("{py} -c \"import socket; socket.socket(40, socket.SOCK_STREAM)\"", &[EPERM]);
 
     // The terminal.

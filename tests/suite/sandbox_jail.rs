@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use keel::sandbox::jail::layers::Layers;
 use keel::sandbox::jail::privileges::PidLimit;
-use keel::sandbox::landlock::{Confinement, Enforcement, SandboxMode};
+use keel::sandbox::landlock::{Confinement, Enforcement, NetworkMode, SandboxMode};
+use keel::sandbox::netproxy::Bridges;
 use keel::sandbox::{CommandOutput, CommandSpec};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -26,7 +27,8 @@ fn confinement(workspace: &Path) -> Confinement {
         workspace_roots: vec![workspace.to_owned()],
         extra_roots: Vec::new(),
         read_only: Vec::new(),
-        network: false,
+        network: NetworkMode::Off,
+        bridges: Bridges::default(),
         required: true,
         protect_vcs: true,
         git_write: false,

@@ -17,7 +17,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use keel::sandbox::landlock::{Confinement, SandboxMode};
+use keel::sandbox::landlock::{Confinement, NetworkMode, SandboxMode};
+use keel::sandbox::netproxy::Bridges;
 use keel::sandbox::{CommandOutput, CommandSpec};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -76,7 +77,8 @@ fn confinement(workspace: &Path, required: bool) -> Confinement {
         extra_roots: Vec::new(),
         read_only: Vec::new(),
         max_pids: 4096,
-        network: false,
+        network: NetworkMode::Off,
+        bridges: Bridges::default(),
         required,
         protect_vcs: true,
         git_write: false,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::mounts::MountReport;
 use super::namespaces::Namespaces;
 use super::privileges::{Capabilities, PidLimit};
+use crate::policy::network::NetworkMode;
 use crate::sandbox::landlock::{Enforcement, VcsGuard};
 
 /// Everything the launcher set up (or could not).
@@ -29,8 +30,11 @@ pub struct Layers {
     pub capabilities: Capabilities,
     /// The command has no controlling terminal (a new session).
     pub new_session: bool,
-    /// Whether the command wanted the network (the gaps differ).
-    pub network: bool,
+    /// The network the command was given (the gaps differ).
+    pub network: NetworkMode,
+    /// The private network namespace's loopback is up.
+    #[serde(default)]
+    pub loopback: bool,
 }
 
 impl Default for Layers {
@@ -46,7 +50,8 @@ impl Default for Layers {
             pid_limit: PidLimit::None,
             capabilities: Capabilities::None,
             new_session: false,
-            network: false,
+            network: NetworkMode::Off,
+            loopback: false,
         }
     }
 }
@@ -86,9 +91,19 @@ impl Layers {
             !self.mounts.carve_failures.is_empty(),
             "some read-only carve-outs failed (keel's state or nested .git may be writable)",
         );
+        let closed = self.network.is_closed();
         gap(
-            !self.network && !self.namespaces.net && !self.seccomp,
+            closed && !self.namespaces.net && !self.seccomp,
             "network off only for TCP: UDP, MPTCP and other sockets are open",
+        );
+        gap(
+            closed && !self.namespaces.net,
+            "no private network namespace: commands have no loopback (servers and tests that \
+             bind 127.0.0.1 fail) and network = \"allowlist\" reaches nothing",
+        );
+        gap(
+            closed && self.namespaces.net && !self.loopback,
+            "the private network's loopback could not be brought up (no 127.0.0.1)",
         );
         gap(!self.seccomp, "no seccomp filter: TIOCSTI, device nodes and io_uring are not refused");
         gap(
@@ -122,7 +137,8 @@ mod tests {
             pid_limit: PidLimit::Namespace(4096),
             capabilities: Capabilities::RootReduced,
             new_session: true,
-            network: false,
+            network: NetworkMode::Off,
+            loopback: true,
         }
     }
 
@@ -139,7 +155,20 @@ mod tests {
         let gaps = layers.gaps().join("; ");
         assert!(gaps.contains("no PID namespace"), "{gaps}");
         assert!(gaps.contains("no seccomp filter"), "{gaps}");
-        assert_eq!(Layers::default().gaps().len(), 7, "{:?}", Layers::default().gaps());
+        assert_eq!(Layers::default().gaps().len(), 8, "{:?}", Layers::default().gaps());
+    }
+
+    #[test]
+    fn a_closed_network_without_its_namespace_is_said() {
+        let mut layers = complete();
+        layers.namespaces.net = false;
+        let gaps = layers.gaps().join("; ");
+        assert!(gaps.contains("no private network namespace"), "{gaps}");
+        layers.network = NetworkMode::On;
+        assert!(!layers.gaps().join("; ").contains("network namespace"));
+        let mut down = complete();
+        down.loopback = false;
+        assert!(down.gaps().join("; ").contains("loopback could not be brought up"));
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! `fork` or `pre_exec`: each stage is a fresh `exec`):
 //!
 //! 1. [`launch`], the launcher keel spawns: reads the host's unix sockets,
-//!    enters the namespaces in one `unshare` ([`namespaces`]; a network
-//!    namespace only where seccomp and landlock's scopes cannot close
-//!    the non-TCP sockets), builds the
+//!    enters the namespaces in one `unshare` ([`namespaces`]; with the
+//!    network off or allowlist a private network namespace, whose
+//!    loopback it brings up: [`loopback`]), builds the
 //!    filesystem view ([`mounts`]), then spawns stage 2 (PID 1 of the new
 //!    PID namespace) and relays its exit code. It dies with keel
 //!    (`PR_SET_PDEATHSIG`).
@@ -16,7 +16,10 @@
 //!    inherited from before the mounts would still point into the
 //!    writable originals: a `workdir` of `.git` must land on the read-only
 //!    bind), applies landlock and seccomp ([`seccomp`]), starts a new
-//!    session (no controlling terminal), runs the command and reaps every
+//!    session (no controlling terminal), starts the `127.0.0.1` listeners
+//!    of keel's network bridges ([`loopback`]: threads, which the
+//!    launcher cannot have once it left its PID namespace for its
+//!    children), runs the command and reaps every
 //!    orphan until the command ends. Then it exits, and the kernel kills
 //!    whatever the command left behind: no process outlives its call.
 //!
@@ -27,6 +30,7 @@
 //! so keel's process-group kill still reaches everything.
 
 pub mod layers;
+pub mod loopback;
 pub mod mounts;
 pub mod namespaces;
 pub mod privileges;
@@ -60,6 +64,9 @@ pub struct Handover {
     /// The working directory, to enter again through the new mounts.
     pub cwd: PathBuf,
     pub layers: Layers,
+    /// The tool call the command runs for (the network proxy's log).
+    #[serde(default)]
+    pub call_id: String,
 }
 
 /// Exit code for a command killed by signal `signal` (as shells say it).
@@ -75,19 +82,23 @@ pub fn launch(request: Request) -> i32 {
     let confinement = &request.confinement;
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut layers = Layers { network: confinement.network, ..Layers::default() };
-    if confinement.mode == SandboxMode::FullAccess && confinement.network {
+    if confinement.mode == SandboxMode::FullAccess && !confinement.network.is_closed() {
         layers.landlock = Enforcement::Full;
         return run_in_place(request, &cwd, layers);
     }
-    let sockets = sockets::host_socket_paths();
-    let namespace_error =
-        match namespaces::enter(namespaces::network_namespace_needed(confinement.network)) {
-            Ok(entered) => {
-                layers.namespaces = entered;
-                None
-            }
-            Err(error) => Some(error.to_string()),
-        };
+    let bridged: Vec<&Path> = confinement.bridges.sockets().collect();
+    let mut sockets = sockets::host_socket_paths();
+    sockets.retain(|socket| !bridged.contains(&socket.as_path()));
+    let namespace_error = match namespaces::enter(confinement.network.is_closed()) {
+        Ok(entered) => {
+            layers.namespaces = entered;
+            None
+        }
+        Err(error) => Some(error.to_string()),
+    };
+    if layers.namespaces.net {
+        bring_up_loopback(&mut layers);
+    }
     let protect = confinement.protect_vcs && confinement.mode == SandboxMode::WorkspaceWrite;
     layers.vcs = if !protect { VcsGuard::NotRequested } else { VcsGuard::Off };
     if layers.namespaces.mount {
@@ -111,6 +122,21 @@ pub fn launch(request: Request) -> i32 {
     spawn_init(&request, cwd, layers)
 }
 
+/// Brings up the private network namespace's loopback ([`loopback`]);
+/// a failure is said (the command then has no 127.0.0.1, nor bridges).
+fn bring_up_loopback(layers: &mut Layers) {
+    match loopback::bring_up() {
+        Ok(()) => layers.loopback = true,
+        Err(error) => {
+            say(&format!("keel: WARNING: {error}: commands have no loopback (127.0.0.1)"))
+        }
+    }
+}
+
+/// The variable through which keel tells the launcher which tool call it
+/// runs (the proxy's log names it).
+pub const CALL_ID_VARIABLE: &str = "KEEL_CALL_ID";
+
 /// Starts the init (PID 1 of the new namespace) and relays its ending.
 ///
 /// keel ends a command by SIGTERM to the launcher's process group (then
@@ -121,7 +147,8 @@ pub fn launch(request: Request) -> i32 {
 /// nothing of the call still runs.
 fn spawn_init(request: &Request, cwd: PathBuf, layers: Layers) -> i32 {
     use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
-    let handover = Handover { confinement: request.confinement.clone(), cwd, layers };
+    let call_id = std::env::var(CALL_ID_VARIABLE).unwrap_or_default();
+    let handover = Handover { confinement: request.confinement.clone(), cwd, layers, call_id };
     let (exe, json) = match (std::env::current_exe(), serde_json::to_string(&handover)) {
         (Ok(exe), Ok(json)) => (exe, json),
         (Err(error), _) => return fail(&format!("cannot find the keel binary: {error}")),
@@ -136,6 +163,7 @@ fn spawn_init(request: &Request, cwd: PathBuf, layers: Layers) -> i32 {
     let spawned = std::process::Command::new(exe)
         .args(["sandbox-exec", "--init", &json, "--"])
         .args(&request.command)
+        .env_remove(CALL_ID_VARIABLE)
         .spawn();
     let mut init = match spawned {
         Ok(init) => init,
@@ -166,7 +194,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Stage 2, PID 1 of the jail. Returns the exit code to leave with.
 pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
-    let Handover { confinement, cwd, mut layers } = handover;
+    let Handover { confinement, cwd, mut layers, call_id } = handover;
     // Dies with the launcher (which dies with keel).
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     layers.fresh_proc = mounts::mount_fresh_proc().is_ok();
@@ -177,7 +205,17 @@ pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
         return report_probe(&layers);
     }
     warn_per_command(&layers);
-    run_and_reap(&command, &cwd)
+    // The bridges' listeners are threads of this init, started after it
+    // confined itself: they hold no more than the command does.
+    let variables = if layers.loopback {
+        loopback::listen(&confinement.bridges, &call_id).unwrap_or_else(|error| {
+            say(&format!("keel: WARNING: {error}: the network bridges are missing"));
+            Vec::new()
+        })
+    } else {
+        Vec::new()
+    };
+    run_and_reap(&command, &cwd, &variables)
 }
 
 /// Without a PID namespace: confine this process and become the command
@@ -211,13 +249,17 @@ fn confine(
     if let Err(error) = std::env::set_current_dir(cwd) {
         return Err(fail(&format!("cannot enter {}: {error}", cwd.display())));
     }
-    let full_access = confinement.mode == SandboxMode::FullAccess && confinement.network;
+    let full_access =
+        confinement.mode == SandboxMode::FullAccess && !confinement.network.is_closed();
+    // In a private network namespace TCP only reaches the namespace's
+    // own loopback (and keel's bridges): landlock leaves it alone there.
+    let restrict_tcp = confinement.network.is_closed() && !layers.namespaces.net;
     if !full_access {
         let carve_out = match layers.vcs {
             VcsGuard::Landlock => landlock::vcs_carve_out(confinement),
             VcsGuard::NotRequested | VcsGuard::Mounts | VcsGuard::Off => Vec::new(),
         };
-        match landlock::apply(confinement, &carve_out) {
+        match landlock::apply(confinement, &carve_out, restrict_tcp) {
             Ok(applied) => {
                 layers.landlock = applied.enforcement;
                 layers.landlock_scopes = applied.scopes;
@@ -225,7 +267,12 @@ fn confine(
             Err(error) => say(&format!("keel: cannot set up the sandbox: {error}")),
         }
     }
-    layers.seccomp = match seccomp::install(confinement.network) {
+    let sockets = match (confinement.network.is_closed(), layers.namespaces.net) {
+        (false, _) => seccomp::Sockets::Any,
+        (true, true) => seccomp::Sockets::PrivateNetwork,
+        (true, false) => seccomp::Sockets::UnixOnly,
+    };
+    layers.seccomp = match seccomp::install(sockets) {
         Ok(()) => true,
         Err(error) => {
             tracing::debug!(%error, "no seccomp filter");
@@ -246,11 +293,16 @@ fn confine(
 
 /// Runs the command as PID 1's child and reaps every process until it
 /// ends; its exit code (or 128 + signal) is the jail's.
-fn run_and_reap(command: &[OsString], cwd: &Path) -> i32 {
+fn run_and_reap(command: &[OsString], cwd: &Path, variables: &[(String, String)]) -> i32 {
     let Some((program, rest)) = command.split_first() else {
         return fail("no command given after `--`");
     };
-    let child = match std::process::Command::new(program).args(rest).current_dir(cwd).spawn() {
+    let spawned = std::process::Command::new(program)
+        .args(rest)
+        .current_dir(cwd)
+        .envs(variables.iter().map(|(name, value)| (name, value)))
+        .spawn();
+    let child = match spawned {
         Ok(child) => child,
         Err(error) => return fail(&format!("cannot run {}: {error}", program.to_string_lossy())),
     };
@@ -287,6 +339,8 @@ fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
         Vec::new()
     };
     let mut read_only = confinement.read_only.clone();
+    // keel's bridge sockets: reachable, never replaceable.
+    read_only.extend(confinement.bridges.folder().map(Path::to_path_buf));
     if confinement.protect_vcs && writable_mode {
         for root in &confinement.workspace_roots {
             // A recognised git command's `.git` (a folder: a `.git` file

@@ -1,6 +1,6 @@
 //! Entering the jail's namespaces: one `unshare` of mount, PID, IPC and
-//! (network off, where needed: [`network_namespace_needed`]) network
-//! namespaces, as a user with `CAP_SYS_ADMIN`
+//! (network off or allowlist) network namespaces, as a user with
+//! `CAP_SYS_ADMIN`
 //! (root) or else inside a new user namespace that maps the caller's own
 //! uid and gid to themselves (`setgroups` denied).
 //!
@@ -11,6 +11,11 @@
 //! `exec` of that child (its uid is not 0 there), so `CAP_SYS_ADMIN` is
 //! raised into the ambient set for it alone; the jail's init clears it
 //! before it starts the command.
+//!
+//! Cost (measured on Linux 6.18, issue 31): the network namespace adds
+//! about 0.8 ms of CPU per command in the launcher plus the kernel's
+//! asynchronous teardown; it buys loopback for the command's own servers
+//! and tests, and the allowlist's single way out.
 //!
 //! `unshare` is rustix's deprecated safe `unshare`: its replacement
 //! `unshare_unsafe` is `unsafe` only because of `CLONE_FILES`, which is
@@ -26,7 +31,8 @@ pub struct Namespaces {
     pub user: bool,
     pub mount: bool,
     pub pid: bool,
-    /// A private network with only a loopback device, which stays down.
+    /// A private network with only a loopback device (brought up by
+    /// `super::loopback`).
     pub net: bool,
     pub ipc: bool,
 }
@@ -41,22 +47,6 @@ pub enum NamespaceError {
     Unshare(rustix::io::Errno),
     #[error("cannot write {path} in the new user namespace: {source}")]
     IdMap { path: &'static str, source: std::io::Error },
-}
-
-/// Whether the jail needs a private network namespace: only when the
-/// network is off and the cheaper layers cannot close what TCP rules
-/// leave open. The seccomp filter refuses every socket family but unix
-/// and netlink (UDP, MPTCP, raw, vsock…), and landlock's scope (Linux
-/// 6.12+) refuses the host's abstract unix sockets: together they close
-/// what a network namespace would. Measured on Linux 6.18: a network
-/// namespace costs ~0.8 ms of CPU per command in the launcher, plus the
-/// kernel's asynchronous teardown of each namespace, for nothing those
-/// two layers leave open.
-pub fn network_namespace_needed(network: bool) -> bool {
-    let seccomp = super::seccomp::available();
-    let scopes = super::privileges::kernel_at_least((6, 12));
-    let closed_without_it = seccomp && scopes;
-    !network && !closed_without_it
 }
 
 /// Enters the strongest set of namespaces the kernel grants: all of them

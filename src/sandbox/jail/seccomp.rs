@@ -7,9 +7,15 @@
 //! - `mknod`/`mknodat` of a character or block device (FIFOs and sockets
 //!   stay allowed): as root a device node is a door to the kernel log or
 //!   the root disk;
-//! - with the network off, `socket()` of any family but `AF_UNIX` and
-//!   `AF_NETLINK`: TCP, UDP (DNS exfiltration), MPTCP, raw, packet and
-//!   vsock sockets, whether or not a network namespace was available;
+//! - with the network closed ([`Sockets`]): in the jail's private network
+//!   namespace, `socket()` of any family but `AF_UNIX`, `AF_INET`,
+//!   `AF_INET6` (which reach only its loopback) and `AF_NETLINK`; without
+//!   one, of any but `AF_UNIX` and `AF_NETLINK` (TCP, UDP: DNS
+//!   exfiltration, MPTCP, raw, packet, vsock). Netlink only as
+//!   `NETLINK_ROUTE` (glibc's `getaddrinfo` asks it which address families
+//!   exist; in the private namespace it shows only `lo`, and without
+//!   `CAP_NET_ADMIN` changes nothing): audit, uevent, netfilter and the
+//!   other netlink families are refused;
 //! - `io_uring_*`: io_uring creates sockets and runs operations without the
 //!   system calls this filter sees;
 //! - `keyctl`, `add_key`, `request_key`: the user's kernel keyrings hold
@@ -52,6 +58,19 @@ const S_IFMT: u64 = 0o170_000;
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 
+/// Which sockets a command may open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// The network is on: every family.
+    Any,
+    /// The network is closed and the command is in a private network
+    /// namespace: unix, IPv4, IPv6 and route netlink.
+    PrivateNetwork,
+    /// The network is closed and no namespace holds it: unix and route
+    /// netlink only.
+    UnixOnly,
+}
+
 /// Whether this architecture gets a filter.
 pub fn available() -> bool {
     TargetArch::try_from(std::env::consts::ARCH).is_ok()
@@ -60,18 +79,18 @@ pub fn available() -> bool {
 /// Installs the filter on the calling thread (inherited by what it
 /// spawns). Needs `no_new_privs` or `CAP_SYS_ADMIN`; seccompiler sets
 /// `no_new_privs`.
-pub fn install(network: bool) -> Result<(), SeccompError> {
-    let program = program(network)?;
+pub fn install(sockets: Sockets) -> Result<(), SeccompError> {
+    let program = program(sockets)?;
     seccompiler::apply_filter(&program)?;
     Ok(())
 }
 
 /// The compiled filter (pure; the tests read it).
-pub fn program(network: bool) -> Result<BpfProgram, SeccompError> {
+pub fn program(sockets: Sockets) -> Result<BpfProgram, SeccompError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|_| SeccompError::Architecture(std::env::consts::ARCH))?;
     let filter = SeccompFilter::new(
-        rules(network)?,
+        rules(sockets)?,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
@@ -79,7 +98,7 @@ pub fn program(network: bool) -> Result<BpfProgram, SeccompError> {
     Ok(filter.try_into()?)
 }
 
-fn rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SeccompError> {
+fn rules(sockets: Sockets) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let terminal_injection = vec![
         SeccompRule::new(vec![arg_eq(1, TIOCSTI)?])?,
@@ -91,22 +110,29 @@ fn rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SeccompError>
     #[cfg(target_arch = "x86_64")]
     rules.insert(libc::SYS_mknod, device_nodes(1)?);
     rules.insert(libc::SYS_mknodat, device_nodes(2)?);
-    if !network {
-        let other_family = SeccompRule::new(vec![
+    let allowed: &[i32] = match sockets {
+        Sockets::Any => &[],
+        Sockets::PrivateNetwork => {
+            &[libc::AF_UNIX, libc::AF_NETLINK, libc::AF_INET, libc::AF_INET6]
+        }
+        Sockets::UnixOnly => &[libc::AF_UNIX, libc::AF_NETLINK],
+    };
+    if !allowed.is_empty() {
+        let family_ne = |family: i32| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
+        };
+        let other_family =
+            SeccompRule::new(allowed.iter().map(|f| family_ne(*f)).collect::<Result<_, _>>()?)?;
+        let other_netlink = SeccompRule::new(vec![
+            arg_eq(0, libc::AF_NETLINK as u64)?,
             SeccompCondition::new(
-                0,
+                2,
                 SeccompCmpArgLen::Dword,
                 SeccompCmpOp::Ne,
-                libc::AF_UNIX as u64,
-            )?,
-            SeccompCondition::new(
-                0,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Ne,
-                libc::AF_NETLINK as u64,
+                libc::NETLINK_ROUTE as u64,
             )?,
         ])?;
-        rules.insert(libc::SYS_socket, vec![other_family]);
+        rules.insert(libc::SYS_socket, vec![other_family, other_netlink]);
     }
     for always in [
         libc::SYS_io_uring_setup,
@@ -154,15 +180,17 @@ mod tests {
 
     #[test]
     fn the_filter_compiles_for_this_machine() {
-        let off = program(false).unwrap();
-        let on = program(true).unwrap();
+        let off = program(Sockets::UnixOnly).unwrap();
+        let private = program(Sockets::PrivateNetwork).unwrap();
+        let on = program(Sockets::Any).unwrap();
         assert!(off.len() > on.len(), "the socket rule is only there with the network off");
+        assert!(private.len() > on.len(), "a private network still refuses other families");
     }
 
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn x32_numbers_are_covered() {
-        let rules = rules(false).unwrap();
+        let rules = rules(Sockets::UnixOnly).unwrap();
         for number in [libc::SYS_socket, libc::SYS_mknod, libc::SYS_io_uring_setup] {
             assert!(rules.contains_key(&(number | X32_SYSCALL_BIT)), "{number}");
         }

@@ -1,0 +1,203 @@
+//! keel's side of the jail's network (issue 31): what runs in keel's own
+//! process, in the host's network namespace, for the model's commands
+//! that live in a private one (`jail::loopback` is the namespace's side).
+//!
+//! - The allowlist proxy ([`http`]): HTTP in absolute form and HTTPS
+//!   `CONNECT`, by host name, judged by `policy::network`; it resolves
+//!   names itself (the `[sandbox] hosts` map first, then the system
+//!   resolver), refuses IP literals, hosts not on the list and names that
+//!   resolve to a loopback, link-local or unspecified address (a listed
+//!   name must not become a door to the host's own services; `hosts`
+//!   maps one there deliberately), and records each allow and deny
+//!   ([`NetEvent`], drained per call by the runtime into the session log).
+//! - Host-port bridges: for each `[sandbox] host_ports` entry, a unix
+//!   socket whose connections keel forwards to the host's
+//!   `127.0.0.1:PORT` (then `[::1]:PORT`).
+//!
+//! Both listen on unix sockets in a private folder ([`Bridges`]; mode
+//! 0700, kept read-only inside the jail) that the jail's launcher reaches
+//! from inside the namespace: a path socket is found through the
+//! filesystem, not the network namespace. The launcher puts a
+//! `127.0.0.1` listener in front of each.
+//!
+//! One set of listeners per process and configuration ([`start`]),
+//! served by blocking threads: a command makes few connections, and the
+//! proxy must not depend on which async runtime (if any) the caller has.
+//! Invariant: nothing here ever connects to a host the allowlist did not
+//! allow, and a deny is never silent (logged and answered 403).
+
+mod http;
+pub use http::CALL_PREFIX;
+pub mod relay;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::network::{NetAllowlist, NetworkMode};
+
+/// The unix sockets the launcher bridges into the jail's namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bridges {
+    /// The allowlist proxy (allowlist mode only).
+    pub proxy: Option<PathBuf>,
+    /// Host loopback ports and the socket keel forwards each from.
+    pub host_ports: Vec<HostPort>,
+}
+
+/// One bridged host port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPort {
+    pub port: u16,
+    pub socket: PathBuf,
+}
+
+impl Bridges {
+    /// Every socket path (the launcher must not cover them).
+    pub fn sockets(&self) -> impl Iterator<Item = &Path> {
+        self.proxy
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(self.host_ports.iter().map(|h| h.socket.as_path()))
+    }
+
+    /// The folder holding the sockets (kept read-only for commands).
+    pub fn folder(&self) -> Option<&Path> {
+        self.sockets().next().and_then(Path::parent)
+    }
+}
+
+/// What the proxy and the bridges serve.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetConfig {
+    pub allowlist: NetAllowlist,
+    /// `[sandbox] hosts`: names the proxy resolves to these addresses
+    /// without asking the resolver (a mirror on the LAN, a test's index).
+    pub hosts: BTreeMap<String, IpAddr>,
+    /// `[sandbox] host_ports`.
+    pub host_ports: Vec<u16>,
+}
+
+/// One judgement of the proxy, for the session log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetEvent {
+    /// The tool call whose command asked (empty when unknown: a client
+    /// that reached the socket without the launcher).
+    pub call_id: String,
+    pub host: String,
+    pub port: u16,
+    pub allowed: bool,
+    pub reason: String,
+}
+
+/// Why the listeners could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum NetProxyError {
+    #[error("cannot create the network bridge folder {path}: {source}", path = path.display())]
+    Folder { path: PathBuf, source: std::io::Error },
+    #[error("cannot listen on {path}: {source}", path = path.display())]
+    Listen { path: PathBuf, source: std::io::Error },
+}
+
+/// The listeners of this process: their configuration and sockets.
+static RUNNING: Mutex<Option<(NetConfig, Bridges)>> = Mutex::new(None);
+/// Judgements not yet taken by [`take_events`].
+static EVENTS: Mutex<Vec<NetEvent>> = Mutex::new(Vec::new());
+
+/// The bridges for `config`: none with the network on, else the running
+/// listeners when their configuration is the same, else new ones.
+pub fn start(config: &NetConfig) -> Result<Bridges, NetProxyError> {
+    let wanted = config.allowlist.mode == NetworkMode::Allowlist || !config.host_ports.is_empty();
+    if !config.allowlist.mode.is_closed() || !wanted {
+        return Ok(Bridges::default());
+    }
+    let mut running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((same, bridges)) = running.as_ref()
+        && same == config
+    {
+        return Ok(bridges.clone());
+    }
+    let folder = new_folder()?;
+    let shared = Arc::new(config.clone());
+    let mut bridges = Bridges::default();
+    if config.allowlist.mode == NetworkMode::Allowlist {
+        let path = folder.join("proxy.sock");
+        let listener = listen(&path)?;
+        let shared = Arc::clone(&shared);
+        serve(listener, move |client| http::serve(client, &shared, record));
+        bridges.proxy = Some(path);
+    }
+    for &port in &config.host_ports {
+        let path = folder.join(format!("port-{port}.sock"));
+        let listener = listen(&path)?;
+        serve(listener, move |client| forward_to_host(client, port));
+        bridges.host_ports.push(HostPort { port, socket: path });
+    }
+    if let Some((_, old)) = running.take()
+        && let Some(old_folder) = old.folder()
+    {
+        let _ = std::fs::remove_dir_all(old_folder);
+    }
+    *running = Some((config.clone(), bridges.clone()));
+    Ok(bridges)
+}
+
+/// The judgements made for `call_id` since the last call, oldest first;
+/// those of unknown calls go with the first call asked about.
+pub fn take_events(call_id: &str) -> Vec<NetEvent> {
+    let mut events = EVENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (mine, rest): (Vec<NetEvent>, Vec<NetEvent>) =
+        events.drain(..).partition(|event| event.call_id == call_id || event.call_id.is_empty());
+    *events = rest;
+    mine
+}
+
+fn record(event: NetEvent) {
+    tracing::info!(
+        call_id = %event.call_id, host = %event.host, port = event.port,
+        allowed = event.allowed, reason = %event.reason, "network proxy"
+    );
+    EVENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(event);
+}
+
+/// A fresh private folder for this process's sockets.
+fn new_folder() -> Result<PathBuf, NetProxyError> {
+    use std::os::unix::fs::DirBuilderExt;
+    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("keel-net-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&path)
+        .map_err(|source| NetProxyError::Folder { path: path.clone(), source })?;
+    Ok(path)
+}
+
+fn listen(path: &Path) -> Result<UnixListener, NetProxyError> {
+    UnixListener::bind(path)
+        .map_err(|source| NetProxyError::Listen { path: path.to_owned(), source })
+}
+
+/// Accepts on `listener` forever, each connection on a thread of its own.
+fn serve(listener: UnixListener, handle: impl Fn(UnixStream) + Send + Sync + Clone + 'static) {
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let handle = handle.clone();
+            std::thread::spawn(move || handle(client));
+        }
+    });
+}
+
+/// A bridged host port: the host's loopback, IPv4 then IPv6.
+fn forward_to_host(client: UnixStream, port: u16) {
+    let upstream = std::net::TcpStream::connect(("127.0.0.1", port))
+        .or_else(|_| std::net::TcpStream::connect(("::1", port)));
+    if let Ok(upstream) = upstream {
+        relay::relay(client, upstream);
+    }
+}
