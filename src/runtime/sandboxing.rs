@@ -279,6 +279,24 @@ pub fn mark_sandbox_violation(
     if tool != "shell" || !failed {
         return false;
     }
+    let denied = sandbox::netproxy::denials(&result.call_id);
+    if let Some(first) = denied.first() {
+        meta.set_kind(ResultKind::SandboxViolation);
+        result.output.push_str(&format!(
+            "\n[keel] sandbox violation: keel's network proxy refused {}:{} ({}){}. Do not retry \
+             or change the code for it; the user can add the host to `[sandbox] \
+             allowed_domains`.\n",
+            first.host,
+            first.port,
+            first.reason,
+            if denied.len() > 1 {
+                format!(" and {} more", denied.len() - 1)
+            } else {
+                String::new()
+            },
+        ));
+        return true;
+    }
     let code = exit_code.and_then(|c| i32::try_from(c).ok());
     if !landlock::looks_like_violation(code, &result.output, network) {
         return false;

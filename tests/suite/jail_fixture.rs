@@ -114,6 +114,11 @@ impl Fixture {
     /// A fresh fixture; `home_in_tmp` puts `HOME` and `KEEL_HOME` in
     /// `/tmp` (a writable root of the sandbox).
     pub fn new(user: User, home_in_tmp: bool) -> Self {
+        Self::configured(user, home_in_tmp, "")
+    }
+
+    /// A fresh fixture whose keel reads `config` (`config.toml`).
+    pub fn configured(user: User, home_in_tmp: bool, config: &str) -> Self {
         let base = tempfile::tempdir_in(base_parent()).unwrap();
         let ws = base.path().join("ws");
         let outside = base.path().join("outside");
@@ -132,7 +137,7 @@ impl Fixture {
         let keel_home = home.join(".keel");
         std::fs::create_dir_all(&keel_home).unwrap();
         std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
-        std::fs::write(keel_home.join("config.toml"), "").unwrap();
+        std::fs::write(keel_home.join("config.toml"), config).unwrap();
         let unix_tmp_dir = tempfile::Builder::new().prefix("ssh-").tempdir_in("/tmp").unwrap();
         let marker = format!("keelmark{}", fastrand::u64(..));
         let fixture_owner = |path: &Path| {

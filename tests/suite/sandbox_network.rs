@@ -58,10 +58,6 @@ impl Drop for HostServer {
     }
 }
 
-fn configure(fixture: &Fixture, text: &str) {
-    std::fs::write(fixture.keel_home.join("config.toml"), text).unwrap();
-}
-
 fn said(outcome: &Outcome, phrase: &str) {
     assert!(outcome.text.contains(phrase), "`{phrase}` not in: {}", outcome.text);
 }
@@ -177,20 +173,24 @@ with open("simple/index.html", "w") as page:
     assert!(status.success());
 }
 
-fn allowlist(fixture: &Fixture, allowed: &[&str]) {
+/// A fixture whose keel allows `allowed` and maps both made-up names to
+/// the host's 127.0.0.1 for its proxy.
+fn allowlist(user: User, allowed: &[&str]) -> Fixture {
     let allowed: Vec<String> = allowed.iter().map(|name| format!("\"{name}\"")).collect();
-    configure(
-        fixture,
+    Fixture::configured(
+        user,
+        false,
         &format!(
             "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [{}]\n\
              hosts = {{ \"pkgs.example.test\" = \"127.0.0.1\", \"other.example.test\" = \"127.0.0.1\" }}\n",
             allowed.join(", ")
         ),
-    );
+    )
 }
 
 const PIP: &str = "{py} -m pip install --no-cache-dir --disable-pip-version-check --no-deps \
-                   --retries 0 --timeout 10 --target ./site --index-url http://{name}:{port}/simple keelpkg";
+                   --retries 0 --timeout 10 --target ./site --trusted-host {name} \
+                   --index-url http://{name}:{port}/simple keelpkg";
 
 fn pip_installs_from_an_allowed_index_only(user: User) {
     require(user);
@@ -199,8 +199,7 @@ fn pip_installs_from_an_allowed_index_only(user: User) {
     let server = HostServer::serve(index.path());
     let port = server.port.to_string();
 
-    let mut fixture = Fixture::new(user, false);
-    allowlist(&fixture, &["pkgs.example.test"]);
+    let mut fixture = allowlist(user, &["pkgs.example.test"]);
     let pip = PIP.replace("{port}", &port);
     let installed =
         fixture.shell(&format!("{} && ls site", pip.replace("{name}", "pkgs.example.test")), None);
@@ -221,16 +220,21 @@ fn the_allowlist_has_no_other_way_out(user: User) {
     let index = tempfile::tempdir().unwrap();
     std::fs::write(index.path().join("index.html"), "index-reached\n").unwrap();
     let server = HostServer::serve(index.path());
-    let mut fixture = Fixture::new(user, false);
-    allowlist(&fixture, &["pkgs.example.test"]);
+    let mut fixture = allowlist(user, &["pkgs.example.test"]);
     let port = server.port;
     let reached = fixture.shell(&format!("curl -sS -m 5 http://pkgs.example.test:{port}/"), None);
     assert_eq!(exit_code(&reached), 0, "the allowed name must work: {}", reached.text);
     said(&reached, "index-reached");
     for (script, reason) in [
         // A raw IP through the proxy.
-        (format!("curl -sS -f -m 5 -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/"), "403"),
-        (format!("curl -sS -m 5 -p -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/"), "403"),
+        (
+            format!("curl -sS -f -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/"),
+            "403",
+        ),
+        (
+            format!("curl -sS -m 5 -p --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/"),
+            "403",
+        ),
         // Around the proxy: the name does not resolve, addresses lead nowhere.
         (format!("curl -sS -m 5 --noproxy '*' http://pkgs.example.test:{port}/"), "resolve host"),
         (format!("curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/"), "Couldn't connect"),
@@ -261,8 +265,8 @@ fn a_listed_host_port_is_bridged_in(user: User) {
     let served = tempfile::tempdir().unwrap();
     std::fs::write(served.path().join("index.html"), "database-stand-in\n").unwrap();
     let server = HostServer::serve(served.path());
-    let mut fixture = Fixture::new(user, false);
-    configure(&fixture, &format!("[sandbox]\nhost_ports = [{}]\n", server.port));
+    let config = format!("[sandbox]\nhost_ports = [{}]\n", server.port);
+    let mut fixture = Fixture::configured(user, false, &config);
     let bridged = fixture.shell(&format!("curl -sS -m 5 http://127.0.0.1:{}/", server.port), None);
     assert_eq!(exit_code(&bridged), 0, "{}", bridged.text);
     said(&bridged, "database-stand-in");

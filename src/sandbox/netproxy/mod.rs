@@ -156,6 +156,13 @@ pub fn take_events(call_id: &str) -> Vec<NetEvent> {
     mine
 }
 
+/// The denials recorded so far for `call_id`, left for [`take_events`]
+/// (a client may hide keel's 403 behind "no matching version").
+pub fn denials(call_id: &str) -> Vec<NetEvent> {
+    let events = EVENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    events.iter().filter(|event| !event.allowed && event.call_id == call_id).cloned().collect()
+}
+
 fn record(event: NetEvent) {
     tracing::info!(
         call_id = %event.call_id, host = %event.host, port = event.port,
