@@ -637,6 +637,11 @@ mod tests {
             ("context.compact_threshold=2", "from 0.1 to 1.0"),
             ("provider=gemini", "use one of: openai, openai-chat, anthropic"),
             ("sandbox.mode=open", "use one of: read-only, workspace-write, full-access"),
+            ("sandbox.network=wide", "sandbox.network is \"wide\"; it must be one of \"off\""),
+            ("sandbox.allowed_domains=[\"a.*.org\"]", "a wildcard is only allowed as a leading"),
+            ("sandbox.allowed_domains=[\"10.0.0.1\"]", "is an IP address"),
+            ("sandbox.host_ports=[0]", "port numbers from 1 to 65535"),
+            ("sandbox.hosts={\"a.example.test\"=\"nowhere\"}", "not an IP address"),
             ("hooks.anything=1", "unknown hook event `anything`; use one of: SessionStart"),
             ("api_key_env=\"$X\"", "environment variable name"),
             (
@@ -647,6 +652,19 @@ mod tests {
             let error = parse_override(text).unwrap_err().to_string();
             assert!(error.contains(needle), "{text}: {error}");
             assert!(error.contains('^'), "{text}: no caret in {error}");
+        }
+    }
+
+    #[test]
+    fn network_takes_a_mode_or_the_old_flag() {
+        use crate::policy::network::NetworkMode;
+        for (text, mode) in [
+            ("sandbox.network=allowlist", NetworkMode::Allowlist),
+            ("sandbox.network=true", NetworkMode::On),
+            ("sandbox.network=false", NetworkMode::Off),
+        ] {
+            let parsed = parse_override(text).unwrap();
+            assert_eq!(parsed.sandbox.and_then(|sandbox| sandbox.network), Some(mode), "{text}");
         }
     }
 

@@ -664,4 +664,26 @@ mod tests {
         let message = load(&env, &cli).unwrap_err().to_string();
         assert!(message.contains("openai-chat"), "{message}");
     }
+
+    #[test]
+    fn a_project_narrows_the_network_and_never_widens_it() {
+        use super::super::layers::ProjectNetwork;
+        use crate::policy::network::NetworkMode;
+        let file = |user: NetworkMode, project: NetworkMode| SandboxFile {
+            network: Some(user),
+            allowed_domains: Some(vec!["*.example.test".to_owned()]),
+            narrowed_by: Some(ProjectNetwork {
+                network: Some(project),
+                allowed_domains: Some(vec!["a.example.test".to_owned()]),
+            }),
+            ..SandboxFile::default()
+        };
+        let narrowed =
+            sandbox_settings(Some(file(NetworkMode::On, NetworkMode::Allowlist))).unwrap();
+        assert_eq!(narrowed.network.mode, NetworkMode::Allowlist);
+        assert!(narrowed.network.judge("a.example.test").allowed);
+        assert!(!narrowed.network.judge("b.example.test").allowed);
+        let kept = sandbox_settings(Some(file(NetworkMode::Off, NetworkMode::On))).unwrap();
+        assert_eq!(kept.network.mode, NetworkMode::Off, "a project cannot open the network");
+    }
 }

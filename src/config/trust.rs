@@ -153,3 +153,32 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
     }
     keys
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::network::NetworkMode;
+
+    fn project(sandbox: &str) -> ConfigFile {
+        toml::from_str(&format!("[sandbox]\n{sandbox}")).unwrap()
+    }
+
+    #[test]
+    fn a_trusted_project_keeps_only_its_network_narrowing() {
+        let mut warnings = Vec::new();
+        let file = project(
+            "network = \"off\"\nallowed_domains = [\"a.example.test\"]\nmode = \"full-access\"",
+        );
+        let kept = trusted_project(file, Path::new("p"), Path::new("h"), &mut warnings);
+        let sandbox = kept.sandbox.unwrap();
+        assert_eq!(sandbox.mode, None, "a project may not loosen the mode");
+        assert_eq!(sandbox.network, None, "the project's network only narrows");
+        let narrowing = sandbox.narrowed_by.unwrap();
+        assert_eq!(narrowing.network, Some(NetworkMode::Off));
+        assert_eq!(narrowing.allowed_domains, Some(vec!["a.example.test".to_owned()]));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let mut quiet = Vec::new();
+        trusted_project(project("network = \"on\""), Path::new("p"), Path::new("h"), &mut quiet);
+        assert!(quiet.is_empty(), "{quiet:?}");
+    }
+}

@@ -119,6 +119,13 @@ fn samples() -> Vec<SessionEvent> {
             skipped: None,
             refused: None,
         },
+        SessionEvent::NetworkAccess {
+            call_id: s(),
+            host: "pkgs.example.test".into(),
+            port: 443,
+            allowed: false,
+            reason: s(),
+        },
         SessionEvent::SubagentStarted {
             call_id: s(),
             session_id: s(),
