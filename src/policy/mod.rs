@@ -18,7 +18,8 @@
 //! script), [`amend`] ("allow always"), [`engine`] (the order),
 //! [`script_verdict`] (a shell script's verdict), [`patch`] (`apply_patch`),
 //! [`facts`] (the paths a call names, for the caller to resolve),
-//! [`tool_rules`] (MCP tools, `tool_rule`).
+//! [`tool_rules`] (MCP tools, `tool_rule`), [`network`] (`[sandbox] network`
+//! and `allowed_domains`: what keel's proxy and `policy check --net` judge).
 
 pub mod amend;
 pub mod builtin;

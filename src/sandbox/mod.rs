@@ -39,11 +39,14 @@
 //! ladder on stop, SIGKILL on drop; `failed_start` after a failed handshake),
 //! `confinement.rs` (what a confined command may do, the launcher's arguments, the session-start
 //! probe, `looks_like_violation`), `jail/` (`keel sandbox-exec`: `namespaces.rs`, `mounts.rs`,
-//! `sockets.rs`, `privileges.rs`, `seccomp.rs`, `layers.rs` the report, `mod.rs` the two stages:
-//! launcher and PID-1 init), `landlock.rs` (the ruleset, with scopes), `protected.rs` (`.git`,
-//! `.keel`, `.claude`; nested `.git` found before the first writing command; what stays guarded
-//! inside `.git` for a recognised git command), `git_write.rs` (git without the programs it runs:
-//! the neutral config and environment, and how a recognised git command runs), `env_filter.rs`
+//! `sockets.rs`, `privileges.rs`, `seccomp.rs`, `loopback.rs` the private network's `lo` and
+//! bridge listeners, `layers.rs` the report, `mod.rs` the two stages: launcher and PID-1 init),
+//! `netproxy/` (keel's side of the jail's network: the allowlist proxy, `host_ports` forwarders,
+//! their unix sockets and the allow/deny events), `landlock.rs` (the ruleset, with scopes),
+//! `protected.rs` (`.git`, `.keel`, `.claude`; nested `.git` found before the first writing
+//! command; what stays guarded inside `.git` for a recognised git command), `git_write.rs` (git
+//! without the programs it runs: the neutral config and environment, and how a recognised git
+//! command runs), `env_filter.rs`
 //! (every child starts from an empty environment, filtered or minimal). Why the jail is built as it
 //! is: `docs/security.md`.
 
