@@ -176,6 +176,7 @@ impl LoopState {
             | SessionEvent::Error { .. }
             | SessionEvent::InternalError { .. }
             | SessionEvent::HookRan { .. }
+            | SessionEvent::NetworkAccess { .. }
             | SessionEvent::SessionEnded { .. } => {}
         }
     }

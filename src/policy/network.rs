@@ -110,7 +110,8 @@ impl DomainPattern {
         }
     }
 
-    fn text(&self) -> String {
+    /// The pattern as a user writes it (`*.example.com`).
+    pub fn text(&self) -> String {
         match self {
             DomainPattern::Exact(name) => name.clone(),
             DomainPattern::Suffix(name) => format!("*.{name}"),

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use crate::agent::LoopConfig;
 use crate::config::{SandboxSettings, Settings};
+use crate::policy::network::DomainPattern;
 use crate::policy::{PathContext, Policy};
-use crate::prompts::Walls;
+use crate::prompts::{NetworkWalls, Walls};
 use crate::protocol::{ResultKind, ToolMeta, ToolResult};
 use crate::sandbox::{self, CommandJail, EnvFilter, jail, landlock};
 
@@ -65,6 +66,14 @@ pub(super) fn setup_sandbox(
         .confinement()
         .map(|confinement| super::walls::walls_of(confinement, &settings.home))
         .unwrap_or_else(Walls::default);
+    if let NetworkWalls::Allowlist { hosts, .. } = &mut config.walls.network {
+        let allowed = settings.sandbox.network.project.as_ref();
+        *hosts = allowed
+            .unwrap_or(&settings.sandbox.network.user)
+            .iter()
+            .map(DomainPattern::text)
+            .collect();
+    }
     (SessionSandbox { jail: Arc::new(confined.jail), offered_watch }, confined.warning)
 }
 
@@ -271,7 +280,9 @@ pub fn mark_sandbox_violation(
     let exit_code = meta.exit_code();
     let failed = exit_code.is_some_and(|code| code != 0);
     let network = confinement.map_or(landlock::NetworkMode::On, |c| c.network);
-    if let Some(note) = network_timeout_note(tool, meta, confinement.is_some() && network.is_closed()) {
+    if let Some(note) =
+        network_timeout_note(tool, meta, confinement.is_some() && network.is_closed())
+    {
         result.output.push_str(note);
         return false;
     }

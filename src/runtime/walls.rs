@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use crate::prompts::{NetworkWalls, Walls, WriteWalls};
-use crate::sandbox::landlock::{Confinement, SandboxMode};
+use crate::sandbox::landlock::{Confinement, NetworkMode, SandboxMode};
 use crate::sandbox::protected;
 
 /// The walls of `confinement`; paths under `home` are shown as `~/…`.
@@ -21,10 +21,14 @@ pub(super) fn walls_of(confinement: &Confinement, home: &Path) -> Walls {
         SandboxMode::WorkspaceWrite => WriteWalls::Workspace,
         SandboxMode::FullAccess => WriteWalls::Anywhere,
     };
-    // Loopback needs a private network namespace, which the jail does not
-    // build yet: with the network off, no socket opens at all.
-    let network =
-        if confinement.network { NetworkWalls::On } else { NetworkWalls::Off { loopback: false } };
+    // A closed network is a private namespace with `lo` up (the jail's
+    // `loopback.rs`); the hosts of an allowlist are the settings' (the
+    // confinement carries only the proxy's socket), filled by the caller.
+    let network = match confinement.network {
+        NetworkMode::On => NetworkWalls::On,
+        NetworkMode::Off => NetworkWalls::Off { loopback: true },
+        NetworkMode::Allowlist => NetworkWalls::Allowlist { hosts: Vec::new(), loopback: true },
+    };
     let mut read_only_to_commands: Vec<String> = Vec::new();
     if confinement.protect_vcs && writes != WriteWalls::Nowhere {
         read_only_to_commands.extend(protected::NAMES.iter().map(|name| (*name).to_owned()));
@@ -74,7 +78,8 @@ mod tests {
             workspace_roots: vec![PathBuf::from("/ws")],
             extra_roots: Vec::new(),
             read_only: vec![PathBuf::from("/home/u/.keel")],
-            network: false,
+            network: NetworkMode::Off,
+            bridges: Default::default(),
             required: false,
             protect_vcs: true,
             max_pids: 512,
@@ -83,9 +88,9 @@ mod tests {
     }
 
     #[test]
-    fn the_default_confinement_is_network_off_without_loopback_and_git_read_only() {
+    fn the_default_confinement_is_network_off_with_loopback_and_git_through_git() {
         let walls = walls_of(&confinement(), Path::new("/home/u"));
-        assert_eq!(walls.network, NetworkWalls::Off { loopback: false });
+        assert_eq!(walls.network, NetworkWalls::Off { loopback: true });
         assert_eq!(walls.writes, WriteWalls::Workspace);
         assert_eq!(walls.read_only_to_commands, [".git", ".keel", ".claude", "~/.keel"]);
         assert!(walls.git_through_git);
@@ -93,7 +98,10 @@ mod tests {
 
     #[test]
     fn each_setting_shows_in_the_walls() {
-        let on = walls_of(&Confinement { network: true, ..confinement() }, Path::new("/home/u"));
+        let on = walls_of(
+            &Confinement { network: NetworkMode::On, ..confinement() },
+            Path::new("/home/u"),
+        );
         assert_eq!(on.network, NetworkWalls::On);
         let open = walls_of(
             &Confinement { protect_vcs: false, read_only: vec![], ..confinement() },

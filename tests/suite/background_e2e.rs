@@ -116,7 +116,6 @@ async fn a_server_started_in_the_background_is_polled_and_stopped() {
 /// With default settings (network off) the jail refuses every inet socket
 /// until the jail has a loopback of its own.
 #[tokio::test]
-#[ignore = "needs loopback in the jail (net)"]
 async fn a_server_started_in_the_background_with_default_settings() {
     serve_poll_stop(false).await;
 }
