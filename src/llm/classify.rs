@@ -6,7 +6,9 @@
 //! shape servers use (`{"error":{…}}`, `{"error":"…"}`, `{"message":…}`,
 //! and Gemini's array `[{"error":{…}}]`), codes as strings or numbers.
 //! Quota, authentication and invalid requests are never classified as
-//! retryable; 5xx-class codes and "overloaded"/"server error" are.
+//! retryable; 5xx-class codes and "overloaded"/"server error" are, except
+//! a request-validation report (`validation`), which is permanent whatever
+//! its status.
 
 use std::time::Duration;
 
@@ -127,6 +129,11 @@ pub(crate) fn classify_http(
         parsed.message.clone()
     };
     let url = ctx.url.to_owned();
+    if let Some(summary) = super::validation::summary(body, &parsed.message) {
+        return LlmError::InvalidRequest { status, url, summary };
+    }
+    // One line, whatever the server wrote.
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
     match status {
         401 | 403 => LlmError::Auth {
             status,

@@ -38,6 +38,14 @@ pub enum LlmError {
     /// protocol), empty when it has none.
     #[error("POST {url} returned HTTP {status}: {message}{hint}")]
     Http { status: u16, url: String, message: String, hint: String, retry_after: Option<Duration> },
+    /// The server's request validation rejected the body (whatever the
+    /// status: llama-cpp-python says 500): the same request gets the same
+    /// answer, so it is never retried. `summary` is the report in one line
+    /// (`llm::validation`).
+    #[error(
+        "POST {url} returned HTTP {status}: the server rejected keel's request as invalid ({summary}); a retry gets the same answer; please report it with the session log"
+    )]
+    InvalidRequest { status: u16, url: String, summary: String },
     /// Connecting, sending or reading the body failed (reset, refused, …);
     /// `message` is the cause in a few words with the likely fix.
     #[error("{} {url}: {message}", if *.connecting { "cannot reach" } else { "the connection broke off from" })]
@@ -127,6 +135,7 @@ impl LlmError {
             | LlmError::UnknownModel { .. }
             | LlmError::ContextLengthExceeded { .. }
             | LlmError::Cancelled
+            | LlmError::InvalidRequest { .. }
             | LlmError::NotAnApi { .. }
             | LlmError::DeadlineExceeded { .. }
             | LlmError::AnswerStalled { .. }
@@ -148,6 +157,7 @@ impl LlmError {
             | LlmError::UnknownModel { .. }
             | LlmError::ContextLengthExceeded { .. }
             | LlmError::Cancelled
+            | LlmError::InvalidRequest { .. }
             | LlmError::Transport { .. }
             | LlmError::NotAnApi { .. }
             | LlmError::StreamCut { .. }

@@ -43,6 +43,7 @@ mod profile;
 mod responses_request;
 mod retry;
 mod sse;
+mod validation;
 
 #[cfg(test)]
 mod conformance_tests;

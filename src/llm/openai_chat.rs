@@ -10,7 +10,9 @@
 //! data on each call, message-level data (`MESSAGE_KEYS`) on the assistant
 //! message; the reasoning text only as the profile says
 //! ([`ReasoningEcho`]). Only choice 0 feeds the response (we never ask for
-//! `n > 1`). `data: [DONE]` completes the stream; a stream that ends after
+//! `n > 1`). An assistant message with calls and no text says
+//! `"content": ""`, never `null` (servers that validate the request reject
+//! `null`). `data: [DONE]` completes the stream; a stream that ends after
 //! a `finish_reason` but without `[DONE]` is accepted, one with neither is
 //! cut. Error objects inside the stream end it with the provider's message.
 
@@ -85,8 +87,11 @@ impl Fold {
         }
         let mut message = Map::new();
         message.insert("role".into(), json!("assistant"));
-        let content = if fold.text.is_empty() { Value::Null } else { json!(fold.text) };
-        message.insert("content".into(), content);
+        // `""`, never `null`, beside tool calls: llama-cpp-python's request
+        // validation answers HTTP 500 to `null` (its `content` is a string
+        // that may be left out), and `""` is what the widely used AI SDK
+        // sends every OpenAI-compatible server.
+        message.insert("content".into(), json!(fold.text));
         match echo {
             ReasoningEcho::Off => {}
             // DeepSeek answers 400 when a message with calls lacks the

@@ -59,6 +59,7 @@ mod servers_behaviour;
 mod servers_cache;
 mod servers_errors;
 mod servers_floods;
+mod servers_local;
 mod session_crash;
 mod session_damage;
 mod session_lock;

@@ -1,0 +1,135 @@
+//! Local OpenAI-compatible servers as a real run met them (issue 33, the
+//! llama-cpp-python review): fixture servers on 127.0.0.1 that validate
+//! requests like it, and what keel does about each behaviour, through the
+//! real binary.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use super::support::{Sandbox, json_lines};
+use super::wire::{Step, Wire, call, render};
+
+/// llama-cpp-python's answer (HTTP 500) to an assistant message whose
+/// `content` is `null`: pydantic's report, one entry per message type of
+/// the union it tried.
+const NULL_CONTENT_REPORT: &str = "7 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 3, 'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", 'input': 'assistant', 'ctx': {'expected': \"'system'\"}}\n  {'type': 'string_type', 'loc': ('body', 'messages', 3, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', 'input': None}\n  {'type': 'literal_error', 'loc': ('body', 'messages', 3, 'ChatCompletionRequestToolMessage', 'role'), 'msg': \"Input should be 'tool'\", 'input': 'assistant'}";
+
+fn validation_failure() -> ResponseTemplate {
+    ResponseTemplate::new(500).set_body_json(json!({"error": {
+        "message": NULL_CONTENT_REPORT, "type": "internal_server_error", "param": null, "code": null}}))
+}
+
+/// Plays `steps` like [`super::support::scripted_model`], but validates
+/// every request as llama-cpp-python does: an assistant message whose
+/// `content` is present and not a string is refused.
+struct Validating {
+    bodies: Vec<String>,
+    next: AtomicUsize,
+}
+
+impl Respond for Validating {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let invalid = body["messages"].as_array().into_iter().flatten().any(|message| {
+            message["role"] == "assistant"
+                && message.get("content").is_some_and(|content| !content.is_string())
+        });
+        if invalid {
+            return validation_failure();
+        }
+        let index = self.next.fetch_add(1, Ordering::SeqCst).min(self.bodies.len() - 1);
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(self.bodies[index].clone())
+    }
+}
+
+async fn validating_server(steps: &[Step]) -> MockServer {
+    let server = MockServer::start().await;
+    let bodies = steps.iter().enumerate().map(|(i, step)| render(Wire::Chat, step, i)).collect();
+    Mock::given(method("POST"))
+        .and(path(Wire::Chat.path()))
+        .respond_with(Validating { bodies, next: AtomicUsize::new(0) })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn exec(sandbox: &Sandbox, server: &MockServer, args: &[&str]) -> std::process::Output {
+    sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_call_without_text_is_sent_back_with_a_string_content() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "alpha\n");
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "notes.txt"}))] },
+        Step::Answer("It says alpha.".into()),
+    ];
+    let server = validating_server(&steps).await;
+    let output = exec(&sandbox, &server, &["--json", "What is in notes.txt?"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines = json_lines(&output.stdout);
+    assert_eq!(lines.last().unwrap()["final_text"], "It says alpha.");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "no request was refused: {stderr}");
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let assistant = &second["messages"].as_array().unwrap()[3];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(assistant["content"], "");
+    assert_eq!(assistant["tool_calls"][0]["function"]["name"], "read_file");
+}
+
+#[tokio::test]
+async fn a_validation_report_is_not_retried_and_is_shown_in_one_line() {
+    let sandbox = Sandbox::new();
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(validation_failure()).mount(&server).await;
+    let output = exec(&sandbox, &server, &["hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("retrying"), "a permanent error is not retried: {stderr}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    let uri = server.uri();
+    assert_eq!(
+        errors,
+        [format!(
+            "error: POST {uri}/v1/chat/completions returned HTTP 500: the server rejected keel's \
+             request as invalid (7 validation errors; e.g. \
+             body.messages.3.ChatCompletionRequestAssistantMessage.content: Input should be a \
+             valid string); a retry gets the same answer; please report it with the session log"
+        )
+        .as_str()],
+        "{stderr}"
+    );
+    assert!(!stderr.contains("'loc'"), "no raw dump: {stderr}");
+}
+
+#[tokio::test]
+async fn a_422_with_a_body_is_not_retried() {
+    let sandbox = Sandbox::new();
+    let server = MockServer::start().await;
+    let detail = json!({"detail": [{"type": "missing", "loc": ["body", "model"],
+        "msg": "Field required", "input": {}}]});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(422).set_body_json(detail))
+        .mount(&server)
+        .await;
+    let output = exec(&sandbox, &server, &["hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "{stderr}");
+    assert!(stderr.contains("(1 validation error; e.g. body.model: Field required)"), "{stderr}");
+}
