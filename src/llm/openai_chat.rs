@@ -50,6 +50,9 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if options.profile.tool_choice_auto {
+            body["tool_choice"] = json!("auto");
+        }
     }
     if let Some(max) = request.max_output_tokens {
         // `max_tokens`, not `max_completion_tokens`: the local servers this

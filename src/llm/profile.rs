@@ -113,6 +113,13 @@ pub struct ServerProfile {
     pub prompt_cache_key: bool,
     pub cache_ttl: CacheTtl,
     pub key_header: KeyHeader,
+    /// Send `tool_choice: "auto"` beside the tools (Chat Completions).
+    /// It is the OpenAI default, but llama-cpp-python leaves the tools out
+    /// of the prompt without it; vLLM without `--enable-auto-tool-choice`
+    /// answers it with a 400 that names the flag, where it would otherwise
+    /// ignore the tools in silence. Detected for servers on this machine
+    /// (loopback hosts), where those servers run.
+    pub tool_choice_auto: bool,
 }
 
 impl ServerProfile {
@@ -140,17 +147,20 @@ impl ServerProfile {
             super::ProviderKind::OpenAiChat => host == "api.openai.com",
             super::ProviderKind::Anthropic => false,
         };
+        let local = matches!(host.as_str(), "localhost" | "::1") || host.starts_with("127.");
         let detected = Self {
             reasoning_echo: if deepseek { ReasoningEcho::Deepseek } else { ReasoningEcho::Off },
             prompt_cache_key: cache_key,
             cache_ttl: CacheTtl::FiveMinutes,
             key_header: if azure { KeyHeader::ApiKey } else { KeyHeader::Bearer },
+            tool_choice_auto: local && kind == super::ProviderKind::OpenAiChat,
         };
         Self {
             reasoning_echo: settings.reasoning_echo.unwrap_or(detected.reasoning_echo),
             prompt_cache_key: settings.prompt_cache_key.unwrap_or(detected.prompt_cache_key),
             cache_ttl: settings.cache_ttl.unwrap_or(detected.cache_ttl),
             key_header: settings.key_header.unwrap_or(detected.key_header),
+            tool_choice_auto: detected.tool_choice_auto,
         }
     }
 }
@@ -219,6 +229,16 @@ mod tests {
     }
 
     #[test]
+    fn tool_choice_auto_goes_to_local_chat_servers() {
+        let auto = |kind, url| detect(kind, url, "m").tool_choice_auto;
+        assert!(auto(ProviderKind::OpenAiChat, "http://127.0.0.1:8000/v1"));
+        assert!(auto(ProviderKind::OpenAiChat, "http://localhost:11434/v1"));
+        assert!(auto(ProviderKind::OpenAiChat, "http://[::1]:8080/v1"));
+        assert!(!auto(ProviderKind::OpenAiChat, "https://api.openai.com/v1"));
+        assert!(!auto(ProviderKind::OpenAiResponses, "http://127.0.0.1:8000/v1"));
+    }
+
+    #[test]
     fn settings_win_over_detection() {
         let settings = ProfileSettings {
             reasoning_echo: Some(ReasoningEcho::Always),
@@ -239,6 +259,7 @@ mod tests {
                 prompt_cache_key: false,
                 cache_ttl: CacheTtl::OneHour,
                 key_header: KeyHeader::Bearer,
+                tool_choice_auto: false,
             }
         );
         assert_eq!(ReasoningEcho::parse("auto"), Some(None));

@@ -92,6 +92,19 @@ async fn a_call_without_text_is_sent_back_with_a_string_content() {
 }
 
 #[tokio::test]
+async fn tools_offered_to_a_local_server_come_with_tool_choice_auto() {
+    let sandbox = Sandbox::new();
+    let server = validating_server(&[Step::Answer("hello".into())]).await;
+    let output = exec(&sandbox, &server, &["hi"]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert!(first["tools"].as_array().is_some_and(|tools| !tools.is_empty()));
+    // llama-cpp-python leaves the tools out of the prompt without it.
+    assert_eq!(first["tool_choice"], "auto");
+}
+
+#[tokio::test]
 async fn a_validation_report_is_not_retried_and_is_shown_in_one_line() {
     let sandbox = Sandbox::new();
     let server = MockServer::start().await;
