@@ -60,6 +60,10 @@ pub struct NewOutput {
     pub dropped: u64,
 }
 
+/// How long a stop waits, after closing stdin, for the process to end by
+/// itself before it signals the group.
+const STDIN_CLOSE_GRACE: Duration = Duration::from_millis(500);
+
 /// What the readers, the waiter and the owner share.
 #[derive(Debug)]
 struct Shared {
@@ -260,6 +264,9 @@ impl BackgroundProcess {
     /// ladder on its group, and waits for the exit to be recorded.
     pub async fn stop(&self) -> Option<Exit> {
         drop(self.stdin.lock().await.take());
+        // A REPL or a read loop ends on its own once its stdin closes:
+        // give it a moment before the kill ladder.
+        self.wait_for_exit(STDIN_CLOSE_GRACE).await;
         if self.exit().is_none() {
             let _ = self.group.end().await;
         }
