@@ -101,11 +101,10 @@ impl AgentDefinition {
         let listed = |name: &str| {
             self.tools.as_ref().is_none_or(|tools| tools.iter().any(|t| entry_names(t, name)))
         };
-        let edit_tool = ["edit_file", "apply_patch"].contains(&tool);
+        let edit_tool = EDIT_TOOLS.contains(&tool);
         let allowed = listed(tool)
-            || (edit_tool && listed("edit_file"))
-            || (edit_tool && listed("apply_patch"))
-            || (PROCESS_TOOLS.contains(&tool) && listed("shell"));
+            || (edit_tool && EDIT_TOOLS.into_iter().any(listed))
+            || (PROCESS_TOOLS.contains(&tool) && listed(names::SHELL));
         allowed && !self.disallowed.iter().any(|t| entry_names(t, tool))
     }
 
@@ -115,7 +114,9 @@ impl AgentDefinition {
     }
 }
 
-use crate::protocol::{MCP_PREFIX, entry_names};
+use super::EDIT_TOOLS;
+use crate::protocol::tool_facts::{self, PROCESS_TOOLS, names};
+use crate::protocol::{HarnessTool, MCP_PREFIX, ToolInfo, entry_names};
 
 /// Whether a type using `tool` stays read-only: a keel tool that only
 /// reads. An MCP tool never counts (whether it writes depends on a server
@@ -231,14 +232,14 @@ pub fn definition(
         .unwrap_or_default();
     // `apply_patch` (keel's, unknown to Claude Code) both creates and edits
     // files: a file withholding either power withholds it too.
-    if disallowed.iter().any(|tool| tool == "write_file" || tool == "edit_file")
-        && !disallowed.iter().any(|tool| tool == "apply_patch")
+    if disallowed.iter().any(|tool| tool == names::WRITE_FILE || tool == names::EDIT_FILE)
+        && !disallowed.iter().any(|tool| tool == names::APPLY_PATCH)
     {
-        disallowed.push("apply_patch".to_owned());
+        disallowed.push(names::APPLY_PATCH.to_owned());
     }
     // The background-process tools act on what `shell` started: they go
     // with it.
-    if disallowed.iter().any(|tool| tool == "shell") {
+    if disallowed.iter().any(|tool| tool == names::SHELL) {
         for tool in PROCESS_TOOLS {
             if !disallowed.iter().any(|known| known == tool) {
                 disallowed.push(tool.to_owned());
@@ -250,7 +251,7 @@ pub fn definition(
     // session may offer fewer), less the disallowed ones.
     let may_use: Vec<&str> = match &tools {
         Some(tools) => tools.iter().map(String::as_str).collect(),
-        None => KEEL_TOOLS.to_vec(),
+        None => definable_tools().map(|info| info.name).collect(),
     };
     let reads_only = may_use
         .iter()
@@ -274,26 +275,14 @@ pub fn definition(
     })
 }
 
-/// The tools keel has under their own names (a definition may name them
-/// so, or by Claude Code's names).
-/// The tools that act on the background processes `shell` starts.
-const PROCESS_TOOLS: [&str; 3] = ["process_output", "process_write", "process_stop"];
-
-pub const KEEL_TOOLS: [&str; 13] = [
-    "read_file",
-    "write_file",
-    "edit_file",
-    "apply_patch",
-    "shell",
-    "process_output",
-    "process_write",
-    "process_stop",
-    "glob",
-    "grep",
-    "list_dir",
-    "load_skill",
-    "read_memory",
-];
+/// The tools a definition may name (by keel's name or Claude Code's):
+/// the built-in tools the runtime runs, not the loop's own (`todo_write`,
+/// …), which every session has, nor `agent`, named apart (`Task`).
+pub fn definable_tools() -> impl Iterator<Item = &'static ToolInfo> {
+    tool_facts::BUILTIN
+        .into_iter()
+        .filter(|info| HarnessTool::parse(info.name).is_none() && info.name != names::AGENT)
+}
 
 /// keel's names for the listed tools, in order, once each; the names keel
 /// does not have go to `unknown`.
@@ -316,23 +305,13 @@ fn keel_tools(listed: Vec<String>, unknown: &mut Vec<String>) -> Vec<String> {
 /// offered those of the parent's MCP tools they name (`runtime::subagent_mcp`).
 pub fn keel_tool_name(item: &str) -> Option<&str> {
     let tool = item.split_once('(').map_or(item, |(tool, _)| tool).trim();
-    let mapped = match tool {
-        "Read" => "read_file",
-        "Write" => "write_file",
-        "Edit" | "MultiEdit" => "edit_file",
-        "Bash" => "shell",
-        "BashOutput" => "process_output",
-        "KillShell" | "KillBash" => "process_stop",
-        "Glob" => "glob",
-        "Grep" => "grep",
-        "LS" => "list_dir",
-        "Skill" => "load_skill",
-        "Task" | "Agent" => "agent",
-        "agent" => tool,
-        own if KEEL_TOOLS.contains(&own) => own,
-        mcp if mcp.starts_with("mcp__") => mcp,
-        _ => return None,
-    };
+    if tool.starts_with(MCP_PREFIX) {
+        return Some(tool);
+    }
+    let known =
+        |info: &&ToolInfo| info.name == names::AGENT || definable_tools().any(|d| d == *info);
+    let info = tool_facts::builtin(tool).or_else(|| tool_facts::by_claude_name(tool));
+    let mapped = info.filter(known)?.name;
     Some(mapped)
 }
 

@@ -8,6 +8,7 @@
 //! choice offers at least one tool that changes part of a file.
 
 use crate::llm::ProviderKind;
+use crate::protocol::tool_facts::names;
 
 /// The setting (`auto`, `edit_file`, `apply_patch`, `both`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,17 +25,17 @@ pub enum EditTools {
 /// before. They are one power: whoever may use one (an agent type, a
 /// command's `allowed-tools`) may use the other, the one the session
 /// offers.
-pub const EDIT_TOOLS: [&str; 2] = ["edit_file", "apply_patch"];
+pub const EDIT_TOOLS: [&str; 2] = [names::EDIT_FILE, names::APPLY_PATCH];
 
 impl EditTools {
     /// The values as written in the config file.
-    pub const NAMES: [&'static str; 4] = ["auto", "edit_file", "apply_patch", "both"];
+    pub const NAMES: [&'static str; 4] = ["auto", names::EDIT_FILE, names::APPLY_PATCH, "both"];
 
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "auto" => Some(Self::Auto),
-            "edit_file" => Some(Self::EditFile),
-            "apply_patch" => Some(Self::ApplyPatch),
+            names::EDIT_FILE => Some(Self::EditFile),
+            names::APPLY_PATCH => Some(Self::ApplyPatch),
             "both" => Some(Self::Both),
             _ => None,
         }
@@ -69,8 +70,8 @@ impl EditTools {
     pub fn offers(self, tool: &str) -> bool {
         match self {
             Self::Auto | Self::Both => true,
-            Self::EditFile => tool != "apply_patch",
-            Self::ApplyPatch => tool != "edit_file",
+            Self::EditFile => tool != names::APPLY_PATCH,
+            Self::ApplyPatch => tool != names::EDIT_FILE,
         }
     }
 

@@ -10,31 +10,21 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::{HookConfigError, HookEvent};
+use crate::protocol::ToolInfo;
+use crate::protocol::tool_facts;
 use crate::sandbox::wildcard;
 
 /// Default time a hook may run before its process group is killed.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// keel tool names and their Claude Code counterparts; matchers and `if`
-/// rules accept either.
-const ALIASES: [(&str, &str); 8] = [
-    ("shell", "Bash"),
-    ("edit_file", "Edit"),
-    ("write_file", "Write"),
-    ("read_file", "Read"),
-    ("glob", "Glob"),
-    ("grep", "Grep"),
-    ("todo_write", "TodoWrite"),
-    ("agent", "Task"),
-];
-
-/// The Claude Code name of a keel tool, if it has one.
+/// The Claude Code name of a keel tool, if it has one (matchers and `if`
+/// rules accept either name; the table is `protocol::tool_facts`).
 pub fn claude_alias(tool: &str) -> Option<&'static str> {
-    ALIASES.iter().find(|(keel, _)| *keel == tool).map(|(_, claude)| *claude)
+    tool_facts::builtin(tool).and_then(ToolInfo::claude_name)
 }
 
 fn keel_name(tool: &str) -> &str {
-    ALIASES.iter().find(|(_, claude)| *claude == tool).map_or(tool, |(keel, _)| keel)
+    tool_facts::by_claude_name(tool).map_or(tool, |info| info.name)
 }
 
 /// Where a configuration came from; decides the tool naming its commands

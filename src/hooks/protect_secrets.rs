@@ -39,6 +39,8 @@ use super::{HookConfigError, HookEvent};
 use crate::policy::PathLinks;
 use crate::policy::secrets::may_name_secret;
 use crate::policy::shell::analyze_script;
+use crate::protocol::tool_facts;
+use crate::protocol::{Access, Operand, ToolInfo};
 
 pub use crate::policy::secrets::is_secret_file;
 
@@ -108,6 +110,56 @@ impl ProtectSecrets {
         }
         None
     }
+
+    /// The first secret file a call of the tool `info` names, with what to
+    /// do about it: a read is denied, a write or a command asks. Every
+    /// path argument its descriptor lists counts, in order; a listing shows
+    /// names only and is left alone. `cwd` is where relative paths start
+    /// (the tool's workdir, when it has one, below it).
+    pub fn first_secret(
+        &self,
+        info: &ToolInfo,
+        input: &serde_json::Value,
+        cwd: &str,
+        links: &PathLinks,
+    ) -> Option<(Permission, String)> {
+        let workdir = info.paths.iter().find(|arg| arg.operand == Operand::Workdir);
+        let cwd = match workdir.and_then(|arg| arg.values(input).first().copied()) {
+            Some(workdir) => Path::new(cwd).join(workdir),
+            None => Path::new(cwd).to_path_buf(),
+        };
+        let cwd = cwd.to_string_lossy();
+        let permission = |access| match access {
+            Access::Read => Permission::Deny,
+            Access::Write => Permission::Ask,
+        };
+        for arg in info.paths {
+            let mut values = arg.values(input).into_iter();
+            let found = match arg.operand {
+                Operand::File | Operand::Files => {
+                    values.find_map(|path| self.guarded_path(path, &cwd, links))
+                }
+                // A grep's `glob` can pick secret files out of a folder.
+                Operand::Glob => values.find(|glob| self.guarded(glob)).map(str::to_owned),
+                Operand::Script => {
+                    values.find_map(|script| self.named_in_script(script, &cwd, links))
+                }
+                Operand::Listing | Operand::Workdir | Operand::Patch => None,
+            };
+            if let Some(file) = found {
+                return Some((permission(arg.access), file));
+            }
+        }
+        None
+    }
+}
+
+/// Whether the hook looks at calls of the tool `info`: it names a file, a
+/// glob of files or a script. (`apply_patch`'s headers are not read yet.)
+fn watched(info: &ToolInfo) -> bool {
+    info.paths.iter().any(|arg| {
+        matches!(arg.operand, Operand::File | Operand::Files | Operand::Glob | Operand::Script)
+    })
 }
 
 impl NativeHook for ProtectSecrets {
@@ -120,37 +172,19 @@ impl NativeHook for ProtectSecrets {
     }
 
     fn subscribes(&self, event: HookEvent, subject: Option<&str>) -> bool {
-        self.listens(event)
-            && matches!(subject, Some("read_file" | "grep" | "write_file" | "edit_file" | "shell"))
+        self.listens(event) && subject.and_then(tool_facts::builtin).is_some_and(watched)
     }
 
     fn run(&self, _event: HookEvent, payload: &HookPayload) -> HookOutcome {
         let (Some(tool), Some(input)) = (&payload.tool_name, &payload.tool_input) else {
             return HookOutcome::default();
         };
-        let text = |key: &str| input.get(key).and_then(|value| value.as_str());
-        let cwd = match (tool.as_str(), text("workdir")) {
-            ("shell", Some(workdir)) => Path::new(&payload.cwd).join(workdir),
-            _ => Path::new(&payload.cwd).to_path_buf(),
+        let Some(info) = tool_facts::builtin(tool) else { return HookOutcome::default() };
+        let Some((permission, file)) =
+            self.first_secret(info, input, &payload.cwd, &payload.path_links)
+        else {
+            return HookOutcome::default();
         };
-        let (cwd, links) = (cwd.to_string_lossy(), &payload.path_links);
-        let cwd = cwd.as_ref();
-        let guarded_path = || text("path").and_then(|path| self.guarded_path(path, cwd, links));
-        let (permission, file) = match tool.as_str() {
-            "read_file" => (Permission::Deny, guarded_path()),
-            // A grep's `glob` can pick secret files out of a folder.
-            "grep" => {
-                let glob = text("glob").filter(|glob| self.guarded(glob)).map(str::to_owned);
-                (Permission::Deny, guarded_path().or(glob))
-            }
-            "write_file" | "edit_file" => (Permission::Ask, guarded_path()),
-            "shell" => {
-                let script = text("command").and_then(|c| self.named_in_script(c, cwd, links));
-                (Permission::Ask, script)
-            }
-            _ => return HookOutcome::default(),
-        };
-        let Some(file) = file else { return HookOutcome::default() };
         let name = file.split(" (a symlink to ").next().unwrap_or(&file);
         let reason = match permission {
             Permission::Deny => format!(
@@ -260,5 +294,31 @@ mod tests {
         let other = outcome(&hook, "read_file", json!({"path": ".env"}));
         assert_eq!(other.permission, Some(Permission::Deny));
         assert!(matches!(ProtectSecrets::new(&["[".into()]), Err(HookConfigError::Glob { .. })));
+    }
+
+    /// A reading tool that names its files in `paths` (test-only): its
+    /// descriptor, not its name, is what the hook reads.
+    const READ_MANY: ToolInfo = ToolInfo {
+        name: "read_many",
+        kind: crate::protocol::ToolKind::Read,
+        class: crate::protocol::ToolClass::ReadOnly,
+        claude: &[],
+        paths: &[crate::protocol::PathArg {
+            arg: "paths",
+            operand: Operand::Files,
+            access: Access::Read,
+        }],
+    };
+
+    #[test]
+    fn a_reading_tool_whose_arguments_say_paths_is_denied_each_secret_file() {
+        let hook = ProtectSecrets::new(&[]).unwrap();
+        let links = PathLinks::default();
+        let input = json!({"paths": ["README.md", "config/.env"]});
+        let found = hook.first_secret(&READ_MANY, &input, "/ws", &links);
+        assert_eq!(found, Some((Permission::Deny, "config/.env".to_owned())));
+        let plain = json!({"paths": ["README.md"], "path": ".env"});
+        assert_eq!(hook.first_secret(&READ_MANY, &plain, "/ws", &links), None);
+        assert!(watched(&READ_MANY));
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::rules::{Gate, PhaseRules, ToolKind, tool_kind};
+use super::rules::{Gate, PhaseRules, ToolKind, tool_kind, tools_of_kind};
 
 /// Failed verifications after which delivery is allowed as "unverified".
 pub const DEFAULT_MAX_VERIFY_ATTEMPTS: u32 = 3;
@@ -128,8 +128,7 @@ impl Workflow {
     pub fn check_call(&self, rules: &PhaseRules, tool: &str, kind: ToolKind) -> Result<(), String> {
         if !rules.allows(&self.phase, kind) {
             let allowed = rules.rule(&self.phase).map(|r| r.tools.clone()).unwrap_or_default();
-            let names: Vec<&str> =
-                allowed.iter().flat_map(|kind| kind.tool_names()).copied().collect();
+            let names: Vec<&str> = allowed.iter().flat_map(|kind| tools_of_kind(*kind)).collect();
             return Err(format!(
                 "`{tool}` is not allowed in the {} phase, which allows {} and set_phase",
                 self.phase,

@@ -16,7 +16,9 @@ mod script_status;
 mod verify;
 
 pub use machine::{MoveRefusal, PlanState, PlanStatus, Workflow};
-pub use rules::{Gate, PhaseRule, PhaseRules, RulesError, ToolKind, observed_kind, tool_kind};
+pub use rules::{
+    Gate, PhaseRule, PhaseRules, RulesError, ToolKind, observed_kind, tool_kind, tools_of_kind,
+};
 pub use runners::named_like_test;
 pub use verify::{
     CHECK_FILES, CheckVerdict, checks_named_in, detect_checks, is_verification_command, judge,

@@ -4,37 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::protocol::HarnessTool;
-
-/// The kind of tool, as phase rules name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolKind {
-    Read,
-    Write,
-    Shell,
-    Plan,
-    Tasks,
-    /// Moving between phases; allowed in every phase.
-    Phase,
-}
-
-impl ToolKind {
-    /// The built-in tools of this kind, as the model knows them (other
-    /// tools, MCP ones included, count as writes).
-    pub fn tool_names(self) -> &'static [&'static str] {
-        match self {
-            ToolKind::Read => {
-                &["read_file", "list_dir", "glob", "grep", "load_skill", "read_memory"]
-            }
-            ToolKind::Write => &["edit_file", "write_file", "apply_patch"],
-            ToolKind::Shell => &["shell"],
-            ToolKind::Plan => &["submit_plan"],
-            ToolKind::Tasks => &["todo_write"],
-            ToolKind::Phase => &["set_phase"],
-        }
-    }
-}
+pub use crate::protocol::ToolKind;
+use crate::protocol::{MCP_PREFIX, tool_facts};
 
 /// The kind of a tool by name; unknown tools count as writes (the
 /// strictest class) so a new tool is never allowed by accident. MCP tools
@@ -45,26 +16,24 @@ impl ToolKind {
 /// read-only modes). What such a call did to the workspace is still seen:
 /// see [`observed_kind`].
 pub fn tool_kind(tool: &str) -> ToolKind {
-    match HarnessTool::parse(tool) {
-        Some(HarnessTool::SubmitPlan) => return ToolKind::Plan,
-        Some(HarnessTool::TodoWrite) => return ToolKind::Tasks,
-        Some(HarnessTool::SetPhase) => return ToolKind::Phase,
-        None => {}
+    match tool_facts::builtin(tool) {
+        Some(info) => info.kind,
+        None if tool.starts_with(MCP_PREFIX) => ToolKind::Read,
+        None => ToolKind::Write,
     }
-    match tool {
-        // Delegating is allowed in every phase: a subagent's own calls are
-        // judged in its session, and what a writer one changed is observed
-        // from its result (`agent::workflow`).
-        "read_file" | "list_dir" | "glob" | "grep" | "load_skill" | "read_memory" | "agent" => {
-            ToolKind::Read
-        }
-        // Reading a background process's output and ending it change no
-        // file (writing to its stdin is a write: it can run anything).
-        "process_output" | "process_stop" => ToolKind::Read,
-        mcp if mcp.starts_with("mcp__") => ToolKind::Read,
-        "shell" => ToolKind::Shell,
-        _ => ToolKind::Write,
-    }
+}
+
+/// The built-in tools of `kind`, as a phase's message lists them (other
+/// tools, MCP ones included, count as writes). `agent` is admitted as a
+/// read but not listed: delegating is no phase's work of its own; nor are
+/// the background-process tools, which go with `shell` (what `shell`
+/// started is read, fed and stopped through them).
+pub fn tools_of_kind(kind: ToolKind) -> impl Iterator<Item = &'static str> {
+    tool_facts::BUILTIN
+        .into_iter()
+        .filter(move |info| info.kind == kind && info.name != tool_facts::names::AGENT)
+        .filter(|info| !tool_facts::PROCESS_TOOLS.contains(&info.name))
+        .map(|info| info.name)
 }
 
 /// The kind a finished call counts as for the verification gate: its
@@ -74,7 +43,7 @@ pub fn tool_kind(tool: &str) -> ToolKind {
 /// check after it as after any edit.
 pub fn observed_kind(tool: &str, changed: Option<bool>) -> ToolKind {
     match tool_kind(tool) {
-        ToolKind::Read if tool.starts_with("mcp__") && changed == Some(true) => ToolKind::Write,
+        ToolKind::Read if tool.starts_with(MCP_PREFIX) && changed == Some(true) => ToolKind::Write,
         kind => kind,
     }
 }
@@ -226,7 +195,7 @@ mod tests {
             ToolKind::Phase,
         ];
         for kind in kinds {
-            for name in kind.tool_names() {
+            for name in tools_of_kind(kind) {
                 assert_eq!(tool_kind(name), kind, "{name}");
             }
         }

@@ -16,7 +16,7 @@ use super::rules::{Access, Origin, RuleDecision, RuleMatch, RuleSet};
 use super::shell::analyze_script_in;
 use super::workdir::Dirs;
 use super::{Allowlist, ApprovalMode, Decision};
-use crate::protocol::ToolClass;
+use crate::protocol::{Operand, ToolClass, ToolInfo, tool_facts};
 
 pub use super::script_verdict::evaluate_script;
 
@@ -71,37 +71,60 @@ pub struct CallFacts<'a> {
     pub arguments: &'a str,
 }
 
-/// Judges one tool call.
+/// Judges one tool call, by its built-in tool's facts when it is one.
 pub fn evaluate(policy: &Policy, allowlist: &Allowlist, call: CallFacts<'_>) -> Verdict {
+    evaluate_described(policy, allowlist, call, tool_facts::builtin(call.tool))
+}
+
+/// Judges one tool call of the tool `info` describes (`None`: not a
+/// built-in tool). Every path its descriptor names is judged, with the
+/// access the descriptor gives it; the strictest verdict wins.
+pub fn evaluate_described(
+    policy: &Policy,
+    allowlist: &Allowlist,
+    call: CallFacts<'_>,
+    info: Option<&ToolInfo>,
+) -> Verdict {
     let args: serde_json::Value = serde_json::from_str(call.arguments).unwrap_or_default();
     let text = |key: &str| args.get(key).and_then(|value| value.as_str());
-    match call.tool {
-        "shell" => {
-            // Arguments without a command never run (the tool rejects them);
-            // judge by mode so the answer does not depend on the mistake.
-            let Some(command) = text("command") else {
-                return by_mode(policy.mode, call.tool, Access::Write);
-            };
-            evaluate_shell(policy, allowlist, command, text("workdir"))
+    let class_access = match call.class {
+        ToolClass::ReadOnly => Access::Read,
+        ToolClass::Mutating => Access::Write,
+    };
+    let Some(info) = info else {
+        if super::tool_rules::is_external(call.tool) {
+            return super::tool_rules::evaluate_tool(policy, allowlist, call.tool, call.class);
         }
-        "apply_patch" => match text("patch") {
+        return match text("path") {
+            Some(path) => evaluate_path(policy, allowlist, call.tool, path, class_access),
+            None => by_mode(policy.mode, call.tool, class_access),
+        };
+    };
+    if let Some(script) = info.operand(Operand::Script) {
+        // Arguments without a command never run (the tool rejects them);
+        // judge by mode so the answer does not depend on the mistake.
+        let Some(command) = text(script) else {
+            return by_mode(policy.mode, call.tool, Access::Write);
+        };
+        let workdir = info.operand(Operand::Workdir).and_then(text);
+        return evaluate_shell(policy, allowlist, command, workdir);
+    }
+    if let Some(patch) = info.operand(Operand::Patch) {
+        return match text(patch) {
             Some(patch) => super::patch::evaluate_patch(policy, allowlist, patch),
             None => by_mode(policy.mode, call.tool, Access::Write),
-        },
-        tool if super::tool_rules::is_external(tool) => {
-            super::tool_rules::evaluate_tool(policy, allowlist, tool, call.class)
-        }
-        tool => {
-            let access = match call.class {
-                ToolClass::ReadOnly => Access::Read,
-                ToolClass::Mutating => Access::Write,
-            };
-            match text("path") {
-                Some(path) => evaluate_path(policy, allowlist, tool, path, access),
-                None => by_mode(policy.mode, tool, access),
-            }
+        };
+    }
+    let paths = info.named_paths(&args);
+    let mut strictest: Option<(Verdict, u8)> = None;
+    for (path, arg) in &paths {
+        let judged =
+            evaluate_path_ranked(policy, allowlist, call.tool, path, arg.access, Target::Path);
+        if strictest.as_ref().is_none_or(|(_, rank)| judged.1 > *rank) {
+            strictest = Some(judged);
         }
     }
+    strictest.map_or_else(|| by_mode(policy.mode, call.tool, class_access), |(verdict, _)| verdict)
 }
 
 /// A shell call: the script, started in `workdir` (relative to the cwd).

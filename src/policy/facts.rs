@@ -16,24 +16,36 @@ use super::shell::analyze_script_in;
 use super::words::{dynamic_part, has_glob};
 use super::workdir::Dirs;
 use crate::protocol::patch::{Hunk, parse};
+use crate::protocol::{Operand, ToolInfo, tool_facts};
 
 /// How many paths one call may ask to have resolved.
 pub const MAX_QUERIES: usize = 64;
 
 /// The paths `call` names, absolute, in the order found.
 pub fn path_queries(policy: &Policy, call: CallFacts<'_>) -> Vec<PathBuf> {
+    path_queries_described(policy, call, tool_facts::builtin(call.tool))
+}
+
+/// [`path_queries`] for a call of the tool `info` describes (`None`: not
+/// a built-in tool, whose `path` is taken as its one path).
+pub fn path_queries_described(
+    policy: &Policy,
+    call: CallFacts<'_>,
+    info: Option<&ToolInfo>,
+) -> Vec<PathBuf> {
     let args: serde_json::Value = serde_json::from_str(call.arguments).unwrap_or_default();
     let text = |key: &str| args.get(key).and_then(|value| value.as_str());
     let ctx = &policy.paths;
     let mut out = Vec::new();
-    match call.tool {
-        "shell" => {
+    let operand = |operand| info.and_then(|info| info.operand(operand));
+    if let Some(script) = operand(Operand::Script) {
+        {
             let mut start = ctx.clone();
-            if let Some(workdir) = text("workdir") {
+            if let Some(workdir) = operand(Operand::Workdir).and_then(text) {
                 out.push(ctx.joined(workdir));
                 start.cwd = ctx.resolve(workdir);
             }
-            let script = analyze_script_in(text("command").unwrap_or_default(), &Dirs::default());
+            let script = analyze_script_in(text(script).unwrap_or_default(), &Dirs::default());
             let words = script
                 .commands
                 .iter()
@@ -54,8 +66,9 @@ pub fn path_queries(policy: &Policy, call: CallFacts<'_>) -> Vec<PathBuf> {
                 }
             }
         }
-        "apply_patch" => {
-            for hunk in parse(text("patch").unwrap_or_default()).unwrap_or_default() {
+    } else if let Some(patch) = operand(Operand::Patch) {
+        {
+            for hunk in parse(text(patch).unwrap_or_default()).unwrap_or_default() {
                 match hunk {
                     Hunk::Add { path, .. } | Hunk::Delete { path } => out.push(ctx.joined(&path)),
                     Hunk::Update { path, move_to, .. } => {
@@ -65,12 +78,15 @@ pub fn path_queries(policy: &Policy, call: CallFacts<'_>) -> Vec<PathBuf> {
                 }
             }
         }
-        _ => {
-            if let Some(path) = text("path") {
-                // The tools read it from the root first, else from the cwd.
-                out.push(ctx.workspace_root.join(path));
-                out.push(ctx.joined(path));
-            }
+    } else {
+        let named = match info {
+            Some(info) => info.named_paths(&args).into_iter().map(|(path, _)| path).collect(),
+            None => text("path").into_iter().collect::<Vec<_>>(),
+        };
+        for path in named {
+            // The tools read it from the root first, else from the cwd.
+            out.push(ctx.workspace_root.join(path));
+            out.push(ctx.joined(path));
         }
     }
     out.dedup();

@@ -52,7 +52,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 pub use crate::protocol::ApprovalMode;
-pub use engine::{CallFacts, Policy, Verdict, evaluate, evaluate_script};
+pub use engine::{CallFacts, Policy, Verdict, evaluate, evaluate_described, evaluate_script};
 pub use facts::path_queries;
 pub use links::PathLinks;
 pub use paths::{PathContext, protected_paths_in_words};

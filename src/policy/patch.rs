@@ -12,18 +12,25 @@ use super::engine::{Policy, Target, Verdict, by_mode, evaluate_path_ranked};
 use super::rules::Access;
 use super::{Allowlist, Decision};
 use crate::protocol::patch::{Hunk, parse};
+use crate::protocol::tool_facts::names;
 
 /// Judges the patch `text`.
 pub fn evaluate_patch(policy: &Policy, allowlist: &Allowlist, text: &str) -> Verdict {
     let Ok(hunks) = parse(text) else {
-        return by_mode(policy.mode, "apply_patch", Access::Write);
+        return by_mode(policy.mode, names::APPLY_PATCH, Access::Write);
     };
     let mut strictest: Option<(Verdict, u8)> = None;
     let mut matched = Vec::new();
     for (header, path) in hunks.iter().flat_map(targets) {
         let target = if header == "Delete File" { Target::Entry } else { Target::Path };
-        let (mut verdict, rank) =
-            evaluate_path_ranked(policy, allowlist, "apply_patch", path, Access::Write, target);
+        let (mut verdict, rank) = evaluate_path_ranked(
+            policy,
+            allowlist,
+            names::APPLY_PATCH,
+            path,
+            Access::Write,
+            target,
+        );
         matched.extend(verdict.matched.iter().cloned());
         let name = |reason: &str| format!("`*** {header}: {path}`: {reason}");
         verdict.decision = match verdict.decision {
@@ -37,7 +44,7 @@ pub fn evaluate_patch(policy: &Policy, allowlist: &Allowlist, text: &str) -> Ver
     }
     let mut verdict = strictest
         .map(|(verdict, _)| verdict)
-        .unwrap_or_else(|| by_mode(policy.mode, "apply_patch", Access::Write));
+        .unwrap_or_else(|| by_mode(policy.mode, names::APPLY_PATCH, Access::Write));
     verdict.matched = matched;
     verdict
 }

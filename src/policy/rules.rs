@@ -87,12 +87,8 @@ impl PrefixRule {
     }
 }
 
-/// What a file tool does to a path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    Read,
-    Write,
-}
+/// What a file tool does to a path (the tool facts' own type).
+pub use crate::protocol::Access;
 
 /// keel's `path_rule(glob = "**/.env*", access = "write", decision = "prompt")`.
 #[derive(Debug, Clone)]

@@ -116,3 +116,39 @@ fn a_reason_names_the_command_as_it_would_be_typed() {
     };
     assert!(reason.contains("`python3 -c 'import calc; print(1)'`"), "{reason}");
 }
+
+/// A reading tool that names its files in `paths` (test-only): policy
+/// judges every path its descriptor lists, whatever the argument's name.
+const READ_MANY: crate::protocol::ToolInfo = crate::protocol::ToolInfo {
+    name: "read_many",
+    kind: crate::protocol::ToolKind::Read,
+    class: ToolClass::ReadOnly,
+    claude: &[],
+    paths: &[crate::protocol::PathArg {
+        arg: "paths",
+        operand: crate::protocol::Operand::Files,
+        access: Access::Read,
+    }],
+};
+
+#[test]
+fn a_reading_tool_whose_arguments_say_paths_is_judged_by_each_path() {
+    let p = policy(
+        ApprovalMode::Auto,
+        "path_rule(glob = \"private/**\", access = \"read\", decision = \"forbidden\")",
+    );
+    let judge = |paths: serde_json::Value| {
+        let arguments = serde_json::json!({ "paths": paths }).to_string();
+        let call =
+            CallFacts { tool: READ_MANY.name, class: ToolClass::ReadOnly, arguments: &arguments };
+        let verdict = evaluate_described(&p, &Allowlist::default(), call, Some(&READ_MANY));
+        (verdict.decision, facts::path_queries_described(&p, call, Some(&READ_MANY)))
+    };
+    let (decision, queries) = judge(serde_json::json!(["README.md", "private/key.txt"]));
+    assert!(
+        matches!(decision, Decision::Forbidden { ref reason } if reason.contains("private/key.txt")),
+        "{decision:?}"
+    );
+    assert!(queries.iter().any(|q| q.ends_with("private/key.txt")), "{queries:?}");
+    assert!(is_allow(&judge(serde_json::json!(["README.md"])).0));
+}

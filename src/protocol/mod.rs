@@ -24,6 +24,7 @@ mod model;
 pub mod patch;
 mod schema;
 mod tool;
+pub mod tool_facts;
 mod tool_meta;
 
 pub use context::{ContextKind, ContextPart, PrefixSections};
@@ -37,4 +38,5 @@ pub use schema::schema_of;
 pub use tool::{
     HarnessTool, MCP_PREFIX, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec, entry_names,
 };
+pub use tool_facts::{Access, Operand, PathArg, ToolInfo, ToolKind};
 pub use tool_meta::{ResultKind, ToolMeta};

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ToolMeta;
+use super::tool_facts::{self, ToolInfo};
 
 /// Whether running a tool can change anything outside keel.
 ///
@@ -41,21 +42,24 @@ pub enum HarnessTool {
 impl HarnessTool {
     pub const ALL: [Self; 3] = [Self::SetPhase, Self::SubmitPlan, Self::TodoWrite];
 
+    /// Its entry in the table of tool facts.
+    pub const fn info(self) -> &'static ToolInfo {
+        match self {
+            Self::SetPhase => &tool_facts::SET_PHASE,
+            Self::SubmitPlan => &tool_facts::SUBMIT_PLAN,
+            Self::TodoWrite => &tool_facts::TODO_WRITE,
+        }
+    }
+
     /// The name the model calls it by.
     pub const fn name(self) -> &'static str {
-        match self {
-            Self::SetPhase => "set_phase",
-            Self::SubmitPlan => "submit_plan",
-            Self::TodoWrite => "todo_write",
-        }
+        self.info().name
     }
 
     /// Read-only as far as policy and batching are concerned: they change
     /// only the loop's own state (phase, plan, tasks), which `step` records.
     pub const fn class(self) -> ToolClass {
-        match self {
-            Self::SetPhase | Self::SubmitPlan | Self::TodoWrite => ToolClass::ReadOnly,
-        }
+        self.info().class
     }
 
     /// The harness tool called `name`, if it is one.

@@ -14,9 +14,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolInfo, ToolOutput, tool_facts};
 
-pub const AGENT_TOOL: &str = "agent";
+pub const AGENT_TOOL: &str = tool_facts::AGENT.name;
 
 const DESCRIPTION: &str = "Delegate a self-contained task to a subagent with a fresh context (it \
 sees none of this conversation) and fewer tools; its final answer, with what it read and \
@@ -58,10 +58,9 @@ pub fn description_with_types(types: &[(String, String, bool)]) -> String {
 pub struct Agent;
 
 impl TypedTool for Agent {
-    const NAME: &'static str = AGENT_TOOL;
+    const INFO: &'static ToolInfo = &tool_facts::AGENT;
     const DESCRIPTION: &'static str = DESCRIPTION;
     // The loop classes each call by its type (`LoopConfig::agent_classes`).
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = AgentArgs;
 
     fn call<'a>(

@@ -24,9 +24,9 @@ use super::diff::unified_diff;
 use super::file_state::Stamp;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 
-const NAME: &str = "edit_file";
+const NAME: &str = tool_facts::EDIT_FILE.name;
 /// Files longer than this get no "closest line" hint (it is quadratic-ish).
 const HINT_MAX_LINES: usize = 10_000;
 
@@ -47,9 +47,8 @@ pub struct EditFileArgs {
 pub struct EditFile;
 
 impl TypedTool for EditFile {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::EDIT_FILE;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::Mutating;
     type Args = EditFileArgs;
 
     fn call<'a>(

@@ -26,9 +26,9 @@ use super::args::blocking;
 use super::list_dir::unsorted_walker;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 
-const NAME: &str = "glob";
+const NAME: &str = tool_facts::GLOB.name;
 /// Paths returned at most.
 pub const MAX_RESULTS: usize = 1000;
 
@@ -46,9 +46,8 @@ pub struct GlobArgs {
 pub struct Glob;
 
 impl TypedTool for Glob {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::GLOB;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = GlobArgs;
 
     fn call<'a>(

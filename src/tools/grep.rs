@@ -20,9 +20,9 @@ use super::beneath::Entry;
 use super::grep_search::{COLLECT_CEILING, Collect, FileResult, collect, walker};
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 
-const NAME: &str = "grep";
+const NAME: &str = tool_facts::GREP.name;
 /// Entries shown when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 200;
 /// `limit` is clamped to this.
@@ -81,9 +81,8 @@ fn mode_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 pub struct Grep;
 
 impl TypedTool for Grep {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::GREP;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = GrepArgs;
 
     fn call<'a>(

@@ -22,9 +22,9 @@ use serde_json::json;
 use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 
-const NAME: &str = "list_dir";
+const NAME: &str = tool_facts::LIST_DIR.name;
 /// Levels listed when the model gives no `depth`.
 pub const DEFAULT_DEPTH: usize = 1;
 /// Deeper requests are clamped to this.
@@ -48,9 +48,8 @@ pub struct ListDirArgs {
 pub struct ListDir;
 
 impl TypedTool for ListDir {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::LIST_DIR;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = ListDirArgs;
 
     fn call<'a>(

@@ -7,10 +7,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 use crate::skills::{SkillSource, read_body};
 
-const NAME: &str = "load_skill";
+const NAME: &str = tool_facts::LOAD_SKILL.name;
 const DESCRIPTION: &str = "Load a listed skill's instructions, by name. Files it mentions are \
 relative to its folder.";
 
@@ -23,9 +23,8 @@ pub struct LoadSkillArgs {
 pub struct LoadSkill;
 
 impl TypedTool for LoadSkill {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::LOAD_SKILL;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = LoadSkillArgs;
 
     fn call<'a>(

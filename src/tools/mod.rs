@@ -57,7 +57,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{ToolClass, ToolOutput};
+use crate::protocol::{ToolClass, ToolInfo, ToolOutput};
 use crate::sandbox::{CallJail, CommandAccess, CommandJail};
 
 pub use agent::{AGENT_TOOL, AgentArgs};
@@ -214,10 +214,10 @@ impl ToolContext {
 /// model's arguments parsed with the offending field named, before `call`
 /// runs). Every built-in tool is one.
 pub trait TypedTool: Send + Sync {
-    const NAME: &'static str;
+    /// Its entry in the table of tool facts (name, kind, class, paths).
+    const INFO: &'static ToolInfo;
     /// What the model reads about the tool.
     const DESCRIPTION: &'static str;
-    const CLASS: ToolClass;
     type Args: serde::de::DeserializeOwned + schemars::JsonSchema + Send;
 
     fn call<'a>(
@@ -229,7 +229,11 @@ pub trait TypedTool: Send + Sync {
 
 impl<T: TypedTool> Tool for T {
     fn name(&self) -> &str {
-        T::NAME
+        T::INFO.name
+    }
+
+    fn info(&self) -> Option<&'static ToolInfo> {
+        Some(T::INFO)
     }
 
     fn description(&self) -> &str {
@@ -241,7 +245,7 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn class(&self) -> ToolClass {
-        T::CLASS
+        T::INFO.class
     }
 
     fn run<'a>(
@@ -249,7 +253,7 @@ impl<T: TypedTool> Tool for T {
         args: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        match args::parse_args::<T::Args>(T::NAME, args) {
+        match args::parse_args::<T::Args>(T::INFO.name, args) {
             Ok(args) => self.call(args, ctx),
             Err(error) => Box::pin(async move { Err(error) }),
         }
@@ -258,6 +262,11 @@ impl<T: TypedTool> Tool for T {
 
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
+    /// The facts of a built-in tool; `None` for the others (MCP tools),
+    /// which policy and hooks judge by name and class.
+    fn info(&self) -> Option<&'static ToolInfo> {
+        None
+    }
     fn description(&self) -> &str;
     /// JSON schema of the arguments (generated with schemars).
     fn parameters(&self) -> serde_json::Value;

@@ -12,9 +12,7 @@ use serde::Deserialize;
 
 use super::processes::{self, render_output};
 use super::{BoxFuture, MAX_OUTPUT_BYTES, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
-
-pub const NAME: &str = "process_output";
+use crate::protocol::{ToolInfo, ToolOutput, tool_facts};
 
 const DESCRIPTION: &str = "New output of a background process since the last read (stdout and \
 stderr interleaved) and whether it still runs.";
@@ -30,9 +28,8 @@ pub struct ProcessOutputArgs {
 pub struct ProcessOutput;
 
 impl TypedTool for ProcessOutput {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::PROCESS_OUTPUT;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = ProcessOutputArgs;
 
     fn call<'a>(

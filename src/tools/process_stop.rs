@@ -11,9 +11,7 @@ use serde::Deserialize;
 
 use super::processes::{self, render_output};
 use super::{BoxFuture, MAX_OUTPUT_BYTES, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
-
-pub const NAME: &str = "process_stop";
+use crate::protocol::{ToolInfo, ToolOutput, tool_facts};
 
 const DESCRIPTION: &str = "Stop a background process and all it started; returns its unread \
 output.";
@@ -27,9 +25,8 @@ pub struct ProcessStopArgs {
 pub struct ProcessStop;
 
 impl TypedTool for ProcessStop {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::PROCESS_STOP;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = ProcessStopArgs;
 
     fn call<'a>(

@@ -11,9 +11,7 @@ use serde::Deserialize;
 
 use super::processes::{self, ProcessError};
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolOutput};
-
-pub const NAME: &str = "process_write";
+use crate::protocol::{ToolInfo, ToolOutput, tool_facts};
 
 /// How long it waits for an answer when the call names no wait.
 const DEFAULT_WAIT_MS: u64 = 1000;
@@ -34,9 +32,8 @@ pub struct ProcessWriteArgs {
 pub struct ProcessWrite;
 
 impl TypedTool for ProcessWrite {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::PROCESS_WRITE;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::Mutating;
     type Args = ProcessWriteArgs;
 
     fn call<'a>(

@@ -20,9 +20,9 @@ use serde_json::json;
 use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 
-const NAME: &str = "read_file";
+const NAME: &str = tool_facts::READ_FILE.name;
 /// Lines shown when the model gives no `limit`.
 pub const DEFAULT_LINE_LIMIT: u64 = 2000;
 /// Longer lines are cut to this many characters.
@@ -52,9 +52,8 @@ pub struct ReadFileArgs {
 pub struct ReadFile;
 
 impl TypedTool for ReadFile {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::READ_FILE;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = ReadFileArgs;
 
     fn call<'a>(

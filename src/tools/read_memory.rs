@@ -12,10 +12,10 @@ use serde_json::json;
 
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::context::memory::memory_body;
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 
 /// The tool's name, offered only when there are notes to read.
-pub const NAME: &str = "read_memory";
+pub const NAME: &str = tool_facts::READ_MEMORY.name;
 const DESCRIPTION: &str = "Read a memory note listed under Memory, by name.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -27,9 +27,8 @@ pub struct ReadMemoryArgs {
 pub struct ReadMemory;
 
 impl TypedTool for ReadMemory {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::READ_MEMORY;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::ReadOnly;
     type Args = ReadMemoryArgs;
 
     fn call<'a>(

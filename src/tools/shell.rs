@@ -21,10 +21,10 @@ use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
 use crate::display::{self, ShellRun};
 use crate::policy;
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec, SandboxError};
 
-pub const NAME: &str = "shell";
+pub const NAME: &str = tool_facts::SHELL.name;
 /// Timeout when the model gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longer timeouts are clamped to this.
@@ -62,9 +62,8 @@ const PIPEFAIL: &str = "set -o pipefail; ";
 pub struct Shell;
 
 impl TypedTool for Shell {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::SHELL;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::Mutating;
     type Args = ShellArgs;
 
     fn call<'a>(

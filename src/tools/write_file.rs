@@ -20,9 +20,9 @@ use super::diff::unified_diff;
 use super::edit_file::{MAX_EDIT_BYTES, read_all};
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 
-const NAME: &str = "write_file";
+const NAME: &str = tool_facts::WRITE_FILE.name;
 
 const DESCRIPTION: &str = "Create or overwrite a file (parent folders are created); to change \
 part of a file, edit it instead.";
@@ -37,9 +37,8 @@ pub struct WriteFileArgs {
 pub struct WriteFile;
 
 impl TypedTool for WriteFile {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::WRITE_FILE;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::Mutating;
     type Args = WriteFileArgs;
 
     fn call<'a>(

@@ -105,7 +105,7 @@ fn module_of(src: &Path, file: &Path) -> String {
 
 /// Skips a string, char or comment starting at `at`; returns where it
 /// ends, or `None` when `at` starts none of them.
-fn skip_literal(bytes: &[u8], at: usize) -> Option<usize> {
+pub(super) fn skip_literal(bytes: &[u8], at: usize) -> Option<usize> {
     let rest = &bytes[at..];
     if rest.starts_with(b"//") {
         return Some(rest.iter().position(|b| *b == b'\n').map_or(bytes.len(), |n| at + n));
@@ -222,7 +222,7 @@ fn module_file(file: &Path, name: &str) -> PathBuf {
 }
 
 /// Every source file with its shipped code; test-only files are left out.
-fn shipped_sources() -> Vec<(PathBuf, String)> {
+pub(super) fn shipped_sources() -> Vec<(PathBuf, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -240,7 +240,7 @@ fn shipped_sources() -> Vec<(PathBuf, String)> {
     sources
 }
 
-fn src_dir() -> PathBuf {
+pub(super) fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 

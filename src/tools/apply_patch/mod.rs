@@ -44,10 +44,10 @@ use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 pub use crate::protocol::patch::ParseError;
 use crate::protocol::patch::{self as parse, Hunk};
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 pub use seek::SeekError;
 
-const NAME: &str = "apply_patch";
+const NAME: &str = tool_facts::APPLY_PATCH.name;
 
 const DESCRIPTION: &str = "Apply a patch:\n\
 *** Begin Patch\n\
@@ -74,9 +74,8 @@ pub struct ApplyPatchArgs {
 pub struct ApplyPatch;
 
 impl TypedTool for ApplyPatch {
-    const NAME: &'static str = NAME;
+    const INFO: &'static ToolInfo = &tool_facts::APPLY_PATCH;
     const DESCRIPTION: &'static str = DESCRIPTION;
-    const CLASS: ToolClass = ToolClass::Mutating;
     type Args = ApplyPatchArgs;
 
     fn call<'a>(
