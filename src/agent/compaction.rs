@@ -29,6 +29,7 @@ use super::phase::{CompactionReason, LoopPhase, PendingCompaction};
 use super::state::{CompactionDepth, LoopState};
 use super::step_io::Effect;
 use crate::protocol::TurnOutcome;
+use crate::protocol::tool_facts::names;
 
 /// Share of the window the summary request may fill with history.
 const SUMMARY_INPUT_SHARE: f64 = 0.7;
@@ -318,7 +319,7 @@ fn last_check(items: &[Item], verify_commands: &[String]) -> Option<Option<Strin
     let checks: Vec<&ToolCall> = items
         .iter()
         .filter_map(|item| match item {
-            Item::ToolCall(call) if call.name == "shell" => Some(call),
+            Item::ToolCall(call) if call.name == names::SHELL => Some(call),
             Item::ToolCall(_)
             | Item::User { .. }
             | Item::Assistant { .. }

@@ -56,11 +56,12 @@ use crate::plan::{
     CheckVerdict, DEFAULT_PHASE_RULES, PhaseRule, PhaseRules, PlanStatus, ToolKind, Workflow,
     judge, observed_kind, runs_check, tool_kind,
 };
+use crate::protocol::tool_facts::names;
 use crate::protocol::{HarnessTool, SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::tasks::Task;
 
 /// The subagent tool's name (`tools::agent`, which this layer cannot name).
-pub const AGENT_TOOL: &str = "agent";
+pub const AGENT_TOOL: &str = names::AGENT;
 
 /// What happens when a plan that needs approval is submitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +177,7 @@ impl WorkflowState {
                 names.push("the MCP tools");
             }
             let shell_reads = judged_reads
-                && offered.contains(&"shell")
+                && offered.contains(&names::SHELL)
                 && rule.tools.contains(&ToolKind::Read)
                 && !rule.tools.contains(&ToolKind::Shell);
             if shell_reads {

@@ -25,6 +25,7 @@ use crate::config::{CliOverrides, Environment, LocalSettings, load_local};
 use crate::exec;
 use crate::hooks::{HookBus, HookEvent, HookPayload, guard};
 use crate::policy::{Allowlist, ApprovalMode, CallFacts, Decision, PathContext, Policy, evaluate};
+use crate::protocol::tool_facts::names;
 use crate::protocol::{ResultKind, ToolCall, ToolMeta, ToolResult};
 use crate::runtime::{confine_commands, gather_links, mark_sandbox_violation};
 use crate::sandbox::{self, CommandJail};
@@ -54,7 +55,7 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> Result<ExitStatus,
     };
     sandbox::protect_own_environ();
     let mut policy = build_policy(&settings, &env, mode);
-    let jail = if call.name == "shell" {
+    let jail = if call.name == names::SHELL {
         let confined =
             confine_commands(&settings.sandbox, &settings.env_filter, &settings.workspace_root);
         policy.sandboxed = confined.sandboxed;

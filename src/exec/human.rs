@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 
 use crate::display::{self, call_summary, for_terminal};
+use crate::protocol::tool_facts::names;
 use crate::protocol::{Item, ToolCall};
 use crate::runtime::{EventSink, RuntimeEvent};
 
@@ -112,7 +113,7 @@ impl HumanPrinter {
                     out.push(format!("← {}", self.summary(&call)));
                 }
                 let outcome = display::outcome(result.is_error, &meta);
-                let shown = if call.name == "shell" {
+                let shown = if call.name == names::SHELL {
                     display::parse_shell(&result.output)
                 } else {
                     display::ShellText { stdout: result.output.clone(), ..Default::default() }

@@ -14,12 +14,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
+use crate::protocol::tool_facts::names;
 use crate::protocol::{Item, ToolCall};
 use crate::tools::FileStates;
 use crate::tools::paths::Workspace;
 
 /// Tools whose `path` argument the model has seen the content of.
-const SEEING_TOOLS: [&str; 3] = ["read_file", "write_file", "edit_file"];
+const SEEING_TOOLS: [&str; 3] = [names::READ_FILE, names::WRITE_FILE, names::EDIT_FILE];
 
 /// Rebuilds read-before-write state from a resumed conversation.
 pub(super) fn remembered_files(

@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::agent::FileProbe;
-use crate::protocol::{SessionEvent, ToolCall, ToolClass, ToolMeta};
+use crate::protocol::{Access, Operand, SessionEvent, ToolCall, ToolClass, ToolMeta};
 use crate::session::content_hash;
 
 use super::{RuntimeError, Session};
@@ -133,23 +133,23 @@ impl Observed {
     }
 }
 
-/// The `path` argument of the file-writing tools, resolved by the tools'
-/// own rule (root first, symlinks resolved); nothing for a path the tool
-/// will refuse.
+/// The files a file-writing tool's descriptor says it writes (its `File`
+/// and `Files` arguments of write access), resolved by the tools' own rule
+/// (root first, symlinks resolved); nothing for a path the tool will refuse.
 fn named_paths(call: &ToolCall, root: &Path, cwd: &Path) -> Vec<PathBuf> {
-    if !matches!(call.name.as_str(), "write_file" | "edit_file") {
+    let Some(info) = crate::protocol::tool_facts::builtin(&call.name) else {
         return Vec::new();
-    }
+    };
     let Ok(args) = serde_json::from_str::<serde_json::Value>(&call.arguments) else {
         return Vec::new();
     };
-    let Some(raw) = args.get("path").and_then(serde_json::Value::as_str) else {
+    let Ok(workspace) = crate::tools::paths::Workspace::from_parts(root, cwd) else {
         return Vec::new();
     };
-    crate::tools::paths::Workspace::from_parts(root, cwd)
-        .and_then(|workspace| workspace.resolve(raw))
-        .map(|path| vec![path])
-        .unwrap_or_default()
+    let written = info.named_paths(&args).into_iter().filter(|(_, arg)| {
+        arg.access == Access::Write && matches!(arg.operand, Operand::File | Operand::Files)
+    });
+    written.filter_map(|(raw, _)| workspace.resolve(raw).ok()).collect()
 }
 
 /// Hashes files as they are on disk now.

@@ -17,6 +17,7 @@ use crate::sandbox::{self, CommandJail, EnvFilter, jail, landlock};
 
 use super::first_walk::OfferedWatch;
 use super::{SandboxState, SessionOptions};
+use crate::protocol::tool_facts::names;
 
 /// The compiled policy for a session.
 pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Policy {
@@ -287,7 +288,7 @@ pub fn mark_sandbox_violation(
         return false;
     }
     let vcs = confinement.is_some_and(|c| c.protect_vcs);
-    if tool != "shell" || !failed {
+    if tool != names::SHELL || !failed {
         return false;
     }
     let denied = sandbox::netproxy::denials(&result.call_id);

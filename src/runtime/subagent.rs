@@ -134,6 +134,7 @@ use super::assembly::{
 use super::subagent_link::{ApprovalRequest, LinkApprover, LinkSink, Uplink};
 use super::subagent_resume::SubagentLinks;
 use super::{DeclinedCall, RuntimeError, RuntimeEvent, Session, SessionOptions};
+use crate::protocol::tool_facts::names;
 
 /// A session's subagent bookkeeping.
 pub(super) struct Subagents {
@@ -397,7 +398,11 @@ impl Session {
         let may_use = |tool: &str| definition.may_use(tool);
         Found {
             agents_md,
-            skills: if may_use("load_skill") { self.tools.skills().to_vec() } else { Vec::new() },
+            skills: if may_use(names::LOAD_SKILL) {
+                self.tools.skills().to_vec()
+            } else {
+                Vec::new()
+            },
             memory: Vec::new(),
             agents: if nests && may_use(AGENT_TOOL) {
                 (*self.subagents.catalog).clone()
@@ -586,7 +591,7 @@ pub(super) fn child_tools(
     depth: u32,
 ) -> ToolRegistry {
     session_tools(settings, found, depth)
-        .retain(|name| name != "read_memory" && definition.may_use(name))
+        .retain(|name| name != names::READ_MEMORY && definition.may_use(name))
 }
 
 /// The one-phase workflow of a subagent, with the project's checks (so a

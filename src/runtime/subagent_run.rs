@@ -22,6 +22,7 @@ use crate::tools::{AGENT_TOOL, BoxFuture};
 use super::hooks_glue::MAX_STOP_CONTINUATIONS;
 use super::subagent::Child;
 use super::{DeclinedCall, RuntimeError, RuntimeEvent, Session, TurnSummary};
+use crate::protocol::tool_facts::names;
 
 /// Entries of each kind listed in a result's activity line.
 const ACTIVITY_ITEMS: usize = 6;
@@ -316,11 +317,11 @@ fn activity_line(agent: &str, session: &Session, usage: &Usage) -> String {
         let args: Value = serde_json::from_str(&call.arguments).unwrap_or_default();
         let arg = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
         let (list, entry) = match call.name.as_str() {
-            "read_file" | "list_dir" => (&mut read, arg("path")),
-            "grep" | "glob" => (&mut read, arg("pattern")),
-            "shell" => (&mut ran, arg("command").map(|c| shorten(&c, 40))),
-            "write_file" | "edit_file" => (&mut changed, arg("path")),
-            "apply_patch" => (&mut changed, Some("a patch".to_owned())),
+            names::READ_FILE | names::LIST_DIR => (&mut read, arg("path")),
+            names::GREP | names::GLOB => (&mut read, arg("pattern")),
+            names::SHELL => (&mut ran, arg("command").map(|c| shorten(&c, 40))),
+            names::WRITE_FILE | names::EDIT_FILE => (&mut changed, arg("path")),
+            names::APPLY_PATCH => (&mut changed, Some("a patch".to_owned())),
             AGENT_TOOL => (&mut ran, arg("agent").map(|a| format!("agent {a}"))),
             _ => continue,
         };

@@ -24,6 +24,7 @@ use ignore::{WalkBuilder, WalkState};
 use super::ToolError;
 use super::beneath::open_searchable;
 use super::paths::Workspace;
+use crate::protocol::tool_facts::names;
 
 /// The search stops once this many matching lines were collected.
 pub const COLLECT_CEILING: usize = 20_000;
@@ -84,7 +85,7 @@ pub fn walker(
         let known = types.definitions().iter().any(|def| def.name() == name);
         if !known {
             return Err(ToolError::InvalidArguments {
-                tool: "grep".to_owned(),
+                tool: names::GREP.to_owned(),
                 message: format!(
                     "unknown file type `{name}`; use a ripgrep type name such as rust, py, js, \
                      ts, go, java, c, cpp, md, toml, json, yaml, or use glob instead"
@@ -93,7 +94,7 @@ pub fn walker(
         }
         types.select(name);
         let built = types.build().map_err(|error| ToolError::InvalidArguments {
-            tool: "grep".to_owned(),
+            tool: names::GREP.to_owned(),
             message: error.to_string(),
         })?;
         builder.types(built);

@@ -20,6 +20,7 @@ use super::panels::{PlanView, TaskItem};
 use super::picker::{PickerView, TrustView};
 use super::theme::Theme;
 use super::transcript::{CellKind, Level, ToolCell, ToolStatus, Transcript, spinner};
+use crate::protocol::tool_facts::names;
 
 /// Something that happened, for [`update`].
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +108,7 @@ impl AllowPrefix {
     /// a script, so `cargo test && curl x | sh` still asks after "always
     /// for `cargo test`".
     pub fn matches(&self, call: &ToolCall) -> bool {
-        self.argv.is_empty() && call.name == self.tool && call.name != "shell"
+        self.argv.is_empty() && call.name == self.tool && call.name != names::SHELL
     }
 
     /// How the overlay names it.
@@ -378,7 +379,7 @@ fn show_history(app: &mut App, items: &[Item]) {
             // read back from its framing.
             Item::ToolResult(result) => {
                 app.transcript.update_tool(&result.call_id, |tool| {
-                    let code = (tool.name == "shell" && !result.is_error)
+                    let code = (tool.name == names::SHELL && !result.is_error)
                         .then(|| crate::display::shell_exit_code(&result.output));
                     let meta = code
                         .flatten()

@@ -13,6 +13,7 @@ use std::path::Path;
 use similar::TextDiff;
 
 use crate::protocol::ToolCall;
+use crate::protocol::tool_facts::names;
 use crate::tools::paths::Workspace;
 
 /// Files larger than this are not read for a preview.
@@ -36,7 +37,7 @@ pub fn approval_diff(root: &Path, cwd: &Path, call: &ToolCall) -> Option<String>
         Err(_) => return None,
     };
     let after = match call.name.as_str() {
-        "edit_file" => {
+        names::EDIT_FILE => {
             let (old, new) = (text("old_string")?, text("new_string")?);
             if old.is_empty() || !before.contains(old) {
                 return None;
@@ -47,7 +48,7 @@ pub fn approval_diff(root: &Path, cwd: &Path, call: &ToolCall) -> Option<String>
                 before.replacen(old, new, 1)
             }
         }
-        "write_file" => text("content")?.to_owned(),
+        names::WRITE_FILE => text("content")?.to_owned(),
         _ => return None,
     };
     let rel = workspace.relative(&path);

@@ -8,6 +8,7 @@
 use ratatui::text::{Line, Span};
 
 use super::theme::Theme;
+use crate::protocol::tool_facts::names;
 
 /// What one line of a diff is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,8 +91,8 @@ pub fn preview(tool: &str, arguments: &str) -> Option<Vec<DiffLine>> {
     let text = |key: &str| args.get(key).and_then(|v| v.as_str());
     let path = text("path")?;
     let (old, new) = match tool {
-        "edit_file" => (text("old_string")?, text("new_string")?),
-        "write_file" => ("", text("content")?),
+        names::EDIT_FILE => (text("old_string")?, text("new_string")?),
+        names::WRITE_FILE => ("", text("content")?),
         _ => return None,
     };
     let mut out = vec![DiffLine {

@@ -12,6 +12,7 @@ use super::app::ApprovalView;
 use super::diff;
 use super::theme::Theme;
 use super::wrap::wrap_lines;
+use crate::protocol::tool_facts::names;
 
 /// Preview lines shown before the choices; more are summarised.
 const MAX_PREVIEW_LINES: usize = 16;
@@ -57,7 +58,7 @@ fn approval_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
         None => {
             let summary = crate::display::call_summary(&approval.call);
             let summary = for_terminal(&summary);
-            let mark = if approval.call.name == "shell" { "$ " } else { "" };
+            let mark = if approval.call.name == names::SHELL { "$ " } else { "" };
             for (i, line) in summary.lines().take(MAX_PREVIEW_LINES).enumerate() {
                 let lead = if i == 0 { mark } else { "  " };
                 lines.push(Line::from(vec![

@@ -17,6 +17,7 @@ use super::diff::{self, DiffLine};
 use super::markdown;
 use super::theme::Theme;
 use super::wrap::wrap_lines;
+use crate::protocol::tool_facts::names;
 
 /// The frames of a spinner, one per 100 ms (status line and running tool
 /// cells turn together).
@@ -112,7 +113,7 @@ impl ToolCell {
         self.status = if outcome.failed { ToolStatus::Failed } else { ToolStatus::Succeeded };
         self.failure = outcome.status;
         self.diff = diff::contains_diff(output).then(|| diff::parse(output));
-        self.output = if self.name == "shell" {
+        self.output = if self.name == names::SHELL {
             crate::display::parse_shell(output).combined()
         } else {
             output.to_owned()

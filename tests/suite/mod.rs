@@ -75,6 +75,7 @@ mod subagents_repeated_ids;
 mod subagents_spend;
 mod support;
 mod tool_meta_contract;
+mod tool_names;
 mod tool_schemas;
 mod tools_cli;
 mod tui_frontends;
