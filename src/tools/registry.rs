@@ -1,6 +1,23 @@
 //! [`ToolRegistry`]: the set of tools offered to the model and the dispatch
 //! of one [`ToolCall`] to its tool.
 //!
+//! What the other layers know about a tool (its kind, class, Claude Code
+//! names, the paths it touches) is its [`ToolInfo`] in
+//! `protocol::tool_facts`; [`ToolRegistry::info`] answers it for the
+//! offered tools (`None` for MCP tools).
+//!
+//! Adding a built-in tool:
+//! 1. its facts: a name in `tool_facts::names`, a `ToolInfo` const beside
+//!    the others (kind, class, Claude names, every argument that names a
+//!    path with its operand and access) and a place in `BUILTIN`;
+//! 2. its file `tools/<name>.rs`: the argument type, `impl TypedTool` with
+//!    `const INFO = &tool_facts::<NAME>`, the run and its tests;
+//! 3. one line in [`ToolRegistry::builtin`] (and `mod` in `tools/mod.rs`).
+//!
+//! Policy, secret protection, phase rules, hooks' and agent files' Claude
+//! names then cover it; code that singles it out compares against its
+//! `names` constant (`tests/suite/tool_names.rs` refuses a spelled name).
+//!
 //! Invariants: [`ToolRegistry::run_call`] never fails and never panics; an
 //! unknown name, unparseable or ill-typed arguments, a tool error, a
 //! cancelled turn or even a panicking tool all come back as an `is_error`
@@ -14,7 +31,7 @@ use super::{
     apply_patch, edit_file, glob, grep, list_dir, load_skill, process_output, process_stop,
     process_write, read_file, read_memory, shell, write_file,
 };
-use crate::protocol::{ResultKind, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec};
+use crate::protocol::{ResultKind, ToolCall, ToolClass, ToolInfo, ToolMeta, ToolResult, ToolSpec};
 use crate::support::panic_guard::{self, Guarded};
 
 /// The tools offered to the model.
@@ -77,6 +94,11 @@ impl ToolRegistry {
     /// The tool called `name`, if there is one.
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
         self.tools.iter().find(|tool| tool.name() == name).map(|tool| tool.as_ref())
+    }
+
+    /// The facts of the built-in tool called `name`, if it is offered.
+    pub fn info(&self, name: &str) -> Option<&'static ToolInfo> {
+        self.get(name).and_then(|tool| tool.info())
     }
 
     /// The names of all tools, in the order they are offered.
@@ -187,6 +209,16 @@ mod tests {
                     assert!(matches!(kind, ToolKind::Write | ToolKind::Shell), "{}", spec.name);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_built_in_tool_has_its_entry_in_the_table_of_tool_facts() {
+        let registry = ToolRegistry::builtin().with_agent();
+        for name in registry.names() {
+            let info = registry.info(name).unwrap_or_else(|| panic!("{name} has no facts"));
+            assert_eq!(Some(info), crate::protocol::tool_facts::builtin(name), "{name}");
+            assert_eq!(info.class, registry.class_of(name), "{name}");
         }
     }
 
