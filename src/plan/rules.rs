@@ -201,6 +201,20 @@ mod tests {
         }
     }
 
+    /// Reading a background process's output and stopping it change no
+    /// file, feeding its stdin can run anything; the phase messages do not
+    /// list them (they go with `shell`), so those messages stay as they were.
+    #[test]
+    fn background_process_tools_have_their_kinds_and_are_not_listed() {
+        assert_eq!(tool_kind("process_output"), ToolKind::Read);
+        assert_eq!(tool_kind("process_stop"), ToolKind::Read);
+        assert_eq!(tool_kind("process_write"), ToolKind::Write);
+        let read: Vec<_> = tools_of_kind(ToolKind::Read).collect();
+        assert_eq!(read, ["read_file", "list_dir", "glob", "grep", "load_skill", "read_memory"]);
+        let write: Vec<_> = tools_of_kind(ToolKind::Write).collect();
+        assert_eq!(write, ["edit_file", "write_file", "apply_patch"]);
+    }
+
     #[test]
     fn unknown_tools_count_as_writes() {
         assert_eq!(tool_kind("read_file"), ToolKind::Read);
