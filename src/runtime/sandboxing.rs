@@ -355,7 +355,7 @@ pub fn mark_sandbox_violation(
 /// reach.
 fn network_timeout_note(tool: &str, meta: &ToolMeta, network_off: bool) -> Option<&'static str> {
     let timed_out = meta.kind() == Some(ResultKind::named("timeout"));
-    (tool == "shell" && timed_out && network_off).then_some(
+    (tool == names::SHELL && timed_out && network_off).then_some(
         "\n[keel] the network is off in this sandbox: if this command waits on it (an install, a \
          download, a name lookup), a longer timeout will not help.\n",
     )
