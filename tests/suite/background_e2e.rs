@@ -72,7 +72,11 @@ fn marker(name: &str) -> String {
 async fn serve_poll_stop(network: bool) {
     let sandbox = Sandbox::new();
     let steps = [
-        calls(vec![background("python3 -m http.server 0 --bind 127.0.0.1")]),
+        // Named per variant: the two variants run at once, and the check
+        // below looks at every process of the machine.
+        calls(vec![background(&format!(
+            "exec -a keelbg-srv-{network} python3 -m http.server 0 --bind 127.0.0.1"
+        ))]),
         calls(vec![call("process_output", json!({"id": 1, "wait_ms": 200}))]),
         calls(vec![call("process_stop", json!({"id": 1}))]),
         Step::Answer("The server ran and is stopped.".into()),
@@ -103,7 +107,7 @@ async fn serve_poll_stop(network: bool) {
     assert_eq!(stopped["meta"]["background"]["status"], "stopped", "{stopped}");
     assert!(stopped["output"].as_str().unwrap_or_default().contains("is stopped"), "{stopped}");
     assert!(!Path::new(&format!("/proc/{launcher}")).exists(), "the jail's launcher survived");
-    assert!(processes_with("http.server 0 --bind").is_empty(), "the server survived");
+    assert!(processes_with(&format!("keelbg-srv-{network}")).is_empty(), "the server survived");
     assert_eq!(lines.last().unwrap()["status"], "completed");
 }
 
