@@ -17,7 +17,7 @@ use crate::protocol::ToolCall;
 
 use super::call_checks::{judge, same_input};
 use super::next::Next;
-use super::phase::{LoopPhase, Question};
+use super::phase::{Approval, LoopPhase, Question};
 use super::state::LoopState;
 use super::step_io::Effect;
 use super::verdicts::{CallCheck, CheckHooks, HookPermission, PreToolVerdict};
@@ -30,16 +30,16 @@ pub(super) fn ask(
     plan_review: Option<String>,
     effects: &mut Vec<Effect>,
 ) {
-    state.phase = LoopPhase::AwaitApproval;
     let hooks = CheckHooks::BeforeApproval { reason: reason.clone() };
     let calls = vec![call.clone()];
-    state.asking = Some(Question { call, reason, plan_review });
+    let asking = Some(Question { call, reason, plan_review });
+    state.phase = LoopPhase::AwaitApproval(Approval { asking, prejudged: None });
     effects.push(Effect::CheckCalls { calls, hooks, concurrent: false });
 }
 
 /// Whether a question waits for its hooks (answers are not taken yet).
 pub(super) fn waiting(state: &LoopState) -> bool {
-    state.asking.is_some()
+    matches!(&state.phase, LoopPhase::AwaitApproval(Approval { asking: Some(_), .. }))
 }
 
 /// The hooks spoke: refuse the call, or ask the user.
@@ -48,7 +48,8 @@ pub(super) fn on_checked(
     checks: Vec<CallCheck>,
     effects: &mut Vec<Effect>,
 ) -> Next {
-    let Some(Question { call, mut reason, plan_review }) = state.asking.take() else {
+    let LoopPhase::AwaitApproval(approval) = &mut state.phase else { return Next::Wait };
+    let Some(Question { call, mut reason, plan_review }) = approval.asking.take() else {
         return Next::Wait;
     };
     let hooks = checks.into_iter().find(|check| check.call_id == call.call_id);
@@ -67,7 +68,9 @@ pub(super) fn on_checked(
         }
         let updated_input = verdict.updated_input;
         let judged = PreToolVerdict { updated_input, ..PreToolVerdict::default() };
-        state.prejudged = Some((call.call_id.clone(), judged));
+        if let LoopPhase::AwaitApproval(approval) = &mut state.phase {
+            approval.prejudged = Some((call.call_id.clone(), judged));
+        }
     }
     effects.push(Effect::AskApproval { call, reason, plan_review, hook_asked });
     Next::Wait

@@ -22,7 +22,7 @@ use crate::protocol::{ResultKind, ToolMeta, ToolResult};
 use super::call_checks::take_checked;
 use super::decisions::approval_event;
 use super::next::Next;
-use super::phase::{Finishing, LoopPhase};
+use super::phase::{Finishing, LoopPhase, Running};
 use super::record::record_observed;
 use super::runaway::Ran;
 use super::schedule::Batch;
@@ -51,7 +51,7 @@ pub(super) fn on_batch_finished(
 /// its checks gave), in call order; whether there was a batch.
 fn hold(state: &mut LoopState, mut results: Vec<(ToolResult, ToolMeta)>) -> bool {
     let Some(Batch::Run { calls, concurrent }) = state.pending.pop_front() else { return false };
-    let (refused, rewritten) = take_checked(state);
+    let Running { refused, run_as: rewritten } = take_checked(state);
     results.extend(refused);
     let run_as = calls
         .iter()
@@ -74,7 +74,7 @@ fn hold(state: &mut LoopState, mut results: Vec<(ToolResult, ToolMeta)>) -> bool
             (call, result, meta)
         })
         .collect();
-    state.finishing = Some(Finishing {
+    state.phase = LoopPhase::Finish(Finishing {
         ran,
         run_as,
         concurrent,
@@ -109,7 +109,7 @@ pub(super) fn on_answer(
     note: Option<String>,
     effects: &mut Vec<Effect>,
 ) -> Next {
-    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
+    let Some(finishing) = finishing_mut(state) else { return Next::Wait };
     let Some(index) = finishing.asked.filter(|&i| finishing.ran[i].0.call_id == call_id) else {
         return Next::Wait;
     };
@@ -132,7 +132,7 @@ pub(super) fn on_rerun(
     meta: ToolMeta,
     effects: &mut Vec<Effect>,
 ) -> Next {
-    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
+    let Some(finishing) = finishing_mut(state) else { return Next::Wait };
     let Some(index) = finishing.rerunning.filter(|&i| finishing.ran[i].0.call_id == result.call_id)
     else {
         return Next::Wait;
@@ -149,7 +149,7 @@ pub(super) fn on_post_hooks(
     verdicts: Vec<PostToolVerdict>,
     effects: &mut Vec<Effect>,
 ) -> Next {
-    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
+    let Some(finishing) = finishing_mut(state) else { return Next::Wait };
     if !finishing.hooked || finishing.asked.is_some() || finishing.rerunning.is_some() {
         return Next::Wait;
     }
@@ -172,7 +172,7 @@ pub(super) fn on_post_hooks(
 /// Interrupted while a batch finishes: its results are recorded as they
 /// are; whether the turn went on is the caller's.
 pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    if let Some(finishing) = state.finishing.take() {
+    if let Some(finishing) = take_finishing(state, LoopPhase::Idle) {
         record_all(state, finishing, effects);
     }
 }
@@ -182,8 +182,7 @@ pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
 fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
     let ask_mode = state.config.policy.mode == ApprovalMode::Ask;
     let post_hooks = state.config.post_tool_hooks;
-    let Some(finishing) = state.finishing.as_mut() else { return Next::Wait };
-    state.phase = LoopPhase::Finish;
+    let Some(finishing) = finishing_mut(state) else { return Next::Wait };
     while ask_mode && finishing.next < finishing.ran.len() {
         let index = finishing.next;
         finishing.next += 1;
@@ -208,8 +207,9 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
 /// Records the batch's results and goes on (or stops a turn going in
 /// circles).
 fn record(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
-    let Some(finishing) = state.finishing.take() else { return Next::Wait };
-    state.phase = LoopPhase::Execute;
+    let Some(finishing) = take_finishing(state, LoopPhase::Execute(Running::default())) else {
+        return Next::Wait;
+    };
     if record_all(state, finishing, effects) {
         return Next::stuck();
     }
@@ -224,4 +224,24 @@ fn record_all(state: &mut LoopState, finishing: Finishing, effects: &mut Vec<Eff
         stuck |= record_observed(state, &call, result, meta, Ran::Yes, effects);
     }
     stuck
+}
+
+/// The batch that ran, while it waits for what follows its calls.
+fn finishing_mut(state: &mut LoopState) -> Option<&mut Finishing> {
+    match &mut state.phase {
+        LoopPhase::Finish(finishing) => Some(finishing),
+        _ => None,
+    }
+}
+
+/// The batch that ran, taken out of its phase (the loop is in `then`
+/// afterwards); `None`, and nothing changed, when no batch waits.
+fn take_finishing(state: &mut LoopState, then: LoopPhase) -> Option<Finishing> {
+    match std::mem::replace(&mut state.phase, then) {
+        LoopPhase::Finish(finishing) => Some(finishing),
+        other => {
+            state.phase = other;
+            None
+        }
+    }
 }

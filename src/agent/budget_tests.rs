@@ -77,7 +77,7 @@ fn limited(spend: SpendLimits) -> LoopState {
         ..Pricing::default()
     };
     config.configured.pricing = config.pricing;
-    LoopState::new(config)
+    LoopState::open(config, Opening::default())
 }
 
 fn respond(items: Vec<Item>, input: u64, output: u64) -> Input {
@@ -171,7 +171,7 @@ fn a_raised_limit_is_logged_and_the_request_goes_out() {
 
 #[test]
 fn without_limits_nothing_is_logged_or_estimated() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 50));
+    let mut state = LoopState::open(config(ApprovalMode::Auto, 50), Opening::default());
     let effects = step(&mut state, Input::UserTurn { text: "go".into() });
     assert!(!effects.iter().any(|e| matches!(e, Effect::Record(SessionEvent::LimitsSet { .. }))));
     step(&mut state, respond(read("a"), u64::MAX / 4, u64::MAX / 4));
@@ -182,7 +182,7 @@ fn without_limits_nothing_is_logged_or_estimated() {
 fn a_cost_limit_without_prices_stops_rather_than_runs_unlimited() {
     let mut config = config(ApprovalMode::Auto, 50);
     config.limits.spend.max_cost_usd = Some(100.0);
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     let effects = step(&mut state, Input::UserTurn { text: "go".into() });
     assert!(!calls_model(&effects));
     assert!(matches!(effects.last(), Some(Effect::AskRaiseLimit(hit)) if hit.next_usd.is_none()));
@@ -206,7 +206,7 @@ fn the_projection_counts_new_items_and_the_largest_output() {
 
 #[test]
 fn a_model_repeating_one_call_is_told_once_then_stopped() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 50));
+    let mut state = LoopState::open(config(ApprovalMode::Auto, 50), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let same =
         |n: u32| vec![Item::ToolCall(call_with(&format!("c{n}"), "read_file", r#"{"path":"a"}"#))];
@@ -241,7 +241,7 @@ fn a_model_repeating_one_call_is_told_once_then_stopped() {
 
 #[test]
 fn the_stop_answers_the_rest_of_the_response_unrun() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 50));
+    let mut state = LoopState::open(config(ApprovalMode::Auto, 50), Opening::default());
     state.config.limits.runaway.failing_calls = Some(2);
     step(&mut state, Input::UserTurn { text: "go".into() });
     let mut last = Vec::new();

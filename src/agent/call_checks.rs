@@ -24,7 +24,7 @@ use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 
 use super::decisions::approval_event;
 use super::next::{INTERRUPTED, Next};
-use super::phase::{Checking, LoopPhase, Open, Outcome};
+use super::phase::{Checking, LoopPhase, Open, Outcome, Running};
 use super::record::{record_observed, record_result};
 use super::runaway::Ran;
 use super::state::LoopState;
@@ -70,14 +70,10 @@ pub(super) fn start(
     // batch drops a kept verdict (it was a declined call's).
     let judged = match calls.as_slice() {
         [call] => state.take_prejudged(&call.call_id),
-        _ => {
-            state.prejudged = None;
-            None
-        }
+        _ => None,
     };
     let hooks = if judged.is_some() { CheckHooks::Judged } else { CheckHooks::PreToolUse };
-    state.checking = Some(Checking { prejudged: judged, ..checking });
-    state.phase = LoopPhase::Check;
+    state.phase = LoopPhase::Check(Checking { prejudged: judged, ..checking });
     effects.push(Effect::CheckCalls { calls, hooks, concurrent });
 }
 
@@ -87,7 +83,7 @@ pub(super) fn on_checked(
     checks: Vec<CallCheck>,
     effects: &mut Vec<Effect>,
 ) -> Next {
-    let Some(checking) = state.checking.as_mut() else { return Next::Wait };
+    let Some(checking) = checking_mut(state) else { return Next::Wait };
     match checking.open.take() {
         Some(Open::Checks) => {
             checking.checks = checks;
@@ -120,7 +116,7 @@ pub(super) fn on_answer(
     note: Option<String>,
     effects: &mut Vec<Effect>,
 ) -> Next {
-    let Some(checking) = state.checking.as_mut() else { return Next::Wait };
+    let Some(checking) = checking_mut(state) else { return Next::Wait };
     let Some((call, _)) = checking.calls.get(checking.cursor) else { return Next::Wait };
     let call = call.clone();
     let asked = matches!(
@@ -182,7 +178,7 @@ pub(super) fn on_answer(
 /// their results, the others are answered "interrupted" (with the rest of
 /// the turn's pending calls by the caller).
 pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    let Some(checking) = state.checking.take() else { return };
+    let Some(checking) = take_checking(state, LoopPhase::Idle) else { return };
     state.pending.pop_front();
     for (call, outcome) in checking.calls {
         match outcome {
@@ -202,26 +198,39 @@ pub(super) fn on_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
     }
 }
 
-/// What the batch's checks came to, for its results (taken once): the
-/// refused calls' results, and the calls that ran as they ran (a hook may
-/// have rewritten them).
-pub(super) fn take_checked(state: &mut LoopState) -> (Vec<(ToolResult, ToolMeta)>, Vec<ToolCall>) {
-    let Some(checking) = state.checking.take() else { return (Vec::new(), Vec::new()) };
-    let mut refused = Vec::new();
-    let mut ran = Vec::new();
-    for (_, outcome) in checking.calls {
-        match outcome {
-            Some(Outcome::Refused(result, meta)) => refused.push((result, meta)),
-            Some(Outcome::Run(call)) => ran.push(call),
-            None => {}
+/// What the running batch's checks came to, for its results (taken
+/// once): the refused calls' results, and the calls that ran as they ran
+/// (a hook may have rewritten them).
+pub(super) fn take_checked(state: &mut LoopState) -> Running {
+    match &mut state.phase {
+        LoopPhase::Execute(running) => std::mem::take(running),
+        _ => Running::default(),
+    }
+}
+
+/// The batch being settled, taken out of its phase (the loop is in `then`
+/// afterwards); `None`, and nothing changed, when no batch is.
+fn take_checking(state: &mut LoopState, then: LoopPhase) -> Option<Checking> {
+    match std::mem::replace(&mut state.phase, then) {
+        LoopPhase::Check(checking) => Some(checking),
+        other => {
+            state.phase = other;
+            None
         }
     }
-    (refused, ran)
+}
+
+/// The batch being settled, while it is.
+fn checking_mut(state: &mut LoopState) -> Option<&mut Checking> {
+    match &mut state.phase {
+        LoopPhase::Check(checking) => Some(checking),
+        _ => None,
+    }
 }
 
 /// Ends the settling of the call at the cursor with `flow`, or waits.
 fn settle(state: &mut LoopState, flow: Flow, effects: &mut Vec<Effect>) -> Next {
-    let Some(checking) = state.checking.as_mut() else { return Next::Wait };
+    let Some(checking) = checking_mut(state) else { return Next::Wait };
     match flow {
         Flow::Done(outcome) => {
             if let Some(slot) = checking.calls.get_mut(checking.cursor) {
@@ -243,7 +252,7 @@ fn settle(state: &mut LoopState, flow: Flow, effects: &mut Vec<Effect>) -> Next 
 /// batch (what may run of it).
 fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
     loop {
-        let Some(checking) = state.checking.as_ref() else { return Next::Wait };
+        let LoopPhase::Check(checking) = &state.phase else { return Next::Wait };
         let Some((call, _)) = checking.calls.get(checking.cursor) else { break };
         let call = call.clone();
         let check = checking.checks.iter().find(|check| check.call_id == call.call_id);
@@ -251,7 +260,7 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
         let flow = after_hooks(state, call, check.hooks, check.links, effects);
         match flow {
             Flow::Done(outcome) => {
-                let Some(checking) = state.checking.as_mut() else { return Next::Wait };
+                let Some(checking) = checking_mut(state) else { return Next::Wait };
                 if let Some(slot) = checking.calls.get_mut(checking.cursor) {
                     slot.1 = Some(outcome);
                 }
@@ -266,17 +275,20 @@ fn proceed(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
 /// Every call is settled: the ones that may run go to the driver; with
 /// none, the batch is finished with the refusals.
 fn run(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
-    let Some(checking) = state.checking.as_ref() else { return Next::Wait };
+    let Some(checking) = take_checking(state, LoopPhase::Execute(Running::default())) else {
+        return Next::Wait;
+    };
     let concurrent = checking.concurrent;
-    let calls: Vec<ToolCall> = checking
-        .calls
-        .iter()
-        .filter_map(|(_, outcome)| match outcome {
-            Some(Outcome::Run(call)) => Some(call.clone()),
-            Some(Outcome::Refused(..)) | None => None,
-        })
-        .collect();
-    state.phase = LoopPhase::Execute;
+    let mut running = Running::default();
+    for (_, outcome) in checking.calls {
+        match outcome {
+            Some(Outcome::Refused(result, meta)) => running.refused.push((result, meta)),
+            Some(Outcome::Run(call)) => running.run_as.push(call),
+            None => {}
+        }
+    }
+    let calls = running.run_as.clone();
+    state.phase = LoopPhase::Execute(running);
     if calls.is_empty() {
         return Next::BatchFinished(Vec::new());
     }

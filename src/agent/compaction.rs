@@ -155,8 +155,7 @@ fn begin_summary(
     let history = fit_for_summary(&source, budget);
     let request = summary_request(&base, history, focus.as_deref());
     let trigger = if reason == CompactionReason::Manual { "manual" } else { "auto" };
-    state.phase = LoopPhase::Compact;
-    state.compaction = Some(PendingCompaction {
+    state.phase = LoopPhase::Compact(PendingCompaction {
         reason,
         focus: focus.clone(),
         tokens_before,
@@ -175,10 +174,10 @@ pub(super) fn on_summary(
     usage: Usage,
     effects: &mut Vec<Effect>,
 ) {
-    if state.compaction.as_ref().is_none_or(|pending| pending.applied) {
+    let LoopPhase::Compact(pending) = &mut state.phase else { return };
+    if pending.applied {
         return;
     }
-    let Some(pending) = state.compaction.as_mut() else { return };
     pending.applied = true;
     let pending = pending.clone();
     let preserved = preserved(state, pending.focus.clone());
@@ -201,9 +200,10 @@ pub(super) fn on_summary(
 /// The driver refreshed the instructions after a summary: the turn goes on
 /// with a request built from them, or the loop idles (`/compact`).
 pub(super) fn on_applied(state: &mut LoopState) -> Next {
-    let Some(pending) = state.compaction.take_if(|pending| pending.applied) else {
+    let LoopPhase::Compact(pending) = &state.phase else { return Next::Wait };
+    if !pending.applied {
         return Next::Wait;
-    };
+    }
     if pending.resume_turn {
         state.phase = LoopPhase::Infer;
         Next::Request
@@ -216,7 +216,7 @@ pub(super) fn on_applied(state: &mut LoopState) -> Next {
 /// The user interrupted while the summary was being written: nothing is
 /// compacted; a running turn ends interrupted.
 pub(super) fn on_interrupted(state: &mut LoopState) -> Next {
-    let resume_turn = state.compaction.take().is_some_and(|pending| pending.resume_turn);
+    let resume_turn = matches!(&state.phase, LoopPhase::Compact(pending) if pending.resume_turn);
     if resume_turn {
         Next::interrupted()
     } else {

@@ -83,7 +83,7 @@ fn user_texts(items: &[Item]) -> Vec<&str> {
 
 #[test]
 fn under_the_threshold_nothing_is_compacted() {
-    let mut state = LoopState::new(config(Some(100_000)));
+    let mut state = LoopState::open(config(Some(100_000)), Opening::default());
     step(&mut state, Input::UserTurn { text: "fix the parser".into() });
     for i in 0..5 {
         let effects = read_step(&mut state, &format!("c{i}"), 2_000, 1_000);
@@ -94,7 +94,7 @@ fn under_the_threshold_nothing_is_compacted() {
 
 #[test]
 fn crossing_the_threshold_elides_old_outputs_when_that_is_enough() {
-    let mut state = LoopState::new(config(Some(20_000)));
+    let mut state = LoopState::open(config(Some(20_000)), Opening::default());
     step(&mut state, Input::UserTurn { text: "fix the parser".into() });
     let mut fired = Vec::new();
     for i in 0..12 {
@@ -107,7 +107,7 @@ fn crossing_the_threshold_elides_old_outputs_when_that_is_enough() {
 
 #[test]
 fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
-    let mut state = LoopState::new(config(Some(4_000)));
+    let mut state = LoopState::open(config(Some(4_000)), Opening::default());
     step(&mut state, Input::UserTurn { text: "GOAL: make the parser accept tabs".into() });
     step(&mut state, respond(vec![Item::Assistant { text: "done?".into() }], 100));
     step(&mut state, Input::UserTurn { text: "LATEST: also handle CRLF".into() });
@@ -137,7 +137,7 @@ fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
     let (request, trigger) = summarize_request(&effects).expect("a summary is asked for");
     assert_eq!(trigger, "auto");
     assert!(request.instructions.contains("compacting a coding session"));
-    assert_eq!(state.phase, LoopPhase::Compact);
+    assert!(matches!(state.phase, LoopPhase::Compact(_)), "{:?}", state.phase);
 
     let items_before = state.items.len();
     let effects = summarized(&mut state, "SUMMARY: lexer half done");
@@ -167,7 +167,7 @@ fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
 
 #[test]
 fn overflow_elides_then_summarizes_then_fails_within_one_step() {
-    let mut state = LoopState::new(config(None));
+    let mut state = LoopState::open(config(None), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     for i in 0..6 {
         read_step(&mut state, &format!("c{i}"), 5_000, 0);
@@ -187,7 +187,7 @@ fn overflow_elides_then_summarizes_then_fails_within_one_step() {
 
 #[test]
 fn a_failed_summary_still_compacts_with_the_preserved_facts() {
-    let mut state = LoopState::new(config(None));
+    let mut state = LoopState::open(config(None), Opening::default());
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
     assert!(summarize_request(&effects).is_some(), "nothing to elide: straight to a summary");
@@ -203,7 +203,7 @@ fn a_failed_summary_still_compacts_with_the_preserved_facts() {
 
 #[test]
 fn manual_compaction_runs_while_idle_and_stays_idle() {
-    let mut state = LoopState::new(config(Some(100_000)));
+    let mut state = LoopState::open(config(Some(100_000)), Opening::default());
     assert!(step(&mut state, Input::CompactRequested { focus: None }).is_empty(), "empty: no-op");
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
@@ -222,7 +222,7 @@ fn manual_compaction_runs_while_idle_and_stays_idle() {
 
 #[test]
 fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call_with() {
-    let mut state = LoopState::new(config(Some(100_000)));
+    let mut state = LoopState::open(config(Some(100_000)), Opening::default());
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
     let before = state.items.clone();
@@ -244,7 +244,7 @@ fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call_with(
 
 #[test]
 fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
-    let mut state = LoopState::new(config(None));
+    let mut state = LoopState::open(config(None), Opening::default());
     step(&mut state, Input::UserTurn { text: "GOAL".into() });
     let test = call_with("t1", "shell", r#"{"command":"cargo test"}"#);
     step(&mut state, respond(vec![Item::ToolCall(test)], 100));
@@ -270,7 +270,7 @@ fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
 /// rebuild, so a spend limit sees it.
 #[test]
 fn a_summary_counts_in_the_spend_and_the_log() {
-    let mut state = LoopState::new(config(Some(100_000)));
+    let mut state = LoopState::open(config(Some(100_000)), Opening::default());
     let mut log = Vec::new();
     let keep = |effects: &[Effect], log: &mut Vec<crate::protocol::EventRecord>| {
         for effect in effects {

@@ -19,7 +19,7 @@ use crate::protocol::{self, SessionEvent, ToolCall};
 use super::apply::emit;
 use super::harness::{self, HarnessOutcome};
 use super::next::Next;
-use super::phase::LoopPhase;
+use super::phase::{LoopPhase, Running, SavingPlan};
 use super::record::record_result;
 use super::schedule::Batch;
 use super::state::LoopState;
@@ -298,15 +298,14 @@ pub(super) fn save_plan_first(
         return Some(outcome);
     };
     effects.push(Effect::SavePlan { revision: plan.revision, text: plan.text.clone() });
-    state.saving_plan = Some((call.clone(), outcome));
-    state.phase = LoopPhase::SavePlan;
+    state.phase = LoopPhase::SavePlan(Box::new(SavingPlan { call: call.clone(), outcome }));
     None
 }
 
 /// The plan is saved at `path` (or could not be: its lines carry no
 /// path): the harness call's outcome is recorded and the loop goes on.
 pub(super) fn on_plan_saved(state: &mut LoopState, path: Option<String>) -> Next {
-    let Some((call, mut outcome)) = state.saving_plan.take() else { return Next::Wait };
+    let Some(SavingPlan { call, mut outcome }) = take_saving(state) else { return Next::Wait };
     if let Some(path) = path {
         if let Some(plan) = state.workflow.flow.plan.as_mut() {
             plan.path = path.clone();
@@ -319,7 +318,6 @@ pub(super) fn on_plan_saved(state: &mut LoopState, path: Option<String>) -> Next
             }
         }
     }
-    state.phase = LoopPhase::Execute;
     Next::FinishHarness(Box::new((call, outcome)))
 }
 
@@ -335,8 +333,21 @@ pub(super) fn leave_plan_mode(state: &mut LoopState, effects: &mut Vec<Effect>) 
 /// changed is recorded (no path), and the call stays pending, to be
 /// answered "interrupted" with the rest.
 pub(super) fn on_plan_save_interrupted(state: &mut LoopState, effects: &mut Vec<Effect>) {
-    let Some((_, outcome)) = state.saving_plan.take() else { return };
+    let Some(SavingPlan { outcome, .. }) = take_saving(state) else { return };
     effects.extend(events_of(&outcome).iter().cloned().map(Effect::Record));
+}
+
+/// The harness call whose plan was being saved, taken out of its phase
+/// (the loop works through its pending batches afterwards, or the turn
+/// ends); `None`, and nothing changed, when no plan was being saved.
+fn take_saving(state: &mut LoopState) -> Option<SavingPlan> {
+    match std::mem::replace(&mut state.phase, LoopPhase::Execute(Running::default())) {
+        LoopPhase::SavePlan(saving) => Some(*saving),
+        other => {
+            state.phase = other;
+            None
+        }
+    }
 }
 
 fn events_of(outcome: &HarnessOutcome) -> &[SessionEvent] {

@@ -66,7 +66,7 @@ fn last_result(state: &LoopState) -> crate::protocol::ToolResult {
 
 /// A session in `mode` that asked about `touch a` (shell) and waits.
 fn asking_about_a_command(mode: ApprovalMode) -> LoopState {
-    let mut state = LoopState::new(config(mode, 10));
+    let mut state = LoopState::open(config(mode, 10), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects =
         step(&mut state, respond(vec![call_with("c", "shell", r#"{"command":"touch a"}"#)]));
@@ -77,7 +77,7 @@ fn asking_about_a_command(mode: ApprovalMode) -> LoopState {
 /// A session where a required plan was submitted; the effects of the
 /// response that submitted it.
 fn submitting_a_plan(mode: ApprovalMode) -> (LoopState, Vec<Effect>) {
-    let mut state = LoopState::new(config(mode, 10));
+    let mut state = LoopState::open(config(mode, 10), Opening::default());
     step(&mut state, Input::SetPlanReview { review: PlanReview::Ask });
     step(&mut state, Input::UserTurn { text: "go".into() });
     let plan = call_with("p", "submit_plan", r#"{"plan_markdown":"1. do it"}"#);
@@ -248,7 +248,7 @@ fn a_hook_that_blocks_an_approval_declines_the_call_without_an_approval_line() {
 
 #[test]
 fn a_mode_change_is_recorded_once_and_plan_mode_requires_a_plan() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     assert!(step(&mut state, Input::SetMode { mode: ApprovalMode::Ask }).is_empty());
     let effects = step(&mut state, Input::SetMode { mode: ApprovalMode::Plan });
     assert_eq!(modes(&effects), ["plan"]);
@@ -258,7 +258,7 @@ fn a_mode_change_is_recorded_once_and_plan_mode_requires_a_plan() {
 
 #[test]
 fn a_plan_left_waiting_is_approved_or_rejected_in_a_later_run() {
-    let mut state = LoopState::new(config(ApprovalMode::Plan, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Plan, 10), Opening::default());
     step(&mut state, Input::SetPlanReview { review: PlanReview::StopAfterSubmit });
     step(&mut state, Input::UserTurn { text: "go".into() });
     step(&mut state, respond(vec![call_with("p", "submit_plan", r#"{"plan_markdown":"x"}"#)]));
@@ -290,12 +290,12 @@ fn an_interrupt_while_the_plan_is_saved_records_it_and_answers_the_call() {
     let result = last_result(&state);
     assert!(result.is_error && result.output.contains("interrupted"));
     assert!(matches!(effects.last(), Some(Effect::TurnEnded { .. })));
-    assert!(state.saving_plan.is_none());
+    assert!(!matches!(state.phase, LoopPhase::SavePlan(_)));
 }
 
 #[test]
 fn a_model_change_is_recorded_once_with_its_window() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     let same = Input::SetModel { model: "m".into(), for_turn: false };
     assert!(step(&mut state, same).is_empty(), "the model in use: nothing changes");
     let other = Input::SetModel { model: "claude-opus-4".into(), for_turn: false };

@@ -215,16 +215,19 @@ pub use limits::{
     BudgetHit, DEFAULT_FAILING_CALLS, DEFAULT_REPEATED_CALLS, Delegated, LimitKind, Limits,
     RunawayLimits, SpendLimits, SpendStatus, Spent, Unreported, usd,
 };
-pub use phase::{Checking, CompactionReason, Finishing, LoopPhase, Outcome, PendingCompaction};
-pub use rebuild::{FileProbe, LogFacts, OpenTurn, Rebuilder, Rebuilt, WorkflowSetup, reconcile};
+pub use phase::{
+    Approval, Checking, CompactionReason, Finishing, LoopPhase, Outcome, PendingCompaction,
+    Running, SavingPlan,
+};
+pub use rebuild::{FileProbe, LogFacts, OpenTurn, Rebuilder, Rebuilt, reconcile};
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
-pub use state::{CompactionDepth, ConfiguredModel, LoopConfig, LoopState, ToolScope};
+pub use state::{CompactionDepth, ConfiguredModel, LoopConfig, LoopState, Opening, ToolScope};
 pub use step::step;
 pub use step_io::{Effect, Input, SubagentDone, SubagentOpened};
 pub use turn_calls::{CallProgress, FileNote, OpenCall};
 pub use verdicts::{CallCheck, CheckHooks, HookPermission, PostToolVerdict, PreToolVerdict};
-pub use workflow::{AGENT_TOOL, PlanReview, WorkflowState, shipped_rules};
+pub use workflow::{AGENT_TOOL, PlanReview, WorkflowSetup, WorkflowState, shipped_rules};
 
 #[cfg(test)]
 mod batch_finish_tests;

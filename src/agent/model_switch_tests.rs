@@ -30,7 +30,7 @@ fn session(max_cost_usd: Option<f64>) -> LoopState {
         ConfiguredModel { model: "local".into(), pricing: prices, one_hour_cache: false };
     config.context_window = prices.context_window;
     config.limits.spend.max_cost_usd = max_cost_usd;
-    LoopState::new(config)
+    LoopState::open(config, Opening::default())
 }
 
 fn usage() -> Usage {
@@ -207,7 +207,7 @@ fn the_cost_is_unknown_only_once_a_model_without_prices_served_something() {
     let mut config = config(ApprovalMode::Auto, 50);
     config.model = "qwen3:8b".into();
     config.configured.model = "qwen3:8b".into();
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     assert_eq!(state.session_cost_usd, None, "a model without prices: unknown from the start");
     switch(&mut state, "gpt-5-nano", false);
     assert_eq!(state.session_cost_usd, Some(0.0), "nothing was spent: known again");

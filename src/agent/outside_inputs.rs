@@ -117,6 +117,7 @@ pub(super) fn offer_tools(
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::Opening;
     use super::super::step::step;
     use super::super::step_io::Input;
     use super::super::test_support::config;
@@ -134,7 +135,7 @@ mod tests {
 
     #[test]
     fn offered_tools_replace_the_old_ones_and_a_change_is_recorded() {
-        let mut state = LoopState::new(config(ApprovalMode::Ask, 5));
+        let mut state = LoopState::open(config(ApprovalMode::Ask, 5), Opening::default());
         let builtin = state.config.tools.len();
         let first = Input::ToolsOffered {
             replaced: Vec::new(),
@@ -166,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_scoped_loop_is_offered_only_the_tools_in_its_scope() {
-        let mut state = LoopState::new(config(ApprovalMode::Ask, 5));
+        let mut state = LoopState::open(config(ApprovalMode::Ask, 5), Opening::default());
         state.config.tool_scope = Some(ToolScope {
             owner: "the read-only t agent".into(),
             tools: ["read_file", "mcp__a__read"].into_iter().map(String::from).collect(),

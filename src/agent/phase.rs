@@ -1,46 +1,64 @@
-//! Where the loop is ([`LoopPhase`]) and the data a wait holds: the
-//! compaction waiting for its summary, the batch whose calls are being
-//! settled ([`Checking`], `call_checks.rs`), the batch that ran and waits
-//! for what follows its calls ([`Finishing`], `batch_finish.rs`), the
-//! question waiting for its hooks ([`Question`], `approval_hooks.rs`).
+//! Where the loop is ([`LoopPhase`]) and the data each wait holds, inside
+//! the variant that waits: the compaction waiting for its summary
+//! ([`PendingCompaction`]), the question waiting for its hooks and the
+//! hooks' verdict kept for the approved call ([`Approval`],
+//! `approval_hooks.rs`), the batch whose calls are being settled
+//! ([`Checking`], `call_checks.rs`), the settled batch while it runs
+//! ([`Running`]), the batch that ran and waits for what follows its calls
+//! ([`Finishing`], `batch_finish.rs`), the harness call whose plan is being
+//! saved ([`SavingPlan`]).
 //!
-//! Invariant: plain data; the handlers that move between phases own the
-//! transitions, `step.rs` the order in which they run.
+//! Invariant: plain data; a wait's data exists exactly while the loop is
+//! in its phase, so leaving the phase drops it (no state such as "a batch
+//! being settled while idle" can be written down). The handlers that move
+//! between phases own the transitions, `step.rs` the order in which they
+//! run.
 
 use serde_json::Value;
 
 use crate::policy::PathLinks;
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 
+use super::harness::HarnessOutcome;
 use super::verdicts::{CallCheck, PreToolVerdict};
 
 /// Where the loop is. `Idle` between turns; the others name what the loop
-/// is waiting for.
+/// is waiting for, and hold what the wait needs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoopPhase {
     Idle,
     /// A model request is in flight.
     Infer,
-    /// Waiting for the user's answer on the front batch.
-    AwaitApproval,
+    /// Waiting for the user's answer on the front batch (first for the
+    /// question's PreToolUse hooks): [`Approval`].
+    AwaitApproval(Approval),
     /// A summary for a compaction is being written, or the driver is
     /// refreshing the instructions after one.
-    Compact,
-    /// The front batch is running.
-    Execute,
+    Compact(PendingCompaction),
+    /// The front batch is running; what was refused of it waits in
+    /// [`Running`] (empty while the loop works through the pending
+    /// batches between two waits).
+    Execute(Running),
     /// The next request would cross a spend limit: waiting for the
     /// front end to raise it or let the turn end.
     AwaitLimit,
     /// A submitted plan is being written to its file; the harness call's
-    /// outcome waits in `LoopState::saving_plan`.
-    SavePlan,
+    /// outcome waits in [`SavingPlan`].
+    SavePlan(Box<SavingPlan>),
     /// The front batch's calls are settled before it runs (hooks, a
     /// rewrite, symlinks): [`Checking`] (`agent::call_checks`).
-    Check,
+    Check(Checking),
     /// The front batch ran; its results wait in [`Finishing`]
     /// for an unsandboxed re-run offer or PostToolUse hooks
     /// (`agent::batch_finish`).
-    Finish,
+    Finish(Finishing),
+}
+
+impl LoopPhase {
+    /// Between turns.
+    pub fn is_idle(&self) -> bool {
+        matches!(self, Self::Idle)
+    }
 }
 
 /// Why a compaction runs.
@@ -114,6 +132,35 @@ pub struct Checking {
     pub open: Option<Open>,
     /// The hooks' verdict from before the (single) call's approval.
     pub prejudged: Option<PreToolVerdict>,
+}
+
+/// A settled batch while it runs (phase `Execute`): what it came to
+/// besides the results the driver will send.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Running {
+    /// The refused calls' results, in call order (they join the batch's).
+    pub refused: Vec<(ToolResult, ToolMeta)>,
+    /// The calls that run, as they run (a hook may have rewritten them).
+    pub run_as: Vec<ToolCall>,
+}
+
+/// The phase `AwaitApproval`'s data.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Approval {
+    /// The question, while its PreToolUse hooks run (answers are not
+    /// taken yet); `None` once the user is asked.
+    pub asking: Option<Question>,
+    /// The hooks' verdict on the asked call (call id), taken when the
+    /// approved call's batch starts (`call_checks::start`).
+    pub prejudged: Option<(String, PreToolVerdict)>,
+}
+
+/// The harness call whose submitted plan is being saved, and what it led
+/// to (recorded once the plan's path is known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavingPlan {
+    pub call: ToolCall,
+    pub outcome: HarnessOutcome,
 }
 
 /// How a call's checks ended.

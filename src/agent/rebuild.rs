@@ -35,39 +35,15 @@
 
 use crate::protocol::{EventRecord, PrefixSections, SessionEvent, ToolCall, ToolMeta, ToolResult};
 
-use super::phase::LoopPhase;
+use super::phase::{LoopPhase, Running};
 use super::runaway::{Ran, without_note};
 use super::schedule::Batch;
-use super::state::{LoopConfig, LoopState};
+use super::state::{LoopConfig, LoopState, Opening};
 use super::step::{batches, proceed};
 use super::step_io::Effect;
 use super::turn_calls::{CallProgress, OpenCall, TurnCalls};
-use super::workflow::WorkflowState;
-use crate::plan::{PhaseRules, PlanState, PlanStatus};
-
-/// How a session's workflow is set up from its settings: a project's
-/// phase rules and the check commands it configures, detects and names.
-/// Start and resume apply the same setup.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WorkflowSetup {
-    pub rules: Option<PhaseRules>,
-    pub verify_commands: Vec<String>,
-    pub detected_checks: Vec<String>,
-    pub named_checks: Vec<String>,
-}
-
-impl WorkflowSetup {
-    /// Sets `workflow` up (rules first, keeping the plan requirement).
-    pub fn apply(self, workflow: &mut WorkflowState) {
-        if let Some(rules) = self.rules {
-            let plan_required = workflow.flow.plan_required;
-            *workflow = WorkflowState::with_rules(rules, plan_required);
-        }
-        workflow.verify_commands = self.verify_commands;
-        workflow.detected_checks = self.detected_checks;
-        workflow.named_checks = self.named_checks;
-    }
-}
+use super::workflow::WorkflowSetup;
+use crate::plan::{PlanState, PlanStatus};
 
 /// What the log says about the session besides the loop state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -131,7 +107,7 @@ pub struct Rebuilder {
 impl Rebuilder {
     pub fn new(config: LoopConfig) -> Self {
         Self {
-            state: LoopState::new(config),
+            state: LoopState::open(config, Opening::default()),
             facts: LogFacts::default(),
             turn_open: false,
             turn_has_prompt: false,
@@ -368,7 +344,7 @@ pub fn reconcile(state: &mut LoopState, open: &OpenTurn, probe: &dyn FileProbe) 
     state.pending = std::iter::once(Batch::Run { calls, concurrent: false })
         .chain(batches(state, waiting, &mut decisions))
         .collect();
-    state.phase = LoopPhase::Execute;
+    state.phase = LoopPhase::Execute(Running::default());
     let mut effects = Vec::new();
     let next = super::batch_finish::on_reconciled(state, results, &mut effects);
     proceed(state, next, &mut effects);

@@ -298,7 +298,7 @@ fn run_switching(
     config.limits.spend.max_tokens = max_tokens;
     // PostToolUse hooks listen in sessions with an even number of turns.
     config.post_tool_hooks = turns.len().is_multiple_of(2);
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     if let Some(review) = review_of(turns) {
         step(&mut state, Input::SetPlanReview { review });
     }
@@ -310,7 +310,7 @@ fn run_switching(
         let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
         drive(&mut state, effects, &mut log);
         for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
-            if state.phase == LoopPhase::Idle {
+            if state.phase.is_idle() {
                 break;
             }
             let items: Vec<Item> = if calls.is_empty() {

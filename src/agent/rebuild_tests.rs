@@ -40,7 +40,7 @@ pub(super) fn record(effects: &[Effect], log: &mut Vec<EventRecord>) {
 
 /// A full two-turn session: read, write, answer; then a plain answer.
 fn live_session() -> (LoopState, Vec<EventRecord>) {
-    let mut state = LoopState::new(config(ApprovalMode::Auto));
+    let mut state = LoopState::open(config(ApprovalMode::Auto), Opening::default());
     let mut log = Vec::new();
     let inputs = vec![
         Input::UserTurn { text: "go".into() },
@@ -183,7 +183,7 @@ fn a_started_call_without_result_is_reported_interrupted_with_landing() {
 
 #[test]
 fn a_call_that_never_started_asks_for_approval_again() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask));
+    let mut state = LoopState::open(config(ApprovalMode::Ask), Opening::default());
     let mut log = Vec::new();
     for input in [
         Input::UserTurn { text: "go".into() },
@@ -326,7 +326,7 @@ fn a_plan_waiting_for_review_keeps_the_plan_requirement() {
 /// the rebuild lands on the same mode.
 #[test]
 fn a_rebuild_after_a_plan_approval_in_plan_mode_is_in_ask_mode() {
-    let mut state = LoopState::new(config(ApprovalMode::Plan));
+    let mut state = LoopState::open(config(ApprovalMode::Plan), Opening::default());
     let mut log = records(vec![started(Some("plan"))]);
     let plan = ToolCall {
         call_id: "p".into(),
@@ -566,7 +566,7 @@ fn lost_results_and_orphan_results_keep_the_history_well_formed() {
 /// an id answers its n-th call.
 #[test]
 fn a_reused_call_id_is_counted_not_collapsed() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto));
+    let mut state = LoopState::open(config(ApprovalMode::Auto), Opening::default());
     let mut log = Vec::new();
     for input in [
         Input::UserTurn { text: "go".into() },

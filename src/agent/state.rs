@@ -9,13 +9,12 @@ use crate::protocol::{
     Item, ModelRequest, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage, entry_names,
 };
 
-use super::harness::HarnessOutcome;
 use super::limits::{Delegated, Limits, SpendLimits, Unreported};
-use super::phase::{Checking, Finishing, LoopPhase, PendingCompaction, Question};
+use super::phase::LoopPhase;
 use super::runaway::RunawayState;
 use super::schedule::Batch;
 use super::verdicts::PreToolVerdict;
-use super::workflow::{AGENT_TOOL, WorkflowState};
+use super::workflow::{AGENT_TOOL, WorkflowSetup, WorkflowState};
 
 /// What stays fixed while a session runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,94 +128,83 @@ impl ToolScope {
     }
 }
 
-/// The whole mutable state of the loop.
+/// The whole mutable state of the loop. Built by [`LoopState::open`] (a
+/// rebuild opens one and folds the log through [`LoopState::apply`]); its
+/// fields are the agent's own: the runtime reads them through accessors
+/// and changes only what an opening or a resume settles (the
+/// configuration, the environment, notes for the next request). Where the
+/// loop is, and what a wait holds, is `phase` alone.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopState {
-    pub config: LoopConfig,
-    pub phase: LoopPhase,
+    pub(super) config: LoopConfig,
+    pub(super) phase: LoopPhase,
     /// The conversation, oldest first.
-    pub items: Vec<Item>,
+    pub(super) items: Vec<Item>,
     /// Turns started in this session (1-based once a turn starts).
-    pub turn: u32,
+    pub(super) turn: u32,
     /// Model calls made in the current turn.
-    pub step: u32,
+    pub(super) step: u32,
     /// Usage of the current turn.
-    pub turn_usage: Usage,
+    pub(super) turn_usage: Usage,
     /// Usage of the whole session.
-    pub session_usage: Usage,
+    pub(super) session_usage: Usage,
     /// What the session's own requests cost, each charged at the prices
     /// of the model that served it (`model_response` lines carry it, so a
     /// resume rebuilds the same figure); `None` once one was served by a
     /// model without prices.
-    pub session_cost_usd: Option<f64>,
+    pub(super) session_cost_usd: Option<f64>,
     /// What the spend was charged for responses whose server reported no
     /// usage (their estimates, logged on their `model_response` lines),
     /// so a spend limit holds against such a server too.
-    pub unreported: Unreported,
+    pub(super) unreported: Unreported,
     /// The model to go back to when the current turn ends (a custom
     /// command's `model:`); logged with its `model_changed`, so a resume
     /// goes back too.
-    pub turn_model: Option<String>,
+    pub(super) turn_model: Option<String>,
     /// Batches of the current response still to run; the front one is
     /// running or awaiting approval.
-    pub pending: VecDeque<Batch>,
+    pub(super) pending: VecDeque<Batch>,
     /// What the user allowed for the rest of the session.
-    pub allowlist: Allowlist,
+    pub(super) allowlist: Allowlist,
     /// Phase, plan, verification gate and tasks (plan mode requires a plan).
-    pub workflow: WorkflowState,
+    pub(super) workflow: WorkflowState,
     /// The step at which the history was last compacted and how far
     /// (one cheap and one summary compaction per step at most, so an
     /// overflow cannot loop).
-    pub compacted_at_step: Option<(u32, CompactionDepth)>,
+    pub(super) compacted_at_step: Option<(u32, CompactionDepth)>,
     /// The provider's input tokens for the latest request and the number
     /// of items that request carried: later estimates only count the
     /// items added since. `None` after a compaction.
-    pub reported_context: Option<(u64, usize)>,
-    /// The compaction waiting for its summary.
-    pub compaction: Option<PendingCompaction>,
+    pub(super) reported_context: Option<(u64, usize)>,
     /// The last failing verification output recorded by a compaction,
     /// for later compactions whose history no longer holds it.
-    pub failed_check: Option<String>,
+    pub(super) failed_check: Option<String>,
     /// The largest output of the session's responses (the projection's
     /// output estimate).
-    pub largest_output_tokens: u64,
+    pub(super) largest_output_tokens: u64,
     /// The spend limits the log holds last (`limits_set`).
-    pub logged_limits: SpendLimits,
+    pub(super) logged_limits: SpendLimits,
     /// Repeated and failing calls of the current turn.
-    pub runaway: RunawayState,
+    pub(super) runaway: RunawayState,
     /// The environment block as the driver last saw it (git status, date,
     /// …); announced when it differs from what the model was told.
-    pub environment: String,
+    pub(super) environment: String,
     /// The AGENTS.md, memory and skills sections as last read again (after
     /// a summary, on resume); announced where they differ from what is in
     /// force. `None`: nothing read since the prefix was built.
-    pub observed: Option<PrefixSections>,
+    pub(super) observed: Option<PrefixSections>,
     /// Context SessionStart hooks added, waiting for the next request.
-    pub hook_context: Vec<String>,
+    pub(super) hook_context: Vec<String>,
     /// What a resumed session says about the background processes it no
     /// longer has, waiting for the next request.
-    pub process_notes: Vec<String>,
+    pub(super) process_notes: Vec<String>,
     /// A narrowing for the current turn only (a `/command`'s
     /// `allowed-tools`), on top of `config.tool_scope`; the turn's end
     /// clears it (logged as `turn_scope`, so a resumed turn keeps it).
-    pub turn_scope: Option<ToolScope>,
+    pub(super) turn_scope: Option<ToolScope>,
     /// What this session's subagents spent (`subagent_finished`), counted
     /// against the spend limits.
-    pub delegated: Delegated,
-    /// The harness call whose submitted plan is being saved, and what it
-    /// led to (recorded once the plan's path is known).
-    pub saving_plan: Option<(ToolCall, HarnessOutcome)>,
-    /// The batch that ran, while what follows its calls is settled
-    /// (phase `Finish`).
-    pub finishing: Option<Finishing>,
-    /// The front batch's calls while they are settled and run (the
-    /// refused ones' results wait here).
-    pub checking: Option<Checking>,
-    /// A question about a call, while its PreToolUse hooks run.
-    pub asking: Option<Question>,
-    /// The PreToolUse hooks' verdict on a call from before its approval
-    /// (call id), taken when it runs.
-    pub prejudged: Option<(String, PreToolVerdict)>,
+    pub(super) delegated: Delegated,
 }
 
 /// How far the history was compacted within one step.
@@ -227,13 +215,19 @@ pub enum CompactionDepth {
 }
 
 impl LoopState {
-    pub fn new(config: LoopConfig) -> Self {
+    /// The one constructor: a loop about to take its first input (or to
+    /// fold a log), idle, set up with `opening`.
+    pub fn open(config: LoopConfig, opening: Opening) -> Self {
         let plan_required = config.policy.mode == ApprovalMode::Plan;
         // Unknown from the start on a model without prices (as the cost of
         // its first response will be).
         let session_cost_usd = config.pricing.is_priced().then_some(0.0);
+        let mut workflow = WorkflowState::new(plan_required);
+        if let Some(setup) = opening.workflow {
+            setup.apply(&mut workflow);
+        }
         Self {
-            workflow: WorkflowState::new(plan_required),
+            workflow,
             config,
             phase: LoopPhase::Idle,
             items: Vec::new(),
@@ -245,25 +239,19 @@ impl LoopState {
             unreported: Unreported::default(),
             turn_model: None,
             pending: VecDeque::new(),
-            allowlist: Allowlist::default(),
+            allowlist: opening.allowlist,
             compacted_at_step: None,
             reported_context: None,
-            compaction: None,
             failed_check: None,
             largest_output_tokens: 0,
             logged_limits: SpendLimits::default(),
             runaway: RunawayState::default(),
-            environment: String::new(),
+            environment: opening.environment,
             observed: None,
             hook_context: Vec::new(),
             process_notes: Vec::new(),
             turn_scope: None,
             delegated: Delegated::default(),
-            saving_plan: None,
-            finishing: None,
-            checking: None,
-            asking: None,
-            prejudged: None,
         }
     }
 
@@ -321,9 +309,18 @@ impl LoopState {
     /// a plan, and must not stand for a later call that reuses its id (a Chat
     /// server sending no ids gets `call_0` for every response's first call).
     pub(super) fn take_prejudged(&mut self, call_id: &str) -> Option<PreToolVerdict> {
-        match self.prejudged.take() {
+        let LoopPhase::AwaitApproval(approval) = &mut self.phase else { return None };
+        match approval.prejudged.take() {
             Some((id, verdict)) if id == call_id => Some(verdict),
             Some(_) | None => None,
+        }
+    }
+
+    /// Drops the hooks' verdict kept from before a question (see
+    /// [`LoopState::take_prejudged`]).
+    pub(super) fn drop_prejudged(&mut self) {
+        if let LoopPhase::AwaitApproval(approval) = &mut self.phase {
+            approval.prejudged = None;
         }
     }
 
@@ -331,4 +328,109 @@ impl LoopState {
     pub fn last_assistant_text(&self) -> Option<&str> {
         self.items.iter().rev().find_map(|item| item.assistant_text())
     }
+
+    /// The session's configuration.
+    pub fn config(&self) -> &LoopConfig {
+        &self.config
+    }
+
+    /// The configuration, for what an opening or a resume settles before
+    /// the first input (the sandbox's walls, whether post-tool hooks
+    /// listen, resumed spend limits, a fresh prefix); `step` changes the
+    /// rest through logged events.
+    pub fn config_mut(&mut self) -> &mut LoopConfig {
+        &mut self.config
+    }
+
+    /// Where the loop is.
+    pub fn phase(&self) -> &LoopPhase {
+        &self.phase
+    }
+
+    /// The conversation, oldest first.
+    pub fn items(&self) -> &[Item] {
+        &self.items
+    }
+
+    /// Turns started in this session (1-based once a turn starts).
+    pub fn turn(&self) -> u32 {
+        self.turn
+    }
+
+    /// Model calls made in the current turn.
+    pub fn step(&self) -> u32 {
+        self.step
+    }
+
+    /// Usage of the whole session (its subagents' not included).
+    pub fn session_usage(&self) -> Usage {
+        self.session_usage
+    }
+
+    /// What the session's own requests cost (`None`: unknown).
+    pub fn session_cost_usd(&self) -> Option<f64> {
+        self.session_cost_usd
+    }
+
+    /// What this session's subagents spent.
+    pub fn delegated(&self) -> &Delegated {
+        &self.delegated
+    }
+
+    /// What the user allowed for the rest of the session.
+    pub fn allowlist(&self) -> &Allowlist {
+        &self.allowlist
+    }
+
+    /// Adds `parent`'s lasting approvals (a resumed child never has fewer
+    /// than its parent).
+    pub fn inherit_allowlist(&mut self, parent: &Allowlist) {
+        self.allowlist.prefixes.extend(parent.prefixes.iter().cloned());
+        self.allowlist.files.extend(parent.files.iter().cloned());
+        self.allowlist.tools.extend(parent.tools.iter().cloned());
+    }
+
+    /// Phase, plan, verification gate and tasks.
+    pub fn workflow(&self) -> &WorkflowState {
+        &self.workflow
+    }
+
+    /// The running turn's narrowing (a `/command`'s `allowed-tools`).
+    pub fn turn_scope(&self) -> Option<&ToolScope> {
+        self.turn_scope.as_ref()
+    }
+
+    /// The spend limits the log holds last.
+    pub fn logged_limits(&self) -> SpendLimits {
+        self.logged_limits
+    }
+
+    /// The environment block as the driver sees it now; announced before
+    /// the next request where it differs from what the model was told.
+    pub fn set_environment(&mut self, environment: String) {
+        self.environment = environment;
+    }
+
+    /// The AGENTS.md, memory and skills sections as read again (on
+    /// resume); announced where they differ from what is in force.
+    pub fn observe_sections(&mut self, sections: PrefixSections) {
+        self.observed = Some(sections);
+    }
+
+    /// Notes about background processes a resumed session no longer has,
+    /// for the next request.
+    pub fn note_processes(&mut self, notes: impl IntoIterator<Item = String>) {
+        self.process_notes.extend(notes);
+    }
+}
+
+/// What a loop opens with besides its configuration.
+#[derive(Debug, Default)]
+pub struct Opening {
+    /// The project's phase rules and checks (`None`: the default workflow).
+    pub workflow: Option<WorkflowSetup>,
+    /// The environment block, announced before the first request.
+    pub environment: String,
+    /// Lasting approvals it starts with (a subagent's parent's).
+    pub allowlist: Allowlist,
 }

@@ -40,13 +40,13 @@ macro_rules! any_phase {
     () => {
         LoopPhase::Idle
             | LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
-            | LoopPhase::Compact
+            | LoopPhase::AwaitApproval(_)
+            | LoopPhase::Execute(_)
+            | LoopPhase::Compact(_)
             | LoopPhase::AwaitLimit
-            | LoopPhase::SavePlan
-            | LoopPhase::Check
-            | LoopPhase::Finish
+            | LoopPhase::SavePlan(_)
+            | LoopPhase::Check(_)
+            | LoopPhase::Finish(_)
     };
 }
 
@@ -62,7 +62,7 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
 /// Hands `input` to the handler of the current phase; what it says comes
 /// next.
 fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> Next {
-    match (state.phase.clone(), input) {
+    match (&state.phase, input) {
         (LoopPhase::Idle, Input::UserTurn { text }) => start_turn(state, text, effects),
         (LoopPhase::Infer, Input::ModelResponded(response)) => {
             on_response(state, response, effects)
@@ -78,49 +78,52 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             compaction::on_compact_requested(state, focus, effects);
             Next::Wait
         }
-        (LoopPhase::Compact, Input::Summarized { text, usage }) => {
+        (LoopPhase::Compact(_), Input::Summarized { text, usage }) => {
             compaction::on_summary(state, Some(text), usage, effects);
             Next::Wait
         }
-        (LoopPhase::Compact, Input::SummaryFailed { usage, .. }) => {
+        (LoopPhase::Compact(_), Input::SummaryFailed { usage, .. }) => {
             compaction::on_summary(state, None, usage, effects);
             Next::Wait
         }
-        (LoopPhase::Compact, Input::CompactionApplied { observed }) => {
-            state.observed = Some(observed);
+        (LoopPhase::Compact(_), Input::CompactionApplied { observed }) => {
+            state.observe_sections(observed);
             compaction::on_applied(state)
         }
         (any_phase!(), Input::EnvironmentRead { environment }) => {
             outside_inputs::environment_read(state, environment);
             Next::Wait
         }
-        (LoopPhase::Compact, Input::Interrupted) => compaction::on_interrupted(state),
-        (LoopPhase::AwaitApproval, Input::CallsChecked { checks }) => {
+        (LoopPhase::Compact(_), Input::Interrupted) => compaction::on_interrupted(state),
+        (LoopPhase::AwaitApproval(_), Input::CallsChecked { checks }) => {
             approval_hooks::on_checked(state, checks, effects)
         }
         // No answer counts before the question is asked (its hooks first).
-        (LoopPhase::AwaitApproval, Input::ApprovalDecided { call_id, approved, note, scope })
-            if !approval_hooks::waiting(state) =>
-        {
+        (
+            LoopPhase::AwaitApproval(_),
+            Input::ApprovalDecided { call_id, approved, note, scope },
+        ) if !approval_hooks::waiting(state) => {
             decisions::on_approval(state, &call_id, approved, note, scope, effects)
         }
         (
-            LoopPhase::AwaitApproval,
+            LoopPhase::AwaitApproval(_),
             Input::PlanReviewed { call_id, approved, note, edited_text, then_mode },
         ) if !approval_hooks::waiting(state) => {
             let review = decisions::PlanAnswer { approved, note, edited_text, then_mode };
             decisions::on_plan_reviewed(state, &call_id, review, effects)
         }
-        (LoopPhase::AwaitApproval, Input::ApprovalBlocked { call_id, reason })
+        (LoopPhase::AwaitApproval(_), Input::ApprovalBlocked { call_id, reason })
             if !approval_hooks::waiting(state) =>
         {
             decisions::on_approval_blocked(state, &call_id, &reason, effects)
         }
-        (LoopPhase::AwaitApproval, Input::RulePersisted { call_id, rule, note, saved }) => {
+        (LoopPhase::AwaitApproval(_), Input::RulePersisted { call_id, rule, note, saved }) => {
             decisions::on_rule_persisted(state, &call_id, rule, note, saved, effects)
         }
-        (LoopPhase::SavePlan, Input::PlanSaved { path }) => decisions::on_plan_saved(state, path),
-        (LoopPhase::SavePlan, Input::Interrupted) => {
+        (LoopPhase::SavePlan(_), Input::PlanSaved { path }) => {
+            decisions::on_plan_saved(state, path)
+        }
+        (LoopPhase::SavePlan(_), Input::Interrupted) => {
             decisions::on_plan_save_interrupted(state, effects);
             Next::interrupted()
         }
@@ -164,29 +167,29 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             decisions::review_waiting_plan(state, approved, &feedback, effects);
             Next::Wait
         }
-        (LoopPhase::Execute, Input::BatchFinished { results }) => {
+        (LoopPhase::Execute(_), Input::BatchFinished { results }) => {
             batch_finish::on_batch_finished(state, results, effects)
         }
-        (LoopPhase::Check, Input::CallsChecked { checks }) => {
+        (LoopPhase::Check(_), Input::CallsChecked { checks }) => {
             call_checks::on_checked(state, checks, effects)
         }
-        (LoopPhase::Check, Input::CallConfirmed { call_id, approved, note }) => {
+        (LoopPhase::Check(_), Input::CallConfirmed { call_id, approved, note }) => {
             call_checks::on_answer(state, &call_id, approved, note, effects)
         }
-        (LoopPhase::Check, Input::Interrupted) => {
+        (LoopPhase::Check(_), Input::Interrupted) => {
             call_checks::on_interrupted(state, effects);
             Next::interrupted()
         }
-        (LoopPhase::Finish, Input::CallConfirmed { call_id, approved, note }) => {
+        (LoopPhase::Finish(_), Input::CallConfirmed { call_id, approved, note }) => {
             batch_finish::on_answer(state, &call_id, approved, note, effects)
         }
-        (LoopPhase::Finish, Input::RerunFinished { result, meta }) => {
+        (LoopPhase::Finish(_), Input::RerunFinished { result, meta }) => {
             batch_finish::on_rerun(state, result, meta, effects)
         }
-        (LoopPhase::Finish, Input::PostToolHooksDone { verdicts }) => {
+        (LoopPhase::Finish(_), Input::PostToolHooksDone { verdicts }) => {
             batch_finish::on_post_hooks(state, verdicts, effects)
         }
-        (LoopPhase::Finish, Input::Interrupted) => {
+        (LoopPhase::Finish(_), Input::Interrupted) => {
             batch_finish::on_interrupted(state, effects);
             Next::interrupted()
         }
@@ -195,8 +198,8 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
         }
         (
             LoopPhase::Infer
-            | LoopPhase::AwaitApproval
-            | LoopPhase::Execute
+            | LoopPhase::AwaitApproval(_)
+            | LoopPhase::Execute(_)
             | LoopPhase::AwaitLimit,
             Input::Interrupted,
         ) => Next::interrupted(),
@@ -402,7 +405,7 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
             // The hooks' verdict kept from before a question stands only
             // for the approved call's own batch, which is next after it:
             // here the call was declined, blocked or a plan reviewed.
-            state.prejudged = None;
+            state.drop_prejudged();
         }
         match front {
             None => return infer(state, effects),
@@ -446,7 +449,6 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
                     continue;
                 }
                 state.pending.push_front(Batch::Run { calls: calls.clone(), concurrent });
-                state.phase = LoopPhase::Execute;
                 for call in &calls {
                     // A concurrent batch holds only calls judged reads (an
                     // `agent` call there is a read-only type's).
@@ -509,9 +511,8 @@ fn finish_harness(
 }
 
 fn end_turn(state: &mut LoopState, outcome: TurnOutcome, effects: &mut Vec<Effect>) {
+    // What any wait held (a question, a kept verdict) ends with the turn.
     state.phase = LoopPhase::Idle;
-    state.asking = None;
-    state.prejudged = None;
     let usage = state.turn_usage;
     // A custom command's model gives way to the one before it.
     let restored = state.turn_model.clone().filter(|model| *model != state.config.model);

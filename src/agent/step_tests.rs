@@ -36,7 +36,7 @@ fn non_record(effects: &[Effect]) -> Vec<&Effect> {
 
 #[test]
 fn plain_answer_ends_the_turn_with_its_text() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     let effects = step(&mut state, Input::UserTurn { text: "hi".into() });
     assert!(matches!(non_record(&effects)[..], [Effect::CallModel(_)]));
     let effects = step(&mut state, respond(vec![Item::Assistant { text: "hello".into() }]));
@@ -51,7 +51,7 @@ fn plain_answer_ends_the_turn_with_its_text() {
 
 #[test]
 fn reads_run_together_and_writes_alone_in_call_order() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Auto, 10), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(
         &mut state,
@@ -96,7 +96,7 @@ fn reads_run_together_and_writes_alone_in_call_order() {
 fn shell_batches(commands: &[&str], sandboxed: bool) -> Vec<(Vec<String>, bool, Vec<ToolClass>)> {
     let mut config = config(ApprovalMode::Auto, 10);
     config.policy.sandboxed = sandboxed;
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let calls = commands.iter().enumerate().map(|(i, command)| {
         let arguments = serde_json::json!({ "command": command }).to_string();
@@ -146,7 +146,7 @@ fn shell_reads_stay_serial_without_a_sandbox_to_fail_a_wrong_judgement() {
 
 #[test]
 fn declined_call_tells_the_model_why_and_the_loop_goes_on() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(&mut state, respond(vec![Item::ToolCall(call("c", "shell"))]));
     assert!(matches!(effects.last(), Some(Effect::AskApproval { .. })));
@@ -175,7 +175,7 @@ fn declined_call_tells_the_model_why_and_the_loop_goes_on() {
 
 #[test]
 fn approved_call_runs() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     step(&mut state, respond(vec![Item::ToolCall(call("c", "shell"))]));
     let effects = step(
@@ -192,7 +192,7 @@ fn approved_call_runs() {
 
 #[test]
 fn step_limit_answers_open_calls_and_stops() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 1));
+    let mut state = LoopState::open(config(ApprovalMode::Auto, 1), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(&mut state, respond(vec![Item::ToolCall(call("c", "read_file"))]));
     assert!(matches!(
@@ -204,7 +204,7 @@ fn step_limit_answers_open_calls_and_stops() {
 
 #[test]
 fn interrupt_while_running_answers_every_open_call() {
-    let mut state = LoopState::new(config(ApprovalMode::Auto, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Auto, 10), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     step(
         &mut state,
@@ -221,7 +221,7 @@ fn interrupt_while_running_answers_every_open_call() {
 
 #[test]
 fn model_failure_fails_the_turn() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(&mut state, Input::ModelFailed { message: "boom".into() });
     assert!(effects.contains(&Effect::Record(SessionEvent::ModelError { message: "boom".into() })));
@@ -230,7 +230,7 @@ fn model_failure_fails_the_turn() {
 
 #[test]
 fn stale_inputs_change_nothing() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     let before = state.clone();
     assert!(step(&mut state, Input::BatchFinished { results: vec![] }).is_empty());
     assert!(step(&mut state, Input::Interrupted).is_empty());
@@ -278,7 +278,7 @@ proptest! {
     #[test]
     fn every_call_is_answered_once_idle(moves in moves(), full_auto in any::<bool>()) {
         let mode = if full_auto { ApprovalMode::Auto } else { ApprovalMode::Ask };
-        let mut state = LoopState::new(config(mode, 3));
+        let mut state = LoopState::open(config(mode, 3), Opening::default());
         let mut recorded_results = 0usize;
         let mut next_id = 0u32;
         let mut last_effects = step(&mut state, Input::UserTurn { text: "go".into() });
@@ -301,7 +301,7 @@ proptest! {
                 Move::Fail => Input::ModelFailed { message: "x".into() },
             };
             last_effects = step(&mut state, input);
-            if state.phase == LoopPhase::Idle {
+            if state.phase.is_idle() {
                 recorded_results += last_effects.iter().filter(|e| matches!(e, Effect::Record(SessionEvent::ToolCallFinished { .. }))).count();
                 prop_assert_eq!(unanswered_calls(&state.items), Vec::<String>::new());
                 let in_history = state.items.iter().filter(|i| matches!(i, Item::ToolResult(_))).count();
@@ -341,7 +341,7 @@ fn every_judged_call_has_its_policy_decision_recorded_before_it_runs_is_asked_or
     let rules = "prefix_rule(pattern=[\"curl\"], decision=\"forbidden\", \
                  justification=\"no network from the agent\")";
     config.policy.rules.load("user.rules", rules, crate::policy::Origin::User).unwrap();
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(
         &mut state,
@@ -390,7 +390,7 @@ fn every_judged_call_has_its_policy_decision_recorded_before_it_runs_is_asked_or
 
 #[test]
 fn harness_calls_are_not_judged_by_policy() {
-    let mut state = LoopState::new(config(ApprovalMode::Ask, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let todo = ToolCall {
         call_id: "t".into(),

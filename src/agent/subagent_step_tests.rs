@@ -58,7 +58,7 @@ fn read_only_subagents_run_together_and_writers_alone() {
         ("explore".to_owned(), ToolClass::ReadOnly),
         ("verify".to_owned(), ToolClass::Mutating),
     ]);
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let effects = step(
         &mut state,
@@ -90,7 +90,7 @@ fn a_narrowed_loop_refuses_other_tools_before_policy() {
         owner: "the read-only explore agent".into(),
         tools: BTreeSet::from(["read_file".to_owned(), "grep".to_owned()]),
     });
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     step(&mut state, Input::UserTurn { text: "go".into() });
     let write = call_with("w", "write_file", r#"{"path":"a.txt","content":"x"}"#);
     let read = call_with("r", "read_file", r#"{"path":"a.txt"}"#);
@@ -125,7 +125,7 @@ fn a_narrowed_loop_refuses_other_tools_before_policy() {
 
 #[test]
 fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
-    let mut state = LoopState::new(config(ApprovalMode::Yolo, 10));
+    let mut state = LoopState::open(config(ApprovalMode::Yolo, 10), Opening::default());
     let scope = ToolScope {
         owner: "the /look command".into(),
         tools: BTreeSet::from(["read_file".to_owned()]),
@@ -189,7 +189,7 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
 fn delegate(usage: Usage, estimated: Unreported) -> (bool, LoopState, Vec<SessionEvent>) {
     let mut config = config(ApprovalMode::Auto, 10);
     config.limits.spend.max_tokens = Some(1_000);
-    let mut state = LoopState::new(config);
+    let mut state = LoopState::open(config, Opening::default());
     let opened = SubagentOpened {
         call_id: "a".into(),
         session_id: "child".into(),

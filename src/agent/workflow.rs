@@ -479,3 +479,27 @@ pub(super) fn plan_event(flow: &Workflow) -> SessionEvent {
     let plan = serde_json::to_value(&flow.plan).unwrap_or(serde_json::Value::Null);
     SessionEvent::PlanUpdated { plan }
 }
+
+/// How a session's workflow is set up from its settings: a project's
+/// phase rules and the check commands it configures, detects and names.
+/// Start and resume apply the same setup.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkflowSetup {
+    pub rules: Option<PhaseRules>,
+    pub verify_commands: Vec<String>,
+    pub detected_checks: Vec<String>,
+    pub named_checks: Vec<String>,
+}
+
+impl WorkflowSetup {
+    /// Sets `workflow` up (rules first, keeping the plan requirement).
+    pub fn apply(self, workflow: &mut WorkflowState) {
+        if let Some(rules) = self.rules {
+            let plan_required = workflow.flow.plan_required;
+            *workflow = WorkflowState::with_rules(rules, plan_required);
+        }
+        workflow.verify_commands = self.verify_commands;
+        workflow.detected_checks = self.detected_checks;
+        workflow.named_checks = self.named_checks;
+    }
+}

@@ -31,26 +31,29 @@ fn state(approval: ApprovalMode) -> LoopState {
     let mut policy = Policy::new(RuleSet::default(), approval, paths);
     // As if commands run confined, so auto mode lets them run.
     policy.sandboxed = true;
-    LoopState::new(LoopConfig {
-        model: "m".into(),
-        prefix: PrefixSections { core: "be helpful".into(), ..PrefixSections::default() },
-        tools: harness_specs(&shipped_rules()),
-        tool_classes,
-        policy,
-        limits: super::Limits::with_max_steps(30),
-        pricing: crate::context::Pricing::default(),
-        configured: crate::agent::ConfiguredModel {
+    LoopState::open(
+        LoopConfig {
             model: "m".into(),
+            prefix: PrefixSections { core: "be helpful".into(), ..PrefixSections::default() },
+            tools: harness_specs(&shipped_rules()),
+            tool_classes,
+            policy,
+            limits: super::Limits::with_max_steps(30),
             pricing: crate::context::Pricing::default(),
-            one_hour_cache: false,
+            configured: crate::agent::ConfiguredModel {
+                model: "m".into(),
+                pricing: crate::context::Pricing::default(),
+                one_hour_cache: false,
+            },
+            context_window: None,
+            compact_threshold: 0.85,
+            post_tool_hooks: false,
+            agent_classes: BTreeMap::new(),
+            tool_scope: None,
+            walls: crate::prompts::Walls::default(),
         },
-        context_window: None,
-        compact_threshold: 0.85,
-        post_tool_hooks: false,
-        agent_classes: BTreeMap::new(),
-        tool_scope: None,
-        walls: crate::prompts::Walls::default(),
-    })
+        Opening::default(),
+    )
 }
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {

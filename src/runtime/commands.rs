@@ -151,7 +151,7 @@ impl Session {
         let observed = if self.subagents.role.is_some() {
             // A subagent keeps its own sections (its type's prompt, no
             // memory index, its skills): only AGENTS.md is read again.
-            let prefix = &self.state.config.prefix;
+            let prefix = &self.state.config().prefix;
             let project = instructions_block(&agents_md);
             PrefixSections { project, ..prefix.clone() }
         } else {
@@ -169,7 +169,7 @@ impl Session {
             // The first notes of a session that started without any: the
             // tool that reads them is offered with the announcement (the
             // summary already rewrote the history; a recorded change).
-            let offered = &self.state.config.tools;
+            let offered = &self.state.config().tools;
             if let Some(tool) = memory_tool(self.tools.registry(), offered, &found.memory) {
                 self.apply_outside_loop(Input::ToolsOffered {
                     replaced: Vec::new(),

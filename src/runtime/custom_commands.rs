@@ -99,7 +99,7 @@ impl Session {
         let scope = command
             .allowed_tools
             .as_ref()
-            .map(|tools| narrowed(self.state.config.tool_scope.as_ref(), &command.name, tools));
+            .map(|tools| narrowed(self.state.config().tool_scope.as_ref(), &command.name, tools));
         let summary = self.run_prompt_turn(command.prompt, scope, cancel).await;
         // A turn that never started (refused by a UserPromptSubmit hook)
         // has no end to go back at.

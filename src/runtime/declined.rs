@@ -33,11 +33,11 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
     let class = state.class_of_call(call);
     let facts = || CallFacts { tool: &call.name, class, arguments: &call.arguments };
     let judged = |mode: ApprovalMode| {
-        let mut policy = state.config.policy.clone();
+        let mut policy = state.config().policy.clone();
         policy.mode = mode;
-        policy::evaluate(&policy, &state.allowlist, facts())
+        policy::evaluate(&policy, state.allowlist(), facts())
     };
-    let asked = judged(state.config.policy.mode);
+    let asked = judged(state.config().policy.mode);
     let file = keel_home.join("rules").join("allow.rules");
     let rule = if policy::tool_rules::is_external(&call.name) {
         let line = policy::tool_rules::allow_rule_text(&call.name);
@@ -50,7 +50,7 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
     };
     let flag = [(ApprovalMode::Auto, "--full-auto"), (ApprovalMode::Yolo, "--yolo")]
         .into_iter()
-        .filter(|(mode, _)| *mode != state.config.policy.mode)
+        .filter(|(mode, _)| *mode != state.config().policy.mode)
         .find(|(mode, _)| judged(*mode).decision == Decision::Allow)
         .map(|(_, flag)| flag);
     match (flag, rule) {
@@ -76,7 +76,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::agent::LoopConfig;
+    use crate::agent::{LoopConfig, Opening};
     use crate::policy::{PathContext, Policy, RuleSet};
     use crate::protocol::ToolClass;
 
@@ -84,30 +84,33 @@ mod tests {
         let paths = PathContext::new("/home/u", "/home/u/ws", "/home/u/ws");
         let mut policy = Policy::new(RuleSet::default(), ApprovalMode::Ask, paths);
         policy.sandboxed = sandboxed;
-        LoopState::new(LoopConfig {
-            model: "m".into(),
-            prefix: crate::protocol::PrefixSections::default(),
-            tools: Vec::new(),
-            tool_classes: BTreeMap::from([
-                ("write_file".to_owned(), ToolClass::Mutating),
-                ("shell".to_owned(), ToolClass::Mutating),
-                ("mcp__github__create_issue".to_owned(), ToolClass::Mutating),
-            ]),
-            policy,
-            limits: crate::agent::Limits::with_max_steps(10),
-            pricing: crate::context::Pricing::default(),
-            configured: crate::agent::ConfiguredModel {
+        LoopState::open(
+            LoopConfig {
                 model: "m".into(),
+                prefix: crate::protocol::PrefixSections::default(),
+                tools: Vec::new(),
+                tool_classes: BTreeMap::from([
+                    ("write_file".to_owned(), ToolClass::Mutating),
+                    ("shell".to_owned(), ToolClass::Mutating),
+                    ("mcp__github__create_issue".to_owned(), ToolClass::Mutating),
+                ]),
+                policy,
+                limits: crate::agent::Limits::with_max_steps(10),
                 pricing: crate::context::Pricing::default(),
-                one_hour_cache: false,
+                configured: crate::agent::ConfiguredModel {
+                    model: "m".into(),
+                    pricing: crate::context::Pricing::default(),
+                    one_hour_cache: false,
+                },
+                context_window: None,
+                compact_threshold: 0.85,
+                post_tool_hooks: false,
+                agent_classes: BTreeMap::new(),
+                tool_scope: None,
+                walls: crate::prompts::Walls::default(),
             },
-            context_window: None,
-            compact_threshold: 0.85,
-            post_tool_hooks: false,
-            agent_classes: BTreeMap::new(),
-            tool_scope: None,
-            walls: crate::prompts::Walls::default(),
-        })
+            Opening::default(),
+        )
     }
 
     fn call(name: &str, args: serde_json::Value) -> ToolCall {

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopState, OpenTurn, SpendStatus, ToolScope, step};
+use crate::agent::{
+    Effect, Input, LoopState, OpenTurn, Opening as LoopOpening, SpendStatus, ToolScope, step,
+};
 use crate::config::Settings;
 use crate::config::commands::CommandCatalog;
 use crate::llm::LlmClient;
@@ -116,9 +118,12 @@ impl Session {
         let workspace_root = settings.workspace_root.clone();
         let found = discover_context(settings, &options.cwd);
         let tools = session_tools(settings, &found, 0);
-        let mut state = LoopState::new(loop_config(settings, &options, &tools, &found));
-        workflow_setup(settings, &found).apply(&mut state.workflow);
-        state.environment = environment(settings, &options.cwd, &options.date, options.headless);
+        let opening = LoopOpening {
+            workflow: Some(workflow_setup(settings, &found)),
+            environment: environment(settings, &options.cwd, &options.date, options.headless),
+            allowlist: Default::default(),
+        };
+        let mut state = LoopState::open(loop_config(settings, &options, &tools, &found), opening);
 
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
@@ -135,10 +140,10 @@ impl Session {
         })?;
         log.append(SessionEvent::PromptPrefix {
             reason: "session start".to_owned(),
-            sections: state.config.prefix.clone(),
-            tools_digest: tools_digest(&state.config.tools),
+            sections: state.config().prefix.clone(),
+            tools_digest: tools_digest(&state.config().tools),
         })?;
-        let (sandbox, sandbox_warning) = setup_sandbox(settings, &mut state.config);
+        let (sandbox, sandbox_warning) = setup_sandbox(settings, state.config_mut());
         for message in settings.warnings.iter().chain(&sandbox_warning) {
             sink.emit(RuntimeEvent::Warning { message: message.clone() });
         }
@@ -151,12 +156,12 @@ impl Session {
             provider,
             model: settings.model.clone(),
             workspace_root: workspace_root.clone(),
-            sandbox: super::sandboxing::sandbox_state(settings, &state.config.policy),
-            mode: state.config.policy.mode,
+            sandbox: super::sandboxing::sandbox_state(settings, &state.config().policy),
+            mode: state.config().policy.mode,
             pricing: settings.pricing,
-            limits: state.config.limits.spend,
+            limits: state.config().limits.spend,
         });
-        sink.emit(super::workflow::workflow_event(&state.workflow));
+        sink.emit(super::workflow::workflow_event(state.workflow()));
         let opening = Opening {
             id,
             log,
@@ -194,7 +199,7 @@ impl Session {
             sandbox,
         } = opening;
         let hooks = super::session_hooks::SessionHooks::new(settings, start_source);
-        state.config.post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
+        state.config_mut().post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
             || hooks.listens(crate::hooks::HookEvent::PostToolUseFailure);
         let mcp = super::mcp_glue::McpState::start(settings, &id);
         Self {
@@ -244,20 +249,20 @@ impl Session {
 
     /// What the session spent, its subagents included.
     pub fn session_usage(&self) -> Usage {
-        let mut usage = self.state.session_usage;
-        usage.add(&self.state.delegated.usage);
+        let mut usage = self.state.session_usage();
+        usage.add(&self.state.delegated().usage);
         usage
     }
 
     /// The model the next request goes to (a resumed log may have
     /// switched it: `model_changed`).
     pub fn model(&self) -> &str {
-        &self.state.config.model
+        &self.state.config().model
     }
 
     /// The approval mode the next turn runs in.
     pub fn approval_mode(&self) -> ApprovalMode {
-        self.state.config.policy.mode
+        self.state.config().policy.mode
     }
 
     /// Input tokens of the latest model request (0 before the first).
@@ -271,18 +276,18 @@ impl Session {
     /// prices in the config). What the servers reported: estimates for
     /// responses without usage count in [`Self::spend_status`] only.
     pub fn cost_usd(&self) -> Option<f64> {
-        self.state.session_cost_usd.map(|own| own + self.state.delegated.cost_usd)
+        self.state.session_cost_usd().map(|own| own + self.state.delegated().cost_usd)
     }
 
     /// The session's spend (every process's, from the log) against its
     /// spend limits.
     pub fn spend_status(&self) -> SpendStatus {
-        SpendStatus::new(self.state.config.limits.spend, self.state.spent())
+        SpendStatus::new(self.state.config().limits.spend, self.state.spent())
     }
 
     /// How full the context was at the latest request, in percent.
     pub fn context_percent(&self) -> Option<f64> {
-        self.state.config.pricing.context_percent(self.model.last_input_tokens())
+        self.state.config().pricing.context_percent(self.model.last_input_tokens())
     }
 
     /// Changes the approval mode for the turns that follow (the TUI's
@@ -426,7 +431,7 @@ impl Session {
                 None => Vec::new(),
             };
             queue.extend(step(&mut self.state, Input::UserTurn { text: prompt }));
-            self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
+            self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn() });
             let summary = self.drive(queue.into(), cancel).await?;
             if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {
                 return Ok(summary);
@@ -476,7 +481,7 @@ impl Session {
                         && self.workflow().delivers_unverified())
                     .then(|| self.workflow().verification_status());
                     self.sink.emit(RuntimeEvent::TurnCompleted {
-                        turn: self.state.turn,
+                        turn: self.state.turn(),
                         outcome,
                         final_text: final_text.clone(),
                         usage,
@@ -557,8 +562,8 @@ impl Session {
         error: &mut Option<String>,
     ) -> Input {
         let window = super::model_client::Window {
-            tokens: self.state.config.context_window,
-            compact_threshold: self.state.config.compact_threshold,
+            tokens: self.state.config().context_window,
+            compact_threshold: self.state.config().compact_threshold,
         };
         let (input, failure) = self.model.call(request, &mut self.sink, window, cancel).await;
         if failure.is_some() {
@@ -583,7 +588,7 @@ impl Session {
                 self.sink.emit(RuntimeEvent::ModeChanged { mode });
             }
             SessionEvent::ModelChanged { model, .. } => {
-                let pricing = self.state.config.pricing;
+                let pricing = self.state.config().pricing;
                 self.sink.emit(RuntimeEvent::ModelChanged { model, pricing });
             }
             SessionEvent::PhaseChanged { .. }
@@ -625,7 +630,7 @@ impl Session {
 
     fn find_call(&self, call_id: &str) -> ToolCall {
         self.state
-            .items
+            .items()
             .iter()
             .rev()
             .find_map(|item| match item {

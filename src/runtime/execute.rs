@@ -50,7 +50,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Vec<(ToolResult, ToolMeta)>, RuntimeError> {
         let (progress, mut progress_events) = tokio::sync::mpsc::unbounded_channel();
-        let offered = self.state.config.tools.iter().map(|spec| spec.name.clone()).collect();
+        let offered = self.state.config().tools.iter().map(|spec| spec.name.clone()).collect();
         let ctx = self
             .tools
             .context(&self.workspace_root, &self.cwd, cancel, concurrent)
@@ -84,7 +84,7 @@ impl Session {
                 )?;
             }
             // Said to the model and `step` (which may offer a re-run).
-            if self.state.config.policy.sandboxed {
+            if self.state.config().policy.sandboxed {
                 let confinement = self.tools.jail().confinement();
                 mark_sandbox_violation(&call.name, result, meta, confinement);
             }

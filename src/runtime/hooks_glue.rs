@@ -34,7 +34,7 @@ impl Session {
             session_id: self.id.clone(),
             transcript_path: self.log.path().display().to_string(),
             cwd: self.cwd.display().to_string(),
-            permission_mode: self.state.config.policy.mode.as_str().to_owned(),
+            permission_mode: self.state.config().policy.mode.as_str().to_owned(),
             tool_name: tool.map(|call| call.name.clone()),
             tool_input: tool
                 .map(|call| serde_json::from_str(&call.arguments).unwrap_or(Value::Null)),

@@ -143,7 +143,7 @@ impl Session {
         defs: Vec<McpToolDef>,
         reason: Option<&str>,
     ) -> Result<(), RuntimeError> {
-        let replaced: Vec<String> = (self.state.config.tools.iter())
+        let replaced: Vec<String> = (self.state.config().tools.iter())
             .filter(|spec| is_mcp_tool(&spec.name))
             .map(|spec| spec.name.clone())
             .collect();

@@ -103,7 +103,7 @@ impl Session {
     pub(super) fn links_for(&self, call: &ToolCall) -> PathLinks {
         let class = self.state.class_of(&call.name);
         let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
-        gather_links(&self.state.config.policy, facts)
+        gather_links(&self.state.config().policy, facts)
     }
 }
 

@@ -10,7 +10,7 @@
 //! `prompt_cache_key` (the session id) is [`PREVIEW_CACHE_KEY`]; spend
 //! limits are not applied (nothing is sent).
 
-use crate::agent::{Effect, Input, LoopState, SpendLimits, step};
+use crate::agent::{Effect, Input, LoopState, Opening, SpendLimits, step};
 use crate::config::Settings;
 use crate::llm::LlmClient;
 use crate::protocol::ModelRequest;
@@ -40,12 +40,15 @@ pub fn first_request(
     // Printing a request spends nothing: a spend limit the first request
     // would cross must not stop it from being shown.
     config.limits.spend = SpendLimits::default();
-    let mut state = LoopState::new(config);
-    workflow_setup(settings, &found).apply(&mut state.workflow);
-    state.environment = environment(settings, &options.cwd, &options.date, options.headless);
+    let opening = Opening {
+        workflow: Some(workflow_setup(settings, &found)),
+        environment: environment(settings, &options.cwd, &options.date, options.headless),
+        allowlist: Default::default(),
+    };
+    let mut state = LoopState::open(config, opening);
     let mut warnings = found.warnings.clone();
     // The jail itself is not needed: nothing runs.
-    let (_jail, sandbox_warning) = setup_sandbox(settings, &mut state.config);
+    let (_jail, sandbox_warning) = setup_sandbox(settings, state.config_mut());
     warnings.extend(sandbox_warning);
     let effects = step(&mut state, Input::UserTurn { text: prompt.to_owned() });
     let request = effects

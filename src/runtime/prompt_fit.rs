@@ -31,7 +31,7 @@ pub struct PromptTooLarge {
 
 /// Whether `prompt` can be sent in a request of `state`'s session.
 pub(super) fn check(state: &LoopState, prompt: &str) -> Result<(), Box<PromptTooLarge>> {
-    let config = &state.config;
+    let config = &state.config();
     let Some(window) = config.context_window else { return Ok(()) };
     let limit = (window as f64 * config.compact_threshold) as u64;
     let request = ModelRequest {

@@ -107,21 +107,18 @@ impl Session {
         let mut rebuilt = rebuilder.finish();
         refuse_to_guess(&rebuilt, log_path)?;
         // Its background processes did not survive: the next request says so.
-        rebuilt.state.process_notes.extend(left_running.gone_note());
+        rebuilt.state.note_processes(left_running.gone_note());
         // A resume keeps counting from the logged spend, under the logged
         // limits unless a flag changes them (recorded at the next request).
-        let spend = &mut rebuilt.state.config.limits.spend;
-        *spend = SpendLimits::for_resume(
-            settings.limit_flags,
-            rebuilt.state.logged_limits,
-            settings.limits.spend,
-        );
+        let logged = rebuilt.state.logged_limits();
+        rebuilt.state.config_mut().limits.spend =
+            SpendLimits::for_resume(settings.limit_flags, logged, settings.limits.spend);
         // The model the log left in force (`model_changed`), at its prices.
-        let config = &rebuilt.state.config;
+        let config = rebuilt.state.config();
         if config.limits.spend.max_cost_usd.is_some() && !config.pricing.is_priced() {
             return Err(RuntimeError::UnpricedCostLimit { model: config.model.clone() });
         }
-        let (sandbox, sandbox_warning) = setup_sandbox(settings, &mut rebuilt.state.config);
+        let (sandbox, sandbox_warning) = setup_sandbox(settings, rebuilt.state.config_mut());
         let warnings = settings.warnings.iter().chain(&found.warnings);
         let notes = report.warnings.iter().chain(&rebuilt.notes);
         for message in warnings.chain(notes).chain(&sandbox_warning) {
@@ -158,7 +155,7 @@ impl Session {
         let prefix_break = prefix_break(&rebuilt.facts, &fresh, &digest, &settings.model);
         match prefix_break {
             Some(reason) => {
-                rebuilt.state.config.prefix = fresh.clone();
+                rebuilt.state.config_mut().prefix = fresh.clone();
                 log.append(SessionEvent::PromptPrefix {
                     reason,
                     sections: fresh,
@@ -167,10 +164,14 @@ impl Session {
             }
             // The recorded prefix is sent again; AGENTS.md, memory or
             // skills that changed since are announced.
-            None => rebuilt.state.observed = Some(fresh),
+            None => rebuilt.state.observe_sections(fresh),
         }
-        rebuilt.state.environment =
-            environment(settings, &options.cwd, &options.date, options.headless);
+        rebuilt.state.set_environment(environment(
+            settings,
+            &options.cwd,
+            &options.date,
+            options.headless,
+        ));
         let id = if rebuilt.facts.session_id.is_empty() {
             log_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         } else {
@@ -180,16 +181,16 @@ impl Session {
             session_id: id.clone(),
             log_path: log.path().to_owned(),
             provider,
-            model: rebuilt.state.config.model.clone(),
+            model: rebuilt.state.config().model.clone(),
             workspace_root: settings.workspace_root.clone(),
-            sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config.policy),
-            mode: rebuilt.state.config.policy.mode,
-            pricing: rebuilt.state.config.pricing,
-            limits: rebuilt.state.config.limits.spend,
+            sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config().policy),
+            mode: rebuilt.state.config().policy.mode,
+            pricing: rebuilt.state.config().pricing,
+            limits: rebuilt.state.config().limits.spend,
         });
-        sink.emit(super::workflow::workflow_event(&rebuilt.state.workflow));
+        sink.emit(super::workflow::workflow_event(rebuilt.state.workflow()));
         let files = remembered_files(
-            &rebuilt.state.items,
+            rebuilt.state.items(),
             &settings.workspace_root,
             &options.cwd,
             log_path,
@@ -238,7 +239,7 @@ impl Session {
     /// The conversation as the model will see it next (after any
     /// compaction): a resumed front end shows it before going on.
     pub fn history(&self) -> &[crate::protocol::Item] {
-        &self.state.items
+        &self.state.items()
     }
 
     /// The last visible assistant text of the conversation.

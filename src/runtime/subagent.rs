@@ -112,8 +112,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    ConfiguredModel, Input, Limits, LoopConfig, LoopState, SpendLimits, SubagentOpened, ToolScope,
-    WorkflowSetup,
+    ConfiguredModel, Input, Limits, LoopConfig, LoopState, Opening, SpendLimits, SubagentOpened,
+    ToolScope, WorkflowSetup,
 };
 use crate::config::Settings;
 use crate::config::agents::{AgentCatalog, AgentDefinition, AgentModel, only_reads};
@@ -232,11 +232,11 @@ impl Session {
         let id = new_session_id();
         // The parent's model now (a `/model` switch, a command's model).
         let mut parent = (*self.settings).clone();
-        parent.model.clone_from(&self.state.config.model);
-        parent.pricing = self.state.config.pricing;
-        parent.context_window = self.state.config.context_window;
+        parent.model.clone_from(&self.state.config().model);
+        parent.pricing = self.state.config().pricing;
+        parent.context_window = self.state.config().context_window;
         let settings = child_settings(&parent, &definition);
-        let mode = child_mode(self.state.config.policy.mode, definition.read_only);
+        let mode = child_mode(self.state.config().policy.mode, definition.read_only);
         let link = ParentLink {
             session_id: self.id.clone(),
             call_id: call.call_id.clone(),
@@ -256,12 +256,13 @@ impl Session {
         })?;
         let mut state = self.child_state(&settings, &definition, mode, depth);
         let share = self.spend_left().shared(siblings);
-        state.config.limits.spend = state.config.limits.spend.tightest(share);
+        let spend = &mut state.config_mut().limits.spend;
+        *spend = spend.tightest(share);
         // Recorded like a session's prefix: a resumed child sends it again.
         log.append(SessionEvent::PromptPrefix {
             reason: "session start".to_owned(),
-            sections: state.config.prefix.clone(),
-            tools_digest: tools_digest(&state.config.tools),
+            sections: state.config().prefix.clone(),
+            tools_digest: tools_digest(&state.config().tools),
         })?;
         self.apply_outside_loop(Input::SubagentStarted(SubagentOpened {
             call_id: call.call_id.clone(),
@@ -291,7 +292,7 @@ impl Session {
     /// share it equally (`open_child`); a share one leaves unspent is not
     /// passed to its siblings (the limits are fixed when a child opens).
     pub(super) fn spend_left(&self) -> SpendLimits {
-        let limits = self.state.config.limits.spend;
+        let limits = self.state.config().limits.spend;
         let spent = self.state.spent();
         SpendLimits {
             max_cost_usd: limits.max_cost_usd.map(|max| (max - spent.usd.unwrap_or(0.0)).max(0.0)),
@@ -302,8 +303,8 @@ impl Session {
     /// `definition` as this session may delegate it now: within the loop's
     /// scope and the running turn's (a `/command`'s `allowed-tools`).
     pub(super) fn narrowed_type(&self, definition: &AgentDefinition) -> AgentDefinition {
-        let definition = within_scope(definition, self.state.config.tool_scope.as_ref());
-        within_scope(&definition, self.state.turn_scope.as_ref())
+        let definition = within_scope(definition, self.state.config().tool_scope.as_ref());
+        within_scope(&definition, self.state.turn_scope())
     }
 
     /// The loop state of a new child: its config, the one-phase workflow,
@@ -317,14 +318,14 @@ impl Session {
     ) -> LoopState {
         let agents_md = project_instructions(settings, &self.cwd);
         let found = self.child_found(definition, depth, agents_md);
-        let mut state =
-            LoopState::new(self.child_config(settings, definition, mode, depth, &found));
-        child_workflow(settings, &found).apply(&mut state.workflow);
-        state.allowlist = self.state.allowlist.clone();
-        // Announced in its history before its first request, like a
-        // session's.
-        state.environment = environment(settings, &self.cwd, &self.date, self.headless);
-        state
+        let opening = Opening {
+            workflow: Some(child_workflow(settings, &found)),
+            // Announced in its history before its first request, like a
+            // session's.
+            environment: environment(settings, &self.cwd, &self.date, self.headless),
+            allowlist: self.state.allowlist().clone(),
+        };
+        LoopState::open(self.child_config(settings, definition, mode, depth, &found), opening)
     }
 
     /// A child's fixed loop configuration.
@@ -352,7 +353,7 @@ impl Session {
                 .cloned()
                 .collect::<BTreeSet<_>>(),
         };
-        let mut policy = self.state.config.policy.clone();
+        let mut policy = self.state.config().policy.clone();
         policy.mode = mode;
         LoopConfig {
             model: settings.model.clone(),
@@ -381,7 +382,7 @@ impl Session {
             compact_threshold: settings.compact_threshold,
             post_tool_hooks: false,
             // Its commands run in the parent's jail.
-            walls: self.state.config.walls.clone(),
+            walls: self.state.config().walls.clone(),
         }
     }
 
@@ -432,7 +433,7 @@ impl Session {
         let approver =
             LinkApprover::new(links.asks.clone(), self.approver.can_ask(), definition.name.clone());
         let options = SessionOptions {
-            approval: state.config.policy.mode,
+            approval: state.config().policy.mode,
             cwd: self.cwd.clone(),
             date: self.date.clone(),
             headless: self.headless,
@@ -471,10 +472,10 @@ impl Session {
             provider: settings.provider.kind.cli_name().to_owned(),
             model: settings.model.clone(),
             workspace_root: settings.workspace_root.clone(),
-            sandbox: super::sandboxing::sandbox_state(&settings, &session.state.config.policy),
-            mode: session.state.config.policy.mode,
+            sandbox: super::sandboxing::sandbox_state(&settings, &session.state.config().policy),
+            mode: session.state.config().policy.mode,
             pricing: settings.pricing,
-            limits: session.state.config.limits.spend,
+            limits: session.state.config().limits.spend,
         });
         Ok(Child {
             session,

@@ -152,7 +152,7 @@ impl Session {
         let definition = self.narrowed_type(definition);
         let settings = child_settings(&self.settings, &definition);
         let depth = self.subagents.depth() + 1;
-        let mode = child_mode(self.state.config.policy.mode, definition.read_only);
+        let mode = child_mode(self.state.config().policy.mode, definition.read_only);
         let agents_md = project_instructions(&settings, &self.cwd);
         let found = self.child_found(&definition, depth, agents_md);
         let config = self.child_config(&settings, &definition, mode, depth, &found);
@@ -189,11 +189,9 @@ impl Session {
         }
         let mut state = rebuilt.state;
         // Never more than the parent allows now, and its approvals too.
-        state.config.policy.mode = mode;
-        state.allowlist.prefixes.extend(self.state.allowlist.prefixes.iter().cloned());
-        state.allowlist.files.extend(self.state.allowlist.files.iter().cloned());
-        state.allowlist.tools.extend(self.state.allowlist.tools.iter().cloned());
-        let never_started = state.turn == 0;
+        state.config_mut().policy.mode = mode;
+        state.inherit_allowlist(self.state.allowlist());
+        let never_started = state.turn() == 0;
         let mut log = SessionLog::append_to(lock, rebuilt.facts.next_seq)?;
         log.append(SessionEvent::SessionResumed {
             provider: settings.provider.kind.cli_name().to_owned(),
@@ -206,17 +204,18 @@ impl Session {
         // it cannot be (the break recorded); the environment is announced.
         match prefix_break(&rebuilt.facts, &fresh, &digest, &settings.model) {
             Some(reason) => {
-                state.config.prefix = fresh.clone();
+                state.config_mut().prefix = fresh.clone();
                 log.append(SessionEvent::PromptPrefix {
                     reason,
                     sections: fresh,
                     tools_digest: digest,
                 })?;
             }
-            None => state.observed = Some(fresh),
+            None => state.observe_sections(fresh),
         }
-        state.environment = environment(&settings, &self.cwd, &self.date, self.headless);
-        let files = remembered_files(&state.items, &self.workspace_root, &self.cwd, &link.log_path);
+        state.set_environment(environment(&settings, &self.cwd, &self.date, self.headless));
+        let files =
+            remembered_files(state.items(), &self.workspace_root, &self.cwd, &link.log_path);
         let parent = ParentLink {
             session_id: self.id.clone(),
             call_id: call.call_id.clone(),

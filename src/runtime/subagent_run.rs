@@ -56,7 +56,7 @@ impl Session {
         let mut continuations = 0;
         loop {
             let queue = step(&mut self.state, Input::UserTurn { text: prompt });
-            self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn });
+            self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn() });
             let summary = self.drive(queue.into(), cancel).await?;
             if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {
                 return Ok(summary);
@@ -174,7 +174,8 @@ impl Child {
         // Its own token budget is one of its spend limits; the tighter one
         // is named when a request would cross it.
         let budget = session.settings.agents.max_tokens;
-        let own_budget = budget.is_some() && session.state.config.limits.spend.max_tokens == budget;
+        let own_budget =
+            budget.is_some() && session.state.config().limits.spend.max_tokens == budget;
         let (outcome, text, declined) = match summary {
             Ok(Some(summary)) => {
                 let text = match (summary.outcome, &summary.error) {
@@ -195,7 +196,7 @@ impl Child {
                         &format!(
                             "the subagent stopped at its step limit of {} before finishing \
                              ([agents] max_steps)",
-                            session.state.config.limits.max_steps
+                            session.state.config().limits.max_steps
                         ),
                     ),
                     (TurnOutcome::Interrupted, _) => {
@@ -253,7 +254,7 @@ impl Child {
             .with("session_id", json!(session.id))
             .with("log_path", json!(session.log.path()))
             .with("outcome", json!(outcome))
-            .with("steps", json!(session.state.step))
+            .with("steps", json!(session.state.step()))
             .with("tokens", json!(usage.total_tokens()));
         if let Some(passed) = last_verification(&session.state) {
             meta.insert("verified", json!(passed));
@@ -283,7 +284,7 @@ fn ending_text(final_text: &Option<String>, why: &str) -> String {
 /// Whether the checks a child ran last passed (`None`: it ran none): the
 /// parent's workflow counts it as a verification.
 fn last_verification(state: &LoopState) -> Option<bool> {
-    let flow = &state.workflow.flow;
+    let flow = &state.workflow().flow;
     let ran = flow.verified_at.is_some() || flow.failed_verifications > 0;
     ran.then(|| flow.verified_at == Some(flow.changes) && flow.failed_verifications == 0)
 }
@@ -294,7 +295,7 @@ fn last_verification(state: &LoopState) -> Option<bool> {
 fn activity_line(agent: &str, session: &Session, usage: &Usage) -> String {
     let failed: BTreeSet<&str> = session
         .state
-        .items
+        .items()
         .iter()
         .filter_map(|item| match item {
             Item::ToolResult(result) if result.is_error => Some(result.call_id.as_str()),
@@ -309,7 +310,7 @@ fn activity_line(agent: &str, session: &Session, usage: &Usage) -> String {
     let mut read = Vec::new();
     let mut ran = Vec::new();
     let mut changed = Vec::new();
-    for item in &session.state.items {
+    for item in session.state.items() {
         let Item::ToolCall(call) = item else { continue };
         if failed.contains(call.call_id.as_str()) {
             continue;
@@ -331,7 +332,7 @@ fn activity_line(agent: &str, session: &Session, usage: &Usage) -> String {
     }
     let mut parts = vec![
         format!("{agent} subagent"),
-        format!("{} step(s)", session.state.step.max(u32::from(session.state.turn > 0))),
+        format!("{} step(s)", session.state.step().max(u32::from(session.state.turn() > 0))),
         format!("{} tokens", usage.total_tokens()),
     ];
     for (label, list) in [("read", read), ("ran", ran), ("changed", changed)] {

@@ -209,7 +209,7 @@ impl Session {
         &mut self,
         calls: &[ToolCall],
     ) -> Result<(), RuntimeError> {
-        let turn = self.state.turn;
+        let turn = self.state.turn();
         let mutating =
             calls.iter().any(|call| self.state.class_of_call(call) == ToolClass::Mutating);
         if !mutating || self.checkpoints.disabled || self.checkpoints.taken_for == turn {

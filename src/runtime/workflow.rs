@@ -44,17 +44,17 @@ impl Session {
 
     /// The task list the model keeps with `todo_write`.
     pub fn tasks(&self) -> &[crate::tasks::Task] {
-        &self.state.workflow.tasks
+        &self.state.workflow().tasks
     }
 
     /// The workflow: phase, plan and the verification gate.
     pub fn workflow(&self) -> &crate::plan::Workflow {
-        &self.state.workflow.flow
+        &self.state.workflow().flow
     }
 
     /// The workflow as front ends show it.
     pub(super) fn workflow_event(&self) -> RuntimeEvent {
-        workflow_event(&self.state.workflow)
+        workflow_event(self.state.workflow())
     }
 
     /// Writes a newly submitted plan to its file (an `Effect::SavePlan`,
