@@ -12,7 +12,8 @@
 
 use crate::policy::{self, CallFacts};
 use crate::protocol::{
-    Item, ModelResponse, SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, TurnOutcome,
+    Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolMeta, ToolResult,
+    TurnOutcome,
 };
 
 use super::announce::announce;
@@ -303,6 +304,7 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
     let estimated = budget::estimate_unreported(state, &response, effects);
     let cost_usd = state.config.pricing.cost_usd(&response.usage);
     let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
+    let cut = response.stop_reason == StopReason::MaxTokens;
     let event = SessionEvent::ModelResponse {
         step: state.step,
         response,
@@ -312,7 +314,9 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
     };
     emit(state, event, effects);
     if calls.is_empty() {
-        return Next::EndTurn(TurnOutcome::Completed);
+        // An answer cut at the output limit is not a finished one.
+        let outcome = if cut { TurnOutcome::Cut } else { TurnOutcome::Completed };
+        return Next::EndTurn(outcome);
     }
     let max_steps = state.config.limits.max_steps;
     if state.step >= max_steps {

@@ -203,7 +203,8 @@ impl KeelServer {
             ExecStatus::Failed
             | ExecStatus::BudgetExceeded
             | ExecStatus::Stuck
-            | ExecStatus::UsageError => CallToolResult::error(vec![ContentBlock::text(text)]),
+            | ExecStatus::UsageError
+            | ExecStatus::Cut => CallToolResult::error(vec![ContentBlock::text(text)]),
             ExecStatus::Completed
             | ExecStatus::Interrupted
             | ExecStatus::Unverified

@@ -170,7 +170,8 @@ impl JsonPrinter {
                     | TurnOutcome::Failed
                     | TurnOutcome::MaxSteps
                     | TurnOutcome::BudgetExceeded
-                    | TurnOutcome::Stuck => Ending::Failed,
+                    | TurnOutcome::Stuck
+                    | TurnOutcome::Cut => Ending::Failed,
                 };
                 out.extend(self.items.close_within(source, ending));
                 out.push(json!({"type": "turn_completed", "turn": turn,
@@ -219,6 +220,9 @@ pub enum ExecStatus {
     /// The command line or the configuration was wrong (exit 2): nothing
     /// was asked of the model, so a script can tell this from `failed`.
     UsageError,
+    /// The model's answer stopped at the output limit: the final text is
+    /// incomplete.
+    Cut,
 }
 
 impl ExecStatus {
@@ -234,6 +238,7 @@ impl ExecStatus {
             Self::BudgetExceeded => "budget_exceeded",
             Self::Stuck => "stuck",
             Self::UsageError => "usage_error",
+            Self::Cut => "cut",
         }
     }
 
@@ -245,6 +250,7 @@ impl ExecStatus {
             TurnOutcome::Interrupted => Self::Interrupted,
             TurnOutcome::BudgetExceeded => Self::BudgetExceeded,
             TurnOutcome::Stuck => Self::Stuck,
+            TurnOutcome::Cut => Self::Cut,
         }
     }
 
@@ -254,7 +260,7 @@ impl ExecStatus {
             Self::Completed | Self::Unverified | Self::PlanReady => ExitStatus::Done,
             Self::NeedsApproval => ExitStatus::NeedsApproval,
             Self::Interrupted => ExitStatus::Interrupted,
-            Self::Failed => ExitStatus::Failed,
+            Self::Failed | Self::Cut => ExitStatus::Failed,
             Self::BudgetExceeded => ExitStatus::BudgetExceeded,
             Self::Stuck => ExitStatus::Stuck,
             Self::UsageError => ExitStatus::Usage,
@@ -353,6 +359,7 @@ mod tests {
             (ExecStatus::BudgetExceeded, "budget_exceeded", 4),
             (ExecStatus::Stuck, "stuck", 5),
             (ExecStatus::UsageError, "usage_error", 2),
+            (ExecStatus::Cut, "cut", 1),
         ];
         for (status, name, code) in table {
             let mut line = ResultLine::failure(String::new());

@@ -208,6 +208,12 @@ pub async fn run_headless(
                      set the guards, 0 turns one off"
                         .to_owned(),
                 ),
+                TurnOutcome::Cut => Some(
+                    "the model's answer was cut off at the output limit (the server said \
+                     `length`/`max_tokens`): the final text is incomplete; a larger server \
+                     context or a smaller request leaves it more room"
+                        .to_owned(),
+                ),
                 TurnOutcome::Completed if name == ExecStatus::Failed => Some(
                     "no plan was submitted: --plan-only stops at a plan, and the model \
                      answered without one (its answer is the final text)"
@@ -419,7 +425,8 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         | ExecStatus::Interrupted
         | ExecStatus::BudgetExceeded
         | ExecStatus::Stuck
-        | ExecStatus::UsageError => {}
+        | ExecStatus::UsageError
+        | ExecStatus::Cut => {}
     }
     let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
     match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {

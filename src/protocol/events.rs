@@ -81,6 +81,9 @@ pub enum TurnOutcome {
     /// The model kept repeating a call (or failing with one tool) after
     /// keel told it so (`agent::runaway`).
     Stuck,
+    /// The model's last answer stopped at the output limit
+    /// (`finish_reason: "length"`, `max_tokens`): it is incomplete.
+    Cut,
 }
 
 impl TurnOutcome {
@@ -93,6 +96,7 @@ impl TurnOutcome {
             Self::MaxSteps => "max_steps",
             Self::BudgetExceeded => "budget_exceeded",
             Self::Stuck => "stuck",
+            Self::Cut => "cut",
         }
     }
 }

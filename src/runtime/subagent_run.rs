@@ -191,6 +191,10 @@ impl Child {
                         .final_text
                         .clone()
                         .unwrap_or_else(|| "(the subagent gave no answer)".to_owned()),
+                    (TurnOutcome::Cut, _) => ending_text(
+                        &summary.final_text,
+                        "the subagent's answer was cut off at the output limit: it is incomplete",
+                    ),
                     (TurnOutcome::MaxSteps, _) => ending_text(
                         &summary.final_text,
                         &format!(

@@ -544,6 +544,10 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                     Level::Warning,
                     "stopped: the model kept repeating itself after keel pointed it out",
                 ),
+                TurnOutcome::Cut => app.notice(
+                    Level::Warning,
+                    "the answer was cut off at the output limit: it is incomplete",
+                ),
             }
             end_turn(app);
         }

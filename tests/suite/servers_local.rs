@@ -146,3 +146,46 @@ async fn a_422_with_a_body_is_not_retried() {
     assert_eq!(server.received_requests().await.unwrap().len(), 1, "{stderr}");
     assert!(stderr.contains("(1 validation error; e.g. body.model: Field required)"), "{stderr}");
 }
+
+/// A Chat Completions stream whose answer stops at the output limit, as
+/// llama-cpp-python ends it (Gemma 3 270M at a 2048-token window).
+fn cut_answer() -> String {
+    let chunk = |delta: Value, finish: Value| {
+        let data = json!({"id": "cmpl-1", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {data}\n\n")
+    };
+    chunk(json!({"role": "assistant", "content": "The fix is to change"}), Value::Null)
+        + &chunk(json!({"content": " the loop so that"}), Value::Null)
+        + &chunk(json!({}), json!("length"))
+        + "data: [DONE]\n\n"
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_the_output_limit_is_not_completed() {
+    let sandbox = Sandbox::new();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(cut_answer()),
+        )
+        .mount(&server)
+        .await;
+    let output = exec(&sandbox, &server, &["--json", "explain the bug"]);
+    assert_eq!(output.status.code(), Some(1));
+    let lines = json_lines(&output.stdout);
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "cut", "{result}");
+    assert_eq!(result["final_text"], "The fix is to change the loop so that");
+    assert!(result["error"].as_str().unwrap().contains("cut off at the output limit"), "{result}");
+
+    let human = exec(&sandbox, &server, &["explain the bug"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        stderr.lines().any(|l| l.starts_with("error: the model's answer was cut off")),
+        "{stderr}"
+    );
+}
