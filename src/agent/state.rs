@@ -50,6 +50,10 @@ pub struct LoopConfig {
     /// The model's context window in tokens (`None`: unknown, so only a
     /// provider's context-length error triggers compaction).
     pub context_window: Option<u64>,
+    /// `[provider] max_output_tokens`; without it each request's output
+    /// limit is derived from `context_window`
+    /// ([`crate::context::models::output_limit`]).
+    pub max_output_tokens: Option<u32>,
     /// Fraction of the window at which the history is compacted before a
     /// request (`context.compact_threshold`, default 0.85).
     pub compact_threshold: f64,
@@ -298,7 +302,10 @@ impl LoopState {
             instructions: self.config.prefix.text(),
             items: self.items.clone(),
             tools: self.config.tools.clone(),
-            max_output_tokens: None,
+            max_output_tokens: crate::context::models::output_limit(
+                self.config.max_output_tokens,
+                self.config.context_window,
+            ),
         }
     }
 

@@ -9,6 +9,7 @@
 //! prompt_cache_key = true       # send the session id as prompt_cache_key
 //! cache_ttl = "1h"              # Anthropic cache writes: 5m (default) | 1h
 //! api_key_header = "api-key"    # bearer (default) | api-key (Azure)
+//! max_output_tokens = 1024      # default: a quarter of the window, at most 16384
 //! ```
 //!
 //! Invariants: the protocol name is checked where it is written
@@ -28,6 +29,8 @@ pub struct ProviderFile {
     pub prompt_cache_key: Option<bool>,
     pub cache_ttl: Option<String>,
     pub api_key_header: Option<String>,
+    /// The output limit of every request (1 or more).
+    pub max_output_tokens: Option<u32>,
 }
 
 /// The table form, with unknown keys refused.
@@ -40,18 +43,27 @@ struct ProviderTable {
     prompt_cache_key: Option<bool>,
     cache_ttl: Option<String>,
     api_key_header: Option<String>,
+    #[serde(default, deserialize_with = "super::validate::max_output_tokens")]
+    max_output_tokens: Option<u32>,
 }
 
 impl ProviderFile {
     /// Every key `other` sets wins.
     pub(super) fn overlay(&mut self, other: ProviderFile) {
-        let ProviderFile { name, reasoning_echo, prompt_cache_key, cache_ttl, api_key_header } =
-            other;
+        let ProviderFile {
+            name,
+            reasoning_echo,
+            prompt_cache_key,
+            cache_ttl,
+            api_key_header,
+            max_output_tokens,
+        } = other;
         self.name = name.or(self.name.take());
         self.reasoning_echo = reasoning_echo.or(self.reasoning_echo.take());
         self.prompt_cache_key = prompt_cache_key.or(self.prompt_cache_key);
         self.cache_ttl = cache_ttl.or(self.cache_ttl.take());
         self.api_key_header = api_key_header.or(self.api_key_header.take());
+        self.max_output_tokens = max_output_tokens.or(self.max_output_tokens);
     }
 }
 
@@ -85,6 +97,7 @@ impl<'de> Visitor<'de> for ProviderVisitor {
             prompt_cache_key: table.prompt_cache_key,
             cache_ttl: table.cache_ttl,
             api_key_header: table.api_key_header,
+            max_output_tokens: table.max_output_tokens,
         })
     }
 }
@@ -109,6 +122,10 @@ mod tests {
         assert_eq!(table.name.as_deref(), Some("openai-chat"));
         assert_eq!(table.reasoning_echo.as_deref(), Some("deepseek"));
         assert_eq!(table.prompt_cache_key, Some(false));
+        let limit = parse("[provider]\nmax_output_tokens = 1024\n").unwrap();
+        assert_eq!(limit.max_output_tokens, Some(1024));
+        let error = parse("[provider]\nmax_output_tokens = 0\n").unwrap_err();
+        assert!(error.contains("provider.max_output_tokens must be 1 or more"), "{error}");
         let error = parse("[provider]\nreasoning_echoes = \"x\"\n").unwrap_err();
         assert!(error.contains("reasoning_echoes"), "{error}");
     }

@@ -287,6 +287,7 @@ fn profile_settings(file: &ProviderFile) -> Result<ProfileSettings, ConfigError>
             KeyHeader::parse,
             "bearer, api-key",
         )?,
+        max_output_tokens: file.max_output_tokens,
     })
 }
 

@@ -185,6 +185,10 @@ pub(super) fn max_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D
     }
 }
 
+pub(super) fn max_output_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    at_least_one(u32::deserialize(d)?, "provider.max_output_tokens", "tokens per answer")
+}
+
 pub(super) fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     at_least_one(u64::deserialize(d)?, "limits.max_tokens", "tokens per session")
 }

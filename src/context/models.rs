@@ -76,6 +76,24 @@ const MODELS: &[ModelInfo] = &[
     model("deepseek-reasoner", 128_000, 0.28, 0.028, 0.42),
 ];
 
+/// The most output keel asks for when it derives the limit from the window:
+/// what it has always asked of Anthropic, and no more than the smallest
+/// output limit among the table's models with a large window (gpt-4o).
+pub const DERIVED_OUTPUT_CAP: u32 = 16_384;
+
+/// The output limit a request asks for (`max_tokens`,
+/// `max_completion_tokens`, `max_output_tokens`): the configured one
+/// (`[provider] max_output_tokens`), else a quarter of a known window, at
+/// most [`DERIVED_OUTPUT_CAP`]; `None` with neither (the protocol's
+/// default). A server given no limit may generate until its window is
+/// full (llama.cpp, llama-cpp-python, Ollama), minutes of one answer.
+pub fn output_limit(configured: Option<u32>, window: Option<u64>) -> Option<u32> {
+    configured.or_else(|| {
+        let quarter = window? / 4;
+        Some(u32::try_from(quarter).unwrap_or(u32::MAX).clamp(1, DERIVED_OUTPUT_CAP))
+    })
+}
+
 /// The entry whose prefix is the longest prefix of `name`.
 pub fn model_info(name: &str) -> Option<&'static ModelInfo> {
     MODELS.iter().filter(|m| name.starts_with(m.prefix)).max_by_key(|m| m.prefix.len())
@@ -243,5 +261,15 @@ mod tests {
     fn context_percent_uses_the_window() {
         let percent = context_percent("gpt-5", 100_000).unwrap();
         assert!((percent - 25.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_output_limit_is_configured_or_a_quarter_of_the_window() {
+        assert_eq!(output_limit(Some(700), Some(2_048)), Some(700), "configured wins");
+        assert_eq!(output_limit(None, Some(2_048)), Some(512));
+        assert_eq!(output_limit(None, Some(8_192)), Some(2_048));
+        assert_eq!(output_limit(None, Some(200_000)), Some(DERIVED_OUTPUT_CAP));
+        assert_eq!(output_limit(None, Some(3)), Some(1));
+        assert_eq!(output_limit(None, None), None, "unknown window: the protocol's default");
     }
 }

@@ -62,7 +62,9 @@ mod test_support;
 
 pub use client::LlmClient;
 pub use error::LlmError;
-pub use profile::{CacheTtl, KeyHeader, ProfileSettings, ReasoningEcho, ServerProfile};
+pub use profile::{
+    CacheTtl, KeyHeader, OutputLimitField, ProfileSettings, ReasoningEcho, ServerProfile,
+};
 
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

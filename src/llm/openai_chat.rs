@@ -23,7 +23,7 @@ use super::chat_parts::{CallAssembler, MESSAGE_KEYS, merge_field, usage_of};
 use super::classify::{classify_stream_error, stream_error};
 use super::error::LlmError;
 use super::json::{parse_data, str_at};
-use super::profile::ReasoningEcho;
+use super::profile::{OutputLimitField, ReasoningEcho};
 use super::sse::SseEvent;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, Usage,
@@ -55,9 +55,13 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
         }
     }
     if let Some(max) = request.max_output_tokens {
-        // `max_tokens`, not `max_completion_tokens`: the local servers this
-        // provider exists for understand only the older name.
-        body["max_tokens"] = json!(max);
+        // Local servers read only the older name; OpenAI's reasoning models
+        // refuse it (`ServerProfile::output_limit_field`).
+        let field = match options.profile.output_limit_field {
+            OutputLimitField::MaxTokens => "max_tokens",
+            OutputLimitField::MaxCompletionTokens => "max_completion_tokens",
+        };
+        body[field] = json!(max);
     }
     if let Some(key) = options.cache_key {
         body["prompt_cache_key"] = json!(key);

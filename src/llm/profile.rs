@@ -96,6 +96,18 @@ impl KeyHeader {
     }
 }
 
+/// Which field of a Chat Completions request carries the output limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputLimitField {
+    /// `max_tokens`: what llama.cpp, llama-cpp-python, Ollama, vLLM and
+    /// most compatible servers read.
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI's (and Azure's) current name; their
+    /// reasoning models refuse `max_tokens`.
+    MaxCompletionTokens,
+}
+
 /// The `[provider]` settings; `None` leaves a behaviour to detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProfileSettings {
@@ -103,6 +115,8 @@ pub struct ProfileSettings {
     pub prompt_cache_key: Option<bool>,
     pub cache_ttl: Option<CacheTtl>,
     pub key_header: Option<KeyHeader>,
+    /// `[provider] max_output_tokens`: the output limit of every request.
+    pub max_output_tokens: Option<u32>,
 }
 
 /// What keel does for the server it talks to.
@@ -120,6 +134,13 @@ pub struct ServerProfile {
     /// ignore the tools in silence. Detected for servers on this machine
     /// (loopback hosts), where those servers run.
     pub tool_choice_auto: bool,
+    /// The Chat Completions field of the output limit (OpenAI and Azure
+    /// hosts: `max_completion_tokens`).
+    pub output_limit_field: OutputLimitField,
+    /// The configured output limit (`[provider] max_output_tokens`); the
+    /// loop derives one from the window without it
+    /// (`context::models::output_limit`).
+    pub max_output_tokens: Option<u32>,
 }
 
 impl ServerProfile {
@@ -154,6 +175,12 @@ impl ServerProfile {
             cache_ttl: CacheTtl::FiveMinutes,
             key_header: if azure { KeyHeader::ApiKey } else { KeyHeader::Bearer },
             tool_choice_auto: local && kind == super::ProviderKind::OpenAiChat,
+            output_limit_field: if azure || host == "api.openai.com" {
+                OutputLimitField::MaxCompletionTokens
+            } else {
+                OutputLimitField::MaxTokens
+            },
+            max_output_tokens: None,
         };
         Self {
             reasoning_echo: settings.reasoning_echo.unwrap_or(detected.reasoning_echo),
@@ -161,6 +188,8 @@ impl ServerProfile {
             cache_ttl: settings.cache_ttl.unwrap_or(detected.cache_ttl),
             key_header: settings.key_header.unwrap_or(detected.key_header),
             tool_choice_auto: detected.tool_choice_auto,
+            output_limit_field: detected.output_limit_field,
+            max_output_tokens: settings.max_output_tokens,
         }
     }
 }
@@ -239,12 +268,25 @@ mod tests {
     }
 
     #[test]
+    fn openai_and_azure_chat_take_max_completion_tokens() {
+        let field = |url| detect(ProviderKind::OpenAiChat, url, "m").output_limit_field;
+        assert_eq!(field("https://api.openai.com/v1"), OutputLimitField::MaxCompletionTokens);
+        assert_eq!(
+            field("https://r.openai.azure.com/openai/v1"),
+            OutputLimitField::MaxCompletionTokens
+        );
+        assert_eq!(field("http://127.0.0.1:8080/v1"), OutputLimitField::MaxTokens);
+        assert_eq!(field("https://api.groq.com/openai/v1"), OutputLimitField::MaxTokens);
+    }
+
+    #[test]
     fn settings_win_over_detection() {
         let settings = ProfileSettings {
             reasoning_echo: Some(ReasoningEcho::Always),
             prompt_cache_key: Some(false),
             cache_ttl: Some(CacheTtl::OneHour),
             key_header: Some(KeyHeader::Bearer),
+            max_output_tokens: Some(900),
         };
         let profile = ServerProfile::detect(
             ProviderKind::OpenAiResponses,
@@ -260,6 +302,8 @@ mod tests {
                 cache_ttl: CacheTtl::OneHour,
                 key_header: KeyHeader::Bearer,
                 tool_choice_auto: false,
+                output_limit_field: OutputLimitField::MaxCompletionTokens,
+                max_output_tokens: Some(900),
             }
         );
         assert_eq!(ReasoningEcho::parse("auto"), Some(None));

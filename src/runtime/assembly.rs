@@ -71,6 +71,7 @@ pub(super) fn loop_config(
             one_hour_cache: one_hour_cache(settings),
         },
         context_window: settings.context_window,
+        max_output_tokens: settings.provider.profile.max_output_tokens,
         compact_threshold: settings.compact_threshold,
         post_tool_hooks: false,
         // Set with `policy.sandboxed` once the sandbox is probed (`setup_sandbox`).

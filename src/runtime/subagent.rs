@@ -379,6 +379,7 @@ impl Session {
                 one_hour_cache: one_hour_cache(settings),
             },
             context_window: settings.context_window,
+            max_output_tokens: settings.provider.profile.max_output_tokens,
             compact_threshold: settings.compact_threshold,
             post_tool_hooks: false,
             // Its commands run in the parent's jail.

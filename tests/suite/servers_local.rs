@@ -189,3 +189,25 @@ async fn an_answer_cut_at_the_output_limit_is_not_completed() {
         "{stderr}"
     );
 }
+
+/// The `max_tokens` of the first request `args` make.
+async fn first_max_tokens(args: &[&str]) -> Value {
+    let sandbox = Sandbox::new();
+    let server = validating_server(&[Step::Answer("hello".into())]).await;
+    let output = exec(&sandbox, &server, args);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert!(first.get("max_completion_tokens").is_none(), "local servers read max_tokens");
+    first["max_tokens"].clone()
+}
+
+#[tokio::test]
+async fn every_request_bounds_its_output_by_the_window_or_the_setting() {
+    // Without a limit llama-cpp-python generated until its window was full
+    // (284 s for one answer): a quarter of the window, unless configured.
+    assert_eq!(first_max_tokens(&["-c", "context.window=8192", "hi"]).await, 2048);
+    let configured = ["-c", "context.window=8192", "-c", "provider.max_output_tokens=300", "hi"];
+    assert_eq!(first_max_tokens(&configured).await, 300);
+    assert_eq!(first_max_tokens(&["hi"]).await, Value::Null, "unknown window, none configured");
+}
