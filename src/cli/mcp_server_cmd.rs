@@ -209,6 +209,7 @@ impl KeelServer {
             | ExecStatus::Interrupted
             | ExecStatus::Unverified
             | ExecStatus::PlanReady
+            | ExecStatus::NoToolCall
             | ExecStatus::NeedsApproval => CallToolResult::success(vec![ContentBlock::text(text)]),
         };
         result.structured_content = Some(line.to_json());

@@ -223,6 +223,10 @@ pub enum ExecStatus {
     /// The model's answer stopped at the output limit: the final text is
     /// incomplete.
     Cut,
+    /// A task prompt to a server on this machine was answered without one
+    /// tool call (exit 0, with a warning): nothing was read or changed
+    /// (`exec/tool_use.rs` says when).
+    NoToolCall,
 }
 
 impl ExecStatus {
@@ -239,6 +243,7 @@ impl ExecStatus {
             Self::Stuck => "stuck",
             Self::UsageError => "usage_error",
             Self::Cut => "cut",
+            Self::NoToolCall => "no_tool_call",
         }
     }
 
@@ -257,7 +262,9 @@ impl ExecStatus {
     /// What the process exits with for this status.
     pub fn exit_status(self) -> ExitStatus {
         match self {
-            Self::Completed | Self::Unverified | Self::PlanReady => ExitStatus::Done,
+            Self::Completed | Self::Unverified | Self::PlanReady | Self::NoToolCall => {
+                ExitStatus::Done
+            }
             Self::NeedsApproval => ExitStatus::NeedsApproval,
             Self::Interrupted => ExitStatus::Interrupted,
             Self::Failed | Self::Cut => ExitStatus::Failed,
@@ -360,6 +367,7 @@ mod tests {
             (ExecStatus::Stuck, "stuck", 5),
             (ExecStatus::UsageError, "usage_error", 2),
             (ExecStatus::Cut, "cut", 1),
+            (ExecStatus::NoToolCall, "no_tool_call", 0),
         ];
         for (status, name, code) in table {
             let mut line = ResultLine::failure(String::new());

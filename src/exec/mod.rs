@@ -10,7 +10,9 @@
 //! means the work the model did was allowed to happen.
 //! The loop's limits: `budget_exceeded` (exit 4) when the next request
 //! would cross `--max-cost`/`--max-tokens`, `stuck` (exit 5) when the
-//! model kept repeating itself after keel said so.
+//! model kept repeating itself after keel said so. A task prompt a local
+//! server answered without one tool call is `no_tool_call` (exit 0, a
+//! warning naming the usual cause; `tool_use.rs`).
 //!
 //! Invariants: the process always exits; nothing here asks the user (what
 //! would ask is declined with a tool result that says how to allow it);
@@ -26,6 +28,7 @@ mod human;
 mod json;
 mod json_items;
 mod result_gate;
+mod tool_use;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -193,8 +196,16 @@ pub async fn run_headless(
                 usage: Usage::default(),
                 error: None,
                 declined: Vec::new(),
+                tool_calls: 0,
             });
             let (name, final_text) = workflow_status(&session, options, &summary);
+            let toolless = settings
+                .provider
+                .profile
+                .local_server
+                .filter(|_| name == ExecStatus::Completed && summary.tool_calls == 0)
+                .filter(|_| options.prompt.as_deref().is_some_and(tool_use::asks_for_work));
+            let name = if toolless.is_some() { ExecStatus::NoToolCall } else { name };
             let status = name.exit_status();
             let error = summary.error.clone().or_else(|| match summary.outcome {
                 TurnOutcome::MaxSteps => Some(format!(
@@ -214,6 +225,9 @@ pub async fn run_headless(
                      context or a smaller request leaves it more room"
                         .to_owned(),
                 ),
+                TurnOutcome::Completed if toolless.is_some() => {
+                    toolless.map(tool_use::no_tool_call_warning)
+                }
                 TurnOutcome::Completed if name == ExecStatus::Failed => Some(
                     "no plan was submitted: --plan-only stops at a plan, and the model \
                      answered without one (its answer is the final text)"
@@ -394,7 +408,9 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     let mut stderr = std::io::stderr().lock();
     if let Some(error) = &line.error {
-        let _ = writeln!(stderr, "error: {}", for_terminal(error));
+        // `no_tool_call` is a guess from the prompt's words, not a failure.
+        let label = if line.status == ExecStatus::NoToolCall { "warning" } else { "error" };
+        let _ = writeln!(stderr, "{label}: {}", for_terminal(error));
     }
     if status == Some(ExitStatus::Interrupted) {
         let _ = writeln!(stderr, "interrupted");
@@ -426,7 +442,8 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         | ExecStatus::BudgetExceeded
         | ExecStatus::Stuck
         | ExecStatus::UsageError
-        | ExecStatus::Cut => {}
+        | ExecStatus::Cut
+        | ExecStatus::NoToolCall => {}
     }
     let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
     match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {

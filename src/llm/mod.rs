@@ -63,7 +63,8 @@ mod test_support;
 pub use client::LlmClient;
 pub use error::LlmError;
 pub use profile::{
-    CacheTtl, KeyHeader, OutputLimitField, ProfileSettings, ReasoningEcho, ServerProfile,
+    CacheTtl, KeyHeader, LocalServer, OutputLimitField, ProfileSettings, ReasoningEcho,
+    ServerProfile,
 };
 
 /// Which wire protocol a provider speaks.

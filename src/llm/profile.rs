@@ -108,6 +108,55 @@ pub enum OutputLimitField {
     MaxCompletionTokens,
 }
 
+/// A server on this machine, told apart by its default port where that is
+/// unambiguous: what keel can say about why it passed no tools on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalServer {
+    /// Port 11434.
+    Ollama,
+    /// Port 8080 (`llama-server`).
+    LlamaCpp,
+    /// Port 1234.
+    LmStudio,
+    /// Port 8000: llama-cpp-python's and vLLM's default alike.
+    LlamaCppPythonOrVllm,
+    /// Any other port.
+    Unknown,
+}
+
+impl LocalServer {
+    fn from_port(port: Option<u16>) -> Self {
+        match port {
+            Some(11434) => Self::Ollama,
+            Some(8080) => Self::LlamaCpp,
+            Some(1234) => Self::LmStudio,
+            Some(8000) => Self::LlamaCppPythonOrVllm,
+            _ => Self::Unknown,
+        }
+    }
+
+    /// The usual reason a model behind this server never calls a tool.
+    pub fn tool_advice(self) -> &'static str {
+        match self {
+            Self::Ollama => {
+                "Ollama passes tools only to models whose template has them (`ollama show MODEL`)"
+            }
+            Self::LlamaCpp => "llama.cpp's server needs `--jinja` to put the tools in the prompt",
+            Self::LmStudio => "LM Studio passes tools only to models it lists as tool-capable",
+            Self::LlamaCppPythonOrVllm => {
+                "llama-cpp-python passes tools to the model only with `--chat_format \
+                 chatml-function-calling` or a chat template that has them; vLLM needs \
+                 `--enable-auto-tool-choice --tool-call-parser NAME`"
+            }
+            Self::Unknown => {
+                "the server may not pass the tools to the model (llama.cpp: `--jinja`; \
+                 llama-cpp-python: `--chat_format chatml-function-calling`; vLLM: \
+                 `--enable-auto-tool-choice`; Ollama, LM Studio: a tool-capable model)"
+            }
+        }
+    }
+}
+
 /// The `[provider]` settings; `None` leaves a behaviour to detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProfileSettings {
@@ -141,6 +190,10 @@ pub struct ServerProfile {
     /// loop derives one from the window without it
     /// (`context::models::output_limit`).
     pub max_output_tokens: Option<u32>,
+    /// The server runs on this machine (a loopback host), where a model
+    /// that never calls a tool is usually the server's doing
+    /// (`keel exec`'s `no_tool_call`).
+    pub local_server: Option<LocalServer>,
 }
 
 impl ServerProfile {
@@ -181,6 +234,7 @@ impl ServerProfile {
                 OutputLimitField::MaxTokens
             },
             max_output_tokens: None,
+            local_server: local.then(|| LocalServer::from_port(port_of(base_url))),
         };
         Self {
             reasoning_echo: settings.reasoning_echo.unwrap_or(detected.reasoning_echo),
@@ -190,8 +244,21 @@ impl ServerProfile {
             tool_choice_auto: detected.tool_choice_auto,
             output_limit_field: detected.output_limit_field,
             max_output_tokens: settings.max_output_tokens,
+            local_server: detected.local_server,
         }
     }
+}
+
+/// The explicit port of a URL, if it names one.
+fn port_of(url: &str) -> Option<u16> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let after_host = match host.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or("", |(_, rest)| rest),
+        None => host,
+    };
+    after_host.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }
 
 /// The lowercase host of a URL, without port or credentials ("" if none).
@@ -268,6 +335,16 @@ mod tests {
     }
 
     #[test]
+    fn local_servers_are_told_apart_by_their_default_port() {
+        let server = |url| detect(ProviderKind::OpenAiChat, url, "m").local_server;
+        assert_eq!(server("http://127.0.0.1:11434/v1"), Some(LocalServer::Ollama));
+        assert_eq!(server("http://localhost:8080/v1"), Some(LocalServer::LlamaCpp));
+        assert_eq!(server("http://[::1]:8000/v1"), Some(LocalServer::LlamaCppPythonOrVllm));
+        assert_eq!(server("http://127.0.0.1:41234/v1"), Some(LocalServer::Unknown));
+        assert_eq!(server("https://api.openai.com:8080/v1"), None, "not on this machine");
+    }
+
+    #[test]
     fn openai_and_azure_chat_take_max_completion_tokens() {
         let field = |url| detect(ProviderKind::OpenAiChat, url, "m").output_limit_field;
         assert_eq!(field("https://api.openai.com/v1"), OutputLimitField::MaxCompletionTokens);
@@ -304,6 +381,7 @@ mod tests {
                 tool_choice_auto: false,
                 output_limit_field: OutputLimitField::MaxCompletionTokens,
                 max_output_tokens: Some(900),
+                local_server: None,
             }
         );
         assert_eq!(ReasoningEcho::parse("auto"), Some(None));

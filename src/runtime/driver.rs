@@ -50,6 +50,8 @@ pub struct TurnSummary {
     /// Calls declined because nobody could be asked (headless runs), in
     /// order, each with what would let it run.
     pub declined: Vec<DeclinedCall>,
+    /// Tool calls the model made in the turn's responses (run or not).
+    pub tool_calls: usize,
 }
 
 /// What opening a session (new or resumed) produced; the rest of a
@@ -400,6 +402,7 @@ impl Session {
                     usage: Usage::default(),
                     error: Some(message),
                     declined: Vec::new(),
+                    tool_calls: 0,
                 });
             }
         };
@@ -414,6 +417,7 @@ impl Session {
                     usage: Usage::default(),
                     error: Some(message),
                     declined: Vec::new(),
+                    tool_calls: 0,
                 });
             }
         };
@@ -456,9 +460,13 @@ impl Session {
     ) -> Result<TurnSummary, RuntimeError> {
         let mut error: Option<String> = None;
         let mut declined = Vec::new();
+        let mut tool_calls = 0;
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
+                    if let SessionEvent::ModelResponse { response, .. } = &event {
+                        tool_calls += response.tool_calls().count();
+                    }
                     self.record(event, cancel).await?;
                     continue;
                 }
@@ -487,7 +495,14 @@ impl Session {
                         usage,
                         unverified,
                     });
-                    return Ok(TurnSummary { outcome, final_text, usage, error, declined });
+                    return Ok(TurnSummary {
+                        outcome,
+                        final_text,
+                        usage,
+                        error,
+                        declined,
+                        tool_calls,
+                    });
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,

@@ -188,7 +188,8 @@ async fn a_raw_client_gets_json_rpc_only_and_cannot_widen_what_keel_may_do() {
     assert!(request_bodies(&model).await.is_empty(), "a refused call reached the model");
 
     // A folder inside is fine; the answer is text, the result line structured.
-    let reply = served.request("tools/call", args(json!({"prompt": "finish", "cwd": "sub"})));
+    let reply =
+        served.request("tools/call", args(json!({"prompt": "what is left?", "cwd": "sub"})));
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     assert_eq!(reply["result"]["content"][0]["text"], "all done", "{reply}");
     let result = &reply["result"]["structuredContent"];
@@ -241,8 +242,10 @@ async fn notifications_cancelled_interrupts_the_task_and_frees_the_server() {
         "params": {"requestId": 100, "reason": "the user changed their mind"}}));
     // One task at a time: this one runs once the cancelled one has ended,
     // long before the stalled answer would have come.
-    let reply =
-        served.request("tools/call", json!({"name": "keel", "arguments": {"prompt": "go"}}));
+    let reply = served.request(
+        "tools/call",
+        json!({"name": "keel", "arguments": {"prompt": "how far did it get?"}}),
+    );
     assert_eq!(reply["result"]["content"][0]["text"], "quick answer", "{reply}");
     let logs: Vec<Value> = std::fs::read_dir(sandbox.home.join("sessions"))
         .unwrap()

@@ -211,3 +211,34 @@ async fn every_request_bounds_its_output_by_the_window_or_the_setting() {
     assert_eq!(first_max_tokens(&configured).await, 300);
     assert_eq!(first_max_tokens(&["hi"]).await, Value::Null, "unknown window, none configured");
 }
+
+#[tokio::test]
+async fn a_task_a_local_server_answered_without_tools_is_not_completed() {
+    // llama-cpp-python without a tool-calling chat format: the tools never
+    // reach the model, which answers a request to fix a file in prose.
+    let sandbox = Sandbox::new();
+    let prose = "To fix the bug, change `a - b` to `a + b` in calc.py.";
+    let server = validating_server(&[Step::Answer(prose.into())]).await;
+    let output = exec(&sandbox, &server, &["--json", "fix the bug in calc.py"]);
+    assert_eq!(output.status.code(), Some(0), "a guess from the prompt never fails the run");
+    let lines = json_lines(&output.stdout);
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "no_tool_call", "{result}");
+    assert_eq!(result["final_text"], prose);
+    let why = result["error"].as_str().unwrap();
+    assert!(why.contains("answered without using any tool"), "{why}");
+    assert!(why.contains("--jinja") && why.contains("chatml-function-calling"), "{why}");
+
+    let human = exec(&sandbox, &server, &["fix the bug in calc.py"]);
+    assert_eq!(human.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        stderr.lines().any(|l| l.starts_with("warning: the model answered without using any tool")),
+        "{stderr}"
+    );
+
+    // A question answered in text is what a question is for.
+    let question = exec(&sandbox, &server, &["--json", "what does calc.py do?"]);
+    assert_eq!(question.status.code(), Some(0));
+    assert_eq!(json_lines(&question.stdout).last().unwrap()["status"], "completed");
+}
