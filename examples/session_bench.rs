@@ -73,6 +73,7 @@ fn config() -> LoopConfig {
             one_hour_cache: false,
         },
         context_window: None,
+        max_output_tokens: None,
         compact_threshold: 0.85,
         post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
