@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out,
         "resume {events} events ({:.1} MiB log, {} items rebuilt, {} skipped): {:.0} ms",
         bytes as f64 / 1_048_576.0,
-        rebuilt.state.items.len(),
+        rebuilt.state.items().len(),
         report.skipped(),
         elapsed.as_secs_f64() * 1000.0
     )?;

@@ -303,6 +303,7 @@ impl LoopState {
             items: self.items.clone(),
             tools: self.config.tools.clone(),
             max_output_tokens: crate::context::models::output_limit(
+                &self.config.model,
                 self.config.max_output_tokens,
                 self.config.context_window,
             ),

@@ -83,12 +83,18 @@ pub const DERIVED_OUTPUT_CAP: u32 = 16_384;
 
 /// The output limit a request asks for (`max_tokens`,
 /// `max_completion_tokens`, `max_output_tokens`): the configured one
-/// (`[provider] max_output_tokens`), else a quarter of a known window, at
-/// most [`DERIVED_OUTPUT_CAP`]; `None` with neither (the protocol's
-/// default). A server given no limit may generate until its window is
-/// full (llama.cpp, llama-cpp-python, Ollama), minutes of one answer.
-pub fn output_limit(configured: Option<u32>, window: Option<u64>) -> Option<u32> {
+/// (`[provider] max_output_tokens`), else, for a model the table does not
+/// know, a quarter of a known window, at most [`DERIVED_OUTPUT_CAP`];
+/// `None` otherwise (the protocol's default). A local server given no limit
+/// may generate until its window is full (llama.cpp, llama-cpp-python,
+/// Ollama), minutes of one answer; a cloud model the table knows is bounded
+/// by its provider, and a derived cap would cut a reasoning model's long
+/// answers (gpt-5, o3) that its provider allows.
+pub fn output_limit(model: &str, configured: Option<u32>, window: Option<u64>) -> Option<u32> {
     configured.or_else(|| {
+        if model_info(model).is_some() {
+            return None;
+        }
         let quarter = window? / 4;
         Some(u32::try_from(quarter).unwrap_or(u32::MAX).clamp(1, DERIVED_OUTPUT_CAP))
     })
@@ -265,11 +271,19 @@ mod tests {
 
     #[test]
     fn the_output_limit_is_configured_or_a_quarter_of_the_window() {
-        assert_eq!(output_limit(Some(700), Some(2_048)), Some(700), "configured wins");
-        assert_eq!(output_limit(None, Some(2_048)), Some(512));
-        assert_eq!(output_limit(None, Some(8_192)), Some(2_048));
-        assert_eq!(output_limit(None, Some(200_000)), Some(DERIVED_OUTPUT_CAP));
-        assert_eq!(output_limit(None, Some(3)), Some(1));
-        assert_eq!(output_limit(None, None), None, "unknown window: the protocol's default");
+        let local = "qwen2.5-coder";
+        assert_eq!(output_limit(local, Some(700), Some(2_048)), Some(700), "configured wins");
+        assert_eq!(output_limit(local, None, Some(2_048)), Some(512));
+        assert_eq!(output_limit(local, None, Some(8_192)), Some(2_048));
+        assert_eq!(output_limit(local, None, Some(200_000)), Some(DERIVED_OUTPUT_CAP));
+        assert_eq!(output_limit(local, None, Some(3)), Some(1));
+        assert_eq!(output_limit(local, None, None), None, "unknown window: the protocol's default");
+    }
+
+    #[test]
+    fn a_known_cloud_model_gets_no_derived_output_limit() {
+        assert_eq!(output_limit("gpt-5", None, Some(400_000)), None, "its provider bounds it");
+        assert_eq!(output_limit("o3", None, Some(200_000)), None);
+        assert_eq!(output_limit("gpt-5", Some(64_000), Some(400_000)), Some(64_000));
     }
 }
