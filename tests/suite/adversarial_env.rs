@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::{Value, json};
 
 use super::canary::{exec_in, stderr, write_then_answer};
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire};
 
 /// Credentials, each with a value the test can look for.
@@ -82,11 +82,8 @@ async fn hooks_get_no_credentials() {
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
     let mut command = sandbox.keel();
     with_secrets(&mut command);
-    let output = command
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "go"])
-        .output()
-        .unwrap();
+    let output =
+        command.arg("exec").args(Model::chat(&server).flags()).args(["go"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let env = std::fs::read_to_string(&dump).expect("the hook ran");
     assert!(env.contains("KEEL_HARMLESS=visible"), "{env}");

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::canary::{Canary, exec_in};
-use super::support::{Sandbox, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 const SECRET: &str = "CANARY-SECRET-7f3a";
@@ -326,9 +326,7 @@ async fn file_tools_racing_a_folder_swapped_for_a_symlink_never_reach_outside() 
     let stop = Arc::new(AtomicBool::new(false));
     let flipper = flip(&sandbox.repo, &canary.dir, stop.clone());
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--yolo", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "race"])
+        .keel_on(&Model::chat(&server), &["exec", "--json", "--yolo", "race"])
         .timeout(Duration::from_secs(300))
         .output()
         .unwrap();
@@ -415,9 +413,7 @@ async fn a_session_writing_to_a_fifo_is_refused_and_does_not_hang() {
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "write"])
+        .keel_on(&Model::chat(&server), &["exec", "--json", "--full-auto", "write"])
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::canary::{Canary, exec, exec_in, stderr, write_then_answer};
-use super::support::{Sandbox, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, request_bodies, scripted_model};
 use super::wire::{Step, Wire};
 
 fn git(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -57,8 +57,9 @@ async fn assert_keel_quiet(sandbox: &Sandbox, canary: &Canary, env: &[(&str, &st
         resume.env(key, value);
     }
     let output = resume
-        .args(["exec", "resume", "--last", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "again"])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["resume", "--last", "again"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -85,12 +86,7 @@ async fn the_status_summary_still_reaches_the_model() {
     set_config(&sandbox.repo, "core.fsmonitor", &canary.trap("fsmonitor"));
     sandbox.write("tracked.txt", "changed\n");
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "hi"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let first = request_bodies(&server).await[0].to_string();
     assert!(first.contains("1 uncommitted change (M tracked.txt)"), "{first}");
@@ -207,12 +203,7 @@ async fn a_driver_name_that_cannot_be_overridden_stops_git_not_keel() {
     sandbox.write("tracked.txt", "two\n");
     assert_live(&canary, &sandbox.repo, &["status"], &[]);
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "hi"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let first = request_bodies(&server).await[0].to_string();
     assert!(first.contains("status not read"), "{first}");

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::json;
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// A folder an escaped attack would write into; removed on drop.
@@ -104,8 +104,9 @@ pub async fn exec_in(
         command.env(key, value);
     }
     command
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m"])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "--full-auto"])
         .args(args)
         .arg("go")
         .output()

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use super::support::{Sandbox, json_lines, scripted_model};
+use super::support::{Model, Sandbox, json_lines, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// A tmpfs mounted over `dir` for the test's life.
@@ -46,12 +46,7 @@ async fn one_change_session(sandbox: &Sandbox) -> std::process::Output {
         Step::Answer("done".into()),
     ];
     let model = scripted_model(Wire::Chat, &steps).await;
-    sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri()), "change a.txt"])
-        .output()
-        .unwrap()
+    sandbox.run(&Model::chat(&model), &["exec", "--json", "--full-auto", "change a.txt"])
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use keel::protocol::{SessionEvent, TurnOutcome, Usage};
 use keel::session::SessionLog;
 use serde_json::json;
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 fn write_log(sandbox: &Sandbox, id: &str, events: Vec<SessionEvent>) {
@@ -108,12 +108,7 @@ async fn undo_names_the_files_it_restored() {
         Step::Answer("Changed.".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "change the notes"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--full-auto", "change the notes"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(sandbox.read("notes.txt"), "beta\n");
     let undo = sandbox.keel().arg("undo").output().unwrap();

@@ -5,16 +5,11 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 fn exec(sandbox: &Sandbox, uri: &str, prompt: &str) -> std::process::Output {
-    sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1"), prompt])
-        .output()
-        .unwrap()
+    sandbox.run(&Model::at("openai-chat", &uri), &["exec", "--json", "--full-auto", prompt])
 }
 
 /// The first request's first user message that is not keel's context.
@@ -179,11 +174,7 @@ async fn a_commands_edit_permission_covers_the_edit_tool_the_model_is_offered() 
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "gpt-5"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "/tidy now"])
-        .output()
-        .unwrap();
+        .run(&Model::chat(&server).named("gpt-5"), &["exec", "--json", "--full-auto", "/tidy now"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
     let bodies = request_bodies(&server).await;
     let offered: Vec<String> = bodies[0]["tools"]

@@ -5,16 +5,13 @@
 //! the line and a caret, for `-c` as for config files.
 
 use super::canary::stderr;
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire};
 
 /// `keel exec` with `-c` overrides against a model that answers at once.
 async fn exec_with(sandbox: &Sandbox, set: &[&str]) -> std::process::Output {
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
-    let mut command = sandbox.keel();
-    command
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri())]);
+    let mut command = sandbox.keel_on(&Model::chat(&server), &["exec"]);
     for text in set {
         command.args(["-c", text]);
     }

@@ -7,7 +7,7 @@ use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::support::{Sandbox, json_lines, request_bodies};
+use super::support::{Model, Sandbox, json_lines, request_bodies};
 use super::wire::{Step, Wire, call, render};
 
 /// Plays `steps`, but answers 400 context_length_exceeded while the first
@@ -60,12 +60,7 @@ async fn context_overflow_compacts_old_outputs_and_goes_on() {
         })
         .mount(&server)
         .await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "Summarise the six files"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--json", "Summarise the six files"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(json_lines(&output.stdout).last().unwrap()["final_text"], "read them all");
     let requests = request_bodies(&server).await;

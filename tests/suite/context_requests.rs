@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// Cuts `text` to one line of at most 90 characters.
@@ -184,12 +184,7 @@ async fn second_request(wire: Wire) -> String {
         Step::Answer("It lists alpha and beta.".into()),
     ];
     let server = scripted_model(wire, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", wire.provider(), "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "What is in notes.txt?"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::on(wire, &server), &["exec", "What is in notes.txt?"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let requests = request_bodies(&server).await;
     filter(&render(wire, &requests[1]), &sandbox)
@@ -214,12 +209,7 @@ async fn anthropic_request_snapshot() {
 async fn a_slash_skill_prompt_brings_the_skill_body_in_exec() {
     let sandbox = Sandbox::new();
     let server = scripted_model(Wire::Chat, &[Step::Answer("reviewed".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "/review focus on error handling"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "/review focus on error handling"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let body = request_bodies(&server).await[0].clone();
     let messages = body["messages"].as_array().unwrap();
@@ -280,12 +270,7 @@ async fn first_request_in_full_and_within_20_kilobytes() {
     let sandbox = Sandbox::new();
     sandbox.write("README.md", "# bench fixture\n\nA tiny repository for agent benchmarks.\n");
     let server = scripted_model(Wire::Chat, &[Step::Answer("done".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "Run the benchmark task."])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "Run the benchmark task."]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let body = request_bodies(&server).await[0].clone();
     let size = serde_json::to_string(&body).unwrap().len();

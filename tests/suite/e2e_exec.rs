@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model, types};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model, types};
 use super::wire::{Step, Wire, call};
 
 /// Read, edit (with the edit tool `[tools] edit = "auto"` offers on
@@ -34,13 +34,10 @@ async fn run_edit_trajectory(wire: Wire) {
     let sandbox = Sandbox::new();
     sandbox.write("hello.txt", "hello world\n");
     let server = scripted_model(wire, &edit_trajectory(wire)).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", wire.provider()])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .arg("Change hello to goodbye in hello.txt")
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(wire, &server).named("mock-model"),
+        &["exec", "--json", "--full-auto", "Change hello to goodbye in hello.txt"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{wire:?} stderr: {stderr}");
     assert_eq!(sandbox.read("hello.txt"), "goodbye world\n", "{wire:?}");
@@ -111,12 +108,7 @@ async fn bad_tool_calls_become_errors_the_model_reads() {
         Step::Answer("Sorry.".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "go"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--json", "go"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let lines = json_lines(&output.stdout);
     let errors: Vec<&serde_json::Value> = lines
@@ -140,12 +132,7 @@ async fn exec_without_full_auto_declines_writes_and_says_how_to_allow_them() {
         Step::Answer("I could not write.".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "write x"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "write x"]);
     assert_eq!(output.status.code(), Some(3), "declined work is needs_approval");
     assert!(!sandbox.repo.join("x.txt").exists());
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "I could not write.");
@@ -163,12 +150,8 @@ async fn model_failure_exits_1_with_the_servers_message() {
         ))
         .mount(&server)
         .await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "-c", "max_retries=1"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "go"])
-        .output()
-        .unwrap();
+    let output =
+        sandbox.run(&Model::chat(&server), &["exec", "--json", "-c", "max_retries=1", "go"]);
     assert_eq!(output.status.code(), Some(1));
     let lines = json_lines(&output.stdout);
     let result = lines.last().unwrap();
@@ -190,9 +173,7 @@ fn usage_errors_exit_2_and_still_end_with_a_result_line() {
 fn prompt_from_stdin_must_not_be_empty() {
     let sandbox = Sandbox::new();
     let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--base-url", "http://127.0.0.1:9/v1"])
-        .args(["--model", "m", "-"])
+        .keel_on(&Model::at("openai-chat", "http://127.0.0.1:9"), &["exec", "-"])
         .write_stdin("   \n")
         .output()
         .unwrap();
@@ -206,9 +187,10 @@ async fn prompt_from_stdin_and_last_message_to_a_file() {
     let server = scripted_model(Wire::Anthropic, &[Step::Answer("All good.".into())]).await;
     let out_file = sandbox.home.join("last.txt");
     let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "anthropic", "-o", out_file.to_str().unwrap()])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "-"])
+        .keel_on(
+            &Model::on(Wire::Anthropic, &server),
+            &["exec", "-o", out_file.to_str().unwrap(), "-"],
+        )
         .write_stdin("What is in this repo?\n")
         .output()
         .unwrap();
@@ -228,8 +210,9 @@ async fn agents_md_from_the_repo_reaches_the_model() {
     let output = sandbox
         .keel()
         .current_dir(sandbox.repo.join("sub"))
-        .args(["exec", "--provider", "openai"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "hi"])
+        .arg("exec")
+        .args(Model::on(Wire::Responses, &server).flags())
+        .args(["hi"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
@@ -244,12 +227,10 @@ async fn agents_md_from_the_repo_reaches_the_model() {
 async fn result_reports_cost_and_context_for_known_models() {
     let sandbox = Sandbox::new();
     let server = scripted_model(Wire::Anthropic, &[Step::Answer("ok".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "anthropic", "--model", "claude-sonnet-4-5"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Anthropic, &server).named("claude-sonnet-4-5"),
+        &["exec", "--json", "hi"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let lines = json_lines(&output.stdout);
     let result = lines.last().unwrap();
@@ -277,12 +258,7 @@ async fn skills_are_listed_and_loaded_on_demand() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "notes please"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "notes please"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let bodies = request_bodies(&server).await;
     let first = bodies[0].to_string();
@@ -313,13 +289,10 @@ async fn policy_decisions_with_matched_rules_are_logged_before_the_call() {
         Step::Answer("Could not download.".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .arg("Download x")
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::chat(&server).named("mock-model"),
+        &["exec", "--json", "--full-auto", "Download x"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let log = sandbox.only_log();
     let at = |kind: &str, id: &str| {
@@ -420,8 +393,9 @@ async fn a_redirecting_endpoint_does_not_get_the_api_key_sent_elsewhere() {
     let output = sandbox
         .keel()
         .env("ANTHROPIC_API_KEY", "sk-ant-canary")
-        .args(["exec", "--json", "--provider", "anthropic", "--model", "claude-sonnet-4-5"])
-        .args(["-c", "max_retries=0", "--base-url", &format!("{}/v1", server.uri()), "hi"])
+        .arg("exec")
+        .args(Model::on(Wire::Anthropic, &server).named("claude-sonnet-4-5").flags())
+        .args(["--json", "-c", "max_retries=0", "hi"])
         .output()
         .unwrap();
     let sent: Vec<String> = elsewhere

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::support::{Sandbox, types};
+use super::support::{Model, Sandbox, types};
 use super::wire::{Step, Wire, call};
 
 #[tokio::test]
@@ -25,8 +25,9 @@ async fn sigint_kills_the_running_command_and_exits_130() {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "sleep"])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "--full-auto", "sleep"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -85,8 +86,9 @@ async fn an_interrupted_command_keeps_what_it_printed() {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "go"])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "--full-auto", "go"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -5,14 +5,11 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 fn exec(sandbox: &Sandbox, uri: &str) -> assert_cmd::Command {
-    let mut cmd = sandbox.keel();
-    cmd.args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1")]);
-    cmd
+    sandbox.keel_on(&Model::at("openai-chat", uri), &["exec", "--json", "--full-auto"])
 }
 
 fn tool_outputs(lines: &[Value]) -> Vec<(String, bool, String)> {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// A failure bound only: the tests wait on events, not on time.
@@ -65,8 +65,9 @@ fn spawn_exec(sandbox: &Sandbox, uri: &str) -> Child {
         .env("HOME", &sandbox.home)
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1"), "wait"])
+        .arg("exec")
+        .args(Model::at("openai-chat", &uri).flags())
+        .args(["--json", "--full-auto", "wait"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -219,8 +220,9 @@ async fn timeout_s_double_sigterm_always_leaves_a_result_line() {
                 let output = Command::new("timeout")
                     .args(["-s", "TERM", "--preserve-status", "2"])
                     .arg(assert_cmd::cargo::cargo_bin("keel"))
-                    .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-                    .args(["--model", "m", "--base-url", &format!("{}/v1", server.uri()), "wait"])
+                    .arg("exec")
+                    .args(Model::chat(&server).flags())
+                    .args(["--json", "--full-auto", "wait"])
                     .env_clear()
                     .env("PATH", std::env::var("PATH").unwrap_or_default())
                     .env("HOME", &sandbox.home)

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::support::{Sandbox, json_lines, scripted_model};
+use super::support::{Model, Sandbox, json_lines, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// The review's fix-the-bug story: read, edit, run the test, then claim
@@ -36,13 +36,7 @@ fn fixbug_repo() -> Sandbox {
 }
 
 fn exec(sandbox: &Sandbox, uri: &str, extra: &[&str]) -> std::process::Output {
-    sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1")])
-        .args(extra)
-        .output()
-        .unwrap()
+    sandbox.keel_on(&Model::at("openai-chat", &uri), &["exec"]).args(extra).output().unwrap()
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::json;
 
-use super::support::{Sandbox, json_lines, scripted_model};
+use super::support::{Model, Sandbox, json_lines, scripted_model};
 use super::tui_tmux::launch;
 use super::wire::{Step, Wire, call};
 
@@ -23,9 +23,7 @@ fn code_and_stderr(output: &Output) -> (Option<i32>, String) {
 
 fn exec(sandbox: &Sandbox, args: &[&str]) -> Output {
     sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", "http://127.0.0.1:9/v1"])
+        .keel_on(&Model::at("openai-chat", "http://127.0.0.1:9"), &["exec", "--json"])
         .args(args)
         .output()
         .unwrap()
@@ -58,9 +56,7 @@ fn exec_usage_and_config_errors_exit_2_with_a_result_line() {
 fn an_empty_stdin_prompt_is_named_as_such() {
     let sandbox = Sandbox::new();
     let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", "http://127.0.0.1:9/v1", "-"])
+        .keel_on(&Model::at("openai-chat", "http://127.0.0.1:9"), &["exec", "-"])
         .write_stdin("  \n")
         .output()
         .unwrap();
@@ -94,12 +90,7 @@ async fn session_with_a_checkpoint(sandbox: &Sandbox) {
         Step::Answer("changed".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "change a.txt"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--full-auto", "change a.txt"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::jail_fixture::{KEEL, note};
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// Why the jail cannot protect `.git` here (the tests then say so and
@@ -61,13 +61,10 @@ fn shell(command: &str) -> Step {
 /// `keel exec --json --full-auto` on `steps`; the shell results in order.
 async fn exec_auto(sandbox: &Sandbox, steps: &[Step]) -> Vec<(String, Value)> {
     let server = scripted_model(Wire::Chat, steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m"])
-        .arg("fix the typo on a branch and commit it")
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::chat(&server),
+        &["exec", "--json", "--full-auto", "fix the typo on a branch and commit it"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     sandbox
         .only_log()

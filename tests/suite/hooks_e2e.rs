@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// Writes `$KEEL_HOME/config.toml` with hooks: (event, matcher, command).
@@ -29,9 +29,7 @@ async fn exec(
 ) -> (std::process::Output, wiremock::MockServer) {
     let server = scripted_model(Wire::Chat, steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .keel_on(&Model::chat(&server), &["exec", "--json"])
         .args(extra)
         .arg("go")
         .output()
@@ -380,12 +378,7 @@ async fn a_guard_hook_runs_on_a_call_after_a_declined_question_with_the_same_id(
         Step::Answer("ok".into()),
     ];
     let server = super::support::scripted_chat_without_call_ids(&steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "go"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--json", "go"]);
     assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     let started: Vec<serde_json::Value> = sandbox
         .only_log()

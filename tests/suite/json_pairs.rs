@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use super::subagents_e2e::counter_that_must_ask;
-use super::support::{Sandbox, json_lines, scripted_model, types};
+use super::support::{Model, Sandbox, json_lines, scripted_model, types};
 use super::wire::{Step, Wire, call};
 
 /// The pairing invariant over all lines of one run; returns the completed
@@ -50,9 +50,7 @@ pub(super) fn assert_paired(lines: &[Value]) -> Vec<Value> {
 
 fn exec_json(sandbox: &Sandbox, uri: &str, extra: &[&str], prompt: &str) -> Vec<Value> {
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1")])
+        .keel_on(&Model::at("openai-chat", &uri), &["exec", "--json"])
         .args(extra)
         .arg(prompt)
         .output()
@@ -219,8 +217,9 @@ fn a_message_cut_by_ctrl_c_completes_with_its_text_as_interrupted() {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1"), "greet"])
+        .arg("exec")
+        .args(Model::at("openai-chat", &uri).flags())
+        .args(["--json", "greet"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -258,11 +257,7 @@ fn a_message_cut_by_a_failed_request_completes_as_failed_each_attempt() {
     let sandbox = Sandbox::new();
     let uri = streaming_server("Half an ans", false);
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1"), "-c", "max_retries=1", "greet"])
-        .output()
-        .unwrap();
+        .run(&Model::at("openai-chat", &uri), &["exec", "--json", "-c", "max_retries=1", "greet"]);
     let lines = json_lines(&output.stdout);
     assert_eq!(lines.last().unwrap()["status"], "failed", "{lines:?}");
     assert!(lines.iter().any(|l| l["type"] == "retrying"), "{:?}", types(&lines));

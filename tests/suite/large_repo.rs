@@ -15,7 +15,7 @@ use keel::tools::BoxFuture;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 fn git(repo: &Path, args: &[&str]) -> String {
@@ -63,9 +63,7 @@ fn size_of(dir: &Path) -> u64 {
 
 fn exec(sandbox: &Sandbox, uri: &str, extra: &[&str]) -> std::process::Output {
     sandbox
-        .keel()
-        .args(["exec", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1")])
+        .keel_on(&Model::at("openai-chat", &uri), &["exec", "--full-auto"])
         .args(extra)
         .arg("change things")
         .output()

@@ -12,8 +12,8 @@
 use serde_json::{Value, json};
 
 use super::support::{
-    Sandbox, json_lines, read_jsonl, request_bodies, scripted_chat_without_usage, scripted_model,
-    scripted_model_with,
+    Model, Sandbox, json_lines, read_jsonl, request_bodies, scripted_chat_without_usage,
+    scripted_model, scripted_model_with,
 };
 use super::wire::{Step, Tokens, Wire, call};
 
@@ -48,9 +48,7 @@ fn exec_json(
     args: &[&str],
 ) -> (Option<i32>, Value) {
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", model])
+        .keel_on(&Model::chat(&server).named(model), &["exec", "--json", "--full-auto"])
         .args(args)
         .output()
         .unwrap();
@@ -138,9 +136,10 @@ async fn max_tokens_stops_likewise_and_needs_no_prices() {
     let server = scripted_model_with(Wire::Responses, &reads(), TOKENS).await;
     let run = |args: &[&str]| {
         let output = sandbox
-            .keel()
-            .args(["exec", "--full-auto", "--provider", "openai"])
-            .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+            .keel_on(
+                &Model::on(Wire::Responses, &server).named("mock-model"),
+                &["exec", "--full-auto"],
+            )
             .args(args)
             .output()
             .unwrap();
@@ -165,13 +164,10 @@ async fn a_model_repeating_one_call_is_told_then_stopped_as_stuck() {
     let mut steps = vec![same; 6];
     steps.push(Step::Answer("done".into()));
     let server = scripted_model(Wire::Anthropic, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "anthropic"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .arg("read f0.txt")
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Anthropic, &server).named("mock-model"),
+        &["exec", "--json", "--full-auto", "read f0.txt"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(5), "{stderr}");
     let result = json_lines(&output.stdout).pop().unwrap();
@@ -234,11 +230,7 @@ async fn a_repository_cannot_make_the_budget_free() {
 
     // Without the user's prices, the repository's do not price the model.
     let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--max-cost", "3", "--model", "mock-model"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "hello"])
-        .output()
-        .unwrap();
+        .run(&Model::chat(&server).named("mock-model"), &["exec", "--max-cost", "3", "hello"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("input_price"), "{stderr}");
@@ -359,13 +351,10 @@ async fn max_tokens_holds_against_a_server_that_reports_no_usage() {
     let server = scripted_chat_without_usage(&reads()).await;
     // One request of this session is estimated at well under 20 000
     // tokens (the first one alone must fit), seven of them at far more.
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .args(["--max-tokens", "20000", "read the files"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::chat(&server).named("mock-model"),
+        &["exec", "--json", "--full-auto", "--max-tokens", "20000", "read the files"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let lines = json_lines(&output.stdout);
     let result = lines.last().unwrap().clone();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::mcp_support::{fault_table, gone_soon, processes_with, python, recorded, write_config};
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// `keel exec --json` with `flags` against `model`.
@@ -21,9 +21,7 @@ pub(super) fn exec(
     prompt: &str,
 ) -> Output {
     sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri())])
+        .keel_on(&Model::chat(&model), &["exec", "--json"])
         .args(flags)
         .arg(prompt)
         .output()
@@ -428,12 +426,7 @@ async fn a_server_that_fails_to_start_is_said_once_on_stderr_with_its_log() {
         &format!("[mcp_servers.broken]\ncommand = {python:?}\nargs = [\"-c\", {script:?}]\n"),
     );
     let model = scripted_model(Wire::Chat, &[Step::Answer("fine without it".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri()), "go"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&model), &["exec", "go"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "fine without it\n");

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::mcp_faults::{calls, exec, statuses, tool_names};
 use super::mcp_support::{fault_table, python, write_config};
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire};
 
 /// One tool's 4 MB schema was in every request; now it is left out, and
@@ -122,12 +122,7 @@ async fn an_untrusted_clone_s_300_servers_are_one_warning() {
         .collect();
     sandbox.write(".mcp.json", &json!({"mcpServers": servers}).to_string());
     let model = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri()), "go"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&model), &["exec", "go"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("mcp server")).collect();

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::mcp_support::{npm_entry, npm_servers, write_config};
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 fn calls(list: &[(&str, Value)]) -> Step {
@@ -40,8 +40,9 @@ async fn exec_with(
     let output = sandbox
         .keel()
         .env("OPENAI_API_KEY", "sk-keel-test-secret")
-        .args(["exec", "--json", "--mode", "ask", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri())])
+        .arg("exec")
+        .args(Model::chat(&model).flags())
+        .args(["--json", "--mode", "ask"])
         .arg(prompt)
         .output()
         .unwrap();

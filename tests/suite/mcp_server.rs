@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::mcp_support::write_config;
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call, render};
 
 fn calls(list: &[(&str, Value)]) -> Step {
@@ -57,12 +57,8 @@ async fn another_agent_hands_keel_a_task_and_reads_its_answer_and_what_was_decli
             ]),
         ),
     );
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--yolo", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &base_url, "ask keel"])
-        .output()
-        .unwrap();
+    let talks_to = Model::with_base_url("openai-chat", &base_url);
+    let output = sandbox.run(&talks_to, &["exec", "--json", "--yolo", "ask keel"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let lines = json_lines(&output.stdout);

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::mcp_support::{fault_table, python, recorded, write_config};
-use super::support::{Sandbox, json_lines, read_jsonl, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, read_jsonl, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// Keeps every event; cancels `cancel` on the first tool progress.
@@ -259,13 +259,7 @@ async fn hooks_see_mcp_calls_with_claude_names() {
         ],
     )
     .await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--yolo", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", model.uri())])
-        .arg("go")
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&model), &["exec", "--json", "--yolo", "go"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let seen: Vec<Value> = read_jsonl(&pre);
     let names: Vec<&str> = seen.iter().map(|p| p["tool_name"].as_str().unwrap()).collect();

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::jail_fixture::{KEEL, note, processes_named};
-use super::support::{Sandbox, json_lines, scripted_model, types};
+use super::support::{Model, Sandbox, json_lines, scripted_model, types};
 use super::wire::{Step, Wire, call};
 
 /// Why the jail cannot run here (the tests then say so and pass).
@@ -46,9 +46,7 @@ fn shell_calls(commands: &[&str]) -> Step {
 async fn exec(sandbox: &Sandbox, steps: &[Step], args: &[&str]) -> Output {
     let server = scripted_model(Wire::Chat, steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m"])
+        .keel_on(&Model::chat(&server), &["exec", "--json"])
         .args(args)
         .arg("look around")
         .output()
@@ -267,8 +265,9 @@ async fn ctrl_c_kills_every_running_read() {
         .env("HOME", &sandbox.home)
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m", "sleep"])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "sleep"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 
 use super::policy_sandbox::outside_temp;
-use super::support::{request_bodies, scripted_model};
+use super::support::{Model, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 const KEEL: &str = env!("CARGO_BIN_EXE_keel");
@@ -248,8 +248,9 @@ async fn a_session_judges_symlinked_paths_where_they_lead() {
     let server = scripted_model(Wire::Chat, &steps).await;
     let out = f
         .keel()
-        .args(["exec", "--json", "--yolo", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "--yolo"])
         .arg("go")
         .env("OPENAI_API_KEY", "test")
         .output()

@@ -5,7 +5,7 @@
 //! line ends; a config error is `file:line:column`; an OS error is said
 //! once.
 
-use super::support::{Sandbox, json_lines};
+use super::support::{Model, Sandbox, json_lines};
 
 fn policy_check(sandbox: &Sandbox) -> (Option<i32>, String) {
     let output = sandbox.keel().args(["policy", "check", "--", "ls"]).output().unwrap();
@@ -22,12 +22,8 @@ fn deeply_nested_lists_are_an_error_not_a_crash_at_start() {
     assert!(stderr.contains("deep.rules:1:"), "{stderr}");
     assert!(stderr.contains("nested more than 32 deep"), "{stderr}");
     // `keel exec` reads the same rules at start: its result line says why.
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", "http://127.0.0.1:9/v1", "hi"])
-        .output()
-        .unwrap();
+    let output =
+        sandbox.run(&Model::at("openai-chat", "http://127.0.0.1:9"), &["exec", "--json", "hi"]);
     assert_eq!(output.status.code(), Some(2));
     let result = json_lines(&output.stdout).pop().unwrap();
     assert!(result["error"].as_str().unwrap().contains("nested more than 32 deep"), "{result}");
@@ -72,12 +68,7 @@ fn a_rule_error_points_at_its_argument_whatever_the_line_ends() {
 fn config_errors_are_file_line_column_and_os_errors_are_said_once() {
     let sandbox = Sandbox::new();
     let exec = |sandbox: &Sandbox| {
-        let output = sandbox
-            .keel()
-            .args(["exec", "--provider", "openai-chat", "--model", "m"])
-            .args(["--base-url", "http://127.0.0.1:9/v1", "hi"])
-            .output()
-            .unwrap();
+        let output = sandbox.run(&Model::at("openai-chat", "http://127.0.0.1:9"), &["exec", "hi"]);
         (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
     };
     // Old Mac line ends: TOML refuses them, at the first one.

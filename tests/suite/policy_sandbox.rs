@@ -17,7 +17,7 @@ use keel::sandbox::{CommandOutput, CommandSpec};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::support::{Sandbox, json_lines, scripted_model};
+use super::support::{Model, Sandbox, json_lines, scripted_model};
 use super::wire::{Step, Wire, call};
 
 struct Dirs {
@@ -129,13 +129,10 @@ async fn the_model_sees_a_sandbox_violation() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", Wire::Chat.provider()])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .arg("touch a file outside")
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Chat, &server).named("mock-model"),
+        &["exec", "--json", "--full-auto", "touch a file outside"],
+    );
     assert!(!target.exists(), "the write escaped the sandbox");
     let lines = json_lines(&output.stdout);
     let shell = lines
@@ -183,13 +180,10 @@ async fn a_blocked_command_is_offered_a_rerun_and_the_answer_is_logged() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", Wire::Chat.provider()])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .arg("touch a file outside")
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Chat, &server).named("mock-model"),
+        &["exec", "--json", "touch a file outside"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!target.exists(), "the write escaped the sandbox");

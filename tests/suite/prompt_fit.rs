@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::tui_tmux::launch;
 use super::wire::{Step, Wire};
 
@@ -21,8 +21,9 @@ async fn exec_refuses_a_prompt_larger_than_the_window_and_sends_nothing() {
     let sandbox = Sandbox::new();
     let server = scripted_model(Wire::Chat, &[Step::Answer("never".into())]).await;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["exec", "--provider", "openai-chat", "--model", "gpt-4o", "--json"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "-"])
+        .arg("exec")
+        .args(Model::chat(&server).named("gpt-4o").flags())
+        .args(["--json", "-"])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", &sandbox.home)

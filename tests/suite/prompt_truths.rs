@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 use super::workflow_e2e::{phase, results, shell};
 
@@ -20,9 +20,7 @@ pub(super) struct Run {
 pub(super) async fn run(sandbox: &Sandbox, steps: &[Step], flags: &[&str], prompt: &str) -> Run {
     let server = scripted_model(Wire::Chat, steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .keel_on(&Model::chat(&server), &["exec", "--json"])
         .args(flags)
         .arg(prompt)
         .output()
@@ -399,13 +397,10 @@ async fn a_session_that_used_the_other_edit_tool_resumes() {
         &[read("calc.py"), edit("calc.py", "def add", "def plus"), Step::Answer("Renamed.".into())],
     )
     .await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "resume", "--last", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--full-auto"])
-        .args(["-c", "tools.edit=\"edit_file\"", "rename it"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::chat(&server),
+        &["exec", "resume", "--last", "--full-auto", "-c", "tools.edit=\"edit_file\"", "rename it"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(sandbox.read("calc.py"), "def plus(a, b):\n    return a + b\n");
     let requests = request_bodies(&server).await;

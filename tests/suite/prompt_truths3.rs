@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::prompt_truths::{calc_project, calls, read};
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// The text of every tool result the model got in `request` (Responses).
@@ -23,13 +23,10 @@ fn responses_outputs(request: &Value) -> Vec<String> {
 /// gets apply_patch instead of edit_file); the request bodies and stderr.
 async fn gpt_run(sandbox: &Sandbox, steps: &[Step], prompt: &str) -> (i32, Vec<Value>, String) {
     let server = scripted_model(Wire::Responses, steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", "openai", "--model", "gpt-5.1-codex"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
-        .arg(prompt)
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Responses, &server).named("gpt-5.1-codex"),
+        &["exec", "--json", "--full-auto", prompt],
+    );
     let _ = json_lines(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     (output.status.code().unwrap_or(-1), request_bodies(&server).await, stderr)
@@ -78,8 +75,9 @@ async fn chat_run(
         keel.env(key, value);
     }
     let output = keel
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json"])
         .args(flags)
         .arg("do the task")
         .output()

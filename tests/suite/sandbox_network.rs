@@ -283,7 +283,7 @@ fn a_listed_host_port_is_bridged_in(user: User) {
 #[test]
 #[ignore = "needs root: .ci/run runs it with --ignored"]
 fn a_session_logs_each_allow_and_deny_with_the_call_id() {
-    use super::support::{Sandbox, scripted_model};
+    use super::support::{Model, Sandbox, scripted_model};
     use super::wire::{Step, Wire, call};
     require(User::Root);
     let served = tempfile::tempdir().unwrap();
@@ -309,13 +309,10 @@ fn a_session_logs_each_allow_and_deny_with_the_call_id() {
     ];
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime.block_on(scripted_model(Wire::Chat, &steps));
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--full-auto", "--provider", Wire::Chat.provider()])
-        .args(["--base-url", &format!("{}/v1", model.uri()), "--model", "mock-model"])
-        .arg("fetch the index")
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Chat, &model).named("mock-model"),
+        &["exec", "--json", "--full-auto", "fetch the index"],
+    );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let log = sandbox.only_log();
     let call_id = log

@@ -9,7 +9,7 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::servers::{Run, assert_round_trip, fixture, replay};
-use super::support::{Sandbox, json_lines};
+use super::support::{Model, Sandbox, json_lines};
 use super::wire::Wire;
 
 #[tokio::test]
@@ -134,12 +134,10 @@ async fn anthropic_cache_reads_and_writes_reach_the_result_and_the_cost() {
         )
         .mount(&server)
         .await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "anthropic", "--model", "claude-sonnet-4-5"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "what is in notes.txt?"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Anthropic, &server).named("claude-sonnet-4-5"),
+        &["exec", "--json", "what is in notes.txt?"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let lines = json_lines(&output.stdout);
     let result = lines.last().unwrap();

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, scripted_model};
+use super::support::{Model, Sandbox, json_lines, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// A read-only session: reads, a search, then the answer.
@@ -30,9 +30,7 @@ async fn run(wire: Wire, steps: &[Step], args: &[&str]) -> (Vec<Vec<u8>>, Value)
     sandbox.write("todo.txt", "buy milk\n");
     let server = scripted_model(wire, steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", wire.provider(), "--model", "claude-sonnet-4-5"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .keel_on(&Model::on(wire, &server).named("claude-sonnet-4-5"), &["exec", "--json"])
         .args(args)
         .arg("What do the notes say?")
         .output()
@@ -122,12 +120,10 @@ async fn a_wide_step_keeps_the_previous_end_marked_within_four() {
 async fn one_hour_ttl_marks_every_breakpoint_and_asks_for_the_beta() {
     let sandbox = Sandbox::new();
     let server = scripted_model(Wire::Anthropic, &[Step::Answer("ok".into())]).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "anthropic", "--model", "claude-sonnet-4-5"])
-        .args(["-c", "provider.cache_ttl=1h", "--base-url", &format!("{}/v1", server.uri()), "hi"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::on(Wire::Anthropic, &server).named("claude-sonnet-4-5"),
+        &["exec", "--json", "-c", "provider.cache_ttl=1h", "hi"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let request = &server.received_requests().await.unwrap()[0];
     let body: Value = serde_json::from_slice(&request.body).unwrap();

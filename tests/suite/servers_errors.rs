@@ -12,17 +12,12 @@ use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::support::{Sandbox, json_lines};
+use super::support::{Model, Sandbox, json_lines};
 
 /// `keel exec` (human output) against `base_url`, with extra arguments.
 fn exec(sandbox: &Sandbox, base_url: &str, args: &[&str]) -> std::process::Output {
-    sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m", "--base-url", base_url])
-        .args(args)
-        .arg("hi")
-        .output()
-        .unwrap()
+    let model = Model::with_base_url("openai-chat", base_url);
+    sandbox.keel_on(&model, &["exec"]).args(args).arg("hi").output().unwrap()
 }
 
 /// The `error:` lines of stderr; exactly one is expected.
@@ -163,21 +158,8 @@ async fn server_errors_are_retried_with_a_retrying_event_each() {
     let failing = ResponseTemplate::new(503).insert_header("retry-after", "0");
     let server = server_answering(failing).await;
     let sandbox = Sandbox::new();
-    let output = sandbox
-        .keel()
-        .args([
-            "exec",
-            "--json",
-            "--provider",
-            "openai-chat",
-            "--model",
-            "m",
-            "-c",
-            "max_retries=2",
-        ])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"])
-        .output()
-        .unwrap();
+    let output =
+        sandbox.run(&Model::chat(&server), &["exec", "--json", "-c", "max_retries=2", "hi"]);
     let lines = json_lines(&output.stdout);
     let retrying: Vec<&serde_json::Value> =
         lines.iter().filter(|l| l["type"] == "retrying").collect();
@@ -200,12 +182,8 @@ async fn a_retry_after_date_is_waited_for() {
         ResponseTemplate::new(503).insert_header("retry-after", httpdate::fmt_http_date(at));
     let server = server_answering(failing).await;
     let sandbox = Sandbox::new();
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["-c", "max_retries=1", "--base-url", &format!("{}/v1", server.uri()), "hi"])
-        .output()
-        .unwrap();
+    let output =
+        sandbox.run(&Model::chat(&server), &["exec", "--json", "-c", "max_retries=1", "hi"]);
     let lines = json_lines(&output.stdout);
     let retrying: Vec<&serde_json::Value> =
         lines.iter().filter(|l| l["type"] == "retrying").collect();

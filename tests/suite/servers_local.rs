@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::support::{Sandbox, json_lines};
+use super::support::{Model, Sandbox, json_lines};
 use super::wire::{Step, Wire, call, render};
 
 /// llama-cpp-python's answer (HTTP 500) to an assistant message whose
@@ -59,13 +59,7 @@ async fn validating_server(steps: &[Step]) -> MockServer {
 }
 
 fn exec(sandbox: &Sandbox, server: &MockServer, args: &[&str]) -> std::process::Output {
-    sandbox
-        .keel()
-        .args(["exec", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
-        .args(args)
-        .output()
-        .unwrap()
+    sandbox.keel_on(&Model::chat(&server), &["exec"]).args(args).output().unwrap()
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, read_jsonl, scripted_model};
+use super::support::{Model, Sandbox, json_lines, read_jsonl, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// Runs the one-command session and returns its log lines (raw text).
@@ -36,10 +36,7 @@ async fn recorded_session(sandbox: &Sandbox) -> (Vec<String>, wiremock::MockServ
 }
 
 fn exec(sandbox: &Sandbox, uri: &str) -> assert_cmd::Command {
-    let mut cmd = sandbox.keel();
-    cmd.args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1")]);
-    cmd
+    sandbox.keel_on(&Model::at("openai-chat", uri), &["exec", "--json", "--full-auto"])
 }
 
 fn kind(line: &str) -> String {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, read_jsonl, scripted_model};
+use super::support::{Model, Sandbox, json_lines, read_jsonl, scripted_model};
 use super::wire::{Step, Wire, call};
 
 const BOUND: Duration = Duration::from_secs(30);
@@ -36,8 +36,9 @@ fn hold_the_lock(sandbox: &Sandbox, uri: &str, marker: &str) -> (Child, Vec<Valu
         .env("HOME", &sandbox.home)
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{uri}/v1"), "wait"])
+        .arg("exec")
+        .args(Model::at("openai-chat", &uri).flags())
+        .args(["--json", "--full-auto", "wait"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::support::{Sandbox, json_lines};
+use super::support::{Model, Sandbox, json_lines};
 use super::wire::{Step, Wire, call, render};
 
 const PROMPT: &str = "count to three";
@@ -76,8 +76,9 @@ fn exec(sandbox: &Sandbox, server: &MockServer) -> Command {
         .env("HOME", &sandbox.home)
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "--full-auto"])
         .stdin(Stdio::null());
     cmd
 }

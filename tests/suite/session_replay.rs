@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 #[tokio::test]
@@ -23,12 +23,7 @@ async fn replay_reruns_from_the_first_checkpoint_and_reports_differences() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "edit it"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--full-auto", "edit it"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let sessions = sandbox.home.join("sessions");
     let log = std::fs::read_dir(&sessions).unwrap().next().unwrap().unwrap().path();

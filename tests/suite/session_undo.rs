@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::support::{Sandbox, scripted_model, types};
+use super::support::{Model, Sandbox, scripted_model, types};
 use super::wire::{Step, Wire, call};
 
 #[tokio::test]
@@ -27,12 +27,7 @@ async fn undo_restores_edits_and_shell_changes() {
         Step::Answer("changed".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "change things"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--full-auto", "change things"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(sandbox.read("a.txt"), "beta\n");
     assert_eq!(sandbox.read("s.txt"), "new");
@@ -65,12 +60,7 @@ async fn undo_reaches_past_a_newer_session_that_changed_nothing() {
     let sandbox = Sandbox::new();
     sandbox.write("a.txt", "alpha\n");
     let exec = |uri: String, prompt: &str| {
-        sandbox
-            .keel()
-            .args(["exec", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-            .args(["--base-url", &format!("{uri}/v1"), prompt])
-            .output()
-            .unwrap()
+        sandbox.run(&Model::at("openai-chat", &uri), &["exec", "--full-auto", prompt])
     };
     let change = vec![
         Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "a.txt"}))] },

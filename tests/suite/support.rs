@@ -1,8 +1,18 @@
 //! Test fixtures: a temp git repo with its own KEEL_HOME, a wiremock model
 //! that plays a scripted trajectory, and a way to run the real `keel`
 //! binary with a cleared environment.
+//!
+//! The e2e vocabulary: a [`Model`] names what a run talks to (provider,
+//! base URL, model name); [`Sandbox::run`] runs `keel <args…>` against it
+//! in the repo (cleared environment, the sandbox's HOME and KEEL_HOME) and
+//! returns its `Output` ([`json_lines`] reads a `--json` stream, and
+//! [`Sandbox::only_log`] the session log); [`Sandbox::keel_on`] is the same
+//! command unrun, for a test that adds stdin or env, or spawns it. The
+//! provider flags go right after the subcommand words of `args`, so a
+//! prompt given in `args` still comes last.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use assert_cmd::Command;
@@ -57,6 +67,20 @@ impl Sandbox {
         cmd
     }
 
+    /// `keel <args…>` talking to `model`, unrun: the provider, base URL and
+    /// model flags follow `args`; add a prompt, stdin or env after.
+    pub fn keel_on(&self, model: &Model, args: &[&str]) -> Command {
+        let (subcommand, rest) = split_subcommand(args);
+        let mut cmd = self.keel();
+        cmd.args(subcommand).args(model.flags()).args(rest);
+        cmd
+    }
+
+    /// Runs `keel <args…>` against `model` in the repo, to its end.
+    pub fn run(&self, model: &Model, args: &[&str]) -> Output {
+        self.keel_on(model, args).output().unwrap()
+    }
+
     /// Settings for a library-level session against the mock model at
     /// `uri` (openai-chat, model `m`), as `keel` would load them here.
     pub fn settings(&self, uri: &str) -> keel::config::Settings {
@@ -104,6 +128,59 @@ impl Sandbox {
         assert_eq!(logs.len(), 1, "expected one log in {}", dir.display());
         logs[0].clone()
     }
+}
+
+/// The model a run of keel talks to: a provider at a base URL, by name.
+#[derive(Debug, Clone)]
+pub struct Model {
+    provider: String,
+    base_url: String,
+    name: String,
+}
+
+impl Model {
+    /// The scripted Chat Completions model at `server`, named `m`.
+    pub fn chat(server: &MockServer) -> Self {
+        Self::on(Wire::Chat, server)
+    }
+
+    /// The scripted model at `server` speaking `wire`, named `m`.
+    pub fn on(wire: Wire, server: &MockServer) -> Self {
+        Self::at(wire.provider(), &server.uri())
+    }
+
+    /// `provider` at `uri` (its `/v1` appended), named `m`: a server that
+    /// is not a [`MockServer`] (a raw socket, a port nobody listens on).
+    pub fn at(provider: &str, uri: &str) -> Self {
+        Self { provider: provider.to_owned(), base_url: format!("{uri}/v1"), name: "m".to_owned() }
+    }
+
+    /// `provider` at exactly `base_url`, named `m`.
+    pub fn with_base_url(provider: &str, base_url: &str) -> Self {
+        Self { provider: provider.to_owned(), base_url: base_url.to_owned(), name: "m".to_owned() }
+    }
+
+    /// The same model under another name.
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_owned();
+        self
+    }
+
+    /// `--provider … --base-url … --model …`.
+    pub fn flags(&self) -> [&str; 6] {
+        ["--provider", &self.provider, "--base-url", &self.base_url, "--model", &self.name]
+    }
+}
+
+/// Where the provider flags go in `args`: after the subcommand words
+/// (`exec`, `exec resume`), before the first flag or prompt.
+fn split_subcommand<'a>(args: &'a [&'a str]) -> (&'a [&'a str], &'a [&'a str]) {
+    let words = match args {
+        ["exec", "resume", ..] => 2,
+        ["exec" | "resume" | "mcp-server", ..] => 1,
+        _ => 0,
+    };
+    args.split_at(words)
 }
 
 pub fn read_jsonl(path: &Path) -> Vec<Value> {

@@ -10,7 +10,7 @@
 
 use serde_json::json;
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 fn steps() -> Vec<Step> {
@@ -78,10 +78,9 @@ fn normalized(line: &str, sandbox: &Sandbox) -> String {
 async fn run(sandbox: &Sandbox, steps: &[Step], flags: &[&str]) -> String {
     let server = scripted_model(Wire::Chat, steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
+        .keel_on(&Model::chat(&server), &["exec", "--json"])
         .args(flags)
-        .args(["--base-url", &format!("{}/v1", server.uri()), "touch every tool"])
+        .arg("touch every tool")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::support::{Sandbox, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, request_bodies, scripted_model};
 use super::tui_tmux::{Pane, launch};
 use super::wire::{Step, Wire, call};
 
@@ -171,8 +171,9 @@ async fn dash_c_works_in_another_folder() {
         .current_dir(&sandbox.home)
         .arg("-C")
         .arg(&sandbox.repo)
-        .args(["exec", "--json", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "hi"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::support::{Sandbox, scripted_model};
+use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
 /// Longest wait for any one thing to appear on screen.
@@ -610,8 +610,9 @@ async fn resuming_a_live_session_is_refused() {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
-        .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model", "m"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "wait"])
+        .arg("exec")
+        .args(Model::chat(&server).flags())
+        .args(["--json", "--full-auto", "wait"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, scripted_model};
+use super::support::{Model, Sandbox, json_lines, scripted_model};
 use super::wire::{Step, Wire, call};
 
 pub(super) fn phase(to: &str) -> Step {
@@ -69,9 +69,7 @@ pub(super) fn fix_verify_deliver() -> Vec<Step> {
 async fn exec(sandbox: &Sandbox, steps: &[Step], flags: &[&str]) -> (i32, Vec<Value>, Vec<Value>) {
     let server = scripted_model(Wire::Chat, steps).await;
     let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .keel_on(&Model::chat(&server).named("mock-model"), &["exec", "--json"])
         .args(flags)
         .arg("Fix the typo in hello.txt")
         .output()
@@ -257,13 +255,10 @@ async fn plan_only_then_resume_with_approve_plan_completes_in_a_second_process()
 
     let implementing = [vec![phase("implement")], fix_verify_deliver()].concat();
     let server = scripted_model(Wire::Chat, &implementing).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .args(["--resume", &id, "--approve-plan", "--full-auto"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::chat(&server).named("mock-model"),
+        &["exec", "--json", "--resume", &id, "--approve-plan", "--full-auto"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let result = json_lines(&output.stdout).pop().unwrap();
@@ -317,8 +312,9 @@ async fn killed_during_implement_resume_restores_phase_plan_and_tasks() {
     let killed = sandbox
         .keel()
         .env("KEEL_TEST_CRASH_AFTER_SEQ", seq.to_string())
-        .args(["exec", "--json", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
+        .arg("exec")
+        .args(Model::chat(&server).named("mock-model").flags())
+        .args(["--json"])
         .args(["--full-auto", "--approve-plan", "Fix the typo in hello.txt"])
         .output()
         .unwrap();
@@ -326,13 +322,10 @@ async fn killed_during_implement_resume_restores_phase_plan_and_tasks() {
 
     let after = fix_verify_deliver();
     let server = scripted_model(Wire::Chat, &after).await;
-    let output = sandbox
-        .keel()
-        .args(["exec", "--json", "--provider", "openai-chat"])
-        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "mock-model"])
-        .args(["--full-auto", "--approve-plan", "--last"])
-        .output()
-        .unwrap();
+    let output = sandbox.run(
+        &Model::chat(&server).named("mock-model"),
+        &["exec", "--json", "--full-auto", "--approve-plan", "--last"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let result = json_lines(&output.stdout).pop().unwrap();

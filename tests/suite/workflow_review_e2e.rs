@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 use super::workflow_e2e::{
     moves, phase, phase_moves, read_hello, shell, typo_edit, typo_fix_steps, typo_project,
@@ -24,14 +24,8 @@ fn submit(plan: &str) -> Step {
 /// lines (the last is the `result`) and the model's request bodies.
 async fn run(sandbox: &Sandbox, steps: &[Step], args: &[&str]) -> (Vec<Value>, Vec<Value>) {
     let server = scripted_model(Wire::Chat, steps).await;
-    let output = sandbox
-        .keel()
-        .arg("exec")
-        .args(args)
-        .args(["--json", "--provider", "openai-chat", "--model", "mock-model"])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
-        .output()
-        .unwrap();
+    let model = Model::chat(&server).named("mock-model");
+    let output = sandbox.keel_on(&model, &["exec"]).args(args).arg("--json").output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let lines = json_lines(&output.stdout);
     // Declined work (exec cannot ask) is exit 3; everything else here ends 0.
@@ -359,9 +353,7 @@ async fn reject_plan_without_a_waiting_plan_or_feedback_is_refused() {
     let server = scripted_model(Wire::Chat, &[Step::Answer("never asked".into())]).await;
     let attempt = |args: &[&str]| {
         sandbox
-            .keel()
-            .args(["exec", "--json", "--provider", "openai-chat", "--model", "mock-model"])
-            .args(["--base-url", &format!("{}/v1", server.uri())])
+            .keel_on(&Model::chat(&server).named("mock-model"), &["exec", "--json"])
             .args(args)
             .output()
             .unwrap()
