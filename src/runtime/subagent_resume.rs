@@ -12,7 +12,10 @@
 //! at here (it is not open); the recovered result is recorded in the
 //! parent's log (`subagent_finished`, then `tool_call_finished`) before the
 //! rest of the turn is reconciled; a child resumed here never gets more
-//! powers than a new one would under the parent's current mode.
+//! powers than a new one would under the parent's current mode; a child
+//! whose `subagent_finished` line was written before the crash counts
+//! once (`step` neither adds nor records its spend again:
+//! `agent::Delegated`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
