@@ -500,6 +500,10 @@ proptest! {
                 let response = records.remove(at);
                 records.push(response);
             }
+            // Written in this order: the seqs rise (a lower one is skipped).
+            for (seq, record) in records.iter_mut().enumerate() {
+                record.seq = seq as u64;
+            }
         }
         let damaged: Vec<usize> = damaged.iter().map(|i| i.index(records.len())).collect();
         let last = records.len() - 1;

@@ -168,7 +168,9 @@ impl Session {
         let read = SessionLock::acquire(&link.log_path).and_then(|lock| {
             let report = for_each_entry(&link.log_path, |entry| match entry {
                 LogEntry::Record(record) => {
-                    grandchildren.note(&record.event);
+                    if rebuilder.admits(record.seq) {
+                        grandchildren.note(&record.event);
+                    }
                     rebuilder.apply(record);
                 }
                 LogEntry::Unreadable { line, torn } => rebuilder.unreadable(line, torn),
