@@ -39,7 +39,7 @@ use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::prompts::context_message;
 use crate::protocol::{ContextPart, Item, SessionEvent, Usage};
 
-use super::limits::SpendLimits;
+use super::limits::{ChildSpend, SpendLimits};
 use super::state::{LoopState, ToolScope};
 use super::step_io::Effect;
 
@@ -142,15 +142,21 @@ impl LoopState {
                 }
             }
             SessionEvent::SubagentFinished {
+                session_id,
                 usage,
                 cost_usd,
                 estimated_tokens,
                 estimated_cost_usd,
                 ..
             } => {
-                self.delegated.usage.add(usage);
-                self.delegated.cost_usd += cost_usd.unwrap_or(0.0);
-                self.delegated.estimated.add(estimated_tokens.unwrap_or(0), *estimated_cost_usd);
+                // Once per child, whatever lines a crash and a resume left.
+                let spend = ChildSpend {
+                    usage: *usage,
+                    cost_usd: *cost_usd,
+                    estimated_tokens: *estimated_tokens,
+                    estimated_cost_usd: *estimated_cost_usd,
+                };
+                self.delegated.add_child(session_id, spend);
             }
             // The workflow's own lines (see the module docs).
             SessionEvent::PhaseChanged { .. }

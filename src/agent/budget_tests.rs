@@ -295,7 +295,7 @@ fn what_subagents_spent_counts_against_the_limits() {
     state.delegated = Delegated {
         usage: Usage { input_tokens: 500_000, output_tokens: 100_000, ..Usage::default() },
         cost_usd: 0.6,
-        estimated: Unreported::default(),
+        ..Delegated::default()
     };
     let effects = step(&mut state, finished("a"));
     assert!(!calls_model(&effects), "$0.50 + $0.60 + ~$0.41 > $1.20: not sent");

@@ -7,6 +7,8 @@
 //! Invariant: pure values, no loop state; nothing here imports another
 //! file of `agent/`, so every file may use them.
 
+use std::collections::BTreeSet;
+
 use crate::protocol::{SessionEvent, Usage};
 
 /// What one loop may do: steps per turn, spend per session, and the
@@ -29,7 +31,12 @@ impl Limits {
 
 /// What this session's subagents spent: they run their own loops (each
 /// within what is left of these limits), and their spend counts here too.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+///
+/// Invariant: a child's spend counts once. A `subagent_finished` line
+/// carries a child session's whole spend, and a resume after a crash
+/// between that line and the call's result finishes the call again from
+/// the child's log: the child's second report adds nothing.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Delegated {
     /// What their servers reported.
     pub usage: Usage,
@@ -38,6 +45,35 @@ pub struct Delegated {
     /// What their responses without reported usage were charged at keel's
     /// estimate (their own children's included): spend, never usage.
     pub estimated: Unreported,
+    /// The child sessions whose spend is in the figures above.
+    pub children: BTreeSet<String>,
+}
+
+impl Delegated {
+    /// Whether the spend of child session `session_id` is counted.
+    pub fn counts(&self, session_id: &str) -> bool {
+        self.children.contains(session_id)
+    }
+
+    /// Adds the whole spend of child session `session_id`, unless it is
+    /// counted already.
+    pub fn add_child(&mut self, session_id: &str, spend: ChildSpend) {
+        if !self.children.insert(session_id.to_owned()) {
+            return;
+        }
+        self.usage.add(&spend.usage);
+        self.cost_usd += spend.cost_usd.unwrap_or(0.0);
+        self.estimated.add(spend.estimated_tokens.unwrap_or(0), spend.estimated_cost_usd);
+    }
+}
+
+/// A child's whole spend as its `subagent_finished` line carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ChildSpend {
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub estimated_tokens: Option<u64>,
+    pub estimated_cost_usd: Option<f64>,
 }
 
 /// What responses without reported usage were charged at keel's

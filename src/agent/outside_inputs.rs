@@ -43,9 +43,14 @@ pub(super) fn subagent_opened(opened: SubagentOpened, effects: &mut Vec<Effect>)
 
 /// A child's spend (its estimates included) counts against this
 /// session's limits from the next request on; recorded before the call's
-/// result.
+/// result. A child already counted (its line was written before a crash,
+/// and the resume finished its call again) is neither counted nor
+/// recorded again.
 pub(super) fn subagent_done(state: &mut LoopState, done: SubagentDone, effects: &mut Vec<Effect>) {
     let SubagentDone { call_id, session_id, outcome, usage, cost_usd, estimated } = done;
+    if state.delegated.counts(&session_id) {
+        return;
+    }
     let (estimated_tokens, estimated_cost_usd) = estimated.logged();
     let event = SessionEvent::SubagentFinished {
         call_id,

@@ -27,7 +27,8 @@
 //! answers it "interrupted".
 //!
 //! Invariants: pure (the file probe is injected); never panics on odd logs
-//! (events out of place are ignored); a call whose result is anywhere in
+//! (events out of place are ignored; a record whose seq is not greater
+//! than the last applied one's is skipped, with a note); a call whose result is anywhere in
 //! its turn is never run again; the rebuilt history gives every call one
 //! result after it (a closed turn's call whose result line is unreadable
 //! gets a "lost" result; a result whose call is unreadable is left out),
@@ -102,6 +103,8 @@ pub struct Rebuilder {
     /// The current turn's calls.
     calls: TurnCalls,
     notes: Vec<String>,
+    /// The seq of the last record applied (`None`: none yet).
+    last_seq: Option<u64>,
 }
 
 impl Rebuilder {
@@ -113,6 +116,7 @@ impl Rebuilder {
             turn_has_prompt: false,
             calls: TurnCalls::default(),
             notes: Vec::new(),
+            last_seq: None,
         }
     }
 
@@ -122,8 +126,26 @@ impl Rebuilder {
         setup.apply(&mut self.state.workflow);
     }
 
-    /// Applies one record.
+    /// Whether a record with `seq` would be applied: only one whose seq is
+    /// greater than the last applied one's. A log is written with rising
+    /// seqs, so a lower or equal one is a copied or misplaced line (applying
+    /// a repeated response would make its started calls look new, and run
+    /// them again); the caller skips what it tracks of such a record too.
+    pub fn admits(&self, seq: u64) -> bool {
+        self.last_seq.is_none_or(|last| seq > last)
+    }
+
+    /// Applies one record; one [`Self::admits`] refuses is skipped, said in
+    /// [`Rebuilt::notes`].
     pub fn apply(&mut self, record: EventRecord) {
+        if let Some(last) = self.last_seq.filter(|_| !self.admits(record.seq)) {
+            self.notes.push(format!(
+                "a line with seq {} after seq {last} (a repeated or misplaced line) was skipped",
+                record.seq
+            ));
+            return;
+        }
+        self.last_seq = Some(record.seq);
         self.facts.next_seq = self.facts.next_seq.max(record.seq + 1);
         match record.event {
             SessionEvent::SessionStarted { session_id, cwd, provider, model, mode, .. } => {

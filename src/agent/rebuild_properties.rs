@@ -7,7 +7,9 @@
 //! re-runs offered and answered, PostToolUse hooks' verdicts) record a
 //! log; rebuilding it gives the live state back (the spend each response
 //! was charged at its model's prices included), and no
-//! prefix, damaged or not, re-runs an answered call.
+//! prefix, damaged or not, re-runs an answered call; a resume after any
+//! prefix that finishes the open `agent` calls from their children counts
+//! each child's spend once.
 
 use proptest::prelude::*;
 
@@ -52,6 +54,35 @@ fn random_call(kind: u8, n: usize) -> ToolCall {
 /// The number of call `c<n>`.
 fn number(call_id: &str) -> usize {
     call_id.trim_start_matches('c').parse().unwrap_or(0)
+}
+
+/// Whether `call` stands for an `agent` call (every fifth call): its
+/// child's spend is recorded before the batch's results.
+fn delegates(call: &ToolCall) -> bool {
+    number(&call.call_id) % 5 == 2
+}
+
+/// What the child of an `agent` call `c<n>` spent, by `n`: the same
+/// whenever its call is finished (live, or again from its log on a resume).
+fn child_done(call: &ToolCall) -> SubagentDone {
+    let n = number(&call.call_id) as u64;
+    SubagentDone {
+        call_id: call.call_id.clone(),
+        session_id: format!("child{n}"),
+        outcome: crate::protocol::TurnOutcome::Completed,
+        usage: Usage { input_tokens: 30 + n, output_tokens: 7, ..Usage::default() },
+        cost_usd: n.is_multiple_of(2).then_some(0.01),
+        // Some children ran on a server reporting no usage.
+        estimated: Unreported {
+            tokens: (n % 3) * 50,
+            cost_usd: if n.is_multiple_of(4) { 0.003 } else { 0.0 },
+        },
+    }
+}
+
+/// The tokens child `done` spent, its estimates included.
+fn child_tokens(done: &SubagentDone) -> u64 {
+    done.usage.total_tokens() + done.estimated.tokens
 }
 
 /// What the driver's tools answer for `call`: "ok" (the same text for
@@ -128,21 +159,8 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
             Some(Effect::RunBatch { calls, .. }) => {
                 // Every fifth call stands for an `agent` call: its child's
                 // spend is recorded before the batch's results.
-                for call in calls.iter().filter(|c| number(&c.call_id) % 5 == 2) {
-                    let n = number(&call.call_id) as u64;
-                    let done = SubagentDone {
-                        call_id: call.call_id.clone(),
-                        session_id: format!("child{n}"),
-                        outcome: crate::protocol::TurnOutcome::Completed,
-                        usage: Usage { input_tokens: 30 + n, output_tokens: 7, ..Usage::default() },
-                        cost_usd: n.is_multiple_of(2).then_some(0.01),
-                        // Some children ran on a server reporting no usage.
-                        estimated: Unreported {
-                            tokens: (n % 3) * 50,
-                            cost_usd: if n.is_multiple_of(4) { 0.003 } else { 0.0 },
-                        },
-                    };
-                    record(&step(state, Input::SubagentFinished(done)), log);
+                for call in calls.iter().filter(|c| delegates(c)) {
+                    record(&step(state, Input::SubagentFinished(child_done(call))), log);
                 }
                 let results = calls.iter().map(ran).collect();
                 step(state, Input::BatchFinished { results })
@@ -367,7 +385,7 @@ proptest! {
         prop_assert_eq!(rebuilt.state.config.policy.mode, live.config.policy.mode);
         prop_assert_eq!(&rebuilt.state.allowlist, &live.allowlist);
         prop_assert_eq!(&rebuilt.state.turn_scope, &live.turn_scope);
-        prop_assert_eq!(rebuilt.state.delegated, live.delegated);
+        prop_assert_eq!(&rebuilt.state.delegated, &live.delegated);
         prop_assert_eq!(rebuilt.state.spent(), live.spent());
         prop_assert_eq!(rebuilt.state.session_cost_usd, live.session_cost_usd);
         prop_assert_eq!(&rebuilt.state.config.model, &live.config.model);
@@ -411,6 +429,26 @@ proptest! {
         prop_assert_eq!(rebuilt.state.session_usage, spent);
         prop_assert_eq!(rebuilt.state.session_cost_usd, Some(cost));
         prop_assert_eq!(rebuilt.state.spent().tokens, tokens);
+    }
+
+    /// A crash after any line, then a resume that finishes the open turn's
+    /// started `agent` calls from their children's logs (as
+    /// `subagent_resume.rs` does: the child's whole spend, then the call's
+    /// result): every child's spend counts exactly once, also when its
+    /// `subagent_finished` line was written before the crash.
+    #[test]
+    fn a_resume_after_any_prefix_counts_each_childs_spend_once(
+        turns in sessions(),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let (_, log) = run(&turns, None);
+        let cut = cut.index(log.len()) + 1;
+        let (state, counted) = resumed_after(&log[..cut]);
+        let expected: u64 = counted.values().map(child_tokens).sum();
+        let delegated = &state.delegated;
+        prop_assert_eq!(delegated.usage.total_tokens() + delegated.estimated.tokens, expected);
+        let children: Vec<&String> = counted.keys().collect();
+        prop_assert_eq!(delegated.children.iter().collect::<Vec<_>>(), children);
     }
 
     #[test]
@@ -461,6 +499,10 @@ proptest! {
             if matches!(records[at].event, SessionEvent::ModelResponse { .. }) {
                 let response = records.remove(at);
                 records.push(response);
+            }
+            // Written in this order: the seqs rise (a lower one is skipped).
+            for (seq, record) in records.iter_mut().enumerate() {
+                record.seq = seq as u64;
             }
         }
         let damaged: Vec<usize> = damaged.iter().map(|i| i.index(records.len())).collect();
@@ -571,4 +613,54 @@ fn rerun_offers_are_recorded_and_rebuilt() {
     assert_eq!(result("c9").as_deref(), Some("Permission denied"));
     assert_eq!(result("c12").as_deref(), Some("ran outside"));
     assert_eq!(rebuild(&log).state.items, live.items);
+}
+
+/// `log` rebuilt and resumed as the runtime resumes it: each started
+/// `agent` call of the open turn finished again from its child (its spend,
+/// then its result). Returns the state and every child the log and the
+/// resume finished, by session id.
+fn resumed_after(
+    log: &[EventRecord],
+) -> (LoopState, std::collections::BTreeMap<String, SubagentDone>) {
+    let rebuilt = rebuild(log);
+    let mut counted = std::collections::BTreeMap::new();
+    for record in log {
+        if let SessionEvent::SubagentFinished { call_id, session_id, .. } = &record.event {
+            let call = ToolCall { call_id: call_id.clone(), ..random_call(0, 0) };
+            counted.insert(session_id.clone(), child_done(&call));
+        }
+    }
+    let mut state = rebuilt.state;
+    let open = rebuilt.open_turn.iter().flat_map(|open| &open.calls);
+    for open_call in open.filter(|o| o.progress != CallProgress::NotStarted) {
+        if !delegates(&open_call.call) {
+            continue;
+        }
+        let done = child_done(&open_call.call);
+        counted.insert(done.session_id.clone(), done.clone());
+        step(&mut state, Input::SubagentFinished(done));
+        let (result, meta) = ran(&open_call.call);
+        step(&mut state, Input::CallRecovered { call: open_call.call.clone(), result, meta });
+    }
+    (state, counted)
+}
+
+/// The crash point of issue 35: the child's `subagent_finished` line is
+/// on disk, the `agent` call's result is not. Before, the resume counted
+/// the child's spend a second time (1 760 tokens for 1 320 in the field).
+#[test]
+fn a_crash_between_a_childs_finished_line_and_its_calls_result_counts_the_child_once() {
+    // One turn whose one response is `c1` (a read) and `c2` (an `agent` call).
+    let turns: Vec<Turn> = vec![(1, vec![vec![0, 0]])];
+    let (live, log) = run(&turns, None);
+    let finished = log
+        .iter()
+        .position(|r| matches!(r.event, SessionEvent::SubagentFinished { .. }))
+        .expect("the agent call's child finished");
+    assert!(matches!(log[finished + 1].event, SessionEvent::ToolCallFinished { .. }));
+    let (state, counted) = resumed_after(&log[..=finished]);
+    assert_eq!(counted.len(), 1);
+    assert_eq!(state.delegated, live.delegated, "the child counts once");
+    let before = rebuild(&log[..=finished]).state.spent();
+    assert_eq!(state.spent(), before, "the resume adds nothing to what the log counted");
 }

@@ -429,7 +429,15 @@ fn first_turn_up_to(upto: impl Fn(&SessionEvent) -> bool) -> Vec<EventRecord> {
             break;
         }
     }
-    out
+    renumbered(out)
+}
+
+/// `records` with the rising seqs of a log written in their order.
+fn renumbered(mut records: Vec<EventRecord>) -> Vec<EventRecord> {
+    for (seq, record) in records.iter_mut().enumerate() {
+        record.seq = seq as u64;
+    }
+    records
 }
 
 fn is_response_with(event: &SessionEvent, id: &str) -> bool {
@@ -453,7 +461,7 @@ fn a_response_after_its_result_does_not_rerun_the_call() {
     let response = records.iter().position(|r| is_response_with(&r.event, "b")).unwrap();
     let moved = records.remove(response);
     records.push(moved);
-    let rebuilt = rebuild(&records);
+    let rebuilt = rebuild(&renumbered(records));
     let open = rebuilt.open_turn.clone().unwrap();
     assert!(open.calls.is_empty(), "{:?}", open.calls);
     // The history keeps the result after its call.
@@ -526,7 +534,8 @@ fn a_torn_last_line_or_settled_damage_is_not_ambiguous() {
     };
     lines.pop();
     lines.push(Line::Unreadable(false));
-    lines.push(Line::Record(EventRecord { v: 1, seq: 0, ts: String::new(), event: resumed }));
+    let seq = lines.len() as u64;
+    lines.push(Line::Record(EventRecord { v: 1, seq, ts: String::new(), event: resumed }));
     let rebuilt = rebuild_lines(&lines);
     assert!(rebuilt.ambiguous().is_empty());
     assert_eq!(rebuilt.open_turn.unwrap().calls[0].progress, CallProgress::NotStarted);
@@ -602,6 +611,7 @@ fn a_recorded_prefix_is_what_a_resume_sends_and_context_items_come_back() {
             },
         },
     );
+    let log = renumbered(log);
     let rebuilt = rebuild(&log);
     assert_eq!(rebuilt.state.config.prefix, sections, "the logged instructions, not today's");
     assert_eq!(rebuilt.facts.prefix, Some((sections, "d1".to_owned())));
@@ -609,4 +619,30 @@ fn a_recorded_prefix_is_what_a_resume_sends_and_context_items_come_back() {
         |items: &[Item]| items.iter().filter(|item| matches!(item, Item::Context { .. })).count();
     assert!(contexts(&live.items) >= 1, "the live session announced its context");
     assert_eq!(rebuilt.state.items, live.items, "the same bytes, context items included");
+}
+
+/// Issue 35: a repeated line (the same seq again) is skipped with a note.
+/// Before, a repeated response after a call had started made the call
+/// look new, and the resume judged and ran it again.
+#[test]
+fn a_repeated_line_is_skipped_and_a_started_call_is_not_run_again() {
+    let mut records = first_turn_up_to(|e| is_started(e, "a"));
+    let response = records.iter().position(|r| is_response_with(&r.event, "a")).unwrap();
+    records.push(records[response].clone());
+    let rebuilt = rebuild(&records);
+    assert!(rebuilt.notes.iter().any(|n| n.contains("skipped")), "{:?}", rebuilt.notes);
+    let open = rebuilt.open_turn.clone().unwrap();
+    let ids: Vec<(&str, bool)> = open
+        .calls
+        .iter()
+        .map(|o| (o.call.call_id.as_str(), o.progress == CallProgress::NotStarted))
+        .collect();
+    assert_eq!(ids, [("a", false)], "one call, started");
+    let mut state = rebuilt.state;
+    for effect in reconcile(&mut state, &open, &Unchanged) {
+        if let Effect::RunBatch { calls, .. } | Effect::CheckCalls { calls, .. } = &effect {
+            assert!(calls.is_empty(), "ran again: {calls:?}");
+        }
+    }
+    assert_eq!(rebuilt.facts.next_seq, records.len() as u64 - 1);
 }

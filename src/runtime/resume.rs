@@ -98,8 +98,11 @@ impl Session {
         let mut left_running = LeftRunning::default();
         let report = for_each_entry(log_path, |entry| match entry {
             LogEntry::Record(record) => {
-                links.note(&record.event);
-                left_running.note(&record.event);
+                // A line the rebuild skips (a repeated seq) is skipped here too.
+                if rebuilder.admits(record.seq) {
+                    links.note(&record.event);
+                    left_running.note(&record.event);
+                }
                 rebuilder.apply(record);
             }
             LogEntry::Unreadable { line, torn } => rebuilder.unreadable(line, torn),

@@ -20,7 +20,8 @@
 //! the call's result; `subagent_link.rs` connects it to the parent.
 //!
 //! Invariants: the parent's `subagent_started` line (child id, log, type)
-//! is on disk before the child runs, so a crash mid-child can be resumed
+//! is on disk (synced) before the child's log is created, so no child log
+//! is ever left that no parent line names, and before the child runs, so a crash mid-child can be resumed
 //! (`subagent_resume.rs`); the child's session log is written like any
 //! other (write-ahead, synced at its turn's end); the parent records
 //! `subagent_finished` (outcome, usage, cost) before the call's result.
@@ -31,8 +32,8 @@
 //! `Session`: the same `step` loop and driver, its own log in `$KEEL_HOME/sessions/` (its
 //! `session_started` carries `parent`: session, call, type, depth). `execute.rs` sends a batch with
 //! `agent` calls to `Session::run_batch_with_subagents` (`subagent_link.rs`): each child is opened
-//! first (`Session::open_child` here: its log, then the parent's `subagent_started` line through
-//! `step`, synced, before it runs), then the batch runs as any other (read-only children side by
+//! first (`Session::open_child` here: the parent's `subagent_started` line through `step`,
+//! synced, then its log, before it runs), then the batch runs as any other (read-only children side by
 //! side, since `LoopConfig::agent_classes` gives an `agent` call its type's class; writers alone,
 //! with the tree fingerprint around them like a shell call), while `subagent_link::serve` forwards
 //! the children's events (`LinkSink` → `RuntimeEvent::Subagent { call_id, event }`, nested for
@@ -243,7 +244,18 @@ impl Session {
             agent: definition.name.clone(),
             depth,
         };
-        let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
+        // Named in the parent's log (and synced) before the child's log
+        // exists: a crash never leaves a child log no parent line names.
+        let dir = sessions_dir(&settings.keel_home);
+        self.apply_outside_loop(Input::SubagentStarted(SubagentOpened {
+            call_id: call.call_id.clone(),
+            session_id: id.clone(),
+            log_path: SessionLog::path_in(&dir, &id).display().to_string(),
+            agent: definition.name.clone(),
+            description: args.description.clone(),
+        }))?;
+        self.log.sync()?;
+        let mut log = SessionLog::create(&dir, &id)?;
         log.append(SessionEvent::SessionStarted {
             session_id: id.clone(),
             cwd: self.cwd.display().to_string(),
@@ -264,13 +276,6 @@ impl Session {
             sections: state.config().prefix.clone(),
             tools_digest: tools_digest(&state.config().tools),
         })?;
-        self.apply_outside_loop(Input::SubagentStarted(SubagentOpened {
-            call_id: call.call_id.clone(),
-            session_id: id.clone(),
-            log_path: log.path().display().to_string(),
-            agent: definition.name.clone(),
-            description: args.description.clone(),
-        }))?;
         let child = self.child_session(ChildParts {
             id,
             log,

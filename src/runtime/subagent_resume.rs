@@ -12,7 +12,10 @@
 //! at here (it is not open); the recovered result is recorded in the
 //! parent's log (`subagent_finished`, then `tool_call_finished`) before the
 //! rest of the turn is reconciled; a child resumed here never gets more
-//! powers than a new one would under the parent's current mode.
+//! powers than a new one would under the parent's current mode; a child
+//! whose `subagent_finished` line was written before the crash counts
+//! once (`step` neither adds nor records its spend again:
+//! `agent::Delegated`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -165,7 +168,9 @@ impl Session {
         let read = SessionLock::acquire(&link.log_path).and_then(|lock| {
             let report = for_each_entry(&link.log_path, |entry| match entry {
                 LogEntry::Record(record) => {
-                    grandchildren.note(&record.event);
+                    if rebuilder.admits(record.seq) {
+                        grandchildren.note(&record.event);
+                    }
                     rebuilder.apply(record);
                 }
                 LogEntry::Unreadable { line, torn } => rebuilder.unreadable(line, torn),

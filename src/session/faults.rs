@@ -10,6 +10,11 @@
 //! - `KEEL_TEST_TERM_AFTER_SEQ=N`: right after line `N` is written, the
 //!   process sends itself SIGTERM (a `timeout` or systemd stop between
 //!   events; keel's signal handling then ends the turn).
+//! - `KEEL_TEST_CRASH_AFTER_FIRST_LINE_OF_LOG=N`: right after the first
+//!   line of the `N`th log this process creates (1: the session's own, 2:
+//!   its first subagent's) is written, SIGKILL (a crash as a child starts).
+//!   The only process-wide state here: a count of the logs created, kept
+//!   only while the variable is set.
 //!
 //! Invariant: with none of these variables set, [`Faults::from_env`] is
 //! `Faults::default()` and every check below is a no-op.
@@ -21,7 +26,15 @@ pub struct Faults {
     crash_in: Option<u64>,
     fail_at: Option<u64>,
     term_after: Option<u64>,
+    crash_after_first_line_of: Option<u64>,
+    /// Which log this process created this one as (1 for the first), when
+    /// `crash_after_first_line_of` is set.
+    created_as: Option<u64>,
 }
+
+/// The logs this process created, counted only for
+/// `KEEL_TEST_CRASH_AFTER_FIRST_LINE_OF_LOG`.
+static CREATED_LOGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Faults {
     pub fn from_env() -> Self {
@@ -31,7 +44,18 @@ impl Faults {
             crash_in: read("KEEL_TEST_CRASH_IN_SEQ"),
             fail_at: read("KEEL_TEST_FAIL_WRITE_AT_SEQ"),
             term_after: read("KEEL_TEST_TERM_AFTER_SEQ"),
+            crash_after_first_line_of: read("KEEL_TEST_CRASH_AFTER_FIRST_LINE_OF_LOG"),
+            created_as: None,
         }
+    }
+
+    /// These faults for a log this process has just created.
+    pub fn for_created_log(self) -> Self {
+        if self.crash_after_first_line_of.is_none() {
+            return self;
+        }
+        let ordinal = CREATED_LOGS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        Self { created_as: Some(ordinal), ..self }
     }
 
     #[cfg(test)]
@@ -40,7 +64,7 @@ impl Faults {
         crash_in: Option<u64>,
         fail_at: Option<u64>,
     ) -> Self {
-        Self { crash_after, crash_in, fail_at, term_after: None }
+        Self { crash_after, crash_in, fail_at, ..Self::default() }
     }
 
     /// An injected write error for line `seq`, if one is due.
@@ -62,7 +86,9 @@ impl Faults {
     /// Kills the process if a crash is due after line `seq`, or sends it
     /// SIGTERM if a stop is.
     pub fn after_write(&self, seq: u64) {
-        if self.crash_after == Some(seq) {
+        let first_of_due =
+            self.created_as.is_some_and(|n| Some(n) == self.crash_after_first_line_of);
+        if self.crash_after == Some(seq) || (seq == 0 && first_of_due) {
             kill_self();
         }
         if self.term_after == Some(seq) {

@@ -35,18 +35,25 @@ pub struct SessionLog {
 }
 
 impl SessionLog {
+    /// Where [`Self::create`] puts the log of `session_id` in `dir`.
+    pub fn path_in(dir: &Path, session_id: &str) -> PathBuf {
+        dir.join(format!("{session_id}.jsonl"))
+    }
+
     /// Creates `dir/<session_id>.jsonl` (and `dir`), failing if it exists,
     /// and locks it.
     pub fn create(dir: &Path, session_id: &str) -> Result<Self, SessionError> {
         std::fs::create_dir_all(dir)
             .map_err(|source| SessionError::CreateDir { path: dir.to_owned(), source })?;
-        let path = dir.join(format!("{session_id}.jsonl"));
+        let path = Self::path_in(dir, session_id);
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
             .open(&path)
             .map_err(|source| SessionError::Open { path: path.clone(), source })?;
-        Ok(Self::with_lock(SessionLock::lock(&path, file)?, 0))
+        let mut log = Self::with_lock(SessionLock::lock(&path, file)?, 0);
+        log.faults = log.faults.for_created_log();
+        Ok(log)
     }
 
     /// Appends to the log `lock` holds from `next_seq` on (the caller took

@@ -66,6 +66,7 @@ mod session_lock;
 mod session_race;
 mod session_replay;
 mod session_resume;
+mod session_seq;
 mod session_undo;
 #[path = "../../src/shared_corpus.rs"]
 mod shared_corpus;

@@ -212,3 +212,39 @@ fn a_parent_stops_at_its_cost_limit_counting_its_childrens_estimates() {
     assert!(passed_up > 0.0, "the children's estimates are priced");
     assert_eq!(result["cost_usd"].as_f64(), Some(0.0), "{result}");
 }
+
+/// The crash point of issue 35: keel stopped after the parent's
+/// `subagent_finished` line and before the `agent` call's result (the
+/// log is cut there, as a SIGKILL between the two writes leaves it). The
+/// resume finishes the call from the child's log without running the
+/// child again, and the child's spend counts once: the run's spend is
+/// every log's requests, and the parent's log says the child finished
+/// once. Before, the resume counted the child a second time.
+#[test]
+fn a_crash_between_a_childs_finished_line_and_the_calls_result_counts_the_child_once() {
+    let sandbox = sandbox_with_big_files();
+    let model = delegating_model(&["task 1"]);
+    let output = exec(&sandbox, &model, &["--full-auto"], "Delegate");
+    assert_eq!(output.status.code(), Some(0), "{}", result_of(&output));
+    let (parents, children) = logs(&sandbox);
+    let text = std::fs::read_to_string(&parents[0]).unwrap();
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        kept.push_str(line);
+        if line.contains("\"type\":\"subagent_finished\"") {
+            break;
+        }
+    }
+    assert!(kept.len() < text.len(), "the call's result followed the child's line");
+    std::fs::write(&parents[0], kept).unwrap();
+    let child_requests = model.of("task 1").len();
+
+    let again = resume(&sandbox, &model, &[]);
+    let result = result_of(&again);
+    assert_eq!(again.status.code(), Some(0), "{result}");
+    assert_eq!(model.of("task 1").len(), child_requests, "the child ran again");
+    let all = estimated_everywhere(&parents, &children);
+    assert_eq!(spent_of(&again), (Some(0), all), "the child counts once: {result}");
+    let parent = read_jsonl(&parents[0]);
+    assert_eq!(of_type(&parent, "subagent_finished").len(), 1);
+}
