@@ -26,6 +26,7 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
         settings.workspace_root.clone(),
         options.cwd.clone(),
     );
+    let paths = PathContext { secrets: settings.secret_places.clone(), ..paths };
     let mut policy = Policy::new(settings.rules.clone(), options.approval, paths);
     policy.project_trusted = settings.project_trusted;
     policy
