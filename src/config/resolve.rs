@@ -21,7 +21,7 @@ use crate::policy::secret_places::SecretPlaces;
 use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
-use super::layers::{AgentsFile, SecretsFile, ShellFile, UndoFile};
+use super::layers::{AgentsFile, ConfigFile, SecretsFile, ShellFile, UndoFile};
 use super::limits::{resolve_limits, with_project_prices};
 use super::{
     CliOverrides, ConfigError, ContextFile, Environment, Layers, ProviderFile, SandboxFile,
@@ -398,6 +398,7 @@ pub fn resolve(
         &workspace_root,
         &mut warnings,
     );
+    let child_env = env_filter(merged.shell.as_ref(), Some(&api_key_env));
     Ok(Settings {
         provider: ProviderConfig {
             kind,
@@ -417,7 +418,7 @@ pub fn resolve(
         hooks: Vec::new(),
         native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home)?,
         secret_places,
-        env_filter: env_filter(merged.shell.as_ref()),
+        env_filter: child_env,
         max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
         home,
         user_shell: env.var("SHELL").unwrap_or("bash").to_owned(),
@@ -491,7 +492,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         warnings,
         rules: RuleSet::default(),
         project_trusted,
-        env_filter: env_filter(merged.shell.as_ref()),
+        env_filter: env_filter_of(&merged),
         native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home)?,
         secret_places,
         home,
@@ -500,11 +501,19 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
     })
 }
 
-/// The `[shell]` table's environment filter (built-in patterns always on).
-fn env_filter(file: Option<&ShellFile>) -> EnvFilter {
-    let strip = file.and_then(|f| f.env_strip.as_deref()).unwrap_or_default();
+/// The `[shell]` table's environment filter (built-in patterns always on),
+/// stripping `api_key_env` too: the provider's key reaches no child
+/// whatever it is called.
+fn env_filter(file: Option<&ShellFile>, api_key_env: Option<&str>) -> EnvFilter {
+    let mut strip = file.and_then(|f| f.env_strip.clone()).unwrap_or_default();
+    strip.extend(api_key_env.map(str::to_owned));
     let keep = file.and_then(|f| f.env_keep.as_deref()).unwrap_or_default();
-    EnvFilter::new(strip, keep)
+    EnvFilter::new(&strip, keep)
+}
+
+/// The environment filter a session of `merged` gets ([`env_filter`]).
+pub(super) fn env_filter_of(merged: &ConfigFile) -> EnvFilter {
+    env_filter(merged.shell.as_ref(), merged.api_key_env.as_deref())
 }
 
 /// With no provider named: a key in the environment picks one; a base URL
@@ -598,6 +607,17 @@ mod tests {
         std::fs::write(env.cwd.join(".keel/config.toml"), config).unwrap();
         let settings = load(&env, &CliOverrides::default()).unwrap();
         assert!(settings.secret_places.holding(Path::new("/srv/tokens.txt")).is_none());
+    }
+
+    #[test]
+    fn the_variable_named_by_api_key_env_reaches_no_child() {
+        let (_dir, env) = env(&[("MY_LLM", "sk-x")]);
+        let config = "api_key_env = \"MY_LLM\"\nprovider = \"openai\"\n";
+        std::fs::write(env.keel_home.join("config.toml"), config).unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.provider.api_key.as_deref(), Some("sk-x"));
+        assert!(settings.env_filter.strips("MY_LLM"));
+        assert!(!settings.env_filter.strips("PATH"));
     }
 
     #[test]
