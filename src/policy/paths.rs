@@ -27,7 +27,7 @@ pub struct PathContext {
 }
 
 /// Shell start-up files: writing one runs code in every later shell.
-const RC_FILES: [&str; 17] = [
+pub const RC_FILES: [&str; 17] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
