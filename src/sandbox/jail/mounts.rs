@@ -170,11 +170,11 @@ fn minimal_dev() -> rustix::io::Result<()> {
         let Ok(fd) = fd else { continue };
         let target = dev.join(name);
         std::fs::File::create(&target).map_err(io_errno)?;
-        rustix::mount::mount_bind(&via(fd), &target)?;
+        rustix::mount::mount_bind(via(fd), &target)?;
     }
     if let Some(fd) = &shm {
         std::fs::create_dir(dev.join("shm")).map_err(io_errno)?;
-        rustix::mount::mount_bind_recursive(&via(fd), &dev.join("shm"))?;
+        rustix::mount::mount_bind_recursive(via(fd), dev.join("shm"))?;
     }
     std::fs::create_dir(dev.join("pts")).map_err(io_errno)?;
     for (link, target) in [
