@@ -130,6 +130,7 @@ fn native_hooks(
 fn build_policy(settings: &LocalSettings, env: &Environment, mode: ApprovalMode) -> Policy {
     let paths =
         PathContext::new(settings.home.clone(), settings.workspace_root.clone(), env.cwd.clone());
+    let paths = PathContext { secrets: settings.secret_places.clone(), ..paths };
     let mut policy = Policy::new(settings.rules.clone(), mode, paths);
     policy.project_trusted = settings.project_trusted;
     policy

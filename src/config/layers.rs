@@ -133,6 +133,9 @@ pub struct SecretsFile {
     pub protect_files: Option<bool>,
     /// Globs of files the model may read anyway.
     pub allow_files: Option<Vec<String>>,
+    /// More folders or files that hold credentials (`~/…` or absolute),
+    /// beside the built-in stores (`policy::secret_places`).
+    pub paths: Option<Vec<String>>,
 }
 
 /// The `[context]` table.
@@ -296,10 +299,13 @@ impl ConfigFile {
             mine.env_keep = env_keep.or(mine.env_keep.take());
             mine.max_parallel = max_parallel.or(mine.max_parallel);
         }
-        if let Some(SecretsFile { protect_files, allow_files }) = secrets {
+        if let Some(SecretsFile { protect_files, allow_files, paths }) = secrets {
             let mine = self.secrets.get_or_insert_with(SecretsFile::default);
             mine.protect_files = protect_files.or(mine.protect_files);
             mine.allow_files = allow_files.or(mine.allow_files.take());
+            if let Some(paths) = paths {
+                mine.paths.get_or_insert_with(Vec::new).extend(paths);
+            }
         }
         if let Some(ContextFile {
             window,

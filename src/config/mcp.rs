@@ -9,7 +9,13 @@
 //! work (no command and no url, both, a bad name, a missing bearer-token
 //! variable) is skipped with a reason the user can act on; one bad entry
 //! never stops the others or the session. Secrets (bearer tokens, env and
-//! header values) never show in `Debug` output.
+//! header values) never show in `Debug` output. A project's entry (either
+//! file) may not read a variable keel strips from its children
+//! (`EnvFilter::strips`: credential-looking names, the provider's key
+//! variable, the user's `[shell] env_strip`; `env_keep` lets one through):
+//! no `${VAR}` of one in `.mcp.json`, no `bearer_token_env_var` or
+//! `env_http_headers` naming one; such an entry is skipped with the reason.
+//! Only the user's own config gives a server a credential.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +24,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Environment;
+use crate::sandbox::EnvFilter;
 
 /// How long the first request waits for a server to start, by default.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -242,6 +249,7 @@ pub fn resolve_mcp(
     sources: McpSources,
     workspace_root: &Path,
     project_trusted: bool,
+    strip: &EnvFilter,
 ) -> McpSettings {
     let mut settings = McpSettings::default();
     for (name, file) in sources.user {
@@ -251,11 +259,21 @@ pub fn resolve_mcp(
     let mut project: Vec<(String, McpOrigin, Result<McpServerFile, String>)> = sources
         .project
         .into_iter()
-        .map(|(name, file)| (name, config_origin.clone(), Ok(file)))
+        .map(|(name, file)| {
+            let named = file
+                .bearer_token_env_var
+                .iter()
+                .chain(file.env_http_headers.iter().flatten().map(|(_, var)| var));
+            let file = match named.into_iter().find(|var| strip.strips(var)) {
+                Some(var) => Err(credential_reason(var)),
+                None => Ok(file),
+            };
+            (name, config_origin.clone(), file)
+        })
         .collect();
     let json_path = workspace_root.join(".mcp.json");
     let json_origin = McpOrigin::McpJson(json_path.clone());
-    match read_mcp_json(&json_path, &env.vars) {
+    match read_mcp_json(&json_path, &env.vars, strip) {
         Ok(servers) => project
             .extend(servers.into_iter().map(|(name, file)| (name, json_origin.clone(), file))),
         Err(reason) => settings.skip("*".to_owned(), json_origin, reason),
@@ -442,7 +460,11 @@ const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
 /// unreadable or malformed file is the `Err`.
 type JsonEntries = Vec<(String, Result<McpServerFile, String>)>;
 
-fn read_mcp_json(path: &Path, vars: &BTreeMap<String, String>) -> Result<JsonEntries, String> {
+fn read_mcp_json(
+    path: &Path,
+    vars: &BTreeMap<String, String>,
+    strip: &EnvFilter,
+) -> Result<JsonEntries, String> {
     use std::io::Read;
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -458,14 +480,21 @@ fn read_mcp_json(path: &Path, vars: &BTreeMap<String, String>) -> Result<JsonEnt
     Ok(parsed
         .mcp_servers
         .into_iter()
-        .map(|(name, server)| (name, json_server_file(server, vars)))
+        .map(|(name, server)| (name, json_server_file(server, vars, strip)))
         .collect())
 }
 
 fn json_server_file(
     server: McpJsonServer,
     vars: &BTreeMap<String, String>,
+    strip: &EnvFilter,
 ) -> Result<McpServerFile, String> {
+    let texts = (server.command.iter().chain(&server.args).chain(server.url.iter()))
+        .chain(server.env.values())
+        .chain(server.headers.values());
+    if let Some(var) = texts.flat_map(|text| var_names(text)).find(|var| strip.strips(var)) {
+        return Err(credential_reason(var));
+    }
     // `sse` is the old HTTP+SSE transport, which keel does not speak.
     if let Some(kind) = server.kind.as_deref().filter(|kind| !matches!(*kind, "stdio" | "http")) {
         return Err(format!(
@@ -486,6 +515,29 @@ fn json_server_file(
         http_headers: map(server.headers),
         ..McpServerFile::default()
     })
+}
+
+/// Why a project's entry that reads a credential variable is skipped.
+fn credential_reason(var: &str) -> String {
+    format!(
+        "it reads ${var}, a credential variable keel keeps from every child process; a project's \
+         server may not take one from keel's environment (configure the server in your own \
+         config, ~/.keel/config.toml, to give it one)"
+    )
+}
+
+/// The names `${NAME}` / `${NAME:-default}` in `text`.
+fn var_names(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        let body = &after[..end];
+        names.push(body.split_once(":-").map_or(body, |(name, _)| name));
+        rest = &after[end + 1..];
+    }
+    names
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` (Claude Code's `.mcp.json`

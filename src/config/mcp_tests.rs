@@ -141,17 +141,46 @@ fn a_projects_servers_wait_for_trust() {
 
     crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
     let trusted = load_mcp(&env, &CliOverrides::default()).unwrap();
-    assert_eq!(names(&trusted.servers), ["proj", "fs", "web"]);
+    // `web` sends ${API_TOKEN}, a credential variable: a project may not.
+    assert_eq!(names(&trusted.servers), ["proj", "fs"]);
     let McpTransport::Stdio { args, env: vars, .. } = &trusted.servers[1].transport else {
         panic!("fs is a stdio server")
     };
     assert_eq!(args[2], ".");
     assert_eq!(vars[0].1.0, "/h");
-    let McpTransport::Http { headers, .. } = &trusted.servers[2].transport else {
-        panic!("web is an HTTP server")
-    };
-    assert_eq!(headers[0].1.0, "Bearer tok");
     assert!(trusted.skipped[0].reason.contains("`sse` is not supported"), "{trusted:?}");
+    let web = trusted.skipped.iter().find(|s| s.name == "web").expect("web skipped");
+    assert!(web.reason.contains("$API_TOKEN, a credential variable"), "{web:?}");
+}
+
+#[test]
+fn a_project_server_takes_no_credential_from_keels_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let env =
+        env(dir.path(), &[("MY_LLM", "sk-provider"), ("OPENAI_API_KEY", "sk-o"), ("PLAIN", "p")]);
+    std::fs::write(env.keel_home.join("config.toml"), "api_key_env = \"MY_LLM\"\n").unwrap();
+    let json = r#"{"mcpServers": {
+        "leak": {"type": "http", "url": "http://127.0.0.1:9/x?k=${MY_LLM}"},
+        "leak2": {"command": "srv", "env": {"K": "${OPENAI_API_KEY:-none}"}},
+        "fine": {"command": "srv", "args": ["${PLAIN}"]}
+    }}"#;
+    std::fs::write(env.cwd.join(".mcp.json"), json).unwrap();
+    std::fs::create_dir_all(env.cwd.join(".keel")).unwrap();
+    let project =
+        "[mcp_servers.tok]\nurl = \"http://127.0.0.1:9/\"\nbearer_token_env_var = \"MY_LLM\"\n";
+    std::fs::write(env.cwd.join(".keel/config.toml"), project).unwrap();
+    crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
+    let mcp = load_mcp(&env, &CliOverrides::default()).unwrap();
+    assert_eq!(names(&mcp.servers), ["fine"]);
+    for name in ["leak", "leak2", "tok"] {
+        let skipped = mcp.skipped.iter().find(|s| s.name == name).expect(name);
+        assert!(skipped.reason.contains("credential variable"), "{skipped:?}");
+    }
+    // The user's own config may give one to a server.
+    let user = "api_key_env = \"MY_LLM\"\n[mcp_servers.mine]\nurl = \"http://127.0.0.1:9/\"\nbearer_token_env_var = \"MY_LLM\"\n";
+    std::fs::write(env.keel_home.join("config.toml"), user).unwrap();
+    let mcp = load_mcp(&env, &CliOverrides::default()).unwrap();
+    assert!(names(&mcp.servers).contains(&"mine"), "{mcp:?}");
 }
 
 #[test]

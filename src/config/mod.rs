@@ -187,8 +187,13 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         &mut settings.warnings,
     )?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
-    settings.mcp =
-        mcp::resolve_mcp(env, mcp_sources, &settings.workspace_root, settings.project_trusted);
+    settings.mcp = mcp::resolve_mcp(
+        env,
+        mcp_sources,
+        &settings.workspace_root,
+        settings.project_trusted,
+        &settings.env_filter,
+    );
     load_phase_rules(&mut settings);
     settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)
@@ -207,7 +212,8 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
 pub fn load_mcp(env: &Environment, cli: &CliOverrides) -> Result<mcp::McpSettings, ConfigError> {
     let layers = read_layers(env, cli)?;
     let sources = mcp_sources(&layers);
-    Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, layers.project_trusted))
+    let strip = resolve::env_filter_of(&layers.merged);
+    Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, layers.project_trusted, &strip))
 }
 
 fn mcp_sources(layers: &Layers) -> mcp::McpSources {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,10 +17,11 @@ use crate::llm::{
 use crate::plan::PhaseRules;
 use crate::policy::RuleSet;
 use crate::policy::network::{NetAllowlist, parse_patterns};
+use crate::policy::secret_places::SecretPlaces;
 use crate::sandbox::EnvFilter;
 use crate::sandbox::landlock::SandboxMode;
 
-use super::layers::{AgentsFile, SecretsFile, ShellFile, UndoFile};
+use super::layers::{AgentsFile, ConfigFile, SecretsFile, ShellFile, UndoFile};
 use super::limits::{resolve_limits, with_project_prices};
 use super::{
     CliOverrides, ConfigError, ContextFile, Environment, Layers, ProviderFile, SandboxFile,
@@ -51,6 +52,9 @@ pub struct Settings {
     pub hooks: Vec<HooksConfig>,
     /// keel's own in-process hooks (`[secrets]` → `protect_secrets`).
     pub native_hooks: Vec<Arc<dyn NativeHook>>,
+    /// Where credentials live (`[secrets] paths`, the built-in stores,
+    /// keel's home): reading them asks.
+    pub secret_places: SecretPlaces,
     /// `[shell]`: which inherited variables spawned commands do not get.
     pub env_filter: EnvFilter,
     /// `shell.max_parallel`: how many calls judged reads run at once;
@@ -246,14 +250,49 @@ fn sandbox_settings(file: Option<SandboxFile>) -> Result<SandboxSettings, Config
 }
 
 /// The native hooks the `[secrets]` table asks for (on by default).
-fn native_hooks(file: Option<SecretsFile>) -> Result<Vec<Arc<dyn NativeHook>>, ConfigError> {
-    let file = file.unwrap_or_default();
+fn native_hooks(
+    file: Option<&SecretsFile>,
+    places: &SecretPlaces,
+    home: &Path,
+) -> Result<Vec<Arc<dyn NativeHook>>, ConfigError> {
+    let file = file.cloned().unwrap_or_default();
     if !file.protect_files.unwrap_or(true) {
         return Ok(Vec::new());
     }
-    let hook =
-        ProtectSecrets::new(&file.allow_files.unwrap_or_default()).map_err(ConfigError::Secrets)?;
+    let hook = ProtectSecrets::new(&file.allow_files.unwrap_or_default())
+        .map_err(ConfigError::Secrets)?
+        .with_places(places.clone(), home.to_path_buf());
     Ok(vec![Arc::new(hook)])
+}
+
+/// Where credentials live: the built-in stores under `home`, the user's
+/// `[secrets] paths` (`~/…` or absolute; another entry is named in a
+/// warning and skipped) and keel's own home.
+fn secret_places(
+    file: Option<&SecretsFile>,
+    home: &Path,
+    keel_home: &Path,
+    workspace_root: &Path,
+    warnings: &mut Vec<String>,
+) -> SecretPlaces {
+    let mut places = SecretPlaces::for_home(home);
+    let extra = file.and_then(|file| file.paths.as_deref()).unwrap_or_default();
+    for entry in extra {
+        let path = match entry.strip_prefix("~/") {
+            Some(rest) => home.join(rest),
+            None => PathBuf::from(entry),
+        };
+        if !places.add(&path, "listed in [secrets] paths", home, workspace_root)
+            && places.holding(&path).is_none()
+        {
+            warnings.push(format!(
+                "[secrets] paths: `{entry}` is skipped (an entry is `~/…` or absolute, and not \
+                 home, `/` or a folder holding the workspace)"
+            ));
+        }
+    }
+    places.add(&keel_home.join(""), "keel's own config, logs and state", home, workspace_root);
+    places
 }
 
 /// The `[provider]` table's values, checked.
@@ -299,7 +338,7 @@ pub fn resolve(
 ) -> Result<Settings, ConfigError> {
     let Layers {
         merged,
-        warnings,
+        mut warnings,
         workspace_root,
         project_trusted,
         hook_tables: _,
@@ -352,6 +391,15 @@ pub fn resolve(
         &model,
         &env.keel_home.join("config.toml"),
     )?;
+    let home = env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let secret_places = secret_places(
+        merged.secrets.as_ref(),
+        &home,
+        &env.keel_home,
+        &workspace_root,
+        &mut warnings,
+    );
+    let child_env = env_filter(merged.shell.as_ref(), Some(&api_key_env));
     Ok(Settings {
         provider: ProviderConfig {
             kind,
@@ -369,10 +417,11 @@ pub fn resolve(
         workspace_root,
         warnings,
         hooks: Vec::new(),
-        native_hooks: native_hooks(merged.secrets)?,
-        env_filter: env_filter(merged.shell.as_ref()),
+        native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home)?,
+        secret_places,
+        env_filter: child_env,
         max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
-        home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        home,
         user_shell: env.var("SHELL").unwrap_or("bash").to_owned(),
         rules: RuleSet::default(),
         project_trusted,
@@ -414,6 +463,8 @@ pub struct LocalSettings {
     pub env_filter: EnvFilter,
     /// keel's own in-process hooks (`protect_secrets`), as a session has.
     pub native_hooks: Vec<Arc<dyn NativeHook>>,
+    /// Where credentials live, as a session has.
+    pub secret_places: SecretPlaces,
     pub undo: UndoSettings,
 }
 
@@ -421,32 +472,49 @@ pub struct LocalSettings {
 pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings, ConfigError> {
     let Layers {
         merged,
-        warnings,
+        mut warnings,
         workspace_root,
         project_trusted,
         hook_tables: _,
         project_mcp_servers: _,
         project_prices: _,
     } = layers;
+    let home = env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let secret_places = secret_places(
+        merged.secrets.as_ref(),
+        &home,
+        &env.keel_home,
+        &workspace_root,
+        &mut warnings,
+    );
     Ok(LocalSettings {
         keel_home: env.keel_home.clone(),
         workspace_root,
-        home: env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
         warnings,
         rules: RuleSet::default(),
         project_trusted,
-        env_filter: env_filter(merged.shell.as_ref()),
-        native_hooks: native_hooks(merged.secrets)?,
+        env_filter: env_filter_of(&merged),
+        native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home)?,
+        secret_places,
+        home,
         sandbox: sandbox_settings(merged.sandbox)?,
         undo: undo_settings(merged.undo),
     })
 }
 
-/// The `[shell]` table's environment filter (built-in patterns always on).
-fn env_filter(file: Option<&ShellFile>) -> EnvFilter {
-    let strip = file.and_then(|f| f.env_strip.as_deref()).unwrap_or_default();
+/// The `[shell]` table's environment filter (built-in patterns always on),
+/// stripping `api_key_env` too: the provider's key reaches no child
+/// whatever it is called.
+fn env_filter(file: Option<&ShellFile>, api_key_env: Option<&str>) -> EnvFilter {
+    let mut strip = file.and_then(|f| f.env_strip.clone()).unwrap_or_default();
+    strip.extend(api_key_env.map(str::to_owned));
     let keep = file.and_then(|f| f.env_keep.as_deref()).unwrap_or_default();
-    EnvFilter::new(strip, keep)
+    EnvFilter::new(&strip, keep)
+}
+
+/// The environment filter a session of `merged` gets ([`env_filter`]).
+pub(super) fn env_filter_of(merged: &ConfigFile) -> EnvFilter {
+    env_filter(merged.shell.as_ref(), merged.api_key_env.as_deref())
 }
 
 /// With no provider named: a key in the environment picks one; a base URL
@@ -516,6 +584,41 @@ mod tests {
             .unwrap();
         let settings = load(&env, &CliOverrides::default()).unwrap();
         assert!(!settings.sandbox.protect_vcs);
+    }
+
+    #[test]
+    fn secret_paths_extend_the_credential_stores_and_a_project_cannot_set_them() {
+        let (_dir, env) = env(&[("OPENAI_API_KEY", "k"), ("HOME", "/home/u")]);
+        let config = "[secrets]\npaths = [\"~/.config/vendor/\", \"/srv/tokens.txt\", \"rel\"]\n";
+        std::fs::write(env.keel_home.join("config.toml"), config).unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        let places = &settings.secret_places;
+        assert!(places.holding(Path::new("/home/u/.config/vendor/token")).is_some());
+        assert!(places.holding(Path::new("/srv/tokens.txt")).is_some());
+        assert!(places.holding(Path::new("/home/u/.aws/credentials")).is_some());
+        assert!(places.holding(&env.keel_home.join("config.toml")).is_some());
+        assert!(
+            settings.warnings.iter().any(|w| w.contains("`rel` is skipped")),
+            "{:?}",
+            settings.warnings
+        );
+        crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
+        std::fs::write(env.keel_home.join("config.toml"), "").unwrap();
+        std::fs::create_dir_all(env.cwd.join(".keel")).unwrap();
+        std::fs::write(env.cwd.join(".keel/config.toml"), config).unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert!(settings.secret_places.holding(Path::new("/srv/tokens.txt")).is_none());
+    }
+
+    #[test]
+    fn the_variable_named_by_api_key_env_reaches_no_child() {
+        let (_dir, env) = env(&[("MY_LLM", "sk-x")]);
+        let config = "api_key_env = \"MY_LLM\"\nprovider = \"openai\"\n";
+        std::fs::write(env.keel_home.join("config.toml"), config).unwrap();
+        let settings = load(&env, &CliOverrides::default()).unwrap();
+        assert_eq!(settings.provider.api_key.as_deref(), Some("sk-x"));
+        assert!(settings.env_filter.strips("MY_LLM"));
+        assert!(!settings.env_filter.strips("PATH"));
     }
 
     #[test]

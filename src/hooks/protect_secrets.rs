@@ -28,7 +28,7 @@
 //! `.env` files are usually git-ignored, so skipped; an explicit path is
 //! what this hook sees.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
@@ -37,6 +37,8 @@ use super::outcome::{HookOutcome, Permission};
 use super::payload::HookPayload;
 use super::{HookConfigError, HookEvent};
 use crate::policy::PathLinks;
+use crate::policy::paths::normalize;
+use crate::policy::secret_places::SecretPlaces;
 use crate::policy::secrets::may_name_secret;
 use crate::policy::shell::analyze_script;
 use crate::protocol::tool_facts;
@@ -48,6 +50,10 @@ pub use crate::policy::secrets::is_secret_file;
 #[derive(Debug, Clone)]
 pub struct ProtectSecrets {
     allow: GlobSet,
+    /// Credential stores and the user's `[secrets] paths`, by place.
+    places: SecretPlaces,
+    /// Where `~` leads in the words judged.
+    home: PathBuf,
 }
 
 impl ProtectSecrets {
@@ -66,13 +72,41 @@ impl ProtectSecrets {
             glob: allow_files.join(", "),
             message: error.to_string(),
         })?;
-        Ok(Self { allow })
+        Ok(Self { allow, places: SecretPlaces::default(), home: PathBuf::new() })
+    }
+
+    /// Also guards the places of `places` (`~` in a word is `home`).
+    pub fn with_places(self, places: SecretPlaces, home: PathBuf) -> Self {
+        Self { places, home, ..self }
+    }
+
+    /// The secret place `word` (from `cwd`, through `links`) reads: one it
+    /// names, or, for a walk (`grep` of a folder), one it holds.
+    fn place_of(&self, word: &str, cwd: &str, links: &PathLinks, walks: bool) -> Option<String> {
+        let expanded = match word.strip_prefix("~/") {
+            Some(rest) => self.home.join(rest),
+            None if word == "~" => self.home.clone(),
+            None => Path::new(cwd).join(word),
+        };
+        let lexical = normalize(&expanded);
+        let physical = if links.is_empty() { lexical.clone() } else { links.apply(&expanded) };
+        [lexical, physical].iter().find_map(|path| {
+            let place =
+                if walks { self.places.reached_from(path) } else { self.places.named_by(path) };
+            let shown = place?.path.display().to_string();
+            Some(if shown == word { shown } else { format!("{word} (in {shown})") })
+        })
     }
 
     fn guarded(&self, path: &str) -> bool {
+        may_name_secret(path.strip_prefix("./").unwrap_or(path)) && self.unlisted(path)
+    }
+
+    /// Not allowed by `[secrets] allow_files` (by path or by name).
+    fn unlisted(&self, path: &str) -> bool {
         let path = path.strip_prefix("./").unwrap_or(path);
         let name = path.rsplit('/').next().unwrap_or(path);
-        may_name_secret(path) && !self.allow.is_match(path) && !self.allow.is_match(name)
+        !self.allow.is_match(path) && !self.allow.is_match(name)
     }
 
     /// `path` as written, or where a known symlink leads it, when either
@@ -80,6 +114,10 @@ impl ProtectSecrets {
     fn guarded_path(&self, path: &str, cwd: &str, links: &PathLinks) -> Option<String> {
         if self.guarded(path) {
             return Some(path.to_owned());
+        }
+        if let Some(place) = self.place_of(path, cwd, links, false).filter(|_| self.unlisted(path))
+        {
+            return Some(place);
         }
         if links.is_empty() || path.starts_with('~') {
             return None;
@@ -136,9 +174,14 @@ impl ProtectSecrets {
         for arg in info.paths {
             let mut values = arg.values(input).into_iter();
             let found = match arg.operand {
-                Operand::File | Operand::Files => {
-                    values.find_map(|path| self.guarded_path(path, &cwd, links))
-                }
+                Operand::File | Operand::Files => values.find_map(|path| {
+                    // A read of a folder walks it (`grep`): what it holds counts.
+                    let walk = (arg.access == Access::Read)
+                        .then(|| self.place_of(path, &cwd, links, true))
+                        .flatten()
+                        .filter(|_| self.unlisted(path));
+                    self.guarded_path(path, &cwd, links).or(walk)
+                }),
                 // A grep's `glob` can pick secret files out of a folder.
                 Operand::Glob => values.find(|glob| self.guarded(glob)).map(str::to_owned),
                 Operand::Script => {
@@ -185,7 +228,7 @@ impl NativeHook for ProtectSecrets {
         else {
             return HookOutcome::default();
         };
-        let name = file.split(" (a symlink to ").next().unwrap_or(&file);
+        let name = file.split(" (").next().unwrap_or(&file);
         let reason = match permission {
             Permission::Deny => format!(
                 "protect_secrets: {file} looks like a secret file (keys, tokens, passwords) and \
@@ -205,6 +248,40 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn credential_stores_are_refused_by_place() {
+        let home = PathBuf::from("/home/u");
+        let mut places = SecretPlaces::for_home(&home);
+        places.add(Path::new("/home/u/.keel/"), "keel", &home, Path::new("/home/u/ws"));
+        let hook = ProtectSecrets::new(&[]).unwrap().with_places(places, home);
+        let permission = |tool: &str, input| outcome(&hook, tool, input).permission;
+        for path in
+            ["~/.docker/config.json", "/home/u/.kube/config", "~/.config/gh/hosts.yml", "~/.npmrc"]
+        {
+            assert_eq!(permission("read_file", json!({ "path": path })), Some(Permission::Deny));
+        }
+        assert_eq!(
+            permission("read_file", json!({ "path": "~/.keel/config.toml" })),
+            Some(Permission::Deny)
+        );
+        assert_eq!(
+            permission("grep", json!({ "pattern": "KEY", "path": "~" })),
+            Some(Permission::Deny)
+        );
+        let command = |c: &str| permission("shell", json!({ "command": c }));
+        assert_eq!(command("cat ~/.kube/config"), Some(Permission::Ask));
+        assert_eq!(command("ls ~/.kube"), None);
+        assert_eq!(permission("read_file", json!({ "path": "src/main.rs" })), None);
+        assert_eq!(permission("grep", json!({ "pattern": "KEY", "path": "src" })), None);
+        let allowed = ProtectSecrets::new(&["config.json".to_owned()])
+            .unwrap()
+            .with_places(SecretPlaces::for_home(Path::new("/home/u")), PathBuf::from("/home/u"));
+        assert_eq!(
+            outcome(&allowed, "read_file", json!({ "path": "~/.docker/config.json" })).permission,
+            None
+        );
+    }
 
     fn outcome(hook: &ProtectSecrets, tool: &str, input: serde_json::Value) -> HookOutcome {
         let payload = HookPayload {

@@ -24,6 +24,7 @@
 pub mod amend;
 pub mod builtin;
 pub mod command;
+pub mod content_reads;
 pub mod destroy;
 pub mod engine;
 pub mod facts;
@@ -38,6 +39,7 @@ pub mod readonly;
 mod rule_args;
 pub mod rules;
 pub mod script_verdict;
+pub mod secret_places;
 pub mod secrets;
 pub mod shell;
 pub mod syntax;

@@ -12,6 +12,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::links::PathLinks;
+use super::secret_places::SecretPlaces;
 
 /// The places a decision depends on.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -21,10 +22,12 @@ pub struct PathContext {
     pub cwd: PathBuf,
     /// Symlinks on the way to the paths judged (empty: judge lexically).
     pub links: PathLinks,
+    /// Where credentials live (`secret_places`): reading one asks.
+    pub secrets: SecretPlaces,
 }
 
 /// Shell start-up files: writing one runs code in every later shell.
-const RC_FILES: [&str; 17] = [
+pub const RC_FILES: [&str; 17] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -128,8 +131,10 @@ impl PathContext {
         workspace_root: impl Into<PathBuf>,
         cwd: impl Into<PathBuf>,
     ) -> Self {
+        let home = home.into();
         Self {
-            home: home.into(),
+            secrets: SecretPlaces::for_home(&home),
+            home,
             workspace_root: workspace_root.into(),
             cwd: cwd.into(),
             links: PathLinks::default(),

@@ -10,6 +10,7 @@
 //! environment assignment, `xargs` feeding it arguments) is the engine's
 //! check (`SimpleCommand` flags), as are redirections.
 
+use super::content_reads::READERS;
 use super::git::subcommand;
 use super::secrets::may_name_secret;
 
@@ -59,12 +60,6 @@ const PLAIN: [&str; 44] = [
     "type",
     "diff",
     "sleep",
-];
-
-/// Programs that read file contents (a secret-file argument matters).
-const READERS: [&str; 22] = [
-    "cat", "head", "tail", "grep", "egrep", "fgrep", "rg", "nl", "cmp", "comm", "jq", "column",
-    "fold", "rev", "expand", "tac", "diff", "sed", "sort", "uniq", "cut", "tr",
 ];
 
 /// Whether `argv` is a known read-only command (no writes, runs nothing

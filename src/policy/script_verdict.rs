@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use super::content_reads::content_reads;
 use super::destroy::Cwd;
 use super::engine::{Policy, Verdict, rule_reason, trusted};
 use super::paths::{PathContext, Protection, normalize};
@@ -61,10 +62,11 @@ pub fn evaluate_script_at(
     let mut verdict = Verdict::new(Decision::Allow, matched);
     verdict.suggested_prefix =
         uncovered.and_then(|(command, _)| super::amend::suggest_prefix(&command.argv));
-    verdict.read_only = read_only(script);
+    let place_read = secret_place_read(ctx, script);
+    verdict.read_only = read_only(script) && place_read.is_none();
     if policy.mode.read_only() {
         if !verdict.read_only {
-            let what = if may_read_secret(script) {
+            let what = if may_read_secret(script) || place_read.is_some() {
                 "may read a secret file"
             } else {
                 "may change things"
@@ -85,7 +87,8 @@ pub fn evaluate_script_at(
     let all_covered = script.hidden.is_empty()
         && uncovered.is_none()
         && script.writes.iter().all(|w| harmless_sink(&w.target))
-        && reads_no_secret(script);
+        && reads_no_secret(script)
+        && place_read.is_none();
     let blind = runs_blind(script);
     let unknown_write = script.writes.iter().find(|w| w.dynamic && !harmless_sink(&w.target));
     verdict.decision = match policy.mode {
@@ -103,7 +106,10 @@ pub fn evaluate_script_at(
                     "the command writes to `{}`, a path keel cannot know before it runs",
                     write.target
                 ),
-                (None, None) => ask_reason(script, uncovered.map(|(c, _)| c), policy),
+                (None, None) => match place_read {
+                    Some(read) if uncovered.is_none() => read,
+                    _ => ask_reason(script, uncovered.map(|(c, _)| c), policy),
+                },
             };
             Decision::Prompt { reason }
         }
@@ -184,6 +190,42 @@ fn may_read_secret(script: &Script) -> bool {
 
 fn reads_no_secret(script: &Script) -> bool {
     script.reads.iter().all(|r| !may_name_secret(&r.target))
+}
+
+/// The first command or `<` source that may read the contents of a secret
+/// place (`secret_places`) from any folder it may run in, for the reason:
+/// a reader's path inside one, a walker's folder holding one, a reader's
+/// relative path after a `cd` keel cannot follow; globs count
+/// (`SecretPlaces::reached_by`).
+fn secret_place_read(ctx: &PathContext, script: &Script) -> Option<String> {
+    let reaches = |dir: &PathContext, word: &str, walks: bool| {
+        dir.locations(word).into_iter().find_map(|path| {
+            let place = ctx.secrets.reached_by(&path, walks)?;
+            Some(format!("{} ({})", place.path.display(), place.what))
+        })
+    };
+    for command in &script.commands {
+        let Some(reads) = content_reads(&command.argv) else { continue };
+        let relative = |word: &&str| !word.starts_with('/') && !word.starts_with('~');
+        if command.dirs.has_unknown() && reads.paths.iter().any(relative) {
+            return Some(format!(
+                "`{}` reads files in a folder keel cannot tell (a `cd` it cannot follow), which \
+                 may hold secrets",
+                command.describe()
+            ));
+        }
+        for dir in command.dirs.contexts(ctx) {
+            if let Some(place) = reads.paths.iter().find_map(|w| reaches(&dir, w, reads.recursive))
+            {
+                return Some(format!("`{}` may read {place}", command.describe()));
+            }
+        }
+    }
+    script.reads.iter().find_map(|read| {
+        let place =
+            read.dirs.contexts(ctx).iter().find_map(|dir| reaches(dir, &read.target, false));
+        place.map(|place| format!("the command reads {}, inside {place}", read.target))
+    })
 }
 
 /// A command that could change something, or a relative redirection, in a

@@ -2,6 +2,8 @@
 //! suite and the bypass corpus live in `tests/suite/policy_*.rs`.
 
 use super::*;
+use std::path::Path;
+
 use crate::protocol::ToolClass;
 
 fn policy(mode: ApprovalMode, text: &str) -> Policy {
@@ -151,4 +153,47 @@ fn a_reading_tool_whose_arguments_say_paths_is_judged_by_each_path() {
     );
     assert!(queries.iter().any(|q| q.ends_with("private/key.txt")), "{queries:?}");
     assert!(is_allow(&judge(serde_json::json!(["README.md"])).0));
+}
+
+#[test]
+fn readers_of_secret_places_ask_and_listings_do_not() {
+    let mut p = policy(ApprovalMode::Ask, "");
+    p.paths.secrets.add(
+        Path::new("/opt/vendor/tokens"),
+        "vendor tokens",
+        &p.paths.home,
+        &p.paths.workspace_root,
+    );
+    let plan = Policy { mode: ApprovalMode::Plan, ..p.clone() };
+    for command in [
+        "grep -r . ~/.ssh",
+        "grep -rn KEY ~",
+        "rg KEY /home/u",
+        "cd ~/.aws && cat credentials",
+        "cd /home/u/.ssh; grep -r BEGIN",
+        "ls ~/.ssh; cat ~/.ssh/id_*",
+        "cat ~/.docker/config.json",
+        "head -5 ~/.kube/config",
+        "cat ~/.config/gh/hosts.yml",
+        "sed -n p ~/.npmrc",
+        "cat ~/.a*/c*",
+        "jq . < ~/.docker/config.json",
+        "cd ~/.password-store && git log -p",
+        "cd \"$D\" && cat credentials",
+        "cat /opt/vendor/tokens/prod",
+    ] {
+        let decision = shell(&p, command);
+        assert!(matches!(decision, Decision::Prompt { .. }), "{command}: {decision:?}");
+        assert!(matches!(shell(&plan, command), Decision::Forbidden { .. }), "{command}");
+    }
+    for command in
+        ["ls -la ~/.ssh", "du -sh ~", "stat ~/.aws", "grep -rn TODO .", "rg x src", "cat src/*.rs"]
+    {
+        assert!(is_allow(&shell(&p, command)), "{command}");
+        assert!(is_allow(&shell(&plan, command)), "{command}");
+    }
+    let Decision::Prompt { reason } = shell(&p, "cd ~/.aws && cat credentials") else {
+        panic!("asks")
+    };
+    assert!(reason.contains("/home/u/.aws (AWS CLI credentials)"), "{reason}");
 }

@@ -26,6 +26,7 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
         settings.workspace_root.clone(),
         options.cwd.clone(),
     );
+    let paths = PathContext { secrets: settings.secret_places.clone(), ..paths };
     let mut policy = Policy::new(settings.rules.clone(), options.approval, paths);
     policy.project_trusted = settings.project_trusted;
     policy
@@ -207,12 +208,31 @@ fn read_only_paths(config: &SandboxSettings, workspace_root: &Path) -> Vec<PathB
         .chain(landlock::temp_roots())
         .chain(std::iter::once(workspace_root.to_path_buf()))
         .collect();
+    carved_out(&writable, workspace_root, home.as_deref(), keel_home)
+}
+
+/// [`read_only_paths`] for the writable roots `writable`: keel's home; a
+/// home inside a writable root whole, or, when it holds the workspace
+/// (the workspace bind comes first and binds are recursive, so the home
+/// itself would cover it), its start-up files, git config and key
+/// folders one by one (`protected::HOME_GUARDED`).
+fn carved_out(
+    writable: &[PathBuf],
+    workspace_root: &Path,
+    home: Option<&Path>,
+    keel_home: Option<PathBuf>,
+) -> Vec<PathBuf> {
     let inside_writable = |path: &Path| writable.iter().any(|root| path.starts_with(root));
     let mut paths: Vec<PathBuf> = keel_home.into_iter().collect();
-    // A home that holds the workspace stays writable there (the workspace
-    // bind comes first, and binds are recursive): only a home inside a
-    // writable root is carved out, never one the workspace lies in.
-    paths.extend(home.filter(|home| inside_writable(home) && !workspace_root.starts_with(home)));
+    match home.filter(|home| inside_writable(home)) {
+        Some(home) if workspace_root.starts_with(home) => {
+            let names =
+                crate::policy::paths::RC_FILES.iter().chain(&sandbox::protected::HOME_GUARDED);
+            paths.extend(names.map(|name| home.join(name)));
+        }
+        Some(home) => paths.push(home.to_path_buf()),
+        None => {}
+    }
     paths
 }
 
@@ -365,6 +385,25 @@ fn network_timeout_note(tool: &str, meta: &ToolMeta, network_off: bool) -> Optio
 mod tests {
     use super::*;
     use crate::sandbox::landlock::VcsGuard;
+
+    #[test]
+    fn a_writable_home_holding_the_workspace_keeps_its_rc_files_and_keys_read_only() {
+        let writable = [PathBuf::from("/tmp"), PathBuf::from("/tmp/home/ws")];
+        let home = Path::new("/tmp/home");
+        let paths = carved_out(&writable, Path::new("/tmp/home/ws"), Some(home), None);
+        for name in [".bashrc", ".profile", ".gitconfig", ".ssh", ".gnupg", ".config/git"] {
+            assert!(paths.contains(&home.join(name)), "{name}: {paths:?}");
+        }
+        assert!(!paths.contains(&home.to_path_buf()), "the home itself would cover the workspace");
+        // A home the workspace does not lie in is carved out whole; one
+        // outside every writable root needs nothing.
+        let whole = carved_out(&writable, Path::new("/srv/ws"), Some(home), None);
+        assert_eq!(whole, [home.to_path_buf()]);
+        assert!(
+            carved_out(&writable, Path::new("/srv/ws"), Some(Path::new("/home/u")), None)
+                .is_empty()
+        );
+    }
 
     // Issue 32: a timeout under a closed network does not only say "raise
     // timeout_ms".

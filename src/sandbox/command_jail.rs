@@ -17,7 +17,9 @@
 //!   wait, so a second command waits too); a read needs no carve-out
 //!   (nothing is writable for it) and never waits;
 //! - after a confined command, the protected folders it created are
-//!   removed and the command fails ([`protected::Sweep`]).
+//!   removed and the command fails ([`protected::Sweep`]);
+//! - a command judged a read runs every git it starts with the programs
+//!   a repository can name switched off ([`git_write::neutral_config_env`]).
 
 use std::path::PathBuf;
 
@@ -176,7 +178,12 @@ impl CommandJail {
         access: CommandAccess,
         cancel: &CancellationToken,
     ) -> Result<CommandOutput, SandboxError> {
-        let spec = spec.with_filtered_env(self.env.clone());
+        let mut spec = spec.with_filtered_env(self.env.clone());
+        if access == CommandAccess::Reads {
+            spec = git_write::neutral_config_env()
+                .into_iter()
+                .fold(spec, |spec, (key, value)| spec.with_env(key, value));
+        }
         match self.confinement_for(access).await {
             Some(confinement) => run_confined(spec, &confinement, cancel).await,
             None => process::run(&spec, cancel).await,

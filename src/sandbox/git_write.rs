@@ -72,6 +72,22 @@ pub const NEUTRAL_ENV: [(&str, &str); 10] = [
     ("LC_ALL", "C"),
 ];
 
+/// [`NEUTRAL_CONFIG`] as git's environment config (`GIT_CONFIG_COUNT`,
+/// `GIT_CONFIG_KEY_n`, `GIT_CONFIG_VALUE_n`, which win over every config
+/// file like `-c`): every git a command judged a read starts (`git status`
+/// in ask mode) runs no program the repository names (`core.fsmonitor`,
+/// hooks, pager, external diff), and the command line the user saw is the
+/// one that runs.
+pub fn neutral_config_env() -> Vec<(String, String)> {
+    let mut env = vec![("GIT_CONFIG_COUNT".to_owned(), NEUTRAL_CONFIG.len().to_string())];
+    for (at, setting) in NEUTRAL_CONFIG.iter().enumerate() {
+        let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
+        env.push((format!("GIT_CONFIG_KEY_{at}"), key.to_owned()));
+        env.push((format!("GIT_CONFIG_VALUE_{at}"), value.to_owned()));
+    }
+    env
+}
+
 /// The `git` the model's recognised git commands run: the first on
 /// `PATH` (absolute entries only) whose real path lies outside every
 /// writable root of `confinement`; `None` when there is none.
@@ -135,6 +151,38 @@ mod tests {
             git_write: false,
             max_pids: 64,
         }
+    }
+
+    #[test]
+    fn a_repository_fsmonitor_does_not_run_under_the_neutral_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        let marker = repo.join("ran");
+        let git = |envs: &[(String, String)], args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(repo)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .envs(envs.iter().cloned())
+                .output()
+                .unwrap()
+        };
+        assert!(git(&[], &["init", "-q"]).status.success());
+        let hook = format!("#!/bin/sh\necho planted > {}\n", marker.display());
+        std::fs::write(repo.join("mon.sh"), hook).unwrap();
+        std::process::Command::new("chmod")
+            .args(["+x", "mon.sh"])
+            .current_dir(repo)
+            .status()
+            .unwrap();
+        let monitor = repo.join("mon.sh").display().to_string();
+        assert!(git(&[], &["config", "core.fsmonitor", &monitor]).status.success());
+        assert!(git(&neutral_config_env(), &["status"]).status.success());
+        assert!(!marker.exists(), "the planted fsmonitor ran under the neutral env");
+        // The repository really runs it otherwise (the check above means something).
+        git(&[], &["status"]);
+        assert!(marker.exists());
     }
 
     #[test]

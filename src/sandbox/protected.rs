@@ -21,6 +21,22 @@ use std::path::{Path, PathBuf};
 /// The protected names at each workspace root.
 pub const NAMES: [&str; 3] = [".git", ".keel", ".claude"];
 
+/// What stays read-only in a home folder that lies in a writable root
+/// and holds the workspace (CI containers, a workspace under a temp
+/// home), beside the shell start-up files (`policy::paths::RC_FILES`):
+/// git's config and what holds keys. The home itself cannot be bound
+/// read-only there (it would cover the workspace), so these are, one by
+/// one; existing ones only (a bind needs a path).
+pub const HOME_GUARDED: [&str; 7] = [
+    ".gitconfig",
+    ".config/git",
+    ".ssh",
+    ".gnupg",
+    ".config/fish",
+    ".pam_environment",
+    ".xprofile",
+];
+
 /// What stays read-only inside a workspace's `.git` when a recognised
 /// git command may write it (`super::git_write`): what makes git run
 /// programs or read its configuration (and hooks) from elsewhere —

@@ -183,6 +183,52 @@ fn an_unprivileged_fork_bomb_is_bounded_too() {
     assert!(count < MAX_PIDS, "{count}");
 }
 
+/// What the jail's `/dev` holds and whether a host device outside it
+/// opens, as `user` (the probe that made a loop device opened
+/// `/dev/loop-control`).
+fn dev_view(user: User) -> String {
+    require(user);
+    let fixture = Fixture::new(user, false);
+    let script = "ls -A /dev | sort | tr '\\n' ' '; echo; \
+        for d in loop-control kmsg mem sda vda; do [ -e /dev/$d ] && echo \"present $d\"; done; \
+        echo x > /dev/null && head -c 4 /dev/urandom | wc -c; \
+        touch /dev/planted 2>/dev/null && echo planted; true";
+    let mut command = match user {
+        User::Root => Command::new(KEEL),
+        User::Nobody => {
+            let mut command = Command::new(NOBODY[0]);
+            command.args(&NOBODY[1..]).arg(KEEL);
+            command
+        }
+    };
+    let launcher =
+        confinement(&fixture.ws).launcher_args(&["bash".into(), "-c".into(), script.into()]);
+    let output = command.args(launcher).current_dir(&fixture.ws).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    note(&format!("/dev as {user:?}: {text} {}", String::from_utf8_lossy(&output.stderr)));
+    text
+}
+
+#[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
+fn the_jail_has_a_minimal_dev_as_root_and_as_nobody() {
+    for user in [User::Root, User::Nobody] {
+        let text = dev_view(user);
+        let listing = text.lines().next().unwrap_or_default();
+        assert_eq!(
+            listing.trim(),
+            "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero",
+            "{user:?}: {text}"
+        );
+        assert!(!text.contains("present"), "{user:?}: {text}");
+        assert!(
+            text.lines().any(|line| line.trim() == "4"),
+            "{user:?}: null and urandom work: {text}"
+        );
+        assert!(!text.contains("planted"), "{user:?}: /dev is read-only: {text}");
+    }
+}
+
 #[test]
 #[ignore = "needs root: .ci/run runs it with --ignored"]
 fn a_model_cannot_write_git_through_workdir() {

@@ -88,6 +88,10 @@ impl Layers {
             "some mounts stayed writable (chmod/chown outside the workspace possible there)",
         );
         gap(
+            self.mounts.dev_failure.is_some(),
+            "the host's /dev is visible (devices such as loop-control can be opened)",
+        );
+        gap(
             !self.mounts.carve_failures.is_empty(),
             "some read-only carve-outs failed (keel's state or nested .git may be writable)",
         );
@@ -130,6 +134,7 @@ mod tests {
             mounts: MountReport {
                 system_read_only: true,
                 private_devpts: true,
+                minimal_dev: true,
                 ..MountReport::default()
             },
             vcs: VcsGuard::Mounts,

@@ -360,6 +360,7 @@ fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
         writable,
         read_only,
         read_only_system: confinement.mode != SandboxMode::FullAccess,
+        minimal_dev: confinement.mode != SandboxMode::FullAccess,
         sockets,
     }
 }

@@ -12,8 +12,12 @@
 //! 4. the carve-outs (`.git`, `.keel`, `.claude` of each workspace root,
 //!    nested `.git` folders, keel's own state) are bound onto themselves
 //!    read-only, parents first;
-//! 5. `/dev/pts` gets a fresh instance, so the user's terminals cannot be
-//!    read or written;
+//! 5. `/dev` is a fresh read-only tmpfs holding only [`DEV_NODES`] (the
+//!    host's nodes bound in), `shm/`, the `fd`/`stdin`/`stdout`/`stderr`
+//!    links and `ptmx` into a fresh `/dev/pts` instance, so the user's
+//!    terminals cannot be read or written and no other device (loop
+//!    control, disks, `/dev/kmsg`, GPUs) can be opened; with
+//!    `minimal_dev` off (full-access) only `/dev/pts` is replaced;
 //! 6. every unix socket bound on the host when the command starts
 //!    (ssh-agent, `docker.sock`, the session bus) has `/dev/null` bound
 //!    over it: connecting fails with "connection refused".
@@ -44,7 +48,12 @@ pub struct MountPlan {
     pub read_only_system: bool,
     /// Unix socket paths to cover.
     pub sockets: Vec<PathBuf>,
+    /// Replace `/dev` with [`DEV_NODES`] only (step 5 of the module doc).
+    pub minimal_dev: bool,
 }
+
+/// The device nodes the jail's `/dev` holds.
+pub const DEV_NODES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
 /// What the mounts achieved, for the layer report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +70,12 @@ pub struct MountReport {
     pub hidden_sockets: usize,
     /// `/dev/pts` is a private instance.
     pub private_devpts: bool,
+    /// `/dev` holds [`DEV_NODES`] only.
+    #[serde(default)]
+    pub minimal_dev: bool,
+    /// Why it does not, when it was asked for and failed.
+    #[serde(default)]
+    pub dev_failure: Option<String>,
 }
 
 /// Why the jail's filesystem could not be built.
@@ -96,6 +111,12 @@ pub fn build(plan: &MountPlan) -> Result<MountReport, MountError> {
         }
         report.system_read_only = report.left_writable.is_empty();
     }
+    if plan.minimal_dev {
+        match minimal_dev() {
+            Ok(()) => report.minimal_dev = true,
+            Err(error) => report.dev_failure = Some(format!("/dev: {error}")),
+        }
+    }
     for root in &writable {
         bind_self(root, Access::Writable)
             .map_err(|source| MountError::Writable { path: root.clone(), source })?;
@@ -114,8 +135,62 @@ pub fn build(plan: &MountPlan) -> Result<MountReport, MountError> {
         Some(c"newinstance,ptmxmode=0666,mode=0620"),
     )
     .is_ok();
+    if report.minimal_dev {
+        // Nothing more is made in `/dev` (its nodes and `shm` keep their own mounts).
+        let _ = remount(Path::new("/dev"), Access::ReadOnly);
+    }
     report.hidden_sockets = plan.sockets.iter().filter(|path| cover_socket(path)).count();
     Ok(report)
+}
+
+/// Puts a fresh tmpfs on `/dev` holding the host's [`DEV_NODES`] (bound
+/// from descriptors opened before it covers them), `shm/` (the host's, a
+/// temp root bound writable later) and the usual links; `/dev/pts` is
+/// mounted by the caller. Before the writable roots are bound.
+fn minimal_dev() -> rustix::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let open = |path: &str| rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
+    let nodes: Vec<_> =
+        DEV_NODES.iter().map(|name| (name, open(&format!("/dev/{name}")))).collect();
+    let shm = open("/dev/shm").ok();
+    rustix::mount::mount(
+        "tmpfs",
+        "/dev",
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        Some(c"mode=0755,size=64k"),
+    )?;
+    let dev = Path::new("/dev");
+    let via = |fd: &rustix::fd::OwnedFd| {
+        use rustix::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+    };
+    for (name, fd) in &nodes {
+        // A node the host lacks is left out, as the host has it.
+        let Ok(fd) = fd else { continue };
+        let target = dev.join(name);
+        std::fs::File::create(&target).map_err(io_errno)?;
+        rustix::mount::mount_bind(via(fd), &target)?;
+    }
+    if let Some(fd) = &shm {
+        std::fs::create_dir(dev.join("shm")).map_err(io_errno)?;
+        rustix::mount::mount_bind_recursive(via(fd), dev.join("shm"))?;
+    }
+    std::fs::create_dir(dev.join("pts")).map_err(io_errno)?;
+    for (link, target) in [
+        ("ptmx", "pts/ptmx"),
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(target, dev.join(link)).map_err(io_errno)?;
+    }
+    Ok(())
+}
+
+fn io_errno(error: std::io::Error) -> rustix::io::Errno {
+    error.raw_os_error().map_or(rustix::io::Errno::IO, rustix::io::Errno::from_raw_os_error)
 }
 
 /// Mounts a fresh `/proc` for the current PID namespace: only the jail's
