@@ -71,6 +71,31 @@ async fn the_needs_approval_listing_shows_every_line_and_escapes_controls() {
     assert!(!stderr.contains('\u{1b}') && !stderr.contains('\u{202e}'), "{stderr}");
 }
 
+/// Issue 34: a shell whose script is a process substitution, and a
+/// stdin-fed shell inside `bash -c`, ran in yolo (keel could not read
+/// the code they run). Now they are declined for want of an approval.
+#[tokio::test]
+async fn code_from_a_substitution_is_not_run_in_yolo() {
+    let sandbox = Sandbox::new();
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call("shell", json!({"command": "bash <(echo 'touch PWNED-SUB')"})),
+                call("shell", json!({"command": "echo 'touch PWNED-PIPE' | bash -c sh"})),
+            ],
+        },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), &["--yolo", "go"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("needs approval: 2 call(s)"), "{stderr}");
+    assert!(!sandbox.repo.join("PWNED-SUB").exists(), "{stderr}");
+    assert!(!sandbox.repo.join("PWNED-PIPE").exists(), "{stderr}");
+}
+
 #[tokio::test]
 async fn declined_work_ends_needs_approval_with_the_flag_that_allows_it() {
     let sandbox = fixbug_repo();
