@@ -2,7 +2,9 @@
 //! text made safe for a terminal ([`for_terminal`]) and a finished tool
 //! call judged and unframed for people ([`outcome`], [`parse_shell`]), and
 //! the shell result's framing both ways ([`frame_shell`]), URLs without
-//! their secrets ([`redact_urls`]).
+//! their secrets ([`redact_urls`]), and the full text an approval shows
+//! ([`approval_text`], every argument, controls and bidi overrides escaped
+//! visibly by [`escape_visibly`]).
 //! Shared by `exec`'s printers and the TUI so both say the same thing.
 //!
 //! Details: `for_terminal` strips terminal control sequences (CSI/OSC/DCS/C1, BEL; a bare CR
@@ -13,10 +15,12 @@
 //! newline) and `parse_shell` the streams back without it, older logs' framing too (`keel replay`
 //! compares shell results by streams and exit code, so an older log's framing is not a difference).
 
+mod approval_text;
 mod redact;
 mod sanitize;
 mod shell_output;
 
+pub use approval_text::{approval_text, escape_visibly};
 pub use redact::redact_urls;
 pub use sanitize::for_terminal;
 pub use shell_output::{

@@ -214,7 +214,9 @@ impl HumanPrinter {
     }
 
     fn summary(&self, call: &ToolCall) -> String {
-        format!("{} {}", call.name, preview(&for_terminal(&call_summary(call))))
+        // Escaped, not stripped: a bidi override would reorder the line.
+        let summary = display::escape_visibly(&call_summary(call)).into_owned();
+        format!("{} {}", display::escape_visibly(&call.name), preview(&summary))
     }
 
     fn mark(&self, ok: bool) -> &'static str {

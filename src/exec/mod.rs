@@ -478,12 +478,11 @@ pub fn needs_approval_lines(declined: &[DeclinedCall]) -> Vec<String> {
         declined.len()
     )];
     for entry in declined {
-        lines.push(format!(
-            "  {} {}: allow with {}",
-            entry.call.name,
-            crate::display::call_summary(&entry.call),
-            entry.allow_with
-        ));
+        // Every argument, in full: the flag allows exactly what is listed.
+        let text = crate::display::approval_text(&entry.call);
+        let name = crate::display::escape_visibly(&entry.call.name);
+        lines.push(format!("  {name}: allow with {}", entry.allow_with));
+        lines.extend(text.split('\n').map(|line| format!("    {line}")));
     }
     let flags: Vec<&str> = declined
         .iter()

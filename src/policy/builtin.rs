@@ -1,6 +1,8 @@
 //! keel's built-in judgements that no rules file can change: the hard-deny
 //! list (destroying `/`, home or the workspace by meaning, see
-//! [`super::destroy`]; raw disk writes; making file systems; fork bombs are
+//! [`super::destroy`]; raw disk writes (`dd of=`, a redirection, `tee`,
+//! `cp`, partitioning tools, `shred`, … into a block device however its
+//! path is spelled); making file systems; fork bombs are
 //! `engine`'s) and, re-exported from [`super::readonly`], the known
 //! read-only commands that run without asking in ask mode.
 //!
@@ -48,15 +50,29 @@ pub fn hard_deny(argv: &[String], ctx: &PathContext) -> Option<String> {
                 path.display()
             ))
         }),
-        "dd" => args
+        "dd" | "dcfldd" => args
             .iter()
             .find_map(|a| a.strip_prefix("of="))
-            .filter(|target| is_raw_disk(target))
+            .filter(|target| is_raw_disk(ctx, target))
             .map(|target| format!("refused in every mode: `dd of={target}` writes a raw disk")),
-        "shred" | "wipefs" | "blkdiscard" if args.iter().any(|a| is_raw_disk(a)) => {
+        "shred" | "wipefs" | "blkdiscard" | "tee" | "truncate" | "badblocks"
+            if operands(args).any(|a| is_raw_disk(ctx, a)) =>
+        {
             Some(format!("refused in every mode: `{program}` on a raw disk destroys it"))
         }
-        "mkswap" | "mke2fs" => Some(format!("refused in every mode: `{program}` formats a device")),
+        "cp" | "install" | "ddrescue" => {
+            copy_target(args).filter(|target| is_raw_disk(ctx, target)).map(|target| {
+                format!("refused in every mode: `{program}` into `{target}` overwrites a raw disk")
+            })
+        }
+        "fdisk" | "sfdisk" | "cfdisk" | "gdisk" | "sgdisk" | "parted" | "partx"
+            if operands(args).any(|a| is_raw_disk(ctx, a)) && !lists_only(program, args) =>
+        {
+            Some(format!("refused in every mode: `{program}` rewrites a raw disk's partitions"))
+        }
+        "mkswap" | "mke2fs" | "mkdosfs" | "mkntfs" => {
+            Some(format!("refused in every mode: `{program}` formats a device"))
+        }
         mkfs if mkfs == "mkfs" || mkfs.starts_with("mkfs.") => Some(format!(
             "refused in every mode: `{mkfs}` makes a file system and destroys what was there"
         )),
@@ -65,25 +81,82 @@ pub fn hard_deny(argv: &[String], ctx: &PathContext) -> Option<String> {
 }
 
 /// Why redirecting output into `target` must never happen, if so.
-pub fn hard_deny_write(target: &str) -> Option<String> {
-    is_raw_disk(target)
+pub fn hard_deny_write(target: &str, ctx: &PathContext) -> Option<String> {
+    is_raw_disk(ctx, target)
         .then(|| format!("refused in every mode: writing into `{target}` overwrites a raw disk"))
 }
 
-fn is_raw_disk(target: &str) -> bool {
-    const DISKS: [&str; 10] = [
+/// Words that are not options (`--` ends the options).
+fn operands(args: &[String]) -> impl Iterator<Item = &str> {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let (options, rest) = args.split_at(end);
+    options
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .chain(rest.iter().skip(1))
+        .map(String::as_str)
+        // `--output=/dev/sda`-style values name the target too.
+        .chain(options.iter().filter_map(|a| a.split_once('=').map(|(_, v)| v)))
+}
+
+/// Where a copying program writes: `-t DIR`/`--target-directory=DIR`, else
+/// its last operand.
+fn copy_target(args: &[String]) -> Option<&str> {
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if word == "-t" || word == "--target-directory" {
+            return words.next().map(String::as_str);
+        }
+        if let Some(dir) = word.strip_prefix("--target-directory=") {
+            return Some(dir);
+        }
+    }
+    args.iter().rev().find(|a| !a.starts_with('-')).map(String::as_str)
+}
+
+/// `fdisk -l /dev/sda`, `parted /dev/sda print`: reading the table only.
+fn lists_only(program: &str, args: &[String]) -> bool {
+    let lists =
+        |a: &String| matches!(a.as_str(), "-l" | "--list" | "-p" | "--print" | "-d" | "--dump");
+    match program {
+        "parted" => {
+            args.iter()
+                .filter(|a| !a.starts_with('-') && !a.starts_with("/dev/"))
+                .all(|a| a == "print")
+                && args.iter().any(|a| a == "print" || a == "-l" || a == "--list")
+        }
+        "cfdisk" => false,
+        _ => args.iter().any(lists),
+    }
+}
+
+/// Block devices (disks, partitions, their mapper, RAID, loop, network
+/// block devices), however the path is spelled: relative to the folder,
+/// with `//`, `.` or `..`.
+fn is_raw_disk(ctx: &PathContext, target: &str) -> bool {
+    const DISKS: [&str; 16] = [
         "/dev/sd",
         "/dev/hd",
         "/dev/vd",
         "/dev/xvd",
         "/dev/nvme",
         "/dev/mmcblk",
-        "/dev/disk",
+        "/dev/disk/",
         "/dev/mapper/",
         "/dev/md",
         "/dev/dm-",
+        "/dev/loop",
+        "/dev/nbd",
+        "/dev/rbd",
+        "/dev/zram",
+        "/dev/block/",
+        "/dev/root",
     ];
-    DISKS.iter().any(|prefix| target.starts_with(prefix))
+    let raw = |path: &std::path::Path| {
+        let path = path.to_string_lossy();
+        DISKS.iter().any(|prefix| path.starts_with(prefix))
+    };
+    raw(std::path::Path::new(target)) || ctx.locations(target).iter().any(|p| raw(p))
 }
 
 #[cfg(test)]

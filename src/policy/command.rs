@@ -13,8 +13,11 @@
 //! (nothing found here can make a script look safer).
 
 use super::interp::{self, CodeSource};
+use super::program_source::{self, ProgramFile, classify};
 use super::readonly;
-use super::shell::{Hidden, MAX_DEPTH, Script, ScriptLink, SimpleCommand, script_into};
+use super::shell::{
+    Hidden, MAX_DEPTH, Script, ScriptLink, SimpleCommand, script_into, script_into_fed,
+};
 use super::unwrap::{Flags, SHELLS, Unwrapped, base_name, shell_reads_stdin, unwrap};
 use super::words::{glob_matches, has_glob};
 use super::workdir::Dirs;
@@ -85,7 +88,8 @@ pub fn command_into(
                     script_into(&known, depth + 1, dirs, out);
                 }
             }
-            script_into(&script, depth + 1, dirs, out);
+            // The script's commands read what the shell reads.
+            script_into_fed(&script, depth + 1, dirs, stdin, out);
         }
     }
 }
@@ -159,11 +163,13 @@ fn judge_program(
         "source" | "." => {
             out.hidden.push(Hidden::Source);
             let file = argv.get(1).map_or("", String::as_str);
-            let unreadable =
-                ["/dev/stdin", "/dev/fd/", "/proc/"].iter().any(|p| file.starts_with(p));
+            let unreadable = classify(file) != ProgramFile::File;
             if dynamic || unreadable || file.is_empty() {
                 out.blind.push(format!("`{program}` runs a script keel cannot read"));
             }
+        }
+        "make" | "gmake" | "bmake" | "remake" => {
+            make_program(program, argv, stdin, depth, dirs, out)
         }
         "ln" => record_links(argv, dirs, out),
         // Scripts given as arguments: an alias's value, a trap's action.
@@ -182,6 +188,9 @@ fn judge_program(
             if let Some(code) = interp::awk_program(&argv[1..]) {
                 read_code(program, interp::Lang::Awk, code, dirs, depth, out);
             }
+            for file in program_source::awk_files(&argv[1..]) {
+                program_file(program, file, Some(interp::Lang::Awk), stdin, depth, dirs, out);
+            }
         }
         shell if SHELLS.contains(&shell) => {
             if flags.stdin_args {
@@ -189,15 +198,21 @@ fn judge_program(
             } else if shell_reads_stdin(argv) {
                 fed_program(shell, stdin, None, depth, dirs, out);
             }
+            for file in program_source::shell_files(&argv[1..]) {
+                program_file(shell, file, None, stdin, depth, dirs, out);
+            }
         }
         other => {
             if let Some(lang) = interp::lang_of(other) {
                 match interp::code_source(lang, &argv[1..]) {
                     CodeSource::Inline(code) => read_code(other, lang, &code, dirs, depth, out),
-                    CodeSource::File if flags.stdin_args => {
+                    CodeSource::File(_) if flags.stdin_args => {
                         out.blind.push(format!("`xargs {other}` runs programs named on stdin"));
                     }
-                    CodeSource::File => {}
+                    CodeSource::File(Some(file)) => {
+                        program_file(other, &file, Some(lang), stdin, depth, dirs, out);
+                    }
+                    CodeSource::File(None) => {}
                     CodeSource::Stdin => fed_program(other, stdin, Some(lang), depth, dirs, out),
                 }
             }
@@ -222,6 +237,64 @@ fn sed_commands(args: &[String], depth: usize, dirs: &Dirs, out: &mut Script) {
         }
         if unseen {
             out.blind.push("`sed` runs text from its input as a command (`e`, `s///e`)".to_owned());
+        }
+    }
+}
+
+/// A program operand (`bash FILE`, `python3 FILE`, `awk -f FILE`): stdin
+/// under another name is fed like `-`; a substitution, descriptor or
+/// device is blind; a plain file is judged like any program.
+fn program_file(
+    program: &str,
+    file: &str,
+    lang: Option<interp::Lang>,
+    stdin: &Stdin,
+    depth: usize,
+    dirs: &Dirs,
+    out: &mut Script,
+) {
+    match classify(file) {
+        ProgramFile::File => {}
+        ProgramFile::Stdin => fed_program(program, stdin, lang, depth, dirs, out),
+        ProgramFile::Unreadable => {
+            out.blind.push(format!(
+                "`{program}` runs its program from `{file}`, which keel cannot read"
+            ));
+        }
+    }
+}
+
+/// `make` with a makefile keel cannot read (stdin, a substitution, a
+/// descriptor) or make code given inline (`--eval`): make's own language
+/// is not read, so it is blind; a literal heredoc's recipe lines (those
+/// led by a tab) are still judged as the shell commands they are, so a
+/// destructive one is refused.
+fn make_program(
+    program: &str,
+    argv: &[String],
+    stdin: &Stdin,
+    depth: usize,
+    dirs: &Dirs,
+    out: &mut Script,
+) {
+    let inputs = program_source::make_inputs(&argv[1..]);
+    if inputs.eval {
+        out.blind.push(format!("`{program} --eval` runs make code keel does not read"));
+    }
+    for file in inputs.files {
+        match classify(file) {
+            ProgramFile::File => {}
+            ProgramFile::Stdin => {
+                if let Stdin::Text { body, dynamic: false } = stdin {
+                    for recipe in body.lines().filter_map(|line| line.strip_prefix('\t')) {
+                        script_into(recipe, depth + 1, dirs, out);
+                    }
+                }
+                out.blind.push(format!("`{program}` reads its makefile from stdin"));
+            }
+            ProgramFile::Unreadable => {
+                out.blind.push(format!("`{program}` reads its makefile from `{file}`"));
+            }
         }
     }
 }

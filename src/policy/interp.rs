@@ -27,8 +27,9 @@ pub enum Lang {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodeSource {
     Inline(String),
-    /// A script file (or a module): judged like any program.
-    File,
+    /// A script file, or a module (`-m`, `None`): judged like any program,
+    /// unless the file is stdin or a substitution (`program_source`).
+    File(Option<String>),
     /// stdin: a pipe, a redirected file, or a heredoc.
     Stdin,
 }
@@ -67,7 +68,7 @@ pub fn code_source(lang: Lang, args: &[String]) -> CodeSource {
         Lang::Php => &["-r"],
         Lang::Awk => {
             return awk_program(args)
-                .map_or(CodeSource::File, |c| CodeSource::Inline(c.to_owned()));
+                .map_or(CodeSource::File(None), |c| CodeSource::Inline(c.to_owned()));
         }
     };
     let mut at = 0;
@@ -96,8 +97,11 @@ pub fn code_source(lang: Lang, args: &[String]) -> CodeSource {
         if word == "-" {
             return CodeSource::Stdin;
         }
-        if word == "-m" || !word.starts_with('-') {
-            return CodeSource::File;
+        if word == "-m" {
+            return CodeSource::File(None);
+        }
+        if !word.starts_with('-') {
+            return CodeSource::File(Some(word.clone()));
         }
         at += 1;
     }
@@ -498,15 +502,15 @@ mod tests {
         let inline = |text| code_source(Lang::Python, &words(text));
         assert_eq!(inline("-c 'print(1)'"), CodeSource::Inline("print(1)".into()));
         assert_eq!(inline("-u -c x"), CodeSource::Inline("x".into()));
-        assert_eq!(inline("test.py"), CodeSource::File);
-        assert_eq!(inline("-m pytest"), CodeSource::File);
+        assert_eq!(inline("test.py"), CodeSource::File(Some("test.py".into())));
+        assert_eq!(inline("-m pytest"), CodeSource::File(None));
         assert_eq!(inline("-"), CodeSource::Stdin);
         assert_eq!(inline(""), CodeSource::Stdin);
         assert_eq!(
             code_source(Lang::Perl, &words("-ne 'print'")),
             CodeSource::Inline("print".into())
         );
-        assert_eq!(code_source(Lang::Node, &words("x.js")), CodeSource::File);
+        assert_eq!(code_source(Lang::Node, &words("x.js")), CodeSource::File(Some("x.js".into())));
         assert_eq!(awk_program(&words("-F: '{print $1}' f")), Some("{print $1}"));
         assert_eq!(awk_program(&words("-f x.awk f")), None);
     }

@@ -35,6 +35,7 @@ pub mod links;
 pub mod network;
 pub mod patch;
 pub mod paths;
+pub mod program_source;
 pub mod readonly;
 mod rule_args;
 pub mod rules;
@@ -140,3 +141,5 @@ pub fn default_rules() -> Result<RuleSet, RulesError> {
 mod fuzz_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unseen_code_tests;

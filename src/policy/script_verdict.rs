@@ -155,7 +155,14 @@ fn hard_denied(ctx: &PathContext, script: &Script) -> Option<String> {
             }
         }
     }
-    if let Some(reason) = script.writes.iter().find_map(|w| builtin::hard_deny_write(&w.target)) {
+    // A relative target is judged in each folder the redirection may be in
+    // (`cd /dev && cat x > sda`).
+    let mut writes = script.writes.iter().flat_map(|w| {
+        let mut folders = w.dirs.contexts(ctx);
+        folders.push(ctx.clone());
+        folders.into_iter().map(move |dir| (w, dir))
+    });
+    if let Some(reason) = writes.find_map(|(w, dir)| builtin::hard_deny_write(&w.target, &dir)) {
         return Some(reason);
     }
     script

@@ -160,6 +160,19 @@ pub fn analyze_argv(argv: &[String]) -> Script {
 }
 
 pub(super) fn script_into(script: &str, depth: usize, dirs: &Dirs, out: &mut Script) {
+    script_into_fed(script, depth, dirs, &Stdin::Closed, out);
+}
+
+/// [`script_into`] for a script whose shell reads `stdin` (`… | bash -c
+/// 'sh'`): its commands read it too, so a shell among them that reads its
+/// program from stdin is judged by what feeds it.
+pub(super) fn script_into_fed(
+    script: &str,
+    depth: usize,
+    dirs: &Dirs,
+    stdin: &Stdin,
+    out: &mut Script,
+) {
     if depth > MAX_DEPTH {
         out.hidden.push(Hidden::Unparseable);
         return;
@@ -189,7 +202,7 @@ pub(super) fn script_into(script: &str, depth: usize, dirs: &Dirs, out: &mut Scr
         out,
         dirs: dirs.clone(),
         last_cd: None,
-        stdin: Stdin::Closed,
+        stdin: stdin.clone(),
     };
     walker.node(root, 0);
 }

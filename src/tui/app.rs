@@ -174,6 +174,33 @@ pub struct ApprovalView {
     pub preview: Option<Vec<DiffLine>>,
     /// `Some` while the user types a note for the model after "no".
     pub note: Option<String>,
+    /// First row of the body (the command, arguments or diff) shown; the
+    /// arrows and PgUp/PgDn move it.
+    pub scroll: usize,
+    /// What frames drew of the body: the keys read it, so that an answer
+    /// never covers rows no frame has shown.
+    pub drawn: std::cell::Cell<BodyDrawn>,
+}
+
+/// How much of an approval's body frames have shown (the overlay records
+/// it when it draws).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BodyDrawn {
+    /// The body's rows at the width last drawn; 0: never drawn.
+    pub rows: usize,
+    /// Body rows one frame shows.
+    pub page: usize,
+    /// One past the lowest body row any frame has shown.
+    pub seen_to: usize,
+}
+
+impl ApprovalView {
+    /// Whether every row of the body has been on screen, so that an
+    /// answer covers only what the user could read. Never drawn: no.
+    pub fn all_seen(&self) -> bool {
+        let drawn = self.drawn.get();
+        drawn.rows > 0 && drawn.seen_to >= drawn.rows
+    }
 }
 
 /// The status line's facts.
@@ -297,6 +324,8 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 call,
                 reason,
                 note: None,
+                scroll: 0,
+                drawn: std::cell::Cell::default(),
             });
             Vec::new()
         }

@@ -8,7 +8,10 @@
 //! the approval mode; Esc or Ctrl+C stop a running turn; Ctrl+C twice on an
 //! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands the
 //! latest cut tool output, pressed again every one, then collapses them;
-//! PageUp/PageDown scroll.
+//! PageUp/PageDown scroll. In an approval, ↑/↓ (j/k), PgUp/PgDn and
+//! Space scroll what would run, and `y`/`a` show the next page until its
+//! last row has been on screen (they answer only then; `n` and Esc
+//! always work).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -214,6 +217,34 @@ fn approval_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
             _ => {}
         }
         return Vec::new();
+    }
+    let page = approval.drawn.get().page.max(1);
+    let last = approval.drawn.get().rows.saturating_sub(page);
+    let answers = matches!(key.code, KeyCode::Char('y' | 'a')) && !ctrl;
+    match key.code {
+        // An answer covers only what was on screen: until the body's last
+        // row has been drawn, `y` and `a` show the next page instead.
+        _ if answers && !approval.all_seen() => {
+            approval.scroll = (approval.scroll + page).min(last);
+            return Vec::new();
+        }
+        KeyCode::Down | KeyCode::Char('j') => {
+            approval.scroll = (approval.scroll + 1).min(last);
+            return Vec::new();
+        }
+        KeyCode::Up | KeyCode::Char('k') => {
+            approval.scroll = approval.scroll.saturating_sub(1);
+            return Vec::new();
+        }
+        KeyCode::PageDown | KeyCode::Char(' ') => {
+            approval.scroll = (approval.scroll + page).min(last);
+            return Vec::new();
+        }
+        KeyCode::PageUp => {
+            approval.scroll = approval.scroll.saturating_sub(page);
+            return Vec::new();
+        }
+        _ => {}
     }
     let reply = match (key.code, ctrl) {
         (KeyCode::Char('y'), false) => ApprovalReply::Once,

@@ -81,7 +81,12 @@
 //!   for chrome.
 //! - **Approvals**: for `edit_file`/`write_file` the driver reads the file (confined with
 //!   `tools::paths::Workspace`, ≤ 4 MiB) and the overlay shows the real unified diff with context
-//!   and line numbers (`approval_diff.rs`); otherwise the arguments' preview.
+//!   and line numbers (`approval_diff.rs`); otherwise every argument in full
+//!   (`display::approval_text`). Nothing is cut: the body scrolls (↑/↓, PgUp/PgDn), a row says
+//!   what is above and below, and `y`/`a` show the next page until the last row has been drawn
+//!   (`overlay.rs` records what frames showed in `ApprovalView::drawn`; `keys.rs` reads it), so an
+//!   answer never covers text no frame showed, nor a key typed before the dialog was drawn. The
+//!   call's text goes through `display::escape_visibly` (controls, ANSI, bidi as `\u{…}`).
 //! - **Footer**: the input's bottom border carries the keys that matter now (`view::key_hints`,
 //!   short form on narrow terminals); `?` on an empty prompt prints the help.
 //! - **Status line**: model · mode · phase · ctx % (`context::context_percent` of the latest
@@ -163,6 +168,8 @@ mod transcript;
 mod view;
 mod wrap;
 
+#[cfg(test)]
+mod approval_view_tests;
 #[cfg(test)]
 mod budget_tests;
 #[cfg(test)]

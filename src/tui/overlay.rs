@@ -1,78 +1,141 @@
-//! The approval overlay: what would run (command, arguments or a diff), why
-//! it asks, and one key per choice.
+//! The approval overlay: what would run (the command and every other
+//! argument, an MCP call's arguments, or a diff), why it asks, and one key
+//! per choice.
+//!
+//! Invariant: an approval covers only what the user could read. The body
+//! is never cut: it shows at most [`MAX_BODY_ROWS`] rows at a time (fewer
+//! on a short terminal), says how many rows are above and below and how
+//! to scroll, and each frame records in [`ApprovalView::drawn`] how far
+//! down the body has been shown; `keys.rs` turns `y`/`a` into "show the
+//! next page" until the last row has been on screen. Text from the call
+//! is shown through [`escape_visibly`]: controls, ANSI escapes and bidi
+//! overrides appear as `\u{…}`, never reach the terminal.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use crate::display::for_terminal;
+use crate::display::{approval_text, escape_visibly, for_terminal};
 
-use super::app::ApprovalView;
-use super::diff;
+use super::app::{ApprovalView, BodyDrawn};
+use super::diff::{self, DiffLine};
 use super::theme::Theme;
 use super::wrap::wrap_lines;
 use crate::protocol::tool_facts::names;
 
-/// Preview lines shown before the choices; more are summarised.
-const MAX_PREVIEW_LINES: usize = 16;
+/// Body rows shown at once; more scroll.
+pub const MAX_BODY_ROWS: usize = 16;
 
 /// Draws the overlay at the bottom of `area` (just above the input).
 pub fn draw_approval(frame: &mut Frame<'_>, area: Rect, approval: &ApprovalView, theme: Theme) {
     let width = area.width.saturating_sub(2).max(1);
     let inner_width = width.saturating_sub(2).max(1);
-    let lines = wrap_lines(&approval_lines(approval, theme), inner_width);
+    let body = wrap_lines(&body_lines(approval, theme), inner_width);
+    let room = usize::from(area.height.saturating_sub(2));
+    let mut footer = wrap_lines(&footer_lines(approval, theme), inner_width);
+    if room < footer.len() + 2 && approval.note.is_none() {
+        // A short terminal: the choices on one row, so that the body
+        // still gets rows (the reason is not what is approved).
+        footer = wrap_lines(&[compact_choices(approval, theme)], inner_width);
+    }
+    let scrolls = body.len() > MAX_BODY_ROWS.min(room.saturating_sub(footer.len()));
+    // One row says what is hidden whenever the body does not fit.
+    let page = MAX_BODY_ROWS.min(room.saturating_sub(footer.len() + usize::from(scrolls)));
+    let scroll = approval.scroll.min(body.len().saturating_sub(page));
+    let end = (scroll + page).min(body.len());
+    let mut lines: Vec<Line<'static>> = body[scroll..end].to_vec();
+    if scrolls {
+        lines.push(scroll_line(scroll, end, body.len(), theme));
+    }
+    lines.extend(footer);
     let wanted = u16::try_from(lines.len()).unwrap_or(u16::MAX).saturating_add(2);
     let height = wanted.min(area.height);
     if height < 3 || width < 4 {
         return;
     }
+    record(approval, body.len(), page, end);
     let rect = Rect { x: area.x + 1, y: area.y + area.height - height, width, height };
     frame.render_widget(Clear, rect);
-    let title = format!(" Allow {}? ", approval.call.name);
+    let title = format!(" Allow {}? ", for_terminal(&escape_visibly(&approval.call.name)));
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.warning())
         .title(Span::styled(title, theme.bold()));
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
-    // Keep the choices visible: drop preview rows from the top if short.
+    // Keep the choices visible: drop rows from the top if still short.
     let skip = lines.len().saturating_sub(usize::from(inner.height));
     frame.render_widget(Paragraph::new(lines[skip..].to_vec()), inner);
 }
 
-fn approval_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    match &approval.preview {
-        Some(preview) => {
-            let rendered = diff::render(preview, theme);
-            let shown = rendered.len().min(MAX_PREVIEW_LINES);
-            lines.extend(rendered.into_iter().take(shown));
-            if preview.len() > shown {
-                lines.push(Line::styled(
-                    format!("… {} more lines", preview.len() - shown),
-                    theme.dim(),
-                ));
-            }
-        }
-        None => {
-            let summary = crate::display::call_summary(&approval.call);
-            let summary = for_terminal(&summary);
-            let mark = if approval.call.name == names::SHELL { "$ " } else { "" };
-            for (i, line) in summary.lines().take(MAX_PREVIEW_LINES).enumerate() {
-                let lead = if i == 0 { mark } else { "  " };
-                lines.push(Line::from(vec![
-                    Span::styled(lead.to_owned(), theme.dim()),
-                    Span::styled(line.to_owned(), theme.bold()),
-                ]));
-            }
-        }
+/// Notes what this frame shows of the body (see the module doc). A body
+/// of another height (the width changed) starts over: rows seen at
+/// another width are not these rows.
+fn record(approval: &ApprovalView, rows: usize, page: usize, end: usize) {
+    let before = approval.drawn.get();
+    let seen_before = if before.rows == rows { before.seen_to } else { 0 };
+    let seen_to = if page == 0 { seen_before } else { seen_before.max(end) };
+    approval.drawn.set(BodyDrawn { rows, page, seen_to });
+}
+
+/// Where the body stands and how to see the rest.
+fn scroll_line(scroll: usize, end: usize, rows: usize, theme: Theme) -> Line<'static> {
+    let text = if end == scroll {
+        format!("{rows} rows of what would run are hidden: make the terminal taller to see them")
+    } else if end < rows {
+        format!(
+            "rows {}–{end} of {rows}; {} more below: ↓/PgDn to read on (y and a show them first)",
+            scroll + 1,
+            rows - end
+        )
+    } else {
+        format!("rows {}–{end} of {rows}; ↑/PgUp to read again", scroll + 1)
+    };
+    Line::styled(text, theme.warning())
+}
+
+/// The command, arguments or diff the answer is about, in full.
+fn body_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
+    if let Some(preview) = &approval.preview {
+        let shown: Vec<DiffLine> = preview
+            .iter()
+            .map(|line| DiffLine { text: escape_visibly(&line.text).into_owned(), ..line.clone() })
+            .collect();
+        return diff::render(&shown, theme);
     }
-    lines.push(Line::from(vec![
-        Span::styled("reason: ", theme.dim()),
-        Span::raw(for_terminal(&approval.reason).into_owned()),
-    ]));
-    lines.push(Line::default());
+    let text = approval_text(&approval.call);
+    let shell = approval.call.name == names::SHELL;
+    text.split('\n')
+        .map(|line| match line.strip_prefix("$ ").filter(|_| shell) {
+            Some(command) => Line::from(vec![
+                Span::styled("$ ", theme.dim()),
+                Span::styled(command.to_owned(), theme.bold()),
+            ]),
+            None => Line::styled(line.to_owned(), theme.bold()),
+        })
+        .collect()
+}
+
+/// The choices on one row.
+fn compact_choices(approval: &ApprovalView, theme: Theme) -> Line<'static> {
+    let mut spans = vec![Span::styled("[y] ", theme.key()), Span::raw("yes ")];
+    if approval.prefix.is_some() {
+        spans.extend([Span::styled("[a] ", theme.key()), Span::raw("always ")]);
+    }
+    spans.extend([Span::styled("[n] ", theme.key()), Span::raw("no · Esc stops")]);
+    Line::from(spans)
+}
+
+/// Why it asks and the choices.
+fn footer_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("reason: ", theme.dim()),
+            Span::raw(escape_visibly(&approval.reason).into_owned()),
+        ]),
+        Line::default(),
+    ];
     match &approval.note {
         Some(note) => {
             lines.push(Line::from(vec![
@@ -88,7 +151,10 @@ fn approval_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
             };
             lines.push(choice("y", "yes, once".into()));
             if let Some(prefix) = &approval.prefix {
-                lines.push(choice("a", format!("yes, always for {}", prefix.describe())));
+                lines.push(choice(
+                    "a",
+                    format!("yes, always for {}", escape_visibly(&prefix.describe())),
+                ));
             }
             lines.push(choice("n", "no, and tell the model why".into()));
             lines.push(Line::styled("Esc stops the turn", theme.dim()));

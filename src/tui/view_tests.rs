@@ -281,7 +281,7 @@ fn diff_cell_with_line_numbers() {
     insta::assert_snapshot!(render(&app, 60, 16));
 }
 
-fn approval_app(request: ToolCall) -> App {
+pub(super) fn approval_app(request: ToolCall) -> App {
     let mut app = app();
     start_turn(&mut app, "clean up");
     update(
@@ -324,12 +324,15 @@ fn approval_note_for_the_model() {
 fn approval_keys_answer_once_or_always() {
     let mut app =
         approval_app(call("c1", "shell", serde_json::json!({"command": "cargo test --all"})));
+    // An answer covers what a frame showed: the dialog is drawn first.
+    render(&app, 80, 20);
     let commands = update(&mut app, key(KeyCode::Char('a')));
     let [Command::Answer(ApprovalReply::Always(prefix))] = commands.as_slice() else {
         panic!("{commands:?}")
     };
     assert_eq!(prefix.argv, ["cargo", "test"]);
     let mut app = approval_app(call("c1", "shell", serde_json::json!({"command": "ls"})));
+    render(&app, 80, 20);
     assert_eq!(update(&mut app, key(KeyCode::Char('y'))), [Command::Answer(ApprovalReply::Once)]);
     let mut app = approval_app(call("c1", "shell", serde_json::json!({"command": "ls"})));
     assert_eq!(update(&mut app, key(KeyCode::Esc)), [Command::Interrupt]);

@@ -39,6 +39,57 @@ fn exec(sandbox: &Sandbox, uri: &str, extra: &[&str]) -> std::process::Output {
     sandbox.keel_on(&Model::at("openai-chat", &uri), &["exec"]).args(extra).output().unwrap()
 }
 
+/// Issue 34 High 1: the needs-approval listing is what the flag would
+/// allow, in full: every line of a long command (main showed the command
+/// alone, an MCP call one argument), controls shown as escapes.
+#[tokio::test]
+async fn the_needs_approval_listing_shows_every_line_and_escapes_controls() {
+    let sandbox = Sandbox::new();
+    let mut command: String = (1..=20).map(|i| format!("echo step-{i}\n")).collect();
+    command.push_str("touch PWNED-21 # \u{1b}]52;c;aGk=\u{7} \u{202e}");
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": command}))] },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), &["go"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(!sandbox.repo.join("PWNED-21").exists());
+    assert!(stderr.contains("  shell: allow with"), "{stderr}");
+    assert!(stderr.contains("    $ echo step-1\n      echo step-2\n"), "{stderr}");
+    assert!(
+        stderr.contains("      touch PWNED-21 # \\u{1b}]52;c;aGk=\\u{7} \\u{202e}\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}') && !stderr.contains('\u{202e}'), "{stderr}");
+}
+
+/// Issue 34: a shell whose script is a process substitution, and a
+/// stdin-fed shell inside `bash -c`, ran in yolo (keel could not read
+/// the code they run). Now they are declined for want of an approval.
+#[tokio::test]
+async fn code_from_a_substitution_is_not_run_in_yolo() {
+    let sandbox = Sandbox::new();
+    let steps = vec![
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call("shell", json!({"command": "bash <(echo 'touch PWNED-SUB')"})),
+                call("shell", json!({"command": "echo 'touch PWNED-PIPE' | bash -c sh"})),
+            ],
+        },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server.uri(), &["--yolo", "go"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("needs approval: 2 call(s)"), "{stderr}");
+    assert!(!sandbox.repo.join("PWNED-SUB").exists(), "{stderr}");
+    assert!(!sandbox.repo.join("PWNED-PIPE").exists(), "{stderr}");
+}
+
 #[tokio::test]
 async fn declined_work_ends_needs_approval_with_the_flag_that_allows_it() {
     let sandbox = fixbug_repo();
@@ -49,10 +100,14 @@ async fn declined_work_ends_needs_approval_with_the_flag_that_allows_it() {
     assert_eq!(sandbox.read("calc.py"), "def add(a, b):\n    return a - b\n");
     // The closing lines list each call with its remedy, uncut, and the flag.
     assert!(stderr.contains("needs approval: 2 call(s)"), "{stderr}");
-    assert!(stderr.contains("  edit_file calc.py: allow with --full-auto"), "{stderr}");
+    assert!(
+        stderr.contains("  edit_file: allow with --full-auto\n    path: \"calc.py\""),
+        "{stderr}"
+    );
     // (An allow rule is offered too once policy suggests one narrow
     // enough for `python3 test_calc.py`: issue 17 item 4.)
-    assert!(stderr.contains("  shell python3 test_calc.py: allow with --full-auto"), "{stderr}");
+    assert!(stderr.contains("  shell: allow with --full-auto, or the rule"), "{stderr}");
+    assert!(stderr.contains("allow.rules\n    $ python3 test_calc.py\n"), "{stderr}");
     assert!(stderr.contains("rerun with --full-auto to allow them"), "{stderr}");
     // Each declined call shows as a call, then why it did not run.
     assert!(stderr.contains("→ edit_file calc.py\n  ✗ not run: needs approval"), "{stderr}");

@@ -764,3 +764,33 @@ async fn a_hooks_ask_is_put_to_the_user_after_an_always() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
+
+/// Issue 34 High 1: main cut a long command at 16 rows with no marker and
+/// `y` ran the 21st line unseen. Now the dialog says what is below, and
+/// the first `y` shows it instead of answering; the second runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_command_is_shown_to_its_last_line_before_y_runs_it() {
+    let sandbox = Sandbox::new();
+    let mut command: String = (1..=20).map(|i| format!("echo step-{i}\n")).collect();
+    command.push_str("touch LINE-21");
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": command}))] },
+        Step::Answer("Done.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("run it");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for(&["Allow shell?", "rows 1–16 of 21; 5 more below"]);
+    // (The reason names the command; the body row is what was hidden.)
+    assert!(!screen.contains("│  touch LINE-21"), "{screen}");
+    pane.keys(&["y"]);
+    pane.wait_for(&["│  touch LINE-21", "rows 6–21 of 21"]);
+    assert!(!sandbox.repo.join("LINE-21").exists(), "the first y ran it");
+    pane.keys(&["y"]);
+    pane.wait_for(&["Done."]);
+    assert!(sandbox.repo.join("LINE-21").exists(), "the second y did not run it");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
