@@ -189,6 +189,7 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
     settings.mcp =
         mcp::resolve_mcp(env, mcp_sources, &settings.workspace_root, settings.project_trusted);
+    settings.warnings.extend(settings.mcp.rename_notes());
     load_phase_rules(&mut settings);
     settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)
