@@ -116,7 +116,7 @@ fn native_hooks(
 ) -> Decision {
     let payload = HookPayload {
         cwd: policy.paths.cwd.display().to_string(),
-        permission_mode: policy.mode.as_str().to_owned(),
+        permission_mode: policy.mode,
         tool_name: Some(call.name.clone()),
         tool_input: serde_json::from_str(&call.arguments).ok(),
         path_links: policy.paths.links.clone(),

@@ -5,7 +5,11 @@
 //! the system prompt), so existing `.claude/agents/*.md` work unchanged.
 //!
 //! Roots, lowest precedence first (a later file replaces an earlier type
-//! of the same name): built-in, `~/.claude/agents`, `$KEEL_HOME/agents`,
+//! of the same name; a project's file never replaces a built-in one: one
+//! naming `explore`, `review` or `verify` is loaded as `project:NAME`, so
+//! the read-only built-in `review` stays what the name means; the user's
+//! own file may replace it, and either is said in a warning): built-in,
+//! `~/.claude/agents`, `$KEEL_HOME/agents`,
 //! then the project's `.claude/agents` and `.keel/agents`, which load only
 //! once the project is trusted (`keel trust`); before that they are listed
 //! as skipped, never read.
@@ -30,7 +34,7 @@ use std::path::{Path, PathBuf};
 use crate::plan::{ToolKind, tool_kind};
 
 use super::markdown_file::{
-    DefinitionError, DefinitionProblem, MarkdownFile, markdown_files, valid_name,
+    DefinitionError, DefinitionProblem, MarkdownFile, grouped, markdown_files, valid_name,
 };
 
 /// Built-in types: (name, definition text).
@@ -90,6 +94,8 @@ pub struct AgentCatalog {
     pub problems: Vec<DefinitionProblem>,
     /// Project files not read because the project is not trusted.
     pub skipped: Vec<PathBuf>,
+    /// Files that named a built-in type: (file, the name it was given).
+    pub renamed: Vec<(PathBuf, String)>,
 }
 
 impl AgentDefinition {
@@ -132,27 +138,85 @@ impl AgentCatalog {
         self.agents.iter().find(|agent| agent.name == name)
     }
 
-    /// What the session should tell the user about loading: broken files,
-    /// unknown tools, and untrusted project files left out.
+    /// What the session should tell the user about loading, every line:
+    /// broken files, unknown tools, renamed types, untrusted project files
+    /// left out.
     pub fn warnings(&self) -> Vec<String> {
-        let mut warnings: Vec<String> = self
-            .problems
-            .iter()
-            .map(|p| format!("agent {} not loaded: {}", p.path.display(), p.error))
-            .collect();
-        for agent in &self.agents {
-            if !agent.unknown_tools.is_empty() {
-                warnings.push(format!(
-                    "agent `{}`: keel has no {} tool(s); the type runs without them",
-                    agent.name,
-                    agent.unknown_tools.join(", ")
-                ));
-            }
-        }
+        let mut warnings = self.problem_lines();
+        warnings.extend(self.unknown_tool_lines());
+        warnings.extend(self.renamed_lines());
         if !self.skipped.is_empty() {
             warnings.push(skipped_warning("agent definition", &self.skipped));
         }
         warnings
+    }
+
+    /// The same, one line per kind once a kind has more than three
+    /// ([`grouped`]): what a start shows.
+    pub fn warning_summary(&self) -> Vec<String> {
+        let mut warnings = grouped("agent files not loaded", self.problem_lines());
+        let lacking: Vec<&AgentDefinition> =
+            self.agents.iter().filter(|agent| !agent.unknown_tools.is_empty()).collect();
+        if lacking.len() > 3 {
+            let mut tools: Vec<&str> =
+                lacking.iter().flat_map(|a| &a.unknown_tools).map(String::as_str).collect();
+            tools.sort_unstable();
+            tools.dedup();
+            let names: Vec<&str> = lacking.iter().take(3).map(|a| a.name.as_str()).collect();
+            warnings.push(format!(
+                "{} agent types run without tools keel does not have ({}): {} and {} more; \
+                 `keel debug prompt` lists each",
+                lacking.len(),
+                tools.join(", "),
+                names.join(", "),
+                lacking.len() - 3
+            ));
+        } else {
+            warnings.extend(self.unknown_tool_lines());
+        }
+        warnings.extend(self.renamed_lines());
+        if !self.skipped.is_empty() {
+            warnings.push(skipped_warning("agent definition", &self.skipped));
+        }
+        warnings
+    }
+
+    fn problem_lines(&self) -> Vec<String> {
+        self.problems
+            .iter()
+            .map(|p| format!("agent {} not loaded: {}", p.path.display(), p.error))
+            .collect()
+    }
+
+    fn unknown_tool_lines(&self) -> Vec<String> {
+        self.agents
+            .iter()
+            .filter(|agent| !agent.unknown_tools.is_empty())
+            .map(|agent| {
+                format!(
+                    "agent `{}`: keel has no {} tool(s); the type runs without them",
+                    agent.name,
+                    agent.unknown_tools.join(", ")
+                )
+            })
+            .collect()
+    }
+
+    fn renamed_lines(&self) -> Vec<String> {
+        self.renamed
+            .iter()
+            .map(|(path, name)| match name.split_once(':') {
+                Some((_, builtin)) => format!(
+                    "agent {} names the built-in type `{builtin}`: the built-in keeps the name; \
+                     this one is `{name}`",
+                    path.display()
+                ),
+                None => format!(
+                    "agent {} replaces the built-in type `{name}` (your own file)",
+                    path.display()
+                ),
+            })
+            .collect()
     }
 }
 
@@ -201,7 +265,13 @@ pub fn discover_agents(roots: &[(PathBuf, bool)], project_trusted: bool) -> Agen
             let loaded = MarkdownFile::read(&path)
                 .and_then(|file| definition(&file, AgentSource::File(path.clone())));
             match loaded {
-                Ok(agent) => {
+                Ok(mut agent) => {
+                    if BUILT_IN_AGENTS.iter().any(|(builtin, _)| *builtin == agent.name) {
+                        if *project {
+                            agent.name = format!("project:{}", agent.name);
+                        }
+                        catalog.renamed.push((path.clone(), agent.name.clone()));
+                    }
                     by_name.insert(agent.name.clone(), agent);
                 }
                 Err(error) => catalog.problems.push(DefinitionProblem { path, error }),
@@ -359,6 +429,44 @@ mod tests {
         assert!(catalog.warnings()[0].contains("WebFetch"), "{:?}", catalog.warnings());
     }
 
+    /// wshobson/agents' `ship-mate/review.md` (a writer named `review`)
+    /// no longer replaces the read-only built-in; 40 types lacking
+    /// WebFetch are one line at start, not 40.
+    #[test]
+    fn a_file_naming_a_built_in_is_renamed_and_many_warnings_are_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "agents/ship-mate/review.md",
+            include_str!("../../tests/fixtures/claude/agents/ship-mate-review.md"),
+        );
+        for i in 0..40 {
+            write(
+                dir.path(),
+                &format!("agents/r{i}.md"),
+                &format!(
+                    "---\nname: r{i}\ndescription: d\ntools: Read, WebFetch, WebSearch\n---\n"
+                ),
+            );
+        }
+        let catalog = discover_agents(&[(dir.path().join("agents"), true)], true);
+        assert!(catalog.get("review").unwrap().read_only, "the built-in stays");
+        assert_eq!(catalog.get("review").unwrap().source, AgentSource::BuiltIn);
+        assert!(catalog.get("project:review").is_some(), "the file's type is reachable");
+        let summary = catalog.warning_summary();
+        assert_eq!(summary.len(), 2, "{summary:?}");
+        assert!(
+            summary[0].starts_with(
+                "40 agent types run without tools keel does not have \
+            (WebFetch, WebSearch): r0, r1, r10 and 37 more"
+            ),
+            "{summary:?}"
+        );
+        assert!(summary[1].contains("names the built-in type `review`"), "{summary:?}");
+        assert!(summary[1].contains("this one is `project:review`"), "{summary:?}");
+        assert_eq!(catalog.warnings().len(), 41, "every line on request");
+    }
+
     #[test]
     fn reading_tools_only_make_a_read_only_type_and_no_tools_means_all() {
         let file = MarkdownFile::parse("---\nname: r\ndescription: d\ntools: [Read, Glob]\n---\n")
@@ -458,7 +566,8 @@ mod tests {
         assert!(untrusted.problems.is_empty(), "skipped files are never read");
         assert!(untrusted.warnings().iter().any(|w| w.contains("keel trust")));
         let trusted = discover_agents(&roots, true);
-        assert_eq!(trusted.get("explore").unwrap().description, "theirs");
+        assert_eq!(trusted.get("explore").unwrap().description, "mine", "the user's own wins");
+        assert_eq!(trusted.get("project:explore").unwrap().description, "theirs");
         assert_eq!(trusted.problems.len(), 1);
         assert!(matches!(trusted.problems[0].error, DefinitionError::BadName { .. }));
     }

@@ -5,6 +5,8 @@
 //! cannot turn it on), the `hooks` of `~/.claude/settings.json` and the
 //! project's `.claude/settings.json` (and `settings.local.json`).
 //! Each table stays its own source so project hooks can wait for trust.
+//! What a source holds that keel does not run (newer Claude Code events,
+//! `prompt`/`agent` hooks) is one warning per source, never a refusal.
 
 use std::path::Path;
 
@@ -29,6 +31,13 @@ pub fn load_hooks(
     let mut configs = Vec::new();
     let mut keep = |loaded: Result<HooksConfig, ConfigError>, is_project: bool| match loaded {
         Ok(config) => {
+            if !config.skipped.is_empty() {
+                warnings.push(format!(
+                    "hooks in {} skipped: {}",
+                    config.source.name(),
+                    config.skipped.describe()
+                ));
+            }
             configs.push(config);
             Ok(())
         }
@@ -207,6 +216,28 @@ mod tests {
         );
         let message = hooks_for(&home, &repo, &["hooks.Stopp=[]"]).unwrap_err().to_string();
         assert!(message.contains("unknown hook event `Stopp`; use one of:"), "{message}");
+    }
+
+    #[test]
+    fn a_settings_file_with_newer_events_loads_with_one_warning_naming_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home/.keel");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(repo.join(".claude")).unwrap();
+        std::fs::write(
+            repo.join(".claude/settings.json"),
+            include_str!("../../tests/fixtures/claude/hooks/worktree-ghostty.json"),
+        )
+        .unwrap();
+        let mut warnings = Vec::new();
+        let configs = load_hooks(&home, &repo, &[], true, true, &mut warnings).unwrap();
+        assert_eq!(configs.len(), 1);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("`WorktreeCreate` (1 hook), `WorktreeRemove`"),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -216,6 +216,20 @@ pub fn markdown_files(dir: &Path, depth: usize) -> Vec<PathBuf> {
     files
 }
 
+/// Start-up warnings of one kind as the user sees them first: up to three
+/// lines as they are, more as one line counting them and naming the first
+/// (`keel debug prompt` prints every line).
+pub fn grouped(what: &str, lines: Vec<String>) -> Vec<String> {
+    if lines.len() <= 3 {
+        return lines;
+    }
+    vec![format!(
+        "{} {what}; the first: {}; `keel debug prompt` lists every one",
+        lines.len(),
+        lines[0]
+    )]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

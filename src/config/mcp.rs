@@ -229,6 +229,55 @@ pub struct SkippedServer {
 pub struct McpSettings {
     pub servers: Vec<McpServerConfig>,
     pub skipped: Vec<SkippedServer>,
+    /// Servers whose configured name is not a tool-name part (`@scope/x`,
+    /// spaces, over [`MAX_SERVER_NAME`]): (as configured, as used).
+    pub renamed: Vec<(String, String)>,
+}
+
+impl McpSettings {
+    /// One line per renamed server, for the start-up warnings.
+    pub fn rename_notes(&self) -> Vec<String> {
+        self.renamed
+            .iter()
+            .map(|(configured, used)| {
+                format!(
+                    "MCP server `{configured}` is `{used}` in tool names (mcp__{used}__TOOL) and \
+                     rules"
+                )
+            })
+            .collect()
+    }
+}
+
+/// The name a configured server goes by in tool names: the configured
+/// name when it already is one ([`check_name`]), else its letters, digits,
+/// `-` and single `_` (any other run of characters is one `_`), cut to
+/// [`MAX_SERVER_NAME`] with a stable hash of the whole name when longer.
+pub fn tool_name_part(name: &str) -> String {
+    if check_name(name).is_ok() {
+        return name.to_owned();
+    }
+    let mut part = String::new();
+    for c in name.chars() {
+        let keep = c.is_ascii_alphanumeric() || c == '-';
+        if keep {
+            part.push(c);
+        } else if !part.ends_with('_') {
+            part.push('_');
+        }
+    }
+    let part = part.trim_matches(|c| c == '_' || c == '-');
+    let part = if part.is_empty() { "server" } else { part };
+    if part.len() <= MAX_SERVER_NAME {
+        return part.to_owned();
+    }
+    // FNV-1a: stable across runs, so rules and logs keep meaning the server.
+    let hash = name
+        .bytes()
+        .fold(0x811c_9dc5_u32, |hash, byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193));
+    let suffix = format!("_{hash:08x}");
+    let kept: String = part.chars().take(MAX_SERVER_NAME - suffix.len()).collect();
+    format!("{}{suffix}", kept.trim_end_matches('_'))
 }
 
 /// What the config layers hold for MCP, before trust and `.mcp.json`.
@@ -310,9 +359,31 @@ impl McpSettings {
         file: McpServerFile,
         root: &Path,
     ) {
+        if let Some((configured, _)) = self.renamed.iter().find(|(_, used)| *used == name) {
+            let reason = format!(
+                "`{name}` is already the tool-name form of server `{configured}`; rename one of \
+                 them"
+            );
+            self.skip(name, origin, reason);
+            return;
+        }
         if self.taken(&name) {
             let reason = format!("`{name}` is already configured; the first entry is used");
             self.skip(name, origin, reason);
+            return;
+        }
+        let used = tool_name_part(&name);
+        if used != name {
+            if self.taken(&used) {
+                let reason = format!(
+                    "`{name}` would be `{used}` in tool names, which another server already is; \
+                     rename one of them"
+                );
+                self.skip(name, origin, reason);
+                return;
+            }
+            self.add(env, used.clone(), origin, file, root);
+            self.renamed.push((name, used));
             return;
         }
         if file.enabled == Some(false) {

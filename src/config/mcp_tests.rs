@@ -85,8 +85,6 @@ command = "x"
 url = "http://127.0.0.1:1/mcp"
 [mcp_servers.neither]
 args = ["x"]
-[mcp_servers."bad.name"]
-command = "x"
 [mcp_servers.tokenless]
 url = "http://127.0.0.1:1/mcp"
 bearer_token_env_var = "NOT_SET_ANYWHERE"
@@ -103,7 +101,6 @@ command = "x"
         mcp.skipped.iter().map(|s| (s.name.as_str(), s.reason.as_str())).collect();
     assert!(reasons["both"].contains("not both"), "{reasons:?}");
     assert!(reasons["neither"].contains("`command`"), "{reasons:?}");
-    assert!(reasons["bad.name"].contains("only letters"), "{reasons:?}");
     assert!(reasons["tokenless"].contains("$NOT_SET_ANYWHERE"), "{reasons:?}");
     assert!(reasons["slow"].contains("startup_timeout_sec"), "{reasons:?}");
 }
@@ -226,4 +223,57 @@ fn names_fit_tool_names() {
     for bad in ["", "a b", "a.b", "a__b", "x".repeat(25).as_str(), "é"] {
         assert!(check_name(bad).is_err(), "{bad}");
     }
+}
+
+/// Names real `.mcp.json` files use (scoped packages, spaces, long
+/// names) are accepted under a tool-name form, said once each; two that
+/// would share one are refused, naming the clash.
+#[test]
+fn any_configured_name_is_accepted_under_a_tool_name_form_and_clashes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env(dir.path(), &[]);
+    let config = r#"
+[mcp_servers."@modelcontextprotocol/server-memory"]
+command = "x"
+[mcp_servers."Sequential Thinking"]
+command = "x"
+[mcp_servers.supabase-project-management-server]
+command = "x"
+[mcp_servers."sequential thinking"]
+command = "x"
+[mcp_servers.sequential_thinking]
+command = "x"
+[mcp_servers.github]
+command = "x"
+"#;
+    std::fs::write(env.keel_home.join("config.toml"), config).unwrap();
+    let mcp = load_mcp(&env, &CliOverrides::default()).unwrap();
+    let long = tool_name_part("supabase-project-management-server");
+    assert_eq!(long.len(), MAX_SERVER_NAME);
+    assert!(long.starts_with("supabase-projec_"), "{long}");
+    assert_eq!(
+        names(&mcp.servers),
+        [
+            "modelcontextpro_1691abd1",
+            "Sequential_Thinking",
+            "github",
+            "sequential_thinking",
+            long.as_str()
+        ]
+    );
+    for server in &mcp.servers {
+        assert!(check_name(&server.name).is_ok(), "{}", server.name);
+    }
+    let notes = mcp.rename_notes();
+    assert_eq!(notes.len(), 4, "{notes:?}");
+    assert!(
+        notes[0].contains("`@modelcontextprotocol/server-memory` is `modelcontextpro_1691abd1`")
+    );
+    assert_eq!(mcp.skipped.len(), 1, "{:?}", mcp.skipped);
+    assert_eq!(mcp.skipped[0].name, "sequential_thinking");
+    assert!(
+        mcp.skipped[0].reason.contains("the tool-name form of server `sequential thinking`"),
+        "{:?}",
+        mcp.skipped
+    );
 }

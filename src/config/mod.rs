@@ -194,6 +194,7 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         settings.project_trusted,
         &settings.env_filter,
     );
+    settings.warnings.extend(settings.mcp.rename_notes());
     load_phase_rules(&mut settings);
     settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)

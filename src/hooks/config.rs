@@ -2,6 +2,14 @@
 //! `{matcher, hooks: [{type, command, if?, timeout?}]}`), read from keel's
 //! TOML or from a `.claude/settings.json`, and the matching of a group's
 //! `matcher` and a hook's `if` rule against one tool call.
+//!
+//! Invariant: what keel cannot run is skipped, never fatal, and said:
+//! an event keel does not fire (Claude Code's newer `PermissionRequest`,
+//! `Setup`, `WorktreeCreate`, …) and a hook whose `type` is not `command`
+//! (`prompt`, `agent`, `http`) land in [`HooksConfig::skipped`], which the
+//! loader turns into one warning per source. In keel's own TOML a name that
+//! is no Claude Code event either stays an error: it is a typo, and a guard
+//! hook dropped by a typo would be worse than a refusal to start.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -83,11 +91,77 @@ pub struct HookGroup {
     pub hooks: Vec<CommandHook>,
 }
 
+/// A group as written: its hooks not yet sorted into the command hooks
+/// keel runs and the kinds it skips.
+#[derive(Deserialize)]
+struct RawGroup {
+    #[serde(default)]
+    matcher: Option<String>,
+    #[serde(default)]
+    hooks: Vec<serde_json::Value>,
+}
+
+/// Events Claude Code fires that keel does not: skipped with a warning in
+/// any source (keel's TOML included), not refused as typos.
+pub const CLAUDE_ONLY_EVENTS: [&str; 15] = [
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "TeammateIdle",
+    "TaskCompleted",
+    "ConfigChange",
+    "InstructionsLoaded",
+    "PostCompact",
+    "PostToolBatch",
+    "StopFailure",
+    "Elicitation",
+    "ElicitationResult",
+    "UserPromptExpansion",
+];
+
+/// What a source configured that keel does not run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Event name → how many hooks it held.
+    pub events: BTreeMap<String, usize>,
+    /// Hook `type` → how many hooks of it.
+    pub types: BTreeMap<String, usize>,
+}
+
+impl Skipped {
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.types.is_empty()
+    }
+
+    /// One line naming everything skipped, e.g. "events `Setup` (1 hook);
+    /// hook types `prompt` (2 hooks)".
+    pub fn describe(&self) -> String {
+        let list = |map: &BTreeMap<String, usize>| {
+            map.iter()
+                .map(|(name, n)| format!("`{name}` ({n} hook{})", if *n == 1 { "" } else { "s" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.events.is_empty() {
+            parts.push(format!("events keel does not fire: {}", list(&self.events)));
+        }
+        if !self.types.is_empty() {
+            parts.push(format!("hook types keel does not run: {}", list(&self.types)));
+        }
+        parts.join("; ")
+    }
+}
+
 /// Parsed hooks of one source.
 #[derive(Debug, Clone)]
 pub struct HooksConfig {
     pub source: HookSource,
     pub events: BTreeMap<HookEvent, Vec<(Option<Regex>, HookGroup)>>,
+    /// What was configured but is not run (said once, at start).
+    pub skipped: Skipped,
 }
 
 impl HooksConfig {
@@ -101,26 +175,42 @@ impl HooksConfig {
             source_name: source.name().to_owned(),
             message,
         };
-        let raw: BTreeMap<String, Vec<HookGroup>> =
+        let raw: BTreeMap<String, Vec<RawGroup>> =
             serde_json::from_value(hooks.clone()).map_err(|e| parse_error(e.to_string()))?;
         let mut events = BTreeMap::new();
+        let mut skipped = Skipped::default();
         for (name, groups) in raw {
-            let event: HookEvent = serde_json::from_value(serde_json::Value::String(name.clone()))
-                .map_err(|_| {
+            let Some(event) = HookEvent::from_name(&name) else {
+                if !source.is_claude() && !CLAUDE_ONLY_EVENTS.contains(&name.as_str()) {
                     let valid: Vec<&str> = HookEvent::ALL.iter().map(|e| e.name()).collect();
-                    parse_error(format!(
+                    return Err(parse_error(format!(
                         "unknown hook event `{name}`; use one of: {}",
                         valid.join(", ")
-                    ))
-                })?;
+                    )));
+                }
+                let count = groups.iter().map(|group| group.hooks.len()).sum();
+                skipped.events.insert(name, count);
+                continue;
+            };
             let mut compiled = Vec::with_capacity(groups.len());
-            for group in groups {
-                let regex = compile_matcher(&source, group.matcher.as_deref())?;
-                compiled.push((regex, group));
+            for RawGroup { matcher, hooks } in groups {
+                let regex = compile_matcher(&source, matcher.as_deref())?;
+                let mut commands = Vec::with_capacity(hooks.len());
+                for hook in hooks {
+                    let kind = hook.get("type").and_then(serde_json::Value::as_str);
+                    match kind {
+                        None | Some("command") => commands.push(
+                            serde_json::from_value::<CommandHook>(hook)
+                                .map_err(|e| parse_error(format!("`{name}` hook: {e}")))?,
+                        ),
+                        Some(other) => *skipped.types.entry(other.to_owned()).or_default() += 1,
+                    }
+                }
+                compiled.push((regex, HookGroup { matcher, hooks: commands }));
             }
             events.insert(event, compiled);
         }
-        Ok(Self { source, events })
+        Ok(Self { source, events, skipped })
     }
 
     /// The hooks to run for `event`, where `subject` is the tool name for
@@ -251,5 +341,50 @@ mod tests {
         let bad_matcher = serde_json::json!({"PreToolUse": [{"matcher": "(", "hooks": []}]});
         let message = HooksConfig::from_json(source(), &bad_matcher).unwrap_err().to_string();
         assert!(message.contains("matcher"), "{message}");
+    }
+
+    /// A published hook file with `WorktreeCreate`/`WorktreeRemove`
+    /// (davila7/claude-code-templates) and Claude Code's documented
+    /// `prompt`/`agent` hooks: skipped and named, the command hooks kept.
+    #[test]
+    fn newer_claude_events_and_prompt_or_agent_hooks_are_skipped_and_named() {
+        let text = include_str!("../../tests/fixtures/claude/hooks/worktree-ghostty.json");
+        let published: serde_json::Value = serde_json::from_str(text).unwrap();
+        let claude = || HookSource::Project { name: ".claude/settings.json".into(), claude: true };
+        let config = HooksConfig::from_json(claude(), &published["hooks"]).unwrap();
+        assert!(config.events.is_empty());
+        let skipped = config.skipped.describe();
+        assert_eq!(
+            skipped,
+            "events keel does not fire: `WorktreeCreate` (1 hook), `WorktreeRemove` (1 hook)"
+        );
+        let mixed = serde_json::json!({
+            "PermissionRequest": [{"matcher": "", "hooks": [{"type": "command", "command": "true"}]}],
+            "Stop": [{"hooks": [
+                {"type": "prompt", "prompt": "Is the work complete? $ARGUMENTS"},
+                {"type": "agent", "prompt": "Verify the tests pass", "timeout": 120},
+                {"type": "command", "command": "./check.sh"}
+            ]}]
+        });
+        let config = HooksConfig::from_json(claude(), &mixed).unwrap();
+        assert_eq!(
+            config.skipped.describe(),
+            "events keel does not fire: `PermissionRequest` (1 hook); \
+             hook types keel does not run: `agent` (1 hook), `prompt` (1 hook)"
+        );
+        let commands: Vec<&str> = config
+            .matching(HookEvent::Stop, None, None)
+            .iter()
+            .map(|hook| hook.command.as_str())
+            .collect();
+        assert_eq!(commands, ["./check.sh"], "command hooks still run");
+        // keel's own TOML: a Claude-only event is skipped, a typo refused.
+        let keel = || HookSource::User { name: "config.toml".into(), claude: false };
+        let setup = serde_json::json!({"Setup": [{"hooks": [{"command": "true"}]}]});
+        assert!(
+            HooksConfig::from_json(keel(), &setup).unwrap().skipped.events.contains_key("Setup")
+        );
+        let typo = serde_json::json!({"PreToolUs": []});
+        assert!(HooksConfig::from_json(keel(), &typo).is_err());
     }
 }

@@ -1,10 +1,17 @@
 //! The JSON a hook reads on stdin (Claude Code's field names).
+//!
+//! Invariant: the fields Claude Code documents for an event are present
+//! with Claude's values: `permission_mode` is one of `default`,
+//! `acceptEdits`, `plan`, `bypassPermissions` ([`claude_permission_mode`];
+//! keel's own mode name is `keel_mode`), tool events carry `tool_use_id`,
+//! PostToolUseFailure carries `error`.
 
 use serde_json::{Map, Value, json};
 
 use super::HookEvent;
 use super::config::claude_alias;
 use crate::policy::PathLinks;
+use crate::protocol::ApprovalMode;
 
 /// Which tool names and argument keys a hook's command expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +28,9 @@ pub struct HookPayload {
     pub session_id: String,
     pub transcript_path: String,
     pub cwd: String,
-    pub permission_mode: String,
+    pub permission_mode: ApprovalMode,
+    /// The call's id (Claude's `tool_use_id`), for tool events.
+    pub tool_use_id: Option<String>,
     pub tool_name: Option<String>,
     pub tool_input: Option<Value>,
     pub tool_response: Option<Value>,
@@ -41,7 +50,8 @@ impl HookPayload {
             "transcript_path": self.transcript_path,
             "cwd": self.cwd,
             "hook_event_name": event.name(),
-            "permission_mode": self.permission_mode,
+            "permission_mode": claude_permission_mode(self.permission_mode),
+            "keel_mode": self.permission_mode.as_str(),
         });
         let Some(map) = object.as_object_mut() else { return object };
         if let Some(tool) = &self.tool_name {
@@ -50,6 +60,9 @@ impl HookPayload {
                 ToolNaming::Claude => claude_alias(tool).unwrap_or(tool),
             };
             map.insert("tool_name".into(), Value::String(name.to_owned()));
+        }
+        if let Some(id) = &self.tool_use_id {
+            map.insert("tool_use_id".into(), Value::String(id.clone()));
         }
         if let Some(input) = &self.tool_input {
             map.insert("tool_input".into(), rename_input(input, naming));
@@ -67,6 +80,18 @@ impl HookPayload {
     pub fn primary_argument(&self) -> Option<&str> {
         let input = self.tool_input.as_ref()?;
         ["command", "path", "file_path", "pattern"].iter().find_map(|key| input.get(key)?.as_str())
+    }
+}
+
+/// Claude Code's name for the nearest of its permission modes: ask is its
+/// `default`, auto (workspace writes without asking) `acceptEdits`, plan
+/// and explore (read-only) `plan`, yolo `bypassPermissions`.
+pub fn claude_permission_mode(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Ask => "default",
+        ApprovalMode::Auto => "acceptEdits",
+        ApprovalMode::Plan | ApprovalMode::Explore => "plan",
+        ApprovalMode::Yolo => "bypassPermissions",
     }
 }
 
@@ -118,6 +143,29 @@ mod tests {
         assert_eq!(value["tool_name"], "write_file");
         assert_eq!(value["tool_input"]["path"], ".env");
         assert_eq!(payload.primary_argument(), Some(".env"));
+    }
+
+    #[test]
+    fn permission_mode_speaks_claudes_values_and_tool_events_carry_the_call_id() {
+        let modes = [
+            (ApprovalMode::Ask, "default"),
+            (ApprovalMode::Auto, "acceptEdits"),
+            (ApprovalMode::Plan, "plan"),
+            (ApprovalMode::Explore, "plan"),
+            (ApprovalMode::Yolo, "bypassPermissions"),
+        ];
+        for (mode, claude) in modes {
+            let payload = HookPayload {
+                permission_mode: mode,
+                tool_use_id: Some("call_7".into()),
+                tool_name: Some("shell".into()),
+                ..HookPayload::default()
+            };
+            let value = payload.to_json(HookEvent::PreToolUse, ToolNaming::Claude);
+            assert_eq!(value["permission_mode"], claude);
+            assert_eq!(value["keel_mode"], mode.as_str());
+            assert_eq!(value["tool_use_id"], "call_7");
+        }
     }
 
     #[test]

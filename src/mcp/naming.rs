@@ -7,8 +7,10 @@
 //! and no more), and names are unique within a session: a tool name the
 //! server spelled with other characters, or too long, or clashing with one
 //! already taken, gets a short stable hash of its original name appended.
-//! Server names are checked by `config::mcp::check_name` (no `__`, short),
-//! so the server part of a name is never rewritten.
+//! Server names arrive in their tool-name form (`config::mcp::tool_name_part`:
+//! a configured `@scope/server` or `My Server` is renamed there, said in a
+//! warning, clashes refused), so the server part of a name is never
+//! rewritten here.
 
 use std::collections::BTreeSet;
 

@@ -21,6 +21,7 @@
 //! `plan.md`, `memory.md`, `compact.md` (the summary prompt), `subagent.md` (a child's rules in
 //! place of the core rules).
 
+pub mod catalog;
 mod walls;
 
 pub use walls::{NetworkWalls, Walls, WriteWalls, walls_text};
@@ -208,10 +209,22 @@ pub fn instructions_block(files: &[(String, String)]) -> String {
     out
 }
 
-/// Longest description shown per skill in the index.
-const SKILL_DESCRIPTION_CHARS: usize = 300;
-/// Upper bound of the whole skills index.
+/// Upper bound of the whole skills index in its full form; past it the
+/// index is compact ([`catalog::index`]) and the rest found by search.
 const SKILLS_INDEX_BYTES: usize = 8 * 1024;
+
+const SKILLS_HEADER: &str = "\n\n# Skills\n\nBefore doing a task a skill covers, load it with `load_skill` and follow it.\n\n";
+
+/// The skills index's lines: every skill when they fit, else as many as
+/// the compact budget holds and how to find the rest.
+pub fn skills_index(skills: &[(String, String)]) -> catalog::Index {
+    let entries: Vec<catalog::Entry<'_>> = skills
+        .iter()
+        .map(|(name, description)| catalog::Entry { name, description, note: "" })
+        .collect();
+    let how = format!("call `load_skill` with name `{}WORDS`", catalog::SEARCH_PREFIX);
+    catalog::index(&entries, SKILLS_INDEX_BYTES - SKILLS_HEADER.len(), "skills", &how)
+}
 
 /// The skills index: names and (trimmed) descriptions only; bodies come in
 /// through `load_skill` when a skill is used.
@@ -219,22 +232,8 @@ pub fn skills_block(skills: &[(String, String)]) -> String {
     if skills.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "\n\n# Skills\n\nBefore doing a task a skill covers, load it with `load_skill` and follow it.\n\n",
-    );
-    for (name, description) in skills {
-        let one_line = description.split_whitespace().collect::<Vec<_>>().join(" ");
-        let mut shown: String = one_line.chars().take(SKILL_DESCRIPTION_CHARS).collect();
-        if shown.len() < one_line.len() {
-            shown.push('…');
-        }
-        let line = format!("- {name}: {shown}\n");
-        if out.len() + line.len() > SKILLS_INDEX_BYTES {
-            out.push_str("- … (more skills; not listed for space)\n");
-            break;
-        }
-        out.push_str(&line);
-    }
+    let mut out = String::from(SKILLS_HEADER);
+    out.push_str(&skills_index(skills).text);
     out.trim_end().to_owned()
 }
 
@@ -394,7 +393,8 @@ mod tests {
         let block = skills_block(&skills);
         assert!(block.len() <= SKILLS_INDEX_BYTES + 64, "{}", block.len());
         assert!(block.contains("- skill-0: word word"));
-        assert!(block.contains("more skills"));
+        assert!(block.contains("more skills (100 in all) not listed here"), "{block}");
+        assert!(block.contains("`load_skill` with name `search:WORDS`"), "{block}");
         assert_eq!(skills_block(&[]), "");
     }
 }

@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::agent::{ConfiguredModel, LoopConfig, WorkflowSetup, harness_spec, shipped_rules};
-use crate::config::agents::{AgentCatalog, agent_roots, discover_agents};
+use crate::config::agents::{AgentCatalog, BUILT_IN_AGENTS, agent_roots, discover_agents};
 use crate::config::commands::{CommandCatalog, command_roots, discover_commands};
+use crate::config::markdown_file::grouped;
 use crate::config::{Settings, discover_instructions, discover_memory};
 use crate::context::memory::MemoryNote;
 use crate::plan::checks_named_in;
@@ -25,7 +26,7 @@ use crate::prompts::{
 };
 use crate::protocol::{HarnessTool, PrefixSections, ToolClass, ToolSpec};
 use crate::skills;
-use crate::tools::agent::description_with_types;
+use crate::tools::agent::{agent_types_index, description_with_types};
 use crate::tools::{AGENT_TOOL, READ_MEMORY_TOOL, ToolRegistry};
 
 use super::SessionOptions;
@@ -193,18 +194,27 @@ pub(super) fn session_tools(settings: &Settings, found: &Found, depth: u32) -> T
 }
 
 /// The `agent` tool's description with the agent types appended (fixed
-/// for the session: it is part of the cached request prefix).
+/// for the session: it is part of the cached request prefix). When they
+/// do not all fit, the compact index lists the built-in types first and
+/// the schema names none (an enum of every type would cost what the
+/// index saves); a type not listed is found with `search:WORDS`.
 pub(super) fn describe_agent_types(specs: &mut [ToolSpec], agents: &AgentCatalog) {
     let Some(spec) = specs.iter_mut().find(|spec| spec.name == AGENT_TOOL) else { return };
-    let types: Vec<(String, String, bool)> = agents
+    let mut types: Vec<(String, String, bool)> = agents
         .agents
         .iter()
         .map(|agent| (agent.name.clone(), agent.description.clone(), agent.read_only))
         .collect();
+    let complete = agent_types_index(&types).complete();
+    if !complete {
+        let built_in = |name: &str| BUILT_IN_AGENTS.iter().any(|(known, _)| *known == name);
+        types.sort_by_key(|(name, _, _)| !built_in(name));
+    }
     spec.description = description_with_types(&types);
-    // The types are known: the schema names them, so no call can name another.
-    let names: Vec<&str> = types.iter().map(|(name, _, _)| name.as_str()).collect();
-    if let Some(agent) = spec.parameters.pointer_mut("/properties/agent") {
+    let Some(agent) = spec.parameters.pointer_mut("/properties/agent") else { return };
+    if complete {
+        // The types are known: the schema names them, so no call can name another.
+        let names: Vec<&str> = types.iter().map(|(name, _, _)| name.as_str()).collect();
         agent["enum"] = serde_json::json!(names);
     }
 }
@@ -225,7 +235,10 @@ pub(super) struct Found {
     pub(super) memory: Vec<MemoryNote>,
     pub(super) agents: AgentCatalog,
     pub(super) commands: CommandCatalog,
+    /// What a start shows: one line per kind once a kind is long.
     pub(super) warnings: Vec<String>,
+    /// Every line (`keel debug prompt` prints them).
+    pub(super) details: Vec<String>,
 }
 
 /// The AGENTS.md files for a session started in `cwd`.
@@ -239,16 +252,21 @@ pub(super) fn project_instructions(settings: &Settings, cwd: &Path) -> Vec<(Stri
 /// AGENTS.md, skills, memory, agent types and commands for a session
 /// started in `cwd`.
 pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
-    let roots = skills::skill_roots(&settings.keel_home, &settings.workspace_root, cwd);
+    let roots =
+        skills::skill_roots(&settings.home, &settings.keel_home, &settings.workspace_root, cwd);
     let discovery = skills::discover(&roots);
     let (memory, memory_problems) = discover_memory(&settings.keel_home, &settings.workspace_root);
-    let skill_warnings = discovery
+    let skill_warnings: Vec<String> = discovery
         .problems
         .iter()
-        .map(|problem| format!("skill {} not loaded: {}", problem.path.display(), problem.error));
-    let memory_warnings = memory_problems.iter().map(|problem| {
-        format!("memory note {} not loaded: {}", problem.path.display(), problem.error)
-    });
+        .map(|problem| format!("skill {} not loaded: {}", problem.path.display(), problem.error))
+        .collect();
+    let memory_warnings: Vec<String> = memory_problems
+        .iter()
+        .map(|problem| {
+            format!("memory note {} not loaded: {}", problem.path.display(), problem.error)
+        })
+        .collect();
     let home = &settings.home;
     let trusted = settings.project_trusted;
     let agents =
@@ -257,10 +275,21 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         &command_roots(home, &settings.keel_home, &settings.workspace_root),
         trusted,
     );
-    let warnings = skill_warnings
-        .chain(memory_warnings)
+    let notes = index_notes(&discovery.skills, &agents);
+    let details = skill_warnings
+        .iter()
+        .chain(&memory_warnings)
+        .cloned()
         .chain(agents.warnings())
         .chain(commands.warnings())
+        .chain(notes.iter().cloned())
+        .collect();
+    let warnings = grouped("skill folders not loaded", skill_warnings)
+        .into_iter()
+        .chain(memory_warnings)
+        .chain(agents.warning_summary())
+        .chain(commands.warnings())
+        .chain(notes)
         .collect();
     Found {
         agents_md: project_instructions(settings, cwd),
@@ -269,7 +298,38 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         agents,
         commands,
         warnings,
+        details,
     }
+}
+
+/// What the user is told when an index does not list everything: how
+/// many it lists, and that the model finds the others by search.
+fn index_notes(skills: &[skills::Skill], agents: &AgentCatalog) -> Vec<String> {
+    let mut notes = Vec::new();
+    let skills: Vec<(String, String)> =
+        skills.iter().map(|s| (s.meta.name.clone(), s.meta.description.clone())).collect();
+    let index = crate::prompts::skills_index(&skills);
+    if !index.complete() {
+        notes.push(format!(
+            "the skills index lists {} of {} skills (the prompt's budget); the model finds the \
+             others with `load_skill` `search:WORDS`; /skills lists them all",
+            index.listed, index.total
+        ));
+    }
+    let types: Vec<(String, String, bool)> = agents
+        .agents
+        .iter()
+        .map(|agent| (agent.name.clone(), agent.description.clone(), agent.read_only))
+        .collect();
+    let index = agent_types_index(&types);
+    if !index.complete() {
+        notes.push(format!(
+            "the `agent` tool lists {} of {} agent types (the prompt's budget); the model finds \
+             the others with `agent` `search:WORDS`",
+            index.listed, index.total
+        ));
+    }
+    notes
 }
 
 #[cfg(test)]

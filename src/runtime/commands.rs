@@ -164,6 +164,7 @@ impl Session {
                 agents: AgentCatalog::default(),
                 commands: CommandCatalog::default(),
                 warnings: Vec::new(),
+                details: Vec::new(),
             };
             self.tools.set_memory(found.memory.clone());
             // The first notes of a session that started without any: the

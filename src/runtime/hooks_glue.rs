@@ -34,7 +34,8 @@ impl Session {
             session_id: self.id.clone(),
             transcript_path: self.log.path().display().to_string(),
             cwd: self.cwd.display().to_string(),
-            permission_mode: self.state.config().policy.mode.as_str().to_owned(),
+            permission_mode: self.state.config().policy.mode,
+            tool_use_id: tool.map(|call| call.call_id.clone()),
             tool_name: tool.map(|call| call.name.clone()),
             tool_input: tool
                 .map(|call| serde_json::from_str(&call.arguments).unwrap_or(Value::Null)),
@@ -239,7 +240,13 @@ impl Session {
             if !self.hooks.listens(event) {
                 continue;
             }
-            let mut payload = self.payload(Some(&call), Map::new());
+            // Claude Code tells a PostToolUseFailure hook what went wrong.
+            let extra = if result.is_error {
+                Map::from_iter([("error".to_owned(), json!(result.output))])
+            } else {
+                Map::new()
+            };
+            let mut payload = self.payload(Some(&call), extra);
             payload.tool_response =
                 Some(json!({"output": result.output, "is_error": result.is_error, "meta": meta}));
             let verdict = self.dispatch_hooks(event, payload, Some(&call.name), cancel).await?;

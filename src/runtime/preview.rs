@@ -46,7 +46,8 @@ pub fn first_request(
         allowlist: Default::default(),
     };
     let mut state = LoopState::open(config, opening);
-    let mut warnings = found.warnings.clone();
+    // Every line, not the start's summary: this is where the user looks.
+    let mut warnings = found.details.clone();
     // The jail itself is not needed: nothing runs.
     let (_jail, sandbox_warning) = setup_sandbox(settings, state.config_mut());
     warnings.extend(sandbox_warning);

@@ -122,6 +122,7 @@ use crate::config::commands::CommandCatalog;
 use crate::context::Pricing;
 use crate::plan::{PhaseRules, SUBAGENT_PHASE_RULES};
 use crate::policy::ApprovalMode;
+use crate::prompts::catalog::{self, Entry};
 use crate::protocol::{
     HarnessTool, ParentLink, SessionEvent, ToolCall, ToolMeta, ToolResult, entry_names,
 };
@@ -214,17 +215,40 @@ impl Session {
                 ToolMeta::new().with_kind(crate::protocol::ResultKind::named("invalid")),
             )))
         };
+        let entries: Vec<Entry<'_>> = self
+            .subagents
+            .catalog
+            .agents
+            .iter()
+            .map(|a| Entry {
+                name: &a.name,
+                description: &a.description,
+                note: if a.read_only { " (read-only)" } else { "" },
+            })
+            .collect();
+        // A search needs no task: it is answered before the arguments a
+        // child needs are checked.
+        #[derive(serde::Deserialize)]
+        struct Asked {
+            agent: String,
+        }
+        let asked = serde_json::from_str::<Asked>(&call.arguments).ok();
+        if let Some(query) = asked.as_ref().and_then(|asked| catalog::search_query(&asked.agent)) {
+            let answer = catalog::search(query, &entries, "agent types");
+            return Ok(Err((
+                ToolResult::ok(&call.call_id, answer),
+                ToolMeta::new().with_kind(crate::protocol::ResultKind::named("search")),
+            )));
+        }
         let args = match AgentArgs::parse(&call.arguments) {
             Ok(args) => args,
             Err(error) => return refuse(error.to_string()),
         };
         let Some(definition) = self.subagents.catalog.get(&args.agent) else {
-            let known: Vec<&str> =
-                self.subagents.catalog.agents.iter().map(|a| a.name.as_str()).collect();
             return refuse(format!(
-                "there is no agent type `{}`; use one of: {}",
+                "there is no agent type `{}`; {}",
                 args.agent,
-                known.join(", ")
+                catalog::search(&args.agent, &entries, "agent types")
             ));
         };
         let definition = self.narrowed_type(definition);
@@ -418,6 +442,7 @@ impl Session {
             },
             commands: CommandCatalog::default(),
             warnings: Vec::new(),
+            details: Vec::new(),
         }
     }
 

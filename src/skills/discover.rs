@@ -20,13 +20,21 @@ pub struct Discovery {
     pub problems: Vec<SkillProblem>,
 }
 
-/// Skill folders to search, lowest precedence first.
-pub fn skill_roots(keel_home: &Path, workspace_root: &Path, cwd: &Path) -> Vec<PathBuf> {
-    let mut roots = vec![keel_home.join("skills")];
+/// Skill folders to search, lowest precedence first: Claude Code's
+/// `~/.claude/skills` under keel's own `~/.keel/skills`, and in each folder
+/// Claude's `.claude/skills` under `.keel/skills` and `.agents/skills`.
+pub fn skill_roots(
+    home: &Path,
+    keel_home: &Path,
+    workspace_root: &Path,
+    cwd: &Path,
+) -> Vec<PathBuf> {
+    let mut roots = vec![home.join(".claude").join("skills"), keel_home.join("skills")];
     let mut dirs: Vec<&Path> =
         cwd.ancestors().take_while(|d| d.starts_with(workspace_root)).collect();
     dirs.reverse();
     for dir in dirs {
+        roots.push(dir.join(".claude").join("skills"));
         roots.push(dir.join(".keel").join("skills"));
         roots.push(dir.join(".agents").join("skills"));
     }
@@ -142,14 +150,18 @@ mod tests {
 
     #[test]
     fn roots_run_from_home_to_the_working_directory() {
-        let roots = skill_roots(Path::new("/h"), Path::new("/repo"), Path::new("/repo/a"));
+        let roots =
+            skill_roots(Path::new("/u"), Path::new("/h"), Path::new("/repo"), Path::new("/repo/a"));
         let shown: Vec<String> = roots.iter().map(|p| p.display().to_string()).collect();
         assert_eq!(
             shown,
             [
+                "/u/.claude/skills",
                 "/h/skills",
+                "/repo/.claude/skills",
                 "/repo/.keel/skills",
                 "/repo/.agents/skills",
+                "/repo/a/.claude/skills",
                 "/repo/a/.keel/skills",
                 "/repo/a/.agents/skills"
             ]

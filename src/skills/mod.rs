@@ -3,8 +3,9 @@
 //! body is read when the skill is used (progressive disclosure).
 //!
 //! Roots, lowest precedence first: the built-in `skills/` (compiled in),
-//! `~/.keel/skills/`, then `.keel/skills/` and `.agents/skills/` in each
-//! folder from the project root down to the working directory. A later
+//! Claude Code's `~/.claude/skills/`, `~/.keel/skills/`, then
+//! `.claude/skills/`, `.keel/skills/` and `.agents/skills/` in each folder
+//! from the project root down to the working directory. A later
 //! root's skill replaces an earlier one of the same name. An invalid skill
 //! is reported with its path and never stops the others from loading.
 

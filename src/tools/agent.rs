@@ -8,12 +8,17 @@
 //! Invariants: the registry's own `run` never starts a child (`keel tool
 //! agent` and a replay have no session to run one in): it says so as a
 //! tool error. The list of types in the description is built once per
-//! session ([`description_with_types`]) so the request prefix stays stable.
+//! session ([`description_with_types`]) so the request prefix stays stable;
+//! past [`AGENT_TYPES_BYTES`] it is a compact index (`prompts::catalog`) and
+//! the other types are found with `agent: "search:WORDS"` (answered by
+//! `runtime/subagent.rs`), so a collection of hundreds of types costs a
+//! bounded prefix.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
+use crate::prompts::catalog::{self, Entry, Index};
 use crate::protocol::{ToolInfo, ToolOutput, tool_facts};
 
 pub const AGENT_TOOL: &str = tool_facts::AGENT.name;
@@ -43,15 +48,32 @@ impl AgentArgs {
     }
 }
 
+/// Most bytes the type list may take in its full form.
+pub const AGENT_TYPES_BYTES: usize = 6 * 1024;
+
+/// The index of the types (name, description, read-only), in order.
+pub fn agent_types_index(types: &[(String, String, bool)]) -> Index {
+    let entries: Vec<Entry<'_>> = types
+        .iter()
+        .map(|(name, description, read_only)| Entry {
+            name,
+            description,
+            note: if *read_only { " (read-only)" } else { "" },
+        })
+        .collect();
+    let how = format!(
+        "call `agent` with agent `{}WORDS` (description and prompt may be empty)",
+        catalog::SEARCH_PREFIX
+    );
+    catalog::index(&entries, AGENT_TYPES_BYTES, "agent types", &how)
+}
+
 /// The tool's description followed by the types it can start: what the
 /// model reads, fixed for the session.
 pub fn description_with_types(types: &[(String, String, bool)]) -> String {
     let mut text = DESCRIPTION.to_owned();
-    text.push_str("\n\nAgent types:");
-    for (name, about, read_only) in types {
-        let access = if *read_only { " (read-only)" } else { "" };
-        text.push_str(&format!("\n- {name}{access}: {about}"));
-    }
+    text.push_str("\n\nAgent types:\n");
+    text.push_str(agent_types_index(types).text.trim_end());
     text
 }
 

@@ -1,12 +1,16 @@
 //! `load_skill`: brings a skill's instructions into the conversation. Only
 //! names and descriptions are in the prompt (progressive disclosure); the
-//! model calls this before following a skill.
+//! model calls this before following a skill. Any skill loads by its
+//! name, listed in the index or not; `search:WORDS` answers with the
+//! skills matching WORDS (bounded: `prompts::catalog`), which is how the
+//! model reaches the skills a compact index leaves out.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
+use crate::prompts::catalog::{self, Entry};
 use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 use crate::skills::{SkillSource, read_body};
 
@@ -33,14 +37,24 @@ impl TypedTool for LoadSkill {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
+            let entries: Vec<Entry<'_>> = ctx
+                .skills
+                .iter()
+                .map(|s| Entry { name: &s.meta.name, description: &s.meta.description, note: "" })
+                .collect();
+            if let Some(query) = catalog::search_query(&args.name) {
+                return Ok(ToolOutput {
+                    text: catalog::search(query, &entries, "skills"),
+                    meta: ToolMeta::details(json!({ "search": query })),
+                });
+            }
             let Some(skill) = ctx.skills.iter().find(|s| s.meta.name == args.name) else {
-                let known: Vec<&str> = ctx.skills.iter().map(|s| s.meta.name.as_str()).collect();
                 return Err(ToolError::InvalidArguments {
                     tool: NAME.to_owned(),
                     message: format!(
-                        "no skill named `{}`; known skills: {}",
+                        "no skill named `{}`; {}",
                         args.name,
-                        known.join(", ")
+                        catalog::search(&args.name, &entries, "skills")
                     ),
                 });
             };
@@ -90,6 +104,16 @@ mod tests {
     #[tokio::test]
     async fn unknown_skill_lists_the_known_ones() {
         let error = LoadSkill.run(json!({"name": "nope"}), &ctx()).await.unwrap_err().to_string();
-        assert!(error.contains("review") && error.contains("commit"), "{error}");
+        assert!(error.contains("no skills match `nope` (2 in all)"), "{error}");
+        let error =
+            LoadSkill.run(json!({"name": "git-commit"}), &ctx()).await.unwrap_err().to_string();
+        assert!(error.contains("- commit:"), "the nearest names: {error}");
+    }
+
+    #[tokio::test]
+    async fn search_lists_matching_skills() {
+        let out = LoadSkill.run(json!({"name": "search:commit"}), &ctx()).await.unwrap();
+        assert!(out.text.starts_with("skills matching `commit`"), "{}", out.text);
+        assert!(out.text.contains("- commit:"), "{}", out.text);
     }
 }

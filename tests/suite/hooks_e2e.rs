@@ -392,3 +392,53 @@ async fn a_guard_hook_runs_on_a_call_after_a_declined_question_with_the_same_id(
     assert!(third.contains("GUARD: not that file"), "{third}");
     assert_eq!(hook_runs(&sandbox).len(), 2, "{:?}", hook_runs(&sandbox));
 }
+
+/// A Claude Code settings file as users have them now: a newer event
+/// (`PermissionRequest`) and a `prompt` hook next to command hooks. keel
+/// starts, says once what it skipped, and the command hooks read Claude's
+/// fields: `permission_mode` in Claude's values, `tool_use_id`, and
+/// `error` on a failure.
+#[tokio::test]
+async fn a_claude_settings_file_with_newer_events_runs_its_command_hooks_with_claudes_fields() {
+    let sandbox = Sandbox::new();
+    let claude_dir = sandbox.home.parent().unwrap().join(".claude");
+    std::fs::create_dir_all(&claude_dir).unwrap();
+    let settings = json!({"hooks": {
+        "PermissionRequest": [{"matcher": "", "hooks": [{"type": "command", "command": "true"}]}],
+        "Stop": [{"hooks": [{"type": "prompt", "prompt": "Is the work complete?"}]}],
+        "PreToolUse": [{"matcher": "", "hooks": [{"type": "command", "command": "cat >> pre.jsonl; echo >> pre.jsonl"}]}],
+        "PostToolUseFailure": [{"matcher": "", "hooks": [{"type": "command", "command": "cat >> failed.jsonl; echo >> failed.jsonl"}]}]
+    }});
+    std::fs::write(claude_dir.join("settings.json"), settings.to_string()).unwrap();
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "missing.txt"}))] },
+        Step::Answer("done".into()),
+    ];
+    let (output, _server) =
+        exec(&sandbox, &steps, &["--full-auto", "-c", "import_claude_hooks=true"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<String> = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|line| line["type"] == "warning")
+        .map(|line| line["message"].as_str().unwrap().to_owned())
+        .filter(|message| message.contains("skipped"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning: {warnings:?}");
+    assert!(warnings[0].contains("`PermissionRequest` (1 hook)"), "{warnings:?}");
+    assert!(warnings[0].contains("`prompt` (1 hook)"), "{warnings:?}");
+    let payloads = |file: &str| -> Vec<serde_json::Value> {
+        let text = sandbox.read(file);
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let pre = payloads("pre.jsonl");
+    assert_eq!(pre[0]["permission_mode"], "acceptEdits", "{pre:?}");
+    assert_eq!(pre[0]["tool_name"], "Read");
+    let id = pre[0]["tool_use_id"].as_str().expect("tool_use_id");
+    let failed = payloads("failed.jsonl");
+    assert_eq!(failed[0]["tool_use_id"], id);
+    assert!(failed[0]["error"].as_str().is_some_and(|e| !e.is_empty()), "{failed:?}");
+}

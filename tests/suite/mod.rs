@@ -4,6 +4,7 @@ mod adversarial_git;
 mod adversarial_trust;
 mod background_e2e;
 mod canary;
+mod catalog_e2e;
 mod checkpoint_disk;
 mod cli_small;
 mod commands_e2e;
