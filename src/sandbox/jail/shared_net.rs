@@ -88,15 +88,12 @@ impl SharedNetwork {
 /// stdin ended, 1 when the namespace could not be made (said on stdout,
 /// where keel waits for the ready line).
 pub fn keep(bridges: &Bridges) -> i32 {
-    let shared = match make(bridges) {
-        Ok(shared) => shared,
-        Err(error) => {
-            println!("error: {error}");
-            return 1;
-        }
+    let (line, code) = match make(bridges) {
+        Ok(shared) => (shared.to_arg(), 0),
+        Err(error) => (format!("error: {error}"), 1),
     };
     let mut out = std::io::stdout().lock();
-    if writeln!(out, "{}", shared.to_arg()).and_then(|()| out.flush()).is_err() {
+    if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() || code != 0 {
         return 1;
     }
     drop(out);
