@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CliError, ExitStatus};
+use crate::sandbox::jail::shared_net::SharedNetwork;
 use crate::sandbox::jail::{self, Handover, Request};
 use crate::sandbox::landlock::{Confinement, NetworkMode, SandboxMode};
 use crate::sandbox::netproxy::{Bridges, HostPort};
@@ -51,11 +52,18 @@ pub struct SandboxExecArgs {
     /// The most processes and threads the command may have at once.
     #[arg(long, value_name = "N")]
     pub max_pids: Option<u32>,
+    /// Internal: join the session's network namespace (`PID:USER:NET`,
+    /// the keeper's PID and namespace inodes) instead of making one.
+    #[arg(long, hide = true, value_name = "PID:USER:NET")]
+    pub join_network: Option<String>,
+    /// Internal: be the session's network namespace keeper (until stdin ends).
+    #[arg(long, hide = true)]
+    pub netns_keeper: bool,
     /// Internal: the launcher's hand-over to the jail's init.
     #[arg(long, hide = true, value_name = "JSON")]
     pub init: Option<String>,
     /// The command to run.
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required_unless_present = "netns_keeper")]
     pub command: Vec<OsString>,
 }
 
@@ -81,6 +89,16 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if args.netns_keeper {
+        let bridges = Bridges { proxy: None, host_ports };
+        std::process::exit(jail::shared_net::keep(&bridges));
+    }
+    let shared_network = match &args.join_network {
+        Some(text) => Some(SharedNetwork::parse(text).ok_or_else(|| {
+            CliError::usage(format!("--join-network takes PID:USER:NET, not `{text}`"))
+        })?),
+        None => None,
+    };
     let confinement = Confinement {
         launcher: PathBuf::new(),
         mode,
@@ -93,6 +111,7 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
         protect_vcs: args.protect_vcs,
         git_write: args.git_write,
         max_pids: args.max_pids.unwrap_or_else(jail::privileges::default_max_pids),
+        shared_network,
     };
     std::process::exit(jail::launch(Request { confinement, command: args.command }));
 }

@@ -156,6 +156,7 @@ fn confine(
         protect_vcs: config.protect_vcs,
         git_write: false,
         max_pids: jail::privileges::default_max_pids(),
+        shared_network: None,
     };
     let layers = landlock::probe(&confinement).unwrap_or_default();
     let (confine, sandboxed, warning) = match layers.landlock {

@@ -83,6 +83,7 @@ mod tests {
             required: false,
             protect_vcs: true,
             max_pids: 512,
+            shared_network: None,
             git_write: false,
         }
     }

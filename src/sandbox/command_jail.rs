@@ -20,12 +20,20 @@
 //!   removed and the command fails ([`protected::Sweep`]);
 //! - a command judged a read runs every git it starts with the programs
 //!   a repository can name switched off ([`git_write::neutral_config_env`]).
+//! - with the network off or allowlist, every confined command of the
+//!   jail (reads, writes, git, background) joins one network namespace,
+//!   the session's ([`SessionNetwork`], started with the first of them
+//!   and ended with the jail), so a server one call starts is reached
+//!   from the next; without it (the keeper failed) each command gets a
+//!   private namespace of its own.
 
 use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
+use super::jail::shared_net::SharedNetwork;
 use super::landlock::Confinement;
+use super::session_net::SessionNetwork;
 use super::{CommandOutput, CommandSpec, EnvFilter, SandboxError, git_write, process, protected};
 
 /// A search for more read-only paths (the workspace's nested `.git`).
@@ -51,6 +59,9 @@ pub struct CommandJail {
     confinement: Option<Confinement>,
     env: EnvFilter,
     nested: tokio::sync::Mutex<NestedGit>,
+    /// The session's network namespace, once a command needed it
+    /// (`None` inside: its keeper could not be started).
+    network: tokio::sync::OnceCell<Option<SessionNetwork>>,
 }
 
 /// Where the nested `.git` search stands. It reads every folder of the
@@ -83,7 +94,12 @@ impl CommandJail {
     /// Commands confined by `confinement` (none: unconfined), their
     /// environment filtered by `env`.
     pub fn new(confinement: Option<Confinement>, env: EnvFilter) -> Self {
-        Self { confinement, env, nested: tokio::sync::Mutex::new(NestedGit::Settled(Vec::new())) }
+        Self {
+            confinement,
+            env,
+            nested: tokio::sync::Mutex::new(NestedGit::Settled(Vec::new())),
+            network: tokio::sync::OnceCell::new(),
+        }
     }
 
     /// Commands run unconfined, their environment filtered by `env`.
@@ -158,15 +174,43 @@ impl CommandJail {
     /// settled first for one that can write); `None`: unconfined.
     pub async fn confinement_for(&self, access: CommandAccess) -> Option<Confinement> {
         let base = self.confinement.as_ref()?;
-        match access {
-            CommandAccess::Reads => Some(base.for_reads()),
+        let mut confinement = match access {
+            CommandAccess::Reads => base.for_reads(),
             CommandAccess::Writes | CommandAccess::GitWrites => {
                 let mut confinement = base.clone();
                 confinement.read_only.extend(self.nested_read_only().await);
                 confinement.git_write = access == CommandAccess::GitWrites;
-                Some(confinement)
+                confinement
             }
+        };
+        if confinement.network.is_closed() {
+            confinement.shared_network = self.session_network(base).await;
         }
+        Some(confinement)
+    }
+
+    /// The session's network namespace, its keeper started on the first
+    /// call (once: a keeper that failed is not retried, and its commands
+    /// get namespaces of their own, said by their launchers).
+    async fn session_network(&self, base: &Confinement) -> Option<SharedNetwork> {
+        let network = self
+            .network
+            .get_or_init(|| async {
+                let (launcher, bridges) = (base.launcher.clone(), base.bridges.clone());
+                let started =
+                    tokio::task::spawn_blocking(move || SessionNetwork::start(&launcher, &bridges))
+                        .await;
+                match started {
+                    Ok(Ok(network)) => Some(network),
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, "no shared network namespace for the session");
+                        None
+                    }
+                    Err(_) => None,
+                }
+            })
+            .await;
+        network.as_ref().map(SessionNetwork::shared)
     }
 
     /// Runs the model's command `spec` in this jail: its environment

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::policy::network::NetworkMode;
 
 use super::jail::layers::Layers;
+pub use super::jail::shared_net::SharedNetwork;
 pub use super::netproxy::Bridges;
 
 /// Exit code of `keel sandbox-exec` when the sandbox is required but
@@ -85,6 +86,11 @@ pub struct Confinement {
     pub git_write: bool,
     /// The most processes and threads the command may have at once.
     pub max_pids: u32,
+    /// The session's network namespace, which the command joins (network
+    /// off or allowlist; `None`: a private one of its own). Set per
+    /// command by `CommandJail`, which starts its keeper.
+    #[serde(default)]
+    pub shared_network: Option<SharedNetwork>,
 }
 
 impl Confinement {
@@ -137,6 +143,10 @@ impl Confinement {
             if on {
                 args.push(flag.into());
             }
+        }
+        if let Some(shared) = &self.shared_network {
+            args.push("--join-network".into());
+            args.push(shared.to_arg().into());
         }
         args.push("--max-pids".into());
         args.push(self.max_pids.to_string().into());
@@ -300,6 +310,7 @@ mod tests {
             protect_vcs: true,
             git_write: false,
             max_pids: 4096,
+            shared_network: None,
         };
         let args = confinement.launcher_args(&["bash".into(), "-c".into(), "ls".into()]);
         let text: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();

@@ -150,6 +150,7 @@ mod tests {
             protect_vcs: true,
             git_write: false,
             max_pids: 64,
+            shared_network: None,
         }
     }
 

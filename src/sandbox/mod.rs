@@ -64,6 +64,7 @@ mod process;
 pub mod protected;
 mod ring;
 pub mod server;
+pub mod session_net;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -209,7 +210,8 @@ impl CommandSpec {
             program: confinement.launcher.clone().into_os_string(),
             args: confinement.launcher_args(&program),
         };
-        self
+        // The launcher refuses to start once keel is gone (issue 31).
+        self.with_env(jail::PARENT_VARIABLE, std::process::id().to_string())
     }
 
     /// A short human-readable form for messages.

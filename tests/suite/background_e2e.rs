@@ -181,6 +181,10 @@ async fn kill_9_of_keel_leaves_no_process_and_the_resume_says_it_is_gone() {
     wait_until("the background process died with keel", Duration::from_secs(10), || {
         processes_with(&marker).is_empty()
     });
+    // The session's network namespace keeper and every launcher too.
+    wait_until("every process of the session died with keel", Duration::from_secs(10), || {
+        processes_in(&sandbox.repo).is_empty()
+    });
 
     let output = exec(&sandbox, &server).args(["resume", "--last"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
@@ -193,10 +197,35 @@ async fn kill_9_of_keel_leaves_no_process_and_the_resume_says_it_is_gone() {
     assert!(!before.contains("# Background processes"), "said only after the resume");
 }
 
-/// With the network on; with default settings it needs the jail's own
-/// loopback (the `net` work): then drop the `-c`.
+/// Processes on this host working in `dir` (keel, its namespace keeper,
+/// the jails' launchers and commands all start there).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            cwd.starts_with(&dir).then_some(pid)
+        })
+        .collect()
+}
+
+/// With the network on, and with default settings: then the calls share
+/// the session's network namespace (a namespace per command would leave
+/// the second call's `curl` nothing to reach).
 #[tokio::test]
 async fn a_second_call_reaches_the_background_server_over_loopback() {
+    second_call_reaches_the_server(true).await;
+}
+
+#[tokio::test]
+async fn a_second_call_reaches_the_background_server_with_default_settings() {
+    second_call_reaches_the_server(false).await;
+}
+
+async fn second_call_reaches_the_server(network: bool) {
     let sandbox = Sandbox::new();
     sandbox.write("hello.txt", "hello from the server\n");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -211,10 +240,11 @@ async fn a_second_call_reaches_the_background_server_over_loopback() {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let output = exec(&sandbox, &server)
-        .args(["-c", "sandbox.network=true", "serve and fetch"])
-        .output()
-        .unwrap();
+    let mut cmd = exec(&sandbox, &server);
+    if network {
+        cmd.args(["-c", "sandbox.network=true"]);
+    }
+    let output = cmd.arg("serve and fetch").output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let lines = json_lines(&output.stdout);
     let fetched = &completed(&lines, "shell", 1)["item"];
@@ -222,4 +252,7 @@ async fn a_second_call_reaches_the_background_server_over_loopback() {
         fetched["output"].as_str().unwrap_or_default().contains("hello from the server"),
         "{fetched}"
     );
+    wait_until("nothing of the session outlived keel", Duration::from_secs(10), || {
+        processes_in(&sandbox.repo).is_empty()
+    });
 }

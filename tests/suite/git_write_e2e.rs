@@ -146,6 +146,7 @@ async fn run_git_writable(repo: &Path, script: &str) -> CommandOutput {
         protect_vcs: true,
         git_write: false,
         max_pids: 4096,
+        shared_network: None,
     };
     let jail = CommandJail::new(Some(confinement), EnvFilter::default());
     let spec = CommandSpec::script(script, repo);

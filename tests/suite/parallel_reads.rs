@@ -320,6 +320,7 @@ async fn the_read_only_jail_writes_nowhere_temp_folders_included() {
         protect_vcs: true,
         git_write: false,
         max_pids: 512,
+        shared_network: None,
     };
     let targets = [
         sandbox.repo.join("new.txt"),

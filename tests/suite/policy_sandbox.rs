@@ -58,6 +58,7 @@ fn confinement(workspace: &Path, network: bool) -> Confinement {
         extra_roots: Vec::new(),
         read_only: Vec::new(),
         max_pids: 4096,
+        shared_network: None,
         network: if network { NetworkMode::On } else { NetworkMode::Off },
         bridges: Bridges::default(),
         required: true,

@@ -33,6 +33,7 @@ fn confinement(workspace: &Path) -> Confinement {
         protect_vcs: true,
         git_write: false,
         max_pids: MAX_PIDS,
+        shared_network: None,
     }
 }
 

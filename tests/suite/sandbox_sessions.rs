@@ -28,6 +28,7 @@ fn confinement(workspace: &Path) -> Confinement {
         protect_vcs: true,
         git_write: false,
         max_pids: 4096,
+        shared_network: None,
     }
 }
 

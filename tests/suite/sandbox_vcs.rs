@@ -77,6 +77,7 @@ fn confinement(workspace: &Path, required: bool) -> Confinement {
         extra_roots: Vec::new(),
         read_only: Vec::new(),
         max_pids: 4096,
+        shared_network: None,
         network: NetworkMode::Off,
         bridges: Bridges::default(),
         required,

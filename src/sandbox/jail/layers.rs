@@ -35,6 +35,10 @@ pub struct Layers {
     /// The private network namespace's loopback is up.
     #[serde(default)]
     pub loopback: bool,
+    /// The command joined the session's network namespace
+    /// (`super::shared_net`) instead of a private one of its own.
+    #[serde(default)]
+    pub shared_network: bool,
 }
 
 impl Default for Layers {
@@ -52,6 +56,7 @@ impl Default for Layers {
             new_session: false,
             network: NetworkMode::Off,
             loopback: false,
+            shared_network: false,
         }
     }
 }
@@ -144,6 +149,7 @@ mod tests {
             new_session: true,
             network: NetworkMode::Off,
             loopback: true,
+            shared_network: false,
         }
     }
 

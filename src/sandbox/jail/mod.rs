@@ -35,6 +35,7 @@ pub mod mounts;
 pub mod namespaces;
 pub mod privileges;
 pub mod seccomp;
+pub mod shared_net;
 pub mod sockets;
 
 use std::ffi::OsString;
@@ -67,6 +68,11 @@ pub struct Handover {
     /// The tool call the command runs for (the network proxy's log).
     #[serde(default)]
     pub call_id: String,
+    /// The launcher's PID (in keel's PID namespace; 0: unknown): the init
+    /// checks that it is still its parent once its parent-death signal is
+    /// set (a launcher killed before that would leave it running).
+    #[serde(default)]
+    pub launcher_pid: u32,
 }
 
 /// Exit code for a command killed by signal `signal` (as shells say it).
@@ -79,6 +85,9 @@ fn signal_code(signal: i32) -> i32 {
 pub fn launch(request: Request) -> i32 {
     // Dies with keel: nothing of the call outlives it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if keel_died_before_us() {
+        return signal_code(9);
+    }
     let confinement = &request.confinement;
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut layers = Layers { network: confinement.network, ..Layers::default() };
@@ -89,14 +98,26 @@ pub fn launch(request: Request) -> i32 {
     let bridged: Vec<&Path> = confinement.bridges.sockets().collect();
     let mut sockets = sockets::host_socket_paths();
     sockets.retain(|socket| !bridged.contains(&socket.as_path()));
-    let namespace_error = match namespaces::enter(confinement.network.is_closed()) {
+    let joined = confinement.network.is_closed().then(|| join_session_network(confinement));
+    let joined_user = joined.flatten();
+    layers.shared_network = joined_user.is_some();
+    let private_network = confinement.network.is_closed() && !layers.shared_network;
+    let namespace_error = match namespaces::enter(private_network) {
         Ok(entered) => {
             layers.namespaces = entered;
             None
         }
         Err(error) => Some(error.to_string()),
     };
-    if layers.namespaces.net {
+    if layers.shared_network {
+        // The keeper brought its loopback up.
+        layers.namespaces.net = true;
+        layers.loopback = true;
+        if joined_user == Some(true) {
+            layers.namespaces.user = true;
+            namespaces::keep_sys_admin_for_child();
+        }
+    } else if layers.namespaces.net {
         bring_up_loopback(&mut layers);
     }
     let protect = confinement.protect_vcs && confinement.mode == SandboxMode::WorkspaceWrite;
@@ -122,6 +143,23 @@ pub fn launch(request: Request) -> i32 {
     spawn_init(&request, cwd, layers)
 }
 
+/// Joins the session's network namespace ([`shared_net`]) when keel
+/// made one: `Some(joined a user namespace)`, `None` when there is none
+/// or the join failed (said; the command then gets a namespace of its own).
+fn join_session_network(confinement: &Confinement) -> Option<bool> {
+    let shared = confinement.shared_network.as_ref()?;
+    match shared_net::join(shared) {
+        Ok(user) => Some(user),
+        Err(error) => {
+            say(&format!(
+                "keel: WARNING: {error}: this command gets a network namespace of its own \
+                 (servers of other calls are not reachable from it)"
+            ));
+            None
+        }
+    }
+}
+
 /// Brings up the private network namespace's loopback ([`loopback`]);
 /// a failure is said (the command then has no 127.0.0.1, nor bridges).
 fn bring_up_loopback(layers: &mut Layers) {
@@ -131,6 +169,21 @@ fn bring_up_loopback(layers: &mut Layers) {
             say(&format!("keel: WARNING: {error}: commands have no loopback (127.0.0.1)"))
         }
     }
+}
+
+/// The variable through which keel tells the launcher its own PID
+/// ([`CommandSpec::confined`](crate::sandbox::CommandSpec::confined)).
+pub const PARENT_VARIABLE: &str = "KEEL_LAUNCHER_PARENT";
+
+/// Whether keel died before the parent-death signal was set (which then
+/// never comes): the launcher's parent is no longer the keel that
+/// started it, so it must not start the command.
+fn keel_died_before_us() -> bool {
+    let Some(keel) = std::env::var(PARENT_VARIABLE).ok().and_then(|pid| pid.parse::<i32>().ok())
+    else {
+        return false;
+    };
+    rustix::process::getppid().map(|pid| pid.as_raw_nonzero().get()) != Some(keel)
 }
 
 /// The variable through which keel tells the launcher which tool call it
@@ -148,7 +201,13 @@ pub const CALL_ID_VARIABLE: &str = "KEEL_CALL_ID";
 fn spawn_init(request: &Request, cwd: PathBuf, layers: Layers) -> i32 {
     use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
     let call_id = std::env::var(CALL_ID_VARIABLE).unwrap_or_default();
-    let handover = Handover { confinement: request.confinement.clone(), cwd, layers, call_id };
+    let handover = Handover {
+        confinement: request.confinement.clone(),
+        cwd,
+        layers,
+        call_id,
+        launcher_pid: std::process::id(),
+    };
     let (exe, json) = match (std::env::current_exe(), serde_json::to_string(&handover)) {
         (Ok(exe), Ok(json)) => (exe, json),
         (Err(error), _) => return fail(&format!("cannot find the keel binary: {error}")),
@@ -164,6 +223,7 @@ fn spawn_init(request: &Request, cwd: PathBuf, layers: Layers) -> i32 {
         .args(["sandbox-exec", "--init", &json, "--"])
         .args(&request.command)
         .env_remove(CALL_ID_VARIABLE)
+        .env_remove(PARENT_VARIABLE)
         .spawn();
     let mut init = match spawned {
         Ok(init) => init,
@@ -194,9 +254,12 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Stage 2, PID 1 of the jail. Returns the exit code to leave with.
 pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
-    let Handover { confinement, cwd, mut layers, call_id } = handover;
+    let Handover { confinement, cwd, mut layers, call_id, launcher_pid } = handover;
     // Dies with the launcher (which dies with keel).
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if launcher_pid != 0 && host_parent() != Some(launcher_pid) {
+        return signal_code(9);
+    }
     layers.fresh_proc = mounts::mount_fresh_proc().is_ok();
     if let Err(code) = confine(&confinement, &cwd, &mut layers, true) {
         return code;
@@ -207,8 +270,13 @@ pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
     warn_per_command(&layers);
     // The bridges' listeners are threads of this init, started after it
     // confined itself: they hold no more than the command does.
+    let mut bridges = confinement.bridges.clone();
+    if layers.shared_network {
+        // The session's keeper listens on the host ports.
+        bridges.host_ports.clear();
+    }
     let variables = if layers.loopback {
-        loopback::listen(&confinement.bridges, &call_id).unwrap_or_else(|error| {
+        loopback::listen(&bridges, &call_id).unwrap_or_else(|error| {
             say(&format!("keel: WARNING: {error}: the network bridges are missing"));
             Vec::new()
         })
@@ -216,6 +284,15 @@ pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
         Vec::new()
     };
     run_and_reap(&command, &cwd, &variables)
+}
+
+/// The init's parent as keel's PID namespace sees it, read from the
+/// `/proc` the init inherited (before it mounts its own, where the parent
+/// is invisible). `None` when it cannot be read.
+fn host_parent() -> Option<u32> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // `pid (comm) state ppid …`: the name may hold spaces and parentheses.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Without a PID namespace: confine this process and become the command
@@ -231,7 +308,11 @@ fn run_in_place(request: Request, cwd: &Path, mut layers: Layers) -> i32 {
     let Some((program, rest)) = request.command.split_first() else {
         return fail("no command given after `--`");
     };
-    let error = std::process::Command::new(program).args(rest).exec();
+    let error = std::process::Command::new(program)
+        .args(rest)
+        .env_remove(CALL_ID_VARIABLE)
+        .env_remove(PARENT_VARIABLE)
+        .exec();
     fail(&format!("cannot run {}: {error}", program.to_string_lossy()))
 }
 

@@ -95,7 +95,7 @@ fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
 
 /// Maps the caller's uid and gid to themselves, so files keep their
 /// owners and the command runs as the user it is.
-fn map_own_ids() -> Result<(), NamespaceError> {
+pub(super) fn map_own_ids() -> Result<(), NamespaceError> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
     write_proc("/proc/self/setgroups", "deny")?;
@@ -111,7 +111,7 @@ fn write_proc(path: &'static str, text: &str) -> Result<(), NamespaceError> {
 /// ambient set, so the jail's init keeps it across its `exec` to mount
 /// `/proc` and bound the PID count. Best effort: without it the init
 /// reports those layers missing.
-fn keep_sys_admin_for_child() {
+pub(super) fn keep_sys_admin_for_child() {
     let Ok(mut sets) = rustix::thread::capabilities(None) else { return };
     sets.inheritable |= CapabilitySet::SYS_ADMIN;
     if rustix::thread::set_capabilities(None, sets).is_ok() {
