@@ -71,6 +71,7 @@ fn settings(servers: usize) -> McpSettings {
             })
             .collect(),
         skipped: Vec::new(),
+        renamed: Vec::new(),
     }
 }
 

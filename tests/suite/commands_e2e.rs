@@ -9,7 +9,7 @@ use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model}
 use super::wire::{Step, Wire, call};
 
 fn exec(sandbox: &Sandbox, uri: &str, prompt: &str) -> std::process::Output {
-    sandbox.run(&Model::at("openai-chat", &uri), &["exec", "--json", "--full-auto", prompt])
+    sandbox.run(&Model::at("openai-chat", uri), &["exec", "--json", "--full-auto", prompt])
 }
 
 /// The first request's first user message that is not keel's context.

@@ -66,7 +66,7 @@ fn spawn_exec(sandbox: &Sandbox, uri: &str) -> Child {
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
         .arg("exec")
-        .args(Model::at("openai-chat", &uri).flags())
+        .args(Model::at("openai-chat", uri).flags())
         .args(["--json", "--full-auto", "wait"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -36,7 +36,7 @@ fn fixbug_repo() -> Sandbox {
 }
 
 fn exec(sandbox: &Sandbox, uri: &str, extra: &[&str]) -> std::process::Output {
-    sandbox.keel_on(&Model::at("openai-chat", &uri), &["exec"]).args(extra).output().unwrap()
+    sandbox.keel_on(&Model::at("openai-chat", uri), &["exec"]).args(extra).output().unwrap()
 }
 
 /// Issue 34 High 1: the needs-approval listing is what the flag would

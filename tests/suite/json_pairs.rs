@@ -50,7 +50,7 @@ pub(super) fn assert_paired(lines: &[Value]) -> Vec<Value> {
 
 fn exec_json(sandbox: &Sandbox, uri: &str, extra: &[&str], prompt: &str) -> Vec<Value> {
     let output = sandbox
-        .keel_on(&Model::at("openai-chat", &uri), &["exec", "--json"])
+        .keel_on(&Model::at("openai-chat", uri), &["exec", "--json"])
         .args(extra)
         .arg(prompt)
         .output()

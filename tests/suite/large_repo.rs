@@ -63,7 +63,7 @@ fn size_of(dir: &Path) -> u64 {
 
 fn exec(sandbox: &Sandbox, uri: &str, extra: &[&str]) -> std::process::Output {
     sandbox
-        .keel_on(&Model::at("openai-chat", &uri), &["exec", "--full-auto"])
+        .keel_on(&Model::at("openai-chat", uri), &["exec", "--full-auto"])
         .args(extra)
         .arg("change things")
         .output()

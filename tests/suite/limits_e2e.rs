@@ -48,7 +48,7 @@ fn exec_json(
     args: &[&str],
 ) -> (Option<i32>, Value) {
     let output = sandbox
-        .keel_on(&Model::chat(&server).named(model), &["exec", "--json", "--full-auto"])
+        .keel_on(&Model::chat(server).named(model), &["exec", "--json", "--full-auto"])
         .args(args)
         .output()
         .unwrap();

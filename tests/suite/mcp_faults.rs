@@ -21,7 +21,7 @@ pub(super) fn exec(
     prompt: &str,
 ) -> Output {
     sandbox
-        .keel_on(&Model::chat(&model), &["exec", "--json"])
+        .keel_on(&Model::chat(model), &["exec", "--json"])
         .args(flags)
         .arg(prompt)
         .output()

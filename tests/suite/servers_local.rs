@@ -59,7 +59,7 @@ async fn validating_server(steps: &[Step]) -> MockServer {
 }
 
 fn exec(sandbox: &Sandbox, server: &MockServer, args: &[&str]) -> std::process::Output {
-    sandbox.keel_on(&Model::chat(&server), &["exec"]).args(args).output().unwrap()
+    sandbox.keel_on(&Model::chat(server), &["exec"]).args(args).output().unwrap()
 }
 
 #[tokio::test]

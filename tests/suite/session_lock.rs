@@ -37,7 +37,7 @@ fn hold_the_lock(sandbox: &Sandbox, uri: &str, marker: &str) -> (Child, Vec<Valu
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
         .arg("exec")
-        .args(Model::at("openai-chat", &uri).flags())
+        .args(Model::at("openai-chat", uri).flags())
         .args(["--json", "--full-auto", "wait"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

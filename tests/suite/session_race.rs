@@ -77,7 +77,7 @@ fn exec(sandbox: &Sandbox, server: &MockServer) -> Command {
         .env("KEEL_HOME", &sandbox.home)
         .current_dir(&sandbox.repo)
         .arg("exec")
-        .args(Model::chat(&server).flags())
+        .args(Model::chat(server).flags())
         .args(["--json", "--full-auto"])
         .stdin(Stdio::null());
     cmd
