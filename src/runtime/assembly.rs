@@ -257,13 +257,20 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         &command_roots(home, &settings.keel_home, &settings.workspace_root),
         trusted,
     );
+    let instructions = discover_instructions(&settings.keel_home, &settings.workspace_root, cwd);
+    let import_warnings: Vec<String> =
+        instructions.iter().flat_map(|file| file.skipped.iter().cloned()).collect();
     let warnings = skill_warnings
         .chain(memory_warnings)
+        .chain(import_warnings)
         .chain(agents.warnings())
         .chain(commands.warnings())
         .collect();
     Found {
-        agents_md: project_instructions(settings, cwd),
+        agents_md: instructions
+            .into_iter()
+            .map(|file| (file.path.display().to_string(), file.text))
+            .collect(),
         skills: discovery.skills,
         memory,
         agents,
