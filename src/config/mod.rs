@@ -47,6 +47,7 @@ mod limits;
 pub mod markdown_file;
 pub mod mcp;
 pub mod mcp_edit;
+pub mod mcp_pin;
 mod memory;
 mod provider;
 mod resolve;
@@ -187,8 +188,16 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         &mut settings.warnings,
     )?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
-    settings.mcp =
-        mcp::resolve_mcp(env, mcp_sources, &settings.workspace_root, settings.project_trusted);
+    let mcp_trust = project_mcp_trust(env, &settings.workspace_root, settings.project_trusted)?;
+    if mcp_trust == mcp::McpTrust::Changed {
+        settings.warnings.push(format!(
+            "the MCP servers of this project (.mcp.json, .keel/config.toml) changed since you \
+             trusted it, so none of them is started: check them, then run `keel trust` in {} to \
+             start them",
+            settings.workspace_root.display()
+        ));
+    }
+    settings.mcp = mcp::resolve_mcp(env, mcp_sources, &settings.workspace_root, mcp_trust);
     load_phase_rules(&mut settings);
     settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)
@@ -207,7 +216,20 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
 pub fn load_mcp(env: &Environment, cli: &CliOverrides) -> Result<mcp::McpSettings, ConfigError> {
     let layers = read_layers(env, cli)?;
     let sources = mcp_sources(&layers);
-    Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, layers.project_trusted))
+    let trust = project_mcp_trust(env, &layers.workspace_root, layers.project_trusted)?;
+    Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, trust))
+}
+
+/// Whether the project's MCP servers may start (`mcp_pin`).
+fn project_mcp_trust(
+    env: &Environment,
+    workspace_root: &std::path::Path,
+    project_trusted: bool,
+) -> Result<mcp::McpTrust, ConfigError> {
+    if !project_trusted {
+        return Ok(mcp::McpTrust::Untrusted);
+    }
+    Ok(rules::mcp_trust(&env.keel_home, workspace_root)?)
 }
 
 fn mcp_sources(layers: &Layers) -> mcp::McpSources {
