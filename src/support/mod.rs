@@ -3,7 +3,8 @@
 //! ([`panic_guard`]), the bounded read of a definition file
 //! ([`bounded_read`]) and opening a file beneath a folder without following
 //! a symlink ([`beneath`]: what keel reads from or writes to folders a
-//! repository or a command can change).
+//! repository or a command can change) and keel's own folder kept
+//! owner-only ([`private_dir`]).
 //!
 //! Invariant: imports no other keel module but the pure layer, so no
 //! import cycle can run through it (`tests/suite/layers.rs` checks that
@@ -13,3 +14,4 @@
 pub mod beneath;
 pub mod bounded_read;
 pub mod panic_guard;
+pub mod private_dir;
