@@ -55,7 +55,7 @@ fn digest_of(config: Option<&[u8]>, json: Option<&[u8]>) -> String {
     hasher.update(b"keel-config\0");
     hasher.update(config_servers(config).as_bytes());
     hasher.update(b"\0mcp-json\0");
-    hasher.update(&json_servers(json));
+    hasher.update(json_servers(json));
     hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
 }
 

@@ -239,7 +239,7 @@ impl Session {
     /// The conversation as the model will see it next (after any
     /// compaction): a resumed front end shows it before going on.
     pub fn history(&self) -> &[crate::protocol::Item] {
-        &self.state.items()
+        self.state.items()
     }
 
     /// The last visible assistant text of the conversation.
