@@ -316,6 +316,21 @@ fn usage_error_line(text: &str) -> String {
     message.join(" ").trim_start_matches("error: ").to_owned()
 }
 
+/// Keeps `$KEEL_HOME` owner-only (`support::private_dir`); a failure is a
+/// warning (the command may not need the folder at all).
+fn secure_keel_home() {
+    use std::io::Write;
+    let Ok(env) = crate::config::Environment::from_process() else { return };
+    let home = env.var("HOME").map(std::path::PathBuf::from);
+    if let Err(error) = crate::support::private_dir::make_private(&env.keel_home, home.as_deref()) {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "keel: warning: cannot make {} private to you: {error}",
+            env.keel_home.display()
+        );
+    }
+}
+
 /// Runs the parsed command line; returns the exit status.
 pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
     if let Some(dir) = &cli.cd {
@@ -323,6 +338,9 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
             CliError::new(ErrorKind::Usage, error)
                 .context(format!("cannot work in {} (-C)", dir.display()))
         })?;
+    }
+    if !matches!(cli.command, Some(Command::SandboxExec(_) | Command::Completion { .. })) {
+        secure_keel_home();
     }
     match cli.command {
         Some(Command::Exec(args)) => exec_cmd::run(&cli.model, args).await,

@@ -166,7 +166,8 @@ pub(super) fn trust() -> Result<ExitStatus, CliError> {
     let path = rules::trust_project(&env.keel_home, &root)?;
     writeln!(
         std::io::stdout().lock(),
-        "trusted {}: its rules' allows and its config now apply (recorded in {})",
+        "trusted {}: its rules' allows and its config now apply, and its MCP servers as they are \
+         now (recorded in {})",
         root.display(),
         path.display()
     )

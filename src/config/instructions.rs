@@ -15,9 +15,19 @@
 //! file is read past the cap (`AGENTS.md -> /dev/zero`); and one session
 //! follows at most [`MAX_IMPORTS`] imports (thousands of `@` lines
 //! importing each other would otherwise be read without end).
+//!
+//! Trusted or not, an import never brings in a file `read_file` would
+//! refuse: a secret file (`policy::secrets::is_secret_file`, the check
+//! `protect_secrets` makes: `@.env`, `@deploy/prod.pem`) or one outside the
+//! confining folder; a project file is opened beneath the workspace without
+//! following a symlink (`support::beneath`), so a link swapped in after the
+//! check leads nowhere. A skipped import stays in the text as written and is
+//! said in [`InstructionFile::skipped`] (the session's warnings).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use crate::policy::secrets::is_secret_file;
 
 /// Upper bound on instruction text put into the context.
 pub const MAX_INSTRUCTION_BYTES: usize = 64 * 1024;
@@ -31,6 +41,9 @@ pub const MAX_IMPORTS: usize = 64;
 pub struct InstructionFile {
     pub path: PathBuf,
     pub text: String,
+    /// The imports of this file that were not read, and why (one warning
+    /// line each).
+    pub skipped: Vec<String>,
 }
 
 /// Where files may be read from, and the imports still allowed.
@@ -39,6 +52,8 @@ struct Reader {
     /// user's own file, read wherever it points).
     confine: Option<PathBuf>,
     imports_left: usize,
+    /// Imports skipped since the last file was finished.
+    skipped: Vec<String>,
 }
 
 /// Finds and reads the instruction files for a session started in `cwd`.
@@ -48,7 +63,7 @@ pub fn discover_instructions(
     cwd: &Path,
 ) -> Vec<InstructionFile> {
     let mut files = Vec::new();
-    let mut reader = Reader { confine: None, imports_left: MAX_IMPORTS };
+    let mut reader = Reader { confine: None, imports_left: MAX_IMPORTS, skipped: Vec::new() };
     let user = keel_home.join("AGENTS.md");
     if let Some(file) = reader.instruction(&user) {
         files.push(file);
@@ -71,10 +86,11 @@ impl Reader {
         let text = self.read(path)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let text = self.expand_imports(&text, base, 0);
+        let skipped = std::mem::take(&mut self.skipped);
         if text.trim().is_empty() {
             return None;
         }
-        Some(InstructionFile { path: path.to_owned(), text })
+        Some(InstructionFile { path: path.to_owned(), text, skipped })
     }
 
     /// The text of `path` when it resolves inside the confining folder, at
@@ -82,10 +98,12 @@ impl Reader {
     /// long); `None` for a file that is missing, not UTF-8, or elsewhere.
     fn read(&self, path: &Path) -> Option<String> {
         let resolved = std::fs::canonicalize(path).ok()?;
-        if self.confine.as_ref().is_some_and(|root| !resolved.starts_with(root)) {
-            return None;
-        }
-        let file = std::fs::File::open(&resolved).ok()?;
+        let file = match &self.confine {
+            Some(root) if !resolved.starts_with(root) => return None,
+            // The checked path, no link followed on the way to it.
+            Some(root) => crate::support::beneath::open_beneath(root, &resolved).ok()?,
+            None => std::fs::File::open(&resolved).ok()?,
+        };
         let mut bytes = Vec::new();
         let limit = u64::try_from(MAX_INSTRUCTION_BYTES + 1).unwrap_or(u64::MAX);
         file.take(limit).read_to_end(&mut bytes).ok()?;
@@ -133,13 +151,50 @@ impl Reader {
         let confined = rel_path.components().all(|part| {
             matches!(part, std::path::Component::Normal(_) | std::path::Component::CurDir)
         });
-        if !confined || self.imports_left == 0 {
+        if !confined {
+            self.skipped.push(format!(
+                "instruction import `@{rel}` in {} not read: imports stay inside the folder of \
+                 the file naming them",
+                base.display()
+            ));
+            return None;
+        }
+        if self.imports_left == 0 {
             return None;
         }
         self.imports_left -= 1;
         let path = base.join(rel_path);
+        if let Some(why) = self.refused(&path) {
+            self.skipped
+                .push(format!("instruction import `@{rel}` in {} not read: {why}", base.display()));
+            return None;
+        }
         let text = self.read(&path)?;
         Some(self.expand_imports(&text, path.parent().unwrap_or(base), depth + 1))
+    }
+}
+
+impl Reader {
+    /// Why `read_file` would refuse the import at `path` (as named or where
+    /// its links lead), if it would.
+    fn refused(&self, path: &Path) -> Option<String> {
+        let resolved = std::fs::canonicalize(path).ok();
+        let secret = std::iter::once(path)
+            .chain(resolved.as_deref())
+            .find(|candidate| is_secret_file(&candidate.to_string_lossy()));
+        if let Some(secret) = secret {
+            return Some(format!(
+                "{} looks like a secret file (keys, tokens, passwords), which read_file refuses",
+                secret.display()
+            ));
+        }
+        match (&self.confine, resolved) {
+            (Some(root), Some(resolved)) if !resolved.starts_with(root) => Some(format!(
+                "it leads outside the workspace (to {}), where read_file does not read",
+                resolved.display()
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -225,6 +280,31 @@ mod tests {
             "{}",
             found[0].text
         );
+    }
+
+    #[test]
+    fn an_import_of_a_secret_file_is_not_read_and_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(root.join("deploy")).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join(".env"), "OPENAI_API_KEY=sk-env\n").unwrap();
+        std::fs::write(root.join("deploy/prod.pem"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+        std::os::unix::fs::symlink(root.join(".env"), root.join("notes.md")).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "be brief\n@.env\n@notes.md\n").unwrap();
+        std::fs::write(root.join("sub/CLAUDE.md"), "@../deploy/prod.pem\n@prod.pem\n").unwrap();
+        std::os::unix::fs::symlink(root.join("deploy/prod.pem"), root.join("sub/prod.pem"))
+            .unwrap();
+        let found = discover_instructions(&dir.path().join("h"), &root, &root.join("sub"));
+        let text: String = found.iter().map(|file| file.text.as_str()).collect();
+        assert!(text.contains("be brief"), "{text}");
+        assert!(!text.contains("sk-env") && !text.contains("PRIVATE KEY"), "{text}");
+        let skipped: Vec<&String> = found.iter().flat_map(|file| &file.skipped).collect();
+        assert_eq!(skipped.len(), 4, "{skipped:?}");
+        assert!(skipped[0].contains("`@.env`") && skipped[0].contains("secret"), "{skipped:?}");
+        assert!(skipped[1].contains("`@notes.md`"), "a link to .env is .env: {skipped:?}");
+        assert!(skipped[2].contains("`@../deploy/prod.pem`"), "{skipped:?}");
+        assert!(skipped[3].contains("`@prod.pem`") && skipped[3].contains("secret"));
     }
 
     #[test]

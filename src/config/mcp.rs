@@ -4,8 +4,9 @@
 //! `.mcp.json` (Claude Code's shape, `${VAR}` expansion included).
 //!
 //! Invariants: a project's servers (either file) are started only once the
-//! project is trusted (`keel trust`); before that they are listed as
-//! skipped with the reason, never started. A server whose entry cannot
+//! project is trusted (`keel trust`), and only the definitions the user
+//! trusted (`mcp_pin`); otherwise they are listed as skipped with the
+//! reason, never started. A server whose entry cannot
 //! work (no command and no url, both, a bad name, a missing bearer-token
 //! variable) is skipped with a reason the user can act on; one bad entry
 //! never stops the others or the session. Secrets (bearer tokens, env and
@@ -24,6 +25,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Environment;
+pub use super::mcp_pin::{CHANGED_REASON, McpTrust};
 use crate::sandbox::EnvFilter;
 
 /// How long the first request waits for a server to start, by default.
@@ -291,13 +293,13 @@ pub struct McpSources {
 }
 
 /// Resolves every configured server: the user's, then a trusted project's
-/// (`.keel/config.toml`, then `.mcp.json`; a name already taken keeps its
-/// first entry).
+/// whose definitions are those the user trusted (`.keel/config.toml`, then
+/// `.mcp.json`; a name already taken keeps its first entry).
 pub fn resolve_mcp(
     env: &Environment,
     sources: McpSources,
     workspace_root: &Path,
-    project_trusted: bool,
+    trust: McpTrust,
     strip: &EnvFilter,
 ) -> McpSettings {
     let mut settings = McpSettings::default();
@@ -328,9 +330,15 @@ pub fn resolve_mcp(
         Err(reason) => settings.skip("*".to_owned(), json_origin, reason),
     }
     for (name, origin, file) in project {
-        if !project_trusted {
-            let reason = UNTRUSTED_REASON.to_owned();
-            settings.skipped.push(SkippedServer { name, origin, reason, untrusted: true });
+        let waiting = match trust {
+            McpTrust::Trusted => None,
+            McpTrust::Untrusted => Some(UNTRUSTED_REASON),
+            McpTrust::Changed => Some(CHANGED_REASON),
+        };
+        if let Some(reason) = waiting {
+            let untrusted = trust == McpTrust::Untrusted;
+            let reason = reason.to_owned();
+            settings.skipped.push(SkippedServer { name, origin, reason, untrusted });
             continue;
         }
         match file {

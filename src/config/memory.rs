@@ -4,7 +4,9 @@
 //!
 //! Invariants: a note that cannot be read or parsed is reported with its
 //! path and the others still load; files are read once per session start
-//! (the index is small; bodies are read again by `read_memory`).
+//! (the index is small; bodies are read again by `read_memory`); a note and
+//! its `memory` folder are opened without following a symlink, here and in
+//! `read_memory` (`support::beneath`).
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +44,14 @@ pub fn discover_memory(
     (notes, problems)
 }
 
+/// A note's text, opened beneath the folder above its `memory` folder
+/// without following a symlink (`support::beneath`), as `read_memory` reads
+/// it again later: a note or folder swapped for a link leads nowhere.
+fn read_note(path: &Path) -> Result<String, crate::support::bounded_read::BoundedReadError> {
+    let root = crate::support::beneath::root_above(path, 2);
+    crate::support::bounded_read::read_bounded_beneath(root, path)
+}
+
 fn read_folder(folder: &Path) -> Vec<(PathBuf, Result<MemoryMeta, String>)> {
     let Ok(entries) = std::fs::read_dir(folder) else { return Vec::new() };
     let mut paths: Vec<PathBuf> = entries
@@ -55,11 +65,9 @@ fn read_folder(folder: &Path) -> Vec<(PathBuf, Result<MemoryMeta, String>)> {
         .map(|path| {
             let stem =
                 path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let parsed = super::markdown_file::read_bounded(&path)
-                .map_err(|error| error.to_string())
-                .and_then(|text| {
-                    parse_memory(&text, &stem).map_err(|e: MemoryError| e.to_string())
-                });
+            let parsed = read_note(&path).map_err(|error| error.to_string()).and_then(|text| {
+                parse_memory(&text, &stem).map_err(|e: MemoryError| e.to_string())
+            });
             (path, parsed)
         })
         .collect()

@@ -47,6 +47,7 @@ mod limits;
 pub mod markdown_file;
 pub mod mcp;
 pub mod mcp_edit;
+pub mod mcp_pin;
 mod memory;
 mod provider;
 mod resolve;
@@ -187,11 +188,20 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         &mut settings.warnings,
     )?;
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    let mcp_trust = project_mcp_trust(env, &settings.workspace_root, settings.project_trusted)?;
+    if mcp_trust == mcp::McpTrust::Changed {
+        settings.warnings.push(format!(
+            "the MCP servers of this project (.mcp.json, .keel/config.toml) changed since you \
+             trusted it, so none of them is started: check them, then run `keel trust` in {} to \
+             start them",
+            settings.workspace_root.display()
+        ));
+    }
     settings.mcp = mcp::resolve_mcp(
         env,
         mcp_sources,
         &settings.workspace_root,
-        settings.project_trusted,
+        mcp_trust,
         &settings.env_filter,
     );
     settings.warnings.extend(settings.mcp.rename_notes());
@@ -214,7 +224,20 @@ pub fn load_mcp(env: &Environment, cli: &CliOverrides) -> Result<mcp::McpSetting
     let layers = read_layers(env, cli)?;
     let sources = mcp_sources(&layers);
     let strip = resolve::env_filter_of(&layers.merged);
-    Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, layers.project_trusted, &strip))
+    let trust = project_mcp_trust(env, &layers.workspace_root, layers.project_trusted)?;
+    Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, trust, &strip))
+}
+
+/// Whether the project's MCP servers may start (`mcp_pin`).
+fn project_mcp_trust(
+    env: &Environment,
+    workspace_root: &std::path::Path,
+    project_trusted: bool,
+) -> Result<mcp::McpTrust, ConfigError> {
+    if !project_trusted {
+        return Ok(mcp::McpTrust::Untrusted);
+    }
+    Ok(rules::mcp_trust(&env.keel_home, workspace_root)?)
 }
 
 fn mcp_sources(layers: &Layers) -> mcp::McpSources {

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::mcp_pin::{self, McpTrust};
 use crate::policy::{self, Origin, RuleSet, RulesError, amend};
 
 /// Problems with rules files or the trust record.
@@ -103,12 +104,13 @@ pub fn append_local_rule(
 ) -> Result<PathBuf, RulesFileError> {
     amend::check_prefix(prefix)?;
     let path = local_rules_path(workspace_root);
-    append_rule_to(&path, prefix)?;
+    append_rule_to(workspace_root, &path, prefix)?;
     Ok(path)
 }
 
-/// Appends (deduplicated) an allow rule for `prefix` to `path`.
-pub fn append_rule_to(path: &Path, prefix: &[String]) -> Result<(), RulesFileError> {
+/// Appends (deduplicated) an allow rule for `prefix` to `path`, written
+/// beneath `root` without following a symlink ([`write_local`]).
+fn append_rule_to(root: &Path, path: &Path, prefix: &[String]) -> Result<(), RulesFileError> {
     let existing = match std::fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
@@ -118,11 +120,16 @@ pub fn append_rule_to(path: &Path, prefix: &[String]) -> Result<(), RulesFileErr
     if existing.as_deref() == Some(text.as_str()) {
         return Ok(());
     }
-    let write_error = |source| RulesFileError::Write { path: path.to_owned(), source };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(write_error)?;
-    }
-    std::fs::write(path, text).map_err(write_error)
+    write_local(root, path, &text)
+}
+
+/// Writes a project's rules file beneath the workspace root, no symlink
+/// followed: a repository's `.keel/rules -> ~/.keel/rules` would turn a
+/// project "always" into a global allow rule.
+fn write_local(root: &Path, path: &Path, text: &str) -> Result<(), RulesFileError> {
+    crate::support::beneath::write_beneath(root, path, text.as_bytes(), 0o644).map_err(|error| {
+        RulesFileError::Write { path: path.to_owned(), source: std::io::Error::other(error) }
+    })
 }
 
 /// Appends `tool_rule(name="TOOL", decision="allow")` for an MCP tool to
@@ -145,11 +152,7 @@ pub fn append_local_tool_rule(
         text.push('\n');
     }
     text.push_str(&line);
-    let write_error = |source| RulesFileError::Write { path: path.clone(), source };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(write_error)?;
-    }
-    std::fs::write(&path, text).map_err(write_error)?;
+    write_local(workspace_root, &path, &text)?;
     Ok(path)
 }
 
@@ -162,6 +165,10 @@ pub fn trust_file(keel_home: &Path) -> PathBuf {
 struct TrustRecord {
     #[serde(default)]
     projects: Vec<String>,
+    /// Each trusted project's MCP server digest (`mcp_pin::digest`) when
+    /// it was trusted; a project trusted before pins counts as "no servers".
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    mcp_pins: std::collections::BTreeMap<String, String>,
 }
 
 fn read_trust(keel_home: &Path) -> Result<TrustRecord, RulesFileError> {
@@ -180,14 +187,34 @@ pub fn is_trusted(keel_home: &Path, workspace_root: &Path) -> Result<bool, Rules
     Ok(read_trust(keel_home)?.projects.contains(&root))
 }
 
-/// Records that the user trusts the project at `workspace_root`.
+/// Whether the project at `workspace_root` may start its MCP servers: not
+/// trusted, trusted with the definitions the user trusted, or trusted but
+/// changed since (`mcp_pin`).
+pub fn mcp_trust(keel_home: &Path, workspace_root: &Path) -> Result<McpTrust, RulesFileError> {
+    let record = read_trust(keel_home)?;
+    let root = workspace_root.display().to_string();
+    if !record.projects.contains(&root) {
+        return Ok(McpTrust::Untrusted);
+    }
+    let current = mcp_pin::digest(workspace_root);
+    let pinned = record.mcp_pins.get(&root).cloned().unwrap_or_else(mcp_pin::no_servers_digest);
+    Ok(if pinned == current { McpTrust::Trusted } else { McpTrust::Changed })
+}
+
+/// Records that the user trusts the project at `workspace_root`, with
+/// its MCP server definitions as they are now (`mcp_pin`).
 pub fn trust_project(keel_home: &Path, workspace_root: &Path) -> Result<PathBuf, RulesFileError> {
     let mut record = read_trust(keel_home)?;
     let root = workspace_root.display().to_string();
     let path = trust_file(keel_home);
-    if !record.projects.contains(&root) {
-        record.projects.push(root);
-        record.projects.sort();
+    let pin = mcp_pin::digest(workspace_root);
+    let pinned = record.mcp_pins.get(&root) == Some(&pin);
+    if !record.projects.contains(&root) || !pinned {
+        if !record.projects.contains(&root) {
+            record.projects.push(root.clone());
+            record.projects.sort();
+        }
+        record.mcp_pins.insert(root, pin);
         let text = toml::to_string(&record).map_err(|error| RulesFileError::Trust {
             path: path.clone(),
             message: error.to_string(),
@@ -212,6 +239,35 @@ mod tests {
         trust_project(home.path(), ws).unwrap();
         assert!(is_trusted(home.path(), ws).unwrap());
         assert!(!is_trusted(home.path(), Path::new("/other")).unwrap());
+    }
+
+    #[test]
+    fn a_trusted_projects_changed_mcp_servers_wait_for_trust_again() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let ws = project.path();
+        assert_eq!(mcp_trust(home.path(), ws).unwrap(), McpTrust::Untrusted);
+        trust_project(home.path(), ws).unwrap();
+        assert_eq!(mcp_trust(home.path(), ws).unwrap(), McpTrust::Trusted);
+        std::fs::write(ws.join(".mcp.json"), r#"{"mcpServers":{"p":{"command":"sh"}}}"#).unwrap();
+        assert_eq!(mcp_trust(home.path(), ws).unwrap(), McpTrust::Changed);
+        assert!(is_trusted(home.path(), ws).unwrap(), "the rest of the trust stands");
+        trust_project(home.path(), ws).unwrap();
+        assert_eq!(mcp_trust(home.path(), ws).unwrap(), McpTrust::Trusted);
+    }
+
+    #[test]
+    fn an_always_answer_is_not_written_through_a_rules_symlink() {
+        let project = tempfile::tempdir().unwrap();
+        let home_rules = tempfile::tempdir().unwrap();
+        std::fs::create_dir(project.path().join(".keel")).unwrap();
+        std::os::unix::fs::symlink(home_rules.path(), project_rules_dir(project.path())).unwrap();
+        let error =
+            append_local_rule(project.path(), &["cargo".into(), "test".into()]).unwrap_err();
+        assert!(error.to_string().contains("symlink"), "{error}");
+        let error = append_local_tool_rule(project.path(), "mcp__s__t").unwrap_err();
+        assert!(error.to_string().contains("symlink"), "{error}");
+        assert!(std::fs::read_dir(home_rules.path()).unwrap().next().is_none());
     }
 
     #[test]

@@ -47,14 +47,40 @@ pub const RC_FILES: [&str; 17] = [
     ".logout",
 ];
 
-/// Folders whose contents run code or hold credentials, wherever they
-/// appear (a nested `.git` too), with what they are.
-const PROTECTED_DIRS: [(&str, &str); 8] = [
-    (".git", "git's folder (hooks and config run code)"),
-    (".keel", "keel's project folder (rules, hooks, config)"),
-    (".claude", "Claude Code's folder (settings and hooks run code)"),
-    (".vscode", "editor settings (tasks can run on folder open)"),
-    (".husky", "git hooks managed by husky"),
+/// An entry whose contents make keel or the user's tools run programs
+/// later, outside any sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunsLater {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// A folder (everything inside counts), else a file.
+    pub folder: bool,
+}
+
+const fn runs_later(name: &'static str, folder: bool, what: &'static str) -> RunsLater {
+    RunsLater { name, what, folder }
+}
+
+/// What makes keel or the user's tools run programs later, wherever it
+/// appears (a nested repository's too): a write to it asks in every mode,
+/// and a command's jail keeps it read-only at each workspace root
+/// (`sandbox::protected` reads this list). The one list of these names.
+pub const RUNS_PROGRAMS: [RunsLater; 7] = [
+    runs_later(".git", true, "git's folder (hooks and config run code)"),
+    runs_later(".keel", true, "keel's project folder (rules, hooks, config)"),
+    runs_later(
+        ".claude",
+        true,
+        "Claude Code's folder (settings, hooks, agents and commands run code)",
+    ),
+    runs_later(".mcp.json", false, "the project's MCP servers (keel starts them, unconfined)"),
+    runs_later(".vscode", true, "editor settings (tasks can run on folder open)"),
+    runs_later(".husky", true, "git hooks managed by husky"),
+    runs_later(".envrc", false, "direnv runs it on entering the folder"),
+];
+
+/// Folders that hold credentials, wherever they appear, with what they are.
+const SECRET_DIRS: [(&str, &str); 3] = [
     (".ssh", "ssh keys (secrets) and config"),
     (".gnupg", "gpg keys"),
     (".direnv", "direnv's folder"),
@@ -63,22 +89,28 @@ const PROTECTED_DIRS: [(&str, &str); 8] = [
 /// Every protected path in words, from the lists [`protection_of`] checks
 /// (what a mode's explanation names, so it is never incomplete).
 pub fn protected_paths_in_words() -> String {
-    let folders: Vec<String> = PROTECTED_DIRS.iter().map(|(dir, _)| format!("`{dir}/`")).collect();
+    let runs_later = RUNS_PROGRAMS.iter().filter(|entry| entry.name != ".envrc").map(|entry| {
+        if entry.folder { format!("`{}/`", entry.name) } else { format!("`{}`", entry.name) }
+    });
+    let secret = SECRET_DIRS.iter().map(|(dir, _)| format!("`{dir}/`"));
+    let names: Vec<String> = runs_later.chain(secret).collect();
     format!(
         "{}, `.github/workflows/`, shell start-up files (`.bashrc`, `.zshrc`, …), `.envrc` and \
          `.env` files",
-        folders.join(", ")
+        names.join(", ")
     )
 }
 
 /// Why a write to a path needs a human, whatever the mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protection {
-    /// Inside one of [`PROTECTED_DIRS`].
+    /// One of [`RUNS_PROGRAMS`], or inside it.
+    RunsPrograms(RunsLater),
+    /// Inside one of [`SECRET_DIRS`].
     Folder(&'static str, &'static str),
     /// `.github/workflows/`: CI runs it with the repository's secrets.
     Workflows,
-    /// A shell start-up file or `.envrc`.
+    /// A shell start-up file.
     StartupFile,
     /// `.env`, `.env.*`, `*.env`: environment files hold secrets.
     EnvFile,
@@ -88,6 +120,12 @@ impl Protection {
     /// What the path is, for reasons (`.git/ (git's folder …)`).
     pub fn describe(self) -> String {
         match self {
+            Protection::RunsPrograms(RunsLater { name, what, folder: true }) => {
+                format!("inside {name}/, {what}")
+            }
+            Protection::RunsPrograms(RunsLater { name, what, folder: false }) => {
+                format!("{name}, {what}")
+            }
             Protection::Folder(name, what) => format!("inside {name}/, {what}"),
             Protection::Workflows => "a CI workflow (.github/workflows/ runs in CI)".to_owned(),
             Protection::StartupFile => "a shell start-up file (runs in every new shell)".to_owned(),
@@ -307,7 +345,10 @@ fn protection_of(path: &Path) -> Option<Protection> {
         })
         .collect();
     for (at, name) in names.iter().enumerate() {
-        if let Some((dir, what)) = PROTECTED_DIRS.iter().find(|(dir, _)| dir == name) {
+        if let Some(entry) = RUNS_PROGRAMS.iter().find(|entry| entry.name == *name) {
+            return Some(Protection::RunsPrograms(*entry));
+        }
+        if let Some((dir, what)) = SECRET_DIRS.iter().find(|(dir, _)| dir == name) {
             return Some(Protection::Folder(dir, what));
         }
         if *name == ".github" && names.get(at + 1) == Some(&"workflows") {
@@ -315,7 +356,7 @@ fn protection_of(path: &Path) -> Option<Protection> {
         }
     }
     let last = names.last()?;
-    if RC_FILES.contains(last) || *last == ".envrc" {
+    if RC_FILES.contains(last) {
         return Some(Protection::StartupFile);
     }
     if *last == ".env" || last.starts_with(".env.") || last.ends_with(".env") {
@@ -373,6 +414,10 @@ mod tests {
             "deploy/prod.env",
             "../.env.local",
             "../.keel/rules/x.rules",
+            "../.mcp.json",
+            "vendor/lib/.mcp.json",
+            "../.claude/agents/reviewer.md",
+            "../.husky/pre-commit",
         ] {
             assert!(c.is_protected(&c.resolve(protected)), "{protected}");
         }

@@ -74,6 +74,18 @@ fn file_writes() {
 }
 
 #[test]
+fn files_that_run_programs_later_ask_in_every_mode() {
+    for mode in [ApprovalMode::Auto, ApprovalMode::Yolo] {
+        let p = policy(mode, "");
+        for path in [".mcp.json", ".vscode/tasks.json", ".claude/agents/x.md", "lib/.mcp.json"] {
+            assert!(matches!(write(&p, path), Decision::Prompt { .. }), "{mode:?} {path}");
+        }
+        let planted = shell(&p, "echo '{\"mcpServers\":{}}' > .mcp.json");
+        assert!(matches!(planted, Decision::Prompt { .. }), "{mode:?}: {planted:?}");
+    }
+}
+
+#[test]
 fn untrusted_project_allows_do_not_count() {
     let mut p = policy(ApprovalMode::Ask, "");
     p.rules.load("proj.rules", "prefix_rule(pattern=[\"make\"])\nprefix_rule(pattern=[\"npm\"], decision=\"forbidden\")", Origin::Project).unwrap();

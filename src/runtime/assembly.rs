@@ -275,10 +275,14 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         &command_roots(home, &settings.keel_home, &settings.workspace_root),
         trusted,
     );
+    let instructions = discover_instructions(&settings.keel_home, &settings.workspace_root, cwd);
+    let import_warnings: Vec<String> =
+        instructions.iter().flat_map(|file| file.skipped.iter().cloned()).collect();
     let notes = index_notes(&discovery.skills, &agents);
     let details = skill_warnings
         .iter()
         .chain(&memory_warnings)
+        .chain(&import_warnings)
         .cloned()
         .chain(agents.warnings())
         .chain(commands.warnings())
@@ -287,12 +291,16 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
     let warnings = grouped("skill folders not loaded", skill_warnings)
         .into_iter()
         .chain(memory_warnings)
+        .chain(import_warnings)
         .chain(agents.warning_summary())
         .chain(commands.warnings())
         .chain(notes)
         .collect();
     Found {
-        agents_md: project_instructions(settings, cwd),
+        agents_md: instructions
+            .into_iter()
+            .map(|file| (file.path.display().to_string(), file.text))
+            .collect(),
         skills: discovery.skills,
         memory,
         agents,

@@ -263,17 +263,17 @@ fn vcs_warning(sandboxed: bool, vcs: landlock::VcsGuard) -> Option<String> {
         landlock::VcsGuard::NotRequested | landlock::VcsGuard::Mounts => None,
         // Nothing is confined: the sandbox warning already says it.
         landlock::VcsGuard::Landlock | landlock::VcsGuard::Off if !sandboxed => None,
-        landlock::VcsGuard::Landlock => Some(
-            ".git, .keel and .claude are kept read-only by landlock (no private mount namespace \
-             here): commands cannot create files or folders directly in the workspace root"
-                .to_owned(),
-        ),
-        landlock::VcsGuard::Off => Some(
-            ".git, .keel and .claude are NOT protected from commands: no private mount namespace \
-             here (unprivileged user namespaces disabled?); sandbox.required = true protects \
-             them with landlock instead, at the cost of new top-level entries"
-                .to_owned(),
-        ),
+        landlock::VcsGuard::Landlock => Some(format!(
+            "{} are kept read-only by landlock (no private mount namespace here): commands \
+             cannot create files or folders directly in the workspace root",
+            sandbox::protected::names_in_words()
+        )),
+        landlock::VcsGuard::Off => Some(format!(
+            "{} are NOT protected from commands: no private mount namespace here (unprivileged \
+             user namespaces disabled?); sandbox.required = true protects them with landlock \
+             instead, at the cost of new top-level entries",
+            sandbox::protected::names_in_words()
+        )),
     }
 }
 
@@ -359,7 +359,7 @@ pub fn mark_sandbox_violation(
     }
     let vcs = if vcs {
         ", .git read-only except to a plain git command such as `git commit -am msg` (its \
-         config and hooks always), .keel and .claude read-only"
+         config and hooks always), .keel, .claude, .mcp.json and editor tasks read-only"
     } else {
         ""
     };
@@ -423,7 +423,12 @@ mod tests {
         assert_eq!(vcs_warning(true, VcsGuard::Mounts), None);
         assert_eq!(vcs_warning(true, VcsGuard::NotRequested), None);
         let off = vcs_warning(true, VcsGuard::Off).unwrap();
-        assert!(off.contains(".git, .keel and .claude are NOT protected"), "{off}");
+        assert!(
+            off.contains(
+                ".git, .keel, .claude, .mcp.json, .vscode, .husky, .envrc are NOT protected"
+            ),
+            "{off}"
+        );
         let landlock = vcs_warning(true, VcsGuard::Landlock).unwrap();
         assert!(landlock.contains("cannot create files or folders"), "{landlock}");
         // With no sandbox at all, the sandbox warning says everything.

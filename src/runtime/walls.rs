@@ -31,7 +31,7 @@ pub(super) fn walls_of(confinement: &Confinement, home: &Path) -> Walls {
     };
     let mut read_only_to_commands: Vec<String> = Vec::new();
     if confinement.protect_vcs && writes != WriteWalls::Nowhere {
-        read_only_to_commands.extend(protected::NAMES.iter().map(|name| (*name).to_owned()));
+        read_only_to_commands.extend(protected::names().map(str::to_owned));
     }
     for path in confinement.read_only.iter().map(|path| shown(path, home)) {
         // keel's home may be the home folder itself (both are carved out).

@@ -177,7 +177,7 @@ pub fn vcs_carve_out(confinement: &Confinement) -> Vec<PathBuf> {
     confinement
         .workspace_roots
         .iter()
-        .flat_map(|root| super::protected::NAMES.map(|name| root.join(name)))
+        .flat_map(|root| super::protected::names().map(|name| root.join(name)))
         .collect()
 }
 

@@ -1,7 +1,10 @@
-//! The folders of a workspace a command must never change, because what
+//! The entries of a workspace a command must never change, because what
 //! they hold runs later outside the jail: `.git` (hooks, `core.fsmonitor`,
 //! aliases run by the user's git), `.keel` (rules, hooks, config of the
-//! next session) and `.claude` (Claude Code hooks keel can import).
+//! next session), `.claude` (Claude Code hooks keel can import),
+//! `.mcp.json` (servers the next session starts), editor tasks and the
+//! like: [`names`], which are `policy::paths::RUNS_PROGRAMS` (one list for
+//! the tools' protected paths and the jail's read-only entries).
 //!
 //! - Existing ones (and the nested `.git` folders [`nested_git_dirs`]
 //!   finds when the session starts) are read-only mounts in the jail.
@@ -18,8 +21,15 @@
 
 use std::path::{Path, PathBuf};
 
-/// The protected names at each workspace root.
-pub const NAMES: [&str; 3] = [".git", ".keel", ".claude"];
+/// The protected names at each workspace root (folders and files).
+pub fn names() -> impl Iterator<Item = &'static str> + Clone {
+    crate::policy::paths::RUNS_PROGRAMS.iter().map(|entry| entry.name)
+}
+
+/// The protected names in words, for the jail's messages.
+pub fn names_in_words() -> String {
+    names().collect::<Vec<_>>().join(", ")
+}
 
 /// What stays read-only in a home folder that lies in a writable root
 /// and holds the workspace (CI containers, a workspace under a temp
@@ -64,7 +74,7 @@ pub fn guarded_paths(workspace_roots: &[PathBuf], git_write: bool) -> Vec<PathBu
         .flat_map(|root| GIT_DIR_GUARDED.map(|name| root.join(".git").join(name)));
     workspace_roots
         .iter()
-        .flat_map(|root| NAMES.map(|name| root.join(name)))
+        .flat_map(|root| names().map(|name| root.join(name)))
         .chain(inside_git)
         .collect()
 }
@@ -108,7 +118,8 @@ fn remove_created(path: &Path) -> Option<String> {
     let name = if in_git { format!(".git/{name}") } else { name };
     Some(match removed {
         Ok(()) => format!(
-            "keel: removed `{name}` created by the command: .git (its config and hooks even for git), .keel and .claude are read-only in the sandbox (what they hold runs outside it)"
+            "keel: removed `{name}` created by the command: {} (.git's config and hooks even for git) are read-only in the sandbox (what they hold runs outside it)",
+            names_in_words()
         ),
         Err(error) => format!(
             "keel: WARNING: the command created `{}` and it could not be removed: {error}",

@@ -43,12 +43,18 @@ impl SessionLog {
     /// Creates `dir/<session_id>.jsonl` (and `dir`), failing if it exists,
     /// and locks it.
     pub fn create(dir: &Path, session_id: &str) -> Result<Self, SessionError> {
-        std::fs::create_dir_all(dir)
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        // Owner-only whatever the umask: a log holds the whole conversation.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
             .map_err(|source| SessionError::CreateDir { path: dir.to_owned(), source })?;
         let path = Self::path_in(dir, session_id);
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|source| SessionError::Open { path: path.clone(), source })?;
         let mut log = Self::with_lock(SessionLock::lock(&path, file)?, 0);

@@ -57,17 +57,13 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
         folders.sort();
         for folder in folders {
             let path = folder.join("SKILL.md");
-            if !path.is_file() {
+            if std::fs::symlink_metadata(&path).is_err() {
                 continue;
             }
             let name =
                 folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let loaded = crate::support::bounded_read::read_bounded(&path)
-                .map_err(|error| SkillError::Read {
-                    path: path.clone(),
-                    message: error.to_string(),
-                })
-                .and_then(|text| parse_skill_md(&text, &name));
+            let loaded =
+                super::read_skill_file(&path).and_then(|text| parse_skill_md(&text, &name));
             match loaded {
                 Ok(meta) => {
                     by_name
@@ -101,6 +97,35 @@ mod tests {
             assert!(names.contains(&expected), "{expected} missing from {names:?}");
         }
         assert_eq!(found.skills.len(), 12 + super::super::BUILT_IN.len());
+    }
+
+    #[test]
+    fn a_skill_swapped_for_a_symlink_after_discovery_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("skills");
+        std::fs::create_dir_all(root.join("pdf")).unwrap();
+        let skill_md = root.join("pdf/SKILL.md");
+        std::fs::write(&skill_md, "---\nname: pdf\ndescription: d\n---\nbody\n").unwrap();
+        let found = discover(std::slice::from_ref(&root));
+        let skill = found.skills.iter().find(|s| s.meta.name == "pdf").unwrap();
+        assert_eq!(super::super::read_body(skill).unwrap().trim(), "body");
+        let secret = dir.path().join("environ");
+        std::fs::write(&secret, "---\nname: pdf\ndescription: d\n---\nKEY=sk-live\n").unwrap();
+        std::fs::remove_file(&skill_md).unwrap();
+        std::os::unix::fs::symlink(&secret, &skill_md).unwrap();
+        let error = super::super::read_body(skill).unwrap_err().to_string();
+        assert!(error.contains("symlink"), "{error}");
+        // The folder swapped for a link to another folder: refused too.
+        std::fs::remove_file(&skill_md).unwrap();
+        std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+        std::fs::rename(&secret, dir.path().join("elsewhere/SKILL.md")).unwrap();
+        std::fs::remove_dir(root.join("pdf")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), root.join("pdf")).unwrap();
+        assert!(super::super::read_body(skill).is_err());
+        // And such a skill is reported at discovery, not loaded.
+        let again = discover(std::slice::from_ref(&root));
+        assert!(again.skills.iter().all(|s| s.meta.name != "pdf"));
+        assert!(again.problems.iter().any(|p| p.error.to_string().contains("symlink")));
     }
 
     #[test]

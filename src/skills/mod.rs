@@ -8,11 +8,15 @@
 //! from the project root down to the working directory. A later
 //! root's skill replaces an earlier one of the same name. An invalid skill
 //! is reported with its path and never stops the others from loading.
+//!
+//! A skill's folder and `SKILL.md` are opened beneath its root without
+//! following a symlink, at discovery and again when `load_skill` reads the
+//! body (`support::beneath`): a link swapped in between leads nowhere.
 
 mod discover;
 mod frontmatter;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use discover::{Discovery, SkillProblem, discover, skill_roots};
 pub use frontmatter::{SkillMeta, parse_skill_md};
@@ -58,6 +62,15 @@ pub const BUILT_IN: [(&str, &str); 2] = [
     ("commit", include_str!("../../skills/commit/SKILL.md")),
 ];
 
+/// The text of `<root>/<name>/SKILL.md`, opened beneath its skill root
+/// without following a symlink (the folder or the file may have been
+/// swapped for a link to `/proc/self/environ` since discovery).
+fn read_skill_file(path: &Path) -> Result<String, SkillError> {
+    let root = crate::support::beneath::root_above(path, 2);
+    crate::support::bounded_read::read_bounded_beneath(root, path)
+        .map_err(|error| SkillError::Read { path: path.to_owned(), message: error.to_string() })
+}
+
 /// The body (everything after the front matter) of a skill.
 pub fn read_body(skill: &Skill) -> Result<String, SkillError> {
     let text = match &skill.source {
@@ -66,8 +79,7 @@ pub fn read_body(skill: &Skill) -> Result<String, SkillError> {
             .find(|(name, _)| *name == skill.meta.name)
             .map(|(_, text)| (*text).to_owned())
             .unwrap_or_default(),
-        SkillSource::File(path) => crate::support::bounded_read::read_bounded(path)
-            .map_err(|error| SkillError::Read { path: path.clone(), message: error.to_string() })?,
+        SkillSource::File(path) => read_skill_file(path)?,
     };
     Ok(frontmatter::split(&text).map(|(_, body)| body.to_owned()).unwrap_or(text))
 }

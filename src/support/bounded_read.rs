@@ -25,7 +25,20 @@ pub enum BoundedReadError {
 /// The text of `path`: at most [`MAX_DEFINITION_BYTES`], UTF-8.
 pub fn read_bounded(path: &Path) -> Result<String, BoundedReadError> {
     let read_error = |error: std::io::Error| BoundedReadError::Read { message: error.to_string() };
-    let file = std::fs::File::open(path).map_err(read_error)?;
+    read_file(std::fs::File::open(path).map_err(read_error)?)
+}
+
+/// Like [`read_bounded`], for `path` beneath `root` opened without
+/// following a symlink below `root` (`super::beneath`): a file a
+/// repository or a command can swap for a link.
+pub fn read_bounded_beneath(root: &Path, path: &Path) -> Result<String, BoundedReadError> {
+    let file = super::beneath::open_beneath(root, path)
+        .map_err(|error| BoundedReadError::Read { message: error.to_string() })?;
+    read_file(file)
+}
+
+fn read_file(file: std::fs::File) -> Result<String, BoundedReadError> {
+    let read_error = |error: std::io::Error| BoundedReadError::Read { message: error.to_string() };
     let mut bytes = Vec::new();
     file.take(MAX_DEFINITION_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
     if bytes.len() as u64 > MAX_DEFINITION_BYTES {

@@ -48,12 +48,14 @@ impl TypedTool for ReadMemory {
                     ),
                 });
             };
-            let text = tokio::fs::read_to_string(&note.path).await.map_err(|error| {
-                ToolError::InvalidArguments {
+            // Beneath the folder above `memory`, no symlink followed: the
+            // note may have been swapped for a link since discovery.
+            let root = crate::support::beneath::root_above(&note.path, 2);
+            let text = crate::support::bounded_read::read_bounded_beneath(root, &note.path)
+                .map_err(|error| ToolError::InvalidArguments {
                     tool: NAME.to_owned(),
                     message: format!("cannot read {}: {error}", note.path.display()),
-                }
-            })?;
+                })?;
             let body = memory_body(&text).trim();
             let text = format!("# Memory: {} ({})\n\n{body}", note.meta.name, note.path.display());
             Ok(ToolOutput { text, meta: ToolMeta::details(json!({ "memory": note.meta.name })) })
@@ -86,5 +88,24 @@ mod tests {
         assert!(out.text.contains("Use `cargo nextest`.") && !out.text.contains("description:"));
         let error = ReadMemory.run(json!({"name": "nope"}), &ctx).await.unwrap_err();
         assert!(error.to_string().contains("known: tips"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_note_swapped_for_a_symlink_after_discovery_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("memory");
+        std::fs::create_dir(&folder).unwrap();
+        let secret = dir.path().join("environ");
+        std::fs::write(&secret, "OPENAI_API_KEY=sk-live\n").unwrap();
+        let path = folder.join("tips.md");
+        std::os::unix::fs::symlink(&secret, &path).unwrap();
+        let note = MemoryNote {
+            meta: MemoryMeta { name: "tips".into(), kind: String::new(), description: "d".into() },
+            path,
+        };
+        let ctx = ToolContext::new(dir.path().into(), dir.path().into(), CancellationToken::new())
+            .with_memory(Arc::new(vec![note]));
+        let error = ReadMemory.run(json!({"name": "tips"}), &ctx).await.unwrap_err().to_string();
+        assert!(error.contains("symlink") && !error.contains("sk-live"), "{error}");
     }
 }

@@ -64,10 +64,20 @@ impl Launch {
 }
 
 /// What an untrusted project brings that waits for trust; empty when the
-/// project is trusted or brings nothing.
+/// project is trusted or brings nothing. A trusted project whose MCP
+/// servers changed since (`config::mcp_pin`) asks again for those.
 pub fn untrusted_supplies(settings: &Settings) -> Vec<String> {
     if settings.project_trusted {
-        return Vec::new();
+        let changed =
+            settings.mcp.skipped.iter().any(|server| server.reason == config::mcp::CHANGED_REASON);
+        return if changed {
+            vec![
+                "MCP servers changed since you trusted it (.mcp.json, .keel/config.toml)"
+                    .to_owned(),
+            ]
+        } else {
+            Vec::new()
+        };
     }
     let root = &settings.workspace_root;
     let mut found = Vec::new();
@@ -136,5 +146,23 @@ mod tests {
         let settings = launch.settings(None).unwrap();
         assert!(settings.project_trusted, "trust is recorded like `keel trust`");
         assert!(untrusted_supplies(&settings).is_empty());
+    }
+
+    #[test]
+    fn a_trusted_project_whose_mcp_servers_changed_asks_again() {
+        let home = tempfile::tempdir().unwrap();
+        let pinned = tempfile::tempdir().unwrap();
+        let pinned_launch = launch(home.path(), pinned.path());
+        pinned_launch.trust().unwrap();
+        assert!(untrusted_supplies(&pinned_launch.settings(None).unwrap()).is_empty());
+        std::fs::write(
+            pinned.path().join(".mcp.json"),
+            r#"{"mcpServers":{"planted":{"command":"sh"}}}"#,
+        )
+        .unwrap();
+        let asked = untrusted_supplies(&pinned_launch.settings(None).unwrap());
+        assert!(asked[0].contains("MCP servers changed"), "{asked:?}");
+        pinned_launch.trust().unwrap();
+        assert!(untrusted_supplies(&pinned_launch.settings(None).unwrap()).is_empty());
     }
 }

@@ -295,3 +295,35 @@ async fn display_preferences_of_an_untrusted_project_apply() {
     let warnings = run.warnings();
     assert!(warnings.iter().all(|w| !w.contains("config.toml")), "nothing ignored: {warnings:?}");
 }
+
+/// A trusted project's MCP servers are pinned at trust (issue 34): a
+/// server planted in `.mcp.json` afterwards (by a command, a tool or a
+/// pull) is not started, the run says which command trusts it again, and
+/// after `keel trust` it starts.
+#[tokio::test]
+async fn a_server_planted_after_trust_is_not_started_until_trusted_again() {
+    let sandbox = Sandbox::new();
+    trust(&sandbox);
+    let marker = sandbox.home.join("planted-server-ran");
+    let planted = json!({"mcpServers": {"planted": {
+        "command": "sh",
+        "args": ["-c", format!("touch {}", marker.display())],
+    }}});
+    sandbox.write(".mcp.json", &planted.to_string());
+    let steps = [Step::Answer("ok".into())];
+    let run = exec_configured(&sandbox, &steps, &[]).await;
+    assert_eq!(run.output.status.code(), Some(0), "{}", stderr(&run.output));
+    let changed: Vec<String> =
+        run.warnings().into_iter().filter(|w| w.contains("changed since you trusted")).collect();
+    assert_eq!(changed.len(), 1, "{:?}", run.warnings());
+    assert!(changed[0].contains("keel trust"), "{changed:?}");
+    assert!(!marker.exists(), "the planted server was started");
+    trust(&sandbox);
+    let run = exec_configured(&sandbox, &steps, &[]).await;
+    assert!(
+        run.warnings().iter().all(|w| !w.contains("changed since you trusted")),
+        "{:?}",
+        run.warnings()
+    );
+    assert!(marker.exists(), "trusted again, the server starts");
+}

@@ -24,6 +24,7 @@ mod git_write_e2e;
 mod hooks_e2e;
 mod jail_fixture;
 mod json_pairs;
+mod keel_home_private;
 mod large_repo;
 mod layers;
 mod limits_e2e;

@@ -288,7 +288,12 @@ fn without_namespaces_git_stays_writable_and_the_launcher_says_so() {
     let out = launch_without_namespaces(&d, false, "mkdir target && echo ok >> .git/config");
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("WARNING: .git, .keel and .claude are NOT read-only"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "WARNING: .git, .keel, .claude, .mcp.json, .vscode, .husky, .envrc are NOT read-only"
+        ),
+        "{stderr}"
+    );
     assert!(d.workspace.join("target").is_dir());
 }
 
@@ -306,7 +311,11 @@ fn without_namespaces_keel_names_every_missing_layer() {
     let out = run_in_chroot(&d, &shlex::try_join(words.iter().map(String::as_str)).unwrap());
     let stderr = text(&out.stderr);
     // Said at start (keel tool's probe) and for the command (the launcher).
-    for gap in ["no PID namespace", "no mount namespace", ".git, .keel and .claude are NOT"] {
+    for gap in [
+        "no PID namespace",
+        "no mount namespace",
+        ".git, .keel, .claude, .mcp.json, .vscode, .husky, .envrc are NOT",
+    ] {
         assert!(stderr.contains(gap), "`{gap}` not said: {stderr}");
     }
     // Landlock still holds, so the command runs, confined.
@@ -349,4 +358,72 @@ fn the_shell_tool_keeps_git_read_only_and_builds_working() {
     assert_eq!(envelope["meta"]["exit_code"], 0, "{envelope}");
     assert!(envelope["output"].as_str().unwrap().contains("?? target/"), "{envelope}");
     assert!(sandbox.repo.join("target/a").exists());
+}
+
+/// What makes keel or the user's tools run programs later (`.mcp.json`,
+/// editor tasks, husky hooks) is read-only like `.git` and `.keel`: a
+/// command cannot change, replace or remove it (issue 34: a planted
+/// `.mcp.json` server ran unconfined in the next session).
+#[tokio::test]
+async fn files_that_run_programs_later_are_read_only_to_commands() {
+    let d = dirs();
+    let servers = r#"{"mcpServers":{}}"#;
+    std::fs::write(d.workspace.join(".mcp.json"), servers).unwrap();
+    std::fs::create_dir_all(d.workspace.join(".vscode")).unwrap();
+    std::fs::write(d.workspace.join(".vscode/tasks.json"), "{}").unwrap();
+    for script in [
+        r#"echo '{"mcpServers":{"x":{"command":"sh"}}}' > .mcp.json"#,
+        "echo evil > .vscode/tasks.json",
+        "mv .mcp.json gone.json",
+        "rm -f .mcp.json",
+        "echo '{}' > new.json && mv -f new.json .mcp.json",
+    ] {
+        let out = run(&d.workspace, script).await;
+        assert!(!out.success(), "`{script}` succeeded");
+    }
+    assert_eq!(std::fs::read_to_string(d.workspace.join(".mcp.json")).unwrap(), servers);
+    assert_eq!(std::fs::read_to_string(d.workspace.join(".vscode/tasks.json")).unwrap(), "{}");
+}
+
+/// A `.mcp.json` a command creates is removed when it ends, and said.
+#[test]
+fn a_planted_mcp_json_is_removed_after_the_command() {
+    let sandbox = Sandbox::new();
+    let plant = json!({"command": r#"echo '{"mcpServers":{"x":{"command":"sh"}}}' > .mcp.json"#});
+    let out = sandbox.keel().args(["tool", "shell", &plant.to_string(), "--yes"]).output().unwrap();
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
+    let output = envelope["output"].as_str().unwrap_or_default();
+    assert!(output.contains("removed `.mcp.json` created by the command"), "{envelope}");
+    assert!(!sandbox.repo.join(".mcp.json").exists());
+}
+
+/// keel's home under a writable temp folder (issue 34): the read-only
+/// carve-out cannot be renamed away with a folder above it and replaced by
+/// a fresh one holding planted hooks.
+#[tokio::test]
+async fn keel_home_under_a_temp_root_cannot_be_renamed_away() {
+    let d = dirs();
+    let temp = tempfile::tempdir_in("/tmp").unwrap();
+    let keel_home = temp.path().join("a/keel");
+    std::fs::create_dir_all(&keel_home).unwrap();
+    std::fs::write(keel_home.join("config.toml"), "model = \"m\"\n").unwrap();
+    let mut confined = confinement(&d.workspace, true);
+    confined.read_only = vec![keel_home.clone()];
+    let a = temp.path().join("a");
+    let swap = format!(
+        "mv {a} {a}.old && mkdir -p {home} && echo planted > {home}/config.toml",
+        a = a.display(),
+        home = keel_home.display()
+    );
+    for script in
+        [swap.as_str(), &format!("mv {} {}.old", keel_home.display(), keel_home.display())]
+    {
+        let spec = CommandSpec::script(script, &d.workspace).confined(&confined);
+        let out = keel::sandbox::run(&spec, &CancellationToken::new()).await.unwrap();
+        assert!(!out.success(), "`{script}` succeeded");
+    }
+    let config = std::fs::read_to_string(keel_home.join("config.toml")).unwrap();
+    assert_eq!(config, "model = \"m\"\n");
+    assert!(!temp.path().join("a.old").exists());
 }

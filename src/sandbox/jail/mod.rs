@@ -408,7 +408,7 @@ fn run_and_reap(command: &[OsString], cwd: &Path, variables: &[(String, String)]
 /// read-only paths), plus the host's sockets.
 fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
     let writable_mode = confinement.mode == SandboxMode::WorkspaceWrite;
-    let writable = if writable_mode {
+    let writable: Vec<PathBuf> = if writable_mode {
         confinement
             .workspace_roots
             .iter()
@@ -420,6 +420,8 @@ fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
         Vec::new()
     };
     let mut read_only = confinement.read_only.clone();
+    let writable =
+        writable.iter().cloned().chain(pinned_ancestors(&writable, &read_only)).collect();
     // keel's bridge sockets: reachable, never replaceable.
     read_only.extend(confinement.bridges.folder().map(Path::to_path_buf));
     if confinement.protect_vcs && writable_mode {
@@ -429,7 +431,7 @@ fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
             // but for what makes git run programs.
             let git_dir = root.join(".git");
             let git_write = confinement.git_write && git_dir.is_dir();
-            let names = super::protected::NAMES.into_iter();
+            let names = super::protected::names();
             read_only
                 .extend(names.filter(|name| !git_write || *name != ".git").map(|n| root.join(n)));
             if git_write {
@@ -446,20 +448,43 @@ fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
     }
 }
 
+/// The folders between a writable root and a configured read-only path
+/// inside it (keel's home under `/tmp`, say). The read-only path is a
+/// mount point, which cannot be renamed or removed, but a folder above it
+/// could be, taking it along, and a fresh one made in its place (`mv
+/// /tmp/a /tmp/b && mkdir -p /tmp/a/keel`): the next session would read a
+/// planted config and hooks. Each is bound onto itself (still writable),
+/// which makes it a mount point too. Nested `.git` folders are left out:
+/// pinning every folder above them would stop `mv vendor …` for little.
+fn pinned_ancestors(writable: &[PathBuf], read_only: &[PathBuf]) -> Vec<PathBuf> {
+    let mut pinned: Vec<PathBuf> = Vec::new();
+    for path in read_only.iter().filter(|path| path.file_name() != Some(".git".as_ref())) {
+        for root in writable.iter().filter(|root| path.starts_with(root) && *root != path) {
+            let between = path.ancestors().skip(1).take_while(|dir| *dir != root.as_path());
+            pinned.extend(between.map(Path::to_path_buf).filter(|dir| dir.starts_with(root)));
+        }
+    }
+    pinned.sort();
+    pinned.dedup();
+    pinned
+}
+
 /// `.git`/`.keel`/`.claude` without a mount namespace: landlock's
 /// child-by-child grant with `required`, else nothing, said either way.
 fn vcs_fallback(confinement: &Confinement, why: &str) -> VcsGuard {
     if confinement.required {
         say(&format!(
-            "keel: .git, .keel and .claude kept read-only by landlock instead ({why}); \
-             new files or folders directly in the workspace root cannot be created"
+            "keel: {} kept read-only by landlock instead ({why}); \
+             new files or folders directly in the workspace root cannot be created",
+            super::protected::names_in_words()
         ));
         VcsGuard::Landlock
     } else {
         say(&format!(
-            "keel: WARNING: .git, .keel and .claude are NOT read-only for this command: {why} \
+            "keel: WARNING: {} are NOT read-only for this command: {why} \
              (sandbox.required = true protects them with landlock instead, at the cost of \
-             new top-level entries in the workspace)"
+             new top-level entries in the workspace)",
+            super::protected::names_in_words()
         ));
         VcsGuard::Off
     }
