@@ -94,7 +94,11 @@ impl ProtectSecrets {
             let place =
                 if walks { self.places.reached_from(path) } else { self.places.named_by(path) };
             let shown = place?.path.display().to_string();
-            Some(if shown == word { shown } else { format!("{word} (in {shown})") })
+            Some(match (shown == word, walks) {
+                (true, _) => shown,
+                (false, false) => format!("{word} (in {shown})"),
+                (false, true) => format!("{word} (holds {shown})"),
+            })
         })
     }
 
@@ -230,6 +234,12 @@ impl NativeHook for ProtectSecrets {
         };
         let name = file.split(" (").next().unwrap_or(&file);
         let reason = match permission {
+            // A folder that holds a secret place: allowing the folder's name
+            // would not help, reading the files needed by name does.
+            Permission::Deny if file.contains(" (holds ") => format!(
+                "protect_secrets: {file}: reading this folder would read a secret place (keys, \
+                 credentials) and send it to the model provider; read the files you need by name"
+            ),
             Permission::Deny => format!(
                 "protect_secrets: {file} looks like a secret file (keys, tokens, passwords) and \
                  reading it would send it to the model provider; do without it, or ask the user \
@@ -265,10 +275,11 @@ mod tests {
             permission("read_file", json!({ "path": "~/.keel/config.toml" })),
             Some(Permission::Deny)
         );
-        assert_eq!(
-            permission("grep", json!({ "pattern": "KEY", "path": "~" })),
-            Some(Permission::Deny)
-        );
+        let walk = outcome(&hook, "grep", json!({ "pattern": "KEY", "path": "~" }));
+        assert_eq!(walk.permission, Some(Permission::Deny));
+        let reason = walk.reason.unwrap();
+        assert!(reason.contains("~ (holds /home/u/.") && reason.contains("by name"), "{reason}");
+        assert!(!reason.contains("allow_files"), "allowing `~` by name would not help: {reason}");
         let command = |c: &str| permission("shell", json!({ "command": c }));
         assert_eq!(command("cat ~/.kube/config"), Some(Permission::Ask));
         assert_eq!(command("ls ~/.kube"), None);

@@ -93,7 +93,10 @@ mod tests {
         let walls = walls_of(&confinement(), Path::new("/home/u"));
         assert_eq!(walls.network, NetworkWalls::Off { loopback: true });
         assert_eq!(walls.writes, WriteWalls::Workspace);
-        assert_eq!(walls.read_only_to_commands, [".git", ".keel", ".claude", "~/.keel"]);
+        assert_eq!(
+            walls.read_only_to_commands,
+            [".git", ".keel", ".claude", ".mcp.json", ".vscode", ".husky", ".envrc", "~/.keel"]
+        );
         assert!(walls.git_through_git);
     }
 

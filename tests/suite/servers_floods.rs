@@ -167,7 +167,9 @@ fn an_answer_that_stops_behind_keep_alives_hits_the_deadline_and_says_so() {
         ),
         "{stderr}"
     );
-    assert!(elapsed >= Duration::from_millis(2500), "counted from the last text: {elapsed:?}");
+    // The last text arrives 400 ms in: counted from it, the deadline ends
+    // the run past 2.4 s; counted from the request, at 2 s.
+    assert!(elapsed >= Duration::from_millis(2350), "counted from the last text: {elapsed:?}");
 }
 
 /// Text forever: the stream's own bound (4 × request_timeout) ends it.

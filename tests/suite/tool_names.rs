@@ -17,6 +17,7 @@ const TABLE: &str = "protocol/tool_facts.rs";
 /// Literals that are a tool's name by coincidence, each with what it is.
 const NOT_TOOLS: &[(&str, &str, &str)] = &[
     ("policy/readonly.rs", "grep", "the `grep` command, on the read-only list"),
+    ("policy/content_reads.rs", "grep", "the `grep` command, a reader that may walk folders"),
     ("policy/wrappers.rs", "grep", "the `grep` command, which runs nothing it is given"),
     ("policy/git.rs", "grep", "`git grep`"),
     ("policy/rule_args.rs", "glob", "the `glob` argument of a path rule"),
