@@ -136,6 +136,10 @@ impl Fixture {
         };
         let keel_home = home.join(".keel");
         std::fs::create_dir_all(&keel_home).unwrap();
+        // keel makes its home owner-only at every start; made so here, the
+        // before/after comparison sees only what a command changed.
+        std::fs::set_permissions(&keel_home, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
         std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
         std::fs::write(keel_home.join("config.toml"), config).unwrap();
         let unix_tmp_dir = tempfile::Builder::new().prefix("ssh-").tempdir_in("/tmp").unwrap();
