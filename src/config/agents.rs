@@ -47,12 +47,14 @@ pub const BUILT_IN_AGENTS: [(&str, &str); 3] = [
 /// Which model a type runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentModel {
-    /// The parent's model (`inherit`, absent, or Claude's `sonnet`/`opus`,
-    /// which name no model of this provider).
+    /// The parent's model (`inherit`, absent).
     Inherit,
-    /// `[agents] fast_model` when set, else the parent's (`fast`, `haiku`).
+    /// `[agents] fast_model` when set, else the parent's (`fast`).
     Fast,
-    /// This model of the session's provider.
+    /// This model, where the session's provider serves it
+    /// (`llm::ModelChoice`; the runtime decides): Claude's `sonnet`/`opus`
+    /// elsewhere are the parent's model, `haiku` the fast one, any other
+    /// foreign name the parent's with a warning.
     Named(String),
 }
 
@@ -328,8 +330,8 @@ pub fn definition(
         .filter(|tool| !disallowed.iter().any(|d| d == *tool))
         .all(|tool| only_reads(tool));
     let model = match file.model()?.as_deref() {
-        None | Some("inherit" | "sonnet" | "opus") => AgentModel::Inherit,
-        Some("fast" | "haiku") => AgentModel::Fast,
+        None | Some("inherit") => AgentModel::Inherit,
+        Some("fast") => AgentModel::Fast,
         Some(other) => AgentModel::Named(other.to_owned()),
     };
     Ok(AgentDefinition {
@@ -423,7 +425,7 @@ mod tests {
         let x = catalog.get("x").unwrap();
         assert_eq!(x.tools.as_deref().unwrap(), ["read_file", "grep", "shell"]);
         assert_eq!(x.unknown_tools, ["WebFetch"]);
-        assert_eq!(x.model, AgentModel::Inherit);
+        assert_eq!(x.model, AgentModel::Named("sonnet".into()), "the provider decides");
         assert!(!x.read_only, "Bash can write");
         assert_eq!(x.prompt, "You find things.");
         assert!(catalog.warnings()[0].contains("WebFetch"), "{:?}", catalog.warnings());

@@ -37,6 +37,7 @@ mod classify;
 mod client;
 mod error;
 mod json;
+mod model_family;
 mod openai_chat;
 mod openai_responses;
 mod profile;
@@ -62,6 +63,7 @@ mod test_support;
 
 pub use client::LlmClient;
 pub use error::LlmError;
+pub use model_family::ModelChoice;
 pub use profile::{
     CacheTtl, KeyHeader, LocalServer, OutputLimitField, ProfileSettings, ReasoningEcho,
     ServerProfile,
@@ -161,6 +163,15 @@ pub struct ProviderConfig {
     /// What this server needs beyond the protocol (detected, then the
     /// `[provider]` settings).
     pub profile: ServerProfile,
+}
+
+impl ProviderConfig {
+    /// What a command's or agent's `model:` comes to on this provider
+    /// (`model_family`).
+    pub fn choose_model(&self, requested: &str) -> ModelChoice {
+        let custom = self.base_url.trim_end_matches('/') != self.kind.default_base_url();
+        model_family::choose_model(self.kind, custom, requested)
+    }
 }
 
 impl std::fmt::Debug for ProviderConfig {

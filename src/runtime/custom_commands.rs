@@ -1,7 +1,9 @@
 //! Custom commands in a session: a prompt `/name args` naming one of the
 //! saved prompts (`config::commands`) runs as a turn whose user message is
 //! the command's body with the arguments substituted, on the command's
-//! `model` if it names one, narrowed to its `allowed-tools` if it lists
+//! `model` if it names one the provider serves (`llm::ModelChoice`: a
+//! Claude name on an OpenAI API runs on the session's model, with one
+//! warning), narrowed to its `allowed-tools` if it lists
 //! them. The same path serves the TUI (which sends the typed line) and
 //! `keel exec "/name args"`.
 //!
@@ -36,9 +38,10 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::ToolScope;
 use crate::config::EDIT_TOOLS;
 use crate::config::commands::expand;
+use crate::llm::ModelChoice;
 use crate::protocol::{HarnessTool, entry_names};
 
-use super::{RuntimeError, Session, TurnSummary};
+use super::{RuntimeError, RuntimeEvent, Session, TurnSummary};
 
 /// A custom command's turn, expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +94,9 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
         let previous_model = self.model().to_owned();
-        if let Some(model) = &command.model {
+        let model =
+            command.model.as_deref().and_then(|model| self.served_model(&command.name, model));
+        if let Some(model) = &model {
             // For its turn only: `step` goes back when the turn ends (a
             // resumed turn too).
             self.switch_model(model.clone(), true)?;
@@ -103,10 +108,30 @@ impl Session {
         let summary = self.run_prompt_turn(command.prompt, scope, cancel).await;
         // A turn that never started (refused by a UserPromptSubmit hook)
         // has no end to go back at.
-        if command.model.is_some() {
+        if model.is_some() {
             self.set_model(previous_model)?;
         }
         summary
+    }
+
+    /// The model the command `name`'s `model:` names, if this provider
+    /// serves it (`llm::ModelChoice`); otherwise one warning, and `None`:
+    /// the session's model.
+    fn served_model(&mut self, name: &str, requested: &str) -> Option<String> {
+        match self.settings.provider.choose_model(requested) {
+            ModelChoice::Model(model) => Some(model),
+            ModelChoice::Session => None,
+            ModelChoice::Foreign => {
+                let message = format!(
+                    "the /{name} command asks for model `{requested}`, which the {} provider \
+                     does not serve: it runs on the session's model `{}`",
+                    self.settings.provider.kind.cli_name(),
+                    self.model()
+                );
+                self.sink.emit(RuntimeEvent::Warning { message });
+                None
+            }
+        }
     }
 }
 

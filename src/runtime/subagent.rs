@@ -120,6 +120,7 @@ use crate::config::Settings;
 use crate::config::agents::{AgentCatalog, AgentDefinition, AgentModel, only_reads};
 use crate::config::commands::CommandCatalog;
 use crate::context::Pricing;
+use crate::llm::ModelChoice;
 use crate::plan::{PhaseRules, SUBAGENT_PHASE_RULES};
 use crate::policy::ApprovalMode;
 use crate::prompts::catalog::{self, Entry};
@@ -260,6 +261,9 @@ impl Session {
         parent.model.clone_from(&self.state.config().model);
         parent.pricing = self.state.config().pricing;
         parent.context_window = self.state.config().context_window;
+        if let Some(message) = foreign_agent_model(&parent, &definition) {
+            self.sink.emit(RuntimeEvent::Warning { message });
+        }
         let settings = child_settings(&parent, &definition);
         let mode = child_mode(self.state.config().policy.mode, definition.read_only);
         let link = ParentLink {
@@ -548,13 +552,7 @@ pub(super) struct Resumed {
 /// window and prices) and the subagent step limit.
 pub(super) fn child_settings(parent: &Settings, definition: &AgentDefinition) -> Settings {
     let mut settings = parent.clone();
-    let model = match &definition.model {
-        AgentModel::Inherit => parent.model.clone(),
-        AgentModel::Fast => {
-            parent.agents.fast_model.clone().unwrap_or_else(|| parent.model.clone())
-        }
-        AgentModel::Named(model) => model.clone(),
-    };
+    let model = child_model(parent, &definition.model).unwrap_or_else(|| parent.model.clone());
     if model != parent.model {
         let pricing = Pricing::for_model(&model);
         settings.pricing = pricing;
@@ -567,6 +565,42 @@ pub(super) fn child_settings(parent: &Settings, definition: &AgentDefinition) ->
     settings.mcp = Default::default();
     settings.warnings.clear();
     settings
+}
+
+/// The model a child of type `model` runs on, `None` where its `model:`
+/// names one the provider does not serve (a warning's case, see
+/// [`foreign_agent_model`]: the parent's then). Claude's aliases off
+/// Anthropic keep their old meaning: `haiku` is the fast model, `sonnet`
+/// and `opus` the parent's.
+fn child_model(parent: &Settings, model: &AgentModel) -> Option<String> {
+    let fast = || parent.agents.fast_model.clone().unwrap_or_else(|| parent.model.clone());
+    match model {
+        AgentModel::Inherit => Some(parent.model.clone()),
+        AgentModel::Fast => Some(fast()),
+        AgentModel::Named(name) => match parent.provider.choose_model(name) {
+            ModelChoice::Model(model) => Some(model),
+            ModelChoice::Session => Some(parent.model.clone()),
+            ModelChoice::Foreign => match name.as_str() {
+                "haiku" => Some(fast()),
+                "sonnet" | "opus" => Some(parent.model.clone()),
+                _ => None,
+            },
+        },
+    }
+}
+
+/// The warning for a type whose `model:` the provider does not serve.
+fn foreign_agent_model(parent: &Settings, definition: &AgentDefinition) -> Option<String> {
+    let AgentModel::Named(name) = &definition.model else { return None };
+    child_model(parent, &definition.model).is_none().then(|| {
+        format!(
+            "agent `{}` asks for model `{name}`, which the {} provider does not serve: it runs \
+             on the session's model `{}`",
+            definition.name,
+            parent.provider.kind.cli_name(),
+            parent.model
+        )
+    })
 }
 
 /// `definition` as a child of a loop narrowed to `scope` may use it: no

@@ -239,3 +239,32 @@ async fn a_command_naming_a_whole_mcp_server_calls_its_tools() {
     let called = recorded(&record).iter().filter(|line| line["method"] == "tools/call").count();
     assert_eq!(called, 1);
 }
+
+/// A wshobson-style command written for Claude Code names a Claude model:
+/// on an OpenAI-compatible server keel sends the session's model and says
+/// so once (issue 36), instead of `claude-sonnet-4-0` priced as Claude.
+#[tokio::test]
+async fn a_claude_model_named_by_a_command_is_not_sent_to_an_openai_server() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(
+        sandbox.home.join("commands/tdd-red.md"),
+        "---\nmodel: claude-sonnet-4-0\n---\nWrite failing tests for: $ARGUMENTS",
+    )
+    .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/tdd-red parser");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies[0]["model"], "m", "the session's model");
+    let notices: Vec<String> = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|l| l["type"] == "warning")
+        .map(|l| l["message"].as_str().unwrap().to_owned())
+        .filter(|m| m.contains("claude-sonnet-4-0"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].contains("/tdd-red") && notices[0].contains("`m`"), "{}", notices[0]);
+    let log = sandbox.only_log();
+    assert!(!log.iter().any(|l| l["type"] == "model_changed"), "no switch");
+}

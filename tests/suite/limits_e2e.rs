@@ -47,8 +47,18 @@ fn exec_json(
     model: &str,
     args: &[&str],
 ) -> (Option<i32>, Value) {
+    exec_json_on(sandbox, Model::chat(server), model, args)
+}
+
+/// [`exec_json`] on `provider`'s server.
+fn exec_json_on(
+    sandbox: &Sandbox,
+    provider: Model,
+    model: &str,
+    args: &[&str],
+) -> (Option<i32>, Value) {
     let output = sandbox
-        .keel_on(&Model::chat(server).named(model), &["exec", "--json", "--full-auto"])
+        .keel_on(&provider.named(model), &["exec", "--json", "--full-auto"])
         .args(args)
         .output()
         .unwrap();
@@ -274,20 +284,22 @@ fn read_then_answer() -> Vec<Step> {
     vec![Step::Calls { text: None, calls: vec![read] }, Step::Answer("done".into())]
 }
 
-/// `keel exec --json` on gpt-5-nano (keel's table prices it) with `args`,
+/// `keel exec --json` on gpt-5-nano (keel's table prices it) with `args`, at an
+/// Anthropic-protocol server (which serves the Claude model the command names),
 /// `$KEEL_HOME/commands/deep.md` naming claude-opus-4.
 fn exec_nano(sandbox: &Sandbox, server: &wiremock::MockServer, args: &[&str]) -> (i32, Value) {
     std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
     let deep = "---\nmodel: claude-opus-4\n---\nLook deeply at $ARGUMENTS";
     std::fs::write(sandbox.home.join("commands/deep.md"), deep).unwrap();
-    let (code, result) = exec_json(sandbox, server, "gpt-5-nano", args);
+    let (code, result) =
+        exec_json_on(sandbox, Model::on(Wire::Anthropic, server), "gpt-5-nano", args);
     (code.unwrap_or(-1), result)
 }
 
 #[tokio::test]
 async fn a_commands_model_is_held_to_the_limit_at_its_own_prices() {
     let sandbox = sandbox_with_files();
-    let server = scripted_model_with(Wire::Chat, &read_then_answer(), BIG).await;
+    let server = scripted_model_with(Wire::Anthropic, &read_then_answer(), BIG).await;
     // The review's repro: $0.05 cannot buy one claude-opus-4 request of
     // this size (its projection alone is ~$0.17), so none is sent.
     let (code, result) = exec_nano(&sandbox, &server, &["--max-cost", "0.05", "/deep src"]);
@@ -303,7 +315,7 @@ async fn a_commands_model_is_held_to_the_limit_at_its_own_prices() {
 
     // $2: one claude-opus-4 response ($1.575) fits, a second would not.
     let sandbox = sandbox_with_files();
-    let server = scripted_model_with(Wire::Chat, &read_then_answer(), BIG).await;
+    let server = scripted_model_with(Wire::Anthropic, &read_then_answer(), BIG).await;
     let (code, result) = exec_nano(&sandbox, &server, &["--max-cost", "2", "/deep src"]);
     assert_eq!(code, 4, "{result}");
     let bodies = request_bodies(&server).await;
@@ -331,7 +343,7 @@ async fn a_switch_to_a_model_without_prices_is_refused_under_a_cost_limit() {
     std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
     std::fs::write(sandbox.home.join("commands/local.md"), "---\nmodel: qwen3:8b\n---\nHi")
         .unwrap();
-    let server = scripted_model(Wire::Chat, &[Step::Answer("hi".into())]).await;
+    let server = scripted_model(Wire::Anthropic, &[Step::Answer("hi".into())]).await;
     let (code, result) = exec_nano(&sandbox, &server, &["--max-cost", "1", "/local"]);
     assert_eq!(code, 2, "a usage error, as at start: {result}");
     let error = result["error"].as_str().unwrap();
