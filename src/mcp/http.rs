@@ -6,6 +6,9 @@
 //! of the HTTP stack (plus the platform certificate verifier) to build on
 //! two cores, for the three requests below.
 //!
+//! A URL answering POST with 405 is named as a legacy HTTP+SSE endpoint
+//! (`legacy_sse`), the usual reason a configured server fails that way.
+//!
 //! Invariants: every body is read within a limit (JSON bodies and
 //! diagnostics by the transport's limits, each SSE event by
 //! `max_sse_event_size`), so a hostile server cannot exhaust memory; a
@@ -25,6 +28,19 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpResponseLimits,
 };
 use sse_stream::{Sse, SseStream};
+
+/// A POST refused with 405 (or answered with an event stream and an
+/// error): the URL is most likely a legacy HTTP+SSE endpoint (MCP
+/// 2024-11-05, a GET stream plus a separate POST URL), which keel does not
+/// speak; the message says so and what to do, not a bare "HTTP 405".
+fn legacy_sse(status: reqwest::StatusCode) -> String {
+    format!(
+        "HTTP {status}: this URL does not accept MCP requests by POST; it looks like a server \
+         speaking MCP's legacy HTTP+SSE transport (2024-11-05), which keel does not support. \
+         Use the server's streamable HTTP endpoint instead (often `/mcp` where the legacy one \
+         is `/sse`), or run it as a stdio server through an SSE-to-stdio bridge"
+    )
+}
 
 const SESSION_HEADER: &str = "Mcp-Session-Id";
 const LAST_EVENT_ID_HEADER: &str = "Last-Event-Id";
@@ -185,6 +201,13 @@ impl StreamableHttpClient for McpHttpClient {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let media = media_type(&response);
+        if status == reqwest::StatusCode::METHOD_NOT_ALLOWED
+            || media.as_deref() == Some(EVENT_STREAM) && !status.is_success()
+        {
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(legacy_sse(
+                status,
+            ))));
+        }
         if !status.is_success() {
             if media.as_deref() == Some(JSON) {
                 let body = bounded_body(response, limits.max_json_response_size).await?;

@@ -130,3 +130,36 @@ async fn a_redirect_is_not_followed_with_the_servers_secrets() {
     let error = servers[0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("307"), "the user is told why: {error}");
 }
+
+/// A server configured by URL that speaks MCP's legacy HTTP+SSE transport
+/// (its `/sse` URL streams on GET and refuses POST with 405) fails with a
+/// message naming that transport and what to do, not a bare "HTTP 405".
+#[tokio::test]
+async fn a_legacy_sse_server_is_named_as_such() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/sse"))
+        .respond_with(ResponseTemplate::new(405))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/sse"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string("event: endpoint\ndata: /messages?session=1\n\n"),
+        )
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    write_config(
+        &sandbox,
+        &format!("[mcp_servers.old]\nurl = \"{}/sse\"\nstartup_timeout_sec = 5\n", server.uri()),
+    );
+    let listed = sandbox.keel().args(["mcp", "list", "--json"]).output().unwrap();
+    let servers: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    assert_eq!(servers[0]["status"], "failed", "{servers}");
+    let error = servers[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("legacy HTTP+SSE transport"), "{error}");
+    assert!(error.contains("streamable HTTP endpoint"), "what to do: {error}");
+}
