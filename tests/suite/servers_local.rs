@@ -283,7 +283,7 @@ async fn an_empty_stream_is_re_sent_unstreamed_and_its_error_reported() {
         .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["stream"].clone())
         .collect();
     // Each streamed request is followed by its unstreamed re-send.
-    assert!(!streams.is_empty() && streams.len() % 2 == 0, "{streams:?}");
+    assert!(!streams.is_empty() && streams.len().is_multiple_of(2), "{streams:?}");
     for pair in streams.chunks(2) {
         assert_eq!(pair, [json!(true), json!(false)], "{streams:?}");
     }
