@@ -10,6 +10,7 @@
 //! cache_ttl = "1h"              # Anthropic cache writes: 5m (default) | 1h
 //! api_key_header = "api-key"    # bearer (default) | api-key (Azure)
 //! max_output_tokens = 1024      # default: a quarter of the window, at most 16384
+//! stream = false                # unstreamed requests (openai-chat only)
 //! ```
 //!
 //! Invariants: the protocol name is checked where it is written
@@ -31,6 +32,8 @@ pub struct ProviderFile {
     pub api_key_header: Option<String>,
     /// The output limit of every request (1 or more).
     pub max_output_tokens: Option<u32>,
+    /// `false`: every request unstreamed (`"stream": false`).
+    pub stream: Option<bool>,
 }
 
 /// The table form, with unknown keys refused.
@@ -45,6 +48,7 @@ struct ProviderTable {
     api_key_header: Option<String>,
     #[serde(default, deserialize_with = "super::validate::max_output_tokens")]
     max_output_tokens: Option<u32>,
+    stream: Option<bool>,
 }
 
 impl ProviderFile {
@@ -57,6 +61,7 @@ impl ProviderFile {
             cache_ttl,
             api_key_header,
             max_output_tokens,
+            stream,
         } = other;
         self.name = name.or(self.name.take());
         self.reasoning_echo = reasoning_echo.or(self.reasoning_echo.take());
@@ -64,6 +69,7 @@ impl ProviderFile {
         self.cache_ttl = cache_ttl.or(self.cache_ttl.take());
         self.api_key_header = api_key_header.or(self.api_key_header.take());
         self.max_output_tokens = max_output_tokens.or(self.max_output_tokens);
+        self.stream = stream.or(self.stream);
     }
 }
 
@@ -98,6 +104,7 @@ impl<'de> Visitor<'de> for ProviderVisitor {
             cache_ttl: table.cache_ttl,
             api_key_header: table.api_key_header,
             max_output_tokens: table.max_output_tokens,
+            stream: table.stream,
         })
     }
 }

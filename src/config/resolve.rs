@@ -296,7 +296,10 @@ fn secret_places(
 }
 
 /// The `[provider]` table's values, checked.
-fn profile_settings(file: &ProviderFile) -> Result<ProfileSettings, ConfigError> {
+fn profile_settings(
+    file: &ProviderFile,
+    kind: ProviderKind,
+) -> Result<ProfileSettings, ConfigError> {
     fn check<T>(
         key: &'static str,
         value: Option<&String>,
@@ -327,7 +330,27 @@ fn profile_settings(file: &ProviderFile) -> Result<ProfileSettings, ConfigError>
             "bearer, api-key",
         )?,
         max_output_tokens: file.max_output_tokens,
+        unstreamed: unstreamed(file.stream, kind)?,
     })
+}
+
+/// `[provider] stream = false`, where keel can read the unstreamed answer.
+fn unstreamed(stream: Option<bool>, kind: ProviderKind) -> Result<bool, ConfigError> {
+    match (stream, kind) {
+        (Some(false), ProviderKind::OpenAiChat) => Ok(true),
+        (Some(false), ProviderKind::OpenAiResponses | ProviderKind::Anthropic) => {
+            Err(ConfigError::InvalidValue {
+                key: "provider.stream",
+                value: "false".to_owned(),
+                message: format!(
+                    "keel reads unstreamed answers only from Chat Completions (openai-chat), \
+                     not from `{}`; remove the setting or use provider `openai-chat`",
+                    kind.cli_name()
+                ),
+            })
+        }
+        (Some(true) | None, _) => Ok(false),
+    }
 }
 
 /// Resolves provider, model and limits.
@@ -375,7 +398,8 @@ pub fn resolve(
         Duration::from_secs(merged.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS));
     let request_timeout =
         Duration::from_secs(merged.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS));
-    let profile = ServerProfile::detect(kind, &base_url, &model, profile_settings(&provider_file)?);
+    let profile =
+        ServerProfile::detect(kind, &base_url, &model, profile_settings(&provider_file, kind)?);
     let cost_limited = cli.limits.max_cost_usd.is_some()
         || merged.limits.is_some_and(|limits| limits.max_cost_usd.is_some());
     let pricing = with_project_prices(

@@ -82,6 +82,23 @@ impl Assembler {
         }
     }
 
+    /// The response in an unstreamed body (`"stream": false`), usage
+    /// clamped; `None` for the protocols whose unstreamed answer keel does
+    /// not read (only Chat Completions is read).
+    pub fn unstreamed(
+        kind: ProviderKind,
+        body: &str,
+        emit: &mut dyn FnMut(StreamEvent),
+    ) -> Option<Result<ModelResponse, LlmError>> {
+        match kind {
+            ProviderKind::OpenAiChat => Some(
+                super::openai_chat::unstreamed_response(body, emit)
+                    .map(|response| ModelResponse { usage: response.usage.clamped(), ..response }),
+            ),
+            ProviderKind::OpenAiResponses | ProviderKind::Anthropic => None,
+        }
+    }
+
     /// The assembled response, or [`LlmError::StreamCut`] when the stream
     /// ended before its completion event. The server's usage figures are
     /// clamped ([`crate::protocol::Usage::clamped`]): they are untrusted input.

@@ -16,6 +16,13 @@
 //! streams its events again from the start. A response with no text and
 //! no tool call is retried once, then reported as an error.
 //!
+//! A 200 whose stream closes before any event ([`LlmError::StreamEmpty`]:
+//! llama-cpp-python on a prompt that overflows its window) is re-sent once
+//! unstreamed (`"stream": false`), whose reply carries the real error (or
+//! the answer). With `[provider] stream = false` every request goes
+//! unstreamed; its wait for the whole answer is bounded by
+//! `request_timeout`, not the idle timeout (nothing streams meanwhile).
+//!
 //! Memory is bounded whatever the server sends: one SSE line or event by
 //! the decoder's limit ([`super::sse::MAX_EVENT_BYTES`]), the streamed
 //! text, reasoning and call arguments of one response by
@@ -120,9 +127,9 @@ impl LlmClient {
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, LlmError> {
         // Serialized once: every attempt sends the same bytes.
-        let body = serde_json::to_vec(&self.request_body(request)).map_err(|err| {
-            LlmError::InvalidConfig { message: format!("cannot serialize the request: {err}") }
-        })?;
+        let body = serialized(&self.request_body(request))?;
+        let streamed = !self.config.profile.unstreamed;
+        let mut resent = false;
         let started = Instant::now();
         let mut clock = Deadlines {
             waiting_until: started + self.config.request_timeout,
@@ -136,8 +143,20 @@ impl LlmClient {
             if cancel.is_cancelled() {
                 return Err(LlmError::Cancelled);
             }
-            let err = match self.attempt(&body, &request.model, on_event, cancel, &mut clock).await
+            let outcome = match self
+                .attempt(&body, streamed, &request.model, on_event, cancel, &mut clock)
+                .await
             {
+                Err(LlmError::StreamEmpty { .. }) if !resent => {
+                    resent = true;
+                    tracing::info!("the stream closed without data; re-sending unstreamed");
+                    let unstreamed = serialized(&without_streaming(self.request_body(request)))?;
+                    self.attempt(&unstreamed, false, &request.model, on_event, cancel, &mut clock)
+                        .await
+                }
+                other => other,
+            };
+            let err = match outcome {
                 Ok(response) => match empty_answer(&response) {
                     None => return Ok(response),
                     Some(err) => err,
@@ -179,10 +198,14 @@ impl LlmClient {
             profile: self.config.profile,
             cache_key: self.cache_key.as_deref().filter(|_| self.config.profile.prompt_cache_key),
         };
-        match self.config.kind {
+        let body = match self.config.kind {
             ProviderKind::OpenAiResponses => responses_request::request_body(request, &options),
             ProviderKind::OpenAiChat => openai_chat::request_body(request, &options),
             ProviderKind::Anthropic => anthropic::request_body(request, &options),
+        };
+        match self.config.profile.unstreamed {
+            true => without_streaming(body),
+            false => body,
         }
     }
 
@@ -226,17 +249,23 @@ impl LlmClient {
         }
     }
 
-    /// One attempt: send, check the status, stream until completion.
+    /// One attempt: send, check the status, stream until completion (or,
+    /// not `streamed`, read the whole answer).
     async fn attempt(
         &self,
         body: &[u8],
+        streamed: bool,
         model: &str,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
         clock: &mut Deadlines,
     ) -> Result<ModelResponse, LlmError> {
-        let mut timer =
-            Timer { idle: self.config.idle_timeout, clock: *clock, config: &self.config };
+        // Unstreamed, nothing arrives until the whole answer is made.
+        let idle = match streamed {
+            true => self.config.idle_timeout,
+            false => self.config.idle_timeout.max(self.config.request_timeout),
+        };
+        let mut timer = Timer { idle, clock: *clock, config: &self.config };
         let url = self.endpoint.as_str();
         let response = timer
             .guard(cancel, self.http_request(body).send())
@@ -252,7 +281,10 @@ impl LlmClient {
                 .and_then(|location| location.to_str().ok())
                 .map(str::to_owned);
             // A body we cannot read still leaves the status to report.
-            let text = timer.guard(cancel, capped_text(response)).await?.unwrap_or_default();
+            let text = timer
+                .guard(cancel, capped_text(response, MAX_ERROR_BODY_BYTES))
+                .await?
+                .unwrap_or_default();
             let text = match moved_to {
                 Some(to) => format!(
                     "the endpoint moved to {to}: point --base-url (or base_url) there; keel does \
@@ -267,11 +299,24 @@ impl LlmClient {
                 self.error_context(model),
             ));
         }
+        if !streamed {
+            let text = timer
+                .guard(cancel, capped_text(response, MAX_RESPONSE_BYTES))
+                .await?
+                .map_err(|err| LlmError::transport(err, url))?;
+            if text.len() >= MAX_RESPONSE_BYTES {
+                let what = "one response's text";
+                return Err(LlmError::ResponseTooLarge { what, limit: MAX_RESPONSE_BYTES });
+            }
+            let mut emit = |event: StreamEvent| on_event(event);
+            return Assembler::unstreamed(self.config.kind, &text, &mut emit)
+                .unwrap_or(Err(LlmError::StreamEmpty { resent: true }));
+        }
         match content_kind(response.headers()) {
             ContentKind::Json => {
                 // Some proxies answer 200 with a JSON error instead of a stream.
                 let text = timer
-                    .guard(cancel, capped_text(response))
+                    .guard(cancel, capped_text(response, MAX_ERROR_BODY_BYTES))
                     .await?
                     .map_err(|err| LlmError::transport(err, url))?;
                 return Err(json_instead_of_stream(&text));
@@ -287,6 +332,7 @@ impl LlmClient {
         let mut assembler = Assembler::new(self.config.kind);
         let mut events = Vec::new();
         let mut streamed = 0usize;
+        let mut decoded = 0usize;
         let too_large = |err: EventTooLarge| LlmError::ResponseTooLarge {
             what: "one line or event",
             limit: err.limit,
@@ -304,6 +350,10 @@ impl LlmClient {
                     true
                 }
             };
+            decoded += events.len();
+            if ended && decoded == 0 {
+                return Err(LlmError::StreamEmpty { resent: false });
+            }
             let before = streamed;
             let mut counted = |event: StreamEvent| {
                 streamed = streamed.saturating_add(streamed_bytes(&event));
@@ -341,16 +391,32 @@ fn streamed_bytes(event: &StreamEvent) -> usize {
     }
 }
 
-/// The body as text, at most [`MAX_ERROR_BODY_BYTES`] of it; the rest is
-/// not read.
-async fn capped_text(response: reqwest::Response) -> Result<String, reqwest::Error> {
+/// The request body's bytes.
+fn serialized(body: &Value) -> Result<Vec<u8>, LlmError> {
+    serde_json::to_vec(body).map_err(|err| LlmError::InvalidConfig {
+        message: format!("cannot serialize the request: {err}"),
+    })
+}
+
+/// `body` asking for the whole answer at once: `"stream": false` is how
+/// all three protocols say it.
+fn without_streaming(mut body: Value) -> Value {
+    if let Some(object) = body.as_object_mut() {
+        object.insert("stream".to_owned(), Value::Bool(false));
+        object.remove("stream_options");
+    }
+    body
+}
+
+/// The body as text, at most `limit` bytes of it; the rest is not read.
+async fn capped_text(response: reqwest::Response, limit: usize) -> Result<String, reqwest::Error> {
     let mut chunks = response.bytes_stream();
     let mut body = Vec::new();
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk?;
-        let room = MAX_ERROR_BODY_BYTES - body.len();
+        let room = limit - body.len();
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() >= MAX_ERROR_BODY_BYTES {
+        if body.len() >= limit {
             break;
         }
     }

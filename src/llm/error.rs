@@ -66,6 +66,17 @@ pub enum LlmError {
     /// The body ended before the protocol's completion event.
     #[error("stream ended before its completion event `{expected}`")]
     StreamCut { expected: &'static str },
+    /// A successful status whose stream closed before any event:
+    /// llama-cpp-python does this when the prompt does not fit its window
+    /// (the error is raised after the headers went out). The client then
+    /// re-sends the request once unstreamed to get the real error;
+    /// `resent` says that re-send did not tell either. Not retried: the
+    /// same request closes the same way.
+    #[error(
+        "the server answered HTTP 200 and closed the stream without any data{}",
+        if *.resent { "; re-sent unstreamed, it did not say why either" } else { "" }
+    )]
+    StreamEmpty { resent: bool },
     /// Nothing arrived from the server for the idle timeout.
     #[error("no data from the server for {}s (idle_timeout_secs)", .after.as_secs_f64())]
     IdleTimeout { after: Duration },
@@ -140,6 +151,7 @@ impl LlmError {
             | LlmError::DeadlineExceeded { .. }
             | LlmError::AnswerStalled { .. }
             | LlmError::StreamTooLong { .. }
+            | LlmError::StreamEmpty { .. }
             | LlmError::ResponseTooLarge { .. }
             | LlmError::MalformedStream { .. }
             | LlmError::RetriesExhausted { .. }
@@ -161,6 +173,7 @@ impl LlmError {
             | LlmError::Transport { .. }
             | LlmError::NotAnApi { .. }
             | LlmError::StreamCut { .. }
+            | LlmError::StreamEmpty { .. }
             | LlmError::IdleTimeout { .. }
             | LlmError::DeadlineExceeded { .. }
             | LlmError::AnswerStalled { .. }

@@ -15,6 +15,8 @@
 //! `null`). `data: [DONE]` completes the stream; a stream that ends after
 //! a `finish_reason` but without `[DONE]` is accepted, one with neither is
 //! cut. Error objects inside the stream end it with the provider's message.
+//! An unstreamed answer (`[provider] stream = false`, or the client's
+//! re-send after an empty stream) goes through the same reducer.
 
 use serde_json::{Map, Value, json};
 
@@ -28,6 +30,28 @@ use super::sse::SseEvent;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, Usage,
 };
+
+/// Reduces an unstreamed answer (`"stream": false`): one `chat.completion`
+/// object whose choice carries the whole `message`, read by the chunk
+/// reducer (which takes `message` for `delta`); it has no `[DONE]`.
+pub(crate) fn unstreamed_response(
+    body: &str,
+    emit: &mut dyn FnMut(StreamEvent),
+) -> Result<ModelResponse, LlmError> {
+    let value: Value = serde_json::from_str(body).map_err(|err| {
+        LlmError::malformed("body", format!("the unstreamed answer is not JSON: {err}"))
+    })?;
+    if let Some(error) = stream_error(&value) {
+        return Err(classify_stream_error(error));
+    }
+    if !value.get("choices").is_some_and(Value::is_array) {
+        return Err(LlmError::malformed("body", "the unstreamed answer has no `choices`"));
+    }
+    let mut assembler = ChatAssembler::default();
+    assembler.feed(&SseEvent { event: "message".to_owned(), data: body.to_owned() }, emit)?;
+    assembler.done = true;
+    assembler.finish()
+}
 
 /// The JSON body of a streaming Chat Completions request.
 pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) -> Value {

@@ -166,6 +166,9 @@ pub struct ProfileSettings {
     pub key_header: Option<KeyHeader>,
     /// `[provider] max_output_tokens`: the output limit of every request.
     pub max_output_tokens: Option<u32>,
+    /// `[provider] stream = false`: every request unstreamed (Chat
+    /// Completions only; `config` refuses it on the other protocols).
+    pub unstreamed: bool,
 }
 
 /// What keel does for the server it talks to.
@@ -194,6 +197,8 @@ pub struct ServerProfile {
     /// that never calls a tool is usually the server's doing
     /// (`keel exec`'s `no_tool_call`).
     pub local_server: Option<LocalServer>,
+    /// Send every request with `"stream": false` (`[provider] stream`).
+    pub unstreamed: bool,
 }
 
 impl ServerProfile {
@@ -235,6 +240,7 @@ impl ServerProfile {
             },
             max_output_tokens: None,
             local_server: local.then(|| LocalServer::from_port(port_of(base_url))),
+            unstreamed: false,
         };
         Self {
             reasoning_echo: settings.reasoning_echo.unwrap_or(detected.reasoning_echo),
@@ -245,6 +251,7 @@ impl ServerProfile {
             output_limit_field: detected.output_limit_field,
             max_output_tokens: settings.max_output_tokens,
             local_server: detected.local_server,
+            unstreamed: settings.unstreamed,
         }
     }
 }
@@ -364,6 +371,7 @@ mod tests {
             cache_ttl: Some(CacheTtl::OneHour),
             key_header: Some(KeyHeader::Bearer),
             max_output_tokens: Some(900),
+            unstreamed: true,
         };
         let profile = ServerProfile::detect(
             ProviderKind::OpenAiResponses,
@@ -382,6 +390,7 @@ mod tests {
                 output_limit_field: OutputLimitField::MaxCompletionTokens,
                 max_output_tokens: Some(900),
                 local_server: None,
+                unstreamed: true,
             }
         );
         assert_eq!(ReasoningEcho::parse("auto"), Some(None));
