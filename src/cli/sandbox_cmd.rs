@@ -59,6 +59,10 @@ pub struct SandboxExecArgs {
     /// Internal: be the session's network namespace keeper (until stdin ends).
     #[arg(long, hide = true)]
     pub netns_keeper: bool,
+    /// Internal: be a stdio MCP server's stage (`sandbox::server_stage`):
+    /// run the command and end everything it starts when it or keel ends.
+    #[arg(long, hide = true)]
+    pub server_stage: bool,
     /// Internal: the launcher's hand-over to the jail's init.
     #[arg(long, hide = true, value_name = "JSON")]
     pub init: Option<String>,
@@ -73,6 +77,12 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
             CliError::usage(format!("bad hand-over to the jail's init: {error}"))
         })?;
         std::process::exit(jail::init(handover, args.command));
+    }
+    if args.server_stage {
+        let Some((program, rest)) = args.command.split_first() else {
+            return Err(CliError::usage("--server-stage needs a command after --"));
+        };
+        std::process::exit(crate::sandbox::server_stage::run(program, rest));
     }
     let mode = SandboxMode::parse(&args.mode)
         .ok_or_else(|| CliError::usage(format!("unknown sandbox mode `{}`", args.mode)))?;

@@ -142,6 +142,7 @@ impl Connection {
                     env: env.iter().map(|(k, v)| (k.into(), v.0.clone().into())).collect(),
                     env_filter: env_filter.clone(),
                     stderr_log: stderr_log.to_owned(),
+                    launcher: crate::sandbox::server_stage::launcher(),
                 };
                 let mut process = spawn_server(&spec)
                     .map_err(|error| McpError::Spawn { message: error.to_string() })?;

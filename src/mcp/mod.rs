@@ -35,8 +35,11 @@
 //! `read_memory`, the only way the tool list moves (the request prefix stays stable, see
 //! `context`). Status changes after a batch (crash, restart) are reported by `mcp_reports`.
 //! `Session::end` stops every server (`McpHub::shutdown`, kill ladders in parallel); a dropped
-//! session SIGKILLs their groups. A session killed with SIGKILL leaves stdio servers to exit on
-//! stdin EOF (no `pre_exec`, so no parent-death signal). Subagents share the session's hub and get
+//! session SIGKILLs their groups. Each stdio server runs under its stage
+//! (`keel sandbox-exec --server-stage`, `sandbox::server_stage`): a child subreaper that ends
+//! everything below it (`setsid` children included) when the server exits, keel's ladder reaches
+//! it, or keel dies in any way (SIGKILL included). Only a SIGKILL of the stage itself (a dropped
+//! session's group kill) skips that clean-up. Subagents share the session's hub and get
 //! the MCP tools their type names, a read-only type only trusted reads (`runtime/subagent_mcp.rs`,
 //! tests `tests/suite/subagents_mcp.rs`).
 //!

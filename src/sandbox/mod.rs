@@ -64,6 +64,7 @@ mod process;
 pub mod protected;
 mod ring;
 pub mod server;
+pub mod server_stage;
 pub mod session_net;
 
 use std::ffi::OsString;

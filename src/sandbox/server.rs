@@ -10,8 +10,10 @@
 //! at most [`MAX_STDERR_LOG_BYTES`] of it, so a chatty server can neither
 //! fill the disk nor block on a full pipe. [`ServerProcess::stop`] runs the
 //! kill ladder (SIGTERM, grace, SIGKILL, verify) on the whole group, and
-//! dropping a [`ServerProcess`] SIGKILLs the group, so no server outlives
-//! its session. Servers are not confined by landlock: like Codex's and
+//! dropping a [`ServerProcess`] SIGKILLs the group. With a launcher (keel
+//! itself) the child is the server's stage ([`super::server_stage`]),
+//! which ends what the server started outside the group (`setsid`) and
+//! everything when keel dies. Servers are not confined by landlock: like Codex's and
 //! Claude Code's, they act outside the workspace by design, and policy
 //! judges each of their calls instead.
 
@@ -41,6 +43,10 @@ pub struct ServerSpec {
     pub env_filter: super::EnvFilter,
     /// Where the child's stderr is written (created, truncated).
     pub stderr_log: PathBuf,
+    /// The keel binary, to start the server under its stage
+    /// (`keel sandbox-exec --server-stage`, [`super::server_stage`]);
+    /// `None` starts it directly (a test binary is not keel).
+    pub launcher: Option<PathBuf>,
 }
 
 impl ServerSpec {
@@ -92,7 +98,14 @@ pub fn spawn_server(spec: &ServerSpec) -> Result<ServerProcess, SandboxError> {
     if let Some(dir) = spec.stderr_log.parent() {
         std::fs::create_dir_all(dir).map_err(spawn_error)?;
     }
-    let mut command = Command::new(&spec.program);
+    let mut command = match &spec.launcher {
+        Some(keel) => {
+            let mut command = Command::new(keel);
+            command.args(["sandbox-exec", "--server-stage", "--"]).arg(&spec.program);
+            command
+        }
+        None => Command::new(&spec.program),
+    };
     command.args(&spec.args);
     command
         .env_clear()
@@ -231,6 +244,7 @@ mod tests {
             env: vec![("MY_SERVER_TOKEN".into(), "kept".into())],
             env_filter: crate::sandbox::EnvFilter::default(),
             stderr_log: dir.join("logs/server.log"),
+            launcher: None,
         }
     }
 

@@ -30,6 +30,7 @@ mod layers;
 mod limits_e2e;
 mod mcp_faults;
 mod mcp_http;
+mod mcp_lifetime;
 mod mcp_limits;
 mod mcp_npm;
 mod mcp_server;
