@@ -112,15 +112,28 @@ pub(super) fn on_overflow(
     let depth = depth_this_step(state);
     if depth.is_none() {
         if let Some(elided) = elide_old_tool_outputs(&state.items) {
+            effects.push(Effect::Warn(format!(
+                "{message}; compacting old tool outputs and asking again"
+            )));
             let how = Applied::elided(state, CompactionReason::Overflow);
             apply(state, elided, how, tokens_before, effects);
             return Next::Request;
         }
     }
     if depth != Some(CompactionDepth::Summarized) && !state.items.is_empty() {
+        effects.push(Effect::Warn(format!(
+            "{message}; summarizing the conversation and asking again"
+        )));
         begin_summary(state, CompactionReason::Overflow, None, tokens_before, true, effects);
         return Next::Wait;
     }
+    // Compaction cannot make the request fit: the turn fails with the
+    // provider's reason and what is left to do about it.
+    let message = format!(
+        "{message} (keel compacted the conversation and it still does not fit: the instructions, \
+         tools and the last messages alone are too long for this window; use a model or server \
+         with a larger context window, e.g. llama.cpp's --ctx-size / -c)"
+    );
     effects.push(Effect::Record(SessionEvent::ModelError { message }));
     Next::EndTurn(TurnOutcome::Failed)
 }

@@ -464,8 +464,18 @@ impl Session {
         while let Some(effect) = queue.pop_front() {
             let input = match effect {
                 Effect::Record(event) => {
-                    if let SessionEvent::ModelResponse { response, .. } = &event {
-                        tool_calls += response.tool_calls().count();
+                    match &event {
+                        SessionEvent::ModelResponse { response, .. } => {
+                            tool_calls += response.tool_calls().count();
+                        }
+                        // `step` records the error that fails the turn: a
+                        // failed request, or an overflow compaction could
+                        // not cure. Shown once, as it happens.
+                        SessionEvent::ModelError { message } => {
+                            self.sink.emit(RuntimeEvent::Error { message: message.clone() });
+                            error = Some(message.clone());
+                        }
+                        _ => {}
                     }
                     self.record(event, cancel).await?;
                     continue;
@@ -505,7 +515,7 @@ impl Session {
                     });
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
-                Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
+                Effect::CallModel(request) => self.call_model(&request, cancel).await,
                 Effect::Summarize { request, trigger, focus } => {
                     self.summarize(&request, trigger, focus, cancel).await?
                 }
@@ -570,21 +580,12 @@ impl Session {
         Ok(())
     }
 
-    async fn call_model(
-        &mut self,
-        request: &ModelRequest,
-        cancel: &CancellationToken,
-        error: &mut Option<String>,
-    ) -> Input {
+    async fn call_model(&mut self, request: &ModelRequest, cancel: &CancellationToken) -> Input {
         let window = super::model_client::Window {
             tokens: self.state.config().context_window,
             compact_threshold: self.state.config().compact_threshold,
         };
-        let (input, failure) = self.model.call(request, &mut self.sink, window, cancel).await;
-        if failure.is_some() {
-            *error = failure;
-        }
-        input
+        self.model.call(request, &mut self.sink, window, cancel).await
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied

@@ -65,15 +65,14 @@ impl ModelClient {
     }
 
     /// Asks the model for the turn's next step, streaming to `sink`; the
-    /// outcome as the loop's next input, and the error that fails the
-    /// turn, if one does.
+    /// outcome as the loop's next input.
     pub(super) async fn call(
         &mut self,
         request: &ModelRequest,
         sink: &mut Box<dyn EventSink>,
         window: Window,
         cancel: &CancellationToken,
-    ) -> (Input, Option<String>) {
+    ) -> Input {
         let mut forward = |event| sink.emit(stream_event(event));
         match self.llm.stream(request, &mut forward, cancel).await {
             Ok(response) => {
@@ -83,23 +82,18 @@ impl ModelClient {
                     tokio::task::spawn_blocking(crate::context::tokens::warm_up);
                 }
                 sink.emit(RuntimeEvent::ModelResponse(response.clone()));
-                (Input::ModelResponded(response), None)
+                Input::ModelResponded(response)
             }
-            Err(LlmError::Cancelled) => (Input::Interrupted, None),
+            Err(LlmError::Cancelled) => Input::Interrupted,
+            // What an overflow leads to (elide, summarize, give up) and what
+            // a failure is called is `step`'s to say: it words the warning,
+            // and the driver shows the `model_error` it records.
             Err(failure)
                 if matches!(failure.last_attempt(), LlmError::ContextLengthExceeded { .. }) =>
             {
-                let message = failure.to_string();
-                sink.emit(RuntimeEvent::Warning {
-                    message: format!("{message}; compacting old tool outputs and asking again"),
-                });
-                (Input::ContextOverflow { message }, None)
+                Input::ContextOverflow { message: failure.to_string() }
             }
-            Err(failure) => {
-                let message = failure.to_string();
-                sink.emit(RuntimeEvent::Error { message: message.clone() });
-                (Input::ModelFailed { message: message.clone() }, Some(message))
-            }
+            Err(failure) => Input::ModelFailed { message: failure.to_string() },
         }
     }
 }

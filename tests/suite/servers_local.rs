@@ -266,10 +266,21 @@ async fn an_empty_stream_is_re_sent_unstreamed_and_its_error_reported() {
     Mock::given(method("POST")).respond_with(Overflowing).mount(&server).await;
     let output = exec(&sandbox, &server, &["hello"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    // How the run ends after an overflow compaction cannot cure is the
-    // loop's (issue 33 item 3, compaction); pinned here: the user sees
-    // the server's own reason, not "stream ended before its completion".
+    // The user sees the server's own reason, not "stream ended before its
+    // completion"; and when compaction cannot make the request fit, the
+    // run ends failed with that reason as its error, not a warning that
+    // promises another try.
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("stream ended before"), "{stderr}");
+    let error = stderr.lines().find(|l| l.starts_with("error: ")).unwrap_or_else(|| {
+        panic!("the run ended with no error line: {stderr}");
+    });
+    assert!(error.contains("maximum context length is 2048"), "{error}");
+    assert!(error.contains("still does not fit"), "{error}");
+    assert!(
+        !stderr.lines().last().unwrap_or_default().contains("asking again"),
+        "the last word is a promise not kept: {stderr}"
+    );
     assert!(!stderr.contains("retrying"), "the same request closes the same way: {stderr}");
     assert!(
         stderr
@@ -357,4 +368,24 @@ fn stream_false_is_refused_where_keel_cannot_read_the_answer() {
             && stderr.contains("only from Chat Completions (openai-chat), not from `anthropic`"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn an_overflow_compaction_cannot_cure_is_the_result_s_error() {
+    let sandbox = Sandbox::new();
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(Overflowing).mount(&server).await;
+    let output = exec(&sandbox, &server, &["--json", "hello"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let result: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .unwrap_or_else(|| panic!("no result line: {stdout}"));
+    assert_eq!(result["status"], "failed", "{result}");
+    let error = result["error"].as_str().unwrap_or_else(|| panic!("no error: {result}"));
+    assert!(error.contains("maximum context length is 2048"), "{error}");
+    let errors = stdout.lines().filter(|l| l.contains(r#""type":"error""#)).count();
+    assert_eq!(errors, 1, "the error is shown once: {stdout}");
 }
