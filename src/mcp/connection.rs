@@ -32,6 +32,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 
 use super::McpError;
+use super::frame_cap::{FrameCap, Oversized};
 use super::http::McpHttpClient;
 use crate::config::mcp::{McpServerConfig, McpTransport};
 use crate::display::redact_urls;
@@ -44,8 +45,9 @@ use crate::tools::ToolContext;
 pub const MAX_PAGES: usize = 50;
 /// Tools (or prompts) of one server keel takes at most.
 pub const MAX_LISTED: usize = 500;
-/// The longest JSON-RPC message keel reads from a stdio server; anything
-/// longer is dropped (the call then times out), so memory stays bounded.
+/// The longest JSON-RPC message keel reads from a server; a stdio server
+/// that sends a longer one loses its connection (`frame_cap`), so memory
+/// stays bounded and the waiting call fails at once.
 pub const MAX_MESSAGE_BYTES: usize = 32 * 1024 * 1024;
 
 /// What a server told keel about itself.
@@ -121,6 +123,8 @@ pub struct Connection {
     process: Mutex<Option<ServerProcess>>,
     pub facts: ServerFacts,
     routes: ProgressRoutes,
+    /// Set when a stdio server's message passed [`MAX_MESSAGE_BYTES`].
+    oversized: Oversized,
 }
 
 impl Connection {
@@ -133,6 +137,7 @@ impl Connection {
     ) -> Result<Self, McpError> {
         let StdioPlace { workspace_root, env_filter, stderr_log } = stdio;
         let routes = handler.routes.clone();
+        let oversized = Oversized::default();
         let (service, process) = match &config.transport {
             McpTransport::Stdio { command, args, env, cwd } => {
                 let spec = ServerSpec {
@@ -150,6 +155,7 @@ impl Connection {
                 else {
                     return Err(McpError::Spawn { message: "no pipes to the server".to_owned() });
                 };
+                let stdout = FrameCap::new(stdout, MAX_MESSAGE_BYTES, oversized.clone());
                 let transport = AsyncRwTransport::new_client(stdout, stdin)
                     .with_max_line_length(MAX_MESSAGE_BYTES);
                 let service = match handler.serve(transport).await {
@@ -197,7 +203,7 @@ impl Connection {
             }
         };
         let facts = server_facts(&service)?;
-        Ok(Self { service, process: Mutex::new(process), facts, routes })
+        Ok(Self { service, process: Mutex::new(process), facts, routes, oversized })
     }
 
     /// Whether the connection is gone (the process exited, the transport
@@ -333,7 +339,12 @@ impl Connection {
         if let Ok(mut routes) = self.routes.lock() {
             routes.remove(&token);
         }
-        outcome
+        outcome.map_err(|error| match error {
+            McpError::Closed if self.oversized.happened() => {
+                McpError::MessageTooLarge { limit_mib: MAX_MESSAGE_BYTES / (1024 * 1024) }
+            }
+            other => other,
+        })
     }
 
     /// Ends the connection: the service loop stops, and a stdio server's

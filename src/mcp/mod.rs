@@ -74,6 +74,7 @@
 
 pub mod connection;
 pub mod content;
+mod frame_cap;
 pub mod http;
 pub mod hub;
 pub mod naming;
@@ -107,6 +108,11 @@ pub enum McpError {
     Timeout { what: String, timeout: Duration },
     #[error("the server closed the connection (it may have crashed)")]
     Closed,
+    #[error(
+        "the server sent a message longer than {limit_mib} MiB; keel closed the connection \
+         (it starts the server again at the next call)"
+    )]
+    MessageTooLarge { limit_mib: usize },
     #[error("cancelled by the user")]
     Cancelled,
     #[error("the server is not running ({reason}); keel starts it again {retry}")]
@@ -125,7 +131,7 @@ impl McpError {
             | McpError::Closed
             | McpError::Unavailable { .. }
             | McpError::UnknownServer(_) => "server_unavailable",
-            McpError::Protocol { .. } => "protocol_error",
+            McpError::Protocol { .. } | McpError::MessageTooLarge { .. } => "protocol_error",
             McpError::Server { .. } => "server_error",
             McpError::Timeout { .. } => "timeout",
             McpError::Cancelled => "cancelled",

@@ -291,6 +291,31 @@ async fn a_10_mb_result_is_cut_like_shell_output() {
 }
 
 #[tokio::test]
+async fn a_message_past_the_cap_fails_the_call_at_once_and_says_why() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let record = sandbox.home.join("giant.jsonl");
+    // A long timeout: the call must end because of the message, not the
+    // clock (before, rmcp dropped the line and the call waited it out).
+    write_config(
+        &sandbox,
+        &fault_table("giant", &python, "giant", &record, "tool_timeout_sec = 120"),
+    );
+    let model = scripted_model(
+        Wire::Chat,
+        &[calls(&[("mcp__giant__echo", json!({"text": "x"}))]), Step::Answer("ok".into())],
+    )
+    .await;
+    let output = exec(&sandbox, &model, &["--yolo"], "go");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output.stdout);
+    let result = &item(&lines, "mcp__giant__echo")["item"];
+    let text = result["output"].as_str().unwrap();
+    assert!(text.contains("longer than 32 MiB"), "{text}");
+    assert!(!text.contains("no answer"), "{text}");
+}
+
+#[tokio::test]
 async fn invalid_json_from_a_server_ends_the_call_at_its_timeout_with_a_clear_error() {
     let Some(python) = python() else { return };
     let sandbox = Sandbox::new();
