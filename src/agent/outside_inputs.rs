@@ -16,6 +16,7 @@
 use crate::protocol::{SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec};
 
 use super::apply::emit;
+use super::deferred;
 use super::record::record_result;
 use super::state::{LoopState, ToolScope};
 use super::step_io::{Effect, SubagentDone, SubagentOpened};
@@ -94,25 +95,43 @@ pub(super) fn environment_read(state: &mut LoopState, environment: String) {
 /// The tools named in `replaced` give way to `offered` (an MCP server's
 /// tools, once it is ready or when its list changes; a subagent's share of
 /// its parent's); with a `reason`, the change is recorded. A loop narrowed
-/// to a scope (a subagent's) is never offered a tool outside it.
+/// to a scope (a subagent's) is never offered a tool outside it. With
+/// `defer`, the offered tools are kept out of the request and reached
+/// through `mcp_search`/`mcp_call` (`agent::deferred`).
 pub(super) fn offer_tools(
     state: &mut LoopState,
     replaced: &[String],
     mut offered: Vec<(ToolSpec, ToolClass)>,
     reason: Option<String>,
+    defer: bool,
     effects: &mut Vec<Effect>,
 ) {
+    let mut kept_out: Vec<ToolSpec> = (state.deferred_mcp().iter())
+        .filter(|spec| !replaced.contains(&spec.name))
+        .cloned()
+        .collect();
     let config = &mut state.config;
     if let Some(scope) = &config.tool_scope {
         offered.retain(|(spec, _)| scope.allows(&spec.name));
     }
-    config.tools.retain(|spec| !replaced.contains(&spec.name));
+    config
+        .tools
+        .retain(|spec| !replaced.contains(&spec.name) && !deferred::is_deferral_tool(&spec.name));
     config.tool_classes.retain(|name, _| !replaced.contains(name));
     let names: Vec<String> = offered.iter().map(|(spec, _)| spec.name.clone()).collect();
     for (spec, class) in offered {
         config.tool_classes.insert(spec.name.clone(), class);
-        config.tools.push(spec);
+        if defer {
+            kept_out.push(spec);
+        } else {
+            config.tools.push(spec);
+        }
     }
+    // The two tools in their place come last, where the MCP tools would.
+    if !kept_out.is_empty() {
+        config.tools.extend(deferred::specs(&kept_out));
+    }
+    state.set_deferred_mcp(kept_out);
     if let Some(reason) = reason {
         let added = names.iter().filter(|name| !replaced.contains(name)).cloned().collect();
         let removed = replaced.iter().filter(|name| !names.contains(name)).cloned().collect();
@@ -146,6 +165,7 @@ mod tests {
             replaced: Vec::new(),
             offered: vec![spec("mcp__a__x"), spec("mcp__a__y")],
             reason: None,
+            defer: false,
         };
         assert!(step(&mut state, first).is_empty(), "a server ready at the start: no line");
         assert_eq!(state.config.tools.len(), builtin + 2);
@@ -153,6 +173,7 @@ mod tests {
             replaced: vec!["mcp__a__x".into(), "mcp__a__y".into()],
             offered: vec![spec("mcp__a__y"), spec("mcp__a__z")],
             reason: Some("an MCP server's tool list changed".into()),
+            defer: false,
         };
         let effects = step(&mut state, changed);
         assert_eq!(
@@ -182,6 +203,7 @@ mod tests {
             replaced: Vec::new(),
             offered: vec![spec("mcp__a__read"), spec("mcp__a__write")],
             reason: None,
+            defer: false,
         };
         assert!(step(&mut state, offer).is_empty());
         let names: Vec<&str> = state.config.tools[builtin..].iter().map(|s| &*s.name).collect();

@@ -178,7 +178,8 @@ impl Rebuilder {
                 self.state.apply(&record.event);
             }
             SessionEvent::ModelResponse { ref response, .. } => {
-                self.calls.asked(response.tool_calls().cloned());
+                let state = &self.state;
+                self.calls.asked(response.tool_calls().map(|call| state.real_call(call)));
                 self.state.apply(&record.event);
                 for (call, result, meta) in self.calls.take_matched_early() {
                     self.answer(&call, result, meta);

@@ -209,6 +209,8 @@ pub struct LoopState {
     /// What this session's subagents spent (`subagent_finished`), counted
     /// against the spend limits.
     pub(super) delegated: Delegated,
+    /// MCP tools kept out of the request ([`LoopState::deferred_mcp`]).
+    pub(super) deferred_mcp: Vec<ToolSpec>,
 }
 
 /// How far the history was compacted within one step.
@@ -256,7 +258,31 @@ impl LoopState {
             process_notes: Vec::new(),
             turn_scope: None,
             delegated: Delegated::default(),
+            deferred_mcp: Vec::new(),
         }
+    }
+
+    /// The MCP tools offered through `mcp_search`/`mcp_call` rather than
+    /// in the request (`agent::deferred`); their classes are in
+    /// `config.tool_classes` like every offered tool's.
+    pub fn deferred_mcp(&self) -> &[ToolSpec] {
+        &self.deferred_mcp
+    }
+
+    /// The call `call` stands for: an `mcp_call` of a deferred tool is that
+    /// tool's call (`agent::deferred`); any other call is itself.
+    pub fn real_call(&self, call: &ToolCall) -> ToolCall {
+        super::deferred::unwrap(call, &self.deferred_mcp)
+    }
+
+    /// Every tool a call may reach: those in the request and the deferred
+    /// MCP tools behind `mcp_call`.
+    pub fn callable_tools(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.config.tools.iter().chain(&self.deferred_mcp)
+    }
+
+    pub(super) fn set_deferred_mcp(&mut self, specs: Vec<ToolSpec>) {
+        self.deferred_mcp = specs;
     }
 
     /// Requests from here on go to `model` ([`LoopConfig::switch_model`]);

@@ -24,6 +24,7 @@ use super::budget;
 use super::call_checks;
 use super::compaction;
 use super::decisions;
+use super::deferred;
 use super::harness::{self, HarnessOutcome};
 use super::next::Next;
 use super::outside_inputs;
@@ -160,8 +161,8 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             outside_inputs::hook_context(state, context);
             Next::Wait
         }
-        (any_phase!(), Input::ToolsOffered { replaced, offered, reason }) => {
-            outside_inputs::offer_tools(state, &replaced, offered, reason, effects);
+        (any_phase!(), Input::ToolsOffered { replaced, offered, reason, defer }) => {
+            outside_inputs::offer_tools(state, &replaced, offered, reason, defer, effects);
             Next::Wait
         }
         (LoopPhase::Idle, Input::ReviewWaitingPlan { approved, feedback }) => {
@@ -303,7 +304,9 @@ fn send_request(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
 fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec<Effect>) -> Next {
     let estimated = budget::estimate_unreported(state, &response, effects);
     let cost_usd = state.config.pricing.cost_usd(&response.usage);
-    let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
+    // Judged, run and logged by their real names; the history keeps the
+    // model's own `mcp_call` (see `deferred`).
+    let calls: Vec<ToolCall> = response.tool_calls().map(|call| state.real_call(call)).collect();
     let cut = response.stop_reason == StopReason::MaxTokens;
     let event = SessionEvent::ModelResponse {
         step: state.step,
@@ -343,6 +346,13 @@ pub(super) fn batches(
     let mut batches = Vec::new();
     let mut judged = Vec::new();
     for call in calls {
+        // Answered by the loop over what it was offered; what `mcp_call`
+        // stands for was unwrapped already and is judged below.
+        if deferred::is_deferral_tool(&call.name) {
+            batches.extend(schedule(std::mem::take(&mut judged)));
+            batches.push(Batch::Harness { call });
+            continue;
+        }
         if let Some(reason) = state.scope_refusal(&call.name) {
             effects.push(Effect::Record(SessionEvent::PolicyDecision {
                 call_id: call.call_id.clone(),
@@ -473,6 +483,11 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
 /// Answers the harness call at the front of `pending`, unless its plan
 /// must be saved first (then the loop waits).
 fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> Next {
+    if deferred::is_deferral_tool(&call.name) {
+        let result = deferred::answer(&call, state.deferred_mcp());
+        let outcome = HarnessOutcome::Answered { events: Vec::new(), result };
+        return finish_harness(state, call, outcome, effects);
+    }
     let outcome = harness::answer(&mut state.workflow, &call);
     match decisions::save_plan_first(state, &call, outcome, effects) {
         Some(outcome) => finish_harness(state, call, outcome, effects),

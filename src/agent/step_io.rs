@@ -165,6 +165,8 @@ pub enum Input {
         replaced: Vec<String>,
         offered: Vec<(ToolSpec, ToolClass)>,
         reason: Option<String>,
+        /// Offer `mcp_search`/`mcp_call` in their place (`agent::deferred`).
+        defer: bool,
     },
     /// Results of an [`Effect::RunBatch`], with metadata, in call order.
     BatchFinished {

@@ -354,6 +354,7 @@ pub fn definable_tools() -> impl Iterator<Item = &'static ToolInfo> {
     tool_facts::BUILTIN
         .into_iter()
         .filter(|info| HarnessTool::parse(info.name).is_none() && info.name != names::AGENT)
+        .filter(|info| !tool_facts::DEFERRAL_TOOLS.contains(&info.name))
 }
 
 /// keel's names for the listed tools, in order, once each; the names keel

@@ -76,6 +76,10 @@ pub struct ToolsFile {
     /// `both`; `super::EditTools`).
     #[serde(default, deserialize_with = "validate::edit_tools")]
     pub edit: Option<super::EditTools>,
+    /// When MCP tools are kept out of the request behind `mcp_search`
+    /// (`auto`, `always`, `never`; `agent::DeferMcp`).
+    #[serde(default, deserialize_with = "validate::defer_mcp")]
+    pub defer_mcp: Option<crate::agent::DeferMcp>,
 }
 
 /// The `[undo]` table: size caps of checkpoints.
@@ -270,9 +274,10 @@ impl ConfigFile {
             agents,
             tools,
         } = other;
-        if let Some(ToolsFile { edit }) = tools {
+        if let Some(ToolsFile { edit, defer_mcp }) = tools {
             let mine = self.tools.get_or_insert_with(ToolsFile::default);
             mine.edit = edit.or(mine.edit);
+            mine.defer_mcp = defer_mcp.or(mine.defer_mcp);
         }
         self.default_mode = default_mode.or(self.default_mode);
         if let Some(limits) = limits {

@@ -94,6 +94,8 @@ pub struct Settings {
     pub agents: AgentSettings,
     /// `[tools] edit`, resolved for the provider and model (never `Auto`).
     pub edit_tools: super::EditTools,
+    /// `[tools] defer_mcp`: when MCP tools wait behind `mcp_search`.
+    pub defer_mcp: crate::agent::DeferMcp,
 }
 
 /// The resolved `[undo]` table.
@@ -463,6 +465,7 @@ pub fn resolve(
         mcp: super::mcp::McpSettings::default(),
         undo: undo_settings(merged.undo),
         agents: agent_settings(merged.agents),
+        defer_mcp: merged.tools.as_ref().and_then(|tools| tools.defer_mcp).unwrap_or_default(),
         edit_tools: merged
             .tools
             .and_then(|tools| tools.edit)

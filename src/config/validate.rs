@@ -304,6 +304,21 @@ pub(super) fn hooks<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Tabl
     Ok(Some(table))
 }
 
+pub(super) fn defer_mcp<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::agent::DeferMcp>, D::Error> {
+    let value = String::deserialize(d)?;
+    crate::agent::DeferMcp::parse(&value).map(Some).ok_or_else(|| {
+        let names: Vec<String> =
+            crate::agent::DeferMcp::NAMES.iter().map(|name| format!("\"{name}\"")).collect();
+        D::Error::custom(format!(
+            "tools.defer_mcp is \"{value}\"; it must be one of {} (when MCP tools are kept \
+             out of the request behind mcp_search)",
+            names.join(", ")
+        ))
+    })
+}
+
 pub(super) fn edit_tools<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<super::EditTools>, D::Error> {

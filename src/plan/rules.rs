@@ -27,12 +27,14 @@ pub fn tool_kind(tool: &str) -> ToolKind {
 /// tools, MCP ones included, count as writes). `agent` is admitted as a
 /// read but not listed: delegating is no phase's work of its own; nor are
 /// the background-process tools, which go with `shell` (what `shell`
-/// started is read, fed and stopped through them).
+/// started is read, fed and stopped through them), nor `mcp_search` and
+/// `mcp_call`, which go with the MCP tools.
 pub fn tools_of_kind(kind: ToolKind) -> impl Iterator<Item = &'static str> {
     tool_facts::BUILTIN
         .into_iter()
         .filter(move |info| info.kind == kind && info.name != tool_facts::names::AGENT)
         .filter(|info| !tool_facts::PROCESS_TOOLS.contains(&info.name))
+        .filter(|info| !tool_facts::DEFERRAL_TOOLS.contains(&info.name))
         .map(|info| info.name)
 }
 

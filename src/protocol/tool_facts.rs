@@ -48,6 +48,8 @@ pub mod names {
     pub const SET_PHASE: &str = "set_phase";
     pub const SUBMIT_PLAN: &str = "submit_plan";
     pub const TODO_WRITE: &str = "todo_write";
+    pub const MCP_SEARCH: &str = "mcp_search";
+    pub const MCP_CALL: &str = "mcp_call";
 }
 
 /// The kind of tool, as phase rules name them.
@@ -257,10 +259,15 @@ pub const SET_PHASE: ToolInfo = info(names::SET_PHASE, ToolKind::Phase, ReadOnly
 pub const SUBMIT_PLAN: ToolInfo = info(names::SUBMIT_PLAN, ToolKind::Plan, ReadOnly, &[], &[]);
 pub const TODO_WRITE: ToolInfo =
     info(names::TODO_WRITE, ToolKind::Tasks, ReadOnly, &["TodoWrite"], &[]);
+/// Offered in place of deferred MCP tools (`agent::deferred`): a search
+/// over their definitions, and the call of one by name, judged as that
+/// tool once `step` unwraps it (so its own class never decides anything).
+pub const MCP_SEARCH: ToolInfo = info(names::MCP_SEARCH, ToolKind::Read, ReadOnly, &[], &[]);
+pub const MCP_CALL: ToolInfo = info(names::MCP_CALL, ToolKind::Read, ReadOnly, &[], &[]);
 
 /// Every built-in tool, in the order messages list them (a phase's allowed
 /// tools); the registry offers its tools in its own order.
-pub const BUILTIN: [&ToolInfo; 17] = [
+pub const BUILTIN: [&ToolInfo; 19] = [
     &READ_FILE,
     &LIST_DIR,
     &GLOB,
@@ -278,12 +285,19 @@ pub const BUILTIN: [&ToolInfo; 17] = [
     &SUBMIT_PLAN,
     &TODO_WRITE,
     &SET_PHASE,
+    &MCP_SEARCH,
+    &MCP_CALL,
 ];
 
 /// The tools that act on the background processes `shell` starts: a
 /// definition or phase that has `shell` has them, one without it has not.
 pub const PROCESS_TOOLS: [&str; 3] =
     [names::PROCESS_OUTPUT, names::PROCESS_WRITE, names::PROCESS_STOP];
+
+/// The tools offered in place of deferred MCP tools (`agent::deferred`):
+/// they go with the MCP tools, so no phase lists them and no agent
+/// definition names them (naming an MCP tool or server is enough).
+pub const DEFERRAL_TOOLS: [&str; 2] = [names::MCP_SEARCH, names::MCP_CALL];
 
 /// The built-in tool called `name` (keel's name), if there is one.
 pub fn builtin(name: &str) -> Option<&'static ToolInfo> {

@@ -176,6 +176,7 @@ impl Session {
                     replaced: Vec::new(),
                     offered: vec![tool],
                     reason: Some("memory notes appeared".to_owned()),
+                    defer: false,
                 })?;
             }
             prefix_sections(&self.settings, &found)

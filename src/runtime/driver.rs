@@ -650,7 +650,7 @@ impl Session {
             .iter()
             .rev()
             .find_map(|item| match item {
-                Item::ToolCall(call) if call.call_id == call_id => Some(call.clone()),
+                Item::ToolCall(call) if call.call_id == call_id => Some(self.state.real_call(call)),
                 Item::User { .. }
                 | Item::Assistant { .. }
                 | Item::Reasoning(_)

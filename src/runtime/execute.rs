@@ -50,7 +50,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Vec<(ToolResult, ToolMeta)>, RuntimeError> {
         let (progress, mut progress_events) = tokio::sync::mpsc::unbounded_channel();
-        let offered = self.state.config().tools.iter().map(|spec| spec.name.clone()).collect();
+        let offered = self.state.callable_tools().map(|spec| spec.name.clone()).collect();
         let ctx = self
             .tools
             .context(&self.workspace_root, &self.cwd, cancel, concurrent)

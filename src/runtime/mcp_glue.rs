@@ -144,24 +144,30 @@ impl Session {
         reason: Option<&str>,
     ) -> Result<(), RuntimeError> {
         let replaced: Vec<String> = (self.state.config().tools.iter())
+            .chain(self.state.deferred_mcp())
             .filter(|spec| is_mcp_tool(&spec.name))
             .map(|spec| spec.name.clone())
             .collect();
-        let offered = defs
+        let specs: Vec<ToolSpec> = defs
             .iter()
-            .map(|def| {
-                let spec = ToolSpec {
-                    name: def.name.clone(),
-                    description: def.description.clone(),
-                    parameters: def.parameters.clone(),
-                };
+            .map(|def| ToolSpec {
+                name: def.name.clone(),
+                description: def.description.clone(),
+                parameters: def.parameters.clone(),
+            })
+            .collect();
+        // Deferred when their definitions would crowd the request
+        // (`[tools] defer_mcp`, `agent::deferred`).
+        let defer = self.settings.defer_mcp.defers(&specs);
+        let offered = (specs.into_iter().zip(&defs))
+            .map(|(spec, def)| {
                 let class = if def.read_only { ToolClass::ReadOnly } else { ToolClass::Mutating };
                 (spec, class)
             })
             .collect();
         let reason = reason.map(str::to_owned);
         let changed = reason.clone();
-        self.apply_outside_loop(Input::ToolsOffered { replaced, offered, reason })?;
+        self.apply_outside_loop(Input::ToolsOffered { replaced, offered, reason, defer })?;
         if let Some(reason) = changed {
             self.sink.emit(RuntimeEvent::Warning {
                 message: format!("{reason}: the model sees the new tool list from now on"),

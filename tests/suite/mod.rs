@@ -28,6 +28,7 @@ mod keel_home_private;
 mod large_repo;
 mod layers;
 mod limits_e2e;
+mod mcp_deferred;
 mod mcp_faults;
 mod mcp_http;
 mod mcp_lifetime;

@@ -1,0 +1,323 @@
+//! Deferred MCP tools (issue 42): when the MCP servers offer more tool
+//! definitions than a request should carry, the model is offered two small
+//! tools instead, `mcp_search` (find tools by words; the result shows each
+//! match's input schema) and `mcp_call` (call one by name), and the real
+//! definitions stay out of the request prefix.
+//!
+//! Why this shape: revealing a tool by adding it to the request's tool
+//! list rewrites the prefix, and the provider's cache of everything after
+//! it is lost. Here a revealed schema arrives as a tool result, appended
+//! to the history like any other, so the prefix never changes.
+//!
+//! Invariants:
+//! - a call is judged, run, logged and hooked by its real name: `step`
+//!   turns `mcp_call {tool, arguments}` into the call of `tool` ([`unwrap`])
+//!   before policy sees it; the history keeps the model's own call, so the
+//!   next request sends back what the model wrote;
+//! - an `mcp_call` of a tool that is not offered is answered with an error
+//!   naming `mcp_search`, never run;
+//! - pure: the search is over the specs the loop was offered.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::protocol::tool_facts::names;
+use crate::protocol::{MCP_PREFIX, ToolCall, ToolResult, ToolSpec};
+
+/// When the MCP tools are deferred (`[tools] defer_mcp`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeferMcp {
+    /// When their definitions pass [`AUTO_DEFER_BYTES`].
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl DeferMcp {
+    /// The values as written in the config file.
+    pub const NAMES: [&'static str; 3] = ["auto", "always", "never"];
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "auto" => Some(Self::Auto),
+            "always" => Some(Self::Always),
+            "never" => Some(Self::Never),
+            _ => None,
+        }
+    }
+
+    /// Whether `offered` is deferred under this setting.
+    pub fn defers(self, offered: &[ToolSpec]) -> bool {
+        match self {
+            Self::Never => false,
+            Self::Always => !offered.is_empty(),
+            Self::Auto => definition_bytes(offered) > AUTO_DEFER_BYTES,
+        }
+    }
+}
+
+/// Definitions past this many bytes (about 2 500 tokens: a server or two
+/// of ordinary size stay in the prefix) are deferred under `auto`.
+pub const AUTO_DEFER_BYTES: usize = 10 * 1024;
+
+/// Matches `mcp_search` shows at most (each with its schema).
+const MAX_MATCHES: usize = 8;
+
+fn definition_bytes(specs: &[ToolSpec]) -> usize {
+    specs
+        .iter()
+        .map(|spec| spec.name.len() + spec.description.len() + spec.parameters.to_string().len())
+        .sum()
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct SearchArgs {
+    /// Words to look for in the tools' names and descriptions, or a
+    /// server's name (`github`) to list its tools.
+    query: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct CallArgs {
+    /// The tool's full name, as `mcp_search` shows it (`mcp__server__tool`).
+    tool: String,
+    /// Its arguments, as its input schema describes them.
+    #[serde(default)]
+    arguments: Option<serde_json::Value>,
+}
+
+/// The two tools offered in place of `deferred` (in this order). Their
+/// text names the servers and how many tools each has, so the model knows
+/// what is there to search; it changes only when the tool list does.
+pub fn specs(deferred: &[ToolSpec]) -> [ToolSpec; 2] {
+    let servers = servers(deferred);
+    let listed: Vec<String> =
+        servers.iter().map(|(server, count)| format!("{server} ({count})")).collect();
+    let search = format!(
+        "Find tools of the MCP servers connected to this session: {}. Returns the matching \
+         tools' names, descriptions and input schemas; call one with mcp_call.",
+        listed.join(", ")
+    );
+    let call = "Call an MCP tool that mcp_search showed, by its full name, with its arguments.";
+    [
+        ToolSpec::typed::<SearchArgs>(names::MCP_SEARCH, &search),
+        ToolSpec::typed::<CallArgs>(names::MCP_CALL, call),
+    ]
+}
+
+/// Each server's name and tool count, in the order the tools came.
+fn servers(specs: &[ToolSpec]) -> Vec<(&str, usize)> {
+    let mut servers: Vec<(&str, usize)> = Vec::new();
+    for spec in specs {
+        let server = server_of(&spec.name);
+        match servers.iter_mut().find(|(name, _)| *name == server) {
+            Some((_, count)) => *count += 1,
+            None => servers.push((server, 1)),
+        }
+    }
+    servers
+}
+
+fn server_of(name: &str) -> &str {
+    let rest = name.strip_prefix(MCP_PREFIX).unwrap_or(name);
+    rest.split_once("__").map_or(rest, |(server, _)| server)
+}
+
+/// `call` as the call it stands for: an `mcp_call` of an offered tool
+/// becomes that tool's call (same id, its own arguments); anything else
+/// is returned unchanged.
+pub fn unwrap(call: &ToolCall, deferred: &[ToolSpec]) -> ToolCall {
+    if call.name != names::MCP_CALL {
+        return call.clone();
+    }
+    let Ok(args) = serde_json::from_str::<CallArgs>(&call.arguments) else {
+        return call.clone();
+    };
+    if !deferred.iter().any(|spec| spec.name == args.tool) {
+        return call.clone();
+    }
+    let arguments = match args.arguments {
+        Some(serde_json::Value::String(text)) => text,
+        Some(value) => value.to_string(),
+        None => "{}".to_owned(),
+    };
+    ToolCall { name: args.tool, arguments, ..call.clone() }
+}
+
+/// Whether `name` is one of the two tools this module answers.
+pub fn is_deferral_tool(name: &str) -> bool {
+    crate::protocol::tool_facts::DEFERRAL_TOOLS.contains(&name)
+}
+
+/// The answer to `mcp_search`, or to an `mcp_call` [`unwrap`] left as it
+/// was (its tool is not offered, or its arguments do not parse).
+pub fn answer(call: &ToolCall, deferred: &[ToolSpec]) -> ToolResult {
+    let id = call.call_id.as_str();
+    if call.name == names::MCP_CALL {
+        let text = match serde_json::from_str::<CallArgs>(&call.arguments) {
+            Err(error) => format!("invalid mcp_call arguments: {error}"),
+            Ok(args) => format!(
+                "no MCP tool `{}` is offered in this session; mcp_search finds the tools there \
+                 are",
+                args.tool
+            ),
+        };
+        return ToolResult::error(id, text);
+    }
+    match serde_json::from_str::<SearchArgs>(&call.arguments) {
+        Err(error) => ToolResult::error(id, format!("invalid mcp_search arguments: {error}")),
+        Ok(args) => ToolResult::ok(id, search(&args.query, deferred)),
+    }
+}
+
+/// The tools best matching `query`: a server's name lists its tools;
+/// otherwise each tool scores by the query's words found in its name
+/// (twice) and description.
+fn search(query: &str, deferred: &[ToolSpec]) -> String {
+    let words: Vec<String> =
+        query.split_whitespace().map(str::to_lowercase).filter(|w| !w.is_empty()).collect();
+    let mut scored: Vec<(usize, &ToolSpec)> = deferred
+        .iter()
+        .filter_map(|spec| {
+            let name = spec.name.to_lowercase();
+            let description = spec.description.to_lowercase();
+            let server = server_of(&name);
+            let score: usize = words
+                .iter()
+                .map(|word| {
+                    usize::from(server == word) * 3
+                        + usize::from(name.contains(word.as_str())) * 2
+                        + usize::from(description.contains(word.as_str()))
+                })
+                .sum();
+            (score > 0).then_some((score, spec))
+        })
+        .collect();
+    // Best first; equal scores keep the servers' order.
+    scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
+    if scored.is_empty() {
+        let listed: Vec<String> = servers(deferred)
+            .iter()
+            .map(|(server, count)| format!("{server} ({count} tools)"))
+            .collect();
+        return format!(
+            "No MCP tool matches `{query}`. Servers: {}. Search other words, or a server's name \
+             to list its tools.",
+            listed.join(", ")
+        );
+    }
+    let total = scored.len();
+    let mut text = String::new();
+    for (_, spec) in scored.iter().take(MAX_MATCHES) {
+        text.push_str(&format!(
+            "{}\n{}\ninput schema: {}\n\n",
+            spec.name,
+            spec.description.trim(),
+            spec.parameters
+        ));
+    }
+    if total > MAX_MATCHES {
+        text.push_str(&format!(
+            "{} more match; narrow the words to see them.\n",
+            total - MAX_MATCHES
+        ));
+    }
+    text.push_str("Call one with mcp_call {\"tool\": NAME, \"arguments\": {…}}.");
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        }
+    }
+
+    fn call(name: &str, arguments: serde_json::Value) -> ToolCall {
+        ToolCall {
+            call_id: "c1".into(),
+            name: name.into(),
+            arguments: arguments.to_string(),
+            item_id: None,
+            provider_data: None,
+        }
+    }
+
+    fn offered() -> Vec<ToolSpec> {
+        vec![
+            tool("mcp__github__create_issue", "Open an issue in a repository"),
+            tool("mcp__github__list_pulls", "List pull requests"),
+            tool("mcp__time__now", "The current time in a time zone"),
+        ]
+    }
+
+    #[test]
+    fn auto_defers_only_past_the_threshold() {
+        assert!(!DeferMcp::Auto.defers(&offered()));
+        let many: Vec<ToolSpec> =
+            (0..200).map(|i| tool(&format!("mcp__s__t{i}"), "a tool that does things")).collect();
+        assert!(DeferMcp::Auto.defers(&many));
+        assert!(!DeferMcp::Never.defers(&many));
+        assert!(DeferMcp::Always.defers(&offered()));
+        assert!(!DeferMcp::Always.defers(&[]));
+    }
+
+    #[test]
+    fn an_mcp_call_of_an_offered_tool_becomes_that_tool_s_call() {
+        let wrapped =
+            call("mcp_call", json!({"tool": "mcp__time__now", "arguments": {"tz": "UTC"}}));
+        let real = unwrap(&wrapped, &offered());
+        assert_eq!(real.name, "mcp__time__now");
+        assert_eq!(real.call_id, "c1");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&real.arguments).unwrap(),
+            json!({"tz": "UTC"})
+        );
+        // Arguments given as a JSON string are passed as that string.
+        let texted = call("mcp_call", json!({"tool": "mcp__time__now", "arguments": "{\"tz\":1}"}));
+        assert_eq!(unwrap(&texted, &offered()).arguments, "{\"tz\":1}");
+    }
+
+    #[test]
+    fn an_mcp_call_of_anything_else_stays_and_is_answered_with_an_error() {
+        for arguments in
+            [json!({"tool": "shell", "arguments": {"command": "rm -rf ~"}}), json!({"x": 1})]
+        {
+            let wrapped = call("mcp_call", arguments);
+            let kept = unwrap(&wrapped, &offered());
+            assert_eq!(kept, wrapped, "a built-in tool is never reached through mcp_call");
+            let result = answer(&kept, &offered());
+            assert!(result.is_error, "{result:?}");
+        }
+    }
+
+    #[test]
+    fn search_finds_by_words_and_by_server_and_shows_the_schema() {
+        let found = answer(&call("mcp_search", json!({"query": "issue"})), &offered());
+        assert!(found.output.starts_with("mcp__github__create_issue\n"), "{}", found.output);
+        assert!(found.output.contains("input schema: {"), "{}", found.output);
+        assert!(!found.output.contains("mcp__time__now"), "{}", found.output);
+        let listed = answer(&call("mcp_search", json!({"query": "github"})), &offered());
+        assert!(listed.output.contains("list_pulls") && listed.output.contains("create_issue"));
+        let none = answer(&call("mcp_search", json!({"query": "weather"})), &offered());
+        assert!(none.output.contains("github (2 tools), time (1 tools)"), "{}", none.output);
+    }
+
+    #[test]
+    fn the_offered_specs_name_the_servers_and_stay_small() {
+        let many: Vec<ToolSpec> =
+            (0..200).map(|i| tool(&format!("mcp__s{}__t{i}", i % 4), "a tool")).collect();
+        let specs = specs(&many);
+        assert!(specs[0].description.contains("s0 (50), s1 (50), s2 (50), s3 (50)"));
+        let bytes = serde_json::to_string(&specs).unwrap().len();
+        assert!(bytes < 1200, "{bytes}");
+    }
+}
