@@ -71,6 +71,7 @@
 //! expand to gigabytes, and a clone's skills and memory notes are read before trust).
 
 pub mod compact;
+pub mod ledger;
 pub mod frontmatter;
 pub mod memory;
 pub mod models;
