@@ -75,6 +75,7 @@ pub mod ledger;
 pub mod frontmatter;
 pub mod memory;
 pub mod models;
+pub mod stats;
 pub mod summary;
 pub mod tokens;
 

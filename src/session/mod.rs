@@ -17,7 +17,8 @@
 //! poisoned after a failed write; test fault hooks in `faults.rs`), `lock.rs` (the one-writer
 //! lock), `reader.rs` (streaming and tolerant: unreadable lines handed to the caller in place, many
 //! summed up in one warning), `list.rs` (listing and lookup, live sessions marked), `hash.rs`
-//! (content hashes).
+//! (content hashes), `stats_index.rs` (`$KEEL_HOME/stats-index.jsonl`: each log's
+//! `context::stats::SessionStats`, read again only when the log changed).
 
 mod faults;
 #[cfg(test)]
@@ -26,6 +27,7 @@ mod hash;
 mod list;
 mod lock;
 mod reader;
+mod stats_index;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +40,7 @@ pub use list::{
 };
 pub use lock::{LockHolder, SessionLock, holder as lock_holder};
 pub use reader::{LogContents, LogEntry, ReadReport, for_each_entry, for_each_record, read_log};
+pub use stats_index::{INDEX_FILE, Indexed, session_stats};
 pub use writer::SessionLog;
 
 /// Why a log could not be written or read.
