@@ -86,7 +86,7 @@ fn write_log(path: &Path, id: &str, n: usize) -> Result<u64, Box<dyn std::error:
         session_id: id.into(),
         cwd: format!("/work/project-{}", n % 7),
         provider: "openai".into(),
-        model: if n % 3 == 0 { "gpt-5-mini" } else { "gpt-5" }.into(),
+        model: if n.is_multiple_of(3) { "gpt-5-mini" } else { "gpt-5" }.into(),
         keel_version: "0.1.0".into(),
         git_head: None,
         mode: Some(keel::protocol::ApprovalMode::Ask),

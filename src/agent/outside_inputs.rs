@@ -170,7 +170,10 @@ mod tests {
                 reason: "an MCP server's tool list changed".into(),
                 added: vec!["mcp__a__z".into()],
                 removed: vec!["mcp__a__x".into()],
-                tool_bytes: crate::protocol::spec_bytes([&spec("mcp__a__y").0, &spec("mcp__a__z").0]),
+                tool_bytes: crate::protocol::spec_bytes([
+                    &spec("mcp__a__y").0,
+                    &spec("mcp__a__z").0
+                ]),
             })]
         );
         let names: Vec<&str> = state.config.tools.iter().map(|s| s.name.as_str()).collect();

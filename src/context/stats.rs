@@ -205,7 +205,10 @@ pub struct Report {
 impl Report {
     /// Sums `sessions`, those started before `since` (a `YYYY-MM-DD`
     /// prefix of RFC 3339) left out.
-    pub fn of<'a>(sessions: impl IntoIterator<Item = &'a SessionStats>, since: Option<&str>) -> Self {
+    pub fn of<'a>(
+        sessions: impl IntoIterator<Item = &'a SessionStats>,
+        since: Option<&str>,
+    ) -> Self {
         let mut report = Report { since: since.map(str::to_owned), ..Report::default() };
         for session in sessions {
             if since.is_some_and(|day| session.started.as_str() < day) {

@@ -39,7 +39,7 @@
 //! | `internal_error` | runtime | a bug caught at the tool or hook boundary (a panic): which tool or hook, the call, the message; the call got an error result |
 //! | `hook_ran` | runtime | one hook run or skip: event, command, source, duration, exit code, decision, reason, error, refused loosening |
 //! | `mcp_server_status` | runtime | an MCP server's status (`ready`, `failed`, …), once at the first request, then per change |
-//! | `tools_changed` | runtime | the tool list changed at a turn boundary (MCP `list_changed`, a late or restarted server): a recorded prefix break |
+//! | `tools_changed` | runtime | the tool list changed at a turn boundary (MCP `list_changed`, a late or restarted server): a recorded prefix break, with the new specs' sizes |
 //! | `subagent_started` | runtime | an `agent` call started a child session: the call, the child's id, log and type (synced before it runs) |
 //! | `subagent_finished` | runtime | the child's task ended: outcome, usage, cost, and `estimated_tokens`/`estimated_cost_usd` (what its spend, its own children's included, was charged at keel's estimate for responses without usage; they count in the parent's limits); the call's `tool_call_finished` follows |
 //! | `turn_completed` | loop | outcome and the turn's usage (synced) |

@@ -114,11 +114,8 @@ fn read_index(path: &Path) -> HashMap<String, Entry> {
 fn write_index(path: &Path, entries: &[Entry]) -> std::io::Result<()> {
     let temp = temp_path(path);
     let written = (|| {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
+        let file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
         let mut out = std::io::BufWriter::new(file);
         for entry in entries {
             serde_json::to_writer(&mut out, entry)?;

@@ -43,7 +43,10 @@ impl Respond for Scripted {
         let mut sse = render_with(self.wire, &step, *played, tokens);
         if self.wire == Wire::Anthropic {
             let written = format!("\"cache_creation_input_tokens\":{},", input / 10);
-            sse = sse.replace("\"cache_read_input_tokens\":", &format!("{written}\"cache_read_input_tokens\":"));
+            sse = sse.replace(
+                "\"cache_read_input_tokens\":",
+                &format!("{written}\"cache_read_input_tokens\":"),
+            );
         }
         ResponseTemplate::new(200)
             .insert_header("content-type", "text/event-stream")
@@ -150,7 +153,11 @@ async fn mcp_and_subagent(wire: Wire) {
         let all = count(&total["usage"], field);
         assert_eq!(all, count(&result["usage"], field), "every request once: {stats}");
     }
-    assert_eq!(count(total, "tool_calls"), 2, "the MCP call and the agent call (none in the child)");
+    assert_eq!(
+        count(total, "tool_calls"),
+        2,
+        "the MCP call and the agent call (none in the child)"
+    );
     let cost = result["cost_usd"].as_f64().unwrap();
     assert!((total["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9);
     let mode = std::fs::metadata(sandbox.home.join("stats-index.jsonl")).unwrap();

@@ -50,7 +50,8 @@ impl Ledger {
         }
         if self.requests.iter().any(|request| request.priced == Priced::ByTokens) {
             lines.push(
-                "prices unknown to keel for some model: its logged cost is split by tokens".to_owned(),
+                "prices unknown to keel for some model: its logged cost is split by tokens"
+                    .to_owned(),
             );
         }
         lines.push(

@@ -236,7 +236,8 @@ impl Fold {
                 self.session_id.clone_from(session_id);
                 self.model.clone_from(model);
             }
-            SessionEvent::SessionResumed { model, .. } | SessionEvent::ModelChanged { model, .. } => {
+            SessionEvent::SessionResumed { model, .. }
+            | SessionEvent::ModelChanged { model, .. } => {
                 self.model.clone_from(model);
             }
             SessionEvent::PromptPrefix { sections, tool_bytes, .. } => {
@@ -319,7 +320,8 @@ impl Fold {
                 if !self.counted_children.insert(session_id.clone()) {
                     return;
                 }
-                let (_, log_path, agent) = self.started.get(session_id).cloned().unwrap_or_default();
+                let (_, log_path, agent) =
+                    self.started.get(session_id).cloned().unwrap_or_default();
                 self.ledger.usage.add(usage);
                 self.add_cost(*cost_usd);
                 self.ledger.estimated_tokens += estimated_tokens.unwrap_or(0);
@@ -387,7 +389,8 @@ impl Fold {
         });
         let mut segments: Vec<(Source, u64)> = tools.collect();
         segments.push((Source::Prefix, self.instructions));
-        segments.extend(self.history.iter().map(|carried| (carried.source.clone(), carried.tokens)));
+        segments
+            .extend(self.history.iter().map(|carried| (carried.source.clone(), carried.tokens)));
         segments
     }
 
@@ -437,14 +440,19 @@ impl Fold {
             totals.entry(part.source.clone()).or_default().add(&part.share);
         }
         for child in &self.ledger.children {
-            let source =
-                Source::Subagent { session_id: child.session_id.clone(), agent: child.agent.clone() };
+            let source = Source::Subagent {
+                session_id: child.session_id.clone(),
+                agent: child.agent.clone(),
+            };
             let share = Share::whole(&child.usage, child.cost_usd.unwrap_or(0.0));
             totals.entry(source).or_default().add(&share);
         }
         let mut parts = labelled(totals.into_iter().collect());
         parts.sort_by(|a, b| {
-            b.share.cost_usd.total_cmp(&a.share.cost_usd).then(b.share.tokens().cmp(&a.share.tokens()))
+            b.share
+                .cost_usd
+                .total_cmp(&a.share.cost_usd)
+                .then(b.share.tokens().cmp(&a.share.tokens()))
         });
         self.ledger.parts = parts;
         self.ledger.session_id = self.session_id;
@@ -463,7 +471,8 @@ fn spec_tokens(bytes: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 }
 
 fn labelled(parts: Vec<(Source, Share)>) -> Vec<Part> {
-    let part = |(source, share): (Source, Share)| Part { label: lines::label(&source), source, share };
+    let part =
+        |(source, share): (Source, Share)| Part { label: lines::label(&source), source, share };
     parts.into_iter().map(part).collect()
 }
 

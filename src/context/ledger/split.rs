@@ -185,7 +185,8 @@ fn table_costs(parts: &[(Source, Share)], pricing: &Pricing) -> Option<Vec<f64>>
         parts
             .iter()
             .map(|(_, share)| {
-                let fresh = share.input_tokens - share.cached_input_tokens - share.cache_write_tokens;
+                let fresh =
+                    share.input_tokens - share.cached_input_tokens - share.cache_write_tokens;
                 per_million(fresh, input)
                     + per_million(share.cached_input_tokens, read)
                     + per_million(share.cache_write_tokens, write)
@@ -213,7 +214,8 @@ mod tests {
             output_tokens: 50,
             ..Usage::default()
         };
-        let (parts, priced) = split(&segments, &usage, &Pricing::for_model("claude-sonnet-4"), None);
+        let (parts, priced) =
+            split(&segments, &usage, &Pricing::for_model("claude-sonnet-4"), None);
         assert_eq!(priced, Priced::Table);
         let input: u64 = parts.iter().map(|(_, share)| share.input_tokens).sum();
         assert_eq!(input, 1_000);

@@ -36,7 +36,10 @@ fn started(model: &str) -> SessionEvent {
 fn prefix() -> SessionEvent {
     SessionEvent::PromptPrefix {
         reason: "session start".into(),
-        sections: PrefixSections { core: "You are keel. ".repeat(200), ..PrefixSections::default() },
+        sections: PrefixSections {
+            core: "You are keel. ".repeat(200),
+            ..PrefixSections::default()
+        },
         tools_digest: "d".into(),
         tool_bytes: [("read_file".to_owned(), 800), ("mcp__docs__fetch".to_owned(), 400)].into(),
     }
