@@ -258,6 +258,8 @@ impl Session {
         self.mcp_shutdown().await;
         self.session_end_hooks(reason).await?;
         self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;
+        // Best effort: `keel stats` reads a log its index misses.
+        let _ = crate::session::index_session(&self.settings.keel_home, self.log.path());
         Ok(())
     }
 }

@@ -2,14 +2,18 @@
 //! `$KEEL_HOME/stats-index.jsonl` so `keel stats` reads a log once, not
 //! on every call.
 //!
-//! Each line is `{"file":"ID.jsonl","len":N,"mtime_ns":N,"stats":{…}}`.
-//! An entry stands while its log's length and modification time are
-//! unchanged; a log that is new, grew (a resume, a running session) or
-//! was never indexed (an older keel, a crash) is read again and its entry
-//! replaced; entries of logs that are gone are dropped. The index is
-//! rewritten only when an entry changed: to a temporary file created
-//! 0600 beside it, then renamed over it (a reader never sees half an
-//! index; two `keel stats` at once each write a whole one).
+//! Each line is `{"file":"ID.jsonl","len":N,"mtime_ns":N,"stats":{…}}`;
+//! the last line for a file wins. A session appends its line when it
+//! ends ([`index_session`], one `write` on an `O_APPEND` file created
+//! 0600), so `keel stats` usually finds every log indexed. An entry
+//! stands while its log's length and modification time are unchanged; a
+//! log that is new, grew (a resume, a running session) or was never
+//! indexed (an older keel, a crash) is read again by `keel stats` and its
+//! entry replaced; entries of logs that are gone are dropped. `keel
+//! stats` rewrites the index whole when it read a log or found stale or
+//! repeated lines: to a temporary file created 0600 beside it, renamed
+//! over it (a reader never sees half an index; a line a session appends
+//! meanwhile may be lost, and that log is read again next time).
 //!
 //! Invariants: the index is a cache, never a source of truth: a damaged
 //! or unreadable index, or a line of it, is read as missing and rebuilt
@@ -52,7 +56,7 @@ pub struct Indexed {
 /// it holds, else from the log (then the index is updated).
 pub fn session_stats(keel_home: &Path) -> Indexed {
     let index_path = keel_home.join(INDEX_FILE);
-    let mut known = read_index(&index_path);
+    let (mut known, lines) = read_index(&index_path);
     let mut indexed = Indexed::default();
     let mut entries = Vec::new();
     let mut changed = false;
@@ -78,7 +82,7 @@ pub fn session_stats(keel_home: &Path) -> Indexed {
         };
         entries.push(entry);
     }
-    changed |= !known.is_empty();
+    changed |= !known.is_empty() || lines != entries.len();
     if changed {
         if let Err(error) = write_index(&index_path, &entries) {
             let shown = index_path.display();
@@ -99,16 +103,39 @@ fn read_stats(path: &Path) -> Result<SessionStats, String> {
     Ok(SessionStats::from_records(records))
 }
 
-/// The index's entries by file name; nothing when it is missing or
-/// unreadable, without the lines that do not parse.
-fn read_index(path: &Path) -> HashMap<String, Entry> {
-    let Ok(file) = std::fs::File::open(path) else { return HashMap::new() };
-    BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str::<Entry>(&line).ok())
-        .map(|entry| (entry.file.clone(), entry))
-        .collect()
+/// The index's entries by file name (the last line of each wins) and
+/// how many lines it has; nothing when it is missing or unreadable,
+/// without the lines that do not parse.
+fn read_index(path: &Path) -> (HashMap<String, Entry>, usize) {
+    let Ok(file) = std::fs::File::open(path) else { return (HashMap::new(), 0) };
+    let mut lines = 0;
+    let mut entries = HashMap::new();
+    for line in BufReader::new(file).lines().map_while(Result::ok) {
+        lines += 1;
+        if let Ok(entry) = serde_json::from_str::<Entry>(&line) {
+            entries.insert(entry.file.clone(), entry);
+        }
+    }
+    (entries, lines)
+}
+
+/// Adds the log at `log_path` to the index under `keel_home` (a session
+/// that ends): its stats, one line appended. Best effort: the index is a
+/// cache, and `keel stats` reads a log it misses.
+pub fn index_session(keel_home: &Path, log_path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::metadata(log_path)?;
+    let file = log_path.file_name().map(|name| name.to_string_lossy().into_owned());
+    let Some(file) = file else { return Ok(()) };
+    let stats = read_stats(log_path).map_err(std::io::Error::other)?;
+    let entry = Entry { file, len: meta.len(), mtime_ns: modified_ns(&meta), stats };
+    let mut line = serde_json::to_vec(&entry)?;
+    line.push(b'\n');
+    let mut index = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(keel_home.join(INDEX_FILE))?;
+    index.write_all(&line)
 }
 
 fn write_index(path: &Path, entries: &[Entry]) -> std::io::Result<()> {
@@ -181,5 +208,23 @@ mod tests {
         std::fs::write(&index, "garbage\n").unwrap();
         let rebuilt = session_stats(home.path());
         assert_eq!((rebuilt.sessions.len(), rebuilt.read), (2, 2));
+    }
+
+    #[test]
+    fn a_session_that_ends_is_indexed_and_never_read_by_stats() {
+        let home = tempfile::tempdir().unwrap();
+        let path = log(home.path(), "a");
+        index_session(home.path(), &path).unwrap();
+        let index = home.path().join(INDEX_FILE);
+        let mode = std::fs::metadata(&index).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let stats = session_stats(home.path());
+        assert_eq!((stats.sessions.len(), stats.read), (1, 0), "{:?}", stats.warnings);
+        assert_eq!(stats.sessions[0].session_id, "a");
+        // Indexed twice (a resumed session ends again): the last line wins,
+        // and stats folds the repeats into one.
+        index_session(home.path(), &path).unwrap();
+        assert_eq!(session_stats(home.path()).read, 0);
+        assert_eq!(std::fs::read_to_string(&index).unwrap().lines().count(), 1);
     }
 }

@@ -3,8 +3,9 @@
 //! subagent, and a session that compacts with a summary. The ledger's
 //! parts sum to the `result` line's usage exactly and to its `cost_usd`
 //! to the cent; the MCP server whose output dominates is named first; the
-//! child's own breakdown comes from its log; `keel stats` counts every
-//! request once (the parent's own and the child's).
+//! child's own breakdown comes from its log; each session indexes itself
+//! as it ends, and `keel stats` counts every request once (the parent's
+//! own and the child's).
 
 use std::sync::Mutex;
 
@@ -146,6 +147,9 @@ async fn mcp_and_subagent(wire: Wire) {
     let text = String::from_utf8(text.unwrap().stdout).unwrap();
     assert!(text.contains("mcp docs") && text.contains("subagent explore ("), "{text}");
 
+    let index = sandbox.home.join("stats-index.jsonl");
+    let indexed = std::fs::read_to_string(&index).expect("a session indexes itself as it ends");
+    assert_eq!(indexed.lines().count(), 2, "the parent and its child: {indexed}");
     let stats = keel_json(&sandbox, &["stats", "--json"]);
     let total = &stats["total"];
     assert_eq!((count(total, "sessions"), count(total, "subagent_sessions")), (1, 1), "{stats}");
@@ -160,7 +164,7 @@ async fn mcp_and_subagent(wire: Wire) {
     );
     let cost = result["cost_usd"].as_f64().unwrap();
     assert!((total["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9);
-    let mode = std::fs::metadata(sandbox.home.join("stats-index.jsonl")).unwrap();
+    let mode = std::fs::metadata(&index).unwrap();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
 }
 
