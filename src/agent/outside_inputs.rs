@@ -119,6 +119,10 @@ pub(super) fn offer_tools(
         .retain(|spec| !replaced.contains(&spec.name) && !deferred::is_deferral_tool(&spec.name));
     config.tool_classes.retain(|name, _| !replaced.contains(name));
     let names: Vec<String> = offered.iter().map(|(spec, _)| spec.name.clone()).collect();
+    let tool_bytes = match reason {
+        Some(_) => crate::protocol::spec_bytes(offered.iter().map(|(spec, _)| spec)),
+        None => Default::default(),
+    };
     for (spec, class) in offered {
         config.tool_classes.insert(spec.name.clone(), class);
         if defer {
@@ -135,7 +139,12 @@ pub(super) fn offer_tools(
     if let Some(reason) = reason {
         let added = names.iter().filter(|name| !replaced.contains(name)).cloned().collect();
         let removed = replaced.iter().filter(|name| !names.contains(name)).cloned().collect();
-        effects.push(Effect::Record(SessionEvent::ToolsChanged { reason, added, removed }));
+        effects.push(Effect::Record(SessionEvent::ToolsChanged {
+            reason,
+            added,
+            removed,
+            tool_bytes,
+        }));
     }
 }
 
@@ -182,6 +191,10 @@ mod tests {
                 reason: "an MCP server's tool list changed".into(),
                 added: vec!["mcp__a__z".into()],
                 removed: vec!["mcp__a__x".into()],
+                tool_bytes: crate::protocol::spec_bytes([
+                    &spec("mcp__a__y").0,
+                    &spec("mcp__a__z").0
+                ]),
             })]
         );
         let names: Vec<&str> = state.config.tools.iter().map(|s| s.name.as_str()).collect();

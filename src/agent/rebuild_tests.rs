@@ -608,6 +608,7 @@ fn a_recorded_prefix_is_what_a_resume_sends_and_context_items_come_back() {
                 reason: "session start".into(),
                 sections: sections.clone(),
                 tools_digest: "d1".into(),
+                tool_bytes: Default::default(),
             },
         },
     );

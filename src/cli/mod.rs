@@ -10,6 +10,7 @@
 
 mod apply_patch_cmd;
 mod completion_cmd;
+mod cost_cmd;
 mod debug_cmd;
 mod demo_cmd;
 mod error;
@@ -21,6 +22,7 @@ mod replay_cmd;
 mod resume_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
+mod stats_cmd;
 mod tool_cmd;
 mod tui_cmd;
 mod undo_cmd;
@@ -142,6 +144,12 @@ pub enum Command {
     ApplyPatch(ApplyPatchArgs),
     /// List recorded sessions, newest first.
     Sessions(SessionsArgs),
+    /// What a session's spend went on: by part (prefix, history, each tool
+    /// and MCP server, subagents, compaction) and by request.
+    Cost(CostArgs),
+    /// Usage across sessions: tokens, cost, cache hits, tool calls and
+    /// failures, per model and per project.
+    Stats(StatsArgs),
     /// Continue a session interactively: its id (a unique prefix is
     /// enough), --last, or neither to pick one of this folder's sessions.
     Resume(ResumeArgs),
@@ -217,6 +225,25 @@ pub struct UndoArgs {
     /// The session (id prefix); default: the newest of this folder.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// The session id (a unique prefix is enough) or log path.
+    pub id: String,
+    /// Print the ledger as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Only sessions started on or after this day (`YYYY-MM-DD`).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -347,6 +374,8 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Some(Command::Tool(args)) => tool_cmd::run(&cli.model, args).await,
         Some(Command::ApplyPatch(args)) => apply_patch_cmd::run(args),
         Some(Command::Sessions(args)) => sessions_cmd::run(&args),
+        Some(Command::Cost(args)) => cost_cmd::run(&args),
+        Some(Command::Stats(args)) => stats_cmd::run(&args),
         Some(Command::Resume(args)) => tui_cmd::resume(&cli.model, &args).await,
         Some(Command::Completion { shell }) => completion_cmd::run(shell),
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,

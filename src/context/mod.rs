@@ -1,4 +1,4 @@
-//! Context engineering, pure: what a model can hold, what a session costs,
+//! Context engineering, pure: what a model can hold, what a session costs (and on what),
 //! token estimates, and the two steps of compaction (eliding old tool
 //! outputs, and the summary with the facts kept verbatim).
 //!
@@ -68,12 +68,16 @@
 //! `summary.rs` (the summary request; the compacted history: goal, summary block with the preserved
 //! facts, latest request, current turn if it fits), `memory.rs` + `frontmatter.rs` (memory notes
 //! and the YAML front matter skills share; aliases refused: a few hundred bytes of nested aliases
-//! expand to gigabytes, and a clone's skills and memory notes are read before trust).
+//! expand to gigabytes, and a clone's skills and memory notes are read before trust), `ledger/`
+//! (a session's spend by request and by part, from its log: `keel cost`, the TUI's `/cost`; the
+//! attribution rule in `ledger/split.rs`), `stats.rs` (usage across sessions: `keel stats`).
 
 pub mod compact;
 pub mod frontmatter;
+pub mod ledger;
 pub mod memory;
 pub mod models;
+pub mod stats;
 pub mod summary;
 pub mod tokens;
 

@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | `session_started` | runtime | cwd, provider, model, approval mode, keel version, git head |
 //! | `session_resumed` | runtime | a resume appended from here; what was reconciled |
-//! | `prompt_prefix` | runtime | the instructions every request starts with (their sections) and a digest of the tools; written at the start and at each deliberate prefix break, with the reason |
+//! | `prompt_prefix` | runtime | the instructions every request starts with (their sections), a digest of the tools and each tool spec's size in bytes; written at the start and at each deliberate prefix break, with the reason |
 //! | `context_updated` | loop | what keel told the model about a change (environment, mode, phase, re-read AGENTS.md…), appended to the history as one message |
 //! | `turn_started` | loop | a user turn begins |
 //! | `user_message` | loop | the user's text |
@@ -39,7 +39,7 @@
 //! | `internal_error` | runtime | a bug caught at the tool or hook boundary (a panic): which tool or hook, the call, the message; the call got an error result |
 //! | `hook_ran` | runtime | one hook run or skip: event, command, source, duration, exit code, decision, reason, error, refused loosening |
 //! | `mcp_server_status` | runtime | an MCP server's status (`ready`, `failed`, …), once at the first request, then per change |
-//! | `tools_changed` | runtime | the tool list changed at a turn boundary (MCP `list_changed`, a late or restarted server): a recorded prefix break |
+//! | `tools_changed` | runtime | the tool list changed at a turn boundary (MCP `list_changed`, a late or restarted server): a recorded prefix break, with the new specs' sizes |
 //! | `subagent_started` | runtime | an `agent` call started a child session: the call, the child's id, log and type (synced before it runs) |
 //! | `subagent_finished` | runtime | the child's task ended: outcome, usage, cost, and `estimated_tokens`/`estimated_cost_usd` (what its spend, its own children's included, was charged at keel's estimate for responses without usage; they count in the parent's limits); the call's `tool_call_finished` follows |
 //! | `turn_completed` | loop | outcome and the turn's usage (synced) |
@@ -50,6 +50,8 @@
 //! subagent's usage is in its own log and, summed per task, in the
 //! parent's `subagent_finished` lines. A child's `session_started` names
 //! its parent.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -157,6 +159,11 @@ pub enum SessionEvent {
         reason: String,
         sections: PrefixSections,
         tools_digest: String,
+        /// Bytes of each offered tool's spec (name, description, schema),
+        /// by tool name: what `keel cost` weighs the tool part of the
+        /// prefix by (`context::ledger`). Empty in older logs.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        tool_bytes: BTreeMap<String, u64>,
     },
     /// A note to the model of what changed (environment, mode, phase, …),
     /// appended to the history as one context item.
@@ -460,6 +467,10 @@ pub enum SessionEvent {
         added: Vec<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         removed: Vec<String>,
+        /// Bytes of the spec of each tool offered anew (added or listed
+        /// again), as `prompt_prefix`'s `tool_bytes`.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        tool_bytes: BTreeMap<String, u64>,
     },
 }
 

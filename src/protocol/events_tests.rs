@@ -37,6 +37,7 @@ fn samples() -> Vec<SessionEvent> {
             reason: s(),
             sections: super::context::PrefixSections::default(),
             tools_digest: s(),
+            tool_bytes: [(s(), 120)].into(),
         },
         SessionEvent::ContextUpdated { parts: Vec::new() },
         SessionEvent::UserMessage { text: s() },
@@ -145,7 +146,12 @@ fn samples() -> Vec<SessionEvent> {
         SessionEvent::TurnCompleted { turn: 1, outcome: TurnOutcome::Completed, usage },
         SessionEvent::SessionEnded { reason: s() },
         SessionEvent::McpServerStatus { server: s(), status: s(), tools: vec![s()], error: None },
-        SessionEvent::ToolsChanged { reason: s(), added: vec![s()], removed: Vec::new() },
+        SessionEvent::ToolsChanged {
+            reason: s(),
+            added: vec![s()],
+            removed: Vec::new(),
+            tool_bytes: [(s(), 80)].into(),
+        },
     ];
     for event in &all {
         match event {

@@ -37,6 +37,7 @@ pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
 pub use schema::schema_of;
 pub use tool::{
     HarnessTool, MCP_PREFIX, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec, entry_names,
+    mcp_server_of, spec_bytes,
 };
 pub use tool_facts::{Access, Operand, PathArg, ToolInfo, ToolKind};
 pub use tool_meta::{ResultKind, ToolMeta};

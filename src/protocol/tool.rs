@@ -27,6 +27,22 @@ pub struct ToolSpec {
     pub parameters: serde_json::Value,
 }
 
+impl ToolSpec {
+    /// The spec's size as the model is sent it, near enough: name,
+    /// description and the schema's JSON.
+    pub fn bytes(&self) -> u64 {
+        (self.name.len() + self.description.len() + self.parameters.to_string().len()) as u64
+    }
+}
+
+/// Each spec's [`ToolSpec::bytes`] by tool name (the `tool_bytes` of the
+/// `prompt_prefix` and `tools_changed` log lines).
+pub fn spec_bytes<'a>(
+    tools: impl IntoIterator<Item = &'a ToolSpec>,
+) -> std::collections::BTreeMap<String, u64> {
+    tools.into_iter().map(|spec| (spec.name.clone(), spec.bytes())).collect()
+}
+
 /// The tools the loop answers itself (`agent`), never the tool runtime.
 /// Their names are parsed once here; nothing else compares them as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,6 +158,14 @@ impl ToolResult {
 
 /// The prefix of every MCP tool's name (`mcp__server__tool`).
 pub const MCP_PREFIX: &str = "mcp__";
+
+/// The server part of an MCP tool's name (`mcp__server__tool` → `server`);
+/// `None` for any other tool.
+pub fn mcp_server_of(tool: &str) -> Option<&str> {
+    let rest = tool.strip_prefix(MCP_PREFIX)?;
+    let (server, name) = rest.split_once("__")?;
+    (!server.is_empty() && !name.is_empty()).then_some(server)
+}
 
 /// Whether the entry `listed` of a tool list (an agent type's `tools`, a
 /// command's `allowed-tools`, a scope) names `tool`: the same name, or, as

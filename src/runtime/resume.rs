@@ -90,6 +90,7 @@ impl Session {
         let config = loop_config(settings, &options, &tools, &found);
         let fresh = config.prefix.clone();
         let digest = tools_digest(&config.tools);
+        let tool_bytes = crate::protocol::spec_bytes(&config.tools);
         let mut rebuilder = Rebuilder::new(config);
         rebuilder.configure_workflow(workflow_setup(settings, &found));
         // Before reading: no other process appends while this one rebuilds.
@@ -163,6 +164,7 @@ impl Session {
                     reason,
                     sections: fresh,
                     tools_digest: digest,
+                    tool_bytes,
                 })?;
             }
             // The recorded prefix is sent again; AGENTS.md, memory or
@@ -256,6 +258,8 @@ impl Session {
         self.mcp_shutdown().await;
         self.session_end_hooks(reason).await?;
         self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;
+        // Best effort: `keel stats` reads a log its index misses.
+        let _ = crate::session::index_session(&self.settings.keel_home, self.log.path());
         Ok(())
     }
 }

@@ -303,6 +303,7 @@ impl Session {
             reason: "session start".to_owned(),
             sections: state.config().prefix.clone(),
             tools_digest: tools_digest(&state.config().tools),
+            tool_bytes: crate::protocol::spec_bytes(&state.config().tools),
         })?;
         let child = self.child_session(ChildParts {
             id,

@@ -161,6 +161,7 @@ impl Session {
         let config = self.child_config(&settings, &definition, mode, depth, &found);
         let fresh = config.prefix.clone();
         let digest = tools_digest(&config.tools);
+        let tool_bytes = crate::protocol::spec_bytes(&config.tools);
         let mut rebuilder = Rebuilder::new(config);
         rebuilder.configure_workflow(child_workflow(&settings, &found));
         let mut grandchildren = SubagentLinks::default();
@@ -214,6 +215,7 @@ impl Session {
                     reason,
                     sections: fresh,
                     tools_digest: digest,
+                    tool_bytes,
                 })?;
             }
             None => state.observe_sections(fresh),

@@ -164,6 +164,8 @@ impl Child {
             let closed = self.session.log.append(SessionEvent::SessionEnded {
                 reason: "the subagent's task ended".to_owned(),
             });
+            let home = &self.session.settings.keel_home;
+            let _ = crate::session::index_session(home, self.session.log.path());
             let summary = summary.and_then(|summary| closed.map(|_| summary).map_err(Into::into));
             self.outcome(summary)
         })

@@ -151,7 +151,7 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<String>) {
     (sessions, warnings)
 }
 
-fn log_paths(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn log_paths(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut paths: Vec<PathBuf> = entries
         .filter_map(Result::ok)

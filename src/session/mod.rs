@@ -17,27 +17,33 @@
 //! poisoned after a failed write; test fault hooks in `faults.rs`), `lock.rs` (the one-writer
 //! lock), `reader.rs` (streaming and tolerant: unreadable lines handed to the caller in place, many
 //! summed up in one warning), `list.rs` (listing and lookup, live sessions marked), `hash.rs`
-//! (content hashes).
+//! (content hashes), `ledger_logs.rs` (a session's `context::ledger::Ledger` with its subagents'
+//! from their logs), `stats_index.rs` (`$KEEL_HOME/stats-index.jsonl`: each log's
+//! `context::stats::SessionStats`, read again only when the log changed).
 
 mod faults;
 #[cfg(test)]
 mod fuzz_tests;
 mod hash;
+mod ledger_logs;
 mod list;
 mod lock;
 mod reader;
+mod stats_index;
 mod writer;
 
 use std::path::{Path, PathBuf};
 
 pub use faults::kill_self;
 pub use hash::{content_hash, file_hash};
+pub use ledger_logs::ledger_of;
 pub use list::{
     FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
     logged_parent, newest_first_in_folder, newest_in_folder, summarize,
 };
 pub use lock::{LockHolder, SessionLock, holder as lock_holder};
 pub use reader::{LogContents, LogEntry, ReadReport, for_each_entry, for_each_record, read_log};
+pub use stats_index::{INDEX_FILE, Indexed, index_session, session_stats};
 pub use writer::SessionLog;
 
 /// Why a log could not be written or read.

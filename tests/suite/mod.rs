@@ -27,6 +27,7 @@ mod json_pairs;
 mod keel_home_private;
 mod large_repo;
 mod layers;
+mod ledger_e2e;
 mod limits_e2e;
 mod mcp_deferred;
 mod mcp_faults;
