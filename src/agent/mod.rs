@@ -194,6 +194,7 @@ mod outside_inputs;
 mod phase;
 mod rebuild;
 mod record;
+mod rewind;
 mod runaway;
 mod schedule;
 mod state;
@@ -220,6 +221,9 @@ pub use phase::{
     Running, SavingPlan,
 };
 pub use rebuild::{FileProbe, LogFacts, OpenTurn, Rebuilder, Rebuilt, reconcile};
+pub use rewind::{
+    ForkPoint, Prompt, PromptLine, Rewind, RewindError, RewindMark, conversation_before, fork_lines,
+};
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
 pub use state::{CompactionDepth, ConfiguredModel, LoopConfig, LoopState, Opening, ToolScope};

@@ -120,6 +120,9 @@ pub enum Input {
         model: String,
         for_turn: bool,
     },
+    /// The session goes back to before a prompt, or undoes a rewind
+    /// (`rewind.rs`); only while idle. Recorded (`rewound`).
+    Rewind(super::rewind::Rewind),
     /// A plan is required and reviewed this way (`exec --plan-only`,
     /// `--approve-plan`); per process, not logged.
     SetPlanReview {

@@ -33,6 +33,9 @@
 //!   read-before-write memory), `files.rs` (file hashes around mutating calls, the git facts of the
 //!   environment snapshot), `replay.rs` (offline `keel replay`), `git.rs` (every `git` keel runs
 //!   itself, neutralised).
+//! - Rewind and fork: `rewind.rs` (`Session::rewind`: the conversation, the workspace or both back
+//!   to before a prompt; the user's later edits kept), `fork.rs` (a new session copied from another's
+//!   log up to a prompt); the loop's side in `agent/rewind.rs`.
 //! - Undo: `checkpoint.rs` (see its doc), `shadow_seed.rs`, `shadow_triage.rs`, `undo.rs`,
 //!   `undo_notes.rs`; the inotify watcher `watch.rs`, `ignores.rs`; its first walk shared with the
 //!   jail's nested `.git` search `first_walk.rs`, `folder_cache.rs`.
@@ -65,6 +68,8 @@ mod preview;
 mod prompt_fit;
 mod replay;
 mod resume;
+mod rewind;
+mod fork;
 mod sandboxing;
 mod session_hooks;
 mod shadow_seed;
@@ -91,6 +96,8 @@ pub use path_facts::gather_links;
 pub use preview::first_request;
 pub use prompt_fit::PromptTooLarge;
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
+pub use fork::{ForkError, Forked, fork};
+pub use rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
 pub use undo::{UndoError, UndoReport, undo};
 pub use undo_notes::{NotCovered, NotCoveredWhy};
