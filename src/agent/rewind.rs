@@ -294,18 +294,18 @@ pub fn fork_lines(parent: &[EventRecord], point: &ForkPoint) -> Vec<SessionEvent
     };
     let mut lines = Vec::with_capacity(copied.len() + 2);
     let started = parent.iter().find_map(|record| match &record.event {
-        SessionEvent::SessionStarted { cwd, provider, model, keel_version, git_head, mode, .. } => {
-            Some(SessionEvent::SessionStarted {
-                session_id: point.session_id.clone(),
-                cwd: cwd.clone(),
-                provider: provider.clone(),
-                model: model.clone(),
-                keel_version: keel_version.clone(),
-                git_head: git_head.clone(),
-                mode: *mode,
-                parent: None,
-            })
-        }
+        SessionEvent::SessionStarted {
+            cwd, provider, model, keel_version, git_head, mode, ..
+        } => Some(SessionEvent::SessionStarted {
+            session_id: point.session_id.clone(),
+            cwd: cwd.clone(),
+            provider: provider.clone(),
+            model: model.clone(),
+            keel_version: keel_version.clone(),
+            git_head: git_head.clone(),
+            mode: *mode,
+            parent: None,
+        }),
         _ => None,
     });
     lines.push(started.unwrap_or_else(|| SessionEvent::SessionStarted {

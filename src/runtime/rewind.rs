@@ -34,7 +34,7 @@ use crate::protocol::{EventRecord, RewindScope, SessionEvent};
 use crate::session::{SessionError, read_log};
 
 use super::checkpoint::{CheckpointError, Scope, ShadowRepo, UndoLimits};
-use super::{RuntimeError, Session};
+use super::{RuntimeError, RuntimeEvent, Session};
 
 /// How long before its line a restore (a rewind's, an undo's) may have
 /// written files: their times count as keel's.
@@ -278,6 +278,9 @@ impl Session {
             // The conversation no longer holds a turn the log left open.
             self.open_turn = None;
         }
-        Ok(RewindReport { to_prompt, scope, prompt, files, kept, undid: undoes.is_some() })
+        let report =
+            RewindReport { to_prompt, scope, prompt, files, kept, undid: undoes.is_some() };
+        self.sink.emit(RuntimeEvent::Progress { message: report.summary() });
+        Ok(report)
     }
 }
