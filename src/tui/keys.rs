@@ -38,6 +38,7 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let was_armed = std::mem::take(&mut app.quit_armed);
+    let esc_armed = std::mem::take(&mut app.rewind.armed);
     app.hint = None;
     let start_screen =
         app.trust.is_some() || app.picker.as_ref().is_some_and(|picker| !picker.over_session);
@@ -68,6 +69,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     if app.ps.is_some() {
         return super::processes_view::ps_key(app, key);
     }
+    if app.rewind.view.is_some() {
+        return super::rewind_view::rewind_key(app, key);
+    }
     if app.limit.is_some() {
         return super::budget::limit_key(app, key);
     }
@@ -80,6 +84,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     }
     match (key.code, ctrl) {
         (KeyCode::Esc, _) if app.status.running => vec![Command::Interrupt],
+        (KeyCode::Esc, _) if app.editor.completions(&app.files).is_empty() => {
+            super::rewind_view::on_idle_esc(app, esc_armed)
+        }
         (KeyCode::Char('c'), true) if app.status.running => vec![Command::Interrupt],
         (KeyCode::Char('c'), true) if !app.editor.is_empty() => {
             app.editor.clear();

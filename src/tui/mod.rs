@@ -160,6 +160,7 @@ mod overlay;
 mod panels;
 mod picker;
 mod processes_view;
+mod rewind_view;
 mod slash;
 mod subagents;
 mod terminal;
