@@ -123,6 +123,8 @@ impl LoopState {
             SessionEvent::Rewound { items: Some(items), .. } => {
                 self.items.clone_from(items);
                 self.reported_context = None;
+                // A narrowing for a command turn that never ran.
+                self.turn_scope = None;
             }
             SessionEvent::LimitsSet { max_cost_usd, max_tokens, .. } => {
                 let limits = SpendLimits { max_cost_usd: *max_cost_usd, max_tokens: *max_tokens };

@@ -1,9 +1,12 @@
 //! Rewind and fork, the loop's side: which user prompts the conversation in
 //! force holds ([`PromptLine`], folded from the log beside the rebuild),
 //! the line a rewind goes back to ([`PromptLine::target`]), the conversation
-//! as it was just before a line ([`conversation_before`]), the rewind as a
-//! step input ([`on_rewind`], recorded as `rewound`), and the lines a fork
-//! copies ([`fork_lines`]).
+//! as it was just before a line ([`conversation_before`]) and the lines a
+//! fork copies ([`fork_lines`]). The rewind itself reaches the loop as
+//! [`Input::Rewind`] (handled in `outside_inputs.rs`, recorded as
+//! `rewound`).
+//!
+//! [`Input::Rewind`]: super::Input::Rewind
 //!
 //! A session's prompts form a tree: a rewind does not delete the prompts
 //! after the point it goes back to, it moves the conversation's tip there,
@@ -25,10 +28,8 @@
 
 use crate::protocol::{EventRecord, Item, RewindScope, SessionEvent};
 
-use super::apply::emit;
 use super::rebuild::Rebuilder;
-use super::state::{LoopConfig, LoopState};
-use super::step_io::Effect;
+use super::state::LoopConfig;
 
 /// A user prompt of the conversation in force.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,46 +200,6 @@ impl PromptLine {
     pub fn end_seq(&self) -> u64 {
         self.open_turn.unwrap_or(self.next_seq)
     }
-}
-
-/// A rewind as the loop takes it ([`Input::Rewind`]): the fields of the
-/// `rewound` line, the conversation already computed by the runtime
-/// ([`conversation_before`]) and the workspace already restored.
-///
-/// [`Input::Rewind`]: super::Input::Rewind
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rewind {
-    pub to_prompt: u32,
-    pub to_seq: u64,
-    pub scope: RewindScope,
-    pub items: Option<Vec<Item>>,
-    pub checkpoint_before: Option<String>,
-    pub restored: Option<String>,
-    pub kept: Vec<String>,
-    pub undoes: Option<u64>,
-}
-
-/// Records the rewind and takes its conversation (only while idle, which
-/// `step` checks). A turn narrowed for a command that never ran is not
-/// narrowed any more.
-pub(super) fn on_rewind(state: &mut LoopState, rewind: Rewind, effects: &mut Vec<Effect>) {
-    let Rewind { to_prompt, to_seq, scope, items, checkpoint_before, restored, kept, undoes } =
-        rewind;
-    let items = items.filter(|_| scope.includes_conversation());
-    if items.is_some() {
-        state.turn_scope = None;
-    }
-    let event = SessionEvent::Rewound {
-        to_prompt,
-        to_seq,
-        scope,
-        items,
-        checkpoint_before,
-        restored,
-        kept,
-        undoes,
-    };
-    emit(state, event, effects);
 }
 
 /// The conversation as it was just before the line with `to_seq`: the

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use super::super::rebuild_properties::{drive, priced, rebuild_priced, run_noting, sessions};
 use super::super::rebuild_tests::record;
 use super::*;
-use crate::agent::{Input, step};
+use crate::agent::{Input, LoopState, Rewind, step};
 use crate::protocol::{EventRecord, Item, RewindScope};
 
 /// Rewinds `state` (idle, its log `log`) to just before `to_seq`, as the

@@ -141,7 +141,7 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             Next::Wait
         }
         (LoopPhase::Idle, Input::Rewind(rewind)) => {
-            super::rewind::on_rewind(state, rewind, effects);
+            outside_inputs::rewind(state, rewind, effects);
             Next::Wait
         }
         (LoopPhase::Idle, Input::NarrowTurn { scope }) => {

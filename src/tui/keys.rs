@@ -5,7 +5,8 @@
 //!
 //! Keys: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
 //! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
-//! the approval mode; Esc or Ctrl+C stop a running turn; Ctrl+C twice on an
+//! the approval mode; Esc or Ctrl+C stop a running turn (Esc Esc on an idle
+//! prompt opens the rewind list, `rewind_view.rs`); Ctrl+C twice on an
 //! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands the
 //! latest cut tool output, pressed again every one, then collapses them;
 //! PageUp/PageDown scroll. In an approval, ↑/↓ (j/k), PgUp/PgDn and

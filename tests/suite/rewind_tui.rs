@@ -13,7 +13,10 @@ async fn esc_esc_rewinds_to_the_prompt_chosen() {
     let sandbox = Sandbox::new();
     let steps = vec![
         Step::Answer("first answer".into()),
-        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "touch made.txt"}))] },
+        Step::Calls {
+            text: None,
+            calls: vec![call("shell", json!({"command": "touch made.txt"}))],
+        },
         Step::Answer("second answer".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
