@@ -86,7 +86,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     match (key.code, ctrl) {
         (KeyCode::Esc, _) if app.status.running => vec![Command::Interrupt],
         (KeyCode::Esc, _) if app.editor.completions(&app.files).is_empty() => {
-            super::rewind_view::on_idle_esc(app, esc_armed)
+            // Two quick presses may come as one Alt+Esc.
+            let twice = esc_armed || key.modifiers.contains(KeyModifiers::ALT);
+            super::rewind_view::on_idle_esc(app, twice)
         }
         (KeyCode::Char('c'), true) if app.status.running => vec![Command::Interrupt],
         (KeyCode::Char('c'), true) if !app.editor.is_empty() => {

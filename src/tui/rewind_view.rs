@@ -298,6 +298,10 @@ mod tests {
         assert!(on_key(&mut app, key(KeyCode::Esc)).is_empty());
         on_key(&mut app, key(KeyCode::Char('x')));
         assert!(on_key(&mut app, key(KeyCode::Esc)).is_empty());
+        // Two quick presses the terminal sent as one Alt+Esc.
+        let mut app = App::new(Theme::default(), ApprovalMode::Auto);
+        let alt_esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::ALT);
+        assert_eq!(on_key(&mut app, alt_esc), [Command::Rewind(RewindOp::List)]);
     }
 
     #[test]
