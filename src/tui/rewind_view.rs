@@ -154,18 +154,21 @@ pub fn on_reply(app: &mut App, reply: RewindReply) -> Vec<Command> {
             let selected = prompts.len() - 1;
             app.rewind.view = Some(RewindView { prompts, selected, scope: RewindScope::Both });
         }
-        RewindReply::Rewound(report, items) => {
-            if report.scope.includes_conversation() {
-                app.transcript = Transcript::default();
-                super::app::show_items(app, &items);
-                app.scroll = 0;
-            }
-            if let Some(text) = &report.prompt {
+        // The session said what it did (`RuntimeEvent::Progress`); a
+        // conversation rewound is drawn again, and that said once more.
+        RewindReply::Rewound(report, items) if report.scope.includes_conversation() => {
+            app.transcript = Transcript::default();
+            super::app::show_items(app, &items);
+            app.scroll = 0;
+            let mut text = report.summary();
+            if let Some(prompt) = &report.prompt {
                 app.editor.clear();
-                app.editor.insert(text);
+                app.editor.insert(prompt);
+                text.push_str("\nthe prompt is back in the input: edit it and send it again");
             }
-            app.notice(Level::Info, report.summary());
+            app.notice(Level::Info, text);
         }
+        RewindReply::Rewound(..) => {}
         RewindReply::Forked { session_id, prompts } => app.notice(
             Level::Info,
             format!(
