@@ -118,6 +118,14 @@ impl LoopState {
                 self.failed_check.clone_from(failed_check);
                 self.reported_context = None;
             }
+            // The conversation as it was before the prompt rewound to
+            // (`rewind.rs`); spend, approvals, mode and the turn count go on.
+            SessionEvent::Rewound { items: Some(items), .. } => {
+                self.items.clone_from(items);
+                self.reported_context = None;
+                // A narrowing for a command turn that never ran.
+                self.turn_scope = None;
+            }
             SessionEvent::LimitsSet { max_cost_usd, max_tokens, .. } => {
                 let limits = SpendLimits { max_cost_usd: *max_cost_usd, max_tokens: *max_tokens };
                 self.logged_limits = limits;
@@ -177,6 +185,8 @@ impl LoopState {
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. }
             | SessionEvent::Undo { .. }
+            | SessionEvent::Rewound { items: None, .. }
+            | SessionEvent::Forked { .. }
             | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }

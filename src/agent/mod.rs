@@ -195,6 +195,7 @@ mod outside_inputs;
 mod phase;
 mod rebuild;
 mod record;
+mod rewind;
 mod runaway;
 mod schedule;
 mod state;
@@ -222,11 +223,14 @@ pub use phase::{
     Running, SavingPlan,
 };
 pub use rebuild::{FileProbe, LogFacts, OpenTurn, Rebuilder, Rebuilt, reconcile};
+pub use rewind::{
+    ForkPoint, Prompt, PromptLine, RewindError, RewindMark, conversation_before, fork_lines,
+};
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
 pub use state::{CompactionDepth, ConfiguredModel, LoopConfig, LoopState, Opening, ToolScope};
 pub use step::step;
-pub use step_io::{Effect, Input, SubagentDone, SubagentOpened};
+pub use step_io::{Effect, Input, Rewind, SubagentDone, SubagentOpened};
 pub use turn_calls::{CallProgress, FileNote, OpenCall};
 pub use verdicts::{CallCheck, CheckHooks, HookPermission, PostToolVerdict, PreToolVerdict};
 pub use workflow::{AGENT_TOOL, PlanReview, WorkflowSetup, WorkflowState, shipped_rules};

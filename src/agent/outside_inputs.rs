@@ -3,7 +3,8 @@
 //! for an `agent` call and what its task came to, an `agent` call finished
 //! from its child's log on a resume, the tools MCP servers offer now, and
 //! what the driver read for the next request (context hooks added, the
-//! instructions after a summary, the environment before a turn).
+//! instructions after a summary, the environment before a turn), and a
+//! rewind the runtime prepared (`rewind.rs`: recorded as `rewound`).
 //!
 //! Invariants: pure, like `step`. A state change a rebuild must reproduce
 //! is recorded (a narrowing as `turn_scope`, a child's spend as
@@ -19,7 +20,7 @@ use super::apply::emit;
 use super::deferred;
 use super::record::record_result;
 use super::state::{LoopState, ToolScope};
-use super::step_io::{Effect, SubagentDone, SubagentOpened};
+use super::step_io::{Effect, Rewind, SubagentDone, SubagentOpened};
 
 /// The turn about to start may call only `scope`'s tools (recorded, so a
 /// resumed turn stays narrowed); the turn's end clears it.
@@ -146,6 +147,26 @@ pub(super) fn offer_tools(
             tool_bytes,
         }));
     }
+}
+
+/// Records the rewind and takes its conversation (only while idle, which
+/// `step` checks). A turn narrowed for a command that never ran is not
+/// narrowed any more.
+pub(super) fn rewind(state: &mut LoopState, rewind: Rewind, effects: &mut Vec<Effect>) {
+    let Rewind { to_prompt, to_seq, scope, items, checkpoint_before, restored, kept, undoes } =
+        rewind;
+    let items = items.filter(|_| scope.includes_conversation());
+    let event = SessionEvent::Rewound {
+        to_prompt,
+        to_seq,
+        scope,
+        items,
+        checkpoint_before,
+        restored,
+        kept,
+        undoes,
+    };
+    emit(state, event, effects);
 }
 
 #[cfg(test)]

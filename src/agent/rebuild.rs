@@ -221,6 +221,13 @@ impl Rebuilder {
                 self.end_turn();
             }
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
+            SessionEvent::Rewound { items: Some(_), .. } => {
+                // A turn the log left open is no longer in the conversation:
+                // its calls are neither answered nor continued.
+                self.turn_open = false;
+                self.calls = TurnCalls::default();
+                self.state.apply(&record.event);
+            }
             SessionEvent::ModeChanged { .. }
             | SessionEvent::ContextUpdated { .. }
             | SessionEvent::TurnScope { .. }
@@ -233,6 +240,8 @@ impl Rebuilder {
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. }
             | SessionEvent::Undo { .. }
+            | SessionEvent::Rewound { items: None, .. }
+            | SessionEvent::Forked { .. }
             | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }

@@ -23,7 +23,7 @@ use crate::protocol::{EventRecord, Item, SessionEvent, ToolCall, ToolResult, Usa
 /// One turn of a random session: a control byte (what the user decides
 /// before the turn, see [`before_turn`]) and the model's responses, each a
 /// list of call kinds (see [`random_call`]).
-type Turn = (u8, Vec<Vec<u8>>);
+pub(super) type Turn = (u8, Vec<Vec<u8>>);
 
 /// A random call: a read, a write, a `set_phase` (to a phase picked by
 /// the counter), a `todo_write`, a `submit_plan` or a shell command (asked
@@ -150,7 +150,7 @@ fn answer(call: &ToolCall, plan_review: Option<String>) -> Input {
 /// heard on even-numbered calls, a spend limit raised every
 /// other time it is hit, approvals answered by [`answer`], every other
 /// "always" rule written, plans saved except every third revision.
-fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRecord>) {
+pub(super) fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRecord>) {
     let mut asked = 0;
     let mut persisted = 0;
     loop {
@@ -223,7 +223,7 @@ fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut Vec<EventRec
 
 /// The review style a session's first control byte sets (per process,
 /// as `exec --plan-only`/`--approve-plan` do), if any.
-fn review_of(turns: &[Turn]) -> Option<PlanReview> {
+pub(super) fn review_of(turns: &[Turn]) -> Option<PlanReview> {
     let control = turns.first().map_or(0, |(control, _)| *control);
     match (control / 18) % 4 {
         1 => Some(PlanReview::Ask),
@@ -266,7 +266,7 @@ fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
 }
 
 /// The configured model `m` with `[context]` prices of its own.
-fn priced() -> LoopConfig {
+pub(super) fn priced() -> LoopConfig {
     let mut config = config(ApprovalMode::Auto);
     let prices = crate::context::Pricing {
         input_price: Some(1.0),
@@ -279,7 +279,7 @@ fn priced() -> LoopConfig {
     config
 }
 
-fn rebuild_priced(records: &[EventRecord]) -> Rebuilt {
+pub(super) fn rebuild_priced(records: &[EventRecord]) -> Rebuilt {
     let mut rebuilder = Rebuilder::new(priced());
     for record in records {
         rebuilder.apply(record.clone());
@@ -312,6 +312,17 @@ fn run_switching(
     max_tokens: Option<u64>,
     models: &[u8],
 ) -> (LoopState, Vec<EventRecord>) {
+    run_noting(turns, max_tokens, models, &mut Vec::new())
+}
+
+/// [`run_switching`], noting the conversation just before each prompt
+/// (before its `turn_started` line): what a rewind to it must give back.
+pub(super) fn run_noting(
+    turns: &[Turn],
+    max_tokens: Option<u64>,
+    models: &[u8],
+    before_prompts: &mut Vec<Vec<Item>>,
+) -> (LoopState, Vec<EventRecord>) {
     let mut config = priced();
     config.limits.spend.max_tokens = max_tokens;
     // PostToolUse hooks listen in sessions with an even number of turns.
@@ -325,6 +336,7 @@ fn run_switching(
     for (t, (control, responses)) in turns.iter().enumerate() {
         before_turn(&mut state, *control, &mut log);
         switch_model(&mut state, models.get(t), &mut log);
+        before_prompts.push(state.items.clone());
         let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
         drive(&mut state, effects, &mut log);
         for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
@@ -355,7 +367,7 @@ fn run_switching(
     (state, log)
 }
 
-fn sessions() -> impl Strategy<Value = Vec<Turn>> {
+pub(super) fn sessions() -> impl Strategy<Value = Vec<Turn>> {
     let turn = (any::<u8>(), prop::collection::vec(prop::collection::vec(any::<u8>(), 1..4), 0..4));
     prop::collection::vec(turn, 1..4)
 }

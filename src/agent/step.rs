@@ -141,6 +141,10 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             decisions::set_model(state, model, for_turn, effects);
             Next::Wait
         }
+        (LoopPhase::Idle, Input::Rewind(rewind)) => {
+            outside_inputs::rewind(state, rewind, effects);
+            Next::Wait
+        }
         (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
             outside_inputs::narrow_turn(state, scope, effects);
             Next::Wait
@@ -222,6 +226,7 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             | Input::PlanSaved { .. }
             | Input::ReviewWaitingPlan { .. }
             | Input::NarrowTurn { .. }
+            | Input::Rewind(_)
             | Input::CallRecovered { .. }
             | Input::BatchFinished { .. }
             | Input::CallConfirmed { .. }

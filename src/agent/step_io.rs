@@ -10,8 +10,8 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{
-    ModelRequest, ModelResponse, PrefixSections, SessionEvent, ToolCall, ToolClass, ToolMeta,
-    ToolResult, ToolSpec, TurnOutcome, Usage,
+    Item, ModelRequest, ModelResponse, PrefixSections, RewindScope, SessionEvent, ToolCall,
+    ToolClass, ToolMeta, ToolResult, ToolSpec, TurnOutcome, Usage,
 };
 
 use super::limits::{BudgetHit, SpendLimits, Unreported};
@@ -120,6 +120,9 @@ pub enum Input {
         model: String,
         for_turn: bool,
     },
+    /// The session goes back to before a prompt, or undoes a rewind
+    /// (`rewind.rs`); only while idle. Recorded (`rewound`).
+    Rewind(Rewind),
     /// A plan is required and reviewed this way (`exec --plan-only`,
     /// `--approve-plan`); per process, not logged.
     SetPlanReview {
@@ -328,4 +331,19 @@ pub struct SubagentDone {
     pub usage: Usage,
     pub cost_usd: Option<f64>,
     pub estimated: Unreported,
+}
+
+/// A rewind as the loop takes it ([`Input::Rewind`]): the fields of the
+/// `rewound` line, the conversation already computed by the runtime
+/// (`rewind::conversation_before`) and the workspace already restored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewind {
+    pub to_prompt: u32,
+    pub to_seq: u64,
+    pub scope: RewindScope,
+    pub items: Option<Vec<Item>>,
+    pub checkpoint_before: Option<String>,
+    pub restored: Option<String>,
+    pub kept: Vec<String>,
+    pub undoes: Option<u64>,
 }

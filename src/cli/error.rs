@@ -14,7 +14,7 @@ use crate::config::ConfigError;
 use crate::config::rules::RulesFileError;
 use crate::exit::ExitStatus;
 use crate::exit::signals::StopSignal;
-use crate::runtime::{CheckpointError, RuntimeError, UndoError};
+use crate::runtime::{CheckpointError, ForkError, RuntimeError, UndoError};
 use crate::session::{FindError, SessionError};
 use crate::tui::TuiError;
 
@@ -141,6 +141,11 @@ kind_of! {
         // More turns asked than were checkpointed.
         UndoError::NotEnough { .. } => ErrorKind::Usage,
         UndoError::Log(_) | UndoError::Checkpoint(_) => ErrorKind::Runtime,
+    };
+    ForkError => |error| match error {
+        // No such prompt: the user named it.
+        ForkError::Target(_) => ErrorKind::Usage,
+        ForkError::Log(_) => ErrorKind::Runtime,
     };
     std::io::Error => |_| ErrorKind::Runtime;
     serde_json::Error => |_| ErrorKind::Runtime;

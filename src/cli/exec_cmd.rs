@@ -9,6 +9,8 @@ use crate::agent::PlanReview;
 use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ResultLine};
 use crate::exit::signals;
+use crate::protocol::RewindScope;
+use crate::runtime::RewindTarget;
 
 pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitStatus, CliError> {
     let json = args.json;
@@ -44,13 +46,20 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
         overrides.set.push("sandbox.mode=full-access".to_owned());
         overrides.set.push("sandbox.network=true".to_owned());
     }
-    let resume = match &request.target {
-        Some(target) => {
+    let rewind = rewind_request(&args, request.target.is_some())?;
+    let resume = match (&request.target, &args.fork) {
+        (Some(target), _) => {
             let path = resume_cmd::find_log(&env, target)?;
             resume_cmd::prefer_logged_model(&path, &mut overrides);
             Some(path)
         }
-        None => None,
+        // A fork is resumed like any session once its log is written.
+        (None, Some(parent)) => {
+            let path = resume_cmd::fork_log(&env, parent, args.at)?;
+            resume_cmd::prefer_logged_model(&path, &mut overrides);
+            Some(path)
+        }
+        (None, None) => None,
     };
     let settings = config::load(&env, &overrides)?;
     let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
@@ -86,10 +95,32 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
             (false, false) => None,
         },
         reject_plan: args.reject_plan,
+        rewind,
         cwd: env.cwd.clone(),
         date: today(),
     };
     Ok((settings, options))
+}
+
+/// `--rewind-to N` / `--undo-rewind`, which need a session to resume.
+fn rewind_request(
+    args: &ExecArgs,
+    resuming: bool,
+) -> Result<Option<(RewindTarget, RewindScope)>, CliError> {
+    let target = match (args.rewind_to, args.undo_rewind) {
+        (Some(n), _) => RewindTarget::Prompt(n),
+        (None, true) => RewindTarget::UndoLast,
+        (None, false) => return Ok(None),
+    };
+    if !resuming {
+        return Err(CliError::usage(
+            "--rewind-to and --undo-rewind need a session to resume: keel exec resume ID \
+             --rewind-to N [PROMPT]",
+        ));
+    }
+    // clap's value parser admits only the scopes' names.
+    let scope = RewindScope::parse(&args.rewind_scope).unwrap_or(RewindScope::Both);
+    Ok(Some((target, scope)))
 }
 
 /// `-o FILE` must be writable where it is asked for before the (paid) run:

@@ -15,6 +15,7 @@ mod debug_cmd;
 mod demo_cmd;
 mod error;
 mod exec_cmd;
+mod fork_cmd;
 mod mcp_cmd;
 mod mcp_server_cmd;
 mod policy_cmd;
@@ -156,6 +157,10 @@ pub enum Command {
     /// Restore the files as they were before the last turn(s) that changed
     /// them (the newest session of this folder); recorded in its log.
     Undo(UndoArgs),
+    /// Start a new session as a copy of another (before its prompt N with
+    /// --at, else all of it) and print the new id; `keel resume ID` or
+    /// `keel exec resume ID PROMPT` goes on in it.
+    Fork(ForkArgs),
     /// Re-run a recorded session offline (no model): its tool calls run again
     /// in a temporary copy of the workspace and differing results are reported.
     Replay(ReplayArgs),
@@ -247,6 +252,15 @@ pub struct StatsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The session to copy (a unique id prefix, or its log path).
+    pub id: String,
+    /// Copy the conversation before prompt N (1 is the first).
+    #[arg(long, value_name = "N")]
+    pub at: Option<u32>,
+}
+
+#[derive(Debug, Args)]
 pub struct SessionsArgs {
     /// Print a JSON array (every session) instead of a table.
     #[arg(long)]
@@ -271,6 +285,28 @@ pub struct ExecArgs {
     /// Continue the newest session started in this folder.
     #[arg(long)]
     pub last: bool,
+    /// With `resume ID`: first take the session back to before its prompt
+    /// N (1 is the first; `/rewind` in the TUI lists them); PROMPT is sent
+    /// in its place.
+    #[arg(long, value_name = "N", conflicts_with_all = ["undo_rewind", "fork"])]
+    pub rewind_to: Option<u32>,
+    /// What --rewind-to takes back: code (the files, shell commands'
+    /// changes included), conversation, or both.
+    #[arg(long, value_name = "SCOPE", default_value = "both",
+          value_parser = ["code", "conversation", "both"])]
+    pub rewind_scope: String,
+    /// With `resume ID`: undo the session's last rewind (what it took back
+    /// comes back).
+    #[arg(long, conflicts_with = "fork")]
+    pub undo_rewind: bool,
+    /// Start a new session as a copy of session ID (a unique prefix is
+    /// enough) and run PROMPT in it; the parent's log is left alone.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["resume", "last"])]
+    pub fork: Option<String>,
+    /// With --fork: copy the conversation before the parent's prompt N
+    /// (else all of it).
+    #[arg(long, value_name = "N", requires = "fork")]
+    pub at: Option<u32>,
     /// Print one JSON event per line on stdout, ending with a `result` line.
     #[arg(long)]
     pub json: bool,
@@ -379,6 +415,7 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Some(Command::Resume(args)) => tui_cmd::resume(&cli.model, &args).await,
         Some(Command::Completion { shell }) => completion_cmd::run(shell),
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
+        Some(Command::Fork(args)) => fork_cmd::run(&args),
         Some(Command::Replay(args)) => replay_cmd::run(&args).await,
         Some(Command::Demo) => demo_cmd::run().await,
         Some(Command::Policy(args)) => policy_cmd::run(args),

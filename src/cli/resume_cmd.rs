@@ -80,6 +80,19 @@ pub(super) fn find_log(env: &Environment, target: &ResumeTarget) -> Result<PathB
     found.context("cannot pick the session to resume")
 }
 
+/// `keel exec --fork ID [--at N]`: the fork's new log (its id is on the
+/// `result` line).
+pub(super) fn fork_log(
+    env: &Environment,
+    parent: &str,
+    at: Option<u32>,
+) -> Result<PathBuf, CliError> {
+    let dir = sessions_dir(&env.keel_home);
+    let parent = find_by_prefix(&dir, parent).context("cannot pick the session to fork")?;
+    let forked = crate::runtime::fork(&dir, &parent, at).context("cannot fork the session")?;
+    Ok(forked.log_path)
+}
+
 /// Provider and model come from the log unless given as flags.
 pub(super) fn prefer_logged_model(log: &Path, overrides: &mut CliOverrides) {
     let Some((provider, model)) = crate::session::logged_model(log) else { return };

@@ -110,6 +110,8 @@ impl SessionStats {
                 self.failed_turns += u64::from(outcome != TurnOutcome::Completed);
             }
             SessionEvent::Compaction { usage: None, .. }
+            | SessionEvent::Rewound { .. }
+            | SessionEvent::Forked { .. }
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }

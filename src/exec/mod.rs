@@ -40,10 +40,10 @@ use crate::config::Settings;
 use crate::display::for_terminal;
 use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
-use crate::protocol::{TurnOutcome, Usage};
+use crate::protocol::{RewindScope, TurnOutcome, Usage};
 use crate::runtime::{
-    DeclinedCall, EventSink, NonInteractiveApprover, RuntimeError, Session, SessionOptions,
-    TurnSummary,
+    DeclinedCall, EventSink, NonInteractiveApprover, RewindFailure, RewindTarget, RuntimeError,
+    Session, SessionOptions, TurnSummary,
 };
 
 pub use crate::exit::ExitStatus;
@@ -69,6 +69,8 @@ pub struct ExecOptions {
     pub plan_review: Option<PlanReview>,
     /// `resume ID --reject-plan FEEDBACK`: the waiting plan is rejected.
     pub reject_plan: Option<String>,
+    /// `resume ID --rewind-to N` / `--undo-rewind`: done before PROMPT.
+    pub rewind: Option<(RewindTarget, RewindScope)>,
     pub cwd: PathBuf,
     pub date: String,
 }
@@ -157,6 +159,21 @@ pub async fn run_headless(
     if let Some(review) = options.plan_review {
         session.set_plan_review(review);
     }
+    if let Some((target, scope)) = options.rewind
+        && let Err(error) = session.rewind(target, scope).await
+    {
+        let status = match error {
+            RewindFailure::Target(_) => ExitStatus::Usage,
+            RewindFailure::Log(_)
+            | RewindFailure::Checkpoint(_)
+            | RewindFailure::NoCheckpoints
+            | RewindFailure::Record(_) => ExitStatus::Failed,
+        };
+        let mut line = usage_marked(status, ResultLine::failure(format!("cannot rewind: {error}")));
+        line.session_id = Some(session.id().to_owned());
+        line.log_path = Some(session.log_path().to_owned());
+        return Headless { status, line, shown_error: None };
+    }
     let prompt = match review_waiting_plan(&mut session, options) {
         Ok(prompt) => prompt,
         Err(message) => {
@@ -175,6 +192,8 @@ pub async fn run_headless(
     // ended; an interrupted or failed one is not continued, and that is
     // said, not hidden behind exit 0.
     let idle_after = match &summary {
+        // A rewind without a prompt did what was asked.
+        Ok(None) if options.rewind.is_some() => None,
         Ok(None) => Some(last_turn_status(&session)).filter(|status| status != "completed"),
         Ok(Some(_)) | Err(_) => None,
     };

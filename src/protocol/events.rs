@@ -27,6 +27,8 @@
 //! | `tool_call_finished` | loop | the result the model reads |
 //! | `checkpoint` | runtime | a workspace snapshot taken before the turn changed files |
 //! | `undo` | `keel undo` | the workspace was restored to a checkpoint |
+//! | `rewound` | loop | the session went back to before a user prompt (or undid a rewind): the line it went back to, the scope, the conversation from here on, the workspace snapshots (`agent/rewind.rs`) |
+//! | `forked` | runtime | second line of a fork's log: the parent session, the prompt it was forked before, what was copied |
 //! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
 //! | `model_changed` | runtime | the model of the requests from here on (`/model NAME` in the TUI) |
 //! | `turn_scope` | runtime | the next turn may call only these tools (a `/command`'s `allowed-tools`), until it completes |
@@ -262,6 +264,50 @@ pub enum SessionEvent {
         turn: u32,
         commit: String,
     },
+    /// The session went back to just before line `to_seq` of this log:
+    /// before user prompt `to_prompt` (a rewind), or before an earlier
+    /// `rewound` line (`undoes`: undoing that rewind). The log stays as it
+    /// was; the rebuild takes the conversation from `items`, as from a
+    /// compaction.
+    Rewound {
+        /// The number the next prompt has in the conversation from here on
+        /// (1-based; the prompt rewound to).
+        to_prompt: u32,
+        /// The session is as it was just before the line with this seq.
+        to_seq: u64,
+        scope: RewindScope,
+        /// The conversation from here on (`None`: the code alone was rewound).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        items: Option<Vec<Item>>,
+        /// The workspace snapshot taken just before the rewind (code in
+        /// scope): undoing the rewind restores it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint_before: Option<String>,
+        /// The checkpoint the workspace was restored to (`None`: nothing had
+        /// changed the workspace since that point, or code not in scope).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        restored: Option<String>,
+        /// Files the restore left as they were: changed outside keel's
+        /// turns after that point (the user's own edits).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kept: Vec<String>,
+        /// Set when this line undoes an earlier rewind: that line's seq.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        undoes: Option<u64>,
+    },
+    /// A fork's second line: the session starts as a copy of `parent`'s
+    /// log before its prompt `prompt` (or all of it); the copied lines
+    /// follow, renumbered, without the parent's checkpoints.
+    Forked {
+        parent_session: String,
+        parent_log: String,
+        /// The parent's prompt the fork was cut before (`None`: the parent's
+        /// whole conversation).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<u32>,
+        /// The seq of the parent's line the copy stops before.
+        parent_seq: u64,
+    },
     /// The approval mode changed (rebuilt on resume).
     ModeChanged {
         mode: ApprovalMode,
@@ -477,7 +523,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 35] = [
+    pub const TYPES: [&'static str; 37] = [
         "session_started",
         "session_resumed",
         "prompt_prefix",
@@ -493,6 +539,8 @@ impl SessionEvent {
         "tool_call_finished",
         "checkpoint",
         "undo",
+        "rewound",
+        "forked",
         "mode_changed",
         "model_changed",
         "turn_scope",
@@ -524,7 +572,8 @@ impl SessionEvent {
             | SessionEvent::SubagentStarted { .. }
             | SessionEvent::TurnCompleted { .. }
             | SessionEvent::SessionEnded { .. }
-            | SessionEvent::Undo { .. } => true,
+            | SessionEvent::Undo { .. }
+            | SessionEvent::Rewound { .. } => true,
             SessionEvent::SessionStarted { .. }
             | SessionEvent::SessionResumed { .. }
             | SessionEvent::PromptPrefix { .. }
@@ -537,6 +586,7 @@ impl SessionEvent {
             | SessionEvent::FileChanged { .. }
             | SessionEvent::ToolCallFinished { .. }
             | SessionEvent::Checkpoint { .. }
+            | SessionEvent::Forked { .. }
             | SessionEvent::ModeChanged { .. }
             | SessionEvent::ModelChanged { .. }
             | SessionEvent::TurnScope { .. }
@@ -554,6 +604,46 @@ impl SessionEvent {
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. } => false,
             SessionEvent::SubagentFinished { .. } => false,
+        }
+    }
+}
+
+/// What a rewind takes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewindScope {
+    /// The workspace only; the conversation goes on.
+    Code,
+    /// The conversation only; the files stay as they are.
+    Conversation,
+    /// Both.
+    Both,
+}
+
+impl RewindScope {
+    pub fn includes_code(self) -> bool {
+        matches!(self, Self::Code | Self::Both)
+    }
+
+    pub fn includes_conversation(self) -> bool {
+        matches!(self, Self::Conversation | Self::Both)
+    }
+
+    /// `code`, `conversation` or `both`, as the flag and the log spell it.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "code" => Some(Self::Code),
+            "conversation" => Some(Self::Conversation),
+            "both" => Some(Self::Both),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Code => "code",
+            Self::Conversation => "conversation",
+            Self::Both => "both",
         }
     }
 }

@@ -75,6 +75,22 @@ fn samples() -> Vec<SessionEvent> {
         SessionEvent::ToolCallFinished { result: ToolResult::ok("c", "o"), meta: ToolMeta::new() },
         SessionEvent::Checkpoint { turn: 1, commit: s() },
         SessionEvent::Undo { turn: 1, commit: s() },
+        SessionEvent::Rewound {
+            to_prompt: 2,
+            to_seq: 7,
+            scope: RewindScope::Both,
+            items: Some(Vec::new()),
+            checkpoint_before: Some(s()),
+            restored: None,
+            kept: vec![s()],
+            undoes: Some(3),
+        },
+        SessionEvent::Forked {
+            parent_session: s(),
+            parent_log: s(),
+            prompt: Some(2),
+            parent_seq: 9,
+        },
         SessionEvent::ModeChanged { mode: ApprovalMode::Auto },
         SessionEvent::ModelChanged { model: s(), after_turn: Some(s()) },
         SessionEvent::TurnScope { owner: s(), tools: vec![s()] },
@@ -170,6 +186,8 @@ fn samples() -> Vec<SessionEvent> {
             | SessionEvent::ToolCallFinished { .. }
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::Undo { .. }
+            | SessionEvent::Rewound { .. }
+            | SessionEvent::Forked { .. }
             | SessionEvent::ModeChanged { .. }
             | SessionEvent::ModelChanged { .. }
             | SessionEvent::TurnScope { .. }

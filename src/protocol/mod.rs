@@ -29,7 +29,8 @@ mod tool_meta;
 
 pub use context::{ContextKind, ContextPart, PrefixSections};
 pub use events::{
-    ApprovalScope, EventRecord, LOG_FORMAT_VERSION, ParentLink, SessionEvent, TurnOutcome,
+    ApprovalScope, EventRecord, LOG_FORMAT_VERSION, ParentLink, RewindScope, SessionEvent,
+    TurnOutcome,
 };
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;

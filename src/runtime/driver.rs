@@ -628,6 +628,8 @@ impl Session {
             | SessionEvent::FileChanged { .. }
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::Undo { .. }
+            | SessionEvent::Rewound { .. }
+            | SessionEvent::Forked { .. }
             | SessionEvent::Compaction { .. }
             | SessionEvent::LimitsSet { .. }
             | SessionEvent::BudgetExceeded { .. }

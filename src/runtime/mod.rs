@@ -33,6 +33,9 @@
 //!   read-before-write memory), `files.rs` (file hashes around mutating calls, the git facts of the
 //!   environment snapshot), `replay.rs` (offline `keel replay`), `git.rs` (every `git` keel runs
 //!   itself, neutralised).
+//! - Rewind and fork: `rewind.rs` (`Session::rewind`: the conversation, the workspace or both back
+//!   to before a prompt; the user's later edits kept), `fork.rs` (a new session copied from another's
+//!   log up to a prompt); the loop's side in `agent/rewind.rs`.
 //! - Undo: `checkpoint.rs` (see its doc), `shadow_seed.rs`, `shadow_triage.rs`, `undo.rs`,
 //!   `undo_notes.rs`; the inotify watcher `watch.rs`, `ignores.rs`; its first walk shared with the
 //!   jail's nested `.git` search `first_walk.rs`, `folder_cache.rs`.
@@ -54,6 +57,7 @@ mod file_memory;
 mod files;
 mod first_walk;
 mod folder_cache;
+mod fork;
 pub mod git;
 mod hooks_glue;
 mod ignores;
@@ -65,6 +69,7 @@ mod preview;
 mod prompt_fit;
 mod replay;
 mod resume;
+mod rewind;
 mod sandboxing;
 mod session_hooks;
 mod shadow_seed;
@@ -86,11 +91,13 @@ pub use checkpoint::{CheckpointError, ShadowRepo, UndoLimits};
 pub use declined::DeclinedCall;
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent, SandboxState};
+pub use fork::{ForkError, Forked, fork};
 pub use mcp_glue::mcp_log_dir;
 pub use path_facts::gather_links;
 pub use preview::first_request;
 pub use prompt_fit::PromptTooLarge;
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
+pub use rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
 pub use undo::{UndoError, UndoReport, undo};
 pub use undo_notes::{NotCovered, NotCoveredWhy};

@@ -173,6 +173,8 @@ pub async fn replay(
             | SessionEvent::FileChanged { .. }
             | SessionEvent::Checkpoint { .. }
             | SessionEvent::Undo { .. }
+            | SessionEvent::Rewound { .. }
+            | SessionEvent::Forked { .. }
             | SessionEvent::ModeChanged { .. }
             | SessionEvent::ModelChanged { .. }
             | SessionEvent::TurnScope { .. }

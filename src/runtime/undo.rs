@@ -200,6 +200,12 @@ impl Checkpoints {
     pub(super) fn disable(&mut self) {
         self.disabled = true;
     }
+
+    /// The shadow repository and its caps, unless checkpoints are off
+    /// (a rewind restores through them).
+    pub(super) fn restorer(&self) -> Option<(&ShadowRepo, UndoLimits)> {
+        (!self.disabled).then_some((&self.shadow, self.limits))
+    }
 }
 
 impl Session {
@@ -392,17 +398,25 @@ async fn restore(
 
 /// The checkpoint to restore for `turns` and the log's next sequence number.
 fn undoable(log_path: &Path, turns: usize) -> Result<((u32, String), u64), UndoError> {
-    let mut checkpoints: Vec<(u32, String)> = Vec::new();
+    let mut checkpoints: Vec<(u64, u32, String)> = Vec::new();
     let mut next_seq = 0;
     for_each_record(log_path, |record| {
         next_seq = record.seq + 1;
-        if let SessionEvent::Checkpoint { turn, commit } = record.event {
-            checkpoints.push((turn, commit));
-        } else if let SessionEvent::Undo { turn, .. } = record.event {
+        match record.event {
+            SessionEvent::Checkpoint { turn, commit } => {
+                checkpoints.push((record.seq, turn, commit));
+            }
             // Undone turns, and any after them, cannot be undone again.
-            checkpoints.retain(|(t, _)| *t < turn);
+            SessionEvent::Undo { turn, .. } => checkpoints.retain(|(_, t, _)| *t < turn),
+            // Nor the turns a rewind took the code back from.
+            SessionEvent::Rewound { to_seq, restored: Some(_), .. } => {
+                checkpoints.retain(|(seq, _, _)| *seq < to_seq);
+            }
+            _ => {}
         }
     })?;
+    let mut checkpoints: Vec<(u32, String)> =
+        checkpoints.into_iter().map(|(_, turn, commit)| (turn, commit)).collect();
     let available = checkpoints.len();
     let index = available.checked_sub(turns.max(1)).ok_or(UndoError::NotEnough {
         available,

@@ -113,6 +113,8 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::ContextUpdated { .. }
         | SessionEvent::Checkpoint { .. }
         | SessionEvent::Undo { .. }
+        | SessionEvent::Rewound { .. }
+        | SessionEvent::Forked { .. }
         | SessionEvent::ModeChanged { .. }
         | SessionEvent::ModelChanged { .. }
         | SessionEvent::TurnScope { .. }

@@ -61,6 +61,8 @@ pub enum Msg {
     DiffReady(String),
     /// The plan under review came back from `$EDITOR` with this text.
     PlanEdited(String),
+    /// The session's answer to a [`Command::Rewind`].
+    Rewind(super::rewind_view::RewindReply),
 }
 
 /// How the user answered an approval.
@@ -161,6 +163,8 @@ pub enum Command {
     SwitchSession,
     /// Stop background process N (chosen in `/ps`).
     StopProcess(u32),
+    /// Esc Esc, `/rewind`, `/fork` (`rewind_view.rs`).
+    Rewind(super::rewind_view::RewindOp),
     Quit,
 }
 
@@ -281,6 +285,8 @@ pub struct App {
     pub ps: Option<super::processes_view::PsView>,
     /// The listing was asked for (the first `@` typed).
     pub files_requested: bool,
+    /// The rewind list and the first Esc of Esc Esc (`rewind_view.rs`).
+    pub rewind: super::rewind_view::RewindState,
     /// Each running subagent's prices, by its `agent` call.
     pub subagent_pricing: std::collections::HashMap<String, crate::context::Pricing>,
 }
@@ -379,6 +385,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             end_turn(app);
             Vec::new()
         }
+        Msg::Rewind(reply) => super::rewind_view::on_reply(app, reply),
         Msg::DiffReady(text) => {
             show_diff(app, &text);
             Vec::new()
@@ -397,6 +404,16 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
 /// A resumed conversation as cells: prompts, answers, and each tool call
 /// with its result (reasoning stays hidden, as when it streamed).
 fn show_history(app: &mut App, items: &[Item]) {
+    show_items(app, items);
+    // A call still "running" here has no result in the log: the resumed
+    // turn answers it (and its cell) next.
+    if !items.is_empty() {
+        app.notice(Level::Info, "resumed: the conversation so far is above");
+    }
+}
+
+/// The cells of a conversation (a resumed one, one rewound).
+pub(super) fn show_items(app: &mut App, items: &[Item]) {
     for item in items {
         match item {
             Item::User { text } => app.transcript.push(CellKind::User(text.clone())),
@@ -420,11 +437,6 @@ fn show_history(app: &mut App, items: &[Item]) {
             // part of the conversation the user had.
             Item::Assistant { .. } | Item::Reasoning(_) | Item::Context { .. } => {}
         }
-    }
-    // A call still "running" here has no result in the log: the resumed
-    // turn answers it (and its cell) next.
-    if !items.is_empty() {
-        app.notice(Level::Info, "resumed: the conversation so far is above");
     }
 }
 

@@ -67,6 +67,8 @@ pub enum UiEvent {
     Compacted(Result<bool, String>),
     /// `/diff`: the output of `git diff`, or why it failed.
     Diff(Result<String, String>),
+    /// The answer to an [`Op::Rewind`].
+    Rewind(super::rewind_view::RewindReply),
 }
 
 /// Which session the task opens.
@@ -102,6 +104,8 @@ pub enum Op {
     },
     /// `/undo`: restore the files of the last file-changing turn.
     Undo,
+    /// Esc Esc, `/rewind`, `/fork` (`rewind_view.rs`).
+    Rewind(super::rewind_view::RewindOp),
     /// `/ps`: stop background process N.
     StopProcess(u32),
     SetMode(ApprovalMode),
@@ -301,6 +305,10 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
                 Err(error) => (Level::Warning, format!("cannot undo: {error}")),
             };
             let _ = events.send(UiEvent::Notice(notice.0, notice.1));
+        }
+        Op::Rewind(op) => {
+            let reply = super::rewind_view::carry_out(session, op).await;
+            let _ = events.send(UiEvent::Rewind(reply));
         }
         Op::StopProcess(id) => {
             let notice = match session.stop_background(id).await {

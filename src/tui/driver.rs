@@ -435,6 +435,7 @@ impl Driver {
             UiEvent::Compacted(outcome) => Some(Msg::CompactFinished(outcome)),
             UiEvent::Diff(Ok(text)) => Some(Msg::DiffReady(text)),
             UiEvent::Diff(Err(message)) => Some(Msg::Notice(Level::Warning, message)),
+            UiEvent::Rewind(reply) => Some(Msg::Rewind(reply)),
         }
     }
 
@@ -454,6 +455,7 @@ impl Driver {
                     self.send(Op::Compact { focus, cancel });
                 }
                 Command::Undo => self.send(Op::Undo),
+                Command::Rewind(op) => self.send(Op::Rewind(op)),
                 Command::StopProcess(id) => self.send(Op::StopProcess(id)),
                 Command::Diff => self.diff(),
                 Command::ListFiles => self.list_files(),

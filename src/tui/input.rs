@@ -5,7 +5,7 @@
 //! moves it by whole chars), so slicing at it never panics.
 
 /// Slash commands with a one-line description, in popup order.
-pub const SLASH_COMMANDS: [(&str, &str); 13] = [
+pub const SLASH_COMMANDS: [(&str, &str); 15] = [
     ("/help", "keys and commands"),
     ("/mode", "set or cycle the approval mode (ask, auto, plan, explore, yolo)"),
     ("/plan", "plan mode: read-only until you approve a plan"),
@@ -13,6 +13,8 @@ pub const SLASH_COMMANDS: [(&str, &str); 13] = [
     ("/tasks", "show or hide the tasks panel"),
     ("/diff", "git diff of the workspace"),
     ("/undo", "restore the files of the last turn that changed them"),
+    ("/rewind", "back to before an earlier prompt (or Esc Esc)"),
+    ("/fork", "a new session copied from this one: /fork [N]"),
     ("/resume", "switch to another session of this folder"),
     ("/skills", "list skills"),
     ("/model", "show the model, or switch it: /model NAME"),

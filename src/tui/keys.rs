@@ -5,7 +5,8 @@
 //!
 //! Keys: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
 //! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
-//! the approval mode; Esc or Ctrl+C stop a running turn; Ctrl+C twice on an
+//! the approval mode; Esc or Ctrl+C stop a running turn (Esc Esc on an idle
+//! prompt opens the rewind list, `rewind_view.rs`); Ctrl+C twice on an
 //! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands the
 //! latest cut tool output, pressed again every one, then collapses them;
 //! PageUp/PageDown scroll. In an approval, ↑/↓ (j/k), PgUp/PgDn and
@@ -38,6 +39,7 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let was_armed = std::mem::take(&mut app.quit_armed);
+    let esc_armed = std::mem::take(&mut app.rewind.armed);
     app.hint = None;
     let start_screen =
         app.trust.is_some() || app.picker.as_ref().is_some_and(|picker| !picker.over_session);
@@ -68,6 +70,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     if app.ps.is_some() {
         return super::processes_view::ps_key(app, key);
     }
+    if app.rewind.view.is_some() {
+        return super::rewind_view::rewind_key(app, key);
+    }
     if app.limit.is_some() {
         return super::budget::limit_key(app, key);
     }
@@ -80,6 +85,11 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     }
     match (key.code, ctrl) {
         (KeyCode::Esc, _) if app.status.running => vec![Command::Interrupt],
+        (KeyCode::Esc, _) if app.editor.completions(&app.files).is_empty() => {
+            // Two quick presses may come as one Alt+Esc.
+            let twice = esc_armed || key.modifiers.contains(KeyModifiers::ALT);
+            super::rewind_view::on_idle_esc(app, twice)
+        }
         (KeyCode::Char('c'), true) if app.status.running => vec![Command::Interrupt],
         (KeyCode::Char('c'), true) if !app.editor.is_empty() => {
             app.editor.clear();

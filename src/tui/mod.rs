@@ -12,7 +12,7 @@
 //! Invariants: nothing here changes the runtime's behaviour except through
 //! the `Approver` (including the mode chosen with a plan approval), the
 //! cancellation token and the session's own entry points (`run_turn`,
-//! `continue_turn`, `compact`, `undo_turns`, `set_approval_mode`);
+//! `continue_turn`, `compact`, `undo_turns`, `rewind`, `set_approval_mode`);
 //! drawing never panics on any terminal size; the terminal is restored on
 //! every exit path (see `terminal.rs`). Must not touch the session log or
 //! tools directly.
@@ -160,6 +160,7 @@ mod overlay;
 mod panels;
 mod picker;
 mod processes_view;
+mod rewind_view;
 mod slash;
 mod subagents;
 mod terminal;

@@ -19,7 +19,7 @@ Shift+Tab cycle mode (ask → auto → plan → yolo, which asks first) · Esc/C
 Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
-/resume /skills /mcp /ps /model [name] /quit · /<command> [words] runs a custom command (.keel/commands,\n\
+/rewind [N|undo] (Esc Esc) /fork [N] /resume /skills /mcp /ps /model [name] /quit · /<command> [words] runs a custom command (.keel/commands,\n\
 .claude/commands, ~/.codex/prompts), /<skill> [words] a skill\n\
 /mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
 
@@ -82,6 +82,7 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
         }
         "/undo" => vec![Command::Undo],
         "/mcp" => super::mcp_view::show(app),
+        "/rewind" | "/fork" => super::rewind_view::slash(app, name, rest),
         "/ps" => super::processes_view::show(app),
         other if other.starts_with("/mcp__") => super::mcp_view::run_prompt(app, line),
         other if is_command(app, other) => run_command(app, line),

@@ -49,6 +49,9 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     if let (Some(ps), None) = (app.ps, &app.approval) {
         super::processes_view::draw_ps(frame, above, app, ps);
     }
+    if let (Some(rewind), None) = (&app.rewind.view, &app.approval) {
+        super::rewind_view::draw(frame, above, rewind, app.theme);
+    }
     if let Some(hit) = &app.limit {
         super::budget::draw_limit(frame, above, hit, app.theme);
     }

@@ -50,6 +50,8 @@ mod policy_sandbox;
 mod prompt_fit;
 mod prompt_truths;
 mod prompt_truths3;
+mod rewind_e2e;
+mod rewind_tui;
 mod routed_model;
 mod runtime_cancel;
 mod runtime_resume;

@@ -304,6 +304,15 @@ impl Fold {
                     self.carry(item);
                 }
             }
+            // A rewound conversation is what later requests carry; spend
+            // is not rewound.
+            SessionEvent::Rewound { items: Some(items), .. } => {
+                self.history.clear();
+                for item in items {
+                    self.carry(item);
+                }
+            }
+            SessionEvent::Rewound { items: None, .. } | SessionEvent::Forked { .. } => {}
             SessionEvent::SubagentStarted { call_id, session_id, log_path, agent, .. } => {
                 let link = (call_id.clone(), log_path.clone(), agent.clone());
                 self.started.insert(session_id.clone(), link);
