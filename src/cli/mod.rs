@@ -14,6 +14,7 @@ mod debug_cmd;
 mod demo_cmd;
 mod error;
 mod exec_cmd;
+mod export_cmd;
 mod mcp_cmd;
 mod mcp_server_cmd;
 mod policy_cmd;
@@ -148,6 +149,9 @@ pub enum Command {
     /// Restore the files as they were before the last turn(s) that changed
     /// them (the newest session of this folder); recorded in its log.
     Undo(UndoArgs),
+    /// Write a session's transcript as Markdown, HTML or JSON, secrets
+    /// masked: `keel export ID --format html -o session.html`.
+    Export(ExportArgs),
     /// Re-run a recorded session offline (no model): its tool calls run again
     /// in a temporary copy of the workspace and differing results are reported.
     Replay(ReplayArgs),
@@ -194,6 +198,18 @@ pub struct ReplayArgs {
     /// Keep the temporary copy and print where it is.
     #[arg(long, conflicts_with = "in_place")]
     pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The session id (a unique prefix is enough) or log path.
+    pub id: String,
+    /// md, html or json (schema: docs/export.schema.json).
+    #[arg(long, default_value = "md", value_parser = ["md", "markdown", "html", "json"])]
+    pub format: String,
+    /// Write to FILE (created 0600) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -351,6 +367,7 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Some(Command::Completion { shell }) => completion_cmd::run(shell),
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         Some(Command::Replay(args)) => replay_cmd::run(&args).await,
+        Some(Command::Export(args)) => export_cmd::run(&args),
         Some(Command::Demo) => demo_cmd::run().await,
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),

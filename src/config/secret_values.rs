@@ -56,7 +56,6 @@ pub(super) fn secret_values(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::path::PathBuf;
 
     use super::*;
@@ -83,6 +82,5 @@ mod tests {
         let names: Vec<&str> = values.env.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["MY_LLM", "GITHUB_TOKEN", "UPSTREAM"]);
         assert!(values.protect_files);
-        let _ = BTreeMap::<String, String>::new();
     }
 }

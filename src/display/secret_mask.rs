@@ -82,12 +82,11 @@ impl SecretMask {
             .iter()
             .map(|name| {
                 // A name that spells a value would reveal it.
-                let shown = if values.iter().any(|value| name.contains(value)) {
+                if values.iter().any(|value| name.contains(value)) {
                     "[redacted]".to_owned()
                 } else {
                     format!("[redacted: {name}]")
-                };
-                shown
+                }
             })
             .collect();
         Ok(Self { matcher: Some(matcher), replacements, names })
