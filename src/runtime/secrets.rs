@@ -106,8 +106,8 @@ pub(super) fn mask_result(mask: &SecretMask, result: &mut ToolResult, meta: &mut
     mask.mask_string(&mut result.output);
     let mut value = meta.to_value();
     mask.mask_json(&mut value);
-    if let Ok(masked) = serde_json::from_value::<ToolMeta>(value) {
-        *meta = masked;
+    if let serde_json::Value::Object(map) = value {
+        *meta = ToolMeta::from(map);
     }
 }
 
