@@ -2,7 +2,8 @@
 //!
 //! Layers (lower never imports higher; `tests/suite/layers.rs` checks it):
 //! - L0, pure (no tokio, fs, process, clock): [`protocol`], [`policy`],
-//!   [`prompts`], [`context`], [`plan`], [`tasks`], [`agent`], [`display`].
+//!   [`prompts`], [`context`], [`plan`], [`tasks`], [`agent`], [`display`],
+//!   [`export`].
 //! - L1, adapters, one kind of effect each: [`llm`], [`tools`],
 //!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`], [`mcp`];
 //!   [`support`], helpers they share, below all of them.
@@ -16,6 +17,7 @@
 pub mod agent;
 pub mod context;
 pub mod display;
+pub mod export;
 pub mod plan;
 pub mod policy;
 pub mod prompts;

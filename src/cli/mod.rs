@@ -16,6 +16,7 @@ mod demo_cmd;
 mod error;
 mod exec_cmd;
 mod fork_cmd;
+mod export_cmd;
 mod mcp_cmd;
 mod mcp_server_cmd;
 mod policy_cmd;
@@ -161,6 +162,9 @@ pub enum Command {
     /// --at, else all of it) and print the new id; `keel resume ID` or
     /// `keel exec resume ID PROMPT` goes on in it.
     Fork(ForkArgs),
+    /// Write a session's transcript as Markdown, HTML or JSON, secrets
+    /// masked: `keel export ID --format html -o session.html`.
+    Export(ExportArgs),
     /// Re-run a recorded session offline (no model): its tool calls run again
     /// in a temporary copy of the workspace and differing results are reported.
     Replay(ReplayArgs),
@@ -207,6 +211,18 @@ pub struct ReplayArgs {
     /// Keep the temporary copy and print where it is.
     #[arg(long, conflicts_with = "in_place")]
     pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The session id (a unique prefix is enough) or log path.
+    pub id: String,
+    /// md, html or json (schema: docs/export.schema.json).
+    #[arg(long, default_value = "md", value_parser = ["md", "markdown", "html", "json"])]
+    pub format: String,
+    /// Write to FILE (created 0600) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -417,6 +433,7 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         Some(Command::Fork(args)) => fork_cmd::run(&args),
         Some(Command::Replay(args)) => replay_cmd::run(&args).await,
+        Some(Command::Export(args)) => export_cmd::run(&args),
         Some(Command::Demo) => demo_cmd::run().await,
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),

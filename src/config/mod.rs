@@ -52,6 +52,7 @@ mod memory;
 mod provider;
 mod resolve;
 pub mod rules;
+mod secret_values;
 mod trust;
 mod validate;
 
@@ -72,6 +73,7 @@ pub use resolve::{
     AgentSettings, DEFAULT_AGENT_STEPS, LocalSettings, SandboxSettings, Settings, UndoSettings,
     resolve, resolve_local,
 };
+pub use secret_values::SecretValues;
 
 /// Why configuration could not be loaded. Every message says what to fix.
 #[derive(Debug, thiserror::Error)]

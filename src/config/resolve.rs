@@ -57,6 +57,8 @@ pub struct Settings {
     pub secret_places: SecretPlaces,
     /// `[shell]`: which inherited variables spawned commands do not get.
     pub env_filter: EnvFilter,
+    /// The values tool output must never show (`config::secret_values`).
+    pub secret_values: super::SecretValues,
     /// `shell.max_parallel`: how many calls judged reads run at once;
     /// `None`, sized to the machine by the runtime.
     pub max_parallel: Option<usize>,
@@ -426,7 +428,10 @@ pub fn resolve(
         &mut warnings,
     );
     let child_env = env_filter(merged.shell.as_ref(), Some(&api_key_env));
+    let secret_values =
+        super::secret_values::secret_values(env, &child_env, &api_key_env, merged.secrets.as_ref());
     Ok(Settings {
+        secret_values,
         provider: ProviderConfig {
             kind,
             base_url,
@@ -488,6 +493,8 @@ pub struct LocalSettings {
     pub project_trusted: bool,
     pub sandbox: SandboxSettings,
     pub env_filter: EnvFilter,
+    /// The values output must never show, as a session knows them.
+    pub secret_values: super::SecretValues,
     /// keel's own in-process hooks (`protect_secrets`), as a session has.
     pub native_hooks: Vec<Arc<dyn NativeHook>>,
     /// Where credentials live, as a session has.
@@ -514,13 +521,22 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         &workspace_root,
         &mut warnings,
     );
+    let env_filter = env_filter_of(&merged);
+    let api_key_env = merged.api_key_env.clone().unwrap_or_default();
+    let secret_values = super::secret_values::secret_values(
+        env,
+        &env_filter,
+        &api_key_env,
+        merged.secrets.as_ref(),
+    );
     Ok(LocalSettings {
+        secret_values,
         keel_home: env.keel_home.clone(),
         workspace_root,
         warnings,
         rules: RuleSet::default(),
         project_trusted,
-        env_filter: env_filter_of(&merged),
+        env_filter,
         native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home)?,
         secret_places,
         home,

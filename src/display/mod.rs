@@ -4,7 +4,9 @@
 //! the shell result's framing both ways ([`frame_shell`]), URLs without
 //! their secrets ([`redact_urls`]), and the full text an approval shows
 //! ([`approval_text`], every argument, controls and bidi overrides escaped
-//! visibly by [`escape_visibly`]).
+//! visibly by [`escape_visibly`]), the session's known secret values
+//! masked ([`SecretMask`], `secret_mask.rs`) and, for exports, well-known
+//! credential shapes ([`mask_secret_shapes`], `secret_shapes.rs`).
 //! Shared by `exec`'s printers and the TUI so both say the same thing.
 //!
 //! Details: `for_terminal` strips terminal control sequences (CSI/OSC/DCS/C1, BEL; a bare CR
@@ -18,11 +20,15 @@
 mod approval_text;
 mod redact;
 mod sanitize;
+mod secret_mask;
+mod secret_shapes;
 mod shell_output;
 
 pub use approval_text::{approval_text, escape_visibly};
 pub use redact::redact_urls;
 pub use sanitize::for_terminal;
+pub use secret_mask::{KnownSecret, MIN_SECRET_LEN, SecretMask, SecretMaskError, parse_env_file};
+pub use secret_shapes::mask_secret_shapes;
 pub use shell_output::{
     CallOutcome, ShellRun, ShellText, call_summary, frame_shell, outcome, parse_shell,
     shell_exit_code,

@@ -187,7 +187,7 @@ impl Session {
         opening: Opening,
         llm: LlmClient,
         tools: ToolRegistry,
-        sink: Box<dyn EventSink>,
+        mut sink: Box<dyn EventSink>,
         approver: Box<dyn Approver>,
     ) -> Self {
         let Opening {
@@ -205,6 +205,10 @@ impl Session {
         state.config_mut().post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
             || hooks.listens(crate::hooks::HookEvent::PostToolUseFailure);
         let mcp = super::mcp_glue::McpState::start(settings, &id);
+        let (mask, mask_warnings) = super::secrets::session_mask(settings, &options.cwd);
+        for message in mask_warnings {
+            sink.emit(RuntimeEvent::Warning { message });
+        }
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
             plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
@@ -218,7 +222,8 @@ impl Session {
                 found.memory,
                 settings.max_parallel,
                 sandbox.jail,
-            ),
+            )
+            .with_mask(mask),
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),
             sink,

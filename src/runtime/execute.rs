@@ -1,7 +1,8 @@
 //! Carrying out what `step` asks around a batch of tool calls: the
 //! batch itself (`Effect::RunBatch`: the file bookkeeping of mutating
 //! calls, hashes and "did it change", internal errors recorded, sandbox
-//! violations marked on the results), the questions `step` asks about a
+//! violations marked on the results, the session's secret values masked
+//! in them: `secrets.rs`), the questions `step` asks about a
 //! call (`Effect::ConfirmCall`) and the unsandboxed re-run it may offer
 //! (`Effect::RerunUnsandboxed`). What to do about hooks, rewrites,
 //! symlinks and violations is decided in `agent::call_checks` and
@@ -12,7 +13,9 @@
 //! read-only context (a command's jail has nothing writable), and need no
 //! file bookkeeping.
 //!
-//! Invariant: results come back in call order, one per call run.
+//! Invariants: results come back in call order, one per call run; every
+//! result of a batch or a re-run, MCP tools' and subagents' included,
+//! passes the secret mask here, before `step` logs it or sends it.
 
 use std::sync::Arc;
 
@@ -60,14 +63,16 @@ impl Session {
             self.run_batch_with_subagents(calls, concurrent, &ctx, cancel).await?
         } else if concurrent {
             let batch = self.tools.run_reads(calls, &ctx);
-            forward_progress(batch, &mut progress_events, &mut self.sink).await
+            let mask = self.tools.mask().clone();
+            forward_progress(batch, &mut progress_events, &mut self.sink, &mask).await
         } else {
             let mut results = Vec::with_capacity(calls.len());
             for call in calls {
                 let touched = self.before_mutation(call)?;
                 let run = self.tools.run_call(call, &ctx);
+                let mask = self.tools.mask().clone();
                 let (result, mut meta) =
-                    forward_progress(run, &mut progress_events, &mut self.sink).await;
+                    forward_progress(run, &mut progress_events, &mut self.sink, &mask).await;
                 let observed = self.after_mutation(call, touched)?;
                 observed.add_to(&mut meta);
                 results.push((result, meta));
@@ -75,6 +80,7 @@ impl Session {
             results
         };
         for (call, (result, meta)) in calls.iter().zip(results.iter_mut()) {
+            super::secrets::mask_result(self.tools.mask(), result, meta);
             if meta.kind() == Some(ResultKind::Internal) {
                 self.record_internal_error(
                     "tool",
@@ -150,18 +156,21 @@ impl Session {
             .tools
             .context(&self.workspace_root, &self.cwd, cancel, concurrent)
             .with_jail(unconfined);
-        let (result, mut meta) = self.tools.run_call(call, &ctx).await;
+        let (mut result, mut meta) = self.tools.run_call(call, &ctx).await;
+        super::secrets::mask_result(self.tools.mask(), &mut result, &mut meta);
         meta.set_unsandboxed_rerun();
         Input::RerunFinished { result, meta }
     }
 }
 
 /// Awaits `work`, telling the front end about the progress its tools
-/// report meanwhile (MCP servers' `notifications/progress`).
+/// report meanwhile (MCP servers' `notifications/progress`), its messages
+/// masked like results.
 async fn forward_progress<T>(
     work: impl std::future::Future<Output = T>,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::tools::ToolProgress>,
     sink: &mut Box<dyn super::EventSink>,
+    mask: &crate::display::SecretMask,
 ) -> T {
     tokio::pin!(work);
     loop {
@@ -171,7 +180,7 @@ async fn forward_progress<T>(
                 call_id: progress.call_id,
                 progress: progress.progress,
                 total: progress.total,
-                message: progress.message,
+                message: progress.message.map(|message| mask.mask(&message).into_owned()),
             }),
         }
     }

@@ -18,7 +18,8 @@
 //!   memory found; `preview.rs` the first request without a session, for `keel debug prompt`);
 //!   `events.rs` (`RuntimeEvent` and `EventSink` for the front ends).
 //! - Effects: `execute.rs` (a batch: mutation bookkeeping, internal errors, sandbox violations
-//!   marked; the unsandboxed re-run), `ask.rs` (an approval: Notification hooks, `Approver`, the
+//!   marked; the unsandboxed re-run; results masked by `secrets.rs`, the session's known secret
+//!   values), `ask.rs` (an approval: Notification hooks, `Approver`, the
 //!   plan file read back, "always" rules written, limit questions), `approval.rs` (`Approver`:
 //!   `can_ask() == false` for headless runs, where each "no" becomes a `DeclinedCall`,
 //!   `declined.rs` naming the narrowest of `--full-auto`, `--yolo`, an allow rule or an interactive
@@ -71,6 +72,7 @@ mod replay;
 mod resume;
 mod rewind;
 mod sandboxing;
+mod secrets;
 mod session_hooks;
 mod shadow_seed;
 mod shadow_triage;
@@ -99,6 +101,7 @@ pub use prompt_fit::PromptTooLarge;
 pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
 pub use rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
+pub use secrets::workspace_mask;
 pub use undo::{UndoError, UndoReport, undo};
 pub use undo_notes::{NotCovered, NotCoveredWhy};
 

@@ -1,8 +1,8 @@
 //! The session's tool runner: the registry (built-ins and MCP tools),
 //! what the tools share for the session (read-before-write memory, the
 //! skills `load_skill` loads, the memory notes `read_memory` reads, the
-//! background processes `shell` started, the jail its commands run in) and how
-//! many reads run at once. It builds each batch's `ToolContext` and runs
+//! background processes `shell` started, the jail its commands run in, the
+//! secret mask its results pass through) and how many reads run at once. It builds each batch's `ToolContext` and runs
 //! calls; hooks, policy and file bookkeeping around them stay in
 //! `execute.rs`.
 //!
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::memory::MemoryNote;
+use crate::display::SecretMask;
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 use crate::sandbox::CommandJail;
 use crate::skills::Skill;
@@ -33,6 +34,8 @@ pub(super) struct ToolRunner {
     processes: Arc<BackgroundProcesses>,
     /// What the session's commands run under (shared with its subagents).
     jail: Arc<CommandJail>,
+    /// The session's known secret values (`secrets.rs`).
+    mask: Arc<SecretMask>,
 }
 
 impl ToolRunner {
@@ -52,7 +55,18 @@ impl ToolRunner {
             max_parallel: max_parallel_or_default(max_parallel),
             processes: Arc::default(),
             jail,
+            mask: Arc::default(),
         }
+    }
+
+    /// Masks the values of `mask` in every result.
+    pub(super) fn with_mask(self, mask: SecretMask) -> Self {
+        Self { mask: Arc::new(mask), ..self }
+    }
+
+    /// The session's secret mask.
+    pub(super) fn mask(&self) -> &Arc<SecretMask> {
+        &self.mask
     }
 
     /// The session's jail.

@@ -105,6 +105,14 @@ impl EnvFilter {
         self.strips(name) || (has_url_password(value) && !self.kept(&name.to_ascii_uppercase()))
     }
 
+    /// Whether `name=value` is a credential by the strip patterns or its
+    /// URL password, `env_keep` or not: what a child may get is not what
+    /// the model may read (`display::SecretMask` masks these values).
+    pub fn names_credential(&self, name: &str, value: &str) -> bool {
+        let upper = name.to_ascii_uppercase();
+        self.strip.iter().any(|p| wildcard(p, &upper)) || has_url_password(value)
+    }
+
     fn kept(&self, upper_name: &str) -> bool {
         self.keep.iter().any(|p| wildcard(p, upper_name))
     }
@@ -226,6 +234,15 @@ mod tests {
         }
         let keep = EnvFilter::new(&[], &["UPSTREAM".into()]);
         assert!(!keep.strips_pair("UPSTREAM", "postgres://app:hunter2@db/x"));
+    }
+
+    #[test]
+    fn a_kept_variable_still_names_a_credential() {
+        let filter = EnvFilter::new(&[], &["GH_TOKEN".into()]);
+        assert!(!filter.strips("GH_TOKEN"));
+        assert!(filter.names_credential("GH_TOKEN", "ghp_x"));
+        assert!(filter.names_credential("REMOTE", "https://u:pw@host/r"));
+        assert!(!filter.names_credential("PATH", "/usr/bin"));
     }
 
     #[test]

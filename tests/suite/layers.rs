@@ -15,9 +15,8 @@ use std::path::{Path, PathBuf};
 
 fn layer(module: &str) -> Option<u8> {
     match module {
-        "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" | "display" => {
-            Some(0)
-        }
+        "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" | "display"
+        | "export" => Some(0),
         "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" | "mcp"
         | "support" => Some(1),
         // Test-only: finds the shared corpus on disk.
@@ -76,6 +75,7 @@ const OWNERS: [Owner; 4] = [
                 "config/mcp_edit.rs",
                 "stages config.toml with the old file's permissions (create_new), not the log",
             ),
+            ("cli/export_cmd.rs", "creates the export file the user named (0600), not the log"),
         ],
     },
     Owner {
