@@ -325,7 +325,8 @@ fn run_switching(
     for (t, (control, responses)) in turns.iter().enumerate() {
         before_turn(&mut state, *control, &mut log);
         switch_model(&mut state, models.get(t), &mut log);
-        let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
+        let effects =
+            step(&mut state, Input::UserTurn { text: format!("turn {t}"), images: Vec::new() });
         drive(&mut state, effects, &mut log);
         for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
             if state.phase.is_idle() {

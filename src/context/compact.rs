@@ -1,6 +1,7 @@
 //! The cheap first step of compaction: old tool outputs are replaced by a
 //! short reference, everything the user and the model said is kept word
 //! for word (the goal, the latest request, plans and decisions live there).
+//! Old tool results' images go too, each leaving a line naming it.
 //!
 //! Invariants: pure; the item list keeps its length and order, and every
 //! tool call keeps exactly one result (only its text shrinks).
@@ -27,11 +28,21 @@ pub fn elide_old_tool_outputs(items: &[Item]) -> Option<Vec<Item>> {
             Item::ToolResult(result) => {
                 seen += 1;
                 let long = result.output.chars().count() > KEEP_OUTPUT_CHARS;
-                if seen > elidable || !long {
+                if seen > elidable || (!long && result.images.is_empty()) {
                     return item.clone();
                 }
                 changed = true;
                 let mut result = result.clone();
+                // An old image costs as much as a page of text.
+                for image in std::mem::take(&mut result.images) {
+                    result.output.push_str(&format!(
+                        "\n[image elided to save context: {}; read it again if you need it]",
+                        image.label()
+                    ));
+                }
+                if !long {
+                    return Item::ToolResult(result);
+                }
                 let total = result.output.chars().count();
                 let preview: String = result.output.chars().take(PREVIEW_CHARS).collect();
                 result.output = format!(
@@ -55,7 +66,7 @@ mod tests {
     use crate::protocol::{ToolCall, ToolResult};
 
     fn history(outputs: usize, size: usize) -> Vec<Item> {
-        let mut items = vec![Item::User { text: "fix the parser".into() }];
+        let mut items = vec![Item::user("fix the parser")];
         for i in 0..outputs {
             let id = format!("c{i}");
             items.push(Item::ToolCall(ToolCall {

@@ -71,6 +71,8 @@ pub struct ExecOptions {
     pub reject_plan: Option<String>,
     pub cwd: PathBuf,
     pub date: String,
+    /// `--image` files, prepared, attached to `prompt`.
+    pub images: Vec<crate::protocol::ImagePart>,
 }
 
 /// Runs one turn and reports it; returns the exit status.
@@ -156,6 +158,13 @@ pub async fn run_headless(
     }
     if let Some(review) = options.plan_review {
         session.set_plan_review(review);
+    }
+    // The model was checked before the session opened; a resumed log may
+    // still name another one.
+    if let Err(refused) = session.attach_images(options.images.clone()) {
+        let mut line = usage_marked(ExitStatus::Usage, ResultLine::failure(refused.to_string()));
+        line.session_id = Some(session.id().to_owned());
+        return Headless { status: ExitStatus::Usage, line, shown_error: None };
     }
     let prompt = match review_waiting_plan(&mut session, options) {
         Ok(prompt) => prompt,

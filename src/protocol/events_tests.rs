@@ -39,7 +39,7 @@ fn samples() -> Vec<SessionEvent> {
             tools_digest: s(),
         },
         SessionEvent::ContextUpdated { parts: Vec::new() },
-        SessionEvent::UserMessage { text: s() },
+        SessionEvent::UserMessage { text: s(), images: Vec::new() },
         SessionEvent::TurnStarted { turn: 1 },
         SessionEvent::ModelResponse {
             step: 1,

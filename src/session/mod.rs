@@ -17,12 +17,14 @@
 //! poisoned after a failed write; test fault hooks in `faults.rs`), `lock.rs` (the one-writer
 //! lock), `reader.rs` (streaming and tolerant: unreadable lines handed to the caller in place, many
 //! summed up in one warning), `list.rs` (listing and lookup, live sessions marked), `hash.rs`
-//! (content hashes).
+//! (content hashes), `images.rs` (the image store: images the logs reference, once each by
+//! SHA-256 under `sessions/images/`).
 
 mod faults;
 #[cfg(test)]
 mod fuzz_tests;
 mod hash;
+mod images;
 mod list;
 mod lock;
 mod reader;
@@ -32,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 pub use faults::kill_self;
 pub use hash::{content_hash, file_hash};
+pub use images::{ImageStore, ImageStoreError};
 pub use list::{
     FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
     logged_parent, newest_first_in_folder, newest_in_folder, summarize,

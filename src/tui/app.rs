@@ -399,7 +399,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
 fn show_history(app: &mut App, items: &[Item]) {
     for item in items {
         match item {
-            Item::User { text } => app.transcript.push(CellKind::User(text.clone())),
+            Item::User { text, .. } => app.transcript.push(CellKind::User(text.clone())),
             Item::Assistant { text } if !text.trim().is_empty() => {
                 app.transcript.push(CellKind::Assistant { text: text.clone(), streaming: false })
             }
