@@ -22,6 +22,7 @@ mod exec_honest;
 mod exit_codes;
 mod git_write_e2e;
 mod hooks_e2e;
+mod images_e2e;
 mod jail_fixture;
 mod json_pairs;
 mod keel_home_private;
