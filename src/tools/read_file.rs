@@ -39,8 +39,8 @@ const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
 pub const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
 
 const DESCRIPTION: &str = "Read a text file. Lines come back numbered (`     1\\tfirst line`; \
-the number is not part of the file); page with `offset` and `limit`. A PNG, JPEG, GIF or WebP \
-file comes back as the image (a screenshot a command wrote, say).";
+the number is not part of the file); page with `offset` and `limit`. An image file (PNG, JPEG, \
+GIF, WebP) comes back as the image.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {

@@ -125,6 +125,11 @@ impl AllowPrefix {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Submit(String),
+    /// A prompt with the images attached to it (`attachments.rs`).
+    SubmitImages {
+        text: String,
+        images: Vec<crate::protocol::ImagePart>,
+    },
     Interrupt,
     Answer(ApprovalReply),
     SetMode(ApprovalMode),
@@ -241,6 +246,8 @@ pub struct Status {
 #[derive(Debug, Default)]
 pub struct App {
     pub theme: Theme,
+    /// Images pasted for the next prompt.
+    pub attachments: super::attachments::Attachments,
     pub transcript: Transcript,
     pub editor: Editor,
     pub status: Status,
