@@ -138,6 +138,19 @@ mod tests {
     }
 
     #[test]
+    fn the_chip_shows_on_the_input_box() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = shot(dir.path(), "shot.png");
+        let mut app = App::new(Theme::default(), ApprovalMode::Ask);
+        update(&mut app, Msg::Paste(path.display().to_string()));
+        update(&mut app, Msg::Paste("why is the button grey?".into()));
+        app.hint = None;
+        insta::assert_snapshot!(crate::tui::view_tests::render(&app, 60, 8));
+        // A tiny terminal draws without a panic.
+        crate::tui::view_tests::render(&app, 8, 3);
+    }
+
+    #[test]
     fn other_pastes_are_typed() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "text").unwrap();
