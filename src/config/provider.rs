@@ -150,5 +150,9 @@ mod tests {
         merged.overlay(parse("provider.cache_ttl = \"1h\"").unwrap());
         assert_eq!(merged.name.as_deref(), Some("openai-chat"));
         assert_eq!(merged.cache_ttl.as_deref(), Some("1h"));
+        merged.overlay(parse("provider.images = true").unwrap());
+        merged.overlay(parse("provider.stream = true").unwrap());
+        assert_eq!(merged.images, Some(true), "a later layer keeps images");
+        assert!(parse("[provider]\nimages = \"yes\"\n").is_err());
     }
 }
