@@ -75,8 +75,7 @@ pub fn prepare(bytes: &[u8], name: &str) -> Result<ImagePart, ImageError> {
     let mut reader = reader(bytes, media_type)?;
     reader.limits(decode_limits());
     let decoded = reader.decode().map_err(|e| ImageError::Decode(e.to_string()))?;
-    let (encoded, media_type, size) = shrink(&decoded)?;
-    Ok(part(encoded, media_type, size, name))
+    shrink(&decoded, name)
 }
 
 /// The image file at `path`, prepared ([`prepare`]); read no further than
@@ -117,7 +116,7 @@ fn decode_limits() -> Limits {
 
 /// Scales `image` to fit [`MAX_SIDE`], then smaller until its encoding
 /// fits [`MAX_BYTES`]: PNG while it has transparency and fits, JPEG else.
-fn shrink(image: &DynamicImage) -> Result<(Vec<u8>, ImageMediaType, (u32, u32)), ImageError> {
+fn shrink(image: &DynamicImage, name: &str) -> Result<ImagePart, ImageError> {
     let mut side = MAX_SIDE.min(image.width().max(image.height()));
     loop {
         let scaled = match image.width().max(image.height()) > side {
@@ -128,12 +127,12 @@ fn shrink(image: &DynamicImage) -> Result<(Vec<u8>, ImageMediaType, (u32, u32)),
         if scaled.color().has_alpha() {
             let png = encode(&scaled, ImageFormat::Png)?;
             if png.len() <= MAX_BYTES {
-                return Ok((png, ImageMediaType::Png, size));
+                return Ok(part(png, ImageMediaType::Png, size, name));
             }
         }
         let jpeg = encode_jpeg(&scaled)?;
         if jpeg.len() <= MAX_BYTES || side <= 64 {
-            return Ok((jpeg, ImageMediaType::Jpeg, size));
+            return Ok(part(jpeg, ImageMediaType::Jpeg, size, name));
         }
         side = side * 3 / 4;
     }
