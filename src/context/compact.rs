@@ -99,6 +99,29 @@ mod tests {
     }
 
     #[test]
+    fn old_images_go_and_leave_a_line_naming_them() {
+        let mut items = history(KEEP_RECENT_RESULTS + 1, 10);
+        let image = crate::protocol::ImagePart {
+            media_type: crate::protocol::ImageMediaType::Png,
+            sha256: "ab".repeat(32),
+            width: 800,
+            height: 600,
+            bytes: 120_000,
+            name: "shot.png".into(),
+            data: crate::protocol::ImageData::default(),
+        };
+        if let Item::ToolResult(result) = &mut items[2] {
+            result.images.push(image);
+        }
+        let compacted = elide_old_tool_outputs(&items).expect("the old image goes");
+        let Item::ToolResult(result) = &compacted[2] else { panic!() };
+        assert!(result.images.is_empty());
+        assert!(result.output.starts_with("xxxxxxxxxx\n[image elided"), "{}", result.output);
+        assert!(result.output.contains("shot.png, 800×600, 120 KB"), "{}", result.output);
+        assert_eq!(compacted.len(), items.len());
+    }
+
+    #[test]
     fn nothing_to_elide_says_so() {
         assert_eq!(elide_old_tool_outputs(&history(10, 100)), None);
         assert_eq!(elide_old_tool_outputs(&history(3, 5_000)), None);

@@ -9,7 +9,7 @@
 //! limits when pasted (`support::images`); one that cannot be is said in
 //! the hint and attaches nothing. The clipboard's own image (a screenshot
 //! tool's copy) is not read: reading it takes a helper program
-//! (`wl-paste`, `xclip`), and only `sandbox` starts programs; the hint
+//! (`wl-paste`, `xclip`), and only `sandbox` starts programs; the README
 //! says to save it and paste its path.
 
 use std::path::{Path, PathBuf};
