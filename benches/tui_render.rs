@@ -53,7 +53,7 @@ fn transcript() -> App {
             RuntimeEvent::ToolCallStarted { call: call.clone(), class: ToolClass::Mutating },
         );
         let output = (0..30).map(|i| format!("test t{i} ... ok")).collect::<Vec<_>>().join("\n");
-        let result = ToolResult { call_id: call.call_id.clone(), output, is_error: false };
+        let result = ToolResult::ok(call.call_id.clone(), output);
         send(
             &mut app,
             RuntimeEvent::ToolCallFinished {

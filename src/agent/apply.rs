@@ -82,7 +82,9 @@ impl LoopState {
                 self.turn_usage = Usage::default();
                 self.runaway = Default::default();
             }
-            SessionEvent::UserMessage { text } => self.items.push(Item::User { text: text.clone() }),
+            SessionEvent::UserMessage { text, images } => {
+                self.items.push(Item::User { text: text.clone(), images: images.clone() })
+            }
             SessionEvent::ModelResponse {
                 step,
                 response,

@@ -40,7 +40,7 @@ fn ran(
     let mut config = config(mode, 10);
     config.post_tool_hooks = post_hooks;
     let mut state = LoopState::open(config, Opening::default());
-    step(&mut state, Input::UserTurn { text: "install".into() });
+    step(&mut state, Input::UserTurn { text: "install".into(), images: Vec::new() });
     let effects = step(&mut state, respond(vec![shell("c1")]));
     if let Some(Effect::AskApproval { .. }) = effects.last() {
         let scope = crate::policy::ApprovalScope::Once;

@@ -111,7 +111,7 @@ fn the_request_that_would_cross_the_cost_limit_is_not_sent() {
     // Each response reports 400k in and 100k out: $0.50. The projection of
     // the next: 400k + the new items in, 8k out (bounded): about $0.41.
     let mut state = limited(SpendLimits { max_cost_usd: Some(1.2), max_tokens: None });
-    let effects = step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     assert!(calls_model(&effects), "the first request fits: {effects:?}");
     let limits_at = effects.iter().position(|e| {
         matches!(e, Effect::Record(SessionEvent::LimitsSet { max_cost_usd: Some(_), reason, .. }) if reason == "start")
@@ -144,7 +144,7 @@ fn the_request_that_would_cross_the_cost_limit_is_not_sent() {
     let Some(Effect::TurnEnded { outcome, .. }) = effects.last() else { panic!("{effects:?}") };
     assert_eq!(*outcome, TurnOutcome::BudgetExceeded);
     // A new turn cannot reset the spend: it stops before its request.
-    let effects = step(&mut state, Input::UserTurn { text: "more".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "more".into(), images: Vec::new() });
     assert!(!calls_model(&effects));
     assert!(matches!(effects.last(), Some(Effect::AskRaiseLimit(_))));
 }
@@ -152,7 +152,7 @@ fn the_request_that_would_cross_the_cost_limit_is_not_sent() {
 #[test]
 fn a_raised_limit_is_logged_and_the_request_goes_out() {
     let mut state = limited(SpendLimits { max_cost_usd: None, max_tokens: Some(700_000) });
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     step(&mut state, respond(read("a"), 400_000, 100_000));
     let effects = step(&mut state, finished("a"));
     let Some(Effect::AskRaiseLimit(hit)) = effects.last() else { panic!("{effects:?}") };
@@ -172,7 +172,7 @@ fn a_raised_limit_is_logged_and_the_request_goes_out() {
 #[test]
 fn without_limits_nothing_is_logged_or_estimated() {
     let mut state = LoopState::open(config(ApprovalMode::Auto, 50), Opening::default());
-    let effects = step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     assert!(!effects.iter().any(|e| matches!(e, Effect::Record(SessionEvent::LimitsSet { .. }))));
     step(&mut state, respond(read("a"), u64::MAX / 4, u64::MAX / 4));
     assert!(calls_model(&step(&mut state, finished("a"))));
@@ -183,7 +183,7 @@ fn a_cost_limit_without_prices_stops_rather_than_runs_unlimited() {
     let mut config = config(ApprovalMode::Auto, 50);
     config.limits.spend.max_cost_usd = Some(100.0);
     let mut state = LoopState::open(config, Opening::default());
-    let effects = step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     assert!(!calls_model(&effects));
     assert!(matches!(effects.last(), Some(Effect::AskRaiseLimit(hit)) if hit.next_usd.is_none()));
 }
@@ -194,7 +194,7 @@ fn the_projection_counts_new_items_and_the_largest_output() {
     let first = budget::project(&state);
     assert_eq!(first.previous_input, 0, "no figure yet: the whole request is estimated");
     assert_eq!(first.output, FIRST_OUTPUT_ESTIMATE);
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     step(&mut state, respond(read("a"), 1_000, 30_000));
     state.items.push(Item::ToolResult(ToolResult::ok("a", "x".repeat(3_000))));
     let next = budget::project(&state);
@@ -207,7 +207,7 @@ fn the_projection_counts_new_items_and_the_largest_output() {
 #[test]
 fn a_model_repeating_one_call_is_told_once_then_stopped() {
     let mut state = LoopState::open(config(ApprovalMode::Auto, 50), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let same =
         |n: u32| vec![Item::ToolCall(call_with(&format!("c{n}"), "read_file", r#"{"path":"a"}"#))];
     let result = |n: u32| Input::BatchFinished {
@@ -234,7 +234,7 @@ fn a_model_repeating_one_call_is_told_once_then_stopped() {
     let Some(Effect::TurnEnded { outcome, .. }) = last.last() else { panic!("{last:?}") };
     assert_eq!(*outcome, TurnOutcome::Stuck);
     // The next turn starts with a clean slate.
-    step(&mut state, Input::UserTurn { text: "again".into() });
+    step(&mut state, Input::UserTurn { text: "again".into(), images: Vec::new() });
     step(&mut state, respond(same(9), 10, 2));
     assert!(matches!(step(&mut state, result(9)).last(), Some(Effect::CallModel(_))));
 }
@@ -243,7 +243,7 @@ fn a_model_repeating_one_call_is_told_once_then_stopped() {
 fn the_stop_answers_the_rest_of_the_response_unrun() {
     let mut state = LoopState::open(config(ApprovalMode::Auto, 50), Opening::default());
     state.config.limits.runaway.failing_calls = Some(2);
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let mut last = Vec::new();
     for n in 0..3 {
         let id = format!("s{n}");
@@ -290,7 +290,7 @@ fn dollars_read_as_cents_or_up_to_four_decimals() {
 fn what_subagents_spent_counts_against_the_limits() {
     // The session itself spent $0.50; a subagent (its own loop) $0.60.
     let mut state = limited(SpendLimits { max_cost_usd: Some(1.2), max_tokens: None });
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     step(&mut state, respond(read("a"), 400_000, 100_000));
     state.delegated = Delegated {
         usage: Usage { input_tokens: 500_000, output_tokens: 100_000, ..Usage::default() },

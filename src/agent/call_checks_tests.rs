@@ -35,7 +35,7 @@ fn write(id: &str, path: &str) -> ToolCall {
 /// driver's look at the first batch.
 fn checking(mode: ApprovalMode, calls: Vec<ToolCall>) -> LoopState {
     let mut state = LoopState::open(config(mode, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(&mut state, respond(calls));
     assert!(matches!(
         effects.last(),
@@ -335,7 +335,7 @@ fn stale_answers_change_nothing() {
 fn before_approval(command: &str) -> (LoopState, ToolCall) {
     let call = call_with("s", "shell", &json!({ "command": command }).to_string());
     let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(&mut state, respond(vec![call.clone()]));
     assert!(
         matches!(
@@ -461,7 +461,7 @@ fn a_rewrite_into_a_writing_agent_type_is_judged_as_a_writer() {
             ("general".to_owned(), ToolClass::Mutating),
         ]);
         let mut state = LoopState::open(config, Opening::default());
-        step(&mut state, Input::UserTurn { text: "go".into() });
+        step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
         let args = json!({"agent": "explore", "description": "d", "prompt": "p"});
         let call = call_with("a", crate::tools::AGENT_TOOL, &args.to_string());
         let effects = step(&mut state, respond(vec![call]));

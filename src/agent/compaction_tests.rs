@@ -75,7 +75,7 @@ fn user_texts(items: &[Item]) -> Vec<&str> {
     items
         .iter()
         .filter_map(|item| match item {
-            Item::User { text } => Some(text.as_str()),
+            Item::User { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .collect()
@@ -84,7 +84,7 @@ fn user_texts(items: &[Item]) -> Vec<&str> {
 #[test]
 fn under_the_threshold_nothing_is_compacted() {
     let mut state = LoopState::open(config(Some(100_000)), Opening::default());
-    step(&mut state, Input::UserTurn { text: "fix the parser".into() });
+    step(&mut state, Input::UserTurn { text: "fix the parser".into(), images: Vec::new() });
     for i in 0..5 {
         let effects = read_step(&mut state, &format!("c{i}"), 2_000, 1_000);
         assert!(compactions(&effects).is_empty());
@@ -95,7 +95,7 @@ fn under_the_threshold_nothing_is_compacted() {
 #[test]
 fn crossing_the_threshold_elides_old_outputs_when_that_is_enough() {
     let mut state = LoopState::open(config(Some(20_000)), Opening::default());
-    step(&mut state, Input::UserTurn { text: "fix the parser".into() });
+    step(&mut state, Input::UserTurn { text: "fix the parser".into(), images: Vec::new() });
     let mut fired = Vec::new();
     for i in 0..12 {
         let effects = read_step(&mut state, &format!("c{i}"), 8_000, 0);
@@ -108,9 +108,15 @@ fn crossing_the_threshold_elides_old_outputs_when_that_is_enough() {
 #[test]
 fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
     let mut state = LoopState::open(config(Some(4_000)), Opening::default());
-    step(&mut state, Input::UserTurn { text: "GOAL: make the parser accept tabs".into() });
+    step(
+        &mut state,
+        Input::UserTurn { text: "GOAL: make the parser accept tabs".into(), images: Vec::new() },
+    );
     step(&mut state, respond(vec![Item::Assistant { text: "done?".into() }], 100));
-    step(&mut state, Input::UserTurn { text: "LATEST: also handle CRLF".into() });
+    step(
+        &mut state,
+        Input::UserTurn { text: "LATEST: also handle CRLF".into(), images: Vec::new() },
+    );
     state.workflow.flow.submit_plan(".keel/plans/s-r1.md".into(), "PLAN: edit lexer.rs".into());
     state.workflow.flow.review_plan(true, None);
     state.workflow.tasks = serde_json::from_value(serde_json::json!([
@@ -168,7 +174,7 @@ fn a_summary_keeps_goal_latest_request_plan_tasks_and_failing_check() {
 #[test]
 fn overflow_elides_then_summarizes_then_fails_within_one_step() {
     let mut state = LoopState::open(config(None), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     for i in 0..6 {
         read_step(&mut state, &format!("c{i}"), 5_000, 0);
     }
@@ -188,7 +194,7 @@ fn overflow_elides_then_summarizes_then_fails_within_one_step() {
 #[test]
 fn a_failed_summary_still_compacts_with_the_preserved_facts() {
     let mut state = LoopState::open(config(None), Opening::default());
-    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    step(&mut state, Input::UserTurn { text: "GOAL".into(), images: Vec::new() });
     let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
     assert!(summarize_request(&effects).is_some(), "nothing to elide: straight to a summary");
     let mut effects =
@@ -205,7 +211,7 @@ fn a_failed_summary_still_compacts_with_the_preserved_facts() {
 fn manual_compaction_runs_while_idle_and_stays_idle() {
     let mut state = LoopState::open(config(Some(100_000)), Opening::default());
     assert!(step(&mut state, Input::CompactRequested { focus: None }).is_empty(), "empty: no-op");
-    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    step(&mut state, Input::UserTurn { text: "GOAL".into(), images: Vec::new() });
     step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
     let effects = step(&mut state, Input::CompactRequested { focus: Some("the lexer".into()) });
     let (request, trigger) = summarize_request(&effects).expect("summary asked");
@@ -223,7 +229,7 @@ fn manual_compaction_runs_while_idle_and_stays_idle() {
 #[test]
 fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call_with() {
     let mut state = LoopState::open(config(Some(100_000)), Opening::default());
-    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    step(&mut state, Input::UserTurn { text: "GOAL".into(), images: Vec::new() });
     step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
     let before = state.items.clone();
     step(&mut state, Input::CompactRequested { focus: None });
@@ -231,7 +237,7 @@ fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call_with(
     assert_eq!(state.items, before);
     assert_eq!(state.phase, LoopPhase::Idle);
 
-    step(&mut state, Input::UserTurn { text: "more".into() });
+    step(&mut state, Input::UserTurn { text: "more".into(), images: Vec::new() });
     let effects = step(&mut state, Input::ContextOverflow { message: "too long".into() });
     assert!(summarize_request(&effects).is_some());
     let effects = step(&mut state, Input::Interrupted);
@@ -245,7 +251,7 @@ fn an_interrupt_during_the_summary_compacts_nothing_and_answers_every_call_with(
 #[test]
 fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
     let mut state = LoopState::open(config(None), Opening::default());
-    step(&mut state, Input::UserTurn { text: "GOAL".into() });
+    step(&mut state, Input::UserTurn { text: "GOAL".into(), images: Vec::new() });
     let test = call_with("t1", "shell", r#"{"command":"cargo test"}"#);
     step(&mut state, respond(vec![Item::ToolCall(test)], 100));
     let failing = (ToolResult::ok("t1", "exit code: 1\nBROKEN"), crate::protocol::ToolMeta::new());
@@ -253,7 +259,7 @@ fn a_second_summary_keeps_the_goal_and_the_carried_failing_check() {
     step(&mut state, respond(vec![Item::Assistant { text: "stuck".into() }], 100));
     step(&mut state, Input::CompactRequested { focus: None });
     summarized(&mut state, "first");
-    step(&mut state, Input::UserTurn { text: "LATEST".into() });
+    step(&mut state, Input::UserTurn { text: "LATEST".into(), images: Vec::new() });
     step(&mut state, Input::ContextOverflow { message: "too long".into() });
     let effects = summarized(&mut state, "second");
     let request = last_request(&effects).unwrap_or_else(|| panic!("asks again: {effects:?}"));
@@ -285,7 +291,7 @@ fn a_summary_counts_in_the_spend_and_the_log() {
             }
         }
     };
-    keep(&step(&mut state, Input::UserTurn { text: "GOAL".into() }), &mut log);
+    keep(&step(&mut state, Input::UserTurn { text: "GOAL".into(), images: Vec::new() }), &mut log);
     let effects = step(&mut state, respond(vec![Item::Assistant { text: "answer".into() }], 100));
     keep(&effects, &mut log);
     keep(&step(&mut state, Input::CompactRequested { focus: None }), &mut log);

@@ -67,7 +67,7 @@ fn last_result(state: &LoopState) -> crate::protocol::ToolResult {
 /// A session in `mode` that asked about `touch a` (shell) and waits.
 fn asking_about_a_command(mode: ApprovalMode) -> LoopState {
     let mut state = LoopState::open(config(mode, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects =
         step(&mut state, respond(vec![call_with("c", "shell", r#"{"command":"touch a"}"#)]));
     assert!(matches!(effects.last(), Some(Effect::AskApproval { plan_review: None, .. })));
@@ -79,7 +79,7 @@ fn asking_about_a_command(mode: ApprovalMode) -> LoopState {
 fn submitting_a_plan(mode: ApprovalMode) -> (LoopState, Vec<Effect>) {
     let mut state = LoopState::open(config(mode, 10), Opening::default());
     step(&mut state, Input::SetPlanReview { review: PlanReview::Ask });
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let plan = call_with("p", "submit_plan", r#"{"plan_markdown":"1. do it"}"#);
     let effects = step(&mut state, respond(vec![plan]));
     (state, effects)
@@ -260,7 +260,7 @@ fn a_mode_change_is_recorded_once_and_plan_mode_requires_a_plan() {
 fn a_plan_left_waiting_is_approved_or_rejected_in_a_later_run() {
     let mut state = LoopState::open(config(ApprovalMode::Plan, 10), Opening::default());
     step(&mut state, Input::SetPlanReview { review: PlanReview::StopAfterSubmit });
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     step(&mut state, respond(vec![call_with("p", "submit_plan", r#"{"plan_markdown":"x"}"#)]));
     let effects = step(&mut state, Input::PlanSaved { path: Some("p.md".into()) });
     assert!(matches!(effects.last(), Some(Effect::TurnEnded { .. })));

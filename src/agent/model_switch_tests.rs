@@ -63,7 +63,8 @@ fn switch(state: &mut LoopState, model: &str, for_turn: bool) -> Vec<Effect> {
 
 /// One turn of one answer; the records of the whole turn.
 fn answered_turn(state: &mut LoopState) -> Vec<SessionEvent> {
-    let mut lines = records(&step(state, Input::UserTurn { text: "go".into() }));
+    let mut lines =
+        records(&step(state, Input::UserTurn { text: "go".into(), images: Vec::new() }));
     lines.extend(records(&step(state, respond(false))));
     lines
 }
@@ -100,7 +101,7 @@ fn the_projection_is_priced_at_the_model_the_request_goes_to() {
     let mut state = session(Some(0.3));
     answered_turn(&mut state);
     switch(&mut state, "claude-opus-4", false);
-    let effects = step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     assert!(!effects.iter().any(|e| matches!(e, Effect::CallModel(_))), "not sent: {effects:?}");
     let Some(Effect::AskRaiseLimit(hit)) = effects.last() else { panic!("{effects:?}") };
     assert!(close(hit.spent_usd.unwrap(), 0.101), "spent at local's prices: {hit:?}");
@@ -154,7 +155,10 @@ fn a_rebuild_keeps_the_spend_and_goes_back_after_a_command_turn() {
     let mut state = session(None);
     let mut log = answered_turn(&mut state);
     log.extend(records(&switch(&mut state, "claude-opus-4", true)));
-    log.extend(records(&step(&mut state, Input::UserTurn { text: "go".into() })));
+    log.extend(records(&step(
+        &mut state,
+        Input::UserTurn { text: "go".into(), images: Vec::new() },
+    )));
     log.extend(records(&step(&mut state, respond(true))));
     // The process dies mid-command: the rebuilt loop is on the command's
     // model, with the same spend, and goes back when the turn ends.

@@ -337,7 +337,8 @@ pub(super) fn run_noting(
         before_turn(&mut state, *control, &mut log);
         switch_model(&mut state, models.get(t), &mut log);
         before_prompts.push(state.items.clone());
-        let effects = step(&mut state, Input::UserTurn { text: format!("turn {t}") });
+        let effects =
+            step(&mut state, Input::UserTurn { text: format!("turn {t}"), images: Vec::new() });
         drive(&mut state, effects, &mut log);
         for calls in responses.iter().chain(std::iter::once(&Vec::new())) {
             if state.phase.is_idle() {

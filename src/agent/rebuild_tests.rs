@@ -43,7 +43,7 @@ fn live_session() -> (LoopState, Vec<EventRecord>) {
     let mut state = LoopState::open(config(ApprovalMode::Auto), Opening::default());
     let mut log = Vec::new();
     let inputs = vec![
-        Input::UserTurn { text: "go".into() },
+        Input::UserTurn { text: "go".into(), images: Vec::new() },
         response(vec![Item::ToolCall(call("a", "read_file"))]),
         Input::BatchFinished {
             results: vec![(ToolResult::ok("a", "text"), crate::protocol::ToolMeta::new())],
@@ -53,7 +53,7 @@ fn live_session() -> (LoopState, Vec<EventRecord>) {
             results: vec![(ToolResult::ok("b", "written"), crate::protocol::ToolMeta::new())],
         },
         response(vec![Item::Assistant { text: "done".into() }]),
-        Input::UserTurn { text: "again".into() },
+        Input::UserTurn { text: "again".into(), images: Vec::new() },
         response(vec![Item::Assistant { text: "ok".into() }]),
     ];
     for input in inputs {
@@ -186,7 +186,7 @@ fn a_call_that_never_started_asks_for_approval_again() {
     let mut state = LoopState::open(config(ApprovalMode::Ask), Opening::default());
     let mut log = Vec::new();
     for input in [
-        Input::UserTurn { text: "go".into() },
+        Input::UserTurn { text: "go".into(), images: Vec::new() },
         response(vec![Item::ToolCall(call("w", "write_file"))]),
     ] {
         let effects = step(&mut state, input);
@@ -217,7 +217,7 @@ fn a_call_that_never_started_asks_for_approval_again() {
 fn a_turn_without_its_prompt_is_dropped() {
     let events = [
         SessionEvent::TurnStarted { turn: 1 },
-        SessionEvent::UserMessage { text: "a".into() },
+        SessionEvent::UserMessage { text: "a".into(), images: Vec::new() },
         SessionEvent::TurnCompleted {
             turn: 1,
             outcome: TurnOutcome::Completed,
@@ -343,7 +343,7 @@ fn a_rebuild_after_a_plan_approval_in_plan_mode_is_in_ask_mode() {
         provider_data: None,
     };
     for input in [
-        Input::UserTurn { text: "go".into() },
+        Input::UserTurn { text: "go".into(), images: Vec::new() },
         response(vec![Item::ToolCall(phase)]),
         response(vec![Item::ToolCall(plan)]),
         Input::ApprovalDecided {
@@ -375,7 +375,7 @@ fn compaction_replaces_the_history() {
         seq,
         ts: String::new(),
         event: SessionEvent::Compaction {
-            items: vec![Item::User { text: "summary".into() }],
+            items: vec![Item::user("summary")],
             reason: "manual".into(),
             method: "summary".into(),
             tokens_before: 0,
@@ -385,7 +385,7 @@ fn compaction_replaces_the_history() {
             cost_usd: None,
         },
     });
-    assert_eq!(rebuild(&log).state.items, vec![Item::User { text: "summary".into() }]);
+    assert_eq!(rebuild(&log).state.items, vec![Item::user("summary")]);
 }
 
 /// A damaged copy of `live_session`'s log: the lines from the start of
@@ -578,7 +578,7 @@ fn a_reused_call_id_is_counted_not_collapsed() {
     let mut state = LoopState::open(config(ApprovalMode::Auto), Opening::default());
     let mut log = Vec::new();
     for input in [
-        Input::UserTurn { text: "go".into() },
+        Input::UserTurn { text: "go".into(), images: Vec::new() },
         response(vec![Item::ToolCall(call("call_0", "read_file"))]),
         Input::BatchFinished {
             results: vec![(ToolResult::ok("call_0", "one"), crate::protocol::ToolMeta::new())],

@@ -106,7 +106,7 @@ impl PromptLine {
                 self.open_turn = Some(record.seq);
             }
             SessionEvent::TurnCompleted { .. } => self.open_turn = None,
-            SessionEvent::UserMessage { text } => {
+            SessionEvent::UserMessage { text, .. } => {
                 let Some((seq, turn)) = self.opened.take() else { return };
                 let parent = self.tip();
                 self.entries.push(Entry { parent, turn, seq, text: text.clone() });

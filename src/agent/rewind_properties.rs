@@ -96,7 +96,7 @@ proptest! {
         let target = line.target(n as u32).unwrap();
         rewind(&mut live, &mut log, n as u32, target.seq, None);
         // The prompt edited and sent again: a new branch at N.
-        let effects = step(&mut live, Input::UserTurn { text: "edited".into() });
+        let effects = step(&mut live, Input::UserTurn { text: "edited".into(), images: Vec::new() });
         drive(&mut live, effects, &mut log);
         if !live.phase.is_idle() {
             let done = vec![Item::Assistant { text: "done".into() }];

@@ -65,7 +65,9 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
 /// next.
 fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> Next {
     match (&state.phase, input) {
-        (LoopPhase::Idle, Input::UserTurn { text }) => start_turn(state, text, effects),
+        (LoopPhase::Idle, Input::UserTurn { text, images }) => {
+            start_turn(state, text, images, effects)
+        }
         (LoopPhase::Infer, Input::ModelResponded(response)) => {
             on_response(state, response, effects)
         }
@@ -266,7 +268,12 @@ pub(super) fn proceed(state: &mut LoopState, mut next: Next, effects: &mut Vec<E
     }
 }
 
-fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) -> Next {
+fn start_turn(
+    state: &mut LoopState,
+    text: String,
+    images: Vec<crate::protocol::ImagePart>,
+    effects: &mut Vec<Effect>,
+) -> Next {
     state.pending.clear();
     emit(state, SessionEvent::TurnStarted { turn: state.turn + 1 }, effects);
     if state.workflow.finished() {
@@ -275,7 +282,7 @@ fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) ->
     // What changed since the last turn (environment, mode, phase) comes
     // before the request it applies to.
     announce(state, effects);
-    emit(state, SessionEvent::UserMessage { text }, effects);
+    emit(state, SessionEvent::UserMessage { text, images }, effects);
     infer(state, effects)
 }
 

@@ -25,6 +25,8 @@ pub enum Input {
     /// The user starts a turn.
     UserTurn {
         text: String,
+        /// Images attached to the prompt.
+        images: Vec<crate::protocol::ImagePart>,
     },
     ModelResponded(ModelResponse),
     /// The model request failed for good (the adapter already retried).

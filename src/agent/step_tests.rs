@@ -37,7 +37,7 @@ fn non_record(effects: &[Effect]) -> Vec<&Effect> {
 #[test]
 fn plain_answer_ends_the_turn_with_its_text() {
     let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
-    let effects = step(&mut state, Input::UserTurn { text: "hi".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "hi".into(), images: Vec::new() });
     assert!(matches!(non_record(&effects)[..], [Effect::CallModel(_)]));
     let effects = step(&mut state, respond(vec![Item::Assistant { text: "hello".into() }]));
     let Some(Effect::TurnEnded { outcome, final_text, usage }) = effects.last() else {
@@ -52,7 +52,7 @@ fn plain_answer_ends_the_turn_with_its_text() {
 #[test]
 fn reads_run_together_and_writes_alone_in_call_order() {
     let mut state = LoopState::open(config(ApprovalMode::Auto, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(
         &mut state,
         respond(vec![
@@ -97,7 +97,7 @@ fn shell_batches(commands: &[&str], sandboxed: bool) -> Vec<(Vec<String>, bool, 
     let mut config = config(ApprovalMode::Auto, 10);
     config.policy.sandboxed = sandboxed;
     let mut state = LoopState::open(config, Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let calls = commands.iter().enumerate().map(|(i, command)| {
         let arguments = serde_json::json!({ "command": command }).to_string();
         Item::ToolCall(call_with(&format!("c{i}"), "shell", &arguments))
@@ -147,7 +147,7 @@ fn shell_reads_stay_serial_without_a_sandbox_to_fail_a_wrong_judgement() {
 #[test]
 fn declined_call_tells_the_model_why_and_the_loop_goes_on() {
     let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(&mut state, respond(vec![Item::ToolCall(call("c", "shell"))]));
     assert!(matches!(effects.last(), Some(Effect::AskApproval { .. })));
     let effects = step(
@@ -176,7 +176,7 @@ fn declined_call_tells_the_model_why_and_the_loop_goes_on() {
 #[test]
 fn approved_call_runs() {
     let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     step(&mut state, respond(vec![Item::ToolCall(call("c", "shell"))]));
     let effects = step(
         &mut state,
@@ -193,7 +193,7 @@ fn approved_call_runs() {
 #[test]
 fn step_limit_answers_open_calls_and_stops() {
     let mut state = LoopState::open(config(ApprovalMode::Auto, 1), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(&mut state, respond(vec![Item::ToolCall(call("c", "read_file"))]));
     assert!(matches!(
         effects.last(),
@@ -205,7 +205,7 @@ fn step_limit_answers_open_calls_and_stops() {
 #[test]
 fn interrupt_while_running_answers_every_open_call() {
     let mut state = LoopState::open(config(ApprovalMode::Auto, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     step(
         &mut state,
         respond(vec![Item::ToolCall(call("a", "shell")), Item::ToolCall(call("b", "shell"))]),
@@ -222,7 +222,7 @@ fn interrupt_while_running_answers_every_open_call() {
 #[test]
 fn model_failure_fails_the_turn() {
     let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(&mut state, Input::ModelFailed { message: "boom".into() });
     assert!(effects.contains(&Effect::Record(SessionEvent::ModelError { message: "boom".into() })));
     assert!(matches!(effects.last(), Some(Effect::TurnEnded { outcome: TurnOutcome::Failed, .. })));
@@ -281,7 +281,7 @@ proptest! {
         let mut state = LoopState::open(config(mode, 3), Opening::default());
         let mut recorded_results = 0usize;
         let mut next_id = 0u32;
-        let mut last_effects = step(&mut state, Input::UserTurn { text: "go".into() });
+        let mut last_effects = step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
         for mv in moves {
             recorded_results += last_effects.iter().filter(|e| matches!(e, Effect::Record(SessionEvent::ToolCallFinished { .. }))).count();
             let input = match mv {
@@ -306,7 +306,7 @@ proptest! {
                 prop_assert_eq!(unanswered_calls(&state.items), Vec::<String>::new());
                 let in_history = state.items.iter().filter(|i| matches!(i, Item::ToolResult(_))).count();
                 prop_assert_eq!(in_history, recorded_results);
-                last_effects = step(&mut state, Input::UserTurn { text: "again".into() });
+                last_effects = step(&mut state, Input::UserTurn { text: "again".into(), images: Vec::new() });
             }
         }
     }
@@ -342,7 +342,7 @@ fn every_judged_call_has_its_policy_decision_recorded_before_it_runs_is_asked_or
                  justification=\"no network from the agent\")";
     config.policy.rules.load("user.rules", rules, crate::policy::Origin::User).unwrap();
     let mut state = LoopState::open(config, Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(
         &mut state,
         respond(vec![
@@ -391,7 +391,7 @@ fn every_judged_call_has_its_policy_decision_recorded_before_it_runs_is_asked_or
 #[test]
 fn harness_calls_are_not_judged_by_policy() {
     let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let todo = ToolCall {
         call_id: "t".into(),
         name: "todo_write".into(),

@@ -59,7 +59,7 @@ fn read_only_subagents_run_together_and_writers_alone() {
         ("verify".to_owned(), ToolClass::Mutating),
     ]);
     let mut state = LoopState::open(config, Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(
         &mut state,
         respond(vec![agent("a", "explore"), agent("b", "explore"), agent("c", "verify")]),
@@ -91,7 +91,7 @@ fn a_narrowed_loop_refuses_other_tools_before_policy() {
         tools: BTreeSet::from(["read_file".to_owned(), "grep".to_owned()]),
     });
     let mut state = LoopState::open(config, Opening::default());
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let write = call_with("w", "write_file", r#"{"path":"a.txt","content":"x"}"#);
     let read = call_with("r", "read_file", r#"{"path":"a.txt"}"#);
     let submit = call_with("s", "submit_plan", r#"{"plan_markdown":"x"}"#);
@@ -141,7 +141,7 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
     };
     run(&mut state, Input::NarrowTurn { scope: scope.clone() }, &mut log);
     assert!(matches!(log.as_slice(), [SessionEvent::TurnScope { .. }]), "recorded: {log:?}");
-    run(&mut state, Input::UserTurn { text: "look".into() }, &mut log);
+    run(&mut state, Input::UserTurn { text: "look".into(), images: Vec::new() }, &mut log);
     let write = call_with("w", "write_file", r#"{"path":"a.txt","content":"x"}"#);
     let effects = run(&mut state, respond(vec![write.clone()]), &mut log);
     assert!(batches_of(&effects).is_empty(), "refused even in yolo mode");
@@ -174,7 +174,7 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
     });
     run(&mut state, answer, &mut log);
     assert_eq!(state.turn_scope, None);
-    run(&mut state, Input::UserTurn { text: "write".into() }, &mut log);
+    run(&mut state, Input::UserTurn { text: "write".into(), images: Vec::new() }, &mut log);
     let effects = run(&mut state, respond(vec![write]), &mut log);
     assert_eq!(
         batches_of(&effects),
@@ -216,7 +216,7 @@ fn delegate(usage: Usage, estimated: Unreported) -> (bool, LoopState, Vec<Sessio
         estimated,
     };
     run(&mut state, Input::SubagentFinished(done));
-    let effects = run(&mut state, Input::UserTurn { text: "go on".into() });
+    let effects = run(&mut state, Input::UserTurn { text: "go on".into(), images: Vec::new() });
     let stopped = effects.iter().any(|e| matches!(e, Effect::AskRaiseLimit(_)));
     (stopped, state, log)
 }

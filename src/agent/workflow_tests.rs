@@ -136,7 +136,7 @@ fn finished(id: &str, exit_code: i64, changed: bool) -> Input {
 #[test]
 fn a_typo_fix_goes_orient_implement_verify_deliver_without_a_plan() {
     let mut state = state(ApprovalMode::Auto);
-    step(&mut state, Input::UserTurn { text: "fix the typo".into() });
+    step(&mut state, Input::UserTurn { text: "fix the typo".into(), images: Vec::new() });
     let effects = step(&mut state, respond(vec![set_phase("p1", "implement")]));
     assert_eq!(phase_moves(&effects), vec![("orient".into(), "implement".into())]);
     assert!(!result_of(&state, "p1").is_error);
@@ -163,7 +163,7 @@ fn a_typo_fix_goes_orient_implement_verify_deliver_without_a_plan() {
 #[test]
 fn a_first_write_enters_implement_and_a_new_turn_after_deliver_starts_over() {
     let mut state = state(ApprovalMode::Auto);
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let write = call("w", "write_file", serde_json::json!({ "path": "a.txt" }));
     let effects = step(&mut state, respond(vec![write]));
     assert_eq!(phase_moves(&effects), vec![("orient".into(), "implement".into())]);
@@ -172,7 +172,7 @@ fn a_first_write_enters_implement_and_a_new_turn_after_deliver_starts_over() {
     step(&mut state, respond(vec![]));
     assert!(state.workflow.flow.delivers_unverified(), "changed and never verified");
     state.workflow.flow.phase = "deliver".into();
-    let effects = step(&mut state, Input::UserTurn { text: "next".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "next".into(), images: Vec::new() });
     assert_eq!(phase_moves(&effects), vec![("deliver".into(), "orient".into())]);
     assert_eq!(state.workflow.flow.changes, 0);
 }
@@ -181,7 +181,7 @@ fn a_first_write_enters_implement_and_a_new_turn_after_deliver_starts_over() {
 fn in_plan_mode_a_write_before_approval_is_refused_and_never_run() {
     let mut state = state(ApprovalMode::Auto);
     state.workflow.flow.plan_required = true;
-    step(&mut state, Input::UserTurn { text: "refactor".into() });
+    step(&mut state, Input::UserTurn { text: "refactor".into(), images: Vec::new() });
     let write = call("w", "write_file", serde_json::json!({ "path": "a.rs" }));
     let effects = step(&mut state, respond(vec![write]));
     assert!(runs(&effects).is_empty());
@@ -193,7 +193,7 @@ fn in_plan_mode_a_write_before_approval_is_refused_and_never_run() {
 #[test]
 fn in_the_plan_phase_a_write_is_refused_even_without_a_required_plan() {
     let mut state = state(ApprovalMode::Auto);
-    step(&mut state, Input::UserTurn { text: "plan it".into() });
+    step(&mut state, Input::UserTurn { text: "plan it".into(), images: Vec::new() });
     step(&mut state, respond(vec![set_phase("p", "plan")]));
     let write = call("w", "write_file", serde_json::json!({ "path": "a.rs" }));
     let effects = step(&mut state, respond(vec![write, shell("s", "touch b")]));
@@ -211,7 +211,7 @@ fn in_the_plan_phase_a_write_is_refused_even_without_a_required_plan() {
 fn a_submitted_plan_goes_through_the_approval_path() {
     let mut state = state(ApprovalMode::Auto);
     state.workflow.flow.plan_required = true;
-    step(&mut state, Input::UserTurn { text: "refactor".into() });
+    step(&mut state, Input::UserTurn { text: "refactor".into(), images: Vec::new() });
     let plan = call("s1", "submit_plan", serde_json::json!({ "plan_markdown": "1. do it" }));
     let effects = step(&mut state, respond(vec![plan]));
     assert_eq!(phase_moves(&effects), vec![("orient".into(), "plan".into())]);
@@ -245,7 +245,7 @@ fn plan_only_stops_the_turn_after_the_plan() {
     let mut state = state(ApprovalMode::Ask);
     state.workflow.flow.plan_required = true;
     state.workflow.review = PlanReview::StopAfterSubmit;
-    step(&mut state, Input::UserTurn { text: "plan it".into() });
+    step(&mut state, Input::UserTurn { text: "plan it".into(), images: Vec::new() });
     let plan = call("s", "submit_plan", serde_json::json!({ "plan_markdown": "the plan" }));
     let effects =
         step(&mut state, respond(vec![plan, call("r", "read_file", serde_json::json!({}))]));
@@ -260,7 +260,7 @@ fn plan_only_stops_the_turn_after_the_plan() {
 #[test]
 fn failed_verifications_send_back_until_the_limit_then_delivery_is_unverified() {
     let mut state = state(ApprovalMode::Auto);
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     step(&mut state, respond(vec![call("w", "write_file", serde_json::json!({ "path": "a" }))]));
     step(&mut state, finished("w", 0, true));
     step(&mut state, respond(vec![set_phase("v", "verify")]));
@@ -280,7 +280,7 @@ fn failed_verifications_send_back_until_the_limit_then_delivery_is_unverified() 
 #[test]
 fn bad_harness_arguments_and_task_lists_are_refused_not_panics() {
     let mut state = state(ApprovalMode::Auto);
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let broken = ToolCall {
         call_id: "b".into(),
         name: "set_phase".into(),
@@ -328,7 +328,7 @@ fn latest_context(state: &LoopState) -> String {
 #[test]
 fn the_phase_guidance_is_announced_in_the_history_and_the_instructions_stay() {
     let mut state = state(ApprovalMode::Auto);
-    let effects = step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let Some(Effect::CallModel(first)) = effects.last() else { panic!("{effects:?}") };
     assert_eq!(first.instructions, "be helpful", "nothing is added to the instructions");
     let context = latest_context(&state);
@@ -364,7 +364,7 @@ fn rebuilding_the_log_restores_phase_plan_tasks_and_the_gate() {
         serde_json::json!({ "todos": [{ "id": "1", "text": "fix", "status": "in_progress" }] });
     let plan = serde_json::json!({ "plan_markdown": "1. fix" });
     let inputs = vec![
-        Input::UserTurn { text: "go".into() },
+        Input::UserTurn { text: "go".into(), images: Vec::new() },
         respond(vec![call("t", "todo_write", todos), call("s", "submit_plan", plan)]),
         respond(vec![
             set_phase("p", "implement"),
@@ -409,7 +409,7 @@ fn a_skipped_phase_check_is_unverified_live_and_rebuilt() {
     let mut live = state(ApprovalMode::Auto);
     live.workflow = WorkflowState::with_rules(rules.clone(), false);
     let mut inputs = vec![
-        Input::UserTurn { text: "go".into() },
+        Input::UserTurn { text: "go".into(), images: Vec::new() },
         respond(vec![call("w", "write_file", serde_json::json!({ "path": "a" }))]),
         finished("w", 0, true),
         respond(vec![set_phase("v", "verify"), shell("t", "cargo test")]),
@@ -445,7 +445,7 @@ fn a_skipped_phase_check_is_unverified_live_and_rebuilt() {
 fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
     let mut state = state(ApprovalMode::Plan);
     assert!(state.workflow.flow.plan_required, "plan mode requires a plan");
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let plan = call("s", "submit_plan", serde_json::json!({ "plan_markdown": "1. x" }));
     step(&mut state, respond(vec![plan]));
     let effects = step(
@@ -468,7 +468,7 @@ fn approving_the_plan_in_plan_mode_leaves_it_for_ask_mode() {
 #[test]
 fn a_fourth_file_without_a_plan_is_written_when_no_plan_is_required() {
     let mut state = state(ApprovalMode::Auto);
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     for (n, file) in ["a", "b", "c", "d"].iter().enumerate() {
         let id = format!("w{n}");
         let write = call(&id, "write_file", serde_json::json!({ "path": file }));
@@ -501,19 +501,19 @@ fn detected_checks_are_named_in_implement_and_verify_and_open_the_gate() {
 fn a_mode_change_and_a_compaction_are_announced_again_and_nothing_else_is() {
     let mut state = state(ApprovalMode::Ask);
     state.environment = "# Environment\n\n- Git: clean".into();
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let first = latest_context(&state);
     assert!(first.contains("# Environment") && first.contains("Mode: ask."), "{first}");
     step(&mut state, respond(vec![]));
     state.config.policy.mode = ApprovalMode::Auto;
-    step(&mut state, Input::UserTurn { text: "again".into() });
+    step(&mut state, Input::UserTurn { text: "again".into(), images: Vec::new() });
     let second = latest_context(&state);
     assert!(second.contains("Mode: auto.") && !second.contains("# Environment"), "{second}");
     assert!(!second.contains("# Workflow"), "the phase did not change: {second}");
     step(&mut state, respond(vec![]));
     // A summary replaced the history: what was announced is gone with it.
-    state.items = vec![Item::User { text: "summary".into() }];
-    step(&mut state, Input::UserTurn { text: "more".into() });
+    state.items = vec![Item::user("summary")];
+    step(&mut state, Input::UserTurn { text: "more".into(), images: Vec::new() });
     let third = latest_context(&state);
     for heading in ["# Environment", "# Mode and permissions", "# Workflow"] {
         assert!(third.contains(heading), "{heading} announced again: {third}");
@@ -523,7 +523,7 @@ fn a_mode_change_and_a_compaction_are_announced_again_and_nothing_else_is() {
 #[test]
 fn a_command_proven_read_only_is_a_read_in_orient_and_one_that_may_write_moves_on() {
     let mut state = state(ApprovalMode::Auto);
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(&mut state, respond(vec![shell("l", "git log --oneline -3")]));
     assert!(phase_moves(&effects).is_empty(), "{effects:?}");
     assert_eq!(runs(&effects), vec!["l"], "it runs in orient");
@@ -542,7 +542,7 @@ fn a_command_proven_read_only_is_a_read_in_orient_and_one_that_may_write_moves_o
 fn without_an_enforced_sandbox_a_read_only_command_still_leaves_orient() {
     let mut state = state(ApprovalMode::Auto);
     state.config.policy.sandboxed = false;
-    step(&mut state, Input::UserTurn { text: "go".into() });
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
     let effects = step(&mut state, respond(vec![shell("l", "git log --oneline -3")]));
     assert_eq!(phase_moves(&effects), vec![("orient".into(), "explore".into())]);
 }

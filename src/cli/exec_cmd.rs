@@ -63,6 +63,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
     };
     let settings = config::load(&env, &overrides)?;
     let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
+    let images = read_images(&args.images, prompt.is_some(), &settings, &env)?;
     // No flag: a new session starts in `default_mode` (ask unless
     // configured); a resumed one keeps its logged mode.
     let approval = match (args.mode.approval(), &resume) {
@@ -98,6 +99,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
         rewind,
         cwd: env.cwd.clone(),
         date: today(),
+        images,
     };
     Ok((settings, options))
 }
@@ -121,6 +123,35 @@ fn rewind_request(
     // clap's value parser admits only the scopes' names.
     let scope = RewindScope::parse(&args.rewind_scope).unwrap_or(RewindScope::Both);
     Ok(Some((target, scope)))
+}
+
+/// The `--image` files, prepared for the model; refused before anything
+/// runs when there is no prompt to attach them to or the model does not
+/// take images.
+fn read_images(
+    paths: &[std::path::PathBuf],
+    has_prompt: bool,
+    settings: &Settings,
+    env: &Environment,
+) -> Result<Vec<crate::protocol::ImagePart>, CliError> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !has_prompt {
+        return Err(CliError::usage("--image needs a prompt to attach the image to"));
+    }
+    if !settings.provider.profile.takes_images(&settings.model) {
+        let refused = crate::runtime::ImagesRefused { model: settings.model.clone() };
+        return Err(CliError::usage(refused.to_string()));
+    }
+    paths
+        .iter()
+        .map(|path| {
+            crate::support::images::from_file(&env.cwd.join(path)).map_err(|error| {
+                CliError::usage(format!("cannot attach {}: {error}", path.display()))
+            })
+        })
+        .collect()
 }
 
 /// `-o FILE` must be writable where it is asked for before the (paid) run:

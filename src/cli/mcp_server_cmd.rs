@@ -196,6 +196,7 @@ impl KeelServer {
             rewind: None,
             cwd: cwd.unwrap_or_else(|| self.env.cwd.clone()),
             date: super::today(),
+            images: Vec::new(),
         };
         let Headless { line, .. } =
             crate::exec::run_headless(&settings, &options, Box::new(Silent), cancel).await;

@@ -348,6 +348,11 @@ pub struct ExecArgs {
     /// run stops again after it (as with `--plan-only`).
     #[arg(long, value_name = "FEEDBACK", conflicts_with_all = ["approve_plan", "plan_only"])]
     pub reject_plan: Option<String>,
+    /// Attach an image (PNG, JPEG, GIF, WebP) to the prompt; repeatable.
+    /// Scaled down to fit the providers' limits. Refused (exit 2) when the
+    /// model does not take images (`[provider] images = true` says it does).
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@
 //! api_key_header = "api-key"    # bearer (default) | api-key (Azure)
 //! max_output_tokens = 1024      # default: a quarter of the window, at most 16384
 //! stream = false                # unstreamed requests (openai-chat only)
+//! images = true                 # the model takes images (default: known models only)
 //! ```
 //!
 //! Invariants: the protocol name is checked where it is written
@@ -34,6 +35,8 @@ pub struct ProviderFile {
     pub max_output_tokens: Option<u32>,
     /// `false`: every request unstreamed (`"stream": false`).
     pub stream: Option<bool>,
+    /// Whether the model takes images (over the known-models table).
+    pub images: Option<bool>,
 }
 
 /// The table form, with unknown keys refused.
@@ -49,6 +52,7 @@ struct ProviderTable {
     #[serde(default, deserialize_with = "super::validate::max_output_tokens")]
     max_output_tokens: Option<u32>,
     stream: Option<bool>,
+    images: Option<bool>,
 }
 
 impl ProviderFile {
@@ -62,6 +66,7 @@ impl ProviderFile {
             api_key_header,
             max_output_tokens,
             stream,
+            images,
         } = other;
         self.name = name.or(self.name.take());
         self.reasoning_echo = reasoning_echo.or(self.reasoning_echo.take());
@@ -70,6 +75,7 @@ impl ProviderFile {
         self.api_key_header = api_key_header.or(self.api_key_header.take());
         self.max_output_tokens = max_output_tokens.or(self.max_output_tokens);
         self.stream = stream.or(self.stream);
+        self.images = images.or(self.images);
     }
 }
 
@@ -105,6 +111,7 @@ impl<'de> Visitor<'de> for ProviderVisitor {
             api_key_header: table.api_key_header,
             max_output_tokens: table.max_output_tokens,
             stream: table.stream,
+            images: table.images,
         })
     }
 }
@@ -143,5 +150,9 @@ mod tests {
         merged.overlay(parse("provider.cache_ttl = \"1h\"").unwrap());
         assert_eq!(merged.name.as_deref(), Some("openai-chat"));
         assert_eq!(merged.cache_ttl.as_deref(), Some("1h"));
+        merged.overlay(parse("provider.images = true").unwrap());
+        merged.overlay(parse("provider.stream = true").unwrap());
+        assert_eq!(merged.images, Some(true), "a later layer keeps images");
+        assert!(parse("[provider]\nimages = \"yes\"\n").is_err());
     }
 }

@@ -335,6 +335,7 @@ fn profile_settings(
         )?,
         max_output_tokens: file.max_output_tokens,
         unstreamed: unstreamed(file.stream, kind)?,
+        images: file.images,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The cheap first step of compaction: old tool outputs are replaced by a
 //! short reference, everything the user and the model said is kept word
 //! for word (the goal, the latest request, plans and decisions live there).
+//! Old tool results' images go too, each leaving a line naming it.
 //!
 //! Invariants: pure; the item list keeps its length and order, and every
 //! tool call keeps exactly one result (only its text shrinks).
@@ -27,11 +28,21 @@ pub fn elide_old_tool_outputs(items: &[Item]) -> Option<Vec<Item>> {
             Item::ToolResult(result) => {
                 seen += 1;
                 let long = result.output.chars().count() > KEEP_OUTPUT_CHARS;
-                if seen > elidable || !long {
+                if seen > elidable || (!long && result.images.is_empty()) {
                     return item.clone();
                 }
                 changed = true;
                 let mut result = result.clone();
+                // An old image costs as much as a page of text.
+                for image in std::mem::take(&mut result.images) {
+                    result.output.push_str(&format!(
+                        "\n[image elided to save context: {}; read it again if you need it]",
+                        image.label()
+                    ));
+                }
+                if !long {
+                    return Item::ToolResult(result);
+                }
                 let total = result.output.chars().count();
                 let preview: String = result.output.chars().take(PREVIEW_CHARS).collect();
                 result.output = format!(
@@ -55,7 +66,7 @@ mod tests {
     use crate::protocol::{ToolCall, ToolResult};
 
     fn history(outputs: usize, size: usize) -> Vec<Item> {
-        let mut items = vec![Item::User { text: "fix the parser".into() }];
+        let mut items = vec![Item::user("fix the parser")];
         for i in 0..outputs {
             let id = format!("c{i}");
             items.push(Item::ToolCall(ToolCall {
@@ -85,6 +96,29 @@ mod tests {
             .collect();
         assert!(sizes[..6].iter().all(|size| *size < 400), "{sizes:?}");
         assert!(sizes[6..].iter().all(|size| *size == 5_000), "recent outputs stay: {sizes:?}");
+    }
+
+    #[test]
+    fn old_images_go_and_leave_a_line_naming_them() {
+        let mut items = history(KEEP_RECENT_RESULTS + 1, 10);
+        let image = crate::protocol::ImagePart {
+            media_type: crate::protocol::ImageMediaType::Png,
+            sha256: "ab".repeat(32),
+            width: 800,
+            height: 600,
+            bytes: 120_000,
+            name: "shot.png".into(),
+            data: crate::protocol::ImageData::default(),
+        };
+        if let Item::ToolResult(result) = &mut items[2] {
+            result.images.push(image);
+        }
+        let compacted = elide_old_tool_outputs(&items).expect("the old image goes");
+        let Item::ToolResult(result) = &compacted[2] else { panic!() };
+        assert!(result.images.is_empty());
+        assert!(result.output.starts_with("xxxxxxxxxx\n[image elided"), "{}", result.output);
+        assert!(result.output.contains("shot.png, 800×600, 120 KB"), "{}", result.output);
+        assert_eq!(compacted.len(), items.len());
     }
 
     #[test]

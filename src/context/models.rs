@@ -100,6 +100,31 @@ pub fn output_limit(model: &str, configured: Option<u32>, window: Option<u64>) -
     })
 }
 
+/// Families that take images (as input), matched by name prefix after any
+/// router prefix (`openai/gpt-4o`). Not a field of [`ModelInfo`]: models
+/// that see images without a price here (Gemini, Llama 4) belong too.
+const TAKE_IMAGES: &[&str] = &[
+    "gpt-5",
+    "gpt-4.1",
+    "gpt-4o",
+    "o3",
+    "o4-mini",
+    "claude-",
+    "gemini",
+    "llama-4",
+    "pixtral",
+    "qwen2.5-vl",
+    "qwen-vl",
+    "llava",
+];
+
+/// Whether `model` is known to take images; unknown models (most local
+/// ones) are assumed not to (`[provider] images = true` says otherwise).
+pub fn takes_images(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    TAKE_IMAGES.iter().any(|p| name.starts_with(p))
+}
+
 /// The entry whose prefix is the longest prefix of `name`.
 pub fn model_info(name: &str) -> Option<&'static ModelInfo> {
     MODELS.iter().filter(|m| name.starts_with(m.prefix)).max_by_key(|m| m.prefix.len())
@@ -189,6 +214,16 @@ pub fn context_percent(model: &str, last_input_tokens: u64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn which_models_take_images() {
+        for model in ["gpt-4o-mini", "claude-sonnet-4-5", "openai/gpt-5", "o4-mini"] {
+            assert!(super::takes_images(model), "{model}");
+        }
+        for model in ["deepseek-chat", "qwen3-coder", "llama3.1:8b", ""] {
+            assert!(!super::takes_images(model), "{model}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -47,13 +47,13 @@ pub struct Preserved {
 
 /// Whether `item` is a summary block written by [`compacted_history`].
 pub fn is_summary_block(item: &Item) -> bool {
-    matches!(item, Item::User { text } if text.starts_with(SUMMARY_MARKER))
+    matches!(item, Item::User { text, .. } if text.starts_with(SUMMARY_MARKER))
 }
 
 /// The user's messages, without summary blocks, oldest first.
 fn user_messages(items: &[Item]) -> impl Iterator<Item = (usize, &str)> {
     items.iter().enumerate().filter_map(|(index, item)| match item {
-        Item::User { text } if !is_summary_block(item) => Some((index, text.as_str())),
+        Item::User { text, .. } if !is_summary_block(item) => Some((index, text.as_str())),
         Item::User { .. }
         | Item::Assistant { .. }
         | Item::Reasoning(_)
@@ -83,7 +83,7 @@ pub fn summary_request(
         ask.push_str(&format!("\n\nThe user asked the summary to focus on: {}", focus.trim()));
     }
     let mut items = history;
-    items.push(Item::User { text: ask });
+    items.push(Item::user(ask));
     ModelRequest {
         model: base.model.clone(),
         instructions: COMPACTION_PROMPT.to_owned(),
@@ -157,12 +157,12 @@ pub fn compacted_history(
     let mut history = Vec::new();
     if let Some((goal_index, goal_text)) = goal {
         if latest.is_some_and(|(latest_index, _)| latest_index != goal_index) {
-            history.push(Item::User { text: goal_text.to_owned() });
+            history.push(Item::user(goal_text.to_owned()));
         }
     }
-    history.push(Item::User { text: summary_block(summary, preserved) });
+    history.push(Item::user(summary_block(summary, preserved)));
     if let Some((latest_index, latest_text)) = latest {
-        history.push(Item::User { text: latest_text.to_owned() });
+        history.push(Item::user(latest_text.to_owned()));
         history.extend_from_slice(latest_fitting(&items[latest_index + 1..], tail_budget));
     }
     history
@@ -256,7 +256,7 @@ mod tests {
 
     /// One long turn: the goal, then many read calls with their results.
     fn long_turn(reads: usize) -> Vec<Item> {
-        let mut items = vec![Item::User { text: "GOAL: fix the parser".into() }];
+        let mut items = vec![Item::user("GOAL: fix the parser")];
         for i in 0..reads {
             let id = format!("c{i}");
             items.push(Item::Assistant { text: format!("reading part {i}") });
@@ -296,12 +296,12 @@ mod tests {
     fn the_compacted_history_keeps_goal_and_latest_verbatim_around_the_block() {
         let mut items = long_turn(2);
         items.push(Item::Assistant { text: "done".into() });
-        items.push(Item::User { text: "LATEST: also tabs".into() });
+        items.push(Item::user("LATEST: also tabs"));
         let history = compacted_history(&items, Some("SUMMARY"), &Preserved::default(), 0);
         let texts: Vec<&str> = history
             .iter()
             .filter_map(|item| match item {
-                Item::User { text } => Some(text.as_str()),
+                Item::User { text, .. } => Some(text.as_str()),
                 _ => None,
             })
             .collect();
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn the_current_turn_keeps_its_latest_whole_responses_within_the_budget() {
-        let mut items = vec![Item::User { text: "GOAL".into() }];
+        let mut items = vec![Item::user("GOAL")];
         items.extend(long_turn(20).into_iter().skip(1));
         let history = compacted_history(&items, Some("S"), &Preserved::default(), 1_000);
         let tail = &history[2..];

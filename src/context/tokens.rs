@@ -63,16 +63,25 @@ pub fn estimate_items(items: &[Item]) -> u64 {
 
 pub fn estimate_item(item: &Item) -> u64 {
     let text_tokens = match item {
-        Item::User { text } | Item::Assistant { text } | Item::Context { text, .. } => count(text),
+        Item::User { text, images } => count(text) + images.iter().map(image_tokens).sum::<u64>(),
+        Item::Assistant { text } | Item::Context { text, .. } => count(text),
         Item::ToolCall(call) => {
             count(&call.name)
                 + count(&call.arguments)
                 + call.provider_data.as_ref().map_or(0, |data| provider_data_bytes(data) as u64 / 4)
         }
-        Item::ToolResult(result) => count(&result.output),
+        Item::ToolResult(result) => {
+            count(&result.output) + result.images.iter().map(image_tokens).sum::<u64>()
+        }
         Item::Reasoning(reasoning) => reasoning_tokens(reasoning),
     };
     text_tokens + PER_ITEM_OVERHEAD
+}
+
+/// An image's tokens as Anthropic counts them (width × height / 750, its
+/// documented estimate; OpenAI's tiles come out close), at least 85.
+pub fn image_tokens(image: &crate::protocol::ImagePart) -> u64 {
+    (u64::from(image.width) * u64::from(image.height) / 750).max(85)
 }
 
 fn estimate_tool(tool: &ToolSpec) -> u64 {
@@ -104,7 +113,9 @@ fn provider_data_bytes(data: &serde_json::Map<String, serde_json::Value>) -> usi
 
 fn item_bytes(item: &Item) -> usize {
     match item {
-        Item::User { text } | Item::Assistant { text } | Item::Context { text, .. } => text.len(),
+        Item::User { text, .. } | Item::Assistant { text } | Item::Context { text, .. } => {
+            text.len()
+        }
         Item::ToolCall(call) => {
             call.name.len()
                 + call.arguments.len()
@@ -159,7 +170,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(index, text)| match index % 3 {
-                0 => Item::User { text: text.clone() },
+                0 => Item::user(text.clone()),
                 1 => Item::ToolResult(ToolResult::ok(format!("c{index}"), text.clone())),
                 _ => Item::Assistant { text: text.clone() },
             })
@@ -184,7 +195,7 @@ mod tests {
             model: "m".into(),
             instructions: "You are keel. ünïcödé ✓".into(),
             items: vec![
-                Item::User { text: "fix the parser".into() },
+                Item::user("fix the parser"),
                 Item::ToolCall(ToolCall {
                     call_id: "c1".into(),
                     name: "read_file".into(),

@@ -290,7 +290,12 @@ mod tests {
         meta: serde_json::Value,
     ) -> RuntimeEvent {
         let meta = crate::protocol::ToolMeta::details(meta);
-        let result = ToolResult { call_id: call.call_id.clone(), output: output.into(), is_error };
+        let result = ToolResult {
+            call_id: call.call_id.clone(),
+            output: output.into(),
+            is_error,
+            images: Vec::new(),
+        };
         RuntimeEvent::ToolCallFinished { call, result, meta }
     }
 

@@ -276,7 +276,12 @@ mod tests {
     }
 
     fn finished(items: &mut Items, source: &str, id: &str) -> Vec<Value> {
-        let result = ToolResult { call_id: id.into(), output: "o".into(), is_error: false };
+        let result = ToolResult {
+            call_id: id.into(),
+            output: "o".into(),
+            is_error: false,
+            images: Vec::new(),
+        };
         items.call_finished(source, &call(id), &result, &ToolMeta::new())
     }
 

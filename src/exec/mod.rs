@@ -73,6 +73,8 @@ pub struct ExecOptions {
     pub rewind: Option<(RewindTarget, RewindScope)>,
     pub cwd: PathBuf,
     pub date: String,
+    /// `--image` files, prepared, attached to `prompt`.
+    pub images: Vec<crate::protocol::ImagePart>,
 }
 
 /// Runs one turn and reports it; returns the exit status.
@@ -173,6 +175,13 @@ pub async fn run_headless(
         line.session_id = Some(session.id().to_owned());
         line.log_path = Some(session.log_path().to_owned());
         return Headless { status, line, shown_error: None };
+    }
+    // The model was checked before the session opened; a resumed log may
+    // still name another one.
+    if let Err(refused) = session.attach_images(options.images.clone()) {
+        let mut line = usage_marked(ExitStatus::Usage, ResultLine::failure(refused.to_string()));
+        line.session_id = Some(session.id().to_owned());
+        return Headless { status: ExitStatus::Usage, line, shown_error: None };
     }
     let prompt = match review_waiting_plan(&mut session, options) {
         Ok(prompt) => prompt,

@@ -207,7 +207,7 @@ impl Fold {
                 started_at: record.ts.clone(),
                 ..Turn::default()
             }),
-            SessionEvent::UserMessage { text } => self.prompt(text, &record.ts),
+            SessionEvent::UserMessage { text, .. } => self.prompt(text, &record.ts),
             SessionEvent::ModelResponse { response, cost_usd, .. } => {
                 self.out.usage.add(&response.usage);
                 self.charge(*cost_usd);

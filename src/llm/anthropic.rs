@@ -4,7 +4,8 @@
 //! Invariants: messages strictly alternate user/assistant (adjacent
 //! same-role messages are merged); thinking and redacted-thinking blocks go
 //! back byte-for-byte; tool results travel as `tool_result` blocks of a user
-//! message. Server-run tools (`server_tool_use`, `mcp_tool_use`) and their
+//! message; images are `image` blocks (base64 source) of a user message or
+//! of a `tool_result`'s content. Server-run tools (`server_tool_use`, `mcp_tool_use`) and their
 //! result blocks are not client calls and are skipped. A tool call's
 //! `arguments` is the exact JSON the model streamed (`{}` when it streamed
 //! nothing), even when it never closed.
@@ -19,14 +20,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::WireOptions;
 use super::cache_breakpoints;
 use super::classify::{classify_stream_error, error_from_json};
 use super::error::LlmError;
 use super::json::{event_type, parse_data, str_at};
 use super::sse::SseEvent;
+use super::{WireOptions, image_parts};
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall, Usage,
+    ImagePart, Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall,
+    Usage,
 };
 
 /// `max_tokens` is required by the API; this is used when the request has none.
@@ -64,31 +66,49 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
             "cache_control": cache_breakpoints::cache_control(ttl),
         }]);
     }
-    let mut messages = messages(&request.items);
+    let mut messages = messages(&request.items, options);
     cache_breakpoints::mark_messages(&mut messages, ttl);
     body["messages"] = Value::Array(messages);
     body
 }
 
-fn messages(items: &[Item]) -> Vec<Value> {
+fn messages(items: &[Item], options: &WireOptions<'_>) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for item in items {
-        let Some((role, block)) = block(item) else { continue };
+        let (role, new_blocks) = match item {
+            Item::User { text, images } => ("user", user_blocks(text, images, options)),
+            other => match block(other, options) {
+                Some((role, block)) => (role, vec![block]),
+                None => continue,
+            },
+        };
+        if new_blocks.is_empty() {
+            continue;
+        }
         match out.last_mut() {
-            Some((last_role, blocks)) if *last_role == role => blocks.push(block),
-            _ => out.push((role, vec![block])),
+            Some((last_role, blocks)) if *last_role == role => blocks.extend(new_blocks),
+            _ => out.push((role, new_blocks)),
         }
     }
     out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
 }
 
+/// A user message's text (unless empty: the API rejects empty text
+/// blocks) and its images.
+fn user_blocks(text: &str, images: &[ImagePart], options: &WireOptions<'_>) -> Vec<Value> {
+    let text = (!text.is_empty()).then(|| json!({"type": "text", "text": text}));
+    text.into_iter()
+        .chain(images.iter().map(|image| image_parts::anthropic_block(image, options)))
+        .collect()
+}
+
 /// The content block an item becomes, with the role of its message.
-fn block(item: &Item) -> Option<(&'static str, Value)> {
+fn block(item: &Item, options: &WireOptions<'_>) -> Option<(&'static str, Value)> {
     Some(match item {
         // The API rejects empty text blocks.
-        Item::User { text } | Item::Context { text, .. } if text.is_empty() => return None,
+        Item::Context { text, .. } if text.is_empty() => return None,
         Item::Assistant { text } if text.is_empty() => return None,
-        Item::User { text } | Item::Context { text, .. } => {
+        Item::User { text, .. } | Item::Context { text, .. } => {
             ("user", json!({"type": "text", "text": text}))
         }
         Item::Assistant { text } => ("assistant", json!({"type": "text", "text": text})),
@@ -126,6 +146,13 @@ fn block(item: &Item) -> Option<(&'static str, Value)> {
                 "tool_use_id": result.call_id,
                 "content": result.output,
             });
+            if !result.images.is_empty() {
+                let mut content = vec![json!({"type": "text", "text": result.output})];
+                content.extend(
+                    result.images.iter().map(|image| image_parts::anthropic_block(image, options)),
+                );
+                block["content"] = Value::Array(content);
+            }
             // `false` is the API's default: leaving it out saves tokens
             // on every result the history carries.
             if result.is_error {

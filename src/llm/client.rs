@@ -197,6 +197,7 @@ impl LlmClient {
         let options = WireOptions {
             profile: self.config.profile,
             cache_key: self.cache_key.as_deref().filter(|_| self.config.profile.prompt_cache_key),
+            images: self.config.profile.takes_images(&request.model),
         };
         let body = match self.config.kind {
             ProviderKind::OpenAiResponses => responses_request::request_body(request, &options),

@@ -17,7 +17,8 @@
 //! `openai_chat` and `anthropic` each own a pure stream reducer, unified by
 //! `assembler`, and a request-body builder (the Responses body in
 //! `responses_request`; Chat's tool-call and provider data assembly in
-//! `chat_parts`, Anthropic's cache breakpoints in `cache_breakpoints`); `client` does HTTP, timeouts, the deadline,
+//! `chat_parts`, Anthropic's cache breakpoints in `cache_breakpoints`, images as each protocol's content in
+//! `image_parts`); `client` does HTTP, timeouts, the deadline,
 //! cancellation and the retry loop; `retry` the backoff arithmetic;
 //! `error` the error type, `classify` the mapping of replies onto it with
 //! hints; `profile` what a server needs that its stream does not say.
@@ -36,6 +37,7 @@ mod chat_parts;
 mod classify;
 mod client;
 mod error;
+mod image_parts;
 mod json;
 mod model_family;
 mod openai_chat;
@@ -196,4 +198,6 @@ pub(crate) struct WireOptions<'a> {
     pub profile: ServerProfile,
     /// `prompt_cache_key` to send (the session id), when the profile sends one.
     pub cache_key: Option<&'a str>,
+    /// The model takes images: send them (else a text note each).
+    pub images: bool,
 }

@@ -16,17 +16,20 @@
 //! a `finish_reason` but without `[DONE]` is accepted, one with neither is
 //! cut. Error objects inside the stream end it with the provider's message.
 //! An unstreamed answer (`[provider] stream = false`, or the client's
-//! re-send after an empty stream) goes through the same reducer.
+//! re-send after an empty stream) goes through the same reducer. Images
+//! are `image_url` parts of a user message; a `tool` message holds text
+//! only, so a run of tool results is followed by one user message with
+//! their images.
 
 use serde_json::{Map, Value, json};
 
-use super::WireOptions;
 use super::chat_parts::{CallAssembler, MESSAGE_KEYS, merge_field, usage_of};
 use super::classify::{classify_stream_error, stream_error};
 use super::error::LlmError;
 use super::json::{parse_data, str_at};
 use super::profile::{OutputLimitField, ReasoningEcho};
 use super::sse::SseEvent;
+use super::{WireOptions, image_parts};
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, Usage,
 };
@@ -57,7 +60,7 @@ pub(crate) fn unstreamed_response(
 pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) -> Value {
     let mut body = json!({
         "model": request.model,
-        "messages": messages(request, options.profile.reasoning_echo),
+        "messages": messages(request, options),
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -144,13 +147,20 @@ impl Fold {
     }
 }
 
-fn messages(request: &ModelRequest, echo: ReasoningEcho) -> Vec<Value> {
+fn messages(request: &ModelRequest, options: &WireOptions<'_>) -> Vec<Value> {
+    let echo = options.profile.reasoning_echo;
     let mut out = Vec::with_capacity(request.items.len() + 1);
     if !request.instructions.is_empty() {
         out.push(json!({"role": "system", "content": request.instructions}));
     }
     let mut fold = Fold::default();
+    // Images of the tool results just sent: a `tool` message holds text
+    // only, so they follow the run of results as one user message.
+    let mut tool_images: Vec<Value> = Vec::new();
     for item in &request.items {
+        if !matches!(item, Item::ToolResult(_)) {
+            flush_tool_images(&mut tool_images, &mut out);
+        }
         match item {
             Item::Assistant { text } => fold.text.push_str(text),
             Item::ToolCall(call) => {
@@ -178,7 +188,13 @@ fn messages(request: &ModelRequest, echo: ReasoningEcho) -> Vec<Value> {
                 | ReasoningItem::AnthropicThinking { .. }
                 | ReasoningItem::AnthropicRedacted { .. },
             ) => {} // another protocol's
-            Item::User { text: user } | Item::Context { text: user, .. } => {
+            Item::User { text: user, images } if !images.is_empty() => {
+                fold.flush(echo, &mut out);
+                let mut content = vec![json!({"type": "text", "text": user})];
+                content.extend(images.iter().map(|image| image_parts::chat_part(image, options)));
+                out.push(json!({"role": "user", "content": content}));
+            }
+            Item::User { text: user, .. } | Item::Context { text: user, .. } => {
                 fold.flush(echo, &mut out);
                 out.push(json!({"role": "user", "content": user}));
             }
@@ -189,11 +205,26 @@ fn messages(request: &ModelRequest, echo: ReasoningEcho) -> Vec<Value> {
                     "tool_call_id": result.call_id,
                     "content": result.output,
                 }));
+                if !result.images.is_empty() {
+                    let intro = format!("The images of tool call {}:", result.call_id);
+                    tool_images.push(json!({"type": "text", "text": intro}));
+                    tool_images.extend(
+                        result.images.iter().map(|image| image_parts::chat_part(image, options)),
+                    );
+                }
             }
         }
     }
+    flush_tool_images(&mut tool_images, &mut out);
     fold.flush(echo, &mut out);
     out
+}
+
+/// The user message that carries the images of a run of tool results.
+fn flush_tool_images(images: &mut Vec<Value>, out: &mut Vec<Value>) {
+    if !images.is_empty() {
+        out.push(json!({"role": "user", "content": std::mem::take(images)}));
+    }
 }
 
 /// Reduces a Chat Completions chunk stream.

@@ -169,6 +169,9 @@ pub struct ProfileSettings {
     /// `[provider] stream = false`: every request unstreamed (Chat
     /// Completions only; `config` refuses it on the other protocols).
     pub unstreamed: bool,
+    /// `[provider] images`: whether the model takes images, over the
+    /// known-models table (`context::models::takes_images`).
+    pub images: Option<bool>,
 }
 
 /// What keel does for the server it talks to.
@@ -199,6 +202,8 @@ pub struct ServerProfile {
     pub local_server: Option<LocalServer>,
     /// Send every request with `"stream": false` (`[provider] stream`).
     pub unstreamed: bool,
+    /// `[provider] images`, if set: whether the model takes images.
+    pub images: Option<bool>,
 }
 
 impl ServerProfile {
@@ -241,6 +246,7 @@ impl ServerProfile {
             max_output_tokens: None,
             local_server: local.then(|| LocalServer::from_port(port_of(base_url))),
             unstreamed: false,
+            images: None,
         };
         Self {
             reasoning_echo: settings.reasoning_echo.unwrap_or(detected.reasoning_echo),
@@ -252,7 +258,14 @@ impl ServerProfile {
             max_output_tokens: settings.max_output_tokens,
             local_server: detected.local_server,
             unstreamed: settings.unstreamed,
+            images: settings.images,
         }
+    }
+
+    /// Whether `model` takes images: `[provider] images` when set, else
+    /// the known-models table (unknown and local models: no).
+    pub fn takes_images(&self, model: &str) -> bool {
+        self.images.unwrap_or_else(|| crate::context::models::takes_images(model))
     }
 }
 
@@ -372,6 +385,7 @@ mod tests {
             key_header: Some(KeyHeader::Bearer),
             max_output_tokens: Some(900),
             unstreamed: true,
+            images: Some(true),
         };
         let profile = ServerProfile::detect(
             ProviderKind::OpenAiResponses,
@@ -391,8 +405,10 @@ mod tests {
                 max_output_tokens: Some(900),
                 local_server: None,
                 unstreamed: true,
+                images: Some(true),
             }
         );
+        assert!(profile.takes_images("deepseek-r1"), "the setting wins over the table");
         assert_eq!(ReasoningEcho::parse("auto"), Some(None));
         assert_eq!(ReasoningEcho::parse("sometimes"), None);
     }

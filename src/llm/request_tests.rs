@@ -33,7 +33,7 @@ fn rich_request() -> ModelRequest {
         model: "test-model".into(),
         instructions: "be brief".into(),
         items: vec![
-            Item::User { text: "fix the bug".into() },
+            Item::user("fix the bug"),
             Item::Reasoning(ReasoningItem::OpenAi {
                 id: "rs_1".into(),
                 summary: vec!["looked".into()],
@@ -57,7 +57,7 @@ fn rich_request() -> ModelRequest {
             call("call_b", "read_file", "{not json", None),
             Item::ToolResult(ToolResult::ok("call_a", "fn main() {}")),
             Item::ToolResult(ToolResult::error("call_b", "invalid arguments")),
-            Item::User { text: "also check tests".into() },
+            Item::user("also check tests"),
             Item::Assistant { text: "Done.".into() },
         ],
         tools: vec![ToolSpec {

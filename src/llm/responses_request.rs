@@ -5,11 +5,12 @@
 //! travel back with their `encrypted_content`, or with their reasoning
 //! text for servers that send text instead (llama.cpp, vLLM), never with
 //! neither; other protocols' reasoning is never sent here. The session id
-//! goes as `prompt_cache_key` when the profile says so.
+//! goes as `prompt_cache_key` when the profile says so. Images go as
+//! `input_image` parts of the user message or of a call's `output`.
 
 use serde_json::{Value, json};
 
-use super::WireOptions;
+use super::{WireOptions, image_parts};
 use crate::protocol::{Item, ModelRequest, ReasoningItem};
 
 /// The JSON body of a streaming Responses request.
@@ -30,7 +31,7 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
     let mut body = json!({
         "model": request.model,
         "instructions": request.instructions,
-        "input": request.items.iter().filter_map(input_item).collect::<Vec<_>>(),
+        "input": request.items.iter().filter_map(|item| input_item(item, options)).collect::<Vec<_>>(),
         "stream": true,
         "store": false,
         "include": ["reasoning.encrypted_content"],
@@ -47,9 +48,14 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
     body
 }
 
-fn input_item(item: &Item) -> Option<Value> {
+fn input_item(item: &Item, options: &WireOptions<'_>) -> Option<Value> {
     Some(match item {
-        Item::User { text } | Item::Context { text, .. } => json!({
+        Item::User { text, images } => {
+            let mut content = vec![json!({"type": "input_text", "text": text})];
+            content.extend(images.iter().map(|image| image_parts::responses_part(image, options)));
+            json!({"type": "message", "role": "user", "content": content})
+        }
+        Item::Context { text, .. } => json!({
             "type": "message",
             "role": "user",
             "content": [{"type": "input_text", "text": text}],
@@ -66,6 +72,14 @@ fn input_item(item: &Item) -> Option<Value> {
             "name": call.name,
             "arguments": call.arguments,
         }),
+        // With images the output is a list of content parts (text first).
+        Item::ToolResult(result) if !result.images.is_empty() => {
+            let mut output = vec![json!({"type": "input_text", "text": result.output})];
+            output.extend(
+                result.images.iter().map(|image| image_parts::responses_part(image, options)),
+            );
+            json!({"type": "function_call_output", "call_id": result.call_id, "output": output})
+        }
         Item::ToolResult(result) => json!({
             "type": "function_call_output",
             "call_id": result.call_id,

@@ -58,7 +58,7 @@ pub(super) fn simple_request() -> ModelRequest {
     ModelRequest {
         model: "test-model".to_owned(),
         instructions: "be brief".to_owned(),
-        items: vec![crate::protocol::Item::User { text: "hi".to_owned() }],
+        items: vec![crate::protocol::Item::user("hi".to_owned())],
         tools: Vec::new(),
         max_output_tokens: None,
     }

@@ -1,17 +1,27 @@
 //! A `tools/call` result as the model reads it: text blocks as they are,
-//! structured content as JSON when the server sent no text for it, images,
-//! audio and resources described (the model's tool results are text), all
-//! cut to the same budget as shell output.
+//! structured content as JSON when the server sent no text for it, images
+//! passed through to the model as image parts (prepared within the
+//! providers' limits, `support::images`), audio and resources described,
+//! all cut to the same budget as shell output.
 //!
 //! Invariants: the text never exceeds [`MAX_OUTPUT_BYTES`] plus a one-line
 //! note saying how much was cut from the middle; binary payloads are never
-//! copied into the text (only their type and size); `isError` decides
-//! whether the model reads it as a failure.
+//! copied into the text (only their type and size); at most
+//! [`MAX_IMAGES`] images of one result go to the model, each with a line of
+//! text in its place, and one that cannot be decoded is described instead;
+//! `isError` decides whether the model reads it as a failure.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
+use base64::Engine as _;
+
+use crate::protocol::ImagePart;
 use crate::sandbox::CapturedStream;
+use crate::support::images::{self, MAX_INPUT_BYTES};
+
+/// Images of one result passed to the model; the rest are described.
+pub const MAX_IMAGES: usize = 8;
 
 /// The budget of one result, shared with the `shell` tool.
 pub const MAX_OUTPUT_BYTES: usize = crate::tools::MAX_OUTPUT_BYTES;
@@ -22,6 +32,8 @@ pub struct Rendered {
     pub text: String,
     pub is_error: bool,
     pub meta: Value,
+    /// The images for the model, in the order of their blocks.
+    pub images: Vec<ImagePart>,
 }
 
 /// Renders `result` for the model.
@@ -29,7 +41,25 @@ pub fn render(result: &CallToolResult) -> Rendered {
     let mut parts: Vec<String> = Vec::new();
     let mut kinds: Vec<&'static str> = Vec::new();
     let mut has_text = false;
+    let mut images = Vec::new();
     for block in &result.content {
+        if let ContentBlock::Image(image) = block
+            && images.len() < MAX_IMAGES
+        {
+            match image_part(&image.data, &image.mime_type) {
+                Ok(part) => {
+                    parts.push(format!("[image: {}]", part.label()));
+                    images.push(part);
+                }
+                Err(reason) => parts.push(format!(
+                    "[image: {}, {} bytes; cannot be shown: {reason}]",
+                    image.mime_type,
+                    decoded_len(&image.data)
+                )),
+            }
+            kinds.push("image");
+            continue;
+        }
         let (kind, text) = describe(block);
         has_text |= kind == "text";
         kinds.push(kind);
@@ -56,7 +86,19 @@ pub fn render(result: &CallToolResult) -> Rendered {
         "omitted_bytes": omitted,
         "is_error": is_error,
     });
-    Rendered { text, is_error, meta }
+    Rendered { text, is_error, meta, images }
+}
+
+/// An MCP image block (base64 `data`, `mimeType`) as an image part; the
+/// bytes decide the format, the declared type only names it.
+fn image_part(data: &str, mime: &str) -> Result<ImagePart, String> {
+    if decoded_len(data) as u64 > MAX_INPUT_BYTES {
+        return Err(images::ImageError::TooLarge.to_string());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|error| format!("invalid base64: {error}"))?;
+    images::prepare(&bytes, mime).map_err(|error| error.to_string())
 }
 
 /// The text standing for one content block (a prompt message's, too).
@@ -71,7 +113,7 @@ fn describe(block: &ContentBlock) -> (&'static str, String) {
         ContentBlock::Image(image) => (
             "image",
             format!(
-                "[image: {}, {} bytes; images from tools are not shown to the model]",
+                "[image: {}, {} bytes; images here are not shown to the model]",
                 image.mime_type,
                 decoded_len(&image.data)
             ),
@@ -164,14 +206,28 @@ mod tests {
     }
 
     #[test]
-    fn images_are_described_never_inlined() {
+    fn an_image_that_is_not_one_is_described_never_inlined() {
         let block = ContentBlock::image("aGVsbG8=", "image/png");
         let out = render(&result(vec![block], None, false));
         assert_eq!(
             out.text,
-            "[image: image/png, 5 bytes; images from tools are not shown to the model]"
+            "[image: image/png, 5 bytes; cannot be shown: not a PNG, JPEG, GIF or WebP image]"
         );
+        assert!(out.images.is_empty());
         assert!(!out.text.contains("aGVsbG8"));
+    }
+
+    #[test]
+    fn images_are_passed_through_to_the_model() {
+        let png = crate::support::images::test_png(3, 2);
+        let data = base64::engine::general_purpose::STANDARD.encode(&png);
+        let blocks = vec![ContentBlock::text("the chart:"), ContentBlock::image(data, "image/png")];
+        let out = render(&result(blocks, None, false));
+        assert_eq!(out.images.len(), 1);
+        assert_eq!(out.images[0].data.bytes(), Some(png.as_slice()));
+        assert_eq!((out.images[0].width, out.images[0].height), (3, 2));
+        assert!(out.text.starts_with("the chart:\n[image: image/png, 3×2, "), "{}", out.text);
+        assert_eq!(out.meta["content"], json!(["text", "image"]));
     }
 
     #[test]

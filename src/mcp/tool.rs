@@ -52,7 +52,7 @@ impl McpTool {
         let meta = ToolMeta::details(rendered.meta)
             .with("server", self.def.server.clone())
             .with("tool", self.def.remote.clone());
-        Ok(ToolOutput { text: rendered.text, meta })
+        Ok(ToolOutput { text: rendered.text, meta, images: rendered.images })
     }
 }
 

@@ -174,6 +174,9 @@ pub enum SessionEvent {
     },
     UserMessage {
         text: String,
+        /// The images attached to it, by hash (`protocol::ImagePart`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<super::image::ImagePart>,
     },
     TurnStarted {
         turn: u32,

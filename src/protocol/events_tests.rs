@@ -40,7 +40,7 @@ fn samples() -> Vec<SessionEvent> {
             tool_bytes: [(s(), 120)].into(),
         },
         SessionEvent::ContextUpdated { parts: Vec::new() },
-        SessionEvent::UserMessage { text: s() },
+        SessionEvent::UserMessage { text: s(), images: Vec::new() },
         SessionEvent::TurnStarted { turn: 1 },
         SessionEvent::ModelResponse {
             step: 1,

@@ -8,14 +8,20 @@
 use serde::{Deserialize, Serialize};
 
 use super::context::ContextPart;
+use super::image::ImagePart;
 use super::tool::{ToolCall, ToolResult};
 
 /// One entry of the conversation history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Item {
-    /// Text the user typed (or the harness added on the user's behalf).
-    User { text: String },
+    /// Text the user typed (or the harness added on the user's behalf),
+    /// with the images attached to it (`image.rs`).
+    User {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImagePart>,
+    },
     /// Visible text the model produced.
     Assistant { text: String },
     /// Hidden reasoning that must be sent back unchanged on the next request.
@@ -72,6 +78,11 @@ pub enum ReasoningItem {
 }
 
 impl Item {
+    /// A user message of text alone.
+    pub fn user(text: impl Into<String>) -> Self {
+        Item::User { text: text.into(), images: Vec::new() }
+    }
+
     /// The visible assistant text of this item, if it is assistant text.
     pub fn assistant_text(&self) -> Option<&str> {
         match self {

@@ -7,6 +7,7 @@
 //!
 //! Files: `items.rs` (`Item`, the flat conversation history; `ReasoningItem`, per-vendor reasoning
 //! to replay), `tool.rs` (`ToolSpec`/`ToolCall`/`ToolResult`/`ToolClass`, `HarnessTool`),
+//! `image.rs` (`ImagePart`: an image by hash, its bytes beside it in memory only),
 //! `tool_meta.rs` (`ToolMeta` + `ResultKind`: result metadata, typed where other layers act on it),
 //! `mode.rs` (`ApprovalMode`), `schema.rs` (`schema_of`: argument schemas from argument types,
 //! without what JSON Schema says by default), `model.rs`
@@ -18,6 +19,7 @@ mod context;
 mod events;
 #[cfg(test)]
 mod events_tests;
+mod image;
 mod items;
 mod mode;
 mod model;
@@ -32,6 +34,7 @@ pub use events::{
     ApprovalScope, EventRecord, LOG_FORMAT_VERSION, ParentLink, RewindScope, SessionEvent,
     TurnOutcome,
 };
+pub use image::{ImageData, ImageMediaType, ImagePart, human_size};
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};

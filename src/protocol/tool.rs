@@ -135,6 +135,10 @@ pub struct ToolResult {
     /// True when the call failed (bad arguments, denied, tool error).
     #[serde(default)]
     pub is_error: bool,
+    /// Images the tool returned (a picture `read_file` read, an MCP
+    /// server's image content); references only in the log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<super::image::ImagePart>,
 }
 
 /// What a tool produced: the text for the model plus structured metadata
@@ -144,15 +148,25 @@ pub struct ToolOutput {
     pub text: String,
     #[serde(default, skip_serializing_if = "ToolMeta::is_empty")]
     pub meta: ToolMeta,
+    /// Images for the model beside the text (`ToolResult::images`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<super::image::ImagePart>,
+}
+
+impl ToolOutput {
+    /// Text and metadata, no image.
+    pub fn new(text: impl Into<String>, meta: ToolMeta) -> Self {
+        Self { text: text.into(), meta, images: Vec::new() }
+    }
 }
 
 impl ToolResult {
     pub fn ok(call_id: impl Into<String>, output: impl Into<String>) -> Self {
-        Self { call_id: call_id.into(), output: output.into(), is_error: false }
+        Self { call_id: call_id.into(), output: output.into(), is_error: false, images: Vec::new() }
     }
 
     pub fn error(call_id: impl Into<String>, output: impl Into<String>) -> Self {
-        Self { call_id: call_id.into(), output: output.into(), is_error: true }
+        Self { call_id: call_id.into(), output: output.into(), is_error: true, images: Vec::new() }
     }
 }
 

@@ -102,7 +102,8 @@ impl Session {
                 sink.emit(RuntimeEvent::Retrying { attempt, max_attempts, reason, delay });
             }
         };
-        let input = match self.model.stream_quietly(request, &mut retries, cancel).await {
+        let request = self.images.loaded(request);
+        let input = match self.model.stream_quietly(&request, &mut retries, cancel).await {
             Ok(response) => {
                 let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
                 if text.trim().is_empty() {

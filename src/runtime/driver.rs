@@ -106,6 +106,8 @@ pub struct Session {
     pub(super) commands: Arc<CommandCatalog>,
     /// Where submitted plans are written and read back.
     pub(super) plans: super::plan_store::PlanStore,
+    /// Attached images, the image store, the bytes requests need (`images.rs`).
+    pub(super) images: super::images::SessionImages,
 }
 
 impl Session {
@@ -212,6 +214,7 @@ impl Session {
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
             plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
+            images: super::images::SessionImages::new(&settings.keel_home),
             id,
             log,
             state,
@@ -371,6 +374,25 @@ impl Session {
         Ok(())
     }
 
+    /// Attaches `images` to the next prompt [`Session::run_turn`] sends;
+    /// refused when the model in use does not take images.
+    pub fn attach_images(
+        &mut self,
+        images: Vec<crate::protocol::ImagePart>,
+    ) -> Result<(), super::images::ImagesRefused> {
+        if !images.is_empty() && !self.takes_images() {
+            return Err(super::images::ImagesRefused { model: self.model().to_owned() });
+        }
+        self.images.attach(images);
+        Ok(())
+    }
+
+    /// Whether the model in use takes images (`[provider] images`, else
+    /// the known models).
+    pub fn takes_images(&self) -> bool {
+        self.model.connection().config().profile.takes_images(self.model())
+    }
+
     /// Runs one user turn to its end. Cancelling `cancel` interrupts it.
     /// `/name args` naming a custom command runs its prompt (with its
     /// model and tools, `custom_commands.rs`); naming a skill, the skill's.
@@ -440,7 +462,8 @@ impl Session {
                 Some(scope) => step(&mut self.state, Input::NarrowTurn { scope }),
                 None => Vec::new(),
             };
-            queue.extend(step(&mut self.state, Input::UserTurn { text: prompt }));
+            let images = self.images.take_attached();
+            queue.extend(step(&mut self.state, Input::UserTurn { text: prompt, images }));
             self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn() });
             let summary = self.drive(queue.into(), cancel).await?;
             if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {
@@ -578,6 +601,11 @@ impl Session {
                 })?;
             }
         }
+        if let Err(error) = self.images.keep(&event) {
+            // The line is still written: a resume then tells the model the
+            // image is gone rather than losing the turn.
+            self.sink.emit(RuntimeEvent::Warning { message: error.to_string() });
+        }
         self.log.append(event.clone())?;
         if let SessionEvent::PhaseChanged { from, to } = &event {
             self.phase_change_hooks(from, to, cancel).await?;
@@ -591,7 +619,8 @@ impl Session {
             tokens: self.state.config().context_window,
             compact_threshold: self.state.config().compact_threshold,
         };
-        self.model.call(request, &mut self.sink, window, cancel).await
+        let request = self.images.loaded(request);
+        self.model.call(&request, &mut self.sink, window, cancel).await
     }
 
     /// Tells the front end about tool calls as they are recorded, so denied

@@ -29,7 +29,8 @@
 //!   PostToolUse hooks), `path_facts.rs` (symlinks on a call's paths), `sandboxing.rs` (the
 //!   session's policy and confinement, set up at start; a command blocked by it recognised),
 //!   `mcp_glue.rs` (MCP at turn boundaries), `prompt_fit.rs` (a prompt too large for the window
-//!   refused before it is sent).
+//!   refused before it is sent), `images.rs` (attached images, the image store, a request's image
+//!   bytes).
 //! - Resume and files: `resume.rs` (`Session::resume`, `continue_turn`), `file_memory.rs` (resumed
 //!   read-before-write memory), `files.rs` (file hashes around mutating calls, the git facts of the
 //!   environment snapshot), `replay.rs` (offline `keel replay`), `git.rs` (every `git` keel runs
@@ -62,6 +63,7 @@ mod fork;
 pub mod git;
 mod hooks_glue;
 mod ignores;
+mod images;
 mod mcp_glue;
 mod model_client;
 mod path_facts;
@@ -94,6 +96,7 @@ pub use declined::DeclinedCall;
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent, SandboxState};
 pub use fork::{ForkError, Forked, fork};
+pub use images::ImagesRefused;
 pub use mcp_glue::mcp_log_dir;
 pub use path_facts::gather_links;
 pub use preview::first_request;

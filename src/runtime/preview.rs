@@ -51,7 +51,7 @@ pub fn first_request(
     // The jail itself is not needed: nothing runs.
     let (_jail, sandbox_warning) = setup_sandbox(settings, state.config_mut());
     warnings.extend(sandbox_warning);
-    let effects = step(&mut state, Input::UserTurn { text: prompt.to_owned() });
+    let effects = step(&mut state, Input::UserTurn { text: prompt.to_owned(), images: Vec::new() });
     let request = effects
         .into_iter()
         .find_map(|effect| match effect {

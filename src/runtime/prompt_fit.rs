@@ -37,7 +37,7 @@ pub(super) fn check(state: &LoopState, prompt: &str) -> Result<(), Box<PromptToo
     let request = ModelRequest {
         model: config.model.clone(),
         instructions: config.prefix.text(),
-        items: vec![Item::User { text: prompt.to_owned() }],
+        items: vec![Item::user(prompt.to_owned())],
         tools: config.tools.clone(),
         max_output_tokens: None,
     };

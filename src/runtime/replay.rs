@@ -229,7 +229,7 @@ mod tests {
     use super::*;
 
     fn result(output: &str, is_error: bool) -> ToolResult {
-        ToolResult { call_id: "c".into(), output: output.into(), is_error }
+        ToolResult { call_id: "c".into(), output: output.into(), is_error, images: Vec::new() }
     }
 
     #[test]

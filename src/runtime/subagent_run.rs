@@ -55,7 +55,7 @@ impl Session {
         let mut prompt = prompt;
         let mut continuations = 0;
         loop {
-            let queue = step(&mut self.state, Input::UserTurn { text: prompt });
+            let queue = step(&mut self.state, Input::UserTurn { text: prompt, images: Vec::new() });
             self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn() });
             let summary = self.drive(queue.into(), cancel).await?;
             if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {

@@ -92,7 +92,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
             summary.provider = provider;
             summary.model = model;
         }
-        SessionEvent::UserMessage { text } => {
+        SessionEvent::UserMessage { text, .. } => {
             summary.first_prompt.get_or_insert(text);
         }
         SessionEvent::TurnStarted { .. } => summary.status = OPEN_TURN.to_owned(),
@@ -287,7 +287,7 @@ mod tests {
             dir.path(),
             "s1",
             vec![
-                SessionEvent::UserMessage { text: "go".into() },
+                SessionEvent::UserMessage { text: "go".into(), images: Vec::new() },
                 SessionEvent::TurnStarted { turn: 1 },
                 SessionEvent::TurnCompleted {
                     turn: 1,

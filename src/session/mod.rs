@@ -19,13 +19,15 @@
 //! summed up in one warning), `list.rs` (listing and lookup, live sessions marked), `hash.rs`
 //! (content hashes), `ledger_logs.rs` (a session's `context::ledger::Ledger` with its subagents'
 //! from their logs), `stats_index.rs` (`$KEEL_HOME/stats-index.jsonl`: each log's
-//! `context::stats::SessionStats`, read again only when the log changed).
+//! `context::stats::SessionStats`, read again only when the log changed), `images.rs` (the image store: images the logs
+//! reference, once each by SHA-256 under `sessions/images/`).
 
 mod faults;
 #[cfg(test)]
 mod fuzz_tests;
 mod hash;
 mod ledger_logs;
+mod images;
 mod list;
 mod lock;
 mod reader;
@@ -37,6 +39,7 @@ use std::path::{Path, PathBuf};
 pub use faults::kill_self;
 pub use hash::{content_hash, file_hash};
 pub use ledger_logs::ledger_of;
+pub use images::{ImageStore, ImageStoreError};
 pub use list::{
     FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
     logged_parent, newest_first_in_folder, newest_in_folder, summarize,

@@ -4,7 +4,8 @@
 //! ([`bounded_read`]) and opening a file beneath a folder without following
 //! a symlink ([`beneath`]: what keel reads from or writes to folders a
 //! repository or a command can change) and keel's own folder kept
-//! owner-only ([`private_dir`]).
+//! owner-only ([`private_dir`]), and images prepared within the providers'
+//! limits ([`images`]).
 //!
 //! Invariant: imports no other keel module but the pure layer, so no
 //! import cycle can run through it (`tests/suite/layers.rs` checks that
@@ -13,5 +14,6 @@
 
 pub mod beneath;
 pub mod bounded_read;
+pub mod images;
 pub mod panic_guard;
 pub mod private_dir;

@@ -40,7 +40,7 @@ impl Tool for Rendezvous {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             self.0.wait().await;
-            Ok(ToolOutput { text: "met".into(), meta: crate::protocol::ToolMeta::new() })
+            Ok(ToolOutput::new("met", crate::protocol::ToolMeta::new()))
         })
     }
 }
@@ -87,7 +87,7 @@ impl Tool for Writer {
             let id = args["id"].as_str().unwrap_or_default().to_owned();
             self.0.order.lock().unwrap().push(id);
             self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-            Ok(ToolOutput { text: "wrote".into(), meta: crate::protocol::ToolMeta::new() })
+            Ok(ToolOutput::new("wrote", crate::protocol::ToolMeta::new()))
         })
     }
 }

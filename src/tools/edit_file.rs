@@ -105,6 +105,7 @@ fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolO
     Ok(ToolOutput {
         text: format!("edited {} ({count} replacement{plural})\n{diff}", rel.display()),
         meta,
+        images: Vec::new(),
     })
 }
 

@@ -32,6 +32,8 @@ pub enum ToolError {
     NotADirectory { path: PathBuf },
     #[error("{} looks like a binary file (it contains NUL bytes) and cannot be shown as text", path.display())]
     BinaryFile { path: PathBuf },
+    #[error("{} looks like an image but cannot be read as one: {reason}", path.display())]
+    BadImage { path: PathBuf, reason: String },
     #[error("{} is not valid UTF-8 text, so it cannot be edited as a string", path.display())]
     NotUtf8 { path: PathBuf },
     #[error("{} is a symlink whose target does not exist", path.display())]
@@ -145,6 +147,7 @@ impl ToolError {
             Self::IsADirectory { .. } => "is_a_directory",
             Self::NotADirectory { .. } => "not_a_directory",
             Self::BinaryFile { .. } => "binary_file",
+            Self::BadImage { .. } => "bad_image",
             Self::NotUtf8 { .. } => "not_utf8",
             Self::DanglingSymlink { .. } => "dangling_symlink",
             Self::NotRegularFile { .. } => "not_a_regular_file",
@@ -182,6 +185,7 @@ impl ToolError {
             | Self::IsADirectory { path }
             | Self::NotADirectory { path }
             | Self::BinaryFile { path }
+            | Self::BadImage { path, .. }
             | Self::NotUtf8 { path }
             | Self::DanglingSymlink { path }
             | Self::NotRegularFile { path, .. }

@@ -123,7 +123,7 @@ fn find(ws: &Workspace, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
         "truncated": total > matches.len(),
     }));
     let text = render(&matches, total, &args.pattern, &rel_base.to_string_lossy());
-    Ok(ToolOutput { text, meta })
+    Ok(ToolOutput::new(text, meta))
 }
 
 /// The leading folders of `pattern` that hold no glob syntax (`src/tools`

@@ -161,7 +161,7 @@ fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
             "[search stopped after {COLLECT_CEILING} matching lines; results are incomplete, use a more specific pattern]"
         );
     }
-    Ok(ToolOutput { text, meta })
+    Ok(ToolOutput::new(text, meta))
 }
 
 /// Rendered entries and how many did not fit.

@@ -109,7 +109,7 @@ fn list_counting(
         "entries_counted_all": counted_all,
         "truncated": !counted_all || total > shown.len(),
     }));
-    Ok(ToolOutput { text: render(&shown, total, counted_all), meta })
+    Ok(ToolOutput::new(render(&shown, total, counted_all), meta))
 }
 
 /// Entries below `root` down to `depth`, counted up to `max_counted`

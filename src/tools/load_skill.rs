@@ -46,6 +46,7 @@ impl TypedTool for LoadSkill {
                 return Ok(ToolOutput {
                     text: catalog::search(query, &entries, "skills"),
                     meta: ToolMeta::details(json!({ "search": query })),
+                    images: Vec::new(),
                 });
             }
             let Some(skill) = ctx.skills.iter().find(|s| s.meta.name == args.name) else {
@@ -72,6 +73,7 @@ impl TypedTool for LoadSkill {
             Ok(ToolOutput {
                 text,
                 meta: ToolMeta::details(json!({ "skill": skill.meta.name, "folder": folder })),
+                images: Vec::new(),
             })
         })
     }

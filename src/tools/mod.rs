@@ -42,6 +42,7 @@ mod process_stop;
 mod process_write;
 pub mod processes;
 mod read_file;
+mod read_file_image;
 mod read_memory;
 mod registry;
 mod shell;

@@ -67,5 +67,5 @@ pub(super) fn read(
     let text = render_output(id, &command, exit, &output);
     let meta = processes::meta(id, status, &command, process.pid(), exit)
         .with("omitted_bytes", output.dropped);
-    ToolOutput { text, meta }
+    ToolOutput::new(text, meta)
 }

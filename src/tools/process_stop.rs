@@ -49,7 +49,7 @@ impl TypedTool for ProcessStop {
             };
             text = text.replacen("is running.", &format!("{said}."), 1);
             let meta = processes::meta(args.id, "stopped", &command, process.pid(), exit);
-            Ok(ToolOutput { text, meta })
+            Ok(ToolOutput::new(text, meta))
         })
     }
 }

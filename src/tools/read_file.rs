@@ -6,7 +6,10 @@
 //! gives the `offset` to continue from. Binary files and directories are
 //! errors, never dumped; FIFOs, sockets and devices are refused without
 //! being opened, and the file is opened beneath the root without following
-//! symlinks (`super::beneath`). Memory is bounded too: at most
+//! symlinks (`super::beneath`). A PNG, JPEG, GIF or WebP file (told by its
+//! bytes) comes back as an image part beside a line of text
+//! (`read_file_image.rs`); a model that takes no images reads a note instead
+//! (`llm::image_parts`). Memory is bounded too: at most
 //! [`MAX_LINE_BYTES`] of any one line is held, however long it is.
 
 use std::fs::File;
@@ -36,7 +39,8 @@ const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
 pub const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
 
 const DESCRIPTION: &str = "Read a text file. Lines come back numbered (`     1\\tfirst line`; \
-the number is not part of the file); page with `offset` and `limit`.";
+the number is not part of the file); page with `offset` and `limit`. An image file (PNG, JPEG, \
+GIF, WebP) comes back as the image.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {
@@ -95,6 +99,12 @@ fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolO
     };
     // Stamped before reading: a change while reading then shows as a change.
     let (file, stamp) = ws.open_regular(&abs)?;
+    let (file, image) = super::read_file_image::sniff(file, &rel)?;
+    if let Some(media_type) = image {
+        let output = super::read_file_image::read(file, media_type, &rel)?;
+        files.record(&abs, stamp);
+        return Ok(output);
+    }
     let excerpt = collect(file, &window, &rel)?;
     files.record(&abs, stamp);
     if window.start > excerpt.total_lines && window.start > 1 {
@@ -112,7 +122,7 @@ fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolO
         "total_lines": excerpt.total_lines,
         "truncated": truncated,
     }));
-    Ok(ToolOutput { text: render(excerpt, &window), meta })
+    Ok(ToolOutput::new(render(excerpt, &window), meta))
 }
 
 fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolError> {

@@ -58,7 +58,7 @@ impl TypedTool for ReadMemory {
                 })?;
             let body = memory_body(&text).trim();
             let text = format!("# Memory: {} ({})\n\n{body}", note.meta.name, note.path.display());
-            Ok(ToolOutput { text, meta: ToolMeta::details(json!({ "memory": note.meta.name })) })
+            Ok(ToolOutput::new(text, ToolMeta::details(json!({ "memory": note.meta.name }))))
         })
     }
 }

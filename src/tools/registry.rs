@@ -133,7 +133,13 @@ impl ToolRegistry {
         let mut ctx = ctx.clone();
         ctx.call_id.clone_from(&call.call_id);
         let (result, mut meta) = match self.execute(call, &ctx).await {
-            Ok(output) => (ToolResult::ok(&call.call_id, output.text), output.meta),
+            Ok(output) => {
+                let result = ToolResult {
+                    images: output.images,
+                    ..ToolResult::ok(&call.call_id, output.text)
+                };
+                (result, output.meta)
+            }
             Err(error) => {
                 let meta = error.meta().with_kind(ResultKind::named(error.kind()));
                 (ToolResult::error(&call.call_id, error.to_string()), meta)

@@ -135,7 +135,7 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         // Ran as a read, in the jail with nothing writable.
         meta.set_read_only();
     }
-    Ok(ToolOutput { text, meta })
+    Ok(ToolOutput::new(text, meta))
 }
 
 /// The result the model reads (`display::frame_shell` owns the format),

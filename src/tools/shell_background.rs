@@ -72,7 +72,7 @@ pub(super) async fn start(
     };
     let mut meta = processes::meta(id, status, command, process.pid(), exit);
     meta.insert("workdir", rel.to_string_lossy());
-    Ok(ToolOutput { text, meta })
+    Ok(ToolOutput::new(text, meta))
 }
 
 #[cfg(test)]

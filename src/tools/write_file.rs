@@ -89,7 +89,7 @@ fn write(
         "created": !existed,
         "truncated": truncated,
     }));
-    Ok(ToolOutput { text, meta })
+    Ok(ToolOutput::new(text, meta))
 }
 
 #[cfg(test)]

@@ -127,6 +127,11 @@ impl AllowPrefix {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Submit(String),
+    /// A prompt with the images attached to it (`attachments.rs`).
+    SubmitImages {
+        text: String,
+        images: Vec<crate::protocol::ImagePart>,
+    },
     Interrupt,
     Answer(ApprovalReply),
     SetMode(ApprovalMode),
@@ -245,6 +250,8 @@ pub struct Status {
 #[derive(Debug, Default)]
 pub struct App {
     pub theme: Theme,
+    /// Images pasted for the next prompt.
+    pub attachments: super::attachments::Attachments,
     pub transcript: Transcript,
     pub editor: Editor,
     pub status: Status,
@@ -416,7 +423,7 @@ fn show_history(app: &mut App, items: &[Item]) {
 pub(super) fn show_items(app: &mut App, items: &[Item]) {
     for item in items {
         match item {
-            Item::User { text } => app.transcript.push(CellKind::User(text.clone())),
+            Item::User { text, .. } => app.transcript.push(CellKind::User(text.clone())),
             Item::Assistant { text } if !text.trim().is_empty() => {
                 app.transcript.push(CellKind::Assistant { text: text.clone(), streaming: false })
             }

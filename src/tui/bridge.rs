@@ -85,6 +85,8 @@ pub enum SessionSource {
 pub enum Op {
     Prompt {
         text: String,
+        /// Images attached to it.
+        images: Vec<crate::protocol::ImagePart>,
         cancel: CancellationToken,
     },
     /// `/<skill> args`: the skill's prompt, run as a turn.
@@ -277,8 +279,10 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
         let _ = events.send(UiEvent::TurnFailed(error));
     };
     match op {
-        Op::Prompt { text, cancel } => {
-            if let Err(error) = session.run_turn(text, &cancel).await {
+        Op::Prompt { text, images, cancel } => {
+            if let Err(refused) = session.attach_images(images) {
+                failed(refused.to_string());
+            } else if let Err(error) = session.run_turn(text, &cancel).await {
                 failed(error.to_string());
             }
         }

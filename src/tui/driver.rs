@@ -444,7 +444,11 @@ impl Driver {
             match command {
                 Command::Submit(text) => {
                     let cancel = self.new_turn();
-                    self.send(Op::Prompt { text, cancel });
+                    self.send(Op::Prompt { text, images: Vec::new(), cancel });
+                }
+                Command::SubmitImages { text, images } => {
+                    let cancel = self.new_turn();
+                    self.send(Op::Prompt { text, images, cancel });
                 }
                 Command::Skill { name, args } => {
                     let cancel = self.new_turn();

@@ -28,7 +28,7 @@ pub fn on_paste(app: &mut App, text: &str) {
         note.push_str(text);
     } else if let Some(feedback) = app.plan.as_mut().and_then(|p| p.feedback.as_mut()) {
         feedback.push_str(text);
-    } else {
+    } else if !super::attachments::attach_pasted(app, text) {
         app.editor.insert(text);
     }
 }
@@ -198,6 +198,12 @@ pub(super) fn submit(app: &mut App) -> Vec<Command> {
     let text = app.editor.submit();
     app.scroll = 0;
     start_running(app, "thinking");
+    let images = app.attachments.take();
+    if !images.is_empty() {
+        let shown = format!("{text}\n{}", super::attachments::chips(&images));
+        app.transcript.push(super::transcript::CellKind::User(shown));
+        return vec![Command::SubmitImages { text, images }];
+    }
     app.transcript.push(super::transcript::CellKind::User(text.clone()));
     vec![Command::Submit(text)]
 }

@@ -145,6 +145,7 @@
 
 mod app;
 mod approval_diff;
+mod attachments;
 mod bridge;
 mod budget;
 mod diff;

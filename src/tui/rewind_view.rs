@@ -332,7 +332,7 @@ mod tests {
             undid: false,
         };
         let items = vec![
-            Item::User { text: "prompt number 1".into() },
+            Item::User { text: "prompt number 1".into(), images: Vec::new() },
             Item::Assistant { text: "done".into() },
         ];
         update(&mut app, Msg::Rewind(RewindReply::Rewound(report, items)));

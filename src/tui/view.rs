@@ -116,6 +116,8 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let mut block = Block::default().borders(Borders::ALL).border_style(theme.border());
     if let Some(hint) = &app.hint {
         block = block.title(Span::styled(format!(" {hint} "), theme.warning()));
+    } else if !app.attachments.is_empty() {
+        block = block.title(Span::styled(format!(" {} ", app.attachments.chips()), theme.dim()));
     }
     if let Some(keys) = key_hints(app, area.width) {
         block = block.title_bottom(Line::styled(format!(" {keys} "), theme.dim()).right_aligned());

@@ -109,7 +109,12 @@ fn respond(app: &mut App, text: &str, calls: &[ToolCall]) {
 
 fn finish_tool(app: &mut App, call: &ToolCall, output: &str, is_error: bool, exit: Option<i64>) {
     let meta = exit.map_or_else(ToolMeta::new, |code| ToolMeta::command(Some(code), None));
-    let result = ToolResult { call_id: call.call_id.clone(), output: output.into(), is_error };
+    let result = ToolResult {
+        call_id: call.call_id.clone(),
+        output: output.into(),
+        is_error,
+        images: Vec::new(),
+    };
     runtime(app, RuntimeEvent::ToolCallFinished { call: call.clone(), result, meta });
 }
 

@@ -391,18 +391,20 @@ fn a_resumed_conversation_is_shown() {
     let mut app = app();
     let ls = call("c1", "shell", serde_json::json!({ "command": "ls" }));
     let items = vec![
-        Item::User { text: "what is here?".into() },
+        Item::user("what is here?"),
         Item::ToolCall(ls),
         Item::ToolResult(crate::protocol::ToolResult {
             call_id: "c1".into(),
             output: "Cargo.toml\nsrc\n".into(),
             is_error: false,
+            images: Vec::new(),
         }),
         Item::ToolCall(call("c2", "shell", serde_json::json!({ "command": "cat f1.txt" }))),
         Item::ToolResult(crate::protocol::ToolResult {
             call_id: "c2".into(),
             output: "exit code: 1\n--- stderr ---\ncat: f1.txt: No such file\n".into(),
             is_error: false,
+            images: Vec::new(),
         }),
         Item::Assistant { text: "A Rust **crate**.".into() },
     ];
@@ -427,6 +429,7 @@ fn ctrl_o_expands_the_latest_cut_output_then_all_then_none() {
             call_id: id.into(),
             output: long.replace("line", id),
             is_error: false,
+            images: Vec::new(),
         };
         runtime(
             &mut app,

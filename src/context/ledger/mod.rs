@@ -257,8 +257,8 @@ impl Fold {
                 let tokens = tokens::count(&text) + tokens::PER_ITEM_OVERHEAD;
                 self.history.push(Carried { source: Source::Context, tokens });
             }
-            SessionEvent::UserMessage { text } => {
-                self.carry(&Item::User { text: text.clone() });
+            SessionEvent::UserMessage { text, images } => {
+                self.carry(&Item::User { text: text.clone(), images: images.clone() });
             }
             SessionEvent::TurnStarted { turn } => self.turn = *turn,
             SessionEvent::ToolCallStarted { call, .. } => {

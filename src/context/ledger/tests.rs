@@ -76,7 +76,7 @@ fn mcp_heavy() -> Vec<EventRecord> {
         started(model),
         prefix(),
         SessionEvent::TurnStarted { turn: 1 },
-        SessionEvent::UserMessage { text: "read the docs".into() },
+        SessionEvent::UserMessage { text: "read the docs".into(), images: Vec::new() },
         response(
             vec![Item::ToolCall(ToolCall::new("c1", "mcp__docs__fetch", "{}"))],
             first,
@@ -143,7 +143,7 @@ fn subagents_and_compactions_are_parts_of_their_own() {
     events.push(finished.clone());
     events.push(finished);
     events.push(SessionEvent::Compaction {
-        items: vec![Item::User { text: "summary".into() }],
+        items: vec![Item::User { text: "summary".into(), images: Vec::new() }],
         reason: "threshold".into(),
         method: "summary".into(),
         tokens_before: 0,

@@ -162,7 +162,7 @@ impl PatchReport {
             .map(|(kind, path)| json!({ "change": kind.letter().to_string(), "path": path }))
             .collect();
         let meta = ToolMeta::details(json!({ "files": files, "truncated": self.diffs_cut }));
-        ToolOutput { text, meta }
+        ToolOutput::new(text, meta)
     }
 }
 
