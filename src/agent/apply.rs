@@ -37,7 +37,7 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::prompts::context_message;
-use crate::protocol::{ContextPart, Item, SessionEvent, Usage};
+use crate::protocol::{ContextPart, Item, QueuedInput, SessionEvent, Usage};
 
 use super::limits::{ChildSpend, SpendLimits};
 use super::state::{LoopState, ToolScope};
@@ -82,7 +82,17 @@ impl LoopState {
                 self.turn_usage = Usage::default();
                 self.runaway = Default::default();
             }
-            SessionEvent::UserMessage { text } => self.items.push(Item::User { text: text.clone() }),
+            SessionEvent::UserMessage { text, queued } => {
+                self.items.push(Item::User { text: text.clone() });
+                if let Some(id) = queued {
+                    self.queued.retain(|input| input.id != *id);
+                }
+            }
+            SessionEvent::InputQueued { id, text, mode } => {
+                self.queued_ids = self.queued_ids.max(*id);
+                let input = QueuedInput { id: *id, text: text.clone(), mode: *mode };
+                self.queued.push(input);
+            }
             SessionEvent::ModelResponse {
                 step,
                 response,

@@ -192,6 +192,7 @@ mod limits;
 mod next;
 mod outside_inputs;
 mod phase;
+mod queued_input;
 mod rebuild;
 mod record;
 mod runaway;
@@ -241,6 +242,8 @@ mod compaction_tests;
 mod decisions_tests;
 #[cfg(test)]
 mod model_switch_tests;
+#[cfg(test)]
+mod queued_input_tests;
 #[cfg(test)]
 mod rebuild_properties;
 #[cfg(test)]

@@ -222,6 +222,7 @@ impl Rebuilder {
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
             SessionEvent::ModeChanged { .. }
             | SessionEvent::ContextUpdated { .. }
+            | SessionEvent::InputQueued { .. }
             | SessionEvent::TurnScope { .. }
             | SessionEvent::Compaction { .. }
             | SessionEvent::LimitsSet { .. }

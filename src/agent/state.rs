@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{
-    Item, ModelRequest, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage, entry_names,
+    Item, ModelRequest, PrefixSections, QueuedInput, ToolCall, ToolClass, ToolSpec, Usage,
+    entry_names,
 };
 
 use super::limits::{Delegated, Limits, SpendLimits, Unreported};
@@ -209,6 +210,11 @@ pub struct LoopState {
     /// What this session's subagents spent (`subagent_finished`), counted
     /// against the spend limits.
     pub(super) delegated: Delegated,
+    /// Input typed during a turn, not yet delivered (`queued_input.rs`),
+    /// oldest first.
+    pub(super) queued: Vec<QueuedInput>,
+    /// The largest queued-input id given so far.
+    pub(super) queued_ids: u64,
 }
 
 /// How far the history was compacted within one step.
@@ -256,6 +262,8 @@ impl LoopState {
             process_notes: Vec::new(),
             turn_scope: None,
             delegated: Delegated::default(),
+            queued: Vec::new(),
+            queued_ids: 0,
         }
     }
 
@@ -267,6 +275,11 @@ impl LoopState {
         if self.session_usage == Usage::default() {
             self.session_cost_usd = self.config.pricing.is_priced().then_some(0.0);
         }
+    }
+
+    /// Input typed during a turn and not yet delivered, oldest first.
+    pub fn queued(&self) -> &[QueuedInput] {
+        &self.queued
     }
 
     /// Why `tool` may not be called in this loop or this turn, or `None`

@@ -28,6 +28,7 @@ use super::harness::{self, HarnessOutcome};
 use super::next::Next;
 use super::outside_inputs;
 use super::phase::LoopPhase;
+use super::queued_input;
 use super::record::{answer, answer_pending, denied_text, record_observed, record_result};
 use super::runaway::Ran;
 use super::schedule::{Batch, effective_class, policy_event, schedule};
@@ -64,7 +65,17 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
 /// next.
 fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> Next {
     match (&state.phase, input) {
-        (LoopPhase::Idle, Input::UserTurn { text }) => start_turn(state, text, effects),
+        (LoopPhase::Idle, Input::UserTurn { text }) => start_turn(state, text, None, effects),
+        (any_phase!(), Input::QueueInput { text, mode }) => {
+            queued_input::queue(state, text, mode, effects);
+            Next::Wait
+        }
+        (LoopPhase::Idle, Input::StartQueued { id, text }) => {
+            if !queued_input::waits(state, id) {
+                return Next::Wait;
+            }
+            start_turn(state, text, Some(id), effects)
+        }
         (LoopPhase::Infer, Input::ModelResponded(response)) => {
             on_response(state, response, effects)
         }
@@ -207,6 +218,7 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
         (
             any_phase!(),
             Input::UserTurn { .. }
+            | Input::StartQueued { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
             | Input::ContextOverflow { .. }
@@ -260,7 +272,13 @@ pub(super) fn proceed(state: &mut LoopState, mut next: Next, effects: &mut Vec<E
     }
 }
 
-fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) -> Next {
+/// Starts a turn with `text`; `queued`: the queued input it delivers.
+fn start_turn(
+    state: &mut LoopState,
+    text: String,
+    queued: Option<u64>,
+    effects: &mut Vec<Effect>,
+) -> Next {
     state.pending.clear();
     emit(state, SessionEvent::TurnStarted { turn: state.turn + 1 }, effects);
     if state.workflow.finished() {
@@ -269,7 +287,7 @@ fn start_turn(state: &mut LoopState, text: String, effects: &mut Vec<Effect>) ->
     // What changed since the last turn (environment, mode, phase) comes
     // before the request it applies to.
     announce(state, effects);
-    emit(state, SessionEvent::UserMessage { text }, effects);
+    emit(state, SessionEvent::UserMessage { text, queued }, effects);
     infer(state, effects)
 }
 
@@ -412,7 +430,12 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
             state.drop_prejudged();
         }
         match front {
-            None => return infer(state, effects),
+            None => {
+                // The response's calls all have results: what the user
+                // typed to steer the turn goes before the next request.
+                queued_input::deliver_steers(state, effects);
+                return infer(state, effects);
+            }
             Some(Batch::Deny { call, reason }) => {
                 state.pending.pop_front();
                 // The policy's (or the user's) reason, for the log and

@@ -10,8 +10,8 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{
-    ModelRequest, ModelResponse, PrefixSections, SessionEvent, ToolCall, ToolClass, ToolMeta,
-    ToolResult, ToolSpec, TurnOutcome, Usage,
+    Delivery, ModelRequest, ModelResponse, PrefixSections, SessionEvent, ToolCall, ToolClass,
+    ToolMeta, ToolResult, ToolSpec, TurnOutcome, Usage,
 };
 
 use super::limits::{BudgetHit, SpendLimits, Unreported};
@@ -24,6 +24,19 @@ use super::workflow::PlanReview;
 pub enum Input {
     /// The user starts a turn.
     UserTurn {
+        text: String,
+    },
+    /// The user typed `text` while a turn ran (`queued_input.rs`): it is
+    /// recorded and waits for delivery by `mode`.
+    QueueInput {
+        text: String,
+        mode: Delivery,
+    },
+    /// Idle: start a turn with queued input `id` as its prompt (`text`:
+    /// the input as the prompt hooks left it); nothing happens unless `id`
+    /// still waits.
+    StartQueued {
+        id: u64,
         text: String,
     },
     ModelResponded(ModelResponse),

@@ -193,6 +193,7 @@ impl KeelServer {
             approval: Some(self.mode),
             plan_review: None,
             reject_plan: None,
+            input_stream: false,
             cwd: cwd.unwrap_or_else(|| self.env.cwd.clone()),
             date: super::today(),
         };

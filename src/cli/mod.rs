@@ -232,7 +232,7 @@ pub struct SessionsArgs {
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The task; `-` reads it from stdin. Optional when resuming.
-    #[arg(required_unless_present_any = ["resume", "last"])]
+    #[arg(required_unless_present_any = ["resume", "last", "input_stream"])]
     pub prompt: Option<String>,
     /// `keel exec resume [--last|ID] [PROMPT]`: the words after `resume`.
     #[arg(hide = true, trailing_var_arg = false)]
@@ -269,6 +269,14 @@ pub struct ExecArgs {
     /// run stops again after it (as with `--plan-only`).
     #[arg(long, value_name = "FEEDBACK", conflicts_with_all = ["approve_plan", "plan_only"])]
     pub reject_plan: Option<String>,
+    /// Read more prompts from stdin while the run goes on, one JSON object
+    /// per line: {"type":"user","text":"…","deliver":"queue"|"steer"}.
+    /// `queue` (the default) runs the text as a turn of its own after the
+    /// running one; `steer` delivers it into the running turn after its
+    /// current tool batch. PROMPT is optional; the run ends when stdin is
+    /// closed and no turn runs.
+    #[arg(long)]
+    pub input_stream: bool,
 }
 
 #[derive(Debug, Args)]

@@ -105,6 +105,13 @@ impl JsonPrinter {
             RuntimeEvent::TurnStarted { turn } => {
                 out.push(json!({"type": "turn_started", "turn": turn}));
             }
+            RuntimeEvent::InputQueued { id, text, mode } => {
+                out.push(json!({"type": "input_queued", "id": id, "text": text,
+                    "mode": mode.name()}));
+            }
+            RuntimeEvent::InputDelivered { id, .. } => {
+                out.push(json!({"type": "input_delivered", "id": id}));
+            }
             RuntimeEvent::Stream(StreamEvent::TextDelta { delta }) => {
                 out.extend(self.items.delta(source, false, &delta));
             }

@@ -39,7 +39,9 @@ fn samples() -> Vec<SessionEvent> {
             tools_digest: s(),
         },
         SessionEvent::ContextUpdated { parts: Vec::new() },
-        SessionEvent::UserMessage { text: s() },
+        SessionEvent::UserMessage { text: s(), queued: None },
+        SessionEvent::UserMessage { text: s(), queued: Some(2) },
+        SessionEvent::InputQueued { id: 2, text: s(), mode: super::queued_input::Delivery::Steer },
         SessionEvent::TurnStarted { turn: 1 },
         SessionEvent::ModelResponse {
             step: 1,
@@ -154,6 +156,7 @@ fn samples() -> Vec<SessionEvent> {
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }
+            | SessionEvent::InputQueued { .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }

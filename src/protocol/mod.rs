@@ -22,6 +22,7 @@ mod items;
 mod mode;
 mod model;
 pub mod patch;
+mod queued_input;
 mod schema;
 mod tool;
 pub mod tool_facts;
@@ -34,6 +35,7 @@ pub use events::{
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
+pub use queued_input::{Delivery, QueuedInput};
 pub use schema::schema_of;
 pub use tool::{
     HarnessTool, MCP_PREFIX, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec, entry_names,

@@ -102,6 +102,8 @@ pub struct Session {
     /// The agent types it may start, what its subagents spent, and, in a
     /// subagent's own session, who started it (`subagent.rs`).
     pub(super) subagents: Subagents,
+    /// What the user types during a turn (`inbox.rs`).
+    pub(super) inbox: super::inbox::Inbox,
     /// Saved prompts `/name args` runs (`custom_commands.rs`).
     pub(super) commands: Arc<CommandCatalog>,
     /// Where submitted plans are written and read back.
@@ -232,6 +234,7 @@ impl Session {
             .with_offered_watch(sandbox.offered_watch),
             hooks,
             subagents: Subagents::new(found.agents),
+            inbox: Default::default(),
             commands: Arc::new(found.commands),
             settings: Arc::new(settings.clone()),
             date: options.date,
@@ -385,7 +388,19 @@ impl Session {
     pub(super) async fn run_prompt_turn(
         &mut self,
         prompt: String,
+        scope: Option<ToolScope>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, RuntimeError> {
+        self.run_prompt_as(prompt, scope, None, cancel).await
+    }
+
+    /// [`Session::run_prompt_turn`]; `queued`: the queued input the
+    /// prompt delivers (`inbox.rs`).
+    pub(super) async fn run_prompt_as(
+        &mut self,
+        prompt: String,
         mut scope: Option<ToolScope>,
+        mut queued: Option<u64>,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
         if let Some(source) = self.hooks.take_session_start() {
@@ -434,7 +449,11 @@ impl Session {
                 Some(scope) => step(&mut self.state, Input::NarrowTurn { scope }),
                 None => Vec::new(),
             };
-            queue.extend(step(&mut self.state, Input::UserTurn { text: prompt }));
+            let start = match queued.take() {
+                Some(id) => Input::StartQueued { id, text: prompt },
+                None => Input::UserTurn { text: prompt },
+            };
+            queue.extend(step(&mut self.state, start));
             self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn() });
             let summary = self.drive(queue.into(), cancel).await?;
             if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {
@@ -462,6 +481,10 @@ impl Session {
         let mut declined = Vec::new();
         let mut tool_calls = 0;
         while let Some(effect) = queue.pop_front() {
+            if !matches!(effect, Effect::Record(_)) {
+                // What the user typed meanwhile, before `step` goes on.
+                self.typed().drain()?;
+            }
             let input = match effect {
                 Effect::Record(event) => {
                     if let SessionEvent::ModelResponse { response, .. } = &event {
@@ -602,6 +625,12 @@ impl Session {
             SessionEvent::ModeChanged { mode } => {
                 self.sink.emit(RuntimeEvent::ModeChanged { mode });
             }
+            SessionEvent::InputQueued { id, text, mode } => {
+                self.sink.emit(RuntimeEvent::InputQueued { id, text, mode });
+            }
+            SessionEvent::UserMessage { text, queued: Some(id) } => {
+                self.sink.emit(RuntimeEvent::InputDelivered { id, text });
+            }
             SessionEvent::ModelChanged { model, .. } => {
                 let pricing = self.state.config().pricing;
                 self.sink.emit(RuntimeEvent::ModelChanged { model, pricing });
@@ -617,7 +646,7 @@ impl Session {
             | SessionEvent::SessionResumed { .. }
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
-            | SessionEvent::UserMessage { .. }
+            | SessionEvent::UserMessage { queued: None, .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }

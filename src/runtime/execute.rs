@@ -60,14 +60,26 @@ impl Session {
             self.run_batch_with_subagents(calls, concurrent, &ctx, cancel).await?
         } else if concurrent {
             let batch = self.tools.run_reads(calls, &ctx);
-            forward_progress(batch, &mut progress_events, &mut self.sink).await
+            let mut typed = super::inbox::Typed {
+                inbox: &mut self.inbox,
+                state: &mut self.state,
+                log: &mut self.log,
+                sink: &mut self.sink,
+            };
+            forward_progress(batch, &mut progress_events, &mut typed).await?
         } else {
             let mut results = Vec::with_capacity(calls.len());
             for call in calls {
                 let touched = self.before_mutation(call)?;
                 let run = self.tools.run_call(call, &ctx);
+                let mut typed = super::inbox::Typed {
+                    inbox: &mut self.inbox,
+                    state: &mut self.state,
+                    log: &mut self.log,
+                    sink: &mut self.sink,
+                };
                 let (result, mut meta) =
-                    forward_progress(run, &mut progress_events, &mut self.sink).await;
+                    forward_progress(run, &mut progress_events, &mut typed).await?;
                 let observed = self.after_mutation(call, touched)?;
                 observed.add_to(&mut meta);
                 results.push((result, meta));
@@ -157,22 +169,24 @@ impl Session {
 }
 
 /// Awaits `work`, telling the front end about the progress its tools
-/// report meanwhile (MCP servers' `notifications/progress`).
+/// report meanwhile (MCP servers' `notifications/progress`) and recording
+/// what the user types meanwhile (`inbox.rs`).
 async fn forward_progress<T>(
     work: impl std::future::Future<Output = T>,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::tools::ToolProgress>,
-    sink: &mut Box<dyn super::EventSink>,
-) -> T {
+    typed: &mut super::inbox::Typed<'_>,
+) -> Result<T, RuntimeError> {
     tokio::pin!(work);
     loop {
         tokio::select! {
-            output = &mut work => return output,
-            Some(progress) = events.recv() => sink.emit(RuntimeEvent::ToolProgress {
+            output = &mut work => return Ok(output),
+            Some(progress) = events.recv() => typed.sink.emit(RuntimeEvent::ToolProgress {
                 call_id: progress.call_id,
                 progress: progress.progress,
                 total: progress.total,
                 message: progress.message,
             }),
+            Some(input) = typed.inbox.recv() => typed.record(input)?,
         }
     }
 }

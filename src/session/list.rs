@@ -92,7 +92,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
             summary.provider = provider;
             summary.model = model;
         }
-        SessionEvent::UserMessage { text } => {
+        SessionEvent::UserMessage { text, .. } => {
             summary.first_prompt.get_or_insert(text);
         }
         SessionEvent::TurnStarted { .. } => summary.status = OPEN_TURN.to_owned(),
@@ -100,6 +100,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         // Ending the session says nothing about its work: the last turn's
         // outcome (an interrupt, a failure) stays what the listing shows.
         SessionEvent::SessionEnded { .. }
+        | SessionEvent::InputQueued { .. }
         | SessionEvent::ModelResponse { .. }
         | SessionEvent::PolicyDecision { .. }
         | SessionEvent::Approval { .. }
@@ -285,7 +286,7 @@ mod tests {
             dir.path(),
             "s1",
             vec![
-                SessionEvent::UserMessage { text: "go".into() },
+                SessionEvent::UserMessage { text: "go".into(), queued: None },
                 SessionEvent::TurnStarted { turn: 1 },
                 SessionEvent::TurnCompleted {
                     turn: 1,

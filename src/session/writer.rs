@@ -178,13 +178,16 @@ mod tests {
     fn appended_events_read_back_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = SessionLog::create(dir.path(), "s1").unwrap();
-        log.append(SessionEvent::UserMessage { text: "hi".into() }).unwrap();
+        log.append(SessionEvent::UserMessage { text: "hi".into(), queued: None }).unwrap();
         log.append(SessionEvent::TurnStarted { turn: 1 }).unwrap();
         let contents = read_log(log.path()).unwrap();
         assert!(contents.warnings.is_empty());
         let seqs: Vec<u64> = contents.records.iter().map(|r| r.seq).collect();
         assert_eq!(seqs, [0, 1]);
-        assert_eq!(contents.records[0].event, SessionEvent::UserMessage { text: "hi".into() });
+        assert_eq!(
+            contents.records[0].event,
+            SessionEvent::UserMessage { text: "hi".into(), queued: None }
+        );
     }
 
     #[test]

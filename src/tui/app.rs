@@ -125,6 +125,11 @@ impl AllowPrefix {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Submit(String),
+    /// Text typed while a turn runs, for the session's inbox (`queue.rs`).
+    TypeDuringTurn {
+        text: String,
+        mode: crate::protocol::Delivery,
+    },
     Interrupt,
     Answer(ApprovalReply),
     SetMode(ApprovalMode),
@@ -283,6 +288,8 @@ pub struct App {
     pub files_requested: bool,
     /// Each running subagent's prices, by its `agent` call.
     pub subagent_pricing: std::collections::HashMap<String, crate::context::Pricing>,
+    /// Input typed during a turn, waiting for delivery (`queue.rs`).
+    pub pending: Vec<super::queue::Pending>,
 }
 
 impl App {
@@ -491,6 +498,10 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.status.elapsed = Duration::ZERO;
             app.status.activity = "thinking".into();
         }
+        RuntimeEvent::InputQueued { id, text, mode } => {
+            super::queue::on_queued(app, id, text, mode);
+        }
+        RuntimeEvent::InputDelivered { id, text } => super::queue::on_delivered(app, id, text),
         RuntimeEvent::Stream(event) => on_stream(app, event),
         RuntimeEvent::ModelResponse(response) => {
             let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
@@ -579,6 +590,11 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                 ),
             }
             end_turn(app);
+            if super::queue::continues_after(app, outcome) {
+                // The session starts the next queued input right away.
+                app.status.running = true;
+                app.status.activity = "next queued input".into();
+            }
         }
         RuntimeEvent::Subagent { call_id, event } => {
             super::subagents::on_subagent(app, &call_id, *event);

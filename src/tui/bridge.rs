@@ -67,6 +67,8 @@ pub enum UiEvent {
     Compacted(Result<bool, String>),
     /// `/diff`: the output of `git diff`, or why it failed.
     Diff(Result<String, String>),
+    /// Where what the user types during a turn goes (`runtime/inbox.rs`).
+    Inbox(crate::runtime::InputSender),
 }
 
 /// Which session the task opens.
@@ -252,9 +254,16 @@ pub async fn run_session(
         session_id: session.id().to_owned(),
         log_path: session.log_path().to_owned(),
     });
+    let _ = events.send(UiEvent::Inbox(session.input_sender()));
     if matches!(source, SessionSource::Resume(_)) {
         let history = session.history().to_vec();
         let _ = events.send(UiEvent::History(history, session.session_usage(), session.cost_usd()));
+        // Typed before a crash and never delivered: `Op::Continue` runs them.
+        for input in session.queued().to_vec() {
+            let event =
+                RuntimeEvent::InputQueued { id: input.id, text: input.text, mode: input.mode };
+            let _ = events.send(UiEvent::Runtime(event));
+        }
     }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
     let _ = events.send(UiEvent::Commands(session.command_index()));
@@ -273,17 +282,15 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
         let _ = events.send(UiEvent::TurnFailed(error));
     };
     match op {
-        Op::Prompt { text, cancel } => {
-            if let Err(error) = session.run_turn(text, &cancel).await {
-                failed(error.to_string());
-            }
-        }
+        Op::Prompt { text, cancel } => match session.run_turn(text, &cancel).await {
+            Ok(_) => run_queue(session, &cancel, events).await,
+            Err(error) => failed(error.to_string()),
+        },
         Op::Skill { name, args, cancel } => match session.skill_prompt(&name, &args) {
-            Some(prompt) => {
-                if let Err(error) = session.run_turn(prompt, &cancel).await {
-                    failed(error.to_string());
-                }
-            }
+            Some(prompt) => match session.run_turn(prompt, &cancel).await {
+                Ok(_) => run_queue(session, &cancel, events).await,
+                Err(error) => failed(error.to_string()),
+            },
             None => failed(format!("no skill named `{name}` could be loaded; /skills lists them")),
         },
         Op::Compact { focus, cancel } => {
@@ -291,8 +298,9 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
             let _ = events.send(UiEvent::Compacted(outcome));
         }
         Op::Continue { cancel } => match session.continue_turn(&cancel).await {
-            // With nothing open no turn started, so the UI is not waiting.
-            Ok(Some(_) | None) => {}
+            // With nothing open no turn started, so the UI is not waiting;
+            // inputs a crash left undelivered run now.
+            Ok(Some(_) | None) => run_queue(session, &cancel, events).await,
             Err(error) => failed(error.to_string()),
         },
         Op::Undo => {
@@ -314,6 +322,26 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
             if let Err(error) = session.set_model(model) {
                 let text = format!("cannot switch the model: {error}");
                 let _ = events.send(UiEvent::Notice(Level::Error, text));
+            }
+        }
+    }
+}
+
+/// Runs the turns of the inputs typed during the last one, oldest first,
+/// until none waits or the user interrupts (then they wait for the end of
+/// the next turn).
+async fn run_queue(
+    session: &mut Session,
+    cancel: &CancellationToken,
+    events: &mpsc::UnboundedSender<UiEvent>,
+) {
+    while !cancel.is_cancelled() {
+        match session.run_queued(cancel).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(error) => {
+                let _ = events.send(UiEvent::TurnFailed(error.to_string()));
+                return;
             }
         }
     }

@@ -78,6 +78,8 @@ struct Driver {
     events: mpsc::UnboundedSender<UiEvent>,
     cancel: Option<CancellationToken>,
     reply: Option<oneshot::Sender<ApprovalReply>>,
+    /// The session's inbox for what is typed during a turn.
+    input: Option<crate::runtime::InputSender>,
     turn_started: Instant,
     quit: bool,
     session: Option<(String, PathBuf)>,
@@ -110,6 +112,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         events: events_tx,
         cancel: None,
         reply: None,
+        input: None,
         turn_started: Instant::now(),
         quit: false,
         session: None,
@@ -435,6 +438,10 @@ impl Driver {
             UiEvent::Compacted(outcome) => Some(Msg::CompactFinished(outcome)),
             UiEvent::Diff(Ok(text)) => Some(Msg::DiffReady(text)),
             UiEvent::Diff(Err(message)) => Some(Msg::Notice(Level::Warning, message)),
+            UiEvent::Inbox(sender) => {
+                self.input = Some(sender);
+                None
+            }
         }
     }
 
@@ -444,6 +451,13 @@ impl Driver {
                 Command::Submit(text) => {
                     let cancel = self.new_turn();
                     self.send(Op::Prompt { text, cancel });
+                }
+                Command::TypeDuringTurn { text, mode } => {
+                    let sent = self.input.as_ref().is_some_and(|input| input.send(text, mode));
+                    if !sent {
+                        let why = "the session is not ready for input; it was not sent".into();
+                        update(&mut self.app, Msg::Notice(Level::Warning, why));
+                    }
                 }
                 Command::Skill { name, args } => {
                     let cancel = self.new_turn();

@@ -3,7 +3,9 @@
 //! take keys first, then the slash popup, then the editor. Slash commands
 //! are in `slash.rs`.
 //!
-//! Keys: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
+//! Keys: Enter sends (while a turn runs: queues for after it, `queue.rs`);
+//! Tab while a turn runs steers it (delivered after the current tool
+//! batch); Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
 //! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
 //! the approval mode; Esc or Ctrl+C stop a running turn; Ctrl+C twice on an
 //! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands the
@@ -132,6 +134,9 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         (KeyCode::Tab, _) if popup > 0 => {
             app.editor.complete(&app.files);
         }
+        (KeyCode::Tab, _) if app.status.running => {
+            return super::queue::type_during_turn(app, crate::protocol::Delivery::Steer);
+        }
         (KeyCode::Up, _) if popup > 0 => {
             app.editor.popup_selected = app.editor.popup_selected.saturating_sub(1);
         }
@@ -182,8 +187,7 @@ pub(super) fn submit(app: &mut App) -> Vec<Command> {
         return super::slash::run(app, text.trim());
     }
     if app.status.running {
-        app.hint = Some("a turn is running; Esc stops it".into());
-        return Vec::new();
+        return super::queue::type_during_turn(app, crate::protocol::Delivery::Queue);
     }
     let text = app.editor.submit();
     app.scroll = 0;

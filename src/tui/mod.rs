@@ -160,6 +160,7 @@ mod overlay;
 mod panels;
 mod picker;
 mod processes_view;
+mod queue;
 mod slash;
 mod subagents;
 mod terminal;

@@ -35,6 +35,12 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     let input = Rect { y: rest.bottom() - input_rows, height: input_rows, ..rest };
     draw_input(app, frame, input);
     let mut above = Rect { height: rest.height - input_rows, ..rest };
+    let pending = super::queue::height(app).min(above.height / 2);
+    if pending > 0 {
+        let list = Rect { y: above.bottom() - pending, height: pending, ..above };
+        super::queue::draw(app, frame, list);
+        above.height -= pending;
+    }
     if app.show_tasks && !app.tasks.is_empty() {
         let rows = panels::tasks_height(&app.tasks).min(above.height / 2);
         let tasks = Rect { y: above.bottom() - rows, height: rows, ..above };
@@ -161,7 +167,7 @@ fn key_hints(app: &App, width: u16) -> Option<&'static str> {
     } else if app.limit.is_some() {
         ("y raise the limit · n end the turn", "y raise · n stop")
     } else if app.status.running {
-        ("Esc stop · Ctrl+O expand output", "Esc stop")
+        ("Enter queue · Tab steer · Esc stop · Ctrl+O expand", "Esc stop")
     } else {
         ("Enter send · Shift+Tab mode · / commands · ? shortcuts", "? shortcuts")
     };
