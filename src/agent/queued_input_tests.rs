@@ -139,3 +139,50 @@ fn a_rebuild_holds_exactly_the_undelivered_inputs_and_goes_on_counting() {
         "ids go on from the log: {effects:?}"
     );
 }
+
+/// `ask_user`: the loop waits for the answer; it becomes the call's
+/// result; no answer tells the model to decide or stop; an interrupt
+/// answers the open call.
+#[test]
+fn an_ask_user_call_waits_for_the_answer_and_records_it_as_the_result() {
+    let ask = |id: &str| {
+        let args =
+            serde_json::json!({"question": "Which database?", "choices": ["SQLite", "Postgres"]});
+        Item::ToolCall(super::test_support::call_with(id, "ask_user", &args.to_string()))
+    };
+    let result_of = |effects: &[Effect]| {
+        effects.iter().find_map(|effect| match effect {
+            Effect::Record(SessionEvent::ToolCallFinished { result, .. }) => Some(result.clone()),
+            _ => None,
+        })
+    };
+    let mut state = LoopState::open(config(ApprovalMode::Ask), Opening::default());
+    step(&mut state, Input::UserTurn { text: "go".into() });
+    let effects = step(&mut state, respond(vec![ask("q1")]));
+    let Some(Effect::AskUser { call_id, question, choices }) = effects.last() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!((call_id.as_str(), question.as_str()), ("q1", "Which database?"));
+    assert_eq!(choices, &["SQLite", "Postgres"]);
+    assert_eq!(state.phase, LoopPhase::AwaitAnswer);
+    let stale = Input::UserAnswered { call_id: "other".into(), answer: Some("x".into()) };
+    assert_eq!(step(&mut state, stale), []);
+    let effects = step(
+        &mut state,
+        Input::UserAnswered { call_id: "q1".into(), answer: Some("SQLite".into()) },
+    );
+    let result = result_of(&effects).unwrap();
+    assert_eq!(result.output, "The user answered: SQLite");
+    assert!(matches!(effects.last(), Some(Effect::CallModel(_))));
+
+    let effects = step(&mut state, respond(vec![ask("q2")]));
+    assert!(matches!(effects.last(), Some(Effect::AskUser { .. })));
+    let effects = step(&mut state, Input::UserAnswered { call_id: "q2".into(), answer: None });
+    assert_eq!(result_of(&effects).unwrap().output, NO_ANSWER);
+
+    let effects = step(&mut state, respond(vec![ask("q3")]));
+    assert!(matches!(effects.last(), Some(Effect::AskUser { .. })));
+    let effects = step(&mut state, Input::Interrupted);
+    assert!(result_of(&effects).is_some_and(|r| r.call_id == "q3"), "{effects:?}");
+    assert_eq!(state.phase, LoopPhase::Idle);
+}

@@ -19,6 +19,7 @@ use crate::protocol::{
 use super::announce::announce;
 use super::apply::emit;
 use super::approval_hooks;
+use super::ask_user;
 use super::batch_finish;
 use super::budget;
 use super::call_checks;
@@ -49,6 +50,7 @@ macro_rules! any_phase {
             | LoopPhase::SavePlan(_)
             | LoopPhase::Check(_)
             | LoopPhase::Finish(_)
+            | LoopPhase::AwaitAnswer
     };
 }
 
@@ -205,6 +207,9 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             batch_finish::on_interrupted(state, effects);
             Next::interrupted()
         }
+        (LoopPhase::AwaitAnswer, Input::UserAnswered { call_id, answer }) => {
+            ask_user::on_answer(state, &call_id, answer, effects)
+        }
         (LoopPhase::AwaitLimit, Input::LimitDecided { raised }) => {
             budget::on_decided(state, raised, effects)
         }
@@ -212,7 +217,8 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             LoopPhase::Infer
             | LoopPhase::AwaitApproval(_)
             | LoopPhase::Execute(_)
-            | LoopPhase::AwaitLimit,
+            | LoopPhase::AwaitLimit
+            | LoopPhase::AwaitAnswer,
             Input::Interrupted,
         ) => Next::interrupted(),
         (
@@ -240,6 +246,7 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             | Input::RerunFinished { .. }
             | Input::PostToolHooksDone { .. }
             | Input::LimitDecided { .. }
+            | Input::UserAnswered { .. }
             | Input::Interrupted,
         ) => Next::Wait,
     }
@@ -526,6 +533,10 @@ fn finish_harness(
             let plan_review = Some(path.unwrap_or_default());
             approval_hooks::ask(state, call, reason, plan_review, effects);
             Next::Wait
+        }
+        HarnessOutcome::Ask { events, question, choices } => {
+            effects.extend(events.into_iter().map(Effect::Record));
+            ask_user::ask(state, &call, question, choices, effects)
         }
         HarnessOutcome::Stop { events, result } => {
             state.pending.pop_front();

@@ -32,6 +32,12 @@ pub enum Input {
         text: String,
         mode: Delivery,
     },
+    /// The user's answer to the `ask_user` call `call_id` of an
+    /// [`Effect::AskUser`]; `None`: nobody answered.
+    UserAnswered {
+        call_id: String,
+        answer: Option<String>,
+    },
     /// Idle: start a turn with queued input `id` as its prompt (`text`:
     /// the input as the prompt hooks left it); nothing happens unless `id`
     /// still waits.
@@ -219,6 +225,13 @@ pub enum Effect {
     /// Append to the session log (before carrying out later effects).
     Record(SessionEvent),
     CallModel(ModelRequest),
+    /// Put the model's `ask_user` question to the user (with `choices` to
+    /// pick from, if any); answer with [`Input::UserAnswered`].
+    AskUser {
+        call_id: String,
+        question: String,
+        choices: Vec<String>,
+    },
     /// Ask the user about `call`; answer with [`Input::ApprovalDecided`],
     /// or for a plan review (`plan_review` is the saved plan's path, empty
     /// when it could not be saved) with [`Input::PlanReviewed`].

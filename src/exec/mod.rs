@@ -263,6 +263,7 @@ pub async fn run_headless(
                 spend: Some(session.spend_status()),
                 verification: (name == ExecStatus::Unverified)
                     .then(|| session.workflow().verification_status()),
+                unanswered: session.unanswered().to_vec(),
             };
             (status, line)
         }
@@ -457,6 +458,9 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     if status == Some(ExitStatus::Interrupted) {
         let _ = writeln!(stderr, "interrupted");
+    }
+    for question in &line.unanswered {
+        let _ = writeln!(stderr, "unanswered question (ask_user): {}", for_terminal(question));
     }
     match line.status {
         ExecStatus::Unverified => {

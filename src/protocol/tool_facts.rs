@@ -48,6 +48,7 @@ pub mod names {
     pub const SET_PHASE: &str = "set_phase";
     pub const SUBMIT_PLAN: &str = "submit_plan";
     pub const TODO_WRITE: &str = "todo_write";
+    pub const ASK_USER: &str = "ask_user";
 }
 
 /// The kind of tool, as phase rules name them.
@@ -257,10 +258,14 @@ pub const SET_PHASE: ToolInfo = info(names::SET_PHASE, ToolKind::Phase, ReadOnly
 pub const SUBMIT_PLAN: ToolInfo = info(names::SUBMIT_PLAN, ToolKind::Plan, ReadOnly, &[], &[]);
 pub const TODO_WRITE: ToolInfo =
     info(names::TODO_WRITE, ToolKind::Tasks, ReadOnly, &["TodoWrite"], &[]);
+/// Asking the user changes nothing and fits every phase, as moving
+/// between phases does: its kind is `Phase`.
+pub const ASK_USER: ToolInfo =
+    info(names::ASK_USER, ToolKind::Phase, ReadOnly, &["AskUserQuestion"], &[]);
 
 /// Every built-in tool, in the order messages list them (a phase's allowed
 /// tools); the registry offers its tools in its own order.
-pub const BUILTIN: [&ToolInfo; 17] = [
+pub const BUILTIN: [&ToolInfo; 18] = [
     &READ_FILE,
     &LIST_DIR,
     &GLOB,
@@ -278,6 +283,7 @@ pub const BUILTIN: [&ToolInfo; 17] = [
     &SUBMIT_PLAN,
     &TODO_WRITE,
     &SET_PHASE,
+    &ASK_USER,
 ];
 
 /// The tools that act on the background processes `shell` starts: a

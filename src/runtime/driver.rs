@@ -104,6 +104,8 @@ pub struct Session {
     pub(super) subagents: Subagents,
     /// What the user types during a turn (`inbox.rs`).
     pub(super) inbox: super::inbox::Inbox,
+    /// `ask_user` questions no one answered (`question.rs`).
+    pub(super) unanswered: Vec<String>,
     /// Saved prompts `/name args` runs (`custom_commands.rs`).
     pub(super) commands: Arc<CommandCatalog>,
     /// Where submitted plans are written and read back.
@@ -235,6 +237,7 @@ impl Session {
             hooks,
             subagents: Subagents::new(found.agents),
             inbox: Default::default(),
+            unanswered: Vec::new(),
             commands: Arc::new(found.commands),
             settings: Arc::new(settings.clone()),
             date: options.date,
@@ -529,6 +532,9 @@ impl Session {
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel, &mut error).await,
+                Effect::AskUser { call_id, question, choices } => {
+                    self.ask_user(call_id, question, choices, cancel).await
+                }
                 Effect::Summarize { request, trigger, focus } => {
                     self.summarize(&request, trigger, focus, cancel).await?
                 }

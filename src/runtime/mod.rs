@@ -64,6 +64,7 @@ mod path_facts;
 mod plan_store;
 mod preview;
 mod prompt_fit;
+mod question;
 mod replay;
 mod resume;
 mod sandboxing;

@@ -35,6 +35,11 @@ pub enum Msg {
         call: ToolCall,
         reason: String,
     },
+    /// The model asks the user (`ask_user`).
+    QuestionAsked {
+        question: String,
+        choices: Vec<String>,
+    },
     /// The next request would cross a spend limit: raise it or stop
     /// (answered like an approval: `Once` raises, `Deny` stops).
     LimitReached(crate::agent::BudgetHit),
@@ -125,6 +130,8 @@ impl AllowPrefix {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Submit(String),
+    /// The answer to the open `ask_user` question (`None`: dismissed).
+    AnswerQuestion(Option<String>),
     /// Text typed while a turn runs, for the session's inbox (`queue.rs`).
     TypeDuringTurn {
         text: String,
@@ -290,6 +297,8 @@ pub struct App {
     pub subagent_pricing: std::collections::HashMap<String, crate::context::Pricing>,
     /// Input typed during a turn, waiting for delivery (`queue.rs`).
     pub pending: Vec<super::queue::Pending>,
+    /// The model's open `ask_user` question (`question.rs`).
+    pub question: Option<super::question::QuestionView>,
 }
 
 impl App {
@@ -339,6 +348,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         Msg::LimitReached(hit) => {
             app.status.activity = "waiting: spend limit".into();
             app.limit = Some(hit);
+            Vec::new()
+        }
+        Msg::QuestionAsked { question, choices } => {
+            app.status.activity = "waiting for your answer".into();
+            app.question = Some(super::question::QuestionView::new(question, choices));
             Vec::new()
         }
         Msg::TurnFailed(message) => {
@@ -631,6 +645,7 @@ fn end_turn(app: &mut App) {
     app.approval = None;
     app.limit = None;
     app.plan = None;
+    app.question = None;
     app.transcript.close_streaming();
     app.transcript.settle_running();
 }

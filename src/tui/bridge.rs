@@ -67,6 +67,13 @@ pub enum UiEvent {
     Compacted(Result<bool, String>),
     /// `/diff`: the output of `git diff`, or why it failed.
     Diff(Result<String, String>),
+    /// The model asks the user (`ask_user`); `None` answers "no one
+    /// answered".
+    Question {
+        question: String,
+        choices: Vec<String>,
+        reply: oneshot::Sender<Option<String>>,
+    },
     /// Where what the user types during a turn goes (`runtime/inbox.rs`).
     Inbox(crate::runtime::InputSender),
 }
@@ -203,6 +210,25 @@ impl Approver for ChannelApprover {
 
     fn take_plan_mode(&mut self) -> Option<ApprovalMode> {
         self.plan_mode.take()
+    }
+
+    fn ask_user<'a>(
+        &'a mut self,
+        question: &'a str,
+        choices: &'a [String],
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let question = UiEvent::Question {
+                question: question.to_owned(),
+                choices: choices.to_vec(),
+                reply,
+            };
+            if self.events.send(question).is_err() {
+                return None;
+            }
+            answer.await.ok().flatten()
+        })
     }
 
     fn raise_limit<'a>(&'a mut self, hit: &'a BudgetHit) -> BoxFuture<'a, Option<SpendLimits>> {

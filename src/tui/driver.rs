@@ -80,6 +80,8 @@ struct Driver {
     reply: Option<oneshot::Sender<ApprovalReply>>,
     /// The session's inbox for what is typed during a turn.
     input: Option<crate::runtime::InputSender>,
+    /// The answer to the open `ask_user` question.
+    question_reply: Option<oneshot::Sender<Option<String>>>,
     turn_started: Instant,
     quit: bool,
     session: Option<(String, PathBuf)>,
@@ -113,6 +115,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         cancel: None,
         reply: None,
         input: None,
+        question_reply: None,
         turn_started: Instant::now(),
         quit: false,
         session: None,
@@ -438,6 +441,10 @@ impl Driver {
             UiEvent::Compacted(outcome) => Some(Msg::CompactFinished(outcome)),
             UiEvent::Diff(Ok(text)) => Some(Msg::DiffReady(text)),
             UiEvent::Diff(Err(message)) => Some(Msg::Notice(Level::Warning, message)),
+            UiEvent::Question { question, choices, reply } => {
+                self.question_reply = Some(reply);
+                Some(Msg::QuestionAsked { question, choices })
+            }
             UiEvent::Inbox(sender) => {
                 self.input = Some(sender);
                 None
@@ -451,6 +458,11 @@ impl Driver {
                 Command::Submit(text) => {
                     let cancel = self.new_turn();
                     self.send(Op::Prompt { text, cancel });
+                }
+                Command::AnswerQuestion(answer) => {
+                    if let Some(reply) = self.question_reply.take() {
+                        let _ = reply.send(answer);
+                    }
                 }
                 Command::TypeDuringTurn { text, mode } => {
                     let sent = self.input.as_ref().is_some_and(|input| input.send(text, mode));
@@ -475,6 +487,8 @@ impl Driver {
                     if let Some(cancel) = &self.cancel {
                         cancel.cancel();
                     }
+                    // The open question goes unanswered with the turn.
+                    drop(self.question_reply.take());
                     if let Some(reply) = self.reply.take() {
                         let note = "the user stopped the turn".to_owned();
                         let _ = reply.send(ApprovalReply::Deny(Some(note)));

@@ -67,6 +67,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     if app.approval.is_some() {
         return approval_key(app, key, ctrl);
     }
+    if app.question.is_some() {
+        return super::question::key(app, key);
+    }
     if app.ps.is_some() {
         return super::processes_view::ps_key(app, key);
     }

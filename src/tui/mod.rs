@@ -160,6 +160,7 @@ mod overlay;
 mod panels;
 mod picker;
 mod processes_view;
+mod question;
 mod queue;
 mod slash;
 mod subagents;
@@ -173,6 +174,8 @@ mod wrap;
 mod approval_view_tests;
 #[cfg(test)]
 mod budget_tests;
+#[cfg(test)]
+mod queue_view_tests;
 #[cfg(test)]
 mod subagent_view_tests;
 #[cfg(test)]

@@ -52,6 +52,9 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     if let Some(approval) = &app.approval {
         super::overlay::draw_approval(frame, above, approval, app.theme);
     }
+    if let Some(question) = &app.question {
+        super::question::draw(frame, above, question, app.theme);
+    }
     if let (Some(ps), None) = (app.ps, &app.approval) {
         super::processes_view::draw_ps(frame, above, app, ps);
     }
@@ -153,7 +156,10 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let start = rows.get(cursor_row).map_or(0, |r| r.1);
     let x = inner.x + u16::try_from(col - start).unwrap_or(0).min(inner.width.saturating_sub(1));
     let y = inner.y + u16::try_from(cursor_row - first).unwrap_or(0);
-    let covered = app.approval.is_some() || app.plan.is_some() || app.limit.is_some();
+    let covered = app.approval.is_some()
+        || app.plan.is_some()
+        || app.limit.is_some()
+        || app.question.is_some();
     if !covered && app.picker.is_none() && app.trust.is_none() {
         frame.set_cursor_position(Position { x, y });
     }

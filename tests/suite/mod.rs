@@ -48,6 +48,7 @@ mod policy_sandbox;
 mod prompt_fit;
 mod prompt_truths;
 mod prompt_truths3;
+mod queue_e2e;
 mod routed_model;
 mod runtime_cancel;
 mod runtime_resume;
