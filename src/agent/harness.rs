@@ -54,9 +54,9 @@ pub(super) struct SubmitPlanArgs {
 
 #[derive(Deserialize, JsonSchema)]
 pub(super) struct AskUserArgs {
-    /// The question, short and self-contained.
+    /// The question.
     question: String,
-    /// Answers to pick from (the user may still answer in their own words).
+    /// Answers to offer (the user may answer otherwise).
     #[serde(default)]
     choices: Vec<String>,
 }
@@ -285,9 +285,8 @@ fn gates(rules: &PhaseRules) -> String {
 const SUBMIT_PLAN: &str = "Submit your plan: approved at once unless a review is required (plan \
 mode, or the project's rules), then the user approves or rejects it with feedback.";
 
-const ASK_USER: &str = "Ask the user a question (optionally with choices) and wait for the \
-answer. Only for a decision you cannot make from the code or the task; in a headless run no one \
-answers.";
+const ASK_USER: &str = "Ask the user a question, optionally with choices, and wait for the \
+answer. Only for a decision you cannot make from the code or the task.";
 const TODO_WRITE: &str = "A task list the user sees, for work of three or more steps. Each call \
 replaces the list: one item in_progress at a time, completed as soon as it is done.";
 

@@ -210,3 +210,33 @@ async fn a_message_queued_during_a_long_call_survives_sigkill_and_is_delivered_o
     let delivered: Vec<_> = deliveries(&log).into_iter().filter(|(_, id)| id.is_some()).collect();
     assert_eq!(delivered, [("the task typed before the crash".to_owned(), Some(1))]);
 }
+
+/// `ask_user` in `exec`: no one answers; the model reads that it must
+/// decide or stop, and the `result` lists the question. Not offered to
+/// the model headless (it could not work), answered all the same.
+#[tokio::test]
+async fn exec_answers_ask_user_with_no_one_and_lists_the_question_in_the_result() {
+    let sandbox = Sandbox::new();
+    let question = json!({ "question": "Which database?", "choices": ["SQLite", "Postgres"] });
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("ask_user", question)] },
+        Step::Answer("went with SQLite".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox.run(&Model::chat(&server), &["exec", "--json", "pick a database"]);
+    let lines = super::support::json_lines(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{lines:#?}");
+    let result = lines.last().unwrap();
+    assert_eq!(result["unanswered_questions"], json!(["Which database?"]));
+    let requests = request_bodies(&server).await;
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(!offered.contains(&"ask_user"), "{offered:?}");
+    let answer = requests[1]["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(answer["role"], "tool");
+    assert_eq!(answer["content"], keel::agent::NO_ANSWER);
+}
