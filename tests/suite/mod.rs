@@ -49,6 +49,7 @@ mod prompt_fit;
 mod prompt_truths;
 mod prompt_truths3;
 mod queue_e2e;
+mod queue_tmux;
 mod routed_model;
 mod runtime_cancel;
 mod runtime_resume;
