@@ -133,7 +133,10 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
     let usage = Usage { input_tokens: 1200, output_tokens: 40, ..Usage::default() };
     vec![
         SessionEvent::TurnStarted { turn },
-        SessionEvent::UserMessage { text: format!("please look at module {cycle} and fix it") },
+        SessionEvent::UserMessage {
+            text: format!("please look at module {cycle} and fix it"),
+            queued: None,
+        },
         SessionEvent::ModelResponse {
             step: 1,
             response: ModelResponse {

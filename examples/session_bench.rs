@@ -97,7 +97,10 @@ fn event(n: usize) -> SessionEvent {
     };
     match n % 7 {
         0 => SessionEvent::TurnStarted { turn },
-        1 => SessionEvent::UserMessage { text: format!("please look at module {n} and fix it") },
+        1 => SessionEvent::UserMessage {
+            text: format!("please look at module {n} and fix it"),
+            queued: None,
+        },
         2 => SessionEvent::ModelResponse {
             step: 1,
             response: ModelResponse {

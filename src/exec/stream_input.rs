@@ -72,19 +72,20 @@ pub fn spawn(sender: InputSender) -> tokio::task::JoinHandle<()> {
                 }
             };
             number += 1;
-            match parse(&line) {
-                None => {}
-                Some(Ok((text, mode))) => {
-                    if !sender.send(text, mode) {
-                        return;
-                    }
-                }
+            let delivered = match parse(&line) {
+                None => true,
+                Some(Ok((text, mode))) => sender.send(text, mode),
                 Some(Err(why)) => {
                     let _ = writeln!(
                         std::io::stderr().lock(),
                         "keel: --input-stream line {number} skipped: {why}"
                     );
+                    true
                 }
+            };
+            if !delivered {
+                // The session is gone: nothing more is read.
+                return;
             }
         }
     })

@@ -10,7 +10,7 @@
 //! (`driver.rs`) and while a tool batch runs (`execute.rs`, beside the
 //! tools' progress), so a message typed during a long command is in the
 //! log before the command ends and survives a crash there; while the model
-//! streams, at the end of its response. A steer typed before the last
+//! streams, and during a batch with `agent` calls, at its end. A steer typed before the last
 //! batch of a response finished reaches the next request.
 //!
 //! Invariants: only the session's task touches the [`Inbox`] and the log
