@@ -39,7 +39,6 @@ fn samples() -> Vec<SessionEvent> {
             tools_digest: s(),
         },
         SessionEvent::ContextUpdated { parts: Vec::new() },
-        SessionEvent::UserMessage { text: s(), queued: None },
         SessionEvent::UserMessage { text: s(), queued: Some(2) },
         SessionEvent::InputQueued { id: 2, text: s(), mode: super::queued_input::Delivery::Steer },
         SessionEvent::TurnStarted { turn: 1 },
