@@ -102,7 +102,11 @@ fn write_log(path: &Path, work: &Path, steps: usize) -> Result<u64, Box<dyn std:
     for turn in 1..=TURNS {
         let turn = u32::try_from(turn)?;
         write(SessionEvent::TurnStarted { turn })?;
-        write(SessionEvent::UserMessage { text: format!("turn {turn}: fix the failing tests") })?;
+        write(SessionEvent::UserMessage {
+            text: format!("turn {turn}: fix the failing tests"),
+            images: Vec::new(),
+            queued: None,
+        })?;
         for _ in 0..per_turn {
             if step >= steps {
                 break;

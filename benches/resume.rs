@@ -136,6 +136,7 @@ fn turn(cycle: usize) -> Vec<SessionEvent> {
         SessionEvent::UserMessage {
             text: format!("please look at module {cycle} and fix it"),
             images: Vec::new(),
+            queued: None,
         },
         SessionEvent::ModelResponse {
             step: 1,

@@ -127,7 +127,11 @@ fn turn_events(turn: usize) -> Vec<SessionEvent> {
     };
     vec![
         SessionEvent::TurnStarted { turn: turn as u32 + 1 },
-        SessionEvent::UserMessage { text: format!("look at module {turn}") },
+        SessionEvent::UserMessage {
+            text: format!("look at module {turn}"),
+            images: Vec::new(),
+            queued: None,
+        },
         response(vec![Item::ToolCall(call.clone())], StopReason::ToolUse),
         SessionEvent::ToolCallStarted { call, class: ToolClass::ReadOnly },
         SessionEvent::ToolCallFinished {

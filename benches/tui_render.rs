@@ -1,7 +1,8 @@
 //! Render timing of the TUI: one frame of a 10 000-line transcript at
 //! 200×60 (target under 8 ms). `cargo bench --bench tui_render` prints
 //! cold (first frame: the visible cells rendered and wrapped), warm (cached),
-//! streaming (one delta into the last cell, then a frame) and scrolled
+//! streaming (one delta into the last cell, then a frame), the same with
+//! three queued inputs listed under the transcript, and scrolled
 //! (half way up: all heights needed) medians. Under
 //! `cargo test --all-targets` it draws each kind once as a smoke test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -105,6 +106,18 @@ fn main() {
         send(&mut app, RuntimeEvent::Stream(StreamEvent::TextDelta { delta }));
         streaming.push(frame(&mut terminal, &app));
     }
+    // Input typed during the turn waits in the list under the transcript.
+    for id in 1..=3 {
+        let text = format!("queued input {id}");
+        let mode = keel::protocol::Delivery::Queue;
+        send(&mut app, RuntimeEvent::InputQueued { id, text, mode });
+    }
+    let mut queued = Vec::new();
+    for i in 0..runs {
+        let delta = format!("streamed word {i} ");
+        send(&mut app, RuntimeEvent::Stream(StreamEvent::TextDelta { delta }));
+        queued.push(frame(&mut terminal, &app));
+    }
     // Scrolled up half way: every cell's height is needed (cached after
     // the first such frame).
     app.scroll = rows / 2;
@@ -115,10 +128,12 @@ fn main() {
     }
     println!(
         "tui_render {WIDTH}x{HEIGHT}, {rows} transcript rows: cold {:?}, warm {:?}, \
-         streaming {:?}, first scrolled {first_scrolled:?}, scrolled {:?} (medians)",
+         streaming {:?}, streaming with 3 queued inputs {:?}, first scrolled \
+         {first_scrolled:?}, scrolled {:?} (medians)",
         median(cold),
         median(warm),
         median(streaming),
+        median(queued),
         median(scrolled)
     );
 }

@@ -100,6 +100,7 @@ fn event(n: usize) -> SessionEvent {
         1 => SessionEvent::UserMessage {
             text: format!("please look at module {n} and fix it"),
             images: Vec::new(),
+            queued: None,
         },
         2 => SessionEvent::ModelResponse {
             step: 1,

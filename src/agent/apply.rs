@@ -37,7 +37,7 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::prompts::context_message;
-use crate::protocol::{ContextPart, Item, SessionEvent, Usage};
+use crate::protocol::{ContextPart, Item, QueuedInput, SessionEvent, Usage};
 
 use super::limits::{ChildSpend, SpendLimits};
 use super::state::{LoopState, ToolScope};
@@ -82,8 +82,16 @@ impl LoopState {
                 self.turn_usage = Usage::default();
                 self.runaway = Default::default();
             }
-            SessionEvent::UserMessage { text, images } => {
-                self.items.push(Item::User { text: text.clone(), images: images.clone() })
+            SessionEvent::UserMessage { text, images, queued } => {
+                self.items.push(Item::User { text: text.clone(), images: images.clone() });
+                if let Some(id) = queued {
+                    self.queued.retain(|input| input.id != *id);
+                }
+            }
+            SessionEvent::InputQueued { id, text, mode } => {
+                self.queued_ids = self.queued_ids.max(*id);
+                let input = QueuedInput { id: *id, text: text.clone(), mode: *mode };
+                self.queued.push(input);
             }
             SessionEvent::ModelResponse {
                 step,

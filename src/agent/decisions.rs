@@ -354,7 +354,8 @@ fn events_of(outcome: &HarnessOutcome) -> &[SessionEvent] {
     match outcome {
         HarnessOutcome::Answered { events, .. }
         | HarnessOutcome::Review { events, .. }
-        | HarnessOutcome::Stop { events, .. } => events,
+        | HarnessOutcome::Stop { events, .. }
+        | HarnessOutcome::Ask { events, .. } => events,
     }
 }
 
@@ -362,6 +363,7 @@ fn events_of_mut(outcome: &mut HarnessOutcome) -> &mut Vec<SessionEvent> {
     match outcome {
         HarnessOutcome::Answered { events, .. }
         | HarnessOutcome::Review { events, .. }
-        | HarnessOutcome::Stop { events, .. } => events,
+        | HarnessOutcome::Stop { events, .. }
+        | HarnessOutcome::Ask { events, .. } => events,
     }
 }

@@ -1,4 +1,5 @@
-//! The harness tools `set_phase`, `submit_plan` and `todo_write`: their
+//! The harness tools `set_phase`, `submit_plan`, `todo_write` and
+//! `ask_user` (the question goes to the user, `agent/ask_user.rs`): their
 //! specs (built from the session's phase rules, so a project's own phases
 //! are the ones described) and their answers, given by the loop itself,
 //! never by the tool runtime. Each one's arguments are a typed struct, and
@@ -30,6 +31,8 @@ pub enum HarnessOutcome {
     Review { events: Vec<SessionEvent>, reason: String },
     /// A plan was submitted and the turn stops for an offline review.
     Stop { events: Vec<SessionEvent>, result: ToolResult },
+    /// `ask_user`: the question waits for the user's answer.
+    Ask { events: Vec<SessionEvent>, question: String, choices: Vec<String> },
 }
 
 // Unknown fields are ignored (no `deny_unknown_fields`): a model that adds
@@ -48,6 +51,18 @@ pub(super) struct SubmitPlanArgs {
     /// The plan in markdown, with the plan phase's sections.
     plan_markdown: String,
 }
+
+#[derive(Deserialize, JsonSchema)]
+pub(super) struct AskUserArgs {
+    /// The question.
+    question: String,
+    /// Answers to offer (the user may answer otherwise).
+    #[serde(default)]
+    choices: Vec<String>,
+}
+
+/// Most choices a question may offer.
+pub const MAX_CHOICES: usize = 9;
 
 #[derive(Deserialize, JsonSchema)]
 pub(super) struct TodoArgs {
@@ -76,6 +91,20 @@ pub fn answer(flow: &mut WorkflowState, call: &ToolCall) -> HarnessOutcome {
                 refuse("the plan is empty; pass it as plan_markdown".to_owned())
             }
             Ok(args) => submit_plan(flow, call, args.plan_markdown),
+        },
+        HarnessTool::AskUser => match parse::<AskUserArgs>(tool, call) {
+            Err(error) => refuse(error),
+            Ok(args) if args.question.trim().is_empty() => {
+                refuse("the question is empty; pass it as question".to_owned())
+            }
+            Ok(args) if args.choices.len() > MAX_CHOICES => {
+                refuse(format!("at most {MAX_CHOICES} choices; ask a narrower question"))
+            }
+            Ok(AskUserArgs { question, choices }) => HarnessOutcome::Ask {
+                events: Vec::new(),
+                question,
+                choices: choices.into_iter().filter(|c| !c.trim().is_empty()).collect(),
+            },
         },
         HarnessTool::TodoWrite => match parse::<TodoArgs>(tool, call) {
             Err(error) => refuse(error),
@@ -256,6 +285,8 @@ fn gates(rules: &PhaseRules) -> String {
 const SUBMIT_PLAN: &str = "Submit your plan: approved at once unless a review is required (plan \
 mode, or the project's rules), then the user approves or rejects it with feedback.";
 
+const ASK_USER: &str = "Ask the user a question, optionally with choices, and wait for the \
+answer. Only for a decision you cannot make from the code or the task.";
 const TODO_WRITE: &str = "A task list the user sees, for work of three or more steps. Each call \
 replaces the list: one item in_progress at a time, completed as soon as it is done.";
 
@@ -293,6 +324,7 @@ pub fn harness_spec(tool: HarnessTool, rules: &PhaseRules) -> ToolSpec {
         }
         HarnessTool::SubmitPlan => ToolSpec::typed::<SubmitPlanArgs>(tool.name(), SUBMIT_PLAN),
         HarnessTool::TodoWrite => ToolSpec::typed::<TodoArgs>(tool.name(), TODO_WRITE),
+        HarnessTool::AskUser => ToolSpec::typed::<AskUserArgs>(tool.name(), ASK_USER),
     }
 }
 
@@ -335,6 +367,7 @@ mod tests {
                 HarnessTool::SetPhase => parse::<SetPhaseArgs>(tool, &call).map(|_| ()),
                 HarnessTool::SubmitPlan => parse::<SubmitPlanArgs>(tool, &call).map(|_| ()),
                 HarnessTool::TodoWrite => parse::<TodoArgs>(tool, &call).map(|_| ()),
+                HarnessTool::AskUser => parse::<AskUserArgs>(tool, &call).map(|_| ()),
             };
             assert_eq!(parsed, Ok(()), "{}: {args}", spec.name);
             let required = spec.parameters["required"].as_array().unwrap();
@@ -346,6 +379,7 @@ mod tests {
                     HarnessTool::SetPhase => parse::<SetPhaseArgs>(tool, &call).is_err(),
                     HarnessTool::SubmitPlan => parse::<SubmitPlanArgs>(tool, &call).is_err(),
                     HarnessTool::TodoWrite => parse::<TodoArgs>(tool, &call).is_err(),
+                    HarnessTool::AskUser => parse::<AskUserArgs>(tool, &call).is_err(),
                 };
                 assert!(refused, "{}: `{key}` is required but not needed", spec.name);
             }
@@ -356,7 +390,8 @@ mod tests {
     fn the_schemas_say_what_the_tools_need() {
         let specs = harness_specs(&super::super::shipped_rules());
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
-        assert_eq!(names, ["set_phase", "submit_plan", "todo_write"]);
+        assert_eq!(names, ["set_phase", "submit_plan", "todo_write", "ask_user"]);
+        assert_eq!(specs[3].parameters["required"], json!(["question"]));
         assert_eq!(specs[0].parameters["required"], json!(["phase"]));
         assert!(specs[0].parameters["properties"].get("note").is_none(), "never acted on");
         let older =

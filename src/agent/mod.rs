@@ -11,8 +11,8 @@
 //!
 //! `step` is the whole control flow. Its phases are the variants of `LoopPhase`: `Idle`, `Infer` (a
 //! request in flight), `AwaitApproval`, `Check` (a batch's calls settled before it runs),
-//! `Execute`, `Finish` (a batch ran; re-run offers and PostToolUse hooks), `Compact`, `AwaitLimit`
-//! and `SavePlan`. A turn goes `Idle → Infer → (AwaitApproval) → Check → Execute → Finish → Infer …
+//! `Execute`, `Finish` (a batch ran; re-run offers and PostToolUse hooks), `Compact`, `AwaitLimit`,
+//! `SavePlan` and `AwaitAnswer` (an `ask_user` question, `ask_user.rs`). A turn goes `Idle → Infer → (AwaitApproval) → Check → Execute → Finish → Infer …
 //! → Idle`; `Compact` and `AwaitLimit` are entered before a request when needed, `SavePlan` after a
 //! `submit_plan` the workflow accepts.
 //!
@@ -88,6 +88,11 @@
 //! `Batch::Harness`). A newly submitted plan is `Effect::SavePlan` (phase `SavePlan`), answered
 //! `PlanSaved { path }`; its `plan_updated` line is recorded after, with the path: the driver never
 //! changes a record.
+//!
+//! What the user types while a turn runs is `Input::QueueInput` (`queued_input.rs`): recorded as
+//! `input_queued`; a steer is delivered after the response's batches, before the next request, the
+//! rest wait for `Input::StartQueued` after the turn; the `user_message` naming the id is the
+//! delivery (the rebuild property covers both).
 //!
 //! What reaches the loop from outside its effects' answers is an `Input` as well
 //! (`outside_inputs.rs`): `NarrowTurn` (a custom command's `allowed-tools`; `turn_scope`),
@@ -182,6 +187,7 @@
 mod announce;
 mod apply;
 mod approval_hooks;
+mod ask_user;
 mod batch_finish;
 mod budget;
 mod call_checks;
@@ -193,6 +199,7 @@ mod limits;
 mod next;
 mod outside_inputs;
 mod phase;
+mod queued_input;
 mod rebuild;
 mod record;
 mod rewind;
@@ -205,6 +212,7 @@ mod turn_calls;
 mod verdicts;
 mod workflow;
 
+pub use ask_user::NO_ANSWER;
 pub use batch_finish::RERUN_QUESTION;
 pub use budget::{BYTES_PER_TOKEN, FIRST_OUTPUT_ESTIMATE, MAX_OUTPUT_ESTIMATE};
 pub use budget::{Projection, unpriced_switch};
@@ -247,6 +255,8 @@ mod compaction_tests;
 mod decisions_tests;
 #[cfg(test)]
 mod model_switch_tests;
+#[cfg(test)]
+mod queued_input_tests;
 #[cfg(test)]
 mod rebuild_properties;
 #[cfg(test)]

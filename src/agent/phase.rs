@@ -52,6 +52,9 @@ pub enum LoopPhase {
     /// for an unsandboxed re-run offer or PostToolUse hooks
     /// (`agent::batch_finish`).
     Finish(Finishing),
+    /// The front batch is an `ask_user` call: waiting for the user's
+    /// answer (`agent::ask_user`).
+    AwaitAnswer,
 }
 
 impl LoopPhase {

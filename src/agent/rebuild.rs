@@ -230,6 +230,7 @@ impl Rebuilder {
             }
             SessionEvent::ModeChanged { .. }
             | SessionEvent::ContextUpdated { .. }
+            | SessionEvent::InputQueued { .. }
             | SessionEvent::TurnScope { .. }
             | SessionEvent::Compaction { .. }
             | SessionEvent::LimitsSet { .. }

@@ -157,6 +157,17 @@ pub(super) fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut V
         record(&effects, log);
         effects = match effects.last().cloned() {
             Some(Effect::RunBatch { calls, .. }) => {
+                // The user types during some batches: a steer (delivered
+                // after the batch) or an input queued for the next turn.
+                for call in &calls {
+                    let mode = match number(&call.call_id) % 6 {
+                        1 => crate::protocol::Delivery::Steer,
+                        4 => crate::protocol::Delivery::Queue,
+                        _ => continue,
+                    };
+                    let input = Input::QueueInput { text: format!("typed {}", call.call_id), mode };
+                    record(&step(state, input), log);
+                }
                 // Every fifth call stands for an `agent` call: its child's
                 // spend is recorded before the batch's results.
                 for call in calls.iter().filter(|c| delegates(c)) {
@@ -405,6 +416,8 @@ proptest! {
         prop_assert_eq!(rebuilt.state.config.pricing, live.config.pricing);
         prop_assert_eq!(rebuilt.state.config.context_window, live.config.context_window);
         prop_assert_eq!(&rebuilt.state.turn_model, &live.turn_model);
+        prop_assert_eq!(&rebuilt.state.queued, &live.queued);
+        prop_assert_eq!(rebuilt.state.queued_ids, live.queued_ids);
         prop_assert!(rebuilt.open_turn.is_none());
     }
 

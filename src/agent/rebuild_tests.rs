@@ -217,7 +217,7 @@ fn a_call_that_never_started_asks_for_approval_again() {
 fn a_turn_without_its_prompt_is_dropped() {
     let events = [
         SessionEvent::TurnStarted { turn: 1 },
-        SessionEvent::UserMessage { text: "a".into(), images: Vec::new() },
+        SessionEvent::UserMessage { text: "a".into(), images: Vec::new(), queued: None },
         SessionEvent::TurnCompleted {
             turn: 1,
             outcome: TurnOutcome::Completed,

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use crate::context::Pricing;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{
-    Item, ModelRequest, PrefixSections, ToolCall, ToolClass, ToolSpec, Usage, entry_names,
+    Item, ModelRequest, PrefixSections, QueuedInput, ToolCall, ToolClass, ToolSpec, Usage,
+    entry_names,
 };
 
 use super::limits::{Delegated, Limits, SpendLimits, Unreported};
@@ -211,6 +212,11 @@ pub struct LoopState {
     pub(super) delegated: Delegated,
     /// MCP tools kept out of the request ([`LoopState::deferred_mcp`]).
     pub(super) deferred_mcp: Vec<ToolSpec>,
+    /// Input typed during a turn, not yet delivered (`queued_input.rs`),
+    /// oldest first.
+    pub(super) queued: Vec<QueuedInput>,
+    /// The largest queued-input id given so far.
+    pub(super) queued_ids: u64,
 }
 
 /// How far the history was compacted within one step.
@@ -259,6 +265,8 @@ impl LoopState {
             turn_scope: None,
             delegated: Delegated::default(),
             deferred_mcp: Vec::new(),
+            queued: Vec::new(),
+            queued_ids: 0,
         }
     }
 
@@ -293,6 +301,11 @@ impl LoopState {
         if self.session_usage == Usage::default() {
             self.session_cost_usd = self.config.pricing.is_priced().then_some(0.0);
         }
+    }
+
+    /// Input typed during a turn and not yet delivered, oldest first.
+    pub fn queued(&self) -> &[QueuedInput] {
+        &self.queued
     }
 
     /// Why `tool` may not be called in this loop or this turn, or `None`

@@ -19,6 +19,7 @@ use crate::protocol::{
 use super::announce::announce;
 use super::apply::emit;
 use super::approval_hooks;
+use super::ask_user;
 use super::batch_finish;
 use super::budget;
 use super::call_checks;
@@ -29,6 +30,7 @@ use super::harness::{self, HarnessOutcome};
 use super::next::Next;
 use super::outside_inputs;
 use super::phase::LoopPhase;
+use super::queued_input;
 use super::record::{answer, answer_pending, denied_text, record_observed, record_result};
 use super::runaway::Ran;
 use super::schedule::{Batch, effective_class, policy_event, schedule};
@@ -49,6 +51,7 @@ macro_rules! any_phase {
             | LoopPhase::SavePlan(_)
             | LoopPhase::Check(_)
             | LoopPhase::Finish(_)
+            | LoopPhase::AwaitAnswer
     };
 }
 
@@ -66,7 +69,17 @@ pub fn step(state: &mut LoopState, input: Input) -> Vec<Effect> {
 fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> Next {
     match (&state.phase, input) {
         (LoopPhase::Idle, Input::UserTurn { text, images }) => {
-            start_turn(state, text, images, effects)
+            start_turn(state, text, images, None, effects)
+        }
+        (any_phase!(), Input::QueueInput { text, mode }) => {
+            queued_input::queue(state, text, mode, effects);
+            Next::Wait
+        }
+        (LoopPhase::Idle, Input::StartQueued { id, text }) => {
+            if !queued_input::waits(state, id) {
+                return Next::Wait;
+            }
+            start_turn(state, text, Vec::new(), Some(id), effects)
         }
         (LoopPhase::Infer, Input::ModelResponded(response)) => {
             on_response(state, response, effects)
@@ -201,6 +214,9 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             batch_finish::on_interrupted(state, effects);
             Next::interrupted()
         }
+        (LoopPhase::AwaitAnswer, Input::UserAnswered { call_id, answer }) => {
+            ask_user::on_answer(state, &call_id, answer, effects)
+        }
         (LoopPhase::AwaitLimit, Input::LimitDecided { raised }) => {
             budget::on_decided(state, raised, effects)
         }
@@ -208,12 +224,14 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             LoopPhase::Infer
             | LoopPhase::AwaitApproval(_)
             | LoopPhase::Execute(_)
-            | LoopPhase::AwaitLimit,
+            | LoopPhase::AwaitLimit
+            | LoopPhase::AwaitAnswer,
             Input::Interrupted,
         ) => Next::interrupted(),
         (
             any_phase!(),
             Input::UserTurn { .. }
+            | Input::StartQueued { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }
             | Input::ContextOverflow { .. }
@@ -236,6 +254,7 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             | Input::RerunFinished { .. }
             | Input::PostToolHooksDone { .. }
             | Input::LimitDecided { .. }
+            | Input::UserAnswered { .. }
             | Input::Interrupted,
         ) => Next::Wait,
     }
@@ -268,10 +287,12 @@ pub(super) fn proceed(state: &mut LoopState, mut next: Next, effects: &mut Vec<E
     }
 }
 
+/// Starts a turn with `text`; `queued`: the queued input it delivers.
 fn start_turn(
     state: &mut LoopState,
     text: String,
     images: Vec<crate::protocol::ImagePart>,
+    queued: Option<u64>,
     effects: &mut Vec<Effect>,
 ) -> Next {
     state.pending.clear();
@@ -282,7 +303,7 @@ fn start_turn(
     // What changed since the last turn (environment, mode, phase) comes
     // before the request it applies to.
     announce(state, effects);
-    emit(state, SessionEvent::UserMessage { text, images }, effects);
+    emit(state, SessionEvent::UserMessage { text, images, queued }, effects);
     infer(state, effects)
 }
 
@@ -434,7 +455,12 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
             state.drop_prejudged();
         }
         match front {
-            None => return infer(state, effects),
+            None => {
+                // The response's calls all have results: what the user
+                // typed to steer the turn goes before the next request.
+                queued_input::deliver_steers(state, effects);
+                return infer(state, effects);
+            }
             Some(Batch::Deny { call, reason }) => {
                 state.pending.pop_front();
                 // The policy's (or the user's) reason, for the log and
@@ -530,6 +556,10 @@ fn finish_harness(
             let plan_review = Some(path.unwrap_or_default());
             approval_hooks::ask(state, call, reason, plan_review, effects);
             Next::Wait
+        }
+        HarnessOutcome::Ask { events, question, choices } => {
+            effects.extend(events.into_iter().map(Effect::Record));
+            ask_user::ask(state, &call, question, choices, effects)
         }
         HarnessOutcome::Stop { events, result } => {
             state.pending.pop_front();

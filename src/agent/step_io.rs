@@ -10,8 +10,8 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::protocol::{
-    Item, ModelRequest, ModelResponse, PrefixSections, RewindScope, SessionEvent, ToolCall,
-    ToolClass, ToolMeta, ToolResult, ToolSpec, TurnOutcome, Usage,
+    Delivery, Item, ModelRequest, ModelResponse, PrefixSections, RewindScope, SessionEvent,
+    ToolCall, ToolClass, ToolMeta, ToolResult, ToolSpec, TurnOutcome, Usage,
 };
 
 use super::limits::{BudgetHit, SpendLimits, Unreported};
@@ -27,6 +27,25 @@ pub enum Input {
         text: String,
         /// Images attached to the prompt.
         images: Vec<crate::protocol::ImagePart>,
+    },
+    /// The user typed `text` while a turn ran (`queued_input.rs`): it is
+    /// recorded and waits for delivery by `mode`.
+    QueueInput {
+        text: String,
+        mode: Delivery,
+    },
+    /// The user's answer to the `ask_user` call `call_id` of an
+    /// [`Effect::AskUser`]; `None`: nobody answered.
+    UserAnswered {
+        call_id: String,
+        answer: Option<String>,
+    },
+    /// Idle: start a turn with queued input `id` as its prompt (`text`:
+    /// the input as the prompt hooks left it); nothing happens unless `id`
+    /// still waits.
+    StartQueued {
+        id: u64,
+        text: String,
     },
     ModelResponded(ModelResponse),
     /// The model request failed for good (the adapter already retried).
@@ -213,6 +232,13 @@ pub enum Effect {
     /// Append to the session log (before carrying out later effects).
     Record(SessionEvent),
     CallModel(ModelRequest),
+    /// Put the model's `ask_user` question to the user (with `choices` to
+    /// pick from, if any); answer with [`Input::UserAnswered`].
+    AskUser {
+        call_id: String,
+        question: String,
+        choices: Vec<String>,
+    },
     /// Ask the user about `call`; answer with [`Input::ApprovalDecided`],
     /// or for a plan review (`plan_review` is the saved plan's path, empty
     /// when it could not be saved) with [`Input::PlanReviewed`].

@@ -35,6 +35,7 @@ fn batches_of(effects: &[Effect]) -> Vec<(Vec<String>, bool)> {
             Effect::Record(_)
             | Effect::CallModel(_)
             | Effect::AskApproval { .. }
+            | Effect::AskUser { .. }
             | Effect::PersistRule { .. }
             | Effect::SavePlan { .. }
             | Effect::Summarize { .. }

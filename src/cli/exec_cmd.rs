@@ -74,6 +74,12 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
     if let Some(path) = &args.output_last_message {
         check_output_folder(path)?;
     }
+    if args.input_stream && request.prompt.as_deref() == Some("-") {
+        return Err(CliError::usage(
+            "--input-stream reads stdin line by line: pass the first prompt as an argument, \
+             not `-`",
+        ));
+    }
     if args.reject_plan.is_some() && resume.is_none() {
         return Err(CliError::usage(
             "--reject-plan needs a session to resume: keel exec resume ID --reject-plan",
@@ -97,6 +103,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
         },
         reject_plan: args.reject_plan,
         rewind,
+        input_stream: args.input_stream,
         cwd: env.cwd.clone(),
         date: today(),
         images,

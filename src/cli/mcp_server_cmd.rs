@@ -194,6 +194,7 @@ impl KeelServer {
             plan_review: None,
             reject_plan: None,
             rewind: None,
+            input_stream: false,
             cwd: cwd.unwrap_or_else(|| self.env.cwd.clone()),
             date: super::today(),
             images: Vec::new(),

@@ -15,8 +15,8 @@ mod debug_cmd;
 mod demo_cmd;
 mod error;
 mod exec_cmd;
-mod fork_cmd;
 mod export_cmd;
+mod fork_cmd;
 mod mcp_cmd;
 mod mcp_server_cmd;
 mod policy_cmd;
@@ -289,7 +289,7 @@ pub struct SessionsArgs {
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The task; `-` reads it from stdin. Optional when resuming.
-    #[arg(required_unless_present_any = ["resume", "last"])]
+    #[arg(required_unless_present_any = ["resume", "last", "input_stream"])]
     pub prompt: Option<String>,
     /// `keel exec resume [--last|ID] [PROMPT]`: the words after `resume`.
     #[arg(hide = true, trailing_var_arg = false)]
@@ -353,6 +353,15 @@ pub struct ExecArgs {
     /// model does not take images (`[provider] images = true` says it does).
     #[arg(long = "image", value_name = "FILE")]
     pub images: Vec<PathBuf>,
+
+    /// Read more prompts from stdin while the run goes on, one JSON object
+    /// per line: {"type":"user","text":"…","deliver":"queue"|"steer"}.
+    /// `queue` (the default) runs the text as a turn of its own after the
+    /// running one; `steer` delivers it into the running turn after its
+    /// current tool batch. PROMPT is optional; the run ends when stdin is
+    /// closed and no turn runs.
+    #[arg(long)]
+    pub input_stream: bool,
 }
 
 #[derive(Debug, Args)]

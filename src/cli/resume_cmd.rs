@@ -41,7 +41,7 @@ impl ExecRequest {
                 "unexpected argument `{extra}`: quote the prompt, e.g. keel exec \"fix the tests\""
             )));
         }
-        if flag_target.is_none() && args.prompt.is_none() {
+        if flag_target.is_none() && args.prompt.is_none() && !args.input_stream {
             return Err(CliError::usage(
                 "give a prompt, or --resume ID / --last to continue a session",
             ));

@@ -111,6 +111,7 @@ impl SessionStats {
             }
             SessionEvent::Compaction { usage: None, .. }
             | SessionEvent::Rewound { .. }
+            | SessionEvent::InputQueued { .. }
             | SessionEvent::Forked { .. }
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }

@@ -95,6 +95,10 @@ impl HumanPrinter {
                 }
             }
             RuntimeEvent::TurnStarted { .. } | RuntimeEvent::Stream(_) => {}
+            RuntimeEvent::InputQueued { id, text, mode } => {
+                out.push(format!("queued input {id} ({}): {}", mode.name(), for_terminal(&text)));
+            }
+            RuntimeEvent::InputDelivered { id, .. } => out.push(format!("delivered input {id}")),
             RuntimeEvent::ModelResponse(response) => {
                 let has_calls = response.tool_calls().next().is_some();
                 let text: String = response.items.iter().filter_map(Item::assistant_text).collect();

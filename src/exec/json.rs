@@ -105,6 +105,13 @@ impl JsonPrinter {
             RuntimeEvent::TurnStarted { turn } => {
                 out.push(json!({"type": "turn_started", "turn": turn}));
             }
+            RuntimeEvent::InputQueued { id, text, mode } => {
+                out.push(json!({"type": "input_queued", "id": id, "text": text,
+                    "mode": mode.name()}));
+            }
+            RuntimeEvent::InputDelivered { id, .. } => {
+                out.push(json!({"type": "input_delivered", "id": id}));
+            }
             RuntimeEvent::Stream(StreamEvent::TextDelta { delta }) => {
                 out.extend(self.items.delta(source, false, &delta));
             }
@@ -305,6 +312,9 @@ pub struct ResultLine {
     /// When `unverified`: the commands run since the last change and why
     /// none counted as a passing check.
     pub verification: Option<String>,
+    /// The model's `ask_user` questions no one answered (the model was
+    /// told to decide or stop).
+    pub unanswered: Vec<String>,
 }
 
 impl ResultLine {
@@ -323,6 +333,7 @@ impl ResultLine {
             tasks: Vec::new(),
             spend: None,
             verification: None,
+            unanswered: Vec::new(),
         }
     }
 
@@ -340,6 +351,7 @@ impl ResultLine {
         "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error,
         "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>(),
         "verification": self.verification,
+        "unanswered_questions": self.unanswered,
         "limits": self.spend.map(|spend| json!({
             "max_cost_usd": spend.limits.max_cost_usd,
             "max_tokens": spend.limits.max_tokens,

@@ -28,6 +28,7 @@ mod human;
 mod json;
 mod json_items;
 mod result_gate;
+mod stream_input;
 mod tool_use;
 
 use std::io::{IsTerminal, Write};
@@ -71,6 +72,8 @@ pub struct ExecOptions {
     pub reject_plan: Option<String>,
     /// `resume ID --rewind-to N` / `--undo-rewind`: done before PROMPT.
     pub rewind: Option<(RewindTarget, RewindScope)>,
+    /// `--input-stream`: more prompts come on stdin (`stream_input.rs`).
+    pub input_stream: bool,
     pub cwd: PathBuf,
     pub date: String,
     /// `--image` files, prepared, attached to `prompt`.
@@ -192,7 +195,12 @@ pub async fn run_headless(
             return failed(line);
         }
     };
+    let reader = options.input_stream.then(|| stream_input::spawn(session.input_sender()));
     let summary = run_turns(&mut session, prompt, cancel).await;
+    if let Some(reader) = reader {
+        // Stdin may still be open after a failed turn: stop reading it.
+        reader.abort();
+    }
     // A turn's own error was shown as it happened (`RuntimeEvent::Error`).
     let shown_error =
         summary.as_ref().ok().and_then(Option::as_ref).and_then(|summary| summary.error.clone());
@@ -283,6 +291,7 @@ pub async fn run_headless(
                 spend: Some(session.spend_status()),
                 verification: (name == ExecStatus::Unverified)
                     .then(|| session.workflow().verification_status()),
+                unanswered: session.unanswered().to_vec(),
             };
             (status, line)
         }
@@ -351,24 +360,59 @@ fn review_waiting_plan(
     }))
 }
 
-/// Finishes a resumed turn left open, then runs `prompt` if there is one,
-/// and records the end of the session. `None`: nothing ran (no open turn,
-/// no prompt). Calls declined in either turn are all reported.
+/// Finishes a resumed turn left open, then the inputs a crash left
+/// undelivered, then runs `prompt` if there is one, then what comes on
+/// `--input-stream` until its EOF; records the end of the session. Stops
+/// after a turn that did not complete. `None`: nothing ran (no open turn,
+/// no prompt, no input). Calls declined in any turn are all reported.
 async fn run_turns(
     session: &mut Session,
     prompt: Option<String>,
     cancel: &CancellationToken,
 ) -> Result<Option<TurnSummary>, RuntimeError> {
     let mut last = session.continue_turn(cancel).await?;
-    let continued_ok = last.as_ref().is_none_or(|s| s.outcome == TurnOutcome::Completed);
-    if let (Some(prompt), true) = (prompt, continued_ok) {
-        let earlier: Vec<DeclinedCall> = last.map(|s| s.declined).unwrap_or_default();
-        let mut summary = session.run_turn(prompt, cancel).await?;
-        summary.declined.splice(0..0, earlier);
-        last = Some(summary);
+    let mut going = ok(&last, cancel) && run_queue(session, &mut last, cancel).await?;
+    if let (Some(prompt), true) = (prompt, going) {
+        let summary = session.run_turn(prompt, cancel).await?;
+        going = then(&mut last, summary, cancel) && run_queue(session, &mut last, cancel).await?;
+    }
+    while going && session.next_input().await? {
+        going = run_queue(session, &mut last, cancel).await?;
     }
     session.end("exec finished").await?;
     Ok(last)
+}
+
+/// Runs the turns of the inputs waiting, oldest first; whether the run
+/// goes on (every one completed).
+async fn run_queue(
+    session: &mut Session,
+    last: &mut Option<TurnSummary>,
+    cancel: &CancellationToken,
+) -> Result<bool, RuntimeError> {
+    while let Some(summary) = session.run_queued(cancel).await? {
+        if !then(last, summary, cancel) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `summary` becomes the last turn's, keeping the calls declined before;
+/// whether the run goes on.
+fn then(
+    last: &mut Option<TurnSummary>,
+    mut summary: TurnSummary,
+    cancel: &CancellationToken,
+) -> bool {
+    let earlier: Vec<DeclinedCall> = last.take().map(|s| s.declined).unwrap_or_default();
+    summary.declined.splice(0..0, earlier);
+    *last = Some(summary);
+    ok(last, cancel)
+}
+
+fn ok(last: &Option<TurnSummary>, cancel: &CancellationToken) -> bool {
+    !cancel.is_cancelled() && last.as_ref().is_none_or(|s| s.outcome == TurnOutcome::Completed)
 }
 
 /// The `result` status and final text, with the workflow's say: a
@@ -442,6 +486,9 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
     }
     if status == Some(ExitStatus::Interrupted) {
         let _ = writeln!(stderr, "interrupted");
+    }
+    for question in &line.unanswered {
+        let _ = writeln!(stderr, "unanswered question (ask_user): {}", for_terminal(question));
     }
     match line.status {
         ExecStatus::Unverified => {

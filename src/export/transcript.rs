@@ -295,6 +295,8 @@ impl Fold {
                     .unwrap_or_default();
                 self.note("rewind", format!("rewound to before prompt {to_prompt} ({scope})"));
             }
+            // Shown where it was delivered, as its `user_message`.
+            SessionEvent::InputQueued { .. } => {}
             SessionEvent::Forked { parent_session, prompt, .. } => {
                 let point = prompt.map_or_else(
                     || "its whole conversation".to_owned(),

@@ -25,7 +25,8 @@ pub fn tool_kind(tool: &str) -> ToolKind {
 
 /// The built-in tools of `kind`, as a phase's message lists them (other
 /// tools, MCP ones included, count as writes). `agent` is admitted as a
-/// read but not listed: delegating is no phase's work of its own; nor are
+/// read but not listed: delegating is no phase's work of its own; nor is
+/// `ask_user` (asking is no phase's work either); nor are
 /// the background-process tools, which go with `shell` (what `shell`
 /// started is read, fed and stopped through them), nor `mcp_search` and
 /// `mcp_call`, which go with the MCP tools.
@@ -33,6 +34,7 @@ pub fn tools_of_kind(kind: ToolKind) -> impl Iterator<Item = &'static str> {
     tool_facts::BUILTIN
         .into_iter()
         .filter(move |info| info.kind == kind && info.name != tool_facts::names::AGENT)
+        .filter(|info| info.name != tool_facts::names::ASK_USER)
         .filter(|info| !tool_facts::PROCESS_TOOLS.contains(&info.name))
         .filter(|info| !tool_facts::DEFERRAL_TOOLS.contains(&info.name))
         .map(|info| info.name)

@@ -17,7 +17,8 @@
 //! | `prompt_prefix` | runtime | the instructions every request starts with (their sections), a digest of the tools and each tool spec's size in bytes; written at the start and at each deliberate prefix break, with the reason |
 //! | `context_updated` | loop | what keel told the model about a change (environment, mode, phase, re-read AGENTS.md…), appended to the history as one message |
 //! | `turn_started` | loop | a user turn begins |
-//! | `user_message` | loop | the user's text |
+//! | `user_message` | loop | the user's text; `queued`: the id of the queued input it delivers |
+//! | `input_queued` | loop | text typed during a turn, waiting (`mode`: `queue` for the next turn, `steer` for the running one after its tool batch); delivered once, by the `user_message` naming its id |
 //! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage, its cost, and `estimated_tokens`/`estimated_cost_usd` (what the spend was charged when the server reported no usage) |
 //! | `policy_decision` | loop | policy's decision, matched rules and reason for one call, before it runs, is asked or refused |
 //! | `approval` | runtime | the user's answer on a call and its scope |
@@ -61,6 +62,7 @@ use super::context::{ContextPart, PrefixSections};
 use super::items::Item;
 use super::mode::ApprovalMode;
 use super::model::{ModelResponse, Usage};
+use super::queued_input::Delivery;
 use super::tool::{ToolCall, ToolClass, ToolResult};
 use super::tool_meta::ToolMeta;
 
@@ -177,6 +179,18 @@ pub enum SessionEvent {
         /// The images attached to it, by hash (`protocol::ImagePart`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<super::image::ImagePart>,
+        /// The id of the queued input this message delivers (typed while
+        /// a turn ran; `input_queued`); none for a prompt sent as typed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        queued: Option<u64>,
+    },
+    /// The user typed `text` while a turn ran: it waits for delivery
+    /// (`mode`: the next turn, or the running one after its tool batch)
+    /// until a `user_message` names `id`.
+    InputQueued {
+        id: u64,
+        text: String,
+        mode: Delivery,
     },
     TurnStarted {
         turn: u32,
@@ -526,12 +540,13 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 37] = [
+    pub const TYPES: [&'static str; 38] = [
         "session_started",
         "session_resumed",
         "prompt_prefix",
         "context_updated",
         "user_message",
+        "input_queued",
         "turn_started",
         "model_response",
         "policy_decision",
@@ -582,6 +597,7 @@ impl SessionEvent {
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }
+            | SessionEvent::InputQueued { .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }

@@ -40,7 +40,8 @@ fn samples() -> Vec<SessionEvent> {
             tool_bytes: [(s(), 120)].into(),
         },
         SessionEvent::ContextUpdated { parts: Vec::new() },
-        SessionEvent::UserMessage { text: s(), images: Vec::new() },
+        SessionEvent::UserMessage { text: s(), images: Vec::new(), queued: Some(2) },
+        SessionEvent::InputQueued { id: 2, text: s(), mode: super::queued_input::Delivery::Steer },
         SessionEvent::TurnStarted { turn: 1 },
         SessionEvent::ModelResponse {
             step: 1,
@@ -176,6 +177,7 @@ fn samples() -> Vec<SessionEvent> {
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }
+            | SessionEvent::InputQueued { .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }

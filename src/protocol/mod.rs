@@ -24,6 +24,7 @@ mod items;
 mod mode;
 mod model;
 pub mod patch;
+mod queued_input;
 mod schema;
 mod tool;
 pub mod tool_facts;
@@ -38,6 +39,7 @@ pub use image::{ImageData, ImageMediaType, ImagePart, human_size};
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
+pub use queued_input::{Delivery, QueuedInput};
 pub use schema::schema_of;
 pub use tool::{
     HarnessTool, MCP_PREFIX, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec, entry_names,

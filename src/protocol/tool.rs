@@ -53,10 +53,12 @@ pub enum HarnessTool {
     SubmitPlan,
     /// Replaces the task list.
     TodoWrite,
+    /// Asks the user a question, with optional choices.
+    AskUser,
 }
 
 impl HarnessTool {
-    pub const ALL: [Self; 3] = [Self::SetPhase, Self::SubmitPlan, Self::TodoWrite];
+    pub const ALL: [Self; 4] = [Self::SetPhase, Self::SubmitPlan, Self::TodoWrite, Self::AskUser];
 
     /// Its entry in the table of tool facts.
     pub const fn info(self) -> &'static ToolInfo {
@@ -64,6 +66,7 @@ impl HarnessTool {
             Self::SetPhase => &tool_facts::SET_PHASE,
             Self::SubmitPlan => &tool_facts::SUBMIT_PLAN,
             Self::TodoWrite => &tool_facts::TODO_WRITE,
+            Self::AskUser => &tool_facts::ASK_USER,
         }
     }
 

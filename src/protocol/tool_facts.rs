@@ -50,6 +50,7 @@ pub mod names {
     pub const TODO_WRITE: &str = "todo_write";
     pub const MCP_SEARCH: &str = "mcp_search";
     pub const MCP_CALL: &str = "mcp_call";
+    pub const ASK_USER: &str = "ask_user";
 }
 
 /// The kind of tool, as phase rules name them.
@@ -265,9 +266,14 @@ pub const TODO_WRITE: ToolInfo =
 pub const MCP_SEARCH: ToolInfo = info(names::MCP_SEARCH, ToolKind::Read, ReadOnly, &[], &[]);
 pub const MCP_CALL: ToolInfo = info(names::MCP_CALL, ToolKind::Read, ReadOnly, &[], &[]);
 
+/// Asking the user changes nothing and fits every phase, as moving
+/// between phases does: its kind is `Phase`.
+pub const ASK_USER: ToolInfo =
+    info(names::ASK_USER, ToolKind::Phase, ReadOnly, &["AskUserQuestion"], &[]);
+
 /// Every built-in tool, in the order messages list them (a phase's allowed
 /// tools); the registry offers its tools in its own order.
-pub const BUILTIN: [&ToolInfo; 19] = [
+pub const BUILTIN: [&ToolInfo; 20] = [
     &READ_FILE,
     &LIST_DIR,
     &GLOB,
@@ -285,6 +291,7 @@ pub const BUILTIN: [&ToolInfo; 19] = [
     &SUBMIT_PLAN,
     &TODO_WRITE,
     &SET_PHASE,
+    &ASK_USER,
     &MCP_SEARCH,
     &MCP_CALL,
 ];

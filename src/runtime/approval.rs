@@ -54,6 +54,17 @@ pub trait Approver: Send {
         true
     }
 
+    /// The model's `ask_user` question: the user's answer (a choice or
+    /// their own words), or `None` when nobody can answer (the default:
+    /// headless front ends) or the user dismissed it.
+    fn ask_user<'a>(
+        &'a mut self,
+        _question: &'a str,
+        _choices: &'a [String],
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+
     /// The next model request would cross a spend limit: the limits to go
     /// on with, or `None` to end the turn (`budget_exceeded`). Front ends
     /// that cannot ask keep the default: the turn ends.

@@ -51,10 +51,15 @@ pub(super) fn loop_config(
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
     // Answered by the loop itself; described from the session's phase rules.
+    // `ask_user` only where someone answers: headless, it would be dead
+    // weight in every request (a call all the same is answered "no one can
+    // answer" and listed in the result).
     let rules = settings.phase_rules.clone().unwrap_or_else(shipped_rules);
     for tool in HarnessTool::ALL {
         tool_classes.insert(tool.name().to_owned(), tool.class());
-        specs.push(harness_spec(tool, &rules));
+        if tool != HarnessTool::AskUser || !options.headless {
+            specs.push(harness_spec(tool, &rules));
+        }
     }
     LoopConfig {
         model: settings.model.clone(),

@@ -59,6 +59,7 @@ impl Session {
                 }
                 // Idle compaction asks nothing else of the driver.
                 Effect::CallModel(_)
+                | Effect::AskUser { .. }
                 | Effect::AskRaiseLimit(_)
                 | Effect::AskApproval { .. }
                 | Effect::PersistRule { .. }

@@ -102,6 +102,10 @@ pub struct Session {
     /// The agent types it may start, what its subagents spent, and, in a
     /// subagent's own session, who started it (`subagent.rs`).
     pub(super) subagents: Subagents,
+    /// What the user types during a turn (`inbox.rs`).
+    pub(super) inbox: super::inbox::Inbox,
+    /// `ask_user` questions no one answered (`question.rs`).
+    pub(super) unanswered: Vec<String>,
     /// Saved prompts `/name args` runs (`custom_commands.rs`).
     pub(super) commands: Arc<CommandCatalog>,
     /// Where submitted plans are written and read back.
@@ -241,6 +245,8 @@ impl Session {
             .with_offered_watch(sandbox.offered_watch),
             hooks,
             subagents: Subagents::new(found.agents),
+            inbox: Default::default(),
+            unanswered: Vec::new(),
             commands: Arc::new(found.commands),
             settings: Arc::new(settings.clone()),
             date: options.date,
@@ -413,7 +419,19 @@ impl Session {
     pub(super) async fn run_prompt_turn(
         &mut self,
         prompt: String,
+        scope: Option<ToolScope>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, RuntimeError> {
+        self.run_prompt_as(prompt, scope, None, cancel).await
+    }
+
+    /// [`Session::run_prompt_turn`]; `queued`: the queued input the
+    /// prompt delivers (`inbox.rs`).
+    pub(super) async fn run_prompt_as(
+        &mut self,
+        prompt: String,
         mut scope: Option<ToolScope>,
+        mut queued: Option<u64>,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
         if let Some(source) = self.hooks.take_session_start() {
@@ -463,7 +481,11 @@ impl Session {
                 None => Vec::new(),
             };
             let images = self.images.take_attached();
-            queue.extend(step(&mut self.state, Input::UserTurn { text: prompt, images }));
+            let start = match queued.take() {
+                Some(id) => Input::StartQueued { id, text: prompt },
+                None => Input::UserTurn { text: prompt, images },
+            };
+            queue.extend(step(&mut self.state, start));
             self.sink.emit(RuntimeEvent::TurnStarted { turn: self.state.turn() });
             let summary = self.drive(queue.into(), cancel).await?;
             if summary.outcome != TurnOutcome::Completed || cancel.is_cancelled() {
@@ -491,6 +513,10 @@ impl Session {
         let mut declined = Vec::new();
         let mut tool_calls = 0;
         while let Some(effect) = queue.pop_front() {
+            if !matches!(effect, Effect::Record(_)) {
+                // What the user typed meanwhile, before `step` goes on.
+                self.typed().drain()?;
+            }
             let input = match effect {
                 Effect::Record(event) => {
                     match &event {
@@ -545,6 +571,9 @@ impl Session {
                 }
                 _ if cancel.is_cancelled() => Input::Interrupted,
                 Effect::CallModel(request) => self.call_model(&request, cancel).await,
+                Effect::AskUser { call_id, question, choices } => {
+                    self.ask_user(call_id, question, choices, cancel).await
+                }
                 Effect::Summarize { request, trigger, focus } => {
                     self.summarize(&request, trigger, focus, cancel).await?
                 }
@@ -638,6 +667,12 @@ impl Session {
             SessionEvent::ModeChanged { mode } => {
                 self.sink.emit(RuntimeEvent::ModeChanged { mode });
             }
+            SessionEvent::InputQueued { id, text, mode } => {
+                self.sink.emit(RuntimeEvent::InputQueued { id, text, mode });
+            }
+            SessionEvent::UserMessage { text, queued: Some(id), .. } => {
+                self.sink.emit(RuntimeEvent::InputDelivered { id, text });
+            }
             SessionEvent::ModelChanged { model, .. } => {
                 let pricing = self.state.config().pricing;
                 self.sink.emit(RuntimeEvent::ModelChanged { model, pricing });
@@ -653,7 +688,7 @@ impl Session {
             | SessionEvent::SessionResumed { .. }
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
-            | SessionEvent::UserMessage { .. }
+            | SessionEvent::UserMessage { queued: None, .. }
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }

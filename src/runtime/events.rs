@@ -53,6 +53,19 @@ pub enum RuntimeEvent {
     TurnStarted {
         turn: u32,
     },
+    /// The user typed `text` during a turn; it waits for delivery.
+    InputQueued {
+        id: u64,
+        text: String,
+        mode: crate::protocol::Delivery,
+    },
+    /// Queued input `id` reached the model here, as a user message (into
+    /// the running turn for a steer, else as the prompt of the turn that
+    /// starts).
+    InputDelivered {
+        id: u64,
+        text: String,
+    },
     /// Live text / reasoning / tool-call deltas while the model streams.
     Stream(StreamEvent),
     /// A complete model response.

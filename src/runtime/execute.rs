@@ -64,15 +64,27 @@ impl Session {
         } else if concurrent {
             let batch = self.tools.run_reads(calls, &ctx);
             let mask = self.tools.mask().clone();
-            forward_progress(batch, &mut progress_events, &mut self.sink, &mask).await
+            let mut typed = super::inbox::Typed {
+                inbox: &mut self.inbox,
+                state: &mut self.state,
+                log: &mut self.log,
+                sink: &mut self.sink,
+            };
+            forward_progress(batch, &mut progress_events, &mut typed, &mask).await?
         } else {
             let mut results = Vec::with_capacity(calls.len());
             for call in calls {
                 let touched = self.before_mutation(call)?;
                 let run = self.tools.run_call(call, &ctx);
                 let mask = self.tools.mask().clone();
+                let mut typed = super::inbox::Typed {
+                    inbox: &mut self.inbox,
+                    state: &mut self.state,
+                    log: &mut self.log,
+                    sink: &mut self.sink,
+                };
                 let (result, mut meta) =
-                    forward_progress(run, &mut progress_events, &mut self.sink, &mask).await;
+                    forward_progress(run, &mut progress_events, &mut typed, &mask).await?;
                 let observed = self.after_mutation(call, touched)?;
                 observed.add_to(&mut meta);
                 results.push((result, meta));
@@ -165,23 +177,25 @@ impl Session {
 
 /// Awaits `work`, telling the front end about the progress its tools
 /// report meanwhile (MCP servers' `notifications/progress`), its messages
-/// masked like results.
+/// masked like results, and recording what the user types meanwhile
+/// (`inbox.rs`).
 async fn forward_progress<T>(
     work: impl std::future::Future<Output = T>,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::tools::ToolProgress>,
-    sink: &mut Box<dyn super::EventSink>,
+    typed: &mut super::inbox::Typed<'_>,
     mask: &crate::display::SecretMask,
-) -> T {
+) -> Result<T, RuntimeError> {
     tokio::pin!(work);
     loop {
         tokio::select! {
-            output = &mut work => return output,
-            Some(progress) = events.recv() => sink.emit(RuntimeEvent::ToolProgress {
+            output = &mut work => return Ok(output),
+            Some(progress) = events.recv() => typed.sink.emit(RuntimeEvent::ToolProgress {
                 call_id: progress.call_id,
                 progress: progress.progress,
                 total: progress.total,
                 message: progress.message.map(|message| mask.mask(&message).into_owned()),
             }),
+            Some(input) = typed.inbox.recv() => typed.record(input)?,
         }
     }
 }

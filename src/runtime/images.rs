@@ -153,7 +153,11 @@ mod tests {
     fn a_rebuilt_reference_gets_its_bytes_back_from_the_store() {
         let home = tempfile::tempdir().unwrap();
         let part = prepare(&test_png(6, 4), "x.png").unwrap();
-        let event = SessionEvent::UserMessage { text: "see".into(), images: vec![part.clone()] };
+        let event = SessionEvent::UserMessage {
+            text: "see".into(),
+            images: vec![part.clone()],
+            queued: None,
+        };
         SessionImages::new(home.path()).keep(&event).unwrap();
         // A new process: nothing in memory, a reference from the log.
         let line = serde_json::to_string(&part).unwrap();

@@ -58,6 +58,7 @@ pub fn first_request(
             Effect::CallModel(request) => Some(request),
             Effect::Record(_)
             | Effect::AskApproval { .. }
+            | Effect::AskUser { .. }
             | Effect::PersistRule { .. }
             | Effect::SavePlan { .. }
             | Effect::RunBatch { .. }

@@ -165,6 +165,7 @@ pub async fn replay(
             | SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
             | SessionEvent::UserMessage { .. }
+            | SessionEvent::InputQueued { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
             | SessionEvent::McpServerStatus { .. }

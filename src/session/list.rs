@@ -100,6 +100,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         // Ending the session says nothing about its work: the last turn's
         // outcome (an interrupt, a failure) stays what the listing shows.
         SessionEvent::SessionEnded { .. }
+        | SessionEvent::InputQueued { .. }
         | SessionEvent::ModelResponse { .. }
         | SessionEvent::PolicyDecision { .. }
         | SessionEvent::Approval { .. }
@@ -287,7 +288,7 @@ mod tests {
             dir.path(),
             "s1",
             vec![
-                SessionEvent::UserMessage { text: "go".into(), images: Vec::new() },
+                SessionEvent::UserMessage { text: "go".into(), images: Vec::new(), queued: None },
                 SessionEvent::TurnStarted { turn: 1 },
                 SessionEvent::TurnCompleted {
                     turn: 1,

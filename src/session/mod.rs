@@ -26,8 +26,8 @@ mod faults;
 #[cfg(test)]
 mod fuzz_tests;
 mod hash;
-mod ledger_logs;
 mod images;
+mod ledger_logs;
 mod list;
 mod lock;
 mod reader;
@@ -38,8 +38,8 @@ use std::path::{Path, PathBuf};
 
 pub use faults::kill_self;
 pub use hash::{content_hash, file_hash};
-pub use ledger_logs::ledger_of;
 pub use images::{ImageStore, ImageStoreError};
+pub use ledger_logs::ledger_of;
 pub use list::{
     FindError, SessionSummary, find_by_prefix, list_sessions, logged_cwd, logged_model,
     logged_parent, newest_first_in_folder, newest_in_folder, summarize,

@@ -178,7 +178,12 @@ mod tests {
     fn appended_events_read_back_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = SessionLog::create(dir.path(), "s1").unwrap();
-        log.append(SessionEvent::UserMessage { text: "hi".into(), images: Vec::new() }).unwrap();
+        log.append(SessionEvent::UserMessage {
+            text: "hi".into(),
+            images: Vec::new(),
+            queued: None,
+        })
+        .unwrap();
         log.append(SessionEvent::TurnStarted { turn: 1 }).unwrap();
         let contents = read_log(log.path()).unwrap();
         assert!(contents.warnings.is_empty());
@@ -186,7 +191,7 @@ mod tests {
         assert_eq!(seqs, [0, 1]);
         assert_eq!(
             contents.records[0].event,
-            SessionEvent::UserMessage { text: "hi".into(), images: Vec::new() }
+            SessionEvent::UserMessage { text: "hi".into(), images: Vec::new(), queued: None }
         );
     }
 

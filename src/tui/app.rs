@@ -35,6 +35,11 @@ pub enum Msg {
         call: ToolCall,
         reason: String,
     },
+    /// The model asks the user (`ask_user`).
+    QuestionAsked {
+        question: String,
+        choices: Vec<String>,
+    },
     /// The next request would cross a spend limit: raise it or stop
     /// (answered like an approval: `Once` raises, `Deny` stops).
     LimitReached(crate::agent::BudgetHit),
@@ -131,6 +136,13 @@ pub enum Command {
     SubmitImages {
         text: String,
         images: Vec<crate::protocol::ImagePart>,
+    },
+    /// The answer to the open `ask_user` question (`None`: dismissed).
+    AnswerQuestion(Option<String>),
+    /// Text typed while a turn runs, for the session's inbox (`queue.rs`).
+    TypeDuringTurn {
+        text: String,
+        mode: crate::protocol::Delivery,
     },
     Interrupt,
     Answer(ApprovalReply),
@@ -296,6 +308,10 @@ pub struct App {
     pub rewind: super::rewind_view::RewindState,
     /// Each running subagent's prices, by its `agent` call.
     pub subagent_pricing: std::collections::HashMap<String, crate::context::Pricing>,
+    /// Input typed during a turn, waiting for delivery (`queue.rs`).
+    pub pending: Vec<super::queue::Pending>,
+    /// The model's open `ask_user` question (`question.rs`).
+    pub question: Option<super::question::QuestionView>,
 }
 
 impl App {
@@ -345,6 +361,11 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         Msg::LimitReached(hit) => {
             app.status.activity = "waiting: spend limit".into();
             app.limit = Some(hit);
+            Vec::new()
+        }
+        Msg::QuestionAsked { question, choices } => {
+            app.status.activity = "waiting for your answer".into();
+            app.question = Some(super::question::QuestionView::new(question, choices));
             Vec::new()
         }
         Msg::TurnFailed(message) => {
@@ -510,6 +531,10 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             app.status.elapsed = Duration::ZERO;
             app.status.activity = "thinking".into();
         }
+        RuntimeEvent::InputQueued { id, text, mode } => {
+            super::queue::on_queued(app, id, text, mode);
+        }
+        RuntimeEvent::InputDelivered { id, text } => super::queue::on_delivered(app, id, text),
         RuntimeEvent::Stream(event) => on_stream(app, event),
         RuntimeEvent::ModelResponse(response) => {
             let text: String = response.items.iter().filter_map(Item::assistant_text).collect();
@@ -598,6 +623,11 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
                 ),
             }
             end_turn(app);
+            if super::queue::continues_after(app, outcome) {
+                // The session starts the next queued input right away.
+                app.status.running = true;
+                app.status.activity = "next queued input".into();
+            }
         }
         RuntimeEvent::Subagent { call_id, event } => {
             super::subagents::on_subagent(app, &call_id, *event);
@@ -634,6 +664,7 @@ fn end_turn(app: &mut App) {
     app.approval = None;
     app.limit = None;
     app.plan = None;
+    app.question = None;
     app.transcript.close_streaming();
     app.transcript.settle_running();
 }

@@ -69,6 +69,15 @@ pub enum UiEvent {
     Diff(Result<String, String>),
     /// The answer to an [`Op::Rewind`].
     Rewind(super::rewind_view::RewindReply),
+    /// The model asks the user (`ask_user`); `None` answers "no one
+    /// answered".
+    Question {
+        question: String,
+        choices: Vec<String>,
+        reply: oneshot::Sender<Option<String>>,
+    },
+    /// Where what the user types during a turn goes (`runtime/inbox.rs`).
+    Inbox(crate::runtime::InputSender),
 }
 
 /// Which session the task opens.
@@ -209,6 +218,25 @@ impl Approver for ChannelApprover {
         self.plan_mode.take()
     }
 
+    fn ask_user<'a>(
+        &'a mut self,
+        question: &'a str,
+        choices: &'a [String],
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let question = UiEvent::Question {
+                question: question.to_owned(),
+                choices: choices.to_vec(),
+                reply,
+            };
+            if self.events.send(question).is_err() {
+                return None;
+            }
+            answer.await.ok().flatten()
+        })
+    }
+
     fn raise_limit<'a>(&'a mut self, hit: &'a BudgetHit) -> BoxFuture<'a, Option<SpendLimits>> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
@@ -258,9 +286,16 @@ pub async fn run_session(
         session_id: session.id().to_owned(),
         log_path: session.log_path().to_owned(),
     });
+    let _ = events.send(UiEvent::Inbox(session.input_sender()));
     if matches!(source, SessionSource::Resume(_)) {
         let history = session.history().to_vec();
         let _ = events.send(UiEvent::History(history, session.session_usage(), session.cost_usd()));
+        // Typed before a crash and never delivered: `Op::Continue` runs them.
+        for input in session.queued().to_vec() {
+            let event =
+                RuntimeEvent::InputQueued { id: input.id, text: input.text, mode: input.mode };
+            let _ = events.send(UiEvent::Runtime(event));
+        }
     }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
     let _ = events.send(UiEvent::Commands(session.command_index()));
@@ -282,16 +317,18 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
         Op::Prompt { text, images, cancel } => {
             if let Err(refused) = session.attach_images(images) {
                 failed(refused.to_string());
-            } else if let Err(error) = session.run_turn(text, &cancel).await {
-                failed(error.to_string());
+            } else {
+                match session.run_turn(text, &cancel).await {
+                    Ok(_) => run_queue(session, &cancel, events).await,
+                    Err(error) => failed(error.to_string()),
+                }
             }
         }
         Op::Skill { name, args, cancel } => match session.skill_prompt(&name, &args) {
-            Some(prompt) => {
-                if let Err(error) = session.run_turn(prompt, &cancel).await {
-                    failed(error.to_string());
-                }
-            }
+            Some(prompt) => match session.run_turn(prompt, &cancel).await {
+                Ok(_) => run_queue(session, &cancel, events).await,
+                Err(error) => failed(error.to_string()),
+            },
             None => failed(format!("no skill named `{name}` could be loaded; /skills lists them")),
         },
         Op::Compact { focus, cancel } => {
@@ -299,8 +336,9 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
             let _ = events.send(UiEvent::Compacted(outcome));
         }
         Op::Continue { cancel } => match session.continue_turn(&cancel).await {
-            // With nothing open no turn started, so the UI is not waiting.
-            Ok(Some(_) | None) => {}
+            // With nothing open no turn started, so the UI is not waiting;
+            // inputs a crash left undelivered run now.
+            Ok(Some(_) | None) => run_queue(session, &cancel, events).await,
             Err(error) => failed(error.to_string()),
         },
         Op::Undo => {
@@ -326,6 +364,26 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
             if let Err(error) = session.set_model(model) {
                 let text = format!("cannot switch the model: {error}");
                 let _ = events.send(UiEvent::Notice(Level::Error, text));
+            }
+        }
+    }
+}
+
+/// Runs the turns of the inputs typed during the last one, oldest first,
+/// until none waits or the user interrupts (then they wait for the end of
+/// the next turn).
+async fn run_queue(
+    session: &mut Session,
+    cancel: &CancellationToken,
+    events: &mpsc::UnboundedSender<UiEvent>,
+) {
+    while !cancel.is_cancelled() {
+        match session.run_queued(cancel).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(error) => {
+                let _ = events.send(UiEvent::TurnFailed(error.to_string()));
+                return;
             }
         }
     }

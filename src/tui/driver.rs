@@ -78,6 +78,10 @@ struct Driver {
     events: mpsc::UnboundedSender<UiEvent>,
     cancel: Option<CancellationToken>,
     reply: Option<oneshot::Sender<ApprovalReply>>,
+    /// The session's inbox for what is typed during a turn.
+    input: Option<crate::runtime::InputSender>,
+    /// The answer to the open `ask_user` question.
+    question_reply: Option<oneshot::Sender<Option<String>>>,
     turn_started: Instant,
     quit: bool,
     session: Option<(String, PathBuf)>,
@@ -110,6 +114,8 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         events: events_tx,
         cancel: None,
         reply: None,
+        input: None,
+        question_reply: None,
         turn_started: Instant::now(),
         quit: false,
         session: None,
@@ -436,6 +442,14 @@ impl Driver {
             UiEvent::Diff(Ok(text)) => Some(Msg::DiffReady(text)),
             UiEvent::Diff(Err(message)) => Some(Msg::Notice(Level::Warning, message)),
             UiEvent::Rewind(reply) => Some(Msg::Rewind(reply)),
+            UiEvent::Question { question, choices, reply } => {
+                self.question_reply = Some(reply);
+                Some(Msg::QuestionAsked { question, choices })
+            }
+            UiEvent::Inbox(sender) => {
+                self.input = Some(sender);
+                None
+            }
         }
     }
 
@@ -449,6 +463,18 @@ impl Driver {
                 Command::SubmitImages { text, images } => {
                     let cancel = self.new_turn();
                     self.send(Op::Prompt { text, images, cancel });
+                }
+                Command::AnswerQuestion(answer) => {
+                    if let Some(reply) = self.question_reply.take() {
+                        let _ = reply.send(answer);
+                    }
+                }
+                Command::TypeDuringTurn { text, mode } => {
+                    let sent = self.input.as_ref().is_some_and(|input| input.send(text, mode));
+                    if !sent {
+                        let why = "the session is not ready for input; it was not sent".into();
+                        update(&mut self.app, Msg::Notice(Level::Warning, why));
+                    }
                 }
                 Command::Skill { name, args } => {
                     let cancel = self.new_turn();
@@ -467,6 +493,8 @@ impl Driver {
                     if let Some(cancel) = &self.cancel {
                         cancel.cancel();
                     }
+                    // The open question goes unanswered with the turn.
+                    drop(self.question_reply.take());
                     if let Some(reply) = self.reply.take() {
                         let note = "the user stopped the turn".to_owned();
                         let _ = reply.send(ApprovalReply::Deny(Some(note)));

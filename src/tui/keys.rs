@@ -3,7 +3,9 @@
 //! take keys first, then the slash popup, then the editor. Slash commands
 //! are in `slash.rs`.
 //!
-//! Keys: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
+//! Keys: Enter sends (while a turn runs: queues for after it, `queue.rs`);
+//! Tab while a turn runs steers it (delivered after the current tool
+//! batch); Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
 //! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
 //! the approval mode; Esc or Ctrl+C stop a running turn (Esc Esc on an idle
 //! prompt opens the rewind list, `rewind_view.rs`); Ctrl+C twice on an
@@ -66,6 +68,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     }
     if app.approval.is_some() {
         return approval_key(app, key, ctrl);
+    }
+    if app.question.is_some() {
+        return super::question::key(app, key);
     }
     if app.ps.is_some() {
         return super::processes_view::ps_key(app, key);
@@ -142,6 +147,9 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         (KeyCode::Tab, _) if popup > 0 => {
             app.editor.complete(&app.files);
         }
+        (KeyCode::Tab, _) if app.status.running => {
+            return super::queue::type_during_turn(app, crate::protocol::Delivery::Steer);
+        }
         (KeyCode::Up, _) if popup > 0 => {
             app.editor.popup_selected = app.editor.popup_selected.saturating_sub(1);
         }
@@ -192,8 +200,7 @@ pub(super) fn submit(app: &mut App) -> Vec<Command> {
         return super::slash::run(app, text.trim());
     }
     if app.status.running {
-        app.hint = Some("a turn is running; Esc stops it".into());
-        return Vec::new();
+        return super::queue::type_during_turn(app, crate::protocol::Delivery::Queue);
     }
     let text = app.editor.submit();
     app.scroll = 0;

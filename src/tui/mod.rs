@@ -49,6 +49,12 @@
 //!   logged mode. `keel WORD` (one word, no such file, not a subcommand) is put in the input with a
 //!   hint instead of being sent (`FirstPrompt::Confirm`); close to a subcommand it is a usage error
 //!   with "did you mean" (`tui_cmd::closest_subcommand`, strsim).
+//! - **Typing during a turn** (`queue.rs`): Enter queues the text for after the turn, Tab steers
+//!   the running turn (after its tool batch); the text goes to the session's inbox
+//!   (`UiEvent::Inbox`, `runtime/inbox.rs`), the pending list shows it until
+//!   `RuntimeEvent::InputDelivered` puts it in the transcript where it landed; the bridge runs the
+//!   queued turns after each turn (`Session::run_queued`). The model's `ask_user` question is a
+//!   dialog (`question.rs`, `UiEvent::Question`, answered over a oneshot).
 //! - **Modes**: Shift+Tab cycles ask → auto → plan → yolo, and yolo needs a `y` first
 //!   (`App::yolo_confirm`); `/mode NAME` switches directly. A change shows once, as the hint above
 //!   the input with what the mode lets run (`keys::set_mode`); `ModeChanged` from the runtime (a
@@ -161,6 +167,8 @@ mod overlay;
 mod panels;
 mod picker;
 mod processes_view;
+mod question;
+mod queue;
 mod rewind_view;
 mod slash;
 mod subagents;
@@ -174,6 +182,8 @@ mod wrap;
 mod approval_view_tests;
 #[cfg(test)]
 mod budget_tests;
+#[cfg(test)]
+mod queue_view_tests;
 #[cfg(test)]
 mod subagent_view_tests;
 #[cfg(test)]

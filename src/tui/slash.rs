@@ -15,6 +15,7 @@ use super::keys::{next_mode, start_running};
 use super::transcript::{CellKind, Level};
 
 pub const HELP: &str = "Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Tab complete\n\
+While a turn runs: Enter queues the text for after it · Tab steers the turn (after its tool batch)\n\
 Shift+Tab cycle mode (ask → auto → plan → yolo, which asks first) · Esc/Ctrl+C stop the turn\n\
 Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\

@@ -80,6 +80,8 @@ pub(super) fn on_subagent(app: &mut App, call_id: &str, event: RuntimeEvent) {
         | RuntimeEvent::ModelChanged { .. }
         | RuntimeEvent::WorkflowChanged { .. }
         | RuntimeEvent::TurnStarted { .. }
+        | RuntimeEvent::InputQueued { .. }
+        | RuntimeEvent::InputDelivered { .. }
         | RuntimeEvent::Stream(_)
         | RuntimeEvent::Compacting { .. }
         | RuntimeEvent::Compacted { .. }

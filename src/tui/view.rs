@@ -35,6 +35,12 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     let input = Rect { y: rest.bottom() - input_rows, height: input_rows, ..rest };
     draw_input(app, frame, input);
     let mut above = Rect { height: rest.height - input_rows, ..rest };
+    let pending = super::queue::height(app).min(above.height / 2);
+    if pending > 0 {
+        let list = Rect { y: above.bottom() - pending, height: pending, ..above };
+        super::queue::draw(app, frame, list);
+        above.height -= pending;
+    }
     if app.show_tasks && !app.tasks.is_empty() {
         let rows = panels::tasks_height(&app.tasks).min(above.height / 2);
         let tasks = Rect { y: above.bottom() - rows, height: rows, ..above };
@@ -45,6 +51,9 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     draw_popup(app, frame, above);
     if let Some(approval) = &app.approval {
         super::overlay::draw_approval(frame, above, approval, app.theme);
+    }
+    if let Some(question) = &app.question {
+        super::question::draw(frame, above, question, app.theme);
     }
     if let (Some(ps), None) = (app.ps, &app.approval) {
         super::processes_view::draw_ps(frame, above, app, ps);
@@ -152,7 +161,10 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let start = rows.get(cursor_row).map_or(0, |r| r.1);
     let x = inner.x + u16::try_from(col - start).unwrap_or(0).min(inner.width.saturating_sub(1));
     let y = inner.y + u16::try_from(cursor_row - first).unwrap_or(0);
-    let covered = app.approval.is_some() || app.plan.is_some() || app.limit.is_some();
+    let covered = app.approval.is_some()
+        || app.plan.is_some()
+        || app.limit.is_some()
+        || app.question.is_some();
     if !covered && app.picker.is_none() && app.trust.is_none() {
         frame.set_cursor_position(Position { x, y });
     }
@@ -166,7 +178,7 @@ fn key_hints(app: &App, width: u16) -> Option<&'static str> {
     } else if app.limit.is_some() {
         ("y raise the limit · n end the turn", "y raise · n stop")
     } else if app.status.running {
-        ("Esc stop · Ctrl+O expand output", "Esc stop")
+        ("Enter queue · Tab steer · Esc stop · Ctrl+O expand", "Esc stop")
     } else {
         ("Enter send · Shift+Tab mode · / commands · ? shortcuts", "? shortcuts")
     };

@@ -35,7 +35,11 @@ fn sessions_show_interrupted_runs_a_header_and_hide_empty_ones() {
         &sandbox,
         "01a00000-0000-7000-8000-000000000001",
         vec![
-            SessionEvent::UserMessage { text: "long task".into(), images: Vec::new() },
+            SessionEvent::UserMessage {
+                text: "long task".into(),
+                images: Vec::new(),
+                queued: None,
+            },
             SessionEvent::TurnStarted { turn: 1 },
             SessionEvent::TurnCompleted {
                 turn: 1,

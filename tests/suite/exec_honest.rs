@@ -200,7 +200,7 @@ async fn exec_last_after_an_interrupted_run_says_there_is_nothing_to_continue() 
             parent: None,
         },
         SessionEvent::TurnStarted { turn: 1 },
-        SessionEvent::UserMessage { text: "long task".into(), images: Vec::new() },
+        SessionEvent::UserMessage { text: "long task".into(), images: Vec::new(), queued: None },
         SessionEvent::TurnCompleted {
             turn: 1,
             outcome: TurnOutcome::Interrupted,

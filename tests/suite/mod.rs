@@ -52,6 +52,8 @@ mod policy_sandbox;
 mod prompt_fit;
 mod prompt_truths;
 mod prompt_truths3;
+mod queue_e2e;
+mod queue_tmux;
 mod rewind_e2e;
 mod rewind_tui;
 mod routed_model;

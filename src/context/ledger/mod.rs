@@ -257,7 +257,7 @@ impl Fold {
                 let tokens = tokens::count(&text) + tokens::PER_ITEM_OVERHEAD;
                 self.history.push(Carried { source: Source::Context, tokens });
             }
-            SessionEvent::UserMessage { text, images } => {
+            SessionEvent::UserMessage { text, images, .. } => {
                 self.carry(&Item::User { text: text.clone(), images: images.clone() });
             }
             SessionEvent::TurnStarted { turn } => self.turn = *turn,
@@ -312,7 +312,9 @@ impl Fold {
                     self.carry(item);
                 }
             }
-            SessionEvent::Rewound { items: None, .. } | SessionEvent::Forked { .. } => {}
+            SessionEvent::Rewound { items: None, .. }
+            | SessionEvent::Forked { .. }
+            | SessionEvent::InputQueued { .. } => {}
             SessionEvent::SubagentStarted { call_id, session_id, log_path, agent, .. } => {
                 let link = (call_id.clone(), log_path.clone(), agent.clone());
                 self.started.insert(session_id.clone(), link);

@@ -76,7 +76,11 @@ fn mcp_heavy() -> Vec<EventRecord> {
         started(model),
         prefix(),
         SessionEvent::TurnStarted { turn: 1 },
-        SessionEvent::UserMessage { text: "read the docs".into(), images: Vec::new() },
+        SessionEvent::UserMessage {
+            text: "read the docs".into(),
+            images: Vec::new(),
+            queued: None,
+        },
         response(
             vec![Item::ToolCall(ToolCall::new("c1", "mcp__docs__fetch", "{}"))],
             first,
