@@ -104,8 +104,11 @@ impl LoopState {
                 self.largest_output_tokens = self.largest_output_tokens.max(usage.output_tokens);
                 self.items.extend(response.items.iter().cloned());
             }
-            SessionEvent::ToolCallFinished { result, .. } => {
+            SessionEvent::ToolCallFinished { result, meta } => {
                 self.items.push(Item::ToolResult(result.clone()));
+                if let Some(origin) = meta.origin() {
+                    self.taint.observe(&origin);
+                }
             }
             SessionEvent::Compaction { items, failed_check, usage, cost_usd, .. } => {
                 if let Some(usage) = usage {

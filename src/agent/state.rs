@@ -209,6 +209,10 @@ pub struct LoopState {
     /// What this session's subagents spent (`subagent_finished`), counted
     /// against the spend limits.
     pub(super) delegated: Delegated,
+    /// Where the untrusted content in the history came from (a result's
+    /// `origin`, applied from `tool_call_finished`, so a resume keeps it):
+    /// calls that could send data out are judged again against it.
+    pub(super) taint: crate::policy::egress::Taint,
 }
 
 /// How far the history was compacted within one step.
@@ -256,6 +260,7 @@ impl LoopState {
             process_notes: Vec::new(),
             turn_scope: None,
             delegated: Delegated::default(),
+            taint: crate::policy::egress::Taint::default(),
         }
     }
 
@@ -276,6 +281,22 @@ impl LoopState {
             .into_iter()
             .flatten()
             .find_map(|scope| scope.refusal(tool))
+    }
+
+    /// Where the untrusted content in the history came from.
+    pub fn taint(&self) -> &crate::policy::egress::Taint {
+        &self.taint
+    }
+
+    /// `policy`'s verdict on a call, judged again for the untrusted
+    /// content in the history (`policy::egress`).
+    pub fn judge_call(
+        &self,
+        policy: &crate::policy::Policy,
+        facts: crate::policy::CallFacts<'_>,
+    ) -> crate::policy::Verdict {
+        let verdict = crate::policy::evaluate(policy, &self.allowlist, facts);
+        crate::policy::egress::tighten(policy, &self.taint, facts, verdict)
     }
 
     pub fn class_of(&self, tool: &str) -> ToolClass {

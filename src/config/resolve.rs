@@ -94,6 +94,8 @@ pub struct Settings {
     pub agents: AgentSettings,
     /// `[tools] edit`, resolved for the provider and model (never `Auto`).
     pub edit_tools: super::EditTools,
+    /// `[security] taint` (default ask; `policy::egress`).
+    pub taint: crate::policy::egress::TaintMode,
 }
 
 /// The resolved `[undo]` table.
@@ -463,6 +465,7 @@ pub fn resolve(
         mcp: super::mcp::McpSettings::default(),
         undo: undo_settings(merged.undo),
         agents: agent_settings(merged.agents),
+        taint: merged.security.and_then(|security| security.taint).unwrap_or_default(),
         edit_tools: merged
             .tools
             .and_then(|tools| tools.edit)

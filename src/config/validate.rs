@@ -304,6 +304,20 @@ pub(super) fn hooks<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Tabl
     Ok(Some(table))
 }
 
+pub(super) fn taint<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::policy::egress::TaintMode>, D::Error> {
+    use crate::policy::egress::TaintMode;
+    let value = String::deserialize(d)?;
+    TaintMode::parse(&value).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "security.taint is \"{value}\"; it must be one of {} (what untrusted content \
+             changes)",
+            TaintMode::NAMES
+        ))
+    })
+}
+
 pub(super) fn edit_tools<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<super::EditTools>, D::Error> {

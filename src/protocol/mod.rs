@@ -21,6 +21,7 @@ mod events_tests;
 mod items;
 mod mode;
 mod model;
+pub mod origin;
 pub mod patch;
 mod schema;
 mod tool;
@@ -33,6 +34,7 @@ pub use events::{
 };
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
+pub use origin::Origin;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
 pub use schema::schema_of;
 pub use tool::{

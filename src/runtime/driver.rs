@@ -204,6 +204,11 @@ impl Session {
         state.config_mut().post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
             || hooks.listens(crate::hooks::HookEvent::PostToolUseFailure);
         let mcp = super::mcp_glue::McpState::start(settings, &id);
+        let web = crate::web::WebAccess {
+            rules: state.config().policy.rules.web_rules.clone(),
+            project_trusted: state.config().policy.project_trusted,
+            hosts: settings.sandbox.hosts.clone(),
+        };
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
             plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
@@ -217,7 +222,8 @@ impl Session {
                 found.memory,
                 settings.max_parallel,
                 sandbox.jail,
-            ),
+            )
+            .with_web(web),
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),
             sink,

@@ -33,6 +33,8 @@ pub(super) struct ToolRunner {
     processes: Arc<BackgroundProcesses>,
     /// What the session's commands run under (shared with its subagents).
     jail: Arc<CommandJail>,
+    /// What `web_fetch` may reach (the session's `web_rule`s, `[sandbox] hosts`).
+    web: Arc<crate::web::WebAccess>,
 }
 
 impl ToolRunner {
@@ -52,7 +54,14 @@ impl ToolRunner {
             max_parallel: max_parallel_or_default(max_parallel),
             processes: Arc::default(),
             jail,
+            web: Arc::default(),
         }
+    }
+
+    /// The same runner with `web_fetch`'s access set.
+    pub(super) fn with_web(mut self, web: crate::web::WebAccess) -> Self {
+        self.web = Arc::new(web);
+        self
     }
 
     /// The session's jail.
@@ -75,6 +84,7 @@ impl ToolRunner {
             .with_jail(self.jail.clone())
             .with_read_only(read_only)
             .with_processes(self.processes.clone())
+            .with_web(self.web.clone())
     }
 
     /// The session's background processes (`/ps`, the session's end).
