@@ -37,7 +37,8 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::prompts::context_message;
-use crate::protocol::{ContextPart, Item, SessionEvent, Usage};
+use crate::protocol::origin::fence;
+use crate::protocol::{ContextPart, Item, Origin, SessionEvent, Usage};
 
 use super::limits::{ChildSpend, SpendLimits};
 use super::state::{LoopState, ToolScope};
@@ -105,8 +106,15 @@ impl LoopState {
                 self.items.extend(response.items.iter().cloned());
             }
             SessionEvent::ToolCallFinished { result, meta } => {
-                self.items.push(Item::ToolResult(result.clone()));
-                if let Some(origin) = meta.origin() {
+                // Untrusted text enters the history fenced as data; the
+                // log and the front ends keep the text as it came.
+                let origin = meta.origin();
+                let mut seen = result.clone();
+                if let Some(source) = origin.as_ref().and_then(Origin::untrusted_source) {
+                    seen.output = fence(&result.output, &source);
+                }
+                self.items.push(Item::ToolResult(seen));
+                if let Some(origin) = origin {
                     self.taint.observe(&origin);
                 }
             }

@@ -9,8 +9,9 @@
 //! Invariants:
 //! - text from the web, and from an MCP server the user did not mark
 //!   `trust_content = true`, is untrusted ([`Origin::untrusted_source`]);
-//!   the loop counts it as taint (`policy::egress`) and the registry
-//!   fences it;
+//!   the loop counts it as taint (`policy::egress`) and the history holds
+//!   it fenced (`LoopState::apply`; the log and the front ends keep the
+//!   text as it came, with its origin);
 //! - a fenced text holds exactly one opening and one closing tag: any
 //!   `<untrusted` or `</untrusted` inside (whatever its case) is escaped,
 //!   so a page cannot close the fence early and speak as keel.

@@ -31,7 +31,6 @@ use super::{
     apply_patch, edit_file, glob, grep, list_dir, load_skill, process_output, process_stop,
     process_write, read_file, read_memory, shell, web_fetch, write_file,
 };
-use crate::protocol::origin::fence;
 use crate::protocol::{
     Origin, ResultKind, ToolCall, ToolClass, ToolInfo, ToolMeta, ToolResult, ToolSpec,
 };
@@ -137,7 +136,7 @@ impl ToolRegistry {
         let mut ctx = ctx.clone();
         ctx.call_id.clone_from(&call.call_id);
         let (outcome, origin) = self.execute(call, &ctx).await;
-        let (mut result, mut meta) = match outcome {
+        let (result, mut meta) = match outcome {
             Ok(output) => (ToolResult::ok(&call.call_id, output.text), output.meta),
             Err(error) => {
                 let meta = error.meta().with_kind(ResultKind::named(error.kind()));
@@ -146,11 +145,8 @@ impl ToolRegistry {
         };
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         meta.set_duration_ms(elapsed);
-        // Where the text came from; untrusted text is fenced as data.
+        // Where the text came from (the history fences untrusted text).
         if let Some(origin) = meta.origin().or(origin) {
-            if let Some(source) = origin.untrusted_source() {
-                result.output = fence(&result.output, &source);
-            }
             meta.set_origin(&origin);
         }
         (result, meta)

@@ -17,7 +17,7 @@
 //! at most [`MAX_READ`] bytes of a body are read, at most [`MAX_TEXT`]
 //! bytes of text returned, at most [`MAX_REDIRECTS`] hops followed; no
 //! system proxy, cookie or credential is used. The page's text is
-//! untrusted: the registry fences it (`protocol::origin`).
+//! untrusted: the history fences it (`protocol::origin`).
 
 pub mod convert;
 mod fetch;
