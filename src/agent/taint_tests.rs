@@ -4,7 +4,7 @@
 //! reason, recorded as its `policy_decision`; a rebuild from the log keeps
 //! the taint, so a resumed session asks too.
 
-use super::rebuild_tests::{config, record, rebuild, response_with};
+use super::rebuild_tests::{config, rebuild, record, response_with};
 use super::test_support::{call_with, step_checked as step};
 use super::*;
 use crate::policy::ApprovalMode;

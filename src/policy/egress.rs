@@ -147,7 +147,10 @@ pub fn outbound(policy: &Policy, taint: &Taint, call: CallFacts<'_>) -> Option<S
     if let Some(url) = info.operand(Operand::Url) {
         let host = text(url).and_then(url_host).unwrap_or_default();
         return (!taint.has("web", &host)).then(|| {
-            format!("`{}` to {host} sends a request (its URL can carry data) to a new host", info.name)
+            format!(
+                "`{}` to {host} sends a request (its URL can carry data) to a new host",
+                info.name
+            )
         });
     }
     if let Some(script) = info.operand(Operand::Script) {

@@ -122,5 +122,8 @@ fn web_fetch_to_a_new_host_and_another_mcp_server_ask_the_same_ones_do_not() {
     assert_eq!(tightened(&auto, &taint, "mcp__notes__search", args.clone()), Decision::Allow);
     let other = tightened(&auto, &taint, "mcp__github__create_issue", args.clone());
     assert!(matches!(other, Decision::Prompt { .. }), "{other:?}");
-    assert_eq!(tightened(&auto, &taint, "read_file", serde_json::json!({"path": ".env"})), Decision::Allow);
+    assert_eq!(
+        tightened(&auto, &taint, "read_file", serde_json::json!({"path": ".env"})),
+        Decision::Allow
+    );
 }

@@ -208,7 +208,10 @@ web_rule(host="bad.example.org", decision="forbidden", justification="known bad"
         let project = r#"web_rule(host="proj.example.test")
 web_rule(host="docs.example.test", decision="forbidden")"#;
         let untrusted = policy(ApprovalMode::Auto, USER, project, false);
-        assert!(matches!(decision(&untrusted, "https://proj.example.test/"), Decision::Prompt { .. }));
+        assert!(matches!(
+            decision(&untrusted, "https://proj.example.test/"),
+            Decision::Prompt { .. }
+        ));
         assert!(matches!(
             decision(&untrusted, "https://docs.example.test/"),
             Decision::Forbidden { .. }

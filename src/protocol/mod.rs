@@ -34,8 +34,8 @@ pub use events::{
 };
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
-pub use origin::Origin;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
+pub use origin::Origin;
 pub use schema::schema_of;
 pub use tool::{
     HarnessTool, MCP_PREFIX, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec, entry_names,

@@ -68,7 +68,10 @@ impl TypedTool for WebFetch {
 fn tool_error(error: WebError) -> ToolError {
     let kind = match &error {
         WebError::BadUrl { .. } => {
-            return ToolError::InvalidArguments { tool: NAME.to_owned(), message: error.to_string() };
+            return ToolError::InvalidArguments {
+                tool: NAME.to_owned(),
+                message: error.to_string(),
+            };
         }
         WebError::Cancelled => return ToolError::Cancelled,
         WebError::Refused { .. } => "web_refused",
