@@ -257,7 +257,8 @@ mod tests {
                 "process_write",
                 "process_stop",
                 "load_skill",
-                "read_memory"
+                "read_memory",
+                "web_fetch"
             ]
         );
         // The loop's own tools are offered beside them, held to the same shape.
