@@ -43,16 +43,14 @@ pub fn render(page: &Page) -> (String, BodyKind) {
     }
     let body = match kind {
         BodyKind::Html => {
-            let html = decode(page, true);
-            let html = if html.len() > MAX_HTML {
+            // Only what is converted is decoded (a cut character at the
+            // end becomes U+FFFD).
+            if page.body.len() > MAX_HTML {
                 notes.push(format!("only the first {} MB of HTML were converted", MAX_HTML >> 20));
-                &html[..floor_char_boundary(&html, MAX_HTML)]
-            } else {
-                &html[..]
-            };
-            markdown(html)
+            }
+            markdown(&decode(page, &page.body[..page.body.len().min(MAX_HTML)], true))
         }
-        BodyKind::Text => decode(page, false),
+        BodyKind::Text => decode(page, &page.body, false),
         BodyKind::Pdf => format!("PDF: not converted ({} bytes read).", page.body.len()),
         BodyKind::Binary => format!(
             "Binary content ({}, {} bytes read): not shown.",
@@ -136,7 +134,7 @@ fn kind_of(media: &str, body: &[u8]) -> BodyKind {
 
 /// The body as text, by the charset the header or (for HTML) the page
 /// names, a BOM, else UTF-8.
-fn decode(page: &Page, html: bool) -> String {
+fn decode(page: &Page, body: &[u8], html: bool) -> String {
     let declared = page.content_type.as_deref().and_then(charset_param);
     let sniffed = || html.then(|| meta_charset(&page.body)).flatten();
     let encoding = declared
@@ -144,7 +142,7 @@ fn decode(page: &Page, html: bool) -> String {
         .and_then(|label| Encoding::for_label(label.as_bytes()))
         .unwrap_or(UTF_8);
     // `decode` lets a BOM override the label, as browsers do.
-    let (text, _, _) = encoding.decode(&page.body);
+    let (text, _, _) = encoding.decode(body);
     text.into_owned()
 }
 

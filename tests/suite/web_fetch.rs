@@ -271,6 +271,8 @@ async fn after_an_untrusted_server_s_answer_a_networked_command_is_refused_with_
     let reason = declined["reason"].as_str().unwrap();
     assert!(reason.contains("untrusted content from mcp:notes"), "{reason}");
     assert!(reason.contains("could send data out of the machine"), "{reason}");
+    let remedy = declined["allow_with"].as_str().unwrap();
+    assert!(remedy.contains("[security] taint = \"off\""), "{remedy}");
 
     // The server's answer reached the model fenced; the log says why the
     // command did not run.
