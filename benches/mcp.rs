@@ -68,6 +68,7 @@ fn settings(servers: usize) -> McpSettings {
                 enabled_tools: None,
                 disabled_tools: Vec::new(),
                 trust_read_only_hint: true,
+                trust_content: false,
             })
             .collect(),
         skipped: Vec::new(),

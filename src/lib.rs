@@ -33,6 +33,7 @@ pub mod session;
 pub mod skills;
 pub mod support;
 pub mod tools;
+pub mod web;
 
 pub mod runtime;
 

@@ -37,7 +37,8 @@
 
 use crate::policy::{ApprovalMode, ApprovalScope};
 use crate::prompts::context_message;
-use crate::protocol::{ContextPart, Item, QueuedInput, SessionEvent, Usage};
+use crate::protocol::origin::fence;
+use crate::protocol::{ContextPart, Item, Origin, QueuedInput, SessionEvent, Usage};
 
 use super::limits::{ChildSpend, SpendLimits};
 use super::state::{LoopState, ToolScope};
@@ -114,8 +115,18 @@ impl LoopState {
                 self.largest_output_tokens = self.largest_output_tokens.max(usage.output_tokens);
                 self.items.extend(response.items.iter().cloned());
             }
-            SessionEvent::ToolCallFinished { result, .. } => {
-                self.items.push(Item::ToolResult(result.clone()));
+            SessionEvent::ToolCallFinished { result, meta } => {
+                // Untrusted text enters the history fenced as data; the
+                // log and the front ends keep the text as it came.
+                let origin = meta.origin();
+                let mut seen = result.clone();
+                if let Some(source) = origin.as_ref().and_then(Origin::untrusted_source) {
+                    seen.output = fence(&result.output, &source);
+                }
+                self.items.push(Item::ToolResult(seen));
+                if let Some(origin) = origin {
+                    self.taint.observe(&origin);
+                }
             }
             SessionEvent::Compaction { items, failed_check, usage, cost_usd, .. } => {
                 if let Some(usage) = usage {

@@ -19,7 +19,7 @@
 
 use serde_json::Value;
 
-use crate::policy::{self, ApprovalScope, CallFacts, Decision, PathLinks, RuleMatch, Verdict};
+use crate::policy::{ApprovalScope, CallFacts, Decision, PathLinks, RuleMatch, Verdict};
 use crate::protocol::{ResultKind, SessionEvent, ToolCall, ToolMeta, ToolResult};
 
 use super::decisions::approval_event;
@@ -431,11 +431,11 @@ pub(super) fn judge(state: &LoopState, call: &ToolCall, links: Option<&PathLinks
     let class = state.class_of_call(call);
     let facts = CallFacts { tool: &call.name, class, arguments: &call.arguments };
     match links {
-        None => policy::evaluate(&state.config.policy, &state.allowlist, facts),
+        None => state.judge_call(&state.config.policy, facts),
         Some(links) => {
             let mut linked = state.config.policy.clone();
             linked.paths.links = links.clone();
-            policy::evaluate(&linked, &state.allowlist, facts)
+            state.judge_call(&linked, facts)
         }
     }
 }

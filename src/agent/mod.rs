@@ -266,6 +266,8 @@ mod step_tests;
 #[cfg(test)]
 mod subagent_step_tests;
 #[cfg(test)]
+mod taint_tests;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod workflow_tests;

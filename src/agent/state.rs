@@ -217,6 +217,10 @@ pub struct LoopState {
     pub(super) queued: Vec<QueuedInput>,
     /// The largest queued-input id given so far.
     pub(super) queued_ids: u64,
+    /// Where the untrusted content in the history came from (a result's
+    /// `origin`, applied from `tool_call_finished`, so a resume keeps it):
+    /// calls that could send data out are judged again against it.
+    pub(super) taint: crate::policy::egress::Taint,
 }
 
 /// How far the history was compacted within one step.
@@ -267,6 +271,7 @@ impl LoopState {
             deferred_mcp: Vec::new(),
             queued: Vec::new(),
             queued_ids: 0,
+            taint: crate::policy::egress::Taint::default(),
         }
     }
 
@@ -315,6 +320,22 @@ impl LoopState {
             .into_iter()
             .flatten()
             .find_map(|scope| scope.refusal(tool))
+    }
+
+    /// Where the untrusted content in the history came from.
+    pub fn taint(&self) -> &crate::policy::egress::Taint {
+        &self.taint
+    }
+
+    /// `policy`'s verdict on a call, judged again for the untrusted
+    /// content in the history (`policy::egress`).
+    pub fn judge_call(
+        &self,
+        policy: &crate::policy::Policy,
+        facts: crate::policy::CallFacts<'_>,
+    ) -> crate::policy::Verdict {
+        let verdict = crate::policy::evaluate(policy, &self.allowlist, facts);
+        crate::policy::egress::tighten(policy, &self.taint, facts, verdict)
     }
 
     pub fn class_of(&self, tool: &str) -> ToolClass {

@@ -10,7 +10,7 @@
 //! back into this file, so the files of `agent/` import one another
 //! without a cycle (`tests/suite/layers.rs`).
 
-use crate::policy::{self, CallFacts};
+use crate::policy::CallFacts;
 use crate::protocol::{
     Item, ModelResponse, SessionEvent, StopReason, ToolCall, ToolClass, ToolMeta, ToolResult,
     TurnOutcome,
@@ -404,7 +404,7 @@ pub(super) fn batches(
         }
         let tool_class = state.class_of_call(&call);
         let facts = CallFacts { tool: &call.name, class: tool_class, arguments: &call.arguments };
-        let verdict = policy::evaluate(&state.config.policy, &state.allowlist, facts);
+        let verdict = state.judge_call(&state.config.policy, facts);
         effects.push(Effect::Record(policy_event(&call.call_id, &verdict)));
         let class = effective_class(tool_class, &verdict, state.config.policy.sandboxed);
         judged.push((call, class, verdict.decision));

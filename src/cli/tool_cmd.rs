@@ -96,7 +96,12 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> Result<ExitStatus,
         CancellationToken::new(),
     )
     .with_files(Arc::new(FileStates::unchecked()))
-    .with_jail(Arc::new(jail));
+    .with_jail(Arc::new(jail))
+    .with_web(Arc::new(crate::web::WebAccess {
+        rules: settings.rules.web_rules.clone(),
+        project_trusted: settings.project_trusted,
+        hosts: settings.sandbox.hosts.clone(),
+    }));
     let (mut result, mut meta) = registry.run_call(&call, &ctx).await;
     if policy.sandboxed {
         mark_sandbox_violation(&call.name, &mut result, &mut meta, ctx.jail.confinement());

@@ -419,22 +419,22 @@ mod tests {
         write(
             dir.path(),
             "agents/x.md",
-            "---\nname: x\ndescription: Finds things\ntools: Read, Grep, WebFetch, Bash(git log:*)\n\
+            "---\nname: x\ndescription: Finds things\ntools: Read, Grep, WebFetch, WebSearch, Bash(git log:*)\n\
              model: sonnet\n---\nYou find things.\n",
         );
         let catalog = discover_agents(&[(dir.path().join("agents"), false)], false);
         let x = catalog.get("x").unwrap();
-        assert_eq!(x.tools.as_deref().unwrap(), ["read_file", "grep", "shell"]);
-        assert_eq!(x.unknown_tools, ["WebFetch"]);
+        assert_eq!(x.tools.as_deref().unwrap(), ["read_file", "grep", "web_fetch", "shell"]);
+        assert_eq!(x.unknown_tools, ["WebSearch"]);
         assert_eq!(x.model, AgentModel::Named("sonnet".into()), "the provider decides");
         assert!(!x.read_only, "Bash can write");
         assert_eq!(x.prompt, "You find things.");
-        assert!(catalog.warnings()[0].contains("WebFetch"), "{:?}", catalog.warnings());
+        assert!(catalog.warnings()[0].contains("WebSearch"), "{:?}", catalog.warnings());
     }
 
     /// wshobson/agents' `ship-mate/review.md` (a writer named `review`)
     /// no longer replaces the read-only built-in; 40 types lacking
-    /// WebFetch are one line at start, not 40.
+    /// WebSearch are one line at start, not 40.
     #[test]
     fn a_file_naming_a_built_in_is_renamed_and_many_warnings_are_one_line() {
         let dir = tempfile::tempdir().unwrap();
@@ -461,7 +461,7 @@ mod tests {
         assert!(
             summary[0].starts_with(
                 "40 agent types run without tools keel does not have \
-            (WebFetch, WebSearch): r0, r1, r10 and 37 more"
+            (WebSearch): r0, r1, r10 and 37 more"
             ),
             "{summary:?}"
         );

@@ -66,6 +66,20 @@ pub struct ConfigFile {
     pub agents: Option<AgentsFile>,
     /// `[tools]`: which tools the model is offered.
     pub tools: Option<ToolsFile>,
+    /// `[security]`: what untrusted content changes (`taint`). User file
+    /// and `-c` only (a project could switch the check off).
+    pub security: Option<SecurityFile>,
+}
+
+/// The `[security]` table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityFile {
+    /// After untrusted content (a fetched page, an untrusted MCP server's
+    /// answer): `"ask"` (default) before a call that could send data out,
+    /// `"strict"` refuses it, `"off"`.
+    #[serde(default, deserialize_with = "validate::taint")]
+    pub taint: Option<crate::policy::egress::TaintMode>,
 }
 
 /// The `[tools]` table.
@@ -273,7 +287,12 @@ impl ConfigFile {
             undo,
             agents,
             tools,
+            security,
         } = other;
+        if let Some(SecurityFile { taint }) = security {
+            let mine = self.security.get_or_insert_with(SecurityFile::default);
+            mine.taint = taint.or(mine.taint);
+        }
         if let Some(ToolsFile { edit, defer_mcp }) = tools {
             let mine = self.tools.get_or_insert_with(ToolsFile::default);
             mine.edit = edit.or(mine.edit);

@@ -84,6 +84,10 @@ pub struct McpServerFile {
     /// counts as one that may change things.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trust_read_only_hint: Option<bool>,
+    /// `true` takes the server's answers as trusted content: not fenced as
+    /// data, no taint (issue 39). Only the user's config may say so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_content: Option<bool>,
 }
 
 impl McpServerFile {
@@ -105,6 +109,7 @@ impl McpServerFile {
             enabled_tools,
             disabled_tools,
             trust_read_only_hint,
+            trust_content,
         } = other;
         self.command = command.or(self.command.take());
         self.args = args.or(self.args.take());
@@ -120,6 +125,7 @@ impl McpServerFile {
         self.enabled_tools = enabled_tools.or(self.enabled_tools.take());
         self.disabled_tools = disabled_tools.or(self.disabled_tools.take());
         self.trust_read_only_hint = trust_read_only_hint.or(self.trust_read_only_hint);
+        self.trust_content = trust_content.or(self.trust_content);
     }
 }
 
@@ -204,6 +210,9 @@ pub struct McpServerConfig {
     /// (`trust_read_only_hint = true`); the MCP spec has clients treat
     /// annotations as untrusted unless the server is trusted.
     pub trust_read_only_hint: bool,
+    /// The user marked the server's answers trusted (`trust_content =
+    /// true` in the user's config; a project's entry cannot).
+    pub trust_content: bool,
 }
 
 impl McpServerConfig {
@@ -414,6 +423,7 @@ fn resolve_server(
     root: &Path,
 ) -> Result<McpServerConfig, String> {
     check_name(name)?;
+    let origin_is_user = origin == McpOrigin::User;
     let transport = match (file.command, file.url) {
         (Some(_), Some(_)) => return Err("set either `command` or `url`, not both".to_owned()),
         (None, None) => {
@@ -469,6 +479,7 @@ fn resolve_server(
         enabled_tools: file.enabled_tools,
         disabled_tools: file.disabled_tools.unwrap_or_default(),
         trust_read_only_hint: file.trust_read_only_hint.unwrap_or(false),
+        trust_content: file.trust_content.unwrap_or(false) && origin_is_user,
     })
 }
 

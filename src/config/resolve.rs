@@ -98,6 +98,8 @@ pub struct Settings {
     pub edit_tools: super::EditTools,
     /// `[tools] defer_mcp`: when MCP tools wait behind `mcp_search`.
     pub defer_mcp: crate::agent::DeferMcp,
+    /// `[security] taint` (default ask; `policy::egress`).
+    pub taint: crate::policy::egress::TaintMode,
 }
 
 /// The resolved `[undo]` table.
@@ -472,6 +474,7 @@ pub fn resolve(
         undo: undo_settings(merged.undo),
         agents: agent_settings(merged.agents),
         defer_mcp: merged.tools.as_ref().and_then(|tools| tools.defer_mcp).unwrap_or_default(),
+        taint: merged.security.and_then(|security| security.taint).unwrap_or_default(),
         edit_tools: merged
             .tools
             .and_then(|tools| tools.edit)

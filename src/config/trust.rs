@@ -4,7 +4,8 @@
 //! shown, not what keel does), and one warning names every other key it
 //! set. Trusted, it applies, except the keys a project may never set: it
 //! may not redirect the API key (`base_url`, `api_key_env`) or loosen
-//! `[sandbox]`, `default_mode`, `[secrets]`, `[shell] env_keep` or `[undo]`.
+//! `[sandbox]`, `default_mode`, `[secrets]`, `[shell] env_keep`, `[undo]` or
+//! `[security]`.
 //! Of `[sandbox]` it may set `network` and `allowed_domains`, which only
 //! narrow the user's: the stricter mode wins, and a host must be on both
 //! lists (`config::resolve`, `policy::network`).
@@ -51,6 +52,7 @@ pub(super) fn trusted_project(
         ("[secrets]", project.secrets.take().is_some()),
         ("[shell] env_keep", env_keep.is_some()),
         ("[undo]", project.undo.take().is_some()),
+        ("[security]", project.security.take().is_some()),
     ] {
         if present {
             warnings.push(format!(
@@ -115,6 +117,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         undo,
         agents,
         tools,
+        security,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -136,6 +139,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[undo]", undo.is_some()),
         ("[agents]", agents.is_some()),
         ("[tools]", tools.is_some()),
+        ("[security]", security.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)

@@ -319,6 +319,20 @@ pub(super) fn defer_mcp<'de, D: Deserializer<'de>>(
     })
 }
 
+pub(super) fn taint<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::policy::egress::TaintMode>, D::Error> {
+    use crate::policy::egress::TaintMode;
+    let value = String::deserialize(d)?;
+    TaintMode::parse(&value).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "security.taint is \"{value}\"; it must be one of {} (what untrusted content \
+             changes)",
+            TaintMode::NAMES
+        ))
+    })
+}
+
 pub(super) fn edit_tools<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<super::EditTools>, D::Error> {

@@ -191,7 +191,7 @@ impl ProtectSecrets {
                 Operand::Script => {
                     values.find_map(|script| self.named_in_script(script, &cwd, links))
                 }
-                Operand::Listing | Operand::Workdir | Operand::Patch => None,
+                Operand::Listing | Operand::Workdir | Operand::Patch | Operand::Url => None,
             };
             if let Some(file) = found {
                 return Some((permission(arg.access), file));

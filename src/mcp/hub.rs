@@ -55,6 +55,10 @@ pub struct McpToolDef {
     pub read_only: bool,
     /// The server annotates it `readOnlyHint: true` (trusted or not).
     pub claims_read_only: bool,
+    /// The user's config marks the server `trust_content = true`: its
+    /// answers are not fenced as untrusted nor count as taint
+    /// (`protocol::origin`). A project's entry cannot say so.
+    pub trusted_content: bool,
 }
 
 /// One MCP prompt, offered as the slash command `/mcp__server__prompt`.
@@ -248,6 +252,7 @@ impl McpHub {
             parameters: sanitize_input_schema(&tool.input_schema),
             read_only: claims_read_only && config.trust_read_only_hint,
             claims_read_only,
+            trusted_content: config.trust_content,
         }
     }
 
@@ -405,6 +410,7 @@ mod tests {
             parameters: serde_json::json!({"type": "object", "description": description}),
             read_only: false,
             claims_read_only: false,
+            trusted_content: false,
         }
     }
 

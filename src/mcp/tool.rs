@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::content::render;
 use super::hub::McpToolDef;
 use super::server::Server;
-use crate::protocol::{ToolClass, ToolMeta, ToolOutput};
+use crate::protocol::{Origin, ToolClass, ToolMeta, ToolOutput};
 use crate::tools::{BoxFuture, Tool, ToolContext, ToolError};
 
 /// An MCP tool offered to the model.
@@ -71,6 +71,10 @@ impl Tool for McpTool {
 
     fn class(&self) -> ToolClass {
         if self.def.read_only { ToolClass::ReadOnly } else { ToolClass::Mutating }
+    }
+
+    fn origin(&self, _args: &Value) -> Origin {
+        Origin::Mcp { server: self.def.server.clone(), trusted: self.def.trusted_content }
     }
 
     fn run<'a>(

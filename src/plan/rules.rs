@@ -214,7 +214,9 @@ mod tests {
         assert_eq!(tool_kind("process_stop"), ToolKind::Read);
         assert_eq!(tool_kind("process_write"), ToolKind::Write);
         let read: Vec<_> = tools_of_kind(ToolKind::Read).collect();
-        assert_eq!(read, ["read_file", "list_dir", "glob", "grep", "load_skill", "read_memory"]);
+        let listed =
+            ["read_file", "list_dir", "glob", "grep", "load_skill", "read_memory", "web_fetch"];
+        assert_eq!(read, listed);
         let write: Vec<_> = tools_of_kind(ToolKind::Write).collect();
         assert_eq!(write, ["edit_file", "write_file", "apply_patch"]);
     }

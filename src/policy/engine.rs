@@ -30,6 +30,8 @@ pub struct Policy {
     pub project_trusted: bool,
     /// Shell commands run inside an enforced sandbox.
     pub sandboxed: bool,
+    /// `[security] taint` and the commands' network (`super::egress`).
+    pub egress: super::egress::Egress,
 }
 
 /// A decision with the rules behind it.
@@ -52,7 +54,8 @@ pub struct Verdict {
 impl Policy {
     /// A policy with `rules`, nothing trusted and no sandbox.
     pub fn new(rules: RuleSet, mode: ApprovalMode, paths: PathContext) -> Self {
-        Self { rules, mode, paths, project_trusted: false, sandboxed: false }
+        let egress = super::egress::Egress::default();
+        Self { rules, mode, paths, project_trusted: false, sandboxed: false, egress }
     }
 }
 
@@ -108,6 +111,9 @@ pub fn evaluate_described(
         };
         let workdir = info.operand(Operand::Workdir).and_then(text);
         return evaluate_shell(policy, allowlist, command, workdir);
+    }
+    if let Some(url) = info.operand(Operand::Url) {
+        return super::web_rules::evaluate_url(policy, text(url));
     }
     if let Some(patch) = info.operand(Operand::Patch) {
         return match text(patch) {

@@ -18,7 +18,9 @@
 //! script), [`amend`] ("allow always"), [`engine`] (the order),
 //! [`script_verdict`] (a shell script's verdict), [`patch`] (`apply_patch`),
 //! [`facts`] (the paths a call names, for the caller to resolve),
-//! [`tool_rules`] (MCP tools, `tool_rule`), [`network`] (`[sandbox] network`
+//! [`tool_rules`] (MCP tools, `tool_rule`), [`web_rules`] (`web_fetch`
+//! hosts, `web_rule`), [`egress`] (what may send data out after untrusted
+//! content entered the conversation), [`network`] (`[sandbox] network`
 //! and `allowed_domains`: what keel's proxy and `policy check --net` judge).
 
 pub mod amend;
@@ -26,6 +28,7 @@ pub mod builtin;
 pub mod command;
 pub mod content_reads;
 pub mod destroy;
+pub mod egress;
 pub mod engine;
 pub mod facts;
 pub mod git;
@@ -46,6 +49,7 @@ pub mod shell;
 pub mod syntax;
 pub mod tool_rules;
 pub mod unwrap;
+pub mod web_rules;
 pub mod words;
 pub mod workdir;
 pub mod wrappers;

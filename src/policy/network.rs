@@ -99,7 +99,8 @@ impl DomainPattern {
         Ok(if suffix { DomainPattern::Suffix(name) } else { DomainPattern::Exact(name) })
     }
 
-    fn matches(&self, host: &str) -> bool {
+    /// Whether `host` (lower-case, no trailing dot) matches.
+    pub fn matches(&self, host: &str) -> bool {
         match self {
             DomainPattern::Exact(name) => host == name,
             DomainPattern::Suffix(name) => {

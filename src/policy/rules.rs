@@ -159,7 +159,7 @@ pub enum RulesError {
     Syntax { file: String, line: usize, column: usize, message: String },
     #[error(
         "{file}:{line}:{column}: unknown function `{name}`; rules files may call prefix_rule, \
-         path_rule, tool_rule, host_executable and network_rule"
+         path_rule, tool_rule, web_rule, host_executable and network_rule"
     )]
     UnknownFunction { file: String, line: usize, column: usize, name: String },
     #[error("{file}:{line}:{column}: invalid rule: {reason}")]
@@ -183,6 +183,8 @@ pub struct RuleSet {
     pub host_executables: BTreeMap<String, Vec<String>>,
     /// `tool_rule`s for MCP tools (`super::tool_rules`).
     pub tool_rules: Vec<super::tool_rules::ToolRule>,
+    /// `web_rule`s for `web_fetch` hosts (`super::web_rules`).
+    pub web_rules: Vec<super::web_rules::WebRule>,
 }
 
 impl RuleSet {
@@ -204,6 +206,7 @@ impl RuleSet {
         self.path_rules.extend(staged.path_rules);
         self.host_executables.extend(staged.host_executables);
         self.tool_rules.extend(staged.tool_rules);
+        self.web_rules.extend(staged.web_rules);
         Ok(())
     }
 
@@ -226,6 +229,11 @@ impl RuleSet {
             "tool_rule" => {
                 let rule = super::tool_rules::tool_rule(call.args, &source).map_err(located)?;
                 self.tool_rules.push(rule);
+                Ok(())
+            }
+            "web_rule" => {
+                let rule = super::web_rules::web_rule(call.args, &source).map_err(located)?;
+                self.web_rules.push(rule);
                 Ok(())
             }
             _ => Err(RulesError::UnknownFunction {

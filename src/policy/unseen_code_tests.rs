@@ -15,6 +15,7 @@ fn policy(mode: ApprovalMode) -> Policy {
         paths: PathContext::new("/home/u", "/home/u/ws", "/home/u/ws"),
         project_trusted: false,
         sandboxed: true,
+        egress: Default::default(),
     }
 }
 

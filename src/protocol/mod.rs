@@ -23,6 +23,7 @@ mod image;
 mod items;
 mod mode;
 mod model;
+pub mod origin;
 pub mod patch;
 mod queued_input;
 mod schema;
@@ -39,6 +40,7 @@ pub use image::{ImageData, ImageMediaType, ImagePart, human_size};
 pub use items::{Item, ReasoningItem};
 pub use mode::ApprovalMode;
 pub use model::{ModelRequest, ModelResponse, StopReason, StreamEvent, Usage};
+pub use origin::Origin;
 pub use queued_input::{Delivery, QueuedInput};
 pub use schema::schema_of;
 pub use tool::{

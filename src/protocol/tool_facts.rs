@@ -51,6 +51,7 @@ pub mod names {
     pub const MCP_SEARCH: &str = "mcp_search";
     pub const MCP_CALL: &str = "mcp_call";
     pub const ASK_USER: &str = "ask_user";
+    pub const WEB_FETCH: &str = "web_fetch";
 }
 
 /// The kind of tool, as phase rules name them.
@@ -90,6 +91,9 @@ pub enum Operand {
     Script,
     /// An `apply_patch` patch; its paths are its headers.
     Patch,
+    /// A URL the tool fetches: its host is judged by `web_rule`s
+    /// (`policy::web_rules`), no path is touched.
+    Url,
 }
 
 /// One argument that names paths.
@@ -146,6 +150,21 @@ impl ToolInfo {
     /// The name Claude Code calls it by, if it has one.
     pub fn claude_name(&self) -> Option<&'static str> {
         self.claude.first().copied()
+    }
+
+    /// Where a call's result text comes from: a command's output, a
+    /// subagent's report, a fetched page's host, else the workspace.
+    pub fn origin(&self, args: &serde_json::Value) -> super::Origin {
+        if let Some(url) = self.operand(Operand::Url) {
+            let host = args.get(url).and_then(serde_json::Value::as_str).and_then(url_host);
+            return super::Origin::Web { host: host.unwrap_or_default() };
+        }
+        match self.kind {
+            ToolKind::Shell => super::Origin::Command,
+            _ if PROCESS_TOOLS.contains(&self.name) => super::Origin::Command,
+            _ if self.name == names::AGENT => super::Origin::Agent,
+            _ => super::Origin::Workspace,
+        }
     }
 
     /// The argument of this operand, if the tool has one.
@@ -271,9 +290,30 @@ pub const MCP_CALL: ToolInfo = info(names::MCP_CALL, ToolKind::Read, ReadOnly, &
 pub const ASK_USER: ToolInfo =
     info(names::ASK_USER, ToolKind::Phase, ReadOnly, &["AskUserQuestion"], &[]);
 
+/// Reads a page from the web by keel's HTTP client: a read of the
+/// network, judged by `web_rule`s per host (every redirect hop again).
+pub const WEB_FETCH: ToolInfo = info(
+    names::WEB_FETCH,
+    ToolKind::Read,
+    ReadOnly,
+    &["WebFetch"],
+    &[PathArg::new("url", Operand::Url, Read)],
+);
+
+/// The host of an `http`/`https` URL, lower-case, without brackets or a
+/// trailing dot (`None`: not such a URL).
+pub fn url_host(text: &str) -> Option<String> {
+    let url = url::Url::parse(text.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']');
+    Some(host.trim_end_matches('.').to_ascii_lowercase()).filter(|host| !host.is_empty())
+}
+
 /// Every built-in tool, in the order messages list them (a phase's allowed
 /// tools); the registry offers its tools in its own order.
-pub const BUILTIN: [&ToolInfo; 20] = [
+pub const BUILTIN: [&ToolInfo; 21] = [
     &READ_FILE,
     &LIST_DIR,
     &GLOB,
@@ -287,6 +327,7 @@ pub const BUILTIN: [&ToolInfo; 20] = [
     &PROCESS_OUTPUT,
     &PROCESS_WRITE,
     &PROCESS_STOP,
+    &WEB_FETCH,
     &AGENT,
     &SUBMIT_PLAN,
     &TODO_WRITE,
@@ -340,7 +381,7 @@ mod tests {
             ("Task", Some("agent")),
             ("Agent", Some("agent")),
             ("Skill", Some("load_skill")),
-            ("WebFetch", None),
+            ("WebFetch", Some("web_fetch")),
             ("WebSearch", None),
             ("NotebookEdit", None),
             ("NotebookRead", None),

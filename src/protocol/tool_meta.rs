@@ -4,7 +4,7 @@
 //!
 //! Invariants: the keys other layers act on (`kind`, `exit_code`, `signal`,
 //! `timed_out`, `timeout_ms`, `changed`, `duration_ms`, `reason`,
-//! `unsandboxed_rerun`, `read_only`, `runaway`) are written and read only through the typed methods
+//! `unsandboxed_rerun`, `read_only`, `runaway`, `origin`) are written and read only through the typed methods
 //! here, so renaming one cannot silently switch off a reader (the gate
 //! decides "deliver" from them). Tool-specific details (`path`, `matches`,
 //! `files`, …) are free-form and only displayed. The serialized form is an
@@ -67,6 +67,7 @@ const UNSANDBOXED_RERUN: &str = "unsandboxed_rerun";
 const READ_ONLY: &str = "read_only";
 const RUNAWAY: &str = "runaway";
 const NOTE: &str = "note";
+const ORIGIN: &str = "origin";
 
 /// The metadata of one tool result. See the module doc for the contract.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -214,6 +215,18 @@ impl ToolMeta {
     /// Marks the result of a command run again outside the sandbox.
     pub fn set_unsandboxed_rerun(&mut self) {
         self.insert(UNSANDBOXED_RERUN, true);
+    }
+
+    /// Where the result's text came from (`None`: keel wrote it).
+    pub fn origin(&self) -> Option<super::Origin> {
+        self.0.get(ORIGIN).and_then(|value| serde_json::from_value(value.clone()).ok())
+    }
+
+    /// Records where the result's text came from.
+    pub fn set_origin(&mut self, origin: &super::Origin) {
+        if let Ok(value) = serde_json::to_value(origin) {
+            self.insert(ORIGIN, value);
+        }
     }
 
     /// The object as JSON, for envelopes that embed it.

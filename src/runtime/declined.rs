@@ -38,6 +38,7 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
         policy::evaluate(&policy, state.allowlist(), facts())
     };
     let asked = judged(state.config().policy.mode);
+    let untainted_allows = asked.decision == Decision::Allow;
     let file = keel_home.join("rules").join("allow.rules");
     let rule = if policy::tool_rules::is_external(&call.name) {
         let line = policy::tool_rules::allow_rule_text(&call.name);
@@ -53,6 +54,16 @@ pub fn allow_with(state: &LoopState, keel_home: &Path, call: &ToolCall) -> Strin
         .filter(|(mode, _)| *mode != state.config().policy.mode)
         .find(|(mode, _)| judged(*mode).decision == Decision::Allow)
         .map(|(_, flag)| flag);
+    // A call asked about for the untrusted content in the history: the
+    // setting that switches that check off lets it run too.
+    let tainted = state.taint().is_tainted()
+        && policy::egress::outbound(&state.config().policy, state.taint(), facts()).is_some()
+        && untainted_allows;
+    let rule = match (rule, tainted) {
+        (Some(rule), true) => Some(format!("{rule}, or `[security] taint = \"off\"`")),
+        (None, true) => Some("`[security] taint = \"off\"`".to_owned()),
+        (rule, false) => rule,
+    };
     match (flag, rule) {
         (Some(flag), Some(rule)) => format!("{flag}, or {rule}"),
         (Some(flag), None) => flag.to_owned(),

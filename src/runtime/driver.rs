@@ -215,6 +215,11 @@ impl Session {
         for message in mask_warnings {
             sink.emit(RuntimeEvent::Warning { message });
         }
+        let web = crate::web::WebAccess {
+            rules: state.config().policy.rules.web_rules.clone(),
+            project_trusted: state.config().policy.project_trusted,
+            hosts: settings.sandbox.hosts.clone(),
+        };
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
             plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
@@ -230,7 +235,8 @@ impl Session {
                 settings.max_parallel,
                 sandbox.jail,
             )
-            .with_mask(mask),
+            .with_mask(mask)
+            .with_web(web),
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),
             sink,

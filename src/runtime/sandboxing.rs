@@ -29,6 +29,10 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
     let paths = PathContext { secrets: settings.secret_places.clone(), ..paths };
     let mut policy = Policy::new(settings.rules.clone(), options.approval, paths);
     policy.project_trusted = settings.project_trusted;
+    policy.egress = crate::policy::egress::Egress {
+        taint: settings.taint,
+        network: settings.sandbox.network.mode,
+    };
     policy
 }
 

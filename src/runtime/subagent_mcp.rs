@@ -118,6 +118,7 @@ mod tests {
             parameters: json!({"type": "object"}),
             read_only,
             claims_read_only: read_only,
+            trusted_content: false,
         }
     }
 

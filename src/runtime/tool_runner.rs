@@ -36,6 +36,8 @@ pub(super) struct ToolRunner {
     jail: Arc<CommandJail>,
     /// The session's known secret values (`secrets.rs`).
     mask: Arc<SecretMask>,
+    /// What `web_fetch` may reach (the session's `web_rule`s, `[sandbox] hosts`).
+    web: Arc<crate::web::WebAccess>,
 }
 
 impl ToolRunner {
@@ -56,6 +58,7 @@ impl ToolRunner {
             processes: Arc::default(),
             jail,
             mask: Arc::default(),
+            web: Arc::default(),
         }
     }
 
@@ -67,6 +70,12 @@ impl ToolRunner {
     /// The session's secret mask.
     pub(super) fn mask(&self) -> &Arc<SecretMask> {
         &self.mask
+    }
+
+    /// The same runner with `web_fetch`'s access set.
+    pub(super) fn with_web(mut self, web: crate::web::WebAccess) -> Self {
+        self.web = Arc::new(web);
+        self
     }
 
     /// The session's jail.
@@ -89,6 +98,7 @@ impl ToolRunner {
             .with_jail(self.jail.clone())
             .with_read_only(read_only)
             .with_processes(self.processes.clone())
+            .with_web(self.web.clone())
     }
 
     /// The session's background processes (`/ps`, the session's end).

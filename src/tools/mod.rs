@@ -48,6 +48,7 @@ mod registry;
 mod shell;
 mod shell_background;
 mod shell_binary;
+mod web_fetch;
 mod write_file;
 
 #[cfg(test)]
@@ -107,6 +108,9 @@ pub struct ToolContext {
     /// tool listing these, even if the registry holds it. `None`: the
     /// registry's names (one-shot `keel tool` runs).
     pub offered: Option<Arc<Vec<String>>>,
+    /// What `web_fetch` may reach and how names resolve (the session's
+    /// `web_rule`s and `[sandbox] hosts`).
+    pub web: Arc<crate::web::WebAccess>,
 }
 
 /// Progress a running tool reported (an MCP server's
@@ -141,6 +145,7 @@ impl ToolContext {
             processes: Arc::default(),
             jail: Arc::new(CommandJail::default()),
             offered: None,
+            web: Arc::default(),
         }
     }
 
@@ -151,6 +156,11 @@ impl ToolContext {
     }
 
     /// The same context running commands in `jail`.
+    pub fn with_web(mut self, web: Arc<crate::web::WebAccess>) -> Self {
+        self.web = web;
+        self
+    }
+
     pub fn with_jail(mut self, jail: Arc<CommandJail>) -> Self {
         self.jail = jail;
         self
@@ -249,6 +259,10 @@ impl<T: TypedTool> Tool for T {
         T::INFO.class
     }
 
+    fn origin(&self, args: &serde_json::Value) -> crate::protocol::Origin {
+        T::INFO.origin(args)
+    }
+
     fn run<'a>(
         &'a self,
         args: serde_json::Value,
@@ -272,6 +286,12 @@ pub trait Tool: Send + Sync {
     /// JSON schema of the arguments (generated with schemars).
     fn parameters(&self) -> serde_json::Value;
     fn class(&self) -> ToolClass;
+    /// Where a call's result text comes from (`protocol::origin`), given
+    /// its parsed arguments; the registry records it on every result.
+    fn origin(&self, args: &serde_json::Value) -> crate::protocol::Origin {
+        let _ = args;
+        crate::protocol::Origin::Workspace
+    }
     fn run<'a>(
         &'a self,
         args: serde_json::Value,

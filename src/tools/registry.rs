@@ -29,9 +29,11 @@ use super::args::parse_json;
 use super::{Tool, ToolContext, ToolError};
 use super::{
     apply_patch, edit_file, glob, grep, list_dir, load_skill, process_output, process_stop,
-    process_write, read_file, read_memory, shell, write_file,
+    process_write, read_file, read_memory, shell, web_fetch, write_file,
 };
-use crate::protocol::{ResultKind, ToolCall, ToolClass, ToolInfo, ToolMeta, ToolResult, ToolSpec};
+use crate::protocol::{
+    Origin, ResultKind, ToolCall, ToolClass, ToolInfo, ToolMeta, ToolResult, ToolSpec,
+};
 use crate::support::panic_guard::{self, Guarded};
 
 /// The tools offered to the model.
@@ -57,6 +59,7 @@ impl ToolRegistry {
                 Box::new(process_stop::ProcessStop),
                 Box::new(load_skill::LoadSkill),
                 Box::new(read_memory::ReadMemory),
+                Box::new(web_fetch::WebFetch),
             ],
         }
     }
@@ -132,7 +135,8 @@ impl ToolRegistry {
         let started = Instant::now();
         let mut ctx = ctx.clone();
         ctx.call_id.clone_from(&call.call_id);
-        let (result, mut meta) = match self.execute(call, &ctx).await {
+        let (outcome, origin) = self.execute(call, &ctx).await;
+        let (result, mut meta) = match outcome {
             Ok(output) => {
                 let result = ToolResult {
                     images: output.images,
@@ -147,36 +151,48 @@ impl ToolRegistry {
         };
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         meta.set_duration_ms(elapsed);
+        // Where the text came from (the history fences untrusted text).
+        if let Some(origin) = meta.origin().or(origin) {
+            meta.set_origin(&origin);
+        }
         (result, meta)
     }
 
+    /// Runs the call, and says where its text comes from (`None`: it
+    /// never reached a tool).
     async fn execute(
         &self,
         call: &ToolCall,
         ctx: &ToolContext,
-    ) -> Result<crate::protocol::ToolOutput, ToolError> {
+    ) -> (Result<crate::protocol::ToolOutput, ToolError>, Option<Origin>) {
         let offered = ctx.offered.as_deref();
         let not_offered = offered.is_some_and(|names| !names.contains(&call.name));
         let Some(tool) = self.get(&call.name).filter(|_| !not_offered) else {
-            return Err(ToolError::UnknownTool {
+            let unknown = ToolError::UnknownTool {
                 name: call.name.clone(),
                 available: offered
                     .cloned()
                     .unwrap_or_else(|| self.names().into_iter().map(str::to_owned).collect()),
-            });
+            };
+            return (Err(unknown), None);
         };
-        let args = parse_json(tool.name(), &call.arguments)?;
+        let args = match parse_json(tool.name(), &call.arguments) {
+            Ok(args) => args,
+            Err(error) => return (Err(error), None),
+        };
+        let origin = tool.origin(&args);
         if ctx.cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
+            return (Err(ToolError::Cancelled), None);
         }
         // A bug in one tool must not take down the turn: report it instead.
         let run = async move {
             panic_guard::inject_for_test(tool.name());
             tool.run(args, ctx).await
         };
-        Guarded::new(run).await.unwrap_or_else(|panic| {
+        let outcome = Guarded::new(run).await.unwrap_or_else(|panic| {
             Err(ToolError::Internal { tool: tool.name().to_owned(), message: panic.to_string() })
-        })
+        });
+        (outcome, Some(origin))
     }
 }
 
@@ -247,7 +263,8 @@ mod tests {
                 "process_write",
                 "process_stop",
                 "load_skill",
-                "read_memory"
+                "read_memory",
+                "web_fetch"
             ]
         );
         // The loop's own tools are offered beside them, held to the same shape.

@@ -33,7 +33,7 @@ fn install_collection(sandbox: &Sandbox) {
             format!(
                 "---\nname: {name}\ndescription: Expert number {i} for a domain; use PROACTIVELY \
                  when the task touches its area, its APIs, its tests or its deployment.\n\
-                 tools: Read, Grep, WebFetch\n---\nYou are expert {i}.\n"
+                 tools: Read, Grep, WebSearch\n---\nYou are expert {i}.\n"
             ),
         )
         .unwrap();

@@ -18,7 +18,7 @@ fn layer(module: &str) -> Option<u8> {
         "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" | "display"
         | "export" => Some(0),
         "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" | "mcp"
-        | "support" => Some(1),
+        | "support" | "web" => Some(1),
         // Test-only: finds the shared corpus on disk.
         "shared_corpus" => Some(1),
         "runtime" => Some(2),
@@ -58,6 +58,7 @@ const OWNERS: [Owner; 4] = [
             ("mcp/http.rs", "MCP's streamable HTTP transport (rmcp's reqwest client)"),
             ("mcp/connection.rs", "builds the MCP transport's header names and values"),
             ("mcp/mod.rs", "names the MCP HTTP client in its module doc"),
+            ("web/fetch.rs", "web_fetch's client, each hop resolved by the proxy's resolver"),
         ],
     },
     Owner {

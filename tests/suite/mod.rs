@@ -95,6 +95,7 @@ mod tui_frontends;
 mod tui_plan_mode;
 mod tui_tmux;
 mod walls_requests;
+mod web_fetch;
 mod wire;
 mod workflow_e2e;
 mod workflow_review_e2e;

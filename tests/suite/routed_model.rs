@@ -265,6 +265,14 @@ pub fn tool_results(body: &Value) -> Vec<String> {
         .collect()
 }
 
+/// An untrusted result's text without its fence (`protocol::origin`),
+/// or the text as it is when it has none.
+pub fn unfenced(text: &str) -> String {
+    let Some(rest) = text.strip_prefix("<untrusted source=") else { return text.to_owned() };
+    let body = rest.split_once(">\n").map_or(rest, |(_, body)| body);
+    body.rsplit_once("\n</untrusted>").map_or(body, |(body, _)| body).to_owned()
+}
+
 /// The tool names a request offers.
 pub fn tool_names(body: &Value) -> Vec<String> {
     body["tools"]

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::mcp_support::{fault_table, python, recorded, write_config};
-use super::routed_model::{Reply, Route, RoutedModel, tool_names, tool_results};
+use super::routed_model::{Reply, Route, RoutedModel, tool_names, tool_results, unfenced};
 use super::subagents_e2e::{
     PARENT, agent_call, answer, calls, exec, kill_when_held, logs, of_type, parent_id, result_of,
 };
@@ -93,13 +93,16 @@ fn a_type_listing_an_mcp_tool_calls_it_through_the_parents_running_server() {
     let child = model.of("lookup");
     assert_eq!(child.len(), 3);
     assert_eq!(mcp_tools(&child[0].body), ["mcp__fault__echo", "mcp__fault__slow"]);
-    assert_eq!(tool_results(&child[1].body).pop().unwrap(), "echo: from the child");
+    // The server's answer reaches the model fenced as untrusted.
+    let answered = tool_results(&child[1].body).pop().unwrap();
+    assert!(answered.starts_with("<untrusted source=\"mcp:fault\">"), "{answered}");
+    assert_eq!(unfenced(&answered), "echo: from the child");
     let refused = tool_results(&child[2].body).pop().unwrap();
     assert!(refused.contains("is forbidden: too slow"), "{refused}");
     let parent = model.of("parent");
     let delegated = tool_results(&parent[1].body).pop().unwrap();
     assert!(delegated.starts_with("the server said: echo: from the child"), "{delegated}");
-    assert_eq!(tool_results(&parent[2].body).pop().unwrap(), "echo: after");
+    assert_eq!(unfenced(&tool_results(&parent[2].body).pop().unwrap()), "echo: after");
 
     // One server, started once for the session; the forbidden call never
     // reached it.
@@ -146,7 +149,7 @@ fn a_childs_mcp_writer_is_asked_about_through_the_session_like_the_parents() {
         let answer = tool_results(&model.of("adder")[1].body).pop().unwrap();
         if ran {
             assert_eq!(output.status.code(), Some(0), "{result}");
-            assert_eq!(answer, "added one");
+            assert_eq!(unfenced(&answer), "added one");
         } else {
             // Auto asks about an MCP writer; headless, the question is
             // declined and the run says what would allow it.
@@ -243,7 +246,7 @@ fn a_grandchild_calls_the_same_running_server() {
         ["mcp__fault__echo", "mcp__fault__add", "mcp__fault__slow"]
     );
     let lookup = model.of("lookup");
-    assert_eq!(tool_results(&lookup[1].body).pop().unwrap(), "echo: deep");
+    assert_eq!(unfenced(&tool_results(&lookup[1].body).pop().unwrap()), "echo: deep");
     assert!(tool_results(&relay[1].body).pop().unwrap().starts_with("echo: deep"));
     let (starts, called) = received(&record);
     assert_eq!((starts, called), (1, vec!["echo".to_owned()]), "one server for three sessions");
@@ -283,7 +286,8 @@ fn a_child_killed_after_an_mcp_call_resumes_with_the_same_tools_and_calls_nothin
     assert_eq!(child.len(), 3);
     assert_eq!(mcp_tools(&child[0].body), ["mcp__fault__echo"]);
     assert_eq!(child[2].body["tools"], child[0].body["tools"], "the same tools after the resume");
-    assert_eq!(tool_results(&child[2].body), ["echo: a"]);
+    let results: Vec<String> = tool_results(&child[2].body).iter().map(|r| unfenced(r)).collect();
+    assert_eq!(results, ["echo: a"]);
     let delegated = tool_results(&model.of("parent")[1].body).pop().unwrap();
     assert!(delegated.starts_with("the server said echo: a"), "{delegated}");
     // Each keel process started the server once; the call ran once.

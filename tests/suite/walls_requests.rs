@@ -68,12 +68,13 @@ fn walls_unsandboxed_run() {
     insta::assert_snapshot!(block);
 }
 
-// The guidance added costs little: the first request stays within 17.5 kB on
+// The guidance added costs little: the first request stays within 18 kB on
 // every protocol (the models each protocol is used with). The goal is 16 kB:
-// the background-process tools (three schemas) put Responses at 16.7 kB and Chat at 17.1 kB;
-// lower this bound when they shrink (e.g. one `process` tool).
+// the background-process tools (three schemas) put Responses at 16.7 kB and Chat at 17.1 kB,
+// `web_fetch` (issue 39) adds 0.6 kB; lower this bound when they shrink (e.g. one `process`
+// tool).
 #[test]
-fn the_first_request_stays_within_17_5_kilobytes_on_every_protocol() {
+fn the_first_request_stays_within_18_kilobytes_on_every_protocol() {
     for (provider, model) in [
         ("openai", "gpt-5.1-codex"),
         ("anthropic", "claude-sonnet-4-5"),
@@ -91,6 +92,6 @@ fn the_first_request_stays_within_17_5_kilobytes_on_every_protocol() {
         let body: Value = serde_json::from_slice(&printed.stdout).unwrap();
         let size = serde_json::to_string(&body).unwrap().len();
         eprintln!("{provider} {model}: {size} bytes");
-        assert!(size <= 17_500, "{provider} {model}: the first request is {size} bytes");
+        assert!(size <= 18_000, "{provider} {model}: the first request is {size} bytes");
     }
 }

@@ -179,7 +179,11 @@ fn split_authority(authority: &str, default_port: Option<u16>) -> Result<(String
 
 /// Where `host` is: the `[sandbox] hosts` map, else the resolver, minus
 /// addresses that would lead back into the host.
-fn resolve(config: &NetConfig, host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+pub(super) fn resolve(
+    config: &NetConfig,
+    host: &str,
+    port: u16,
+) -> Result<Vec<SocketAddr>, String> {
     let name = host.trim_end_matches('.').to_ascii_lowercase();
     if let Some(address) = config.hosts.get(&name) {
         return Ok(vec![SocketAddr::new(*address, port)]);

@@ -14,6 +14,10 @@
 //!   socket whose connections keel forwards to the host's
 //!   `127.0.0.1:PORT` (then `[::1]:PORT`).
 //!
+//! - keel's own HTTP client (`web_fetch`) resolves through the same
+//!   resolver ([`resolve_host`]) and records its judgements here too
+//!   ([`note`]).
+//!
 //! Both listen on unix sockets in a private folder ([`Bridges`]; mode
 //! 0700, kept read-only inside the jail) that the jail's launcher reaches
 //! from inside the namespace: a path socket is found through the
@@ -161,6 +165,24 @@ pub fn take_events(call_id: &str) -> Vec<NetEvent> {
 pub fn denials(call_id: &str) -> Vec<NetEvent> {
     let events = EVENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     events.iter().filter(|event| !event.allowed && event.call_id == call_id).cloned().collect()
+}
+
+/// Where `host` is for keel's own HTTP client (`web::fetch`): the proxy's
+/// resolver, so the `[sandbox] hosts` map and the refusal of names that
+/// resolve into the host hold for it too. Blocking.
+pub fn resolve_host(
+    hosts: &BTreeMap<String, IpAddr>,
+    host: &str,
+    port: u16,
+) -> Result<Vec<std::net::SocketAddr>, String> {
+    let config = NetConfig { hosts: hosts.clone(), ..NetConfig::default() };
+    http::resolve(&config, host, port)
+}
+
+/// Records a judgement made outside the proxy (a `web_fetch` hop): the
+/// same log line (`network_access`) a command's request gets.
+pub fn note(event: NetEvent) {
+    record(event);
 }
 
 fn record(event: NetEvent) {
