@@ -180,6 +180,9 @@ pub struct ApprovalView {
     /// What frames drew of the body: the keys read it, so that an answer
     /// never covers rows no frame has shown.
     pub drawn: std::cell::Cell<BodyDrawn>,
+    /// The highlighted choice (an index into [`ApprovalView::choices`]),
+    /// which Enter answers.
+    pub selected: usize,
 }
 
 /// How much of an approval's body frames have shown (the overlay records
@@ -194,7 +197,42 @@ pub struct BodyDrawn {
     pub seen_to: usize,
 }
 
+/// One answer of the approval overlay, by its letter (`1`/`2`/`3` are
+/// Claude Code's keys for the same answers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// `y`, `1`.
+    Yes,
+    /// `a`, `2` (offered only with a prefix).
+    Always,
+    /// `n`, `3`.
+    No,
+}
+
+impl Choice {
+    /// keel's letter and Claude Code's number for it.
+    pub fn keys(self) -> (char, char) {
+        match self {
+            Self::Yes => ('y', '1'),
+            Self::Always => ('a', '2'),
+            Self::No => ('n', '3'),
+        }
+    }
+}
+
 impl ApprovalView {
+    /// The choices offered, in the overlay's order.
+    pub fn choices(&self) -> Vec<Choice> {
+        let always = self.prefix.is_some().then_some(Choice::Always);
+        [Some(Choice::Yes), always, Some(Choice::No)].into_iter().flatten().collect()
+    }
+
+    /// The highlighted choice.
+    pub fn highlighted(&self) -> Choice {
+        let choices = self.choices();
+        choices.get(self.selected).or(choices.last()).copied().unwrap_or(Choice::No)
+    }
+
     /// Whether every row of the body has been on screen, so that an
     /// answer covers only what the user could read. Never drawn: no.
     pub fn all_seen(&self) -> bool {
@@ -283,6 +321,8 @@ pub struct App {
     pub files_requested: bool,
     /// Each running subagent's prices, by its `agent` call.
     pub subagent_pricing: std::collections::HashMap<String, crate::context::Pricing>,
+    /// The open Ctrl+R history search.
+    pub search: Option<super::history_search::HistorySearch>,
 }
 
 impl App {
@@ -326,6 +366,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 note: None,
                 scroll: 0,
                 drawn: std::cell::Cell::default(),
+                selected: 0,
             });
             Vec::new()
         }

@@ -96,6 +96,10 @@ struct Driver {
     /// open: the loop ends this one first (it awaits the session task, so
     /// it is done there, not in `perform`).
     switch: Option<Option<PathBuf>>,
+    /// Writing the prompt history failed once (said then, not again).
+    history_failed: bool,
+    /// Entries of the editor's history already in the history file.
+    remembered: usize,
 }
 
 /// Runs the TUI until the user quits.
@@ -120,7 +124,10 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         env_filter: crate::sandbox::EnvFilter::default(),
         edit: None,
         switch: None,
+        history_failed: false,
+        remembered: 0,
     };
+    driver.load_history();
     driver.begin();
     let outcome = driver.event_loop(&mut guard, &mut events_rx).await;
     drop(guard);
@@ -173,6 +180,8 @@ impl Driver {
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut dirty = true;
         let mut next_frame = Instant::now();
+        // The rest of a burst of terminal events read at once.
+        let mut burst = std::collections::VecDeque::new();
         while !self.quit {
             if dirty && Instant::now() >= next_frame {
                 guard.terminal.draw(|frame| view(&self.app, frame)).map_err(TuiError::Draw)?;
@@ -180,28 +189,36 @@ impl Driver {
                 next_frame = Instant::now() + FRAME;
             }
             let running = self.app.status.running;
-            let msg = tokio::select! {
-                terminal = input.next() => match terminal {
-                    Some(Ok(event)) => match to_msg(event) {
-                        Some(msg) => msg,
-                        None => continue,
+            let msg = if let Some(msg) = burst.pop_front() {
+                msg
+            } else {
+                tokio::select! {
+                    terminal = input.next() => match terminal {
+                        Some(Ok(event)) => {
+                            burst = read_burst(event);
+                            match burst.pop_front() {
+                                Some(msg) => msg,
+                                None => continue,
+                            }
+                        }
+                        // The terminal is gone: leave.
+                        Some(Err(_)) | None => break,
                     },
-                    // The terminal is gone: leave.
-                    Some(Err(_)) | None => break,
-                },
-                event = events.recv() => match event {
-                    Some(event) => match self.on_ui_event(event) {
-                        Some(msg) => msg,
-                        None => { dirty = true; continue; }
+                    event = events.recv() => match event {
+                        Some(event) => match self.on_ui_event(event) {
+                            Some(msg) => msg,
+                            None => { dirty = true; continue; }
+                        },
+                        None => break,
                     },
-                    None => break,
-                },
-                _ = sleep_until(next_frame), if dirty => continue,
-                _ = tick.tick(), if running => Msg::Tick(self.turn_started.elapsed()),
-                () = stop.cancelled() => break,
+                    _ = sleep_until(next_frame), if dirty => continue,
+                    _ = tick.tick(), if running => Msg::Tick(self.turn_started.elapsed()),
+                    () = stop.cancelled() => break,
+                }
             };
             let commands = update(&mut self.app, msg);
             self.perform(commands);
+            self.remember();
             if let Some((path, text)) = self.edit.take() {
                 // The old reader must stop before the editor reads the tty.
                 input = EventStream::new();
@@ -245,8 +262,40 @@ impl Driver {
         self.session = None;
         let mode = self.app.status.mode;
         self.app = App::new(self.app.theme, mode);
+        self.load_history();
         self.options.approval = mode;
         self.open(chosen);
+    }
+
+    /// This folder's prompts from earlier runs, for Up/Down and Ctrl+R.
+    fn load_history(&mut self) {
+        let home = &self.options.launch.env.keel_home;
+        match super::history::load(home, &self.options.cwd) {
+            Ok(earlier) => self.app.editor.load_history(earlier),
+            Err(error) => self.app.notice(Level::Warning, error.to_string()),
+        }
+        self.remembered = self.app.editor.history().len();
+    }
+
+    /// Writes the lines the editor added to its history since the last
+    /// call (each prompt or command sent) to the history file; a failure
+    /// is said once.
+    fn remember(&mut self) {
+        let history = self.app.editor.history();
+        if history.len() <= self.remembered {
+            self.remembered = history.len();
+            return;
+        }
+        let new: Vec<String> = history[self.remembered..].to_vec();
+        self.remembered = history.len();
+        let home = &self.options.launch.env.keel_home;
+        for text in new {
+            if let Err(error) = super::history::append(home, &self.options.cwd, &text) {
+                if !std::mem::replace(&mut self.history_failed, true) {
+                    self.app.notice(Level::Warning, error.to_string());
+                }
+            }
+        }
     }
 
     /// `/resume`: this folder's other sessions in a picker over the live
@@ -540,6 +589,33 @@ impl Driver {
             let _ = events.send(UiEvent::Diff(outcome));
         });
     }
+}
+
+/// `first` and every terminal event already waiting behind it, as
+/// messages: a burst of plain keys that holds a line break is one paste
+/// (`paste::burst_text`), anything else one message per event. Called only
+/// right after the `EventStream` yielded `first`, when its waker thread is
+/// idle, so the zero-timeout polls here never wait.
+fn read_burst(first: Event) -> std::collections::VecDeque<Msg> {
+    let mut events = vec![first];
+    while matches!(crossterm::event::poll(Duration::ZERO), Ok(true)) {
+        match crossterm::event::read() {
+            Ok(event) => events.push(event),
+            Err(_) => break,
+        }
+    }
+    let keys: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => Some(*key),
+            _ => None,
+        })
+        .collect();
+    let only_keys = events.iter().all(|event| matches!(event, Event::Key(_)));
+    if let Some(text) = only_keys.then(|| super::paste::burst_text(&keys)).flatten() {
+        return std::collections::VecDeque::from([Msg::Paste(text)]);
+    }
+    events.into_iter().filter_map(to_msg).collect()
 }
 
 fn to_msg(event: Event) -> Option<Msg> {

@@ -145,12 +145,15 @@
 
 mod app;
 mod approval_diff;
+mod approval_keys;
 mod bridge;
 mod budget;
 mod diff;
 mod driver;
 mod editor;
 mod files;
+mod history;
+mod history_search;
 mod input;
 mod keys;
 mod launch;
@@ -158,6 +161,7 @@ mod markdown;
 mod mcp_view;
 mod overlay;
 mod panels;
+mod paste;
 mod picker;
 mod processes_view;
 mod slash;

@@ -111,7 +111,9 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     }
     let theme = app.theme;
     let mut block = Block::default().borders(Borders::ALL).border_style(theme.border());
-    if let Some(hint) = &app.hint {
+    if let Some(search) = &app.search {
+        block = block.title(Span::styled(format!(" {} ", search.title()), theme.key()));
+    } else if let Some(hint) = &app.hint {
         block = block.title(Span::styled(format!(" {hint} "), theme.warning()));
     }
     if let Some(keys) = key_hints(app, area.width) {
