@@ -66,6 +66,8 @@ pub struct ConfigFile {
     pub agents: Option<AgentsFile>,
     /// `[tools]`: which tools the model is offered.
     pub tools: Option<ToolsFile>,
+    /// `[tui]`: notifications (`tui_settings.rs`).
+    pub tui: Option<super::tui_settings::TuiFile>,
 }
 
 /// The `[tools]` table.
@@ -269,7 +271,11 @@ impl ConfigFile {
             undo,
             agents,
             tools,
+            tui,
         } = other;
+        if let Some(tui) = tui {
+            self.tui.get_or_insert_with(Default::default).overlay(tui);
+        }
         if let Some(ToolsFile { edit }) = tools {
             let mine = self.tools.get_or_insert_with(ToolsFile::default);
             mine.edit = edit.or(mine.edit);

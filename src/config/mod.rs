@@ -53,6 +53,7 @@ mod provider;
 mod resolve;
 pub mod rules;
 mod trust;
+mod tui_settings;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -72,6 +73,7 @@ pub use resolve::{
     AgentSettings, DEFAULT_AGENT_STEPS, LocalSettings, SandboxSettings, Settings, UndoSettings,
     resolve, resolve_local,
 };
+pub use tui_settings::{Notify, TuiSettings};
 
 /// Why configuration could not be loaded. Every message says what to fix.
 #[derive(Debug, thiserror::Error)]

@@ -94,6 +94,8 @@ pub struct Settings {
     pub agents: AgentSettings,
     /// `[tools] edit`, resolved for the provider and model (never `Auto`).
     pub edit_tools: super::EditTools,
+    /// `[tui]`: notifications.
+    pub tui: super::TuiSettings,
 }
 
 /// The resolved `[undo]` table.
@@ -463,6 +465,7 @@ pub fn resolve(
         mcp: super::mcp::McpSettings::default(),
         undo: undo_settings(merged.undo),
         agents: agent_settings(merged.agents),
+        tui: super::tui_settings::resolve(merged.tui),
         edit_tools: merged
             .tools
             .and_then(|tools| tools.edit)

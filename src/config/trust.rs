@@ -115,6 +115,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         undo,
         agents,
         tools,
+        tui,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -136,6 +137,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[undo]", undo.is_some()),
         ("[agents]", agents.is_some()),
         ("[tools]", tools.is_some()),
+        ("[tui]", tui.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)
