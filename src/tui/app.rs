@@ -323,6 +323,8 @@ pub struct App {
     pub subagent_pricing: std::collections::HashMap<String, crate::context::Pricing>,
     /// The open Ctrl+R history search.
     pub search: Option<super::history_search::HistorySearch>,
+    /// The session's id, log and workspace (`/status`).
+    pub facts: super::slash_session::SessionFacts,
 }
 
 impl App {
@@ -499,8 +501,12 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             pricing,
             mode,
             limits,
-            ..
+            log_path,
+            workspace_root,
         } => {
+            app.facts.session_id.clone_from(&session_id);
+            app.facts.log_path = log_path.display().to_string();
+            app.facts.workspace_root = workspace_root.display().to_string();
             app.status.mode = mode;
             app.status.provider = provider;
             app.status.model = model.clone();

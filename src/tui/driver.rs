@@ -100,13 +100,15 @@ struct Driver {
     history_failed: bool,
     /// Entries of the editor's history already in the history file.
     remembered: usize,
+    /// `[tui]`: how and when to notify (`notify.rs`), from the session's settings.
+    notify: crate::config::TuiSettings,
 }
 
 /// Runs the TUI until the user quits.
 pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-    let mut guard = TerminalGuard::enter()?;
+    let mut guard = TerminalGuard::enter(!options.theme.colour())?;
     let mut driver = Driver {
         app: App::new(options.theme, options.approval),
         ops: ops_tx,
@@ -126,6 +128,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         switch: None,
         history_failed: false,
         remembered: 0,
+        notify: crate::config::TuiSettings::default(),
     };
     driver.load_history();
     driver.begin();
@@ -259,9 +262,12 @@ impl Driver {
         self.cancel = None;
         self.reply = None;
         self.root = None;
-        self.session = None;
+        let previous = self.session.take();
         let mode = self.app.status.mode;
         self.app = App::new(self.app.theme, mode);
+        if let Some((id, _)) = previous {
+            self.app.notice(Level::Info, format!("the previous session is kept: keel resume {id}"));
+        }
         self.load_history();
         self.options.approval = mode;
         self.open(chosen);
@@ -349,6 +355,8 @@ impl Driver {
         };
         self.root = Some(settings.workspace_root.clone());
         self.env_filter = settings.env_filter.clone();
+        self.notify = settings.tui;
+        self.app.facts.network = settings.sandbox.network.mode.as_str().to_owned();
         let session_options = SessionOptions {
             approval: self.options.approval,
             cwd: self.options.cwd.clone(),
@@ -442,10 +450,34 @@ impl Driver {
         Ok(())
     }
 
+    /// Writes a notification (`notify.rs`) to the terminal.
+    fn notify_user(&self, text: &str) {
+        let tmux = self.options.launch.env.var("TMUX").is_some_and(|value| !value.is_empty());
+        let sequence = super::notify::sequence(self.notify.notify, tmux, text);
+        if !sequence.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(sequence.as_bytes()).and_then(|()| out.flush());
+        }
+    }
+
+    /// A turn ended: worth a notification if it ran long enough.
+    fn turn_ended(&self) {
+        let secs = self.turn_started.elapsed().as_secs();
+        if super::notify::long_turn(secs, self.notify.notify_after_secs) {
+            self.notify_user(&format!("keel: the turn ended after {secs}s"));
+        }
+    }
+
     fn on_ui_event(&mut self, event: UiEvent) -> Option<Msg> {
         match event {
-            UiEvent::Runtime(event) => Some(Msg::Runtime(event)),
+            UiEvent::Runtime(event) => {
+                if matches!(event, crate::runtime::RuntimeEvent::TurnCompleted { .. }) {
+                    self.turn_ended();
+                }
+                Some(Msg::Runtime(event))
+            }
             UiEvent::Approval { call, reason, always, reply } => {
+                self.notify_user(&format!("keel: {} waits for your approval", call.name));
                 self.reply = Some(reply);
                 let diff = self.root.as_deref().and_then(|root| {
                     super::approval_diff::approval_diff(root, &self.options.cwd, &call)
@@ -463,6 +495,7 @@ impl Driver {
                 None
             }
             UiEvent::RaiseLimit { hit, reply } => {
+                self.notify_user("keel: the spend limit is reached; raise it or stop");
                 self.reply = Some(reply);
                 Some(Msg::LimitReached(hit))
             }

@@ -5,7 +5,7 @@
 //! moves it by whole chars), so slicing at it never panics.
 
 /// Slash commands with a one-line description, in popup order.
-pub const SLASH_COMMANDS: [(&str, &str); 13] = [
+pub const SLASH_COMMANDS: [(&str, &str); 18] = [
     ("/help", "keys and commands"),
     ("/mode", "set or cycle the approval mode (ask, auto, plan, explore, yolo)"),
     ("/plan", "plan mode: read-only until you approve a plan"),
@@ -18,6 +18,11 @@ pub const SLASH_COMMANDS: [(&str, &str); 13] = [
     ("/model", "show the model, or switch it: /model NAME"),
     ("/mcp", "MCP servers, their status and tools"),
     ("/ps", "background processes; stop one"),
+    ("/clear", "start a fresh session (this one stays resumable)"),
+    ("/new", "start a fresh session (this one stays resumable)"),
+    ("/cost", "what this session spent, and its limits"),
+    ("/status", "model, mode, sandbox, network, session id"),
+    ("/init", "write or update AGENTS.md from a look at the repo [words]"),
     ("/quit", "leave keel"),
 ];
 

@@ -6,11 +6,12 @@
 //! terminal. Every wait is on what the pane shows, never a timer.
 
 use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::support::{Sandbox, request_bodies, scripted_model};
-use super::tui_tmux::launch;
+use super::tui_tmux::{Pane, launch, shell_quote};
 use super::wire::{Step, Wire, call};
 
 /// The text of the user messages the model received, in order.
@@ -137,6 +138,132 @@ async fn approvals_take_claude_codes_numbers_and_enter() {
     pane.keys(&["Enter"]);
     pane.wait_for(&["Done."]);
     assert!(sandbox.repo.join("TWO").exists(), "Enter on `yes, once` did not run it");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+/// Starts keel like `tui_tmux::launch`, with `term` as `TERM`.
+fn launch_with_term(sandbox: &Sandbox, model_uri: &str, term: &str) -> Pane {
+    let keel = assert_cmd::cargo::cargo_bin("keel");
+    let command = format!(
+        "env -i PATH={} HOME={} KEEL_HOME={} TERM={term} {} --provider openai-chat --base-url {} \
+         --model m",
+        shell_quote(&std::env::var("PATH").unwrap_or_default()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&sandbox.home.display().to_string()),
+        shell_quote(&keel.display().to_string()),
+        shell_quote(&format!("{model_uri}/v1")),
+    );
+    Pane::start(&sandbox.repo, &command)
+}
+
+/// Records what keel writes to the terminal from now on (tmux `pipe-pane`).
+fn record_output(pane: &Pane, sandbox: &Sandbox) -> std::path::PathBuf {
+    let file = sandbox.home.join("pane-output.bin");
+    let command = format!("cat >> {}", shell_quote(&file.display().to_string()));
+    let out = pane.tmux(&["pipe-pane", "-t", "keel", "-o", &command], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    file
+}
+
+/// Waits until the recorded output holds `needle`.
+fn wait_for_output(file: &std::path::Path, needle: &[u8]) -> Vec<u8> {
+    let started = Instant::now();
+    loop {
+        let bytes = std::fs::read(file).unwrap_or_default();
+        if bytes.windows(needle.len()).any(|window| window == needle) {
+            return bytes;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "waited for {:?} in the output; got {:?}",
+            String::from_utf8_lossy(needle),
+            String::from_utf8_lossy(&bytes)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// main wrote nothing when an approval waited or a turn ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_approval_rings_the_bell() {
+    let sandbox = Sandbox::new();
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "touch BELL"}))] },
+        Step::Answer("Done.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    let output = record_output(&pane, &sandbox);
+    pane.type_text("make a file");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Allow shell?"]);
+    wait_for_output(&output, b"\x07");
+    pane.keys(&["y"]);
+    pane.wait_for(&["Done."]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_ending_sends_osc_9_when_configured() {
+    let sandbox = Sandbox::new();
+    let config = "[tui]\nnotify = \"osc9\"\nnotify_after_secs = 0\n";
+    std::fs::write(sandbox.home.join("config.toml"), config).unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Finished.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    let output = record_output(&pane, &sandbox);
+    pane.type_text("go");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Finished."]);
+    wait_for_output(&output, b"\x1b]9;keel: the turn ended after");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+/// The SGR parameters of `bytes` that set or reset a colour.
+fn colour_escapes(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut found = Vec::new();
+    for piece in text.split("\x1b[").skip(1) {
+        let Some(end) = piece.find(|c: char| ('\x40'..='\x7e').contains(&c)) else { continue };
+        if !piece[end..].starts_with('m') {
+            continue;
+        }
+        let params = &piece[..end];
+        let colour = params
+            .split([';', ':'])
+            .any(|p| matches!(p.parse::<u16>(), Ok(30..=49 | 58 | 59 | 90..=97 | 100..=107)));
+        if colour {
+            found.push(params.to_owned());
+        }
+    }
+    found
+}
+
+/// main drew colours (and reset them every frame) under `TERM=dumb`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn term_dumb_writes_no_colour_escapes() {
+    let sandbox = Sandbox::new();
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "touch DUMB"}))] },
+        Step::Answer("A **bold** answer with `code`.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch_with_term(&sandbox, &server.uri(), "dumb");
+    pane.wait_for(&["Ask keel"]);
+    let output = record_output(&pane, &sandbox);
+    pane.type_text("go");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Allow shell?"]);
+    pane.keys(&["y"]);
+    pane.wait_for(&["A bold answer with code."]);
+    let bytes = wait_for_output(&output, b"code");
+    assert!(bytes.len() > 100, "nothing recorded: {bytes:?}");
+    let escapes = colour_escapes(&bytes);
+    assert!(escapes.is_empty(), "colour escapes written: {escapes:?}");
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
