@@ -161,6 +161,11 @@ pub enum Command {
     SwitchSession,
     /// Stop background process N (chosen in `/ps`).
     StopProcess(u32),
+    /// `#text`: save a memory note there.
+    SaveMemory {
+        scope: super::memory_note::MemoryScope,
+        text: String,
+    },
     Quit,
 }
 
@@ -325,6 +330,8 @@ pub struct App {
     pub search: Option<super::history_search::HistorySearch>,
     /// The session's id, log and workspace (`/status`).
     pub facts: super::slash_session::SessionFacts,
+    /// `#text`: the open "save to which memory?" picker.
+    pub memory: Option<super::memory_note::MemoryPick>,
 }
 
 impl App {

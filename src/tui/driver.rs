@@ -102,6 +102,8 @@ struct Driver {
     remembered: usize,
     /// `[tui]`: how and when to notify (`notify.rs`), from the session's settings.
     notify: crate::config::TuiSettings,
+    /// Where credentials live, for `@path` mentions (`mention.rs`).
+    secret_places: crate::policy::secret_places::SecretPlaces,
 }
 
 /// Runs the TUI until the user quits.
@@ -129,6 +131,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         history_failed: false,
         remembered: 0,
         notify: crate::config::TuiSettings::default(),
+        secret_places: crate::policy::secret_places::SecretPlaces::default(),
     };
     driver.load_history();
     driver.begin();
@@ -356,6 +359,7 @@ impl Driver {
         self.root = Some(settings.workspace_root.clone());
         self.env_filter = settings.env_filter.clone();
         self.notify = settings.tui;
+        self.secret_places = settings.secret_places.clone();
         self.app.facts.network = settings.sandbox.network.mode.as_str().to_owned();
         let session_options = SessionOptions {
             approval: self.options.approval,
@@ -450,6 +454,42 @@ impl Driver {
         Ok(())
     }
 
+    /// `@path` mentions: the files attached to the prompt, each said in
+    /// a notice (`mention.rs`).
+    fn attach_mentions(&mut self, text: String) -> String {
+        let Some(root) = self.root.clone() else { return text };
+        if super::mention::mentions(&text).is_empty() {
+            return text;
+        }
+        let home =
+            self.options.launch.env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+        let attached =
+            super::mention::attach(&text, &root, &self.options.cwd, &self.secret_places, &home);
+        for note in attached.notes {
+            self.app.notice(Level::Info, note);
+        }
+        attached.prompt
+    }
+
+    /// `#text`: writes the note and says where.
+    fn save_memory(&mut self, scope: super::memory_note::MemoryScope, text: &str) {
+        let Some(root) = self.root.clone() else {
+            self.app.notice(Level::Warning, "no session is open yet; the note was not saved");
+            return;
+        };
+        let home = self.options.launch.env.keel_home.clone();
+        match super::memory_note::save(&root, &home, scope, text) {
+            Ok(path) => self.app.notice(
+                Level::Info,
+                format!(
+                    "saved the memory note {} (listed to the model from the next session on)",
+                    path.display()
+                ),
+            ),
+            Err(message) => self.app.notice(Level::Error, message),
+        }
+    }
+
     /// Writes a notification (`notify.rs`) to the terminal.
     fn notify_user(&self, text: &str) {
         let tmux = self.options.launch.env.var("TMUX").is_some_and(|value| !value.is_empty());
@@ -524,6 +564,7 @@ impl Driver {
         for command in commands {
             match command {
                 Command::Submit(text) => {
+                    let text = self.attach_mentions(text);
                     let cancel = self.new_turn();
                     self.send(Op::Prompt { text, cancel });
                 }
@@ -537,6 +578,7 @@ impl Driver {
                 }
                 Command::Undo => self.send(Op::Undo),
                 Command::StopProcess(id) => self.send(Op::StopProcess(id)),
+                Command::SaveMemory { scope, text } => self.save_memory(scope, &text),
                 Command::Diff => self.diff(),
                 Command::ListFiles => self.list_files(),
                 Command::Interrupt => {

@@ -83,6 +83,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
     if app.search.is_some() {
         return super::history_search::key(app, key);
     }
+    if app.memory.is_some() {
+        return super::memory_note::key(app, key);
+    }
     match (key.code, ctrl) {
         (KeyCode::Esc, _) if app.status.running => vec![Command::Interrupt],
         (KeyCode::Char('c'), true) if app.status.running => vec![Command::Interrupt],
@@ -191,6 +194,10 @@ pub(super) fn submit(app: &mut App) -> Vec<Command> {
     if app.editor.text().starts_with('/') {
         let text = app.editor.submit();
         return super::slash::run(app, text.trim());
+    }
+    if super::memory_note::is_note(app.editor.text()) {
+        let line = app.editor.submit();
+        return super::memory_note::start(app, &line);
     }
     if app.status.running {
         app.hint = Some("a turn is running; Esc stops it".into());

@@ -159,6 +159,8 @@ mod keys;
 mod launch;
 mod markdown;
 mod mcp_view;
+mod memory_note;
+mod mention;
 mod notify;
 mod overlay;
 mod panels;

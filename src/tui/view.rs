@@ -49,6 +49,9 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     if let (Some(ps), None) = (app.ps, &app.approval) {
         super::processes_view::draw_ps(frame, above, app, ps);
     }
+    if let Some(pick) = &app.memory {
+        super::memory_note::draw(frame, above, pick, app.theme);
+    }
     if let Some(hit) = &app.limit {
         super::budget::draw_limit(frame, above, hit, app.theme);
     }

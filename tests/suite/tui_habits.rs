@@ -267,3 +267,66 @@ async fn term_dumb_writes_no_colour_escapes() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
+
+/// main sent `#…` to the model as a prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hash_line_saves_a_memory_note_where_the_user_picks() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("#always run the linter first");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Save to memory?", "[p] project"]);
+    pane.keys(&["p"]);
+    pane.wait_for(&["saved the memory note"]);
+    let note = sandbox.repo.join(".keel/memory/always-run-the-linter-first.md");
+    let text = std::fs::read_to_string(&note).expect("the note");
+    assert!(text.contains("description: \"always run the linter first\""), "{text}");
+    assert!(request_bodies(&server).await.is_empty(), "the note reached the model");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+/// main sent only the text `@calc.py`, not the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_attaches_the_file_but_never_a_secret() {
+    let sandbox = Sandbox::new();
+    sandbox.write("calc.py", "def add(a, b):\n    return a + b  # MARK-42\n");
+    sandbox.write(".env", "API_KEY=sk-live-secret-77\n");
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Seen.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("explain @calc.py and @.env ");
+    pane.wait_for(&["explain @calc.py and @.env"]);
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Seen.", "attached calc.py", "@.env not attached"]);
+    let texts = user_texts(&server).await;
+    assert!(texts.iter().any(|t| t.contains("MARK-42")), "{texts:?}");
+    assert!(!texts.iter().any(|t| t.contains("sk-live-secret-77")), "{texts:?}");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+/// main answered "unknown command" to both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_status_says_the_session_and_clear_starts_a_fresh_one() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    let screen = pane.wait_for(&["Ask keel", "session "]);
+    let id = screen
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the session id")
+        .to_owned();
+    pane.type_text("/status");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["mode ask:", "network off", &format!("session {id} · log")]);
+    pane.type_text("/clear");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&[&format!("the previous session is kept: keel resume {id}")]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
