@@ -18,7 +18,7 @@
 //! Invariant: runs in the driver (it reads files), never changes a file.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::hooks::ProtectSecrets;
 use crate::policy::links::PathLinks;
@@ -142,7 +142,7 @@ fn read_mention(
 }
 
 /// A folder's entries, sorted, folders with a trailing `/`.
-fn listing(dir: &PathBuf) -> Result<String, String> {
+fn listing(dir: &Path) -> Result<String, String> {
     let entries = std::fs::read_dir(dir).map_err(|error| error.to_string())?;
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)
