@@ -76,6 +76,10 @@ const OWNERS: [Owner; 4] = [
                 "config/mcp_edit.rs",
                 "stages config.toml with the old file's permissions (create_new), not the log",
             ),
+            (
+                "tui/history.rs",
+                "appends to the TUI's prompt history (0600, O_NOFOLLOW), not the log",
+            ),
         ],
     },
     Owner {
