@@ -106,6 +106,7 @@ async fn open(
     // Configuration errors show before the screen switches.
     let settings = launch.settings(None)?;
     let no_color = std::env::var("NO_COLOR").ok();
+    let term = std::env::var("TERM").ok();
     // A second signal exits at once, so the screen is restored first.
     let shutdown = signals::watch(|_| tui::restore_terminal())?;
     let options = TuiOptions {
@@ -114,7 +115,7 @@ async fn open(
         mode_flag: mode.approval(),
         cwd: env.cwd.clone(),
         date: today(),
-        theme: Theme::from_no_color(no_color.as_deref()),
+        theme: Theme::from_env(no_color.as_deref(), term.as_deref()),
         start,
         launch,
         shutdown: shutdown.clone(),

@@ -69,6 +69,8 @@ pub struct ConfigFile {
     /// `[security]`: what untrusted content changes (`taint`). User file
     /// and `-c` only (a project could switch the check off).
     pub security: Option<SecurityFile>,
+    /// `[tui]`: notifications (`tui_settings.rs`).
+    pub tui: Option<super::tui_settings::TuiFile>,
 }
 
 /// The `[security]` table.
@@ -288,10 +290,14 @@ impl ConfigFile {
             agents,
             tools,
             security,
+            tui,
         } = other;
         if let Some(SecurityFile { taint }) = security {
             let mine = self.security.get_or_insert_with(SecurityFile::default);
             mine.taint = taint.or(mine.taint);
+        }
+        if let Some(tui) = tui {
+            self.tui.get_or_insert_with(Default::default).overlay(tui);
         }
         if let Some(ToolsFile { edit, defer_mcp }) = tools {
             let mine = self.tools.get_or_insert_with(ToolsFile::default);

@@ -54,6 +54,7 @@ mod resolve;
 pub mod rules;
 mod secret_values;
 mod trust;
+mod tui_settings;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -74,6 +75,7 @@ pub use resolve::{
     resolve, resolve_local,
 };
 pub use secret_values::SecretValues;
+pub use tui_settings::{Notify, TuiSettings};
 
 /// Why configuration could not be loaded. Every message says what to fix.
 #[derive(Debug, thiserror::Error)]

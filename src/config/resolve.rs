@@ -100,6 +100,8 @@ pub struct Settings {
     pub defer_mcp: crate::agent::DeferMcp,
     /// `[security] taint` (default ask; `policy::egress`).
     pub taint: crate::policy::egress::TaintMode,
+    /// `[tui]`: notifications.
+    pub tui: super::TuiSettings,
 }
 
 /// The resolved `[undo]` table.
@@ -475,6 +477,7 @@ pub fn resolve(
         agents: agent_settings(merged.agents),
         defer_mcp: merged.tools.as_ref().and_then(|tools| tools.defer_mcp).unwrap_or_default(),
         taint: merged.security.and_then(|security| security.taint).unwrap_or_default(),
+        tui: super::tui_settings::resolve(merged.tui),
         edit_tools: merged
             .tools
             .and_then(|tools| tools.edit)

@@ -118,6 +118,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         agents,
         tools,
         security,
+        tui,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -140,6 +141,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[agents]", agents.is_some()),
         ("[tools]", tools.is_some()),
         ("[security]", security.is_some()),
+        ("[tui]", tui.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)

@@ -182,6 +182,11 @@ pub enum Command {
     StopProcess(u32),
     /// Esc Esc, `/rewind`, `/fork` (`rewind_view.rs`).
     Rewind(super::rewind_view::RewindOp),
+    /// `#text`: save a memory note there.
+    SaveMemory {
+        scope: super::memory_note::MemoryScope,
+        text: String,
+    },
     Quit,
 }
 
@@ -201,6 +206,9 @@ pub struct ApprovalView {
     /// What frames drew of the body: the keys read it, so that an answer
     /// never covers rows no frame has shown.
     pub drawn: std::cell::Cell<BodyDrawn>,
+    /// The highlighted choice (an index into [`ApprovalView::choices`]),
+    /// which Enter answers.
+    pub selected: usize,
 }
 
 /// How much of an approval's body frames have shown (the overlay records
@@ -215,7 +223,42 @@ pub struct BodyDrawn {
     pub seen_to: usize,
 }
 
+/// One answer of the approval overlay, by its letter (`1`/`2`/`3` are
+/// Claude Code's keys for the same answers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// `y`, `1`.
+    Yes,
+    /// `a`, `2` (offered only with a prefix).
+    Always,
+    /// `n`, `3`.
+    No,
+}
+
+impl Choice {
+    /// keel's letter and Claude Code's number for it.
+    pub fn keys(self) -> (char, char) {
+        match self {
+            Self::Yes => ('y', '1'),
+            Self::Always => ('a', '2'),
+            Self::No => ('n', '3'),
+        }
+    }
+}
+
 impl ApprovalView {
+    /// The choices offered, in the overlay's order.
+    pub fn choices(&self) -> Vec<Choice> {
+        let always = self.prefix.is_some().then_some(Choice::Always);
+        [Some(Choice::Yes), always, Some(Choice::No)].into_iter().flatten().collect()
+    }
+
+    /// The highlighted choice.
+    pub fn highlighted(&self) -> Choice {
+        let choices = self.choices();
+        choices.get(self.selected).or(choices.last()).copied().unwrap_or(Choice::No)
+    }
+
     /// Whether every row of the body has been on screen, so that an
     /// answer covers only what the user could read. Never drawn: no.
     pub fn all_seen(&self) -> bool {
@@ -312,6 +355,12 @@ pub struct App {
     pub pending: Vec<super::queue::Pending>,
     /// The model's open `ask_user` question (`question.rs`).
     pub question: Option<super::question::QuestionView>,
+    /// The open Ctrl+R history search.
+    pub search: Option<super::history_search::HistorySearch>,
+    /// The session's id, log and workspace (`/status`).
+    pub facts: super::slash_session::SessionFacts,
+    /// `#text`: the open "save to which memory?" picker.
+    pub memory: Option<super::memory_note::MemoryPick>,
 }
 
 impl App {
@@ -355,6 +404,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 note: None,
                 scroll: 0,
                 drawn: std::cell::Cell::default(),
+                selected: 0,
             });
             Vec::new()
         }
@@ -498,8 +548,12 @@ fn on_runtime(app: &mut App, event: RuntimeEvent) {
             pricing,
             mode,
             limits,
-            ..
+            log_path,
+            workspace_root,
         } => {
+            app.facts.session_id.clone_from(&session_id);
+            app.facts.log_path = log_path.display().to_string();
+            app.facts.workspace_root = workspace_root.display().to_string();
             app.status.mode = mode;
             app.status.provider = provider;
             app.status.model = model.clone();

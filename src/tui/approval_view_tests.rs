@@ -70,7 +70,7 @@ fn a_short_terminal_pages_a_command_of_a_few_lines() {
     let command = "echo one\necho two\necho three\nrm -rf build";
     let mut app = approval_app(call("c1", "shell", serde_json::json!({"command": command})));
     let screen = render(&app, 60, 10);
-    assert!(screen.contains("[y] yes [n] no"), "{screen}");
+    assert!(screen.contains("[1/y] yes [3/n] no"), "{screen}");
     assert!(screen.contains("more below"), "{screen}");
     assert!(!screen.contains("rm -rf build"), "{screen}");
     let mut answered = Vec::new();
@@ -80,7 +80,7 @@ fn a_short_terminal_pages_a_command_of_a_few_lines() {
             break;
         }
         let screen = render(&app, 60, 10);
-        assert!(screen.contains("[y] yes [n] no"), "{screen}");
+        assert!(screen.contains("[1/y] yes [3/n] no"), "{screen}");
     }
     assert_eq!(answered, [Command::Answer(ApprovalReply::Once)]);
 }

@@ -100,13 +100,21 @@ struct Driver {
     /// open: the loop ends this one first (it awaits the session task, so
     /// it is done there, not in `perform`).
     switch: Option<Option<PathBuf>>,
+    /// Writing the prompt history failed once (said then, not again).
+    history_failed: bool,
+    /// Entries of the editor's history already in the history file.
+    remembered: usize,
+    /// `[tui]`: how and when to notify (`notify.rs`), from the session's settings.
+    notify: crate::config::TuiSettings,
+    /// Where credentials live, for `@path` mentions (`mention.rs`).
+    secret_places: crate::policy::secret_places::SecretPlaces,
 }
 
 /// Runs the TUI until the user quits.
 pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-    let mut guard = TerminalGuard::enter()?;
+    let mut guard = TerminalGuard::enter(!options.theme.colour())?;
     let mut driver = Driver {
         app: App::new(options.theme, options.approval),
         ops: ops_tx,
@@ -126,7 +134,12 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         env_filter: crate::sandbox::EnvFilter::default(),
         edit: None,
         switch: None,
+        history_failed: false,
+        remembered: 0,
+        notify: crate::config::TuiSettings::default(),
+        secret_places: crate::policy::secret_places::SecretPlaces::default(),
     };
+    driver.load_history();
     driver.begin();
     let outcome = driver.event_loop(&mut guard, &mut events_rx).await;
     drop(guard);
@@ -179,6 +192,8 @@ impl Driver {
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut dirty = true;
         let mut next_frame = Instant::now();
+        // The rest of a burst of terminal events read at once.
+        let mut burst = std::collections::VecDeque::new();
         while !self.quit {
             if dirty && Instant::now() >= next_frame {
                 guard.terminal.draw(|frame| view(&self.app, frame)).map_err(TuiError::Draw)?;
@@ -186,28 +201,36 @@ impl Driver {
                 next_frame = Instant::now() + FRAME;
             }
             let running = self.app.status.running;
-            let msg = tokio::select! {
-                terminal = input.next() => match terminal {
-                    Some(Ok(event)) => match to_msg(event) {
-                        Some(msg) => msg,
-                        None => continue,
+            let msg = if let Some(msg) = burst.pop_front() {
+                msg
+            } else {
+                tokio::select! {
+                    terminal = input.next() => match terminal {
+                        Some(Ok(event)) => {
+                            burst = read_burst(event);
+                            match burst.pop_front() {
+                                Some(msg) => msg,
+                                None => continue,
+                            }
+                        }
+                        // The terminal is gone: leave.
+                        Some(Err(_)) | None => break,
                     },
-                    // The terminal is gone: leave.
-                    Some(Err(_)) | None => break,
-                },
-                event = events.recv() => match event {
-                    Some(event) => match self.on_ui_event(event) {
-                        Some(msg) => msg,
-                        None => { dirty = true; continue; }
+                    event = events.recv() => match event {
+                        Some(event) => match self.on_ui_event(event) {
+                            Some(msg) => msg,
+                            None => { dirty = true; continue; }
+                        },
+                        None => break,
                     },
-                    None => break,
-                },
-                _ = sleep_until(next_frame), if dirty => continue,
-                _ = tick.tick(), if running => Msg::Tick(self.turn_started.elapsed()),
-                () = stop.cancelled() => break,
+                    _ = sleep_until(next_frame), if dirty => continue,
+                    _ = tick.tick(), if running => Msg::Tick(self.turn_started.elapsed()),
+                    () = stop.cancelled() => break,
+                }
             };
             let commands = update(&mut self.app, msg);
             self.perform(commands);
+            self.remember();
             if let Some((path, text)) = self.edit.take() {
                 // The old reader must stop before the editor reads the tty.
                 input = EventStream::new();
@@ -248,11 +271,46 @@ impl Driver {
         self.cancel = None;
         self.reply = None;
         self.root = None;
-        self.session = None;
+        let previous = self.session.take();
         let mode = self.app.status.mode;
         self.app = App::new(self.app.theme, mode);
+        if let Some((id, _)) = previous {
+            self.app.notice(Level::Info, format!("the previous session is kept: keel resume {id}"));
+        }
+        self.load_history();
         self.options.approval = mode;
         self.open(chosen);
+    }
+
+    /// This folder's prompts from earlier runs, for Up/Down and Ctrl+R.
+    fn load_history(&mut self) {
+        let home = &self.options.launch.env.keel_home;
+        match super::history::load(home, &self.options.cwd) {
+            Ok(earlier) => self.app.editor.load_history(earlier),
+            Err(error) => self.app.notice(Level::Warning, error.to_string()),
+        }
+        self.remembered = self.app.editor.history().len();
+    }
+
+    /// Writes the lines the editor added to its history since the last
+    /// call (each prompt or command sent) to the history file; a failure
+    /// is said once.
+    fn remember(&mut self) {
+        let history = self.app.editor.history();
+        if history.len() <= self.remembered {
+            self.remembered = history.len();
+            return;
+        }
+        let new: Vec<String> = history[self.remembered..].to_vec();
+        self.remembered = history.len();
+        let home = &self.options.launch.env.keel_home;
+        for text in new {
+            if let Err(error) = super::history::append(home, &self.options.cwd, &text) {
+                if !std::mem::replace(&mut self.history_failed, true) {
+                    self.app.notice(Level::Warning, error.to_string());
+                }
+            }
+        }
     }
 
     /// `/resume`: this folder's other sessions in a picker over the live
@@ -306,6 +364,9 @@ impl Driver {
         };
         self.root = Some(settings.workspace_root.clone());
         self.env_filter = settings.env_filter.clone();
+        self.notify = settings.tui;
+        self.secret_places = settings.secret_places.clone();
+        self.app.facts.network = settings.sandbox.network.mode.as_str().to_owned();
         let session_options = SessionOptions {
             approval: self.options.approval,
             cwd: self.options.cwd.clone(),
@@ -399,10 +460,70 @@ impl Driver {
         Ok(())
     }
 
+    /// `@path` mentions: the files attached to the prompt, each said in
+    /// a notice (`mention.rs`).
+    fn attach_mentions(&mut self, text: String) -> String {
+        let Some(root) = self.root.clone() else { return text };
+        if super::mention::mentions(&text).is_empty() {
+            return text;
+        }
+        let home =
+            self.options.launch.env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+        let attached =
+            super::mention::attach(&text, &root, &self.options.cwd, &self.secret_places, &home);
+        for note in attached.notes {
+            self.app.notice(Level::Info, note);
+        }
+        attached.prompt
+    }
+
+    /// `#text`: writes the note and says where.
+    fn save_memory(&mut self, scope: super::memory_note::MemoryScope, text: &str) {
+        let Some(root) = self.root.clone() else {
+            self.app.notice(Level::Warning, "no session is open yet; the note was not saved");
+            return;
+        };
+        let home = self.options.launch.env.keel_home.clone();
+        match super::memory_note::save(&root, &home, scope, text) {
+            Ok(path) => self.app.notice(
+                Level::Info,
+                format!(
+                    "saved the memory note {} (listed to the model from the next session on)",
+                    path.display()
+                ),
+            ),
+            Err(message) => self.app.notice(Level::Error, message),
+        }
+    }
+
+    /// Writes a notification (`notify.rs`) to the terminal.
+    fn notify_user(&self, text: &str) {
+        let tmux = self.options.launch.env.var("TMUX").is_some_and(|value| !value.is_empty());
+        let sequence = super::notify::sequence(self.notify.notify, tmux, text);
+        if !sequence.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(sequence.as_bytes()).and_then(|()| out.flush());
+        }
+    }
+
+    /// A turn ended: worth a notification if it ran long enough.
+    fn turn_ended(&self) {
+        let secs = self.turn_started.elapsed().as_secs();
+        if super::notify::long_turn(secs, self.notify.notify_after_secs) {
+            self.notify_user(&format!("keel: the turn ended after {secs}s"));
+        }
+    }
+
     fn on_ui_event(&mut self, event: UiEvent) -> Option<Msg> {
         match event {
-            UiEvent::Runtime(event) => Some(Msg::Runtime(event)),
+            UiEvent::Runtime(event) => {
+                if matches!(event, crate::runtime::RuntimeEvent::TurnCompleted { .. }) {
+                    self.turn_ended();
+                }
+                Some(Msg::Runtime(event))
+            }
             UiEvent::Approval { call, reason, always, reply } => {
+                self.notify_user(&format!("keel: {} waits for your approval", call.name));
                 self.reply = Some(reply);
                 let diff = self.root.as_deref().and_then(|root| {
                     super::approval_diff::approval_diff(root, &self.options.cwd, &call)
@@ -420,6 +541,7 @@ impl Driver {
                 None
             }
             UiEvent::RaiseLimit { hit, reply } => {
+                self.notify_user("keel: the spend limit is reached; raise it or stop");
                 self.reply = Some(reply);
                 Some(Msg::LimitReached(hit))
             }
@@ -457,6 +579,7 @@ impl Driver {
         for command in commands {
             match command {
                 Command::Submit(text) => {
+                    let text = self.attach_mentions(text);
                     let cancel = self.new_turn();
                     self.send(Op::Prompt { text, images: Vec::new(), cancel });
                 }
@@ -487,6 +610,7 @@ impl Driver {
                 Command::Undo => self.send(Op::Undo),
                 Command::Rewind(op) => self.send(Op::Rewind(op)),
                 Command::StopProcess(id) => self.send(Op::StopProcess(id)),
+                Command::SaveMemory { scope, text } => self.save_memory(scope, &text),
                 Command::Diff => self.diff(),
                 Command::ListFiles => self.list_files(),
                 Command::Interrupt => {
@@ -574,6 +698,33 @@ impl Driver {
             let _ = events.send(UiEvent::Diff(outcome));
         });
     }
+}
+
+/// `first` and every terminal event already waiting behind it, as
+/// messages: a burst of plain keys that holds a line break is one paste
+/// (`paste::burst_text`), anything else one message per event. Called only
+/// right after the `EventStream` yielded `first`, when its waker thread is
+/// idle, so the zero-timeout polls here never wait.
+fn read_burst(first: Event) -> std::collections::VecDeque<Msg> {
+    let mut events = vec![first];
+    while matches!(crossterm::event::poll(Duration::ZERO), Ok(true)) {
+        match crossterm::event::read() {
+            Ok(event) => events.push(event),
+            Err(_) => break,
+        }
+    }
+    let keys: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => Some(*key),
+            _ => None,
+        })
+        .collect();
+    let only_keys = events.iter().all(|event| matches!(event, Event::Key(_)));
+    if let Some(text) = only_keys.then(|| super::paste::burst_text(&keys)).flatten() {
+        return std::collections::VecDeque::from([Msg::Paste(text)]);
+    }
+    events.into_iter().filter_map(to_msg).collect()
 }
 
 fn to_msg(event: Event) -> Option<Msg> {

@@ -5,7 +5,7 @@
 //! moves it by whole chars), so slicing at it never panics.
 
 /// Slash commands with a one-line description, in popup order.
-pub const SLASH_COMMANDS: [(&str, &str); 15] = [
+pub const SLASH_COMMANDS: [(&str, &str); 20] = [
     ("/help", "keys and commands"),
     ("/mode", "set or cycle the approval mode (ask, auto, plan, explore, yolo)"),
     ("/plan", "plan mode: read-only until you approve a plan"),
@@ -20,6 +20,11 @@ pub const SLASH_COMMANDS: [(&str, &str); 15] = [
     ("/model", "show the model, or switch it: /model NAME"),
     ("/mcp", "MCP servers, their status and tools"),
     ("/ps", "background processes; stop one"),
+    ("/clear", "start a fresh session (this one stays resumable)"),
+    ("/new", "start a fresh session (this one stays resumable)"),
+    ("/cost", "what this session spent, and its limits"),
+    ("/status", "model, mode, sandbox, network, session id"),
+    ("/init", "write or update AGENTS.md from a look at the repo [words]"),
     ("/quit", "leave keel"),
 ];
 
@@ -41,6 +46,8 @@ pub struct Editor {
     /// Custom commands (name, argument hint, description), listed before
     /// the skills (a command replaces a skill of the same name).
     pub commands: Vec<(String, String, String)>,
+    /// Long pastes shown as chips: (chip, pasted text), see `paste.rs`.
+    pastes: Vec<(String, String)>,
 }
 
 impl Editor {
@@ -62,6 +69,19 @@ impl Editor {
         self.text.insert_str(self.cursor, &text);
         self.cursor += text.len();
         self.popup_selected = 0;
+    }
+
+    /// Inserts pasted text: a long paste as a chip, sent whole.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let taken: Vec<String> = self.pastes.iter().map(|(label, _)| label.clone()).collect();
+        match super::paste::chip(&text, &taken) {
+            Some(label) => {
+                self.insert(&label);
+                self.pastes.push((label, text));
+            }
+            None => self.insert(&text),
+        }
     }
 
     pub fn backspace(&mut self) {
@@ -112,17 +132,46 @@ impl Editor {
         self.cursor = 0;
         self.browsing = None;
         self.popup_selected = 0;
+        self.pastes.clear();
     }
 
-    /// Takes the text for sending and remembers it in history.
+    /// Takes the text for sending (long pastes put back in place of their
+    /// chips) and remembers it in history.
     pub fn submit(&mut self) -> String {
-        let text = std::mem::take(&mut self.text);
+        let typed = std::mem::take(&mut self.text);
+        let text = super::paste::expand(&typed, &self.pastes);
+        self.pastes.clear();
         self.cursor = 0;
         self.browsing = None;
-        if !text.trim().is_empty() && self.history.last() != Some(&text) {
-            self.history.push(text.clone());
-        }
+        self.remember(&text);
         text
+    }
+
+    /// Adds `text` to the end of history (not twice in a row).
+    pub fn remember(&mut self, text: &str) {
+        if !text.trim().is_empty() && self.history.last().map(String::as_str) != Some(text) {
+            self.history.push(text.to_owned());
+        }
+    }
+
+    /// The prompts of earlier runs in this folder, oldest first, before
+    /// anything typed in this one.
+    pub fn load_history(&mut self, earlier: Vec<String>) {
+        let typed = std::mem::replace(&mut self.history, earlier);
+        for text in typed {
+            self.remember(&text);
+        }
+    }
+
+    /// History, oldest first.
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+
+    /// Replaces the text (a history search's choice), cursor at the end.
+    pub fn set_text(&mut self, text: &str) {
+        self.clear();
+        self.insert(text);
     }
 
     /// (line, column in chars) of the cursor.

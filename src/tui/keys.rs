@@ -5,8 +5,10 @@
 //!
 //! Keys: Enter sends (while a turn runs: queues for after it, `queue.rs`);
 //! Tab while a turn runs steers it (delivered after the current tool
-//! batch); Shift+Enter, Alt+Enter or Ctrl+J insert a newline;
-//! Up/Down walk history; Tab completes a slash command; Shift+Tab cycles
+//! batch); Shift+Enter, Alt+Enter, Ctrl+J or `\` then Enter insert a
+//! newline (a paste keeps its line breaks: `paste.rs`); Up/Down walk
+//! history (this folder's, kept across runs: `history.rs`), Ctrl+R searches
+//! it (`history_search.rs`); Tab completes a slash command; Shift+Tab cycles
 //! the approval mode; Esc or Ctrl+C stop a running turn (Esc Esc on an idle
 //! prompt opens the rewind list, `rewind_view.rs`); Ctrl+C twice on an
 //! idle empty prompt or Ctrl+D on an empty prompt quit; Ctrl+O expands the
@@ -31,7 +33,7 @@ pub fn on_paste(app: &mut App, text: &str) {
     } else if let Some(feedback) = app.plan.as_mut().and_then(|p| p.feedback.as_mut()) {
         feedback.push_str(text);
     } else if !super::attachments::attach_pasted(app, text) {
-        app.editor.insert(text);
+        app.editor.paste(text);
     }
 }
 
@@ -88,6 +90,12 @@ pub fn on_key(app: &mut App, key: KeyEvent) -> Vec<Command> {
         }
         return plan_key(app, key);
     }
+    if app.search.is_some() {
+        return super::history_search::key(app, key);
+    }
+    if app.memory.is_some() {
+        return super::memory_note::key(app, key);
+    }
     match (key.code, ctrl) {
         (KeyCode::Esc, _) if app.status.running => vec![Command::Interrupt],
         (KeyCode::Esc, _) if app.editor.completions(&app.files).is_empty() => {
@@ -137,6 +145,11 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
     match (key.code, ctrl) {
         (KeyCode::Enter, _) if newline => app.editor.insert("\n"),
         (KeyCode::Char('j'), true) => app.editor.insert("\n"),
+        // `\` then Enter: a newline in place of the backslash (as a shell).
+        (KeyCode::Enter, _) if app.editor.text()[..app.editor.cursor()].ends_with('\\') => {
+            app.editor.backspace();
+            app.editor.insert("\n");
+        }
         (KeyCode::Enter, _) => {
             // Enter on an open popup picks the entry; a slash command runs.
             if popup > 0 && app.editor.complete(&app.files) && !app.editor.text().starts_with('/') {
@@ -165,6 +178,7 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         (KeyCode::Backspace, _) => app.editor.backspace(),
         (KeyCode::Delete, _) => app.editor.delete(),
         (KeyCode::Char('w'), true) => app.editor.delete_word(),
+        (KeyCode::Char('r'), true) => return super::history_search::start(app),
         (KeyCode::Char('u'), true) => app.editor.clear(),
         (KeyCode::Char('o'), true) => toggle_output(app),
         (KeyCode::PageUp, _) => {
@@ -198,6 +212,10 @@ pub(super) fn submit(app: &mut App) -> Vec<Command> {
     if app.editor.text().starts_with('/') {
         let text = app.editor.submit();
         return super::slash::run(app, text.trim());
+    }
+    if super::memory_note::is_note(app.editor.text()) {
+        let line = app.editor.submit();
+        return super::memory_note::start(app, &line);
     }
     if app.status.running {
         return super::queue::type_during_turn(app, crate::protocol::Delivery::Queue);
@@ -243,6 +261,7 @@ fn approval_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
     }
     let page = approval.drawn.get().page.max(1);
     let last = approval.drawn.get().rows.saturating_sub(page);
+    let key = super::approval_keys::as_letter(approval, key);
     let answers = matches!(key.code, KeyCode::Char('y' | 'a')) && !ctrl;
     match key.code {
         // An answer covers only what was on screen: until the body's last

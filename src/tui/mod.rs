@@ -114,6 +114,16 @@
 //!   `git diff` through `runtime::git::workspace_diff` (keel's own git: repository config that runs
 //!   code switched off) and shows a diff cell (untracked files are not in it); `/undo` calls
 //!   `Session::undo_turns` so the undo line goes through the session's own log writer.
+//! - **Everyday habits** (issue 37): pastes without bracketed paste and long-paste chips
+//!   (`paste.rs`; the driver reads a burst of keys at once), `\`+Enter; history kept per folder
+//!   in `$KEEL_HOME/history.jsonl` (`history.rs`, written by the driver for each line the editor
+//!   adds to its history) and Ctrl+R (`history_search.rs`); `1`/`2`/`3` and Enter in approvals
+//!   (`approval_keys.rs`, mapped to keel's letters before the issue-34 rule judges them);
+//!   notifications (`notify.rs`, `[tui]` in `config/tui_settings.rs`); colour stripped from the
+//!   output under `NO_COLOR`/`TERM=dumb` (`plain_output.rs`); `/clear /new /cost /status /init`
+//!   (`slash_session.rs`); `#text` memory notes (`memory_note.rs`); `@path` attachments
+//!   (`mention.rs`, in the driver before `Op::Prompt`). Not yet: `!cmd`, `/context`, `/config`,
+//!   `/permissions`, `/agents`, `/hooks`, `/memory`.
 //! - **Subagents** (`subagents.rs`): `RuntimeEvent::Subagent` updates the `agent` call's cell
 //!   (`ToolCell::subagent`: current tool, steps, tokens, its calls; the last 3 collapsed, all with
 //!   Ctrl+O) and adds the child's responses to `Status::subagent_usage`/`subagent_cost` (at the
@@ -151,6 +161,7 @@
 
 mod app;
 mod approval_diff;
+mod approval_keys;
 mod attachments;
 mod bridge;
 mod budget;
@@ -158,19 +169,27 @@ mod diff;
 mod driver;
 mod editor;
 mod files;
+mod history;
+mod history_search;
 mod input;
 mod keys;
 mod launch;
 mod markdown;
 mod mcp_view;
+mod memory_note;
+mod mention;
+mod notify;
 mod overlay;
 mod panels;
+mod paste;
 mod picker;
+mod plain_output;
 mod processes_view;
 mod question;
 mod queue;
 mod rewind_view;
 mod slash;
+mod slash_session;
 mod subagents;
 mod terminal;
 mod theme;

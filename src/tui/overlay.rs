@@ -9,7 +9,9 @@
 //! down the body has been shown; `keys.rs` turns `y`/`a` into "show the
 //! next page" until the last row has been on screen. Text from the call
 //! is shown through [`escape_visibly`]: controls, ANSI escapes and bidi
-//! overrides appear as `\u{…}`, never reach the terminal.
+//! overrides appear as `\u{…}`, never reach the terminal. Each choice
+//! shows keel's letter and Claude Code's number (`[1/y]`); the highlighted
+//! one (Enter answers it) is marked `›` (`approval_keys.rs`).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -18,7 +20,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use crate::display::{approval_text, escape_visibly, for_terminal};
 
-use super::app::{ApprovalView, BodyDrawn};
+use super::app::{ApprovalView, BodyDrawn, Choice};
 use super::diff::{self, DiffLine};
 use super::theme::Theme;
 use super::wrap::wrap_lines;
@@ -119,11 +121,19 @@ fn body_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
 
 /// The choices on one row.
 fn compact_choices(approval: &ApprovalView, theme: Theme) -> Line<'static> {
-    let mut spans = vec![Span::styled("[y] ", theme.key()), Span::raw("yes ")];
-    if approval.prefix.is_some() {
-        spans.extend([Span::styled("[a] ", theme.key()), Span::raw("always ")]);
+    let mut spans = Vec::new();
+    for choice in approval.choices() {
+        let (letter, number) = choice.keys();
+        let word = match choice {
+            Choice::Yes => "yes ",
+            Choice::Always => "always ",
+            Choice::No => "no ",
+        };
+        let style = if choice == approval.highlighted() { theme.selected() } else { theme.plain() };
+        spans.push(Span::styled(format!("[{number}/{letter}] "), theme.key().patch(style)));
+        spans.push(Span::styled(word, style));
     }
-    spans.extend([Span::styled("[n] ", theme.key()), Span::raw("no · Esc stops")]);
+    spans.push(Span::raw("· Esc stops"));
     Line::from(spans)
 }
 
@@ -146,18 +156,30 @@ fn footer_lines(approval: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
             lines.push(Line::styled("Enter decline with this note · Esc back", theme.dim()));
         }
         None => {
-            let choice = |key: &str, text: String| {
-                Line::from(vec![Span::styled(format!("[{key}] "), theme.key()), Span::raw(text)])
-            };
-            lines.push(choice("y", "yes, once".into()));
-            if let Some(prefix) = &approval.prefix {
-                lines.push(choice(
-                    "a",
-                    format!("yes, always for {}", escape_visibly(&prefix.describe())),
-                ));
+            for choice in approval.choices() {
+                let text = match (choice, &approval.prefix) {
+                    (Choice::Yes, _) => "yes, once".to_owned(),
+                    (Choice::Always, Some(prefix)) => {
+                        format!("yes, always for {}", escape_visibly(&prefix.describe()))
+                    }
+                    (Choice::Always, None) => continue,
+                    (Choice::No, _) => "no, and tell the model why".to_owned(),
+                };
+                let (letter, number) = choice.keys();
+                let (mark, style) = if choice == approval.highlighted() {
+                    ("› ", theme.selected())
+                } else {
+                    ("  ", theme.plain())
+                };
+                lines.push(Line::from(vec![
+                    Span::styled(format!("{mark}[{number}/{letter}] "), theme.key().patch(style)),
+                    Span::styled(text, style),
+                ]));
             }
-            lines.push(choice("n", "no, and tell the model why".into()));
-            lines.push(Line::styled("Esc stops the turn", theme.dim()));
+            lines.push(Line::styled(
+                "←/→ choose · Enter answers it · Esc stops the turn",
+                theme.dim(),
+            ));
         }
     }
     lines

@@ -14,13 +14,16 @@ use super::app::{App, Command};
 use super::keys::{next_mode, start_running};
 use super::transcript::{CellKind, Level};
 
-pub const HELP: &str = "Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Tab complete\n\
+pub const HELP: &str = "Enter send · Shift+Enter/Alt+Enter/Ctrl+J/\\+Enter newline · Up/Down history · \
+Ctrl+R search it · Tab complete\n\
+Approvals: y/1 yes · a/2 always · n/3 no · ←/→ and Enter choose\n\
 While a turn runs: Enter queues the text for after it · Tab steers the turn (after its tool batch)\n\
 Shift+Tab cycle mode (ask → auto → plan → yolo, which asks first) · Esc/Ctrl+C stop the turn\n\
 Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
-/rewind [N|undo] (Esc Esc) /fork [N] /resume /skills /mcp /ps /model [name] /quit · /<command> [words] runs a custom command (.keel/commands,\n\
+/rewind [N|undo] (Esc Esc) /fork [N] /resume /skills /mcp /ps /model [name] /quit · /clear or /new a fresh session\n\
+/cost /status · /init [words] write or update AGENTS.md · /<command> [words] runs a custom command (.keel/commands,\n\
 .claude/commands, ~/.codex/prompts), /<skill> [words] a skill\n\
 /mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
 
@@ -41,6 +44,8 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
             | "/resume"
             | "/mcp"
             | "/ps"
+            | "/cost"
+            | "/status"
     );
     if needs_session && app.status.running {
         app.editor.insert(line);
@@ -84,6 +89,10 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
         "/undo" => vec![Command::Undo],
         "/mcp" => super::mcp_view::show(app),
         "/rewind" | "/fork" => super::rewind_view::slash(app, name, rest),
+        "/clear" | "/new" => super::slash_session::new_session(app),
+        "/cost" => super::slash_session::cost(app),
+        "/status" => super::slash_session::status(app),
+        "/init" => super::slash_session::init(app, rest),
         "/ps" => super::processes_view::show(app),
         other if other.starts_with("/mcp__") => super::mcp_view::run_prompt(app, line),
         other if is_command(app, other) => run_command(app, line),

@@ -22,8 +22,9 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
 use super::TuiError;
+use super::plain_output::PlainOutput;
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+pub type Term = Terminal<CrosstermBackend<PlainOutput<Stdout>>>;
 
 /// Restores the terminal when dropped.
 pub struct TerminalGuard {
@@ -31,7 +32,8 @@ pub struct TerminalGuard {
 }
 
 impl TerminalGuard {
-    pub fn enter() -> Result<Self, TuiError> {
+    /// Sets the terminal up; `plain`: no colour escapes (`plain_output.rs`).
+    pub fn enter(plain: bool) -> Result<Self, TuiError> {
         install_panic_hook();
         enable_raw_mode().map_err(TuiError::Terminal)?;
         let mut stdout = std::io::stdout();
@@ -44,7 +46,7 @@ impl TerminalGuard {
             let flags = KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES;
             let _ = execute!(stdout, PushKeyboardEnhancementFlags(flags));
         }
-        match Terminal::new(CrosstermBackend::new(stdout)) {
+        match Terminal::new(CrosstermBackend::new(PlainOutput::new(stdout, plain))) {
             Ok(terminal) => Ok(Self { terminal }),
             Err(error) => {
                 restore();

@@ -27,6 +27,17 @@ impl Theme {
         Self::new(no_color.is_none_or(str::is_empty))
     }
 
+    /// Colour unless `NO_COLOR` is set and non-empty or `TERM` is `dumb`.
+    pub fn from_env(no_color: Option<&str>, term: Option<&str>) -> Self {
+        Self::new(Self::from_no_color(no_color).color && term != Some("dumb"))
+    }
+
+    /// Whether colours are drawn (else the output is stripped of them too:
+    /// `plain_output.rs`).
+    pub fn colour(self) -> bool {
+        self.color
+    }
+
     fn fg(self, color: Color) -> Style {
         if self.color { Style::new().fg(color) } else { Style::new() }
     }

@@ -61,6 +61,9 @@ pub fn view(app: &App, frame: &mut Frame<'_>) {
     if let (Some(rewind), None) = (&app.rewind.view, &app.approval) {
         super::rewind_view::draw(frame, above, rewind, app.theme);
     }
+    if let Some(pick) = &app.memory {
+        super::memory_note::draw(frame, above, pick, app.theme);
+    }
     if let Some(hit) = &app.limit {
         super::budget::draw_limit(frame, above, hit, app.theme);
     }
@@ -123,7 +126,9 @@ fn draw_input(app: &App, frame: &mut Frame<'_>, area: Rect) {
     }
     let theme = app.theme;
     let mut block = Block::default().borders(Borders::ALL).border_style(theme.border());
-    if let Some(hint) = &app.hint {
+    if let Some(search) = &app.search {
+        block = block.title(Span::styled(format!(" {} ", search.title()), theme.key()));
+    } else if let Some(hint) = &app.hint {
         block = block.title(Span::styled(format!(" {hint} "), theme.warning()));
     } else if !app.attachments.is_empty() {
         block = block.title(Span::styled(format!(" {} ", app.attachments.chips()), theme.dim()));

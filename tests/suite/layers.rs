@@ -77,6 +77,10 @@ const OWNERS: [Owner; 4] = [
                 "stages config.toml with the old file's permissions (create_new), not the log",
             ),
             ("cli/export_cmd.rs", "creates the export file the user named (0600), not the log"),
+            (
+                "tui/history.rs",
+                "appends to the TUI's prompt history (0600, O_NOFOLLOW), not the log",
+            ),
         ],
     },
     Owner {

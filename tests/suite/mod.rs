@@ -92,6 +92,7 @@ mod tool_names;
 mod tool_schemas;
 mod tools_cli;
 mod tui_frontends;
+mod tui_habits;
 mod tui_plan_mode;
 mod tui_tmux;
 mod walls_requests;

@@ -223,7 +223,7 @@ async fn approve_always_see_a_diff_interrupt_and_quit() {
     pane.wait_for(&[
         "Allow shell?",
         "$ mkdir -p out && echo hello from shell",
-        "[a] yes, always for `mkdir`",
+        "[2/a] yes, always for `mkdir`",
     ]);
     pane.keys(&["a"]);
 
@@ -754,7 +754,11 @@ async fn a_hooks_ask_is_put_to_the_user_after_an_always() {
     pane.wait_for(&["Ask keel"]);
     pane.type_text("write them");
     pane.keys(&["Enter"]);
-    pane.wait_for(&["Allow write_file?", "HOOK-ASKS-9", "[a] yes, always for every `write_file`"]);
+    pane.wait_for(&[
+        "Allow write_file?",
+        "HOOK-ASKS-9",
+        "[2/a] yes, always for every `write_file`",
+    ]);
     pane.keys(&["a"]);
     let screen = pane.wait_for(&["Allow write_file?", "two.txt", "HOOK-ASKS-9"]);
     assert!(!sandbox.repo.join("two.txt").exists(), "written unasked:\n{screen}");
