@@ -9,6 +9,7 @@ use crate::agent::PlanReview;
 use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ResultLine};
 use crate::exit::signals;
+use crate::protocol::answer_shape::AnswerShape;
 
 pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitStatus, CliError> {
     let json = args.json;
@@ -86,6 +87,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
             (false, false) => None,
         },
         reject_plan: args.reject_plan,
+        output_schema: args.output_schema.as_deref().map(read_output_schema).transpose()?,
         cwd: env.cwd.clone(),
         date: today(),
     };
@@ -108,6 +110,26 @@ fn check_output_folder(path: &std::path::Path) -> Result<(), CliError> {
         ))),
         Some(_) | None => Ok(()),
     }
+}
+
+/// `--output-schema FILE`: a JSON Schema, read before the (paid) run; the
+/// keywords keel does not check are named on stderr.
+fn read_output_schema(path: &std::path::Path) -> Result<AnswerShape, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        CliError::usage(format!("cannot read the output schema {}: {error}", path.display()))
+    })?;
+    let shape = AnswerShape::parse(&text)
+        .map_err(|error| CliError::usage(format!("{}: {error}", path.display())))?;
+    let unchecked = shape.unchecked_keywords();
+    if !unchecked.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {}: keel does not check {}; answers are validated without them",
+            path.display(),
+            unchecked.join(", ")
+        );
+    }
+    Ok(shape)
 }
 
 fn read_prompt(arg: &str) -> Result<String, CliError> {

@@ -193,6 +193,7 @@ impl KeelServer {
             approval: Some(self.mode),
             plan_review: None,
             reject_plan: None,
+            output_schema: None,
             cwd: cwd.unwrap_or_else(|| self.env.cwd.clone()),
             date: super::today(),
         };
@@ -204,7 +205,8 @@ impl KeelServer {
             | ExecStatus::BudgetExceeded
             | ExecStatus::Stuck
             | ExecStatus::UsageError
-            | ExecStatus::Cut => CallToolResult::error(vec![ContentBlock::text(text)]),
+            | ExecStatus::Cut
+            | ExecStatus::SchemaInvalid => CallToolResult::error(vec![ContentBlock::text(text)]),
             ExecStatus::Completed
             | ExecStatus::Interrupted
             | ExecStatus::Unverified

@@ -197,7 +197,7 @@ fn declined_json(declined: &DeclinedCall) -> Value {
 
 /// The `status` of the closing `result` line: how the run ended, for
 /// scripts (README "`keel exec --json`"). The names are the wire contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecStatus {
     /// The model finished and any change was verified (or none was made).
@@ -227,6 +227,9 @@ pub enum ExecStatus {
     /// tool call (exit 0, with a warning): nothing was read or changed
     /// (`exec/tool_use.rs` says when).
     NoToolCall,
+    /// `--output-schema`: the model's final answer still did not validate
+    /// against the schema after it was asked again (exit 1).
+    SchemaInvalid,
 }
 
 impl ExecStatus {
@@ -244,6 +247,7 @@ impl ExecStatus {
             Self::UsageError => "usage_error",
             Self::Cut => "cut",
             Self::NoToolCall => "no_tool_call",
+            Self::SchemaInvalid => "schema_invalid",
         }
     }
 
@@ -267,7 +271,7 @@ impl ExecStatus {
             }
             Self::NeedsApproval => ExitStatus::NeedsApproval,
             Self::Interrupted => ExitStatus::Interrupted,
-            Self::Failed | Self::Cut => ExitStatus::Failed,
+            Self::Failed | Self::Cut | Self::SchemaInvalid => ExitStatus::Failed,
             Self::BudgetExceeded => ExitStatus::BudgetExceeded,
             Self::Stuck => ExitStatus::Stuck,
             Self::UsageError => ExitStatus::Usage,
@@ -305,6 +309,8 @@ pub struct ResultLine {
     /// When `unverified`: the commands run since the last change and why
     /// none counted as a passing check.
     pub verification: Option<String>,
+    /// `--output-schema`: the final answer as the JSON that validated.
+    pub structured_output: Option<Value>,
 }
 
 impl ResultLine {
@@ -323,6 +329,7 @@ impl ResultLine {
             tasks: Vec::new(),
             spend: None,
             verification: None,
+            structured_output: None,
         }
     }
 
@@ -340,6 +347,7 @@ impl ResultLine {
         "plan_path": self.plan_path, "tasks": self.tasks, "error": self.error,
         "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>(),
         "verification": self.verification,
+        "structured_output": self.structured_output,
         "limits": self.spend.map(|spend| json!({
             "max_cost_usd": spend.limits.max_cost_usd,
             "max_tokens": spend.limits.max_tokens,
@@ -368,6 +376,7 @@ mod tests {
             (ExecStatus::UsageError, "usage_error", 2),
             (ExecStatus::Cut, "cut", 1),
             (ExecStatus::NoToolCall, "no_tool_call", 0),
+            (ExecStatus::SchemaInvalid, "schema_invalid", 1),
         ];
         for (status, name, code) in table {
             let mut line = ResultLine::failure(String::new());

@@ -22,8 +22,11 @@
 //! status is `ExecStatus`; the `--json` stream is documented in README with its `schema_version`);
 //! `json_items.rs` keeps the stream's items paired (ids, every start completed once, a cut message
 //! completed with its text and `status`); `run_headless` is one turn without printing, shared with
-//! `keel mcp-server`.
+//! `keel mcp-server`; `contract.rs` is the `--json` stream's published schema (`schemas/`);
+//! `answer.rs` holds a run to `--output-schema` (asks again, then `schema_invalid`, exit 1).
 
+mod answer;
+pub mod contract;
 mod human;
 mod json;
 mod json_items;
@@ -40,6 +43,7 @@ use crate::config::Settings;
 use crate::display::for_terminal;
 use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
+use crate::protocol::answer_shape::AnswerShape;
 use crate::protocol::{TurnOutcome, Usage};
 use crate::runtime::{
     DeclinedCall, EventSink, NonInteractiveApprover, RuntimeError, Session, SessionOptions,
@@ -48,7 +52,7 @@ use crate::runtime::{
 
 pub use crate::exit::ExitStatus;
 pub use human::HumanPrinter;
-pub use json::{ExecStatus, JsonPrinter, ResultLine};
+pub use json::{ExecStatus, JsonPrinter, ResultLine, SCHEMA_VERSION};
 pub use result_gate::{write_result, write_result_if_missing};
 
 /// What the user asked `keel exec` to do.
@@ -69,6 +73,9 @@ pub struct ExecOptions {
     pub plan_review: Option<PlanReview>,
     /// `resume ID --reject-plan FEEDBACK`: the waiting plan is rejected.
     pub reject_plan: Option<String>,
+    /// `--output-schema FILE`: the JSON Schema the final answer must
+    /// follow (`answer.rs`).
+    pub output_schema: Option<AnswerShape>,
     pub cwd: PathBuf,
     pub date: String,
 }
@@ -157,6 +164,8 @@ pub async fn run_headless(
     if let Some(review) = options.plan_review {
         session.set_plan_review(review);
     }
+    let shape = options.output_schema.as_ref();
+    session.set_answer_schema(shape.map(|shape| shape.schema().clone()));
     let prompt = match review_waiting_plan(&mut session, options) {
         Ok(prompt) => prompt,
         Err(message) => {
@@ -166,7 +175,7 @@ pub async fn run_headless(
             return failed(line);
         }
     };
-    let summary = run_turns(&mut session, prompt, cancel).await;
+    let summary = run_turns(&mut session, prompt, shape, cancel).await;
     // A turn's own error was shown as it happened (`RuntimeEvent::Error`).
     let shown_error =
         summary.as_ref().ok().and_then(Option::as_ref).and_then(|summary| summary.error.clone());
@@ -255,8 +264,12 @@ pub async fn run_headless(
                 spend: Some(session.spend_status()),
                 verification: (name == ExecStatus::Unverified)
                     .then(|| session.workflow().verification_status()),
+                structured_output: None,
             };
-            (status, line)
+            match shape.map(|shape| answer::settle(shape, line.clone())) {
+                Some(shaped) => (shaped.status.exit_status(), shaped),
+                None => (status, line),
+            }
         }
         (Err(error), _) => {
             // A command's model refused under a cost limit: as at start.
@@ -329,13 +342,17 @@ fn review_waiting_plan(
 async fn run_turns(
     session: &mut Session,
     prompt: Option<String>,
+    shape: Option<&AnswerShape>,
     cancel: &CancellationToken,
 ) -> Result<Option<TurnSummary>, RuntimeError> {
     let mut last = session.continue_turn(cancel).await?;
     let continued_ok = last.as_ref().is_none_or(|s| s.outcome == TurnOutcome::Completed);
     if let (Some(prompt), true) = (prompt, continued_ok) {
         let earlier: Vec<DeclinedCall> = last.map(|s| s.declined).unwrap_or_default();
-        let mut summary = session.run_turn(prompt, cancel).await?;
+        let mut summary = session.run_turn(answer::prompt_with(shape, prompt), cancel).await?;
+        if let Some(shape) = shape {
+            summary = answer::ask_until_shaped(session, shape, summary, cancel).await?;
+        }
         summary.declined.splice(0..0, earlier);
         last = Some(summary);
     }
@@ -443,7 +460,8 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         | ExecStatus::Stuck
         | ExecStatus::UsageError
         | ExecStatus::Cut
-        | ExecStatus::NoToolCall => {}
+        | ExecStatus::NoToolCall
+        | ExecStatus::SchemaInvalid => {}
     }
     let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
     match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {

@@ -196,4 +196,7 @@ pub(crate) struct WireOptions<'a> {
     pub profile: ServerProfile,
     /// `prompt_cache_key` to send (the session id), when the profile sends one.
     pub cache_key: Option<&'a str>,
+    /// The JSON Schema the final answer must follow (`--output-schema`),
+    /// asked for natively where the protocol can.
+    pub answer_schema: Option<&'a serde_json::Value>,
 }

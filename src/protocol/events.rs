@@ -64,7 +64,7 @@ use super::tool_meta::ToolMeta;
 pub const LOG_FORMAT_VERSION: u32 = 1;
 
 /// How a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnOutcome {
     /// The model answered without asking for tools.
@@ -102,7 +102,7 @@ impl TurnOutcome {
 }
 
 /// How long an approval holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalScope {
     /// This call only.
@@ -114,7 +114,7 @@ pub enum ApprovalScope {
 }
 
 /// One thing that happened in a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionEvent {
     SessionStarted {
@@ -548,7 +548,7 @@ impl SessionEvent {
 }
 
 /// Who started a subagent's session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParentLink {
     pub session_id: String,
     /// The parent's `agent` call.
@@ -560,7 +560,7 @@ pub struct ParentLink {
 }
 
 /// One line of the session log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventRecord {
     pub v: u32,
     pub seq: u64,
