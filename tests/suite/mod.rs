@@ -1,3 +1,4 @@
+mod action;
 mod adversarial_env;
 mod adversarial_files;
 mod adversarial_git;
