@@ -10,6 +10,7 @@ use crate::config::{self, Environment, Settings};
 use crate::exec::{self, ExecOptions, ResultLine};
 use crate::exit::signals;
 use crate::protocol::RewindScope;
+use crate::protocol::answer_shape::AnswerShape;
 use crate::runtime::RewindTarget;
 
 pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitStatus, CliError> {
@@ -104,6 +105,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
         reject_plan: args.reject_plan,
         rewind,
         input_stream: args.input_stream,
+        output_schema: args.output_schema.as_deref().map(read_output_schema).transpose()?,
         cwd: env.cwd.clone(),
         date: today(),
         images,
@@ -177,6 +179,26 @@ fn check_output_folder(path: &std::path::Path) -> Result<(), CliError> {
         ))),
         Some(_) | None => Ok(()),
     }
+}
+
+/// `--output-schema FILE`: a JSON Schema, read before the (paid) run; the
+/// keywords keel does not check are named on stderr.
+fn read_output_schema(path: &std::path::Path) -> Result<AnswerShape, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        CliError::usage(format!("cannot read the output schema {}: {error}", path.display()))
+    })?;
+    let shape = AnswerShape::parse(&text)
+        .map_err(|error| CliError::usage(format!("{}: {error}", path.display())))?;
+    let unchecked = shape.unchecked_keywords();
+    if !unchecked.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {}: keel does not check {}; answers are validated without them",
+            path.display(),
+            unchecked.join(", ")
+        );
+    }
+    Ok(shape)
 }
 
 fn read_prompt(arg: &str) -> Result<String, CliError> {

@@ -195,6 +195,7 @@ impl KeelServer {
             reject_plan: None,
             rewind: None,
             input_stream: false,
+            output_schema: None,
             cwd: cwd.unwrap_or_else(|| self.env.cwd.clone()),
             date: super::today(),
             images: Vec::new(),
@@ -207,7 +208,8 @@ impl KeelServer {
             | ExecStatus::BudgetExceeded
             | ExecStatus::Stuck
             | ExecStatus::UsageError
-            | ExecStatus::Cut => CallToolResult::error(vec![ContentBlock::text(text)]),
+            | ExecStatus::Cut
+            | ExecStatus::SchemaInvalid => CallToolResult::error(vec![ContentBlock::text(text)]),
             ExecStatus::Completed
             | ExecStatus::Interrupted
             | ExecStatus::Unverified

@@ -329,6 +329,11 @@ pub struct ExecArgs {
     /// Also write the last message to FILE.
     #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
+    /// The final answer must be JSON that validates against the JSON
+    /// Schema in FILE; the model is asked again with what was wrong, then
+    /// the run ends `schema_invalid` (exit 1).
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
     #[command(flatten)]
     pub mode: ModeArgs,
     /// Run commands without the landlock sandbox (full file access and

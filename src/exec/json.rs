@@ -204,7 +204,7 @@ fn declined_json(declined: &DeclinedCall) -> Value {
 
 /// The `status` of the closing `result` line: how the run ended, for
 /// scripts (README "`keel exec --json`"). The names are the wire contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecStatus {
     /// The model finished and any change was verified (or none was made).
@@ -234,6 +234,9 @@ pub enum ExecStatus {
     /// tool call (exit 0, with a warning): nothing was read or changed
     /// (`exec/tool_use.rs` says when).
     NoToolCall,
+    /// `--output-schema`: the model's final answer still did not validate
+    /// against the schema after it was asked again (exit 1).
+    SchemaInvalid,
 }
 
 impl ExecStatus {
@@ -251,6 +254,7 @@ impl ExecStatus {
             Self::UsageError => "usage_error",
             Self::Cut => "cut",
             Self::NoToolCall => "no_tool_call",
+            Self::SchemaInvalid => "schema_invalid",
         }
     }
 
@@ -274,7 +278,7 @@ impl ExecStatus {
             }
             Self::NeedsApproval => ExitStatus::NeedsApproval,
             Self::Interrupted => ExitStatus::Interrupted,
-            Self::Failed | Self::Cut => ExitStatus::Failed,
+            Self::Failed | Self::Cut | Self::SchemaInvalid => ExitStatus::Failed,
             Self::BudgetExceeded => ExitStatus::BudgetExceeded,
             Self::Stuck => ExitStatus::Stuck,
             Self::UsageError => ExitStatus::Usage,
@@ -315,6 +319,8 @@ pub struct ResultLine {
     /// The model's `ask_user` questions no one answered (the model was
     /// told to decide or stop).
     pub unanswered: Vec<String>,
+    /// `--output-schema`: the final answer as the JSON that validated.
+    pub structured_output: Option<Value>,
 }
 
 impl ResultLine {
@@ -334,6 +340,7 @@ impl ResultLine {
             spend: None,
             verification: None,
             unanswered: Vec::new(),
+            structured_output: None,
         }
     }
 
@@ -352,6 +359,7 @@ impl ResultLine {
         "declined": self.declined.iter().map(declined_json).collect::<Vec<_>>(),
         "verification": self.verification,
         "unanswered_questions": self.unanswered,
+        "structured_output": self.structured_output,
         "limits": self.spend.map(|spend| json!({
             "max_cost_usd": spend.limits.max_cost_usd,
             "max_tokens": spend.limits.max_tokens,
@@ -380,6 +388,7 @@ mod tests {
             (ExecStatus::UsageError, "usage_error", 2),
             (ExecStatus::Cut, "cut", 1),
             (ExecStatus::NoToolCall, "no_tool_call", 0),
+            (ExecStatus::SchemaInvalid, "schema_invalid", 1),
         ];
         for (status, name, code) in table {
             let mut line = ResultLine::failure(String::new());

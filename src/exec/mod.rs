@@ -22,8 +22,11 @@
 //! status is `ExecStatus`; the `--json` stream is documented in README with its `schema_version`);
 //! `json_items.rs` keeps the stream's items paired (ids, every start completed once, a cut message
 //! completed with its text and `status`); `run_headless` is one turn without printing, shared with
-//! `keel mcp-server`.
+//! `keel mcp-server`; `contract.rs` is the `--json` stream's published schema (`schemas/`);
+//! `answer.rs` holds a run to `--output-schema` (asks again, then `schema_invalid`, exit 1).
 
+mod answer;
+pub mod contract;
 mod human;
 mod json;
 mod json_items;
@@ -41,6 +44,7 @@ use crate::config::Settings;
 use crate::display::for_terminal;
 use crate::plan::PlanStatus;
 use crate::policy::ApprovalMode;
+use crate::protocol::answer_shape::AnswerShape;
 use crate::protocol::{RewindScope, TurnOutcome, Usage};
 use crate::runtime::{
     DeclinedCall, EventSink, NonInteractiveApprover, RewindFailure, RewindTarget, RuntimeError,
@@ -49,7 +53,7 @@ use crate::runtime::{
 
 pub use crate::exit::ExitStatus;
 pub use human::HumanPrinter;
-pub use json::{ExecStatus, JsonPrinter, ResultLine};
+pub use json::{ExecStatus, JsonPrinter, ResultLine, SCHEMA_VERSION};
 pub use result_gate::{write_result, write_result_if_missing};
 
 /// What the user asked `keel exec` to do.
@@ -74,6 +78,9 @@ pub struct ExecOptions {
     pub rewind: Option<(RewindTarget, RewindScope)>,
     /// `--input-stream`: more prompts come on stdin (`stream_input.rs`).
     pub input_stream: bool,
+    /// `--output-schema FILE`: the JSON Schema the final answer must
+    /// follow (`answer.rs`).
+    pub output_schema: Option<AnswerShape>,
     pub cwd: PathBuf,
     pub date: String,
     /// `--image` files, prepared, attached to `prompt`.
@@ -186,6 +193,8 @@ pub async fn run_headless(
         line.session_id = Some(session.id().to_owned());
         return Headless { status: ExitStatus::Usage, line, shown_error: None };
     }
+    let shape = options.output_schema.as_ref();
+    session.set_answer_schema(shape.map(|shape| shape.schema().clone()));
     let prompt = match review_waiting_plan(&mut session, options) {
         Ok(prompt) => prompt,
         Err(message) => {
@@ -196,7 +205,7 @@ pub async fn run_headless(
         }
     };
     let reader = options.input_stream.then(|| stream_input::spawn(session.input_sender()));
-    let summary = run_turns(&mut session, prompt, cancel).await;
+    let summary = run_turns(&mut session, prompt, shape, cancel).await;
     if let Some(reader) = reader {
         // Stdin may still be open after a failed turn: stop reading it.
         reader.abort();
@@ -292,8 +301,12 @@ pub async fn run_headless(
                 verification: (name == ExecStatus::Unverified)
                     .then(|| session.workflow().verification_status()),
                 unanswered: session.unanswered().to_vec(),
+                structured_output: None,
             };
-            (status, line)
+            match shape.map(|shape| answer::settle(shape, line.clone())) {
+                Some(shaped) => (shaped.status.exit_status(), shaped),
+                None => (status, line),
+            }
         }
         (Err(error), _) => {
             // A command's model refused under a cost limit: as at start.
@@ -368,12 +381,16 @@ fn review_waiting_plan(
 async fn run_turns(
     session: &mut Session,
     prompt: Option<String>,
+    shape: Option<&AnswerShape>,
     cancel: &CancellationToken,
 ) -> Result<Option<TurnSummary>, RuntimeError> {
     let mut last = session.continue_turn(cancel).await?;
     let mut going = ok(&last, cancel) && run_queue(session, &mut last, cancel).await?;
     if let (Some(prompt), true) = (prompt, going) {
-        let summary = session.run_turn(prompt, cancel).await?;
+        let mut summary = session.run_turn(answer::prompt_with(shape, prompt), cancel).await?;
+        if let Some(shape) = shape {
+            summary = answer::ask_until_shaped(session, shape, summary, cancel).await?;
+        }
         going = then(&mut last, summary, cancel) && run_queue(session, &mut last, cancel).await?;
     }
     while going && session.next_input().await? {
@@ -518,7 +535,8 @@ fn report(line: &ResultLine, json: bool, status: Option<ExitStatus>) {
         | ExecStatus::Stuck
         | ExecStatus::UsageError
         | ExecStatus::Cut
-        | ExecStatus::NoToolCall => {}
+        | ExecStatus::NoToolCall
+        | ExecStatus::SchemaInvalid => {}
     }
     let limits = line.spend.map(|spend| spend.limits).unwrap_or_default();
     match (line.cost_usd.filter(|_| line.usage.total_tokens() > 0), limits.max_cost_usd) {

@@ -126,8 +126,20 @@ impl LlmClient {
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, LlmError> {
+        self.stream_shaped(request, None, on_event, cancel).await
+    }
+
+    /// [`Self::stream`], asking for a final answer of the JSON Schema
+    /// `answer` where the protocol can (`protocol::answer_shape`).
+    pub async fn stream_shaped(
+        &self,
+        request: &ModelRequest,
+        answer: Option<&Value>,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, LlmError> {
         // Serialized once: every attempt sends the same bytes.
-        let body = serialized(&self.request_body(request))?;
+        let body = serialized(&self.shaped_body(request, answer))?;
         let streamed = !self.config.profile.unstreamed;
         let mut resent = false;
         let started = Instant::now();
@@ -150,7 +162,8 @@ impl LlmClient {
                 Err(LlmError::StreamEmpty { .. }) if !resent => {
                     resent = true;
                     tracing::info!("the stream closed without data; re-sending unstreamed");
-                    let unstreamed = serialized(&without_streaming(self.request_body(request)))?;
+                    let body = without_streaming(self.shaped_body(request, answer));
+                    let unstreamed = serialized(&body)?;
                     self.attempt(&unstreamed, false, &request.model, on_event, cancel, &mut clock)
                         .await
                 }
@@ -194,10 +207,15 @@ impl LlmClient {
     }
 
     pub(crate) fn request_body(&self, request: &ModelRequest) -> Value {
+        self.shaped_body(request, None)
+    }
+
+    fn shaped_body(&self, request: &ModelRequest, answer: Option<&Value>) -> Value {
         let options = WireOptions {
             profile: self.config.profile,
             cache_key: self.cache_key.as_deref().filter(|_| self.config.profile.prompt_cache_key),
             images: self.config.profile.takes_images(&request.model),
+            answer_schema: answer,
         };
         let body = match self.config.kind {
             ProviderKind::OpenAiResponses => responses_request::request_body(request, &options),

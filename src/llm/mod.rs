@@ -200,4 +200,7 @@ pub(crate) struct WireOptions<'a> {
     pub cache_key: Option<&'a str>,
     /// The model takes images: send them (else a text note each).
     pub images: bool,
+    /// The JSON Schema the final answer must follow (`--output-schema`),
+    /// asked for natively where the protocol can.
+    pub answer_schema: Option<&'a serde_json::Value>,
 }

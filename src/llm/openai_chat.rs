@@ -93,6 +93,11 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
     if let Some(key) = options.cache_key {
         body["prompt_cache_key"] = json!(key);
     }
+    if let Some(schema) = options.answer_schema {
+        // Not strict: a script's schema need not meet OpenAI's strict subset.
+        body["response_format"] = json!({"type": "json_schema", "json_schema":
+            {"name": "final_answer", "schema": schema, "strict": false}});
+    }
     body
 }
 

@@ -45,6 +45,11 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
     if let Some(key) = options.cache_key {
         body["prompt_cache_key"] = json!(key);
     }
+    if let Some(schema) = options.answer_schema {
+        // Not strict: a script's schema need not meet OpenAI's strict subset.
+        body["text"] = json!({"format": {"type": "json_schema", "name": "final_answer",
+            "schema": schema, "strict": false}});
+    }
     body
 }
 

@@ -13,7 +13,9 @@
 use serde::{Deserialize, Serialize};
 
 /// What a context update is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextKind {
     /// Workspace, working directory, platform, shell, git status, date.
@@ -51,7 +53,7 @@ impl ContextKind {
 /// One piece of a context update: its kind and the text in force from
 /// here on (for the index kinds, the new section as it would stand in the
 /// instructions).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextPart {
     pub kind: ContextKind,
     pub text: String,
@@ -59,7 +61,7 @@ pub struct ContextPart {
 
 /// The sections of the instructions every request of a session starts
 /// with, as built at the session's start (or at a recorded prefix break).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrefixSections {
     /// keel's own rules (`prompts/system.md`).
     pub core: String,

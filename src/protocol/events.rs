@@ -70,7 +70,7 @@ use super::tool_meta::ToolMeta;
 pub const LOG_FORMAT_VERSION: u32 = 1;
 
 /// How a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnOutcome {
     /// The model answered without asking for tools.
@@ -108,7 +108,7 @@ impl TurnOutcome {
 }
 
 /// How long an approval holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalScope {
     /// This call only.
@@ -120,7 +120,7 @@ pub enum ApprovalScope {
 }
 
 /// One thing that happened in a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionEvent {
     SessionStarted {
@@ -628,7 +628,7 @@ impl SessionEvent {
 }
 
 /// What a rewind takes back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RewindScope {
     /// The workspace only; the conversation goes on.
@@ -668,7 +668,7 @@ impl RewindScope {
 }
 
 /// Who started a subagent's session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParentLink {
     pub session_id: String,
     /// The parent's `agent` call.
@@ -680,7 +680,7 @@ pub struct ParentLink {
 }
 
 /// One line of the session log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventRecord {
     pub v: u32,
     pub seq: u64,

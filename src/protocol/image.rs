@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// The formats keel sends (every provider takes these four).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum ImageMediaType {
     #[serde(rename = "image/png")]
     Png,
@@ -87,7 +87,7 @@ impl std::fmt::Debug for ImageData {
 }
 
 /// One image: a reference to stored bytes plus, in memory, the bytes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ImagePart {
     pub media_type: ImageMediaType,
     /// SHA-256 of the encoded bytes, lowercase hex: the store's key.

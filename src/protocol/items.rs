@@ -12,7 +12,7 @@ use super::image::ImagePart;
 use super::tool::{ToolCall, ToolResult};
 
 /// One entry of the conversation history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Item {
     /// Text the user typed (or the harness added on the user's behalf),
@@ -38,7 +38,7 @@ pub enum Item {
 
 /// Reasoning state of one provider. Each provider replays only its own kind
 /// and drops the others (a reasoning item is meaningless to another vendor).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "provider", rename_all = "snake_case")]
 pub enum ReasoningItem {
     /// OpenAI Responses `reasoning` item.

@@ -13,14 +13,20 @@
 //! without what JSON Schema says by default), `model.rs`
 //! (`ModelRequest`/`ModelResponse`/`StreamEvent`/`Usage`/ `StopReason`), `context.rs`
 //! (`PrefixSections`), `events.rs` (`SessionEvent`/`EventRecord`: the log lines, with their table)
-//! and `patch.rs` (the `apply_patch` parser both the tool and policy read patches with).
+//! and `patch.rs` (the `apply_patch` parser both the tool and policy read patches with);
+//! `json_check.rs` (the JSON Schema validator of the subset keel writes and reads),
+//! `answer_shape.rs` (`--output-schema`: the final answer's schema and its check) and
+//! `contract.rs` (the session log's published schema, `schemas/`).
 
+pub mod answer_shape;
 mod context;
+pub mod contract;
 mod events;
 #[cfg(test)]
 mod events_tests;
 mod image;
 mod items;
+pub mod json_check;
 mod mode;
 mod model;
 pub mod origin;

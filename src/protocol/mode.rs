@@ -12,7 +12,9 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// How much the user lets keel do without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalMode {
     /// Reads and known read-only commands run; everything else asks.

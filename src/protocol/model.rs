@@ -25,7 +25,9 @@ pub struct ModelRequest {
 /// cache reads (`cached_input_tokens`) and cache writes
 /// (`cache_write_tokens`, Anthropic only) are parts of it, billed at their
 /// own prices (`context::Pricing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -86,7 +88,7 @@ impl Usage {
 }
 
 /// Why the model stopped producing output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The model finished its answer.
@@ -116,7 +118,7 @@ impl StopReason {
 }
 
 /// One complete model response, assembled from the stream.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelResponse {
     /// Items in the order the model produced them (reasoning, text, calls).
     pub items: Vec<Item>,

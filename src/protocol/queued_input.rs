@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 /// When a queued input reaches the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// As the prompt of the next turn, once the running one ended.

@@ -10,7 +10,7 @@ use super::tool_facts::{self, ToolInfo};
 ///
 /// Read-only calls of one response run concurrently; mutating calls run one
 /// at a time in call order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolClass {
     ReadOnly,
@@ -88,7 +88,7 @@ impl HarnessTool {
 }
 
 /// A tool call requested by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCall {
     /// The id the result must refer to (`call_id` / `tool_use.id`).
     pub call_id: String,
@@ -130,7 +130,7 @@ impl ToolCall {
 }
 
 /// The result of one tool call as returned to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolResult {
     pub call_id: String,
     /// Text the model reads.

@@ -263,6 +263,19 @@ impl<'de> Deserialize<'de> for ToolMeta {
     }
 }
 
+/// The published schema (`schemas/`): an object of details, whose keys
+/// depend on the tool (README "Tool result metadata").
+impl schemars::JsonSchema for ToolMeta {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ToolMeta".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object",
+            "description": "The result's details; their keys depend on the tool."})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -332,6 +332,13 @@ impl Session {
         })
     }
 
+    /// Asks every turn's model request for a final answer of this JSON
+    /// Schema where the protocol can (`keel exec --output-schema`; the
+    /// answer is checked by `exec`, whatever the server promised).
+    pub fn set_answer_schema(&mut self, schema: Option<serde_json::Value>) {
+        self.model.set_answer_schema(schema);
+    }
+
     pub fn set_approval_mode(&mut self, mode: ApprovalMode) {
         if let Err(error) = self.apply_outside_loop(Input::SetMode { mode }) {
             let message = format!("cannot record the mode change: {error}");

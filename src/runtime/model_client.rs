@@ -23,6 +23,10 @@ pub(super) struct ModelClient {
     last_input_tokens: u64,
     /// The token encoder is being built in the background.
     encoder_warming: bool,
+    /// The JSON Schema a turn's final answer must follow
+    /// (`--output-schema`): sent with each turn's request, not with a
+    /// compaction summary's.
+    answer_schema: Option<serde_json::Value>,
 }
 
 /// What the loop needs to know about the context window to decide when to
@@ -40,7 +44,12 @@ impl ModelClient {
             llm: llm.with_cache_key(session_id.to_owned()),
             last_input_tokens: 0,
             encoder_warming: false,
+            answer_schema: None,
         }
+    }
+
+    pub(super) fn set_answer_schema(&mut self, schema: Option<serde_json::Value>) {
+        self.answer_schema = schema;
     }
 
     /// The provider connection, for a subagent's own client (which keys
@@ -74,7 +83,8 @@ impl ModelClient {
         cancel: &CancellationToken,
     ) -> Input {
         let mut forward = |event| sink.emit(stream_event(event));
-        match self.llm.stream(request, &mut forward, cancel).await {
+        let answer = self.answer_schema.as_ref();
+        match self.llm.stream_shaped(request, answer, &mut forward, cancel).await {
             Ok(response) => {
                 self.last_input_tokens = response.usage.input_tokens;
                 if should_warm(window, self.last_input_tokens, self.encoder_warming) {

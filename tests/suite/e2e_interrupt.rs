@@ -40,7 +40,7 @@ async fn sigint_kills_the_running_command_and_exits_130() {
     loop {
         let mut line = String::new();
         assert!(reader.read_line(&mut line).unwrap() > 0, "keel ended early: {lines:?}");
-        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let value = super::support::exec_line(&line);
         let is_shell_start = value["type"] == "item_started" && value["item"]["name"] == "shell";
         lines.push(value);
         if is_shell_start {
@@ -50,7 +50,7 @@ async fn sigint_kills_the_running_command_and_exits_130() {
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     for line in reader.lines() {
-        lines.push(serde_json::from_str(&line.unwrap()).unwrap());
+        lines.push(super::support::exec_line(&line.unwrap()));
     }
     let exit = child.wait().unwrap();
     assert_eq!(exit.code(), Some(130), "{lines:?}");
@@ -104,7 +104,7 @@ async fn an_interrupted_command_keeps_what_it_printed() {
     let stdout = child.stdout.take().unwrap();
     let lines: Vec<serde_json::Value> = BufReader::new(stdout)
         .lines()
-        .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
+        .map(|line| super::support::exec_line(&line.unwrap()))
         .collect();
     assert_eq!(child.wait().unwrap().code(), Some(130), "{lines:?}");
     let shell_done = lines

@@ -81,7 +81,7 @@ fn until_shell_started(reader: &mut impl BufRead) -> Vec<Value> {
     loop {
         let mut line = String::new();
         assert!(reader.read_line(&mut line).unwrap() > 0, "keel ended early: {lines:?}");
-        let value: Value = serde_json::from_str(&line).unwrap();
+        let value = super::support::exec_line(&line);
         let started = value["type"] == "item_started" && value["item"]["name"] == "shell";
         lines.push(value);
         if started {
@@ -112,7 +112,7 @@ async fn stops_cleanly_on(signal: &str, code: i32) {
     let sent = Instant::now();
     send(&child, signal);
     for line in reader.lines() {
-        lines.push(serde_json::from_str(&line.unwrap()).unwrap());
+        lines.push(super::support::exec_line(&line.unwrap()));
     }
     let exit = child.wait().unwrap();
     assert_eq!(exit.code(), Some(code), "{signal}: {lines:?}");
@@ -180,7 +180,7 @@ async fn a_second_signal_exits_at_once() {
     assert_eq!(exit.code(), Some(130));
     assert!(waited < BOUND, "the second signal did not end keel: {waited:?}");
     let lines: Vec<Value> =
-        reader.lines().map(|line| serde_json::from_str(&line.unwrap()).unwrap()).collect();
+        reader.lines().map(|line| super::support::exec_line(&line.unwrap())).collect();
     let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "result").collect();
     assert_eq!(results.len(), 1, "one result line, even when exiting at once: {lines:?}");
     assert_eq!(lines.last(), Some(results[0]), "the result line is the last");

@@ -230,7 +230,7 @@ fn a_message_cut_by_ctrl_c_completes_with_its_text_as_interrupted() {
     loop {
         let mut line = String::new();
         assert!(reader.read_line(&mut line).unwrap() > 0, "keel ended early: {lines:?}");
-        let value: Value = serde_json::from_str(&line).unwrap();
+        let value = super::support::exec_line(&line);
         let streaming = value["type"] == "item_started" && value["item"]["type"] == "agent_message";
         lines.push(value);
         if streaming {
@@ -240,7 +240,7 @@ fn a_message_cut_by_ctrl_c_completes_with_its_text_as_interrupted() {
     let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(kill.success());
     for line in reader.lines() {
-        lines.push(serde_json::from_str(&line.unwrap()).unwrap());
+        lines.push(super::support::exec_line(&line.unwrap()));
     }
     assert_eq!(child.wait().unwrap().code(), Some(130), "{lines:?}");
     assert_eq!(lines.last().unwrap()["status"], "interrupted");

@@ -284,7 +284,7 @@ async fn ctrl_c_kills_every_running_read() {
     assert!(status.success());
     let lines: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
         .lines()
-        .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
+        .map(|line| super::support::exec_line(&line.unwrap()))
         .collect();
     assert_eq!(child.wait().unwrap().code(), Some(130), "{:?}", types(&lines));
     assert!(pressed.elapsed() < Duration::from_secs(30), "the reads were not killed");

@@ -48,7 +48,7 @@ fn hold_the_lock(sandbox: &Sandbox, uri: &str, marker: &str) -> (Child, Vec<Valu
     loop {
         let mut line = String::new();
         assert!(reader.read_line(&mut line).unwrap() > 0, "keel ended early: {lines:?}");
-        let value: Value = serde_json::from_str(&line).unwrap();
+        let value = super::support::exec_line(&line);
         let started = value["type"] == "item_started" && value["item"]["name"] == "shell";
         lines.push(value);
         if started {

@@ -6,7 +6,8 @@
 //! base URL, model name); [`Sandbox::run`] runs `keel <args…>` against it
 //! in the repo (cleared environment, the sandbox's HOME and KEEL_HOME) and
 //! returns its `Output` ([`json_lines`] reads a `--json` stream, and
-//! [`Sandbox::only_log`] the session log); [`Sandbox::keel_on`] is the same
+//! [`Sandbox::only_log`] the session log, both validated against the
+//! published schemas in `schemas/`); [`Sandbox::keel_on`] is the same
 //! command unrun, for a test that adds stdin or env, or spawns it. The
 //! provider flags go right after the subcommand words of `args`, so a
 //! prompt given in `args` still comes last.
@@ -183,25 +184,39 @@ fn split_subcommand<'a>(args: &'a [&'a str]) -> (&'a [&'a str], &'a [&'a str]) {
     args.split_at(words)
 }
 
+/// Reads a JSONL file. A session log (a file in a `sessions` folder)
+/// must follow the published schema line by line
+/// (`schemas/session-event.schema.json`, `contract.rs`).
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    let is_log = path.parent().and_then(Path::file_name).is_some_and(|name| name == "sessions");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect()
-}
-
-/// Parses stdout of `--json`: every line must be a JSON object with a type.
-pub fn json_lines(stdout: &[u8]) -> Vec<Value> {
-    let text = String::from_utf8_lossy(stdout);
-    text.lines()
         .map(|line| {
-            let value: Value =
-                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            assert!(value["type"].is_string(), "no type: {line}");
+            let value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            if is_log {
+                super::contract::validate_log_line(&value);
+            }
             value
         })
         .collect()
+}
+
+/// One line of `--json` stdout, which must follow the published schema
+/// (`schemas/exec-event.schema.json`, `contract.rs`).
+pub fn exec_line(line: &str) -> Value {
+    let value: Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    assert!(value["type"].is_string(), "no type: {line}");
+    super::contract::validate_exec_line(&value);
+    value
+}
+
+/// Parses stdout of `--json`: every line must be a JSON object with a
+/// type, valid against the published schema ([`exec_line`]).
+pub fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines().map(exec_line).collect()
 }
 
 pub fn types(lines: &[Value]) -> Vec<String> {

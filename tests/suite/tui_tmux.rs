@@ -622,7 +622,7 @@ async fn resuming_a_live_session_is_refused() {
     loop {
         let mut line = String::new();
         assert!(reader.read_line(&mut line).unwrap() > 0, "keel ended early");
-        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let value = super::support::exec_line(&line);
         id = id.or_else(|| value["session_id"].as_str().map(str::to_owned));
         if value["type"] == "item_started" {
             break;
