@@ -110,7 +110,7 @@
 //! lines that open a session (`session_started`, `prompt_prefix`, `session_resumed`, built before
 //! the session runs) and the closing `session_ended`; and the resume's reconciliation
 //! (`rebuild::reconcile` sets the rebuilt state's pending batches and phase itself, see
-//! `runtime/resume.rs`). The driver still classifies without deciding: whether a failed command's
+//! `runtime/history/resume.rs`). The driver still classifies without deciding: whether a failed command's
 //! output looks like a sandbox violation, and which PostToolUse event a result fires.
 //!
 //! # Around a batch

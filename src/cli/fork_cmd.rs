@@ -1,7 +1,7 @@
 //! `keel fork ID [--at N]`: a new session copied from another's log
 //! before its prompt N (or whole); prints the new id on stdout (the
 //! parent, the point and the next step on stderr). The workspace is left
-//! as it is (`runtime/fork.rs`).
+//! as it is (`runtime/history/fork.rs`).
 
 use std::io::Write;
 

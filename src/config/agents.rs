@@ -375,7 +375,7 @@ fn keel_tools(listed: Vec<String>, unknown: &mut Vec<String>) -> Vec<String> {
 /// are, Claude Code's mapped, a `Tool(pattern)` by its tool; `None` for
 /// tools keel does not have. MCP tools (`mcp__server__tool`, or a whole
 /// server: `mcp__server`, `mcp__server__*`) keep their names: a child is
-/// offered those of the parent's MCP tools they name (`runtime::subagent_mcp`).
+/// offered those of the parent's MCP tools they name (`runtime::subagent::mcp`).
 pub fn keel_tool_name(item: &str) -> Option<&str> {
     let tool = item.split_once('(').map_or(item, |(tool, _)| tool).trim();
     if tool.starts_with(MCP_PREFIX) {

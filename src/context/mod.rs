@@ -33,7 +33,7 @@
 //!
 //! Deliberate prefix breaks, each a `prompt_prefix` line with its reason: a resume whose keel has
 //! other core rules or tools (another version), or another model, or a log without a recorded
-//! prefix (`runtime/resume.rs::prefix_break`); a summary compaction rewrites the history (its
+//! prefix (`runtime/history/resume.rs::prefix_break`); a summary compaction rewrites the history (its
 //! `compaction` line).
 //!
 //! Tests: `tests/suite/context_prefix.rs` checks, per protocol, that every request starts with the

@@ -40,7 +40,7 @@
 //! everything below it (`setsid` children included) when the server exits, keel's ladder reaches
 //! it, or keel dies in any way (SIGKILL included). Only a SIGKILL of the stage itself (a dropped
 //! session's group kill) skips that clean-up. Subagents share the session's hub and get
-//! the MCP tools their type names, a read-only type only trusted reads (`runtime/subagent_mcp.rs`,
+//! the MCP tools their type names, a read-only type only trusted reads (`runtime/subagent/mcp.rs`,
 //! tests `tests/suite/subagents_mcp.rs`).
 //!
 //! Calls go through the ordinary path: `policy::evaluate` sends `mcp__*` to `policy/tool_rules.rs`,

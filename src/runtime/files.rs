@@ -128,7 +128,7 @@ impl Observed {
         }
         if !self.ignored.is_empty() {
             // Written and read by the runtime alone (`undo_notes`).
-            meta.insert(super::undo_notes::NOT_CHECKPOINTED_KEY, serde_json::json!(self.ignored));
+            meta.insert(super::undo::notes::NOT_CHECKPOINTED_KEY, serde_json::json!(self.ignored));
         }
     }
 }
@@ -271,7 +271,8 @@ pub(super) fn git_summary(root: &Path) -> String {
         Some(branch) => format!("branch {branch}"),
         None => format!("detached at {}", head.get(..12).unwrap_or(head)),
     };
-    let tracked = super::shadow_seed::ProjectGit::find(root).and_then(|git| git.tracked_files());
+    let tracked =
+        super::undo::shadow_seed::ProjectGit::find(root).and_then(|git| git.tracked_files());
     if let Some(tracked) = tracked.filter(|&tracked| tracked > STATUS_MAX_TRACKED) {
         return format!(
             "{branch}, {tracked} tracked files (large repository: the work tree's status was \

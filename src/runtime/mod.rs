@@ -30,39 +30,32 @@
 //!   session's policy and confinement, set up at start; a command blocked by it recognised),
 //!   `mcp_glue.rs` (MCP at turn boundaries), `prompt_fit.rs` (a prompt too large for the window
 //!   refused before it is sent), `images.rs` (attached images, the image store, a request's image
-//!   bytes).
-//! - Resume and files: `resume.rs` (`Session::resume`, `continue_turn`), `file_memory.rs` (resumed
-//!   read-before-write memory), `files.rs` (file hashes around mutating calls, the git facts of the
-//!   environment snapshot), `replay.rs` (offline `keel replay`), `git.rs` (every `git` keel runs
-//!   itself, neutralised).
-//! - Rewind and fork: `rewind.rs` (`Session::rewind`: the conversation, the workspace or both back
-//!   to before a prompt; the user's later edits kept), `fork.rs` (a new session copied from another's
-//!   log up to a prompt); the loop's side in `agent/rewind.rs`.
-//! - Undo: `checkpoint.rs` (see its doc), `shadow_seed.rs`, `shadow_triage.rs`, `undo.rs`,
-//!   `undo_notes.rs`; the inotify watcher `watch.rs`, `ignores.rs`; its first walk shared with the
-//!   jail's nested `.git` search `first_walk.rs`, `folder_cache.rs`.
-//! - Subagents and commands: `subagent.rs` (see its doc), `subagent_run.rs`, `subagent_link.rs`,
-//!   `subagent_resume.rs`, `subagent_mcp.rs`; `custom_commands.rs`; `workflow.rs` (the session's
-//!   side of the workflow).
+//!   bytes), `walls.rs` (what the request says about the sandbox, from the real confinement).
+//! - Input while a turn runs: `inbox.rs` (queued and steered prompts), `question.rs` (`ask_user`).
+//! - Files: `files.rs` (file hashes around mutating calls, the git facts of the environment
+//!   snapshot), `git.rs` (every `git` keel runs itself, neutralised).
+//! - `history/`: the session's past read back — resume (`Session::resume`, `continue_turn`, the
+//!   resumed read-before-write memory), rewind, fork and the offline `keel replay`; the loop's
+//!   side of rewind in `agent/rewind.rs`.
+//! - `undo/`: the undo store — the checkpoint before a turn's first change and `keel undo`, the
+//!   shadow repository, the inotify watcher and the one walk it shares with the jail's nested
+//!   `.git` search.
+//! - `subagent/`: `agent` calls run as child sessions (see its doc); `custom_commands.rs`;
+//!   `workflow.rs` (the session's side of the workflow).
 
 mod approval;
 mod ask;
 mod assembly;
-mod checkpoint;
 mod commands;
 mod custom_commands;
 mod declined;
 mod driver;
 mod events;
 mod execute;
-mod file_memory;
 mod files;
-mod first_walk;
-mod folder_cache;
-mod fork;
 pub mod git;
+mod history;
 mod hooks_glue;
-mod ignores;
 mod images;
 mod inbox;
 mod mcp_glue;
@@ -72,44 +65,33 @@ mod plan_store;
 mod preview;
 mod prompt_fit;
 mod question;
-mod replay;
-mod resume;
-mod rewind;
 mod sandboxing;
 mod secrets;
 mod session_hooks;
-mod shadow_seed;
-mod shadow_triage;
 mod subagent;
-mod subagent_link;
-mod subagent_mcp;
-mod subagent_resume;
-mod subagent_run;
 mod tool_runner;
 mod undo;
-mod undo_notes;
 mod walls;
-mod watch;
 mod workflow;
 
 pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
-pub use checkpoint::{CheckpointError, ShadowRepo, UndoLimits};
 pub use declined::DeclinedCall;
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent, SandboxState};
-pub use fork::{ForkError, Forked, fork};
+pub use history::fork::{ForkError, Forked, fork};
+pub use history::replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
+pub use history::rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use images::ImagesRefused;
 pub use inbox::{InputSender, TypedInput};
 pub use mcp_glue::mcp_log_dir;
 pub use path_facts::gather_links;
 pub use preview::first_request;
 pub use prompt_fit::PromptTooLarge;
-pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
-pub use rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
 pub use secrets::workspace_mask;
+pub use undo::checkpoint::{CheckpointError, ShadowRepo, UndoLimits};
+pub use undo::notes::{NotCovered, NotCoveredWhy};
 pub use undo::{UndoError, UndoReport, undo};
-pub use undo_notes::{NotCovered, NotCoveredWhy};
 
 use crate::llm::LlmError;
 use crate::session::SessionError;

@@ -15,7 +15,7 @@ use crate::prompts::{NetworkWalls, Walls};
 use crate::protocol::{ResultKind, ToolMeta, ToolResult};
 use crate::sandbox::{self, CommandJail, EnvFilter, jail, landlock};
 
-use super::first_walk::OfferedWatch;
+use super::undo::first_walk::OfferedWatch;
 use super::{SandboxState, SessionOptions};
 use crate::protocol::tool_facts::names;
 
@@ -38,7 +38,7 @@ pub(super) fn build_policy(settings: &Settings, options: &SessionOptions) -> Pol
 
 /// What the session's commands run under: its jail, shared by the
 /// calls (and subagents) of the session, and the undo watcher its nested
-/// `.git` search sets up ([`super::first_walk`]).
+/// `.git` search sets up ([`super::undo::first_walk`]).
 pub(super) struct SessionSandbox {
     pub(super) jail: Arc<CommandJail>,
     pub(super) offered_watch: Option<OfferedWatch>,
@@ -103,7 +103,7 @@ pub fn confine_commands(
 }
 
 /// [`confine_commands`]; with a session's `keel_home`, the nested `.git`
-/// search also sets up the undo watcher ([`super::first_walk`]).
+/// search also sets up the undo watcher ([`super::undo::first_walk`]).
 fn confine(
     config: &SandboxSettings,
     env: &EnvFilter,
@@ -253,7 +253,8 @@ fn nested_git_search(
     let root = workspace_root.to_owned();
     match keel_home {
         Some(keel_home) => {
-            let (search, offered) = super::first_walk::search_and_watch(root, keel_home.to_owned());
+            let (search, offered) =
+                super::undo::first_walk::search_and_watch(root, keel_home.to_owned());
             (Box::new(search), Some(offered))
         }
         None => (Box::new(move || sandbox::protected::nested_git_dirs(&root)), None),

@@ -2,7 +2,7 @@
 //! context, its own system prompt and a narrowed set of tools, whose final
 //! answer is the call's result. This file holds what the model sees (the
 //! name, the description and the arguments' schema) and the arguments'
-//! type; running the child is the runtime's (`runtime/subagent.rs`), since
+//! type; running the child is the runtime's (`runtime/subagent/mod.rs`), since
 //! it needs the session's model client, log, approver and front end.
 //!
 //! Invariants: the registry's own `run` never starts a child (`keel tool
@@ -11,7 +11,7 @@
 //! session ([`description_with_types`]) so the request prefix stays stable;
 //! past [`AGENT_TYPES_BYTES`] it is a compact index (`prompts::catalog`) and
 //! the other types are found with `agent: "search:WORDS"` (answered by
-//! `runtime/subagent.rs`), so a collection of hundreds of types costs a
+//! `runtime/subagent/mod.rs`), so a collection of hundreds of types costs a
 //! bounded prefix.
 
 use schemars::JsonSchema;

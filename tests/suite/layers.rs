@@ -569,7 +569,7 @@ fn a_cycle_is_found_through_any_number_of_nodes_and_imports_in_comments_do_not_c
 /// Files that hold a session's sandbox: its jail, the nested `.git`
 /// search, the unsandboxed re-run (issue 30).
 const SANDBOX_STATE_FILES: [&str; 4] = [
-    "runtime/first_walk.rs",
+    "runtime/undo/first_walk.rs",
     "runtime/sandboxing.rs",
     "runtime/execute.rs",
     "runtime/tool_runner.rs",

@@ -16,7 +16,7 @@ fn agent_call(description: &str, prompt: &str) -> (String, String) {
     call("agent", json!({"agent": "explore", "description": description, "prompt": prompt}))
 }
 
-/// Review S6 (`runtime/subagent_resume.rs`): a parent whose server
+/// Review S6 (`runtime/subagent/resume.rs`): a parent whose server
 /// reuses call ids (`call_0_0` in every response) is killed while the
 /// second `agent` call's PreToolUse hook runs (after its
 /// `tool_call_started`, before its child opened). The resume must not

@@ -23,7 +23,7 @@ const NOT_TOOLS: &[(&str, &str, &str)] = &[
     ("policy/rule_args.rs", "glob", "the `glob` argument of a path rule"),
     ("agent/state.rs", "agent", "the `agent` tool's `agent` argument (the type to start)"),
     ("display/shell_output.rs", "agent", "the `agent` tool's `agent` argument"),
-    ("runtime/subagent_run.rs", "agent", "the `agent` argument and the result's `agent` detail"),
+    ("runtime/subagent/run.rs", "agent", "the `agent` argument and the result's `agent` detail"),
 ];
 
 /// Every string literal of `code` (plain and raw), by content.

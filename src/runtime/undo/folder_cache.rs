@@ -32,7 +32,7 @@ const HEADER: &[u8] = b"keel-folders 1\n";
 
 /// One folder as last read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Folder {
+pub(in crate::runtime) struct Folder {
     /// Subfolder names (not `.git`, symlinks not counted).
     pub children: Vec<OsString>,
     /// It holds a `.git` (folder or file).
@@ -53,7 +53,7 @@ struct Stamp {
 /// The folders of one workspace: those recorded last time, and those
 /// read or confirmed by this walk (what [`FolderCache::save`] keeps).
 #[derive(Debug, Default)]
-pub(super) struct FolderCache {
+pub(in crate::runtime) struct FolderCache {
     file: Option<PathBuf>,
     old: HashMap<PathBuf, (Stamp, Folder)>,
     new: HashMap<PathBuf, (Stamp, Folder)>,
@@ -185,7 +185,7 @@ fn is_racy(stamp: Stamp) -> bool {
 
 /// Reads a folder's entries: the kind from the directory entry (no stat,
 /// symlinks not followed).
-pub(super) fn read_folder(path: &Path) -> Option<Folder> {
+pub(in crate::runtime) fn read_folder(path: &Path) -> Option<Folder> {
     let entries = std::fs::read_dir(path).ok()?;
     let mut folder = Folder { children: Vec::new(), has_git: false, has_gitignore: false };
     for entry in entries.flatten() {

@@ -17,7 +17,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::{CheckpointError, ShadowRepo, chunked};
-use super::files::git_dir;
+use crate::runtime::files::git_dir;
 
 /// Bytes of a project index keel copies at most.
 const MAX_INDEX_BYTES: u64 = 1024 * 1024 * 1024;
@@ -26,7 +26,7 @@ const MAX_ATTRIBUTES_BYTES: u64 = 1024 * 1024;
 
 /// The project's own repository, as far as the shadow borrows from it.
 #[derive(Debug, Clone)]
-pub(super) struct ProjectGit {
+pub(in crate::runtime) struct ProjectGit {
     /// Its git dir (a linked worktree's own one).
     pub git_dir: PathBuf,
     /// The object store, shared by all its worktrees.
@@ -65,7 +65,7 @@ impl ProjectGit {
 impl ShadowRepo {
     /// Creates the shadow repository if needed: no template (so no hooks),
     /// the project's objects as an alternate, its index as the start.
-    pub(super) async fn prepare(&self) -> Result<(), CheckpointError> {
+    pub(in crate::runtime) async fn prepare(&self) -> Result<(), CheckpointError> {
         if !self.git_dir.join("HEAD").is_file() {
             std::fs::create_dir_all(&self.git_dir).map_err(|source| {
                 CheckpointError::CreateDir { path: self.git_dir.clone(), source }
@@ -172,7 +172,7 @@ struct IndexFacts {
 
 /// A regular file opened for reading without following a symlink or
 /// blocking on a FIFO.
-pub(super) fn open_regular(path: &Path) -> Option<std::fs::File> {
+pub(in crate::runtime) fn open_regular(path: &Path) -> Option<std::fs::File> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let file = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty()).ok()?);

@@ -28,24 +28,22 @@ use crate::protocol::{ParentLink, SessionEvent, ToolCall};
 use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
 use crate::tools::{AGENT_TOOL, AgentArgs};
 
-use super::assembly::{environment, project_instructions, tools_digest};
-use super::file_memory::remembered_files;
-use super::resume::prefix_break;
-use super::subagent::{
-    Child, ChildParts, Links, Resumed, child_mode, child_settings, child_workflow,
-};
-use super::subagent_link::serve;
-use super::{RuntimeError, RuntimeEvent, Session};
+use super::link::serve;
+use super::{Child, ChildParts, Links, Resumed, child_mode, child_settings, child_workflow};
+use crate::runtime::assembly::{environment, project_instructions, tools_digest};
+use crate::runtime::history::file_memory::remembered_files;
+use crate::runtime::history::resume::prefix_break;
+use crate::runtime::{RuntimeError, RuntimeEvent, Session};
 
 /// The children a log names, by the `agent` call that started each.
 #[derive(Debug, Clone, Default)]
-pub(super) struct SubagentLinks {
+pub(in crate::runtime) struct SubagentLinks {
     by_call: BTreeMap<String, ChildLink>,
 }
 
 /// Where one child's session is logged.
 #[derive(Debug, Clone)]
-pub(super) struct ChildLink {
+pub(in crate::runtime) struct ChildLink {
     session_id: String,
     log_path: PathBuf,
     agent: String,
@@ -55,7 +53,7 @@ impl SubagentLinks {
     /// Remembers a `subagent_started` line. A call started later with the
     /// same id (a server that repeats ids) forgets it: a child belongs to
     /// the call started last before it, never to a later one.
-    pub(super) fn note(&mut self, event: &SessionEvent) {
+    pub(in crate::runtime) fn note(&mut self, event: &SessionEvent) {
         match event {
             SessionEvent::ToolCallStarted { call, .. } => {
                 self.by_call.remove(&call.call_id);
@@ -82,7 +80,7 @@ fn may_have_run(open: &OpenCall) -> bool {
 impl Session {
     /// Finishes the open turn's started `agent` calls from their children's
     /// logs; returns the calls left for the ordinary reconciliation.
-    pub(super) async fn recover_subagent_calls(
+    pub(in crate::runtime) async fn recover_subagent_calls(
         &mut self,
         open: OpenTurn,
         cancel: &CancellationToken,
@@ -116,7 +114,7 @@ impl Session {
         let links = Links { events, asks };
         let Some(child) = self.reopen_child(call, link, &links, cancel)? else { return Ok(false) };
         drop(links);
-        let work = super::subagent_link::guarded(child);
+        let work = super::link::guarded(child);
         let mut outcome =
             serve(&mut self.sink, &mut self.approver, &mut inbox, ask_inbox, work).await;
         self.note_child_outcome(&mut outcome)?;

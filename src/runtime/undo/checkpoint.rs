@@ -1,6 +1,6 @@
 //! Workspace checkpoints for undo: a shadow git repository per workspace
 //! under `$KEEL_HOME/shadow/<hash of the workspace path>`, driven with the
-//! `git` CLI through [`super::git`] (neutralised config, minimal env,
+//! `git` CLI through [`crate::runtime::git`] (neutralised config, minimal env,
 //! timeouts).
 //!
 //! A checkpoint costs what changed, not what exists: the shadow
@@ -81,8 +81,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::git;
 use super::shadow_seed::ProjectGit;
+use crate::runtime::git;
 use crate::sandbox::{SandboxError, run};
 use crate::session::content_hash;
 
@@ -166,9 +166,9 @@ pub struct Snapshot {
 /// The shadow repository of one workspace.
 #[derive(Debug, Clone)]
 pub struct ShadowRepo {
-    pub(super) git_dir: PathBuf,
-    pub(super) work_tree: PathBuf,
-    pub(super) project: Option<ProjectGit>,
+    pub(in crate::runtime) git_dir: PathBuf,
+    pub(in crate::runtime) work_tree: PathBuf,
+    pub(in crate::runtime) project: Option<ProjectGit>,
 }
 
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -308,7 +308,7 @@ impl ShadowRepo {
         let _ = std::fs::remove_file(self.git_dir.join(LAST_CHECKPOINT));
     }
 
-    pub(super) fn index_path(&self) -> PathBuf {
+    pub(in crate::runtime) fn index_path(&self) -> PathBuf {
         self.git_dir.join("index")
     }
 
@@ -358,7 +358,7 @@ impl ShadowRepo {
             .then(|| commit.to_owned())
     }
 
-    pub(super) async fn git(&self, args: &[&str]) -> Result<String, CheckpointError> {
+    pub(in crate::runtime) async fn git(&self, args: &[&str]) -> Result<String, CheckpointError> {
         self.git_with_index(args, None).await
     }
 
@@ -423,7 +423,7 @@ impl ShadowRepo {
 }
 
 /// Where the shadow repository of `workspace_root` lives.
-pub(super) fn shadow_dir(keel_home: &Path, workspace_root: &Path) -> PathBuf {
+pub(in crate::runtime) fn shadow_dir(keel_home: &Path, workspace_root: &Path) -> PathBuf {
     let key = content_hash(workspace_root.display().to_string().as_bytes());
     keel_home.join("shadow").join(key.trim_start_matches("fnv1a64:"))
 }
@@ -434,7 +434,7 @@ fn fits_on_command_line(paths: &[PathBuf]) -> bool {
 }
 
 /// `paths` in groups that fit one command line.
-pub(super) fn chunked<S: AsRef<str>>(paths: &[S]) -> Vec<Vec<&str>> {
+pub(in crate::runtime) fn chunked<S: AsRef<str>>(paths: &[S]) -> Vec<Vec<&str>> {
     let mut chunks: Vec<Vec<&str>> = Vec::new();
     let mut bytes = ARGS_BYTES;
     for path in paths {

@@ -23,12 +23,12 @@ use crate::config::agents::AgentDefinition;
 use crate::mcp::McpToolDef;
 use crate::protocol::entry_names;
 
-use super::mcp_glue::McpState;
-use super::{RuntimeError, RuntimeEvent, Session};
+use crate::runtime::mcp_glue::McpState;
+use crate::runtime::{RuntimeError, RuntimeEvent, Session};
 
 /// The MCP tools of `offered` (the parent's, in order) a child of type
 /// `definition` is offered.
-pub(super) fn mcp_for_type(
+pub(in crate::runtime) fn mcp_for_type(
     offered: &[McpToolDef],
     definition: &AgentDefinition,
 ) -> Vec<McpToolDef> {
@@ -42,7 +42,10 @@ pub(super) fn mcp_for_type(
 /// What the user should hear about the MCP entries of `definition`'s list
 /// that give its children nothing: no such tool in this session, or only
 /// tools that may change things for a read-only type.
-pub(super) fn unoffered_mcp(definition: &AgentDefinition, offered: &[McpToolDef]) -> Vec<String> {
+pub(in crate::runtime) fn unoffered_mcp(
+    definition: &AgentDefinition,
+    offered: &[McpToolDef],
+) -> Vec<String> {
     let (mut missing, mut writers) = (Vec::new(), Vec::new());
     for listed in definition.listed_mcp() {
         let named: Vec<&McpToolDef> =
@@ -70,13 +73,16 @@ pub(super) fn unoffered_mcp(definition: &AgentDefinition, offered: &[McpToolDef]
 
 impl Session {
     /// The MCP tools a child of type `definition` is offered now.
-    pub(super) fn child_mcp_tools(&self, definition: &AgentDefinition) -> Vec<McpToolDef> {
+    pub(in crate::runtime) fn child_mcp_tools(
+        &self,
+        definition: &AgentDefinition,
+    ) -> Vec<McpToolDef> {
         mcp_for_type(self.mcp.offered(), definition)
     }
 
     /// Tells the user which MCP entries of `definition`'s list the child
     /// opened now goes without.
-    pub(super) fn warn_unoffered_mcp(&mut self, definition: &AgentDefinition) {
+    pub(in crate::runtime) fn warn_unoffered_mcp(&mut self, definition: &AgentDefinition) {
         let notes = unoffered_mcp(definition, self.mcp.offered());
         if notes.is_empty() {
             return;
@@ -87,7 +93,7 @@ impl Session {
 
     /// Lends this session's hub to `child` and offers it `defs` (its
     /// type's share of this session's MCP tools) through its `step`.
-    pub(super) fn lend_mcp(
+    pub(in crate::runtime) fn lend_mcp(
         &self,
         child: &mut Session,
         defs: Vec<McpToolDef>,

@@ -21,18 +21,18 @@ use crate::policy::ApprovalScope;
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 use crate::tools::{AGENT_TOOL, BoxFuture, ToolContext};
 
-use super::subagent::Links;
-use super::subagent_run::ChildOutcome;
-use super::{ApprovalAnswer, Approver, EventSink, RuntimeError, RuntimeEvent, Session};
+use super::Links;
+use super::run::ChildOutcome;
+use crate::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeError, RuntimeEvent, Session};
 
 /// One of a child's events, for the parent's `agent` call `call_id`.
-pub(super) struct Uplink {
+pub(in crate::runtime) struct Uplink {
     call_id: String,
     event: RuntimeEvent,
 }
 
 /// A child's approval request, answered on `reply`.
-pub(super) struct ApprovalRequest {
+pub(in crate::runtime) struct ApprovalRequest {
     call: ToolCall,
     reason: String,
     /// Asked anew ([`Approver::ask_anew`]), "always" offered or not.
@@ -43,13 +43,13 @@ pub(super) struct ApprovalRequest {
 /// A child's event sink: forwards to the parent (its token budget,
 /// `[agents] max_tokens`, is one of its loop's spend limits, checked before
 /// each request).
-pub(super) struct LinkSink {
+pub(in crate::runtime) struct LinkSink {
     call_id: String,
     events: UnboundedSender<Uplink>,
 }
 
 impl LinkSink {
-    pub(super) fn new(call_id: String, events: UnboundedSender<Uplink>) -> Self {
+    pub(in crate::runtime) fn new(call_id: String, events: UnboundedSender<Uplink>) -> Self {
         Self { call_id, events }
     }
 }
@@ -62,14 +62,14 @@ impl EventSink for LinkSink {
 }
 
 /// A child's approver: the parent's approver answers.
-pub(super) struct LinkApprover {
+pub(in crate::runtime) struct LinkApprover {
     asks: UnboundedSender<ApprovalRequest>,
     can_ask: bool,
     agent: String,
 }
 
 impl LinkApprover {
-    pub(super) fn new(
+    pub(in crate::runtime) fn new(
         asks: UnboundedSender<ApprovalRequest>,
         can_ask: bool,
         agent: String,
@@ -126,7 +126,7 @@ impl Approver for LinkApprover {
 enum Slot {
     Answered((ToolResult, ToolMeta)),
     Tool(ToolCall),
-    Child(Box<super::subagent::Child>),
+    Child(Box<super::Child>),
 }
 
 /// What one call of the batch came to.
@@ -140,7 +140,7 @@ impl Session {
     /// first (its log linked from this one), then the batch runs as any
     /// (children side by side when read-only, concurrent batches), while
     /// this session forwards the children's events and approval requests.
-    pub(super) async fn run_batch_with_subagents(
+    pub(in crate::runtime) async fn run_batch_with_subagents(
         &mut self,
         calls: &[ToolCall],
         concurrent: bool,
@@ -211,7 +211,7 @@ impl Session {
 /// Runs a child with panics caught: a bug in keel while a subagent works
 /// is the call's error result (and an `internal_error` line), as a
 /// panicking tool's is, never the end of the parent's session.
-pub(super) async fn guarded(child: super::subagent::Child) -> ChildOutcome {
+pub(in crate::runtime) async fn guarded(child: super::Child) -> ChildOutcome {
     let (call, session_id) = (child.call.clone(), child.session.id().to_owned());
     match crate::support::panic_guard::Guarded::new(child.run()).await {
         Ok(outcome) => outcome,
@@ -234,7 +234,7 @@ pub(super) async fn guarded(child: super::subagent::Child) -> ChildOutcome {
 /// Polls `work` to its end while forwarding children's events to `sink`
 /// and their approval requests to `approver`, one at a time; then the
 /// events still queued.
-pub(super) async fn serve<T>(
+pub(in crate::runtime) async fn serve<T>(
     sink: &mut Box<dyn EventSink>,
     approver: &mut Box<dyn Approver>,
     inbox: &mut UnboundedReceiver<Uplink>,

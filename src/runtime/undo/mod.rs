@@ -20,6 +20,24 @@
 //! (ignored files, files over the size caps) is said when it happens and
 //! again by the undo that cannot restore it.
 
+//!
+//! # Files
+//!
+//! This file is the face of the undo store (the checkpoint before a turn's first change, `keel
+//! undo`); `checkpoint.rs` the shadow repository, `shadow_seed.rs` and `shadow_triage.rs` its
+//! setup and what a checkpoint saves, `notes.rs` what undo does not cover; `watch.rs` the inotify
+//! watcher with `ignores.rs`; `first_walk.rs` the one walk shared with the jail's nested `.git`
+//! search, `folder_cache.rs` what the last walk saw.
+
+pub(super) mod checkpoint;
+pub(super) mod first_walk;
+mod folder_cache;
+mod ignores;
+pub(super) mod notes;
+pub(super) mod shadow_seed;
+mod shadow_triage;
+mod watch;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,10 +49,10 @@ use tokio::task::JoinHandle;
 use crate::protocol::{SessionEvent, ToolCall, ToolClass};
 use crate::session::{SessionError, SessionLock, SessionLog, for_each_record};
 
-use super::checkpoint::{CheckpointError, Scope, ShadowRepo, Snapshot, UndoLimits};
-use super::first_walk::OfferedWatch;
-use super::undo_notes::{NotCovered, not_covered_by, skipped_warning};
-use super::watch::{Dirty, WatchError, Watcher};
+use self::checkpoint::{CheckpointError, Scope, ShadowRepo, Snapshot, UndoLimits};
+use self::first_walk::OfferedWatch;
+use self::notes::{NotCovered, not_covered_by, skipped_warning};
+use self::watch::{Dirty, WatchError, Watcher};
 use super::{RuntimeError, RuntimeEvent, Session};
 
 /// A checkpoint slower than this is announced while it runs.
@@ -336,7 +354,7 @@ impl UndoReport {
             n => format!("{}, … ({n} files)", self.files[..LISTED].join(", ")),
         };
         let mut summary = format!("restored {files} to before turn {}", self.turn);
-        if let Some(line) = super::undo_notes::not_covered_line(&self.not_covered) {
+        if let Some(line) = self::notes::not_covered_line(&self.not_covered) {
             summary.push('\n');
             summary.push_str(&line);
         }

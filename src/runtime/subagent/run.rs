@@ -19,34 +19,34 @@ use crate::hooks::HookEvent;
 use crate::protocol::{Item, SessionEvent, ToolCall, ToolMeta, ToolResult, TurnOutcome, Usage};
 use crate::tools::{AGENT_TOOL, BoxFuture};
 
-use super::hooks_glue::MAX_STOP_CONTINUATIONS;
-use super::subagent::Child;
-use super::{DeclinedCall, RuntimeError, RuntimeEvent, Session, TurnSummary};
+use super::Child;
 use crate::protocol::tool_facts::names;
+use crate::runtime::hooks_glue::MAX_STOP_CONTINUATIONS;
+use crate::runtime::{DeclinedCall, RuntimeError, RuntimeEvent, Session, TurnSummary};
 
 /// Entries of each kind listed in a result's activity line.
 const ACTIVITY_ITEMS: usize = 6;
 
 /// What a child's task came to, for the parent.
-pub(super) struct ChildOutcome {
-    pub(super) call: ToolCall,
-    pub(super) session_id: String,
-    pub(super) outcome: TurnOutcome,
-    pub(super) result: ToolResult,
-    pub(super) meta: ToolMeta,
+pub(in crate::runtime) struct ChildOutcome {
+    pub(in crate::runtime) call: ToolCall,
+    pub(in crate::runtime) session_id: String,
+    pub(in crate::runtime) outcome: TurnOutcome,
+    pub(in crate::runtime) result: ToolResult,
+    pub(in crate::runtime) meta: ToolMeta,
     /// The whole child session's spend, its own children included: as
     /// its servers reported it, and at keel's estimate where they did not.
-    pub(super) usage: Usage,
-    pub(super) cost_usd: Option<f64>,
-    pub(super) estimated: Unreported,
-    pub(super) declined: Vec<DeclinedCall>,
+    pub(in crate::runtime) usage: Usage,
+    pub(in crate::runtime) cost_usd: Option<f64>,
+    pub(in crate::runtime) estimated: Unreported,
+    pub(in crate::runtime) declined: Vec<DeclinedCall>,
 }
 
 impl Session {
     /// A child's task: SubagentStart hooks (their context joins its
     /// instructions), the task as its one turn, then SubagentStop hooks (a
     /// block sends it back to work with the reason, a few times at most).
-    pub(super) async fn run_task(
+    pub(in crate::runtime) async fn run_task(
         &mut self,
         prompt: String,
         cancel: &CancellationToken,
@@ -133,7 +133,7 @@ impl Session {
 
     /// Records what a child's task came to in this (the parent's) log and
     /// totals; the call's result is recorded by the loop after this.
-    pub(super) fn note_child_outcome(
+    pub(in crate::runtime) fn note_child_outcome(
         &mut self,
         outcome: &mut ChildOutcome,
     ) -> Result<(), RuntimeError> {
@@ -155,7 +155,7 @@ impl Child {
     /// Runs the task (or finishes a resumed one) and closes the child's
     /// log; never fails: a failure is the call's error result. Boxed with
     /// its type named: a child runs sessions that run children.
-    pub(super) fn run(mut self) -> BoxFuture<'static, ChildOutcome> {
+    pub(in crate::runtime) fn run(mut self) -> BoxFuture<'static, ChildOutcome> {
         Box::pin(async move {
             let summary = match self.prompt.take() {
                 Some(prompt) => self.session.run_task(prompt, &self.cancel).await.map(Some),

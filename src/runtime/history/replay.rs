@@ -20,7 +20,7 @@ use crate::protocol::{SessionEvent, ToolCall, ToolMeta, ToolResult};
 use crate::session::{SessionError, read_log};
 use crate::tools::{AGENT_TOOL, SHELL_TOOL, ToolContext, ToolRegistry};
 
-use super::{EventSink, RuntimeEvent};
+use crate::runtime::{EventSink, RuntimeEvent};
 
 /// Whether a replayed result says what the recorded one said. A shell
 /// result is compared by its streams and exit code: a log written by an
@@ -97,7 +97,7 @@ pub async fn replay(
                     model,
                     workspace_root: workspace.to_owned(),
                     // Replayed tools run without the session confinement.
-                    sandbox: super::SandboxState::Off,
+                    sandbox: crate::runtime::SandboxState::Off,
                     mode: mode.unwrap_or_default(),
                     limits: crate::agent::SpendLimits::default(),
                 });

@@ -11,7 +11,7 @@ use super::checkpoint::{SkipReason, Skipped, UndoLimits};
 
 /// What to do with the paths of one checkpoint.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Plan {
+pub(in crate::runtime) struct Plan {
     /// Paths to hand to `update-index --add --remove` (saved or removed).
     pub update: Vec<String>,
     /// Tracked paths to drop from the shadow index.
@@ -42,7 +42,11 @@ fn on_disk(path: &Path) -> OnDisk {
 }
 
 /// Decides each `(XY, path)` status entry.
-pub(super) fn triage(work_tree: &Path, changes: &[(String, String)], limits: UndoLimits) -> Plan {
+pub(in crate::runtime) fn triage(
+    work_tree: &Path,
+    changes: &[(String, String)],
+    limits: UndoLimits,
+) -> Plan {
     let mut plan = Plan::default();
     for (code, path) in changes {
         let untracked = code == "??";

@@ -61,13 +61,13 @@ use crate::protocol::SessionEvent;
 use crate::session::{LogEntry, SessionLock, SessionLog, for_each_entry};
 use crate::tools::processes::LeftRunning;
 
-use super::driver::{
+use super::file_memory::remembered_files;
+use crate::runtime::driver::{
     Opening, environment, loop_config, session_tools, setup_sandbox, tools_digest, workflow_setup,
 };
-use super::file_memory::remembered_files;
-use super::files::DiskProbe;
-use super::subagent_resume::SubagentLinks;
-use super::{
+use crate::runtime::files::DiskProbe;
+use crate::runtime::subagent::resume::SubagentLinks;
+use crate::runtime::{
     Approver, EventSink, RuntimeError, RuntimeEvent, Session, SessionOptions, TurnSummary,
 };
 
@@ -85,7 +85,7 @@ impl Session {
         approver: Box<dyn Approver>,
     ) -> Result<Self, RuntimeError> {
         let llm = LlmClient::new(settings.provider.clone()).map_err(RuntimeError::Client)?;
-        let found = super::driver::discover_context(settings, &options.cwd);
+        let found = crate::runtime::driver::discover_context(settings, &options.cwd);
         let tools = session_tools(settings, &found, 0);
         let config = loop_config(settings, &options, &tools, &found);
         let fresh = config.prefix.clone();
@@ -188,12 +188,15 @@ impl Session {
             provider,
             model: rebuilt.state.config().model.clone(),
             workspace_root: settings.workspace_root.clone(),
-            sandbox: super::sandboxing::sandbox_state(settings, &rebuilt.state.config().policy),
+            sandbox: crate::runtime::sandboxing::sandbox_state(
+                settings,
+                &rebuilt.state.config().policy,
+            ),
             mode: rebuilt.state.config().policy.mode,
             pricing: rebuilt.state.config().pricing,
             limits: rebuilt.state.config().limits.spend,
         });
-        sink.emit(super::workflow::workflow_event(rebuilt.state.workflow()));
+        sink.emit(crate::runtime::workflow::workflow_event(rebuilt.state.workflow()));
         let files = remembered_files(
             rebuilt.state.items(),
             &settings.workspace_root,
@@ -295,7 +298,7 @@ fn refuse_to_guess(rebuilt: &Rebuilt, log_path: &Path) -> Result<(), RuntimeErro
 /// cannot: the log recorded none, this keel's core rules or tools differ
 /// (another version), or the model changed (caches are per model; the
 /// bytes stay, the break is recorded all the same).
-pub(super) fn prefix_break(
+pub(in crate::runtime) fn prefix_break(
     facts: &crate::agent::LogFacts,
     fresh: &crate::protocol::PrefixSections,
     digest: &str,

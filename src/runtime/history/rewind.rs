@@ -33,8 +33,8 @@ use crate::agent::{Input, Prompt, PromptLine, Rewind, RewindError, conversation_
 use crate::protocol::{EventRecord, RewindScope, SessionEvent};
 use crate::session::{SessionError, read_log};
 
-use super::checkpoint::{CheckpointError, Scope, ShadowRepo, UndoLimits};
-use super::{RuntimeError, RuntimeEvent, Session};
+use crate::runtime::undo::checkpoint::{CheckpointError, Scope, ShadowRepo, UndoLimits};
+use crate::runtime::{RuntimeError, RuntimeEvent, Session};
 
 /// How long before its line a restore (a rewind's, an undo's) may have
 /// written files: their times count as keel's.
@@ -210,7 +210,7 @@ async fn restore_code(
     let (kept, files): (Vec<String>, Vec<String>) =
         changed.into_iter().partition(|path| changed_by_someone_else(root, path, from, &spans));
     shadow.restore(target, limits).await?;
-    for chunk in super::checkpoint::chunked(&kept) {
+    for chunk in crate::runtime::undo::checkpoint::chunked(&kept) {
         let mut args = vec!["--literal-pathspecs", "checkout", before.commit.as_str(), "--"];
         args.extend(chunk);
         shadow.git(&args).await?;

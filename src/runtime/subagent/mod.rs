@@ -105,6 +105,19 @@
 //! type gone) is left to the ordinary "interrupted" reconciliation. `keel sessions` lists a child
 //! under its parent; `--last` and the resume picker skip children.
 
+//!
+//! # Files
+//!
+//! This file opens a child and runs the `agent` calls of a batch; `run.rs` one child's task and
+//! its report, `link.rs` the channel from children to the parent's front end and approver,
+//! `resume.rs` a crash inside subagents resumed from the children's logs, `mcp.rs` the parent's
+//! MCP tools lent to a child.
+
+pub(super) mod link;
+pub(in crate::runtime) mod mcp;
+pub(super) mod resume;
+mod run;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -130,12 +143,12 @@ use crate::protocol::{
 use crate::session::{SessionLog, new_session_id, sessions_dir};
 use crate::tools::{AGENT_TOOL, AgentArgs, FileStates, ToolRegistry};
 
+use self::link::{ApprovalRequest, LinkApprover, LinkSink, Uplink};
+use self::resume::SubagentLinks;
 use super::assembly::{
     Found, agent_classes, describe_agent_types, environment, named_checks, one_hour_cache,
     project_instructions, session_tools, subagent_prefix, tools_digest,
 };
-use super::subagent_link::{ApprovalRequest, LinkApprover, LinkSink, Uplink};
-use super::subagent_resume::SubagentLinks;
 use super::{DeclinedCall, RuntimeError, RuntimeEvent, Session, SessionOptions};
 use crate::protocol::tool_facts::names;
 

@@ -36,19 +36,19 @@ use crate::sandbox::protected;
 mod tests;
 
 /// A watcher set up, or why not.
-pub(super) type Started = Result<Watcher, WatchError>;
+pub(in crate::runtime) type Started = Result<Watcher, WatchError>;
 
 /// The watcher a session's [`search_and_watch`] sets up: its workspace
 /// and where the watcher arrives. Held by that session's checkpoints.
 #[derive(Debug)]
-pub(super) struct OfferedWatch {
+pub(in crate::runtime) struct OfferedWatch {
     root: PathBuf,
     receiver: oneshot::Receiver<Started>,
 }
 
 impl OfferedWatch {
     /// Where the watcher arrives, if it was walked for `root`.
-    pub(super) fn claim(self, root: &Path) -> Option<oneshot::Receiver<Started>> {
+    pub(in crate::runtime) fn claim(self, root: &Path) -> Option<oneshot::Receiver<Started>> {
         (self.root == root).then_some(self.receiver)
     }
 }
@@ -57,7 +57,7 @@ impl OfferedWatch {
 /// undo watcher it offers. keel's state (`keel_home`) is neither watched
 /// nor searched; it keeps the folder listings between sessions
 /// ([`FolderCache`], next to the shadow repository).
-pub(super) fn search_and_watch(
+pub(in crate::runtime) fn search_and_watch(
     root: PathBuf,
     keel_home: PathBuf,
 ) -> (impl FnOnce() -> Vec<PathBuf> + Send + 'static, OfferedWatch) {

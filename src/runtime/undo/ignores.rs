@@ -21,7 +21,7 @@ const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
 
 /// The `.gitignore` matchers of one workspace, read on first use per folder.
 #[derive(Debug)]
-pub(super) struct Ignores {
+pub(in crate::runtime) struct Ignores {
     root: PathBuf,
     /// Folder (relative, `""` for the root) → its `.gitignore`, if any.
     by_dir: HashMap<PathBuf, Option<Gitignore>>,

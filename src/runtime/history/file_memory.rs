@@ -23,7 +23,7 @@ use crate::tools::paths::Workspace;
 const SEEING_TOOLS: [&str; 3] = [names::READ_FILE, names::WRITE_FILE, names::EDIT_FILE];
 
 /// Rebuilds read-before-write state from a resumed conversation.
-pub(super) fn remembered_files(
+pub(in crate::runtime) fn remembered_files(
     items: &[Item],
     root: &Path,
     cwd: &Path,
