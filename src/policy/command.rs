@@ -59,6 +59,7 @@ pub fn command_into(
     match unwrap(argv) {
         Unwrapped::Command { argv, flags, extra, scripts, blind } => {
             out.blind.extend(blind);
+            out.blind.extend(flags.unseen_start_up.iter().cloned());
             for nested in extra {
                 command_into(nested, dynamic, depth + 1, dirs, &Stdin::Closed, out);
             }
@@ -70,6 +71,7 @@ pub fn command_into(
             out.commands.push(with_flags(SimpleCommand::new(argv, dirs.clone()), &flags, dynamic));
         }
         Unwrapped::Script { script, flags } => {
+            out.blind.extend(flags.unseen_start_up.iter().cloned());
             // What ran the shell stays a command of its own, so the script
             // is never taken as read-only (`setsid sh -c 'ls'`).
             let marker = flags
@@ -170,6 +172,13 @@ fn judge_program(
         }
         "make" | "gmake" | "bmake" | "remake" => {
             make_program(program, argv, stdin, depth, dirs, out)
+        }
+        "just" => {
+            for file in program_source::just_files(&argv[1..]) {
+                if classify(file) != ProgramFile::File {
+                    out.blind.push(format!("`just` reads its recipes from `{file}`"));
+                }
+            }
         }
         "ln" => record_links(argv, dirs, out),
         // Scripts given as arguments: an alias's value, a trap's action.

@@ -65,7 +65,7 @@ const fn runs_later(name: &'static str, folder: bool, what: &'static str) -> Run
 /// appears (a nested repository's too): a write to it asks in every mode,
 /// and a command's jail keeps it read-only at each workspace root
 /// (`sandbox::protected` reads this list). The one list of these names.
-pub const RUNS_PROGRAMS: [RunsLater; 7] = [
+pub const RUNS_PROGRAMS: [RunsLater; 8] = [
     runs_later(".git", true, "git's folder (hooks and config run code)"),
     runs_later(".keel", true, "keel's project folder (rules, hooks, config)"),
     runs_later(
@@ -75,6 +75,7 @@ pub const RUNS_PROGRAMS: [RunsLater; 7] = [
     ),
     runs_later(".mcp.json", false, "the project's MCP servers (keel starts them, unconfined)"),
     runs_later(".vscode", true, "editor settings (tasks can run on folder open)"),
+    runs_later(".idea", true, "JetBrains IDE settings (run configurations and tasks run programs)"),
     runs_later(".husky", true, "git hooks managed by husky"),
     runs_later(".envrc", false, "direnv runs it on entering the folder"),
 ];

@@ -120,9 +120,13 @@ pub fn make_inputs(args: &[String]) -> MakeInputs<'_> {
             };
             match name {
                 "file" | "makefile" => {
-                    found
-                        .files
-                        .push(value.or_else(|| words.next().map(String::as_str)).unwrap_or(STDIN));
+                    found.files.push(
+                        // `--file=<(…)` parses as `--file=` and the substitution.
+                        value
+                            .filter(|value| !value.is_empty())
+                            .or_else(|| words.next().map(String::as_str))
+                            .unwrap_or(STDIN),
+                    );
                 }
                 "eval" => found.eval = true,
                 _ => {}
@@ -147,6 +151,40 @@ pub fn make_inputs(args: &[String]) -> MakeInputs<'_> {
     found
 }
 
+/// Variables naming files a program reads as code when it starts:
+/// bash's and sh's start-up file, make's extra makefiles.
+const START_UP_VARS: [&str; 3] = ["BASH_ENV", "ENV", "MAKEFILES"];
+
+/// Why `NAME=value` hands a program code keel cannot read (a start-up
+/// variable naming stdin, a substitution, a descriptor or a device);
+/// `None` for any other word.
+pub fn unseen_start_up(word: &str) -> Option<String> {
+    let (name, value) = word.split_once('=')?;
+    let name = name.trim_end_matches('+');
+    let unseen = START_UP_VARS.contains(&name)
+        && (value.trim().is_empty() && name == "MAKEFILES"
+            || value.split_whitespace().any(|file| classify(file) != ProgramFile::File));
+    unseen.then(|| format!("`{name}` names a start-up file keel cannot read (`{value}`)"))
+}
+
+/// `just -f FILE`, `-fFILE`, `--justfile[=]FILE`: the recipe files.
+pub fn just_files(args: &[String]) -> Vec<&str> {
+    let mut files = Vec::new();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "-f" | "--justfile" => files.push(words.next().map_or(STDIN, String::as_str)),
+            "--" => break,
+            // `--justfile=<(…)` parses as `--justfile=` and the substitution.
+            "--justfile=" => files.push(words.next().map_or(STDIN, String::as_str)),
+            w if w.starts_with("--justfile=") => files.push(&w["--justfile=".len()..]),
+            w if w.starts_with("-f") && w.len() > 2 => files.push(&w[2..]),
+            _ => {}
+        }
+    }
+    files
+}
+
 /// `awk -f FILE`, `-fFILE`, `--file[=]FILE`: the program files.
 pub fn awk_files(args: &[String]) -> Vec<&str> {
     let mut files = Vec::new();
@@ -155,6 +193,7 @@ pub fn awk_files(args: &[String]) -> Vec<&str> {
         match word.as_str() {
             "-f" | "--file" => files.push(words.next().map_or(STDIN, String::as_str)),
             "--" => break,
+            "--file=" => files.push(words.next().map_or(STDIN, String::as_str)),
             w if w.starts_with("--file=") => files.push(&w["--file=".len()..]),
             w if w.starts_with("-f") && w.len() > 2 => files.push(&w[2..]),
             _ => {}

@@ -378,9 +378,9 @@ fn word_protection(dir: &PathContext, word: &str) -> Option<(PathBuf, Protection
     if let Some(protection) = dir.protection(&pattern) {
         return Some((pattern, protection));
     }
-    const PROBES: [&str; 11] = [
-        ".git", ".keel", ".claude", ".vscode", ".husky", ".github", ".envrc", ".env", ".bashrc",
-        ".profile", ".zshrc",
+    const PROBES: [&str; 12] = [
+        ".git", ".keel", ".claude", ".vscode", ".idea", ".husky", ".github", ".envrc", ".env",
+        ".bashrc", ".profile", ".zshrc",
     ];
     let names: Vec<String> = pattern
         .components()

@@ -260,9 +260,11 @@ impl Walker<'_> {
             "list" => self.list(node, level),
             "function_definition" => self.function(node, level),
             "variable_assignment" => {
-                if sensitive_assignment(&self.text(node)) {
+                let text = self.text(node);
+                if sensitive_assignment(&text) {
                     self.out.hidden.push(Hidden::SensitiveAssignment);
                 }
+                self.out.blind.extend(super::program_source::unseen_start_up(&text));
                 self.remember(node);
                 self.each_child(node, level);
             }
@@ -272,6 +274,9 @@ impl Walker<'_> {
                 if argv.iter().skip(1).any(|word| sensitive_assignment(word)) {
                     self.out.hidden.push(Hidden::SensitiveAssignment);
                 }
+                let unseen =
+                    argv.iter().skip(1).filter_map(|w| super::program_source::unseen_start_up(w));
+                self.out.blind.extend(unseen);
                 self.out.commands.push(SimpleCommand::new(argv, self.dirs.clone()));
                 self.each_child(node, level);
             }

@@ -78,7 +78,14 @@ fn file_writes() {
 fn files_that_run_programs_later_ask_in_every_mode() {
     for mode in [ApprovalMode::Auto, ApprovalMode::Yolo] {
         let p = policy(mode, "");
-        for path in [".mcp.json", ".vscode/tasks.json", ".claude/agents/x.md", "lib/.mcp.json"] {
+        for path in [
+            ".mcp.json",
+            ".vscode/tasks.json",
+            ".claude/agents/x.md",
+            "lib/.mcp.json",
+            ".idea/runConfigurations/serve.xml",
+            ".idea/workspace.xml",
+        ] {
             assert!(matches!(write(&p, path), Decision::Prompt { .. }), "{mode:?} {path}");
         }
         let planted = shell(&p, "echo '{\"mcpServers\":{}}' > .mcp.json");

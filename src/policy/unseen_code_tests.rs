@@ -149,3 +149,40 @@ fn raw_writes_to_block_devices_are_refused_in_every_mode() {
         assert!(matches!(decision, Decision::Allow), "`{command}`: {decision:?}");
     }
 }
+
+/// Start-up files named by the environment (`BASH_ENV`, `ENV`,
+/// `MAKEFILES`) and recipe files (`just -f`) are programs too: one that
+/// is stdin or a substitution is code keel cannot read.
+const UNSEEN_BY_ENV_OR_RECIPE: &[&str] = &[
+    "echo 'rm -rf ~' | BASH_ENV=/dev/stdin bash -c true",
+    "BASH_ENV=<(echo 'rm -rf ~') bash -c true",
+    "env BASH_ENV=/dev/stdin bash -c : < evil.sh",
+    "export BASH_ENV=/dev/stdin; bash -c : < evil.sh",
+    "ENV=/dev/fd/0 sh -i < evil.sh",
+    "MAKEFILES=/dev/stdin make < evil.mk",
+    "MAKEFILES=<(echo 'all:; rm -rf ~') make",
+    "env MAKEFILES=/proc/self/fd/0 make all < evil.mk",
+    "just -f /dev/stdin < evil.just",
+    "echo 'x:\n rm -rf ~' | just --justfile /dev/stdin x",
+    "just --justfile=<(echo x) x",
+    "just -f <(echo x)",
+    "make --file=<(echo 'all:; rm -rf ~')",
+    "awk --file=<(echo 'BEGIN{system(\"rm -rf ~\")}') data",
+];
+
+#[test]
+fn start_up_files_and_recipes_from_stdin_ask_in_auto_and_yolo() {
+    let mut ran = Vec::new();
+    for mode in [ApprovalMode::Auto, ApprovalMode::Yolo, ApprovalMode::Ask] {
+        for command in UNSEEN_BY_ENV_OR_RECIPE {
+            if matches!(shell(mode, command), Decision::Allow) {
+                ran.push(format!("{mode:?} `{command}`"));
+            }
+        }
+    }
+    assert!(ran.is_empty(), "ran without asking:\n{}", ran.join("\n"));
+    for command in ["just test", "just -f ci.just build", "make test", "bash -c true"] {
+        let decision = shell(ApprovalMode::Auto, command);
+        assert!(matches!(decision, Decision::Allow), "`{command}`: {decision:?}");
+    }
+}

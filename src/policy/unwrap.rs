@@ -32,6 +32,9 @@ pub struct Flags {
     pub wrapper: Option<String>,
     /// Its arguments also come from stdin (`xargs`).
     pub stdin_args: bool,
+    /// Start-up code it is handed that keel cannot read
+    /// (`BASH_ENV=/dev/stdin`, `MAKEFILES=<(…)`).
+    pub unseen_start_up: Vec<String>,
 }
 
 /// An argv after unwrapping.
@@ -184,6 +187,7 @@ pub fn unwrap(mut argv: Vec<String>) -> Unwrapped {
 /// Records what a `NAME=value` before a command means.
 fn note_assignment(word: &str, flags: &mut Flags, scripts: &mut Vec<String>) {
     flags.sensitive_env |= sensitive_assignment(word);
+    flags.unseen_start_up.extend(super::program_source::unseen_start_up(word));
     let Some((name, value)) = word.split_once('=') else { return };
     let harmless = HARMLESS_VARS.contains(&name) || name.starts_with("LC_");
     flags.env_assigned |= !harmless;

@@ -26,7 +26,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::sandbox::git_write::{ISOLATED_CONFIG_ENV, NEUTRAL_ENV};
+use crate::sandbox::git_write::{ISOLATED_CONFIG_ENV, NEUTRAL_ENV, is_driver_command};
 use crate::sandbox::{CommandOutput, CommandSpec, SandboxError, run_blocking};
 
 /// Config that runs programs, switched off (`-c` wins over every file);
@@ -172,21 +172,6 @@ pub fn checked(
         return Err(GitError::Failed { command, stderr: output.stderr.text().trim().to_owned() });
     }
     Ok(output.stdout.text())
-}
-
-/// Whether config key `name` names a program git runs for a driver:
-/// `filter.<x>.clean|smudge|process`, `diff.<x>.textconv|command`,
-/// `merge.<x>.driver`.
-fn is_driver_command(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    let Some((section, rest)) = lower.split_once('.') else { return false };
-    let Some((_, key)) = rest.rsplit_once('.') else { return false };
-    matches!(
-        (section, key),
-        ("filter", "clean" | "smudge" | "process")
-            | ("diff", "textconv" | "command")
-            | ("merge", "driver")
-    )
 }
 
 #[cfg(test)]

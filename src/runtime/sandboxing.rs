@@ -430,7 +430,7 @@ mod tests {
         let off = vcs_warning(true, VcsGuard::Off).unwrap();
         assert!(
             off.contains(
-                ".git, .keel, .claude, .mcp.json, .vscode, .husky, .envrc are NOT protected"
+                ".git, .keel, .claude, .mcp.json, .vscode, .idea, .husky, .envrc are NOT protected"
             ),
             "{off}"
         );

@@ -95,7 +95,17 @@ mod tests {
         assert_eq!(walls.writes, WriteWalls::Workspace);
         assert_eq!(
             walls.read_only_to_commands,
-            [".git", ".keel", ".claude", ".mcp.json", ".vscode", ".husky", ".envrc", "~/.keel"]
+            [
+                ".git",
+                ".keel",
+                ".claude",
+                ".mcp.json",
+                ".vscode",
+                ".idea",
+                ".husky",
+                ".envrc",
+                "~/.keel"
+            ]
         );
         assert!(walls.git_through_git);
     }

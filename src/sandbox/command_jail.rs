@@ -19,7 +19,11 @@
 //! - after a confined command, the protected folders it created are
 //!   removed and the command fails ([`protected::Sweep`]);
 //! - a command judged a read runs every git it starts with the programs
-//!   a repository can name switched off ([`git_write::neutral_config_env`]).
+//!   a repository can name switched off ([`git_write::neutral_config_env`]),
+//!   the driver programs (textconv, filters, diff and merge drivers) its
+//!   own config names too; a recognised git write gets the same drivers
+//!   off, a required filter left required (it fails rather than storing
+//!   unfiltered content).
 //! - with the network off or allowlist, every confined command of the
 //!   jail (reads, writes, git, background) joins one network namespace,
 //!   the session's ([`SessionNetwork`], started with the first of them
@@ -224,7 +228,14 @@ impl CommandJail {
     ) -> Result<CommandOutput, SandboxError> {
         let mut spec = spec.with_filtered_env(self.env.clone());
         if access == CommandAccess::Reads {
-            spec = git_write::neutral_config_env()
+            // Only a command that names git can start one (it was judged
+            // a read: no script of its own runs).
+            let drivers = if spec.display().contains("git") {
+                driver_overrides(&spec.cwd, git_write::RequiredFilters::Relax).await
+            } else {
+                Vec::new()
+            };
+            spec = git_write::config_env_with(&drivers)
                 .into_iter()
                 .fold(spec, |spec, (key, value)| spec.with_env(key, value));
         }
@@ -294,13 +305,29 @@ impl CallJail<'_> {
         let program = confinement.as_ref().and_then(git_write::git_program);
         match (confinement, program, argv.split_first()) {
             (Some(confinement), Some(program), Some((_git, args))) => {
-                let spec = git_write::spec(&program, args, &script)
-                    .with_filtered_env(self.jail.env.clone());
+                let drivers = driver_overrides(&script.cwd, git_write::RequiredFilters::Keep).await;
+                let spec = git_write::config_env_with(&drivers).into_iter().fold(
+                    git_write::spec(&program, args, &script)
+                        .with_filtered_env(self.jail.env.clone()),
+                    |spec, (key, value)| spec.with_env(key, value),
+                );
                 run_confined(spec, &confinement, cancel).await
             }
             _ => self.run(script, cancel).await,
         }
     }
+}
+
+/// The repository's driver programs at `cwd`, switched off
+/// ([`git_write::repository_driver_overrides`], on a blocking thread).
+async fn driver_overrides(
+    cwd: &std::path::Path,
+    required: git_write::RequiredFilters,
+) -> Vec<(String, String)> {
+    let cwd = cwd.to_owned();
+    tokio::task::spawn_blocking(move || git_write::repository_driver_overrides(&cwd, required))
+        .await
+        .unwrap_or_default()
 }
 
 /// Runs `spec` confined, then removes the protected folders it created

@@ -79,12 +79,96 @@ pub const NEUTRAL_ENV: [(&str, &str); 10] = [
 /// hooks, pager, external diff), and the command line the user saw is the
 /// one that runs.
 pub fn neutral_config_env() -> Vec<(String, String)> {
-    let mut env = vec![("GIT_CONFIG_COUNT".to_owned(), NEUTRAL_CONFIG.len().to_string())];
-    for (at, setting) in NEUTRAL_CONFIG.iter().enumerate() {
-        let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
+    config_env_with(&[])
+}
+
+/// Whether config key `name` names a program git runs for a driver:
+/// `filter.<x>.clean|smudge|process`, `diff.<x>.textconv|command`,
+/// `merge.<x>.driver`. A `.gitattributes` line picks the driver; the
+/// repository's config names its program, so `git diff`, `git status` or
+/// `git add` would run code a repository chose.
+pub fn is_driver_command(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let Some((section, rest)) = lower.split_once('.') else { return false };
+    let Some((_, key)) = rest.rsplit_once('.') else { return false };
+    matches!(
+        (section, key),
+        ("filter", "clean" | "smudge" | "process")
+            | ("diff", "textconv" | "command")
+            | ("merge", "driver")
+    )
+}
+
+/// What a switched-off filter that the repository marks `required` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequiredFilters {
+    /// Not required any more: a read shows the file unfiltered.
+    Relax,
+    /// Kept: a write that needs the filter fails rather than storing what
+    /// the filter would not have (an LFS file in full).
+    Keep,
+}
+
+/// How long reading a repository's config names may take.
+const CONFIG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Overrides (key, value) switching off every driver program that the
+/// repository at `cwd` names in its own config (scopes `local` and
+/// `worktree`, includes followed; the user's global drivers, such as
+/// git-lfs, are the user's own and stay). Blocking: one `git config`.
+/// Empty outside a repository or without git.
+pub fn repository_driver_overrides(cwd: &Path, required: RequiredFilters) -> Vec<(String, String)> {
+    let args = ["--no-pager", "config", "--list", "--show-scope", "--name-only", "-z"];
+    let spec = NEUTRAL_ENV.iter().fold(
+        CommandSpec::argv("git", args, cwd).with_minimal_env().with_timeout(CONFIG_TIMEOUT),
+        |spec, (key, value)| spec.with_env(key, value),
+    );
+    let listed = match super::run_blocking(&spec) {
+        Ok(output) if output.success() => output.stdout.text(),
+        Ok(_) | Err(_) => return Vec::new(),
+    };
+    driver_overrides(&listed, required)
+}
+
+/// [`repository_driver_overrides`] from `git config --list --show-scope
+/// --name-only -z` output (pure; the tests read it).
+fn driver_overrides(listed: &str, required: RequiredFilters) -> Vec<(String, String)> {
+    let mut fields = listed.split('\0');
+    let mut overrides = Vec::new();
+    while let (Some(scope), Some(name)) = (fields.next(), fields.next()) {
+        if !matches!(scope, "local" | "worktree") || !is_driver_command(name) {
+            continue;
+        }
+        // `cat` shows the file as it is; an empty textconv would fail the
+        // whole diff. The others fail loudly when empty ("cannot run"),
+        // never silently.
+        let is_textconv = name.to_ascii_lowercase().ends_with(".textconv");
+        let off = if is_textconv { "cat" } else { "" };
+        overrides.push((name.to_owned(), off.to_owned()));
+        let is_filter = name.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("filter."));
+        if let Some((driver, _)) = name.rsplit_once('.').filter(|_| is_filter)
+            && required == RequiredFilters::Relax
+        {
+            overrides.push((format!("{driver}.required"), "false".to_owned()));
+        }
+    }
+    overrides
+}
+
+/// [`neutral_config_env`] plus `extra` overrides (driver programs).
+pub fn config_env_with(extra: &[(String, String)]) -> Vec<(String, String)> {
+    let settings = NEUTRAL_CONFIG
+        .iter()
+        .map(|setting| setting.split_once('=').unwrap_or((setting, "")))
+        .chain(extra.iter().map(|(key, value)| (key.as_str(), value.as_str())));
+    let mut env = Vec::new();
+    let mut count = 0;
+    for (at, (key, value)) in settings.enumerate() {
         env.push((format!("GIT_CONFIG_KEY_{at}"), key.to_owned()));
         env.push((format!("GIT_CONFIG_VALUE_{at}"), value.to_owned()));
+        count = at + 1;
     }
+    env.insert(0, ("GIT_CONFIG_COUNT".to_owned(), count.to_string()));
     env
 }
 
@@ -184,6 +268,28 @@ mod tests {
         // The repository really runs it otherwise (the check above means something).
         git(&[], &["status"]);
         assert!(marker.exists());
+    }
+
+    #[test]
+    fn only_the_repository_s_own_drivers_are_switched_off() {
+        let listed = "global\0filter.lfs.clean\0local\0filter.Peek.clean\0local\0\
+                      diff.peek.textconv\0worktree\0merge.m.driver\0local\0user.name\0\
+                      command\0diff.x.command\0";
+        let relaxed = driver_overrides(listed, RequiredFilters::Relax);
+        let pairs: Vec<String> = relaxed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        assert_eq!(
+            pairs,
+            [
+                "filter.Peek.clean=",
+                "filter.Peek.required=false",
+                "diff.peek.textconv=cat",
+                "merge.m.driver="
+            ]
+        );
+        let kept = driver_overrides(listed, RequiredFilters::Keep);
+        assert!(kept.iter().all(|(key, _)| !key.ends_with(".required")), "{kept:?}");
+        let env = config_env_with(&relaxed);
+        assert_eq!(env[0], ("GIT_CONFIG_COUNT".to_owned(), (NEUTRAL_CONFIG.len() + 4).to_string()));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! [`KILL_VERIFY`]) that no live member remains; zombies waiting to be
 //! reaped do not count, since they run nothing. Dropping a [`ProcessGroup`]
 //! SIGKILLs the group without waiting, so a dropped future leaves nothing
-//! running. Only a process that left the group (`setsid`) escapes; the
+//! running; [`ProcessGroup::end_in_background`] is the ladder for an
+//! owner that is dropped rather than stopped (a server). Only a process that left the group (`setsid`) escapes; the
 //! landlock/namespace sandbox, not this module, is the answer to that.
 
 use std::time::{Duration, Instant};
@@ -59,6 +60,33 @@ impl ProcessGroup {
         let _ = kill_process_group(pgid, Signal::KILL);
         wait_until_empty(pgid, KILL_VERIFY).await;
         Ending { escalated: true, survivors: live_members(pgid) }
+    }
+
+    /// Runs the kill ladder on a thread of its own, without waiting: for
+    /// an owner dropped without being stopped (a dropped session's MCP
+    /// server), so the group still gets SIGTERM and [`TERM_GRACE`] to
+    /// close, as a stopped one does. The group is this call's from now on
+    /// (dropping `self` kills nothing).
+    pub fn end_in_background(mut self) {
+        let Some(pgid) = self.0.take() else { return };
+        if live_members(pgid) == 0 {
+            return;
+        }
+        let _ = kill_process_group(pgid, Signal::TERM);
+        let ended =
+            std::thread::Builder::new().name("keel-group-end".to_owned()).spawn(move || {
+                let deadline = Instant::now() + TERM_GRACE;
+                while live_members(pgid) > 0 && Instant::now() < deadline {
+                    std::thread::sleep(POLL);
+                }
+                if live_members(pgid) > 0 {
+                    let _ = kill_process_group(pgid, Signal::KILL);
+                }
+            });
+        if ended.is_err() {
+            // No thread: the old way, at once.
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
     }
 
     /// SIGKILLs the group at once, without waiting.

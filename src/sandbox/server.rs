@@ -10,7 +10,8 @@
 //! at most [`MAX_STDERR_LOG_BYTES`] of it, so a chatty server can neither
 //! fill the disk nor block on a full pipe. [`ServerProcess::stop`] runs the
 //! kill ladder (SIGTERM, grace, SIGKILL, verify) on the whole group, and
-//! dropping a [`ServerProcess`] SIGKILLs the group. With a launcher (keel
+//! dropping a [`ServerProcess`] runs the same ladder on a thread (SIGTERM
+//! first: a dropped session closes its servers as a closed one does). With a launcher (keel
 //! itself) the child is the server's stage ([`super::server_stage`]),
 //! which ends what the server started outside the group (`setsid`) and
 //! everything when keel dies. Servers are not confined by landlock: like Codex's and
@@ -115,8 +116,9 @@ pub fn spawn_server(spec: &ServerSpec) -> Result<ServerProcess, SandboxError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        // Not `kill_on_drop`: a dropped server is ended by the ladder
+        // (`Drop for ServerProcess`), SIGTERM first, not a SIGKILL.
+        .process_group(0);
     let mut child = command.spawn().map_err(spawn_error)?;
     let group = ProcessGroup::led_by(child.id());
     let stderr_copy = child
@@ -180,6 +182,20 @@ impl ServerProcess {
         let ending = self.group.end().await;
         let _ = self.child.wait().await;
         ending
+    }
+}
+
+impl Drop for ServerProcess {
+    /// A server dropped without [`ServerProcess::stop`] (its session was
+    /// dropped, not closed) ends as a stopped one does: stdin closed, then
+    /// SIGTERM to its group and the grace before SIGKILL, on a thread of
+    /// its own (its stage, with a launcher, passes the SIGTERM on to what
+    /// the server started). After `stop` the group is empty and nothing
+    /// is sent.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        drop(self.stdout.take());
+        std::mem::replace(&mut self.group, ProcessGroup::led_by(None)).end_in_background();
     }
 }
 
@@ -269,6 +285,32 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "stderr never reached the log");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Issue 35: a dropped (not stopped) server got SIGKILL at once and
+    /// could not close; now it gets EOF and SIGTERM, as a stopped one.
+    #[tokio::test]
+    async fn a_dropped_server_is_closed_gracefully_not_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("closed");
+        let script = format!(
+            "trap 'echo term > {m}; exit 0' TERM; echo up; while read line; do :; done; \
+             sleep 0.2; echo eof > {m}; sleep 30 & wait",
+            m = marker.display()
+        );
+        let mut server = spawn_server(&spec(dir.path(), &script)).unwrap();
+        let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "up");
+        let pgid = i32::try_from(server.id().unwrap()).unwrap();
+        drop(lines);
+        drop(server);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while super::super::group::members_in_proc(pgid) > 0 {
+            assert!(std::time::Instant::now() < deadline, "the dropped server's group lives on");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let said = std::fs::read_to_string(&marker).unwrap_or_default();
+        assert!(said == "eof\n" || said == "term\n", "the server was killed: {said:?}");
     }
 
     #[tokio::test]

@@ -13,6 +13,27 @@
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
+/// The bits keel keeps on the files it writes below its folder.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Writes `bytes` to `path` (created or truncated) readable by its owner
+/// only, whatever the umask: a file that let others in is narrowed
+/// first (the undo store's bookkeeping, the folder cache).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(PRIVATE_FILE_MODE)
+        .open(path)?;
+    if file.metadata()?.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(PRIVATE_FILE_MODE))?;
+    }
+    file.write_all(bytes)
+}
+
 /// The bits keel keeps on its folder.
 pub const PRIVATE_DIR_MODE: u32 = 0o700;
 

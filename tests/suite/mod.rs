@@ -57,6 +57,7 @@ mod prompt_truths;
 mod prompt_truths3;
 mod queue_e2e;
 mod queue_tmux;
+mod repo_drivers;
 mod rewind_e2e;
 mod rewind_tui;
 mod routed_model;

@@ -290,7 +290,7 @@ fn without_namespaces_git_stays_writable_and_the_launcher_says_so() {
     assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains(
-            "WARNING: .git, .keel, .claude, .mcp.json, .vscode, .husky, .envrc are NOT read-only"
+            "WARNING: .git, .keel, .claude, .mcp.json, .vscode, .idea, .husky, .envrc are NOT read-only"
         ),
         "{stderr}"
     );
@@ -314,7 +314,7 @@ fn without_namespaces_keel_names_every_missing_layer() {
     for gap in [
         "no PID namespace",
         "no mount namespace",
-        ".git, .keel, .claude, .mcp.json, .vscode, .husky, .envrc are NOT",
+        ".git, .keel, .claude, .mcp.json, .vscode, .idea, .husky, .envrc are NOT",
     ] {
         assert!(stderr.contains(gap), "`{gap}` not said: {stderr}");
     }

@@ -253,7 +253,10 @@ impl ShadowRepo {
         }
         let commit = self.git(&args).await?.trim().to_owned();
         self.git(&["update-ref", "HEAD", &commit]).await?;
-        let _ = std::fs::write(self.git_dir.join(LAST_CHECKPOINT), format!("{tree} {commit}\n"));
+        let _ = crate::support::private_dir::write_private(
+            &self.git_dir.join(LAST_CHECKPOINT),
+            format!("{tree} {commit}\n").as_bytes(),
+        );
         Ok(commit)
     }
 
@@ -375,6 +378,9 @@ impl ShadowRepo {
             "core.untrackedCache=true",
             "status.showUntrackedFiles=all",
             "index.version=4",
+            // Every file and folder git writes is the owner's only,
+            // whatever the umask (KEEL_HOME's 0700 is the first wall).
+            "core.sharedRepository=0600",
         ]
         .map(str::to_owned);
         let mut spec = git::spec(&self.git_dir, &self.work_tree, &config, args, GIT_TIMEOUT)

@@ -171,3 +171,31 @@ fn long_path_lists_are_split_to_fit_command_lines() {
     }
     assert!(chunked::<String>(&[]).is_empty());
 }
+
+/// Issue 34: the undo store holds copies of the workspace's files; under
+/// umask 022 git and keel created them 0644 (only KEEL_HOME's 0700 kept
+/// others out). Every file and folder is now the owner's only.
+#[tokio::test]
+async fn the_undo_store_is_owner_only_file_by_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let work = committed_repo(3);
+    std::fs::write(work.path().join("new.txt"), "secret-ish").unwrap();
+    let shadow = ShadowRepo::for_workspace(home.path(), work.path());
+    let limits = UndoLimits::default();
+    shadow.snapshot(&Scope::Everything, limits, "turn 1").await.unwrap();
+    std::fs::write(work.path().join("new.txt"), "changed").unwrap();
+    shadow.snapshot(&Scope::Everything, limits, "turn 2").await.unwrap();
+    let mut open = Vec::new();
+    let mut stack = vec![shadow.git_dir.clone()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.permissions().mode() & 0o077 != 0 {
+            open.push(format!("{:o} {}", meta.permissions().mode() & 0o777, path.display()));
+        }
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    assert!(open.is_empty(), "readable by others:\n{}", open.join("\n"));
+}

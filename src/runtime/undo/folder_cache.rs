@@ -113,9 +113,13 @@ impl FolderCache {
         }
         let Some(parent) = file.parent() else { return };
         let temporary = file.with_extension(format!("tmp{}", std::process::id()));
-        let written = std::fs::create_dir_all(parent)
-            .and_then(|()| std::fs::write(&temporary, &bytes))
-            .and_then(|()| std::fs::rename(&temporary, &file));
+        let written = std::os::unix::fs::DirBuilderExt::mode(
+            std::fs::DirBuilder::new().recursive(true),
+            0o700,
+        )
+        .create(parent)
+        .and_then(|()| crate::support::private_dir::write_private(&temporary, &bytes))
+        .and_then(|()| std::fs::rename(&temporary, &file));
         if written.is_err() {
             let _ = std::fs::remove_file(&temporary);
         }

@@ -67,8 +67,9 @@ impl ShadowRepo {
     /// the project's objects as an alternate, its index as the start.
     pub(in crate::runtime) async fn prepare(&self) -> Result<(), CheckpointError> {
         if !self.git_dir.join("HEAD").is_file() {
-            std::fs::create_dir_all(&self.git_dir).map_err(|source| {
-                CheckpointError::CreateDir { path: self.git_dir.clone(), source }
+            private_dirs(&self.git_dir).map_err(|source| CheckpointError::CreateDir {
+                path: self.git_dir.clone(),
+                source,
             })?;
             self.git(&["init", "-q", "--template="]).await?;
         }
@@ -90,8 +91,8 @@ impl ShadowRepo {
         if std::fs::read_to_string(&file).is_ok_and(|text| text == line) {
             return Ok(());
         }
-        std::fs::create_dir_all(&info)
-            .and_then(|()| std::fs::write(&file, line))
+        private_dirs(&info)
+            .and_then(|()| crate::support::private_dir::write_private(&file, line.as_bytes()))
             .map_err(|source| CheckpointError::CreateDir { path: file, source })
     }
 
@@ -106,9 +107,13 @@ impl ShadowRepo {
         }
         // The copy keeps the original's time: git compares file times with
         // it to catch changes made in the same second as the index.
-        let copied = std::fs::write(self.index_path(), &bytes).and_then(|()| {
-            std::fs::File::options().write(true).open(self.index_path())?.set_modified(modified?)
-        });
+        let copied = crate::support::private_dir::write_private(&self.index_path(), &bytes)
+            .and_then(|()| {
+                std::fs::File::options()
+                    .write(true)
+                    .open(self.index_path())?
+                    .set_modified(modified?)
+            });
         if copied.is_err() {
             return false;
         }
@@ -196,6 +201,12 @@ fn mentions_filter(path: &Path) -> bool {
         .lines()
         .filter(|line| !line.trim_start().starts_with('#'))
         .any(|line| line.split_whitespace().skip(1).any(|attr| attr.starts_with("filter=")))
+}
+
+/// `path` and its missing parents, created 0700 (below KEEL_HOME).
+fn private_dirs(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
 }
 
 #[cfg(test)]

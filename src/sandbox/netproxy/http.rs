@@ -6,7 +6,8 @@
 //! (`GET http://host:port/path`), which are sent on in origin form with
 //! `Connection: close` (one request per connection, so every request's
 //! host is judged). Anything else is answered 400. A head longer than
-//! [`MAX_HEAD`] is refused.
+//! [`MAX_HEAD`], or slower than [`HEAD_TIMEOUT`], is refused; a connection
+//! with nothing moving for [`IDLE_LIMIT`] is closed.
 //!
 //! The launcher's forwarder opens each connection with a line
 //! `keel-call ID` naming the tool call (the log's attribution; a client
@@ -23,6 +24,10 @@ use super::{NetConfig, NetEvent, relay};
 /// The longest request head read.
 const MAX_HEAD: usize = 64 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// A tunnel or request with no byte either way for this long is closed.
+pub(super) const IDLE_LIMIT: Duration = Duration::from_secs(300);
 /// The line the launcher's forwarder sends first.
 pub const CALL_PREFIX: &str = "keel-call ";
 
@@ -38,6 +43,9 @@ struct Target {
 
 /// Serves one client connection; each judgement goes to `record`.
 pub(super) fn serve(client: UnixStream, config: &NetConfig, record: fn(NetEvent)) {
+    if client.set_read_timeout(Some(HEAD_TIMEOUT)).is_err() {
+        return;
+    }
     let Ok(reading) = client.try_clone() else { return };
     let mut reader = BufReader::new(reading);
     let mut client = client;
@@ -85,7 +93,7 @@ pub(super) fn serve(client: UnixStream, config: &NetConfig, record: fn(NetEvent)
     // Bytes the client sent after its head (a body, a TLS hello).
     let early = reader.buffer().to_vec();
     if sent.and_then(|()| upstream.write_all(&early)).is_ok() {
-        relay::relay(client, upstream);
+        relay::relay_with_idle_limit(client, upstream, IDLE_LIMIT);
     }
 }
 

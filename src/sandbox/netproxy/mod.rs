@@ -212,14 +212,36 @@ fn listen(path: &Path) -> Result<UnixListener, NetProxyError> {
         .map_err(|source| NetProxyError::Listen { path: path.to_owned(), source })
 }
 
-/// Accepts on `listener` forever, each connection on a thread of its own.
+/// Connections one listener serves at once; past it a client is closed
+/// at once (a command that opens sockets in a loop holds no more threads).
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Accepts on `listener` forever, each connection on a thread of its own,
+/// at most [`MAX_CONNECTIONS`] at a time.
 fn serve(listener: UnixListener, handle: impl Fn(UnixStream) + Send + Sync + Clone + 'static) {
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            let handle = handle.clone();
-            std::thread::spawn(move || handle(client));
+    std::thread::spawn(move || serve_capped(&listener, MAX_CONNECTIONS, handle));
+}
+
+fn serve_capped(
+    listener: &UnixListener,
+    cap: usize,
+    handle: impl Fn(UnixStream) + Send + Sync + Clone + 'static,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let live = Arc::new(AtomicUsize::new(0));
+    for client in listener.incoming().flatten() {
+        if live.fetch_add(1, Ordering::SeqCst) >= cap {
+            live.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!(cap, "network bridge: too many connections at once, one refused");
+            let _ = client.shutdown(std::net::Shutdown::Both);
+            continue;
         }
-    });
+        let (handle, live) = (handle.clone(), Arc::clone(&live));
+        std::thread::spawn(move || {
+            handle(client);
+            live.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
 }
 
 /// A bridged host port: the host's loopback, IPv4 then IPv6.
@@ -228,5 +250,38 @@ fn forward_to_host(client: UnixStream, port: u16) {
         .or_else(|_| std::net::TcpStream::connect(("::1", port)));
     if let Ok(upstream) = upstream {
         relay::relay(client, upstream);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Issue 31: the proxy's listeners took every connection, each on a
+    /// thread, without bound; past the cap a client is closed at once.
+    #[test]
+    fn connections_past_the_cap_are_closed_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = listen(&path).unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let held = Arc::new(Mutex::new(held));
+        let handle = move |_client: UnixStream| {
+            let _ = held.lock().unwrap().recv_timeout(Duration::from_secs(30));
+        };
+        std::thread::spawn(move || serve_capped(&listener, 2, handle));
+        let first = UnixStream::connect(&path).unwrap();
+        let second = UnixStream::connect(&path).unwrap();
+        let mut third = UnixStream::connect(&path).unwrap();
+        third.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = Vec::new();
+        // End-of-file (not a timeout): the third was refused.
+        assert_eq!(third.read_to_end(&mut got).unwrap(), 0);
+        drop((first, second));
+        release.send(()).unwrap();
+        release.send(()).unwrap();
     }
 }
