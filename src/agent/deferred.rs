@@ -1,6 +1,6 @@
 //! Deferred tools (issues 42 and 32): tools a request should not carry
 //! are offered through two small tools instead, `tool_search` (find tools
-//! by words; the result shows each match's input schema) and `tool_call`
+//! by words; the result shows each match's input schema) and `call_tool`
 //! (call one by name), and their definitions stay out of the request
 //! prefix. Two kinds are deferred: the rarely used built-ins of
 //! `tool_facts::DEFERRED_BUILTINS` (always, [`split_builtins`] when the
@@ -14,10 +14,10 @@
 //!
 //! Invariants:
 //! - a call is judged, run, logged and hooked by its real name: `step`
-//!   turns `tool_call {tool, arguments}` into the call of `tool` ([`unwrap`])
+//!   turns `call_tool {tool, arguments}` into the call of `tool` ([`unwrap`])
 //!   before policy sees it; the history keeps the model's own call, so the
 //!   next request sends back what the model wrote;
-//! - `tool_call` reaches only deferred tools: one of a tool in the request,
+//! - `call_tool` reaches only deferred tools: one of a tool in the request,
 //!   or of a tool not offered, is answered with an error naming
 //!   `tool_search`, never run;
 //! - pure: the search is over the specs the loop was offered.
@@ -110,11 +110,11 @@ pub fn specs(deferred: &[ToolSpec]) -> [ToolSpec; 2] {
         offered.push(format!("the tools of MCP servers {}", servers.join(", ")));
     }
     let search = format!(
-        "Find more tools: {}. Shows each match's input schema; call it with tool_call.",
+        "Find more tools: {}. Shows each match's input schema; call it with call_tool.",
         offered.join("; ")
     );
     let mut call =
-        ToolSpec::typed::<CallArgs>(names::TOOL_CALL, "Call a tool tool_search finds, by name.");
+        ToolSpec::typed::<CallArgs>(names::CALL_TOOL, "Call a tool tool_search finds, by name.");
     // An object, as the tool's schema says (a JSON string is taken too).
     if let Some(arguments) = call.parameters["properties"]["arguments"].as_object_mut() {
         arguments.remove("default");
@@ -125,7 +125,7 @@ pub fn specs(deferred: &[ToolSpec]) -> [ToolSpec; 2] {
 
 /// The loop's tools with the deferred built-ins taken out: what the
 /// request offers (the deferred ones replaced by [`specs`], last) and
-/// what waits behind `tool_call`. Tools with no deferred built-in among
+/// what waits behind `call_tool`. Tools with no deferred built-in among
 /// them (a subagent's without `shell`) are returned as they are.
 pub fn split_builtins(tools: Vec<ToolSpec>) -> (Vec<ToolSpec>, Vec<ToolSpec>) {
     let (deferred, mut offered): (Vec<ToolSpec>, Vec<ToolSpec>) = tools
@@ -157,11 +157,11 @@ fn server_of(name: &str) -> Option<&str> {
     Some(rest.split_once("__").map_or(rest, |(server, _)| server))
 }
 
-/// `call` as the call it stands for: a `tool_call` of a deferred tool
+/// `call` as the call it stands for: a `call_tool` of a deferred tool
 /// becomes that tool's call (same id, its own arguments); anything else
 /// is returned unchanged.
 pub fn unwrap(call: &ToolCall, deferred: &[ToolSpec]) -> ToolCall {
-    if call.name != names::TOOL_CALL {
+    if call.name != names::CALL_TOOL {
         return call.clone();
     }
     let Ok(args) = serde_json::from_str::<CallArgs>(&call.arguments) else {
@@ -183,15 +183,15 @@ pub fn is_deferral_tool(name: &str) -> bool {
     crate::protocol::tool_facts::DEFERRAL_TOOLS.contains(&name)
 }
 
-/// The answer to `tool_search`, or to a `tool_call` [`unwrap`] left as it
+/// The answer to `tool_search`, or to a `call_tool` [`unwrap`] left as it
 /// was (its tool is not offered, or its arguments do not parse).
 pub fn answer(call: &ToolCall, deferred: &[ToolSpec]) -> ToolResult {
     let id = call.call_id.as_str();
-    if call.name == names::TOOL_CALL {
+    if call.name == names::CALL_TOOL {
         let text = match serde_json::from_str::<CallArgs>(&call.arguments) {
-            Err(error) => format!("invalid tool_call arguments: {error}"),
+            Err(error) => format!("invalid call_tool arguments: {error}"),
             Ok(args) => format!(
-                "`{}` is not a tool behind tool_call: tool_search finds those; call the tools \
+                "`{}` is not a tool behind call_tool: tool_search finds those; call the tools \
                  in your tool list directly",
                 args.tool
             ),
@@ -262,7 +262,7 @@ fn search(query: &str, deferred: &[ToolSpec]) -> String {
             total - MAX_MATCHES
         ));
     }
-    text.push_str("Call one with tool_call {\"tool\": NAME, \"arguments\": {…}}.");
+    text.push_str("Call one with call_tool {\"tool\": NAME, \"arguments\": {…}}.");
     text
 }
 
@@ -310,9 +310,9 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_call_of_a_deferred_tool_becomes_that_tool_s_call() {
+    fn a_call_tool_of_a_deferred_tool_becomes_that_tool_s_call() {
         let wrapped =
-            call("tool_call", json!({"tool": "mcp__time__now", "arguments": {"tz": "UTC"}}));
+            call("call_tool", json!({"tool": "mcp__time__now", "arguments": {"tz": "UTC"}}));
         let real = unwrap(&wrapped, &offered());
         assert_eq!(real.name, "mcp__time__now");
         assert_eq!(real.call_id, "c1");
@@ -322,18 +322,18 @@ mod tests {
         );
         // Arguments given as a JSON string are passed as that string.
         let texted =
-            call("tool_call", json!({"tool": "mcp__time__now", "arguments": "{\"tz\":1}"}));
+            call("call_tool", json!({"tool": "mcp__time__now", "arguments": "{\"tz\":1}"}));
         assert_eq!(unwrap(&texted, &offered()).arguments, "{\"tz\":1}");
     }
 
     #[test]
-    fn a_tool_call_of_anything_else_stays_and_is_answered_with_an_error() {
+    fn a_call_tool_of_anything_else_stays_and_is_answered_with_an_error() {
         for arguments in
             [json!({"tool": "shell", "arguments": {"command": "rm -rf ~"}}), json!({"x": 1})]
         {
-            let wrapped = call("tool_call", arguments);
+            let wrapped = call("call_tool", arguments);
             let kept = unwrap(&wrapped, &offered());
-            assert_eq!(kept, wrapped, "a tool in the request is never reached through tool_call");
+            assert_eq!(kept, wrapped, "a tool in the request is never reached through call_tool");
             let result = answer(&kept, &offered());
             assert!(result.is_error, "{result:?}");
         }
@@ -377,7 +377,7 @@ mod tests {
     fn the_rarely_used_built_ins_wait_behind_the_pair_and_are_named_in_its_text() {
         let (offered, deferred) = split_builtins(builtins());
         let names: Vec<&str> = offered.iter().map(|spec| spec.name.as_str()).collect();
-        assert_eq!(names, ["read_file", "shell", "tool_search", "tool_call"]);
+        assert_eq!(names, ["read_file", "shell", "tool_search", "call_tool"]);
         assert_eq!(deferred.len(), DEFERRED_BUILTINS.len());
         let search = &offered[2].description;
         for (name, what) in DEFERRED_BUILTINS {
@@ -396,11 +396,11 @@ mod tests {
         assert!(found.output.starts_with("web_fetch\n"), "{}", found.output);
         let named = answer(&call("tool_search", json!({"query": "process_stop"})), &deferred);
         assert!(named.output.starts_with("process_stop\n"), "{}", named.output);
-        let wrapped = call("tool_call", json!({"tool": "web_fetch", "arguments": {"url": "x"}}));
+        let wrapped = call("call_tool", json!({"tool": "web_fetch", "arguments": {"url": "x"}}));
         let real = unwrap(&wrapped, &deferred);
         assert_eq!((real.name.as_str(), real.arguments.as_str()), ("web_fetch", "{\"url\":\"x\"}"));
-        // A built-in in the request is not behind tool_call.
-        let shell = call("tool_call", json!({"tool": "shell", "arguments": {"command": "ls"}}));
+        // A built-in in the request is not behind call_tool.
+        let shell = call("call_tool", json!({"tool": "shell", "arguments": {"command": "ls"}}));
         assert_eq!(unwrap(&shell, &deferred), shell);
     }
 }

@@ -98,7 +98,7 @@ pub(super) fn environment_read(state: &mut LoopState, environment: String) {
 /// its parent's); with a `reason`, the change is recorded. A loop narrowed
 /// to a scope (a subagent's) is never offered a tool outside it. With
 /// `defer`, the offered tools are kept out of the request and reached
-/// through `tool_search`/`tool_call` (`agent::deferred`).
+/// through `tool_search`/`call_tool` (`agent::deferred`).
 pub(super) fn offer_tools(
     state: &mut LoopState,
     replaced: &[String],

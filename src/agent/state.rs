@@ -239,7 +239,7 @@ impl LoopState {
         // its first response will be).
         let session_cost_usd = config.pricing.is_priced().then_some(0.0);
         let mut workflow = WorkflowState::new(plan_required);
-        // The rarely used built-ins wait behind `tool_search`/`tool_call`.
+        // The rarely used built-ins wait behind `tool_search`/`call_tool`.
         let mut config = config;
         let (offered, deferred) = super::deferred::split_builtins(config.tools);
         config.tools = offered;
@@ -279,7 +279,7 @@ impl LoopState {
         }
     }
 
-    /// The tools offered through `tool_search`/`tool_call` rather than in
+    /// The tools offered through `tool_search`/`call_tool` rather than in
     /// the request (`agent::deferred`: rarely used built-ins, MCP tools past
     /// `[tools] defer_mcp`); their classes are in `config.tool_classes`
     /// like every offered tool's.
@@ -287,14 +287,14 @@ impl LoopState {
         &self.deferred
     }
 
-    /// The call `call` stands for: a `tool_call` of a deferred tool is that
+    /// The call `call` stands for: a `call_tool` of a deferred tool is that
     /// tool's call (`agent::deferred`); any other call is itself.
     pub fn real_call(&self, call: &ToolCall) -> ToolCall {
         super::deferred::unwrap(call, &self.deferred)
     }
 
     /// Every tool a call may reach: those in the request and the deferred
-    /// tools behind `tool_call`.
+    /// tools behind `call_tool`.
     pub fn callable_tools(&self) -> impl Iterator<Item = &ToolSpec> {
         self.config.tools.iter().chain(&self.deferred)
     }

@@ -29,7 +29,7 @@ pub fn tool_kind(tool: &str) -> ToolKind {
 /// `ask_user` (asking is no phase's work either); nor are
 /// the background-process tools, which go with `shell` (what `shell`
 /// started is read, fed and stopped through them), nor `tool_search` and
-/// `tool_call`, which go with the tools they stand for.
+/// `call_tool`, which go with the tools they stand for.
 pub fn tools_of_kind(kind: ToolKind) -> impl Iterator<Item = &'static str> {
     tool_facts::BUILTIN
         .into_iter()

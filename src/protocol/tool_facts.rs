@@ -49,7 +49,7 @@ pub mod names {
     pub const SUBMIT_PLAN: &str = "submit_plan";
     pub const TODO_WRITE: &str = "todo_write";
     pub const TOOL_SEARCH: &str = "tool_search";
-    pub const TOOL_CALL: &str = "tool_call";
+    pub const CALL_TOOL: &str = "call_tool";
     pub const ASK_USER: &str = "ask_user";
     pub const WEB_FETCH: &str = "web_fetch";
 }
@@ -284,7 +284,7 @@ pub const TODO_WRITE: ToolInfo =
 /// a search over their definitions, and the call of one by name, judged as
 /// that tool once `step` unwraps it (so its own class never decides anything).
 pub const TOOL_SEARCH: ToolInfo = info(names::TOOL_SEARCH, ToolKind::Read, ReadOnly, &[], &[]);
-pub const TOOL_CALL: ToolInfo = info(names::TOOL_CALL, ToolKind::Read, ReadOnly, &[], &[]);
+pub const CALL_TOOL: ToolInfo = info(names::CALL_TOOL, ToolKind::Read, ReadOnly, &[], &[]);
 
 /// Asking the user changes nothing and fits every phase, as moving
 /// between phases does: its kind is `Phase`.
@@ -335,7 +335,7 @@ pub const BUILTIN: [&ToolInfo; 21] = [
     &SET_PHASE,
     &ASK_USER,
     &TOOL_SEARCH,
-    &TOOL_CALL,
+    &CALL_TOOL,
 ];
 
 /// The tools that act on the background processes `shell` starts: a
@@ -346,11 +346,11 @@ pub const PROCESS_TOOLS: [&str; 3] =
 /// The tools offered in place of deferred tools (`agent::deferred`): they
 /// go with the tools they stand for, so no phase lists them and no agent
 /// definition names them (naming the tools, an MCP server, is enough).
-pub const DEFERRAL_TOOLS: [&str; 2] = [names::TOOL_SEARCH, names::TOOL_CALL];
+pub const DEFERRAL_TOOLS: [&str; 2] = [names::TOOL_SEARCH, names::CALL_TOOL];
 
 /// The built-in tools kept out of the request (issue 32: the first request
 /// stays under 16 kB), each with the few words `tool_search`'s description
-/// names it by: reached through `tool_search`/`tool_call` like deferred MCP
+/// names it by: reached through `tool_search`/`call_tool` like deferred MCP
 /// tools, and judged, hooked and logged by their own names. Rarely used:
 /// `list_dir` (`glob` and `ls` do as well), the background-process
 /// tools (the `shell` result of a `background` start names them),

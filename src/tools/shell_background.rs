@@ -63,9 +63,9 @@ pub(super) async fn start(
     let status = match exit {
         Some(_) => "exited",
         None => {
-            // The process tools wait behind `tool_call` (`agent::deferred`).
+            // The process tools wait behind `call_tool` (`agent::deferred`).
             text.push_str(&format!(
-                "\n(it runs on until the session ends; through tool_call: {} \
+                "\n(it runs on until the session ends; through call_tool: {} \
                  {{\"id\": {id}, \"wait_ms\": 2000}} reads new output, {} {{\"id\": {id}, \
                  \"input\": \"…\\n\"}} writes to its stdin, {} {{\"id\": {id}}} stops it)",
                 names::PROCESS_OUTPUT,
