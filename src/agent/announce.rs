@@ -59,7 +59,7 @@ fn current(state: &LoopState, kind: ContextKind) -> Option<String> {
         }
         ContextKind::Workflow => {
             let offered: Vec<&str> =
-                state.config.tools.iter().map(|tool| tool.name.as_str()).collect();
+                state.callable_tools().map(|tool| tool.name.as_str()).collect();
             Some(state.workflow.guidance(&offered, state.config.policy.sandboxed))
         }
         ContextKind::ProjectInstructions | ContextKind::Memory | ContextKind::Skills => {

@@ -296,8 +296,9 @@ replaces the list: one item in_progress at a time, completed as soon as it is do
 fn set_phase_description(rules: &PhaseRules) -> String {
     format!(
         "Move the workflow to another phase. Rarely needed: a call the phase does not allow \
-         moves you on by itself; use it to go back, or to a phase no call leads to. Checked{}; \
-         a refusal says why. Ending the turn needs no move.",
+         moves you on by itself, and ending the turn needs none; use it to go back or to a \
+         phase no call leads to. \
+         Checked{}; a refusal says why.",
         gates(rules)
     )
 }

@@ -218,7 +218,7 @@ pub use budget::{BYTES_PER_TOKEN, FIRST_OUTPUT_ESTIMATE, MAX_OUTPUT_ESTIMATE};
 pub use budget::{Projection, unpriced_switch};
 pub use call_checks::{LINKS_NOTE, REWRITE_NOTE, same_input};
 pub use decisions::approval_event;
-pub use deferred::DeferMcp;
+pub use deferred::{DeferMcp, split_builtins};
 pub use harness::{
     HarnessOutcome, PLAN_NOT_REVIEWABLE, harness_spec, harness_specs, rejection_text,
 };

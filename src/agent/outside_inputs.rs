@@ -98,7 +98,7 @@ pub(super) fn environment_read(state: &mut LoopState, environment: String) {
 /// its parent's); with a `reason`, the change is recorded. A loop narrowed
 /// to a scope (a subagent's) is never offered a tool outside it. With
 /// `defer`, the offered tools are kept out of the request and reached
-/// through `mcp_search`/`mcp_call` (`agent::deferred`).
+/// through `tool_search`/`call_tool` (`agent::deferred`).
 pub(super) fn offer_tools(
     state: &mut LoopState,
     replaced: &[String],
@@ -107,7 +107,7 @@ pub(super) fn offer_tools(
     defer: bool,
     effects: &mut Vec<Effect>,
 ) {
-    let mut kept_out: Vec<ToolSpec> = (state.deferred_mcp().iter())
+    let mut kept_out: Vec<ToolSpec> = (state.deferred_tools().iter())
         .filter(|spec| !replaced.contains(&spec.name))
         .cloned()
         .collect();
@@ -136,7 +136,7 @@ pub(super) fn offer_tools(
     if !kept_out.is_empty() {
         config.tools.extend(deferred::specs(&kept_out));
     }
-    state.set_deferred_mcp(kept_out);
+    state.set_deferred_tools(kept_out);
     if let Some(reason) = reason {
         let added = names.iter().filter(|name| !replaced.contains(name)).cloned().collect();
         let removed = replaced.iter().filter(|name| !names.contains(name)).cloned().collect();

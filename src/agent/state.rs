@@ -210,8 +210,8 @@ pub struct LoopState {
     /// What this session's subagents spent (`subagent_finished`), counted
     /// against the spend limits.
     pub(super) delegated: Delegated,
-    /// MCP tools kept out of the request ([`LoopState::deferred_mcp`]).
-    pub(super) deferred_mcp: Vec<ToolSpec>,
+    /// Tools kept out of the request ([`LoopState::deferred_tools`]).
+    pub(super) deferred: Vec<ToolSpec>,
     /// Input typed during a turn, not yet delivered (`queued_input.rs`),
     /// oldest first.
     pub(super) queued: Vec<QueuedInput>,
@@ -239,6 +239,10 @@ impl LoopState {
         // its first response will be).
         let session_cost_usd = config.pricing.is_priced().then_some(0.0);
         let mut workflow = WorkflowState::new(plan_required);
+        // The rarely used built-ins wait behind `tool_search`/`call_tool`.
+        let mut config = config;
+        let (offered, deferred) = super::deferred::split_builtins(config.tools);
+        config.tools = offered;
         if let Some(setup) = opening.workflow {
             setup.apply(&mut workflow);
         }
@@ -268,34 +272,35 @@ impl LoopState {
             process_notes: Vec::new(),
             turn_scope: None,
             delegated: Delegated::default(),
-            deferred_mcp: Vec::new(),
+            deferred,
             queued: Vec::new(),
             queued_ids: 0,
             taint: crate::policy::egress::Taint::default(),
         }
     }
 
-    /// The MCP tools offered through `mcp_search`/`mcp_call` rather than
-    /// in the request (`agent::deferred`); their classes are in
-    /// `config.tool_classes` like every offered tool's.
-    pub fn deferred_mcp(&self) -> &[ToolSpec] {
-        &self.deferred_mcp
+    /// The tools offered through `tool_search`/`call_tool` rather than in
+    /// the request (`agent::deferred`: rarely used built-ins, MCP tools past
+    /// `[tools] defer_mcp`); their classes are in `config.tool_classes`
+    /// like every offered tool's.
+    pub fn deferred_tools(&self) -> &[ToolSpec] {
+        &self.deferred
     }
 
-    /// The call `call` stands for: an `mcp_call` of a deferred tool is that
+    /// The call `call` stands for: a `call_tool` of a deferred tool is that
     /// tool's call (`agent::deferred`); any other call is itself.
     pub fn real_call(&self, call: &ToolCall) -> ToolCall {
-        super::deferred::unwrap(call, &self.deferred_mcp)
+        super::deferred::unwrap(call, &self.deferred)
     }
 
     /// Every tool a call may reach: those in the request and the deferred
-    /// MCP tools behind `mcp_call`.
+    /// tools behind `call_tool`.
     pub fn callable_tools(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.config.tools.iter().chain(&self.deferred_mcp)
+        self.config.tools.iter().chain(&self.deferred)
     }
 
-    pub(super) fn set_deferred_mcp(&mut self, specs: Vec<ToolSpec>) {
-        self.deferred_mcp = specs;
+    pub(super) fn set_deferred_tools(&mut self, specs: Vec<ToolSpec>) {
+        self.deferred = specs;
     }
 
     /// Requests from here on go to `model` ([`LoopConfig::switch_model`]);

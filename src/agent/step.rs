@@ -338,7 +338,7 @@ fn on_response(state: &mut LoopState, response: ModelResponse, effects: &mut Vec
     let estimated = budget::estimate_unreported(state, &response, effects);
     let cost_usd = state.config.pricing.cost_usd(&response.usage);
     // Judged, run and logged by their real names; the history keeps the
-    // model's own `mcp_call` (see `deferred`).
+    // model's own `call_tool` (see `deferred`).
     let calls: Vec<ToolCall> = response.tool_calls().map(|call| state.real_call(call)).collect();
     let cut = response.stop_reason == StopReason::MaxTokens;
     let event = SessionEvent::ModelResponse {
@@ -379,7 +379,7 @@ pub(super) fn batches(
     let mut batches = Vec::new();
     let mut judged = Vec::new();
     for call in calls {
-        // Answered by the loop over what it was offered; what `mcp_call`
+        // Answered by the loop over what it was offered; what `call_tool`
         // stands for was unwrapped already and is judged below.
         if deferred::is_deferral_tool(&call.name) {
             batches.extend(schedule(std::mem::take(&mut judged)));
@@ -522,7 +522,7 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
 /// must be saved first (then the loop waits).
 fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> Next {
     if deferred::is_deferral_tool(&call.name) {
-        let result = deferred::answer(&call, state.deferred_mcp());
+        let result = deferred::answer(&call, state.deferred_tools());
         let outcome = HarnessOutcome::Answered { events: Vec::new(), result };
         return finish_harness(state, call, outcome, effects);
     }

@@ -189,7 +189,7 @@ pub enum Input {
         replaced: Vec<String>,
         offered: Vec<(ToolSpec, ToolClass)>,
         reason: Option<String>,
-        /// Offer `mcp_search`/`mcp_call` in their place (`agent::deferred`).
+        /// Offer `tool_search`/`call_tool` in their place (`agent::deferred`).
         defer: bool,
     },
     /// Results of an [`Effect::RunBatch`], with metadata, in call order.

@@ -150,7 +150,8 @@ impl WorkflowState {
     }
 
     /// What the model reads about the workflow where it stands: the phase,
-    /// the tools it allows (of `offered`, the session's tools), how moves
+    /// the tools it allows (of `offered`, the session's tools, deferred ones
+    /// included), how moves
     /// happen, the phase's guidance and the checks that count. Announced
     /// as a context update whenever it changes (the task list is not
     /// here: `todo_write`'s result shows it). `judged_reads`: commands run
@@ -171,6 +172,8 @@ impl WorkflowState {
             let mut names: Vec<&str> = offered
                 .iter()
                 .filter(|name| !name.starts_with("mcp__") && admitted(name))
+                // Named by the tools they reach (`agent::deferred`).
+                .filter(|name| !crate::protocol::tool_facts::DEFERRAL_TOOLS.contains(name))
                 .copied()
                 .collect();
             if offered.iter().any(|name| name.starts_with("mcp__") && admitted(name)) {

@@ -92,7 +92,7 @@ pub struct ToolsFile {
     /// `both`; `super::EditTools`).
     #[serde(default, deserialize_with = "validate::edit_tools")]
     pub edit: Option<super::EditTools>,
-    /// When MCP tools are kept out of the request behind `mcp_search`
+    /// When MCP tools are kept out of the request behind `tool_search`
     /// (`auto`, `always`, `never`; `agent::DeferMcp`).
     #[serde(default, deserialize_with = "validate::defer_mcp")]
     pub defer_mcp: Option<crate::agent::DeferMcp>,

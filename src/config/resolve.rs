@@ -96,7 +96,7 @@ pub struct Settings {
     pub agents: AgentSettings,
     /// `[tools] edit`, resolved for the provider and model (never `Auto`).
     pub edit_tools: super::EditTools,
-    /// `[tools] defer_mcp`: when MCP tools wait behind `mcp_search`.
+    /// `[tools] defer_mcp`: when MCP tools wait behind `tool_search`.
     pub defer_mcp: crate::agent::DeferMcp,
     /// `[security] taint` (default ask; `policy::egress`).
     pub taint: crate::policy::egress::TaintMode,

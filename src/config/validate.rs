@@ -313,7 +313,7 @@ pub(super) fn defer_mcp<'de, D: Deserializer<'de>>(
             crate::agent::DeferMcp::NAMES.iter().map(|name| format!("\"{name}\"")).collect();
         D::Error::custom(format!(
             "tools.defer_mcp is \"{value}\"; it must be one of {} (when MCP tools are kept \
-             out of the request behind mcp_search)",
+             out of the request behind tool_search)",
             names.join(", ")
         ))
     })

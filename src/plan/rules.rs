@@ -28,8 +28,8 @@ pub fn tool_kind(tool: &str) -> ToolKind {
 /// read but not listed: delegating is no phase's work of its own; nor is
 /// `ask_user` (asking is no phase's work either); nor are
 /// the background-process tools, which go with `shell` (what `shell`
-/// started is read, fed and stopped through them), nor `mcp_search` and
-/// `mcp_call`, which go with the MCP tools.
+/// started is read, fed and stopped through them), nor `tool_search` and
+/// `call_tool`, which go with the tools they stand for.
 pub fn tools_of_kind(kind: ToolKind) -> impl Iterator<Item = &'static str> {
     tool_facts::BUILTIN
         .into_iter()

@@ -121,9 +121,8 @@ fn writes(walls: &Walls) -> String {
         if git_locked && walls.git_through_git {
             text.push_str(
                 " A plain git command alone in its call (`git add`, `commit`, `checkout`, \
-                 `switch`, `branch`, `stash`, `restore`, `rm`, `mv`, `tag`, `merge`, `rebase`, \
-                 `reset`…; not chained, redirected or given `-c`/`-C`) may still change `.git`, \
-                 never its config or hooks (hooks do not run).",
+                 `stash`, `reset`…; not chained, redirected or given `-c`/`-C`) may still change \
+                 `.git`, never its config or hooks.",
             );
         } else if git_locked {
             text.push_str(

@@ -48,8 +48,8 @@ pub mod names {
     pub const SET_PHASE: &str = "set_phase";
     pub const SUBMIT_PLAN: &str = "submit_plan";
     pub const TODO_WRITE: &str = "todo_write";
-    pub const MCP_SEARCH: &str = "mcp_search";
-    pub const MCP_CALL: &str = "mcp_call";
+    pub const TOOL_SEARCH: &str = "tool_search";
+    pub const CALL_TOOL: &str = "call_tool";
     pub const ASK_USER: &str = "ask_user";
     pub const WEB_FETCH: &str = "web_fetch";
 }
@@ -279,11 +279,12 @@ pub const SET_PHASE: ToolInfo = info(names::SET_PHASE, ToolKind::Phase, ReadOnly
 pub const SUBMIT_PLAN: ToolInfo = info(names::SUBMIT_PLAN, ToolKind::Plan, ReadOnly, &[], &[]);
 pub const TODO_WRITE: ToolInfo =
     info(names::TODO_WRITE, ToolKind::Tasks, ReadOnly, &["TodoWrite"], &[]);
-/// Offered in place of deferred MCP tools (`agent::deferred`): a search
-/// over their definitions, and the call of one by name, judged as that
-/// tool once `step` unwraps it (so its own class never decides anything).
-pub const MCP_SEARCH: ToolInfo = info(names::MCP_SEARCH, ToolKind::Read, ReadOnly, &[], &[]);
-pub const MCP_CALL: ToolInfo = info(names::MCP_CALL, ToolKind::Read, ReadOnly, &[], &[]);
+/// Offered in place of deferred tools (`agent::deferred`: the rarely used
+/// built-ins of [`DEFERRED_BUILTINS`], MCP tools past `[tools] defer_mcp`):
+/// a search over their definitions, and the call of one by name, judged as
+/// that tool once `step` unwraps it (so its own class never decides anything).
+pub const TOOL_SEARCH: ToolInfo = info(names::TOOL_SEARCH, ToolKind::Read, ReadOnly, &[], &[]);
+pub const CALL_TOOL: ToolInfo = info(names::CALL_TOOL, ToolKind::Read, ReadOnly, &[], &[]);
 
 /// Asking the user changes nothing and fits every phase, as moving
 /// between phases does: its kind is `Phase`.
@@ -333,8 +334,8 @@ pub const BUILTIN: [&ToolInfo; 21] = [
     &TODO_WRITE,
     &SET_PHASE,
     &ASK_USER,
-    &MCP_SEARCH,
-    &MCP_CALL,
+    &TOOL_SEARCH,
+    &CALL_TOOL,
 ];
 
 /// The tools that act on the background processes `shell` starts: a
@@ -342,10 +343,28 @@ pub const BUILTIN: [&ToolInfo; 21] = [
 pub const PROCESS_TOOLS: [&str; 3] =
     [names::PROCESS_OUTPUT, names::PROCESS_WRITE, names::PROCESS_STOP];
 
-/// The tools offered in place of deferred MCP tools (`agent::deferred`):
-/// they go with the MCP tools, so no phase lists them and no agent
-/// definition names them (naming an MCP tool or server is enough).
-pub const DEFERRAL_TOOLS: [&str; 2] = [names::MCP_SEARCH, names::MCP_CALL];
+/// The tools offered in place of deferred tools (`agent::deferred`): they
+/// go with the tools they stand for, so no phase lists them and no agent
+/// definition names them (naming the tools, an MCP server, is enough).
+pub const DEFERRAL_TOOLS: [&str; 2] = [names::TOOL_SEARCH, names::CALL_TOOL];
+
+/// The built-in tools kept out of the request (issue 32: the first request
+/// stays under 16 kB), each with the few words `tool_search`'s description
+/// names it by: reached through `tool_search`/`call_tool` like deferred MCP
+/// tools, and judged, hooked and logged by their own names. Rarely used:
+/// `list_dir` (`glob` and `ls` do as well), the background-process
+/// tools (the `shell` result of a `background` start names them),
+/// `web_fetch`, `set_phase` (calls move the workflow on by themselves) and
+/// `ask_user`.
+pub const DEFERRED_BUILTINS: [(&str, &str); 7] = [
+    (names::LIST_DIR, "a directory's tree"),
+    (names::PROCESS_OUTPUT, "a background process's new output"),
+    (names::PROCESS_WRITE, "its stdin"),
+    (names::PROCESS_STOP, "stop it"),
+    (names::WEB_FETCH, "read a web page"),
+    (names::SET_PHASE, "move the workflow back"),
+    (names::ASK_USER, "ask the user"),
+];
 
 /// The built-in tool called `name` (keel's name), if there is one.
 pub fn builtin(name: &str) -> Option<&'static ToolInfo> {

@@ -157,10 +157,13 @@ pub(super) fn environment(settings: &Settings, cwd: &Path, date: &str, headless:
     })
 }
 
-/// A digest of the tool specs: a resume whose tools differ from the
-/// recorded ones is a deliberate prefix break.
+/// A digest of the tool specs as the request offers them (the deferred
+/// built-ins split off as the loop's opening does, so a config's tools
+/// and an opened loop's digest alike): a resume whose tools differ from
+/// the recorded ones is a deliberate prefix break.
 pub(super) fn tools_digest(tools: &[ToolSpec]) -> String {
-    crate::session::content_hash(&serde_json::to_vec(tools).unwrap_or_default())
+    let (offered, _) = crate::agent::split_builtins(tools.to_vec());
+    crate::session::content_hash(&serde_json::to_vec(&offered).unwrap_or_default())
 }
 
 /// The workflow's rules and checks for the session.

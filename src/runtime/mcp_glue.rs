@@ -144,7 +144,7 @@ impl Session {
         reason: Option<&str>,
     ) -> Result<(), RuntimeError> {
         let replaced: Vec<String> = (self.state.config().tools.iter())
-            .chain(self.state.deferred_mcp())
+            .chain(self.state.deferred_tools())
             .filter(|spec| is_mcp_tool(&spec.name))
             .map(|spec| spec.name.clone())
             .collect();

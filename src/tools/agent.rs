@@ -23,11 +23,11 @@ use crate::protocol::{ToolInfo, ToolOutput, tool_facts};
 
 pub const AGENT_TOOL: &str = tool_facts::AGENT.name;
 
-const DESCRIPTION: &str = "Delegate a self-contained task to a subagent with a fresh context (it \
-sees none of this conversation) and fewer tools; its final answer, with what it read and \
-changed, is the result. Delegate work with many reads or long output you need not keep, to keep \
-your context small; read-only types run side by side. Not for a few calls or a file you know: do \
-those yourself. The user never sees its answer: relay what matters, and do not redo its work.";
+const DESCRIPTION: &str = "Delegate a self-contained task to a subagent: it starts fresh (none \
+of this conversation) with fewer tools; its final answer, with what it read and changed, is the \
+result. For work with many reads or long output you need not keep; read-only types run side by \
+side. Not for a few calls or a file you know. The user never sees its answer: relay what \
+matters; do not redo its work.";
 
 /// The `agent` tool's arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -37,8 +37,7 @@ exited 0, then stdout, then `--- stderr ---` and stderr if any; long output keep
 Each call is a fresh shell: `cd`, `export` and a virtualenv do not carry over (chain with `&&` or \
 use `workdir`). `pipefail` is on: `cargo test 2>&1 | tail -n 40` fails when the tests fail (a \
 writer cut by `head` may exit 141). stdin is closed. Credentials in the environment (*_API_KEY, \
-*_TOKEN, …) are not passed on. `background: true`: see its \
-parameter.";
+*_TOKEN, …) are not passed on.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShellArgs {
@@ -51,7 +50,7 @@ pub struct ShellArgs {
     /// Makes any command a check of your change: passing on exit 0, failing otherwise (tests and builds are checks anyway).
     #[serde(default)]
     pub verify: bool,
-    /// Leaves it running (a server, a watcher, a REPL; no timeout): returns its id and first output, then use process_output, process_write, process_stop.
+    /// Leaves it running (a server, a watcher, a REPL; no timeout): returns its id, its first output and how to reach it.
     #[serde(default)]
     pub background: bool,
 }

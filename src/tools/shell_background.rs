@@ -18,6 +18,7 @@ use std::time::Duration;
 use super::processes::{self, render_output};
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolError};
 use crate::protocol::ToolOutput;
+use crate::protocol::tool_facts::names;
 use crate::sandbox::CommandSpec;
 use crate::sandbox::background;
 
@@ -62,10 +63,15 @@ pub(super) async fn start(
     let status = match exit {
         Some(_) => "exited",
         None => {
-            text.push_str(
-                "\n(it runs on: read new output with process_output, send input with \
-                 process_write, end it with process_stop; it stops when the session ends)",
-            );
+            // The process tools wait behind `call_tool` (`agent::deferred`).
+            text.push_str(&format!(
+                "\n(it runs on until the session ends; through call_tool: {} \
+                 {{\"id\": {id}, \"wait_ms\": 2000}} reads new output, {} {{\"id\": {id}, \
+                 \"input\": \"…\\n\"}} writes to its stdin, {} {{\"id\": {id}}} stops it)",
+                names::PROCESS_OUTPUT,
+                names::PROCESS_WRITE,
+                names::PROCESS_STOP
+            ));
             slot.fill(command.to_owned(), process.clone());
             "running"
         }

@@ -1,6 +1,6 @@
 //! Deferred MCP tools (issue 42): a server offering hundreds of tools
 //! adds two small tools to the request, not hundreds of definitions; the
-//! model finds a tool with `mcp_search` and calls it with `mcp_call`; the
+//! model finds a tool with `tool_search` and calls it with `call_tool`; the
 //! call is judged, run and logged by its real name, and the request
 //! prefix (instructions and tools) never changes.
 
@@ -31,9 +31,9 @@ async fn two_hundred_tools_cost_the_request_under_2_kb_and_any_one_is_found_and_
     let model = scripted_model(
         Wire::Chat,
         &[
-            calls(&[("mcp_search", json!({"query": "forecast city"}))]),
+            calls(&[("tool_search", json!({"query": "forecast city"}))]),
             calls(&[(
-                "mcp_call",
+                "call_tool",
                 json!({"tool": "mcp__many__weather", "arguments": {"city": "Oslo"}}),
             )]),
             Step::Answer("Sunny in Oslo.".into()),
@@ -55,7 +55,7 @@ async fn two_hundred_tools_cost_the_request_under_2_kb_and_any_one_is_found_and_
     assert!(tools_bytes(&bodies[0]) < tools_bytes(&without) + 2048);
 
     let lines = json_lines(&output.stdout);
-    let found = item(&lines, "mcp_search")["item"]["output"].as_str().unwrap().to_owned();
+    let found = item(&lines, "tool_search")["item"]["output"].as_str().unwrap().to_owned();
     assert!(found.starts_with("mcp__many__weather\n"), "{found}");
     assert!(found.contains("input schema: {"), "{found}");
     // The call went out under the tool's own name, with its arguments.
@@ -68,22 +68,22 @@ async fn two_hundred_tools_cost_the_request_under_2_kb_and_any_one_is_found_and_
     assert_eq!(sent[0]["params"]["arguments"], json!({"city": "Oslo"}));
     // The history sends back what the model wrote.
     let history = bodies[2].to_string();
-    assert!(history.contains("mcp_call"), "{history}");
+    assert!(history.contains("call_tool"), "{history}");
 }
 
 #[tokio::test]
-async fn a_call_through_mcp_call_is_judged_by_the_real_tool_s_name() {
+async fn a_call_through_call_tool_is_judged_by_the_real_tool_s_name() {
     let Some(python) = python() else { return };
     let sandbox = Sandbox::new();
     let record = sandbox.home.join("many.jsonl");
     // `add` may change things: policy asks in ask mode, and a headless
-    // run refuses it, under its real name, never as `mcp_call`.
+    // run refuses it, under its real name, never as `call_tool`.
     write_config(&sandbox, &fault_table("many", &python, "many", &record, ""));
     let model = scripted_model(
         Wire::Chat,
         &[
-            calls(&[("mcp_call", json!({"tool": "mcp__many__add", "arguments": {}}))]),
-            calls(&[("mcp_call", json!({"tool": "shell", "arguments": {"command": "touch x"}}))]),
+            calls(&[("call_tool", json!({"tool": "mcp__many__add", "arguments": {}}))]),
+            calls(&[("call_tool", json!({"tool": "shell", "arguments": {"command": "touch x"}}))]),
             Step::Answer("done".into()),
         ],
     )
@@ -95,10 +95,13 @@ async fn a_call_through_mcp_call_is_judged_by_the_real_tool_s_name() {
     let said = add["output"].as_str().unwrap();
     assert!(said.contains("needs approval") && said.contains("mcp__many__add"), "{said}");
     assert!(!recorded(&record).iter().any(|m| m["method"] == "tools/call"), "it never ran");
-    // A built-in tool is never reached through mcp_call.
-    let refused = item(&lines, "mcp_call");
+    // A built-in tool in the request is never reached through call_tool.
+    let refused = item(&lines, "call_tool");
     assert!(
-        refused["item"]["output"].as_str().unwrap().contains("no MCP tool `shell`"),
+        refused["item"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("`shell` is not a tool behind call_tool"),
         "{refused}"
     );
     assert!(!sandbox.repo.join("x").exists());
@@ -116,5 +119,6 @@ async fn never_keeps_every_definition_in_the_request() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let body = request_bodies(&model).await.remove(0);
     assert!(body.to_string().contains("warehouse 17"));
-    assert!(!body.to_string().contains("\"mcp_search\""));
+    // tool_search stands for the deferred built-ins only.
+    assert!(!body.to_string().contains("tools of MCP servers"), "{body}");
 }

@@ -15,6 +15,7 @@ mod context_overflow;
 mod context_prefix;
 mod context_requests;
 mod contract;
+mod deferred_builtins;
 mod e2e_exec;
 mod e2e_interrupt;
 mod e2e_mockllm;

@@ -159,7 +159,9 @@ async fn the_first_request_names_tools_and_has_true_schemas() {
     let run = run(&sandbox, &[Step::Answer("hi".into())], &[], "hello").await;
     let request = &run.requests[0];
     let context = context_of(request);
-    assert!(context.contains("Tools here: read_file, list_dir, glob, grep"), "{context}");
+    assert!(context.contains("Tools here: read_file, glob, grep"), "{context}");
+    // Deferred tools (behind tool_search) are named as allowed too.
+    assert!(context.contains("list_dir, process_output, process_stop, web_fetch"), "{context}");
     assert!(!context.contains("Tool classes") && !context.contains("Read, Tasks"), "{context}");
     assert!(context.contains("Any other tool moves you to the first next phase"), "{context}");
     let tools = request["tools"].as_array().unwrap();
@@ -168,7 +170,6 @@ async fn the_first_request_names_tools_and_has_true_schemas() {
     };
     assert_eq!(spec("grep")["parameters"]["required"], json!(["pattern"]));
     assert_eq!(spec("read_file")["parameters"]["properties"]["offset"]["minimum"], 1);
-    assert_eq!(spec("list_dir")["parameters"]["properties"]["depth"]["minimum"], 1);
     let system = request["messages"][0]["content"].as_str().unwrap();
     for (at, _) in system.match_indices("\n#") {
         assert!(system[..at].ends_with('\n'), "no blank line before heading at {at}");
@@ -241,6 +242,8 @@ async fn set_phase_follows_project_rules_and_no_hidden_file_limit() {
     let write = |path: &str| call("write_file", json!({"path": path, "content": "x\n"}));
     let patch = "*** Begin Patch\n*** Add File: e.txt\n+x\n*** End Patch";
     let steps = [
+        // set_phase waits behind tool_search, which shows its schema.
+        calls(vec![call("tool_search", json!({"query": "set_phase"}))]),
         phase("fix"),
         calls(vec![write("a.txt")]),
         calls(vec![write("b.txt")]),
@@ -250,15 +253,15 @@ async fn set_phase_follows_project_rules_and_no_hidden_file_limit() {
         Step::Answer("Five files.".into()),
     ];
     let run = run(&sandbox, &steps, &["--full-auto"], "make five files").await;
-    let set_phase = run.requests[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|tool| tool["function"]["name"] == "set_phase")
-        .unwrap()["function"]
-        .clone();
-    let description = set_phase["description"].as_str().unwrap();
-    assert_eq!(set_phase["parameters"]["properties"]["phase"]["enum"], json!(["fix", "triage"]));
+    let outputs = results(&run.log);
+    let found = &outputs[0].0;
+    let description = found.lines().nth(1).unwrap();
+    assert!(found.starts_with("set_phase\n"), "{found}");
+    let schema: Value = serde_json::from_str(
+        found.lines().find_map(|line| line.strip_prefix("input schema: ")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(schema["properties"]["phase"]["enum"], json!(["fix", "triage"]));
     // The moves from here are the phase announcement's, not repeated in the tool.
     let context = context_of(&run.requests[0]);
     assert!(context.contains("Phase: triage.") && context.contains("(fix)"), "{context}");
@@ -266,7 +269,6 @@ async fn set_phase_follows_project_rules_and_no_hidden_file_limit() {
     for file in ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"] {
         assert_eq!(sandbox.read(file), "x\n", "{file}");
     }
-    let outputs = results(&run.log);
     assert!(outputs.iter().all(|(_, is_error)| !is_error), "{outputs:?}");
 }
 
@@ -359,16 +361,31 @@ async fn every_tool_the_first_request_names_is_offered_under_each_edit_setting()
         let run = run(&sandbox, &[Step::Answer("hi".into())], &["-c", &flag], "hello").await;
         assert_eq!(run.code, 0, "{setting}: {}", run.stderr);
         let request = &run.requests[0];
-        let offered: Vec<&str> = request["tools"]
+        let mut offered: Vec<&str> = request["tools"]
             .as_array()
             .unwrap()
             .iter()
             .map(|tool| tool["function"]["name"].as_str().unwrap())
             .collect();
+        // The deferred ones, named in tool_search's description as `name (…)`.
+        let search = request["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["function"]["name"] == "tool_search")
+            .unwrap()["function"]["description"]
+            .as_str()
+            .unwrap();
+        let deferred: Vec<&str> = search
+            .split(" (")
+            .filter_map(|before| before.rsplit([' ', ',', ':']).next())
+            .filter(|name| !name.is_empty())
+            .collect();
         for tool in ["edit_file", "apply_patch"] {
             assert_eq!(offered.contains(&tool), edit_tools.contains(&tool), "{setting}: {tool}");
         }
         let text = request.to_string().replace("\\n", " ");
+        offered.extend(deferred);
         for name in tool_names_in(&text) {
             assert!(offered.contains(&name), "{setting}: `{name}` named but not offered");
         }

@@ -68,30 +68,39 @@ fn walls_unsandboxed_run() {
     insta::assert_snapshot!(block);
 }
 
-// The guidance added costs little: the first request stays within 18 kB on
-// every protocol (the models each protocol is used with). The goal is 16 kB:
-// the background-process tools (three schemas) put Responses at 16.7 kB and Chat at 17.1 kB,
-// `web_fetch` (issue 39) adds 0.6 kB; lower this bound when they shrink (e.g. one `process`
-// tool).
+// Issue 32: the first request stays within 16 kB on every protocol (the
+// models each protocol is used with), headless and interactive (which
+// offers `ask_user`), with the guidance the issue asks for. The rarely
+// used built-ins wait behind `tool_search` (`agent::deferred`); measured
+// 2026-12-02 (headless / interactive, bytes): Responses 15 198 / 15 205,
+// Anthropic 14 548 / 14 555, Chat 15 604 / 15 611 (before: 17 439 /
+// 17 889, 16 665 / 17 084, 17 837 / 18 285).
 #[test]
-fn the_first_request_stays_within_18_kilobytes_on_every_protocol() {
+fn the_first_request_stays_within_16_kilobytes_on_every_protocol() {
     for (provider, model) in [
         ("openai", "gpt-5.1-codex"),
         ("anthropic", "claude-sonnet-4-5"),
         ("openai-chat", "qwen3-coder"),
     ] {
-        let sandbox = Sandbox::new();
-        let printed = sandbox
-            .keel()
-            .args(["debug", "prompt", "--raw", "--provider", provider, "--model", model])
-            .args(["--base-url", "http://127.0.0.1:9/v1"])
-            .arg("Fix the bugs in calc.py; the tests must pass")
-            .output()
-            .unwrap();
-        assert_eq!(printed.status.code(), Some(0), "{}", String::from_utf8_lossy(&printed.stderr));
-        let body: Value = serde_json::from_slice(&printed.stdout).unwrap();
-        let size = serde_json::to_string(&body).unwrap().len();
-        eprintln!("{provider} {model}: {size} bytes");
-        assert!(size <= 18_000, "{provider} {model}: the first request is {size} bytes");
+        for interactive in [false, true] {
+            let sandbox = Sandbox::new();
+            let printed = sandbox
+                .keel()
+                .args(["debug", "prompt", "--raw", "--provider", provider, "--model", model])
+                .args(["--base-url", "http://127.0.0.1:9/v1"])
+                .args(interactive.then_some("--interactive"))
+                .arg("Fix the bugs in calc.py; the tests must pass")
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&printed.stderr);
+            assert_eq!(printed.status.code(), Some(0), "{stderr}");
+            let body: Value = serde_json::from_slice(&printed.stdout).unwrap();
+            let size = serde_json::to_string(&body).unwrap().len();
+            eprintln!("{provider} {model} interactive={interactive}: {size} bytes");
+            assert!(
+                size <= 16_000,
+                "{provider} {model} (interactive: {interactive}): the first request is {size} bytes"
+            );
+        }
     }
 }
