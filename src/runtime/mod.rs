@@ -29,7 +29,8 @@
 //!   PostToolUse hooks), `path_facts.rs` (symlinks on a call's paths), `sandboxing.rs` (the
 //!   session's policy and confinement, set up at start; a command blocked by it recognised),
 //!   `mcp_glue.rs` (MCP at turn boundaries), `prompt_fit.rs` (a prompt too large for the window
-//!   refused before it is sent), `images.rs` (attached images, the image store, a request's image
+//!   refused before it is sent), `server_window.rs` (the window a local server runs with, learnt
+//!   before the session opens), `images.rs` (attached images, the image store, a request's image
 //!   bytes).
 //! - Resume and files: `resume.rs` (`Session::resume`, `continue_turn`), `file_memory.rs` (resumed
 //!   read-before-write memory), `files.rs` (file hashes around mutating calls, the git facts of the
@@ -77,6 +78,7 @@ mod resume;
 mod rewind;
 mod sandboxing;
 mod secrets;
+mod server_window;
 mod session_hooks;
 mod shadow_seed;
 mod shadow_triage;
@@ -108,6 +110,7 @@ pub use replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, rep
 pub use rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
 pub use secrets::workspace_mask;
+pub use server_window::learn_window;
 pub use undo::{UndoError, UndoReport, undo};
 pub use undo_notes::{NotCovered, NotCoveredWhy};
 
