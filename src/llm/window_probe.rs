@@ -213,10 +213,11 @@ pub fn parse_props(body: &Value) -> Option<ServerWindow> {
 /// id, else the only one (a server that serves one model under any name).
 fn model_entry<'a>(body: &'a Value, model: &str) -> Option<&'a Value> {
     let data = body["data"].as_array()?;
-    data.iter().find(|entry| entry["id"] == model).or_else(|| match data.as_slice() {
+    let only = match data.as_slice() {
         [only] => Some(only),
         _ => None,
-    })
+    };
+    data.iter().find(|entry| entry["id"] == model).or(only)
 }
 
 /// vLLM's `/v1/models`: `max_model_len` of the model.
