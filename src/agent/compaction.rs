@@ -19,6 +19,7 @@ use crate::context::summary::{
     CHECK_CHARS, Preserved, clip, compacted_history, fit_for_summary, summary_request,
 };
 use crate::context::tokens::{estimate_items, estimate_request, items_upper_bound, upper_bound};
+use crate::context::window::{summary_output_limit, window_from_overflow};
 use crate::plan::{PlanStatus, is_verification_command};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, Usage};
 use crate::tasks::TaskStatus;
@@ -107,6 +108,7 @@ pub(super) fn on_overflow(
     message: String,
     effects: &mut Vec<Effect>,
 ) -> Next {
+    learn_window(state, &message, effects);
     let request = state.request();
     let tokens_before = estimate(state, &request);
     let depth = depth_this_step(state);
@@ -129,13 +131,45 @@ pub(super) fn on_overflow(
     }
     // Compaction cannot make the request fit: the turn fails with the
     // provider's reason and what is left to do about it.
+    let needs = match state.config.context_window {
+        Some(window) => format!(
+            " (the window is {window} tokens; keel's instructions and tools alone are about {} \
+             tokens)",
+            fixed_tokens(&request)
+        ),
+        None => String::new(),
+    };
     let message = format!(
         "{message} (keel compacted the conversation and it still does not fit: the instructions, \
-         tools and the last messages alone are too long for this window; use a model or server \
-         with a larger context window, e.g. llama.cpp's --ctx-size / -c)"
+         tools and the last messages alone are too long for this window{needs}; use a model or \
+         server with a larger context window, e.g. llama.cpp's --ctx-size / -c, vLLM's \
+         --max-model-len, Ollama's num_ctx)"
     );
     effects.push(Effect::Record(SessionEvent::ModelError { message }));
     Next::EndTurn(TurnOutcome::Failed)
+}
+
+/// The tokens of `request`'s instructions and tools: what every request
+/// of the session carries.
+fn fixed_tokens(request: &ModelRequest) -> u64 {
+    estimate_request(&ModelRequest { items: Vec::new(), ..request.clone() })
+}
+
+/// A window the server's overflow error names, smaller than the one keel
+/// knew (or the first it knows), is the session's window from here on:
+/// compaction, the output limit and the prompt check use it. Not logged
+/// (a resume learns it again from the server); said once.
+fn learn_window(state: &mut LoopState, message: &str, effects: &mut Vec<Effect>) {
+    let Some(window) = window_from_overflow(message) else { return };
+    if state.config.context_window.is_some_and(|known| known <= window) {
+        return;
+    }
+    state.config.context_window = Some(window);
+    state.config.pricing.context_window = Some(window);
+    effects.push(Effect::Warn(format!(
+        "the server says its context window is {window} tokens: keel keeps this session's \
+         requests and answers within it"
+    )));
 }
 
 /// `/compact [focus]` while idle: always a summary (the user asked).
@@ -166,7 +200,10 @@ fn begin_summary(
     };
     let source = elide_old_tool_outputs(&state.items).unwrap_or_else(|| state.items.clone());
     let history = fit_for_summary(&source, budget);
-    let request = summary_request(&base, history, focus.as_deref());
+    let mut request = summary_request(&base, history, focus.as_deref());
+    // A small window: the summary may not ask for more than is left.
+    request.max_output_tokens =
+        Some(summary_output_limit(state.config.context_window, estimate_request(&request)));
     let trigger = if reason == CompactionReason::Manual { "manual" } else { "auto" };
     state.phase = LoopPhase::Compact(PendingCompaction {
         reason,

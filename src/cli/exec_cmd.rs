@@ -16,7 +16,8 @@ use crate::runtime::RewindTarget;
 pub(super) async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitStatus, CliError> {
     let json = args.json;
     match prepare_exec(model, args) {
-        Ok((settings, options)) => {
+        Ok((mut settings, options)) => {
+            crate::runtime::learn_window(&mut settings).await;
             // A second signal exits at once, but a script still gets its line.
             let before_exit: fn(signals::StopSignal) =
                 if json { |signal| exec::write_result_if_missing(signal.name()) } else { |_| {} };
@@ -105,6 +106,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
         reject_plan: args.reject_plan,
         rewind,
         input_stream: args.input_stream,
+        progress: args.progress,
         output_schema: args.output_schema.as_deref().map(read_output_schema).transpose()?,
         cwd: env.cwd.clone(),
         date: today(),

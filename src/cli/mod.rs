@@ -13,6 +13,7 @@ mod completion_cmd;
 mod cost_cmd;
 mod debug_cmd;
 mod demo_cmd;
+mod doctor;
 mod error;
 mod exec_cmd;
 mod export_cmd;
@@ -183,6 +184,10 @@ pub enum Command {
     /// Show what keel would send: `keel debug prompt [PROMPT]` prints the
     /// first request for this project and provider.
     Debug(debug_cmd::DebugArgs),
+    /// Ask the configured server what it does (models, context window,
+    /// tool calls, usage, streaming) and say what keel will do about each:
+    /// `keel doctor --provider openai-chat --base-url http://127.0.0.1:8080/v1`.
+    Doctor(doctor::DoctorArgs),
     /// MCP servers: list (with status and tools), get, add, remove.
     Mcp(mcp_cmd::McpArgs),
     /// Serve keel itself over MCP (stdio): one tool, `keel`, that runs a
@@ -367,6 +372,11 @@ pub struct ExecArgs {
     /// closed and no turn runs.
     #[arg(long)]
     pub input_stream: bool,
+    /// Show the waiting indicator (time waited for the model, what is
+    /// streaming) on stderr even when it is not a terminal; never with
+    /// --json.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 #[derive(Debug, Args)]
@@ -457,6 +467,7 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Some(Command::Policy(args)) => policy_cmd::run(args),
         Some(Command::Trust) => policy_cmd::trust(),
         Some(Command::Debug(args)) => debug_cmd::run(&cli.model, args),
+        Some(Command::Doctor(args)) => doctor::run(&cli.model, &args).await,
         Some(Command::Mcp(args)) => mcp_cmd::run(cli.model.overrides(), args)
             .await
             // Its failures are flags or the config file it edits.

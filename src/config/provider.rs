@@ -12,6 +12,7 @@
 //! max_output_tokens = 1024      # default: a quarter of the window, at most 16384
 //! stream = false                # unstreamed requests (openai-chat only)
 //! images = true                 # the model takes images (default: known models only)
+//! probe = true                  # ask a loopback server for its window (default: default ports)
 //! ```
 //!
 //! Invariants: the protocol name is checked where it is written
@@ -37,6 +38,8 @@ pub struct ProviderFile {
     pub stream: Option<bool>,
     /// Whether the model takes images (over the known-models table).
     pub images: Option<bool>,
+    /// Ask a server on this machine for its context window.
+    pub probe: Option<bool>,
 }
 
 /// The table form, with unknown keys refused.
@@ -53,6 +56,7 @@ struct ProviderTable {
     max_output_tokens: Option<u32>,
     stream: Option<bool>,
     images: Option<bool>,
+    probe: Option<bool>,
 }
 
 impl ProviderFile {
@@ -67,6 +71,7 @@ impl ProviderFile {
             max_output_tokens,
             stream,
             images,
+            probe,
         } = other;
         self.name = name.or(self.name.take());
         self.reasoning_echo = reasoning_echo.or(self.reasoning_echo.take());
@@ -76,6 +81,7 @@ impl ProviderFile {
         self.max_output_tokens = max_output_tokens.or(self.max_output_tokens);
         self.stream = stream.or(self.stream);
         self.images = images.or(self.images);
+        self.probe = probe.or(self.probe);
     }
 }
 
@@ -112,6 +118,7 @@ impl<'de> Visitor<'de> for ProviderVisitor {
             max_output_tokens: table.max_output_tokens,
             stream: table.stream,
             images: table.images,
+            probe: table.probe,
         })
     }
 }

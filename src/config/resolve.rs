@@ -340,6 +340,7 @@ fn profile_settings(
         max_output_tokens: file.max_output_tokens,
         unstreamed: unstreamed(file.stream, kind)?,
         images: file.images,
+        probe: file.probe,
     })
 }
 

@@ -80,5 +80,6 @@ pub mod models;
 pub mod stats;
 pub mod summary;
 pub mod tokens;
+pub mod window;
 
 pub use models::{ModelInfo, Pricing, context_percent, cost_usd, model_info};

@@ -23,13 +23,15 @@
 //! `json_items.rs` keeps the stream's items paired (ids, every start completed once, a cut message
 //! completed with its text and `status`); `run_headless` is one turn without printing, shared with
 //! `keel mcp-server`; `contract.rs` is the `--json` stream's published schema (`schemas/`);
-//! `answer.rs` holds a run to `--output-schema` (asks again, then `schema_invalid`, exit 1).
+//! `answer.rs` holds a run to `--output-schema` (asks again, then `schema_invalid`, exit 1);
+//! `progress.rs` the waiting indicator of the human form (a terminal, or `--progress`).
 
 mod answer;
 pub mod contract;
 mod human;
 mod json;
 mod json_items;
+mod progress;
 mod result_gate;
 mod stream_input;
 mod tool_use;
@@ -78,6 +80,9 @@ pub struct ExecOptions {
     pub rewind: Option<(RewindTarget, RewindScope)>,
     /// `--input-stream`: more prompts come on stdin (`stream_input.rs`).
     pub input_stream: bool,
+    /// `--progress`: the waiting indicator even when stderr is not a
+    /// terminal (`progress.rs`).
+    pub progress: bool,
     /// `--output-schema FILE`: the JSON Schema the final answer must
     /// follow (`answer.rs`).
     pub output_schema: Option<AnswerShape>,
@@ -95,6 +100,8 @@ pub async fn run(
 ) -> ExitStatus {
     let sink: Box<dyn EventSink> = if options.json {
         Box::new(JsonPrinter::stdout())
+    } else if options.progress || std::io::stderr().is_terminal() {
+        Box::new(progress::ProgressPrinter::new(HumanPrinter::stderr()))
     } else {
         Box::new(HumanPrinter::stderr())
     };

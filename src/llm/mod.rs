@@ -21,7 +21,9 @@
 //! `image_parts`); `client` does HTTP, timeouts, the deadline,
 //! cancellation and the retry loop; `retry` the backoff arithmetic;
 //! `error` the error type, `classify` the mapping of replies onto it with
-//! hints; `profile` what a server needs that its stream does not say.
+//! hints; `profile` what a server needs that its stream does not say;
+//! `window_probe` asks a server on this machine for its context window;
+//! `text_tool_calls` recovers calls a local model wrote as text.
 //! Tests: `conformance_tests` (recorded captures), `reducer_tests`,
 //! `server_shape_tests`, `fault_tests` and `request_tests` (wiremock),
 //! sharing `test_support`.
@@ -46,7 +48,9 @@ mod profile;
 mod responses_request;
 mod retry;
 mod sse;
+mod text_tool_calls;
 mod validation;
+mod window_probe;
 
 #[cfg(test)]
 mod conformance_tests;
@@ -70,6 +74,8 @@ pub use profile::{
     CacheTtl, KeyHeader, LocalServer, OutputLimitField, ProfileSettings, ReasoningEcho,
     ServerProfile,
 };
+pub use text_tool_calls::{Recovered, TextForm, recover as recover_text_calls};
+pub use window_probe::{PROBE_TIMEOUT, ServerWindow, WindowSource, list_models, probe_window};
 
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -172,6 +172,8 @@ pub struct ProfileSettings {
     /// `[provider] images`: whether the model takes images, over the
     /// known-models table (`context::models::takes_images`).
     pub images: Option<bool>,
+    /// `[provider] probe`: ask the server for its window at the start.
+    pub probe: Option<bool>,
 }
 
 /// What keel does for the server it talks to.
@@ -204,6 +206,12 @@ pub struct ServerProfile {
     pub unstreamed: bool,
     /// `[provider] images`, if set: whether the model takes images.
     pub images: Option<bool>,
+    /// Ask the server for its context window once at the start
+    /// (`window_probe`): detected for a loopback host on a local server's
+    /// default port (11434, 8080, 1234, 8000), where the answer is the
+    /// server's own; `[provider] probe` turns it on for any loopback port
+    /// and off. Never for a host off this machine.
+    pub probe_window: bool,
 }
 
 impl ServerProfile {
@@ -247,7 +255,9 @@ impl ServerProfile {
             local_server: local.then(|| LocalServer::from_port(port_of(base_url))),
             unstreamed: false,
             images: None,
+            probe_window: false,
         };
+        let known_port = detected.local_server.is_some_and(|server| server != LocalServer::Unknown);
         Self {
             reasoning_echo: settings.reasoning_echo.unwrap_or(detected.reasoning_echo),
             prompt_cache_key: settings.prompt_cache_key.unwrap_or(detected.prompt_cache_key),
@@ -259,6 +269,7 @@ impl ServerProfile {
             local_server: detected.local_server,
             unstreamed: settings.unstreamed,
             images: settings.images,
+            probe_window: local && settings.probe.unwrap_or(known_port),
         }
     }
 
@@ -365,6 +376,20 @@ mod tests {
     }
 
     #[test]
+    fn only_local_servers_are_probed_for_their_window() {
+        let probe = |url, setting| {
+            let settings = ProfileSettings { probe: setting, ..ProfileSettings::default() };
+            ServerProfile::detect(ProviderKind::OpenAiChat, url, "m", settings).probe_window
+        };
+        assert!(probe("http://127.0.0.1:8080/v1", None), "llama.cpp's port");
+        assert!(probe("http://localhost:11434/v1", None), "Ollama's port");
+        assert!(!probe("http://127.0.0.1:41234/v1", None), "an unknown port: only when asked");
+        assert!(probe("http://127.0.0.1:41234/v1", Some(true)));
+        assert!(!probe("http://127.0.0.1:8080/v1", Some(false)));
+        assert!(!probe("https://api.openai.com/v1", Some(true)), "never a cloud provider");
+    }
+
+    #[test]
     fn openai_and_azure_chat_take_max_completion_tokens() {
         let field = |url| detect(ProviderKind::OpenAiChat, url, "m").output_limit_field;
         assert_eq!(field("https://api.openai.com/v1"), OutputLimitField::MaxCompletionTokens);
@@ -386,6 +411,7 @@ mod tests {
             max_output_tokens: Some(900),
             unstreamed: true,
             images: Some(true),
+            probe: Some(true),
         };
         let profile = ServerProfile::detect(
             ProviderKind::OpenAiResponses,
@@ -406,6 +432,7 @@ mod tests {
                 local_server: None,
                 unstreamed: true,
                 images: Some(true),
+                probe_window: false,
             }
         );
         assert!(profile.takes_images("deepseek-r1"), "the setting wins over the table");

@@ -30,6 +30,8 @@ use crate::protocol::{ContextKind, ContextPart};
 
 /// Core identity, safety and loop rules, and style.
 const SYSTEM: &str = include_str!("../../prompts/system.md");
+/// The core rules for a small window (`context::window::WindowProfile::Compact`).
+const SYSTEM_COMPACT: &str = include_str!("../../prompts/system_compact.md");
 /// The environment snapshot template.
 const ENVIRONMENT_TEMPLATE: &str = include_str!("../../prompts/environment.md");
 /// One `## mode` section per approval mode.
@@ -65,6 +67,12 @@ pub struct PromptFacts {
 /// keel's core rules, with the turn's step limit filled in.
 pub fn core_prompt(max_steps: u32) -> String {
     SYSTEM.trim_end().replace("{max_steps}", &max_steps.to_string())
+}
+
+/// [`core_prompt`] for a small window: the few rules a small model needs,
+/// in a tenth of the tokens.
+pub fn compact_core_prompt(max_steps: u32) -> String {
+    SYSTEM_COMPACT.trim_end().replace("{max_steps}", &max_steps.to_string())
 }
 
 /// A subagent's rules, in place of [`core_prompt`]: its type's own prompt,

@@ -5,6 +5,11 @@
 //! snapshot announced in the history, the workflow's checks, plus the
 //! skills, memory notes, agent types and custom commands found on disk.
 //!
+//! A window of `context::window::SMALL_WINDOW` tokens or fewer (configured,
+//! the table's, or learnt from the server before the session opened) gets
+//! the compact profile: fewer tools, short core rules; decided from the
+//! settings, so start, resume and the re-read agree.
+//!
 //! Invariant: start, resume and the re-read after a compaction build the
 //! sections through the same [`prefix_sections`] (a subagent's, new or
 //! reopened, through [`subagent_prefix`]), so they never drift apart; disk
@@ -19,10 +24,11 @@ use crate::config::commands::{CommandCatalog, command_roots, discover_commands};
 use crate::config::markdown_file::grouped;
 use crate::config::{Settings, discover_instructions, discover_memory};
 use crate::context::memory::MemoryNote;
+use crate::context::window::WindowProfile;
 use crate::plan::checks_named_in;
 use crate::prompts::{
-    PromptFacts, core_prompt, environment_block, instructions_block, memory_block, skills_block,
-    subagent_core,
+    PromptFacts, compact_core_prompt, core_prompt, environment_block, instructions_block,
+    memory_block, skills_block, subagent_core,
 };
 use crate::protocol::{HarnessTool, PrefixSections, ToolClass, ToolSpec};
 use crate::skills;
@@ -47,6 +53,9 @@ pub(super) fn loop_config(
     if found.memory.is_empty() {
         specs.retain(|spec| spec.name != READ_MEMORY_TOOL);
     }
+    // A small window: the few tools a change needs (`context::window`).
+    let profile = WindowProfile::for_window(settings.context_window);
+    specs.retain(|spec| profile.offers(&spec.name));
     describe_agent_types(&mut specs, &found.agents);
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
@@ -57,7 +66,7 @@ pub(super) fn loop_config(
     let rules = settings.phase_rules.clone().unwrap_or_else(shipped_rules);
     for tool in HarnessTool::ALL {
         tool_classes.insert(tool.name().to_owned(), tool.class());
-        if tool != HarnessTool::AskUser || !options.headless {
+        if (tool != HarnessTool::AskUser || !options.headless) && profile.offers(tool.name()) {
             specs.push(harness_spec(tool, &rules));
         }
     }
@@ -114,7 +123,10 @@ pub(super) fn prefix_sections(settings: &Settings, found: &Found) -> PrefixSecti
         .map(|note| (note.meta.name.clone(), note.meta.kind.clone(), note.meta.description.clone()))
         .collect();
     PrefixSections {
-        core: core_prompt(settings.limits.max_steps),
+        core: match WindowProfile::for_window(settings.context_window) {
+            WindowProfile::Full => core_prompt(settings.limits.max_steps),
+            WindowProfile::Compact => compact_core_prompt(settings.limits.max_steps),
+        },
         project: instructions_block(&found.agents_md),
         memory: memory_block(&index),
         skills: skills_section(&found.skills),

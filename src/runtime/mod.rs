@@ -29,7 +29,8 @@
 //!   PostToolUse hooks), `path_facts.rs` (symlinks on a call's paths), `sandboxing.rs` (the
 //!   session's policy and confinement, set up at start; a command blocked by it recognised),
 //!   `mcp_glue.rs` (MCP at turn boundaries), `prompt_fit.rs` (a prompt too large for the window
-//!   refused before it is sent), `images.rs` (attached images, the image store, a request's image
+//!   refused before it is sent), `server_window.rs` (the window a local server runs with, learnt
+//!   before the session opens), `images.rs` (attached images, the image store, a request's image
 //!   bytes), `walls.rs` (what the request says about the sandbox, from the real confinement).
 //! - Input while a turn runs: `inbox.rs` (queued and steered prompts), `question.rs` (`ask_user`).
 //! - Files: `files.rs` (file hashes around mutating calls, the git facts of the environment
@@ -67,6 +68,7 @@ mod prompt_fit;
 mod question;
 mod sandboxing;
 mod secrets;
+mod server_window;
 mod session_hooks;
 mod subagent;
 mod tool_runner;

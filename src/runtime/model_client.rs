@@ -3,7 +3,9 @@
 //! (the model in use is the loop's, `LoopConfig::model`, which each
 //! request names). A turn's request is streamed to the front end and its
 //! outcome becomes the loop's next `Input`: the response, an overflow (the
-//! loop compacts and asks again), a failure, or an interrupt.
+//! loop compacts and asks again), a failure, or an interrupt. A local
+//! model's calls written as text are taken as its calls where unambiguous
+//! (`llm::text_tool_calls`), with a warning saying so.
 //!
 //! Invariant: the token encoder is warmed (built on a blocking thread) at
 //! most once, once the context is past half the compaction threshold, so
@@ -86,6 +88,7 @@ impl ModelClient {
         let answer = self.answer_schema.as_ref();
         match self.llm.stream_shaped(request, answer, &mut forward, cancel).await {
             Ok(response) => {
+                let response = self.calls_from_text(request, response, sink);
                 self.last_input_tokens = response.usage.input_tokens;
                 if should_warm(window, self.last_input_tokens, self.encoder_warming) {
                     self.encoder_warming = true;
@@ -105,6 +108,34 @@ impl ModelClient {
             }
             Err(failure) => Input::ModelFailed { message: failure.to_string() },
         }
+    }
+}
+
+impl ModelClient {
+    /// `response` with the calls a local model wrote as text, when they
+    /// are unambiguous (`llm::recover_text_calls`), said in a warning;
+    /// never for a cloud provider or an answer held to a schema.
+    fn calls_from_text(
+        &self,
+        request: &ModelRequest,
+        response: ModelResponse,
+        sink: &mut Box<dyn EventSink>,
+    ) -> ModelResponse {
+        if self.llm.config().profile.local_server.is_none() || self.answer_schema.is_some() {
+            return response;
+        }
+        let Some(recovered) = crate::llm::recover_text_calls(&request.tools, &response) else {
+            return response;
+        };
+        sink.emit(RuntimeEvent::Warning {
+            message: format!(
+                "the model wrote its tool call as text ({}), not as a tool call: keel runs {} as \
+                 if called (the server may not pass tools to the model)",
+                recovered.form.describe(),
+                recovered.names.join(", ")
+            ),
+        });
+        recovered.response
     }
 }
 

@@ -263,12 +263,13 @@ fn declined(note: &str) -> ApprovalAnswer {
 /// Owns the session: starts (or resumes) it, then runs one operation at
 /// a time until the UI drops its sender.
 pub async fn run_session(
-    settings: Settings,
+    mut settings: Settings,
     options: SessionOptions,
     source: SessionSource,
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<UiEvent>,
 ) {
+    crate::runtime::learn_window(&mut settings).await;
     let sink = Box::new(ChannelSink(events.clone()));
     let approver = Box::new(ChannelApprover::new(events.clone()));
     let opened = match &source {

@@ -77,6 +77,7 @@ mod servers_cache;
 mod servers_errors;
 mod servers_floods;
 mod servers_local;
+mod servers_window;
 mod session_crash;
 mod session_damage;
 mod session_lock;
