@@ -15,6 +15,12 @@
 //! reads exactly the bodies keel sent, so Anthropic's figure shows whatever
 //! `cache_control` breakpoints keel puts in them.
 //!
+//! Each protocol runs it twice: as above, and with an MCP server offering
+//! 204 tools (the test suite's `fault_server.py many`, needs python3),
+//! deferred behind `mcp_search`/`mcp_call`, where the session opens with a
+//! search and a call of one of them (issue 42): the reveal arrives as a
+//! tool result, so the bill must stay at the ideal.
+//!
 //! `KEEL_BIN=path` runs another keel binary (an older build, for the figure
 //! before a change). On Anthropic a second row shows the same bodies with
 //! the two breakpoints Anthropic documents for a conversation added (the
@@ -137,13 +143,43 @@ fn project() -> tempfile::TempDir {
     dir
 }
 
-/// Runs the scripted session on `wire`; the bodies keel sent, in order.
-async fn scripted_session(wire: Wire) -> Vec<Value> {
+/// The steps that find and call a deferred MCP tool (issue 42), before
+/// the rest of the session.
+fn reveal() -> Vec<Step> {
+    vec![
+        calls(vec![call("mcp_search", json!({"query": "forecast city"}))]),
+        calls(vec![call(
+            "mcp_call",
+            json!({"tool": "mcp__many__weather", "arguments": {"city": "Oslo"}}),
+        )]),
+    ]
+}
+
+/// `$KEEL_HOME/config.toml` with the test suite's fault server offering
+/// 204 tools (`tests/fixtures/mcp/fault_server.py many`): deferred.
+fn many_tools_config(home: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fault_server.py");
+    let record = home.join("many.jsonl");
+    let table = format!(
+        "[mcp_servers.many]\ncommand = \"python3\"\nargs = [{:?}, \"many\", {:?}]\n",
+        script.display().to_string(),
+        record.display().to_string()
+    );
+    std::fs::write(home.join("config.toml"), table).unwrap();
+}
+
+/// Runs the scripted session on `wire` (with `mcp`: 204 deferred MCP tools
+/// and a search and call of one first); the bodies keel sent, in order.
+async fn scripted_session(wire: Wire, mcp: bool) -> Vec<Value> {
     let dir = project();
     let repo = dir.path();
     let home = tempfile::tempdir().unwrap();
     let (first, second) = script();
-    let steps: Vec<Step> = first.into_iter().chain(second).collect();
+    if mcp {
+        many_tools_config(home.path());
+    }
+    let opening = if mcp { reveal() } else { Vec::new() };
+    let steps: Vec<Step> = opening.into_iter().chain(first).chain(second).collect();
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(Scripted { wire, steps, next: AtomicUsize::new(0) })
@@ -248,14 +284,19 @@ fn count(text: &str) -> u64 {
 
 async fn scripted() {
     println!(
-        "Scripted session (two processes, 15 requests), keel {}:\n",
+        "Scripted session (two processes, 15 requests; 17 with the reveal), keel {}:\n",
         env!("CARGO_PKG_VERSION")
     );
     header();
     for wire in [Wire::Responses, Wire::Chat, Wire::Anthropic] {
-        let bodies = scripted_session(wire).await;
+        let bodies = scripted_session(wire, false).await;
         let protocol = protocol_of(wire);
         row("keel", protocol, &bill(protocol, &bodies, &count));
+        // 204 MCP tools, deferred: a search and a call reveal one.
+        let revealed = scripted_session(wire, true).await;
+        row("keel, 204 MCP tools, a reveal", protocol, &bill(protocol, &revealed, &count));
+        let grown = revealed[0].to_string().len() as i64 - bodies[0].to_string().len() as i64;
+        println!("  (first request {grown:+} bytes over the one without MCP tools)");
         let breakpoints = bodies.iter().any(|body| body.to_string().contains("cache_control"));
         if protocol == Protocol::Anthropic {
             if !breakpoints {

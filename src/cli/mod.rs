@@ -36,6 +36,7 @@ use std::time::SystemTime;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::error::{CliError, Context, ErrorKind, error_text};
+pub use self::sandbox_cmd::jail_main;
 use crate::config::CliOverrides;
 pub use crate::exit::ExitStatus;
 

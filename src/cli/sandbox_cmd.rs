@@ -4,11 +4,17 @@
 //! re-exec as PID 1 of the new namespace) it runs the jail's init
 //! instead. `-- --probe` only reports the layers the kernel offered, as
 //! JSON on stdout.
+//!
+//! The same command line is also the whole of `keel-jail`
+//! ([`jail_main`], `src/jail_main.rs`): a small binary with only this
+//! command, which keel runs as the launcher when it is installed beside
+//! it (`sandbox::jail::launcher`), so that each sandboxed command pays two
+//! `exec`s of a small binary rather than of all of keel.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, Parser, Subcommand};
 
 use super::{CliError, ExitStatus};
 use crate::sandbox::jail::shared_net::SharedNetwork;
@@ -69,6 +75,37 @@ pub struct SandboxExecArgs {
     /// The command to run.
     #[arg(last = true, required_unless_present = "netns_keeper")]
     pub command: Vec<OsString>,
+}
+
+/// `keel-jail`'s command line: `keel-jail sandbox-exec …`, exactly the
+/// arguments keel's own `sandbox-exec` takes (so the launcher's argument
+/// builder, `Confinement::launcher_args`, serves both binaries).
+#[derive(Debug, Parser)]
+#[command(name = "keel-jail", version, about = "keel's sandbox launcher (internal)")]
+struct JailCli {
+    #[command(subcommand)]
+    command: JailCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum JailCommand {
+    /// The jail's launcher (see `keel sandbox-exec`).
+    SandboxExec(SandboxExecArgs),
+}
+
+/// The `keel-jail` binary: parses its command line and runs the jail's
+/// stage it names; returns the exit code (every stage normally exits
+/// from within).
+pub fn jail_main() -> u8 {
+    let JailCli { command: JailCommand::SandboxExec(args) } = JailCli::parse();
+    match run(args) {
+        Ok(status) => status.code(),
+        Err(error) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{}", error.render());
+            error.exit_status().code()
+        }
+    }
 }
 
 pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {

@@ -115,7 +115,7 @@ fn confine(
         sandboxed: false,
         warning: Some(warning),
     };
-    let launcher = match std::env::current_exe() {
+    let keel = match std::env::current_exe() {
         Ok(path) => path,
         Err(error) => {
             return (
@@ -148,8 +148,8 @@ fn confine(
             Some(format!("the sandbox's network bridges are missing: {error}")),
         ),
     };
-    let confinement = landlock::Confinement {
-        launcher,
+    let mut confinement = landlock::Confinement {
+        launcher: keel.clone(),
         mode: config.mode,
         workspace_roots: vec![workspace_root.to_path_buf()],
         extra_roots: config.writable_roots.clone(),
@@ -162,7 +162,8 @@ fn confine(
         max_pids: jail::privileges::default_max_pids(),
         shared_network: None,
     };
-    let layers = landlock::probe(&confinement).unwrap_or_default();
+    // The small launcher beside keel when it answers (`jail::launcher`).
+    let layers = jail::launcher::probe_first(&mut confinement, &keel).unwrap_or_default();
     let (confine, sandboxed, warning) = match layers.landlock {
         landlock::Enforcement::Full | landlock::Enforcement::Partial => (true, true, None),
         landlock::Enforcement::None if config.required => (

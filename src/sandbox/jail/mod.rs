@@ -1,7 +1,9 @@
 //! The jail around every command the model runs: `keel sandbox-exec`.
 //!
-//! Two stages, both the keel binary (the crate forbids `unsafe`, so no
-//! `fork` or `pre_exec`: each stage is a fresh `exec`):
+//! Two stages, both the launcher binary (the crate forbids `unsafe`, so
+//! no `fork` or `pre_exec`: each stage is a fresh `exec`); that binary is
+//! the small `keel-jail` when it is installed beside keel, else keel
+//! ([`launcher`]):
 //!
 //! 1. [`launch`], the launcher keel spawns: reads the host's unix sockets,
 //!    enters the namespaces in one `unshare` ([`namespaces`]; with the
@@ -29,6 +31,7 @@
 //! confines itself and `exec`s the command (the old single-stage path),
 //! so keel's process-group kill still reaches everything.
 
+pub mod launcher;
 pub mod layers;
 pub mod loopback;
 pub mod mounts;
