@@ -116,6 +116,10 @@ pub async fn run(keel_home: &Path, session_id: &str) -> Result<Outcome, AttachEr
                         if write.write_all(encode(&message).as_bytes()).await.is_err() {
                             return Ok(Outcome::Closed("the session's keel is gone".into()));
                         }
+                        if let AttacherLine::Prompt { steer, .. } = message {
+                            let when = if steer { "after the running tool batch" } else { "after the turn" };
+                            shown.say(&format!("sent; the session takes it at its next step and runs it {when}"));
+                        }
                     }
                     Typed::Say(text) => shown.say(&text),
                     Typed::Detach => return Ok(Outcome::Detached),
