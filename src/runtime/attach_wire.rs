@@ -1,7 +1,7 @@
 //! The wire of `keel attach` (issue 40): JSON lines over the session's Unix
 //! socket, one object per line, each with a `type`. The owner (the process
 //! that holds the log's one writer, `attach_host.rs`) sends [`HostLine`]s;
-//! an attacher (`crate::attach`) sends [`AttacherLine`]s. Both sides open
+//! an attacher (the front end in `src/attach/`) sends [`AttacherLine`]s. Both sides open
 //! with `hello` carrying [`WIRE_VERSION`]; a side that sees another version
 //! says so and closes.
 //!
