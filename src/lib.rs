@@ -37,6 +37,7 @@ pub mod web;
 
 pub mod runtime;
 
+pub mod attach;
 pub mod cli;
 pub mod exec;
 pub mod exit;

@@ -9,6 +9,7 @@
 //! number) and the signal watcher are in `crate::exit`, shared by the front ends.
 
 mod apply_patch_cmd;
+mod attach_cmd;
 mod completion_cmd;
 mod cost_cmd;
 mod debug_cmd;
@@ -157,6 +158,10 @@ pub enum Command {
     /// Continue a session interactively: its id (a unique prefix is
     /// enough), --last, or neither to pick one of this folder's sessions.
     Resume(ResumeArgs),
+    /// Open another terminal on a live session: its transcript, then what
+    /// happens; answer its approvals (y/n) and queue prompts. A session no
+    /// keel runs now is resumed instead.
+    Attach(AttachArgs),
     /// Restore the files as they were before the last turn(s) that changed
     /// them (the newest session of this folder); recorded in its log.
     Undo(UndoArgs),
@@ -229,6 +234,15 @@ pub struct ExportArgs {
     /// Write to FILE (created 0600) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The session id (a unique prefix is enough).
+    pub id: String,
+    /// The mode to resume in when no keel runs the session.
+    #[command(flatten)]
+    pub mode: ModeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -459,6 +473,7 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Some(Command::Cost(args)) => cost_cmd::run(&args),
         Some(Command::Stats(args)) => stats_cmd::run(&args),
         Some(Command::Resume(args)) => tui_cmd::resume(&cli.model, &args).await,
+        Some(Command::Attach(args)) => attach_cmd::run(&cli.model, args).await,
         Some(Command::Completion { shell }) => completion_cmd::run(shell),
         Some(Command::Undo(args)) => undo_cmd::run(&args).await,
         Some(Command::Fork(args)) => fork_cmd::run(&args),

@@ -71,6 +71,11 @@ pub trait Approver: Send {
     fn raise_limit<'a>(&'a mut self, _hit: &'a BudgetHit) -> BoxFuture<'a, Option<SpendLimits>> {
         Box::pin(async { None })
     }
+
+    /// The question about `call_id` was answered in an attached terminal
+    /// (`attach_host.rs`) while this approver asked: a front end closes
+    /// its dialog. The answer itself reaches `step` as usual.
+    fn answered_elsewhere(&mut self, _call_id: &str) {}
 }
 
 /// For headless runs: nobody can be asked, so everything that would ask is

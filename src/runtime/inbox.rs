@@ -45,6 +45,15 @@ impl InputSender {
     }
 }
 
+#[cfg(test)]
+impl InputSender {
+    /// A sender and the receiver a test reads.
+    pub(super) fn pair() -> (Self, mpsc::UnboundedReceiver<TypedInput>) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (Self(sender), receiver)
+    }
+}
+
 /// The session's end; closed until a front end asks for a sender.
 #[derive(Debug, Default)]
 pub(super) struct Inbox {

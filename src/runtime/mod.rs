@@ -16,7 +16,10 @@
 //!   `plan_store.rs` (plan files) and the log (`session::SessionLog`); `assembly.rs` (loop config,
 //!   the prefix's sections, the environment block, the workflow's checks, AGENTS.md, skills and
 //!   memory found; `preview.rs` the first request without a session, for `keel debug prompt`);
-//!   `events.rs` (`RuntimeEvent` and `EventSink` for the front ends).
+//!   `events.rs` (`RuntimeEvent` and `EventSink` for the front ends); `attach_host.rs` (other
+//!   terminals on a live session, `keel attach`: the socket, the event stream, answers and input
+//!   fed to the approver and the inbox), `attach_lines.rs` (what they are shown),
+//!   `attach_wire.rs` (the versioned, bounded JSON-lines wire).
 //! - Effects: `execute.rs` (a batch: mutation bookkeeping, internal errors, sandbox violations
 //!   marked; the unsandboxed re-run; results masked by `secrets.rs`, the session's known secret
 //!   values), `ask.rs` (an approval: Notification hooks, `Approver`, the
@@ -47,6 +50,9 @@
 mod approval;
 mod ask;
 mod assembly;
+mod attach_host;
+mod attach_lines;
+pub mod attach_wire;
 mod commands;
 mod custom_commands;
 mod declined;
@@ -77,6 +83,7 @@ mod walls;
 mod workflow;
 
 pub use approval::{ApprovalAnswer, Approver, NonInteractiveApprover};
+pub use attach_host::{AttachError, AttachHost, Listening};
 pub use declined::DeclinedCall;
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent, SandboxState};

@@ -22,7 +22,9 @@ use crate::config::Settings;
 use crate::policy::ApprovalMode;
 use crate::policy::ApprovalScope;
 use crate::protocol::ToolCall;
-use crate::runtime::{ApprovalAnswer, Approver, EventSink, RuntimeEvent, Session, SessionOptions};
+use crate::runtime::{
+    ApprovalAnswer, Approver, AttachHost, EventSink, RuntimeEvent, Session, SessionOptions,
+};
 
 use super::app::{AllowPrefix, ApprovalReply};
 use super::transcript::Level;
@@ -78,6 +80,14 @@ pub enum UiEvent {
     },
     /// Where what the user types during a turn goes (`runtime/inbox.rs`).
     Inbox(crate::runtime::InputSender),
+    /// An attached terminal answered the approval of `call_id` first
+    /// (`runtime/attach_host.rs`): its dialog closes.
+    AnsweredElsewhere {
+        call_id: String,
+    },
+    /// Input typed in an attached terminal starts a turn while none ran:
+    /// Esc cancels this token.
+    QueuedTurn(CancellationToken),
 }
 
 /// Which session the task opens.
@@ -237,6 +247,10 @@ impl Approver for ChannelApprover {
         })
     }
 
+    fn answered_elsewhere(&mut self, call_id: &str) {
+        let _ = self.events.send(UiEvent::AnsweredElsewhere { call_id: call_id.to_owned() });
+    }
+
     fn raise_limit<'a>(&'a mut self, hit: &'a BudgetHit) -> BoxFuture<'a, Option<SpendLimits>> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
@@ -270,8 +284,11 @@ pub async fn run_session(
     events: mpsc::UnboundedSender<UiEvent>,
 ) {
     crate::runtime::learn_window(&mut settings).await;
-    let sink = Box::new(ChannelSink(events.clone()));
-    let approver = Box::new(ChannelApprover::new(events.clone()));
+    // Other terminals may attach (`keel attach ID`): they see what the UI
+    // sees and race it for approvals.
+    let host = AttachHost::new();
+    let sink = host.sink(Box::new(ChannelSink(events.clone())));
+    let approver = host.approver(Box::new(ChannelApprover::new(events.clone())));
     let opened = match &source {
         SessionSource::New => Session::start(&settings, options, sink, approver),
         SessionSource::Resume(log) => Session::resume(&settings, log, options, sink, approver),
@@ -287,7 +304,16 @@ pub async fn run_session(
         session_id: session.id().to_owned(),
         log_path: session.log_path().to_owned(),
     });
-    let _ = events.send(UiEvent::Inbox(session.input_sender()));
+    let input = session.input_sender();
+    let log_path = session.log_path().to_owned();
+    let listening = host.listen(&settings.keel_home, session.id(), log_path, input.clone());
+    let _listening = listening
+        .map_err(|error| {
+            let text = format!("other terminals cannot attach to this session: {error}");
+            let _ = events.send(UiEvent::Notice(Level::Warning, text));
+        })
+        .ok();
+    let _ = events.send(UiEvent::Inbox(input));
     if matches!(source, SessionSource::Resume(_)) {
         let history = session.history().to_vec();
         let _ = events.send(UiEvent::History(history, session.session_usage(), session.cost_usd()));
@@ -300,8 +326,26 @@ pub async fn run_session(
     }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
     let _ = events.send(UiEvent::Commands(session.command_index()));
-    while let Some(op) = ops.recv().await {
-        perform(&mut session, op, &events).await;
+    let mut typed_open = true;
+    loop {
+        tokio::select! {
+            op = ops.recv() => match op {
+                Some(op) => perform(&mut session, op, &events).await,
+                None => break,
+            },
+            // Typed in an attached terminal while no turn runs.
+            typed = session.next_input(), if typed_open => match typed {
+                Ok(true) => {
+                    let cancel = CancellationToken::new();
+                    let _ = events.send(UiEvent::QueuedTurn(cancel.clone()));
+                    run_queue(&mut session, &cancel, &events).await;
+                }
+                Ok(false) => typed_open = false,
+                Err(error) => {
+                    let _ = events.send(UiEvent::TurnFailed(error.to_string()));
+                }
+            },
+        }
     }
     // The UI quit or switched sessions: record the end and run SessionEnd
     // hooks (a failure here has no one left to tell but the log).

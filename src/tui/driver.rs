@@ -572,6 +572,18 @@ impl Driver {
                 self.input = Some(sender);
                 None
             }
+            UiEvent::AnsweredElsewhere { call_id } => {
+                if self.app.approval.as_ref().is_some_and(|open| open.call.call_id == call_id) {
+                    self.app.approval = None;
+                    drop(self.reply.take());
+                }
+                Some(Msg::Notice(Level::Info, "answered in an attached terminal".into()))
+            }
+            UiEvent::QueuedTurn(cancel) => {
+                self.cancel = Some(cancel);
+                self.turn_started = Instant::now();
+                None
+            }
         }
     }
 

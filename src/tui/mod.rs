@@ -55,6 +55,11 @@
 //!   `RuntimeEvent::InputDelivered` puts it in the transcript where it landed; the bridge runs the
 //!   queued turns after each turn (`Session::run_queued`). The model's `ask_user` question is a
 //!   dialog (`question.rs`, `UiEvent::Question`, answered over a oneshot).
+//! - **Attached terminals** (`keel attach`, `runtime/attach_host.rs`): `run_session` wraps the sink
+//!   and approver with an `AttachHost` and listens once the session is open. An attacher's answer
+//!   wins the race with the overlay (`UiEvent::AnsweredElsewhere` closes it); its text goes to the
+//!   same inbox, and while no turn runs the bridge starts the queued turn itself
+//!   (`UiEvent::QueuedTurn` hands the driver its cancellation token, so Esc stops it).
 //! - **Modes**: Shift+Tab cycles ask → auto → plan → yolo, and yolo needs a `y` first
 //!   (`App::yolo_confirm`); `/mode NAME` switches directly. A change shows once, as the hint above
 //!   the input with what the mode lets run (`keys::set_mode`); `ModeChanged` from the runtime (a
