@@ -105,37 +105,48 @@ impl AcpApprover {
             RequestPermissionOutcome::Cancelled => return declined("the user cancelled the turn"),
             _ => return declined("the editor answered in a way keel does not know"),
         };
-        answer(&chosen, plan, always, always_scope, self)
+        let (answer, remember) = answer(&chosen, plan, always, always_scope);
+        match remember {
+            Remember::Nothing => {}
+            Remember::Tool(tool) => self.allowed_tools.push(tool),
+            Remember::PlanMode(mode) => self.plan_mode = Some(mode),
+        }
+        answer
     }
 }
 
-/// What the client's choice means.
+/// What the approver keeps from an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Remember {
+    Nothing,
+    /// Calls of this tool are allowed for the rest of the session.
+    Tool(String),
+    /// The mode the implementation of an approved plan runs in.
+    PlanMode(ApprovalMode),
+}
+
+/// What the client's choice means, and what the approver keeps of it.
 fn answer(
     chosen: &str,
     plan: bool,
     always: bool,
     scope: Option<Always>,
-    approver: &mut AcpApprover,
-) -> ApprovalAnswer {
+) -> (ApprovalAnswer, Remember) {
     let yes = |scope| ApprovalAnswer { approved: true, note: None, scope };
     match chosen {
-        ALLOW_ONCE => yes(ApprovalScope::Once),
-        ALLOW_ALWAYS if plan => {
-            approver.plan_mode = Some(ApprovalMode::Auto);
-            yes(ApprovalScope::Once)
-        }
+        ALLOW_ONCE => (yes(ApprovalScope::Once), Remember::Nothing),
+        ALLOW_ALWAYS if plan => (yes(ApprovalScope::Once), Remember::PlanMode(ApprovalMode::Auto)),
         ALLOW_ALWAYS if always => match scope {
-            Some(Always::Prefix(prefix)) => yes(ApprovalScope::AlwaysPrefix(prefix)),
-            Some(Always::Tool(tool)) => {
-                approver.allowed_tools.push(tool);
-                yes(ApprovalScope::Once)
+            Some(Always::Prefix(prefix)) => {
+                (yes(ApprovalScope::AlwaysPrefix(prefix)), Remember::Nothing)
             }
-            None => yes(ApprovalScope::Once),
+            Some(Always::Tool(tool)) => (yes(ApprovalScope::Once), Remember::Tool(tool)),
+            None => (yes(ApprovalScope::Once), Remember::Nothing),
         },
         // "Always" where none was offered counts once.
-        ALLOW_ALWAYS => yes(ApprovalScope::Once),
-        REJECT => declined("the user declined this call"),
-        _ => declined("the editor chose an option keel did not offer"),
+        ALLOW_ALWAYS => (yes(ApprovalScope::Once), Remember::Nothing),
+        REJECT => (declined("the user declined this call"), Remember::Nothing),
+        _ => (declined("the editor chose an option keel did not offer"), Remember::Nothing),
     }
 }
 
@@ -228,5 +239,25 @@ mod tests {
             describe(&write, &Always::Tool(names::WRITE_FILE.into())),
             "every `write_file` call this session"
         );
+    }
+
+    #[test]
+    fn the_clients_choice_is_the_answer_a_tui_user_would_give() {
+        let prefix = Some(Always::Prefix(vec!["cargo".into(), "test".into()]));
+        let (yes, kept) = answer(ALLOW_ALWAYS, false, true, prefix.clone());
+        assert_eq!(yes.scope, ApprovalScope::AlwaysPrefix(vec!["cargo".into(), "test".into()]));
+        assert_eq!(kept, Remember::Nothing, "a prefix is policy's to match, not the approver's");
+        let tool = Some(Always::Tool(names::WRITE_FILE.into()));
+        let (yes, kept) = answer(ALLOW_ALWAYS, false, true, tool.clone());
+        assert_eq!((yes.approved, yes.scope), (true, ApprovalScope::Once));
+        assert_eq!(kept, Remember::Tool(names::WRITE_FILE.into()));
+        let (yes, kept) = answer(ALLOW_ALWAYS, false, false, tool);
+        assert_eq!((yes.approved, kept), (true, Remember::Nothing), "asked anew: once only");
+        let (yes, kept) = answer(ALLOW_ALWAYS, true, true, None);
+        assert_eq!((yes.approved, kept), (true, Remember::PlanMode(ApprovalMode::Auto)));
+        let (no, _) = answer(REJECT, false, true, prefix.clone());
+        assert!(!no.approved && no.note.is_some());
+        let (no, _) = answer("made_up", false, true, prefix);
+        assert!(!no.approved, "an option keel did not offer is a no");
     }
 }

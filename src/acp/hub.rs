@@ -211,7 +211,13 @@ impl Hub {
         let root = settings.workspace_root.clone();
         let session_id = Arc::new(OnceLock::new());
         let files = || WorkspaceFiles::new(&root, &cwd);
-        let sink = Box::new(AcpSink::new(connection.clone(), session_id.clone(), files()));
+        let last_error = worker::LastError::default();
+        let sink = Box::new(AcpSink::new(
+            connection.clone(),
+            session_id.clone(),
+            files(),
+            last_error.clone(),
+        ));
         let approver = Box::new(AcpApprover::new(connection.clone(), session_id.clone(), files()));
         let options = SessionOptions {
             approval: self.options.mode.unwrap_or(settings.default_mode),
@@ -230,7 +236,7 @@ impl Hub {
         let id = session.id().to_owned();
         // From here on the sink and the approver speak for this session.
         let _ = session_id.set(id.clone());
-        Ok(Opened { id, session, root, cwd })
+        Ok(Opened { id, session, root, cwd, last_error })
     }
 
     /// Settings for `cwd`; a resumed session keeps its logged provider and
@@ -262,7 +268,7 @@ impl Hub {
             sessions.insert(opened.id.clone(), Live { handle, running });
         }
         let answered = responder.respond(response);
-        worker::run(opened.session, receiver, turn).await;
+        worker::run(opened.session, receiver, turn, opened.last_error).await;
         drop(held);
         answered
     }
@@ -274,6 +280,7 @@ struct Opened {
     session: Session,
     root: PathBuf,
     cwd: PathBuf,
+    last_error: worker::LastError,
 }
 
 /// keel's modes, `current` selected.

@@ -51,12 +51,16 @@ impl Handle {
     }
 }
 
+/// The last error a session reported, for the failed prompt's response.
+pub type LastError = Arc<Mutex<Option<String>>>;
+
 /// Sends a session's events to the client.
 pub struct AcpSink {
     connection: ConnectionTo<Client>,
     session_id: Arc<OnceLock<String>>,
     updates: Updates,
     files: WorkspaceFiles,
+    last_error: LastError,
 }
 
 impl AcpSink {
@@ -64,13 +68,19 @@ impl AcpSink {
         connection: ConnectionTo<Client>,
         session_id: Arc<OnceLock<String>>,
         files: WorkspaceFiles,
+        last_error: LastError,
     ) -> Self {
-        Self { connection, session_id, updates: Updates::default(), files }
+        Self { connection, session_id, updates: Updates::default(), files, last_error }
     }
 }
 
 impl EventSink for AcpSink {
     fn emit(&mut self, event: RuntimeEvent) {
+        if let RuntimeEvent::Error { message } = &event
+            && let Ok(mut last) = self.last_error.lock()
+        {
+            *last = Some(message.clone());
+        }
         // Before the session has its id (while it opens) nothing is sent:
         // the client does not know the session yet.
         let Some(id) = self.session_id.get() else { return };
@@ -93,6 +103,7 @@ pub async fn run(
     mut session: Session,
     mut ops: mpsc::UnboundedReceiver<Op>,
     turn: Arc<Mutex<CancellationToken>>,
+    last_error: LastError,
 ) {
     while let Some(op) = ops.recv().await {
         match op {
@@ -101,7 +112,13 @@ pub async fn run(
                 if let Ok(mut slot) = turn.lock() {
                     *slot = cancel.clone();
                 }
-                let result = prompt_turn(&mut session, &blocks, &cancel).await;
+                if let Ok(mut last) = last_error.lock() {
+                    *last = None;
+                }
+                let result = prompt_turn(&mut session, &blocks, &cancel).await.and_then(|ended| {
+                    let error = last_error.lock().ok().and_then(|mut last| last.take());
+                    stop_reason(ended, error.as_deref())
+                });
                 let sent = match result {
                     Ok(stop) => responder.respond(PromptResponse::new(stop)),
                     Err(message) => responder.respond_with_error(
@@ -125,25 +142,25 @@ async fn prompt_turn(
     session: &mut Session,
     blocks: &[ContentBlock],
     cancel: &CancellationToken,
-) -> Result<StopReason, String> {
+) -> Result<TurnOutcome, String> {
     let prompt = super::prompt::prompt(blocks).map_err(|error| error.to_string())?;
     session.attach_images(prompt.images).map_err(|refused| refused.to_string())?;
     let summary = session.run_turn(prompt.text, cancel).await.map_err(|e| e.to_string())?;
-    stop_reason(summary.outcome, summary.final_text.as_deref())
+    Ok(summary.outcome)
 }
 
-/// How a turn's outcome reads in ACP; a failed turn is an error (its
-/// reason was already sent as a notice), never a normal end.
-pub fn stop_reason(outcome: TurnOutcome, final_text: Option<&str>) -> Result<StopReason, String> {
+/// How a turn's outcome reads in ACP; a failed turn is an error with the
+/// session's last error (also sent as a notice), never a normal end.
+pub fn stop_reason(outcome: TurnOutcome, error: Option<&str>) -> Result<StopReason, String> {
     Ok(match outcome {
         TurnOutcome::Completed => StopReason::EndTurn,
         TurnOutcome::Interrupted => StopReason::Cancelled,
         TurnOutcome::MaxSteps | TurnOutcome::Stuck => StopReason::MaxTurnRequests,
         TurnOutcome::Cut | TurnOutcome::BudgetExceeded => StopReason::MaxTokens,
         TurnOutcome::Failed => {
-            return Err(final_text.map_or_else(
-                || "the turn failed (see the notice before)".to_owned(),
-                |text| format!("the turn failed: {text}"),
+            return Err(error.map_or_else(
+                || "the turn failed".to_owned(),
+                |error| format!("the turn failed: {error}"),
             ));
         }
     })
@@ -161,6 +178,9 @@ mod tests {
         assert_eq!(stop_reason(TurnOutcome::Stuck, None), Ok(StopReason::MaxTurnRequests));
         assert_eq!(stop_reason(TurnOutcome::Cut, None), Ok(StopReason::MaxTokens));
         assert_eq!(stop_reason(TurnOutcome::BudgetExceeded, None), Ok(StopReason::MaxTokens));
-        assert!(stop_reason(TurnOutcome::Failed, Some("no")).is_err());
+        assert_eq!(
+            stop_reason(TurnOutcome::Failed, Some("cannot reach the model")),
+            Err("the turn failed: cannot reach the model".to_owned())
+        );
     }
 }
