@@ -65,10 +65,13 @@ impl Hub {
         Self { options, sessions: Mutex::new(HashMap::new()), tasks: Arc::new(RwLock::new(())) }
     }
 
-    /// Drops every session's handle: their tasks end their sessions.
+    /// The client is gone: every running turn is cancelled (its calls
+    /// answered) and every handle dropped, so the tasks end their sessions.
     pub fn close_all(&self) {
         if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.clear();
+            for (_, live) in sessions.drain() {
+                live.handle.cancel();
+            }
         }
     }
 
@@ -132,7 +135,9 @@ impl Hub {
             match hub.open(&connection, &request.cwd, Some(&log)) {
                 Ok(opened) => {
                     let files = WorkspaceFiles::new(&opened.root, &opened.cwd);
-                    for update in super::replay::replay(opened.session.history(), &files) {
+                    let session = &opened.session;
+                    for update in super::replay::replay(session.history(), session.tasks(), &files)
+                    {
                         worker::send(&connection, &opened.id, update);
                     }
                     let modes = modes(opened.session.approval_mode());
@@ -154,11 +159,9 @@ impl Hub {
         let Some(handle) = self.handle(&id) else {
             return responder.respond_with_error(unknown_session(&id));
         };
-        let op = Op::Prompt { blocks: request.prompt, responder };
-        if let Err(mpsc::error::SendError(op)) = handle.ops.send(op) {
-            if let Op::Prompt { responder, .. } = op {
-                return responder.respond_with_error(unknown_session(&id));
-            }
+        let op = Op::Prompt { blocks: request.prompt, responder: Box::new(responder) };
+        if let Err(mpsc::error::SendError(Op::Prompt { responder, .. })) = handle.ops.send(op) {
+            return responder.respond_with_error(unknown_session(&id));
         }
         Ok(())
     }
@@ -236,7 +239,7 @@ impl Hub {
         let id = session.id().to_owned();
         // From here on the sink and the approver speak for this session.
         let _ = session_id.set(id.clone());
-        Ok(Opened { id, session, root, cwd, last_error })
+        Ok(Opened { id, session, root, cwd, last_error, connection: connection.clone() })
     }
 
     /// Settings for `cwd`; a resumed session keeps its logged provider and
@@ -268,6 +271,9 @@ impl Hub {
             sessions.insert(opened.id.clone(), Live { handle, running });
         }
         let answered = responder.respond(response);
+        if let Some(update) = super::updates::commands(&opened.session.command_index()) {
+            worker::send(&opened.connection, &opened.id, update);
+        }
         worker::run(opened.session, receiver, turn, opened.last_error).await;
         drop(held);
         answered
@@ -281,6 +287,7 @@ struct Opened {
     root: PathBuf,
     cwd: PathBuf,
     last_error: worker::LastError,
+    connection: ConnectionTo<Client>,
 }
 
 /// keel's modes, `current` selected.

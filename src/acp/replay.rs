@@ -1,6 +1,7 @@
 //! A loaded session's conversation, replayed to the client as the
 //! `session/update`s it would have seen live (ACP's `session/load`): the
-//! user's messages, the model's answers, each tool call and its result.
+//! user's messages, the model's answers, each tool call and its result,
+//! then the task list as the plan.
 //!
 //! Invariants: the replay comes from the history keel rebuilt from its
 //! own log (`Session::history`), in order, each call before its result;
@@ -14,12 +15,13 @@ use agent_client_protocol::v1::schema::{
 };
 
 use super::tool_calls::Files;
-use super::updates::{chunk, started};
+use super::updates::{chunk, plan, started};
 use crate::protocol::Item;
+use crate::tasks::Task;
 
-/// The updates that replay `history`.
-pub fn replay(history: &[Item], files: &dyn Files) -> Vec<SessionUpdate> {
-    history
+/// The updates that replay `history` and show `tasks`.
+pub fn replay(history: &[Item], tasks: &[Task], files: &dyn Files) -> Vec<SessionUpdate> {
+    let mut updates: Vec<SessionUpdate> = history
         .iter()
         .filter_map(|item| match item {
             Item::User { text, images } => {
@@ -50,7 +52,11 @@ pub fn replay(history: &[Item], files: &dyn Files) -> Vec<SessionUpdate> {
             }
             Item::Assistant { .. } | Item::Reasoning(_) | Item::Context { .. } => None,
         })
-        .collect()
+        .collect();
+    if !tasks.is_empty() {
+        updates.push(SessionUpdate::Plan(plan(tasks)));
+    }
+    updates
 }
 
 #[cfg(test)]
@@ -84,7 +90,12 @@ mod tests {
             }),
             Item::Assistant { text: "It says hello.".into() },
         ];
-        let updates: Vec<serde_json::Value> = replay(&history, &Memory(HashMap::new()))
+        let tasks = vec![Task {
+            id: "1".into(),
+            text: "say hello".into(),
+            status: crate::tasks::TaskStatus::Completed,
+        }];
+        let updates: Vec<serde_json::Value> = replay(&history, &tasks, &Memory(HashMap::new()))
             .iter()
             .map(|update| serde_json::to_value(update).unwrap())
             .collect();
@@ -92,11 +103,12 @@ mod tests {
             updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
-            ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+            ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk", "plan"]
         );
         assert_eq!(updates[0]["content"]["text"], "read a.txt");
         assert_eq!(updates[1]["kind"], "read");
         assert_eq!(updates[2]["status"], "completed");
         assert_eq!(updates[3]["content"]["text"], "It says hello.");
+        assert_eq!(updates[4]["entries"][0]["content"], "say hello");
     }
 }

@@ -94,7 +94,7 @@ fn cut(text: &str) -> String {
 
 /// The paths the call names in its file and listing arguments, and those
 /// a patch touches, as the model wrote them.
-fn located_paths<'a>(call: &ToolCall, args: &'a Value) -> Vec<String> {
+fn located_paths(call: &ToolCall, args: &Value) -> Vec<String> {
     let Some(info) = tool_facts::builtin(&call.name) else { return Vec::new() };
     let mut paths: Vec<String> =
         info.named_paths(args).into_iter().map(|(path, _)| path.to_owned()).collect();

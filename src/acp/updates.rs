@@ -15,9 +15,10 @@
 use std::collections::HashMap;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, CurrentModeUpdate, Notice, NoticeSeverity, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCall as AcpToolCall, ToolCallContent,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
+    CurrentModeUpdate, Notice, NoticeSeverity, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionUpdate, ToolCall as AcpToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, UnstructuredCommandInput,
 };
 
 use super::tool_calls::{self, FileText, Files};
@@ -194,6 +195,28 @@ pub fn plan(tasks: &[Task]) -> Plan {
             })
             .collect(),
     )
+}
+
+/// keel's custom commands (name, argument hint, description) as the
+/// client's slash commands (`/name args` in a prompt runs one); none when
+/// there are none.
+pub fn commands(index: &[(String, String, String)]) -> Option<SessionUpdate> {
+    if index.is_empty() {
+        return None;
+    }
+    let commands = index
+        .iter()
+        .map(|(name, hint, description)| {
+            let command = AvailableCommand::new(name.clone(), description.clone());
+            if hint.is_empty() {
+                command
+            } else {
+                let input = UnstructuredCommandInput::new(hint.clone());
+                command.input(AvailableCommandInput::Unstructured(input))
+            }
+        })
+        .collect();
+    Some(SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)))
 }
 
 fn notice(severity: NoticeSeverity, text: &str) -> SessionUpdate {

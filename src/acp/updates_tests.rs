@@ -184,3 +184,21 @@ fn a_permission_request_carries_the_whole_call_and_the_diff_it_would_make() {
     assert!(text.contains(&crate::display::approval_text(&write)), "{text}");
     assert!(text.contains("writes a file"), "{text}");
 }
+
+#[test]
+fn custom_commands_are_the_clients_slash_commands() {
+    assert!(commands(&[]).is_none());
+    let index = vec![
+        ("review".to_owned(), "[files]".to_owned(), "review the change".to_owned()),
+        ("ship".to_owned(), String::new(), "commit and push".to_owned()),
+    ];
+    let update = serde_json::to_value(commands(&index).unwrap()).unwrap();
+    assert_eq!(update["sessionUpdate"], "available_commands_update");
+    assert_eq!(
+        update["availableCommands"],
+        json!([
+            {"name": "review", "description": "review the change", "input": {"hint": "[files]"}},
+            {"name": "ship", "description": "commit and push"},
+        ])
+    );
+}

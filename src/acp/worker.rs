@@ -8,7 +8,8 @@
 //! sent (notifications and the response share one ordered outgoing
 //! queue); a cancel reaches the running turn through its token (the turn
 //! ends `cancelled`, every call answered); a mode change waits for the
-//! turn to end, as it would in the TUI between two keystrokes; when the
+//! turn to end, as it would in the TUI between two keystrokes; a turn a
+//! loaded log left open is finished before the next prompt runs; when the
 //! connection closes the task ends the session (`session_ended`, hooks)
 //! before keel exits.
 
@@ -30,7 +31,7 @@ use crate::runtime::{EventSink, RuntimeEvent, Session};
 
 /// What the connection asks of a session's task.
 pub enum Op {
-    Prompt { blocks: Vec<ContentBlock>, responder: Responder<PromptResponse> },
+    Prompt { blocks: Vec<ContentBlock>, responder: Box<Responder<PromptResponse>> },
     SetMode(ApprovalMode),
 }
 
@@ -144,6 +145,14 @@ async fn prompt_turn(
     cancel: &CancellationToken,
 ) -> Result<TurnOutcome, String> {
     let prompt = super::prompt::prompt(blocks).map_err(|error| error.to_string())?;
+    // A turn the log left open (keel stopped mid-turn) is finished first,
+    // as the TUI finishes it on resume.
+    if session.has_open_turn() {
+        let finished = session.continue_turn(cancel).await.map_err(|e| e.to_string())?;
+        if let Some(summary) = finished.filter(|_| cancel.is_cancelled()) {
+            return Ok(summary.outcome);
+        }
+    }
     session.attach_images(prompt.images).map_err(|refused| refused.to_string())?;
     let summary = session.run_turn(prompt.text, cancel).await.map_err(|e| e.to_string())?;
     Ok(summary.outcome)

@@ -88,7 +88,13 @@ async fn the_official_client_sdk_drives_a_session_through_approval_cancel_and_lo
     let steps = [
         Step::Calls {
             text: None,
-            calls: vec![call("write_file", json!({"path": "hello.txt", "content": "hello\n"}))],
+            calls: vec![
+                call(
+                    "todo_write",
+                    json!({"todos": [{"text": "write hello.txt", "status": "in_progress"}]}),
+                ),
+                call("write_file", json!({"path": "hello.txt", "content": "hello\n"})),
+            ],
         },
         Step::Answer("I wrote hello.txt.".into()),
         Step::Calls { text: None, calls: vec![call("shell", json!({"command": "sleep 30"}))] },
@@ -136,13 +142,28 @@ async fn the_official_client_sdk_drives_a_session_through_approval_cancel_and_lo
     assert!(options.contains(&"allow_once") && options.contains(&"reject_once"), "{options:?}");
     assert_eq!(sandbox.read("hello.txt"), "hello\n");
     let first = updates(&seen, "first");
-    let calls = of_kind(&first, "tool_call");
-    assert_eq!((calls.len(), &calls[0]["kind"]), (1, &json!("edit")), "{first:#?}");
+    let calls: Vec<&Value> =
+        of_kind(&first, "tool_call").into_iter().filter(|c| c["kind"] == "edit").collect();
+    assert_eq!(calls.len(), 1, "{first:#?}");
     assert_eq!(calls[0]["locations"][0]["path"], expected_path.display().to_string());
-    let done = of_kind(&first, "tool_call_update");
+    let write_id = &calls[0]["toolCallId"];
+    let done: Vec<&Value> = of_kind(&first, "tool_call_update")
+        .into_iter()
+        .filter(|u| &u["toolCallId"] == write_id)
+        .collect();
+    assert_eq!(done.len(), 1, "{first:#?}");
     assert_eq!(done[0]["status"], "completed", "{done:#?}");
     assert_eq!(done[0]["content"][0]["type"], "diff");
     assert_eq!(done[0]["content"][0]["newText"], "hello\n");
+    // todo_write's list is the editor's plan.
+    let plans = of_kind(&first, "plan");
+    assert_eq!(
+        plans.last().map(|p| &p["entries"]),
+        Some(
+            &json!([{"content": "write hello.txt", "priority": "medium", "status": "in_progress"}])
+        ),
+        "{first:#?}"
+    );
     let said: String = of_kind(&first, "agent_message_chunk")
         .iter()
         .map(|u| u["content"]["text"].as_str().unwrap_or_default())
@@ -174,7 +195,10 @@ async fn the_official_client_sdk_drives_a_session_through_approval_cancel_and_lo
         .map(|u| u["content"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(users, ["write hello.txt", "wait for the build"], "{load:#?}");
-    assert_eq!(of_kind(&load, "tool_call").len(), 2);
+    let replayed: Vec<&Value> = of_kind(&load, "tool_call");
+    assert!(replayed.iter().any(|c| c["kind"] == "edit"), "{load:#?}");
+    assert!(replayed.iter().any(|c| c["kind"] == "execute"), "{load:#?}");
+    assert_eq!(of_kind(&load, "plan").len(), 1, "the task list comes back: {load:#?}");
     assert!(
         of_kind(&load, "agent_message_chunk")
             .iter()
