@@ -8,7 +8,7 @@
 //!   [`sandbox`], [`session`], [`skills`], [`hooks`], [`config`], [`mcp`];
 //!   [`support`], helpers they share, below all of them.
 //! - L2: [`runtime`], the async driver.
-//! - L3, front ends: [`exec`], [`tui`], [`cli`], and how they end the
+//! - L3, front ends: [`exec`], [`tui`], [`acp`], [`cli`], and how they end the
 //!   process ([`exit`]).
 //!
 //! No two modules import each other, directly or around a cycle (the same
@@ -37,6 +37,7 @@ pub mod web;
 
 pub mod runtime;
 
+pub mod acp;
 pub mod attach;
 pub mod cli;
 pub mod exec;

@@ -8,6 +8,7 @@
 //! themselves (`ExitStatus`: 3 `needs_approval`, 4 `budget_exceeded`, 5 `stuck`, 128 + the signal's
 //! number) and the signal watcher are in `crate::exit`, shared by the front ends.
 
+mod acp_cmd;
 mod apply_patch_cmd;
 mod attach_cmd;
 mod completion_cmd;
@@ -102,6 +103,13 @@ pub struct ModelArgs {
 /// `keel mcp-server`.
 #[derive(Debug, Args)]
 pub struct McpServerArgs {
+    #[command(flatten)]
+    pub mode: ModeArgs,
+}
+
+/// `keel acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
     #[command(flatten)]
     pub mode: ModeArgs,
 }
@@ -201,6 +209,10 @@ pub enum Command {
     /// result, so other agents can use keel. The mode is set here, never by
     /// the calling agent; what needs approval is declined and listed.
     McpServer(McpServerArgs),
+    /// Serve keel as an Agent Client Protocol agent on stdio, for editors
+    /// (Zed, JetBrains, Neovim): sessions, streamed output, tool calls with
+    /// diffs, keel's approvals asked in the editor, keel's modes.
+    Acp(AcpArgs),
     /// Internal: apply the landlock sandbox to itself, then run a command.
     #[command(hide = true)]
     SandboxExec(sandbox_cmd::SandboxExecArgs),
@@ -489,6 +501,7 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
             // Its failures are flags or the config file it edits.
             .map_err(|error| CliError::new(ErrorKind::Usage, error)),
         Some(Command::McpServer(args)) => mcp_server_cmd::run(&cli.model, &args.mode).await,
+        Some(Command::Acp(args)) => acp_cmd::run(&cli.model, &args.mode).await,
         Some(Command::SandboxExec(args)) => sandbox_cmd::run(args),
         None => tui_cmd::run(&cli.model, &cli.mode, cli.prompt).await,
     }

@@ -1,3 +1,4 @@
+mod acp_e2e;
 mod action;
 mod adversarial_env;
 mod adversarial_files;

@@ -1,0 +1,228 @@
+//! `keel acp` driven by the official ACP client SDK from npm
+//! (`@agentclientprotocol/sdk`, pinned by
+//! `tests/fixtures/acp-client/package-lock.json`, installed by `.ci/run`
+//! into a cache folder): `tests/fixtures/acp-client/client.mjs`
+//! initializes, opens a session, sends a prompt whose `write_file` asks
+//! permission (answered "allow once") and reports its diff, cancels a
+//! prompt while its command runs, then loads the session again from
+//! keel's log and prompts it once more. The model is keel's scripted mock.
+//!
+//! A plain clone without the package passes this (it says "skipped: …
+//! not installed at …"); under `CI` a missing package fails.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::support::{Model, Sandbox, read_jsonl, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// Where `.ci/run` installs the SDK (`KEEL_ACP_NPM_DIR`, else the cache).
+const NPM_DIR_VAR: &str = "KEEL_ACP_NPM_DIR";
+
+/// The SDK's entry file, if it is installed and node runs.
+fn sdk_entry() -> Option<PathBuf> {
+    let dir = match std::env::var_os(NPM_DIR_VAR) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/keel-ci-acp"),
+    };
+    let entry = dir.join("node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js");
+    let node = Command::new("node").arg("--version").output();
+    if entry.exists() && node.is_ok_and(|out| out.status.success()) {
+        return Some(entry);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "the ACP client SDK (and node) not installed at {} (CI requires it: .ci/run installs it)",
+        dir.display()
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: the ACP client SDK (and node) not installed at {} (run .ci/run, or npm ci in a \
+         copy of tests/fixtures/acp-client; set {NPM_DIR_VAR}; under CI=true this fails)",
+        dir.display()
+    );
+    None
+}
+
+/// Runs the client script against `keel acp` on `model`; what it saw.
+fn run_client(sandbox: &Sandbox, model: &Model, sdk: &Path) -> Value {
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp-client/client.mjs");
+    let mut args = vec!["acp".to_owned()];
+    args.extend(model.flags().iter().map(|flag| (*flag).to_owned()));
+    let output = Command::new("node")
+        .arg(client)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &sandbox.home)
+        .env("KEEL_HOME", &sandbox.home)
+        .env("OPENAI_API_KEY", "sk-keel-test-secret")
+        .env("ACP_SDK", sdk)
+        .env("KEEL", env!("CARGO_BIN_EXE_keel"))
+        .env("KEEL_ARGS", serde_json::to_string(&args).unwrap())
+        .env("ACP_CWD", &sandbox.repo)
+        .current_dir(&sandbox.repo)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the client failed: {stderr}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!("{error}: {}\n{stderr}", String::from_utf8_lossy(&output.stdout))
+    })
+}
+
+fn updates<'a>(seen: &'a Value, phase: &str) -> Vec<&'a Value> {
+    seen["updates"][phase].as_array().map(|all| all.iter().collect()).unwrap_or_default()
+}
+
+fn of_kind<'a>(updates: &[&'a Value], kind: &str) -> Vec<&'a Value> {
+    updates.iter().copied().filter(|u| u["sessionUpdate"] == kind).collect()
+}
+
+#[tokio::test]
+async fn the_official_client_sdk_drives_a_session_through_approval_cancel_and_load() {
+    let Some(sdk) = sdk_entry() else { return };
+    let sandbox = Sandbox::new();
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call(
+                    "todo_write",
+                    json!({"todos": [{"text": "write hello.txt", "status": "in_progress"}]}),
+                ),
+                call("write_file", json!({"path": "hello.txt", "content": "hello\n"})),
+            ],
+        },
+        Step::Answer("I wrote hello.txt.".into()),
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": "sleep 30"}))] },
+        Step::Answer("Yes, still here.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let model = Model::chat(&server);
+    let seen = tokio::task::spawn_blocking({
+        let sdk = sdk.clone();
+        move || {
+            let seen = run_client(&sandbox, &model, &sdk);
+            (seen, sandbox)
+        }
+    })
+    .await
+    .unwrap();
+    let (seen, sandbox) = seen;
+
+    // initialize and session/new: keel's capabilities and modes.
+    assert_eq!(seen["initialize"]["protocolVersion"], 1, "{seen:#}");
+    assert_eq!(seen["initialize"]["agentCapabilities"]["loadSession"], true);
+    assert_eq!(seen["initialize"]["agentCapabilities"]["promptCapabilities"]["image"], true);
+    assert_eq!(seen["initialize"]["agentInfo"]["name"], "keel");
+    let modes = &seen["newSession"]["modes"];
+    assert_eq!(modes["currentModeId"], "ask", "{modes:#}");
+    assert_eq!(modes["availableModes"].as_array().unwrap().len(), 5);
+
+    // The write asked permission with its diff, was allowed once, ran, and
+    // its update carries the diff of what it did.
+    let permissions = seen["permissions"].as_array().unwrap();
+    let asked = permissions.iter().find(|p| p["phase"] == "first").expect("no permission asked");
+    let tool_call = &asked["request"]["toolCall"];
+    assert_eq!(tool_call["kind"], "edit", "{asked:#}");
+    let expected_path = sandbox.repo.canonicalize().unwrap().join("hello.txt");
+    let preview = &tool_call["content"][0];
+    assert_eq!(preview["type"], "diff", "{tool_call:#}");
+    assert_eq!(preview["path"], expected_path.display().to_string());
+    assert_eq!(preview["newText"], "hello\n");
+    let options: Vec<&str> = asked["request"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert!(options.contains(&"allow_once") && options.contains(&"reject_once"), "{options:?}");
+    assert_eq!(sandbox.read("hello.txt"), "hello\n");
+    let first = updates(&seen, "first");
+    let calls: Vec<&Value> =
+        of_kind(&first, "tool_call").into_iter().filter(|c| c["kind"] == "edit").collect();
+    assert_eq!(calls.len(), 1, "{first:#?}");
+    assert_eq!(calls[0]["locations"][0]["path"], expected_path.display().to_string());
+    let write_id = &calls[0]["toolCallId"];
+    let done: Vec<&Value> = of_kind(&first, "tool_call_update")
+        .into_iter()
+        .filter(|u| &u["toolCallId"] == write_id)
+        .collect();
+    assert_eq!(done.len(), 1, "{first:#?}");
+    assert_eq!(done[0]["status"], "completed", "{done:#?}");
+    assert_eq!(done[0]["content"][0]["type"], "diff");
+    assert_eq!(done[0]["content"][0]["newText"], "hello\n");
+    // todo_write's list is the editor's plan.
+    let plans = of_kind(&first, "plan");
+    assert_eq!(
+        plans.last().map(|p| &p["entries"]),
+        Some(
+            &json!([{"content": "write hello.txt", "priority": "medium", "status": "in_progress"}])
+        ),
+        "{first:#?}"
+    );
+    let said: String = of_kind(&first, "agent_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(said, "I wrote hello.txt.");
+
+    // Cancelled while `sleep 30` ran: the turn stopped `cancelled`, the
+    // command's call ended.
+    let stops: Vec<(&str, &str)> = seen["stops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["phase"].as_str().unwrap(), s["stopReason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        stops,
+        [("first", "end_turn"), ("cancel", "cancelled"), ("after_load", "end_turn")],
+        "{seen:#}"
+    );
+    let cancel = updates(&seen, "cancel");
+    let ended = of_kind(&cancel, "tool_call_update");
+    assert_eq!(ended.len(), 1, "the sleep's call ends once: {cancel:#?}");
+
+    // session/load replayed the conversation from keel's log, then the
+    // loaded session answered a prompt.
+    let load = updates(&seen, "load");
+    let users: Vec<&str> = of_kind(&load, "user_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["write hello.txt", "wait for the build"], "{load:#?}");
+    let replayed: Vec<&Value> = of_kind(&load, "tool_call");
+    assert!(replayed.iter().any(|c| c["kind"] == "edit"), "{load:#?}");
+    assert!(replayed.iter().any(|c| c["kind"] == "execute"), "{load:#?}");
+    assert_eq!(of_kind(&load, "plan").len(), 1, "the task list comes back: {load:#?}");
+    assert!(
+        of_kind(&load, "agent_message_chunk")
+            .iter()
+            .any(|u| u["content"]["text"] == "I wrote hello.txt."),
+        "{load:#?}"
+    );
+    let after: String = of_kind(&updates(&seen, "after_load"), "agent_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(after, "Yes, still here.");
+    assert_eq!(seen["keelExit"], 0);
+
+    // The client's answer is in the log as the TUI's is; one log, resumed
+    // once, ended twice (the load closed the first task's session).
+    let log = read_jsonl(&sandbox.only_log_path());
+    let approvals: Vec<&Value> = log.iter().filter(|l| l["type"] == "approval").collect();
+    assert!(!approvals.is_empty(), "no approval recorded");
+    assert_eq!(approvals[0]["approved"], true);
+    assert_eq!(approvals[0]["scope"], "once");
+    assert_eq!(log.iter().filter(|l| l["type"] == "session_resumed").count(), 1);
+    // The request after the load carries the whole conversation.
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 4, "one request per step");
+    let last = bodies[3]["messages"].to_string();
+    assert!(last.contains("write hello.txt") && last.contains("are you still there?"), "{last}");
+}
