@@ -43,7 +43,8 @@
 //!   jail's nested `.git` search `first_walk.rs`, `folder_cache.rs`.
 //! - Subagents and commands: `subagent.rs` (see its doc), `subagent_run.rs`, `subagent_link.rs`,
 //!   `subagent_resume.rs`, `subagent_mcp.rs`; `custom_commands.rs`; `workflow.rs` (the session's
-//!   side of the workflow).
+//!   side of the workflow); `user_shell.rs` (the TUI's `!cmd`: judged and run like a `shell`
+//!   call, its output a user message).
 
 mod approval;
 mod ask;
@@ -88,6 +89,7 @@ mod subagent_run;
 mod tool_runner;
 mod undo;
 mod undo_notes;
+mod user_shell;
 mod walls;
 mod watch;
 mod workflow;
@@ -110,6 +112,7 @@ pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
 pub use secrets::workspace_mask;
 pub use undo::{UndoError, UndoReport, undo};
 pub use undo_notes::{NotCovered, NotCoveredWhy};
+pub use user_shell::{UserShell, user_shell_message};
 
 use crate::llm::LlmError;
 use crate::session::SessionError;

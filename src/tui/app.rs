@@ -68,6 +68,8 @@ pub enum Msg {
     PlanEdited(String),
     /// The session's answer to a [`Command::Rewind`].
     Rewind(super::rewind_view::RewindReply),
+    /// The `!cmd` ran (or was refused, or failed).
+    UserShellDone(Result<crate::runtime::UserShell, String>),
 }
 
 /// How the user answered an approval.
@@ -182,6 +184,8 @@ pub enum Command {
     StopProcess(u32),
     /// Esc Esc, `/rewind`, `/fork` (`rewind_view.rs`).
     Rewind(super::rewind_view::RewindOp),
+    /// `!cmd`: run it as the user's own command (`user_shell.rs`).
+    UserShell(String),
     /// `#text`: save a memory note there.
     SaveMemory {
         scope: super::memory_note::MemoryScope,
@@ -464,6 +468,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             Vec::new()
         }
         Msg::Rewind(reply) => super::rewind_view::on_reply(app, reply),
+        Msg::UserShellDone(outcome) => {
+            super::user_shell::finished(app, outcome);
+            Vec::new()
+        }
         Msg::DiffReady(text) => {
             show_diff(app, &text);
             Vec::new()

@@ -78,6 +78,8 @@ pub enum UiEvent {
     },
     /// Where what the user types during a turn goes (`runtime/inbox.rs`).
     Inbox(crate::runtime::InputSender),
+    /// What became of an [`Op::UserShell`].
+    UserShell(Result<crate::runtime::UserShell, String>),
 }
 
 /// Which session the task opens.
@@ -121,6 +123,11 @@ pub enum Op {
     StopProcess(u32),
     SetMode(ApprovalMode),
     SetModel(String),
+    /// `!cmd`: the user's own command (`Session::run_user_shell`).
+    UserShell {
+        command: String,
+        cancel: CancellationToken,
+    },
 }
 
 /// Forwards runtime events to the UI.
@@ -358,6 +365,10 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
                 Err(error) => (Level::Warning, format!("cannot stop it: {error}")),
             };
             let _ = events.send(UiEvent::Notice(notice.0, notice.1));
+        }
+        Op::UserShell { command, cancel } => {
+            let outcome = session.run_user_shell(&command, &cancel).await;
+            let _ = events.send(UiEvent::UserShell(outcome.map_err(|error| error.to_string())));
         }
         Op::SetMode(mode) => session.set_approval_mode(mode),
         Op::SetModel(model) => {

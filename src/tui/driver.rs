@@ -568,6 +568,7 @@ impl Driver {
                 self.question_reply = Some(reply);
                 Some(Msg::QuestionAsked { question, choices })
             }
+            UiEvent::UserShell(outcome) => Some(Msg::UserShellDone(outcome)),
             UiEvent::Inbox(sender) => {
                 self.input = Some(sender);
                 None
@@ -611,6 +612,10 @@ impl Driver {
                 Command::Rewind(op) => self.send(Op::Rewind(op)),
                 Command::StopProcess(id) => self.send(Op::StopProcess(id)),
                 Command::SaveMemory { scope, text } => self.save_memory(scope, &text),
+                Command::UserShell(command) => {
+                    let cancel = self.new_turn();
+                    self.send(Op::UserShell { command, cancel });
+                }
                 Command::Diff => self.diff(),
                 Command::ListFiles => self.list_files(),
                 Command::Interrupt => {

@@ -194,6 +194,7 @@ mod subagents;
 mod terminal;
 mod theme;
 mod transcript;
+mod user_shell;
 mod view;
 mod wrap;
 
