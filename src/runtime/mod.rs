@@ -43,7 +43,8 @@
 //!   jail's nested `.git` search `first_walk.rs`, `folder_cache.rs`.
 //! - Subagents and commands: `subagent.rs` (see its doc), `subagent_run.rs`, `subagent_link.rs`,
 //!   `subagent_resume.rs`, `subagent_mcp.rs`; `custom_commands.rs`; `workflow.rs` (the session's
-//!   side of the workflow); `user_shell.rs` (the TUI's `!cmd`: judged and run like a `shell`
+//!   side of the workflow); `in_force.rs` (rules, "always" answers, agent types, hooks and memory in force, for the TUI's
+//!   `/permissions /agents /hooks /memory`); `user_shell.rs` (the TUI's `!cmd`: judged and run like a `shell`
 //!   call, its output a user message).
 
 mod approval;
@@ -65,6 +66,7 @@ pub mod git;
 mod hooks_glue;
 mod ignores;
 mod images;
+mod in_force;
 mod inbox;
 mod mcp_glue;
 mod model_client;
@@ -101,6 +103,7 @@ pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent, SandboxState};
 pub use fork::{ForkError, Forked, fork};
 pub use images::ImagesRefused;
+pub use in_force::{HookLine, InForce, RuleLine};
 pub use inbox::{InputSender, TypedInput};
 pub use mcp_glue::mcp_log_dir;
 pub use path_facts::gather_links;

@@ -68,6 +68,8 @@ pub enum Msg {
     PlanEdited(String),
     /// The session's answer to a [`Command::Rewind`].
     Rewind(super::rewind_view::RewindReply),
+    /// What the session runs with now (`slash_info.rs`).
+    InForce(Box<crate::runtime::InForce>),
     /// The `!cmd` ran (or was refused, or failed).
     UserShellDone(Result<crate::runtime::UserShell, String>),
 }
@@ -184,6 +186,10 @@ pub enum Command {
     StopProcess(u32),
     /// Esc Esc, `/rewind`, `/fork` (`rewind_view.rs`).
     Rewind(super::rewind_view::RewindOp),
+    /// `/context`: read the ledger of the session's log and show it.
+    ShowContext,
+    /// `/memory N`: open this file in `$EDITOR`.
+    EditFile(std::path::PathBuf),
     /// `!cmd`: run it as the user's own command (`user_shell.rs`).
     UserShell(String),
     /// `#text`: save a memory note there.
@@ -365,6 +371,8 @@ pub struct App {
     pub facts: super::slash_session::SessionFacts,
     /// `#text`: the open "save to which memory?" picker.
     pub memory: Option<super::memory_note::MemoryPick>,
+    /// What `/config /permissions /agents /hooks /memory` show.
+    pub info: super::slash_info::SessionInfo,
 }
 
 impl App {
@@ -468,6 +476,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             Vec::new()
         }
         Msg::Rewind(reply) => super::rewind_view::on_reply(app, reply),
+        Msg::InForce(in_force) => {
+            app.info.in_force = Some(*in_force);
+            Vec::new()
+        }
         Msg::UserShellDone(outcome) => {
             super::user_shell::finished(app, outcome);
             Vec::new()

@@ -78,6 +78,8 @@ pub enum UiEvent {
     },
     /// Where what the user types during a turn goes (`runtime/inbox.rs`).
     Inbox(crate::runtime::InputSender),
+    /// What the session runs with, after every operation.
+    InForce(Box<crate::runtime::InForce>),
     /// What became of an [`Op::UserShell`].
     UserShell(Result<crate::runtime::UserShell, String>),
 }
@@ -306,8 +308,10 @@ pub async fn run_session(
     }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
     let _ = events.send(UiEvent::Commands(session.command_index()));
+    let _ = events.send(UiEvent::InForce(Box::new(session.in_force())));
     while let Some(op) = ops.recv().await {
         perform(&mut session, op, &events).await;
+        let _ = events.send(UiEvent::InForce(Box::new(session.in_force())));
     }
     // The UI quit or switched sessions: record the end and run SessionEnd
     // hooks (a failure here has no one left to tell but the log).

@@ -189,6 +189,7 @@ mod question;
 mod queue;
 mod rewind_view;
 mod slash;
+mod slash_info;
 mod slash_session;
 mod subagents;
 mod terminal;
@@ -204,6 +205,8 @@ mod approval_view_tests;
 mod budget_tests;
 #[cfg(test)]
 mod queue_view_tests;
+#[cfg(test)]
+mod slash_info_tests;
 #[cfg(test)]
 mod subagent_view_tests;
 #[cfg(test)]
