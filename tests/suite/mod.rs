@@ -99,6 +99,7 @@ mod tui_frontends;
 mod tui_habits;
 mod tui_plan_mode;
 mod tui_tmux;
+mod tui_views;
 mod walls_requests;
 mod web_fetch;
 mod wire;
