@@ -324,3 +324,27 @@ async fn a_bang_line_runs_the_command_as_the_user_and_the_next_turn_sees_its_out
     let turn = log.iter().position(|l| l["type"] == "turn_started");
     assert!(matches!((message, turn), (Some(m), Some(t)) if m < t), "{log:#?}");
 }
+
+/// Ctrl+J and Alt+Enter insert a newline, as Shift+Enter does in CSI-u
+/// terminals (checked for issue 37; xterm's `ESC[27;2;13~` is not: crossterm drops it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_j_and_alt_enter_insert_a_newline() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Three lines.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("alpha");
+    pane.wait_for(&["│alpha"]);
+    pane.keys(&["C-j"]);
+    pane.type_text("beta");
+    pane.wait_for(&["│beta"]);
+    pane.keys(&["M-Enter"]);
+    pane.type_text("gamma");
+    pane.wait_for(&["│gamma"]);
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Three lines."]);
+    let texts = user_texts(&server).await;
+    assert!(texts.iter().any(|t| t.contains("alpha\nbeta\ngamma")), "{texts:?}");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
