@@ -209,6 +209,7 @@ mod state;
 mod step;
 mod step_io;
 mod turn_calls;
+mod user_shell;
 mod verdicts;
 mod workflow;
 

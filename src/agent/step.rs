@@ -71,6 +71,10 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
         (LoopPhase::Idle, Input::UserTurn { text, images }) => {
             start_turn(state, text, images, None, effects)
         }
+        (LoopPhase::Idle, Input::UserShell { text }) => {
+            super::user_shell::user_ran(state, text, effects);
+            Next::Wait
+        }
         (any_phase!(), Input::QueueInput { text, mode }) => {
             queued_input::queue(state, text, mode, effects);
             Next::Wait
@@ -231,6 +235,7 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
         (
             any_phase!(),
             Input::UserTurn { .. }
+            | Input::UserShell { .. }
             | Input::StartQueued { .. }
             | Input::ModelResponded(_)
             | Input::ModelFailed { .. }

@@ -28,6 +28,12 @@ pub enum Input {
         /// Images attached to the prompt.
         images: Vec<crate::protocol::ImagePart>,
     },
+    /// What a command the user ran themselves (`!cmd`) printed, for the
+    /// next turn (`user_shell.rs`); only while idle. Recorded as a
+    /// `user_message` outside any turn.
+    UserShell {
+        text: String,
+    },
     /// The user typed `text` while a turn ran (`queued_input.rs`): it is
     /// recorded and waits for delivery by `mode`.
     QueueInput {

@@ -33,7 +33,8 @@
 //! `.mcp.json` into `Settings::mcp` (servers to start, skipped ones with the reason); `mcp_edit.rs`
 //! is `keel mcp add/remove`; `edit_tools.rs` is `[tools] edit` (which of `edit_file`/`apply_patch`
 //! a session offers, resolved for the provider and model; `keel tool`/`keel apply-patch` keep every
-//! tool); `provider.rs` is `[provider]`. Adding a key: AGENTS.md, "Recipes".
+//! tool); `provider.rs` is `[provider]`; `provenance.rs` labels each configured key with the layer it
+//! came from (the TUI's `/config`, secrets hidden). Adding a key: AGENTS.md, "Recipes".
 
 pub mod agents;
 pub mod commands;
@@ -49,6 +50,7 @@ pub mod mcp;
 pub mod mcp_edit;
 pub mod mcp_pin;
 mod memory;
+mod provenance;
 mod provider;
 mod resolve;
 pub mod rules;
@@ -69,6 +71,7 @@ pub use layers::{
 };
 pub use limits::{DEFAULT_MAX_STEPS, LimitsFile};
 pub use memory::{MemoryProblem, discover_memory};
+pub use provenance::{ConfigValue, config_sources};
 pub use provider::ProviderFile;
 pub use resolve::{
     AgentSettings, DEFAULT_AGENT_STEPS, LocalSettings, SandboxSettings, Settings, UndoSettings,

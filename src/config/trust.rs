@@ -14,6 +14,25 @@ use std::path::Path;
 
 use super::layers::{ConfigFile, ContextFile, ProjectNetwork, SandboxFile};
 
+/// The keys (dotted; a table covers its keys) [`trusted_project`] takes
+/// out of a trusted project's file, as `/config` names them
+/// (`provenance.rs`); `sandbox.network` and `sandbox.allowed_domains`
+/// stay, narrowing the user's. Keep in step with the function below.
+pub(super) const PROJECT_MAY_NOT_SET: [&str; 8] = [
+    "base_url",
+    "api_key_env",
+    "sandbox",
+    "default_mode",
+    "secrets",
+    "shell.env_keep",
+    "undo",
+    "security",
+];
+
+/// Of `[sandbox]`, what a trusted project's file keeps (it only narrows).
+pub(super) const PROJECT_SANDBOX_NARROWING: [&str; 2] =
+    ["sandbox.network", "sandbox.allowed_domains"];
+
 /// A trusted project's file minus what a project may never set.
 pub(super) fn trusted_project(
     mut project: ConfigFile,

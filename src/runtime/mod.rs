@@ -45,7 +45,10 @@
 //!   shadow repository, the inotify watcher and the one walk it shares with the jail's nested
 //!   `.git` search.
 //! - `subagent/`: `agent` calls run as child sessions (see its doc); `custom_commands.rs`;
-//!   `workflow.rs` (the session's side of the workflow).
+//!   `workflow.rs` (the session's side of the workflow); `in_force.rs` (rules, "always" answers,
+//!   agent types, hooks and memory in force, for the TUI's `/permissions /agents /hooks /memory`);
+//!   `user_shell.rs` (the TUI's `!cmd`: judged and run like a `shell` call, its output a user
+//!   message).
 
 mod approval;
 mod ask;
@@ -64,6 +67,7 @@ pub mod git;
 mod history;
 mod hooks_glue;
 mod images;
+mod in_force;
 mod inbox;
 mod mcp_glue;
 mod model_client;
@@ -79,6 +83,7 @@ mod session_hooks;
 mod subagent;
 mod tool_runner;
 mod undo;
+mod user_shell;
 mod walls;
 mod workflow;
 
@@ -91,6 +96,7 @@ pub use history::fork::{ForkError, Forked, fork};
 pub use history::replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
 pub use history::rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use images::ImagesRefused;
+pub use in_force::{HookLine, InForce, RuleLine};
 pub use inbox::{InputSender, TypedInput};
 pub use mcp_glue::mcp_log_dir;
 pub use path_facts::gather_links;
@@ -101,6 +107,7 @@ pub use secrets::workspace_mask;
 pub use undo::checkpoint::{CheckpointError, ShadowRepo, UndoLimits};
 pub use undo::notes::{NotCovered, NotCoveredWhy};
 pub use undo::{UndoError, UndoReport, undo};
+pub use user_shell::{UserShell, user_shell_message};
 
 use crate::llm::LlmError;
 use crate::session::SessionError;

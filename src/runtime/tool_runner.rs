@@ -143,6 +143,11 @@ impl ToolRunner {
     }
 
     /// The memory notes found again (after a compaction).
+    /// The memory notes the tools list to the model.
+    pub(super) fn memory(&self) -> &Arc<Vec<MemoryNote>> {
+        &self.memory
+    }
+
     pub(super) fn set_memory(&mut self, memory: Vec<MemoryNote>) {
         self.memory = Arc::new(memory);
     }

@@ -68,6 +68,10 @@ pub enum Msg {
     PlanEdited(String),
     /// The session's answer to a [`Command::Rewind`].
     Rewind(super::rewind_view::RewindReply),
+    /// What the session runs with now (`slash_info.rs`).
+    InForce(Box<crate::runtime::InForce>),
+    /// The `!cmd` ran (or was refused, or failed).
+    UserShellDone(Result<crate::runtime::UserShell, String>),
 }
 
 /// How the user answered an approval.
@@ -182,6 +186,12 @@ pub enum Command {
     StopProcess(u32),
     /// Esc Esc, `/rewind`, `/fork` (`rewind_view.rs`).
     Rewind(super::rewind_view::RewindOp),
+    /// `/context`: read the ledger of the session's log and show it.
+    ShowContext,
+    /// `/memory N`: open this file in `$EDITOR`.
+    EditFile(std::path::PathBuf),
+    /// `!cmd`: run it as the user's own command (`user_shell.rs`).
+    UserShell(String),
     /// `#text`: save a memory note there.
     SaveMemory {
         scope: super::memory_note::MemoryScope,
@@ -361,6 +371,8 @@ pub struct App {
     pub facts: super::slash_session::SessionFacts,
     /// `#text`: the open "save to which memory?" picker.
     pub memory: Option<super::memory_note::MemoryPick>,
+    /// What `/config /permissions /agents /hooks /memory` show.
+    pub info: super::slash_info::SessionInfo,
 }
 
 impl App {
@@ -464,6 +476,14 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             Vec::new()
         }
         Msg::Rewind(reply) => super::rewind_view::on_reply(app, reply),
+        Msg::InForce(in_force) => {
+            app.info.in_force = Some(*in_force);
+            Vec::new()
+        }
+        Msg::UserShellDone(outcome) => {
+            super::user_shell::finished(app, outcome);
+            Vec::new()
+        }
         Msg::DiffReady(text) => {
             show_diff(app, &text);
             Vec::new()

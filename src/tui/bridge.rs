@@ -88,6 +88,10 @@ pub enum UiEvent {
     /// Input typed in an attached terminal starts a turn while none ran:
     /// Esc cancels this token.
     QueuedTurn(CancellationToken),
+    /// What the session runs with, after every operation.
+    InForce(Box<crate::runtime::InForce>),
+    /// What became of an [`Op::UserShell`].
+    UserShell(Result<crate::runtime::UserShell, String>),
 }
 
 /// Which session the task opens.
@@ -131,6 +135,11 @@ pub enum Op {
     StopProcess(u32),
     SetMode(ApprovalMode),
     SetModel(String),
+    /// `!cmd`: the user's own command (`Session::run_user_shell`).
+    UserShell {
+        command: String,
+        cancel: CancellationToken,
+    },
 }
 
 /// Forwards runtime events to the UI.
@@ -326,6 +335,7 @@ pub async fn run_session(
     }
     let _ = events.send(UiEvent::Skills(session.skill_index()));
     let _ = events.send(UiEvent::Commands(session.command_index()));
+    let _ = events.send(UiEvent::InForce(Box::new(session.in_force())));
     let mut typed_open = true;
     loop {
         tokio::select! {
@@ -346,6 +356,7 @@ pub async fn run_session(
                 }
             },
         }
+        let _ = events.send(UiEvent::InForce(Box::new(session.in_force())));
     }
     // The UI quit or switched sessions: record the end and run SessionEnd
     // hooks (a failure here has no one left to tell but the log).
@@ -403,6 +414,10 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
                 Err(error) => (Level::Warning, format!("cannot stop it: {error}")),
             };
             let _ = events.send(UiEvent::Notice(notice.0, notice.1));
+        }
+        Op::UserShell { command, cancel } => {
+            let outcome = session.run_user_shell(&command, &cancel).await;
+            let _ = events.send(UiEvent::UserShell(outcome.map_err(|error| error.to_string())));
         }
         Op::SetMode(mode) => session.set_approval_mode(mode),
         Op::SetModel(model) => {

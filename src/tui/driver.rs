@@ -96,6 +96,8 @@ struct Driver {
     env_filter: crate::sandbox::EnvFilter,
     /// A plan to open in `$EDITOR` (needs the terminal, so the loop does it).
     edit: Option<(Option<String>, String)>,
+    /// A file to open in `$EDITOR` (`/memory N`), likewise.
+    edit_file: Option<PathBuf>,
     /// `/resume` chose a session (or `None`: a new one) while this one is
     /// open: the loop ends this one first (it awaits the session task, so
     /// it is done there, not in `perform`).
@@ -133,6 +135,7 @@ pub async fn run(options: TuiOptions) -> Result<ExitStatus, TuiError> {
         root: None,
         env_filter: crate::sandbox::EnvFilter::default(),
         edit: None,
+        edit_file: None,
         switch: None,
         history_failed: false,
         remembered: 0,
@@ -240,6 +243,23 @@ impl Driver {
                 let edited = self.edit_plan(guard, path, text).await;
                 self.options.shutdown.pause_keyboard_signals(false);
                 edited?;
+            }
+            if let Some(file) = self.edit_file.take() {
+                input = EventStream::new();
+                self.options.shutdown.pause_keyboard_signals(true);
+                guard.suspend();
+                let status = super::editor::edit(&file, &self.env_filter).await;
+                let resumed = guard.resume();
+                self.options.shutdown.pause_keyboard_signals(false);
+                resumed?;
+                let msg = match status {
+                    Ok(()) => Msg::Notice(
+                        Level::Info,
+                        format!("edited {} (read again from the next session on)", file.display()),
+                    ),
+                    Err(message) => Msg::Notice(Level::Warning, message),
+                };
+                update(&mut self.app, msg);
             }
             if let Some(chosen) = self.switch.take() {
                 self.switch_session(events, chosen).await;
@@ -367,6 +387,11 @@ impl Driver {
         self.notify = settings.tui;
         self.secret_places = settings.secret_places.clone();
         self.app.facts.network = settings.sandbox.network.mode.as_str().to_owned();
+        self.app.info.config = crate::config::config_sources(
+            &self.options.launch.env,
+            &self.options.launch.overrides,
+            settings.project_trusted,
+        );
         let session_options = SessionOptions {
             approval: self.options.approval,
             cwd: self.options.cwd.clone(),
@@ -568,6 +593,8 @@ impl Driver {
                 self.question_reply = Some(reply);
                 Some(Msg::QuestionAsked { question, choices })
             }
+            UiEvent::UserShell(outcome) => Some(Msg::UserShellDone(outcome)),
+            UiEvent::InForce(in_force) => Some(Msg::InForce(in_force)),
             UiEvent::Inbox(sender) => {
                 self.input = Some(sender);
                 None
@@ -623,6 +650,12 @@ impl Driver {
                 Command::Rewind(op) => self.send(Op::Rewind(op)),
                 Command::StopProcess(id) => self.send(Op::StopProcess(id)),
                 Command::SaveMemory { scope, text } => self.save_memory(scope, &text),
+                Command::ShowContext => self.show_context(),
+                Command::EditFile(path) => self.edit_file = Some(path),
+                Command::UserShell(command) => {
+                    let cancel = self.new_turn();
+                    self.send(Op::UserShell { command, cancel });
+                }
                 Command::Diff => self.diff(),
                 Command::ListFiles => self.list_files(),
                 Command::Interrupt => {
@@ -691,6 +724,25 @@ impl Driver {
         let events = self.events.clone();
         tokio::task::spawn_blocking(move || {
             super::files::list_files(&root, |chunk| events.send(UiEvent::Files(chunk)).is_ok());
+        });
+    }
+
+    /// `/context`: the ledger of this session's log, off the UI task.
+    fn show_context(&mut self) {
+        let Some((_, log)) = self.session.clone() else {
+            let msg = Msg::Notice(Level::Info, "context: the session has not opened yet".into());
+            update(&mut self.app, msg);
+            return;
+        };
+        let dir = crate::session::sessions_dir(&self.options.launch.env.keel_home);
+        let window = self.app.status.pricing.context_window;
+        let events = self.events.clone();
+        tokio::task::spawn_blocking(move || {
+            let notice = match crate::session::ledger_of(&dir, &log) {
+                Ok(ledger) => (Level::Info, super::slash_info::context_text(&ledger, window)),
+                Err(error) => (Level::Warning, format!("cannot read the session's log: {error}")),
+            };
+            let _ = events.send(UiEvent::Notice(notice.0, notice.1));
         });
     }
 

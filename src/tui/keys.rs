@@ -217,6 +217,10 @@ pub(super) fn submit(app: &mut App) -> Vec<Command> {
         let line = app.editor.submit();
         return super::memory_note::start(app, &line);
     }
+    if super::user_shell::is_shell(app.editor.text()) && !app.status.running {
+        let line = app.editor.submit();
+        return super::user_shell::start(app, &line);
+    }
     if app.status.running {
         return super::queue::type_during_turn(app, crate::protocol::Delivery::Queue);
     }

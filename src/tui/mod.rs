@@ -127,8 +127,14 @@
 //!   notifications (`notify.rs`, `[tui]` in `config/tui_settings.rs`); colour stripped from the
 //!   output under `NO_COLOR`/`TERM=dumb` (`plain_output.rs`); `/clear /new /cost /status /init`
 //!   (`slash_session.rs`); `#text` memory notes (`memory_note.rs`); `@path` attachments
-//!   (`mention.rs`, in the driver before `Op::Prompt`). Not yet: `!cmd`, `/context`, `/config`,
-//!   `/permissions`, `/agents`, `/hooks`, `/memory`.
+//!   (`mention.rs`, in the driver before `Op::Prompt`); `!cmd` (`user_shell.rs`: `Op::UserShell` →
+//!   `Session::run_user_shell`, judged by the loop's policy and run in the session's jail, its
+//!   output a logged user message for the next turn; refused while a turn runs); `/context /config
+//!   /permissions /agents /hooks /memory [N]` (`slash_info.rs`: the bridge sends
+//!   `Session::in_force` after every operation, the driver reads `config::config_sources` at open
+//!   and the ledger of the log on `/context`; they work while a turn runs). Not yet: Shift+Enter in
+//!   xterm's `ESC[27;2;13~` (crossterm 0.29's parser drops it: `27` is no special key there), the
+//!   removal of an "always" rule from `/permissions`.
 //! - **Subagents** (`subagents.rs`): `RuntimeEvent::Subagent` updates the `agent` call's cell
 //!   (`ToolCell::subagent`: current tool, steps, tokens, its calls; the last 3 collapsed, all with
 //!   Ctrl+O) and adds the child's responses to `Status::subagent_usage`/`subagent_cost` (at the
@@ -157,11 +163,13 @@
 //!
 //! # Tests
 //!
-//! Snapshot tests: `view_tests.rs` (transcript, approvals), `workflow_view_tests.rs` (status line,
+//! Snapshot tests: `view_tests.rs` (transcript, approvals), `slash_info_tests.rs` (the info
+//! commands), `user_shell.rs` (`!cmd` cells), `workflow_view_tests.rs` (status line,
 //! plan review, tasks, slash popup with skills, picker, trust) and `subagent_view_tests.rs`;
 //! snapshots in `snapshots/`. The end-to-end tests drive the real binary in a private tmux server
-//! and assert on `capture-pane` text (`tests/suite/tui_tmux.rs` with its `launch`/`Pane` helpers,
-//! also used by `tui_frontends.rs`, `exit_codes.rs` and `prompt_fit.rs`); they need `tmux`
+//! and assert on `capture-pane` text (`tests/suite/tmux_support.rs`: `Pane`, `launch`,
+//! `launch_with`, `record_output`; used by `tui_tmux.rs`, `tui_habits.rs`, `tui_views.rs`,
+//! `queue_tmux.rs`, `rewind_tui.rs` and the others); they need `tmux`
 //! (installed by `.ci/run`).
 
 mod app;
@@ -194,11 +202,13 @@ mod question;
 mod queue;
 mod rewind_view;
 mod slash;
+mod slash_info;
 mod slash_session;
 mod subagents;
 mod terminal;
 mod theme;
 mod transcript;
+mod user_shell;
 mod view;
 mod wrap;
 
@@ -208,6 +218,8 @@ mod approval_view_tests;
 mod budget_tests;
 #[cfg(test)]
 mod queue_view_tests;
+#[cfg(test)]
+mod slash_info_tests;
 #[cfg(test)]
 mod subagent_view_tests;
 #[cfg(test)]

@@ -23,7 +23,8 @@ Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
 /rewind [N|undo] (Esc Esc) /fork [N] /resume /skills /mcp /ps /model [name] /quit · /clear or /new a fresh session\n\
-/cost /status · /init [words] write or update AGENTS.md · /<command> [words] runs a custom command (.keel/commands,\n\
+/cost /status /context /config /permissions /agents /hooks /memory [N] · !command runs it yourself\n\
+/init [words] write or update AGENTS.md · /<command> [words] runs a custom command (.keel/commands,\n\
 .claude/commands, ~/.codex/prompts), /<skill> [words] a skill\n\
 /mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
 
@@ -46,6 +47,12 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
             | "/ps"
             | "/cost"
             | "/status"
+            | "/context"
+            | "/config"
+            | "/permissions"
+            | "/agents"
+            | "/hooks"
+            | "/memory"
     );
     if needs_session && app.status.running {
         app.editor.insert(line);
@@ -94,6 +101,9 @@ pub fn run(app: &mut App, line: &str) -> Vec<Command> {
         "/status" => super::slash_session::status(app),
         "/init" => super::slash_session::init(app, rest),
         "/ps" => super::processes_view::show(app),
+        "/context" | "/config" | "/permissions" | "/agents" | "/hooks" | "/memory" => {
+            super::slash_info::run(app, name, rest)
+        }
         other if other.starts_with("/mcp__") => super::mcp_view::run_prompt(app, line),
         other if is_command(app, other) => run_command(app, line),
         other => run_skill(app, other, rest, line),

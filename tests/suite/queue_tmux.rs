@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::support::{Sandbox, read_jsonl, request_bodies, scripted_model};
-use super::tui_tmux::launch;
+use super::tmux_support::launch;
 use super::wire::{Step, Wire, call};
 
 fn last_message(request: &Value) -> Value {

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::support::{Sandbox, scripted_model};
-use super::tui_tmux::launch;
+use super::tmux_support::launch;
 use super::wire::{Step, Wire, call};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

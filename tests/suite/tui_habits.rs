@@ -1,17 +1,16 @@
 //! Issue 37: the everyday habits of Claude Code and Codex users, driven in
-//! the real binary in a tmux pane (`tui_tmux.rs`'s `launch`/`Pane`): pastes
+//! the real binary in a tmux pane (`tmux_support.rs`): pastes
 //! typed as keys keep their line breaks, `\`+Enter is a newline, a long
 //! paste is a chip sent whole, history survives a restart and Ctrl+R finds
 //! it, approvals take `1`/`2`/`3` and Enter, and notifications reach the
 //! terminal. Every wait is on what the pane shows, never a timer.
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::support::{Sandbox, request_bodies, scripted_model};
-use super::tui_tmux::{Pane, launch, shell_quote};
+use super::tmux_support::{Launch, launch, launch_with, record_output, wait_for_output};
 use super::wire::{Step, Wire, call};
 
 /// The text of the user messages the model received, in order.
@@ -142,48 +141,6 @@ async fn approvals_take_claude_codes_numbers_and_enter() {
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
 
-/// Starts keel like `tui_tmux::launch`, with `term` as `TERM`.
-fn launch_with_term(sandbox: &Sandbox, model_uri: &str, term: &str) -> Pane {
-    let keel = assert_cmd::cargo::cargo_bin("keel");
-    let command = format!(
-        "env -i PATH={} HOME={} KEEL_HOME={} TERM={term} {} --provider openai-chat --base-url {} \
-         --model m",
-        shell_quote(&std::env::var("PATH").unwrap_or_default()),
-        shell_quote(&sandbox.home.display().to_string()),
-        shell_quote(&sandbox.home.display().to_string()),
-        shell_quote(&keel.display().to_string()),
-        shell_quote(&format!("{model_uri}/v1")),
-    );
-    Pane::start(&sandbox.repo, &command)
-}
-
-/// Records what keel writes to the terminal from now on (tmux `pipe-pane`).
-fn record_output(pane: &Pane, sandbox: &Sandbox) -> std::path::PathBuf {
-    let file = sandbox.home.join("pane-output.bin");
-    let command = format!("cat >> {}", shell_quote(&file.display().to_string()));
-    let out = pane.tmux(&["pipe-pane", "-t", "keel", "-o", &command], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    file
-}
-
-/// Waits until the recorded output holds `needle`.
-fn wait_for_output(file: &std::path::Path, needle: &[u8]) -> Vec<u8> {
-    let started = Instant::now();
-    loop {
-        let bytes = std::fs::read(file).unwrap_or_default();
-        if bytes.windows(needle.len()).any(|window| window == needle) {
-            return bytes;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "waited for {:?} in the output; got {:?}",
-            String::from_utf8_lossy(needle),
-            String::from_utf8_lossy(&bytes)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// main wrote nothing when an approval waited or a turn ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_approval_rings_the_bell() {
@@ -252,7 +209,7 @@ async fn term_dumb_writes_no_colour_escapes() {
         Step::Answer("A **bold** answer with `code`.".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let pane = launch_with_term(&sandbox, &server.uri(), "dumb");
+    let pane = launch_with(&sandbox, &server.uri(), &Launch { term: "dumb", ..Launch::default() });
     pane.wait_for(&["Ask keel"]);
     let output = record_output(&pane, &sandbox);
     pane.type_text("go");
@@ -327,6 +284,67 @@ async fn slash_status_says_the_session_and_clear_starts_a_fresh_one() {
     pane.type_text("/clear");
     pane.keys(&["Enter"]);
     pane.wait_for(&[&format!("the previous session is kept: keel resume {id}")]);
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+/// main sent `!…` to the model as a prompt: the user's own command never ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bang_line_runs_the_command_as_the_user_and_the_next_turn_sees_its_output() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("I see MARK-42.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    // Ask mode: a command that writes would ask the model; the user typing it approves it.
+    pane.type_text("!echo MARK-$((6*7)) > made.txt && cat made.txt");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["MARK-42", "the output goes to the model with your next message"]);
+    assert_eq!(std::fs::read_to_string(sandbox.repo.join("made.txt")).unwrap(), "MARK-42\n");
+    assert!(request_bodies(&server).await.is_empty(), "the command reached the model as a prompt");
+    // What policy forbids runs nowhere, the user's command or not.
+    pane.type_text("!rm -rf /");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["not run:"]);
+    pane.type_text("what did it print?");
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["I see MARK-42."]);
+    let texts = user_texts(&server).await;
+    let ran =
+        texts.iter().position(|t| t.contains("I ran this command myself") && t.contains("MARK-42"));
+    let asked = texts.iter().position(|t| t == "what did it print?");
+    assert!(matches!((ran, asked), (Some(r), Some(a)) if r < a), "{texts:?}");
+    assert!(!texts.iter().any(|t| t.contains("rm -rf /")), "{texts:?}");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+    // Logged as the user's message, before the turn that carried it.
+    let log = sandbox.only_log();
+    let message = log.iter().position(|l| {
+        l["type"] == "user_message" && l["text"].as_str().is_some_and(|t| t.contains("MARK-42"))
+    });
+    let turn = log.iter().position(|l| l["type"] == "turn_started");
+    assert!(matches!((message, turn), (Some(m), Some(t)) if m < t), "{log:#?}");
+}
+
+/// Ctrl+J and Alt+Enter insert a newline, as Shift+Enter does in CSI-u
+/// terminals (checked for issue 37; xterm's `ESC[27;2;13~` is not: crossterm drops it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_j_and_alt_enter_insert_a_newline() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Three lines.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("alpha");
+    pane.wait_for(&["│alpha"]);
+    pane.keys(&["C-j"]);
+    pane.type_text("beta");
+    pane.wait_for(&["│beta"]);
+    pane.keys(&["M-Enter"]);
+    pane.type_text("gamma");
+    pane.wait_for(&["│gamma"]);
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Three lines."]);
+    let texts = user_texts(&server).await;
+    assert!(texts.iter().any(|t| t.contains("alpha\nbeta\ngamma")), "{texts:?}");
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }

@@ -4,8 +4,7 @@
 //! asking, interrupt a long command with Esc, quit with Ctrl+D. Every step
 //! waits on what the pane shows (polled with a deadline), never on a timer.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -13,140 +12,8 @@ use serde_json::json;
 use super::support::{Model, Sandbox, scripted_model};
 use super::wire::{Step, Wire, call};
 
-/// Longest wait for any one thing to appear on screen.
-const DEADLINE: Duration = Duration::from_secs(20);
+pub(super) use super::tmux_support::{DEADLINE, Pane, launch, shell_quote};
 
-/// A tmux server of our own (its own socket), killed on drop.
-pub(super) struct Pane {
-    socket: String,
-}
-
-impl Pane {
-    pub(super) fn start(cwd: &Path, command: &str) -> Self {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let socket = format!("keel-e2e-{}-{n}", std::process::id());
-        let pane = Self { socket };
-        // One tmux invocation: the options hold before keel starts, so the
-        // pane stays (with its exit status) even if keel exits at once.
-        let cwd = cwd.display().to_string();
-        let session = ["new-session", "-d", "-x", "110", "-y", "50", "-s", "keel", "-c"];
-        let mut args = vec!["-f", "/dev/null", "start-server", ";"];
-        args.extend(["set-option", "-g", "remain-on-exit", "on", ";"]);
-        args.extend(["set-option", "-s", "escape-time", "0", ";"]);
-        args.extend(session);
-        let out = pane.tmux(&args, &[&cwd, command]);
-        assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
-        pane
-    }
-
-    pub(super) fn tmux(&self, args: &[&str], more: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .args(more)
-            .output()
-            .expect("tmux is installed (.ci/run installs it)")
-    }
-
-    pub(super) fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "keel"], &[]).stdout)
-            .into_owned()
-    }
-
-    pub(super) fn keys(&self, keys: &[&str]) {
-        self.tmux(&["send-keys", "-t", "keel"], keys);
-    }
-
-    pub(super) fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "keel", "-l"], &[text]);
-    }
-
-    /// Waits until the screen contains every one of `texts`.
-    pub(super) fn wait_for(&self, texts: &[&str]) -> String {
-        let started = Instant::now();
-        loop {
-            let screen = self.screen();
-            if texts.iter().all(|t| screen.contains(t)) {
-                return screen;
-            }
-            assert!(
-                started.elapsed() < DEADLINE,
-                "waited for {texts:?}; the screen shows:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The pane process's state and its threads' wait channels (diagnostics).
-    fn process(&self) -> String {
-        let out = self.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
-        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        let mut text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-            for task in tasks.flatten() {
-                let path = task.path();
-                let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-                let wchan = std::fs::read_to_string(path.join("wchan")).unwrap_or_default();
-                text.push_str(&format!("{} {} {wchan}\n", comm.trim(), path.display()));
-            }
-        }
-        text
-    }
-
-    /// `Some(status)` once keel has exited: tmux says the pane is dead, or
-    /// (tmux has not reaped it yet; seen under load) the process is a
-    /// zombie, whose wait status is the last field of `/proc/PID/stat`.
-    fn exit_status(&self) -> Option<i32> {
-        let format = "#{pane_dead} #{pane_dead_status} #{pane_pid}";
-        let out = self.tmux(&["display-message", "-p", "-t", "keel", format], &[]);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let words: Vec<&str> = text.split_whitespace().collect();
-        match words.as_slice() {
-            ["1", code, _pid] => code.parse().ok(),
-            // Alive, or dead without a status yet: ask the kernel.
-            [_, pid] | [_, _, pid] => {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-                let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
-                if fields.first() != Some(&"Z") {
-                    return None;
-                }
-                let wait_status: i32 = fields.last()?.parse().ok()?;
-                Some((wait_status >> 8) & 0xff)
-            }
-            _ => None,
-        }
-    }
-
-    pub(super) fn wait_exit(&self) -> i32 {
-        let started = Instant::now();
-        loop {
-            if let Some(code) = self.exit_status() {
-                return code;
-            }
-            assert!(
-                started.elapsed() < DEADLINE,
-                "keel did not exit:\n{}\n{}",
-                self.screen(),
-                self.process()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Pane {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"], &[]);
-    }
-}
-
-pub(super) fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
-/// Starts keel in a pane with a cleared environment; `extra` is appended
-/// to the command line (already quoted).
 /// Waits until process `pid` is gone or a zombie (killed, not yet reaped).
 fn wait_until_dead(pid: &str) {
     let started = Instant::now();
@@ -160,20 +27,6 @@ fn wait_until_dead(pid: &str) {
         assert!(started.elapsed() < DEADLINE, "process {pid} still runs: {stat}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-pub(super) fn launch(sandbox: &Sandbox, model_uri: &str, extra: &str) -> Pane {
-    let keel = assert_cmd::cargo::cargo_bin("keel");
-    let command = format!(
-        "env -i PATH={} HOME={} KEEL_HOME={} TERM=xterm-256color {} --provider openai-chat \
-         --base-url {} --model m {extra}",
-        shell_quote(&std::env::var("PATH").unwrap_or_default()),
-        shell_quote(&sandbox.home.display().to_string()),
-        shell_quote(&sandbox.home.display().to_string()),
-        shell_quote(&keel.display().to_string()),
-        shell_quote(&format!("{model_uri}/v1")),
-    );
-    Pane::start(&sandbox.repo, &command)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,87 @@
+//! `!cmd` (the TUI's shell shortcut): a command the user runs
+//! themselves, between turns, through the same policy judgment and the
+//! same sandbox as the model's `shell` calls; what it printed becomes a
+//! user message in the history (`agent/user_shell.rs`, logged as a
+//! `user_message` outside any turn), so the next turn's request carries
+//! it, a resume too.
+//!
+//! Invariants: only while idle (the TUI sends it between turns; a turn
+//! in progress refuses it). The verdict is the loop's own
+//! (`LoopState::judge_call`, taint included): a forbidden command does
+//! not run and nothing is added; a command policy would ask about runs,
+//! since the user typing it is the approval. It runs in the session's
+//! jail (`ToolContext` of the session's tools, the shell tool itself),
+//! its output passes the session's secret mask, and a sandbox block is
+//! marked as for the model's calls. No undo checkpoint covers it and no
+//! file bookkeeping is written, as for the user's own edits.
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Input;
+use crate::policy::{CallFacts, Decision};
+use crate::protocol::ToolCall;
+use crate::protocol::tool_facts::names;
+
+use super::{RuntimeError, Session, mark_sandbox_violation};
+
+/// What became of a `!cmd`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserShell {
+    /// It ran; `output` is the shell tool's framed result (masked).
+    Ran { output: String, is_error: bool, exit_code: Option<i64> },
+    /// Policy forbids it; it did not run.
+    Refused { reason: String },
+}
+
+/// The user message the model gets for a command the user ran.
+pub fn user_shell_message(command: &str, output: &str) -> String {
+    format!(
+        "I ran this command myself (not a request to you), in the session's sandbox:\n$ \
+         {command}\n{output}"
+    )
+}
+
+impl Session {
+    /// Runs `command` as the user's `!cmd` (see the module doc).
+    pub async fn run_user_shell(
+        &mut self,
+        command: &str,
+        cancel: &CancellationToken,
+    ) -> Result<UserShell, RuntimeError> {
+        let call = ToolCall {
+            call_id: "user-shell".to_owned(),
+            name: names::SHELL.to_owned(),
+            arguments: json!({ "command": command }).to_string(),
+            item_id: None,
+            provider_data: None,
+        };
+        if !matches!(self.state.phase(), crate::agent::LoopPhase::Idle) {
+            let reason = "a turn is running; run it after the turn".to_owned();
+            return Ok(UserShell::Refused { reason });
+        }
+        let facts = CallFacts {
+            tool: names::SHELL,
+            class: self.state.class_of(names::SHELL),
+            arguments: &call.arguments,
+        };
+        let verdict = self.state.judge_call(&self.state.config().policy, facts);
+        if let Decision::Forbidden { reason } = verdict.decision {
+            return Ok(UserShell::Refused { reason });
+        }
+        let ctx = self.tools.context(&self.workspace_root, &self.cwd, cancel, false);
+        let (mut result, mut meta) = self.tools.run_call(&call, &ctx).await;
+        super::secrets::mask_result(self.tools.mask(), &mut result, &mut meta);
+        if self.state.config().policy.sandboxed {
+            let confinement = self.tools.jail().confinement();
+            mark_sandbox_violation(&call.name, &mut result, &mut meta, confinement);
+        }
+        let text = user_shell_message(command, &result.output);
+        self.apply_outside_loop(Input::UserShell { text })?;
+        Ok(UserShell::Ran {
+            output: result.output,
+            is_error: result.is_error,
+            exit_code: meta.exit_code(),
+        })
+    }
+}
