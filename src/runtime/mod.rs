@@ -104,6 +104,7 @@ pub use preview::first_request;
 pub use prompt_fit::PromptTooLarge;
 pub use sandboxing::{Confined, confine_commands, mark_sandbox_violation};
 pub use secrets::workspace_mask;
+pub use server_window::learn_window;
 pub use undo::checkpoint::{CheckpointError, ShadowRepo, UndoLimits};
 pub use undo::notes::{NotCovered, NotCoveredWhy};
 pub use undo::{UndoError, UndoReport, undo};
