@@ -53,6 +53,7 @@ mod provider;
 mod resolve;
 pub mod rules;
 mod secret_values;
+mod telemetry;
 mod trust;
 mod tui_settings;
 mod validate;
@@ -75,6 +76,7 @@ pub use resolve::{
     resolve, resolve_local,
 };
 pub use secret_values::SecretValues;
+pub use telemetry::{TelemetryFile, TelemetrySettings};
 pub use tui_settings::{Notify, TuiSettings};
 
 /// Why configuration could not be loaded. Every message says what to fix.
@@ -89,6 +91,8 @@ pub enum ConfigError {
     /// with the line and a caret under the place.
     #[error("{}:{line}:{column}: invalid config file: {message}\n{snippet}", path.display())]
     ParseAt { path: PathBuf, line: usize, column: usize, message: String, snippet: String },
+    #[error("{message}")]
+    Telemetry { message: String },
     #[error("invalid override `-c {text}`: {message}")]
     BadOverride { text: String, message: String },
     #[error("unknown provider `{name}`; use one of: openai, openai-chat, anthropic")]

@@ -5,7 +5,8 @@
 //! set. Trusted, it applies, except the keys a project may never set: it
 //! may not redirect the API key (`base_url`, `api_key_env`) or loosen
 //! `[sandbox]`, `default_mode`, `[secrets]`, `[shell] env_keep`, `[undo]` or
-//! `[security]`.
+//! `[security]` or `[telemetry]` (a collector of the project's choosing
+//! would receive what the session does).
 //! Of `[sandbox]` it may set `network` and `allowed_domains`, which only
 //! narrow the user's: the stricter mode wins, and a host must be on both
 //! lists (`config::resolve`, `policy::network`).
@@ -53,6 +54,7 @@ pub(super) fn trusted_project(
         ("[shell] env_keep", env_keep.is_some()),
         ("[undo]", project.undo.take().is_some()),
         ("[security]", project.security.take().is_some()),
+        ("[telemetry]", project.telemetry.take().is_some()),
     ] {
         if present {
             warnings.push(format!(
@@ -119,6 +121,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         tools,
         security,
         tui,
+        telemetry,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -142,6 +145,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[tools]", tools.is_some()),
         ("[security]", security.is_some()),
         ("[tui]", tui.is_some()),
+        ("[telemetry]", telemetry.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)

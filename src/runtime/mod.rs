@@ -85,6 +85,7 @@ mod subagent_link;
 mod subagent_mcp;
 mod subagent_resume;
 mod subagent_run;
+mod telemetry_glue;
 mod tool_runner;
 mod undo;
 mod undo_notes;
