@@ -17,7 +17,7 @@
 //! Files: `layers.rs` (files, `-c`, the tables) and `hooks.rs` (hooks per source) with
 //! `validate.rs` (values checked while parsed, so errors carry TOML's line and caret) and
 //! `trust.rs` (what a project's file may set, trusted or not) → `resolve.rs` (pure) → `Settings`;
-//! `limits.rs` (`[limits]`, `--max-cost`/`--max-tokens` → `agent::Limits`; a project's table only
+//! `telemetry.rs` (`[telemetry]` and the `OTEL_*` variables); `limits.rs` (`[limits]`, `--max-cost`/`--max-tokens` → `agent::Limits`; a project's table only
 //! tightens; a cost limit without prices is an error); `instructions.rs` finds AGENTS.md (user
 //! file, then root → cwd, CLAUDE.md fallback, `@file` imports confined to the folder, a 64 KiB cap
 //! trimming the root's first; a project file or import resolving through a symlink out of the

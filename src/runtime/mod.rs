@@ -16,7 +16,8 @@
 //!   `plan_store.rs` (plan files) and the log (`session::SessionLog`); `assembly.rs` (loop config,
 //!   the prefix's sections, the environment block, the workflow's checks, AGENTS.md, skills and
 //!   memory found; `preview.rs` the first request without a session, for `keel debug prompt`);
-//!   `events.rs` (`RuntimeEvent` and `EventSink` for the front ends).
+//!   `events.rs` (`RuntimeEvent` and `EventSink` for the front ends); `telemetry_glue.rs` (the
+//!   OpenTelemetry exporter a session's log is tapped by, shared with its subagents).
 //! - Effects: `execute.rs` (a batch: mutation bookkeeping, internal errors, sandbox violations
 //!   marked; the unsandboxed re-run; results masked by `secrets.rs`, the session's known secret
 //!   values), `ask.rs` (an approval: Notification hooks, `Approver`, the
