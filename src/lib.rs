@@ -32,6 +32,7 @@ pub mod sandbox;
 pub mod session;
 pub mod skills;
 pub mod support;
+pub mod telemetry;
 pub mod tools;
 pub mod web;
 

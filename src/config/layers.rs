@@ -71,6 +71,9 @@ pub struct ConfigFile {
     pub security: Option<SecurityFile>,
     /// `[tui]`: notifications (`tui_settings.rs`).
     pub tui: Option<super::tui_settings::TuiFile>,
+    /// `[telemetry]`: OpenTelemetry export (`telemetry.rs`). User file and
+    /// `-c` only (a project could send its prompts to its own collector).
+    pub telemetry: Option<super::telemetry::TelemetryFile>,
 }
 
 /// The `[security]` table.
@@ -291,7 +294,11 @@ impl ConfigFile {
             tools,
             security,
             tui,
+            telemetry,
         } = other;
+        if let Some(telemetry) = telemetry {
+            self.telemetry.get_or_insert_with(Default::default).overlay(telemetry);
+        }
         if let Some(SecurityFile { taint }) = security {
             let mine = self.security.get_or_insert_with(SecurityFile::default);
             mine.taint = taint.or(mine.taint);

@@ -17,7 +17,7 @@
 //! Files: `layers.rs` (files, `-c`, the tables) and `hooks.rs` (hooks per source) with
 //! `validate.rs` (values checked while parsed, so errors carry TOML's line and caret) and
 //! `trust.rs` (what a project's file may set, trusted or not) → `resolve.rs` (pure) → `Settings`;
-//! `limits.rs` (`[limits]`, `--max-cost`/`--max-tokens` → `agent::Limits`; a project's table only
+//! `telemetry.rs` (`[telemetry]` and the `OTEL_*` variables); `limits.rs` (`[limits]`, `--max-cost`/`--max-tokens` → `agent::Limits`; a project's table only
 //! tightens; a cost limit without prices is an error); `instructions.rs` finds AGENTS.md (user
 //! file, then root → cwd, CLAUDE.md fallback, `@file` imports confined to the folder, a 64 KiB cap
 //! trimming the root's first; a project file or import resolving through a symlink out of the
@@ -55,6 +55,7 @@ mod provider;
 mod resolve;
 pub mod rules;
 mod secret_values;
+mod telemetry;
 mod trust;
 mod tui_settings;
 mod validate;
@@ -78,6 +79,7 @@ pub use resolve::{
     resolve, resolve_local,
 };
 pub use secret_values::SecretValues;
+pub use telemetry::{TelemetryFile, TelemetrySettings};
 pub use tui_settings::{Notify, TuiSettings};
 
 /// Why configuration could not be loaded. Every message says what to fix.
@@ -92,6 +94,8 @@ pub enum ConfigError {
     /// with the line and a caret under the place.
     #[error("{}:{line}:{column}: invalid config file: {message}\n{snippet}", path.display())]
     ParseAt { path: PathBuf, line: usize, column: usize, message: String, snippet: String },
+    #[error("{message}")]
+    Telemetry { message: String },
     #[error("invalid override `-c {text}`: {message}")]
     BadOverride { text: String, message: String },
     #[error("unknown provider `{name}`; use one of: openai, openai-chat, anthropic")]

@@ -102,6 +102,8 @@ pub struct Settings {
     pub taint: crate::policy::egress::TaintMode,
     /// `[tui]`: notifications.
     pub tui: super::TuiSettings,
+    /// `[telemetry]` and the `OTEL_*` variables; `None`: no export.
+    pub telemetry: Option<super::TelemetrySettings>,
 }
 
 /// The resolved `[undo]` table.
@@ -479,6 +481,8 @@ pub fn resolve(
         defer_mcp: merged.tools.as_ref().and_then(|tools| tools.defer_mcp).unwrap_or_default(),
         taint: merged.security.and_then(|security| security.taint).unwrap_or_default(),
         tui: super::tui_settings::resolve(merged.tui),
+        telemetry: super::telemetry::resolve(merged.telemetry, &env.vars)
+            .map_err(|error| ConfigError::Telemetry { message: error.to_string() })?,
         edit_tools: merged
             .tools
             .and_then(|tools| tools.edit)

@@ -5,7 +5,8 @@
 //! set. Trusted, it applies, except the keys a project may never set: it
 //! may not redirect the API key (`base_url`, `api_key_env`) or loosen
 //! `[sandbox]`, `default_mode`, `[secrets]`, `[shell] env_keep`, `[undo]` or
-//! `[security]`.
+//! `[security]` or `[telemetry]` (a collector of the project's choosing
+//! would receive what the session does).
 //! Of `[sandbox]` it may set `network` and `allowed_domains`, which only
 //! narrow the user's: the stricter mode wins, and a host must be on both
 //! lists (`config::resolve`, `policy::network`).
@@ -72,6 +73,7 @@ pub(super) fn trusted_project(
         ("[shell] env_keep", env_keep.is_some()),
         ("[undo]", project.undo.take().is_some()),
         ("[security]", project.security.take().is_some()),
+        ("[telemetry]", project.telemetry.take().is_some()),
     ] {
         if present {
             warnings.push(format!(
@@ -138,6 +140,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         tools,
         security,
         tui,
+        telemetry,
     } = file;
     let mut keys: Vec<String> = [
         ("provider", provider.is_some()),
@@ -161,6 +164,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("[tools]", tools.is_some()),
         ("[security]", security.is_some()),
         ("[tui]", tui.is_some()),
+        ("[telemetry]", telemetry.is_some()),
     ]
     .into_iter()
     .filter(|(_, set)| *set)
@@ -205,5 +209,19 @@ mod tests {
         let mut quiet = Vec::new();
         trusted_project(project("network = \"on\""), Path::new("p"), Path::new("h"), &mut quiet);
         assert!(quiet.is_empty(), "{quiet:?}");
+    }
+
+    #[test]
+    fn no_project_may_set_telemetry_trusted_or_not() {
+        let text = "[telemetry]\nenabled = true\nendpoint = \"http://collector.example.invalid\"\n\
+                    log_prompts = true\n";
+        let mut warnings = Vec::new();
+        let file: ConfigFile = toml::from_str(text).unwrap();
+        let kept = trusted_project(file, Path::new("p"), Path::new("h"), &mut warnings);
+        assert_eq!(kept.telemetry, None, "a trusted project's [telemetry] is dropped");
+        assert!(warnings.iter().any(|w| w.contains("[telemetry]")), "{warnings:?}");
+        let mut warnings = Vec::new();
+        untrusted_project(toml::from_str(text).unwrap(), Path::new("p"), &mut warnings);
+        assert!(warnings.iter().any(|w| w.contains("[telemetry]")), "{warnings:?}");
     }
 }

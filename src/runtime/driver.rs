@@ -69,6 +69,8 @@ pub(super) struct Opening {
     pub(super) start_source: &'static str,
     /// What its commands run under.
     pub(super) sandbox: SessionSandbox,
+    /// The OpenTelemetry exporter its log is tapped by (`telemetry_glue.rs`).
+    pub(super) telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 /// A running session.
@@ -96,6 +98,8 @@ pub struct Session {
     pub(super) headless: bool,
     /// The workspace has more files than a fingerprint covers: commands
     /// are not fingerprinted (see `files.rs`).
+    /// The OpenTelemetry exporter (`None`: off); subagents share it.
+    pub(super) telemetry: Option<crate::telemetry::Telemetry>,
     pub(super) tree_too_big: bool,
     /// MCP servers and the tools they offer (`mcp_glue.rs`).
     pub(super) mcp: super::mcp_glue::McpState,
@@ -135,6 +139,8 @@ impl Session {
 
         let id = new_session_id();
         let mut log = SessionLog::create(&sessions_dir(&settings.keel_home), &id)?;
+        let telemetry = super::telemetry_glue::start(settings, sink.as_mut());
+        super::telemetry_glue::tap(telemetry.as_ref(), &mut log, &id);
         let provider = settings.provider.kind.cli_name().to_owned();
         log.append(SessionEvent::SessionStarted {
             session_id: id.clone(),
@@ -181,6 +187,7 @@ impl Session {
             found,
             start_source: "startup",
             sandbox,
+            telemetry,
         };
         Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
     }
@@ -206,6 +213,7 @@ impl Session {
             found,
             start_source,
             sandbox,
+            telemetry,
         } = opening;
         let hooks = super::session_hooks::SessionHooks::new(settings, start_source);
         state.config_mut().post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
@@ -258,6 +266,7 @@ impl Session {
             date: options.date,
             headless: options.headless,
             tree_too_big: false,
+            telemetry,
             mcp,
         }
     }

@@ -19,7 +19,8 @@
 //!   `events.rs` (`RuntimeEvent` and `EventSink` for the front ends); `attach_host.rs` (other
 //!   terminals on a live session, `keel attach`: the socket, the event stream, answers and input
 //!   fed to the approver and the inbox), `attach_lines.rs` (what they are shown),
-//!   `attach_wire.rs` (the versioned, bounded JSON-lines wire).
+//!   `attach_wire.rs` (the versioned, bounded JSON-lines wire); `telemetry_glue.rs` (the
+//!   OpenTelemetry exporter a session's log is tapped by, shared with its subagents).
 //! - Effects: `execute.rs` (a batch: mutation bookkeeping, internal errors, sandbox violations
 //!   marked; the unsandboxed re-run; results masked by `secrets.rs`, the session's known secret
 //!   values), `ask.rs` (an approval: Notification hooks, `Approver`, the
@@ -81,6 +82,7 @@ mod secrets;
 mod server_window;
 mod session_hooks;
 mod subagent;
+mod telemetry_glue;
 mod tool_runner;
 mod undo;
 mod user_shell;

@@ -47,7 +47,7 @@ pub use list::{
 pub use lock::{LockHolder, SessionLock, holder as lock_holder};
 pub use reader::{LogContents, LogEntry, ReadReport, for_each_entry, for_each_record, read_log};
 pub use stats_index::{INDEX_FILE, Indexed, index_session, session_stats};
-pub use writer::SessionLog;
+pub use writer::{LogTap, SessionLog};
 
 /// Why a log could not be written or read.
 #[derive(Debug, thiserror::Error)]

@@ -21,9 +21,14 @@ use super::SessionError;
 use super::faults::{Faults, kill_self};
 use super::lock::SessionLock;
 
+/// Something that watches the lines of a log as they are written: `at` is
+/// the time the line's `ts` says. It must return quickly and never fail.
+pub trait LogTap: Send {
+    fn observe(&mut self, record: &EventRecord, at: SystemTime);
+}
+
 /// An open session log. Not `Clone`: one writer per file, and the file
 /// is locked against other processes for as long as this lives.
-#[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
     lock: SessionLock,
@@ -32,6 +37,19 @@ pub struct SessionLog {
     faults: Faults,
     /// Set by the first failed write; later appends refuse.
     poisoned: bool,
+    /// Sees every line once it is written (`set_tap`).
+    tap: Option<Box<dyn LogTap>>,
+}
+
+impl std::fmt::Debug for SessionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLog")
+            .field("path", &self.path)
+            .field("next_seq", &self.next_seq)
+            .field("poisoned", &self.poisoned)
+            .field("tapped", &self.tap.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl SessionLog {
@@ -87,7 +105,13 @@ impl SessionLog {
             line: Vec::with_capacity(4096),
             faults: Faults::from_env(),
             poisoned: false,
+            tap: None,
         }
+    }
+
+    /// Lets `tap` watch every line appended from now on.
+    pub fn set_tap(&mut self, tap: Box<dyn LogTap>) {
+        self.tap = Some(tap);
     }
 
     pub fn path(&self) -> &Path {
@@ -108,10 +132,11 @@ impl SessionLog {
             )));
         }
         let must_sync = event.needs_sync();
+        let now = SystemTime::now();
         let record = EventRecord {
             v: LOG_FORMAT_VERSION,
             seq: self.next_seq,
-            ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            ts: humantime::format_rfc3339_millis(now).to_string(),
             event,
         };
         self.line.clear();
@@ -124,6 +149,9 @@ impl SessionLog {
         }
         self.faults.after_write(record.seq);
         self.next_seq += 1;
+        if let Some(tap) = &mut self.tap {
+            tap.observe(&record, now);
+        }
         Ok(record)
     }
 

@@ -18,7 +18,7 @@ fn layer(module: &str) -> Option<u8> {
         "protocol" | "policy" | "prompts" | "context" | "plan" | "tasks" | "agent" | "display"
         | "export" => Some(0),
         "llm" | "tools" | "sandbox" | "session" | "skills" | "hooks" | "config" | "mcp"
-        | "support" | "web" => Some(1),
+        | "support" | "web" | "telemetry" => Some(1),
         // Test-only: finds the shared corpus on disk.
         "shared_corpus" => Some(1),
         "runtime" => Some(2),
@@ -59,6 +59,7 @@ const OWNERS: [Owner; 4] = [
             ("mcp/connection.rs", "builds the MCP transport's header names and values"),
             ("mcp/mod.rs", "names the MCP HTTP client in its module doc"),
             ("web/fetch.rs", "web_fetch's client, each hop resolved by the proxy's resolver"),
+            ("telemetry/export.rs", "OTLP/HTTP export to the collector the user configured"),
         ],
     },
     Owner {

@@ -95,6 +95,7 @@ mod subagents_mcp;
 mod subagents_repeated_ids;
 mod subagents_spend;
 mod support;
+mod telemetry_e2e;
 mod tmux_support;
 mod tool_meta_contract;
 mod tool_names;

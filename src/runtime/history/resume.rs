@@ -143,7 +143,14 @@ impl Session {
                     .to_owned(),
             });
         }
+        let id = if rebuilt.facts.session_id.is_empty() {
+            log_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        } else {
+            rebuilt.facts.session_id.clone()
+        };
         let mut log = SessionLog::append_to(lock, rebuilt.facts.next_seq)?;
+        let telemetry = super::telemetry_glue::start(settings, sink.as_mut());
+        super::telemetry_glue::tap(telemetry.as_ref(), &mut log, &id);
         let provider = settings.provider.kind.cli_name().to_owned();
         let interrupted_calls = rebuilt
             .open_turn
@@ -177,11 +184,6 @@ impl Session {
             &options.date,
             options.headless,
         ));
-        let id = if rebuilt.facts.session_id.is_empty() {
-            log_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-        } else {
-            rebuilt.facts.session_id.clone()
-        };
         sink.emit(RuntimeEvent::SessionStarted {
             session_id: id.clone(),
             log_path: log.path().to_owned(),
@@ -213,6 +215,7 @@ impl Session {
             found,
             start_source: "resume",
             sandbox,
+            telemetry,
         };
         let mut session = Self::assemble(settings, options, opening, llm, tools, sink, approver);
         session.subagents.resumed(links);
@@ -260,6 +263,15 @@ impl Session {
         self.tools.processes().stop_all().await;
         self.mcp_shutdown().await;
         self.session_end_hooks(reason).await?;
+        // Sent before the last lines (bounded: a dead collector is not
+        // waited for), so what was lost can be recorded.
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown().await;
+            if let Some(note) = crate::telemetry::drop_note(telemetry) {
+                tracing::warn!("{note}");
+                self.log.append(SessionEvent::Error { message: note })?;
+            }
+        }
         self.log.append(SessionEvent::SessionEnded { reason: reason.to_owned() })?;
         // Best effort: `keel stats` reads a log its index misses.
         let _ = crate::session::index_session(&self.settings.keel_home, self.log.path());

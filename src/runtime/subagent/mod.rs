@@ -296,6 +296,7 @@ impl Session {
         }))?;
         self.log.sync()?;
         let mut log = SessionLog::create(&dir, &id)?;
+        super::telemetry_glue::tap(self.telemetry.as_ref(), &mut log, &id);
         log.append(SessionEvent::SessionStarted {
             session_id: id.clone(),
             cwd: self.cwd.display().to_string(),
@@ -496,6 +497,7 @@ impl Session {
             found,
             start_source: "startup",
             sandbox: super::sandboxing::SessionSandbox::shared(self.tools.jail().clone()),
+            telemetry: self.telemetry.clone(),
         };
         let llm = self.model.connection().clone();
         let mut session = Session::assemble(
