@@ -22,7 +22,9 @@ fn layer(module: &str) -> Option<u8> {
         // Test-only: finds the shared corpus on disk.
         "shared_corpus" => Some(1),
         "runtime" => Some(2),
-        "exec" | "tui" | "attach" | "acp" | "cli" | "exit" | "main" | "jail_main" | "lib" => Some(3),
+        "exec" | "tui" | "attach" | "acp" | "cli" | "exit" | "main" | "jail_main" | "lib" => {
+            Some(3)
+        }
         _ => None,
     }
 }

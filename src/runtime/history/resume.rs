@@ -149,8 +149,8 @@ impl Session {
             rebuilt.facts.session_id.clone()
         };
         let mut log = SessionLog::append_to(lock, rebuilt.facts.next_seq)?;
-        let telemetry = super::telemetry_glue::start(settings, sink.as_mut());
-        super::telemetry_glue::tap(telemetry.as_ref(), &mut log, &id);
+        let telemetry = crate::runtime::telemetry_glue::start(settings, sink.as_mut());
+        crate::runtime::telemetry_glue::tap(telemetry.as_ref(), &mut log, &id);
         let provider = settings.provider.kind.cli_name().to_owned();
         let interrupted_calls = rebuilt
             .open_turn

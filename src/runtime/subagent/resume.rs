@@ -197,7 +197,7 @@ impl Session {
         state.inherit_allowlist(self.state.allowlist());
         let never_started = state.turn() == 0;
         let mut log = SessionLog::append_to(lock, rebuilt.facts.next_seq)?;
-        super::telemetry_glue::tap(self.telemetry.as_ref(), &mut log, &link.session_id);
+        crate::runtime::telemetry_glue::tap(self.telemetry.as_ref(), &mut log, &link.session_id);
         log.append(SessionEvent::SessionResumed {
             provider: settings.provider.kind.cli_name().to_owned(),
             model: settings.model.clone(),
