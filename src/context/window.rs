@@ -22,14 +22,8 @@ pub const SUMMARY_OUTPUT_CAP: u32 = 4096;
 /// The tools a compact session offers (the harness's `submit_plan` too,
 /// where the workflow needs it): reading, editing and one shell, ~1 200
 /// tokens of schemas where the full set is ~2 700.
-pub const COMPACT_TOOLS: [&str; 6] = [
-    names::READ_FILE,
-    names::LIST_DIR,
-    names::GREP,
-    names::EDIT_FILE,
-    names::WRITE_FILE,
-    names::SHELL,
-];
+pub const COMPACT_TOOLS: [&str; 6] =
+    [names::READ_FILE, names::GLOB, names::GREP, names::EDIT_FILE, names::WRITE_FILE, names::SHELL];
 
 /// The tools and instructions a session offers, chosen by its window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

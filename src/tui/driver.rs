@@ -32,6 +32,8 @@ use super::terminal::TerminalGuard;
 use super::transcript::Level;
 use super::{Theme, TuiError, view};
 
+mod jobs;
+
 /// Shortest time between two frames (60 fps cap).
 const FRAME: Duration = Duration::from_millis(16);
 /// Spinner and elapsed-time refresh while a turn runs.
@@ -447,80 +449,6 @@ impl Driver {
         cancel
     }
 
-    /// Opens the plan in `$VISUAL`/`$EDITOR` (else `vi`) with the terminal
-    /// handed over, then shows the edited text for approval.
-    async fn edit_plan(
-        &mut self,
-        guard: &mut TerminalGuard,
-        path: Option<String>,
-        text: String,
-    ) -> Result<(), TuiError> {
-        let file = match &path {
-            Some(path) => PathBuf::from(path),
-            // Under keel's home, not a shared temp folder (no symlink games).
-            None => {
-                let name = format!("unsaved-plan-{}.md", std::process::id());
-                self.options.launch.env.keel_home.join("plans").join(name)
-            }
-        };
-        if path.is_none() || !file.is_file() {
-            let written = file.parent().map_or(Ok(()), std::fs::create_dir_all);
-            if let Err(error) = written.and_then(|()| std::fs::write(&file, &text)) {
-                let message = format!("cannot write the plan to {}: {error}", file.display());
-                update(&mut self.app, Msg::Notice(Level::Error, message));
-                return Ok(());
-            }
-        }
-        guard.suspend();
-        let status = super::editor::edit(&file, &self.env_filter).await;
-        guard.resume()?;
-        let msg = match status.and_then(|()| super::editor::read(&file)) {
-            Ok(edited) if edited == text => {
-                Msg::Notice(Level::Info, "the plan is unchanged".into())
-            }
-            Ok(edited) => Msg::PlanEdited(edited),
-            Err(message) => Msg::Notice(Level::Warning, message),
-        };
-        update(&mut self.app, msg);
-        Ok(())
-    }
-
-    /// `@path` mentions: the files attached to the prompt, each said in
-    /// a notice (`mention.rs`).
-    fn attach_mentions(&mut self, text: String) -> String {
-        let Some(root) = self.root.clone() else { return text };
-        if super::mention::mentions(&text).is_empty() {
-            return text;
-        }
-        let home =
-            self.options.launch.env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-        let attached =
-            super::mention::attach(&text, &root, &self.options.cwd, &self.secret_places, &home);
-        for note in attached.notes {
-            self.app.notice(Level::Info, note);
-        }
-        attached.prompt
-    }
-
-    /// `#text`: writes the note and says where.
-    fn save_memory(&mut self, scope: super::memory_note::MemoryScope, text: &str) {
-        let Some(root) = self.root.clone() else {
-            self.app.notice(Level::Warning, "no session is open yet; the note was not saved");
-            return;
-        };
-        let home = self.options.launch.env.keel_home.clone();
-        match super::memory_note::save(&root, &home, scope, text) {
-            Ok(path) => self.app.notice(
-                Level::Info,
-                format!(
-                    "saved the memory note {} (listed to the model from the next session on)",
-                    path.display()
-                ),
-            ),
-            Err(message) => self.app.notice(Level::Error, message),
-        }
-    }
-
     /// Writes a notification (`notify.rs`) to the terminal.
     fn notify_user(&self, text: &str) {
         let tmux = self.options.launch.env.var("TMUX").is_some_and(|value| !value.is_empty());
@@ -710,57 +638,6 @@ impl Driver {
             let msg = Msg::TurnFailed("the session has stopped; restart keel".into());
             update(&mut self.app, msg);
         }
-    }
-
-    /// Lists the workspace for `@path` completion on a blocking thread;
-    /// the chunks arrive as [`UiEvent::Files`] while the user types, and
-    /// the listing stops once nobody receives them.
-    fn list_files(&mut self) {
-        let Some(root) = self.root.clone() else {
-            // No session yet: the next `@` asks again.
-            self.app.files_requested = false;
-            return;
-        };
-        let events = self.events.clone();
-        tokio::task::spawn_blocking(move || {
-            super::files::list_files(&root, |chunk| events.send(UiEvent::Files(chunk)).is_ok());
-        });
-    }
-
-    /// `/context`: the ledger of this session's log, off the UI task.
-    fn show_context(&mut self) {
-        let Some((_, log)) = self.session.clone() else {
-            let msg = Msg::Notice(Level::Info, "context: the session has not opened yet".into());
-            update(&mut self.app, msg);
-            return;
-        };
-        let dir = crate::session::sessions_dir(&self.options.launch.env.keel_home);
-        let window = self.app.status.pricing.context_window;
-        let events = self.events.clone();
-        tokio::task::spawn_blocking(move || {
-            let notice = match crate::session::ledger_of(&dir, &log) {
-                Ok(ledger) => (Level::Info, super::slash_info::context_text(&ledger, window)),
-                Err(error) => (Level::Warning, format!("cannot read the session's log: {error}")),
-            };
-            let _ = events.send(UiEvent::Notice(notice.0, notice.1));
-        });
-    }
-
-    /// `/diff`: `git diff` of the workspace, off the UI task.
-    fn diff(&mut self) {
-        let Some(root) = self.root.clone() else {
-            let msg = Msg::Notice(Level::Warning, "no session is open yet".into());
-            update(&mut self.app, msg);
-            return;
-        };
-        let events = self.events.clone();
-        tokio::spawn(async move {
-            // keel's own git: the repository's config cannot run code.
-            let outcome = crate::runtime::git::workspace_diff(root)
-                .await
-                .map_err(|error| format!("cannot show the diff: {error}"));
-            let _ = events.send(UiEvent::Diff(outcome));
-        });
     }
 }
 

@@ -84,6 +84,10 @@ const OWNERS: [Owner; 4] = [
                 "tui/history.rs",
                 "appends to the TUI's prompt history (0600, O_NOFOLLOW), not the log",
             ),
+            (
+                "support/private_dir.rs",
+                "writes keel's own owner-only files (0600, whatever the umask), not the log",
+            ),
         ],
     },
     Owner {

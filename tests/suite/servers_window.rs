@@ -130,7 +130,7 @@ async fn a_small_window_gets_the_compact_tools_and_instructions() {
     let first = chat_requests(&server).await.remove(0);
     assert_eq!(
         tool_names(&first),
-        ["read_file", "list_dir", "grep", "write_file", "edit_file", "shell", "submit_plan"]
+        ["read_file", "glob", "grep", "write_file", "edit_file", "shell", "submit_plan"]
     );
     let system = first["messages"][0]["content"].as_str().unwrap();
     assert!(system.len() < 1500, "short instructions: {} bytes", system.len());
