@@ -76,6 +76,23 @@ impl Pane {
         }
     }
 
+    /// Waits until the screen no longer contains `text` (a key keel has
+    /// read and acted on, such as `\`+Enter turning into a line break).
+    pub(super) fn wait_gone(&self, text: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if !screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                started.elapsed() < DEADLINE,
+                "waited for {text:?} to go; the screen shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The pane process's state and its threads' wait channels (diagnostics).
     fn process(&self) -> String {
         let out = self.tmux(&["display-message", "-p", "-t", "keel", "#{pane_pid}"], &[]);
