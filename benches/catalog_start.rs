@@ -26,7 +26,13 @@ fn main() {
     let arg = |n: usize, default: usize| {
         std::env::args().nth(n).and_then(|v| v.parse().ok()).unwrap_or(default)
     };
-    let (runs, agents, skills) = (arg(1, 15), arg(2, 400), arg(3, 700));
+    // Under `cargo test` (no `--bench`), a smoke run that only proves the driver works.
+    let full = std::env::args().any(|a| a == "--bench");
+    let (runs, agents, skills) = if full {
+        (arg(1, 15), arg(2, 400), arg(3, 700))
+    } else {
+        (arg(1, 1), arg(2, 40), arg(3, 70))
+    };
     let runtime =
         match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
             Ok(runtime) => runtime,

@@ -34,7 +34,10 @@ fn main() {
     let arg = |n: usize, default: usize| {
         std::env::args().nth(n).and_then(|v| v.parse().ok()).unwrap_or(default)
     };
-    let (sessions, steps, singles) = (arg(1, 500), arg(2, 10), arg(3, 5));
+    // Under `cargo test` (no `--bench`), a smoke run that only proves the driver works.
+    let full = std::env::args().any(|a| a == "--bench");
+    let (sessions, steps, singles) =
+        if full { (arg(1, 500), arg(2, 10), arg(3, 5)) } else { (arg(1, 4), arg(2, 2), arg(3, 1)) };
     let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
     let raised = rustix::process::Rlimit { current: limit.maximum, maximum: limit.maximum };
     if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Nofile, raised) {

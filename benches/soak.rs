@@ -35,7 +35,13 @@ struct Sample {
 }
 
 fn main() {
-    let steps: u64 = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(5000);
+    // Under `cargo test` (no `--bench`), a smoke run that only proves the driver works.
+    let full = std::env::args().any(|a| a == "--bench");
+    let steps: u64 = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(if full {
+        5000
+    } else {
+        20
+    });
     let runtime =
         match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
             Ok(runtime) => runtime,

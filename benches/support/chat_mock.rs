@@ -104,7 +104,7 @@ pub fn keel_exec(repo: &std::path::Path, home: &std::path::Path, url: &str, step
         .current_dir(repo)
         .stdin(Stdio::null())
         .args(["exec", "--json", "--full-auto", "--provider", "openai-chat", "--model"])
-        .args(["mock-model", "--base-url", url, "--set"])
+        .args(["mock-model", "--base-url", url, "-c"])
         .arg(format!("max_steps={}", steps + 10))
         .arg("Run the benchmark task.");
     command
