@@ -10,7 +10,8 @@
 //! # Files
 //!
 //! - The session: `driver.rs` (`Session`; `drive` only dispatches each effect to the part that owns
-//!   it and feeds the outcome back), its owned parts `model_client.rs` (provider, model, context
+//!   it and feeds the outcome back; `session_controls.rs` what a front end reads and changes between
+//!   turns, `announce.rs` what it is told of each record), its owned parts `model_client.rs` (provider, model, context
 //!   fill, encoder warm-up), `tool_runner.rs` (registry, read-before-write memory, what the tools
 //!   load, parallel reads), `session_hooks.rs` (the hook bus, SessionStart pending),
 //!   `plan_store.rs` (plan files) and the log (`session::SessionLog`); `assembly.rs` (loop config,
@@ -51,6 +52,7 @@
 //!   `user_shell.rs` (the TUI's `!cmd`: judged and run like a `shell` call, its output a user
 //!   message).
 
+mod announce;
 mod approval;
 mod ask;
 mod assembly;
@@ -80,6 +82,7 @@ mod question;
 mod sandboxing;
 mod secrets;
 mod server_window;
+mod session_controls;
 mod session_hooks;
 mod subagent;
 mod telemetry_glue;

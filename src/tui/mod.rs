@@ -201,6 +201,7 @@ mod processes_view;
 mod question;
 mod queue;
 mod rewind_view;
+mod runtime_events;
 mod slash;
 mod slash_info;
 mod slash_session;

@@ -158,7 +158,7 @@ pub fn on_reply(app: &mut App, reply: RewindReply) -> Vec<Command> {
         // conversation rewound is drawn again, and that said once more.
         RewindReply::Rewound(report, items) if report.scope.includes_conversation() => {
             app.transcript = Transcript::default();
-            super::app::show_items(app, &items);
+            super::runtime_events::show_items(app, &items);
             app.scroll = 0;
             let mut text = report.summary();
             if let Some(prompt) = &report.prompt {
