@@ -90,6 +90,7 @@ mod session_seq;
 mod session_undo;
 #[path = "../../src/shared_corpus.rs"]
 mod shared_corpus;
+mod subagents_bounds;
 mod subagents_e2e;
 mod subagents_mcp;
 mod subagents_repeated_ids;
