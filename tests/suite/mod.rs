@@ -34,6 +34,7 @@ mod json_pairs;
 mod keel_home_private;
 mod large_repo;
 mod layers;
+mod layers_state;
 mod ledger_e2e;
 mod limits_e2e;
 mod mcp_deferred;
