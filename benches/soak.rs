@@ -15,6 +15,8 @@
 
 #[path = "support/chat_mock.rs"]
 mod chat_mock;
+#[path = "support/chat_sse.rs"]
+mod chat_sse;
 
 use std::io::Write;
 use std::process::Stdio;

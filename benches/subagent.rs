@@ -16,6 +16,9 @@
 //!
 //! Run: `cargo bench --bench subagent` (or `-- 50` for 50 rounds).
 
+#[path = "support/chat_sse.rs"]
+mod chat_sse;
+
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -26,6 +29,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use chat_sse::{answer, prompt_tokens_of, tool_calls};
 
 struct Quiet;
 
@@ -49,9 +54,10 @@ impl Respond for Router {
             .find(|m| m["role"] == "user")
             .and_then(|m| m["content"].as_str())
             .unwrap_or("");
+        let prompt_tokens = prompt_tokens_of(request.body.len());
         let answered = messages.last().is_some_and(|m| m["role"] == "tool");
         let sse = if !system.starts_with("You are keel") || answered || prompt == "plain" {
-            answer("done")
+            answer("done", prompt_tokens)
         } else {
             let call = if prompt.starts_with("agent") {
                 ("agent", json!({"agent": "explore", "description": "d", "prompt": "look"}))
@@ -59,7 +65,7 @@ impl Respond for Router {
                 ("read_file", json!({"path": "notes.txt"}))
             };
             let count = prompt.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(1);
-            calls(call.0, &call.1, count)
+            calls(call.0, &call.1, count, prompt_tokens)
         };
         ResponseTemplate::new(200)
             .insert_header("content-type", "text/event-stream")
@@ -67,32 +73,9 @@ impl Respond for Router {
     }
 }
 
-fn chunk(delta: Value, finish: Value) -> String {
-    let data = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {data}\n\n")
-}
-
-fn tail(finish: &str) -> String {
-    let usage = json!({"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": [],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
-    format!("{}data: {usage}\n\ndata: [DONE]\n\n", chunk(json!({}), json!(finish)))
-}
-
-fn answer(text: &str) -> String {
-    chunk(json!({"role": "assistant", "content": text}), Value::Null) + &tail("stop")
-}
-
-fn calls(name: &str, args: &Value, count: usize) -> String {
-    let mut out = chunk(json!({"role": "assistant", "content": ""}), Value::Null);
-    for n in 0..count {
-        out += &chunk(
-            json!({"tool_calls": [{"index": n, "id": format!("call_{n}"), "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}}]}),
-            Value::Null,
-        );
-    }
-    out + &tail("tool_calls")
+fn calls(name: &str, args: &Value, count: usize, prompt_tokens: u64) -> String {
+    let batch: Vec<(&str, Value)> = (0..count).map(|_| (name, args.clone())).collect();
+    tool_calls(&batch, 0, prompt_tokens)
 }
 
 fn main() {

@@ -4,8 +4,12 @@
 //! (`echo step-K`, one per response) and then an answer. Steps are counted
 //! per session by the mock itself (requests seen), not from the history,
 //! so a compaction (answered with a short summary) does not restart them.
+//! Each response's usage reports the request's size as its prompt
+//! (`chat_sse::prompt_tokens_of`), so keel's window fills and it compacts
+//! as it would against a real server.
 //! Also: the fixture repository and the `keel exec` command line of the
-//! shared bench. Included by `#[path]`; not a bench of its own.
+//! shared bench. Included by `#[path]` beside `chat_sse.rs` (the bench
+//! declares both); not a bench of its own.
 
 #![allow(dead_code)]
 
@@ -13,8 +17,10 @@ use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use wiremock::{Request, Respond, ResponseTemplate};
+
+use super::chat_sse::{answer, prompt_tokens_of, tool_calls};
 
 /// The mock (see the module doc); clones share their counts.
 #[derive(Clone)]
@@ -44,8 +50,9 @@ pub fn base_url(uri: &str, id: usize) -> String {
 impl Respond for ChatMock {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body = String::from_utf8_lossy(&request.body);
+        let prompt_tokens = prompt_tokens_of(request.body.len());
         let sse = if body.contains("You are compacting") {
-            answer("## Goal and success criteria\nRun the benchmark steps.\n")
+            answer("## Goal and success criteria\nRun the benchmark steps.\n", prompt_tokens)
         } else {
             let id = request.url.path().split('/').nth(2).unwrap_or("").to_owned();
             let step = match self.seen.lock() {
@@ -56,7 +63,11 @@ impl Respond for ChatMock {
                 }
                 Err(_) => u64::MAX,
             };
-            if step <= self.steps { shell_call(step) } else { answer("Done: ran the shell steps.") }
+            if step <= self.steps {
+                shell_call(step, prompt_tokens)
+            } else {
+                answer("Done: ran the shell steps.", prompt_tokens)
+            }
         };
         ResponseTemplate::new(200)
             .insert_header("content-type", "text/event-stream")
@@ -64,31 +75,9 @@ impl Respond for ChatMock {
     }
 }
 
-fn chunk(delta: Value, finish: Value) -> String {
-    let data = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {data}\n\n")
-}
-
-fn tail(finish: &str) -> String {
-    let usage = json!({"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": [],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
-    format!("{}data: {usage}\n\ndata: [DONE]\n\n", chunk(json!({}), json!(finish)))
-}
-
-fn answer(text: &str) -> String {
-    chunk(json!({"role": "assistant", "content": text}), Value::Null) + &tail("stop")
-}
-
-fn shell_call(step: u64) -> String {
+fn shell_call(step: u64, prompt_tokens: u64) -> String {
     let args = json!({"command": format!("echo step-{step}")});
-    chunk(json!({"role": "assistant", "content": ""}), Value::Null)
-        + &chunk(
-            json!({"tool_calls": [{"index": 0, "id": format!("call_{step}"), "type": "function",
-                "function": {"name": "shell", "arguments": args.to_string()}}]}),
-            Value::Null,
-        )
-        + &tail("tool_calls")
+    tool_calls(&[("shell", args)], step, prompt_tokens)
 }
 
 /// `keel exec` as the shared bench runs it, in `repo` with `home`.
