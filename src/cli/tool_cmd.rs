@@ -96,15 +96,16 @@ pub(super) async fn run(model: &ModelArgs, args: ToolArgs) -> Result<ExitStatus,
         CancellationToken::new(),
     )
     .with_files(Arc::new(FileStates::unchecked()))
-    .with_jail(Arc::new(jail))
     .with_web(Arc::new(crate::web::WebAccess {
         rules: settings.rules.web_rules.clone(),
         project_trusted: settings.project_trusted,
         hosts: settings.sandbox.hosts.clone(),
-    }));
+        net_log: jail.net_log().clone(),
+    }))
+    .with_jail(Arc::new(jail));
     let (mut result, mut meta) = registry.run_call(&call, &ctx).await;
     if policy.sandboxed {
-        mark_sandbox_violation(&call.name, &mut result, &mut meta, ctx.jail.confinement());
+        mark_sandbox_violation(&call.name, &mut result, &mut meta, &ctx.jail);
     }
     let failed = result.is_error;
     exec::write_json_line(&envelope(result, meta));

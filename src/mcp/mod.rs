@@ -61,7 +61,7 @@
 //! over stdio: one tool, `keel`, that runs `exec::run_headless` (the same turn and `result` line as
 //! `keel exec --json`, events dropped: stdout is the protocol's) with the mode from the server's
 //! command line and a `cwd` confined to the server's folder; the request's cancellation token is
-//! the turn's; a mutex keeps one task at a time (sessions set process-wide sandbox state).
+//! the turn's; tasks run concurrently, each session with its own jail and network proxy.
 //!
 //! # Tests
 //!

@@ -225,6 +225,7 @@ impl Session {
             rules: state.config().policy.rules.web_rules.clone(),
             project_trusted: state.config().policy.project_trusted,
             hosts: settings.sandbox.hosts.clone(),
+            net_log: sandbox.jail.net_log().clone(),
         };
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
@@ -490,7 +491,7 @@ impl Session {
     ) -> Result<(), RuntimeError> {
         if let SessionEvent::ToolCallFinished { result, .. } = &event {
             // What keel's network proxy judged for this call's command.
-            for access in crate::sandbox::netproxy::take_events(&result.call_id) {
+            for access in self.tools.jail().net_log().take(&result.call_id) {
                 self.log.append(SessionEvent::NetworkAccess {
                     call_id: access.call_id,
                     host: access.host,

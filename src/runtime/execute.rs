@@ -103,8 +103,7 @@ impl Session {
             }
             // Said to the model and `step` (which may offer a re-run).
             if self.state.config().policy.sandboxed {
-                let confinement = self.tools.jail().confinement();
-                mark_sandbox_violation(&call.name, result, meta, confinement);
+                mark_sandbox_violation(&call.name, result, meta, self.tools.jail());
             }
         }
         Ok(results)

@@ -136,18 +136,20 @@ fn confine(
             None,
         );
     }
-    let bridges = sandbox::netproxy::start(&sandbox::netproxy::NetConfig {
-        allowlist: config.network.clone(),
-        hosts: config.hosts.clone(),
-        host_ports: config.host_ports.clone(),
-    });
-    let (bridges, bridge_warning) = match bridges {
-        Ok(bridges) => (bridges, None),
-        Err(error) => (
-            sandbox::netproxy::Bridges::default(),
-            Some(format!("the sandbox's network bridges are missing: {error}")),
-        ),
+    let net_log = sandbox::netproxy::NetLog::default();
+    let proxy = sandbox::netproxy::NetProxy::start(
+        &sandbox::netproxy::NetConfig {
+            allowlist: config.network.clone(),
+            hosts: config.hosts.clone(),
+            host_ports: config.host_ports.clone(),
+        },
+        &net_log,
+    );
+    let (proxy, bridge_warning) = match proxy {
+        Ok(proxy) => (Some(proxy), None),
+        Err(error) => (None, Some(format!("the sandbox's network bridges are missing: {error}"))),
     };
+    let bridges = proxy.as_ref().map(|proxy| proxy.bridges().clone()).unwrap_or_default();
     let mut confinement = landlock::Confinement {
         launcher: keel.clone(),
         mode: config.mode,
@@ -184,7 +186,8 @@ fn confine(
         .into_iter()
         .flatten()
         .collect::<Vec<_>>();
-    let mut jail = CommandJail::new(confine.then_some(confinement), env.clone());
+    let mut jail = CommandJail::new(confine.then_some(confinement), env.clone())
+        .with_network(proxy.filter(|_| confine), net_log);
     let mut offered_watch = None;
     if confine && config.protect_vcs {
         let (search, offered) = nested_git_search(workspace_root, keel_home);
@@ -298,13 +301,14 @@ pub(super) fn sandbox_state(settings: &Settings, policy: &Policy) -> SandboxStat
 /// Tells the model when a failed command looks blocked by the sandbox:
 /// `kind: sandbox_violation` in the metadata and a line in the output.
 /// Returns whether it did.
-/// `confinement` is the one the command ran under (its jail's).
+/// `jail` is the one the command ran under.
 pub fn mark_sandbox_violation(
     tool: &str,
     result: &mut ToolResult,
     meta: &mut ToolMeta,
-    confinement: Option<&landlock::Confinement>,
+    jail: &CommandJail,
 ) -> bool {
+    let confinement = jail.confinement();
     let exit_code = meta.exit_code();
     let failed = exit_code.is_some_and(|code| code != 0);
     let network = confinement.map_or(landlock::NetworkMode::On, |c| c.network);
@@ -318,7 +322,7 @@ pub fn mark_sandbox_violation(
     if tool != names::SHELL || !failed {
         return false;
     }
-    let denied = sandbox::netproxy::denials(&result.call_id);
+    let denied = jail.net_log().denials(&result.call_id);
     if let Some(first) = denied.first() {
         meta.set_kind(ResultKind::SandboxViolation);
         result.output.push_str(&format!(

@@ -73,8 +73,7 @@ impl Session {
         let (mut result, mut meta) = self.tools.run_call(&call, &ctx).await;
         super::secrets::mask_result(self.tools.mask(), &mut result, &mut meta);
         if self.state.config().policy.sandboxed {
-            let confinement = self.tools.jail().confinement();
-            mark_sandbox_violation(&call.name, &mut result, &mut meta, confinement);
+            mark_sandbox_violation(&call.name, &mut result, &mut meta, self.tools.jail());
         }
         let text = user_shell_message(command, &result.output);
         self.apply_outside_loop(Input::UserShell { text })?;

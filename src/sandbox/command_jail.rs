@@ -32,11 +32,13 @@
 //!   private namespace of its own.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use super::jail::shared_net::SharedNetwork;
 use super::landlock::Confinement;
+use super::netproxy::{NetLog, NetProxy};
 use super::session_net::SessionNetwork;
 use super::{CommandOutput, CommandSpec, EnvFilter, SandboxError, git_write, process, protected};
 
@@ -66,6 +68,11 @@ pub struct CommandJail {
     /// The session's network namespace, once a command needed it
     /// (`None` inside: its keeper could not be started).
     network: tokio::sync::OnceCell<Option<SessionNetwork>>,
+    /// The session's allowlist proxy and host-port bridges, whose sockets
+    /// `confinement.bridges` names; they live as long as the jail.
+    proxy: Option<Arc<NetProxy>>,
+    /// What the proxy and `web_fetch` judged, until the log takes it.
+    net_log: NetLog,
 }
 
 /// Where the nested `.git` search stands. It reads every folder of the
@@ -103,7 +110,24 @@ impl CommandJail {
             env,
             nested: tokio::sync::Mutex::new(NestedGit::Settled(Vec::new())),
             network: tokio::sync::OnceCell::new(),
+            proxy: None,
+            net_log: NetLog::default(),
         }
+    }
+
+    /// The same jail, holding the session's `proxy` (whose bridges its
+    /// confinement names) and recording judgements in `net_log`.
+    #[must_use]
+    pub fn with_network(mut self, proxy: Option<NetProxy>, net_log: NetLog) -> Self {
+        self.proxy = proxy.map(Arc::new);
+        self.net_log = net_log;
+        self
+    }
+
+    /// The session's network judgements (the proxy's and `web_fetch`'s),
+    /// waiting for the log.
+    pub fn net_log(&self) -> &NetLog {
+        &self.net_log
     }
 
     /// Commands run unconfined, their environment filtered by `env`.
@@ -115,7 +139,7 @@ impl CommandJail {
     /// approved re-run outside the sandbox. The nested search stays with
     /// this jail, for the commands after the re-run.
     pub fn without_confinement(&self) -> Self {
-        Self::unconfined(self.env.clone())
+        Self::unconfined(self.env.clone()).with_network(None, self.net_log.clone())
     }
 
     /// The same jail, whose writing commands also keep read-only what

@@ -39,7 +39,7 @@ pub async fn fetch(
             access.judge_hop(&approved, &host)
         };
         let note = |allowed: bool, reason: &str| {
-            netproxy::note(NetEvent {
+            access.net_log.note(NetEvent {
                 call_id: call_id.to_owned(),
                 host: host.clone(),
                 port,

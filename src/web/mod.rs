@@ -46,6 +46,8 @@ pub struct WebAccess {
     pub project_trusted: bool,
     /// `[sandbox] hosts`.
     pub hosts: BTreeMap<String, IpAddr>,
+    /// Where each hop's judgement goes (the session's, as its commands').
+    pub net_log: crate::sandbox::netproxy::NetLog,
 }
 
 impl WebAccess {

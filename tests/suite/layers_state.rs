@@ -22,12 +22,6 @@ const SANDBOX_STATE_FILES: [&str; 4] = [
     "runtime/tool_runner.rs",
 ];
 
-/// Known exceptions, each to become part of the session's `CommandJail`:
-/// keel's network proxy and its `host_ports` forwarders run once per
-/// process (their sockets, the allow/deny events waiting for the log).
-/// A second session in one process (`keel mcp-server`) shares them.
-const PROCESS_WIDE_FOR_NOW: [&str; 1] = ["sandbox/netproxy/mod.rs"];
-
 /// The `static` items of `code` whose type can change at run time (a
 /// lock, a cell, an atomic), outside comments.
 fn mutable_statics(code: &str) -> Vec<String> {
@@ -55,9 +49,6 @@ fn no_sandbox_state_is_process_wide() {
     for (file, code) in shipped_sources() {
         let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
         if module_of(&src, &file) != "sandbox" && !SANDBOX_STATE_FILES.contains(&rel.as_str()) {
-            continue;
-        }
-        if PROCESS_WIDE_FOR_NOW.contains(&rel.as_str()) {
             continue;
         }
         violations.extend(mutable_statics(&code).into_iter().map(|item| format!("{rel}: {item}")));

@@ -42,7 +42,7 @@ struct Target {
 }
 
 /// Serves one client connection; each judgement goes to `record`.
-pub(super) fn serve(client: UnixStream, config: &NetConfig, record: fn(NetEvent)) {
+pub(super) fn serve(client: UnixStream, config: &NetConfig, record: &impl Fn(NetEvent)) {
     if client.set_read_timeout(Some(HEAD_TIMEOUT)).is_err() {
         return;
     }

@@ -15,8 +15,8 @@
 //!   `127.0.0.1:PORT` (then `[::1]:PORT`).
 //!
 //! - keel's own HTTP client (`web_fetch`) resolves through the same
-//!   resolver ([`resolve_host`]) and records its judgements here too
-//!   ([`note`]).
+//!   resolver ([`resolve_host`]) and records its judgements in the same
+//!   [`NetLog`].
 //!
 //! Both listen on unix sockets in a private folder ([`Bridges`]; mode
 //! 0700, kept read-only inside the jail) that the jail's launcher reaches
@@ -24,7 +24,12 @@
 //! filesystem, not the network namespace. The launcher puts a
 //! `127.0.0.1` listener in front of each.
 //!
-//! One set of listeners per process and configuration ([`start`]),
+//! A session's listeners are a value, [`NetProxy`] (its `CommandJail`
+//! holds it): dropping it stops them and removes their folder, so a
+//! second session in one process (`keel mcp-server`, ACP, subagents) has
+//! its own sockets, configuration and judgements, and an ended session
+//! leaves no socket behind. The judgements wait in the session's
+//! [`NetLog`] until the runtime writes them to its log. Listeners are
 //! served by blocking threads: a command makes few connections, and the
 //! proxy must not depend on which async runtime (if any) the caller has.
 //! Invariant: nothing here ever connects to a host the allowlist did not
@@ -38,6 +43,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -107,64 +113,112 @@ pub enum NetProxyError {
     Listen { path: PathBuf, source: std::io::Error },
 }
 
-/// The listeners of this process: their configuration and sockets.
-static RUNNING: Mutex<Option<(NetConfig, Bridges)>> = Mutex::new(None);
-/// Judgements not yet taken by [`take_events`].
-static EVENTS: Mutex<Vec<NetEvent>> = Mutex::new(Vec::new());
+/// The judgements of one session (its proxy's and its `web_fetch`
+/// hops'), waiting for the runtime to write them to the session's log.
+/// Clones share one list.
+#[derive(Debug, Clone, Default)]
+pub struct NetLog(Arc<Mutex<Vec<NetEvent>>>);
 
-/// The bridges for `config`: none with the network on, else the running
-/// listeners when their configuration is the same, else new ones.
-pub fn start(config: &NetConfig) -> Result<Bridges, NetProxyError> {
-    let wanted = config.allowlist.mode == NetworkMode::Allowlist || !config.host_ports.is_empty();
-    if !config.allowlist.mode.is_closed() || !wanted {
-        return Ok(Bridges::default());
+impl NetLog {
+    /// Records a judgement (the `network_access` line it becomes).
+    pub fn note(&self, event: NetEvent) {
+        tracing::info!(
+            call_id = %event.call_id, host = %event.host, port = event.port,
+            allowed = event.allowed, reason = %event.reason, "network proxy"
+        );
+        self.events().push(event);
     }
-    let mut running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((same, bridges)) = running.as_ref()
-        && same == config
-    {
-        return Ok(bridges.clone());
+
+    /// The judgements made for `call_id` since the last call, oldest
+    /// first; those of unknown calls go with the first call asked about.
+    pub fn take(&self, call_id: &str) -> Vec<NetEvent> {
+        let mut events = self.events();
+        let (mine, rest): (Vec<NetEvent>, Vec<NetEvent>) = events
+            .drain(..)
+            .partition(|event| event.call_id == call_id || event.call_id.is_empty());
+        *events = rest;
+        mine
     }
-    let folder = new_folder()?;
-    let shared = Arc::new(config.clone());
-    let mut bridges = Bridges::default();
-    if config.allowlist.mode == NetworkMode::Allowlist {
-        let path = folder.join("proxy.sock");
-        let listener = listen(&path)?;
-        let shared = Arc::clone(&shared);
-        serve(listener, move |client| http::serve(client, &shared, record));
-        bridges.proxy = Some(path);
+
+    /// The denials recorded so far for `call_id`, left for [`Self::take`]
+    /// (a client may hide keel's 403 behind "no matching version").
+    pub fn denials(&self, call_id: &str) -> Vec<NetEvent> {
+        let events = self.events();
+        events.iter().filter(|event| !event.allowed && event.call_id == call_id).cloned().collect()
     }
-    for &port in &config.host_ports {
-        let path = folder.join(format!("port-{port}.sock"));
-        let listener = listen(&path)?;
-        serve(listener, move |client| forward_to_host(client, port));
-        bridges.host_ports.push(HostPort { port, socket: path });
+
+    fn events(&self) -> std::sync::MutexGuard<'_, Vec<NetEvent>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-    if let Some((_, old)) = running.take()
-        && let Some(old_folder) = old.folder()
-    {
-        let _ = std::fs::remove_dir_all(old_folder);
-    }
-    *running = Some((config.clone(), bridges.clone()));
-    Ok(bridges)
 }
 
-/// The judgements made for `call_id` since the last call, oldest first;
-/// those of unknown calls go with the first call asked about.
-pub fn take_events(call_id: &str) -> Vec<NetEvent> {
-    let mut events = EVENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let (mine, rest): (Vec<NetEvent>, Vec<NetEvent>) =
-        events.drain(..).partition(|event| event.call_id == call_id || event.call_id.is_empty());
-    *events = rest;
-    mine
+/// The same log (one session's), not equal contents.
+impl PartialEq for NetLog {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
-/// The denials recorded so far for `call_id`, left for [`take_events`]
-/// (a client may hide keel's 403 behind "no matching version").
-pub fn denials(call_id: &str) -> Vec<NetEvent> {
-    let events = EVENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    events.iter().filter(|event| !event.allowed && event.call_id == call_id).cloned().collect()
+/// One session's proxy and host-port bridges: their sockets (in a private
+/// folder) and the threads serving them. Dropping it stops the listeners
+/// and removes the folder; connections already open run to their end.
+#[derive(Debug)]
+pub struct NetProxy {
+    bridges: Bridges,
+    folder: Option<PathBuf>,
+    stop: Arc<AtomicBool>,
+}
+
+impl NetProxy {
+    /// The listeners `config` asks for, their judgements going to `log`:
+    /// none with the network on or nothing to bridge.
+    pub fn start(config: &NetConfig, log: &NetLog) -> Result<Self, NetProxyError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut proxy = Self { bridges: Bridges::default(), folder: None, stop };
+        let wanted =
+            config.allowlist.mode == NetworkMode::Allowlist || !config.host_ports.is_empty();
+        if !config.allowlist.mode.is_closed() || !wanted {
+            return Ok(proxy);
+        }
+        let folder = new_folder()?;
+        // Set before a listener can fail: a partial start is removed too.
+        proxy.folder = Some(folder.clone());
+        let shared = Arc::new(config.clone());
+        if config.allowlist.mode == NetworkMode::Allowlist {
+            let path = folder.join("proxy.sock");
+            let listener = listen(&path)?;
+            let (shared, log) = (Arc::clone(&shared), log.clone());
+            let record = move |event| log.note(event);
+            serve(listener, &proxy.stop, move |client| http::serve(client, &shared, &record));
+            proxy.bridges.proxy = Some(path);
+        }
+        for &port in &config.host_ports {
+            let path = folder.join(format!("port-{port}.sock"));
+            let listener = listen(&path)?;
+            serve(listener, &proxy.stop, move |client| forward_to_host(client, port));
+            proxy.bridges.host_ports.push(HostPort { port, socket: path });
+        }
+        Ok(proxy)
+    }
+
+    /// The sockets the jail's launcher bridges into a command's namespace.
+    pub fn bridges(&self) -> &Bridges {
+        &self.bridges
+    }
+}
+
+impl Drop for NetProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Each listener thread waits in `accept`: a connection wakes it to
+        // see the flag.
+        for socket in self.bridges.sockets() {
+            let _ = UnixStream::connect(socket);
+        }
+        if let Some(folder) = &self.folder {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }
 }
 
 /// Where `host` is for keel's own HTTP client (`web::fetch`): the proxy's
@@ -179,32 +233,22 @@ pub fn resolve_host(
     http::resolve(&config, host, port)
 }
 
-/// Records a judgement made outside the proxy (a `web_fetch` hop): the
-/// same log line (`network_access`) a command's request gets.
-pub fn note(event: NetEvent) {
-    record(event);
-}
-
-fn record(event: NetEvent) {
-    tracing::info!(
-        call_id = %event.call_id, host = %event.host, port = event.port,
-        allowed = event.allowed, reason = %event.reason, "network proxy"
-    );
-    EVENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(event);
-}
-
-/// A fresh private folder for this process's sockets.
+/// A fresh private folder for one proxy's sockets (a random name, made
+/// new: an existing one is never reused).
 fn new_folder() -> Result<PathBuf, NetProxyError> {
     use std::os::unix::fs::DirBuilderExt;
-    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("keel-net-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&path);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&path)
-        .map_err(|source| NetProxyError::Folder { path: path.clone(), source })?;
-    Ok(path)
+    let mut attempt = 0;
+    loop {
+        let name = format!("keel-net-{}-{:016x}", std::process::id(), fastrand::u64(..));
+        let path = std::env::temp_dir().join(name);
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(path),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && attempt < 8 => {
+                attempt += 1;
+            }
+            Err(source) => return Err(NetProxyError::Folder { path, source }),
+        }
+    }
 }
 
 fn listen(path: &Path) -> Result<UnixListener, NetProxyError> {
@@ -216,20 +260,29 @@ fn listen(path: &Path) -> Result<UnixListener, NetProxyError> {
 /// at once (a command that opens sockets in a loop holds no more threads).
 pub const MAX_CONNECTIONS: usize = 64;
 
-/// Accepts on `listener` forever, each connection on a thread of its own,
-/// at most [`MAX_CONNECTIONS`] at a time.
-fn serve(listener: UnixListener, handle: impl Fn(UnixStream) + Send + Sync + Clone + 'static) {
-    std::thread::spawn(move || serve_capped(&listener, MAX_CONNECTIONS, handle));
+/// Accepts on `listener` until `stop` is set, each connection on a
+/// thread of its own, at most [`MAX_CONNECTIONS`] at a time.
+fn serve(
+    listener: UnixListener,
+    stop: &Arc<AtomicBool>,
+    handle: impl Fn(UnixStream) + Send + Sync + Clone + 'static,
+) {
+    let stop = Arc::clone(stop);
+    std::thread::spawn(move || serve_capped(&listener, MAX_CONNECTIONS, &stop, handle));
 }
 
 fn serve_capped(
     listener: &UnixListener,
     cap: usize,
+    stop: &AtomicBool,
     handle: impl Fn(UnixStream) + Send + Sync + Clone + 'static,
 ) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
     let live = Arc::new(AtomicUsize::new(0));
     for client in listener.incoming().flatten() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
         if live.fetch_add(1, Ordering::SeqCst) >= cap {
             live.fetch_sub(1, Ordering::SeqCst);
             tracing::warn!(cap, "network bridge: too many connections at once, one refused");
@@ -260,6 +313,75 @@ mod tests {
 
     use super::*;
 
+    fn allowlist(domains: &[&str]) -> NetConfig {
+        let user = domains.iter().map(|d| crate::policy::network::DomainPattern::parse(d).unwrap());
+        NetConfig {
+            allowlist: NetAllowlist {
+                mode: NetworkMode::Allowlist,
+                user: user.collect(),
+                project: None,
+            },
+            ..NetConfig::default()
+        }
+    }
+
+    /// Asks the proxy at `socket` for `host` as call `call_id`; its
+    /// status line.
+    fn ask(socket: &Path, call_id: &str, host: &str) -> String {
+        use std::io::Write;
+        let mut client = UnixStream::connect(socket).unwrap();
+        client.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            client,
+            "{CALL_PREFIX}{call_id}\nCONNECT {host}:443 HTTP/1.1\r\nHost: {host}\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = client.read_to_string(&mut answer);
+        answer.lines().next().unwrap_or_default().to_owned()
+    }
+
+    /// Issue 30/31: the listeners were one per process, replaced (their
+    /// folder removed) when a session with another configuration started,
+    /// and their judgements went to whichever session asked first.
+    #[test]
+    fn two_sessions_have_their_own_listeners_and_judgements() {
+        let (log_a, log_b) = (NetLog::default(), NetLog::default());
+        let a = NetProxy::start(&allowlist(&["a.example"]), &log_a).unwrap();
+        let b = NetProxy::start(&allowlist(&["b.example"]), &log_b).unwrap();
+        let (socket_a, socket_b) =
+            (a.bridges().proxy.clone().unwrap(), b.bridges().proxy.clone().unwrap());
+        assert_ne!(socket_a.parent(), socket_b.parent());
+        assert!(ask(&socket_a, "call_a", "b.example").contains("403"), "a's list, not b's");
+        assert!(ask(&socket_b, "call_b", "c.example").contains("403"));
+        let taken_a = log_a.take("call_a");
+        assert_eq!(taken_a.len(), 1, "{taken_a:?}");
+        assert_eq!(taken_a[0].host, "b.example");
+        assert!(log_a.take("call_b").is_empty(), "b's judgement is not a's");
+        assert_eq!(log_b.denials("call_b").len(), 1);
+    }
+
+    /// Issue 31: the sockets' folder stayed in the temp folder for the
+    /// process's life (and after a crash of it, forever).
+    #[test]
+    fn a_dropped_proxy_stops_listening_and_removes_its_folder() {
+        let proxy = NetProxy::start(&allowlist(&["a.example"]), &NetLog::default()).unwrap();
+        let socket = proxy.bridges().proxy.clone().unwrap();
+        let folder = socket.parent().unwrap().to_owned();
+        assert!(ask(&socket, "c", "z.example").contains("403"));
+        drop(proxy);
+        assert!(!folder.exists(), "{} left behind", folder.display());
+        assert!(UnixStream::connect(&socket).is_err());
+    }
+
+    #[test]
+    fn with_the_network_on_nothing_listens() {
+        let mut config = allowlist(&["a.example"]);
+        config.allowlist.mode = NetworkMode::On;
+        let proxy = NetProxy::start(&config, &NetLog::default()).unwrap();
+        assert_eq!(proxy.bridges(), &Bridges::default());
+    }
+
     /// Issue 31: the proxy's listeners took every connection, each on a
     /// thread, without bound; past the cap a client is closed at once.
     #[test]
@@ -272,7 +394,8 @@ mod tests {
         let handle = move |_client: UnixStream| {
             let _ = held.lock().unwrap().recv_timeout(Duration::from_secs(30));
         };
-        std::thread::spawn(move || serve_capped(&listener, 2, handle));
+        let stop = AtomicBool::new(false);
+        std::thread::spawn(move || serve_capped(&listener, 2, &stop, handle));
         let first = UnixStream::connect(&path).unwrap();
         let second = UnixStream::connect(&path).unwrap();
         let mut third = UnixStream::connect(&path).unwrap();
