@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -28,11 +29,18 @@ pub struct ChatMock {
     steps: u64,
     /// Step requests seen per session id.
     seen: Arc<Mutex<HashMap<String, u64>>>,
+    /// The largest request body seen, in bytes.
+    largest_request: Arc<AtomicUsize>,
 }
 
 impl ChatMock {
     pub fn new(steps: u64) -> Self {
-        Self { steps, seen: Arc::default() }
+        Self { steps, seen: Arc::default(), largest_request: Arc::default() }
+    }
+
+    /// The largest request body seen so far, in bytes.
+    pub fn largest_request(&self) -> usize {
+        self.largest_request.load(Ordering::Relaxed)
     }
 
     /// Shell steps answered so far, all sessions together.
@@ -51,6 +59,7 @@ impl Respond for ChatMock {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body = String::from_utf8_lossy(&request.body);
         let prompt_tokens = prompt_tokens_of(request.body.len());
+        self.largest_request.fetch_max(request.body.len(), Ordering::Relaxed);
         let sse = if body.contains("You are compacting") {
             answer("## Goal and success criteria\nRun the benchmark steps.\n", prompt_tokens)
         } else {
