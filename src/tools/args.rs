@@ -21,8 +21,11 @@ pub(crate) fn parse_json(tool: &str, raw: &str) -> Result<Value, ToolError> {
 }
 
 /// Deserializes `args` into a tool's argument type, naming the field that
-/// did not fit.
-pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+/// did not fit. A `null` field is an absent one: strict tool calling
+/// (`protocol::strict_schema`) sends `null` for every optional field the
+/// model leaves out, and a `#[serde(default)]` flag would refuse it.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, mut args: Value) -> Result<T, ToolError> {
+    crate::protocol::strict_schema::nulls_as_absent(&mut args);
     serde_path_to_error::deserialize(args).map_err(|error| {
         let field = error.path().to_string();
         let inner = error.into_inner();
@@ -67,6 +70,25 @@ mod tests {
     fn empty_arguments_mean_an_empty_object() {
         assert_eq!(parse_json("t", "  ").ok(), Some(serde_json::json!({})));
         assert!(matches!(parse_json("t", "{oops"), Err(ToolError::InvalidArguments { .. })));
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct WithFlag {
+        path: String,
+        #[serde(default)]
+        verify: bool,
+        #[serde(default)]
+        choices: Vec<String>,
+    }
+
+    #[test]
+    fn a_null_optional_field_reads_as_absent() {
+        let args = serde_json::json!({ "path": "a", "verify": null, "choices": null });
+        let parsed = parse_args::<WithFlag>("t", args).unwrap();
+        assert!(!parsed.verify && parsed.choices.is_empty());
+        let args = serde_json::json!({ "path": "a", "count": null });
+        assert_eq!(parse_args::<Example>("t", args).unwrap().count, None);
     }
 
     #[test]
