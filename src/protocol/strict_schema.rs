@@ -3,28 +3,32 @@
 //! done where a request is encoded (`llm/`), so the schemas keel builds
 //! (`schema_of`) and the non-strict requests stay as they are.
 //!
-//! What strict asks of a schema, on both OpenAI protocols and on Anthropic:
-//! every object says `additionalProperties: false` and lists every property
-//! in `required`; a property that was optional becomes nullable instead
-//! (OpenAI: `"type": ["integer", "null"]` and `null` added to an `enum`;
-//! Anthropic, and a schema with no `type`: an `anyOf` with
-//! `{"type": "null"}`), and the model sends `null` where it would have
-//! left the field out. Keywords each strict subset refuses are dropped:
-//! on Anthropic every numeric, string-length, pattern and format bound and
-//! `minItems` past 1 (the descriptions state the limits keel checks
-//! anyway); on OpenAI string lengths, `uniqueItems` and `default`, while its
-//! numeric bounds, `pattern`, `format` and item counts stay. Annotations
-//! neither needs (`default`, `examples`, `title`) go on both.
+//! Both subsets close every object (`additionalProperties: false`). OpenAI's
+//! (Responses and Chat Completions) also wants every property in `required`:
+//! a property that was optional becomes nullable instead (`"type":
+//! ["integer", "null"]`, `null` added to an `enum`, or, for a schema with no
+//! `type`, an `anyOf` with `{"type": "null"}`), and the model sends `null`
+//! where it would have left the field out. Anthropic's takes optional
+//! properties as they are, and its documented limits count both optional
+//! and union-typed parameters across a request's strict tools (24 and 16):
+//! making each optional field a required `anyOf` with null would only trade
+//! one limit for the other, so on Anthropic `required` is left alone.
+//! Keywords each subset refuses are dropped: on Anthropic every numeric,
+//! string-length, pattern and format bound and `minItems` past 1 (the
+//! descriptions state the limits, and the tools check them anyway); on
+//! OpenAI string lengths and `uniqueItems`, while its numeric bounds,
+//! `pattern`, `format` and item counts stay. Annotations (`default`,
+//! `examples`, `title`) go on both.
 //!
 //! Invariants: pure. A schema that cannot be made strict without changing
 //! what it accepts (a free-form object such as `call_tool`'s `arguments`,
 //! `additionalProperties` other than `false`, `$ref`, `oneOf`, `allOf`,
 //! `not`, conditionals, pattern properties, a property with no type) is
 //! not transformed: [`strict_parameters`] answers `None` and the encoder
-//! sends that tool as it is with `strict: false`. MCP tools (`mcp__…`) are
-//! always sent that way: their schemas are whatever a server wrote, and the
-//! `null`s strict would make the model send for every optional field would
-//! reach a server that never said it takes them. The parsing side reads a
+//! sends that tool as it is, not strict. MCP tools (`mcp__…`) always go
+//! that way: their schemas are whatever a server wrote, and the `null`s
+//! strict would make the model send for every optional field would reach a
+//! server that never said it takes them. The parsing side reads a
 //! top-level `null` as "absent" ([`nulls_as_absent`]), which is enough for
 //! keel's own tools: no nested object of theirs has an optional field
 //! (`tools::registry`'s tests hold that).
@@ -137,7 +141,8 @@ fn rewrite(schema: &Value, dialect: StrictDialect) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-/// Every property required, the optional ones nullable, no others allowed.
+/// No other property allowed; on OpenAI every property required, the
+/// optional ones nullable.
 fn strict_object(
     object: &Map<String, Value>,
     out: &mut Map<String, Value>,
@@ -150,6 +155,16 @@ fn strict_object(
     }
     // An object with no properties is a free-form one (`{"type": "object"}`).
     let Some(Value::Object(properties)) = object.get("properties") else { return None };
+    if dialect == StrictDialect::Anthropic {
+        // Optional stays optional (see the module doc); only closed.
+        let mut strict_properties = Map::new();
+        for (name, property) in properties {
+            strict_properties.insert(name.clone(), rewrite(property, dialect)?);
+        }
+        out.insert("properties".to_owned(), Value::Object(strict_properties));
+        out.insert("additionalProperties".to_owned(), Value::Bool(false));
+        return Some(());
+    }
     let required: Vec<&str> = object
         .get("required")
         .and_then(Value::as_array)
@@ -159,7 +174,7 @@ fn strict_object(
     for (name, property) in properties {
         let mut property = rewrite(property, dialect)?;
         if !required.contains(&name.as_str()) {
-            property = nullable(property, dialect);
+            property = nullable(property);
         }
         strict_properties.insert(name.clone(), property);
     }
@@ -170,15 +185,10 @@ fn strict_object(
     Some(())
 }
 
-/// `property` with `null` admitted. OpenAI: in its `type` (and `enum`)
-/// when it has one, as its documentation shows; else, and on Anthropic,
-/// whose subset is documented with `anyOf` rather than type arrays, as one
-/// more `anyOf` branch.
-fn nullable(mut property: Value, dialect: StrictDialect) -> Value {
+/// `property` with `null` admitted: in its `type` (and `enum`) when it has
+/// one, as OpenAI's documentation shows; else as one more `anyOf` branch.
+fn nullable(mut property: Value) -> Value {
     let Some(object) = property.as_object_mut() else { return property };
-    if dialect == StrictDialect::Anthropic {
-        return or_null(object);
-    }
     let null = Value::from("null");
     let enum_alone = object.contains_key("enum") && !object.contains_key("anyOf");
     if let Some(Value::Array(values)) = object.get_mut("enum")
