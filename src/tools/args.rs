@@ -35,6 +35,28 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, mut args: Value) -> Re
     })
 }
 
+/// `asked` within `min..=max`, and the note the result carries when it was
+/// not (`[depth lowered to 5, the most allowed]`): a bound the model went
+/// past is said, never applied in silence. Under strict tool calling on
+/// Anthropic the schema cannot carry the bounds (`protocol::strict_schema`),
+/// so the note is what tells the model.
+pub(crate) fn bounded(
+    field: &str,
+    asked: Option<u64>,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> (u64, Option<String>) {
+    let value = asked.unwrap_or(default);
+    let used = value.clamp(min, max);
+    let note = match asked {
+        Some(asked) if asked > max => Some(format!("[{field} lowered to {max}, the most allowed]")),
+        Some(asked) if asked < min => Some(format!("[{field} raised to {min}, the least allowed]")),
+        _ => None,
+    };
+    (used, note)
+}
+
 /// Runs blocking work (filesystem walks, reads, writes) on the blocking
 /// pool, so concurrent read-only tools do not stall the runtime.
 pub(crate) async fn blocking<T, F>(tool: &str, work: F) -> Result<T, ToolError>
@@ -89,6 +111,16 @@ mod tests {
         assert!(!parsed.verify && parsed.choices.is_empty());
         let args = serde_json::json!({ "path": "a", "count": null });
         assert_eq!(parse_args::<Example>("t", args).unwrap().count, None);
+    }
+
+    #[test]
+    fn a_bound_past_its_limit_is_said() {
+        assert_eq!(bounded("depth", None, 1, 1, 5), (1, None));
+        assert_eq!(bounded("depth", Some(3), 1, 1, 5), (3, None));
+        let lowered = Some("[depth lowered to 5, the most allowed]".to_owned());
+        assert_eq!(bounded("depth", Some(50), 1, 1, 5), (5, lowered));
+        let raised = Some("[offset raised to 1, the least allowed]".to_owned());
+        assert_eq!(bounded("offset", Some(0), 1, 1, u64::MAX), (1, raised));
     }
 
     #[test]
