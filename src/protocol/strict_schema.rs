@@ -317,13 +317,12 @@ mod tests {
         }
         assert_eq!(
             anthropic["properties"]["context"],
-            json!({"description": "At most 10.", "anyOf": [{"type": "integer"}, {"type": "null"}]}),
-            "Anthropic's nullable is an anyOf"
+            json!({"type": "integer", "description": "At most 10."}),
+            "optional stays optional on Anthropic"
         );
-        assert_eq!(
-            anthropic["properties"]["pattern"],
-            json!({"type": "string", "description": "The regex."})
-        );
+        assert_eq!(anthropic["required"], json!(["pattern"]));
+        assert_eq!(anthropic["additionalProperties"], false);
+        assert_eq!(anthropic["properties"]["todos"]["items"]["additionalProperties"], false);
     }
 
     #[test]
