@@ -58,6 +58,7 @@ pub(super) struct AskUserArgs {
     question: String,
     /// Answers to offer (the user may answer otherwise).
     #[serde(default)]
+    #[schemars(length(max = 9))]
     choices: Vec<String>,
 }
 
@@ -125,13 +126,17 @@ pub fn answer(flow: &mut WorkflowState, call: &ToolCall) -> HarnessOutcome {
 }
 
 /// The call's arguments as `Args`, or what the model reads when they do not
-/// fit.
+/// fit. A `null` field is an absent one (strict tool calling sends `null`
+/// for each optional field left out: `protocol::strict_schema`).
 fn parse<Args: serde::de::DeserializeOwned>(
     tool: HarnessTool,
     call: &ToolCall,
 ) -> Result<Args, String> {
-    serde_json::from_str(&call.arguments)
-        .map_err(|error| format!("invalid {} arguments: {error}", tool.name()))
+    let invalid = |error: serde_json::Error| format!("invalid {} arguments: {error}", tool.name());
+    let mut arguments: serde_json::Value =
+        serde_json::from_str(&call.arguments).map_err(invalid)?;
+    crate::protocol::strict_schema::nulls_as_absent(&mut arguments);
+    serde_json::from_value(arguments).map_err(invalid)
 }
 
 /// The task list as `todo_write`'s result shows it.
@@ -387,12 +392,36 @@ mod tests {
         }
     }
 
+    // Strict tool calling sends `null` for every optional field left out.
+    #[test]
+    fn every_harness_spec_takes_null_for_its_optional_fields() {
+        for spec in harness_specs(&super::super::shipped_rules()) {
+            let tool = HarnessTool::parse(&spec.name).unwrap();
+            let mut args = example(&spec.parameters);
+            let required = spec.parameters["required"].as_array().cloned().unwrap_or_default();
+            for (key, value) in args.as_object_mut().unwrap() {
+                if !required.contains(&json!(key)) {
+                    *value = serde_json::Value::Null;
+                }
+            }
+            let call = ToolCall::new("c", &spec.name, args.to_string());
+            let parsed = match tool {
+                HarnessTool::SetPhase => parse::<SetPhaseArgs>(tool, &call).map(|_| ()),
+                HarnessTool::SubmitPlan => parse::<SubmitPlanArgs>(tool, &call).map(|_| ()),
+                HarnessTool::TodoWrite => parse::<TodoArgs>(tool, &call).map(|_| ()),
+                HarnessTool::AskUser => parse::<AskUserArgs>(tool, &call).map(|_| ()),
+            };
+            assert_eq!(parsed, Ok(()), "{}: {args}", spec.name);
+        }
+    }
+
     #[test]
     fn the_schemas_say_what_the_tools_need() {
         let specs = harness_specs(&super::super::shipped_rules());
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(names, ["set_phase", "submit_plan", "todo_write", "ask_user"]);
         assert_eq!(specs[3].parameters["required"], json!(["question"]));
+        assert_eq!(specs[3].parameters["properties"]["choices"]["maxItems"], MAX_CHOICES);
         assert_eq!(specs[0].parameters["required"], json!(["phase"]));
         assert!(specs[0].parameters["properties"].get("note").is_none(), "never acted on");
         let older =

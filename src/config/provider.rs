@@ -13,6 +13,7 @@
 //! stream = false                # unstreamed requests (openai-chat only)
 //! images = true                 # the model takes images (default: known models only)
 //! probe = true                  # ask a loopback server for its window (default: default ports)
+//! strict_tools = true           # strict tool calling: schemas in the protocol's strict subset (default: off)
 //! ```
 //!
 //! Invariants: the protocol name is checked where it is written
@@ -40,6 +41,8 @@ pub struct ProviderFile {
     pub images: Option<bool>,
     /// Ask a server on this machine for its context window.
     pub probe: Option<bool>,
+    /// Strict tool calling (`protocol::strict_schema`).
+    pub strict_tools: Option<bool>,
 }
 
 /// The table form, with unknown keys refused.
@@ -57,6 +60,7 @@ struct ProviderTable {
     stream: Option<bool>,
     images: Option<bool>,
     probe: Option<bool>,
+    strict_tools: Option<bool>,
 }
 
 impl ProviderFile {
@@ -72,6 +76,7 @@ impl ProviderFile {
             stream,
             images,
             probe,
+            strict_tools,
         } = other;
         self.name = name.or(self.name.take());
         self.reasoning_echo = reasoning_echo.or(self.reasoning_echo.take());
@@ -82,6 +87,7 @@ impl ProviderFile {
         self.stream = stream.or(self.stream);
         self.images = images.or(self.images);
         self.probe = probe.or(self.probe);
+        self.strict_tools = strict_tools.or(self.strict_tools);
     }
 }
 
@@ -119,6 +125,7 @@ impl<'de> Visitor<'de> for ProviderVisitor {
             stream: table.stream,
             images: table.images,
             probe: table.probe,
+            strict_tools: table.strict_tools,
         })
     }
 }
@@ -161,5 +168,9 @@ mod tests {
         merged.overlay(parse("provider.stream = true").unwrap());
         assert_eq!(merged.images, Some(true), "a later layer keeps images");
         assert!(parse("[provider]\nimages = \"yes\"\n").is_err());
+        merged.overlay(parse("provider.strict_tools = true").unwrap());
+        merged.overlay(parse("provider.probe = false").unwrap());
+        assert_eq!(merged.strict_tools, Some(true), "a later layer keeps strict_tools");
+        assert!(parse("[provider]\nstrict_tools = \"on\"\n").is_err());
     }
 }

@@ -343,6 +343,7 @@ fn profile_settings(
         unstreamed: unstreamed(file.stream, kind)?,
         images: file.images,
         probe: file.probe,
+        strict_tools: file.strict_tools.unwrap_or(false),
     })
 }
 

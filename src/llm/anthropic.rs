@@ -14,7 +14,9 @@
 //! plus cache reads and cache writes), matching OpenAI's meaning;
 //! `cached_input_tokens` is the cache reads, `cache_write_tokens` the
 //! writes. Requests carry `cache_control` breakpoints
-//! (`cache_breakpoints`).
+//! (`cache_breakpoints`). With `[provider] strict_tools` each tool with a
+//! strict form (`protocol::strict_schema`) goes in it with `strict: true`,
+//! up to [`MAX_STRICT_TOOLS`]; the others carry no `strict` field.
 
 use std::collections::BTreeMap;
 
@@ -26,10 +28,15 @@ use super::error::LlmError;
 use super::json::{event_type, parse_data, str_at};
 use super::sse::SseEvent;
 use super::{WireOptions, image_parts};
+use crate::protocol::strict_schema::StrictDialect;
 use crate::protocol::{
     ImagePart, Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, ToolCall,
     Usage,
 };
+
+/// Most tools one request may mark strict (Anthropic's documented limit);
+/// later ones go as they are.
+const MAX_STRICT_TOOLS: usize = 20;
 
 /// `max_tokens` is required by the API; this is used when the request has none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16_384;
@@ -45,15 +52,26 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
         "stream": true,
     });
     if !request.tools.is_empty() {
+        let mut strict_count = 0;
         let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|tool| {
-                json!({
+                // Strict only for the first tools: Anthropic caps a
+                // request's strict tools.
+                let strict = (strict_count < MAX_STRICT_TOOLS)
+                    .then(|| options.strict_parameters(tool, StrictDialect::Anthropic))
+                    .flatten();
+                let mut entry = json!({
                     "name": tool.name,
                     "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
+                    "input_schema": strict.as_ref().unwrap_or(&tool.parameters),
+                });
+                if strict.is_some() {
+                    strict_count += 1;
+                    entry["strict"] = json!(true);
+                }
+                entry
             })
             .collect();
         cache_breakpoints::mark_tools(&mut tools, ttl);

@@ -210,3 +210,19 @@ pub(crate) struct WireOptions<'a> {
     /// asked for natively where the protocol can.
     pub answer_schema: Option<&'a serde_json::Value>,
 }
+
+impl WireOptions<'_> {
+    /// The strict form of `tool`'s schema when the profile asks for strict
+    /// tool calling and the tool has one (`protocol::strict_schema`); `None`
+    /// sends the tool as it is, not strict.
+    pub(crate) fn strict_parameters(
+        &self,
+        tool: &crate::protocol::ToolSpec,
+        dialect: crate::protocol::strict_schema::StrictDialect,
+    ) -> Option<serde_json::Value> {
+        if !self.profile.strict_tools {
+            return None;
+        }
+        crate::protocol::strict_schema::strict_parameters(tool, dialect)
+    }
+}

@@ -19,7 +19,8 @@
 //! re-send after an empty stream) goes through the same reducer. Images
 //! are `image_url` parts of a user message; a `tool` message holds text
 //! only, so a run of tool results is followed by one user message with
-//! their images.
+//! their images. `function.strict: true` goes only with `[provider]
+//! strict_tools`, on each tool with a strict form (`protocol::strict_schema`).
 
 use serde_json::{Map, Value, json};
 
@@ -30,6 +31,7 @@ use super::json::{parse_data, str_at};
 use super::profile::{OutputLimitField, ReasoningEcho};
 use super::sse::SseEvent;
 use super::{WireOptions, image_parts};
+use crate::protocol::strict_schema::StrictDialect;
 use crate::protocol::{
     Item, ModelRequest, ModelResponse, ReasoningItem, StopReason, StreamEvent, Usage,
 };
@@ -69,11 +71,18 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
             .tools
             .iter()
             .map(|tool| {
-                json!({"type": "function", "function": {
+                let strict = options.strict_parameters(tool, StrictDialect::OpenAi);
+                let mut function = json!({
                     "name": tool.name,
                     "description": tool.description,
-                    "parameters": tool.parameters,
-                }})
+                    "parameters": strict.as_ref().unwrap_or(&tool.parameters),
+                });
+                // Only with `[provider] strict_tools`: servers that copy
+                // the API without strict mode may refuse the field.
+                if strict.is_some() {
+                    function["strict"] = json!(true);
+                }
+                json!({"type": "function", "function": function})
             })
             .collect();
         body["tools"] = Value::Array(tools);

@@ -174,6 +174,8 @@ pub struct ProfileSettings {
     pub images: Option<bool>,
     /// `[provider] probe`: ask the server for its window at the start.
     pub probe: Option<bool>,
+    /// `[provider] strict_tools = true`.
+    pub strict_tools: bool,
 }
 
 /// What keel does for the server it talks to.
@@ -212,6 +214,13 @@ pub struct ServerProfile {
     /// server's own; `[provider] probe` turns it on for any loopback port
     /// and off. Never for a host off this machine.
     pub probe_window: bool,
+    /// Strict tool calling (`[provider] strict_tools = true`; never
+    /// detected: a server that copies an API without its strict mode may
+    /// refuse the flag, and a model may not support it). Each tool's schema
+    /// goes in the protocol's strict subset with `strict: true`
+    /// (`protocol::strict_schema`), a tool with no strict form (an MCP
+    /// tool, `call_tool`) as it is with `strict: false`.
+    pub strict_tools: bool,
 }
 
 impl ServerProfile {
@@ -256,6 +265,7 @@ impl ServerProfile {
             unstreamed: false,
             images: None,
             probe_window: false,
+            strict_tools: false,
         };
         let known_port = detected.local_server.is_some_and(|server| server != LocalServer::Unknown);
         Self {
@@ -270,6 +280,7 @@ impl ServerProfile {
             unstreamed: settings.unstreamed,
             images: settings.images,
             probe_window: local && settings.probe.unwrap_or(known_port),
+            strict_tools: settings.strict_tools,
         }
     }
 
@@ -412,6 +423,7 @@ mod tests {
             unstreamed: true,
             images: Some(true),
             probe: Some(true),
+            strict_tools: true,
         };
         let profile = ServerProfile::detect(
             ProviderKind::OpenAiResponses,
@@ -433,6 +445,7 @@ mod tests {
                 unstreamed: true,
                 images: Some(true),
                 probe_window: false,
+                strict_tools: true,
             }
         );
         assert!(profile.takes_images("deepseek-r1"), "the setting wins over the table");

@@ -189,3 +189,42 @@ fn anthropic_body_defaults_max_tokens_and_omits_empty_parts() {
         ]}])
     );
 }
+
+/// `[provider] strict_tools`: each protocol's strict flag, on the tools
+/// with a strict form only; off, the bodies carry none.
+#[test]
+fn strict_tools_mark_each_protocol_s_tools() {
+    let tool = |name: &str, parameters: Value| ToolSpec {
+        name: name.into(),
+        description: "d".into(),
+        parameters,
+    };
+    let free = json!({"type": "object", "properties": {"arguments": {"type": "object"}}});
+    let mut request = simple_request();
+    request.tools =
+        vec![tool("read_file", schema()), tool("mcp__s__t", schema()), tool("call_tool", free)];
+    let off = super::WireOptions::default();
+    let mut on = super::WireOptions::default();
+    on.profile.strict_tools = true;
+    let responses = super::responses_request::request_body(&request, &on);
+    let flags: Vec<&Value> =
+        responses["tools"].as_array().unwrap().iter().map(|t| &t["strict"]).collect();
+    assert_eq!(flags, [&json!(true), &json!(false), &json!(false)]);
+    assert_eq!(responses["tools"][0]["parameters"]["additionalProperties"], false);
+    assert_eq!(responses["tools"][1]["parameters"], schema(), "an MCP tool as it is");
+    let chat = super::openai_chat::request_body(&request, &on);
+    assert_eq!(chat["tools"][0]["function"]["strict"], true);
+    assert!(chat["tools"][1]["function"].get("strict").is_none());
+    let chat_off = super::openai_chat::request_body(&request, &off);
+    assert!(chat_off["tools"][0]["function"].get("strict").is_none());
+    assert_eq!(chat_off["tools"][0]["function"]["parameters"], schema());
+    let anthropic = super::anthropic::request_body(&request, &on);
+    assert_eq!(anthropic["tools"][0]["strict"], true);
+    assert!(anthropic["tools"][2].get("strict").is_none());
+    // Anthropic caps a request's strict tools: the later ones go as they are.
+    request.tools = (0..25).map(|n| tool(&format!("t{n}"), schema())).collect();
+    let many = super::anthropic::request_body(&request, &on);
+    let strict = many["tools"].as_array().unwrap().iter().filter(|t| t["strict"] == true).count();
+    assert_eq!(strict, 20);
+    assert!(many["tools"][24].get("strict").is_none());
+}

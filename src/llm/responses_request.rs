@@ -6,11 +6,14 @@
 //! text for servers that send text instead (llama.cpp, vLLM), never with
 //! neither; other protocols' reasoning is never sent here. The session id
 //! goes as `prompt_cache_key` when the profile says so. Images go as
-//! `input_image` parts of the user message or of a call's `output`.
+//! `input_image` parts of the user message or of a call's `output`. Tools
+//! go `strict: false` unless `[provider] strict_tools` (then each one with a
+//! strict form goes in it with `strict: true`: `protocol::strict_schema`).
 
 use serde_json::{Value, json};
 
 use super::{WireOptions, image_parts};
+use crate::protocol::strict_schema::StrictDialect;
 use crate::protocol::{Item, ModelRequest, ReasoningItem};
 
 /// The JSON body of a streaming Responses request.
@@ -19,12 +22,13 @@ pub(crate) fn request_body(request: &ModelRequest, options: &WireOptions<'_>) ->
         .tools
         .iter()
         .map(|tool| {
+            let strict = options.strict_parameters(tool, StrictDialect::OpenAi);
             json!({
                 "type": "function",
                 "name": tool.name,
                 "description": tool.description,
-                "parameters": tool.parameters,
-                "strict": false,
+                "parameters": strict.as_ref().unwrap_or(&tool.parameters),
+                "strict": strict.is_some(),
             })
         })
         .collect();

@@ -10,7 +10,8 @@
 //! `image.rs` (`ImagePart`: an image by hash, its bytes beside it in memory only),
 //! `tool_meta.rs` (`ToolMeta` + `ResultKind`: result metadata, typed where other layers act on it),
 //! `mode.rs` (`ApprovalMode`), `schema.rs` (`schema_of`: argument schemas from argument types,
-//! without what JSON Schema says by default), `model.rs`
+//! without what JSON Schema says by default), `strict_schema.rs` (a schema in a protocol's strict
+//! subset, `[provider] strict_tools`), `model.rs`
 //! (`ModelRequest`/`ModelResponse`/`StreamEvent`/`Usage`/ `StopReason`), `context.rs`
 //! (`PrefixSections`), `events.rs` (`SessionEvent`/`EventRecord`: the log lines, with their table)
 //! and `patch.rs` (the `apply_patch` parser both the tool and policy read patches with);
@@ -33,6 +34,7 @@ pub mod origin;
 pub mod patch;
 mod queued_input;
 mod schema;
+pub mod strict_schema;
 mod tool;
 pub mod tool_facts;
 mod tool_meta;

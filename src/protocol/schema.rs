@@ -7,7 +7,9 @@
 //! `required` when a field is; no `$schema`, `title` or `$ref`) that both
 //! OpenAI and Anthropic accept; optional fields are never required and are
 //! typed without `null`, since leaving them out is how the model omits
-//! them. Nothing a schema says by default is spelled out (an empty
+//! them (the strict form for `[provider] strict_tools`, nullable and all
+//! required, is derived at encoding time: `strict_schema`). Nothing a
+//! schema says by default is spelled out (an empty
 //! `required`, a flag's `default: false`): every request carries the bytes.
 //! A field's doc comment is its description on the wire, so a field whose
 //! name says all there is (`path` of a file tool, `command`) has none.

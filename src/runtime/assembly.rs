@@ -213,11 +213,18 @@ pub(super) fn session_tools(settings: &Settings, found: &Found, depth: u32) -> T
     }
 }
 
+/// Most agent types `agent.agent`'s enum names; past it the field stays a
+/// string and the description lists the types.
+pub(super) const AGENT_TYPES_ENUM_MAX: usize = 24;
+
 /// The `agent` tool's description with the agent types appended (fixed
 /// for the session: it is part of the cached request prefix). When they
 /// do not all fit, the compact index lists the built-in types first and
 /// the schema names none (an enum of every type would cost what the
-/// index saves); a type not listed is found with `search:WORDS`.
+/// index saves); a type not listed is found with `search:WORDS`. The
+/// schema's enum also stops at [`AGENT_TYPES_ENUM_MAX`] types: past that
+/// a list of names in the schema repeats the description's at a cost
+/// every request pays.
 pub(super) fn describe_agent_types(specs: &mut [ToolSpec], agents: &AgentCatalog) {
     let Some(spec) = specs.iter_mut().find(|spec| spec.name == AGENT_TOOL) else { return };
     let mut types: Vec<(String, String, bool)> = agents
@@ -232,7 +239,7 @@ pub(super) fn describe_agent_types(specs: &mut [ToolSpec], agents: &AgentCatalog
     }
     spec.description = description_with_types(&types);
     let Some(agent) = spec.parameters.pointer_mut("/properties/agent") else { return };
-    if complete {
+    if complete && types.len() <= AGENT_TYPES_ENUM_MAX {
         // The types are known: the schema names them, so no call can name another.
         let names: Vec<&str> = types.iter().map(|(name, _, _)| name.as_str()).collect();
         agent["enum"] = serde_json::json!(names);
@@ -363,7 +370,48 @@ fn index_notes(skills: &[skills::Skill], agents: &AgentCatalog) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::agents::{AgentDefinition, AgentModel, AgentSource};
     use crate::context::memory::MemoryMeta;
+
+    fn catalog(count: usize) -> AgentCatalog {
+        let agents = (0..count)
+            .map(|n| AgentDefinition {
+                name: format!("t{n:02}"),
+                description: "D.".into(),
+                tools: None,
+                disallowed: Vec::new(),
+                model: AgentModel::Inherit,
+                read_only: false,
+                prompt: String::new(),
+                source: AgentSource::BuiltIn,
+                unknown_tools: Vec::new(),
+            })
+            .collect();
+        AgentCatalog { agents, ..AgentCatalog::default() }
+    }
+
+    // Issue 32: `agent.agent` names the session's types, up to a cap.
+    #[test]
+    fn the_agent_field_is_an_enum_of_the_types_up_to_the_cap() {
+        let spec_for = |count| {
+            let mut specs = ToolRegistry::builtin().with_agent().specs();
+            describe_agent_types(&mut specs, &catalog(count));
+            specs.into_iter().find(|spec| spec.name == AGENT_TOOL).unwrap()
+        };
+        let few = spec_for(3);
+        assert_eq!(
+            few.parameters["properties"]["agent"]["enum"],
+            serde_json::json!(["t00", "t01", "t02"])
+        );
+        let at_cap = spec_for(AGENT_TYPES_ENUM_MAX);
+        let names = at_cap.parameters["properties"]["agent"]["enum"].as_array().unwrap().len();
+        assert_eq!(names, AGENT_TYPES_ENUM_MAX);
+        let many = spec_for(AGENT_TYPES_ENUM_MAX + 1);
+        let agent = &many.parameters["properties"]["agent"];
+        assert!(agent.get("enum").is_none(), "past the cap: a string ({agent})");
+        assert_eq!(agent["type"], "string");
+        assert!(many.description.contains("- t24: D."), "the description lists them all");
+    }
 
     #[test]
     fn read_memory_is_offered_late_only_when_notes_appear_and_it_is_missing() {

@@ -21,8 +21,11 @@ pub(crate) fn parse_json(tool: &str, raw: &str) -> Result<Value, ToolError> {
 }
 
 /// Deserializes `args` into a tool's argument type, naming the field that
-/// did not fit.
-pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+/// did not fit. A `null` field is an absent one: strict tool calling
+/// (`protocol::strict_schema`) sends `null` for every optional field the
+/// model leaves out, and a `#[serde(default)]` flag would refuse it.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, mut args: Value) -> Result<T, ToolError> {
+    crate::protocol::strict_schema::nulls_as_absent(&mut args);
     serde_path_to_error::deserialize(args).map_err(|error| {
         let field = error.path().to_string();
         let inner = error.into_inner();
@@ -30,6 +33,28 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
             if field == "." { inner.to_string() } else { format!("field `{field}`: {inner}") };
         ToolError::InvalidArguments { tool: tool.to_owned(), message }
     })
+}
+
+/// `asked` within `min..=max`, and the note the result carries when it was
+/// not (`[depth lowered to 5, the most allowed]`): a bound the model went
+/// past is said, never applied in silence. Under strict tool calling on
+/// Anthropic the schema cannot carry the bounds (`protocol::strict_schema`),
+/// so the note is what tells the model.
+pub(crate) fn bounded(
+    field: &str,
+    asked: Option<u64>,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> (u64, Option<String>) {
+    let value = asked.unwrap_or(default);
+    let used = value.clamp(min, max);
+    let note = match asked {
+        Some(asked) if asked > max => Some(format!("[{field} lowered to {max}, the most allowed]")),
+        Some(asked) if asked < min => Some(format!("[{field} raised to {min}, the least allowed]")),
+        _ => None,
+    };
+    (used, note)
 }
 
 /// Runs blocking work (filesystem walks, reads, writes) on the blocking
@@ -67,6 +92,35 @@ mod tests {
     fn empty_arguments_mean_an_empty_object() {
         assert_eq!(parse_json("t", "  ").ok(), Some(serde_json::json!({})));
         assert!(matches!(parse_json("t", "{oops"), Err(ToolError::InvalidArguments { .. })));
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct WithFlag {
+        path: String,
+        #[serde(default)]
+        verify: bool,
+        #[serde(default)]
+        choices: Vec<String>,
+    }
+
+    #[test]
+    fn a_null_optional_field_reads_as_absent() {
+        let args = serde_json::json!({ "path": "a", "verify": null, "choices": null });
+        let parsed = parse_args::<WithFlag>("t", args).unwrap();
+        assert!(!parsed.verify && parsed.choices.is_empty());
+        let args = serde_json::json!({ "path": "a", "count": null });
+        assert_eq!(parse_args::<Example>("t", args).unwrap().count, None);
+    }
+
+    #[test]
+    fn a_bound_past_its_limit_is_said() {
+        assert_eq!(bounded("depth", None, 1, 1, 5), (1, None));
+        assert_eq!(bounded("depth", Some(3), 1, 1, 5), (3, None));
+        let lowered = Some("[depth lowered to 5, the most allowed]".to_owned());
+        assert_eq!(bounded("depth", Some(50), 1, 1, 5), (5, lowered));
+        let raised = Some("[offset raised to 1, the least allowed]".to_owned());
+        assert_eq!(bounded("offset", Some(0), 1, 1, u64::MAX), (1, raised));
     }
 
     #[test]

@@ -27,7 +27,7 @@ const NAME: &str = tool_facts::GREP.name;
 pub const DEFAULT_LIMIT: usize = 200;
 /// `limit` is clamped to this.
 pub const MAX_LIMIT: usize = 2000;
-/// `context` is clamped to this.
+/// `context` is lowered to this (and the result says so).
 pub const MAX_CONTEXT: usize = 10;
 
 const DESCRIPTION: &str = "Search file contents with a regular expression (Rust syntax, like \
@@ -144,6 +144,9 @@ fn search(ws: &Workspace, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
     }
     if args.limit.is_some_and(|asked| asked > MAX_LIMIT) {
         let _ = writeln!(text, "[limit lowered to {MAX_LIMIT}, the most allowed]");
+    }
+    if args.limit == Some(0) {
+        let _ = writeln!(text, "[limit raised to 1, the least allowed]");
     }
     if rendered.omitted > 0 {
         let _ = writeln!(

@@ -27,7 +27,7 @@ use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 const NAME: &str = tool_facts::LIST_DIR.name;
 /// Levels listed when the model gives no `depth`.
 pub const DEFAULT_DEPTH: usize = 1;
-/// Deeper requests are clamped to this.
+/// Deeper requests are lowered to this (and the result says so).
 pub const MAX_DEPTH: usize = 5;
 /// Entries shown at most.
 pub const MAX_ENTRIES: usize = 1000;
@@ -77,7 +77,10 @@ fn list_counting(
     let rel = ws.relative(&abs);
     // A real folder beneath the root, no symlink on the way.
     ws.open_dir(&abs)?;
-    let depth = args.depth.unwrap_or(DEFAULT_DEPTH).clamp(1, MAX_DEPTH);
+    let asked = args.depth.map(|depth| u64::try_from(depth).unwrap_or(u64::MAX));
+    let (depth, depth_note) =
+        super::args::bounded("depth", asked, DEFAULT_DEPTH as u64, 1, MAX_DEPTH as u64);
+    let depth = usize::try_from(depth).unwrap_or(MAX_DEPTH);
     let mut shown = Vec::new();
     let mut total = 0usize;
     let mut counted_all = true;
@@ -109,7 +112,11 @@ fn list_counting(
         "entries_counted_all": counted_all,
         "truncated": !counted_all || total > shown.len(),
     }));
-    Ok(ToolOutput::new(render(&shown, total, counted_all), meta))
+    let mut text = render(&shown, total, counted_all);
+    if let Some(note) = depth_note {
+        text = format!("{note}\n{text}");
+    }
+    Ok(ToolOutput::new(text, meta))
 }
 
 /// Entries below `root` down to `depth`, counted up to `max_counted`
@@ -215,6 +222,19 @@ mod tests {
         let ws = fixture();
         let out = list(&ws, json!({ "path": "src", "depth": 3 })).await.unwrap();
         assert_eq!(out.text, "src/deep/\nsrc/deep/mod.rs\nsrc/lib.rs\n");
+    }
+
+    // Issue 32: a bound past the schema's is said, not applied in silence.
+    #[tokio::test]
+    async fn a_depth_past_the_bounds_is_said() {
+        let ws = fixture();
+        let out = list(&ws, json!({ "path": "src", "depth": 50 })).await.unwrap();
+        assert_eq!(
+            out.text,
+            "[depth lowered to 5, the most allowed]\nsrc/deep/\nsrc/deep/mod.rs\nsrc/lib.rs\n"
+        );
+        let out = list(&ws, json!({ "path": "src", "depth": 0 })).await.unwrap();
+        assert!(out.text.starts_with("[depth raised to 1, the least allowed]\n"), "{}", out.text);
     }
 
     #[tokio::test]

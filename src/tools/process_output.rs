@@ -22,6 +22,7 @@ pub struct ProcessOutputArgs {
     /// The id `shell` returned.
     pub id: u32,
     /// Milliseconds to wait for output when there is none yet, at most 60000.
+    #[schemars(range(max = 60000))]
     pub wait_ms: Option<u64>,
 }
 
@@ -39,13 +40,22 @@ impl TypedTool for ProcessOutput {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let process = ctx.processes.get(args.id)?;
+            let (wait, note) = processes::wait(args.wait_ms, 0);
             tokio::select! {
-                () = process.wait_for_output(processes::wait(args.wait_ms)) => {}
+                () = process.wait_for_output(wait) => {}
                 () = ctx.cancel.cancelled() => {}
             }
-            Ok(read(ctx, args.id, &process))
+            Ok(with_note(read(ctx, args.id, &process), note))
         })
     }
+}
+
+/// `output` with `note` (a bound said) on its first line.
+pub(super) fn with_note(mut output: ToolOutput, note: Option<String>) -> ToolOutput {
+    if let Some(note) = note {
+        output.text = format!("{note}\n{}", output.text);
+    }
+    output
 }
 
 /// Reads `id`'s new output as a result, forgetting it if it ended.

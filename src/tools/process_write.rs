@@ -26,6 +26,7 @@ pub struct ProcessWriteArgs {
     /// The text to write, sent as is.
     pub input: String,
     /// Milliseconds to wait for the answer, at most 60000 (default 1000).
+    #[schemars(range(max = 60000))]
     pub wait_ms: Option<u64>,
 }
 
@@ -47,12 +48,13 @@ impl TypedTool for ProcessWrite {
                 .write(args.input.as_bytes())
                 .await
                 .map_err(|source| ProcessError::Input { id: args.id, source })?;
-            let wait = processes::wait(Some(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS)));
+            let (wait, note) = processes::wait(args.wait_ms, DEFAULT_WAIT_MS);
             tokio::select! {
                 () = process.wait_for_output(wait) => {}
                 () = ctx.cancel.cancelled() => {}
             }
-            Ok(super::process_output::read(ctx, args.id, &process))
+            let output = super::process_output::read(ctx, args.id, &process);
+            Ok(super::process_output::with_note(output, note))
         })
     }
 }

@@ -240,9 +240,11 @@ pub fn meta(
 /// How long `process_output` may wait for new output.
 pub const MAX_WAIT_MS: u64 = 60_000;
 
-/// The wait a call asked for, clamped.
-pub fn wait(wait_ms: Option<u64>) -> Duration {
-    Duration::from_millis(wait_ms.unwrap_or(0).min(MAX_WAIT_MS))
+/// The wait a call asked for, at most [`MAX_WAIT_MS`], and the note its
+/// result carries when it asked for more.
+pub fn wait(wait_ms: Option<u64>, default: u64) -> (Duration, Option<String>) {
+    let (wait, note) = super::args::bounded("wait_ms", wait_ms, default, 0, MAX_WAIT_MS);
+    (Duration::from_millis(wait), note)
 }
 
 /// The background processes a session log left running: started and

@@ -93,10 +93,10 @@ struct Excerpt {
 fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
     let rel = ws.relative(&abs);
-    let window = Window {
-        start: args.offset.unwrap_or(1).max(1),
-        limit: args.limit.unwrap_or(DEFAULT_LINE_LIMIT).max(1),
-    };
+    let (start, offset_note) = super::args::bounded("offset", args.offset, 1, 1, u64::MAX);
+    let (limit, limit_note) =
+        super::args::bounded("limit", args.limit, DEFAULT_LINE_LIMIT, 1, u64::MAX);
+    let window = Window { start, limit };
     // Stamped before reading: a change while reading then shows as a change.
     let (file, stamp) = ws.open_regular(&abs)?;
     let (file, image) = super::read_file_image::sniff(file, &rel)?;
@@ -122,7 +122,11 @@ fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolO
         "total_lines": excerpt.total_lines,
         "truncated": truncated,
     }));
-    Ok(ToolOutput::new(render(excerpt, &window), meta))
+    let mut text = render(excerpt, &window);
+    for note in [offset_note, limit_note].into_iter().flatten() {
+        text.push_str(&format!("{note}\n"));
+    }
+    Ok(ToolOutput::new(text, meta))
 }
 
 fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolError> {
@@ -300,6 +304,17 @@ mod tests {
         assert!(out.text.contains("showing lines 3-4 of 10"), "{}", out.text);
         assert!(out.text.contains("offset=5"), "{}", out.text);
         assert_eq!(out.meta["truncated"], true);
+    }
+
+    // Issue 32: a bound past the schema's is said, not applied in silence.
+    #[tokio::test]
+    async fn an_offset_or_limit_of_zero_is_said() {
+        let ws = TestWorkspace::new();
+        ws.write("a.txt", numbered(3));
+        let out = read(&ws, json!({ "path": "a.txt", "offset": 0, "limit": 0 })).await.unwrap();
+        assert!(out.text.starts_with("     1\tline 1\n"), "{}", out.text);
+        assert!(out.text.contains("[offset raised to 1, the least allowed]\n"), "{}", out.text);
+        assert!(out.text.contains("[limit raised to 1, the least allowed]\n"), "{}", out.text);
     }
 
     #[tokio::test]

@@ -288,6 +288,35 @@ mod tests {
         }
     }
 
+    /// Whether an object nested in `schema` (not the arguments object
+    /// itself) has a property that is not required.
+    fn nested_optional(schema: &serde_json::Value, top: bool) -> bool {
+        let properties = schema["properties"].as_object();
+        let required = schema["required"].as_array().cloned().unwrap_or_default();
+        let here = !top
+            && properties
+                .is_some_and(|map| map.keys().any(|key| !required.contains(&key.as_str().into())));
+        here || properties.into_iter().flatten().any(|(_, p)| nested_optional(p, false))
+            || schema.get("items").is_some_and(|items| nested_optional(items, false))
+    }
+
+    // `[provider] strict_tools`: every tool keel defines has a strict form
+    // on both dialects (`call_tool`, whose `arguments` are free, has none:
+    // `strict_schema`'s tests), and dropping the top-level nulls (`args::parse_args`) is all the
+    // parsing side needs: no nested object has an optional field.
+    #[test]
+    fn every_built_in_schema_has_a_strict_form() {
+        use crate::protocol::strict_schema::{StrictDialect, strict_parameters};
+        let harness = crate::agent::harness_specs(&crate::agent::shipped_rules());
+        let specs = ToolRegistry::builtin().with_agent().specs();
+        for spec in specs.iter().chain(&harness) {
+            assert!(!nested_optional(&spec.parameters, true), "{}", spec.name);
+            for dialect in [StrictDialect::OpenAi, StrictDialect::Anthropic] {
+                assert!(strict_parameters(spec, dialect).is_some(), "{} {dialect:?}", spec.name);
+            }
+        }
+    }
+
     #[test]
     fn classes_split_readers_from_writers() {
         let registry = ToolRegistry::builtin();

@@ -27,7 +27,7 @@ use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec, SandboxEr
 pub const NAME: &str = tool_facts::SHELL.name;
 /// Timeout when the model gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
-/// Longer timeouts are clamped to this.
+/// Longer timeouts are lowered to this (and the result says so).
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output shown to the model, stdout and stderr together.
 pub const MAX_OUTPUT_BYTES: usize = 30 * 1024;
@@ -120,6 +120,9 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     if args.timeout_ms.is_some_and(|asked| asked > MAX_TIMEOUT_MS) {
         // Said, not silent: the model asked for more than it got.
         text = format!("[timeout_ms lowered to {MAX_TIMEOUT_MS}, the most allowed]\n{text}");
+    }
+    if args.timeout_ms == Some(0) {
+        text = format!("[timeout_ms raised to 1, the least allowed]\n{text}");
     }
     if output.timed_out {
         return Err(ToolError::Timeout { timeout_ms, output: text });

@@ -92,6 +92,7 @@ mod session_seq;
 mod session_undo;
 #[path = "../../src/shared_corpus.rs"]
 mod shared_corpus;
+mod strict_tools;
 mod subagents_bounds;
 mod subagents_e2e;
 mod subagents_mcp;

@@ -8,6 +8,9 @@
 //!   would be billed on every request and tell the model nothing);
 //! - 1-based parameters (`offset`, `depth`, `limit`, `timeout_ms`) have
 //!   `minimum: 1`; no integer says `minimum: 0` where 0 means nothing;
+//! - a limit a description states ("at most 10") is the schema's
+//!   `maximum` (or `maxItems`), so the model is told it where schemas
+//!   are read and a value past it is refused there, not only noted;
 //! - names match `^[a-zA-Z0-9_-]{1,64}$` (OpenAI and Anthropic), and
 //!   descriptions stay within 1024 characters (the strictest limit among
 //!   the APIs: OpenAI's Assistants tools), parameters' within 1024 too.
@@ -37,6 +40,13 @@ fn every_spec() -> Vec<ToolSpec> {
 fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The N of "at most N" in `description`, if it states one.
+fn stated_limit(description: &str) -> Option<u64> {
+    let (_, rest) = description.split_once("at most ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// Lints one object schema at `at` (`tool.field.…`), recursing into
@@ -75,6 +85,12 @@ fn lint_object(at: &str, schema: &Value, problems: &mut Vec<String>) {
             let minimum = property["minimum"].as_i64();
             if ONE_BASED.contains(&name.as_str()) && minimum != Some(1) {
                 problems.push(format!("{here}: 1-based but minimum is {minimum:?}"));
+            }
+        }
+        if let Some(stated) = stated_limit(description) {
+            let bound = property.get("maximum").or_else(|| property.get("maxItems"));
+            if bound.and_then(Value::as_u64) != Some(stated) {
+                problems.push(format!("{here}: says at most {stated}, schema bound {bound:?}"));
             }
         }
         if property["type"] == "object" {

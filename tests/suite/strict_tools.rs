@@ -1,0 +1,122 @@
+//! `[provider] strict_tools = true` (issue 32), through the real binary on
+//! each protocol: the recorded first request offers every keel tool in the
+//! protocol's strict subset with its strict flag (`call_tool`, whose
+//! arguments are free-form, as it is), and a call that says `null` for
+//! each optional argument, as strict mode makes a model do, runs like one
+//! that leaves them out.
+
+use serde_json::{Value, json};
+
+use super::support::{Model, Sandbox, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+/// Each tool of a request body: its name, strict flag and schema.
+fn tools(wire: Wire, body: &Value) -> Vec<(String, Option<bool>, Value)> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|tool| {
+            let (entry, schema) = match wire {
+                Wire::Responses => (tool, &tool["parameters"]),
+                Wire::Chat => (&tool["function"], &tool["function"]["parameters"]),
+                Wire::Anthropic => (tool, &tool["input_schema"]),
+            };
+            let name = entry["name"].as_str().unwrap_or_default().to_owned();
+            (name, entry["strict"].as_bool(), schema.clone())
+        })
+        .collect()
+}
+
+/// The tools of the first request, one line each (name, strict flag, what
+/// it requires), then `grep`'s and `shell`'s schemas in full (one line each).
+fn render(wire: Wire, body: &Value) -> String {
+    let tools = tools(wire, body);
+    let mut out: Vec<String> = tools
+        .iter()
+        .map(|(name, strict, schema)| {
+            let closed = schema["additionalProperties"] == false;
+            format!("{name} strict={strict:?} closed={closed} required={}", schema["required"])
+        })
+        .collect();
+    for (name, _, schema) in &tools {
+        if name == "grep" || name == "shell" {
+            out.push(format!("{name}: {}", schema));
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+/// A strict-profile `keel exec` on `wire` whose model calls `grep` and
+/// `shell` with `null` for every optional argument, then `grep` with a
+/// `context` past its bound; returns the recorded requests.
+async fn strict_session(wire: Wire) -> Vec<Value> {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "alpha\nbeta\n");
+    let nulls = json!({"pattern": "alpha", "path": null, "glob": null, "type": null,
+        "case_insensitive": null, "mode": null, "context": null, "limit": null});
+    let shell = json!({"command": "echo strict-ran", "timeout_ms": null, "workdir": null,
+        "verify": null, "background": null});
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("grep", nulls), call("shell", shell)] },
+        Step::Calls {
+            text: None,
+            calls: vec![call("grep", json!({"pattern": "beta", "context": 50}))],
+        },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(wire, &steps).await;
+    let output = sandbox.run(
+        &Model::on(wire, &server),
+        &["exec", "--full-auto", "-c", "provider.strict_tools=true", "Find alpha."],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    request_bodies(&server).await
+}
+
+async fn strict_requests(wire: Wire) -> String {
+    let requests = strict_session(wire).await;
+    assert_eq!(requests.len(), 3);
+    // The calls with nulls ran: their results are in the second request.
+    let second = requests[1].to_string();
+    assert!(second.contains("notes.txt:1:alpha"), "{second}");
+    assert!(second.contains("strict-ran"), "{second}");
+    assert!(!second.contains("invalid type: null"), "{second}");
+    // A bound the strict schema could not carry (Anthropic) is said.
+    let third = requests[2].to_string();
+    assert!(third.contains("[context lowered to 10, the most allowed]"), "{third}");
+    // The prefix stays byte-stable across the session.
+    assert_eq!(requests[0]["tools"], requests[2]["tools"]);
+    render(wire, &requests[0])
+}
+
+#[tokio::test]
+async fn strict_tools_on_responses() {
+    insta::assert_snapshot!(strict_requests(Wire::Responses).await);
+}
+
+#[tokio::test]
+async fn strict_tools_on_chat() {
+    insta::assert_snapshot!(strict_requests(Wire::Chat).await);
+}
+
+#[tokio::test]
+async fn strict_tools_on_anthropic() {
+    insta::assert_snapshot!(strict_requests(Wire::Anthropic).await);
+}
+
+/// Off (the default), no tool says `strict: true` and none is closed.
+#[tokio::test]
+async fn strict_tools_are_off_by_default() {
+    for wire in [Wire::Responses, Wire::Chat, Wire::Anthropic] {
+        let sandbox = Sandbox::new();
+        let server = scripted_model(wire, &[Step::Answer("done".into())]).await;
+        let output = sandbox.run(&Model::on(wire, &server), &["exec", "Hi."]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let body = &request_bodies(&server).await[0];
+        for (name, strict, schema) in tools(wire, body) {
+            assert_ne!(strict, Some(true), "{wire:?} {name}");
+            assert!(schema.get("additionalProperties").is_none(), "{wire:?} {name}");
+        }
+    }
+}
