@@ -226,6 +226,7 @@ impl Session {
             project_trusted: state.config().policy.project_trusted,
             hosts: settings.sandbox.hosts.clone(),
         };
+        let outputs_of = id.clone();
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
             plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
@@ -242,6 +243,7 @@ impl Session {
                 sandbox.jail,
             )
             .with_mask(mask)
+            .keeping_outputs(&settings.keel_home, &outputs_of)
             .with_web(web),
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),
