@@ -51,8 +51,14 @@ fn session_id(lines: &[Value]) -> String {
 #[tokio::test]
 async fn a_cut_build_log_is_kept_and_the_next_read_file_finds_its_middle() {
     let sandbox = Sandbox::new();
+    // Not HOME itself, as keel's home usually is not: then it is a secret
+    // place, which read_file still reads the kept outputs of.
+    let keel_home = sandbox.home.join(".keel");
+    let run = |model: &Model, args: &[&str]| {
+        sandbox.keel_on(model, args).env("KEEL_HOME", &keel_home).output().unwrap()
+    };
     let server = build_then_read().await;
-    let output = sandbox.run(&Model::chat(&server), &["exec", "--json", "--full-auto", "build"]);
+    let output = run(&Model::chat(&server), &["exec", "--json", "--full-auto", "build"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 3, "build, read, answer");
@@ -62,12 +68,12 @@ async fn a_cut_build_log_is_kept_and_the_next_read_file_finds_its_middle() {
     assert!(cut.contains("bytes, 40001 lines) is kept in "), "{}", &cut[..400.min(cut.len())]);
     let id = session_id(&json_lines(&output.stdout));
     let path = kept_path(&cut);
-    assert!(path.starts_with(&sandbox.home.join("outputs").join(&id).display().to_string()));
+    assert!(path.starts_with(&keel_home.join("outputs").join(&id).display().to_string()), "{path}");
     let read = last_tool_result(&bodies[2]);
     assert!(read.contains("MIDDLE-MARKER"), "read_file found the middle: {read}");
     let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode();
     assert_eq!(mode(std::path::Path::new(&path)) & 0o777, 0o600);
-    assert_eq!(mode(&sandbox.home.join("outputs").join(&id)) & 0o777, 0o700);
+    assert_eq!(mode(&keel_home.join("outputs").join(&id)) & 0o777, 0o700);
 
     // The session resumed still reads what it kept.
     let resumed = reacting_model(Wire::Chat, move |index, _| match index {
@@ -78,7 +84,7 @@ async fn a_cut_build_log_is_kept_and_the_next_read_file_finds_its_middle() {
         _ => Step::Answer("still there".into()),
     })
     .await;
-    let again = sandbox.run(
+    let again = run(
         &Model::chat(&resumed),
         &["exec", "resume", &id, "--json", "--full-auto", "look again"],
     );
