@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::apply_patch::ApplyPatch;
 use super::edit_file::EditFile;
+use super::process_output::ProcessOutput;
 use super::read_file::ReadFile;
 use super::shell::Shell;
 use super::testutil::TestWorkspace;
@@ -123,4 +124,49 @@ async fn nothing_writes_in_the_kept_outputs() {
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     assert!(!std::path::Path::new(&fresh).exists());
+}
+
+/// Every result of a background process until it is gone: its start's
+/// and then `process_output`'s.
+async fn read_to_the_end(ws: &TestWorkspace, command: &str) -> Vec<crate::protocol::ToolOutput> {
+    let args = json!({ "command": command, "background": true });
+    let mut results = vec![ws.run(&Shell, args).await.unwrap()];
+    while results.last().is_some_and(|out| out.meta["background"]["status"] == "running") {
+        let id = results[0].meta["background"]["id"].clone();
+        let read = ws.run(&ProcessOutput, json!({ "id": id, "wait_ms": 2000 })).await;
+        results.push(read.unwrap());
+    }
+    results
+}
+
+#[tokio::test]
+async fn a_background_read_longer_than_the_model_s_share_is_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = keeping(&home);
+    let results = read_to_the_end(&ws, "seq 1 20000; echo MIDDLE-MARKER; seq 1 20000").await;
+    let shown: String = results.iter().map(|out| out.text.as_str()).collect();
+    let kept: Vec<String> = results
+        .iter()
+        .filter_map(|out| out.meta.get("kept_output").and_then(|p| p.as_str()).map(str::to_owned))
+        .collect();
+    assert!(!kept.is_empty(), "nothing kept: {}", &shown[..300]);
+    assert!(shown.contains("older bytes of this read are not shown; all of it ("), "{shown:.300}");
+    let mut found = shown.contains("MIDDLE-MARKER");
+    for path in kept {
+        let read = ws.run(&ReadFile, json!({ "path": path, "limit": 100000 })).await.unwrap();
+        found |= read.text.contains("MIDDLE-MARKER");
+    }
+    assert!(found, "the marker is shown or kept");
+    for out in results {
+        assert!(out.text.len() < MAX_OUTPUT_BYTES + 1000, "{}", out.text.len());
+    }
+}
+
+#[tokio::test]
+async fn binary_output_of_a_background_process_is_summarised() {
+    let ws = TestWorkspace::new();
+    let results = read_to_the_end(&ws, "printf '\\177ELF\\002\\001\\000\\000\\377\\376'").await;
+    let shown: String = results.iter().map(|out| out.text.as_str()).collect();
+    assert!(shown.contains("[binary output, about"), "{shown}");
+    assert!(!shown.contains('\u{fffd}'), "{shown}");
 }
