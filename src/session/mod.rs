@@ -49,7 +49,7 @@ pub use list::{
 pub use lock::{LockHolder, SessionLock, holder as lock_holder};
 pub use outputs::{
     Kept, KeptOutputError, KeptOutputs, MAX_KEPT_BYTES, MAX_SESSION_BYTES, outputs_dir,
-    remove_session_outputs, session_outputs_dir,
+    remove_orphaned_outputs, remove_session_outputs, session_outputs_dir,
 };
 pub use reader::{LogContents, LogEntry, ReadReport, for_each_entry, for_each_record, read_log};
 pub use stats_index::{INDEX_FILE, Indexed, index_session, session_stats};

@@ -14,8 +14,11 @@
 //! [`MAX_SESSION_BYTES`], the oldest files removed first to make room;
 //! the folders are created 0700 and the files 0600 (`create_new`, never
 //! following a symlink), whatever the umask; a resumed session (same id)
-//! finds its folder and counts what is already there. A folder of a session
-//! that is gone is removed with [`remove_session_outputs`].
+//! finds its folder and counts what is already there. A session's folder
+//! lives as long as its log: when a session first keeps, the folders of
+//! sessions whose log is gone from `sessions/` are removed
+//! ([`remove_orphaned_outputs`]; keel has no command removing sessions, the
+//! user deletes logs by hand); [`remove_session_outputs`] removes one.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -58,6 +61,30 @@ pub fn remove_session_outputs(keel_home: &Path, session_id: &str) -> std::io::Re
     }
 }
 
+/// Removes the kept outputs of every session whose log is gone from
+/// `$KEEL_HOME/sessions/` (removed by the user): what they kept goes with
+/// them. Returns how many folders were removed.
+pub fn remove_orphaned_outputs(keel_home: &Path) -> usize {
+    remove_orphans_but(keel_home, None)
+}
+
+/// [`remove_orphaned_outputs`], leaving `own` (a session keeping now) alone.
+fn remove_orphans_but(keel_home: &Path, own: Option<&Path>) -> usize {
+    let sessions = super::sessions_dir(keel_home);
+    let Ok(entries) = std::fs::read_dir(outputs_dir(keel_home)) else { return 0 };
+    let orphans: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            !super::SessionLog::path_in(&sessions, &id).exists()
+                && own.is_none_or(|own| entry.path() != own)
+        })
+        .map(|entry| entry.path())
+        .collect();
+    // A symlink is removed itself, never followed.
+    orphans.iter().filter(|path| std::fs::remove_dir_all(path).is_ok()).count()
+}
+
 /// One kept output, as the result that was cut names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kept {
@@ -69,6 +96,7 @@ pub struct Kept {
 /// A session's kept outputs.
 #[derive(Debug)]
 pub struct KeptOutputs {
+    home: PathBuf,
     dir: PathBuf,
     mask: Arc<SecretMask>,
     per_session: u64,
@@ -81,6 +109,7 @@ impl KeptOutputs {
     /// The kept outputs of `session_id` under `keel_home`, masked by `mask`.
     pub fn new(keel_home: &Path, session_id: &str, mask: Arc<SecretMask>) -> Self {
         Self {
+            home: keel_home.to_owned(),
             dir: session_outputs_dir(keel_home, session_id),
             mask,
             per_session: MAX_SESSION_BYTES,
@@ -110,8 +139,12 @@ impl KeptOutputs {
             let path = path.to_owned();
             move |source| KeptOutputError::Write { path, source }
         };
-        create_private_dir(&self.dir).map_err(write_error(&self.dir))?;
         let mut files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if files.is_none() {
+            // Once a session, when it first keeps: sessions removed since go.
+            remove_orphans_but(&self.home, Some(&self.dir));
+        }
+        create_private_dir(&self.dir).map_err(write_error(&self.dir))?;
         let ledger = files.get_or_insert_with(|| Ledger::read(&self.dir));
         let size = bytes.len() as u64;
         let mut total: u64 = ledger.files.iter().map(|(_, size)| size).sum();
@@ -281,8 +314,24 @@ mod tests {
     }
 
     #[test]
+    fn the_outputs_of_a_session_whose_log_was_removed_go_at_the_next_keep() {
+        let home = tempfile::tempdir().unwrap();
+        let sessions = home.path().join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        std::fs::write(sessions.join("live.jsonl"), "").unwrap();
+        let live = KeptOutputs::new(home.path(), "live", Arc::default()).keep("c", "x").unwrap();
+        let gone = KeptOutputs::new(home.path(), "gone", Arc::default()).keep("c", "y").unwrap();
+        assert!(gone.path.exists(), "kept until a session keeps again");
+        std::fs::write(sessions.join("next.jsonl"), "").unwrap();
+        KeptOutputs::new(home.path(), "next", Arc::default()).keep("c", "z").unwrap();
+        assert!(!gone.path.exists() && live.path.exists());
+    }
+
+    #[test]
     fn a_gone_session_s_outputs_are_removed() {
         let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join("sessions")).unwrap();
+        std::fs::write(home.path().join("sessions/s-1.jsonl"), "").unwrap();
         let kept = store(home.path()).keep("c", "x").unwrap();
         KeptOutputs::new(home.path(), "other", Arc::default()).keep("c", "y").unwrap();
         remove_session_outputs(home.path(), "s-1").unwrap();

@@ -81,6 +81,11 @@ async fn the_kept_copy_is_masked_like_the_result() {
 async fn another_session_s_outputs_and_the_rest_of_keel_home_are_refused() {
     let home = tempfile::tempdir().unwrap();
     let ws = keeping(&home);
+    // Both sessions have logs (else the first to keep removes the other's).
+    std::fs::create_dir_all(home.path().join("sessions")).unwrap();
+    for id in ["s-1", "s-2"] {
+        std::fs::write(home.path().join(format!("sessions/{id}.jsonl")), "").unwrap();
+    }
     let other = KeptOutputs::new(home.path(), "s-2", Arc::default()).keep("c", "theirs").unwrap();
     std::fs::write(home.path().join("config.toml"), "x = 1").unwrap();
     ws.run(&Shell, json!({ "command": "seq 1 40000" })).await.unwrap();
@@ -95,6 +100,7 @@ async fn another_session_s_outputs_and_the_rest_of_keel_home_are_refused() {
         assert!(matches!(read, Err(ToolError::OutsideWorkspace { .. })), "{path:?}: {read:?}");
     }
     // A symlink in the folder does not lead out of it.
+    assert!(other.path.exists(), "another live session's outputs stay");
     symlink(home.path().join("config.toml"), ours.join("link.txt")).unwrap();
     let read = ws.run(&ReadFile, json!({ "path": ours.join("link.txt") })).await;
     assert!(read.is_err(), "{read:?}");
