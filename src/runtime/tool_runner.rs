@@ -66,9 +66,16 @@ impl ToolRunner {
     }
 
     /// Keeps the cut outputs of the session `session_id` under
-    /// `keel_home`, masked by the session's mask (set it first).
-    pub(super) fn keeping_outputs(mut self, keel_home: &Path, session_id: &str) -> Self {
-        let kept = crate::session::KeptOutputs::new(keel_home, session_id, self.mask.clone());
+    /// `keel_home`, masked by the session's mask (set it first); those of
+    /// the sessions it was `forked_from` stay readable.
+    pub(super) fn keeping_outputs(
+        mut self,
+        keel_home: &Path,
+        session_id: &str,
+        forked_from: &[String],
+    ) -> Self {
+        let kept = crate::session::KeptOutputs::new(keel_home, session_id, self.mask.clone())
+            .reading_also(keel_home, forked_from);
         self.kept = Some(Arc::new(kept));
         self
     }

@@ -14,7 +14,9 @@
 //! [`MAX_SESSION_BYTES`], the oldest files removed first to make room;
 //! the folders are created 0700 and the files 0600 (`create_new`, never
 //! following a symlink), whatever the umask; a resumed session (same id)
-//! finds its folder and counts what is already there. A session's folder
+//! finds its folder and counts what is already there; a fork reads (never
+//! writes) the folders of the sessions it was forked from, whose files its
+//! copied history names. A session's folder
 //! lives as long as its log: when a session first keeps, the folders of
 //! sessions whose log is gone from `sessions/` are removed
 //! ([`remove_orphaned_outputs`]; keel has no command removing sessions, the
@@ -98,6 +100,9 @@ pub struct Kept {
 pub struct KeptOutputs {
     home: PathBuf,
     dir: PathBuf,
+    /// The folders of the sessions this one was forked from: its history
+    /// names their files. Read, never written.
+    ancestors: Vec<PathBuf>,
     mask: Arc<SecretMask>,
     per_session: u64,
     /// What is kept; `None` until the first keep reads the folder (a
@@ -111,6 +116,7 @@ impl KeptOutputs {
         Self {
             home: keel_home.to_owned(),
             dir: session_outputs_dir(keel_home, session_id),
+            ancestors: Vec::new(),
             mask,
             per_session: MAX_SESSION_BYTES,
             files: Mutex::new(None),
@@ -124,9 +130,23 @@ impl KeptOutputs {
         self
     }
 
-    /// The session's folder: the one place below KEEL_HOME `read_file` reads.
+    /// The same store reading the folders of `sessions` too (those a fork
+    /// was made from).
+    #[must_use]
+    pub fn reading_also(mut self, keel_home: &Path, sessions: &[String]) -> Self {
+        self.ancestors = sessions.iter().map(|id| session_outputs_dir(keel_home, id)).collect();
+        self
+    }
+
+    /// The session's folder, where it keeps.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The folders `read_file` reads below KEEL_HOME: the session's and
+    /// those of the sessions it was forked from.
+    pub fn readable(&self) -> impl Iterator<Item = &Path> {
+        std::iter::once(self.dir.as_path()).chain(self.ancestors.iter().map(PathBuf::as_path))
     }
 
     /// Keeps `text`, the whole output of the call `call_id`, masked and

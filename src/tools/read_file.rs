@@ -100,17 +100,18 @@ struct Excerpt {
     lossy: bool,
 }
 
-/// The session's kept-outputs folder as the root to read from, when `raw`
-/// is an absolute path inside it (`session::KeptOutputs`): the one place
-/// outside the workspace `read_file` reads, confined the same way (`..`
-/// and symlinks that leave it are refused). Another session's folder, or
-/// anything else of KEEL_HOME, is outside the workspace like any path.
+/// The session's kept-outputs folder (or that of a session it was forked
+/// from) as the root to read from, when `raw` is an absolute path inside
+/// it (`session::KeptOutputs`): the one place outside the workspace
+/// `read_file` reads, confined the same way (`..` and symlinks that leave
+/// it are refused). Another session's folder, or anything else of
+/// KEEL_HOME, is outside the workspace like any path.
 fn kept_folder(ctx: &ToolContext, raw: &str) -> Result<Option<Workspace>, ToolError> {
     let Some(kept) = &ctx.kept else { return Ok(None) };
-    if !Path::new(raw).starts_with(kept.dir()) {
+    let Some(dir) = kept.readable().find(|dir| Path::new(raw).starts_with(dir)) else {
         return Ok(None);
-    }
-    Workspace::from_parts(kept.dir(), kept.dir()).map(Some)
+    };
+    Workspace::from_parts(dir, dir).map(Some)
 }
 
 fn read(

@@ -1,8 +1,8 @@
 //! A command output cut for the model is kept whole (issue 32, "Results"):
 //! through the real `keel exec`, a ~1.2 MB build log with a marker in the
 //! middle is cut to the model's share, the result names the kept file, and
-//! the model's next call, `read_file` of that path, finds the marker; a
-//! resumed session still reads it; the file is owner-only.
+//! the model's next call, `read_file` of that path, finds the marker; the
+//! session resumed, and a fork of it, still read it; the file is owner-only.
 
 use std::os::unix::fs::PermissionsExt;
 
