@@ -6,9 +6,15 @@
 //! the working directory is confined to the workspace; the
 //! command runs with a timeout (default [`DEFAULT_TIMEOUT_MS`], at most
 //! [`MAX_TIMEOUT_MS`]) and the user's cancellation; the output the model
-//! sees is at most [`MAX_OUTPUT_BYTES`] (head and tail kept). A non-zero
-//! exit is a normal result (the model reads the exit code); failing to
-//! start, timing out and being cancelled are errors. With `background`
+//! sees is at most [`MAX_OUTPUT_BYTES`] (head and tail kept); when it was
+//! cut and the session keeps outputs (`ToolContext::kept`), each stream is
+//! captured up to `session::MAX_KEPT_BYTES`, the whole is kept first and
+//! the truncation note names the file and how to read it (a copy that
+//! could not be written is said). A non-zero exit is a normal result (the
+//! model reads the exit code); failing to start, timing out and being
+//! cancelled are errors; a timeout with the network closed says so (a
+//! command waiting on a host it cannot reach never finishes) instead of
+//! only "raise timeout_ms". With `background`
 //! the command is left running instead ([`super::shell_background`]).
 
 use std::time::Duration;
