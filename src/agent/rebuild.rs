@@ -61,6 +61,9 @@ pub struct LogFacts {
     /// the digest of its tools (`None`: a log from before prefixes were
     /// recorded).
     pub prefix: Option<(PrefixSections, String)>,
+    /// The sessions this one was forked from (`forked` lines, the nearest
+    /// last): their kept outputs are named in the history it copied.
+    pub forked_from: Vec<String>,
 }
 
 /// A turn the log started but never ended.
@@ -221,6 +224,9 @@ impl Rebuilder {
                 self.end_turn();
             }
             SessionEvent::Checkpoint { turn, .. } => self.facts.checkpointed_turn = turn,
+            SessionEvent::Forked { parent_session, .. } => {
+                self.facts.forked_from.push(parent_session);
+            }
             SessionEvent::Rewound { items: Some(_), .. } => {
                 // A turn the log left open is no longer in the conversation:
                 // its calls are neither answered nor continued.
@@ -242,7 +248,6 @@ impl Rebuilder {
             | SessionEvent::ToolsChanged { .. }
             | SessionEvent::Undo { .. }
             | SessionEvent::Rewound { items: None, .. }
-            | SessionEvent::Forked { .. }
             | SessionEvent::BudgetExceeded { .. }
             | SessionEvent::ModelError { .. }
             | SessionEvent::Error { .. }

@@ -264,6 +264,7 @@ fn native_hooks(
     file: Option<&SecretsFile>,
     places: &SecretPlaces,
     home: &Path,
+    keel_home: &Path,
 ) -> Result<Vec<Arc<dyn NativeHook>>, ConfigError> {
     let file = file.cloned().unwrap_or_default();
     if !file.protect_files.unwrap_or(true) {
@@ -271,7 +272,9 @@ fn native_hooks(
     }
     let hook = ProtectSecrets::new(&file.allow_files.unwrap_or_default())
         .map_err(ConfigError::Secrets)?
-        .with_places(places.clone(), home.to_path_buf());
+        .with_places(places.clone(), home.to_path_buf())
+        // Inside keel's home, a secret place; read_file keeps to its session's.
+        .with_kept_outputs(crate::session::outputs_dir(keel_home));
     Ok(vec![Arc::new(hook)])
 }
 
@@ -457,7 +460,7 @@ pub fn resolve(
         workspace_root,
         warnings,
         hooks: Vec::new(),
-        native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home)?,
+        native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home, &env.keel_home)?,
         secret_places,
         env_filter: child_env,
         max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
@@ -550,7 +553,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         rules: RuleSet::default(),
         project_trusted,
         env_filter,
-        native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home)?,
+        native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home, &env.keel_home)?,
         secret_places,
         home,
         sandbox: sandbox_settings(merged.sandbox)?,

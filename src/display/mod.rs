@@ -30,6 +30,6 @@ pub use sanitize::for_terminal;
 pub use secret_mask::{KnownSecret, MIN_SECRET_LEN, SecretMask, SecretMaskError, parse_env_file};
 pub use secret_shapes::mask_secret_shapes;
 pub use shell_output::{
-    CallOutcome, ShellRun, ShellText, call_summary, frame_shell, outcome, parse_shell,
+    CallOutcome, KeptCopy, ShellRun, ShellText, call_summary, frame_shell, outcome, parse_shell,
     shell_exit_code,
 };

@@ -7,7 +7,8 @@
 //!
 //! The framing (the shell tool's description states it): `exit code: N`
 //! first unless the command exited 0, then keel's truncation note if
-//! anything was cut, stdout, then `--- stderr ---` and stderr if there is
+//! anything was cut (naming the kept copy of the whole output and how to
+//! read it, when there is one), stdout, then `--- stderr ---` and stderr if there is
 //! any; `(no output)` when both are empty. A stdout whose first line could
 //! be read as framing is labelled `--- stdout ---`, so a result always
 //! parses one way. The result does not end with a newline (the streams'
@@ -114,6 +115,38 @@ pub struct ShellRun<'a> {
     pub omitted_bytes: u64,
     pub stdout: &'a str,
     pub stderr: &'a str,
+    /// Where the whole output is kept for the model to read, when it was cut.
+    pub kept: Option<KeptCopy<'a>>,
+}
+
+/// A cut output's copy the model can read with `read_file`
+/// (`session::KeptOutputs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeptCopy<'a> {
+    pub path: &'a str,
+    pub bytes: u64,
+    pub lines: u64,
+    /// Everything the command printed; `false`: the copy is cut too (its
+    /// start and end kept).
+    pub whole: bool,
+}
+
+/// The truncation note: how much was cut and how to see it.
+fn truncation_note(omitted_bytes: u64, kept: Option<&KeptCopy<'_>>) -> String {
+    let cut = format!("{TRUNCATION_NOTE}: {omitted_bytes} bytes cut from the middle");
+    match kept {
+        None => format!("{cut}; redirect to a file and search it, or pipe through head/tail/grep]"),
+        Some(copy) if copy.whole => format!(
+            "{cut}; the whole output ({} bytes, {} lines) is kept in {}: read_file it with \
+             offset and limit (in lines) to see the rest, no need to run it again]",
+            copy.bytes, copy.lines, copy.path
+        ),
+        Some(copy) => format!(
+            "{cut}; its start and end ({} bytes, {} lines) are kept in {}: read_file it with \
+             offset and limit (in lines); for the rest, redirect to a file and search it]",
+            copy.bytes, copy.lines, copy.path
+        ),
+    }
 }
 
 /// Whether a line at the start of a result would be read as framing (by
@@ -133,11 +166,8 @@ pub fn frame_shell(run: &ShellRun<'_>) -> String {
         (None, None) => format!("{EXIT_LINE}none\n"),
     };
     if run.omitted_bytes > 0 {
-        text.push_str(&format!(
-            "{TRUNCATION_NOTE}: {} bytes cut from the middle; redirect to a file and search \
-             it, or pipe through head/tail/grep]\n",
-            run.omitted_bytes
-        ));
+        text.push_str(&truncation_note(run.omitted_bytes, run.kept.as_ref()));
+        text.push('\n');
     }
     let first_line = run.stdout.lines().next().unwrap_or_default();
     if reads_as_framing(first_line) {
@@ -253,7 +283,7 @@ mod tests {
     }
 
     fn run<'a>(exit_code: Option<i32>, stdout: &'a str, stderr: &'a str) -> ShellRun<'a> {
-        ShellRun { exit_code, signal: None, omitted_bytes: 0, stdout, stderr }
+        ShellRun { exit_code, signal: None, omitted_bytes: 0, stdout, stderr, kept: None }
     }
 
     #[test]
@@ -299,6 +329,25 @@ mod tests {
         let shown = parse_shell(&text);
         assert_eq!(shown.stdout, "a");
         assert_eq!(shown.notes.len(), 1);
+    }
+
+    #[test]
+    fn a_kept_copy_is_named_with_how_to_read_it() {
+        let kept = KeptCopy { path: "/k/outputs/s/0001-c.txt", bytes: 900, lines: 40, whole: true };
+        let cut = ShellRun { omitted_bytes: 9, kept: Some(kept), ..run(Some(0), "a\n", "") };
+        let text = frame_shell(&cut);
+        let note = text.lines().next().unwrap_or_default();
+        assert!(
+            note.contains(
+                "the whole output (900 bytes, 40 lines) is kept in /k/outputs/s/0001-c.txt"
+            ),
+            "{note}"
+        );
+        assert!(note.contains("read_file it with offset and limit"), "{note}");
+        assert_eq!(parse_shell(&text).notes, [note]);
+        let partial = KeptCopy { whole: false, ..kept };
+        let text = frame_shell(&ShellRun { kept: Some(partial), ..cut });
+        assert!(text.contains("its start and end (900 bytes, 40 lines) are kept in"), "{text}");
     }
 
     /// A command cannot pass its own output off as keel's framing: a

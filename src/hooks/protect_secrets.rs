@@ -54,6 +54,10 @@ pub struct ProtectSecrets {
     places: SecretPlaces,
     /// Where `~` leads in the words judged.
     home: PathBuf,
+    /// Where sessions keep cut outputs (`session::KeptOutputs`): inside
+    /// keel's home, a secret place, yet `read_file` reads its session's
+    /// folder there (the tool refuses every other one).
+    kept_outputs: Option<PathBuf>,
 }
 
 impl ProtectSecrets {
@@ -72,12 +76,37 @@ impl ProtectSecrets {
             glob: allow_files.join(", "),
             message: error.to_string(),
         })?;
-        Ok(Self { allow, places: SecretPlaces::default(), home: PathBuf::new() })
+        Ok(Self {
+            allow,
+            places: SecretPlaces::default(),
+            home: PathBuf::new(),
+            kept_outputs: None,
+        })
     }
 
     /// Also guards the places of `places` (`~` in a word is `home`).
     pub fn with_places(self, places: SecretPlaces, home: PathBuf) -> Self {
         Self { places, home, ..self }
+    }
+
+    /// Lets `read_file` read below `dir`, the kept outputs, though keel's
+    /// home holds it (a secret file's name there is still refused).
+    pub fn with_kept_outputs(self, dir: PathBuf) -> Self {
+        Self { kept_outputs: Some(normalize(&dir)), ..self }
+    }
+
+    /// Whether `path` is a kept output `read_file` may read: inside the
+    /// kept outputs as written and where known symlinks lead it, named
+    /// like no secret file.
+    fn kept_output(&self, info: &ToolInfo, path: &str, links: &PathLinks) -> bool {
+        let Some(dir) = &self.kept_outputs else { return false };
+        let given = Path::new(path);
+        let inside = |candidate: &Path| candidate.starts_with(dir) && candidate != dir;
+        info.name == tool_facts::READ_FILE.name
+            && given.is_absolute()
+            && inside(&normalize(given))
+            && (links.is_empty() || inside(&links.apply(given)))
+            && !self.guarded(path)
     }
 
     /// The secret place `word` (from `cwd`, through `links`) reads: one it
@@ -179,6 +208,9 @@ impl ProtectSecrets {
             let mut values = arg.values(input).into_iter();
             let found = match arg.operand {
                 Operand::File | Operand::Files => values.find_map(|path| {
+                    if self.kept_output(info, path, links) {
+                        return None;
+                    }
                     // A read of a folder walks it (`grep`): what it holds counts.
                     let walk = (arg.access == Access::Read)
                         .then(|| self.place_of(path, &cwd, links, true))
@@ -258,6 +290,37 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn read_file_reads_kept_outputs_in_keel_s_home_and_nothing_else_there() {
+        let home = PathBuf::from("/home/u");
+        let mut places = SecretPlaces::for_home(&home);
+        places.add(Path::new("/home/u/.keel/"), "keel", &home, Path::new("/home/u/ws"));
+        let hook = ProtectSecrets::new(&[])
+            .unwrap()
+            .with_places(places, home)
+            .with_kept_outputs(PathBuf::from("/home/u/.keel/outputs"));
+        let permission = |tool: &str, input| outcome(&hook, tool, input).permission;
+        let kept = "/home/u/.keel/outputs/s-1/0001-call_1.txt";
+        assert_eq!(permission("read_file", json!({ "path": kept })), None);
+        for path in [
+            "/home/u/.keel/outputs/s-1/../../config.toml",
+            "/home/u/.keel/config.toml",
+            "/home/u/.keel/outputs/s-1/.env",
+            "/home/u/.keel/outputs",
+        ] {
+            assert_eq!(permission("read_file", json!({ "path": path })), Some(Permission::Deny));
+        }
+        assert_eq!(
+            permission("write_file", json!({ "path": kept, "content": "x" })),
+            Some(Permission::Ask)
+        );
+        assert_eq!(
+            permission("shell", json!({ "command": format!("cat {kept}") })),
+            Some(Permission::Ask),
+            "commands still ask: only read_file confines itself to its session's folder"
+        );
+    }
 
     #[test]
     fn credential_stores_are_refused_by_place() {

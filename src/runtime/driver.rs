@@ -69,6 +69,9 @@ pub(super) struct Opening {
     pub(super) sandbox: SessionSandbox,
     /// The OpenTelemetry exporter its log is tapped by (`telemetry_glue.rs`).
     pub(super) telemetry: Option<crate::telemetry::Telemetry>,
+    /// The sessions it was forked from, whose kept outputs its history
+    /// names (`session::KeptOutputs`, read-only).
+    pub(super) forked_from: Vec<String>,
 }
 
 /// A running session.
@@ -186,6 +189,7 @@ impl Session {
             start_source: "startup",
             sandbox,
             telemetry,
+            forked_from: Vec::new(),
         };
         Ok(Self::assemble(settings, options, opening, llm, tools, sink, approver))
     }
@@ -212,6 +216,7 @@ impl Session {
             start_source,
             sandbox,
             telemetry,
+            forked_from,
         } = opening;
         let hooks = super::session_hooks::SessionHooks::new(settings, start_source);
         state.config_mut().post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
@@ -227,6 +232,7 @@ impl Session {
             hosts: settings.sandbox.hosts.clone(),
             net_log: sandbox.jail.net_log().clone(),
         };
+        let outputs_of = id.clone();
         Self {
             model: super::model_client::ModelClient::new(llm, &id),
             plans: super::plan_store::PlanStore::new(&settings.workspace_root, &id),
@@ -243,6 +249,7 @@ impl Session {
                 sandbox.jail,
             )
             .with_mask(mask)
+            .keeping_outputs(&settings.keel_home, &outputs_of, &forked_from)
             .with_web(web),
             workspace_root: settings.workspace_root.clone(),
             cwd: options.cwd.clone(),

@@ -38,6 +38,8 @@ pub(super) struct ToolRunner {
     mask: Arc<SecretMask>,
     /// What `web_fetch` may reach (the session's `web_rule`s, `[sandbox] hosts`).
     web: Arc<crate::web::WebAccess>,
+    /// Where the session's cut outputs are kept (`session::KeptOutputs`).
+    kept: Option<Arc<crate::session::KeptOutputs>>,
 }
 
 impl ToolRunner {
@@ -59,7 +61,23 @@ impl ToolRunner {
             jail,
             mask: Arc::default(),
             web: Arc::default(),
+            kept: None,
         }
+    }
+
+    /// Keeps the cut outputs of the session `session_id` under
+    /// `keel_home`, masked by the session's mask (set it first); those of
+    /// the sessions it was `forked_from` stay readable.
+    pub(super) fn keeping_outputs(
+        mut self,
+        keel_home: &Path,
+        session_id: &str,
+        forked_from: &[String],
+    ) -> Self {
+        let kept = crate::session::KeptOutputs::new(keel_home, session_id, self.mask.clone())
+            .reading_also(keel_home, forked_from);
+        self.kept = Some(Arc::new(kept));
+        self
     }
 
     /// Masks the values of `mask` in every result.
@@ -91,14 +109,18 @@ impl ToolRunner {
         cancel: &CancellationToken,
         read_only: bool,
     ) -> ToolContext {
-        ToolContext::new(root.to_owned(), cwd.to_owned(), cancel.clone())
+        let ctx = ToolContext::new(root.to_owned(), cwd.to_owned(), cancel.clone())
             .with_files(self.files.clone())
             .with_skills(self.skills.clone())
             .with_memory(self.memory.clone())
             .with_jail(self.jail.clone())
             .with_read_only(read_only)
             .with_processes(self.processes.clone())
-            .with_web(self.web.clone())
+            .with_web(self.web.clone());
+        match &self.kept {
+            Some(kept) => ctx.with_kept(kept.clone()),
+            None => ctx,
+        }
     }
 
     /// The session's background processes (`/ps`, the session's end).

@@ -20,7 +20,8 @@
 //! (content hashes), `ledger_logs.rs` (a session's `context::ledger::Ledger` with its subagents'
 //! from their logs), `stats_index.rs` (`$KEEL_HOME/stats-index.jsonl`: each log's
 //! `context::stats::SessionStats`, read again only when the log changed), `images.rs` (the image store: images the logs
-//! reference, once each by SHA-256 under `sessions/images/`).
+//! reference, once each by SHA-256 under `sessions/images/`), `outputs.rs` (kept outputs: a cut
+//! command output whole, masked and bounded, under `outputs/<session-id>/`, for `read_file`).
 
 mod faults;
 #[cfg(test)]
@@ -30,6 +31,7 @@ mod images;
 mod ledger_logs;
 mod list;
 mod lock;
+mod outputs;
 mod reader;
 mod stats_index;
 mod writer;
@@ -45,6 +47,10 @@ pub use list::{
     logged_parent, newest_first_in_folder, newest_in_folder, summarize,
 };
 pub use lock::{LockHolder, SessionLock, holder as lock_holder};
+pub use outputs::{
+    Kept, KeptOutputError, KeptOutputs, MAX_KEPT_BYTES, MAX_SESSION_BYTES, outputs_dir,
+    remove_orphaned_outputs, remove_session_outputs, session_outputs_dir,
+};
 pub use reader::{LogContents, LogEntry, ReadReport, for_each_entry, for_each_record, read_log};
 pub use stats_index::{INDEX_FILE, Indexed, index_session, session_stats};
 pub use writer::{LogTap, SessionLog};

@@ -112,10 +112,10 @@ pub enum ToolError {
         source: SandboxError,
     },
     #[error(
-        "command timed out after {timeout_ms} ms and was killed; raise timeout_ms or run \
-         something that finishes sooner. output before the timeout:\n{output}"
+        "command timed out after {timeout_ms} ms and was killed; {advice}. output before the \
+         timeout:\n{output}"
     )]
-    Timeout { timeout_ms: u64, output: String },
+    Timeout { timeout_ms: u64, advice: String, output: String },
     #[error("cancelled by the user")]
     Cancelled,
     /// A command the user stopped while it ran, with what it had printed

@@ -52,6 +52,8 @@ mod web_fetch;
 mod write_file;
 
 #[cfg(test)]
+mod kept_output_tests;
+#[cfg(test)]
 mod testutil;
 
 use std::path::PathBuf;
@@ -111,6 +113,11 @@ pub struct ToolContext {
     /// What `web_fetch` may reach and how names resolve (the session's
     /// `web_rule`s and `[sandbox] hosts`).
     pub web: Arc<crate::web::WebAccess>,
+    /// Where a cut command output is kept whole for the session
+    /// (`session::KeptOutputs`), and the one folder of KEEL_HOME
+    /// `read_file` reads. `None`: nothing is kept (one-shot `keel tool`
+    /// runs), and a cut result says how to narrow the command instead.
+    pub kept: Option<Arc<crate::session::KeptOutputs>>,
 }
 
 /// Progress a running tool reported (an MCP server's
@@ -146,7 +153,14 @@ impl ToolContext {
             jail: Arc::new(CommandJail::default()),
             offered: None,
             web: Arc::default(),
+            kept: None,
         }
+    }
+
+    /// The same context keeping cut outputs in `kept`.
+    pub fn with_kept(mut self, kept: Arc<crate::session::KeptOutputs>) -> Self {
+        self.kept = Some(kept);
+        self
     }
 
     /// The same context sharing the session's background processes.

@@ -9,7 +9,10 @@
 //! symlinks (`super::beneath`). A PNG, JPEG, GIF or WebP file (told by its
 //! bytes) comes back as an image part beside a line of text
 //! (`read_file_image.rs`); a model that takes no images reads a note instead
-//! (`llm::image_parts`). Memory is bounded too: at most
+//! (`llm::image_parts`). Besides the workspace it reads the session's kept
+//! outputs (`session::KeptOutputs`: a command output cut for the model,
+//! kept whole), by the absolute path the cut result named, read-only and
+//! confined to that one folder. Memory is bounded too: at most
 //! [`MAX_LINE_BYTES`] of any one line is held, however long it is.
 
 use std::fs::File;
@@ -67,7 +70,14 @@ impl TypedTool for ReadFile {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let ctx = ctx.clone();
-            blocking(NAME, move || read(&Workspace::new(&ctx)?, &ctx.files, &args)).await
+            blocking(NAME, move || {
+                let (ws, kept) = match kept_folder(&ctx, &args.path)? {
+                    Some(folder) => (folder, true),
+                    None => (Workspace::new(&ctx)?, false),
+                };
+                read(&ws, kept, &ctx.files, &args)
+            })
+            .await
         })
     }
 }
@@ -90,9 +100,29 @@ struct Excerpt {
     lossy: bool,
 }
 
-fn read(ws: &Workspace, files: &FileStates, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
+/// The session's kept-outputs folder (or that of a session it was forked
+/// from) as the root to read from, when `raw` is an absolute path inside
+/// it (`session::KeptOutputs`): the one place outside the workspace
+/// `read_file` reads, confined the same way (`..` and symlinks that leave
+/// it are refused). Another session's folder, or anything else of
+/// KEEL_HOME, is outside the workspace like any path.
+fn kept_folder(ctx: &ToolContext, raw: &str) -> Result<Option<Workspace>, ToolError> {
+    let Some(kept) = &ctx.kept else { return Ok(None) };
+    let Some(dir) = kept.readable().find(|dir| Path::new(raw).starts_with(dir)) else {
+        return Ok(None);
+    };
+    Workspace::from_parts(dir, dir).map(Some)
+}
+
+fn read(
+    ws: &Workspace,
+    kept: bool,
+    files: &FileStates,
+    args: &ReadFileArgs,
+) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
-    let rel = ws.relative(&abs);
+    // A kept output is named by its whole path, as the result that kept it did.
+    let rel = if kept { abs.clone() } else { ws.relative(&abs) };
     let (start, offset_note) = super::args::bounded("offset", args.offset, 1, 1, u64::MAX);
     let (limit, limit_note) =
         super::args::bounded("limit", args.limit, DEFAULT_LINE_LIMIT, 1, u64::MAX);

@@ -6,9 +6,15 @@
 //! the working directory is confined to the workspace; the
 //! command runs with a timeout (default [`DEFAULT_TIMEOUT_MS`], at most
 //! [`MAX_TIMEOUT_MS`]) and the user's cancellation; the output the model
-//! sees is at most [`MAX_OUTPUT_BYTES`] (head and tail kept). A non-zero
-//! exit is a normal result (the model reads the exit code); failing to
-//! start, timing out and being cancelled are errors. With `background`
+//! sees is at most [`MAX_OUTPUT_BYTES`] (head and tail kept); when it was
+//! cut and the session keeps outputs (`ToolContext::kept`), each stream is
+//! captured up to `session::MAX_KEPT_BYTES`, the whole is kept first and
+//! the truncation note names the file and how to read it (a copy that
+//! could not be written is said). A non-zero exit is a normal result (the
+//! model reads the exit code); failing to start, timing out and being
+//! cancelled are errors; a timeout with the network closed says so (a
+//! command waiting on a host it cannot reach never finishes) instead of
+//! only "raise timeout_ms". With `background`
 //! the command is left running instead ([`super::shell_background`]).
 
 use std::time::Duration;
@@ -19,10 +25,12 @@ use serde::Deserialize;
 use super::args::blocking;
 use super::paths::Workspace;
 use super::{BoxFuture, ToolContext, ToolError, TypedTool};
-use crate::display::{self, ShellRun};
+use crate::display::{self, KeptCopy, ShellRun};
 use crate::policy;
+use crate::policy::network::NetworkMode;
 use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
 use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec, SandboxError};
+use crate::session::{Kept, MAX_KEPT_BYTES};
 
 pub const NAME: &str = tool_facts::SHELL.name;
 /// Timeout when the model gives none.
@@ -94,9 +102,12 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         return super::shell_background::start(&args.command, script, dir, &rel, ctx).await;
     }
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
+    // With somewhere to keep it, each stream is captured up to what a kept
+    // output holds; the model's share is cut from that below.
+    let capture_limit = if ctx.kept.is_some() { MAX_KEPT_BYTES } else { MAX_OUTPUT_BYTES };
     let spec = CommandSpec::script(format!("{PIPEFAIL}{}", args.command), dir)
         .with_timeout(Duration::from_millis(timeout_ms))
-        .with_output_limit(MAX_OUTPUT_BYTES)
+        .with_output_limit(capture_limit)
         // Pagers would wait on a terminal that is not there.
         .with_env("PAGER", "cat")
         .with_env("GIT_PAGER", "cat")
@@ -112,11 +123,13 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     };
     let output = match run {
         Err(SandboxError::Cancelled { output: Some(partial), .. }) => {
-            return Err(ToolError::Interrupted { output: render(&partial).0 });
+            let shown = render(&partial, MAX_OUTPUT_BYTES, None);
+            return Err(ToolError::Interrupted { output: shown.text });
         }
         finished => finished?,
     };
-    let (mut text, cut, omitted) = render(&output);
+    let shown = render_kept(&output, ctx).await;
+    let mut text = shown.text;
     if args.timeout_ms.is_some_and(|asked| asked > MAX_TIMEOUT_MS) {
         // Said, not silent: the model asked for more than it got.
         text = format!("[timeout_ms lowered to {MAX_TIMEOUT_MS}, the most allowed]\n{text}");
@@ -125,11 +138,19 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
         text = format!("[timeout_ms raised to 1, the least allowed]\n{text}");
     }
     if output.timed_out {
-        return Err(ToolError::Timeout { timeout_ms, output: text });
+        let network = jail.confinement().await.map(|confinement| confinement.network);
+        return Err(ToolError::Timeout {
+            timeout_ms,
+            advice: timeout_advice(network),
+            output: text,
+        });
     }
     let mut meta = ToolMeta::command(output.exit_code.map(i64::from), output.signal.map(i64::from))
-        .with("truncated", cut || output.truncated())
-        .with("omitted_bytes", omitted);
+        .with("truncated", shown.omitted > 0)
+        .with("omitted_bytes", shown.omitted);
+    if let Some(kept) = &shown.kept {
+        meta.insert("kept_output", kept.path.to_string_lossy());
+    }
     meta.set_duration_ms(u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX));
     meta.insert("workdir", rel.to_string_lossy());
     meta.insert("verify", args.verify);
@@ -140,13 +161,57 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     Ok(ToolOutput::new(text, meta))
 }
 
+/// What a timed-out command's result advises: with the network closed, a
+/// command may have been waiting on a host it cannot reach, and a longer
+/// timeout would only wait longer.
+fn timeout_advice(network: Option<NetworkMode>) -> String {
+    match network.filter(|network| network.is_closed()) {
+        Some(network) => format!(
+            "{}; a command waiting on a host it cannot reach never finishes, so raise timeout_ms \
+             only if it needs no network",
+            crate::sandbox::confinement::network_hint(network)
+        ),
+        None => "raise timeout_ms or run something that finishes sooner".to_owned(),
+    }
+}
+
+/// A result as the model reads it.
+struct Shown {
+    text: String,
+    /// Bytes left out of what the model reads, in all.
+    omitted: u64,
+    /// Where the whole output was kept, when it was cut and kept.
+    kept: Option<Kept>,
+}
+
+/// The result the model reads; when it was cut and the session keeps
+/// outputs, the whole output (up to [`MAX_KEPT_BYTES`]) is kept first and
+/// the truncation note names it. A copy that cannot be written is said.
+async fn render_kept(output: &CommandOutput, ctx: &ToolContext) -> Shown {
+    let shown = render(output, MAX_OUTPUT_BYTES, None);
+    let Some(store) = ctx.kept.clone().filter(|_| shown.omitted > 0) else { return shown };
+    let whole = render(output, MAX_KEPT_BYTES, None);
+    let complete = whole.omitted == 0;
+    let call_id = ctx.call_id.clone();
+    let kept = tokio::task::spawn_blocking(move || store.keep(&call_id, &whole.text)).await;
+    match kept {
+        Ok(Ok(kept)) => {
+            let path = kept.path.to_string_lossy().into_owned();
+            let copy =
+                KeptCopy { path: &path, bytes: kept.bytes, lines: kept.lines, whole: complete };
+            Shown { kept: Some(kept.clone()), ..render(output, MAX_OUTPUT_BYTES, Some(copy)) }
+        }
+        Ok(Err(error)) => Shown { text: format!("[{error}]\n{}", shown.text), ..shown },
+        Err(_) => shown,
+    }
+}
+
 /// The result the model reads (`display::frame_shell` owns the format),
-/// fitted into [`MAX_OUTPUT_BYTES`]; also says whether anything was cut
-/// here and how many bytes were left out in all.
-fn render(output: &CommandOutput) -> (String, bool, u64) {
-    let (stdout, stderr) = fit(&output.stdout, &output.stderr);
+/// fitted into `budget` bytes; also says how many bytes were left out
+/// in all.
+fn render(output: &CommandOutput, budget: usize, kept: Option<KeptCopy<'_>>) -> Shown {
+    let (stdout, stderr) = fit(&output.stdout, &output.stderr, budget);
     let omitted = stdout.omitted_bytes + stderr.omitted_bytes;
-    let cut = omitted > output.stdout.omitted_bytes + output.stderr.omitted_bytes;
     // Binary on stdout is summarised, not shown as replacement characters.
     let stdout =
         super::shell_binary::binary_summary(&output.stdout).unwrap_or_else(|| stdout.text());
@@ -157,20 +222,24 @@ fn render(output: &CommandOutput) -> (String, bool, u64) {
         omitted_bytes: omitted,
         stdout: &stdout,
         stderr: &stderr,
+        kept,
     });
-    (text, cut, omitted)
+    Shown { text, omitted, kept: None }
 }
 
 /// Shares the output budget: stderr keeps at least a quarter when both
 /// streams are long, and whatever stdout leaves unused otherwise.
-fn fit(stdout: &CapturedStream, stderr: &CapturedStream) -> (CapturedStream, CapturedStream) {
+fn fit(
+    stdout: &CapturedStream,
+    stderr: &CapturedStream,
+    budget: usize,
+) -> (CapturedStream, CapturedStream) {
     let (out_len, err_len) = (stdout.kept_len(), stderr.kept_len());
-    if out_len + err_len <= MAX_OUTPUT_BYTES {
+    if out_len + err_len <= budget {
         return (stdout.clone(), stderr.clone());
     }
-    let stderr_budget =
-        err_len.min((MAX_OUTPUT_BYTES / 4).max(MAX_OUTPUT_BYTES.saturating_sub(out_len)));
-    (stdout.fit_to(MAX_OUTPUT_BYTES - stderr_budget), stderr.fit_to(stderr_budget))
+    let stderr_budget = err_len.min((budget / 4).max(budget.saturating_sub(out_len)));
+    (stdout.fit_to(budget - stderr_budget), stderr.fit_to(stderr_budget))
 }
 
 #[cfg(test)]
@@ -354,6 +423,26 @@ mod tests {
         assert_eq!(out.meta["truncated"], true);
     }
 
+    #[test]
+    fn a_timeout_under_a_closed_network_says_the_network_is_closed() {
+        for closed in [NetworkMode::Off, NetworkMode::Allowlist] {
+            let error = ToolError::Timeout {
+                timeout_ms: 300,
+                advice: timeout_advice(Some(closed)),
+                output: String::new(),
+            };
+            let text = error.to_string();
+            assert!(text.contains("a command waiting on a host it cannot reach"), "{text}");
+            assert!(text.contains("[sandbox]"), "how the user opens it: {text}");
+        }
+        let off = timeout_advice(Some(NetworkMode::Off));
+        assert!(off.contains("the network is off for commands"), "{off}");
+        for open in [Some(NetworkMode::On), None] {
+            let advice = timeout_advice(open);
+            assert_eq!(advice, "raise timeout_ms or run something that finishes sooner");
+        }
+    }
+
     fn stream(text: &str) -> CapturedStream {
         CapturedStream { head: text.to_owned(), ..CapturedStream::default() }
     }
@@ -362,10 +451,10 @@ mod tests {
     fn budget_is_shared_between_streams() {
         let long = stream(&"o".repeat(MAX_OUTPUT_BYTES * 2));
         let err = stream(&"e".repeat(MAX_OUTPUT_BYTES * 2));
-        let (stdout, stderr) = fit(&long, &err);
+        let (stdout, stderr) = fit(&long, &err, MAX_OUTPUT_BYTES);
         assert_eq!(stdout.kept_len() + stderr.kept_len(), MAX_OUTPUT_BYTES);
         assert_eq!(stderr.kept_len(), MAX_OUTPUT_BYTES / 4);
-        let (stdout, stderr) = fit(&long, &stream("short"));
+        let (stdout, stderr) = fit(&long, &stream("short"), MAX_OUTPUT_BYTES);
         assert_eq!(stderr.text(), "short");
         assert_eq!(stdout.kept_len(), MAX_OUTPUT_BYTES - 5);
         assert_eq!(stdout.omitted_bytes as usize, MAX_OUTPUT_BYTES * 2 - stdout.kept_len());

@@ -58,8 +58,11 @@ pub(super) async fn start(
     }
     let id = slot.id;
     let exit = process.exit();
-    let output = process.read_new(MAX_OUTPUT_BYTES);
+    let (output, kept) = super::process_output::read_new(ctx, &process);
     let mut text = render_output(id, command, exit, &output);
+    if let Some((kept, older)) = &kept {
+        text = super::process_output::with_kept_note(&text, kept, *older);
+    }
     let status = match exit {
         Some(_) => "exited",
         None => {
@@ -78,6 +81,9 @@ pub(super) async fn start(
     };
     let mut meta = processes::meta(id, status, command, process.pid(), exit);
     meta.insert("workdir", rel.to_string_lossy());
+    if let Some((kept, _)) = &kept {
+        meta.insert("kept_output", kept.path.to_string_lossy());
+    }
     Ok(ToolOutput::new(text, meta))
 }
 

@@ -208,7 +208,17 @@ impl Fixture {
 
     /// Runs `script` through `keel tool shell` in the workspace.
     pub fn shell(&self, script: &str, workdir: Option<&str>) -> Outcome {
-        let mut args = json!({"command": self.fill(script), "timeout_ms": 60_000});
+        self.shell_timing_out(script, workdir, 60_000)
+    }
+
+    /// [`Self::shell`] killed after `timeout_ms`.
+    pub fn shell_timing_out(
+        &self,
+        script: &str,
+        workdir: Option<&str>,
+        timeout_ms: u64,
+    ) -> Outcome {
+        let mut args = json!({"command": self.fill(script), "timeout_ms": timeout_ms});
         if let Some(dir) = workdir {
             args["workdir"] = json!(dir);
         }

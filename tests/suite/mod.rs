@@ -32,6 +32,7 @@ mod images_e2e;
 mod jail_fixture;
 mod json_pairs;
 mod keel_home_private;
+mod kept_outputs_e2e;
 mod large_repo;
 mod layers;
 mod layers_state;

@@ -13,7 +13,8 @@
 //!   PORT/simple` succeeds with the name listed and fails with keel's
 //!   deny otherwise; raw IPs, a connection around the proxy, DNS to
 //!   another resolver, IPv6 and UDP fail;
-//! - `host_ports` bridges one host loopback port in, and only that one.
+//! - `host_ports` bridges one host loopback port in, and only that one;
+//! - a timeout with the network closed says so (and how to open it).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -91,6 +92,7 @@ as_root_and_nobody! {
     pip_installs_from_an_allowed_index_only;
     the_allowlist_has_no_other_way_out;
     a_listed_host_port_is_bridged_in;
+    a_timeout_with_the_network_closed_says_it_is_closed;
 }
 
 fn a_server_and_its_client_work_in_one_command(user: User) {
@@ -150,6 +152,23 @@ fn other_addresses_and_the_host_loopback_are_the_sandbox_s(user: User) {
         said(&outcome, VIOLATION);
         said(&outcome, "[sandbox] network = \"allowlist\"");
     }
+}
+
+/// A command that waits on a network it cannot reach never finishes: its
+/// timeout says the network is closed and how the user opens it, not only
+/// "raise timeout_ms"; with the network on the advice is the usual one.
+fn a_timeout_with_the_network_closed_says_it_is_closed(user: User) {
+    require(user);
+    let fixture = Fixture::new(user, false);
+    let closed = fixture.shell_timing_out("sleep 30", None, 300);
+    assert_eq!(closed.envelope["meta"]["timed_out"], true, "{}", closed.text);
+    said(&closed, "the network is off for commands");
+    said(&closed, "[sandbox] network = \"allowlist\"");
+    said(&closed, "raise timeout_ms only if it needs no network");
+    let open = Fixture::configured(user, false, "[sandbox]\nnetwork = \"on\"\n");
+    let outcome = open.shell_timing_out("sleep 30", None, 300);
+    said(&outcome, "raise timeout_ms or run something that finishes sooner");
+    assert!(!outcome.text.contains("network is off"), "{}", outcome.text);
 }
 
 /// A one-wheel index in `/simple/keelpkg/`, as pip's simple API reads it.

@@ -255,6 +255,41 @@ pub async fn scripted_model_with(wire: Wire, steps: &[Step], tokens: Tokens) -> 
     server
 }
 
+/// Answers each request with the step `next` makes of its index and body:
+/// a script whose next call depends on what keel sent (a path only the
+/// run knows).
+struct Reacting<F> {
+    wire: Wire,
+    next: F,
+    count: AtomicUsize,
+}
+
+impl<F: Fn(usize, &Value) -> Step + Send + Sync + 'static> Respond for Reacting<F> {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let index = self.count.fetch_add(1, Ordering::SeqCst);
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let step = (self.next)(index, &body);
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(render_with(self.wire, &step, index, Tokens::default()))
+    }
+}
+
+/// A mock model for `wire` whose `index`-th answer is `next(index, body)`,
+/// `body` the request it answers.
+pub async fn reacting_model(
+    wire: Wire,
+    next: impl Fn(usize, &Value) -> Step + Send + Sync + 'static,
+) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(wire.path()))
+        .respond_with(Reacting { wire, next, count: AtomicUsize::new(0) })
+        .mount(&server)
+        .await;
+    server
+}
+
 /// A Chat Completions mock playing `steps` whose tool calls carry no id
 /// (as some local servers send them; keel names them by position).
 pub async fn scripted_chat_without_call_ids(steps: &[Step]) -> MockServer {

@@ -216,6 +216,7 @@ impl Session {
             start_source: "resume",
             sandbox,
             telemetry,
+            forked_from: rebuilt.facts.forked_from,
         };
         let mut session = Self::assemble(settings, options, opening, llm, tools, sink, approver);
         session.subagents.resumed(links);

@@ -498,6 +498,7 @@ impl Session {
             start_source: "startup",
             sandbox: super::sandboxing::SessionSandbox::shared(self.tools.jail().clone()),
             telemetry: self.telemetry.clone(),
+            forked_from: Vec::new(),
         };
         let llm = self.model.connection().clone();
         let mut session = Session::assemble(
