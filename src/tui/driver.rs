@@ -399,6 +399,7 @@ impl Driver {
             cwd: self.options.cwd.clone(),
             date: self.options.date.clone(),
             headless: false,
+            script_answers: false,
         };
         let source = match resume {
             Some(log) => {
