@@ -143,6 +143,7 @@ async fn time_to_first_request(servers: usize) -> (f64, Vec<serde_json::Value>) 
         cwd: repo,
         date: "2026-12-01".into(),
         headless: true,
+        script_answers: false,
     };
     let started = Instant::now();
     let mut session =

@@ -127,6 +127,7 @@ async fn run(rounds: usize) -> Result<(), String> {
         cwd: repo,
         date: "2026-12-01".into(),
         headless: true,
+        script_answers: false,
     };
     let mut session =
         Session::start(&settings, options, Box::new(Quiet), Box::new(NonInteractiveApprover))

@@ -227,6 +227,7 @@ impl Hub {
             cwd: cwd.clone(),
             date: self.options.date.clone(),
             headless: false,
+            script_answers: false,
         };
         let mut session = match log {
             None => Session::start(&settings, options, sink, approver),

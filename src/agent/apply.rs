@@ -170,6 +170,20 @@ impl LoopState {
                     self.allowlist.extend(ApprovalScope::AlwaysTool(tool));
                 }
             }
+            SessionEvent::AlwaysRemoved { prefix, path, tool, file } => {
+                let scopes = [
+                    prefix.clone().map(ApprovalScope::AlwaysPrefix),
+                    path.clone().map(ApprovalScope::SessionFile),
+                    tool.clone().map(ApprovalScope::AlwaysTool),
+                ];
+                for scope in scopes.into_iter().flatten() {
+                    self.allowlist.remove(&scope);
+                    // A resume loads the rules from the files, without it.
+                    if let Some(file) = file {
+                        self.config.policy.rules.remove_always(file, &scope);
+                    }
+                }
+            }
             SessionEvent::SubagentFinished {
                 session_id,
                 usage,

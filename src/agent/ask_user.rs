@@ -2,7 +2,8 @@
 //! waits in `LoopPhase::AwaitAnswer` (the call stays the front pending
 //! batch, so an interrupt answers it like any open call) after
 //! [`Effect::AskUser`]; the driver asks the front end (`Approver::ask_user`:
-//! the TUI's dialog; nobody in `keel exec`) and answers
+//! the TUI's dialog; nobody in `keel exec` but a script's stdin under
+//! `--answer-from-stdin`) and answers
 //! [`Input::UserAnswered`](super::Input::UserAnswered). The answer becomes
 //! the call's result; no answer is the result [`NO_ANSWER`], which tells
 //! the model to decide or stop.

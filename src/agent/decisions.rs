@@ -96,6 +96,23 @@ pub(super) fn set_model(
     emit(state, SessionEvent::ModelChanged { model, after_turn }, effects);
 }
 
+/// Forgets an "always" answer (`Input::ForgetAlways`); a scope that
+/// remembers nothing records nothing.
+pub(super) fn forget_always(
+    state: &mut LoopState,
+    scope: ApprovalScope,
+    file: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    let (prefix, path, tool) = match scope {
+        ApprovalScope::Once => return,
+        ApprovalScope::AlwaysPrefix(prefix) => (Some(prefix), None, None),
+        ApprovalScope::SessionFile(path) => (None, Some(path), None),
+        ApprovalScope::AlwaysTool(tool) => (None, None, Some(tool)),
+    };
+    emit(state, SessionEvent::AlwaysRemoved { prefix, path, tool, file }, effects);
+}
+
 /// Requires a plan, reviewed `review`'s way.
 pub(super) fn set_plan_review(state: &mut LoopState, review: PlanReview) {
     state.workflow.flow.plan_required = true;

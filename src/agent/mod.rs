@@ -80,7 +80,9 @@
 //! follow `LoopConfig::pricing_for`; a model without prices is refused while a cost limit is set,
 //! `budget::unpriced_switch`, which `Session::set_model` asks first to return
 //! `RuntimeError::UnpricedModelSwitch`, exit 2 in `exec`), `SetPlanReview` (per process, not
-//! logged), `ReviewWaitingPlan` (`exec resume --approve-plan`/`--reject-plan`), `ApprovalDecided`
+//! logged), `ForgetAlways` (`/permissions remove N`; `always_removed`, whose `apply` drops the
+//! answer from the allowlist and its rule from the rules loaded from that file),
+//! `ReviewWaitingPlan` (`exec resume --approve-plan`/`--reject-plan`), `ApprovalDecided`
 //! (the `approval` line; an approved "always" prefix first becomes `Effect::PersistRule`, answered
 //! `RulePersisted { saved }`, so the line says what was remembered), `ApprovalBlocked` (a
 //! PermissionRequest hook declined; its `hook_ran` line records it), `PlanReviewed` (the plan

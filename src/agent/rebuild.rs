@@ -241,6 +241,7 @@ impl Rebuilder {
             | SessionEvent::Compaction { .. }
             | SessionEvent::LimitsSet { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::SubagentFinished { .. } => self.state.apply(&record.event),
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::SubagentStarted { .. }

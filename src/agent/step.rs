@@ -160,6 +160,10 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             decisions::set_model(state, model, for_turn, effects);
             Next::Wait
         }
+        (any_phase!(), Input::ForgetAlways { scope, file }) => {
+            decisions::forget_always(state, scope, file, effects);
+            Next::Wait
+        }
         (LoopPhase::Idle, Input::Rewind(rewind)) => {
             outside_inputs::rewind(state, rewind, effects);
             Next::Wait

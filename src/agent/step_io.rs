@@ -147,6 +147,13 @@ pub enum Input {
         model: String,
         for_turn: bool,
     },
+    /// The user removed an "always" answer (`/permissions remove N`):
+    /// from the session's allowlist and, when `file` held its rule, from
+    /// the rules loaded from that file. Recorded (`always_removed`).
+    ForgetAlways {
+        scope: ApprovalScope,
+        file: Option<String>,
+    },
     /// The session goes back to before a prompt, or undoes a rewind
     /// (`rewind.rs`); only while idle. Recorded (`rewound`).
     Rewind(Rewind),

@@ -62,6 +62,7 @@ fn prompt(model: &ModelArgs, args: &PromptArgs) -> Result<ExitStatus, CliError> 
         cwd: env.cwd.clone(),
         date: today(),
         headless: !args.interactive,
+        script_answers: false,
     };
     let (request, body, warnings) = first_request(&settings, &options, &args.prompt)?;
     let exact = serde_json::to_string(&body)?;

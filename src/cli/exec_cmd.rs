@@ -82,6 +82,12 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
              not `-`",
         ));
     }
+    if args.answer_from_stdin && request.prompt.as_deref() == Some("-") {
+        return Err(CliError::usage(
+            "--answer-from-stdin reads the answers from stdin: pass the prompt as an argument, \
+             not `-`",
+        ));
+    }
     if args.reject_plan.is_some() && resume.is_none() {
         return Err(CliError::usage(
             "--reject-plan needs a session to resume: keel exec resume ID --reject-plan",
@@ -106,6 +112,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
         reject_plan: args.reject_plan,
         rewind,
         input_stream: args.input_stream,
+        answer_from_stdin: args.answer_from_stdin,
         progress: args.progress,
         output_schema: args.output_schema.as_deref().map(read_output_schema).transpose()?,
         cwd: env.cwd.clone(),

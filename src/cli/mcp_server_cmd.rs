@@ -195,6 +195,7 @@ impl KeelServer {
             reject_plan: None,
             rewind: None,
             input_stream: false,
+            answer_from_stdin: false,
             progress: false,
             output_schema: None,
             cwd: cwd.unwrap_or_else(|| self.env.cwd.clone()),

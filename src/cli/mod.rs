@@ -399,6 +399,13 @@ pub struct ExecArgs {
     /// closed and no turn runs.
     #[arg(long)]
     pub input_stream: bool,
+    /// Answer the model's questions (`ask_user`) from stdin, one line per
+    /// question: a choice's number or text, or free text; a blank line or
+    /// EOF leaves it unanswered. Each question is printed on stderr first.
+    /// Without it nobody answers (the model decides or stops, the result
+    /// lists the question). Not with --input-stream or a prompt from stdin.
+    #[arg(long, conflicts_with = "input_stream")]
+    pub answer_from_stdin: bool,
     /// Show the waiting indicator (time waited for the model, what is
     /// streaming) on stderr even when it is not a terminal; never with
     /// --json.

@@ -1,6 +1,7 @@
 //! Rules files and project trust on disk: the only reader of `*.rules`
 //! files and of `$KEEL_HOME/trusted_projects.toml`, and the only writer of
-//! `.keel/rules/local.rules` ("allow always" answers).
+//! `.keel/rules/local.rules` ("allow always" answers, appended; a line
+//! removed again with `/permissions remove N`, [`remove_local_always`]).
 //!
 //! Load order (later rules are reported later; the strictest still wins):
 //! keel's built-in `rules/default.rules`, `$KEEL_HOME/rules/*.rules`,
@@ -156,6 +157,100 @@ pub fn append_local_tool_rule(
     Ok(path)
 }
 
+/// The "always" answers kept in the project's `local.rules`: each line
+/// keel wrote for one (`amend::rule_line`, `tool_rules::allow_rule_text`)
+/// with its 1-based number; hand-written rules there are not listed (they
+/// are the user's own, shown with the rules in force). No file: none.
+pub fn local_always_rules(
+    workspace_root: &Path,
+) -> Result<Vec<(usize, policy::ApprovalScope)>, RulesFileError> {
+    let path = local_rules_path(workspace_root);
+    let Some(text) = read_local(workspace_root, &path)? else { return Ok(Vec::new()) };
+    let mut rules = RuleSet::default();
+    rules.load(&path.display().to_string(), &text, Origin::Project)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let written = |line: usize, canonical: &str| {
+        lines.get(line.wrapping_sub(1)).is_some_and(|text| text.trim() == canonical.trim())
+    };
+    let mut found = Vec::new();
+    for rule in &rules.prefix_rules {
+        let prefix: Option<Vec<String>> = rule
+            .pattern
+            .iter()
+            .map(|alts| match alts.as_slice() {
+                [word] => Some(word.clone()),
+                _ => None,
+            })
+            .collect();
+        if let Some(prefix) =
+            prefix.filter(|prefix| written(rule.source.line, &amend::rule_line(prefix)))
+        {
+            found.push((rule.source.line, policy::ApprovalScope::AlwaysPrefix(prefix)));
+        }
+    }
+    for rule in &rules.tool_rules {
+        let canonical = crate::policy::tool_rules::allow_rule_text(&rule.pattern);
+        if written(rule.source.line, &canonical) {
+            found.push((rule.source.line, policy::ApprovalScope::AlwaysTool(rule.pattern.clone())));
+        }
+    }
+    found.sort_by_key(|(line, _)| *line);
+    found.dedup_by(|a, b| a.1 == b.1);
+    Ok(found)
+}
+
+/// Deletes the line(s) an "always" answer for `scope` wrote from the
+/// project's `local.rules` (the file rewritten atomically beneath the
+/// workspace, every other line kept byte for byte); the first line number
+/// removed, `None` when no such line was there.
+pub fn remove_local_always(
+    workspace_root: &Path,
+    scope: &policy::ApprovalScope,
+) -> Result<Option<usize>, RulesFileError> {
+    let canonical = match scope {
+        policy::ApprovalScope::AlwaysPrefix(prefix) => amend::rule_line(prefix),
+        policy::ApprovalScope::AlwaysTool(tool) => crate::policy::tool_rules::allow_rule_text(tool),
+        policy::ApprovalScope::Once | policy::ApprovalScope::SessionFile(_) => return Ok(None),
+    };
+    let path = local_rules_path(workspace_root);
+    let Some(text) = read_local(workspace_root, &path)? else { return Ok(None) };
+    let mut first = None;
+    let mut kept = String::with_capacity(text.len());
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        if line.trim() == canonical.trim() {
+            first.get_or_insert(n + 1);
+        } else {
+            kept.push_str(line);
+        }
+    }
+    if first.is_some() {
+        crate::support::beneath::replace_beneath(workspace_root, &path, kept.as_bytes(), 0o644)
+            .map_err(|error| RulesFileError::Write {
+                path: path.clone(),
+                source: std::io::Error::other(error),
+            })?;
+    }
+    Ok(first)
+}
+
+/// The text of a project's rules file, read beneath the workspace (no
+/// symlink followed); `None` when it does not exist.
+fn read_local(workspace_root: &Path, path: &Path) -> Result<Option<String>, RulesFileError> {
+    use std::io::Read;
+    let mut file = match crate::support::beneath::open_beneath(workspace_root, path) {
+        Ok(file) => file,
+        Err(error) if error.is_not_found() => return Ok(None),
+        Err(error) => {
+            let source = std::io::Error::other(error);
+            return Err(RulesFileError::Read { path: path.to_owned(), source });
+        }
+    };
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(|source| RulesFileError::Read { path: path.to_owned(), source })?;
+    Ok(Some(text))
+}
+
 /// Where trusted projects are recorded.
 pub fn trust_file(keel_home: &Path) -> PathBuf {
     keel_home.join("trusted_projects.toml")
@@ -229,6 +324,35 @@ pub fn trust_project(keel_home: &Path, workspace_root: &Path) -> Result<PathBuf,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removing_an_always_line_keeps_every_other_byte() {
+        let ws = tempfile::tempdir().unwrap();
+        let words = |text: &str| text.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let path = local_rules_path(ws.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mine = "# mine\r\nprefix_rule(pattern = [\"make\"],\n  decision = \"allow\")\n";
+        std::fs::write(&path, mine).unwrap();
+        append_local_rule(ws.path(), &words("npm run lint")).unwrap();
+        append_local_tool_rule(ws.path(), "mcp__docs__search").unwrap();
+        let listed = local_always_rules(ws.path()).unwrap();
+        assert_eq!(
+            listed,
+            [
+                (4, policy::ApprovalScope::AlwaysPrefix(words("npm run lint"))),
+                (5, policy::ApprovalScope::AlwaysTool("mcp__docs__search".into())),
+            ],
+            "the hand-written rule is not an \"always\" answer"
+        );
+        let scope = policy::ApprovalScope::AlwaysPrefix(words("npm run lint"));
+        assert_eq!(remove_local_always(ws.path(), &scope).unwrap(), Some(4));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            format!("{mine}tool_rule(name=\"mcp__docs__search\", decision=\"allow\")\n")
+        );
+        assert_eq!(remove_local_always(ws.path(), &scope).unwrap(), None, "gone already");
+    }
 
     #[test]
     fn trust_round_trips() {

@@ -119,6 +119,7 @@ impl SessionStats {
             | SessionEvent::TurnStarted { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::ToolCallStarted { .. }
             | SessionEvent::FileBefore { .. }
             | SessionEvent::FileChanged { .. }

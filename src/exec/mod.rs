@@ -15,7 +15,8 @@
 //! warning naming the usual cause; `tool_use.rs`).
 //!
 //! Invariants: the process always exits; nothing here asks the user (what
-//! would ask is declined with a tool result that says how to allow it);
+//! would ask is declined with a tool result that says how to allow it;
+//! only a question of the model's may be answered by a script);
 //! the `result` line is written whatever happened after argument parsing.
 //!
 //! Files: the human and JSONL printers behind `EventSink` (`human.rs`, `json.rs`, whose closing
@@ -24,7 +25,9 @@
 //! completed with its text and `status`); `run_headless` is one turn without printing, shared with
 //! `keel mcp-server`; `contract.rs` is the `--json` stream's published schema (`schemas/`);
 //! `answer.rs` holds a run to `--output-schema` (asks again, then `schema_invalid`, exit 1);
-//! `progress.rs` the waiting indicator of the human form (a terminal, or `--progress`).
+//! `progress.rs` the waiting indicator of the human form (a terminal, or `--progress`);
+//! `stdin_answers.rs` answers `ask_user` from stdin under `--answer-from-stdin` (else nobody
+//! answers: the model is told to decide or stop, the `result` lists the question).
 
 mod answer;
 pub mod contract;
@@ -33,6 +36,7 @@ mod json;
 mod json_items;
 mod progress;
 mod result_gate;
+mod stdin_answers;
 mod stream_input;
 mod tool_use;
 
@@ -80,6 +84,9 @@ pub struct ExecOptions {
     pub rewind: Option<(RewindTarget, RewindScope)>,
     /// `--input-stream`: more prompts come on stdin (`stream_input.rs`).
     pub input_stream: bool,
+    /// `--answer-from-stdin`: the model's `ask_user` questions are
+    /// answered from stdin, a line each (`stdin_answers.rs`).
+    pub answer_from_stdin: bool,
     /// `--progress`: the waiting indicator even when stderr is not a
     /// terminal (`progress.rs`).
     pub progress: bool,
@@ -149,8 +156,13 @@ pub async fn run_headless(
         cwd: options.cwd.clone(),
         date: options.date.clone(),
         headless: true,
+        script_answers: options.answer_from_stdin,
     };
-    let approver = Box::new(NonInteractiveApprover);
+    let approver: Box<dyn crate::runtime::Approver> = if options.answer_from_stdin {
+        Box::new(stdin_answers::StdinAnswers::new())
+    } else {
+        Box::new(NonInteractiveApprover)
+    };
     let opened = match &options.resume {
         Some(path) => Session::resume(settings, path, session_options, sink, approver),
         None => Session::start(settings, session_options, sink, approver),

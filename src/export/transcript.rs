@@ -297,6 +297,15 @@ impl Fold {
             }
             // Shown where it was delivered, as its `user_message`.
             SessionEvent::InputQueued { .. } => {}
+            SessionEvent::AlwaysRemoved { prefix, path, tool, .. } => {
+                let what = match (prefix, path, tool) {
+                    (Some(prefix), _, _) => prefix.join(" "),
+                    (None, Some(path), _) => format!("write {path}"),
+                    (None, None, Some(tool)) => format!("tool {tool}"),
+                    (None, None, None) => String::new(),
+                };
+                self.note("permissions", format!("removed the \"always\" answer `{what}`"));
+            }
             SessionEvent::Forked { parent_session, prompt, .. } => {
                 let point = prompt.map_or_else(
                     || "its whole conversation".to_owned(),

@@ -128,6 +128,17 @@ impl Allowlist {
         }
     }
 
+    /// Forgets an approval's scope (the user removed an "always" answer);
+    /// whether it was there.
+    pub fn remove(&mut self, scope: &ApprovalScope) -> bool {
+        match scope {
+            ApprovalScope::Once => false,
+            ApprovalScope::AlwaysPrefix(prefix) => self.prefixes.remove(prefix),
+            ApprovalScope::SessionFile(path) => self.files.remove(path),
+            ApprovalScope::AlwaysTool(tool) => self.tools.remove(tool),
+        }
+    }
+
     /// Whether an allowed prefix covers `argv`.
     pub fn allows(&self, argv: &[String]) -> bool {
         self.prefixes.iter().any(|prefix| argv.starts_with(prefix))

@@ -210,6 +210,30 @@ impl RuleSet {
         Ok(())
     }
 
+    /// Drops the allow rules of `file` that an "always" answer for
+    /// `scope` wrote (the one-token-per-position `prefix_rule`, the
+    /// `tool_rule` naming the tool): the user removed it. Others stay.
+    pub fn remove_always(&mut self, file: &str, scope: &super::ApprovalScope) {
+        let written_by = |source: &Source, decision: RuleDecision| {
+            source.file == file && decision == RuleDecision::Allow
+        };
+        match scope {
+            super::ApprovalScope::AlwaysPrefix(prefix) => self.prefix_rules.retain(|rule| {
+                let same = rule.pattern.len() == prefix.len()
+                    && rule
+                        .pattern
+                        .iter()
+                        .zip(prefix)
+                        .all(|(alts, word)| alts.as_slice() == std::slice::from_ref(word));
+                !(same && written_by(&rule.source, rule.decision))
+            }),
+            super::ApprovalScope::AlwaysTool(tool) => self
+                .tool_rules
+                .retain(|rule| !(&rule.pattern == tool && written_by(&rule.source, rule.decision))),
+            super::ApprovalScope::Once | super::ApprovalScope::SessionFile(_) => {}
+        }
+    }
+
     fn add_call(&mut self, call: Call, source: Source) -> Result<(), RulesError> {
         let at = (call.line, call.column);
         let located = |error: ArgError| invalid(&source, at, error);

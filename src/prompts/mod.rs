@@ -62,6 +62,9 @@ pub struct PromptFacts {
     pub date: String,
     /// Nobody is there to answer or approve (`keel exec`).
     pub headless: bool,
+    /// Headless, but a script answers `ask_user` questions on stdin
+    /// (`keel exec --answer-from-stdin`); approvals still nobody gives.
+    pub script_answers: bool,
 }
 
 /// keel's core rules, with the turn's step limit filled in.
@@ -85,7 +88,10 @@ pub fn subagent_core(agent_prompt: &str) -> String {
 /// The environment snapshot (announced in the history, not part of the
 /// fixed instructions: the git status and the date change).
 pub fn environment_block(facts: &PromptFacts) -> String {
-    let front_end = if facts.headless {
+    let front_end = if facts.headless && facts.script_answers {
+        "Front end: headless (`keel exec --answer-from-stdin`): nobody can approve a call during \
+         this run; a script answers your `ask_user` questions"
+    } else if facts.headless {
         "Front end: headless (`keel exec`): nobody can answer or approve a call during this run"
     } else {
         "Front end: interactive terminal: the user reads along and can answer"
@@ -258,6 +264,7 @@ mod tests {
             git: "branch main, 2 uncommitted changes".into(),
             date: "2026-11-29".into(),
             headless,
+            script_answers: false,
         }
     }
 
@@ -276,6 +283,8 @@ mod tests {
         assert!(bash.contains("- Shell: bash (commands run with `bash -c`)\n"), "{bash}");
         assert!(environment.contains("headless") && environment.starts_with("# Environment"));
         assert!(environment_block(&facts(false)).contains("interactive"));
+        let scripted = environment_block(&PromptFacts { script_answers: true, ..facts(true) });
+        assert!(scripted.contains("a script answers your `ask_user` questions"), "{scripted}");
         let core = core_prompt(42);
         for text in [&environment, &core] {
             assert!(!text.contains("{max_steps}") && !text.contains("{cwd}"), "{text}");

@@ -22,6 +22,7 @@
 //! | `model_response` | loop | a complete response: reasoning items, text, tool calls, usage, its cost, and `estimated_tokens`/`estimated_cost_usd` (what the spend was charged when the server reported no usage) |
 //! | `policy_decision` | loop | policy's decision, matched rules and reason for one call, before it runs, is asked or refused |
 //! | `approval` | runtime | the user's answer on a call and its scope |
+//! | `always_removed` | loop | the user removed an "always" answer (`/permissions remove N`): prefix, file or tool, and the rules file its line left |
 //! | `tool_call_started` | loop | written ahead (synced when mutating) before the call runs |
 //! | `file_before` | runtime | hash of a file a mutating call is about to change (synced) |
 //! | `file_changed` | runtime | the file's hashes before and after the call |
@@ -57,6 +58,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub use super::rewind_scope::RewindScope;
 
 use super::context::{ContextPart, PrefixSections};
 use super::items::Item;
@@ -245,6 +248,19 @@ pub enum SessionEvent {
         /// An `always` approval of one MCP tool (`mcp__server__tool`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool: Option<String>,
+    },
+    /// The user removed an "always" answer (`/permissions remove N`): the
+    /// call it covered asks again from here on (rebuilt on resume).
+    /// `file`: the rules file its line was deleted from, if one held it.
+    AlwaysRemoved {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<Vec<String>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
     },
     /// Written ahead: a tool call is on disk before it runs.
     ToolCallStarted {
@@ -540,7 +556,7 @@ pub enum SessionEvent {
 impl SessionEvent {
     /// Every `type` this version writes. A line with another type is from a
     /// newer keel (kept raw and ignored), not a corrupt line.
-    pub const TYPES: [&'static str; 38] = [
+    pub const TYPES: [&'static str; 39] = [
         "session_started",
         "session_resumed",
         "prompt_prefix",
@@ -551,6 +567,7 @@ impl SessionEvent {
         "model_response",
         "policy_decision",
         "approval",
+        "always_removed",
         "tool_call_started",
         "file_before",
         "file_changed",
@@ -602,6 +619,7 @@ impl SessionEvent {
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::FileChanged { .. }
             | SessionEvent::ToolCallFinished { .. }
             | SessionEvent::Checkpoint { .. }
@@ -623,46 +641,6 @@ impl SessionEvent {
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. } => false,
             SessionEvent::SubagentFinished { .. } => false,
-        }
-    }
-}
-
-/// What a rewind takes back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RewindScope {
-    /// The workspace only; the conversation goes on.
-    Code,
-    /// The conversation only; the files stay as they are.
-    Conversation,
-    /// Both.
-    Both,
-}
-
-impl RewindScope {
-    pub fn includes_code(self) -> bool {
-        matches!(self, Self::Code | Self::Both)
-    }
-
-    pub fn includes_conversation(self) -> bool {
-        matches!(self, Self::Conversation | Self::Both)
-    }
-
-    /// `code`, `conversation` or `both`, as the flag and the log spell it.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "code" => Some(Self::Code),
-            "conversation" => Some(Self::Conversation),
-            "both" => Some(Self::Both),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Code => "code",
-            Self::Conversation => "conversation",
-            Self::Both => "both",
         }
     }
 }

@@ -70,6 +70,7 @@ fn samples() -> Vec<SessionEvent> {
             path: None,
             tool: None,
         },
+        SessionEvent::AlwaysRemoved { prefix: None, path: None, tool: None, file: None },
         SessionEvent::ToolCallStarted { call, class: ToolClass::Mutating },
         SessionEvent::FileBefore { call_id: s(), path: s(), before: None },
         SessionEvent::FileChanged { call_id: s(), path: s(), before: None, after: None },
@@ -182,6 +183,7 @@ fn samples() -> Vec<SessionEvent> {
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::ToolCallStarted { .. }
             | SessionEvent::FileBefore { .. }
             | SessionEvent::FileChanged { .. }

@@ -13,7 +13,8 @@
 //! without what JSON Schema says by default), `strict_schema.rs` (a schema in a protocol's strict
 //! subset, `[provider] strict_tools`), `model.rs`
 //! (`ModelRequest`/`ModelResponse`/`StreamEvent`/`Usage`/ `StopReason`), `context.rs`
-//! (`PrefixSections`), `events.rs` (`SessionEvent`/`EventRecord`: the log lines, with their table)
+//! (`PrefixSections`), `events.rs` (`SessionEvent`/`EventRecord`: the log lines, with their
+//! table; `RewindScope` in `rewind_scope.rs`)
 //! and `patch.rs` (the `apply_patch` parser both the tool and policy read patches with);
 //! `json_check.rs` (the JSON Schema validator of the subset keel writes and reads),
 //! `answer_shape.rs` (`--output-schema`: the final answer's schema and its check) and
@@ -33,6 +34,7 @@ mod model;
 pub mod origin;
 pub mod patch;
 mod queued_input;
+mod rewind_scope;
 mod schema;
 pub mod strict_schema;
 mod tool;

@@ -50,6 +50,7 @@ impl Session {
             | SessionEvent::ModelResponse { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::FileBefore { .. }
             | SessionEvent::FileChanged { .. }
             | SessionEvent::Checkpoint { .. }

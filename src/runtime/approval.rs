@@ -72,6 +72,11 @@ pub trait Approver: Send {
         Box::pin(async { None })
     }
 
+    /// The user removed an "always" answer (`Session::remove_always`): an
+    /// approver that remembers answers itself forgets the ones it covered,
+    /// so the next such call asks again.
+    fn forget_always(&mut self, _scope: &crate::policy::ApprovalScope) {}
+
     /// The question about `call_id` was answered in an attached terminal
     /// (`attach_host.rs`) while this approver asked: a front end closes
     /// its dialog. The answer itself reaches `step` as usual.

@@ -60,13 +60,15 @@ pub(super) fn loop_config(
     let mut tool_classes: BTreeMap<String, _> =
         specs.iter().map(|spec| (spec.name.clone(), tools.class_of(&spec.name))).collect();
     // Answered by the loop itself; described from the session's phase rules.
-    // `ask_user` only where someone answers: headless, it would be dead
-    // weight in every request (a call all the same is answered "no one can
-    // answer" and listed in the result).
+    // `ask_user` only where someone answers: headless (unless a script
+    // answers on stdin), it would be dead weight in every request (a call
+    // all the same is answered "no one can answer" and listed in the
+    // result).
     let rules = settings.phase_rules.clone().unwrap_or_else(shipped_rules);
     for tool in HarnessTool::ALL {
         tool_classes.insert(tool.name().to_owned(), tool.class());
-        if (tool != HarnessTool::AskUser || !options.headless) && profile.offers(tool.name()) {
+        let answered = !options.headless || options.script_answers;
+        if (tool != HarnessTool::AskUser || answered) && profile.offers(tool.name()) {
             specs.push(harness_spec(tool, &rules));
         }
     }
@@ -157,7 +159,13 @@ fn skills_section(skills: &[skills::Skill]) -> String {
 }
 
 /// The environment snapshot as of now (the git status is read here).
-pub(super) fn environment(settings: &Settings, cwd: &Path, date: &str, headless: bool) -> String {
+pub(super) fn environment(
+    settings: &Settings,
+    cwd: &Path,
+    date: &str,
+    headless: bool,
+    script_answers: bool,
+) -> String {
     environment_block(&PromptFacts {
         workspace_root: settings.workspace_root.display().to_string(),
         cwd: cwd.display().to_string(),
@@ -166,6 +174,7 @@ pub(super) fn environment(settings: &Settings, cwd: &Path, date: &str, headless:
         git: git_summary(&settings.workspace_root),
         date: date.to_owned(),
         headless,
+        script_answers,
     })
 }
 

@@ -471,6 +471,10 @@ impl Approver for AttachApprover {
         self.inner.raise_limit(hit)
     }
 
+    fn forget_always(&mut self, scope: &crate::policy::ApprovalScope) {
+        self.inner.forget_always(scope);
+    }
+
     fn answered_elsewhere(&mut self, call_id: &str) {
         self.inner.answered_elsewhere(call_id);
     }

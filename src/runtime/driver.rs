@@ -35,6 +35,10 @@ pub struct SessionOptions {
     /// Nobody can answer questions or approvals (`keel exec`); the model
     /// is told so.
     pub headless: bool,
+    /// Headless, but the approver answers `ask_user` questions (a script
+    /// on stdin, `keel exec --answer-from-stdin`): the tool is offered and
+    /// the model told so. No effect on an interactive session.
+    pub script_answers: bool,
 }
 
 /// How a turn ended, for front ends and exit codes.
@@ -97,6 +101,8 @@ pub struct Session {
     pub(super) settings: Arc<Settings>,
     pub(super) date: String,
     pub(super) headless: bool,
+    /// `SessionOptions::script_answers`, for the environment announced again.
+    pub(super) script_answers: bool,
     /// The OpenTelemetry exporter (`None`: off); subagents share it.
     pub(super) telemetry: Option<crate::telemetry::Telemetry>,
     /// The workspace has more files than a fingerprint covers: commands
@@ -133,7 +139,13 @@ impl Session {
         let tools = session_tools(settings, &found, 0);
         let opening = LoopOpening {
             workflow: Some(workflow_setup(settings, &found)),
-            environment: environment(settings, &options.cwd, &options.date, options.headless),
+            environment: environment(
+                settings,
+                &options.cwd,
+                &options.date,
+                options.headless,
+                options.script_answers,
+            ),
             allowlist: Default::default(),
         };
         let mut state = LoopState::open(loop_config(settings, &options, &tools, &found), opening);
@@ -271,6 +283,7 @@ impl Session {
             settings: Arc::new(settings.clone()),
             date: options.date,
             headless: options.headless,
+            script_answers: options.script_answers,
             tree_too_big: false,
             telemetry,
             mcp,
@@ -347,7 +360,8 @@ impl Session {
         };
         // The git status may have changed since the last turn: the model
         // hears of it with the turn (announced, the prefix stays).
-        let environment = environment(&self.settings, &self.cwd, &self.date, self.headless);
+        let environment =
+            environment(&self.settings, &self.cwd, &self.date, self.headless, self.script_answers);
         self.apply_outside_loop(Input::EnvironmentRead { environment })?;
         // Refused before anything is recorded or sent.
         super::prompt_fit::check(&self.state, &prompt).map_err(RuntimeError::PromptTooLarge)?;

@@ -6,11 +6,14 @@
 //!
 //! Invariants: plain data read from the session's own state (the loop's
 //! policy and allowlist, the catalog, the settings' hooks, the memory the
-//! tools load), so it never says more than the session uses; built-in
-//! rules are counted, not listed (keel's shipped defaults).
+//! tools load; the "always" lines of `.keel/rules/local.rules`, read
+//! again each time), so it never says more than the session uses;
+//! built-in rules are counted, not listed (keel's shipped defaults).
 
 use crate::config::agents::AgentSource;
+use crate::config::rules::{local_always_rules, local_rules_path};
 use crate::hooks::HookSource;
+use crate::policy::ApprovalScope;
 use crate::policy::rules::{Origin, Source};
 
 use super::Session;
@@ -41,14 +44,41 @@ pub struct HookLine {
     pub project: bool,
 }
 
+/// One "always" answer, as `/permissions` lists it (and removes it:
+/// `Session::remove_always`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlwaysAnswer {
+    /// What it allows: a command prefix, `write PATH`, `tool NAME`.
+    pub text: String,
+    /// `file:line` of its rule in the project's `local.rules`; `None`: this
+    /// session's only (gone when it ends).
+    pub at: Option<String>,
+    /// Given in this session (in its allowlist).
+    pub this_session: bool,
+    pub scope: ApprovalScope,
+}
+
+impl AlwaysAnswer {
+    fn new(scope: ApprovalScope, at: Option<String>, this_session: bool) -> Self {
+        let text = match &scope {
+            ApprovalScope::AlwaysPrefix(prefix) => prefix.join(" "),
+            ApprovalScope::SessionFile(path) => format!("write {path}"),
+            ApprovalScope::AlwaysTool(tool) => format!("tool {tool}"),
+            ApprovalScope::Once => String::new(),
+        };
+        Self { text, at, this_session, scope }
+    }
+}
+
 /// What a session runs with (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct InForce {
     pub rules: Vec<RuleLine>,
     /// keel's shipped rules in force (not listed).
     pub builtin_rules: usize,
-    /// This session's "always" answers: command prefixes, files, MCP tools.
-    pub always: Vec<String>,
+    /// The "always" answers in force: those kept in `.keel/rules/local.rules`
+    /// (by line), then this session's others (files, prefixes not kept).
+    pub always: Vec<AlwaysAnswer>,
     /// (name, description, source).
     pub agents: Vec<(String, String, String)>,
     pub hooks: Vec<HookLine>,
@@ -92,10 +122,7 @@ impl Session {
             };
             add(rule.decision.as_str(), format!("web {host}"), &rule.source);
         }
-        let allowlist = self.state.allowlist();
-        found.always.extend(allowlist.prefixes.iter().map(|argv| argv.join(" ")));
-        found.always.extend(allowlist.files.iter().map(|file| format!("write {file}")));
-        found.always.extend(allowlist.tools.iter().map(|tool| format!("tool {tool}")));
+        found.always = self.always_answers();
         for agent in &self.subagents.catalog.agents {
             let source = match &agent.source {
                 AgentSource::BuiltIn => "built in".to_owned(),
@@ -124,5 +151,34 @@ impl Session {
             found.memory.push((note.meta.name.clone(), note.meta.description.clone(), path));
         }
         found
+    }
+
+    /// The "always" answers kept in `local.rules` (an unreadable file lists
+    /// none of its own), then the allowlist's others.
+    fn always_answers(&self) -> Vec<AlwaysAnswer> {
+        let allowlist = self.state.allowlist();
+        let path = local_rules_path(&self.workspace_root);
+        let kept = local_always_rules(&self.workspace_root).unwrap_or_default();
+        let mut answers: Vec<AlwaysAnswer> = kept
+            .into_iter()
+            .map(|(line, scope)| {
+                let at = format!("{}:{line}", path.display());
+                AlwaysAnswer::new(scope, Some(at), false)
+            })
+            .collect();
+        let given = allowlist
+            .prefixes
+            .iter()
+            .cloned()
+            .map(ApprovalScope::AlwaysPrefix)
+            .chain(allowlist.files.iter().cloned().map(ApprovalScope::SessionFile))
+            .chain(allowlist.tools.iter().cloned().map(ApprovalScope::AlwaysTool));
+        for scope in given {
+            match answers.iter_mut().find(|answer| answer.scope == scope) {
+                Some(answer) => answer.this_session = true,
+                None => answers.push(AlwaysAnswer::new(scope, None, true)),
+            }
+        }
+        answers
     }
 }

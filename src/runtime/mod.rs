@@ -48,7 +48,8 @@
 //!   `.git` search.
 //! - `subagent/`: `agent` calls run as child sessions (see its doc); `custom_commands.rs`;
 //!   `workflow.rs` (the session's side of the workflow); `in_force.rs` (rules, "always" answers,
-//!   agent types, hooks and memory in force, for the TUI's `/permissions /agents /hooks /memory`);
+//!   agent types, hooks and memory in force, for the TUI's `/permissions /agents /hooks /memory`;
+//!   `forget_always.rs`: `/permissions remove N`);
 //!   `user_shell.rs` (the TUI's `!cmd`: judged and run like a `shell` call, its output a user
 //!   message).
 
@@ -66,6 +67,7 @@ mod driver;
 mod events;
 mod execute;
 mod files;
+mod forget_always;
 pub mod git;
 mod history;
 mod hooks_glue;
@@ -97,11 +99,12 @@ pub use attach_host::{AttachError, AttachHost, Listening};
 pub use declined::DeclinedCall;
 pub use driver::{Session, SessionOptions, TurnSummary};
 pub use events::{EventSink, RuntimeEvent, SandboxState};
+pub use forget_always::ForgetError;
 pub use history::fork::{ForkError, Forked, fork};
 pub use history::replay::{Difference, ReplayReport, copy_workspace, first_checkpoint, replay};
 pub use history::rewind::{RewindFailure, RewindReport, RewindTarget};
 pub use images::ImagesRefused;
-pub use in_force::{HookLine, InForce, RuleLine};
+pub use in_force::{AlwaysAnswer, HookLine, InForce, RuleLine};
 pub use inbox::{InputSender, TypedInput};
 pub use mcp_glue::mcp_log_dir;
 pub use path_facts::gather_links;

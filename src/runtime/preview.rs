@@ -42,7 +42,13 @@ pub fn first_request(
     config.limits.spend = SpendLimits::default();
     let opening = Opening {
         workflow: Some(workflow_setup(settings, &found)),
-        environment: environment(settings, &options.cwd, &options.date, options.headless),
+        environment: environment(
+            settings,
+            &options.cwd,
+            &options.date,
+            options.headless,
+            options.script_answers,
+        ),
         allowlist: Default::default(),
     };
     let mut state = LoopState::open(config, opening);

@@ -1,7 +1,7 @@
 //! Carrying out `Effect::AskUser` (the model's `ask_user` call): the
 //! question goes to the [`Approver`](super::Approver) (the TUI's dialog;
-//! nobody in `keel exec`, whose `result` lists the questions no one
-//! answered, [`Session::unanswered`]); the answer goes back to `step`,
+//! nobody in `keel exec` unless `--answer-from-stdin` gives a line, and its
+//! `result` lists the questions no one answered, [`Session::unanswered`]); the answer goes back to `step`,
 //! which records it as the call's result (`agent/ask_user.rs`).
 //!
 //! Invariants: an interrupt while the question waits answers nothing here

@@ -104,6 +104,7 @@ fn note(summary: &mut SessionSummary, event: SessionEvent) {
         | SessionEvent::ModelResponse { .. }
         | SessionEvent::PolicyDecision { .. }
         | SessionEvent::Approval { .. }
+        | SessionEvent::AlwaysRemoved { .. }
         | SessionEvent::McpServerStatus { .. }
         | SessionEvent::ToolsChanged { .. }
         | SessionEvent::ToolCallStarted { .. }

@@ -1,6 +1,7 @@
 //! Opening a file beneath a folder without following a symlink: what keel
 //! reads from (skills, memory notes, instruction files) or writes to (plans,
-//! "always" rules) a folder a repository or a command can change. The folder
+//! "always" rules, rewritten whole with [`replace_beneath`]) a folder a
+//! repository or a command can change. The folder
 //! itself is opened as named; every component below it is opened from the
 //! previous one's descriptor with `O_NOFOLLOW`, so a component swapped for a
 //! symlink (`.keel/plans -> ~/elsewhere`, `SKILL.md -> /proc/self/environ`)
@@ -125,6 +126,40 @@ pub fn write_beneath(
     file.write_all(bytes).map_err(|source| BeneathError::Io { path: root.join(path), source })
 }
 
+/// Replaces `path` beneath `root` with `bytes` atomically: written to a
+/// temporary file in the same folder, synced, then renamed over it, so a
+/// reader (or a crash) sees the old text or the new, never a part.
+pub fn replace_beneath(
+    root: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), BeneathError> {
+    use std::io::Write;
+    let full = root.join(path);
+    let (dir, name) = walk(root, path, true)?;
+    let mut temporary = std::ffi::OsString::from(".");
+    temporary.push(&name);
+    temporary.push(format!(".keel-{}.tmp", std::process::id()));
+    let flags = OFlags::WRONLY
+        .union(OFlags::CREATE)
+        .union(OFlags::EXCL)
+        .union(OFlags::NOFOLLOW)
+        .union(OFlags::CLOEXEC);
+    let fd = rustix::fs::openat(&dir, &temporary, flags, Mode::from_raw_mode(mode))
+        .map_err(|error| classify(&full, error))?;
+    let mut file = File::from(fd);
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let renamed =
+        written.map_err(|source| BeneathError::Io { path: full.clone(), source }).and_then(|()| {
+            rustix::fs::renameat(&dir, &temporary, &dir, &name).map_err(|error| io(&full, error))
+        });
+    if renamed.is_err() {
+        let _ = rustix::fs::unlinkat(&dir, &temporary, rustix::fs::AtFlags::empty());
+    }
+    renamed
+}
+
 /// The folder holding the last component of `path` (opened beneath
 /// `root`, created on the way when `create`) and that component.
 fn walk(root: &Path, path: &Path, create: bool) -> Result<(OwnedFd, PathBuf), BeneathError> {
@@ -185,6 +220,22 @@ mod tests {
     use std::io::{Read, Write};
 
     use super::*;
+
+    #[test]
+    fn a_replacement_is_whole_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::write(root.join("a/f.rules"), "old\n").unwrap();
+        replace_beneath(root, Path::new("a/f.rules"), b"new\n", 0o644).unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("a/f.rules")).unwrap(), "new\n");
+        let names: Vec<_> =
+            std::fs::read_dir(root.join("a")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["f.rules"]);
+        std::os::unix::fs::symlink(root.join("a"), root.join("b")).unwrap();
+        let error = replace_beneath(root, Path::new("b/f.rules"), b"x", 0o644).unwrap_err();
+        assert!(matches!(error, BeneathError::Symlink { .. }), "{error}");
+    }
 
     #[test]
     fn a_link_anywhere_below_the_root_is_refused_and_plain_files_open() {

@@ -429,6 +429,7 @@ impl SessionTap {
             }
             SessionEvent::PromptPrefix { .. }
             | SessionEvent::ContextUpdated { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::FileBefore { .. }
             | SessionEvent::FileChanged { .. }
             | SessionEvent::Checkpoint { .. }
@@ -486,6 +487,7 @@ fn type_name(event: &SessionEvent) -> &'static str {
         SessionEvent::ModelResponse { .. } => "model_response",
         SessionEvent::PolicyDecision { .. } => "policy_decision",
         SessionEvent::Approval { .. } => "approval",
+        SessionEvent::AlwaysRemoved { .. } => "always_removed",
         SessionEvent::ToolCallStarted { .. } => "tool_call_started",
         SessionEvent::FileBefore { .. } => "file_before",
         SessionEvent::FileChanged { .. } => "file_changed",

@@ -145,6 +145,9 @@ pub enum Command {
     },
     /// The answer to the open `ask_user` question (`None`: dismissed).
     AnswerQuestion(Option<String>),
+    /// `/permissions remove N`: take this "always" answer back
+    /// (`Session::remove_always`).
+    RemoveAlways(crate::policy::ApprovalScope),
     /// Text typed while a turn runs, for the session's inbox (`queue.rs`).
     TypeDuringTurn {
         text: String,

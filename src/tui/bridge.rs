@@ -133,6 +133,8 @@ pub enum Op {
     Rewind(super::rewind_view::RewindOp),
     /// `/ps`: stop background process N.
     StopProcess(u32),
+    /// `/permissions remove N`: take an "always" answer back.
+    RemoveAlways(ApprovalScope),
     SetMode(ApprovalMode),
     SetModel(String),
     /// `!cmd`: the user's own command (`Session::run_user_shell`).
@@ -254,6 +256,14 @@ impl Approver for ChannelApprover {
             }
             answer.await.ok().flatten()
         })
+    }
+
+    fn forget_always(&mut self, scope: &ApprovalScope) {
+        self.allowed.retain(|allowed| match scope {
+            ApprovalScope::AlwaysPrefix(prefix) => &allowed.argv != prefix,
+            ApprovalScope::AlwaysTool(tool) => &allowed.tool != tool,
+            ApprovalScope::Once | ApprovalScope::SessionFile(_) => true,
+        });
     }
 
     fn answered_elsewhere(&mut self, call_id: &str) {
@@ -418,6 +428,13 @@ async fn perform(session: &mut Session, op: Op, events: &mpsc::UnboundedSender<U
         Op::UserShell { command, cancel } => {
             let outcome = session.run_user_shell(&command, &cancel).await;
             let _ = events.send(UiEvent::UserShell(outcome.map_err(|error| error.to_string())));
+        }
+        Op::RemoveAlways(scope) => {
+            let notice = match session.remove_always(&scope) {
+                Ok(said) => (Level::Info, said),
+                Err(error) => (Level::Warning, format!("cannot remove it: {error}")),
+            };
+            let _ = events.send(UiEvent::Notice(notice.0, notice.1));
         }
         Op::SetMode(mode) => session.set_approval_mode(mode),
         Op::SetModel(model) => {

@@ -399,6 +399,7 @@ impl Driver {
             cwd: self.options.cwd.clone(),
             date: self.options.date.clone(),
             headless: false,
+            script_answers: false,
         };
         let source = match resume {
             Some(log) => {
@@ -577,6 +578,7 @@ impl Driver {
                 Command::Undo => self.send(Op::Undo),
                 Command::Rewind(op) => self.send(Op::Rewind(op)),
                 Command::StopProcess(id) => self.send(Op::StopProcess(id)),
+                Command::RemoveAlways(scope) => self.send(Op::RemoveAlways(scope)),
                 Command::SaveMemory { scope, text } => self.save_memory(scope, &text),
                 Command::ShowContext => self.show_context(),
                 Command::EditFile(path) => self.edit_file = Some(path),

@@ -132,9 +132,10 @@
 //!   output a logged user message for the next turn; refused while a turn runs); `/context /config
 //!   /permissions /agents /hooks /memory [N]` (`slash_info.rs`: the bridge sends
 //!   `Session::in_force` after every operation, the driver reads `config::config_sources` at open
-//!   and the ledger of the log on `/context`; they work while a turn runs). Not yet: Shift+Enter in
-//!   xterm's `ESC[27;2;13~` (crossterm 0.29's parser drops it: `27` is no special key there), the
-//!   removal of an "always" rule from `/permissions`.
+//!   and the ledger of the log on `/context`; they work while a turn runs); `/permissions remove
+//!   N` sends the N-th "always" answer listed as `Op::RemoveAlways` (after the running turn) to
+//!   `Session::remove_always` (`runtime/forget_always.rs`). Not yet: Shift+Enter in xterm's
+//!   `ESC[27;2;13~` (crossterm 0.29's parser drops it: `27` is no special key there).
 //! - **Subagents** (`subagents.rs`): `RuntimeEvent::Subagent` updates the `agent` call's cell
 //!   (`ToolCell::subagent`: current tool, steps, tokens, its calls; the last 3 collapsed, all with
 //!   Ctrl+O) and adds the child's responses to `Status::subagent_usage`/`subagent_cost` (at the

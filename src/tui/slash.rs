@@ -23,10 +23,10 @@ Ctrl+C twice or Ctrl+D quit · ? this help (on an empty prompt)\n\
 Ctrl+O expand the latest tool output (again: all, again: none) · PageUp/PageDown scroll\n\
 /help /mode [ask|auto|plan|explore|yolo] /plan /compact [focus] /tasks /diff /undo\n\
 /rewind [N|undo] (Esc Esc) /fork [N] /resume /skills /mcp /ps /model [name] /quit · /clear or /new a fresh session\n\
-/cost /status /context /config /permissions /agents /hooks /memory [N] · !command runs it yourself\n\
-/init [words] write or update AGENTS.md · /<command> [words] runs a custom command (.keel/commands,\n\
-.claude/commands, ~/.codex/prompts), /<skill> [words] a skill\n\
-/mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
+/cost /status /context /config /permissions [remove N] /agents /hooks /memory [N]\n\
+!command runs it yourself · /init [words] write or update AGENTS.md\n\
+/<command> [words] runs a custom command (.keel/commands, .claude/commands, ~/.codex/prompts)\n\
+/<skill> [words] a skill · /mcp__SERVER__PROMPT [words] sends an MCP server's prompt";
 
 /// Runs the slash command `line` (already trimmed, starting with `/`).
 pub fn run(app: &mut App, line: &str) -> Vec<Command> {

@@ -2,7 +2,8 @@
 //! peers' meanings: `/context` (what fills the context window, per part
 //! of the latest request), `/config` (every configured key with the layer
 //! it came from, secrets hidden), `/permissions` (the rules in force with
-//! `file:line`, and this session's "always" answers), `/agents` (agent
+//! `file:line`, and the "always" answers, numbered; `/permissions remove
+//! N` sends the N-th to the session to take back), `/agents` (agent
 //! types with their source), `/hooks` (hooks in force with their source)
 //! and `/memory` (the memory notes listed to the model; `/memory N` opens
 //! note N in `$EDITOR`).
@@ -45,7 +46,8 @@ pub fn run(app: &mut App, name: &str, rest: &str) -> Vec<Command> {
         return Vec::new();
     };
     let text = match name {
-        "/permissions" => permissions_text(&in_force),
+        "/permissions" if rest.is_empty() => permissions_text(&in_force),
+        "/permissions" => return remove_always(app, &in_force, rest),
         "/agents" => agents_text(&in_force),
         "/hooks" => hooks_text(&in_force),
         _ if rest.is_empty() => memory_text(&in_force),
@@ -53,6 +55,31 @@ pub fn run(app: &mut App, name: &str, rest: &str) -> Vec<Command> {
     };
     app.notice(Level::Info, text);
     Vec::new()
+}
+
+/// `/permissions remove N`: the N-th "always" answer listed, removed by the
+/// session (after the running turn: it changes the policy in force).
+fn remove_always(app: &mut App, in_force: &InForce, rest: &str) -> Vec<Command> {
+    let chosen = rest
+        .strip_prefix("remove")
+        .map(str::trim)
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| in_force.always.get(n.checked_sub(1)?));
+    let Some(answer) = chosen else {
+        let text = format!(
+            "/permissions {rest}: say `/permissions remove N` with N from the \"always\" list \
+             ({} in force)",
+            in_force.always.len()
+        );
+        app.notice(Level::Warning, text);
+        return Vec::new();
+    };
+    if app.status.running {
+        app.editor.insert(&format!("/permissions {rest}"));
+        app.hint = Some("/permissions remove waits for the running turn; Esc stops it".into());
+        return Vec::new();
+    }
+    vec![Command::RemoveAlways(answer.scope.clone())]
 }
 
 fn open_memory(app: &mut App, in_force: &InForce, rest: &str) -> Vec<Command> {
@@ -106,16 +133,22 @@ pub fn permissions_text(in_force: &InForce) -> String {
         ));
     }
     if in_force.always.is_empty() {
-        lines.push("\"always\" answers of this session: none".to_owned());
-    } else {
-        lines.push("\"always\" answers of this session (gone when it ends):".to_owned());
-        lines.extend(in_force.always.iter().map(|always| format!("  {always}")));
+        lines.push("\"always\" answers: none".to_owned());
+        return lines.join("\n");
     }
     lines.push(
-        "an \"always\" kept for the project is a line of .keel/rules/local.rules: delete it \
-         there to remove it (from the next session on)"
+        "\"always\" answers (/permissions remove N takes one back at once; the next such call \
+         asks again):"
             .to_owned(),
     );
+    for (n, answer) in in_force.always.iter().enumerate() {
+        let kept = match (&answer.at, answer.this_session) {
+            (Some(at), true) => format!("{at} (kept for the project; given in this session)"),
+            (Some(at), false) => format!("{at} (kept for the project)"),
+            (None, _) => "this session only".to_owned(),
+        };
+        lines.push(format!("  {}. {}  {kept}", n + 1, answer.text));
+    }
     lines.join("\n")
 }
 

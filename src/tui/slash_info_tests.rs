@@ -4,8 +4,9 @@
 use crate::config::ConfigValue;
 use crate::context::ledger::{Ledger, Part, Priced, Request, RequestKind, Share, Source};
 use crate::policy::ApprovalMode;
+use crate::policy::ApprovalScope;
 use crate::protocol::Usage;
-use crate::runtime::{HookLine, InForce, RuleLine};
+use crate::runtime::{AlwaysAnswer, HookLine, InForce, RuleLine};
 
 use super::app::{App, Command};
 use super::slash::run;
@@ -30,7 +31,26 @@ fn in_force() -> InForce {
             },
         ],
         builtin_rules: 212,
-        always: vec!["npm run lint".into(), "tool mcp__docs__search".into()],
+        always: vec![
+            AlwaysAnswer {
+                text: "npm run lint".into(),
+                at: Some("/work/repo/.keel/rules/local.rules:2".into()),
+                this_session: true,
+                scope: ApprovalScope::AlwaysPrefix(vec!["npm".into(), "run".into(), "lint".into()]),
+            },
+            AlwaysAnswer {
+                text: "tool mcp__docs__search".into(),
+                at: Some("/work/repo/.keel/rules/local.rules:3".into()),
+                this_session: false,
+                scope: ApprovalScope::AlwaysTool("mcp__docs__search".into()),
+            },
+            AlwaysAnswer {
+                text: "write notes.md".into(),
+                at: None,
+                this_session: true,
+                scope: ApprovalScope::SessionFile("notes.md".into()),
+            },
+        ],
         agents: vec![
             ("explore".into(), "reads the code, changes nothing".into(), "built in".into()),
             (
@@ -88,6 +108,23 @@ fn config_and_permissions_say_where_each_came_from() {
     assert_eq!(run(&mut app, "/config"), []);
     assert_eq!(run(&mut app, "/permissions"), []);
     insta::assert_snapshot!("slash_config_permissions", render(&app, 110, 24));
+}
+
+/// `/permissions remove N` sends the N-th listed answer to the session;
+/// a wrong N says what is there, and during a turn it waits.
+#[test]
+fn permissions_remove_takes_back_the_listed_answer() {
+    let mut app = app();
+    assert_eq!(
+        run(&mut app, "/permissions remove 2"),
+        [Command::RemoveAlways(ApprovalScope::AlwaysTool("mcp__docs__search".into()))]
+    );
+    assert_eq!(run(&mut app, "/permissions remove 9"), []);
+    assert_eq!(run(&mut app, "/permissions drop"), []);
+    insta::assert_snapshot!("slash_permissions_remove_misses", render(&app, 100, 12));
+    app.status.running = true;
+    assert_eq!(run(&mut app, "/permissions remove 1"), []);
+    assert_eq!(app.editor.text(), "/permissions remove 1", "kept for after the turn");
 }
 
 #[test]

@@ -83,3 +83,98 @@ fn untrusted_project_rules_can_tighten_but_not_loosen() {
     trust_project(&home.path().join(".keel"), ws.path()).unwrap();
     assert_eq!(decide(home.path(), ws.path(), &empty, "make"), Decision::Allow);
 }
+
+/// Answers "always" for `make lint` the first time it is asked, then
+/// once; counts the questions.
+struct AlwaysThenOnce(std::sync::Arc<std::sync::Mutex<usize>>);
+
+impl keel::runtime::Approver for AlwaysThenOnce {
+    fn decide<'a>(
+        &'a mut self,
+        _: &'a keel::protocol::ToolCall,
+        _: &'a str,
+    ) -> keel::tools::BoxFuture<'a, keel::runtime::ApprovalAnswer> {
+        let mut asked = self.0.lock().unwrap();
+        *asked += 1;
+        let scope = if *asked == 1 {
+            ApprovalScope::AlwaysPrefix(words("make lint"))
+        } else {
+            ApprovalScope::Once
+        };
+        Box::pin(async move { keel::runtime::ApprovalAnswer { approved: true, note: None, scope } })
+    }
+}
+
+struct Quiet;
+
+impl keel::runtime::EventSink for Quiet {
+    fn emit(&mut self, _event: keel::runtime::RuntimeEvent) {}
+}
+
+/// `/permissions remove N` (`Session::remove_always`): the rule's line
+/// leaves `local.rules` (the rest byte for byte), and the next identical
+/// call asks again, in this session and after a resume.
+#[tokio::test]
+async fn a_removed_always_answer_asks_again_at_once_and_after_a_resume() {
+    use super::support::{Sandbox, scripted_model};
+    use super::wire::{Step, Wire, call};
+    let sandbox = Sandbox::new();
+    let lint = || Step::Calls {
+        text: None,
+        calls: vec![call("shell", serde_json::json!({ "command": "make lint" }))],
+    };
+    let steps = [
+        lint(),
+        Step::Answer("1".into()),
+        lint(),
+        Step::Answer("2".into()),
+        lint(),
+        Step::Answer("3".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let rules = local_rules_path(&sandbox.repo);
+    std::fs::create_dir_all(rules.parent().unwrap()).unwrap();
+    std::fs::write(
+        &rules,
+        "# kept as typed \r\nprefix_rule(pattern=[\"ls\"], decision=\"prompt\")",
+    )
+    .unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(0));
+    let settings = sandbox.settings(&server.uri());
+    let options = sandbox.options(ApprovalMode::Ask);
+    let mut session = keel::runtime::Session::start(
+        &settings,
+        options.clone(),
+        Box::new(Quiet),
+        Box::new(AlwaysThenOnce(asked.clone())),
+    )
+    .unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    session.run_turn("lint".into(), &cancel).await.unwrap();
+    session.run_turn("lint again".into(), &cancel).await.unwrap();
+    assert_eq!(*asked.lock().unwrap(), 1, "the \"always\" answered the second call");
+    let always = session.in_force().always;
+    assert_eq!(always.len(), 1, "{always:?}");
+    assert_eq!(always[0].text, "make lint");
+    assert_eq!(always[0].at, Some(format!("{}:3", rules.display())));
+
+    let said = session.remove_always(&always[0].scope).unwrap();
+    assert!(said.contains("the next such call asks again"), "{said}");
+    let text = std::fs::read_to_string(&rules).unwrap();
+    assert_eq!(text, "# kept as typed \r\nprefix_rule(pattern=[\"ls\"], decision=\"prompt\")\n");
+    assert!(session.in_force().always.is_empty());
+    session.run_turn("lint once more".into(), &cancel).await.unwrap();
+    assert_eq!(*asked.lock().unwrap(), 2, "asked again");
+    let log_path = session.log_path().to_owned();
+    drop(session);
+
+    let resumed = keel::runtime::Session::resume(
+        &settings,
+        &log_path,
+        options,
+        Box::new(Quiet),
+        Box::new(AlwaysThenOnce(asked)),
+    )
+    .unwrap();
+    assert!(resumed.in_force().always.is_empty(), "the log's approval does not bring it back");
+}

@@ -240,3 +240,67 @@ async fn exec_answers_ask_user_with_no_one_and_lists_the_question_in_the_result(
     assert_eq!(answer["role"], "tool");
     assert_eq!(answer["content"], keel::agent::NO_ANSWER);
 }
+
+/// `exec --answer-from-stdin`: a script answers `ask_user` a line at a
+/// time (a choice's number picks the choice, other text is the answer);
+/// each question is shown on stderr first; after EOF a question is
+/// unanswered as without the flag. The answers are logged.
+#[tokio::test]
+async fn exec_answer_from_stdin_answers_each_question_with_the_next_line() {
+    let sandbox = Sandbox::new();
+    let ask = |question: Value| Step::Calls { text: None, calls: vec![call("ask_user", question)] };
+    let steps = [
+        ask(json!({ "question": "Which database?", "choices": ["SQLite", "Postgres"] })),
+        ask(json!({ "question": "Which port?" })),
+        ask(json!({ "question": "Anything else?" })),
+        Step::Answer("set up Postgres on 5433".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel_on(&Model::chat(&server), &["exec", "--json", "--answer-from-stdin", "set up a db"])
+        .write_stdin("2\nuse 5433\n")
+        .output()
+        .unwrap();
+    let lines = super::support::json_lines(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{lines:#?}\n{stderr}");
+    assert!(stderr.contains("question (ask_user): Which database?\n  1. SQLite\n  2. Postgres"));
+    assert!(stderr.contains("answered (ask_user): Postgres"), "{stderr}");
+    assert!(stderr.contains("no answer (ask_user): stdin is closed"), "{stderr}");
+    let result = lines.last().unwrap();
+    assert_eq!(result["unanswered_questions"], json!(["Anything else?"]));
+    let requests = request_bodies(&server).await;
+    assert!(requests[0].to_string().contains("ask_user"), "offered when a script answers");
+    assert!(requests[0].to_string().contains("a script answers your `ask_user` questions"));
+    let answer_in = |n: usize| {
+        let last = requests[n]["messages"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["role"], "tool");
+        last["content"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(answer_in(1), "The user answered: Postgres");
+    assert_eq!(answer_in(2), "The user answered: use 5433");
+    assert_eq!(answer_in(3), keel::agent::NO_ANSWER);
+    let log = sandbox.only_log().iter().map(Value::to_string).collect::<String>();
+    assert!(log.contains("The user answered: use 5433"), "the answer is in the log");
+}
+
+/// Both read stdin: the flag refuses a prompt from stdin and
+/// `--input-stream`, before anything runs.
+#[test]
+fn exec_answer_from_stdin_refuses_other_readers_of_stdin() {
+    let sandbox = Sandbox::new();
+    let model = Model::at("openai-chat", "http://127.0.0.1:9");
+    let piped = sandbox
+        .keel_on(&model, &["exec", "--answer-from-stdin", "-"])
+        .write_stdin("a task\n")
+        .output()
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&piped.stderr);
+    assert!(said.contains("--answer-from-stdin reads the answers from stdin"), "{said}");
+    let streamed =
+        sandbox.run(&model, &["exec", "--answer-from-stdin", "--input-stream", "a task"]);
+    assert_eq!(streamed.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&streamed.stderr);
+    assert!(said.contains("cannot be used with"), "{said}");
+}

@@ -109,6 +109,7 @@ impl Sandbox {
             cwd: self.repo.clone(),
             date: "2026-11-29".into(),
             headless: true,
+            script_answers: false,
         }
     }
 

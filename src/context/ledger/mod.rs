@@ -349,6 +349,7 @@ impl Fold {
             }
             SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::FileBefore { .. }
             | SessionEvent::FileChanged { .. }
             | SessionEvent::Checkpoint { .. }

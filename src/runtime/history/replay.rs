@@ -168,6 +168,7 @@ pub async fn replay(
             | SessionEvent::InputQueued { .. }
             | SessionEvent::PolicyDecision { .. }
             | SessionEvent::Approval { .. }
+            | SessionEvent::AlwaysRemoved { .. }
             | SessionEvent::McpServerStatus { .. }
             | SessionEvent::ToolsChanged { .. }
             | SessionEvent::FileBefore { .. }

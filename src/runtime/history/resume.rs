@@ -183,6 +183,7 @@ impl Session {
             &options.cwd,
             &options.date,
             options.headless,
+            options.script_answers,
         ));
         sink.emit(RuntimeEvent::SessionStarted {
             session_id: id.clone(),

@@ -369,7 +369,7 @@ impl Session {
             workflow: Some(child_workflow(settings, &found)),
             // Announced in its history before its first request, like a
             // session's.
-            environment: environment(settings, &self.cwd, &self.date, self.headless),
+            environment: environment(settings, &self.cwd, &self.date, self.headless, false),
             allowlist: self.state.allowlist().clone(),
         };
         LoopState::open(self.child_config(settings, definition, mode, depth, &found), opening)
@@ -486,6 +486,7 @@ impl Session {
             cwd: self.cwd.clone(),
             date: self.date.clone(),
             headless: self.headless,
+            script_answers: false,
         };
         let opening = super::driver::Opening {
             id,

@@ -219,7 +219,7 @@ impl Session {
             }
             None => state.observe_sections(fresh),
         }
-        state.set_environment(environment(&settings, &self.cwd, &self.date, self.headless));
+        state.set_environment(environment(&settings, &self.cwd, &self.date, self.headless, false));
         let files =
             remembered_files(state.items(), &self.workspace_root, &self.cwd, &link.log_path);
         let parent = ParentLink {
