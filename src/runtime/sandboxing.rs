@@ -312,10 +312,10 @@ pub fn mark_sandbox_violation(
     let exit_code = meta.exit_code();
     let failed = exit_code.is_some_and(|code| code != 0);
     let network = confinement.map_or(landlock::NetworkMode::On, |c| c.network);
-    if let Some(note) =
-        network_timeout_note(tool, meta, confinement.is_some() && network.is_closed())
-    {
-        result.output.push_str(note);
+    // A timeout with the network closed is no violation; the shell's own
+    // timeout text says what a closed network means (`tools::shell`).
+    let timed_out = meta.kind() == Some(ResultKind::named("timeout"));
+    if timed_out && confinement.is_some() && network.is_closed() {
         return false;
     }
     let vcs = confinement.is_some_and(|c| c.protect_vcs);
@@ -381,17 +381,6 @@ pub fn mark_sandbox_violation(
     true
 }
 
-/// What a shell timeout adds when commands have no network: "raise
-/// timeout_ms" is no remedy for a command waiting on a network it cannot
-/// reach.
-fn network_timeout_note(tool: &str, meta: &ToolMeta, network_off: bool) -> Option<&'static str> {
-    let timed_out = meta.kind() == Some(ResultKind::named("timeout"));
-    (tool == names::SHELL && timed_out && network_off).then_some(
-        "\n[keel] the network is off in this sandbox: if this command waits on it (an install, a \
-         download, a name lookup), a longer timeout will not help.\n",
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,18 +403,6 @@ mod tests {
             carved_out(&writable, Path::new("/srv/ws"), Some(Path::new("/home/u")), None)
                 .is_empty()
         );
-    }
-
-    // Issue 32: a timeout under a closed network does not only say "raise
-    // timeout_ms".
-    #[test]
-    fn a_timeout_with_the_network_off_names_the_network() {
-        let timeout = ToolMeta::new().with_kind(ResultKind::named("timeout"));
-        let note = network_timeout_note("shell", &timeout, true).unwrap_or_default();
-        assert!(note.contains("the network is off in this sandbox"), "{note}");
-        assert!(note.contains("a longer timeout will not help"), "{note}");
-        assert_eq!(network_timeout_note("shell", &timeout, false), None);
-        assert_eq!(network_timeout_note("shell", &ToolMeta::new(), true), None);
     }
 
     #[test]
