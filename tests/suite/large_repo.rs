@@ -297,7 +297,8 @@ async fn a_step_costs_the_same_work_in_a_large_repository() {
     for steps in [1, 6] {
         let sandbox = Sandbox::new();
         commit_empty_files(&sandbox, 6000);
-        for (session, steps) in [("first", 1), ("counted", steps)] {
+        let mut runs = Vec::new();
+        for (session, steps) in [("first", 1), ("counted", steps), ("counted", steps)] {
             let server = scripted_model(Wire::Chat, &writing_steps(steps)).await;
             let uri = format!("{}/v1", server.uri());
             let args = [
@@ -313,10 +314,15 @@ async fn a_step_costs_the_same_work_in_a_large_repository() {
             ];
             let count = count_syscalls(&sandbox, &args, &stats);
             if session == "counted" {
-                counts.push(count);
+                runs.push(count);
             }
         }
-        assert_eq!(sandbox.read("steps.txt").lines().count(), 1 + steps, "every command ran");
+        // The fewer of two counted sessions: one of them now and then
+        // (2 runs in 9 under load, 2026-12-03) counts ~1 000 stats more,
+        // once, not per step (not yet understood; docs/status.md). Work
+        // that grows with the repository per step shows in both.
+        counts.push(runs.iter().copied().min().unwrap_or(u64::MAX));
+        assert_eq!(sandbox.read("steps.txt").lines().count(), 1 + 2 * steps, "every command ran");
     }
     let per_step = counts[1].saturating_sub(counts[0]) / 5;
     assert!(per_step < 300, "{per_step} stats per extra step ({counts:?}) in 6 000 files");
