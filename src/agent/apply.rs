@@ -89,9 +89,14 @@ impl LoopState {
                     self.queued.retain(|input| input.id != *id);
                 }
             }
-            SessionEvent::InputQueued { id, text, mode } => {
+            SessionEvent::InputQueued { id, text, mode, images } => {
                 self.queued_ids = self.queued_ids.max(*id);
-                let input = QueuedInput { id: *id, text: text.clone(), mode: *mode };
+                let input = QueuedInput {
+                    id: *id,
+                    text: text.clone(),
+                    mode: *mode,
+                    images: images.clone(),
+                };
                 self.queued.push(input);
             }
             SessionEvent::ModelResponse {

@@ -20,21 +20,22 @@
 //! largest logged, so a resume never reuses one; each input is delivered
 //! once because delivery and removal are the same line.
 
-use crate::protocol::{Delivery, QueuedInput, SessionEvent};
+use crate::protocol::{Delivery, ImagePart, QueuedInput, SessionEvent};
 
 use super::apply::emit;
 use super::state::LoopState;
 use super::step_io::Effect;
 
-/// Records `text` as waiting for delivery.
+/// Records `text` (and its images) as waiting for delivery.
 pub(super) fn queue(
     state: &mut LoopState,
     text: String,
     mode: Delivery,
+    images: Vec<ImagePart>,
     effects: &mut Vec<Effect>,
 ) {
     let id = state.queued_ids + 1;
-    emit(state, SessionEvent::InputQueued { id, text, mode }, effects);
+    emit(state, SessionEvent::InputQueued { id, text, mode, images }, effects);
 }
 
 /// Delivers every waiting `steer` input into the running turn, oldest
@@ -45,14 +46,14 @@ pub(super) fn deliver_steers(state: &mut LoopState, effects: &mut Vec<Effect>) {
     for input in steers {
         let event = SessionEvent::UserMessage {
             text: input.text,
-            images: Vec::new(),
+            images: input.images,
             queued: Some(input.id),
         };
         emit(state, event, effects);
     }
 }
 
-/// Whether input `id` still waits for delivery.
-pub(super) fn waits(state: &LoopState, id: u64) -> bool {
-    state.queued.iter().any(|input| input.id == id)
+/// The images of input `id`, if it still waits for delivery.
+pub(super) fn images_of(state: &LoopState, id: u64) -> Option<Vec<ImagePart>> {
+    state.queued.iter().find(|input| input.id == id).map(|input| input.images.clone())
 }

@@ -24,7 +24,7 @@ fn respond(items: Vec<Item>) -> Input {
 }
 
 fn typed(text: &str, mode: Delivery) -> Input {
-    Input::QueueInput { text: text.into(), mode }
+    Input::QueueInput { text: text.into(), mode, images: Vec::new() }
 }
 
 fn delivered(effects: &[Effect]) -> Vec<(String, Option<u64>)> {
@@ -60,7 +60,8 @@ fn a_steer_lands_after_the_batch_and_the_next_request_carries_it() {
         [Effect::Record(SessionEvent::InputQueued {
             id: 1,
             text: "use the second file".into(),
-            mode: Delivery::Steer
+            mode: Delivery::Steer,
+            images: Vec::new(),
         })],
         "recorded when typed, nothing else happens"
     );
@@ -185,4 +186,60 @@ fn an_ask_user_call_waits_for_the_answer_and_records_it_as_the_result() {
     let effects = step(&mut state, Input::Interrupted);
     assert!(result_of(&effects).is_some_and(|r| r.call_id == "q3"), "{effects:?}");
     assert_eq!(state.phase, LoopPhase::Idle);
+}
+
+fn image(sha256: &str) -> crate::protocol::ImagePart {
+    crate::protocol::ImagePart {
+        media_type: crate::protocol::ImageMediaType::Png,
+        sha256: sha256.into(),
+        width: 2,
+        height: 2,
+        bytes: 10,
+        name: format!("{sha256}.png"),
+        data: Default::default(),
+    }
+}
+
+fn delivered_images(effects: &[Effect]) -> Vec<Vec<crate::protocol::ImagePart>> {
+    effects
+        .iter()
+        .filter_map(|effect| match effect {
+            Effect::Record(SessionEvent::UserMessage { images, .. }) => Some(images.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn images_typed_with_a_steer_or_a_queued_input_go_with_its_message_also_after_a_rebuild() {
+    let mut log = Vec::new();
+    let mut state = running_turn(&mut log);
+    let steer = Input::QueueInput {
+        text: "like this one".into(),
+        mode: Delivery::Steer,
+        images: vec![image("aa")],
+    };
+    record(&step(&mut state, steer), &mut log);
+    let queue = Input::QueueInput {
+        text: "then this".into(),
+        mode: Delivery::Queue,
+        images: vec![image("bb"), image("cc")],
+    };
+    record(&step(&mut state, queue), &mut log);
+    let results = vec![(ToolResult::ok("a", "text"), ToolMeta::new())];
+    let effects = step(&mut state, Input::BatchFinished { results });
+    assert_eq!(delivered_images(&effects), [vec![image("aa")]], "the steer's image");
+    record(&effects, &mut log);
+    record(&step(&mut state, respond(vec![Item::Assistant { text: "ok".into() }])), &mut log);
+
+    let mut rebuilder = Rebuilder::new(config(ApprovalMode::Auto));
+    for record in &log {
+        rebuilder.apply(record.clone());
+    }
+    let mut rebuilt = rebuilder.finish().state;
+    let effects = step(&mut rebuilt, Input::StartQueued { id: 2, text: "then this".into() });
+    assert_eq!(delivered_images(&effects), [vec![image("bb"), image("cc")]]);
+    let Some(Effect::CallModel(request)) = effects.last() else { panic!("{effects:?}") };
+    let Some(Item::User { images, .. }) = request.items.last() else { panic!("{request:?}") };
+    assert_eq!(images.len(), 2, "the request carries them");
 }

@@ -165,7 +165,8 @@ pub(super) fn drive(state: &mut LoopState, mut effects: Vec<Effect>, log: &mut V
                         4 => crate::protocol::Delivery::Queue,
                         _ => continue,
                     };
-                    let input = Input::QueueInput { text: format!("typed {}", call.call_id), mode };
+                    let text = format!("typed {}", call.call_id);
+                    let input = Input::QueueInput { text, mode, images: Vec::new() };
                     record(&step(state, input), log);
                 }
                 // Every fifth call stands for an `agent` call: its child's

@@ -75,15 +75,15 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             super::user_shell::user_ran(state, text, effects);
             Next::Wait
         }
-        (any_phase!(), Input::QueueInput { text, mode }) => {
-            queued_input::queue(state, text, mode, effects);
+        (any_phase!(), Input::QueueInput { text, mode, images }) => {
+            queued_input::queue(state, text, mode, images, effects);
             Next::Wait
         }
         (LoopPhase::Idle, Input::StartQueued { id, text }) => {
-            if !queued_input::waits(state, id) {
+            let Some(images) = queued_input::images_of(state, id) else {
                 return Next::Wait;
-            }
-            start_turn(state, text, Vec::new(), Some(id), effects)
+            };
+            start_turn(state, text, images, Some(id), effects)
         }
         (LoopPhase::Infer, Input::ModelResponded(response)) => {
             on_response(state, response, effects)

@@ -34,11 +34,13 @@ pub enum Input {
     UserShell {
         text: String,
     },
-    /// The user typed `text` while a turn ran (`queued_input.rs`): it is
-    /// recorded and waits for delivery by `mode`.
+    /// The user typed `text` (with `images`, already stored) while a turn
+    /// ran (`queued_input.rs`): it is recorded and waits for delivery by
+    /// `mode`.
     QueueInput {
         text: String,
         mode: Delivery,
+        images: Vec<crate::protocol::ImagePart>,
     },
     /// The user's answer to the `ask_user` call `call_id` of an
     /// [`Effect::AskUser`]; `None`: nobody answered.

@@ -64,18 +64,7 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
         (None, None) => None,
     };
     let settings = config::load(&env, &overrides)?;
-    let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
-    let images = read_images(&args.images, prompt.is_some(), &settings, &env)?;
-    // No flag: a new session starts in `default_mode` (ask unless
-    // configured); a resumed one keeps its logged mode.
-    let approval = match (args.mode.approval(), &resume) {
-        (Some(mode), _) => Some(mode),
-        (None, None) => Some(settings.default_mode),
-        (None, Some(_)) => None,
-    };
-    if let Some(path) = &args.output_last_message {
-        check_output_folder(path)?;
-    }
+    // Before stdin is read for the prompt.
     if args.input_stream && request.prompt.as_deref() == Some("-") {
         return Err(CliError::usage(
             "--input-stream reads stdin line by line: pass the first prompt as an argument, \
@@ -88,6 +77,28 @@ fn prepare_exec(model: &ModelArgs, args: ExecArgs) -> Result<(Settings, ExecOpti
              not `-`",
         ));
     }
+    let stdin_is_taken = if args.input_stream {
+        Some("--input-stream reads it")
+    } else if args.answer_from_stdin {
+        Some("--answer-from-stdin reads it")
+    } else if request.prompt.as_deref() == Some("-") {
+        Some("the prompt is read from it")
+    } else {
+        None
+    };
+    check_stdin_image(&args.images, stdin_is_taken)?;
+    let prompt = request.prompt.as_deref().map(read_prompt).transpose()?;
+    // No flag: a new session starts in `default_mode` (ask unless
+    // configured); a resumed one keeps its logged mode.
+    let approval = match (args.mode.approval(), &resume) {
+        (Some(mode), _) => Some(mode),
+        (None, None) => Some(settings.default_mode),
+        (None, Some(_)) => None,
+    };
+    if let Some(path) = &args.output_last_message {
+        check_output_folder(path)?;
+    }
+    let images = read_images(&args.images, prompt.is_some(), &settings, &env)?;
     if args.reject_plan.is_some() && resume.is_none() {
         return Err(CliError::usage(
             "--reject-plan needs a session to resume: keel exec resume ID --reject-plan",
@@ -143,9 +154,27 @@ fn rewind_request(
     Ok(Some((target, scope)))
 }
 
-/// The `--image` files, prepared for the model; refused before anything
-/// runs when there is no prompt to attach them to or the model does not
-/// take images.
+/// `--image -` reads stdin once, and only when nothing else does
+/// (`stdin_is_taken` says what does); checked before stdin is read.
+fn check_stdin_image(
+    paths: &[std::path::PathBuf],
+    stdin_is_taken: Option<&str>,
+) -> Result<(), CliError> {
+    let from_stdin = paths.iter().filter(|path| path.as_os_str() == "-").count();
+    if from_stdin > 1 {
+        return Err(CliError::usage("--image - reads stdin once: name it one time"));
+    }
+    if let (1, Some(why)) = (from_stdin, stdin_is_taken) {
+        return Err(CliError::usage(format!(
+            "--image - cannot read the image from stdin: {why}; save the image and name its file"
+        )));
+    }
+    Ok(())
+}
+
+/// The `--image` files (`-`: stdin's bytes, see [`check_stdin_image`]),
+/// prepared for the model; refused before anything runs when there is no
+/// prompt to attach them to or the model does not take images.
 fn read_images(
     paths: &[std::path::PathBuf],
     has_prompt: bool,
@@ -165,7 +194,13 @@ fn read_images(
     paths
         .iter()
         .map(|path| {
-            crate::support::images::from_file(&env.cwd.join(path)).map_err(|error| {
+            let prepared = if path.as_os_str() == "-" {
+                let stdin = std::io::stdin().lock();
+                crate::support::images::from_reader(stdin, "stdin", std::path::Path::new("stdin"))
+            } else {
+                crate::support::images::from_file(&env.cwd.join(path))
+            };
+            prepared.map_err(|error| {
                 CliError::usage(format!("cannot attach {}: {error}", path.display()))
             })
         })

@@ -385,7 +385,8 @@ pub struct ExecArgs {
     /// run stops again after it (as with `--plan-only`).
     #[arg(long, value_name = "FEEDBACK", conflicts_with_all = ["approve_plan", "plan_only"])]
     pub reject_plan: Option<String>,
-    /// Attach an image (PNG, JPEG, GIF, WebP) to the prompt; repeatable.
+    /// Attach an image (PNG, JPEG, GIF, WebP) to the prompt; repeatable;
+    /// `-` reads one from stdin (`screenshot | keel exec --image - "…"`).
     /// Scaled down to fit the providers' limits. Refused (exit 2) when the
     /// model does not take images (`[provider] images = true` says it does).
     #[arg(long = "image", value_name = "FILE")]

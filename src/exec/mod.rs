@@ -223,7 +223,13 @@ pub async fn run_headless(
             return failed(line);
         }
     };
-    let reader = options.input_stream.then(|| stream_input::spawn(session.input_sender()));
+    let reader = options.input_stream.then(|| {
+        let refused = (!session.takes_images()).then(|| {
+            crate::runtime::ImagesRefused { model: session.model().to_owned() }.to_string()
+        });
+        let context = stream_input::ImageContext { cwd: options.cwd.clone(), refused };
+        stream_input::spawn(session.input_sender(), context)
+    });
     let summary = run_turns(&mut session, prompt, shape, cancel).await;
     if let Some(reader) = reader {
         // Stdin may still be open after a failed turn: stop reading it.

@@ -189,11 +189,14 @@ pub enum SessionEvent {
     },
     /// The user typed `text` while a turn ran: it waits for delivery
     /// (`mode`: the next turn, or the running one after its tool batch)
-    /// until a `user_message` names `id`.
+    /// until a `user_message` names `id`, which carries its `images`.
     InputQueued {
         id: u64,
         text: String,
         mode: Delivery,
+        /// The images typed with it, by hash (stored before this line).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<super::image::ImagePart>,
     },
     TurnStarted {
         turn: u32,

@@ -41,7 +41,12 @@ fn samples() -> Vec<SessionEvent> {
         },
         SessionEvent::ContextUpdated { parts: Vec::new() },
         SessionEvent::UserMessage { text: s(), images: Vec::new(), queued: Some(2) },
-        SessionEvent::InputQueued { id: 2, text: s(), mode: super::queued_input::Delivery::Steer },
+        SessionEvent::InputQueued {
+            id: 2,
+            text: s(),
+            mode: super::queued_input::Delivery::Steer,
+            images: Vec::new(),
+        },
         SessionEvent::TurnStarted { turn: 1 },
         SessionEvent::ModelResponse {
             step: 1,

@@ -114,6 +114,8 @@ impl PartialEq for ImagePart {
     }
 }
 
+impl Eq for ImagePart {}
+
 impl ImagePart {
     /// The short label front ends and text notes use:
     /// `shot.png, 1200×800, 120 KB`.

@@ -36,4 +36,6 @@ pub struct QueuedInput {
     pub id: u64,
     pub text: String,
     pub mode: Delivery,
+    /// Attached to it; delivered with it.
+    pub images: Vec<super::image::ImagePart>,
 }

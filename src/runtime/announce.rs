@@ -24,7 +24,7 @@ impl Session {
             SessionEvent::ModeChanged { mode } => {
                 self.sink.emit(RuntimeEvent::ModeChanged { mode });
             }
-            SessionEvent::InputQueued { id, text, mode } => {
+            SessionEvent::InputQueued { id, text, mode, .. } => {
                 self.sink.emit(RuntimeEvent::InputQueued { id, text, mode });
             }
             SessionEvent::UserMessage { text, queued: Some(id), .. } => {

@@ -54,6 +54,7 @@ impl Session {
     ) -> Result<Vec<(ToolResult, ToolMeta)>, RuntimeError> {
         let (progress, mut progress_events) = tokio::sync::mpsc::unbounded_channel();
         let offered = self.state.callable_tools().map(|spec| spec.name.clone()).collect();
+        let takes_images = self.takes_images();
         let ctx = self
             .tools
             .context(&self.workspace_root, &self.cwd, cancel, concurrent)
@@ -69,6 +70,8 @@ impl Session {
                 state: &mut self.state,
                 log: &mut self.log,
                 sink: &mut self.sink,
+                images: &mut self.images,
+                takes_images,
             };
             forward_progress(batch, &mut progress_events, &mut typed, &mask).await?
         } else {
@@ -82,6 +85,8 @@ impl Session {
                     state: &mut self.state,
                     log: &mut self.log,
                     sink: &mut self.sink,
+                    images: &mut self.images,
+                    takes_images,
                 };
                 let (result, mut meta) =
                     forward_progress(run, &mut progress_events, &mut typed, &mask).await?;

@@ -103,7 +103,9 @@ impl SessionImages {
 }
 
 fn images_of(event: &SessionEvent) -> &[ImagePart] {
-    if let SessionEvent::UserMessage { images, .. } = event {
+    if let SessionEvent::UserMessage { images, .. } | SessionEvent::InputQueued { images, .. } =
+        event
+    {
         return images;
     }
     if let SessionEvent::ToolCallFinished { result, .. } = event {

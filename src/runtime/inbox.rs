@@ -22,16 +22,18 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Effect, Input, LoopState, step};
-use crate::protocol::{Delivery, SessionEvent};
+use crate::protocol::{Delivery, ImagePart, SessionEvent};
 use crate::session::SessionLog;
 
+use super::images::SessionImages;
 use super::{EventSink, RuntimeError, RuntimeEvent, Session, TurnSummary};
 
-/// One text typed during a turn.
+/// One text typed during a turn, with the images attached to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypedInput {
     pub text: String,
     pub mode: Delivery,
+    pub images: Vec<ImagePart>,
 }
 
 /// The front end's end of a session's inbox.
@@ -41,7 +43,15 @@ pub struct InputSender(mpsc::UnboundedSender<TypedInput>);
 impl InputSender {
     /// Hands `text` to the session; false when the session is gone.
     pub fn send(&self, text: String, mode: Delivery) -> bool {
-        self.0.send(TypedInput { text, mode }).is_ok()
+        self.send_with_images(text, mode, Vec::new())
+    }
+
+    /// Hands `text` and the images attached to it (prepared by
+    /// `support::images`) to the session; false when the session is gone.
+    /// The session refuses images for a model that takes none; the front
+    /// end checks [`Session::takes_images`] first to say so.
+    pub fn send_with_images(&self, text: String, mode: Delivery, images: Vec<ImagePart>) -> bool {
+        self.0.send(TypedInput { text, mode, images }).is_ok()
     }
 }
 
@@ -87,6 +97,10 @@ pub(super) struct Typed<'a> {
     pub(super) state: &'a mut LoopState,
     pub(super) log: &'a mut SessionLog,
     pub(super) sink: &'a mut Box<dyn EventSink>,
+    pub(super) images: &'a mut SessionImages,
+    /// Whether the model takes images (those typed for one that does not
+    /// are dropped with a warning).
+    pub(super) takes_images: bool,
 }
 
 impl Typed<'_> {
@@ -98,13 +112,28 @@ impl Typed<'_> {
         Ok(())
     }
 
-    /// Feeds one text to `step` and writes what it returns.
-    pub(super) fn record(&mut self, typed: TypedInput) -> Result<(), RuntimeError> {
-        let input = Input::QueueInput { text: typed.text, mode: typed.mode };
+    /// Feeds one text to `step` and writes what it returns; its images
+    /// are stored before the line that names them.
+    pub(super) fn record(&mut self, mut typed: TypedInput) -> Result<(), RuntimeError> {
+        if !typed.images.is_empty() && !self.takes_images {
+            let dropped = typed.images.len();
+            typed.images.clear();
+            let message = format!(
+                "{dropped} image(s) typed with a queued input were not sent: {}",
+                super::images::ImagesRefused { model: self.state.config().model.clone() }
+            );
+            self.sink.emit(RuntimeEvent::Warning { message });
+        }
+        let input = Input::QueueInput { text: typed.text, mode: typed.mode, images: typed.images };
         for effect in step(self.state, input) {
             if let Effect::Record(event) = effect {
+                if let Err(error) = self.images.keep(&event) {
+                    // As `Session::record`: the line is still written; the
+                    // request then says the image is gone.
+                    self.sink.emit(RuntimeEvent::Warning { message: error.to_string() });
+                }
                 self.log.append(event.clone())?;
-                if let SessionEvent::InputQueued { id, text, mode } = event {
+                if let SessionEvent::InputQueued { id, text, mode, .. } = event {
                     self.sink.emit(RuntimeEvent::InputQueued { id, text, mode });
                 }
             }
@@ -126,11 +155,14 @@ impl Session {
     }
 
     pub(super) fn typed(&mut self) -> Typed<'_> {
+        let takes_images = self.takes_images();
         Typed {
             inbox: &mut self.inbox,
             state: &mut self.state,
             log: &mut self.log,
             sink: &mut self.sink,
+            images: &mut self.images,
+            takes_images,
         }
     }
 

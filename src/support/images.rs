@@ -81,13 +81,26 @@ pub fn prepare(bytes: &[u8], name: &str) -> Result<ImagePart, ImageError> {
 /// The image file at `path`, prepared ([`prepare`]); read no further than
 /// [`MAX_INPUT_BYTES`].
 pub fn from_file(path: &std::path::Path) -> Result<ImagePart, ImageError> {
-    use std::io::Read as _;
     let read_error = |source| ImageError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(read_error)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    prepare(&bytes, &name)
+    from_reader(file, &name, path)
+}
+
+/// The image `source` holds (a file, stdin), prepared ([`prepare`]); read
+/// no further than [`MAX_INPUT_BYTES`]. `origin` names it in an error.
+pub fn from_reader(
+    source: impl std::io::Read,
+    name: &str,
+    origin: &std::path::Path,
+) -> Result<ImagePart, ImageError> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    source
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| ImageError::Read { path: origin.to_owned(), source })?;
+    prepare(&bytes, name)
 }
 
 fn reader(

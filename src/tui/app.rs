@@ -148,10 +148,12 @@ pub enum Command {
     /// `/permissions remove N`: take this "always" answer back
     /// (`Session::remove_always`).
     RemoveAlways(crate::policy::ApprovalScope),
-    /// Text typed while a turn runs, for the session's inbox (`queue.rs`).
+    /// Text typed while a turn runs, for the session's inbox (`queue.rs`),
+    /// with the images attached to the input box then.
     TypeDuringTurn {
         text: String,
         mode: crate::protocol::Delivery,
+        images: Vec<crate::protocol::ImagePart>,
     },
     Interrupt,
     Answer(ApprovalReply),

@@ -138,6 +138,31 @@ mod tests {
     }
 
     #[test]
+    fn an_image_pasted_while_a_turn_runs_goes_with_the_queued_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = shot(dir.path(), "shot.png");
+        let mut app = App::new(Theme::default(), ApprovalMode::Ask);
+        crate::tui::view_tests::runtime(
+            &mut app,
+            crate::runtime::RuntimeEvent::TurnStarted { turn: 1 },
+        );
+        update(&mut app, Msg::Paste(path.display().to_string()));
+        update(&mut app, Msg::Paste("and this one".into()));
+        let commands = super::super::keys::submit(&mut app);
+        let [Command::TypeDuringTurn { text, images, .. }] = commands.as_slice() else {
+            panic!("{commands:?}")
+        };
+        assert_eq!(text, "and this one");
+        assert_eq!(images.len(), 1, "the image goes with the queued text, not a later prompt");
+        assert!(app.attachments.is_empty());
+        assert!(
+            app.hint.as_deref().unwrap_or("").starts_with("queued with 1 image"),
+            "{:?}",
+            app.hint
+        );
+    }
+
+    #[test]
     fn the_chip_shows_on_the_input_box() {
         let dir = tempfile::tempdir().unwrap();
         let path = shot(dir.path(), "shot.png");

@@ -560,8 +560,11 @@ impl Driver {
                         let _ = reply.send(answer);
                     }
                 }
-                Command::TypeDuringTurn { text, mode } => {
-                    let sent = self.input.as_ref().is_some_and(|input| input.send(text, mode));
+                Command::TypeDuringTurn { text, mode, images } => {
+                    let sent = self
+                        .input
+                        .as_ref()
+                        .is_some_and(|input| input.send_with_images(text, mode, images));
                     if !sent {
                         let why = "the session is not ready for input; it was not sent".into();
                         update(&mut self.app, Msg::Notice(Level::Warning, why));

@@ -1,7 +1,8 @@
 //! Typing while a turn runs: Enter queues the text for after the turn, Tab
 //! steers the running turn with it (delivered after the current tool
 //! batch, before the next model request). The text goes to the session's
-//! inbox (`Command::TypeDuringTurn`, `runtime/inbox.rs`); `step` records
+//! inbox (`Command::TypeDuringTurn`, `runtime/inbox.rs`), with the images
+//! attached on the input box then; `step` records
 //! it (`input_queued`) and decides where it lands. The pending list under
 //! the transcript shows what waits: first as typed, then with the id the
 //! log gave it; a delivered input leaves the list and shows in the
@@ -43,12 +44,19 @@ pub(super) fn type_during_turn(app: &mut App, mode: Delivery) -> Vec<Command> {
         return Vec::new();
     }
     let text = app.editor.submit();
+    let images = app.attachments.take();
+    let with = match images.len() {
+        0 => String::new(),
+        n => format!(" with {n} image{}", if n == 1 { "" } else { "s" }),
+    };
     app.hint = Some(match mode {
-        Delivery::Queue => "queued: sent when this turn ends (Tab steers the running turn)".into(),
-        Delivery::Steer => "steering: delivered after the current tool batch".into(),
+        Delivery::Queue => {
+            format!("queued{with}: sent when this turn ends (Tab steers the running turn)")
+        }
+        Delivery::Steer => format!("steering{with}: delivered after the current tool batch"),
     });
     app.pending.push(Pending { id: None, text: text.clone(), mode });
-    vec![Command::TypeDuringTurn { text, mode }]
+    vec![Command::TypeDuringTurn { text, mode, images }]
 }
 
 /// The session recorded an input: the first typed entry with its text

@@ -32,14 +32,22 @@ fn enter_queues_and_tab_steers_while_a_turn_runs() {
     let commands = update(&mut app, key(KeyCode::Enter));
     assert_eq!(
         commands,
-        [Command::TypeDuringTurn { text: "then the docs".into(), mode: Delivery::Queue }]
+        [Command::TypeDuringTurn {
+            text: "then the docs".into(),
+            mode: Delivery::Queue,
+            images: Vec::new()
+        }]
     );
     assert!(app.editor.is_empty(), "the text left the input");
     type_text(&mut app, "use tabs");
     let commands = update(&mut app, key(KeyCode::Tab));
     assert_eq!(
         commands,
-        [Command::TypeDuringTurn { text: "use tabs".into(), mode: Delivery::Steer }]
+        [Command::TypeDuringTurn {
+            text: "use tabs".into(),
+            mode: Delivery::Steer,
+            images: Vec::new()
+        }]
     );
     assert_eq!(app.pending.len(), 2);
     insta::assert_snapshot!("pending_list_while_a_turn_runs", render(&app, 60, 14));

@@ -12,7 +12,7 @@ use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model}
 use super::wire::{Step, Wire, call};
 
 /// A model each protocol's table knows to take images.
-fn seeing(wire: Wire) -> &'static str {
+pub(super) fn seeing(wire: Wire) -> &'static str {
     match wire {
         Wire::Responses => "gpt-4.1",
         Wire::Chat => "gpt-4o",
@@ -21,7 +21,7 @@ fn seeing(wire: Wire) -> &'static str {
 }
 
 /// A PNG of `width` × `height` (a gradient, so it does not compress away).
-fn png(width: u32, height: u32) -> Vec<u8> {
+pub(super) fn png(width: u32, height: u32) -> Vec<u8> {
     let image = image::RgbImage::from_fn(width, height, |x, y| {
         image::Rgb([(x % 251) as u8, (y % 241) as u8, ((x * 7 + y * 13) % 256) as u8])
     });
@@ -36,7 +36,7 @@ fn write_bytes(sandbox: &Sandbox, rel: &str, bytes: &[u8]) {
 
 /// Every image in a request body: (media type, decoded bytes), whatever
 /// the protocol's shape.
-fn images_in(body: &Value) -> Vec<(String, Vec<u8>)> {
+pub(super) fn images_in(body: &Value) -> Vec<(String, Vec<u8>)> {
     let mut found = Vec::new();
     walk(body, &mut found);
     found

@@ -29,6 +29,7 @@ mod export_schema;
 mod git_write_e2e;
 mod hooks_e2e;
 mod images_e2e;
+mod images_stream_e2e;
 mod jail_fixture;
 mod json_pairs;
 mod keel_home_private;

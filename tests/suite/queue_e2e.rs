@@ -16,19 +16,19 @@ use super::support::{Model, Sandbox, read_jsonl, request_bodies, scripted_model}
 use super::wire::{Step, Wire, call};
 
 /// A shell call that runs until the test creates `go` in the repo.
-fn waits_for_go() -> Step {
+pub(super) fn waits_for_go() -> Step {
     let command = "while [ ! -f go ]; do sleep 0.05; done; echo released";
     Step::Calls { text: None, calls: vec![call("shell", json!({ "command": command }))] }
 }
 
-struct Run {
-    child: Child,
+pub(super) struct Run {
+    pub(super) child: Child,
     lines: Lines<BufReader<ChildStdout>>,
     seen: Vec<Value>,
 }
 
 impl Run {
-    fn start(sandbox: &Sandbox, model: &Model, args: &[&str]) -> Self {
+    pub(super) fn start(sandbox: &Sandbox, model: &Model, args: &[&str]) -> Self {
         let (exec, rest) = args.split_first().unwrap();
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("keel"))
             .env_clear()
@@ -48,14 +48,14 @@ impl Run {
         Self { child, lines, seen: Vec::new() }
     }
 
-    fn send(&mut self, line: Value) {
+    pub(super) fn send(&mut self, line: Value) {
         let stdin = self.child.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
     }
 
     /// Reads `--json` lines until one matches.
-    fn until(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+    pub(super) fn until(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
         loop {
             let Some(line) = self.lines.next() else {
                 panic!("keel ended before {what}: {:#?}", self.seen)
@@ -68,13 +68,13 @@ impl Run {
         }
     }
 
-    fn shell_started(&mut self) {
+    pub(super) fn shell_started(&mut self) {
         self.until("the shell call", |v| {
             v["type"] == "item_started" && v["item"]["name"] == "shell"
         });
     }
 
-    fn finish(mut self) -> (Vec<Value>, Option<i32>) {
+    pub(super) fn finish(mut self) -> (Vec<Value>, Option<i32>) {
         drop(self.child.stdin.take());
         for line in self.lines.by_ref() {
             self.seen.push(serde_json::from_str(&line.unwrap()).unwrap());
