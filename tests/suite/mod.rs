@@ -114,6 +114,7 @@ mod tui_tmux;
 mod tui_views;
 mod walls_requests;
 mod web_fetch;
+mod web_fetch_memory;
 mod wire;
 mod workflow_e2e;
 mod workflow_review_e2e;

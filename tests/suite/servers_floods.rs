@@ -198,7 +198,7 @@ fn an_answer_that_never_ends_hits_the_stream_bound() {
 /// of its children (`getrusage(RUSAGE_CHILDREN).ru_maxrss`, KiB: keel and
 /// what it started, each counted alone); returns keel's stderr, exit code,
 /// that peak and the wall time.
-fn peak_rss(sandbox: &Sandbox, args: &[&str]) -> (String, Option<i32>, u64, Duration) {
+pub(super) fn peak_rss(sandbox: &Sandbox, args: &[&str]) -> (String, Option<i32>, u64, Duration) {
     const WRAPPER: &str = "import resource, subprocess, sys\n\
         r = subprocess.run(sys.argv[1:])\n\
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n\

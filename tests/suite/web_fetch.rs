@@ -22,7 +22,7 @@ use super::mcp_support::{fault_table, python, write_config};
 use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
-const ALLOWED: &str = "docs.example.test";
+pub(super) const ALLOWED: &str = "docs.example.test";
 const UNLISTED: &str = "other.example.test";
 
 const PAGE: &str = "<html><head><title>Guide</title><script>steal()</script></head><body>\
@@ -72,7 +72,7 @@ async fn site() -> MockServer {
 }
 
 /// A keel home that maps both names to 127.0.0.1 and allows `ALLOWED`.
-fn configured() -> Sandbox {
+pub(super) fn configured() -> Sandbox {
     let sandbox = Sandbox::new();
     write_config(
         &sandbox,
@@ -89,7 +89,7 @@ fn configured() -> Sandbox {
     sandbox
 }
 
-fn fetch(url: &str) -> Step {
+pub(super) fn fetch(url: &str) -> Step {
     Step::Calls { text: None, calls: vec![call("web_fetch", json!({ "url": url }))] }
 }
 
