@@ -23,6 +23,11 @@ const QUESTION_WORDS: &[&str] = &[
     "hi",
     "hello",
     "hey",
+    "good",
+    "greet",
+    "say",
+    "tell",
+    "thank",
     "thanks",
     "what",
     "why",
@@ -39,8 +44,9 @@ const QUESTION_WORDS: &[&str] = &[
 
 /// Whether `prompt` asks for work (a change, a run, a search) rather than
 /// an answer: it does not end with `?` and does not start with a question
-/// word or a greeting (`what does calc.py do` is a question, `hello` a
-/// greeting, `fix calc.py` work).
+/// word or a greeting (`what does calc.py do` is a question, `hello` and
+/// `say hello in one sentence` greetings, `tell me about…` a request for
+/// an answer, `fix calc.py` work).
 pub fn asks_for_work(prompt: &str) -> bool {
     let prompt = prompt.trim();
     if prompt.is_empty() || prompt.ends_with('?') {
@@ -77,6 +83,9 @@ mod tests {
             "  why is the test failing  ",
             "can you fix calc.py?",
             "hello",
+            "Say hello in one short sentence.",
+            "tell me about this repository",
+            "Good morning",
             "",
         ] {
             assert!(!asks_for_work(question), "{question:?}");

@@ -63,6 +63,7 @@ mod prompt_truths;
 mod prompt_truths3;
 mod queue_e2e;
 mod queue_tmux;
+mod realmodel;
 mod repo_drivers;
 mod rewind_e2e;
 mod rewind_tui;
