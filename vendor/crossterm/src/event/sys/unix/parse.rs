@@ -627,6 +627,11 @@ pub(crate) fn parse_csi_special_key_code(buffer: &[u8]) -> io::Result<Option<Int
     // This CSI sequence can be a list of semicolon-separated numbers.
     let first = next_parsed::<u8>(&mut split)?;
 
+    // keel patch (crossterm-rs/crossterm#685): xterm's modifyOtherKeys form.
+    if first == 27 {
+        return parse_csi_modify_other_keys(&mut split);
+    }
+
     let (modifiers, kind, state) =
         if let Ok((modifier_mask, kind_code)) = modifier_and_kind_parsed(&mut split) {
             (
@@ -657,6 +662,36 @@ pub(crate) fn parse_csi_special_key_code(buffer: &[u8]) -> io::Result<Option<Int
         keycode, modifiers, kind, state,
     ));
 
+    Ok(Some(InternalEvent::Event(input_event)))
+}
+
+/// keel patch (crossterm-rs/crossterm#685): `CSI 27 ; modifiers ; keycode ~`, the form xterm's
+/// modifyOtherKeys, foot, Ghostty and tmux's `extended-keys` send a modified key in (Shift+Enter
+/// is `ESC [ 27 ; 2 ; 13 ~`). The modifiers decode as in the other CSI forms; the key code is a
+/// code point, mapped as `parse_csi_u_encoded_key_code` maps it.
+fn parse_csi_modify_other_keys(
+    split: &mut dyn Iterator<Item = &str>,
+) -> io::Result<Option<InternalEvent>> {
+    let modifier_mask = next_parsed::<u8>(split)?;
+    let codepoint = next_parsed::<u32>(split)?;
+    if split.next().is_some() {
+        return Err(could_not_parse_event_error());
+    }
+    let modifiers = parse_modifiers(modifier_mask);
+    let keycode = match codepoint {
+        13 => KeyCode::Enter,
+        9 if modifiers.contains(KeyModifiers::SHIFT) => KeyCode::BackTab,
+        9 => KeyCode::Tab,
+        27 => KeyCode::Esc,
+        8 | 127 => KeyCode::Backspace,
+        _ => KeyCode::Char(char::from_u32(codepoint).ok_or_else(could_not_parse_event_error)?),
+    };
+    let input_event = Event::Key(KeyEvent::new_with_kind_and_state(
+        keycode,
+        modifiers,
+        KeyEventKind::Press,
+        parse_modifiers_to_state(modifier_mask),
+    ));
     Ok(Some(InternalEvent::Event(input_event)))
 }
 
@@ -1049,6 +1084,64 @@ mod tests {
                 KeyModifiers::SHIFT
             )))),
         );
+    }
+
+    // keel patch (crossterm-rs/crossterm#685): xterm's modifyOtherKeys form.
+    #[test]
+    fn test_parse_csi_modify_other_keys() {
+        let key = |code, modifiers| {
+            Some(InternalEvent::Event(Event::Key(KeyEvent::new(
+                code, modifiers,
+            ))))
+        };
+        let cases = [
+            (
+                &b"\x1B[27;2;13~"[..],
+                key(KeyCode::Enter, KeyModifiers::SHIFT),
+            ),
+            (b"\x1B[27;5;13~", key(KeyCode::Enter, KeyModifiers::CONTROL)),
+            (b"\x1B[27;3;13~", key(KeyCode::Enter, KeyModifiers::ALT)),
+            (
+                b"\x1B[27;6;13~",
+                key(KeyCode::Enter, KeyModifiers::SHIFT | KeyModifiers::CONTROL),
+            ),
+            (b"\x1B[27;5;9~", key(KeyCode::Tab, KeyModifiers::CONTROL)),
+            (b"\x1B[27;2;9~", key(KeyCode::BackTab, KeyModifiers::SHIFT)),
+            (b"\x1B[27;3;27~", key(KeyCode::Esc, KeyModifiers::ALT)),
+            (
+                b"\x1B[27;5;127~",
+                key(KeyCode::Backspace, KeyModifiers::CONTROL),
+            ),
+            (b"\x1B[27;3;8~", key(KeyCode::Backspace, KeyModifiers::ALT)),
+            (
+                b"\x1B[27;5;47~",
+                key(KeyCode::Char('/'), KeyModifiers::CONTROL),
+            ),
+            (
+                b"\x1B[27;2;233~",
+                key(KeyCode::Char('\u{e9}'), KeyModifiers::SHIFT),
+            ),
+        ];
+        for (bytes, event) in cases {
+            assert_eq!(parse_event(bytes, false).unwrap(), event, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn test_parse_csi_modify_other_keys_waits_and_refuses() {
+        assert_eq!(
+            parse_event(b"\x1B[27;2;13", false).unwrap(),
+            None,
+            "a partial one waits"
+        );
+        for bytes in [
+            &b"\x1B[27;2~"[..],
+            b"\x1B[27;2;55296~",
+            b"\x1B[27;x;13~",
+            b"\x1B[27;2;13;1~",
+        ] {
+            assert!(parse_event(bytes, false).is_err(), "{bytes:?}");
+        }
     }
 
     #[cfg(feature = "bracketed-paste")]
