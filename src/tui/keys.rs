@@ -5,8 +5,8 @@
 //!
 //! Keys: Enter sends (while a turn runs: queues for after it, `queue.rs`);
 //! Tab while a turn runs steers it (delivered after the current tool
-//! batch); Shift+Enter, Alt+Enter, Ctrl+J or `\` then Enter insert a
-//! newline (a paste keeps its line breaks: `paste.rs`); Up/Down walk
+//! batch); a modified Enter (Shift, Alt, Ctrl), Ctrl+J or `\` then Enter
+//! insert a newline (a paste keeps its line breaks: `paste.rs`); Up/Down walk
 //! history (this folder's, kept across runs: `history.rs`), Ctrl+R searches
 //! it (`history_search.rs`); Tab completes a slash command; Shift+Tab cycles
 //! the approval mode; Esc or Ctrl+C stop a running turn (Esc Esc on an idle
@@ -141,7 +141,8 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
     if popup == 0 {
         app.editor.popup_selected = 0;
     }
-    let newline = key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT);
+    // Any modified Enter (Shift, Alt, Ctrl, Super; CSI-u or modifyOtherKeys) is a newline.
+    let newline = !key.modifiers.is_empty();
     match (key.code, ctrl) {
         (KeyCode::Enter, _) if newline => app.editor.insert("\n"),
         (KeyCode::Char('j'), true) => app.editor.insert("\n"),

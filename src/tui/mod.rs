@@ -134,8 +134,11 @@
 //!   `Session::in_force` after every operation, the driver reads `config::config_sources` at open
 //!   and the ledger of the log on `/context`; they work while a turn runs); `/permissions remove
 //!   N` sends the N-th "always" answer listed as `Op::RemoveAlways` (after the running turn) to
-//!   `Session::remove_always` (`runtime/forget_always.rs`). Not yet: Shift+Enter in xterm's
-//!   `ESC[27;2;13~` (crossterm 0.29's parser drops it: `27` is no special key there).
+//!   `Session::remove_always` (`runtime/forget_always.rs`). A modified Enter (Shift, Alt, Ctrl) is
+//!   a newline in every encoding: CSI-u `ESC[13;2u`, xterm's modifyOtherKeys `ESC[27;2;13~`
+//!   (foot, Ghostty, tmux `extended-keys`; crossterm 0.29 dropped it, so keel builds the
+//!   vendored, patched crossterm in `vendor/crossterm/`, see its `KEEL-PATCH.md`), Alt as `ESC`
+//!   then Enter.
 //! - **Subagents** (`subagents.rs`): `RuntimeEvent::Subagent` updates the `agent` call's cell
 //!   (`ToolCell::subagent`: current tool, steps, tokens, its calls; the last 3 collapsed, all with
 //!   Ctrl+O) and adds the child's responses to `Status::subagent_usage`/`subagent_cost` (at the

@@ -14,7 +14,7 @@ use super::app::{App, Command};
 use super::keys::{next_mode, start_running};
 use super::transcript::{CellKind, Level};
 
-pub const HELP: &str = "Enter send · Shift+Enter/Alt+Enter/Ctrl+J/\\+Enter newline · Up/Down history · \
+pub const HELP: &str = "Enter send · Shift/Alt/Ctrl+Enter, Ctrl+J, \\+Enter newline · Up/Down history · \
 Ctrl+R search it · Tab complete\n\
 Approvals: y/1 yes · a/2 always · n/3 no · ←/→ and Enter choose\n\
 While a turn runs: Enter queues the text for after it · Tab steers the turn (after its tool batch)\n\

@@ -1,6 +1,7 @@
 //! Terminal setup and teardown: raw mode, the alternate screen, bracketed
 //! paste and (where the terminal supports it) key disambiguation so
-//! Shift+Enter is seen.
+//! Shift+Enter is seen (terminals that send xterm's modifyOtherKeys form
+//! instead are read by the vendored crossterm's patch, `vendor/crossterm/`).
 //!
 //! Invariant: once [`TerminalGuard::enter`] succeeds the terminal is
 //! restored on every exit path: normal return, `?` errors (the guard's

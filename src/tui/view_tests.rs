@@ -517,6 +517,22 @@ fn multi_line_input_and_paste() {
     insta::assert_snapshot!(render(&app, 40, 10));
 }
 
+/// Every modified Enter inserts a newline; only plain Enter sends (issue 37:
+/// Ctrl+Enter, `ESC[27;5;13~` or `ESC[13;5u`, sent the prompt).
+#[test]
+fn any_modified_enter_inserts_a_newline() {
+    let mut app = app();
+    type_text(&mut app, "a");
+    for modifiers in
+        [KeyModifiers::SHIFT, KeyModifiers::CONTROL, KeyModifiers::ALT, KeyModifiers::SUPER]
+    {
+        let commands = update(&mut app, Msg::Key(KeyEvent::new(KeyCode::Enter, modifiers)));
+        assert!(commands.is_empty(), "{modifiers:?}+Enter: {commands:?}");
+        type_text(&mut app, "b");
+    }
+    assert_eq!(app.editor.text(), "a\nb\nb\nb\nb");
+}
+
 #[test]
 fn file_popup_for_at_paths() {
     let mut app = app();

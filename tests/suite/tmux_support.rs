@@ -60,6 +60,14 @@ impl Pane {
         self.tmux(&["send-keys", "-t", "keel", "-l"], &[text]);
     }
 
+    /// Sends `bytes` to keel as they are (`send-keys -H`), such as an escape
+    /// sequence tmux has no key name for.
+    pub(super) fn send_bytes(&self, bytes: &[u8]) {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let hex: Vec<&str> = hex.iter().map(String::as_str).collect();
+        self.tmux(&["send-keys", "-t", "keel", "-H"], &hex);
+    }
+
     /// Waits until the screen contains every one of `texts`.
     pub(super) fn wait_for(&self, texts: &[&str]) -> String {
         let started = Instant::now();

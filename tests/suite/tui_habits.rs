@@ -331,7 +331,7 @@ async fn a_bang_line_runs_the_command_as_the_user_and_the_next_turn_sees_its_out
 }
 
 /// Ctrl+J and Alt+Enter insert a newline, as Shift+Enter does in CSI-u
-/// terminals (checked for issue 37; xterm's `ESC[27;2;13~` is not: crossterm drops it).
+/// terminals (checked for issue 37; xterm's `ESC[27;2;13~`: the next test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_j_and_alt_enter_insert_a_newline() {
     let sandbox = Sandbox::new();
@@ -344,6 +344,32 @@ async fn ctrl_j_and_alt_enter_insert_a_newline() {
     pane.type_text("beta");
     pane.wait_for(&["│beta"]);
     pane.keys(&["M-Enter"]);
+    pane.type_text("gamma");
+    pane.wait_for(&["│gamma"]);
+    pane.keys(&["Enter"]);
+    pane.wait_for(&["Three lines."]);
+    let texts = user_texts(&server).await;
+    assert!(texts.iter().any(|t| t.contains("alpha\nbeta\ngamma")), "{texts:?}");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
+
+/// Shift+Enter and Ctrl+Enter in xterm's modifyOtherKeys form (`CSI 27 ; mod ; 13 ~`, sent by
+/// foot, Ghostty, xterm and tmux with `extended-keys`) insert a newline (issue 37). Before the
+/// vendored crossterm's patch (`vendor/crossterm/KEEL-PATCH.md`) the parser dropped both
+/// sequences and the words ran together on one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shift_and_ctrl_enter_in_the_modify_other_keys_form_insert_a_newline() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("Three lines.".into())]).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("alpha");
+    pane.wait_for(&["│alpha"]);
+    pane.send_bytes(b"\x1b[27;2;13~"); // Shift+Enter
+    pane.type_text("beta");
+    pane.wait_for(&["│beta"]);
+    pane.send_bytes(b"\x1b[27;5;13~"); // Ctrl+Enter
     pane.type_text("gamma");
     pane.wait_for(&["│gamma"]);
     pane.keys(&["Enter"]);
