@@ -46,12 +46,15 @@
 //! `protected.rs` (`.git`, `.keel`, `.claude`; nested `.git` found before the first writing
 //! command; what stays guarded inside `.git` for a recognised git command), `git_write.rs` (git
 //! without the programs it runs: the neutral config and environment, and how a recognised git
-//! command runs), `env_filter.rs`
+//! command runs), `clipboard.rs` (the TUI's Ctrl+V: the user's `wl-paste`/`xclip`, unjailed
+//! because it runs for the user and must reach the display, never from the workspace),
+//! `env_filter.rs`
 //! (every child starts from an empty environment, filtered or minimal). Why the jail is built as it
 //! is: `docs/security.md`.
 
 pub mod background;
 mod capture;
+pub mod clipboard;
 pub mod command_jail;
 pub mod confinement;
 mod env_filter;

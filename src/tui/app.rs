@@ -29,6 +29,9 @@ use crate::protocol::tool_facts::names;
 pub enum Msg {
     Key(KeyEvent),
     Paste(String),
+    /// The clipboard's image (Ctrl+V) or why there is none
+    /// (`attachments.rs`).
+    ClipboardImage(Result<crate::protocol::ImagePart, String>),
     /// The terminal changed size; the next frame reflows.
     Resize,
     Runtime(RuntimeEvent),
@@ -148,6 +151,8 @@ pub enum Command {
     /// `/permissions remove N`: take this "always" answer back
     /// (`Session::remove_always`).
     RemoveAlways(crate::policy::ApprovalScope),
+    /// Ctrl+V: read the clipboard's image (`sandbox::clipboard`).
+    PasteClipboard,
     /// Text typed while a turn runs, for the session's inbox (`queue.rs`),
     /// with the images attached to the input box then.
     TypeDuringTurn {
@@ -399,6 +404,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         Msg::Key(key) => super::keys::on_key(app, key),
         Msg::Paste(text) => {
             super::keys::on_paste(app, &text);
+            Vec::new()
+        }
+        Msg::ClipboardImage(image) => {
+            super::attachments::attach_clipboard(app, image);
             Vec::new()
         }
         Msg::Resize => Vec::new(),

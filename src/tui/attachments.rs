@@ -7,10 +7,10 @@
 //! file whose bytes are a PNG, JPEG, GIF or WebP attaches; anything else is
 //! typed text as before. The image is prepared within the providers'
 //! limits when pasted (`support::images`); one that cannot be is said in
-//! the hint and attaches nothing. The clipboard's own image (a screenshot
-//! tool's copy) is not read: reading it takes a helper program
-//! (`wl-paste`, `xclip`), and only `sandbox` starts programs; the README
-//! says to save it and paste its path.
+//! the hint and attaches nothing. Ctrl+V attaches the clipboard's own
+//! image (a screenshot tool's copy), read by the desktop's clipboard tool
+//! in `sandbox::clipboard` (`wl-paste`, `xclip`; the hint says when there
+//! is none or the clipboard holds no image).
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +44,17 @@ impl Attachments {
 pub fn chips(images: &[ImagePart]) -> String {
     let chip = |image: &ImagePart| format!("[image: {} {}]", image.name, human_size(image.bytes));
     images.iter().map(chip).collect::<Vec<_>>().join(" ")
+}
+
+/// Attaches the clipboard's image (Ctrl+V), or says why there is none.
+pub fn attach_clipboard(app: &mut App, image: Result<ImagePart, String>) {
+    match image {
+        Ok(image) => {
+            app.hint = Some(format!("attached {}", chips(std::slice::from_ref(&image))));
+            app.attachments.images.push(image);
+        }
+        Err(why) => app.hint = Some(why),
+    }
 }
 
 /// Attaches the image `text` names, if it names one; `false`: `text` is

@@ -65,6 +65,8 @@ pub enum UiEvent {
     Commands(Vec<(String, String, String)>),
     /// Something to tell the user that is not a runtime event.
     Notice(Level, String),
+    /// The clipboard's image (Ctrl+V), prepared, or why there is none.
+    ClipboardImage(Result<crate::protocol::ImagePart, String>),
     /// `/compact` finished: whether anything was compacted, or the error.
     Compacted(Result<bool, String>),
     /// `/diff`: the output of `git diff`, or why it failed.

@@ -514,6 +514,7 @@ impl Driver {
             UiEvent::Skills(skills) => Some(Msg::SkillsListed(skills)),
             UiEvent::Commands(commands) => Some(Msg::CommandsListed(commands)),
             UiEvent::Notice(level, text) => Some(Msg::Notice(level, text)),
+            UiEvent::ClipboardImage(image) => Some(Msg::ClipboardImage(image)),
             UiEvent::Compacted(outcome) => Some(Msg::CompactFinished(outcome)),
             UiEvent::Diff(Ok(text)) => Some(Msg::DiffReady(text)),
             UiEvent::Diff(Err(message)) => Some(Msg::Notice(Level::Warning, message)),
@@ -578,6 +579,7 @@ impl Driver {
                     let cancel = self.new_turn();
                     self.send(Op::Compact { focus, cancel });
                 }
+                Command::PasteClipboard => self.paste_clipboard(),
                 Command::Undo => self.send(Op::Undo),
                 Command::Rewind(op) => self.send(Op::Rewind(op)),
                 Command::StopProcess(id) => self.send(Op::StopProcess(id)),

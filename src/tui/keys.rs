@@ -182,6 +182,10 @@ fn editor_key(app: &mut App, key: KeyEvent, ctrl: bool) -> Vec<Command> {
         (KeyCode::Char('r'), true) => return super::history_search::start(app),
         (KeyCode::Char('u'), true) => app.editor.clear(),
         (KeyCode::Char('o'), true) => toggle_output(app),
+        (KeyCode::Char('v'), true) => {
+            app.hint = Some("reading the clipboard's image…".into());
+            return vec![Command::PasteClipboard];
+        }
         (KeyCode::PageUp, _) => {
             let limit = app.transcript_rows.get().max(app.scroll);
             app.scroll = (app.scroll + PAGE_ROWS).min(limit.max(PAGE_ROWS));

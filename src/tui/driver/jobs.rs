@@ -1,6 +1,6 @@
 //! The driver's jobs that leave the UI task or the terminal: the plan handed to the user's
 //! editor, `@path` mentions attached, `#` memory notes saved, the workspace listed for `@`
-//! completion, `/context` and `/diff` computed off the UI task.
+//! completion, `/context` and `/diff` computed off the UI task, the clipboard's image read.
 //!
 //! Invariant: nothing here blocks the UI task; what takes time runs on a blocking thread or a
 //! task and comes back as a [`UiEvent`].
@@ -109,6 +109,28 @@ impl Driver {
             crate::tui::files::list_files(&root, |chunk| {
                 events.send(UiEvent::Files(chunk)).is_ok()
             });
+        });
+    }
+
+    /// Ctrl+V: the clipboard's image, read by the desktop's tool and
+    /// prepared off the UI task; it comes back as [`UiEvent::ClipboardImage`].
+    pub(super) fn paste_clipboard(&mut self) {
+        let workspace = self.root.clone().unwrap_or_else(|| self.options.cwd.clone());
+        let desktop = crate::sandbox::clipboard::Desktop::current(&workspace);
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let image = match crate::sandbox::clipboard::read_image(&desktop).await {
+                Ok(bytes) => tokio::task::spawn_blocking(move || {
+                    crate::support::images::prepare(&bytes, "clipboard")
+                        .map_err(|error| format!("cannot attach the clipboard's image: {error}"))
+                })
+                .await
+                .unwrap_or_else(|error| {
+                    Err(format!("cannot attach the clipboard's image: {error}"))
+                }),
+                Err(error) => Err(error.to_string()),
+            };
+            let _ = events.send(UiEvent::ClipboardImage(image));
         });
     }
 
