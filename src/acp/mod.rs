@@ -40,8 +40,8 @@
 //! sandbox as in the TUI; their output is the tool call's text content.
 //!
 //! Not done: the diffs keel shows in permission requests and tool call
-//! updates read the old text from the disk, not the editor's buffer;
-//! subagents' file tools use the disk; the MCP servers a client passes in
+//! updates read the old text from the disk, not the editor's buffer
+//! (subagents share the session's client files); the MCP servers a client passes in
 //! `session/new` are not started (keel's configured ones are), and
 //! `ask_user` questions get no answer (ACP v1 has no question request).
 //!

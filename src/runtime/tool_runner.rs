@@ -69,6 +69,11 @@ impl ToolRunner {
         }
     }
 
+    /// The front end's text files, if the session has them.
+    pub(super) fn client_files(&self) -> Option<&ClientFiles> {
+        self.client_files.as_ref()
+    }
+
     /// The file tools read and write text through `client` from now on.
     pub(super) fn set_client_files(&mut self, client: ClientFiles) {
         self.client_files = Some(client);

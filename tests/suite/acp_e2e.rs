@@ -250,10 +250,12 @@ async fn a_client_offering_fs_is_read_and_written_through_after_keel_judged_the_
     let repo = sandbox.repo.canonicalize().unwrap();
     std::fs::write(repo.join("notes.txt"), "saved on disk\n").unwrap();
     std::fs::write(repo.join(".env"), "TOKEN=on-disk\n").unwrap();
+    std::fs::write(repo.join("other.txt"), "other on disk\n").unwrap();
     let outside = repo.parent().unwrap().join("outside.txt");
     let notes = repo.join("notes.txt").display().to_string();
     let buffers = json!({
         notes.clone(): "unsaved in the editor\n",
+        repo.join("other.txt").display().to_string(): "other in the editor\n",
         repo.join(".env").display().to_string(): "TOKEN=in-the-editor\n",
         outside.display().to_string(): "outside\n",
     });
@@ -277,6 +279,16 @@ async fn a_client_offering_fs_is_read_and_written_through_after_keel_judged_the_
             text: None,
             calls: vec![call("write_file", json!({"path": "new.txt", "content": "fresh\n"}))],
         },
+        // A subagent's reads go through the editor too.
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "agent",
+                json!({"agent": "explore", "description": "look", "prompt": "read other.txt"}),
+            )],
+        },
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "other.txt"}))] },
+        Step::Answer("The child saw it.".into()),
         Step::Answer("Done.".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
@@ -300,7 +312,11 @@ async fn a_client_offering_fs_is_read_and_written_through_after_keel_judged_the_
     assert!(!after_reads.contains("saved on disk"), "{after_reads}");
     assert!(!after_reads.contains("TOKEN="), "{after_reads}");
     let reads = seen["reads"].as_array().unwrap();
-    assert!(reads.iter().all(|r| r["path"] == notes.as_str()), "only notes.txt: {reads:#?}");
+    let other = repo.join("other.txt").display().to_string();
+    assert!(
+        reads.iter().all(|r| r["path"] == notes.as_str() || r["path"] == other.as_str()),
+        "only notes.txt and other.txt: {reads:#?}"
+    );
     assert_eq!(reads[0], json!({"path": notes, "line": 1, "limit": 2001}), "{reads:#?}");
     assert!(reads.len() >= 2, "edit_file read the buffer too: {reads:#?}");
 
@@ -325,8 +341,10 @@ async fn a_client_offering_fs_is_read_and_written_through_after_keel_judged_the_
         "the diff is of what was written: {after_edit}"
     );
 
-    // The log records the calls as any session's.
-    let log = read_jsonl(&sandbox.only_log_path());
-    let results: Vec<&Value> = log.iter().filter(|l| l["type"] == "tool_call_finished").collect();
-    assert_eq!(results.len(), 5, "{results:#?}");
+    // The subagent read the editor's text of other.txt.
+    let child = bodies[5]["messages"].to_string();
+    assert!(child.contains("read other.txt"), "the child's request: {child}");
+    assert!(child.contains("other in the editor"), "{child}");
+    assert!(!child.contains("other on disk"), "{child}");
+    assert_eq!(bodies.len(), 7, "one request per step");
 }
