@@ -134,6 +134,12 @@ pub enum ToolError {
         path.display()
     )]
     Client { path: PathBuf, action: &'static str, message: String },
+    #[error(
+        "{} changed in the editor since it was last read (edits there, saved or not); re-read \
+         it with read_file and redo the change on the current content",
+        path.display()
+    )]
+    EditorChanged { path: PathBuf },
     /// A tool outside keel (an MCP server's) failed: it said so, timed
     /// out, or could not be reached. `kind` is the metadata's `kind`.
     #[error("{message}")]
@@ -170,6 +176,7 @@ impl ToolError {
             },
             Self::Io { .. } => "io",
             Self::Client { .. } => "client_failed",
+            Self::EditorChanged { .. } => "conflict",
             Self::EditNotFound { .. } => "edit_not_found",
             Self::EditAmbiguous { .. } => "edit_ambiguous",
             Self::EmptyOldString => "empty_old_string",
@@ -202,6 +209,7 @@ impl ToolError {
             | Self::OffsetPastEnd { path, .. }
             | Self::Io { path, .. }
             | Self::Client { path, .. }
+            | Self::EditorChanged { path }
             | Self::PermissionDenied { path }
             | Self::Conflict { path, .. }
             | Self::PatchContext { path, .. }

@@ -14,15 +14,21 @@
 //! NUL (binary) or an image stays on the disk path. What a `FileAccess`
 //! returns is untrusted: a text past [`MAX_CLIENT_TEXT_BYTES`] is refused,
 //! a window's reply longer than asked is cut, a failure or silence is a
-//! [`ToolError::Client`] for the model. A write goes to the front end
+//! [`ToolError::Client`] for the model. Freshness holds for the editor's
+//! text too: once the session saw a file's whole text there (a whole
+//! `read_file`, an edit's read, its own write), a change to it is
+//! [`ToolError::EditorChanged`] until read again (a file the model read
+//! only a window of is checked against the disk alone). A write goes to the front end
 //! first and then the disk is made to hold the same bytes (written by
 //! keel, beneath the root, unless the front end already saved exactly
 //! them), so commands, undo checkpoints and later reads see the change
 //! whether or not the editor saves; a front end that refuses the write
 //! leaves the disk as it was.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::{Hash as _, Hasher as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::ToolError;
 use super::beneath::Entry;
@@ -65,9 +71,10 @@ pub trait FileAccess: Send + Sync {
     fn write_text(&self, path: &Path, text: &str) -> Result<(), String>;
 }
 
-/// A session's [`FileAccess`], as the tools hold it.
+/// A session's [`FileAccess`], as the tools hold it, and what the
+/// session last saw of each file's whole text there.
 #[derive(Clone)]
-pub struct ClientFiles(Arc<dyn FileAccess>);
+pub struct ClientFiles(Arc<dyn FileAccess>, Arc<Mutex<HashMap<PathBuf, u64>>>);
 
 impl std::fmt::Debug for ClientFiles {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,7 +87,27 @@ impl std::fmt::Debug for ClientFiles {
 
 impl ClientFiles {
     pub fn new(access: Arc<dyn FileAccess>) -> Self {
-        Self(access)
+        Self(access, Arc::default())
+    }
+
+    /// Notes that the session saw (read whole, or wrote) `text` as the
+    /// editor's text of `abs`.
+    pub(crate) fn saw(&self, abs: &Path, text: &str) {
+        if let Ok(mut seen) = self.1.lock() {
+            seen.insert(abs.to_owned(), digest(text));
+        }
+    }
+
+    /// The editor's whole text of `abs`, to change: refused when the
+    /// session saw it whole before and it differs now (edits in the
+    /// editor the model has not seen), as a change on disk is.
+    pub(crate) fn read_to_change(&self, ws: &Workspace, abs: &Path) -> Result<String, ToolError> {
+        let text = self.read(ws, abs, None)?;
+        let seen = self.1.lock().ok().and_then(|seen| seen.get(abs).copied());
+        if seen.is_some_and(|seen| seen != digest(&text)) {
+            return Err(ToolError::EditorChanged { path: ws.relative(abs) });
+        }
+        Ok(text)
     }
 
     /// The front end's text of `abs` (or of `window`'s lines), bounded.
@@ -125,9 +152,16 @@ pub(crate) fn text_to_edit(
     disk: Vec<u8>,
 ) -> Result<Vec<u8>, ToolError> {
     match reader(client) {
-        Some(client) if !looks_binary(&disk) => Ok(client.read(ws, abs, None)?.into_bytes()),
+        Some(client) if !looks_binary(&disk) => Ok(client.read_to_change(ws, abs)?.into_bytes()),
         Some(_) | None => Ok(disk),
     }
+}
+
+/// A digest of `text`, to tell a later text from it (within one process).
+fn digest(text: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A NUL byte in the first 8 KiB: binary, as `read_file` tells it.
@@ -154,6 +188,7 @@ pub(crate) fn replace_text(
         action: "write",
         message,
     })?;
+    client.saw(abs, text);
     if let Entry::File { stamp, len, .. } = ws.entry(abs)?
         && len == text.len() as u64
         && super::edit_file::read_for_edit(ws, abs)

@@ -206,3 +206,23 @@ async fn apply_patch_updates_the_editors_text() {
         ("one\npatched\nthree\n".into(), "new\n".into())
     );
 }
+
+#[tokio::test]
+async fn an_edit_in_the_editor_after_the_models_read_is_a_conflict_until_read_again() {
+    let (ws, editor) = with_editor(&[("a.txt", "seen\n")], Editor::default());
+    ws.write("a.txt", "disk\n");
+    ws.run(&ReadFile, json!({ "path": "a.txt" })).await.unwrap();
+    let abs = ws.canonical_root().join("a.txt");
+    editor.buffers.lock().unwrap().insert(abs, "seen\ntyped by the user\n".into());
+    let stale = ws.run(&WriteFile, json!({ "path": "a.txt", "content": "mine\n" })).await;
+    let message = stale.as_ref().err().map(ToString::to_string).unwrap_or_default();
+    assert!(matches!(stale, Err(ToolError::EditorChanged { .. })), "{stale:?}");
+    assert!(message.contains("changed in the editor since it was last read"), "{message}");
+    assert_eq!(stale.err().map(|e| e.kind()), Some("conflict"));
+    assert!(editor.writes.lock().unwrap().is_empty(), "the user's text was not replaced");
+    let edit = json!({ "path": "a.txt", "old_string": "seen", "new_string": "x" });
+    assert!(matches!(ws.run(&EditFile, edit).await, Err(ToolError::EditorChanged { .. })));
+    ws.run(&ReadFile, json!({ "path": "a.txt" })).await.unwrap();
+    ws.run(&WriteFile, json!({ "path": "a.txt", "content": "mine\n" })).await.unwrap();
+    assert_eq!(ws.read("a.txt"), "mine\n");
+}

@@ -199,8 +199,17 @@ fn from_client(
     // not read past the window.
     let first = u64::from(asked.line);
     let window = Window { start: first, limit: window.limit };
-    let mut excerpt = collect(Cursor::new(text), &window, rel, first)?;
+    let mut excerpt = collect(Cursor::new(&text), &window, rel, first)?;
     excerpt.total_unknown = excerpt.total_lines >= first.saturating_add(window.limit);
+    let whole = first == 1
+        && !excerpt.total_unknown
+        && !excerpt.cut_lines
+        && !excerpt.hit_byte_cap
+        && excerpt.last_shown == excerpt.total_lines;
+    if whole {
+        // The model saw the editor's whole text: a later change there is a conflict.
+        client.saw(abs, &text);
+    }
     Ok(excerpt)
 }
 
