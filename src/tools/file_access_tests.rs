@@ -226,3 +226,13 @@ async fn an_edit_in_the_editor_after_the_models_read_is_a_conflict_until_read_ag
     ws.run(&WriteFile, json!({ "path": "a.txt", "content": "mine\n" })).await.unwrap();
     assert_eq!(ws.read("a.txt"), "mine\n");
 }
+
+#[tokio::test]
+async fn an_offset_past_what_acp_can_name_reads_the_whole_text_and_windows_it_here() {
+    let (ws, editor) = with_editor(&[("a.txt", "one\n")], Editor::default());
+    ws.write("a.txt", "one\n");
+    let far = ws.run(&ReadFile, json!({ "path": "a.txt", "offset": 5_000_000_000u64 })).await;
+    assert!(matches!(far, Err(ToolError::OffsetPastEnd { total_lines: 1, .. })), "{far:?}");
+    let asked = editor.reads.lock().unwrap().clone();
+    assert_eq!(asked.first().map(|read| read.1), Some(None), "{asked:?}");
+}

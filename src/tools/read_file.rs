@@ -12,7 +12,11 @@
 //! (`llm::image_parts`). Besides the workspace it reads the session's kept
 //! outputs (`session::KeptOutputs`: a command output cut for the model,
 //! kept whole), by the absolute path the cut result named, read-only and
-//! confined to that one folder. Memory is bounded too: at most
+//! confined to that one folder. When the session has a front end's text
+//! files (`file_access.rs`: an ACP editor), a text file's lines come from
+//! the editor (its unsaved buffer; the window and one more line asked as
+//! `line`/`limit`) after every check above ran on the disk's file; binary
+//! files and images are the disk's. Memory is bounded too: at most
 //! [`MAX_LINE_BYTES`] of any one line is held, however long it is.
 
 use std::fs::File;
@@ -194,12 +198,16 @@ fn from_client(
         return Err(ToolError::BinaryFile { path: rel.to_owned() });
     }
     let asked = LineWindow::for_read(window.start, window.limit);
+    if u64::from(asked.line) != window.start {
+        // A start past what ACP can name: the whole text, windowed here.
+        let text = client.read(ws, abs, None)?;
+        return collect(Cursor::new(&text), window, rel, 1);
+    }
     let text = client.read(ws, abs, Some(asked))?;
     // The reply holds the lines from `asked.line` on; more than asked is
     // not read past the window.
-    let first = u64::from(asked.line);
-    let window = Window { start: first, limit: window.limit };
-    let mut excerpt = collect(Cursor::new(&text), &window, rel, first)?;
+    let first = window.start;
+    let mut excerpt = collect(Cursor::new(&text), window, rel, first)?;
     excerpt.total_unknown = excerpt.total_lines >= first.saturating_add(window.limit);
     let whole = first == 1
         && !excerpt.total_unknown
