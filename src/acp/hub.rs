@@ -19,9 +19,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionMode, SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
+    AgentCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionMode,
+    SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -30,11 +31,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::AcpOptions;
 use super::approver::AcpApprover;
+use super::client_files::AcpFiles;
 use super::diffs::WorkspaceFiles;
 use super::worker::{self, AcpSink, Handle, Op};
 use crate::config::{Environment, Settings};
 use crate::policy::ApprovalMode;
 use crate::runtime::{Session, SessionOptions};
+use crate::tools::file_access::ClientFiles;
 
 /// Every mode keel has, as the client lists them.
 const MODES: [ApprovalMode; 5] = [
@@ -55,6 +58,8 @@ struct Live {
 /// The state every handler shares.
 pub struct Hub {
     options: AcpOptions,
+    /// What the client's `initialize` offered of `fs/*`.
+    client_fs: Mutex<FileSystemCapabilities>,
     sessions: Mutex<HashMap<String, Live>>,
     /// Held shared by every session task; taken whole before keel exits.
     pub tasks: Arc<RwLock<()>>,
@@ -62,7 +67,12 @@ pub struct Hub {
 
 impl Hub {
     pub fn new(options: AcpOptions) -> Self {
-        Self { options, sessions: Mutex::new(HashMap::new()), tasks: Arc::new(RwLock::new(())) }
+        Self {
+            options,
+            client_fs: Mutex::default(),
+            sessions: Mutex::new(HashMap::new()),
+            tasks: Arc::new(RwLock::new(())),
+        }
     }
 
     /// The client is gone: every running turn is cancelled (its calls
@@ -76,7 +86,9 @@ impl Hub {
     }
 
     pub fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
-        let _ = request;
+        if let Ok(mut fs) = self.client_fs.lock() {
+            *fs = request.client_capabilities.fs.clone();
+        }
         let prompts = PromptCapabilities::new().image(true).embedded_context(true);
         let capabilities = AgentCapabilities::new().load_session(true).prompt_capabilities(prompts);
         InitializeResponse::new(ProtocolVersion::V1)
@@ -236,6 +248,10 @@ impl Hub {
         .map_err(|error| error.to_string())?;
         if let (Some(mode), Some(_)) = (self.options.mode, log) {
             session.set_approval_mode(mode);
+        }
+        let offered = self.client_fs.lock().map(|fs| fs.clone()).unwrap_or_default();
+        if let Some(files) = AcpFiles::offered(connection.clone(), session_id.clone(), &offered) {
+            session.use_client_files(ClientFiles::new(Arc::new(files)));
         }
         let id = session.id().to_owned();
         // From here on the sink and the approver speak for this session.

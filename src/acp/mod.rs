@@ -18,9 +18,30 @@
 //! (a session is open in one task at a time); keel exits only once every
 //! session task has ended its session.
 //!
-//! Not done: the client's `fs/*` and `terminal/*` capabilities are not
-//! used (keel's tools read and write the disk and run commands in keel's
-//! sandbox, as in the TUI), the MCP servers a client passes in
+//! The client's files (`client_files.rs`): when `initialize` offers
+//! `fs.readTextFile` / `fs.writeTextFile`, keel's file tools read a text
+//! file as the editor has it (its unsaved buffer; `read_file`'s
+//! offset/limit become `line`/`limit`) and give their change to the
+//! editor, computed by keel from the editor's text
+//! (`tools::file_access`). keel judges every call and checks its path
+//! first, as without a client; binary files and images stay on keel's
+//! disk path. Both sides are written: the editor first (a refusal, an
+//! error or no answer within 30 s is a tool error and nothing is written),
+//! then keel makes the disk hold the same bytes unless the editor saved
+//! exactly them: keel's commands, undo checkpoints and freshness checks
+//! read the disk, and an editor need not save what it was given.
+//!
+//! The client's terminals are not used, by decision: `terminal/create`
+//! runs a command on the client's side, outside keel's sandbox (no
+//! confinement, environment filter, network proxy or undo watcher), so
+//! keel's policy could judge such a command but not contain it; and ACP v1
+//! has no terminal that only shows output keel produced (a terminal exists
+//! only by naming a command for the client to run). Commands run in keel's
+//! sandbox as in the TUI; their output is the tool call's text content.
+//!
+//! Not done: the diffs keel shows in permission requests and tool call
+//! updates read the old text from the disk, not the editor's buffer
+//! (subagents share the session's client files); the MCP servers a client passes in
 //! `session/new` are not started (keel's configured ones are), and
 //! `ask_user` questions get no answer (ACP v1 has no question request).
 //!
@@ -28,6 +49,7 @@
 //! fed lines from tokio's stdin and writing to tokio's stdout.
 
 mod approver;
+mod client_files;
 mod diffs;
 mod hub;
 mod prompt;

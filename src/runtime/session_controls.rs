@@ -88,6 +88,14 @@ impl Session {
         self.model.set_answer_schema(schema);
     }
 
+    /// The file tools of this session read and write text files through
+    /// `client` (an ACP editor's buffers) from now on; every call is
+    /// still judged, and its path checked, by keel first
+    /// (`tools::file_access`).
+    pub fn use_client_files(&mut self, client: crate::tools::file_access::ClientFiles) {
+        self.tools.set_client_files(client);
+    }
+
     /// Changes the approval mode for the turns that follow (the TUI's
     /// Shift+Tab, a mode flag on resume) through `step`, which records a
     /// change (`mode_changed`) so a resume restores it; a failed write is

@@ -19,6 +19,7 @@ use crate::display::SecretMask;
 use crate::protocol::{ToolCall, ToolMeta, ToolResult};
 use crate::sandbox::CommandJail;
 use crate::skills::Skill;
+use crate::tools::file_access::ClientFiles;
 use crate::tools::processes::BackgroundProcesses;
 use crate::tools::{BatchMode, FileStates, Tool, ToolContext, ToolRegistry, run_batch};
 
@@ -40,6 +41,8 @@ pub(super) struct ToolRunner {
     web: Arc<crate::web::WebAccess>,
     /// Where the session's cut outputs are kept (`session::KeptOutputs`).
     kept: Option<Arc<crate::session::KeptOutputs>>,
+    /// The front end's text files (an ACP editor's), when it offers them.
+    client_files: Option<ClientFiles>,
 }
 
 impl ToolRunner {
@@ -62,7 +65,18 @@ impl ToolRunner {
             mask: Arc::default(),
             web: Arc::default(),
             kept: None,
+            client_files: None,
         }
+    }
+
+    /// The front end's text files, if the session has them.
+    pub(super) fn client_files(&self) -> Option<&ClientFiles> {
+        self.client_files.as_ref()
+    }
+
+    /// The file tools read and write text through `client` from now on.
+    pub(super) fn set_client_files(&mut self, client: ClientFiles) {
+        self.client_files = Some(client);
     }
 
     /// Keeps the cut outputs of the session `session_id` under
@@ -116,7 +130,8 @@ impl ToolRunner {
             .with_jail(self.jail.clone())
             .with_read_only(read_only)
             .with_processes(self.processes.clone())
-            .with_web(self.web.clone());
+            .with_web(self.web.clone())
+            .with_client_files(self.client_files.clone());
         match &self.kept {
             Some(kept) => ctx.with_kept(kept.clone()),
             None => ctx,

@@ -21,6 +21,7 @@ use std::path::Path;
 
 use super::args::blocking;
 use super::diff::unified_diff;
+use super::file_access::{self, ClientFiles};
 use super::file_state::Stamp;
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
@@ -58,12 +59,20 @@ impl TypedTool for EditFile {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let ctx = ctx.clone();
-            blocking(NAME, move || edit(&Workspace::new(&ctx)?, &ctx.files, &args)).await
+            blocking(NAME, move || {
+                edit(&Workspace::new(&ctx)?, &ctx.files, ctx.client_files.as_ref(), &args)
+            })
+            .await
         })
     }
 }
 
-fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
+fn edit(
+    ws: &Workspace,
+    files: &FileStates,
+    client: Option<&ClientFiles>,
+    args: &EditFileArgs,
+) -> Result<ToolOutput, ToolError> {
     if args.old_string.is_empty() {
         return Err(ToolError::EmptyOldString);
     }
@@ -74,6 +83,8 @@ fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolO
     let rel = ws.relative(&abs);
     let (bytes, stamp, mode) = read_for_edit(ws, &abs)?;
     files.ensure_fresh(&abs, &rel, Some(stamp))?;
+    // The editor's text when it has one: the edit applies to what the user sees.
+    let bytes = file_access::text_to_edit(ws, client, &abs, bytes)?;
     let original =
         String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.clone() })?;
     let (old, new) = if original.contains("\r\n") {
@@ -93,7 +104,7 @@ fn edit(ws: &Workspace, files: &FileStates, args: &EditFileArgs) -> Result<ToolO
     }
     let updated =
         if replace_all { original.replace(&old, &new) } else { original.replacen(&old, &new, 1) };
-    let stamp = ws.replace_file(&abs, updated.as_bytes(), Some(mode))?;
+    let stamp = file_access::replace_text(ws, client, &abs, &updated, Some(mode))?;
     files.record(&abs, stamp);
     let (diff, diff_truncated) = unified_diff(&rel, &original, &updated);
     let plural = if count == 1 { "" } else { "s" };

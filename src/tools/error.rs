@@ -127,6 +127,19 @@ pub enum ToolError {
          nothing more is known about what it did, so check before retrying or try another way"
     )]
     Internal { tool: String, message: String },
+    /// The front end (an ACP editor) failed to read or write a text file
+    /// for the tool, or did not answer (`file_access.rs`).
+    #[error(
+        "the editor could not {action} {}: {message}; nothing more was done to the file by keel",
+        path.display()
+    )]
+    Client { path: PathBuf, action: &'static str, message: String },
+    #[error(
+        "{} changed in the editor since it was last read (edits there, saved or not); re-read \
+         it with read_file and redo the change on the current content",
+        path.display()
+    )]
+    EditorChanged { path: PathBuf },
     /// A tool outside keel (an MCP server's) failed: it said so, timed
     /// out, or could not be reached. `kind` is the metadata's `kind`.
     #[error("{message}")]
@@ -162,6 +175,8 @@ impl ToolError {
                 PatchError::Operation { source, .. } => source.kind(),
             },
             Self::Io { .. } => "io",
+            Self::Client { .. } => "client_failed",
+            Self::EditorChanged { .. } => "conflict",
             Self::EditNotFound { .. } => "edit_not_found",
             Self::EditAmbiguous { .. } => "edit_ambiguous",
             Self::EmptyOldString => "empty_old_string",
@@ -193,6 +208,8 @@ impl ToolError {
             | Self::FileTooLarge { path, .. }
             | Self::OffsetPastEnd { path, .. }
             | Self::Io { path, .. }
+            | Self::Client { path, .. }
+            | Self::EditorChanged { path }
             | Self::PermissionDenied { path }
             | Self::Conflict { path, .. }
             | Self::PatchContext { path, .. }

@@ -15,7 +15,9 @@
 //! a checked path (openat walks from the root with `O_NOFOLLOW`, regular files only); `atomic.rs`
 //! writes through a temp file and `renameat` relative to the parent's descriptor; `batch.rs` runs a
 //! batch (at most `[shell] max_parallel` concurrent reads in flight, results in call order);
-//! `file_state.rs` is read-before-write, one per session. A panicking tool becomes an error through
+//! `file_state.rs` is read-before-write, one per session. `file_access.rs` is the front end's view of text
+//! files (an ACP editor's buffers), which the file tools read and write through when a session
+//! sets one (`ToolContext::client_files`); the disk otherwise. A panicking tool becomes an error through
 //! `support::panic_guard`. Adding a tool: AGENTS.md, "Recipes".
 //!
 //! [`ToolCall`]: crate::protocol::ToolCall
@@ -30,6 +32,7 @@ mod beneath;
 mod diff;
 mod edit_file;
 mod error;
+pub mod file_access;
 pub mod file_state;
 mod glob;
 mod grep;
@@ -51,6 +54,8 @@ mod shell_binary;
 mod web_fetch;
 mod write_file;
 
+#[cfg(test)]
+mod file_access_tests;
 #[cfg(test)]
 mod kept_output_tests;
 #[cfg(test)]
@@ -118,6 +123,10 @@ pub struct ToolContext {
     /// `read_file` reads. `None`: nothing is kept (one-shot `keel tool`
     /// runs), and a cut result says how to narrow the command instead.
     pub kept: Option<Arc<crate::session::KeptOutputs>>,
+    /// The front end's text files (an ACP editor's buffers), which the
+    /// file tools read and write text through when set
+    /// (`file_access.rs`); `None`: the disk only.
+    pub client_files: Option<file_access::ClientFiles>,
 }
 
 /// Progress a running tool reported (an MCP server's
@@ -154,7 +163,14 @@ impl ToolContext {
             offered: None,
             web: Arc::default(),
             kept: None,
+            client_files: None,
         }
+    }
+
+    /// The same context reading and writing text files through `client`.
+    pub fn with_client_files(mut self, client: Option<file_access::ClientFiles>) -> Self {
+        self.client_files = client;
+        self
     }
 
     /// The same context keeping cut outputs in `kept`.

@@ -12,7 +12,11 @@
 //! (`llm::image_parts`). Besides the workspace it reads the session's kept
 //! outputs (`session::KeptOutputs`: a command output cut for the model,
 //! kept whole), by the absolute path the cut result named, read-only and
-//! confined to that one folder. Memory is bounded too: at most
+//! confined to that one folder. When the session has a front end's text
+//! files (`file_access.rs`: an ACP editor), a text file's lines come from
+//! the editor (its unsaved buffer; the window and one more line asked as
+//! `line`/`limit`) after every check above ran on the disk's file; binary
+//! files and images are the disk's. Memory is bounded too: at most
 //! [`MAX_LINE_BYTES`] of any one line is held, however long it is.
 
 use std::fs::File;
@@ -24,6 +28,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::args::blocking;
+use super::file_access::{self, ClientFiles, LineWindow};
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
@@ -75,7 +80,9 @@ impl TypedTool for ReadFile {
                     Some(folder) => (folder, true),
                     None => (Workspace::new(&ctx)?, false),
                 };
-                read(&ws, kept, &ctx.files, &args)
+                // A kept output is keel's own, never the editor's.
+                let client = file_access::reader(ctx.client_files.as_ref()).filter(|_| !kept);
+                read(&ws, kept, &ctx.files, client, &args)
             })
             .await
         })
@@ -98,6 +105,9 @@ struct Excerpt {
     hit_byte_cap: bool,
     /// Some shown line was not valid UTF-8 (shown with U+FFFD).
     lossy: bool,
+    /// Lines came from the editor's window, which went on past it: the
+    /// whole text's line count is not known.
+    total_unknown: bool,
 }
 
 /// The session's kept-outputs folder (or that of a session it was forked
@@ -118,6 +128,7 @@ fn read(
     ws: &Workspace,
     kept: bool,
     files: &FileStates,
+    client: Option<&ClientFiles>,
     args: &ReadFileArgs,
 ) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
@@ -135,21 +146,28 @@ fn read(
         files.record(&abs, stamp);
         return Ok(output);
     }
-    let excerpt = collect(file, &window, &rel)?;
+    let excerpt = match client {
+        Some(client) => from_client(file, client, ws, &abs, &window, &rel)?,
+        None => collect(file, &window, &rel, 1)?,
+    };
     files.record(&abs, stamp);
     if window.start > excerpt.total_lines && window.start > 1 {
-        return Err(ToolError::OffsetPastEnd {
-            path: rel,
-            offset: window.start,
-            total_lines: excerpt.total_lines,
-        });
+        let total_lines = match client {
+            // The window was empty: the editor's whole text says how long it is.
+            Some(client) => {
+                let text = client.read(ws, &abs, None)?;
+                count_lines(&mut Cursor::new(text)).map_err(|source| ToolError::io(&rel, source))?
+            }
+            None => excerpt.total_lines,
+        };
+        return Err(ToolError::OffsetPastEnd { path: rel, offset: window.start, total_lines });
     }
     let truncated = excerpt.last_shown < excerpt.total_lines || excerpt.cut_lines;
     let meta = ToolMeta::details(json!({
         "path": rel.to_string_lossy(),
         "start_line": window.start,
         "end_line": excerpt.last_shown,
-        "total_lines": excerpt.total_lines,
+        "total_lines": (!excerpt.total_unknown).then_some(excerpt.total_lines),
         "truncated": truncated,
     }));
     let mut text = render(excerpt, &window);
@@ -159,7 +177,57 @@ fn read(
     Ok(ToolOutput::new(text, meta))
 }
 
-fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolError> {
+/// The window's lines as the editor has them (its unsaved buffer), for a
+/// file whose bytes on disk are text: a binary file on disk is refused as
+/// on the disk path, without asking the editor. The editor is asked for
+/// one line past the window, to tell whether its text goes on.
+fn from_client(
+    mut file: File,
+    client: &ClientFiles,
+    ws: &Workspace,
+    abs: &Path,
+    window: &Window,
+    rel: &Path,
+) -> Result<Excerpt, ToolError> {
+    let mut head = Vec::new();
+    (&mut file)
+        .take(BINARY_SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .map_err(|source| ToolError::io(rel, source))?;
+    if file_access::looks_binary(&head) {
+        return Err(ToolError::BinaryFile { path: rel.to_owned() });
+    }
+    let asked = LineWindow::for_read(window.start, window.limit);
+    if u64::from(asked.line) != window.start {
+        // A start past what ACP can name: the whole text, windowed here.
+        let text = client.read(ws, abs, None)?;
+        return collect(Cursor::new(&text), window, rel, 1);
+    }
+    let text = client.read(ws, abs, Some(asked))?;
+    // The reply holds the lines from `asked.line` on; more than asked is
+    // not read past the window.
+    let first = window.start;
+    let mut excerpt = collect(Cursor::new(&text), window, rel, first)?;
+    excerpt.total_unknown = excerpt.total_lines >= first.saturating_add(window.limit);
+    let whole = first == 1
+        && !excerpt.total_unknown
+        && !excerpt.cut_lines
+        && !excerpt.hit_byte_cap
+        && excerpt.last_shown == excerpt.total_lines;
+    if whole {
+        // The model saw the editor's whole text: a later change there is a conflict.
+        client.saw(abs, &text);
+    }
+    Ok(excerpt)
+}
+
+/// The window's lines of `file`, whose first line is line `first`.
+fn collect(
+    mut file: impl Read,
+    window: &Window,
+    rel: &Path,
+    first: u64,
+) -> Result<Excerpt, ToolError> {
     let mut head = Vec::new();
     (&mut file)
         .take(BINARY_SNIFF_BYTES)
@@ -169,7 +237,7 @@ fn collect(mut file: File, window: &Window, rel: &Path) -> Result<Excerpt, ToolE
         return Err(ToolError::BinaryFile { path: rel.to_owned() });
     }
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
-    let mut excerpt = Excerpt::default();
+    let mut excerpt = Excerpt { total_lines: first.saturating_sub(1), ..Excerpt::default() };
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -283,11 +351,15 @@ fn render(excerpt: Excerpt, window: &Window) -> String {
     let mut text = excerpt.text;
     if excerpt.last_shown < excerpt.total_lines {
         let why = if excerpt.hit_byte_cap { " (output size cap reached)" } else { "" };
+        let of = if excerpt.total_unknown {
+            " (the file goes on)".to_owned()
+        } else {
+            format!(" of {}", excerpt.total_lines)
+        };
         text.push_str(&format!(
-            "\n[showing lines {}-{} of {}{why}; call read_file with offset={} to read more]\n",
+            "\n[showing lines {}-{}{of}{why}; call read_file with offset={} to read more]\n",
             window.start,
             excerpt.last_shown,
-            excerpt.total_lines,
             excerpt.last_shown + 1,
         ));
     }

@@ -18,6 +18,7 @@ use super::args::blocking;
 use super::beneath::Entry;
 use super::diff::unified_diff;
 use super::edit_file::{MAX_EDIT_BYTES, read_all};
+use super::file_access::{self, ClientFiles};
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
@@ -48,7 +49,10 @@ impl TypedTool for WriteFile {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let ctx = ctx.clone();
-            blocking(NAME, move || write(&Workspace::new(&ctx)?, &ctx.files, &args)).await
+            blocking(NAME, move || {
+                write(&Workspace::new(&ctx)?, &ctx.files, ctx.client_files.as_ref(), &args)
+            })
+            .await
         })
     }
 }
@@ -56,6 +60,7 @@ impl TypedTool for WriteFile {
 fn write(
     ws: &Workspace,
     files: &FileStates,
+    client: Option<&ClientFiles>,
     args: &WriteFileArgs,
 ) -> Result<ToolOutput, ToolError> {
     let abs = ws.resolve(&args.path)?;
@@ -69,9 +74,13 @@ fn write(
     };
     files.ensure_fresh(&abs, &rel, current)?;
     let existed = current.is_some();
-    // The old text, for the diff (a huge file gets none).
-    let before = (existed && len <= MAX_EDIT_BYTES).then(|| read_all(ws, &abs).ok()).flatten();
-    let stamp = ws.replace_file(&abs, args.content.as_bytes(), mode)?;
+    // The old text, for the diff (a huge file gets none): the editor's, when it has one.
+    let before = (existed && len <= MAX_EDIT_BYTES)
+        .then(|| read_all(ws, &abs).ok())
+        .flatten()
+        .map(|disk| file_access::text_to_edit(ws, client, &abs, disk))
+        .transpose()?;
+    let stamp = file_access::replace_text(ws, client, &abs, &args.content, mode)?;
     files.record(&abs, stamp);
     let bytes = args.content.len();
     let verb = if existed { "overwrote" } else { "created" };

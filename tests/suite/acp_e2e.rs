@@ -5,7 +5,8 @@
 //! initializes, opens a session, sends a prompt whose `write_file` asks
 //! permission (answered "allow once") and reports its diff, cancels a
 //! prompt while its command runs, then loads the session again from
-//! keel's log and prompts it once more. The model is keel's scripted mock.
+//! keel's log and prompts it once more; `client_fs.mjs` offers `fs/*` over
+//! in-memory buffers (issue 40). The model is keel's scripted mock.
 //!
 //! A plain clone without the package passes this (it says "skipped: …
 //! not installed at …"); under `CI` a missing package fails.
@@ -49,7 +50,19 @@ fn sdk_entry() -> Option<PathBuf> {
 
 /// Runs the client script against `keel acp` on `model`; what it saw.
 fn run_client(sandbox: &Sandbox, model: &Model, sdk: &Path) -> Value {
-    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp-client/client.mjs");
+    run_script(sandbox, model, sdk, "client.mjs", &[])
+}
+
+/// Runs the client script `script` (with `env` besides the usual).
+fn run_script(
+    sandbox: &Sandbox,
+    model: &Model,
+    sdk: &Path,
+    script: &str,
+    env: &[(&str, String)],
+) -> Value {
+    let client =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp-client").join(script);
     let mut args = vec!["acp".to_owned()];
     args.extend(model.flags().iter().map(|flag| (*flag).to_owned()));
     let output = Command::new("node")
@@ -63,6 +76,7 @@ fn run_client(sandbox: &Sandbox, model: &Model, sdk: &Path) -> Value {
         .env("KEEL", env!("CARGO_BIN_EXE_keel"))
         .env("KEEL_ARGS", serde_json::to_string(&args).unwrap())
         .env("ACP_CWD", &sandbox.repo)
+        .envs(env.iter().map(|(name, value)| (*name, value)))
         .current_dir(&sandbox.repo)
         .output()
         .unwrap();
@@ -225,4 +239,112 @@ async fn the_official_client_sdk_drives_a_session_through_approval_cancel_and_lo
     assert_eq!(bodies.len(), 4, "one request per step");
     let last = bodies[3]["messages"].to_string();
     assert!(last.contains("write hello.txt") && last.contains("are you still there?"), "{last}");
+}
+
+// Issue 40: a client offering `fs/*` is where keel's file tools read and
+// write text; keel still judges and confines every call first.
+#[tokio::test]
+async fn a_client_offering_fs_is_read_and_written_through_after_keel_judged_the_call() {
+    let Some(sdk) = sdk_entry() else { return };
+    let sandbox = Sandbox::new();
+    let repo = sandbox.repo.canonicalize().unwrap();
+    std::fs::write(repo.join("notes.txt"), "saved on disk\n").unwrap();
+    std::fs::write(repo.join(".env"), "TOKEN=on-disk\n").unwrap();
+    std::fs::write(repo.join("other.txt"), "other on disk\n").unwrap();
+    let outside = repo.parent().unwrap().join("outside.txt");
+    let notes = repo.join("notes.txt").display().to_string();
+    let buffers = json!({
+        notes.clone(): "unsaved in the editor\n",
+        repo.join("other.txt").display().to_string(): "other in the editor\n",
+        repo.join(".env").display().to_string(): "TOKEN=in-the-editor\n",
+        outside.display().to_string(): "outside\n",
+    });
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call("read_file", json!({"path": "notes.txt"})),
+                call("read_file", json!({"path": "../outside.txt"})),
+                call("read_file", json!({"path": ".env"})),
+            ],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "edit_file",
+                json!({"path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}),
+            )],
+        },
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "new.txt", "content": "fresh\n"}))],
+        },
+        // A subagent's reads go through the editor too.
+        Step::Calls {
+            text: None,
+            calls: vec![call(
+                "agent",
+                json!({"agent": "explore", "description": "look", "prompt": "read other.txt"}),
+            )],
+        },
+        Step::Calls { text: None, calls: vec![call("read_file", json!({"path": "other.txt"}))] },
+        Step::Answer("The child saw it.".into()),
+        Step::Answer("Done.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let model = Model::chat(&server);
+    let env = [("ACP_BUFFERS", buffers.to_string())];
+    let (seen, sandbox) = tokio::task::spawn_blocking({
+        let sdk = sdk.clone();
+        move || (run_script(&sandbox, &model, &sdk, "client_fs.mjs", &env), sandbox)
+    })
+    .await
+    .unwrap();
+    assert_eq!(seen["stops"], json!(["end_turn"]), "{seen:#}");
+    assert_eq!(seen["keelExit"], 0);
+
+    // The model read the editor's unsaved text, asked for read_file's
+    // window; the path outside and the secret one were refused before the
+    // editor was asked.
+    let bodies = request_bodies(&server).await;
+    let after_reads = bodies[1]["messages"].to_string();
+    assert!(after_reads.contains("unsaved in the editor"), "{after_reads}");
+    assert!(!after_reads.contains("saved on disk"), "{after_reads}");
+    assert!(!after_reads.contains("TOKEN="), "{after_reads}");
+    let reads = seen["reads"].as_array().unwrap();
+    let other = repo.join("other.txt").display().to_string();
+    assert!(
+        reads.iter().all(|r| r["path"] == notes.as_str() || r["path"] == other.as_str()),
+        "only notes.txt and other.txt: {reads:#?}"
+    );
+    assert_eq!(reads[0], json!({"path": notes, "line": 1, "limit": 2001}), "{reads:#?}");
+    assert!(reads.len() >= 2, "edit_file read the buffer too: {reads:#?}");
+
+    // The edit applied to the buffer and was given to the editor; the new
+    // file too. The disk holds the same: keel writes it after the editor
+    // took it (this client never saves), so commands and undo see it.
+    let writes = seen["writes"].as_array().unwrap();
+    let new = repo.join("new.txt").display().to_string();
+    assert_eq!(
+        writes,
+        &[
+            json!({"path": notes, "content": "edited in the editor\n"}),
+            json!({"path": new, "content": "fresh\n"}),
+        ],
+        "{seen:#}"
+    );
+    assert_eq!(sandbox.read("notes.txt"), "edited in the editor\n");
+    assert_eq!(sandbox.read("new.txt"), "fresh\n");
+    let after_edit = bodies[2]["messages"].to_string();
+    assert!(
+        after_edit.contains("-unsaved in the editor"),
+        "the diff is of what was written: {after_edit}"
+    );
+
+    // The subagent read the editor's text of other.txt.
+    let child = bodies[5]["messages"].to_string();
+    assert!(child.contains("read other.txt"), "the child's request: {child}");
+    assert!(child.contains("other in the editor"), "{child}");
+    assert!(!child.contains("other on disk"), "{child}");
+    assert_eq!(bodies.len(), 7, "one request per step");
 }

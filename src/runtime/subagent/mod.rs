@@ -516,6 +516,10 @@ impl Session {
         session.hooks.take_session_start();
         session.checkpoints.disable();
         self.lend_mcp(&mut session, mcp)?;
+        // The editor's files are the child's too (same workspace, same editor).
+        if let Some(client) = self.tools.client_files() {
+            session.tools.set_client_files(client.clone());
+        }
         session.subagents.role =
             Some(ChildRole { link: link.clone(), parent_log: self.log.path().to_owned() });
         session.sink.emit(RuntimeEvent::SessionStarted {

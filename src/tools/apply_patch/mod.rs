@@ -40,6 +40,7 @@ use super::args::blocking;
 use super::beneath::Entry;
 use super::diff::unified_diff;
 use super::edit_file::{MAX_EDIT_BYTES, read_for_edit};
+use super::file_access::{self, ClientFiles};
 use super::paths::Workspace;
 use super::{BoxFuture, FileStates, ToolContext, ToolError, TypedTool};
 pub use crate::protocol::patch::ParseError;
@@ -86,7 +87,9 @@ impl TypedTool for ApplyPatch {
         Box::pin(async move {
             let ctx = ctx.clone();
             blocking(NAME, move || {
-                let report = apply_patch_text(&Workspace::new(&ctx)?, &ctx.files, &args.patch)?;
+                let ws = Workspace::new(&ctx)?;
+                let client = ctx.client_files.as_ref();
+                let report = apply_patch_with(&ws, &ctx.files, client, &args.patch)?;
                 Ok(report.into_output())
             })
             .await
@@ -199,10 +202,23 @@ pub fn apply_patch_text(
     files: &FileStates,
     text: &str,
 ) -> Result<PatchReport, PatchError> {
+    apply_patch_with(ws, files, None, text)
+}
+
+/// [`apply_patch_text`], with text files read and written through the
+/// front end's `client` when there is one (`file_access.rs`); deletions
+/// and a move's removal of its source are keel's on disk.
+fn apply_patch_with(
+    ws: &Workspace,
+    files: &FileStates,
+    client: Option<&ClientFiles>,
+    text: &str,
+) -> Result<PatchReport, PatchError> {
     let hunks = parse::parse(text)?;
     let mut report = PatchReport::default();
+    let io = Io { ws, files, client };
     for (index, hunk) in hunks.iter().enumerate() {
-        match apply_hunk(ws, files, hunk, &mut report) {
+        match apply_hunk(&io, hunk, &mut report) {
             Ok(change) => report.changes.push(change),
             Err(source) => {
                 return Err(PatchError::Operation {
@@ -216,12 +232,19 @@ pub fn apply_patch_text(
     Ok(report)
 }
 
+/// Where a patch reads and writes.
+struct Io<'a> {
+    ws: &'a Workspace,
+    files: &'a FileStates,
+    client: Option<&'a ClientFiles>,
+}
+
 fn apply_hunk(
-    ws: &Workspace,
-    files: &FileStates,
+    io: &Io<'_>,
     hunk: &Hunk,
     report: &mut PatchReport,
 ) -> Result<(ChangeKind, String), ToolError> {
+    let (ws, files) = (io.ws, io.files);
     let abs = match hunk {
         // The entry itself: deleting a symlink removes the link (even a dangling one).
         Hunk::Delete { path } => ws.resolve_entry(path)?,
@@ -231,8 +254,8 @@ fn apply_hunk(
     match hunk {
         Hunk::Add { contents, .. } => {
             // Over an existing file, an Add is an overwrite: read first, as for write_file.
-            let before = existing_text(ws, files, &abs)?;
-            write(ws, files, &abs, contents.as_bytes(), None)?;
+            let before = existing_text(io, &abs)?;
+            write(io, &abs, contents, None)?;
             if let Some(before) = before {
                 report.add_diff(&rel, &before, contents);
             }
@@ -249,21 +272,22 @@ fn apply_hunk(
         Hunk::Update { move_to, chunks, .. } => {
             let (bytes, stamp, mode) = read_for_edit(ws, &abs)?;
             files.ensure_fresh(&abs, &rel, Some(stamp))?;
+            let bytes = file_access::text_to_edit(ws, io.client, &abs, bytes)?;
             let original =
                 String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: rel.clone() })?;
             let updated = seek::apply_chunks(&original, chunks)
                 .map_err(|source| ToolError::PatchContext { path: rel.clone(), source })?;
             let Some(target) = move_to else {
-                write(ws, files, &abs, updated.as_bytes(), Some(mode))?;
+                write(io, &abs, &updated, Some(mode))?;
                 report.add_diff(&rel, &original, &updated);
                 return Ok((ChangeKind::Modified, ws.display(&abs)));
             };
             let dest = ws.resolve(target)?;
             if dest != abs {
                 // A move onto an existing file replaces it: that one must be read too.
-                existing_text(ws, files, &dest)?;
+                existing_text(io, &dest)?;
             }
-            write(ws, files, &dest, updated.as_bytes(), Some(mode))?;
+            write(io, &dest, &updated, Some(mode))?;
             if dest != abs {
                 ws.remove_entry(&abs)?;
                 files.forget(&abs);
@@ -278,33 +302,26 @@ fn apply_hunk(
 /// session read it and it is unchanged (`None` too when it is too large or
 /// not text to diff); the `edit_file` conflict when it was not read or
 /// changed since.
-fn existing_text(
-    ws: &Workspace,
-    files: &FileStates,
-    abs: &Path,
-) -> Result<Option<String>, ToolError> {
+fn existing_text(io: &Io<'_>, abs: &Path) -> Result<Option<String>, ToolError> {
+    let ws = io.ws;
     let Entry::File { stamp, len, .. } = ws.entry(abs)? else { return Ok(None) };
-    files.ensure_fresh(abs, &ws.relative(abs), Some(stamp))?;
+    io.files.ensure_fresh(abs, &ws.relative(abs), Some(stamp))?;
     if len > MAX_EDIT_BYTES {
         return Ok(None);
     }
-    Ok(read_for_edit(ws, abs).ok().and_then(|(bytes, _, _)| String::from_utf8(bytes).ok()))
+    let Ok((disk, _, _)) = read_for_edit(ws, abs) else { return Ok(None) };
+    let text = file_access::text_to_edit(ws, io.client, abs, disk)?;
+    Ok(String::from_utf8(text).ok())
 }
 
 /// Replaces the file at `abs` (keeping an existing file's permissions
 /// unless `mode` is given) and records the model's own write.
-fn write(
-    ws: &Workspace,
-    files: &FileStates,
-    abs: &Path,
-    bytes: &[u8],
-    mode: Option<u32>,
-) -> Result<(), ToolError> {
-    let mode = match (mode, ws.entry(abs)?) {
+fn write(io: &Io<'_>, abs: &Path, text: &str, mode: Option<u32>) -> Result<(), ToolError> {
+    let mode = match (mode, io.ws.entry(abs)?) {
         (Some(mode), _) | (None, Entry::File { mode, .. }) => Some(mode),
         (None, Entry::Missing | Entry::Dir | Entry::Symlink | Entry::Special(_)) => None,
     };
-    let stamp = ws.replace_file(abs, bytes, mode)?;
-    files.record(abs, stamp);
+    let stamp = file_access::replace_text(io.ws, io.client, abs, text, mode)?;
+    io.files.record(abs, stamp);
     Ok(())
 }
