@@ -64,6 +64,7 @@ mod queue_e2e;
 mod queue_tmux;
 mod repo_drivers;
 mod rewind_e2e;
+mod rewind_properties;
 mod rewind_tui;
 mod routed_model;
 mod runtime_cancel;
