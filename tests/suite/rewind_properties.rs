@@ -28,16 +28,14 @@
 //! `KEEL_REWIND_CASES` (default 12, about 6 s; a watcher that missed
 //! `chmod` took ~200 cases to show, so its case is pinned below).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use keel::policy::{ApprovalMode, ApprovalScope};
 use keel::protocol::{Item, RewindScope, ToolCall};
-use keel::runtime::{
-    ApprovalAnswer, Approver, EventSink, RewindTarget, RuntimeEvent, Session, SessionOptions,
-};
+use keel::runtime::{ApprovalAnswer, Approver, EventSink, RewindTarget, RuntimeEvent, Session};
 use keel::tools::BoxFuture;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
@@ -200,11 +198,8 @@ fn tree(root: &Path) -> Tree {
 
 /// The paths where two trees differ.
 fn differing(a: &Tree, b: &Tree) -> Vec<String> {
-    let mut paths: Vec<String> = a.keys().chain(b.keys()).cloned().collect();
-    paths.sort();
-    paths.dedup();
-    paths.retain(|path| a.get(path) != b.get(path));
-    paths
+    let paths = a.keys().chain(b.keys()).filter(|path| a.get(*path) != b.get(*path));
+    paths.cloned().collect::<BTreeSet<_>>().into_iter().collect()
 }
 
 struct Quiet;
@@ -221,10 +216,6 @@ impl Approver for Yes {
             ApprovalAnswer { approved: true, note: None, scope: ApprovalScope::Once }
         })
     }
-}
-
-fn options(sandbox: &Sandbox) -> SessionOptions {
-    sandbox.options(ApprovalMode::Auto)
 }
 
 /// The messages of a request before the one holding `marker` (the
@@ -286,13 +277,12 @@ async fn check(
     git(&sandbox.repo, &["commit", "-qm", "start"]);
     sandbox.write("d/c.txt", "untracked\n");
     sandbox.write("d/e/f.txt", "untracked too\n");
-    let plans: Vec<Vec<Planned>> =
-        changes.iter().enumerate().map(|(at, prompt)| plan(prompt, at + 1)).collect();
-    let plans = Arc::new(plans);
+    let plans: Arc<Vec<_>> =
+        Arc::new(changes.iter().enumerate().map(|(at, p)| plan(p, at + 1)).collect());
     let server = model_for(sandbox.repo.clone(), plans.clone()).await;
     let settings = sandbox.settings(&server.uri());
-    let mut session =
-        Session::start(&settings, options(&sandbox), Box::new(Quiet), Box::new(Yes)).unwrap();
+    let options = sandbox.options(ApprovalMode::Auto);
+    let mut session = Session::start(&settings, options, Box::new(Quiet), Box::new(Yes)).unwrap();
     let cancel = CancellationToken::new();
     let mut live = Live { trees: Vec::new(), histories: Vec::new(), sent: Vec::new() };
     for number in 1..=changes.len() {
@@ -339,9 +329,9 @@ async fn check(
     // undoing the rewind there gives back the state before it.
     let server = model_for(sandbox.repo.clone(), plans).await;
     let settings = sandbox.settings(&server.uri());
+    let options = sandbox.options(ApprovalMode::Auto);
     let mut session =
-        Session::resume(&settings, &log, options(&sandbox), Box::new(Quiet), Box::new(Yes))
-            .unwrap();
+        Session::resume(&settings, &log, options, Box::new(Quiet), Box::new(Yes)).unwrap();
     prop_assert_eq!(session.history(), history_live.as_slice(), "the rebuilt conversation");
     let undo = session.rewind(RewindTarget::UndoLast, RewindScope::Both).await.unwrap();
     prop_assert!(undo.undid && undo.scope == scope);
