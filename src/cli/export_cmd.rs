@@ -1,4 +1,4 @@
-//! `keel export ID --format md|html|json [-o FILE]`: a session's
+//! `keel export ID --format md|html|json|atif [-o FILE]`: a session's
 //! transcript (`crate::export`), on stdout or in FILE (created 0600: it
 //! holds the session's words). ID is a session id (a unique prefix is
 //! enough) or a log's path.
@@ -22,7 +22,10 @@ use crate::session::{find_by_prefix, logged_cwd, read_log, sessions_dir};
 pub(super) fn run(args: &ExportArgs) -> Result<ExitStatus, CliError> {
     let env = Environment::from_process()?;
     let Some(format) = Format::parse(&args.format) else {
-        return Err(CliError::usage(format!("unknown format {}: md, html or json", args.format)));
+        return Err(CliError::usage(format!(
+            "unknown format {}: md, html, json or atif",
+            args.format
+        )));
     };
     let log = if Path::new(&args.id).is_file() {
         PathBuf::from(&args.id)

@@ -240,8 +240,9 @@ pub struct ReplayArgs {
 pub struct ExportArgs {
     /// The session id (a unique prefix is enough) or log path.
     pub id: String,
-    /// md, html or json (schema: docs/export.schema.json).
-    #[arg(long, default_value = "md", value_parser = ["md", "markdown", "html", "json"])]
+    /// md, html, json (schema: docs/export.schema.json) or atif (Harbor's
+    /// Agent Trajectory Interchange Format, v1.7).
+    #[arg(long, default_value = "md", value_parser = ["md", "markdown", "html", "json", "atif"])]
     pub format: String,
     /// Write to FILE (created 0600) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]

@@ -108,7 +108,7 @@ fn long_outputs_are_collapsed_and_fences_hold() {
 fn exports_mask_known_values_and_secret_shapes() {
     let output = "GH=ghp_abcdefghijklmnopqrstuvwxyz0123456789\nmine=value-only-keel-knew";
     let mask = SecretMask::new(&[KnownSecret::new("MY_SECRET", "value-only-keel-knew")]).unwrap();
-    for format in [Format::Markdown, Format::Html, Format::Json] {
+    for format in [Format::Markdown, Format::Html, Format::Json, Format::Atif] {
         let text = export(&sample_log(output), format, &mask).unwrap();
         assert!(!text.contains("ghp_abc") && !text.contains("value-only"), "{format:?}: {text}");
         assert!(text.contains("[redacted: GitHub token]"), "{format:?}: {text}");
@@ -134,7 +134,7 @@ fn odd_logs_never_panic() {
     records.retain(|record| {
         !matches!(record.event, crate::protocol::SessionEvent::TurnStarted { .. })
     });
-    for format in [Format::Markdown, Format::Html, Format::Json] {
+    for format in [Format::Markdown, Format::Html, Format::Json, Format::Atif] {
         let _ = export(&records, format, &SecretMask::default()).unwrap();
         let _ = export(&[], format, &SecretMask::default()).unwrap();
     }
@@ -147,4 +147,39 @@ fn arguments_show_only_when_they_say_more_than_the_summary() {
     assert!(md.contains("\"new_string\": \"beta\""), "{md}");
     assert_eq!(when("2026-12-02T10:00:05.123Z"), "2026-12-02 10:00:05 UTC");
     assert_eq!(when("odd"), "odd");
+}
+
+#[test]
+fn atif_has_a_user_step_per_prompt_and_an_agent_step_per_response_with_its_results() {
+    let text = export(&sample_log(""), Format::Atif, &SecretMask::default()).unwrap();
+    let atif: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(atif["schema_version"], "ATIF-v1.7");
+    assert_eq!(atif["session_id"], "s-1");
+    assert_eq!(atif["agent"], json!({"name": "keel", "version": "0.1.0", "model_name": "m"}));
+    let steps = atif["steps"].as_array().unwrap();
+    let sources: Vec<&str> = steps.iter().map(|step| step["source"].as_str().unwrap()).collect();
+    assert_eq!(sources, ["user", "agent", "agent", "agent"]);
+    let ids: Vec<u64> = steps.iter().map(|step| step["step_id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [1, 2, 3, 4]);
+    assert_eq!(steps[0]["message"], "fix <the> notes");
+    let first = &steps[1];
+    assert_eq!(first["message"], "Looking.");
+    assert_eq!(
+        first["tool_calls"],
+        json!([{"tool_call_id": "c1", "function_name": "shell",
+                "arguments": {"command": "cat notes.txt"}}])
+    );
+    assert_eq!(first["observation"]["results"][0]["source_call_id"], "c1");
+    assert_eq!(first["observation"]["results"][0]["content"], "alpha\n");
+    assert_eq!(first["metrics"]["prompt_tokens"], 100);
+    assert_eq!(first["metrics"]["cost_usd"], 0.25);
+    assert_eq!(steps[2]["tool_calls"][0]["arguments"]["new_string"], "beta");
+    assert!(steps[2]["observation"]["results"][0]["content"].as_str().unwrap().contains("+beta"));
+    assert_eq!(steps[3]["message"], "Done <script>alert(1)</script>");
+    assert!(steps[3].get("tool_calls").is_none() && steps[3].get("observation").is_none());
+    assert_eq!(
+        atif["final_metrics"],
+        json!({"total_prompt_tokens": 600, "total_completion_tokens": 60,
+               "total_cached_tokens": 0, "total_cost_usd": 1.0, "total_steps": 4})
+    );
 }

@@ -1,9 +1,11 @@
-//! Exporting a session (`keel export ID --format md|html|json`): the log's
-//! records folded into a [`Transcript`] (`transcript.rs`), every string in
-//! it masked, then rendered as Markdown (`markdown.rs`), a self-contained
-//! HTML page (`html.rs`: inline CSS, no script, everything escaped) or
-//! JSON (the transcript itself; schema in `schemas/export.schema.json`,
-//! generated from [`Transcript`] by [`json_schema`]).
+//! Exporting a session (`keel export ID --format md|html|json|atif`): the
+//! log's records folded into a [`Transcript`] (`transcript.rs`), every
+//! string in it masked, then rendered as Markdown (`markdown.rs`), a
+//! self-contained HTML page (`html.rs`: inline CSS, no script, everything
+//! escaped) or JSON (the transcript itself; schema in
+//! `schemas/export.schema.json`, generated from [`Transcript`] by
+//! [`json_schema`]); or folded into a Harbor ATIF trajectory (`atif.rs`),
+//! masked the same way.
 //!
 //! Invariants: pure (the log is read and the file written by
 //! `cli/export_cmd.rs`); before any format sees it, each string of the
@@ -15,6 +17,7 @@
 //! (`<details>`) past [`COLLAPSE_LINES`] lines or [`COLLAPSE_BYTES`]
 //! bytes.
 
+mod atif;
 mod html;
 mod markdown;
 mod transcript;
@@ -40,15 +43,18 @@ pub enum Format {
     Markdown,
     Html,
     Json,
+    /// Harbor's Agent Trajectory Interchange Format (`atif.rs`).
+    Atif,
 }
 
 impl Format {
-    /// `md`, `html` or `json` (`markdown` too).
+    /// `md`, `html`, `json` or `atif` (`markdown` too).
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "md" | "markdown" => Some(Self::Markdown),
             "html" => Some(Self::Html),
             "json" => Some(Self::Json),
+            "atif" => Some(Self::Atif),
             _ => None,
         }
     }
@@ -58,7 +64,7 @@ impl Format {
         match self {
             Self::Markdown => "md",
             Self::Html => "html",
-            Self::Json => "json",
+            Self::Json | Self::Atif => "json",
         }
     }
 }
@@ -76,11 +82,18 @@ pub fn export(
     format: Format,
     mask: &SecretMask,
 ) -> Result<String, ExportError> {
+    if format == Format::Atif {
+        let mut value = serde_json::to_value(atif::trajectory(records))?;
+        mask_value(&mut value, mask);
+        let mut text = serde_json::to_string_pretty(&value)?;
+        text.push('\n');
+        return Ok(text);
+    }
     let transcript = masked(transcript(records), mask)?;
     Ok(match format {
         Format::Markdown => markdown::render(&transcript),
         Format::Html => html::render(&transcript),
-        Format::Json => {
+        Format::Json | Format::Atif => {
             let mut text = serde_json::to_string_pretty(&transcript)?;
             text.push('\n');
             text

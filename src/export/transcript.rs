@@ -466,7 +466,7 @@ fn relative(path: &str, cwd: &str) -> String {
 }
 
 /// The readable text of a reasoning item (none for opaque ones).
-fn reasoning_text(reasoning: &ReasoningItem) -> String {
+pub(super) fn reasoning_text(reasoning: &ReasoningItem) -> String {
     match reasoning {
         ReasoningItem::OpenAi { summary, content, .. } => {
             if summary.is_empty() {

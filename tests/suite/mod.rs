@@ -66,6 +66,7 @@ mod queue_tmux;
 mod realmodel;
 mod repo_drivers;
 mod rewind_e2e;
+mod rewind_properties;
 mod rewind_tui;
 mod routed_model;
 mod runtime_cancel;

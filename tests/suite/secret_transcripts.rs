@@ -90,7 +90,7 @@ async fn printed_secrets_reach_no_request_log_stream_or_export() {
     let log = std::fs::read_to_string(sandbox.only_log_path()).unwrap();
     assert!(log.contains("[redacted: GITHUB_TOKEN]"), "{log}");
     let id = json_lines(&out.stdout).last().unwrap()["session_id"].as_str().unwrap().to_owned();
-    for format in ["md", "html", "json"] {
+    for format in ["md", "html", "json", "atif"] {
         let file = sandbox.repo.join(format!("export.{format}"));
         let exported = sandbox
             .keel()

@@ -33,7 +33,7 @@ use crate::agent::{Input, Prompt, PromptLine, Rewind, RewindError, conversation_
 use crate::protocol::{EventRecord, RewindScope, SessionEvent};
 use crate::session::{SessionError, read_log};
 
-use crate::runtime::undo::checkpoint::{CheckpointError, Scope, ShadowRepo, UndoLimits};
+use crate::runtime::undo::checkpoint::{CheckpointError, ShadowRepo, UndoLimits};
 use crate::runtime::{RuntimeError, RuntimeEvent, Session};
 
 /// How long before its line a restore (a rewind's, an undo's) may have
@@ -205,7 +205,7 @@ async fn restore_code(
     (from, spans): (Option<SystemTime>, Vec<(SystemTime, SystemTime)>),
     limits: UndoLimits,
 ) -> Result<CodeRestore, CheckpointError> {
-    let before = shadow.snapshot(&Scope::Everything, limits, "before rewind").await?;
+    let before = shadow.snapshot_fresh(limits, "before rewind").await?;
     let changed = shadow.changed_between(&before.commit, target).await?;
     let (kept, files): (Vec<String>, Vec<String>) =
         changed.into_iter().partition(|path| changed_by_someone_else(root, path, from, &spans));

@@ -19,7 +19,12 @@
 //! content in one checkpoint: such a file is kept out of the shadow index
 //! altogether (so a restore leaves it alone rather than writing an old
 //! version) and named in [`Snapshot::skipped`]; a restore first snapshots
-//! the current state, so an undo can itself be undone. A failed git
+//! the current state, so an undo can itself be undone, reading every
+//! folder for it ([`ShadowRepo::snapshot_fresh`]): git's untracked cache
+//! compares a folder's times by whole seconds, so a file made in a folder
+//! within the second the folder was last listed could be missed, and a
+//! restore would leave it behind (found by `tests/suite/rewind_properties.rs`).
+//! Checkpoints' own full looks still trust the cache. A failed git
 //! command gives its space back: git leaves the temporary object it was
 //! writing (`objects/xx/tmp_obj_*`) when it dies, e.g. on a full disk,
 //! and that file would keep the disk full for every later session of
@@ -106,6 +111,18 @@ pub enum Scope {
     Everything,
     /// Only these workspace-relative paths (files, or whole folders).
     Paths(Vec<PathBuf>),
+}
+
+/// How a look lists the files git does not track yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// Through git's untracked cache: a folder whose listing did not
+    /// change is not read again.
+    Cached,
+    /// Every folder read. The cache compares a folder's times by whole
+    /// seconds, so a folder changed within the second it was listed looks
+    /// unchanged once an index written later makes the cache look settled.
+    Fresh,
 }
 
 /// Size caps of what one checkpoint copies (`[undo]` settings).
@@ -210,6 +227,27 @@ impl ShadowRepo {
         limits: UndoLimits,
         message: &str,
     ) -> Result<Snapshot, CheckpointError> {
+        self.snapshot_listing(scope, limits, message, Listing::Cached).await
+    }
+
+    /// Records the whole work tree, every folder read (not trusting git's
+    /// untracked cache): what a restore is about to remove or overwrite
+    /// must all be in it.
+    pub async fn snapshot_fresh(
+        &self,
+        limits: UndoLimits,
+        message: &str,
+    ) -> Result<Snapshot, CheckpointError> {
+        self.snapshot_listing(&Scope::Everything, limits, message, Listing::Fresh).await
+    }
+
+    async fn snapshot_listing(
+        &self,
+        scope: &Scope,
+        limits: UndoLimits,
+        message: &str,
+        listing: Listing,
+    ) -> Result<Snapshot, CheckpointError> {
         self.prepare().await?;
         let scope = match scope {
             Scope::Paths(paths) if self.is_new() || !fits_on_command_line(paths) => {
@@ -217,7 +255,7 @@ impl ShadowRepo {
             }
             Scope::Paths(_) | Scope::Everything => scope,
         };
-        let changes = self.changes(scope).await?;
+        let changes = self.changes(scope, listing).await?;
         let plan = super::shadow_triage::triage(&self.work_tree, &changes, limits);
         for chunk in chunked(&plan.update) {
             let mut args = vec!["update-index", "--add", "--remove", "--"];
@@ -275,7 +313,7 @@ impl ShadowRepo {
         commit: &str,
         limits: UndoLimits,
     ) -> Result<Snapshot, CheckpointError> {
-        let before_undo = self.snapshot(&Scope::Everything, limits, "before undo").await?;
+        let before_undo = self.snapshot_fresh(limits, "before undo").await?;
         // The index now holds `commit`'s tree, which the next checkpoint
         // must not take for the last one's.
         let _ = std::fs::remove_file(self.git_dir.join(LAST_CHECKPOINT));
@@ -317,8 +355,16 @@ impl ShadowRepo {
 
     /// What `git status` says differs between the shadow index and the
     /// work tree, as (`XY`, path) pairs.
-    async fn changes(&self, scope: &Scope) -> Result<Vec<(String, String)>, CheckpointError> {
-        let mut args = vec![
+    async fn changes(
+        &self,
+        scope: &Scope,
+        listing: Listing,
+    ) -> Result<Vec<(String, String)>, CheckpointError> {
+        let mut args = match listing {
+            Listing::Cached => Vec::new(),
+            Listing::Fresh => vec!["-c", "core.untrackedCache=false"],
+        };
+        args.extend([
             "--literal-pathspecs",
             "status",
             "--porcelain=v1",
@@ -326,7 +372,7 @@ impl ShadowRepo {
             "--untracked-files=all",
             "--no-renames",
             "--ignore-submodules=all",
-        ];
+        ]);
         let paths: Vec<String>;
         if let Scope::Paths(list) = scope {
             if list.is_empty() {

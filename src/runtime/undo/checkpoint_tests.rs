@@ -199,3 +199,37 @@ async fn the_undo_store_is_owner_only_file_by_file() {
     }
     assert!(open.is_empty(), "readable by others:\n{}", open.join("\n"));
 }
+
+/// Git compares a folder's cached listing (the untracked cache) by whole
+/// seconds: a folder changed within the second its listing was cached
+/// looks unchanged once an index written in a later second makes the
+/// cache look settled. The rewind property found it (a file a turn made in
+/// a new folder stayed after the rewind); a restore must still see, and
+/// remove, what was made there.
+#[tokio::test]
+async fn a_restore_removes_a_file_made_within_the_second_its_folder_was_listed() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a.txt"), "a").unwrap();
+    let shadow = ShadowRepo::for_workspace(home.path(), work.path());
+    let limits = UndoLimits::default();
+    shadow.snapshot(&Scope::Everything, limits, "start").await.unwrap();
+    std::fs::create_dir_all(work.path().join("n/m")).unwrap();
+    std::fs::write(work.path().join("n/m/g.txt"), "g").unwrap();
+    let target = shadow.snapshot(&Scope::Everything, limits, "turn 1").await.unwrap().commit;
+    // Within the same second: a new folder in `n` (its time put back as
+    // the same second's), then the index rewritten a second later.
+    let folder = work.path().join("n");
+    let listed = std::fs::metadata(&folder).unwrap().modified().unwrap();
+    std::fs::create_dir(folder.join("k2")).unwrap();
+    std::fs::write(folder.join("k2/h.txt"), "h").unwrap();
+    std::fs::File::open(&folder).unwrap().set_modified(listed).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    let index = std::fs::File::options().write(true).open(shadow.index_path()).unwrap();
+    index.set_modified(later).unwrap();
+
+    let saved = shadow.restore(&target, limits).await.unwrap().commit;
+    assert!(!work.path().join("n/k2/h.txt").exists(), "the file made since is removed");
+    let changed = shadow.changed_between(&saved, &target).await.unwrap();
+    assert_eq!(changed, ["n/k2/h.txt"]);
+}
