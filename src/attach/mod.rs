@@ -2,7 +2,8 @@
 //! It connects to the owning keel's socket (`runtime/attach_host.rs`,
 //! `runtime/attach_wire.rs`), prints the transcript so far and then what
 //! happens, answers approvals and sends typed input; leaving (`/detach`,
-//! Ctrl+D, Ctrl+C, or being killed) leaves the session running. When no
+//! Ctrl+D, Ctrl+C, or being killed) leaves the session running. A `keel
+//! exec` run is watched only (its hello says it takes no input). When no
 //! keel owns the session ([`Outcome::NoOwner`]: no socket, or one nobody
 //! listens on) the caller resumes it as `keel resume ID` does.
 //!
@@ -81,21 +82,29 @@ pub async fn run(keel_home: &Path, session_id: &str) -> Result<Outcome, AttachEr
     let hello = encode(&AttacherLine::Hello { v: WIRE_VERSION });
     let said = write.write_all(hello.as_bytes()).await;
     said.map_err(|source| AttachError::Connect { path: path.clone(), source })?;
-    match read_line(&mut reader, MAX_HOST_LINE).await? {
+    let takes_input = match read_line(&mut reader, MAX_HOST_LINE).await? {
         None => return Ok(Outcome::NoOwner),
         Some(line) => match parse::<HostLine>(&line)? {
-            HostLine::Hello { v, .. } if v == WIRE_VERSION => {}
+            HostLine::Hello { v, input, .. } if v == WIRE_VERSION => input,
             HostLine::Hello { v, .. } => return Err(AttachError::Version(v)),
             HostLine::Bye { reason } => return Err(AttachError::Refused(reason)),
             other => return Err(AttachError::Refused(format!("no hello but {other:?}"))),
         },
-    }
+    };
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "attached to {session_id}: type to queue a prompt, /steer TEXT, y/n for an approval, \
-         /detach to leave (the session goes on)"
-    );
+    let _ = if takes_input {
+        writeln!(
+            out,
+            "attached to {session_id}: type to queue a prompt, /steer TEXT, y/n for an approval, \
+             /detach to leave (the session goes on)"
+        )
+    } else {
+        writeln!(
+            out,
+            "attached to {session_id}, a `keel exec` run: watching only (it takes no typed \
+             input and answers its own approvals); /detach or Ctrl+D to leave (the run goes on)"
+        )
+    };
     drop(out);
     let (lines_tx, mut lines) = mpsc::channel(64);
     tokio::spawn(read_host(reader, lines_tx));

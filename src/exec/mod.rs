@@ -158,6 +158,11 @@ pub async fn run_headless(
         headless: true,
         script_answers: options.answer_from_stdin,
     };
+    // Other terminals may watch the run (`keel attach ID`): they see its
+    // events; its approvals stay this run's (declined, or answered from
+    // stdin) and it takes no typed input from them.
+    let host = crate::runtime::AttachHost::new();
+    let sink = host.sink(sink);
     let approver: Box<dyn crate::runtime::Approver> = if options.answer_from_stdin {
         Box::new(stdin_answers::StdinAnswers::new())
     } else {
@@ -184,6 +189,8 @@ pub async fn run_headless(
             return Headless { status, line, shown_error: None };
         }
     };
+    let log_path = session.log_path().to_owned();
+    let listening = host.listen(&settings.keel_home, session.id(), log_path, None).ok();
     if let (Some(mode), Some(_)) = (options.approval, &options.resume) {
         session.set_approval_mode(mode);
     }
@@ -231,6 +238,10 @@ pub async fn run_headless(
         stream_input::spawn(session.input_sender(), context)
     });
     let summary = run_turns(&mut session, prompt, shape, cancel).await;
+    if let Some(listening) = listening {
+        // Attachers see the run's last lines before keel exits.
+        listening.close().await;
+    }
     if let Some(reader) = reader {
         // Stdin may still be open after a failed turn: stop reading it.
         reader.abort();

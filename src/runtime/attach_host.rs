@@ -90,6 +90,8 @@ struct Shared {
     pending: Mutex<Option<Pending>>,
     next_id: AtomicUsize,
     connections: AtomicUsize,
+    /// Told each time a connection ends (for [`Listening::close`]).
+    left: tokio::sync::Notify,
     ended: CancellationToken,
 }
 
@@ -114,6 +116,7 @@ impl AttachHost {
             pending: Mutex::new(None),
             next_id: AtomicUsize::new(1),
             connections: AtomicUsize::new(0),
+            left: tokio::sync::Notify::new(),
             ended: CancellationToken::new(),
         };
         Self { shared: Arc::new(shared) }
@@ -196,20 +199,23 @@ impl AttachHost {
     }
 
     /// Listens for attachers of session `session_id` until the guard is
-    /// dropped. Must run inside the tokio runtime.
+    /// dropped. Must run inside the tokio runtime. `input`: where their
+    /// typed text goes; `None` for a front end that takes none (`keel
+    /// exec`: an open sender would keep its run waiting for more), whose
+    /// attachers are told so.
     pub fn listen(
         &self,
         keel_home: &Path,
         session_id: &str,
         log_path: PathBuf,
-        input: InputSender,
+        input: Option<InputSender>,
     ) -> Result<Listening, AttachError> {
         let path = socket_path(keel_home, session_id);
         let listener = bind(&attach_dir(keel_home), &path)?;
         let serving =
             Serving { host: self.clone(), session_id: session_id.to_owned(), log_path, input };
         let task = tokio::spawn(accept_loop(listener, serving));
-        Ok(Listening { path, task, ended: self.shared.ended.clone() })
+        Ok(Listening { path, task, shared: self.shared.clone() })
     }
 }
 
@@ -217,18 +223,39 @@ impl AttachHost {
 pub struct Listening {
     path: PathBuf,
     task: tokio::task::JoinHandle<()>,
-    ended: CancellationToken,
+    shared: Arc<Shared>,
 }
+
+/// How long [`Listening::close`] waits for attachers to get the last lines.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 impl Listening {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Ends the session for its attachers and waits (at most
+    /// [`CLOSE_GRACE`]) until each got what was streamed and the goodbye:
+    /// for a front end whose process exits right after (`keel exec`).
+    pub async fn close(self) {
+        self.shared.ended.cancel();
+        let shared = self.shared.clone();
+        let all_gone = async move {
+            loop {
+                let left = shared.left.notified();
+                if shared.connections.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                left.await;
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_GRACE, all_gone).await;
+    }
 }
 
 impl Drop for Listening {
     fn drop(&mut self) {
-        self.ended.cancel();
+        self.shared.ended.cancel();
         self.task.abort();
         let _ = std::fs::remove_file(&self.path);
     }
@@ -267,7 +294,7 @@ struct Serving {
     host: AttachHost,
     session_id: String,
     log_path: PathBuf,
-    input: InputSender,
+    input: Option<InputSender>,
 }
 
 async fn accept_loop(listener: UnixListener, serving: Serving) {
@@ -290,6 +317,7 @@ async fn accept_loop(listener: UnixListener, serving: Serving) {
         tokio::spawn(async move {
             serve(stream, &serving).await;
             serving.host.shared.connections.fetch_sub(1, Ordering::SeqCst);
+            serving.host.shared.left.notify_waiters();
         });
     }
 }
@@ -318,6 +346,7 @@ async fn serve(stream: UnixStream, serving: &Serving) {
         v: WIRE_VERSION,
         session_id: serving.session_id.clone(),
         pid: std::process::id(),
+        input: serving.input.is_some(),
     })];
     opening.extend(transcript(&serving.log_path, &serving.session_id).iter().map(encode));
     if let Some(pending) = serving.host.lock_pending().as_ref() {
@@ -332,6 +361,8 @@ async fn serve(stream: UnixStream, serving: &Serving) {
     let ended = serving.host.shared.ended.clone();
     let bye = loop {
         tokio::select! {
+            // What was streamed goes out before the goodbye.
+            biased;
             line = live.recv() => match line {
                 Ok(line) => {
                     if write.write_all(line.as_bytes()).await.is_err() {
@@ -343,7 +374,14 @@ async fn serve(stream: UnixStream, serving: &Serving) {
                 }
                 Err(broadcast::error::RecvError::Closed) => break Some("the session ended".into()),
             },
-            () = ended.cancelled() => break Some("the session ended".to_owned()),
+            () = ended.cancelled() => {
+                while let Ok(line) = live.try_recv() {
+                    if write.write_all(line.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+                break Some("the session ended".to_owned());
+            }
             _ = &mut reading => break None,
         }
     };
@@ -382,7 +420,14 @@ async fn read_attacher(mut reader: BufReader<tokio::net::unix::OwnedReadHalf>, s
             }
             Ok(AttacherLine::Prompt { text, steer }) if !text.trim().is_empty() => {
                 let mode = if steer { Delivery::Steer } else { Delivery::Queue };
-                if !serving.input.send(text, mode) {
+                let Some(input) = &serving.input else {
+                    let text = "this session is a `keel exec` run: it takes no typed input \
+                                (a script feeds one with `--input-stream`); watching only"
+                        .to_owned();
+                    serving.host.publish(&HostLine::Notice { level: "warning".into(), text });
+                    continue;
+                };
+                if !input.send(text, mode) {
                     return;
                 }
             }

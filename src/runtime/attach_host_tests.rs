@@ -69,7 +69,7 @@ fn listening(
 ) -> (AttachHost, Listening, tokio::sync::mpsc::UnboundedReceiver<TypedInput>) {
     let host = AttachHost::new();
     let (input, typed) = InputSender::pair();
-    let guard = host.listen(home, "s1", home.join("missing.jsonl"), input).unwrap();
+    let guard = host.listen(home, "s1", home.join("missing.jsonl"), Some(input)).unwrap();
     (host, guard, typed)
 }
 
@@ -140,7 +140,8 @@ async fn wrong_versions_long_lines_and_stale_sockets() {
     drop(std::os::unix::net::UnixListener::bind(dir.join("s1.sock")).unwrap());
     let (_host, guard, _typed) = listening(home.path());
     std::fs::write(dir.join("s2.sock"), "not a socket").unwrap();
-    let refused = AttachHost::new().listen(home.path(), "s2", dir.join("x"), InputSender::pair().0);
+    let refused =
+        AttachHost::new().listen(home.path(), "s2", dir.join("x"), Some(InputSender::pair().0));
     assert!(matches!(refused, Err(AttachError::NotASocket { .. })));
 
     let (read, mut writer) = UnixStream::connect(guard.path()).await.unwrap().into_split();

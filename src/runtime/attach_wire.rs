@@ -27,6 +27,10 @@ pub const MAX_HOST_LINE: usize = 1 << 20;
 /// The longest line an attacher may send (a prompt of 16 KiB).
 pub const MAX_ATTACHER_LINE: usize = 16 << 10;
 
+fn takes_input() -> bool {
+    true
+}
+
 /// What the owner sends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -36,6 +40,10 @@ pub enum HostLine {
         session_id: String,
         /// The owning process.
         pid: u32,
+        /// Whether typed text is taken (a `keel exec` run takes none: its
+        /// attachers watch). Absent from older owners: taken.
+        #[serde(default = "takes_input")]
+        input: bool,
     },
     /// A piece of the transcript so far (Markdown, as `keel export`).
     Transcript {

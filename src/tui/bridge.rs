@@ -327,7 +327,7 @@ pub async fn run_session(
     });
     let input = session.input_sender();
     let log_path = session.log_path().to_owned();
-    let listening = host.listen(&settings.keel_home, session.id(), log_path, input.clone());
+    let listening = host.listen(&settings.keel_home, session.id(), log_path, Some(input.clone()));
     let _listening = listening
         .map_err(|error| {
             let text = format!("other terminals cannot attach to this session: {error}");

@@ -4,6 +4,7 @@ mod adversarial_env;
 mod adversarial_files;
 mod adversarial_git;
 mod adversarial_trust;
+mod attach_exec;
 mod attach_tmux;
 mod background_e2e;
 mod canary;
