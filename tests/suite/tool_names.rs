@@ -24,6 +24,7 @@ const NOT_TOOLS: &[(&str, &str, &str)] = &[
     ("agent/state.rs", "agent", "the `agent` tool's `agent` argument (the type to start)"),
     ("display/shell_output.rs", "agent", "the `agent` tool's `agent` argument"),
     ("runtime/subagent/run.rs", "agent", "the `agent` argument and the result's `agent` detail"),
+    ("export/atif.rs", "agent", "ATIF's step source (`user`, `agent`, `system`), not the tool"),
 ];
 
 /// Every string literal of `code` (plain and raw), by content.
