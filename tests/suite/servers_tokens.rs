@@ -192,9 +192,20 @@ async fn llama_cpp_python_s_count_is_used_too() {
 #[tokio::test]
 async fn without_a_tokenizer_keel_s_estimate_stands_and_nothing_is_said() {
     let failing = ResponseTemplate::new(500).set_body_string("tokenizer crashed");
-    for tokenizer in [None, Some(("/tokenize", ResponseTemplateOr::Fixed(failing)))] {
+    let hanging = ResponseTemplate::new(200)
+        .set_body_json(json!({"tokens": vec![1; 90_000]}))
+        .set_delay(std::time::Duration::from_secs(30));
+    let tokenizers = [
+        None,
+        Some(("/tokenize", ResponseTemplateOr::Fixed(failing))),
+        Some(("/tokenize", ResponseTemplateOr::Fixed(hanging))),
+    ];
+    for tokenizer in tokenizers {
         let server = server(true, tokenizer).await;
+        let started = std::time::Instant::now();
         let run = run(&server, &[]).await;
+        // A tokenizer that hangs costs its 2 s timeout, not the 30 s.
+        assert!(started.elapsed().as_secs() < 15, "{:?}", started.elapsed());
         assert_eq!(run.code, Some(0), "the prompt fits by keel's estimate: {}", run.stderr);
         assert_eq!(run.chats, 1, "{}", run.stderr);
         assert!(!run.stderr.contains("tokenizer"), "{}", run.stderr);
