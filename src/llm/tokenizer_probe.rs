@@ -6,8 +6,11 @@
 //! Where each server counts: llama.cpp `POST /tokenize {"content": TEXT}`
 //! → `{"tokens": [...]}` (ids, or `{id, piece}` objects with
 //! `with_pieces`; special tokens are not added by default);
-//! llama-cpp-python `POST /extras/tokenize/count {"input": TEXT, "model":
-//! M}` → `{"count": N}`. Both are asked at once; llama.cpp's answer wins.
+//! vLLM `POST /tokenize {"prompt": TEXT, "model": M}` → `{"count": N,
+//! "tokens": [...], "max_model_len": L}` (the same route: one body carries
+//! both servers' fields, each ignores the other's); llama-cpp-python
+//! `POST /extras/tokenize/count {"input": TEXT, "model": M}` → `{"count":
+//! N}`. Both routes are asked at once; `/tokenize`'s answer wins.
 //!
 //! Invariants: only ever asked of a loopback host (the caller checks
 //! `ServerProfile::probe_window`, as for the window); one short timeout
@@ -33,6 +36,8 @@ pub const SAMPLE_MAX_BYTES: usize = 16 * 1024;
 pub enum TokenizerSource {
     /// llama.cpp's `/tokenize`.
     LlamaCpp,
+    /// vLLM's `/tokenize` (its answer has `max_model_len`).
+    Vllm,
     /// llama-cpp-python's `/extras/tokenize/count`.
     LlamaCppPython,
 }
@@ -42,6 +47,7 @@ impl TokenizerSource {
     pub fn describe(self) -> &'static str {
         match self {
             Self::LlamaCpp => "llama.cpp's /tokenize",
+            Self::Vllm => "vLLM's /tokenize",
             Self::LlamaCppPython => "llama-cpp-python's /extras/tokenize/count",
         }
     }
@@ -80,7 +86,7 @@ pub async fn count_tokens(
     let text = bounded_sample(text);
     let probe = Probe { http, key: config.api_key.as_deref(), root: root_of(&config.base_url) };
     let (llama_cpp, python) = tokio::join!(
-        probe.post("/tokenize", json!({ "content": text })),
+        probe.post("/tokenize", json!({ "content": text, "prompt": text, "model": model })),
         probe.post("/extras/tokenize/count", json!({ "input": text, "model": model })),
     );
     llama_cpp
@@ -88,10 +94,14 @@ pub async fn count_tokens(
         .or_else(|| python.and_then(|body| parse_count(&body)))
 }
 
-/// llama.cpp's `/tokenize`: the number of `tokens`.
+/// llama.cpp's or vLLM's `/tokenize`: the number of `tokens`.
 pub fn parse_tokenize(body: &Value) -> Option<ServerTokenCount> {
     let tokens = body["tokens"].as_array()?.len() as u64;
-    (tokens > 0).then_some(ServerTokenCount { tokens, source: TokenizerSource::LlamaCpp })
+    let source = match body.get("max_model_len") {
+        Some(_) => TokenizerSource::Vllm,
+        None => TokenizerSource::LlamaCpp,
+    };
+    (tokens > 0).then_some(ServerTokenCount { tokens, source })
 }
 
 /// llama-cpp-python's `/extras/tokenize/count`: `count`.
@@ -113,6 +123,9 @@ mod tests {
         assert_eq!(parse_tokenize(&pieces).map(|c| c.tokens), Some(2));
         assert_eq!(parse_tokenize(&json!({"tokens": []})), None, "nothing counted");
         assert_eq!(parse_tokenize(&json!({"count": 3})), None, "another server's shape");
+        let vllm = json!({"count": 2, "max_model_len": 32768, "tokens": [9906, 1917]});
+        let vllm = parse_tokenize(&vllm).unwrap();
+        assert_eq!((vllm.tokens, vllm.source), (2, TokenizerSource::Vllm));
     }
 
     #[test]

@@ -25,6 +25,8 @@ enum Shape {
     LlamaCpp,
     /// `{"count": N}`
     LlamaCppPython,
+    /// `{"count": N, "max_model_len": L, "tokens": [ids]}`
+    Vllm,
 }
 
 impl Respond for Counting {
@@ -37,6 +39,9 @@ impl Respond for Counting {
         let answer = match self.shape {
             Shape::LlamaCpp => json!({"tokens": vec![42; tokens]}),
             Shape::LlamaCppPython => json!({"count": tokens}),
+            Shape::Vllm => {
+                json!({"count": tokens, "max_model_len": 16384, "tokens": vec![42; tokens]})
+            }
         };
         ResponseTemplate::new(200).set_body_json(answer)
     }
@@ -224,4 +229,14 @@ async fn a_server_keel_does_not_probe_is_not_asked_to_count() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let requests = server.received_requests().await.unwrap();
     assert!(requests.iter().all(|r| r.url.path() == Wire::Chat.path()), "no probe, no count");
+}
+
+#[tokio::test]
+async fn vllm_s_tokenize_is_read_from_the_same_route() {
+    let counting = Counting { field: "prompt", shape: Shape::Vllm };
+    let server = server(true, Some(("/tokenize", ResponseTemplateOr::Counting(counting)))).await;
+    let run = run(&server, &[]).await;
+    assert_eq!(run.code, Some(1), "refused: {}", run.stderr);
+    assert!(run.stderr.contains("(vLLM's /tokenize) counts"), "{}", run.stderr);
+    assert_eq!(run.tokenized[0]["model"], "m", "{:?}", run.tokenized);
 }
