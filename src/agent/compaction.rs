@@ -18,7 +18,7 @@ use crate::context::compact::elide_old_tool_outputs;
 use crate::context::summary::{
     CHECK_CHARS, Preserved, clip, compacted_history, fit_for_summary, summary_request,
 };
-use crate::context::tokens::{estimate_items, estimate_request, items_upper_bound, upper_bound};
+use crate::context::tokens::{items_upper_bound, upper_bound};
 use crate::context::window::{summary_output_limit, window_from_overflow};
 use crate::plan::{PlanStatus, is_verification_command};
 use crate::protocol::{Item, ModelRequest, SessionEvent, ToolCall, Usage};
@@ -40,14 +40,21 @@ const TAIL_SHARE: f64 = 0.25;
 const UNKNOWN_WINDOW_TAIL: u64 = 20_000;
 
 /// The estimated input tokens of `request`: the provider's figure for the
-/// latest request plus the items added since, else a full count.
+/// latest request plus the items added since, else a full count; keel's
+/// counts in the server's tokens (`LoopConfig::token_scale`).
 pub(super) fn estimate(state: &LoopState, request: &ModelRequest) -> u64 {
+    let scale = state.config.token_scale;
     match state.reported_context {
         Some((tokens, counted)) if counted <= request.items.len() => {
-            tokens + estimate_items(&request.items[counted..])
+            tokens + scale.apply(crate::context::tokens::estimate_items(&request.items[counted..]))
         }
-        Some(_) | None => estimate_request(request),
+        Some(_) | None => estimate_request(state, request),
     }
+}
+
+/// `request`'s estimated tokens as the session's server counts them.
+fn estimate_request(state: &LoopState, request: &ModelRequest) -> u64 {
+    state.config.token_scale.apply(crate::context::tokens::estimate_request(request))
 }
 
 /// [`estimate`] with bytes standing in for tokens: never below it. With a
@@ -90,7 +97,7 @@ pub(super) fn before_request(state: &mut LoopState, effects: &mut Vec<Effect>) -
         return false;
     }
     if let Some(elided) = elide_old_tool_outputs(&state.items) {
-        let after = estimate_request(&ModelRequest { items: elided.clone(), ..request });
+        let after = estimate_request(state, &ModelRequest { items: elided.clone(), ..request });
         if after <= limit {
             let how = Applied::elided(state, CompactionReason::Threshold);
             apply(state, elided, how, tokens_before, effects);
@@ -135,7 +142,7 @@ pub(super) fn on_overflow(
         Some(window) => format!(
             " (the window is {window} tokens; keel's instructions and tools alone are about {} \
              tokens)",
-            fixed_tokens(&request)
+            fixed_tokens(state, &request)
         ),
         None => String::new(),
     };
@@ -151,8 +158,8 @@ pub(super) fn on_overflow(
 
 /// The tokens of `request`'s instructions and tools: what every request
 /// of the session carries.
-fn fixed_tokens(request: &ModelRequest) -> u64 {
-    estimate_request(&ModelRequest { items: Vec::new(), ..request.clone() })
+fn fixed_tokens(state: &LoopState, request: &ModelRequest) -> u64 {
+    estimate_request(state, &ModelRequest { items: Vec::new(), ..request.clone() })
 }
 
 /// A window the server's overflow error names, smaller than the one keel
@@ -199,11 +206,12 @@ fn begin_summary(
         None => tokens_before / 2,
     };
     let source = elide_old_tool_outputs(&state.items).unwrap_or_else(|| state.items.clone());
-    let history = fit_for_summary(&source, budget);
+    // The summary's budgets are counted by keel's own estimate.
+    let history = fit_for_summary(&source, state.config.token_scale.to_reference(budget));
     let mut request = summary_request(&base, history, focus.as_deref());
     // A small window: the summary may not ask for more than is left.
     request.max_output_tokens =
-        Some(summary_output_limit(state.config.context_window, estimate_request(&request)));
+        Some(summary_output_limit(state.config.context_window, estimate_request(state, &request)));
     let trigger = if reason == CompactionReason::Manual { "manual" } else { "auto" };
     state.phase = LoopPhase::Compact(PendingCompaction {
         reason,
@@ -235,6 +243,7 @@ pub(super) fn on_summary(
         .config
         .context_window
         .map_or(UNKNOWN_WINDOW_TAIL, |window| (window as f64 * TAIL_SHARE) as u64);
+    let tail_budget = state.config.token_scale.to_reference(tail_budget);
     let items = compacted_history(&state.items, text.as_deref(), &preserved, tail_budget);
     // The summary request costs like any other: its line charges it.
     let usage = (usage != Usage::default()).then_some(usage);
@@ -302,7 +311,7 @@ fn apply(
     // A per-step guard, not logged: a rebuilt state starts a fresh step.
     state.compacted_at_step = Some((state.step, depth));
     let request = ModelRequest { items, ..state.request() };
-    let tokens_after = estimate_request(&request);
+    let tokens_after = estimate_request(state, &request);
     let items = request.items;
     let method = match depth {
         CompactionDepth::Elided => "elide",

@@ -310,3 +310,21 @@ fn a_summary_counts_in_the_spend_and_the_log() {
     }
     assert_eq!(rebuilder.finish().state.session_usage, state.session_usage);
 }
+
+#[test]
+fn the_server_s_token_scale_moves_the_threshold() {
+    use crate::context::tokens::TokenScale;
+    // One read of about 6000 of keel's tokens against a limit of 8500.
+    let summarizes = |scale: TokenScale| {
+        let mut state = LoopState::open(
+            LoopConfig { token_scale: scale, ..config(Some(10_000)) },
+            Opening::default(),
+        );
+        step(&mut state, Input::UserTurn { text: "fix the parser".into(), images: Vec::new() });
+        let effects = read_step(&mut state, "c0", 30_000, 0);
+        summarize_request(&effects).is_some()
+    };
+    assert!(!summarizes(TokenScale::IDENTITY), "fits by keel's estimate");
+    let finer = TokenScale::from_counts(2, 1).unwrap();
+    assert!(summarizes(finer), "twice the tokens by the server's count");
+}

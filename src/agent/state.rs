@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::context::Pricing;
+use crate::context::tokens::TokenScale;
 use crate::policy::{Allowlist, ApprovalMode, Policy};
 use crate::protocol::{
     Item, ModelRequest, PrefixSections, QueuedInput, ToolCall, ToolClass, ToolSpec, Usage,
@@ -58,6 +59,11 @@ pub struct LoopConfig {
     /// Fraction of the window at which the history is compacted before a
     /// request (`context.compact_threshold`, default 0.85).
     pub compact_threshold: f64,
+    /// How the server's tokenizer counts against keel's estimate, learnt
+    /// once before the session opened (`runtime::server_window`): every
+    /// token estimate of the loop goes through it (compaction, the prompt
+    /// check), so it stays fixed for the session.
+    pub token_scale: TokenScale,
     /// A PostToolUse or PostToolUseFailure hook listens: every batch's
     /// results go through [`Effect::RunPostToolHooks`] before they are
     /// recorded (without one, a call gains no effect).

@@ -86,6 +86,10 @@ pub struct Settings {
     pub pricing: Pricing,
     /// `context.compact_threshold` (0.1–1.0, default 0.85).
     pub compact_threshold: f64,
+    /// The server's tokenizer against keel's estimate: 1 from config,
+    /// learnt from a server on this machine before the session opens
+    /// (`runtime::server_window`).
+    pub token_scale: crate::context::tokens::TokenScale,
     /// `default_mode`: the approval mode without a mode flag (default ask).
     pub default_mode: crate::policy::ApprovalMode,
     /// MCP servers to start and those skipped (filled by [`super::load`]).
@@ -478,6 +482,7 @@ pub fn resolve(
             .context
             .and_then(|context| context.compact_threshold)
             .unwrap_or(DEFAULT_COMPACT_THRESHOLD),
+        token_scale: crate::context::tokens::TokenScale::IDENTITY,
         default_mode: merged.default_mode.unwrap_or_default(),
         mcp: super::mcp::McpSettings::default(),
         undo: undo_settings(merged.undo),

@@ -64,8 +64,8 @@
 //!
 //! `models.rs` (windows and prices by model prefix; `Pricing` = the table + `[context]` overrides →
 //! cost, context %), `tokens.rs` (tiktoken `o200k_base`; the encoder is built once and only when a
-//! byte bound cannot rule a request out), `compact.rs` (the cheap step: old tool outputs elided),
-//! `summary.rs` (the summary request; the compacted history: goal, summary block with the preserved
+//! byte bound cannot rule a request out; `TokenScale`, a local server's tokenizer against it),
+//! `compact.rs` (the cheap step: old tool outputs elided), `summary.rs` (the summary request; the compacted history: goal, summary block with the preserved
 //! facts, latest request, current turn if it fits), `memory.rs` + `frontmatter.rs` (memory notes
 //! and the YAML front matter skills share; aliases refused: a few hundred bytes of nested aliases
 //! expand to gigabytes, and a clone's skills and memory notes are read before trust), `ledger/`

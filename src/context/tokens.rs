@@ -2,10 +2,18 @@
 //! family; for other providers' models it is an estimate, which is all the
 //! threshold needs: provider-reported usage is the truth when present).
 //!
+//! A local model's tokenizer can count quite differently (issue 33): when
+//! the server on this machine has a tokenizer endpoint, the runtime counts
+//! a fixed sample there once per session and the [`TokenScale`] between
+//! the two counts turns every estimate into the server's tokens
+//! (`runtime::server_window`). It is a plain value in the loop's config,
+//! fixed for the session; without one the scale is 1.
+//!
 //! Invariants: the encoder is built once per process, on first use
 //! ([`warm_up`] lets a caller build it off the hot path); no I/O; texts
 //! too short to matter are never tokenized (a token is at least one byte,
-//! so `bytes` bounds the count from above, see [`upper_bound`]).
+//! so `bytes` bounds the count from above, see [`upper_bound`]; this holds
+//! for any tokenizer, so a scale never changes the bound).
 
 use tiktoken_rs::CoreBPE;
 
@@ -14,6 +22,63 @@ use crate::protocol::{Item, ModelRequest, ReasoningItem, ToolSpec};
 /// Tokens a message costs besides its text (role, separators), as in
 /// OpenAI's published counting recipe.
 pub const PER_ITEM_OVERHEAD: u64 = 4;
+
+/// How many tokens a server's tokenizer counts for each `o200k_base`
+/// token, from one sample counted by both: `server / reference`, applied
+/// in integers so a figure is the same on every machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenScale {
+    server: u64,
+    reference: u64,
+}
+
+impl Default for TokenScale {
+    fn default() -> Self {
+        Self::IDENTITY
+    }
+}
+
+impl TokenScale {
+    /// No server count: estimates are `o200k_base`'s.
+    pub const IDENTITY: Self = Self { server: 1, reference: 1 };
+    /// Ratios past this either way are taken for a broken endpoint (no
+    /// real tokenizer is four times finer or coarser than `o200k_base`).
+    const MAX_RATIO: u64 = 4;
+
+    /// The scale from a sample the server counted `server` tokens and
+    /// `o200k_base` `reference` tokens; `None` for an empty count or a
+    /// ratio past [`Self::MAX_RATIO`] either way.
+    pub fn from_counts(server: u64, reference: u64) -> Option<Self> {
+        let plausible = server > 0
+            && reference > 0
+            && server <= reference.saturating_mul(Self::MAX_RATIO)
+            && reference <= server.saturating_mul(Self::MAX_RATIO);
+        plausible.then_some(Self { server, reference })
+    }
+
+    /// `tokens` estimated by `o200k_base` as the server counts them
+    /// (rounded to the nearest token).
+    pub fn apply(self, tokens: u64) -> u64 {
+        Self::scaled(tokens, self.server, self.reference)
+    }
+
+    /// A budget in the server's tokens as `o200k_base` tokens (what the
+    /// pure estimators compare against).
+    pub fn to_reference(self, tokens: u64) -> u64 {
+        Self::scaled(tokens, self.reference, self.server)
+    }
+
+    /// Server tokens per `o200k_base` token, for messages.
+    pub fn ratio(self) -> f64 {
+        self.server as f64 / self.reference as f64
+    }
+
+    fn scaled(tokens: u64, times: u64, over: u64) -> u64 {
+        let value =
+            (u128::from(tokens) * u128::from(times) + u128::from(over / 2)) / u128::from(over);
+        u64::try_from(value).unwrap_or(u64::MAX)
+    }
+}
 
 fn encoder() -> &'static CoreBPE {
     tiktoken_rs::o200k_base_singleton()
@@ -180,6 +245,23 @@ mod tests {
         let error = (estimate as f64 - exact as f64).abs() / exact as f64;
         assert!(exact > 5_000, "the corpus is big enough to mean something: {exact}");
         assert!(error < 0.02, "estimate {estimate} vs exact {exact}: {:.2}% off", error * 100.0);
+    }
+
+    #[test]
+    fn a_scale_turns_estimates_into_the_server_s_tokens_and_back() {
+        assert_eq!(TokenScale::IDENTITY.apply(1234), 1234);
+        let finer = TokenScale::from_counts(6000, 3750).unwrap();
+        assert_eq!(finer.apply(3750), 6000);
+        assert_eq!(finer.apply(1000), 1600);
+        assert_eq!(finer.to_reference(1600), 1000);
+        assert!((finer.ratio() - 1.6).abs() < 1e-9);
+        assert_eq!(TokenScale::from_counts(0, 100), None, "no count");
+        assert_eq!(TokenScale::from_counts(100, 0), None);
+        assert_eq!(TokenScale::from_counts(401, 100), None, "a broken endpoint");
+        assert_eq!(TokenScale::from_counts(100, 401), None);
+        assert!(TokenScale::from_counts(400, 100).is_some());
+        assert_eq!(TokenScale::default(), TokenScale::IDENTITY);
+        assert_eq!(finer.apply(u64::MAX), u64::MAX, "saturates");
     }
 
     #[test]

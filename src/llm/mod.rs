@@ -22,7 +22,8 @@
 //! cancellation and the retry loop; `retry` the backoff arithmetic;
 //! `error` the error type, `classify` the mapping of replies onto it with
 //! hints; `profile` what a server needs that its stream does not say;
-//! `window_probe` asks a server on this machine for its context window;
+//! `window_probe` asks a server on this machine for its context window,
+//! `tokenizer_probe` how many tokens its tokenizer makes of a sample;
 //! `text_tool_calls` recovers calls a local model wrote as text.
 //! Tests: `conformance_tests` (recorded captures), `reducer_tests`,
 //! `server_shape_tests`, `fault_tests` and `request_tests` (wiremock),
@@ -49,6 +50,7 @@ mod responses_request;
 mod retry;
 mod sse;
 mod text_tool_calls;
+mod tokenizer_probe;
 mod validation;
 mod window_probe;
 
@@ -75,6 +77,9 @@ pub use profile::{
     ServerProfile,
 };
 pub use text_tool_calls::{Recovered, TextForm, recover as recover_text_calls};
+pub use tokenizer_probe::{
+    ServerTokenCount, TOKENIZE_TIMEOUT, TokenizerSource, bounded_sample, count_tokens,
+};
 pub use window_probe::{PROBE_TIMEOUT, ServerWindow, WindowSource, list_models, probe_window};
 
 /// Which wire protocol a provider speaks.

@@ -110,7 +110,7 @@ impl ServerWindow {
 
 /// The server's root (`http://127.0.0.1:8080`) from a base URL ending in
 /// its API version (`…/v1`).
-fn root_of(base_url: &str) -> &str {
+pub(super) fn root_of(base_url: &str) -> &str {
     let base = base_url.trim_end_matches('/');
     base.strip_suffix("/v1").unwrap_or(base)
 }
@@ -166,11 +166,11 @@ pub async fn list_models(
     Ok(ids.filter_map(|entry| entry["id"].as_str().map(str::to_owned)).collect())
 }
 
-/// One server's HTTP client for the probes.
-struct Probe<'a> {
-    http: reqwest::Client,
-    key: Option<&'a str>,
-    root: &'a str,
+/// One server's HTTP client for the probes (and `tokenizer_probe`'s).
+pub(super) struct Probe<'a> {
+    pub(super) http: reqwest::Client,
+    pub(super) key: Option<&'a str>,
+    pub(super) root: &'a str,
 }
 
 impl Probe<'_> {
@@ -178,7 +178,7 @@ impl Probe<'_> {
         self.send(self.http.get(format!("{}{path}", self.root))).await
     }
 
-    async fn post(&self, path: &str, body: Value) -> Option<Value> {
+    pub(super) async fn post(&self, path: &str, body: Value) -> Option<Value> {
         self.send(self.http.post(format!("{}{path}", self.root)).json(&body)).await
     }
 

@@ -90,6 +90,7 @@ pub(super) fn loop_config(
         context_window: settings.context_window,
         max_output_tokens: settings.provider.profile.max_output_tokens,
         compact_threshold: settings.compact_threshold,
+        token_scale: settings.token_scale,
         post_tool_hooks: false,
         // Set with `policy.sandboxed` once the sandbox is probed (`setup_sandbox`).
         walls: crate::prompts::Walls::default(),

@@ -6,8 +6,10 @@
 //! fails at the provider, or compacts in circles and grows the request.
 //!
 //! Invariant: the encoder is built only when the byte bound (every token
-//! is at least one byte) says the prompt might not fit; with an unknown
-//! window nothing is refused (the provider's own error says it).
+//! is at least one byte, whatever the tokenizer) says the prompt might not
+//! fit; with an unknown window nothing is refused (the provider's own
+//! error says it). The figures are the server's tokens when its tokenizer
+//! was asked (`LoopConfig::token_scale`), else keel's estimate.
 
 use crate::agent::LoopState;
 use crate::context::tokens::{count, estimate_request, upper_bound};
@@ -44,11 +46,13 @@ pub(super) fn check(state: &LoopState, prompt: &str) -> Result<(), Box<PromptToo
     if upper_bound(&request) <= limit {
         return Ok(());
     }
-    let total = estimate_request(&request);
+    // In the server's tokens when its tokenizer was asked (`token_scale`).
+    let scale = config.token_scale;
+    let total = scale.apply(estimate_request(&request));
     if total <= limit {
         return Ok(());
     }
-    let prompt_tokens = count(prompt);
+    let prompt_tokens = scale.apply(count(prompt));
     Err(Box::new(PromptTooLarge {
         prompt_tokens,
         fixed_tokens: total.saturating_sub(prompt_tokens),

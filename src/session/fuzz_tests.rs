@@ -106,6 +106,7 @@ fn config() -> LoopConfig {
         context_window: None,
         max_output_tokens: None,
         compact_threshold: 0.85,
+        token_scale: crate::context::tokens::TokenScale::IDENTITY,
         post_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,

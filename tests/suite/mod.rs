@@ -86,6 +86,7 @@ mod servers_cache;
 mod servers_errors;
 mod servers_floods;
 mod servers_local;
+mod servers_tokens;
 mod servers_window;
 mod session_crash;
 mod session_damage;

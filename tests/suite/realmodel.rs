@@ -170,3 +170,31 @@ fn a_window_too_small_for_keels_instructions_fails_with_the_numbers() {
     assert!(error.contains("instructions and tools alone are about"), "{error}");
     assert!(error.contains("--ctx-size"), "what to do: {error}");
 }
+
+#[test]
+#[ignore = "a real model: run with --ignored after scripts/realmodel-setup.sh"]
+fn the_server_s_tokenizer_counts_for_the_session() {
+    let (python, model) = installed_or_skip!();
+    let server = Server::start(&python, &model, 512);
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .keel()
+        .args(["exec", "--provider", "openai-chat", "--model", "smollm2"])
+        .args(["--base-url", &server.base_url, "-c", "provider.probe=true"])
+        .args(["-c", "context.window=512", "Say hello."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // llama-cpp-python 0.3.36 counted 2945 tokens where keel's o200k_base
+    // estimate is 2620 (x1.12, 3.7 bytes a token; measured 2026-12-03).
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with(
+                "warning: the server's tokenizer (llama-cpp-python's /extras/tokenize/count) counts"
+            ) && l.contains("keel counts this session's tokens as the server does (x1.")),
+        "{stderr}"
+    );
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot fit the 512-token window of smollm2"), "refused: {stderr}");
+}

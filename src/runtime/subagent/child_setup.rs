@@ -26,6 +26,8 @@ pub(super) fn child_settings(parent: &Settings, definition: &AgentDefinition) ->
         let pricing = Pricing::for_model(&model);
         settings.pricing = pricing;
         settings.context_window = pricing.context_window;
+        // The parent's server counted for the parent's model.
+        settings.token_scale = crate::context::tokens::TokenScale::IDENTITY;
     }
     settings.model = model;
     settings.limits.max_steps = parent.agents.max_steps;

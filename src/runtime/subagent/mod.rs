@@ -428,6 +428,7 @@ impl Session {
             context_window: settings.context_window,
             max_output_tokens: settings.provider.profile.max_output_tokens,
             compact_threshold: settings.compact_threshold,
+            token_scale: settings.token_scale,
             post_tool_hooks: false,
             // Its commands run in the parent's jail.
             walls: self.state.config().walls.clone(),
