@@ -4,7 +4,9 @@
 # package-lock.json is out of sync with its package.json, so its `npm ci` fails here.
 #
 # usage: cargo build --release && bash benches/peers.sh [openai|openai-chat|anthropic ...]
-# env:   CLIENTS (default "keel codex-native"), SCENARIOS, RUNS, PEERS_HOME (see run.sh)
+# env:   CLIENTS (default "keel codex-native"), SCENARIOS, RUNS, PEERS_HOME (see run.sh);
+#        client "keel-ref" is a second keel binary, KEEL_REF_BIN (a build of an earlier
+#        commit), measured in the same run for "within N % of before" figures
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CLIENTS=${CLIENTS:-"keel codex-native"}
@@ -28,6 +30,18 @@ install_peers() {
         mkdir -p "$PEERS_HOME"
         (cd "$PEERS_HOME" && npm install --no-audit --no-fund --no-save "${pkgs[@]}") >&2
     fi
+}
+
+# keel-ref: keel's command line with KEEL_REF_BIN, its own HOME and its own tag at the mock.
+eval "shared_client_cmd() $(declare -f client_cmd | tail -n +2)"
+client_cmd() {
+    if [ "$1" != keel-ref ]; then
+        shared_client_cmd "$@"
+        return
+    fi
+    KEEL_BIN=${KEEL_REF_BIN:?keel-ref needs KEEL_REF_BIN} shared_client_cmd keel "$2" "$3"
+    CMD=("${CMD[@]//home-keel/home-keel-ref}")
+    CMD=("${CMD[@]//\/keel\/v1//keel-ref/v1}")
 }
 
 for provider in "${providers[@]}"; do
