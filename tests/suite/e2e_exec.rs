@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model, types};
+use super::transcript;
 use super::wire::{Step, Wire, call};
 
 /// Read, edit (with the edit tool `[tools] edit = "auto"` offers on
@@ -135,7 +136,7 @@ async fn exec_without_full_auto_declines_writes_and_says_how_to_allow_them() {
     let output = sandbox.run(&Model::chat(&server), &["exec", "write x"]);
     assert_eq!(output.status.code(), Some(3), "declined work is needs_approval");
     assert!(!sandbox.repo.join("x.txt").exists());
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "I could not write.");
+    insta::assert_snapshot!(transcript::of(&output, &sandbox));
     let bodies = request_bodies(&server).await;
     assert!(bodies[1].to_string().contains("--full-auto"), "the model is told how to allow it");
 }
@@ -153,10 +154,8 @@ async fn model_failure_exits_1_with_the_servers_message() {
     let output =
         sandbox.run(&Model::chat(&server), &["exec", "--json", "-c", "max_retries=1", "go"]);
     assert_eq!(output.status.code(), Some(1));
-    let lines = json_lines(&output.stdout);
-    let result = lines.last().unwrap();
-    assert_eq!(result["status"], "failed");
-    assert!(result["error"].as_str().unwrap().contains("the mock is on fire"), "{result}");
+    json_lines(&output.stdout);
+    insta::assert_snapshot!(transcript::of(&output, &sandbox));
 }
 
 #[test]
@@ -166,7 +165,7 @@ fn usage_errors_exit_2_and_still_end_with_a_result_line() {
     assert_eq!(output.status.code(), Some(2));
     let lines = json_lines(&output.stdout);
     assert_eq!(types(&lines), ["result"]);
-    assert!(lines[0]["error"].as_str().unwrap().contains("OPENAI_API_KEY"));
+    insta::assert_snapshot!(transcript::of(&output, &sandbox));
 }
 
 #[test]
@@ -177,8 +176,7 @@ fn prompt_from_stdin_must_not_be_empty() {
         .write_stdin("   \n")
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("prompt is empty"));
+    insta::assert_snapshot!(transcript::of(&output, &sandbox));
 }
 
 #[tokio::test]

@@ -111,6 +111,7 @@ mod tool_meta_contract;
 mod tool_names;
 mod tool_schemas;
 mod tools_cli;
+mod transcript;
 mod tui_clipboard;
 mod tui_frontends;
 mod tui_habits;
