@@ -13,6 +13,7 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::support::{Model, Sandbox, json_lines};
+use super::transcript;
 
 /// `keel exec` (human output) against `base_url`, with extra arguments.
 fn exec(sandbox: &Sandbox, base_url: &str, args: &[&str]) -> std::process::Output {
@@ -87,11 +88,8 @@ async fn an_html_page_is_named_and_not_retried() {
     let server = server_answering(ResponseTemplate::new(200).set_body_raw(page, "text/html")).await;
     let output = exec(&sandbox, &format!("{}/v1", server.uri()), &[]);
     assert_eq!(output.status.code(), Some(1));
-    let error = the_error(&output);
-    assert!(
-        error.contains("/v1/chat/completions answered with an HTML page (text/html), not an API stream; check the base URL"),
-        "{error}"
-    );
+    the_error(&output);
+    insta::assert_snapshot!(transcript::of(&output, &sandbox));
     assert_eq!(requests(&server).await, 1);
 }
 
@@ -103,19 +101,17 @@ async fn a_missing_or_wrong_key_names_the_variable_and_is_not_retried() {
     let server = server_answering(denied).await;
     let base = format!("{}/v1", server.uri());
     let sandbox = Sandbox::new();
-    let missing = the_error(&exec(&sandbox, &base, &[]));
-    assert!(missing.contains("no API key was sent: set $OPENAI_API_KEY"), "{missing}");
+    let missing = exec(&sandbox, &base, &[]);
+    the_error(&missing);
+    insta::assert_snapshot!("no_key_sent", transcript::of(&missing, &sandbox));
     let wrong = sandbox
         .keel()
         .env("OPENAI_API_KEY", "sk-wrong")
         .args(["exec", "--provider", "openai-chat", "--model", "m", "--base-url", &base, "hi"])
         .output()
         .unwrap();
-    let wrong = the_error(&wrong);
-    assert!(
-        wrong.contains("Incorrect API key provided; check the API key in $OPENAI_API_KEY"),
-        "{wrong}"
-    );
+    the_error(&wrong);
+    insta::assert_snapshot!("a_wrong_key", transcript::of(&wrong, &sandbox));
     assert_eq!(requests(&server).await, 2, "one request each, no retries");
 }
 
@@ -130,11 +126,8 @@ async fn an_unknown_model_names_the_url_and_the_flag() {
     let sandbox = Sandbox::new();
     let output = exec(&sandbox, &format!("{}/v1", server.uri()), &[]);
     assert_eq!(output.status.code(), Some(1));
-    let error = the_error(&output);
-    let url = format!("{}/v1/chat/completions", server.uri());
-    assert!(error.starts_with("error: unknown model `m` (HTTP 404 from "), "{error}");
-    assert!(error.contains(&url) && error.contains("does not exist"), "{error}");
-    assert!(error.ends_with("with --model (or `model` in config.toml)"), "{error}");
+    the_error(&output);
+    insta::assert_snapshot!(transcript::of(&output, &sandbox));
     assert_eq!(requests(&server).await, 1, "not retried");
 }
 
@@ -147,9 +140,8 @@ async fn insufficient_quota_is_not_retried() {
     let sandbox = Sandbox::new();
     let output = exec(&sandbox, &format!("{}/v1", server.uri()), &[]);
     assert_eq!(output.status.code(), Some(1));
-    let error = the_error(&output);
-    assert!(error.starts_with("error: quota exhausted (HTTP 429"), "{error}");
-    assert!(error.contains("check the plan and billing of the key in $OPENAI_API_KEY"), "{error}");
+    the_error(&output);
+    insta::assert_snapshot!(transcript::of(&output, &sandbox));
     assert_eq!(requests(&server).await, 1);
 }
 
