@@ -7,6 +7,11 @@
 //! provider key in keel's own environment), and the checks that none of
 //! it was touched. Commands run through the real binary: `keel tool shell
 //! JSON --mode auto --yes`, as root or as `nobody` (`setpriv`).
+//!
+//! For the tests of both users: [`as_root_and_nobody!`] makes a root and
+//! a `nobody` test of each `fn(User)`; [`sandbox_of`] and [`hand_over`]
+//! give an e2e [`Sandbox`] (repository and KEEL_HOME) to the user, as a
+//! real user's are theirs, with its `keel` run as that user.
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
@@ -19,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 use serde_json::{Value, json};
+
+use super::support::Sandbox;
 
 pub const KEEL: &str = env!("CARGO_BIN_EXE_keel");
 
@@ -37,6 +44,16 @@ pub const NOBODY: [&str; 4] = ["setpriv", "--reuid=65534", "--regid=65534", "--c
 pub enum User {
     Root,
     Nobody,
+}
+
+impl User {
+    /// The user's id (and group id).
+    pub fn uid(self) -> u32 {
+        match self {
+            User::Root => 0,
+            User::Nobody => 65534,
+        }
+    }
 }
 
 pub fn is_root() -> bool {
@@ -68,6 +85,58 @@ fn unavailable(user: User) -> Option<&'static str> {
             Some("setpriv is not installed")
         }
         User::Root | User::Nobody => None,
+    }
+}
+
+/// Makes `as_root` and `as_nobody` tests of each named `fn(User)` (in a
+/// module of the function's name); both need root, so `#[ignore]`d, and
+/// `.ci/run` runs them. The caller has `User` in scope.
+macro_rules! as_root_and_nobody {
+    ($($name:ident;)*) => {$(
+        mod $name {
+            use super::*;
+            #[test]
+            #[ignore = "needs root: .ci/run runs it with --ignored"]
+            fn as_root() {
+                super::$name(User::Root);
+            }
+            #[test]
+            #[ignore = "needs root: .ci/run runs it with --ignored"]
+            fn as_nobody() {
+                super::$name(User::Nobody);
+            }
+        }
+    )*};
+}
+pub(crate) use as_root_and_nobody;
+
+/// An e2e sandbox for `user` (after [`require`]), outside every temp
+/// folder, whose `keel` runs as `user`; [`hand_over`] gives it to them
+/// once the test has set it up.
+pub fn sandbox_of(user: User) -> Sandbox {
+    let sandbox = Sandbox::in_dir(&base_parent());
+    match user {
+        User::Root => sandbox,
+        User::Nobody => sandbox.run_under(&NOBODY),
+    }
+}
+
+/// Gives everything in `sandbox` to its user (a no-op for root).
+pub fn hand_over(user: User, sandbox: &Sandbox) {
+    if user == User::Nobody {
+        run_ok(Command::new("chown").args(["-R", "65534:65534"]).arg(sandbox.root()));
+    }
+}
+
+/// `program` as `user`.
+pub fn command_as(user: User, program: &str) -> Command {
+    match user {
+        User::Root => Command::new(program),
+        User::Nobody => {
+            let mut command = Command::new(NOBODY[0]);
+            command.args(&NOBODY[1..]).arg(program);
+            command
+        }
     }
 }
 
@@ -222,15 +291,7 @@ impl Fixture {
         if let Some(dir) = workdir {
             args["workdir"] = json!(dir);
         }
-        let mut command = match self.user {
-            User::Root => Command::new(keel_under_test()),
-            User::Nobody => {
-                let mut command = Command::new(NOBODY[0]);
-                command.args(&NOBODY[1..]).arg(keel_under_test());
-                command
-            }
-        };
-        let output = command
+        let output = command_as(self.user, &keel_under_test())
             .args(["tool", "shell", &args.to_string(), "--mode", "auto", "--yes"])
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -331,16 +392,8 @@ fn listener(path: &Path) -> UnixListener {
 
 fn host_process(user: User, marker: &str) -> Child {
     let script = format!("exec -a keel-canary-{marker} sleep 1000");
-    let mut command = match user {
-        User::Root => Command::new("bash"),
-        User::Nobody => {
-            let mut command = Command::new(NOBODY[0]);
-            command.args(&NOBODY[1..]).arg("bash");
-            command
-        }
-    };
     // Its own process group: the group kill a command may try hits only it.
-    command.args(["-c", &script]).process_group(0).spawn().unwrap()
+    command_as(user, "bash").args(["-c", &script]).process_group(0).spawn().unwrap()
 }
 
 fn would_block(result: std::io::Result<()>) -> bool {

@@ -20,7 +20,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use super::jail_fixture::{Fixture, Outcome, PYTHON, User, require};
+use super::jail_fixture::{Fixture, Outcome, PYTHON, User, as_root_and_nobody, require};
 
 const VIOLATION: &str = "[keel] sandbox violation";
 
@@ -65,24 +65,6 @@ fn said(outcome: &Outcome, phrase: &str) {
 
 fn exit_code(outcome: &Outcome) -> i64 {
     outcome.envelope["meta"]["exit_code"].as_i64().unwrap_or(-1)
-}
-
-macro_rules! as_root_and_nobody {
-    ($($name:ident;)*) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            #[ignore = "needs root: .ci/run runs it with --ignored"]
-            fn as_root() {
-                super::$name(User::Root);
-            }
-            #[test]
-            #[ignore = "needs root: .ci/run runs it with --ignored"]
-            fn as_nobody() {
-                super::$name(User::Nobody);
-            }
-        }
-    )*};
 }
 
 as_root_and_nobody! {

@@ -29,11 +29,18 @@ pub struct Sandbox {
     _root: TempDir,
     pub repo: PathBuf,
     pub home: PathBuf,
+    /// What `keel` runs under (e.g. `setpriv …` to run as another user).
+    wrapper: Vec<String>,
 }
 
 impl Sandbox {
     pub fn new() -> Self {
-        let root = tempfile::tempdir().unwrap();
+        Self::in_dir(&std::env::temp_dir())
+    }
+
+    /// A sandbox whose folder is made in `parent`.
+    pub fn in_dir(parent: &Path) -> Self {
+        let root = tempfile::tempdir_in(parent).unwrap();
         let repo = root.path().join("repo");
         let home = root.path().join("keel-home");
         std::fs::create_dir_all(&repo).unwrap();
@@ -44,7 +51,18 @@ impl Sandbox {
             .status()
             .unwrap();
         assert!(status.success());
-        Self { _root: root, repo, home }
+        Self { _root: root, repo, home, wrapper: Vec::new() }
+    }
+
+    /// The folder holding the repository and the home.
+    pub fn root(&self) -> &Path {
+        self._root.path()
+    }
+
+    /// This sandbox with `keel` run under `wrapper` (`setpriv …`).
+    pub fn run_under(mut self, wrapper: &[&str]) -> Self {
+        self.wrapper = wrapper.iter().map(|word| (*word).to_owned()).collect();
+        self
     }
 
     pub fn write(&self, rel: &str, text: &str) {
@@ -59,7 +77,14 @@ impl Sandbox {
 
     /// `keel` with a cleared environment, run inside the repo.
     pub fn keel(&self) -> Command {
-        let mut cmd = Command::cargo_bin("keel").unwrap();
+        let mut cmd = match self.wrapper.split_first() {
+            None => Command::cargo_bin("keel").unwrap(),
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(assert_cmd::cargo::cargo_bin("keel"));
+                cmd
+            }
+        };
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &self.home)
