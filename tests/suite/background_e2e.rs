@@ -256,3 +256,55 @@ async fn second_call_reaches_the_server(network: bool) {
         processes_in(&sandbox.repo).is_empty()
     });
 }
+
+/// Issue 31 scope 4: `pty: true` gives the command a terminal in the jail:
+/// a REPL answers what `process_write` typed, a program sees a terminal
+/// (its controlling one too) where without `pty` it sees none, and
+/// `process_stop` ends it; `pty` without `background` is refused.
+#[tokio::test]
+async fn a_repl_started_with_a_terminal_answers_and_sees_a_tty() {
+    let sandbox = Sandbox::new();
+    let checks = "test -t 0 && echo stdin-tty || echo stdin-pipe; \
+                  (exec 3</dev/tty) 2>/dev/null && echo has-ctty || echo no-ctty";
+    let on_terminal =
+        |command: &str| call("shell", json!({"command": command, "background": true, "pty": true}));
+    let steps = [
+        calls(vec![on_terminal("exec python3 -i -q")]),
+        calls(vec![call(
+            "process_write",
+            json!({"id": 1, "input": "print(6*7)\n", "wait_ms": 5000}),
+        )]),
+        calls(vec![call("process_output", json!({"id": 1, "wait_ms": 2000}))]),
+        calls(vec![call("process_stop", json!({"id": 1}))]),
+        calls(vec![on_terminal(checks)]),
+        calls(vec![background(checks)]),
+        calls(vec![call("shell", json!({"command": "true", "pty": true}))]),
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server).arg("talk to python").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines = json_lines(&output.stdout);
+    let text = |name: &str, n: usize| {
+        completed(&lines, name, n)["item"]["output"].as_str().unwrap_or_default().to_owned()
+    };
+    let started = &completed(&lines, "shell", 0)["item"];
+    assert_eq!(started["meta"]["background"]["status"], "running", "{started}");
+    assert!(text("shell", 0).contains("types on its terminal"), "{}", text("shell", 0));
+    let answered = format!("{}{}", text("process_write", 0), text("process_output", 0));
+    assert!(answered.contains("print(6*7)\n42\n>>>"), "{answered}");
+    assert!(!answered.contains('\u{1b}') && !answered.contains('\r'), "{answered:?}");
+    let stopped = &completed(&lines, "process_stop", 0)["item"];
+    assert_eq!(stopped["meta"]["background"]["status"], "stopped", "{stopped}");
+    let launcher = started["meta"]["background"]["pid"].as_u64().unwrap();
+    assert!(!Path::new(&format!("/proc/{launcher}")).exists(), "the jail's launcher survived");
+    assert!(text("shell", 1).contains("stdin-tty\nhas-ctty"), "{}", text("shell", 1));
+    assert!(text("shell", 2).contains("stdin-pipe\nno-ctty"), "{}", text("shell", 2));
+    let refused = &completed(&lines, "shell", 3)["item"];
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(text("shell", 3).contains("`pty` needs `background: true`"), "{refused}");
+    wait_until("nothing of the session outlived keel", Duration::from_secs(10), || {
+        processes_in(&sandbox.repo).is_empty()
+    });
+}
