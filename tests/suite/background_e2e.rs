@@ -148,8 +148,11 @@ async fn kill_9_of_keel_leaves_no_process_and_the_resume_says_it_is_gone() {
     let sandbox = Sandbox::new();
     let marker = marker("kill");
     let command = format!("exec -a {marker} sleep 1000");
+    // One on a terminal too: it dies with keel alike.
+    let on_terminal = json!({"command": format!("exec -a {marker}-pty sleep 1000"),
+        "background": true, "pty": true});
     let steps = [
-        calls(vec![background(&command)]),
+        calls(vec![background(&command), call("shell", on_terminal)]),
         // Keel is busy here when it is killed.
         calls(vec![call("shell", json!({"command": "sleep 60"}))]),
         Step::Answer("Resumed.".into()),
@@ -174,7 +177,9 @@ async fn kill_9_of_keel_leaves_no_process_and_the_resume_says_it_is_gone() {
         })
     };
     wait_until("the second call started", Duration::from_secs(60), || {
-        busy() && !processes_with(&marker).is_empty()
+        // The launchers' command lines hold the markers too.
+        let on_terminal = processes_with(&format!("{marker}-pty")).len();
+        busy() && on_terminal > 0 && processes_with(&marker).len() > on_terminal
     });
     child.kill().unwrap(); // SIGKILL
     let _ = child.wait();
