@@ -315,3 +315,38 @@ async fn a_repl_started_with_a_terminal_answers_and_sees_a_tty() {
         processes_in(&sandbox.repo).is_empty()
     });
 }
+
+/// With full access and the network on the sandbox is off: the command
+/// runs unconfined under `keel sandbox-exec --terminal-stage`, which makes
+/// the terminal its controlling one; the kill ladder on its group still
+/// ends it.
+#[tokio::test]
+async fn an_unconfined_command_on_a_terminal_has_it_as_its_controlling_one() {
+    let sandbox = Sandbox::new();
+    let marker = marker("inplace");
+    let checks = format!(
+        "test -t 0 && echo stdin-tty; (exec 3</dev/tty) && echo has-ctty; exec -a {marker} sleep 1000"
+    );
+    let steps = [
+        calls(vec![call("shell", json!({"command": checks, "background": true, "pty": true}))]),
+        calls(vec![call("process_stop", json!({"id": 1}))]),
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--yolo", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .args(["-c", "sandbox.mode=\"full-access\"", "-c", "sandbox.network=true"])
+        .arg("check it")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let lines = json_lines(&output.stdout);
+    let started = &completed(&lines, "shell", 0)["item"];
+    let text = started["output"].as_str().unwrap_or_default();
+    assert!(text.contains("stdin-tty\nhas-ctty"), "{started}");
+    let stopped = &completed(&lines, "process_stop", 0)["item"];
+    assert_eq!(stopped["meta"]["background"]["status"], "stopped", "{stopped}");
+    assert!(processes_with(&marker).is_empty(), "the command survived its stop");
+}
