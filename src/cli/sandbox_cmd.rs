@@ -69,6 +69,13 @@ pub struct SandboxExecArgs {
     /// run the command and end everything it starts when it or keel ends.
     #[arg(long, hide = true)]
     pub server_stage: bool,
+    /// Internal: stdin is a terminal to make the command's controlling one.
+    #[arg(long, hide = true)]
+    pub terminal: bool,
+    /// Internal: run an unconfined command with stdin, a terminal, as its
+    /// controlling one (`sandbox::pty::stage`).
+    #[arg(long, hide = true)]
+    pub terminal_stage: bool,
     /// Internal: the launcher's hand-over to the jail's init.
     #[arg(long, hide = true, value_name = "JSON")]
     pub init: Option<String>,
@@ -115,6 +122,12 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
         })?;
         std::process::exit(jail::init(handover, args.command));
     }
+    if args.terminal_stage {
+        let Some((program, rest)) = args.command.split_first() else {
+            return Err(CliError::usage("--terminal-stage needs a command after --"));
+        };
+        std::process::exit(crate::sandbox::pty::stage(program, rest));
+    }
     if args.server_stage {
         let Some((program, rest)) = args.command.split_first() else {
             return Err(CliError::usage("--server-stage needs a command after --"));
@@ -160,5 +173,9 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
         max_pids: args.max_pids.unwrap_or_else(jail::privileges::default_max_pids),
         shared_network,
     };
-    std::process::exit(jail::launch(Request { confinement, command: args.command }));
+    std::process::exit(jail::launch(Request {
+        confinement,
+        command: args.command,
+        terminal: args.terminal,
+    }));
 }

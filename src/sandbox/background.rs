@@ -13,6 +13,17 @@
 //! `kill -9 keel` leaves nothing of it running. (Without a jail, only the
 //! process group is killed, on [`BackgroundProcess::stop`] or drop.)
 //!
+//! With a terminal ([`Stdio::Terminal`], `shell`'s `pty`), the child's
+//! stdin, stdout and stderr are the slave of a pseudo-terminal ([`pty`]),
+//! its controlling terminal in a session of its own, and keel reads and
+//! writes the master; what it reads is made plain text as it comes
+//! ([`TerminalText`]: no escape sequences, LF line ends) before the ring.
+//! Jailed, the launcher leads that session (so the kill ladder on its
+//! group and the death with keel are unchanged) and the jail's init takes
+//! the terminal; unconfined, `keel sandbox-exec --terminal-stage` does
+//! (when keel's binary is not at hand, as in unit tests, the terminal is
+//! only the child's stdio, not its controlling terminal).
+//!
 //! stdout and stderr go, interleaved as they come, into one [`OutputRing`]
 //! of at most [`RING_BYTES`]: older bytes are dropped and counted, never
 //! awaited, so a chatty server can neither exhaust memory nor block on a
@@ -21,17 +32,19 @@
 //! the whole group; dropping a [`BackgroundProcess`] SIGKILLs it.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use rustix::fd::OwnedFd;
+use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::Notify;
 
 use super::group::ProcessGroup;
 use super::ring::OutputRing;
-use super::{CommandSpec, Program, SandboxError, landlock};
+use super::terminal_text::TerminalText;
+use super::{CommandSpec, Program, SandboxError, jail, landlock, pty};
 
 /// Bytes of output kept per process; older bytes are dropped and counted.
 pub const RING_BYTES: usize = 1024 * 1024;
@@ -64,6 +77,22 @@ pub struct NewOutput {
 /// itself before it signals the group.
 const STDIN_CLOSE_GRACE: Duration = Duration::from_millis(500);
 
+/// How the child's stdin, stdout and stderr are connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stdio {
+    /// Three pipes.
+    Pipes,
+    /// One pseudo-terminal (see the module doc).
+    Terminal,
+}
+
+/// Where [`BackgroundProcess::write`] writes.
+#[derive(Debug)]
+enum Input {
+    Pipe(tokio::sync::Mutex<Option<ChildStdin>>),
+    Terminal(Arc<AsyncFd<OwnedFd>>),
+}
+
 /// What the readers, the waiter and the owner share.
 #[derive(Debug)]
 struct Shared {
@@ -88,23 +117,43 @@ impl Shared {
 pub struct BackgroundProcess {
     group: ProcessGroup,
     pid: Option<u32>,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    input: Input,
     shared: Arc<Shared>,
     /// Owns the child (`kill_on_drop`) and records its exit.
     waiter: tokio::task::JoinHandle<()>,
 }
 
 /// Starts `spec` in the background, in the jail `confinement` describes
-/// when there is one. Call from within a tokio runtime's worker (the
-/// launcher's parent-death signal is tied to the spawning thread, which
-/// must outlive the process: the runtime's threads do).
+/// when there is one, its stdio as `stdio` says. Call from within a tokio
+/// runtime's worker (the launcher's parent-death signal is tied to the
+/// spawning thread, which must outlive the process: the runtime's threads
+/// do).
 pub fn start(
     spec: &CommandSpec,
     confinement: Option<&landlock::Confinement>,
+    stdio: Stdio,
 ) -> Result<BackgroundProcess, SandboxError> {
-    let spec = match confinement {
-        Some(confinement) => spec.clone().confined(confinement),
-        None => spec.clone(),
+    let mut spec = spec.clone();
+    if stdio == Stdio::Terminal {
+        spec = spec.with_env("TERM", pty::TERM);
+    }
+    // Whether the first process started makes its own session (and leads
+    // its group: `process_group(0)` would forbid its `setsid`).
+    let mut own_session = false;
+    let spec = match (confinement, stdio) {
+        (Some(confinement), Stdio::Pipes) => spec.confined(confinement),
+        (Some(confinement), Stdio::Terminal) => {
+            own_session = true;
+            on_terminal(spec.confined(confinement), jail::TERMINAL_FLAG)
+        }
+        (None, Stdio::Pipes) => spec,
+        (None, Stdio::Terminal) => match super::server_stage::launcher() {
+            Some(keel) => {
+                own_session = true;
+                terminal_stage(spec, keel)
+            }
+            None => spec,
+        },
     };
     let mut command = match &spec.program {
         Program::Script(script) => {
@@ -118,21 +167,36 @@ pub fn start(
             command
         }
     };
+    let spawn_error =
+        |source| SandboxError::Spawn { command: spec.display(), cwd: spec.cwd.clone(), source };
     command
         .env_clear()
         .envs(super::env_filter::child_env(&spec.env_base))
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|source| SandboxError::Spawn {
-        command: spec.display(),
-        cwd: spec.cwd.clone(),
-        source,
-    })?;
+    if !own_session {
+        command.process_group(0);
+    }
+    let terminal = match stdio {
+        Stdio::Pipes => {
+            command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            None
+        }
+        Stdio::Terminal => {
+            let pair = pty::open().map_err(|error| spawn_error(std::io::Error::other(error)))?;
+            let copy = |fd: &OwnedFd| fd.try_clone().map_err(spawn_error);
+            command.stdin(copy(&pair.slave)?).stdout(copy(&pair.slave)?).stderr(pair.slave);
+            Some(Arc::new(pty::register(pair.master).map_err(spawn_error)?))
+        }
+    };
+    let mut child = command.spawn().map_err(spawn_error)?;
+    // The command holds the slave's copies: the master reads its end only
+    // once no process has one.
+    drop(command);
     let pid = child.id();
     let group = ProcessGroup::led_by(pid);
     let shared = Arc::new(Shared {
@@ -140,14 +204,20 @@ pub fn start(
         exit: Mutex::new(None),
         changed: Notify::new(),
     });
-    let readers: Vec<_> = [
-        child.stdout.take().map(|out| tokio::spawn(read_into(out, shared.clone()))),
-        child.stderr.take().map(|err| tokio::spawn(read_into(err, shared.clone()))),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let stdin = child.stdin.take();
+    let readers: Vec<_> = match &terminal {
+        Some(master) => vec![tokio::spawn(read_terminal(master.clone(), shared.clone()))],
+        None => [
+            child.stdout.take().map(|out| tokio::spawn(read_into(out, shared.clone()))),
+            child.stderr.take().map(|err| tokio::spawn(read_into(err, shared.clone()))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    };
+    let input = match terminal {
+        Some(master) => Input::Terminal(master),
+        None => Input::Pipe(tokio::sync::Mutex::new(child.stdin.take())),
+    };
     let for_waiter = shared.clone();
     let waiter = tokio::spawn(async move {
         let status = child.wait().await;
@@ -166,12 +236,55 @@ pub fn start(
         *for_waiter.exit.lock().unwrap_or_else(PoisonError::into_inner) = Some(exit);
         for_waiter.changed.notify_waiters();
     });
-    let stdin = tokio::sync::Mutex::new(stdin);
-    Ok(BackgroundProcess { group, pid, stdin, shared, waiter })
+    Ok(BackgroundProcess { group, pid, input, shared, waiter })
+}
+
+/// `spec` (the launcher's command line) with `flag` right after its
+/// `sandbox-exec`: the launcher makes the command's terminal its own.
+fn on_terminal(mut spec: CommandSpec, flag: &str) -> CommandSpec {
+    if let Program::Argv { args, .. } = &mut spec.program {
+        let at = usize::from(!args.is_empty());
+        args.insert(at, flag.into());
+    }
+    spec
+}
+
+/// `spec` run under `keel sandbox-exec --terminal-stage` ([`pty::stage`]).
+fn terminal_stage(mut spec: CommandSpec, keel: std::path::PathBuf) -> CommandSpec {
+    let command: Vec<std::ffi::OsString> = match &spec.program {
+        Program::Script(script) => vec!["bash".into(), "-c".into(), script.into()],
+        Program::Argv { program, args } => {
+            std::iter::once(program.clone()).chain(args.iter().cloned()).collect()
+        }
+    };
+    spec.display_as = Some(spec.display());
+    let mut args: Vec<std::ffi::OsString> =
+        vec!["sandbox-exec".into(), jail::TERMINAL_STAGE_FLAG.into(), "--".into()];
+    args.extend(command);
+    spec.program = Program::Argv { program: keel.into_os_string(), args };
+    spec
 }
 
 /// How long an ended process's pipes are read before its exit is told.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// Copies what the terminal shows, as plain text, into the ring until it ends.
+async fn read_terminal(master: Arc<AsyncFd<OwnedFd>>, shared: Arc<Shared>) {
+    let mut buffer = vec![0u8; 16 * 1024];
+    let mut text = TerminalText::new();
+    loop {
+        match pty::read(&master, &mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => {
+                let plain = text.feed(&buffer[..read]);
+                if !plain.is_empty() {
+                    shared.ring().push(&plain);
+                    shared.changed.notify_waiters();
+                }
+            }
+        }
+    }
+}
 
 /// Copies a pipe into the ring until it closes.
 async fn read_into(mut pipe: impl AsyncRead + Unpin, shared: Arc<Shared>) {
@@ -250,9 +363,18 @@ impl BackgroundProcess {
         NewOutput { text: String::from_utf8_lossy(&bytes).into_owned(), dropped }
     }
 
-    /// Writes `input` to its stdin.
+    /// Whether its stdio is a terminal.
+    pub fn on_terminal(&self) -> bool {
+        matches!(self.input, Input::Terminal(_))
+    }
+
+    /// Writes `input` to its stdin (typed on its terminal, with one).
     pub async fn write(&self, input: &[u8]) -> std::io::Result<()> {
-        let mut stdin = self.stdin.lock().await;
+        let stdin = match &self.input {
+            Input::Terminal(master) => return pty::write_all(master, input).await,
+            Input::Pipe(stdin) => stdin,
+        };
+        let mut stdin = stdin.lock().await;
         let Some(stdin) = stdin.as_mut() else {
             return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
         };
@@ -260,10 +382,17 @@ impl BackgroundProcess {
         stdin.flush().await
     }
 
-    /// Ends it and everything it started: closes its stdin, runs the kill
-    /// ladder on its group, and waits for the exit to be recorded.
+    /// Ends it and everything it started: closes its stdin (on a terminal:
+    /// types the end-of-file character), runs the kill ladder on its
+    /// group, and waits for the exit to be recorded.
     pub async fn stop(&self) -> Option<Exit> {
-        drop(self.stdin.lock().await.take());
+        match &self.input {
+            Input::Pipe(stdin) => drop(stdin.lock().await.take()),
+            Input::Terminal(master) => {
+                let _ =
+                    tokio::time::timeout(STDIN_CLOSE_GRACE, pty::write_all(master, b"\x04")).await;
+            }
+        }
         // A REPL or a read loop ends on its own once its stdin closes:
         // give it a moment before the kill ladder.
         self.wait_for_exit(STDIN_CLOSE_GRACE).await;
@@ -292,9 +421,17 @@ mod tests {
         CommandSpec::script(text, std::env::temp_dir())
     }
 
+    fn start_piped(
+        spec: &CommandSpec,
+        confinement: Option<&landlock::Confinement>,
+    ) -> Result<BackgroundProcess, SandboxError> {
+        start(spec, confinement, Stdio::Pipes)
+    }
+
     #[tokio::test]
     async fn output_is_read_as_it_comes_and_stop_ends_the_group() {
-        let process = start(&script("echo ready; sh -c 'sleep 1000 & sleep 1000'"), None).unwrap();
+        let process =
+            start_piped(&script("echo ready; sh -c 'sleep 1000 & sleep 1000'"), None).unwrap();
         process.wait_for_output(Duration::from_secs(10)).await;
         assert_eq!(process.read_new(1024).text, "ready\n");
         assert_eq!(process.read_new(1024), NewOutput::default(), "nothing new");
@@ -307,7 +444,7 @@ mod tests {
 
     #[tokio::test]
     async fn stdin_reaches_the_process_and_its_exit_is_recorded() {
-        let process = start(&script("read line; echo \"got $line\"; exit 4"), None).unwrap();
+        let process = start_piped(&script("read line; echo \"got $line\"; exit 4"), None).unwrap();
         process.write(b"hello\n").await.unwrap();
         process.wait_for_exit(Duration::from_secs(10)).await;
         assert_eq!(process.exit(), Some(Exit::Code(4)));
@@ -316,7 +453,7 @@ mod tests {
 
     #[tokio::test]
     async fn dropping_it_kills_the_group() {
-        let process = start(&script("sleep 1000"), None).unwrap();
+        let process = start_piped(&script("sleep 1000"), None).unwrap();
         let pgid = i32::try_from(process.pid().unwrap()).unwrap();
         drop(process);
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -326,10 +463,46 @@ mod tests {
         }
     }
 
+    /// Reads until the output holds `needle` (bounded).
+    async fn read_until(process: &BackgroundProcess, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut seen = String::new();
+        while !seen.contains(needle) {
+            assert!(std::time::Instant::now() < deadline, "no {needle:?} in {seen:?}");
+            process.wait_for_output(Duration::from_secs(1)).await;
+            seen.push_str(&process.read_new(RING_BYTES).text);
+        }
+        seen
+    }
+
+    #[tokio::test]
+    async fn on_a_terminal_a_repl_answers_in_plain_text_and_ends_on_eof() {
+        let command = "test -t 0 && test -t 1 && test -t 2 && echo \"tty $TERM\"; stty size; \
+                       printf '\\033[1;31mred\\033[0m\\r\\n'; exec python3 -i -q";
+        let process = start(&script(command), None, Stdio::Terminal).unwrap();
+        assert!(process.on_terminal());
+        let first = read_until(&process, ">>> ").await;
+        assert!(first.starts_with("tty dumb\n40 120\nred\n"), "{first:?}");
+        process.write(b"print(6*7)\n").await.unwrap();
+        let answer = read_until(&process, "42\n>>> ").await;
+        assert_eq!(answer, "print(6*7)\n42\n>>> ", "echoed, answered, plain");
+        assert!(!answer.contains('\r') && !answer.contains('\u{1b}'));
+        // The end-of-file character ends the REPL before any signal.
+        assert_eq!(process.stop().await, Some(Exit::Code(0)));
+    }
+
+    #[tokio::test]
+    async fn with_pipes_nothing_is_a_terminal() {
+        let process = start_piped(&script("test -t 0 || test -t 1 || echo no-tty"), None).unwrap();
+        process.wait_for_exit(Duration::from_secs(10)).await;
+        assert!(!process.on_terminal());
+        assert_eq!(process.read_new(1024).text, "no-tty\n");
+    }
+
     #[tokio::test]
     async fn a_flood_keeps_the_newest_megabyte_and_counts_the_rest() {
         let flood = "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end";
-        let process = start(&script(flood), None).unwrap();
+        let process = start_piped(&script(flood), None).unwrap();
         process.wait_for_exit(Duration::from_secs(30)).await;
         assert_eq!(process.exit(), Some(Exit::Code(0)));
         let output = process.read_new(RING_BYTES);

@@ -30,10 +30,13 @@
 //! Background processes ([`background`]) are the one kind of child that
 //! outlives its call: started in the same jail, they run until stopped,
 //! until the session ends, or until keel dies (the jail dies with it).
+//! With `pty` their stdio is a pseudo-terminal ([`pty`]), its output made
+//! plain text by `terminal_text.rs` before their ring.
 //!
 //! Files: `process.rs` and `group.rs` (spawning, process groups, the kill ladder), `capture.rs`
 //! (bounded capture), `background.rs` and `ring.rs` (the model's background processes, their
-//! output in a ring read by position), `command_jail.rs` (a session's jail as a value:
+//! output in a ring read by position), `pty.rs` and `terminal_text.rs` (their terminal, its
+//! output as plain text), `command_jail.rs` (a session's jail as a value:
 //! confinement, environment filter, the nested `.git` search; `ToolContext::command_jail` hands it
 //! to tools), `server.rs` (long-running stdio servers for MCP: piped, stderr to a bounded log, kill
 //! ladder on stop, SIGKILL on drop; `failed_start` after a failed handshake),
@@ -65,10 +68,12 @@ pub mod landlock;
 pub mod netproxy;
 mod process;
 pub mod protected;
+pub mod pty;
 mod ring;
 pub mod server;
 pub mod server_stage;
 pub mod session_net;
+mod terminal_text;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

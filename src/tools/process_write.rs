@@ -3,8 +3,9 @@
 //!
 //! Invariants: judged as a change (input to a REPL can do anything the
 //! process can; it runs in the same jail as its start); stdin is a pipe,
-//! not a terminal, so control characters are bytes like any other (to
-//! interrupt, use `process_stop`).
+//! where control characters are bytes like any other (to interrupt, use
+//! `process_stop`), or, for a process started with `pty`, its terminal,
+//! where they act as typed (`\u0003` interrupts, `\u0004` ends input).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -16,8 +17,8 @@ use crate::protocol::{ToolInfo, ToolOutput, tool_facts};
 /// How long it waits for an answer when the call names no wait.
 const DEFAULT_WAIT_MS: u64 = 1000;
 
-const DESCRIPTION: &str = "Write `input` to a background process's stdin (a pipe, not a \
-terminal; include the `\\n`) and return its answer.";
+const DESCRIPTION: &str = "Write `input` to a background process's stdin (a pipe, or its \
+terminal when started with `pty`; include the `\\n`) and return its answer.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ProcessWriteArgs {

@@ -15,7 +15,8 @@
 //! cancelled are errors; a timeout with the network closed says so (a
 //! command waiting on a host it cannot reach never finishes) instead of
 //! only "raise timeout_ms". With `background`
-//! the command is left running instead ([`super::shell_background`]).
+//! the command is left running instead ([`super::shell_background`]);
+//! `pty` (refused without `background`) gives it a terminal.
 
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ use crate::display::{self, KeptCopy, ShellRun};
 use crate::policy;
 use crate::policy::network::NetworkMode;
 use crate::protocol::{ToolInfo, ToolMeta, ToolOutput, tool_facts};
+use crate::sandbox::background::Stdio;
 use crate::sandbox::{self, CapturedStream, CommandOutput, CommandSpec, SandboxError};
 use crate::session::{Kept, MAX_KEPT_BYTES};
 
@@ -61,6 +63,9 @@ pub struct ShellArgs {
     /// Leaves it running (a server, a watcher, a REPL; no timeout): returns its id, its first output and how to reach it.
     #[serde(default)]
     pub background: bool,
+    /// With background: its stdin/stdout/stderr are a terminal (a REPL, a prompt, a tool that checks isatty).
+    #[serde(default)]
+    pub pty: bool,
 }
 
 /// What every command runs under: a pipeline fails when any part fails.
@@ -83,6 +88,14 @@ impl TypedTool for Shell {
 }
 
 async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    if args.pty && !args.background {
+        return Err(ToolError::InvalidArguments {
+            tool: NAME.to_owned(),
+            message: "`pty` needs `background: true` (a command run to its end has no terminal; \
+                      start it in the background, then use process_write and process_output)"
+                .to_owned(),
+        });
+    }
     let workdir = args.workdir.clone();
     let owned_ctx = ctx.clone();
     let (dir, rel) = blocking(NAME, move || {
@@ -99,7 +112,8 @@ async fn run(args: ShellArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     .await?;
     if args.background {
         let script = format!("{PIPEFAIL}{}", args.command);
-        return super::shell_background::start(&args.command, script, dir, &rel, ctx).await;
+        let stdio = if args.pty { Stdio::Terminal } else { Stdio::Pipes };
+        return super::shell_background::start(&args.command, script, dir, &rel, stdio, ctx).await;
     }
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
     // With somewhere to keep it, each stream is captured up to what a kept

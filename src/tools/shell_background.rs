@@ -8,7 +8,8 @@
 //! against [`MAX_PROCESSES`](super::processes::MAX_PROCESSES); a command
 //! that ended within the wait is reported with its exit and not kept;
 //! nothing awaits the pipes of a process that still runs, so the turn goes
-//! on. Python's output is unbuffered (`PYTHONUNBUFFERED`), so a server's
+//! on. With `pty` its stdio is a terminal (`sandbox::background::Stdio`),
+//! and the hint names `process_write` as typing on it. Python's output is unbuffered (`PYTHONUNBUFFERED`), so a server's
 //! first lines are seen at once.
 
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use super::{MAX_OUTPUT_BYTES, ToolContext, ToolError};
 use crate::protocol::ToolOutput;
 use crate::protocol::tool_facts::names;
 use crate::sandbox::CommandSpec;
-use crate::sandbox::background;
+use crate::sandbox::background::{self, Stdio};
 
 /// How long a start waits for the command's first output (or its end).
 pub const FIRST_OUTPUT_WAIT: Duration = Duration::from_millis(1000);
@@ -31,6 +32,7 @@ pub(super) async fn start(
     script: String,
     dir: PathBuf,
     rel: &Path,
+    stdio: Stdio,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let slot = ctx.processes.reserve()?;
@@ -45,7 +47,7 @@ pub(super) async fn start(
         .with_env("PYTHONUNBUFFERED", "1")
         .with_filtered_env(jail.env_filter().clone());
     let process = Arc::new(
-        background::start(&spec, confinement.as_ref())
+        background::start(&spec, confinement.as_ref(), stdio)
             .map_err(|source| ToolError::Command { source })?,
     );
     let cancelled = tokio::select! {
@@ -70,9 +72,10 @@ pub(super) async fn start(
             text.push_str(&format!(
                 "\n(it runs on until the session ends; through call_tool: {} \
                  {{\"id\": {id}, \"wait_ms\": 2000}} reads new output, {} {{\"id\": {id}, \
-                 \"input\": \"…\\n\"}} writes to its stdin, {} {{\"id\": {id}}} stops it)",
+                 \"input\": \"…\\n\"}} {}, {} {{\"id\": {id}}} stops it)",
                 names::PROCESS_OUTPUT,
                 names::PROCESS_WRITE,
+                if process.on_terminal() { "types on its terminal" } else { "writes to its stdin" },
                 names::PROCESS_STOP
             ));
             slot.fill(command.to_owned(), process.clone());

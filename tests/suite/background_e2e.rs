@@ -148,8 +148,11 @@ async fn kill_9_of_keel_leaves_no_process_and_the_resume_says_it_is_gone() {
     let sandbox = Sandbox::new();
     let marker = marker("kill");
     let command = format!("exec -a {marker} sleep 1000");
+    // One on a terminal too: it dies with keel alike.
+    let on_terminal = json!({"command": format!("exec -a {marker}-pty sleep 1000"),
+        "background": true, "pty": true});
     let steps = [
-        calls(vec![background(&command)]),
+        calls(vec![background(&command), call("shell", on_terminal)]),
         // Keel is busy here when it is killed.
         calls(vec![call("shell", json!({"command": "sleep 60"}))]),
         Step::Answer("Resumed.".into()),
@@ -174,7 +177,9 @@ async fn kill_9_of_keel_leaves_no_process_and_the_resume_says_it_is_gone() {
         })
     };
     wait_until("the second call started", Duration::from_secs(60), || {
-        busy() && !processes_with(&marker).is_empty()
+        // The launchers' command lines hold the markers too.
+        let on_terminal = processes_with(&format!("{marker}-pty")).len();
+        busy() && on_terminal > 0 && processes_with(&marker).len() > on_terminal
     });
     child.kill().unwrap(); // SIGKILL
     let _ = child.wait();
@@ -255,4 +260,93 @@ async fn second_call_reaches_the_server(network: bool) {
     wait_until("nothing of the session outlived keel", Duration::from_secs(10), || {
         processes_in(&sandbox.repo).is_empty()
     });
+}
+
+/// Issue 31 scope 4: `pty: true` gives the command a terminal in the jail:
+/// a REPL answers what `process_write` typed, a program sees a terminal
+/// (its controlling one too) where without `pty` it sees none, and
+/// `process_stop` ends it; `pty` without `background` is refused.
+#[tokio::test]
+async fn a_repl_started_with_a_terminal_answers_and_sees_a_tty() {
+    let sandbox = Sandbox::new();
+    let checks = "test -t 0 && echo stdin-tty || echo stdin-pipe; \
+                  (exec 3</dev/tty) 2>/dev/null && echo has-ctty || echo no-ctty";
+    let on_terminal =
+        |command: &str| call("shell", json!({"command": command, "background": true, "pty": true}));
+    let steps = [
+        calls(vec![on_terminal("exec python3 -i -q")]),
+        calls(vec![call(
+            "process_write",
+            json!({"id": 1, "input": "print(6*7)\n", "wait_ms": 5000}),
+        )]),
+        calls(vec![call("process_output", json!({"id": 1, "wait_ms": 2000}))]),
+        calls(vec![call("process_stop", json!({"id": 1}))]),
+        calls(vec![on_terminal(checks)]),
+        calls(vec![background(checks)]),
+        calls(vec![call("shell", json!({"command": "true", "pty": true}))]),
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = exec(&sandbox, &server).arg("talk to python").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines = json_lines(&output.stdout);
+    let text = |name: &str, n: usize| {
+        completed(&lines, name, n)["item"]["output"].as_str().unwrap_or_default().to_owned()
+    };
+    let started = &completed(&lines, "shell", 0)["item"];
+    assert_eq!(started["meta"]["background"]["status"], "running", "{started}");
+    assert!(text("shell", 0).contains("types on its terminal"), "{}", text("shell", 0));
+    // Each result ends trimmed; where the answer is cut between the two
+    // reads depends on timing.
+    let answered = format!("{}\n{}", text("process_write", 0), text("process_output", 0));
+    assert!(answered.contains("print(6*7)\n42\n"), "echoed, then answered: {answered}");
+    assert!(!answered.contains('\u{1b}') && !answered.contains('\r'), "{answered:?}");
+    let stopped = &completed(&lines, "process_stop", 0)["item"];
+    assert_eq!(stopped["meta"]["background"]["status"], "stopped", "{stopped}");
+    let launcher = started["meta"]["background"]["pid"].as_u64().unwrap();
+    assert!(!Path::new(&format!("/proc/{launcher}")).exists(), "the jail's launcher survived");
+    assert!(text("shell", 1).contains("stdin-tty\nhas-ctty"), "{}", text("shell", 1));
+    assert!(text("shell", 2).contains("stdin-pipe\nno-ctty"), "{}", text("shell", 2));
+    let refused = &completed(&lines, "shell", 3)["item"];
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(text("shell", 3).contains("`pty` needs `background: true`"), "{refused}");
+    wait_until("nothing of the session outlived keel", Duration::from_secs(10), || {
+        processes_in(&sandbox.repo).is_empty()
+    });
+}
+
+/// With full access and the network on the sandbox is off: the command
+/// runs unconfined under `keel sandbox-exec --terminal-stage`, which makes
+/// the terminal its controlling one; the kill ladder on its group still
+/// ends it.
+#[tokio::test]
+async fn an_unconfined_command_on_a_terminal_has_it_as_its_controlling_one() {
+    let sandbox = Sandbox::new();
+    let marker = marker("inplace");
+    let checks = format!(
+        "test -t 0 && echo stdin-tty; (exec 3</dev/tty) && echo has-ctty; exec -a {marker} sleep 1000"
+    );
+    let steps = [
+        calls(vec![call("shell", json!({"command": checks, "background": true, "pty": true}))]),
+        calls(vec![call("process_stop", json!({"id": 1}))]),
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox
+        .keel()
+        .args(["exec", "--json", "--yolo", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.uri())])
+        .args(["-c", "sandbox.mode=\"full-access\"", "-c", "sandbox.network=true"])
+        .arg("check it")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let lines = json_lines(&output.stdout);
+    let started = &completed(&lines, "shell", 0)["item"];
+    let text = started["output"].as_str().unwrap_or_default();
+    assert!(text.contains("stdin-tty\nhas-ctty"), "{started}");
+    let stopped = &completed(&lines, "process_stop", 0)["item"];
+    assert_eq!(stopped["meta"]["background"]["status"], "stopped", "{stopped}");
+    assert!(processes_with(&marker).is_empty(), "the command survived its stop");
 }

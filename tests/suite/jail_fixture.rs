@@ -291,6 +291,17 @@ impl Fixture {
         if let Some(dir) = workdir {
             args["workdir"] = json!(dir);
         }
+        self.tool_shell(&args)
+    }
+
+    /// Starts `script` as a background command on a terminal (`pty`)
+    /// through `keel tool shell`; one that ends within the first second is
+    /// reported with its output.
+    pub fn shell_on_terminal(&self, script: &str) -> Outcome {
+        self.tool_shell(&json!({"command": self.fill(script), "background": true, "pty": true}))
+    }
+
+    fn tool_shell(&self, args: &Value) -> Outcome {
         let output = command_as(self.user, &keel_under_test())
             .args(["tool", "shell", &args.to_string(), "--mode", "auto", "--yes"])
             .env_clear()

@@ -257,3 +257,23 @@ fn a_model_cannot_write_git_through_workdir() {
     assert_eq!(envelope["meta"]["kind"], "sandbox_violation", "{envelope}");
     assert!(envelope.to_string().contains("Read-only file system"), "{envelope}");
 }
+
+/// A background command started with `pty` has the terminal as its stdin
+/// and as its controlling terminal inside the jail, as root and as
+/// `nobody` (a user namespace), and the jail's `/dev/pts` stays private.
+#[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
+fn a_command_on_a_terminal_has_it_as_its_controlling_one_as_root_and_nobody() {
+    for user in [User::Root, User::Nobody] {
+        require(user);
+        let fixture = Fixture::new(user, false);
+        let outcome = fixture.shell_on_terminal(
+            "test -t 0 && echo stdin-tty; (exec 3</dev/tty) && echo has-ctty; \
+             stty size; ls /dev/pts | tr '\\n' ' '",
+        );
+        let text = &outcome.text;
+        // The private `/dev/pts` holds no terminal: the host's stays unseen.
+        assert!(text.contains("stdin-tty\nhas-ctty\n40 120\nptmx\n"), "{user:?}: {text}");
+        assert_eq!(outcome.envelope["meta"]["background"]["status"], "exited", "{user:?}: {text}");
+    }
+}

@@ -25,6 +25,15 @@
 //!    orphan until the command ends. Then it exits, and the kernel kills
 //!    whatever the command left behind: no process outlives its call.
 //!
+//! With [`TERMINAL_FLAG`] (a background command started with `pty`: its
+//! stdin, stdout and stderr are a pseudo-terminal, `sandbox::pty`), the
+//! launcher first starts a session of its own (keel then starts it
+//! outside any process group: it leads one, as usual), and whichever
+//! process runs the command makes the terminal its controlling one as a
+//! session leader: the init after its `setsid` (the command, its child,
+//! is then in the terminal's foreground group), or the launcher itself
+//! when it runs the command in place.
+//!
 //! Each layer the kernel refuses is recorded in [`layers::Layers`]: the
 //! probe (`-- --probe`) prints it as JSON, and the serious gaps are said
 //! on stderr for every command. Without a PID namespace the launcher
@@ -59,7 +68,17 @@ pub struct Request {
     /// `launcher` is unused here.
     pub confinement: Confinement,
     pub command: Vec<OsString>,
+    /// stdin is a terminal to make the command's controlling one.
+    pub terminal: bool,
 }
+
+/// The launcher's flag: stdin is a terminal to make the command's
+/// controlling one (see the module doc).
+pub const TERMINAL_FLAG: &str = "--terminal";
+
+/// `sandbox-exec`'s flag for an unconfined command on a terminal
+/// (`sandbox::pty::stage`).
+pub const TERMINAL_STAGE_FLAG: &str = "--terminal-stage";
 
 /// What the launcher hands to the init (one JSON argument).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -76,6 +95,9 @@ pub struct Handover {
     /// set (a launcher killed before that would leave it running).
     #[serde(default)]
     pub launcher_pid: u32,
+    /// stdin is a terminal the init makes the controlling one.
+    #[serde(default)]
+    pub terminal: bool,
 }
 
 /// Exit code for a command killed by signal `signal` (as shells say it).
@@ -90,6 +112,13 @@ pub fn launch(request: Request) -> i32 {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     if keel_died_before_us() {
         return signal_code(9);
+    }
+    if request.terminal {
+        // keel started us in no group of our own: lead a session (and its
+        // group, which keel's kill ladder ends).
+        if let Err(error) = rustix::process::setsid() {
+            say(&format!("keel: WARNING: cannot start a session for the terminal: {error}"));
+        }
     }
     let confinement = &request.confinement;
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
@@ -210,6 +239,7 @@ fn spawn_init(request: &Request, cwd: PathBuf, layers: Layers) -> i32 {
         layers,
         call_id,
         launcher_pid: std::process::id(),
+        terminal: request.terminal,
     };
     let (exe, json) = match (std::env::current_exe(), serde_json::to_string(&handover)) {
         (Ok(exe), Ok(json)) => (exe, json),
@@ -257,7 +287,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Stage 2, PID 1 of the jail. Returns the exit code to leave with.
 pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
-    let Handover { confinement, cwd, mut layers, call_id, launcher_pid } = handover;
+    let Handover { confinement, cwd, mut layers, call_id, launcher_pid, terminal } = handover;
     // Dies with the launcher (which dies with keel).
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     if launcher_pid != 0 && host_parent() != Some(launcher_pid) {
@@ -266,6 +296,9 @@ pub fn init(handover: Handover, command: Vec<OsString>) -> i32 {
     layers.fresh_proc = mounts::mount_fresh_proc().is_ok();
     if let Err(code) = confine(&confinement, &cwd, &mut layers, true) {
         return code;
+    }
+    if terminal && layers.new_session {
+        take_terminal();
     }
     if command.first().is_some_and(|c| c == "--probe") {
         return report_probe(&layers);
@@ -308,6 +341,10 @@ fn run_in_place(request: Request, cwd: &Path, mut layers: Layers) -> i32 {
         return report_probe(&layers);
     }
     warn_per_command(&layers);
+    if request.terminal {
+        // The session leader since `launch` began, and becomes the command.
+        take_terminal();
+    }
     let Some((program, rest)) = request.command.split_first() else {
         return fail("no command given after `--`");
     };
@@ -317,6 +354,14 @@ fn run_in_place(request: Request, cwd: &Path, mut layers: Layers) -> i32 {
         .env_remove(PARENT_VARIABLE)
         .exec();
     fail(&format!("cannot run {}: {error}", program.to_string_lossy()))
+}
+
+/// Makes stdin, a terminal, the command's controlling terminal (said when
+/// it cannot be: the command still has the terminal as its stdio).
+fn take_terminal() {
+    if let Err(error) = crate::sandbox::pty::take_controlling_terminal() {
+        say(&format!("keel: WARNING: the terminal is not the command's controlling one: {error}"));
+    }
 }
 
 /// The in-process layers, in order: process bound, capabilities, working
