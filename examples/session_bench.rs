@@ -80,6 +80,7 @@ fn config() -> LoopConfig {
         agent_classes: BTreeMap::new(),
         tool_scope: None,
         walls: Default::default(),
+        strict_tools: None,
     }
 }
 

@@ -121,7 +121,9 @@ pub(super) fn offer_tools(
     config.tool_classes.retain(|name, _| !replaced.contains(name));
     let names: Vec<String> = offered.iter().map(|(spec, _)| spec.name.clone()).collect();
     let tool_bytes = match reason {
-        Some(_) => crate::protocol::spec_bytes(offered.iter().map(|(spec, _)| spec)),
+        Some(_) => {
+            crate::protocol::spec_bytes(offered.iter().map(|(spec, _)| spec), config.strict_tools)
+        }
         None => Default::default(),
     };
     for (spec, class) in offered {
@@ -212,10 +214,10 @@ mod tests {
                 reason: "an MCP server's tool list changed".into(),
                 added: vec!["mcp__a__z".into()],
                 removed: vec!["mcp__a__x".into()],
-                tool_bytes: crate::protocol::spec_bytes([
-                    &spec("mcp__a__y").0,
-                    &spec("mcp__a__z").0
-                ]),
+                tool_bytes: crate::protocol::spec_bytes(
+                    [&spec("mcp__a__y").0, &spec("mcp__a__z").0],
+                    None
+                ),
             })]
         );
         let names: Vec<&str> = state.config.tools.iter().map(|s| s.name.as_str()).collect();

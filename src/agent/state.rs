@@ -74,6 +74,10 @@ pub struct LoopConfig {
     /// (filled by the runtime from the session's confinement; shown only
     /// when `policy.sandboxed`).
     pub walls: crate::prompts::Walls,
+    /// The strict subset tool schemas are sent in (`[provider]
+    /// strict_tools` on the session's protocol), for the sizes keel logs
+    /// (`protocol::spec_bytes`); `None`: sent as built.
+    pub strict_tools: Option<crate::protocol::strict_schema::StrictDialect>,
 }
 
 /// The model a session was configured with and its resolved prices.

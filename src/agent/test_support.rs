@@ -41,6 +41,7 @@ pub(super) fn config(approval: ApprovalMode, max_steps: u32) -> LoopConfig {
         agent_classes: BTreeMap::new(),
         tool_scope: None,
         walls: crate::prompts::Walls::default(),
+        strict_tools: None,
     }
 }
 

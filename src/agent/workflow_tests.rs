@@ -53,6 +53,7 @@ fn state(approval: ApprovalMode) -> LoopState {
             agent_classes: BTreeMap::new(),
             tool_scope: None,
             walls: crate::prompts::Walls::default(),
+            strict_tools: None,
         },
         Opening::default(),
     )

@@ -36,7 +36,7 @@ use crate::protocol::{
 
 /// Most tools one request may mark strict (Anthropic's documented limit);
 /// later ones go as they are.
-const MAX_STRICT_TOOLS: usize = 20;
+use crate::protocol::strict_schema::MAX_ANTHROPIC_STRICT_TOOLS as MAX_STRICT_TOOLS;
 
 /// `max_tokens` is required by the API; this is used when the request has none.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16_384;

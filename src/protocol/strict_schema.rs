@@ -37,6 +37,10 @@ use serde_json::{Map, Value};
 
 use super::ToolSpec;
 
+/// How many of a request's tools go strict on Anthropic (it caps them);
+/// the others carry no `strict` field.
+pub const MAX_ANTHROPIC_STRICT_TOOLS: usize = 20;
+
 /// Whose strict subset a schema is rewritten into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StrictDialect {

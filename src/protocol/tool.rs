@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ToolMeta;
+use super::strict_schema::{MAX_ANTHROPIC_STRICT_TOOLS, StrictDialect};
 use super::tool_facts::{self, ToolInfo};
 
 /// Whether running a tool can change anything outside keel.
@@ -29,18 +30,37 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     /// The spec's size as the model is sent it, near enough: name,
-    /// description and the schema's JSON.
-    pub fn bytes(&self) -> u64 {
-        (self.name.len() + self.description.len() + self.parameters.to_string().len()) as u64
+    /// description and the schema's JSON; with `strict` the strict form's
+    /// JSON when the tool has one (what `llm/` encodes).
+    pub fn bytes(&self, strict: Option<StrictDialect>) -> u64 {
+        let sent =
+            strict.and_then(|dialect| super::strict_schema::strict_parameters(self, dialect));
+        let schema = sent.as_ref().unwrap_or(&self.parameters).to_string();
+        (self.name.len() + self.description.len() + schema.len()) as u64
     }
 }
 
 /// Each spec's [`ToolSpec::bytes`] by tool name (the `tool_bytes` of the
-/// `prompt_prefix` and `tools_changed` log lines).
+/// `prompt_prefix` and `tools_changed` log lines), as sent under `strict`
+/// (`LoopConfig::strict_tools`): on Anthropic only the first
+/// [`MAX_ANTHROPIC_STRICT_TOOLS`] strict forms are sent.
 pub fn spec_bytes<'a>(
     tools: impl IntoIterator<Item = &'a ToolSpec>,
+    strict: Option<StrictDialect>,
 ) -> std::collections::BTreeMap<String, u64> {
-    tools.into_iter().map(|spec| (spec.name.clone(), spec.bytes())).collect()
+    let mut strict_sent = 0;
+    tools
+        .into_iter()
+        .map(|spec| {
+            let capped = strict == Some(StrictDialect::Anthropic)
+                && strict_sent >= MAX_ANTHROPIC_STRICT_TOOLS;
+            let dialect = strict.filter(|_| !capped);
+            if dialect.and_then(|d| super::strict_schema::strict_parameters(spec, d)).is_some() {
+                strict_sent += 1;
+            }
+            (spec.name.clone(), spec.bytes(dialect))
+        })
+        .collect()
 }
 
 /// The tools the loop answers itself (`agent`), never the tool runtime.

@@ -94,7 +94,20 @@ pub(super) fn loop_config(
         post_tool_hooks: false,
         // Set with `policy.sandboxed` once the sandbox is probed (`setup_sandbox`).
         walls: crate::prompts::Walls::default(),
+        strict_tools: strict_dialect(settings),
     }
+}
+
+/// The strict subset the session's protocol sends tool schemas in, when
+/// `[provider] strict_tools` asks for it (as `llm/`'s encoders do).
+pub(super) fn strict_dialect(
+    settings: &Settings,
+) -> Option<crate::protocol::strict_schema::StrictDialect> {
+    use crate::protocol::strict_schema::StrictDialect;
+    settings.provider.profile.strict_tools.then_some(match settings.provider.kind {
+        crate::llm::ProviderKind::Anthropic => StrictDialect::Anthropic,
+        _ => StrictDialect::OpenAi,
+    })
 }
 
 /// Whether the provider writes one-hour prompt-cache entries (priced so).

@@ -121,6 +121,7 @@ mod tests {
                 agent_classes: BTreeMap::new(),
                 tool_scope: None,
                 walls: crate::prompts::Walls::default(),
+                strict_tools: None,
             },
             Opening::default(),
         )

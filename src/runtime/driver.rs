@@ -169,7 +169,10 @@ impl Session {
             reason: "session start".to_owned(),
             sections: state.config().prefix.clone(),
             tools_digest: tools_digest(&state.config().tools),
-            tool_bytes: crate::protocol::spec_bytes(&state.config().tools),
+            tool_bytes: crate::protocol::spec_bytes(
+                &state.config().tools,
+                state.config().strict_tools,
+            ),
         })?;
         let (sandbox, sandbox_warning) = setup_sandbox(settings, state.config_mut());
         for message in settings.warnings.iter().chain(&sandbox_warning) {

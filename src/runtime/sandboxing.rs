@@ -348,7 +348,8 @@ pub fn mark_sandbox_violation(
     if landlock::network_blocked(&result.output, network) {
         result.output.push_str(&format!(
             "\n[keel] sandbox violation: this looks like the network failure of keel's sandbox: {}. \
-             Do not retry or change the code for it; ask the user if the command needs that host.\n",
+             Do not retry or change the code for it; if the task needs that host, say so in your \
+             answer (the user can allow it; nobody can in a headless run).\n",
             landlock::network_hint(network)
         ));
         return true;
@@ -403,6 +404,49 @@ mod tests {
             carved_out(&writable, Path::new("/srv/ws"), Some(Path::new("/home/u")), None)
                 .is_empty()
         );
+    }
+
+    /// A failed shell command's result and metadata under `network`.
+    fn violation_text(network: landlock::NetworkMode, output: &str) -> String {
+        let confinement = landlock::Confinement {
+            launcher: "/bin/keel".into(),
+            mode: landlock::SandboxMode::WorkspaceWrite,
+            workspace_roots: vec![PathBuf::from("/ws")],
+            extra_roots: Vec::new(),
+            read_only: Vec::new(),
+            network,
+            bridges: Default::default(),
+            required: true,
+            protect_vcs: false,
+            git_write: false,
+            max_pids: 64,
+            shared_network: None,
+        };
+        let jail = CommandJail::new(Some(confinement), EnvFilter::default());
+        let mut result = ToolResult::ok("c1", output);
+        let mut meta = ToolMeta::command(Some(1), None);
+        assert!(mark_sandbox_violation(names::SHELL, &mut result, &mut meta, &jail));
+        result.output
+    }
+
+    // Issue 32.9: the sandbox's hints never tell the model to ask the user,
+    // whom a headless run has not: they say what to tell the user instead.
+    #[test]
+    fn sandbox_hints_do_not_ask_the_user() {
+        let network = violation_text(
+            landlock::NetworkMode::Off,
+            "curl: (6) Could not resolve host: pkgs.example.test",
+        );
+        assert!(network.contains("network is off for commands"), "{network}");
+        assert!(
+            network.contains("if the task needs that host, say so in your answer"),
+            "{network}"
+        );
+        let write = violation_text(landlock::NetworkMode::Off, "touch: Permission denied");
+        assert!(write.contains("tell the user what to run outside it"), "{write}");
+        for text in [network, write] {
+            assert!(!text.contains("ask the user"), "{text}");
+        }
     }
 
     #[test]

@@ -111,6 +111,7 @@ fn config() -> LoopConfig {
         agent_classes: BTreeMap::new(),
         tool_scope: None,
         walls: crate::prompts::Walls::default(),
+        strict_tools: None,
     }
 }
 

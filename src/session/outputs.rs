@@ -21,6 +21,10 @@
 //! sessions whose log is gone from `sessions/` are removed
 //! ([`remove_orphaned_outputs`]; keel has no command removing sessions, the
 //! user deletes logs by hand); [`remove_session_outputs`] removes one.
+//! All sessions' folders together stay near [`MAX_TOTAL_BYTES`]: past it,
+//! at a session's first keep, the folders of other sessions go, least
+//! recently written first, never the keeping session's nor a live one's
+//! (its log locked), so the bound may be passed while those hold more.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -33,6 +37,10 @@ use crate::display::SecretMask;
 pub const MAX_KEPT_BYTES: usize = 8 * 1024 * 1024;
 /// The most kept for one session; the oldest files go first past it.
 pub const MAX_SESSION_BYTES: u64 = 64 * 1024 * 1024;
+/// The most kept for all sessions together; past it, when a session first
+/// keeps, the least recently written folders of other sessions go first
+/// (never one whose log is locked: a live session's).
+pub const MAX_TOTAL_BYTES: u64 = 512 * 1024 * 1024;
 
 const DIR_MODE: u32 = 0o700;
 const FILE_MODE: u32 = 0o600;
@@ -87,6 +95,44 @@ fn remove_orphans_but(keel_home: &Path, own: Option<&Path>) -> usize {
     orphans.iter().filter(|path| std::fs::remove_dir_all(path).is_ok()).count()
 }
 
+/// Removes other sessions' folders, least recently written first, until
+/// all of them with `own` hold at most `bound`; never `own`, never a live
+/// session's (its log locked). Returns how many were removed.
+fn trim_all_but(keel_home: &Path, own: &Path, bound: u64) -> usize {
+    let sessions = super::sessions_dir(keel_home);
+    let Ok(entries) = std::fs::read_dir(outputs_dir(keel_home)) else { return 0 };
+    let mut folders: Vec<(std::time::SystemTime, PathBuf, u64)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let meta = std::fs::symlink_metadata(entry.path()).ok()?;
+            let size: u64 = existing_files(&entry.path()).iter().map(|(_, size)| size).sum();
+            let written = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            Some((written, entry.path(), size))
+        })
+        .collect();
+    let mut total: u64 = folders.iter().map(|(_, _, size)| size).sum();
+    folders.sort();
+    let mut removed = 0;
+    for (_, path, size) in folders {
+        if total <= bound {
+            break;
+        }
+        let id = path.file_name().map(|name| name.to_string_lossy().into_owned());
+        let live = id.is_some_and(|id| {
+            super::lock_holder(&super::SessionLog::path_in(&sessions, &id)).is_some()
+        });
+        if path == own || live {
+            continue;
+        }
+        // A symlink is removed itself, never followed.
+        if std::fs::remove_dir_all(&path).is_ok() {
+            total = total.saturating_sub(size);
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// One kept output, as the result that was cut names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kept {
@@ -105,6 +151,8 @@ pub struct KeptOutputs {
     ancestors: Vec<PathBuf>,
     mask: Arc<SecretMask>,
     per_session: u64,
+    /// The bound on all sessions' folders together.
+    total: u64,
     /// What is kept; `None` until the first keep reads the folder (a
     /// resumed session's files count).
     files: Mutex<Option<Ledger>>,
@@ -119,6 +167,7 @@ impl KeptOutputs {
             ancestors: Vec::new(),
             mask,
             per_session: MAX_SESSION_BYTES,
+            total: MAX_TOTAL_BYTES,
             files: Mutex::new(None),
         }
     }
@@ -127,6 +176,13 @@ impl KeptOutputs {
     #[cfg(test)]
     fn with_session_bound(mut self, bytes: u64) -> Self {
         self.per_session = bytes;
+        self
+    }
+
+    /// The same store with another bound on all sessions' folders (tests).
+    #[cfg(test)]
+    fn with_total_bound(mut self, bytes: u64) -> Self {
+        self.total = bytes;
         self
     }
 
@@ -163,6 +219,7 @@ impl KeptOutputs {
         if files.is_none() {
             // Once a session, when it first keeps: sessions removed since go.
             remove_orphans_but(&self.home, Some(&self.dir));
+            trim_all_but(&self.home, &self.dir, self.total);
         }
         create_private_dir(&self.dir).map_err(write_error(&self.dir))?;
         let ledger = files.get_or_insert_with(|| Ledger::read(&self.dir));
@@ -345,6 +402,43 @@ mod tests {
         std::fs::write(sessions.join("next.jsonl"), "").unwrap();
         KeptOutputs::new(home.path(), "next", Arc::default()).keep("c", "z").unwrap();
         assert!(!gone.path.exists() && live.path.exists());
+    }
+
+    /// Marks `dir` as last written `secs` after the epoch.
+    fn written_at(dir: &Path, secs: u64) {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        std::fs::File::open(dir).unwrap().set_modified(time).unwrap();
+    }
+
+    // Kept outputs are bounded across sessions: past the total, at a
+    // session's first keep, the least recently written folders of other
+    // sessions go first, never a live session's (its log locked).
+    #[test]
+    fn past_the_total_bound_the_oldest_other_sessions_outputs_go_first() {
+        let home = tempfile::tempdir().unwrap();
+        let sessions = home.path().join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        for id in ["live", "old", "newer", "now"] {
+            std::fs::write(sessions.join(format!("{id}.jsonl")), "").unwrap();
+        }
+        let _lock = crate::session::SessionLock::acquire(&sessions.join("live.jsonl")).unwrap();
+        let keep = |id: &str, text: &str| {
+            KeptOutputs::new(home.path(), id, Arc::default()).keep("c", text).unwrap()
+        };
+        let live = keep("live", &"l".repeat(400));
+        let old = keep("old", &"o".repeat(400));
+        let newer = keep("newer", &"n".repeat(400));
+        let outputs = outputs_dir(home.path());
+        written_at(&outputs.join("live"), 100);
+        written_at(&outputs.join("old"), 200);
+        written_at(&outputs.join("newer"), 300);
+        let now = KeptOutputs::new(home.path(), "now", Arc::default())
+            .with_total_bound(1_000)
+            .keep("c", &"w".repeat(100))
+            .unwrap();
+        assert!(live.path.exists(), "a live session's outputs stay, oldest as they are");
+        assert!(!old.path.exists(), "the least recently written other session's go");
+        assert!(newer.path.exists() && now.path.exists(), "once under the bound, no more go");
     }
 
     #[test]

@@ -120,3 +120,29 @@ async fn strict_tools_are_off_by_default() {
         }
     }
 }
+
+/// The sizes keel logs for the tools (`prompt_prefix`'s `tool_bytes`, what
+/// the spend ledger splits the prefix by) are those of the schemas sent:
+/// the strict forms under `strict_tools`.
+#[tokio::test]
+async fn the_logged_tool_sizes_are_those_of_the_strict_schemas_sent() {
+    let sandbox = Sandbox::new();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("done".into())]).await;
+    let output = sandbox
+        .run(&Model::on(Wire::Chat, &server), &["exec", "-c", "provider.strict_tools=true", "Hi."]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let body = &request_bodies(&server).await[0];
+    let log = sandbox.only_log();
+    let prefix = log.iter().find(|line| line["type"] == "prompt_prefix").unwrap();
+    let mut strict = 0;
+    for tool in body["tools"].as_array().unwrap() {
+        let function = &tool["function"];
+        let name = function["name"].as_str().unwrap();
+        let sent = name.len()
+            + function["description"].as_str().unwrap().len()
+            + function["parameters"].to_string().len();
+        assert_eq!(prefix["tool_bytes"][name].as_u64(), Some(sent as u64), "{name}: {prefix}");
+        strict += usize::from(function["strict"] == true);
+    }
+    assert!(strict > 3, "strict tools were sent: {body}");
+}

@@ -90,7 +90,7 @@ impl Session {
         let config = loop_config(settings, &options, &tools, &found);
         let fresh = config.prefix.clone();
         let digest = tools_digest(&config.tools);
-        let tool_bytes = crate::protocol::spec_bytes(&config.tools);
+        let tool_bytes = crate::protocol::spec_bytes(&config.tools, config.strict_tools);
         let mut rebuilder = Rebuilder::new(config);
         rebuilder.configure_workflow(workflow_setup(settings, &found));
         // Before reading: no other process appends while this one rebuilds.

@@ -316,7 +316,10 @@ impl Session {
             reason: "session start".to_owned(),
             sections: state.config().prefix.clone(),
             tools_digest: tools_digest(&state.config().tools),
-            tool_bytes: crate::protocol::spec_bytes(&state.config().tools),
+            tool_bytes: crate::protocol::spec_bytes(
+                &state.config().tools,
+                state.config().strict_tools,
+            ),
         })?;
         let child = self.child_session(ChildParts {
             id,
@@ -432,6 +435,7 @@ impl Session {
             post_tool_hooks: false,
             // Its commands run in the parent's jail.
             walls: self.state.config().walls.clone(),
+            strict_tools: self.state.config().strict_tools,
         }
     }
 

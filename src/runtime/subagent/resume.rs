@@ -159,7 +159,7 @@ impl Session {
         let config = self.child_config(&settings, &definition, mode, depth, &found);
         let fresh = config.prefix.clone();
         let digest = tools_digest(&config.tools);
-        let tool_bytes = crate::protocol::spec_bytes(&config.tools);
+        let tool_bytes = crate::protocol::spec_bytes(&config.tools, config.strict_tools);
         let mut rebuilder = Rebuilder::new(config);
         rebuilder.configure_workflow(child_workflow(&settings, &found));
         let mut grandchildren = SubagentLinks::default();
