@@ -10,7 +10,8 @@
 //! `$KEEL_HOME/commands`, then the project's `.claude/commands` and
 //! `.keel/commands`, which load only once the project is trusted (listed
 //! as skipped before). Subfolders group commands as in Claude Code; the
-//! name is the file's stem. keel's own slash commands (`/help`, `/mode`, …)
+//! name is the file's stem, and `folder:stem` (Claude Code's namespaced
+//! `/tools:scaffold`) names it too. keel's own slash commands (`/help`, `/mode`, …)
 //! cannot be replaced; a command replaces a skill of the same name.
 //!
 //! Invariants: a broken file is reported by path and never stops the
@@ -39,6 +40,9 @@ const DESCRIPTION_FROM_BODY_CHARS: usize = 80;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomCommand {
     pub name: String,
+    /// Its subfolders below the root, joined with `:` (`tools` for
+    /// `commands/tools/scaffold.md`): Claude Code's `/tools:scaffold`.
+    pub namespace: Option<String>,
     pub description: String,
     /// How the arguments are written (`[file] [focus]`), for the popup.
     pub argument_hint: Option<String>,
@@ -62,10 +66,17 @@ pub struct CommandCatalog {
 }
 
 impl CommandCatalog {
-    /// The command `/name` runs; Codex's `prompts:name` spelling works too.
+    /// The command `/name` runs; Codex's `prompts:name` spelling and
+    /// Claude Code's namespaced `folder:name` (`tools:scaffold`) work too.
     pub fn find(&self, name: &str) -> Option<&CustomCommand> {
         let name = name.strip_prefix("prompts:").unwrap_or(name);
-        self.commands.iter().find(|command| command.name == name)
+        if let Some(command) = self.commands.iter().find(|command| command.name == name) {
+            return Some(command);
+        }
+        let (namespace, stem) = name.rsplit_once(':')?;
+        self.commands
+            .iter()
+            .find(|command| command.name == stem && command.namespace.as_deref() == Some(namespace))
     }
 
     /// What the session should tell the user about loading.
@@ -106,7 +117,7 @@ pub fn discover_commands(roots: &[(PathBuf, bool)], project_trusted: bool) -> Co
             continue;
         }
         for path in files {
-            match load(&path) {
+            match load(root, &path) {
                 Ok(command) => {
                     by_name.insert(command.name.clone(), command);
                 }
@@ -118,7 +129,7 @@ pub fn discover_commands(roots: &[(PathBuf, bool)], project_trusted: bool) -> Co
     catalog
 }
 
-fn load(path: &Path) -> Result<CustomCommand, DefinitionError> {
+fn load(root: &Path, path: &Path) -> Result<CustomCommand, DefinitionError> {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     if !valid_name(&name) {
         return Err(DefinitionError::BadName { name });
@@ -139,6 +150,7 @@ fn load(path: &Path) -> Result<CustomCommand, DefinitionError> {
     });
     Ok(CustomCommand {
         name,
+        namespace: namespace_of(root, path),
         description,
         argument_hint: file.text("argument-hint"),
         model: file.model()?,
@@ -146,6 +158,14 @@ fn load(path: &Path) -> Result<CustomCommand, DefinitionError> {
         body: file.body.trim().to_owned(),
         path: path.to_owned(),
     })
+}
+
+/// The subfolders between `root` and the file `path`, joined with `:`.
+fn namespace_of(root: &Path, path: &Path) -> Option<String> {
+    let folder = path.parent()?.strip_prefix(root).ok()?;
+    let parts: Vec<String> =
+        folder.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
+    (!parts.is_empty()).then(|| parts.join(":"))
 }
 
 /// A body's first non-empty line, shortened, as its description.
@@ -487,6 +507,9 @@ mod tests {
         assert!(untrusted.warnings().iter().any(|w| w.contains("keel trust")));
         let component = untrusted.find("component").unwrap();
         assert_eq!(component.description, "Make a component");
+        // Claude Code's namespaced spelling (issue 36: it went to the model as text).
+        assert_eq!(untrusted.find("frontend:component").unwrap().path, component.path);
+        assert!(untrusted.find("backend:component").is_none());
         let commit = untrusted.find("commit").unwrap();
         assert_eq!(commit.allowed_tools.as_deref().unwrap(), ["shell", "read_file"]);
         assert_eq!(commit.argument_hint.as_deref(), Some("[msg]"));

@@ -74,6 +74,43 @@ impl Session {
         }))
     }
 
+    /// What to say about the `/name` that `prompt` starts with when nothing
+    /// answers to it: no custom command, skill or MCP prompt (those have
+    /// their own error). A prompt whose first word is not a command name
+    /// (`/tmp/x is broken`, a path) is not one. `keel exec` refuses it
+    /// rather than send the model the line it meant to expand.
+    pub fn unknown_slash(&self, prompt: &str) -> Option<String> {
+        let line = prompt.trim_start().strip_prefix('/')?;
+        let name = line.split(char::is_whitespace).next().unwrap_or_default();
+        let command_like =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.');
+        if name.is_empty() || !name.chars().all(command_like) || name.starts_with("mcp__") {
+            return None;
+        }
+        let known = self.commands.find(name).is_some()
+            || self.tools.skills().iter().any(|skill| skill.meta.name == name);
+        if known {
+            return None;
+        }
+        let stem = name.rsplit(':').next().unwrap_or(name);
+        let skipped = self
+            .commands
+            .skipped
+            .iter()
+            .find(|path| path.file_stem().is_some_and(|file| file.to_string_lossy() == stem));
+        Some(match skipped {
+            Some(path) => format!(
+                "unknown command /{name}: {} is not loaded until the project is trusted \
+                 (`keel trust`)",
+                path.display()
+            ),
+            None => format!(
+                "unknown command /{name}: no custom command or skill has that name (`/help` in \
+                 the TUI lists them; put a word before the `/` to send the line as text)"
+            ),
+        })
+    }
+
     /// Names and argument hints of the custom commands, with their
     /// descriptions (the TUI's slash popup).
     pub fn command_index(&self) -> Vec<(String, String, String)> {

@@ -26,7 +26,7 @@ async fn a_project_command_runs_expanded_once_trusted_and_is_skipped_before() {
     sandbox.write(".keel/commands/fix.md", FIX);
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
     let output = exec(&sandbox, &server.uri(), "/fix the login bug");
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(2), "not loaded, so unknown (issue 36)");
     let warnings: Vec<Value> =
         json_lines(&output.stdout).into_iter().filter(|l| l["type"] == "warning").collect();
     let skipped = warnings.iter().find(|w| w["message"].as_str().unwrap().contains("command(s)"));
@@ -34,7 +34,10 @@ async fn a_project_command_runs_expanded_once_trusted_and_is_skipped_before() {
         skipped.unwrap_or_else(|| panic!("no warning in {warnings:?}"))["message"].clone();
     assert!(skipped.as_str().unwrap().contains(".keel/commands/fix.md"), "{skipped}");
     assert!(skipped.as_str().unwrap().contains("keel trust"), "{skipped}");
-    assert_eq!(sent_prompt(&request_bodies(&server).await), "/fix the login bug", "not loaded");
+    let result = json_lines(&output.stdout).into_iter().find(|l| l["type"] == "result").unwrap();
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(error.contains(".keel/commands/fix.md") && error.contains("keel trust"), "{result}");
+    assert!(request_bodies(&server).await.is_empty(), "the line was sent to the model");
 
     assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
@@ -267,4 +270,37 @@ async fn a_claude_model_named_by_a_command_is_not_sent_to_an_openai_server() {
     assert!(notices[0].contains("/tdd-red") && notices[0].contains("`m`"), "{}", notices[0]);
     let log = sandbox.only_log();
     assert!(!log.iter().any(|l| l["type"] == "model_changed"), "no switch");
+}
+
+/// Issue 36: wshobson/commands documents `/tools:api-scaffold` for its
+/// `tools/api-scaffold.md`; main sent the line to the model as text and
+/// exited 0. The namespaced name runs the command; a name nothing answers
+/// to is a usage error (exit 2) and nothing is sent; a path is a prompt.
+#[tokio::test]
+async fn namespaced_commands_run_and_an_unknown_one_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join(".claude/commands/tools")).unwrap();
+    std::fs::write(
+        sandbox.home.join(".claude/commands/tools/api-scaffold.md"),
+        "---\ndescription: Scaffold an API\n---\nScaffold an API for: $ARGUMENTS",
+    )
+    .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/tools:api-scaffold users");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(sent_prompt(&request_bodies(&server).await), "Scaffold an API for: users");
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer("never".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/workflows:tdd-cycle users");
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stdout));
+    let result = json_lines(&output.stdout).into_iter().find(|l| l["type"] == "result").unwrap();
+    assert_eq!(result["status"], "usage_error", "{result}");
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(error.contains("unknown command /workflows:tdd-cycle"), "{result}");
+    assert!(request_bodies(&server).await.is_empty(), "the line was sent to the model");
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer("looked".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/etc/hosts looks wrong");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(sent_prompt(&request_bodies(&server).await), "/etc/hosts looks wrong");
 }
