@@ -15,9 +15,10 @@
 //! cannot be replaced; a command replaces a skill of the same name.
 //!
 //! Invariants: a broken file is reported by path and never stops the
-//! others; expansion is pure and never panics on any input; a file's `!`
-//! shell lines are not run (a prompt file never runs commands outside
-//! policy): they reach the model as text.
+//! others; expansion is pure and never panics on any input; a file's
+//! `` !`cmd` `` lines are only found here ([`shell_lines`]): the session
+//! runs them as the user's `!cmd`, through policy and the sandbox
+//! (`runtime/custom_commands.rs`), never outside them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -202,8 +203,8 @@ pub fn expand(body: &str, args: &str) -> Result<String, ExpansionTooLarge> {
         whole: false,
         placed: 0,
     };
-    for (piece, code) in segments(body) {
-        expander.piece(piece, code)?;
+    for (piece, kind) in segments(body) {
+        expander.piece(piece, kind != Piece::Text)?;
     }
     let Expander { mut out, whole, placed, .. } = expander;
     if !whole && placed < words.len() && !args.is_empty() {
@@ -297,10 +298,39 @@ fn runs_on(tail: &str) -> bool {
     }
 }
 
+/// What a piece of a body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    Text,
+    /// A code span (its backticks included).
+    Span,
+    /// A line of a fenced block (its fences included).
+    Fence,
+}
+
+/// Claude Code's `` !`cmd` `` in `text` (outside fenced blocks): where each
+/// is (the `!` to the closing backtick) and its command.
+pub fn shell_lines(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    let mut bang = false;
+    for (piece, kind) in segments(text) {
+        if kind == Piece::Span && bang {
+            let command = piece.trim_matches('`').trim();
+            if !command.is_empty() {
+                found.push((at - 1..at + piece.len(), command.to_owned()));
+            }
+        }
+        bang = kind == Piece::Text && piece.ends_with('!');
+        at += piece.len();
+    }
+    found
+}
+
 /// The body cut into pieces, each marked whether it is code: a fenced
 /// block (between lines opening with ```` ``` ```` or `~~~`, the fences
 /// included) or a span between equal runs of backticks on one line.
-fn segments(body: &str) -> Vec<(&str, bool)> {
+fn segments(body: &str) -> Vec<(&str, Piece)> {
     let mut pieces = Vec::new();
     let mut fence: Option<&str> = None;
     for line in body.split_inclusive('\n') {
@@ -308,12 +338,12 @@ fn segments(body: &str) -> Vec<(&str, bool)> {
         match (fence, marker) {
             (Some(open), Some(close)) if close.starts_with(open) => {
                 fence = None;
-                pieces.push((line, true));
+                pieces.push((line, Piece::Fence));
             }
-            (Some(_), _) => pieces.push((line, true)),
+            (Some(_), _) => pieces.push((line, Piece::Fence)),
             (None, Some(open)) => {
                 fence = Some(open);
-                pieces.push((line, true));
+                pieces.push((line, Piece::Fence));
             }
             (None, None) => spans(line, &mut pieces),
         }
@@ -335,7 +365,7 @@ fn fence_marker(line: &str) -> Option<&str> {
 
 /// `line` cut at its code spans (a run of backticks to the next run of
 /// the same length; an unclosed run is text).
-fn spans<'a>(line: &'a str, pieces: &mut Vec<(&'a str, bool)>) {
+fn spans<'a>(line: &'a str, pieces: &mut Vec<(&'a str, Piece)>) {
     let mut start = 0;
     let mut at = 0;
     while let Some(found) = line[at..].find('`') {
@@ -346,12 +376,12 @@ fn spans<'a>(line: &'a str, pieces: &mut Vec<(&'a str, bool)>) {
             continue;
         };
         let end = open + run + close + run;
-        pieces.push((&line[start..open], false));
-        pieces.push((&line[open..end], true));
+        pieces.push((&line[start..open], Piece::Text));
+        pieces.push((&line[open..end], Piece::Span));
         start = end;
         at = end;
     }
-    pieces.push((&line[start..], false));
+    pieces.push((&line[start..], Piece::Text));
 }
 
 /// Where in `text` a run of exactly `run` backticks starts.
@@ -479,6 +509,15 @@ mod tests {
         let debt = fixture("tech-debt.md");
         let out = expanded(&debt, "payments");
         assert!(out.contains("240 hours × $150/hour = $36,000"), "a price was changed");
+    }
+
+    #[test]
+    fn shell_lines_are_found_outside_fenced_blocks() {
+        let text = "Status: !`git status --short`\nNot `ls` nor !``a`b``.\n```\n!`rm x`\n```\n";
+        let found = shell_lines(text);
+        let commands: Vec<&str> = found.iter().map(|(_, c)| c.as_str()).collect();
+        assert_eq!(commands, ["git status --short", "a`b"]);
+        assert_eq!(&text[found[0].0.clone()], "!`git status --short`");
     }
 
     #[test]

@@ -22,6 +22,11 @@
 //! runs on the command's model and then goes back too. A model without
 //! prices is refused while a cost limit is set.
 //!
+//! A body's `` !`cmd` `` lines run before the turn, as the user's own
+//! `!cmd` (`user_shell.rs`: policy's verdict, the session's sandbox and
+//! secret mask), their output in the prompt; one policy forbids is not run,
+//! said in the prompt and in a warning.
+//!
 //! Flow: `Session::run_turn` checks `/name args` against the commands first (then skills, in
 //! `run_prompt_turn`). `Input::NarrowTurn` is fed right before the turn's `UserTurn`, so a prompt
 //! refused first narrows nothing; the loop clears the scope when the turn completes, and the driver
@@ -37,11 +42,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::ToolScope;
 use crate::config::EDIT_TOOLS;
-use crate::config::commands::expand;
+use crate::config::commands::{expand, shell_lines};
 use crate::llm::ModelChoice;
 use crate::protocol::{HarnessTool, entry_names};
 
-use super::{RuntimeError, RuntimeEvent, Session, TurnSummary};
+use super::{RuntimeError, RuntimeEvent, Session, TurnSummary, UserShell};
 
 /// A custom command's turn, expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,13 +147,40 @@ impl Session {
             .allowed_tools
             .as_ref()
             .map(|tools| narrowed(self.state.config().tool_scope.as_ref(), &command.name, tools));
-        let summary = self.run_prompt_turn(command.prompt, scope, cancel).await;
+        let prompt = self.run_shell_lines(&command.name, command.prompt, cancel).await;
+        let summary = self.run_prompt_turn(prompt, scope, cancel).await;
         // A turn that never started (refused by a UserPromptSubmit hook)
         // has no end to go back at.
         if model.is_some() {
             self.set_model(previous_model)?;
         }
         summary
+    }
+
+    /// `prompt` with each `` !`cmd` `` replaced by what the command printed,
+    /// run as the user's `!cmd` (policy, sandbox, secret mask:
+    /// `user_shell.rs`); one refused by policy is replaced by a note and
+    /// said once. Every loaded command file is the user's own or a trusted
+    /// project's (an untrusted project's are not loaded).
+    async fn run_shell_lines(
+        &mut self,
+        name: &str,
+        mut prompt: String,
+        cancel: &CancellationToken,
+    ) -> String {
+        let lines = shell_lines(&prompt);
+        for (range, line) in lines.into_iter().rev() {
+            let replacement = match self.run_as_user(&line, cancel).await {
+                UserShell::Ran { output, .. } => output.trim_end().to_owned(),
+                UserShell::Refused { reason } => {
+                    let message = format!("the /{name} command's `!{line}` did not run: {reason}");
+                    self.sink.emit(RuntimeEvent::Warning { message });
+                    format!("(`{line}` was not run: {reason})")
+                }
+            };
+            prompt.replace_range(range, &replacement);
+        }
+        prompt
     }
 
     /// The model the command `name`'s `model:` names, if this provider

@@ -13,7 +13,9 @@
 //! jail (`ToolContext` of the session's tools, the shell tool itself),
 //! its output passes the session's secret mask, and a sandbox block is
 //! marked as for the model's calls. No undo checkpoint covers it and no
-//! file bookkeeping is written, as for the user's own edits.
+//! file bookkeeping is written, as for the user's own edits. A custom
+//! command's `` !`cmd` `` lines run the same way (`run_as_user`), their
+//! output put in the command's prompt instead of a history message.
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -49,6 +51,22 @@ impl Session {
         command: &str,
         cancel: &CancellationToken,
     ) -> Result<UserShell, RuntimeError> {
+        let ran = self.run_as_user(command, cancel).await;
+        if let UserShell::Ran { output, .. } = &ran {
+            let text = user_shell_message(command, output);
+            self.apply_outside_loop(Input::UserShell { text })?;
+        }
+        Ok(ran)
+    }
+
+    /// Runs `command` as the user's own, judged and jailed as the module
+    /// doc says, adding nothing to the history (a command file's
+    /// `` !`cmd` `` lines: their output joins the command's prompt).
+    pub(super) async fn run_as_user(
+        &mut self,
+        command: &str,
+        cancel: &CancellationToken,
+    ) -> UserShell {
         let call = ToolCall {
             call_id: "user-shell".to_owned(),
             name: names::SHELL.to_owned(),
@@ -58,7 +76,7 @@ impl Session {
         };
         if !matches!(self.state.phase(), crate::agent::LoopPhase::Idle) {
             let reason = "a turn is running; run it after the turn".to_owned();
-            return Ok(UserShell::Refused { reason });
+            return UserShell::Refused { reason };
         }
         let facts = CallFacts {
             tool: names::SHELL,
@@ -67,7 +85,7 @@ impl Session {
         };
         let verdict = self.state.judge_call(&self.state.config().policy, facts);
         if let Decision::Forbidden { reason } = verdict.decision {
-            return Ok(UserShell::Refused { reason });
+            return UserShell::Refused { reason };
         }
         let ctx = self.tools.context(&self.workspace_root, &self.cwd, cancel, false);
         let (mut result, mut meta) = self.tools.run_call(&call, &ctx).await;
@@ -75,12 +93,10 @@ impl Session {
         if self.state.config().policy.sandboxed {
             mark_sandbox_violation(&call.name, &mut result, &mut meta, self.tools.jail());
         }
-        let text = user_shell_message(command, &result.output);
-        self.apply_outside_loop(Input::UserShell { text })?;
-        Ok(UserShell::Ran {
+        UserShell::Ran {
             output: result.output,
             is_error: result.is_error,
             exit_code: meta.exit_code(),
-        })
+        }
     }
 }

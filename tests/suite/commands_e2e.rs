@@ -304,3 +304,41 @@ async fn namespaced_commands_run_and_an_unknown_one_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
     assert_eq!(sent_prompt(&request_bodies(&server).await), "/etc/hosts looks wrong");
 }
+
+/// Issue 36: davila7's generate-test-cases.md (real file, 133 of its
+/// commands are like it) gathers context with `` !`cmd` `` lines. They run
+/// before the turn, as the user's `!cmd` (policy, sandbox), their output in
+/// the prompt; main sent them as text. A line policy forbids is not run and
+/// said so.
+#[tokio::test]
+async fn a_commands_shell_lines_run_before_the_turn_through_policy() {
+    let sandbox = Sandbox::new();
+    sandbox.write("calc.test.js", "test('x', () => {});\n");
+    sandbox.write(
+        ".claude/commands/generate-test-cases.md",
+        include_str!("../fixtures/claude/commands/generate-test-cases.md"),
+    );
+    sandbox.write(".claude/commands/wipe.md", "Before: !`rm -rf /`\nNow tidy $ARGUMENTS.\n");
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/generate-test-cases calc.js");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(!prompt.contains("!`find"), "a `!` line reached the model as text: {prompt}");
+    assert!(prompt.contains("Jest/Vitest detected"), "{prompt}");
+    assert!(prompt.contains("./calc.test.js test file patterns"), "{prompt}");
+    assert!(prompt.contains("intelligent coverage: **calc.js**"), "{prompt}");
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/wipe notes");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(
+        prompt.starts_with("Before: (`rm -rf /` was not run: refused in every mode"),
+        "{prompt}"
+    );
+    let warned = json_lines(&output.stdout).into_iter().any(|l| {
+        l["type"] == "warning" && l["message"].as_str().unwrap_or_default().contains("did not run")
+    });
+    assert!(warned, "no warning");
+}
