@@ -327,6 +327,33 @@ pub fn shell_lines(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
     found
 }
 
+/// Claude Code's `@path` file references in `text`'s prose (not in code):
+/// an `@` at the start or after a space or `(`, then a path with a `.` or
+/// a `/` in it (`@src/lib.rs`, `@notes.md`; not `@user`, not a mail
+/// address), trailing punctuation left out; each once, in order.
+pub fn file_mentions(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for (piece, kind) in segments(text) {
+        if kind != Piece::Text {
+            continue;
+        }
+        let mut previous = ' ';
+        for (at, c) in piece.char_indices() {
+            if c == '@' && (previous.is_whitespace() || previous == '(') {
+                let rest = &piece[at + 1..];
+                let end = rest.find(|c: char| c.is_whitespace() || "()[]<>,;\"'`".contains(c));
+                let path = rest[..end.unwrap_or(rest.len())].trim_end_matches(['.', ':', '!', '?']);
+                let pathlike = path.contains(['.', '/']) && !path.contains("://");
+                if pathlike && !path.starts_with('@') && !found.iter().any(|p| p == path) {
+                    found.push(path.to_owned());
+                }
+            }
+            previous = c;
+        }
+    }
+    found
+}
+
 /// The body cut into pieces, each marked whether it is code: a fenced
 /// block (between lines opening with ```` ``` ```` or `~~~`, the fences
 /// included) or a span between equal runs of backticks on one line.
@@ -518,6 +545,13 @@ mod tests {
         let commands: Vec<&str> = found.iter().map(|(_, c)| c.as_str()).collect();
         assert_eq!(commands, ["git status --short", "a`b"]);
         assert_eq!(&text[found[0].0.clone()], "!`git status --short`");
+    }
+
+    #[test]
+    fn file_mentions_are_paths_in_prose() {
+        let text = "Read @notes.md and (@src/lib.rs). Ask @alice, mail a@b.io, see \
+                    https://x.io/@y.\n`@not/this.md` @notes.md\n```\n@nor/this.md\n```\n";
+        assert_eq!(file_mentions(text), ["notes.md", "src/lib.rs"]);
     }
 
     #[test]

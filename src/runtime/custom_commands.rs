@@ -25,7 +25,9 @@
 //! A body's `` !`cmd` `` lines run before the turn, as the user's own
 //! `!cmd` (`user_shell.rs`: policy's verdict, the session's sandbox and
 //! secret mask), their output in the prompt; one policy forbids is not run,
-//! said in the prompt and in a warning.
+//! said in the prompt and in a warning. Each `@path` it names is read by
+//! the user's own `read_file` (its confinement: a secret or outside path
+//! is refused, and said) and appended as a `<file>` block.
 //!
 //! Flow: `Session::run_turn` checks `/name args` against the commands first (then skills, in
 //! `run_prompt_turn`). `Input::NarrowTurn` is fed right before the turn's `UserTurn`, so a prompt
@@ -42,9 +44,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::ToolScope;
 use crate::config::EDIT_TOOLS;
-use crate::config::commands::{expand, shell_lines};
+use crate::config::commands::{expand, file_mentions, shell_lines};
 use crate::llm::ModelChoice;
-use crate::protocol::{HarnessTool, entry_names};
+use crate::protocol::tool_facts::names;
+use crate::protocol::{HarnessTool, ResultKind, entry_names};
 
 use super::{RuntimeError, RuntimeEvent, Session, TurnSummary, UserShell};
 
@@ -148,6 +151,7 @@ impl Session {
             .as_ref()
             .map(|tools| narrowed(self.state.config().tool_scope.as_ref(), &command.name, tools));
         let prompt = self.run_shell_lines(&command.name, command.prompt, cancel).await;
+        let prompt = self.attach_mentions(&command.name, prompt, cancel).await;
         let summary = self.run_prompt_turn(prompt, scope, cancel).await;
         // A turn that never started (refused by a UserPromptSubmit hook)
         // has no end to go back at.
@@ -179,6 +183,37 @@ impl Session {
                 }
             };
             prompt.replace_range(range, &replacement);
+        }
+        prompt
+    }
+
+    /// `prompt` with each file its `@path` names appended, read by the
+    /// user's own `read_file` call (`call_as_user`: policy, the tool's
+    /// confinement, the secret mask). A path that does not exist is not a
+    /// reference (`@user`); one refused is said in the prompt and a warning.
+    async fn attach_mentions(
+        &mut self,
+        name: &str,
+        mut prompt: String,
+        cancel: &CancellationToken,
+    ) -> String {
+        for path in file_mentions(&prompt) {
+            let arguments = serde_json::json!({ "path": path });
+            let refused = match self.call_as_user(names::READ_FILE, arguments, cancel).await {
+                Ok((result, _)) if !result.is_error => {
+                    let text = result.output.trim_end();
+                    prompt.push_str(&format!("\n\n<file path=\"{path}\">\n{text}\n</file>"));
+                    continue;
+                }
+                Ok((_, meta)) if meta.kind() == Some(ResultKind::ToolError("not_found".into())) => {
+                    continue;
+                }
+                Ok((result, _)) => result.output,
+                Err(reason) => reason,
+            };
+            let message = format!("the /{name} command's @{path} was not inlined: {refused}");
+            self.sink.emit(RuntimeEvent::Warning { message });
+            prompt.push_str(&format!("\n\n(@{path} was not inlined: {refused})"));
         }
         prompt
     }

@@ -67,25 +67,42 @@ impl Session {
         command: &str,
         cancel: &CancellationToken,
     ) -> UserShell {
+        let arguments = json!({ "command": command });
+        let (result, meta) = match self.call_as_user(names::SHELL, arguments, cancel).await {
+            Ok(ran) => ran,
+            Err(reason) => return UserShell::Refused { reason },
+        };
+        UserShell::Ran {
+            output: result.output,
+            is_error: result.is_error,
+            exit_code: meta.exit_code(),
+        }
+    }
+
+    /// Runs the tool `tool` with `arguments` as the user's own call, while
+    /// idle: the loop's verdict (forbidden: `Err` with its reason), the
+    /// session's tools and jail, the secret mask. Nothing is recorded.
+    pub(super) async fn call_as_user(
+        &mut self,
+        tool: &str,
+        arguments: serde_json::Value,
+        cancel: &CancellationToken,
+    ) -> Result<(crate::protocol::ToolResult, crate::protocol::ToolMeta), String> {
         let call = ToolCall {
             call_id: "user-shell".to_owned(),
-            name: names::SHELL.to_owned(),
-            arguments: json!({ "command": command }).to_string(),
+            name: tool.to_owned(),
+            arguments: arguments.to_string(),
             item_id: None,
             provider_data: None,
         };
         if !matches!(self.state.phase(), crate::agent::LoopPhase::Idle) {
-            let reason = "a turn is running; run it after the turn".to_owned();
-            return UserShell::Refused { reason };
+            return Err("a turn is running; run it after the turn".to_owned());
         }
-        let facts = CallFacts {
-            tool: names::SHELL,
-            class: self.state.class_of(names::SHELL),
-            arguments: &call.arguments,
-        };
+        let facts =
+            CallFacts { tool, class: self.state.class_of(tool), arguments: &call.arguments };
         let verdict = self.state.judge_call(&self.state.config().policy, facts);
         if let Decision::Forbidden { reason } = verdict.decision {
-            return UserShell::Refused { reason };
+            return Err(reason);
         }
         let ctx = self.tools.context(&self.workspace_root, &self.cwd, cancel, false);
         let (mut result, mut meta) = self.tools.run_call(&call, &ctx).await;
@@ -93,10 +110,6 @@ impl Session {
         if self.state.config().policy.sandboxed {
             mark_sandbox_violation(&call.name, &mut result, &mut meta, self.tools.jail());
         }
-        UserShell::Ran {
-            output: result.output,
-            is_error: result.is_error,
-            exit_code: meta.exit_code(),
-        }
+        Ok((result, meta))
     }
 }

@@ -342,3 +342,39 @@ async fn a_commands_shell_lines_run_before_the_turn_through_policy() {
     });
     assert!(warned, "no warning");
 }
+
+/// Issue 36: 71 of davila7's commands name files as `@path` (Claude Code
+/// attaches them); main sent the text alone. Each is read with
+/// `read_file`'s confinement: a path outside the project is refused and
+/// said, a secret's value is masked; `@alice` is not a file.
+#[tokio::test]
+async fn a_commands_file_references_are_inlined_within_read_files_confinement() {
+    let sandbox = Sandbox::new();
+    sandbox.write("docs/standards.md", "Use tabs.\n");
+    sandbox.write(".env", "API_KEY=sk-live-123\n");
+    std::fs::write(sandbox.home.join("outside.txt"), "private\n").unwrap();
+    let outside = sandbox.home.join("outside.txt");
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(
+        sandbox.home.join("commands/std.md"),
+        format!("Follow @docs/standards.md, ask @alice. Not @.env nor @{}.", outside.display()),
+    )
+    .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/std");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(prompt.contains("<file path=\"docs/standards.md\">"), "{prompt}");
+    assert!(prompt.contains("Use tabs."), "{prompt}");
+    assert!(!prompt.contains("sk-live-123") && !prompt.contains("private"), "{prompt}");
+    assert!(prompt.contains("[redacted: .env:API_KEY]"), "the secret's value masked: {prompt}");
+    assert!(prompt.contains(&format!("(@{} was not inlined:", outside.display())), "{prompt}");
+    assert!(!prompt.contains("@alice was not"), "{prompt}");
+    let warnings = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|l| {
+            l["type"] == "warning" && l["message"].as_str().unwrap_or("").contains("not inlined")
+        })
+        .count();
+    assert_eq!(warnings, 1);
+}
