@@ -54,6 +54,9 @@ pub struct CustomCommand {
     pub allowed_tools: Option<Vec<String>>,
     pub body: String,
     pub path: PathBuf,
+    /// From a project folder (trusted), not the user's own: its
+    /// `` !`cmd` `` lines run only where policy allows them outright.
+    pub project: bool,
 }
 
 /// Every command found, and what was not loaded.
@@ -118,7 +121,7 @@ pub fn discover_commands(roots: &[(PathBuf, bool)], project_trusted: bool) -> Co
             continue;
         }
         for path in files {
-            match load(root, &path) {
+            match load(root, &path, *project) {
                 Ok(command) => {
                     by_name.insert(command.name.clone(), command);
                 }
@@ -130,7 +133,7 @@ pub fn discover_commands(roots: &[(PathBuf, bool)], project_trusted: bool) -> Co
     catalog
 }
 
-fn load(root: &Path, path: &Path) -> Result<CustomCommand, DefinitionError> {
+fn load(root: &Path, path: &Path, project: bool) -> Result<CustomCommand, DefinitionError> {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     if !valid_name(&name) {
         return Err(DefinitionError::BadName { name });
@@ -158,6 +161,7 @@ fn load(root: &Path, path: &Path) -> Result<CustomCommand, DefinitionError> {
         allowed_tools,
         body: file.body.trim().to_owned(),
         path: path.to_owned(),
+        project,
     })
 }
 

@@ -24,8 +24,9 @@
 //!
 //! A body's `` !`cmd` `` lines run before the turn, as the user's own
 //! `!cmd` (`user_shell.rs`: policy's verdict, the session's sandbox and
-//! secret mask), their output in the prompt; one policy forbids is not run,
-//! said in the prompt and in a warning. Each `@path` it names is read by
+//! secret mask), their output in the prompt; one policy forbids (or, in a
+//! project's file, one it would ask about) is not run, said in the prompt
+//! and in a warning. Each `@path` it names is read by
 //! the user's own `read_file` (its confinement: a secret or outside path
 //! is refused, and said) and appended as a `<file>` block.
 //!
@@ -56,6 +57,8 @@ use super::{RuntimeError, RuntimeEvent, Session, TurnSummary, UserShell};
 pub(super) struct CommandTurn {
     name: String,
     prompt: String,
+    /// From a project folder: policy's "ask" is not an approval.
+    project: bool,
     model: Option<String>,
     allowed_tools: Option<Vec<String>>,
 }
@@ -77,6 +80,7 @@ impl Session {
         Ok(Some(CommandTurn {
             name: command.name.clone(),
             prompt,
+            project: command.project,
             model: command.model.clone(),
             allowed_tools: command.allowed_tools.clone(),
         }))
@@ -150,8 +154,9 @@ impl Session {
             .allowed_tools
             .as_ref()
             .map(|tools| narrowed(self.state.config().tool_scope.as_ref(), &command.name, tools));
-        let prompt = self.run_shell_lines(&command.name, command.prompt, cancel).await;
-        let prompt = self.attach_mentions(&command.name, prompt, cancel).await;
+        let asked = !command.project;
+        let prompt = self.run_shell_lines(&command.name, command.prompt, asked, cancel).await;
+        let prompt = self.attach_mentions(&command.name, prompt, asked, cancel).await;
         let summary = self.run_prompt_turn(prompt, scope, cancel).await;
         // A turn that never started (refused by a UserPromptSubmit hook)
         // has no end to go back at.
@@ -170,11 +175,12 @@ impl Session {
         &mut self,
         name: &str,
         mut prompt: String,
+        asked: bool,
         cancel: &CancellationToken,
     ) -> String {
         let lines = shell_lines(&prompt);
         for (range, line) in lines.into_iter().rev() {
-            let replacement = match self.run_as_user(&line, cancel).await {
+            let replacement = match self.run_as_user(&line, asked, cancel).await {
                 UserShell::Ran { output, .. } => output.trim_end().to_owned(),
                 UserShell::Refused { reason } => {
                     let message = format!("the /{name} command's `!{line}` did not run: {reason}");
@@ -195,11 +201,13 @@ impl Session {
         &mut self,
         name: &str,
         mut prompt: String,
+        asked: bool,
         cancel: &CancellationToken,
     ) -> String {
         for path in file_mentions(&prompt) {
             let arguments = serde_json::json!({ "path": path });
-            let refused = match self.call_as_user(names::READ_FILE, arguments, cancel).await {
+            let refused = match self.call_as_user(names::READ_FILE, arguments, asked, cancel).await
+            {
                 Ok((result, _)) if !result.is_error => {
                     let text = result.output.trim_end();
                     prompt.push_str(&format!("\n\n<file path=\"{path}\">\n{text}\n</file>"));

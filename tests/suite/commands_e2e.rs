@@ -319,6 +319,7 @@ async fn a_commands_shell_lines_run_before_the_turn_through_policy() {
         include_str!("../fixtures/claude/commands/generate-test-cases.md"),
     );
     sandbox.write(".claude/commands/wipe.md", "Before: !`rm -rf /`\nNow tidy $ARGUMENTS.\n");
+    sandbox.write(".claude/commands/root.md", "Who: !`sudo id`\n");
     assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
     let output = exec(&sandbox, &server.uri(), "/generate-test-cases calc.js");
@@ -341,6 +342,13 @@ async fn a_commands_shell_lines_run_before_the_turn_through_policy() {
         l["type"] == "warning" && l["message"].as_str().unwrap_or_default().contains("did not run")
     });
     assert!(warned, "no warning");
+
+    // A project's file is not the user typing: policy's "ask" does not run.
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/root");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(prompt.starts_with("Who: (`sudo id` was not run: it needs approval"), "{prompt}");
 }
 
 /// Issue 36: 71 of davila7's commands name files as `@path` (Claude Code
