@@ -230,6 +230,11 @@ pub async fn run_headless(
             return failed(line);
         }
     };
+    if let Some(message) = prompt.as_deref().and_then(|prompt| session.unknown_slash(prompt)) {
+        let mut line = usage_marked(ExitStatus::Usage, ResultLine::failure(message));
+        line.session_id = Some(session.id().to_owned());
+        return Headless { status: ExitStatus::Usage, line, shown_error: None };
+    }
     let reader = options.input_stream.then(|| {
         let refused = (!session.takes_images()).then(|| {
             crate::runtime::ImagesRefused { model: session.model().to_owned() }.to_string()

@@ -22,6 +22,14 @@
 //! runs on the command's model and then goes back too. A model without
 //! prices is refused while a cost limit is set.
 //!
+//! A body's `` !`cmd` `` lines run before the turn, as the user's own
+//! `!cmd` (`user_shell.rs`: policy's verdict, the session's sandbox and
+//! secret mask), their output in the prompt; one policy forbids (or, in a
+//! project's file, one it would ask about) is not run, said in the prompt
+//! and in a warning. Each `@path` it names is read by
+//! the user's own `read_file` (its confinement: a secret or outside path
+//! is refused, and said) and appended as a `<file>` block.
+//!
 //! Flow: `Session::run_turn` checks `/name args` against the commands first (then skills, in
 //! `run_prompt_turn`). `Input::NarrowTurn` is fed right before the turn's `UserTurn`, so a prompt
 //! refused first narrows nothing; the loop clears the scope when the turn completes, and the driver
@@ -37,17 +45,20 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::ToolScope;
 use crate::config::EDIT_TOOLS;
-use crate::config::commands::expand;
+use crate::config::commands::{expand, file_mentions, shell_lines};
 use crate::llm::ModelChoice;
-use crate::protocol::{HarnessTool, entry_names};
+use crate::protocol::tool_facts::names;
+use crate::protocol::{HarnessTool, ResultKind, entry_names};
 
-use super::{RuntimeError, RuntimeEvent, Session, TurnSummary};
+use super::{RuntimeError, RuntimeEvent, Session, TurnSummary, UserShell};
 
 /// A custom command's turn, expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct CommandTurn {
     name: String,
     prompt: String,
+    /// From a project folder: policy's "ask" is not an approval.
+    project: bool,
     model: Option<String>,
     allowed_tools: Option<Vec<String>>,
 }
@@ -69,9 +80,47 @@ impl Session {
         Ok(Some(CommandTurn {
             name: command.name.clone(),
             prompt,
+            project: command.project,
             model: command.model.clone(),
             allowed_tools: command.allowed_tools.clone(),
         }))
+    }
+
+    /// What to say about the `/name` that `prompt` starts with when nothing
+    /// answers to it: no custom command, skill or MCP prompt (those have
+    /// their own error). A prompt whose first word is not a command name
+    /// (`/tmp/x is broken`, a path) is not one. `keel exec` refuses it
+    /// rather than send the model the line it meant to expand.
+    pub fn unknown_slash(&self, prompt: &str) -> Option<String> {
+        let line = prompt.trim_start().strip_prefix('/')?;
+        let name = line.split(char::is_whitespace).next().unwrap_or_default();
+        let command_like =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.');
+        if name.is_empty() || !name.chars().all(command_like) || name.starts_with("mcp__") {
+            return None;
+        }
+        let known = self.commands.find(name).is_some()
+            || self.tools.skills().iter().any(|skill| skill.meta.name == name);
+        if known {
+            return None;
+        }
+        let stem = name.rsplit(':').next().unwrap_or(name);
+        let skipped = self
+            .commands
+            .skipped
+            .iter()
+            .find(|path| path.file_stem().is_some_and(|file| file.to_string_lossy() == stem));
+        Some(match skipped {
+            Some(path) => format!(
+                "unknown command /{name}: {} is not loaded until the project is trusted \
+                 (`keel trust`)",
+                path.display()
+            ),
+            None => format!(
+                "unknown command /{name}: no custom command or skill has that name (`/help` in \
+                 the TUI lists them; put a word before the `/` to send the line as text)"
+            ),
+        })
     }
 
     /// Names and argument hints of the custom commands, with their
@@ -105,13 +154,76 @@ impl Session {
             .allowed_tools
             .as_ref()
             .map(|tools| narrowed(self.state.config().tool_scope.as_ref(), &command.name, tools));
-        let summary = self.run_prompt_turn(command.prompt, scope, cancel).await;
+        let asked = !command.project;
+        let prompt = self.run_shell_lines(&command.name, command.prompt, asked, cancel).await;
+        let prompt = self.attach_mentions(&command.name, prompt, asked, cancel).await;
+        let summary = self.run_prompt_turn(prompt, scope, cancel).await;
         // A turn that never started (refused by a UserPromptSubmit hook)
         // has no end to go back at.
         if model.is_some() {
             self.set_model(previous_model)?;
         }
         summary
+    }
+
+    /// `prompt` with each `` !`cmd` `` replaced by what the command printed,
+    /// run as the user's `!cmd` (policy, sandbox, secret mask:
+    /// `user_shell.rs`); one refused by policy is replaced by a note and
+    /// said once. Every loaded command file is the user's own or a trusted
+    /// project's (an untrusted project's are not loaded).
+    async fn run_shell_lines(
+        &mut self,
+        name: &str,
+        mut prompt: String,
+        asked: bool,
+        cancel: &CancellationToken,
+    ) -> String {
+        let lines = shell_lines(&prompt);
+        for (range, line) in lines.into_iter().rev() {
+            let replacement = match self.run_as_user(&line, asked, cancel).await {
+                UserShell::Ran { output, .. } => output.trim_end().to_owned(),
+                UserShell::Refused { reason } => {
+                    let message = format!("the /{name} command's `!{line}` did not run: {reason}");
+                    self.sink.emit(RuntimeEvent::Warning { message });
+                    format!("(`{line}` was not run: {reason})")
+                }
+            };
+            prompt.replace_range(range, &replacement);
+        }
+        prompt
+    }
+
+    /// `prompt` with each file its `@path` names appended, read by the
+    /// user's own `read_file` call (`call_as_user`: policy, the tool's
+    /// confinement, the secret mask). A path that does not exist is not a
+    /// reference (`@user`); one refused is said in the prompt and a warning.
+    async fn attach_mentions(
+        &mut self,
+        name: &str,
+        mut prompt: String,
+        asked: bool,
+        cancel: &CancellationToken,
+    ) -> String {
+        for path in file_mentions(&prompt) {
+            let arguments = serde_json::json!({ "path": path });
+            let refused = match self.call_as_user(names::READ_FILE, arguments, asked, cancel).await
+            {
+                Ok((result, _)) if !result.is_error => {
+                    let text = result.output.trim_end();
+                    prompt.push_str(&format!("\n\n<file path=\"{path}\">\n{text}\n</file>"));
+                    continue;
+                }
+                Ok((_, meta)) if meta.kind() == Some(ResultKind::ToolError("not_found".into())) => {
+                    continue;
+                }
+                Ok((result, _)) => result.output,
+                Err(reason) => reason,
+            };
+            let message = format!("the /{name} command's @{path} was not inlined: {refused}");
+            self.sink.emit(RuntimeEvent::Warning { message });
+            prompt.push_str(&format!("\n\n(@{path} was not inlined: {refused})"));
+        }
+        prompt
     }
 
     /// The model the command `name`'s `model:` names, if this provider

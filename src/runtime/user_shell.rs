@@ -13,7 +13,11 @@
 //! jail (`ToolContext` of the session's tools, the shell tool itself),
 //! its output passes the session's secret mask, and a sandbox block is
 //! marked as for the model's calls. No undo checkpoint covers it and no
-//! file bookkeeping is written, as for the user's own edits.
+//! file bookkeeping is written, as for the user's own edits. A custom
+//! command's `` !`cmd` `` lines run the same way (`run_as_user`), their
+//! output put in the command's prompt instead of a history message; a
+//! project's command file was not typed by the user, so there a command
+//! policy would ask about does not run.
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -49,25 +53,66 @@ impl Session {
         command: &str,
         cancel: &CancellationToken,
     ) -> Result<UserShell, RuntimeError> {
+        let ran = self.run_as_user(command, true, cancel).await;
+        if let UserShell::Ran { output, .. } = &ran {
+            let text = user_shell_message(command, output);
+            self.apply_outside_loop(Input::UserShell { text })?;
+        }
+        Ok(ran)
+    }
+
+    /// Runs `command` as the user's own, judged and jailed as the module
+    /// doc says, adding nothing to the history (a command file's
+    /// `` !`cmd` `` lines: their output joins the command's prompt);
+    /// `asked`: whether a command policy would ask about runs.
+    pub(super) async fn run_as_user(
+        &mut self,
+        command: &str,
+        asked: bool,
+        cancel: &CancellationToken,
+    ) -> UserShell {
+        let arguments = json!({ "command": command });
+        let (result, meta) = match self.call_as_user(names::SHELL, arguments, asked, cancel).await {
+            Ok(ran) => ran,
+            Err(reason) => return UserShell::Refused { reason },
+        };
+        UserShell::Ran {
+            output: result.output,
+            is_error: result.is_error,
+            exit_code: meta.exit_code(),
+        }
+    }
+
+    /// Runs the tool `tool` with `arguments` as the user's own call, while
+    /// idle: the loop's verdict (forbidden: `Err` with its reason; one it
+    /// would ask about too unless `asked`: the user typed this call), the
+    /// session's tools and jail, the secret mask. Nothing is recorded.
+    pub(super) async fn call_as_user(
+        &mut self,
+        tool: &str,
+        arguments: serde_json::Value,
+        asked: bool,
+        cancel: &CancellationToken,
+    ) -> Result<(crate::protocol::ToolResult, crate::protocol::ToolMeta), String> {
         let call = ToolCall {
             call_id: "user-shell".to_owned(),
-            name: names::SHELL.to_owned(),
-            arguments: json!({ "command": command }).to_string(),
+            name: tool.to_owned(),
+            arguments: arguments.to_string(),
             item_id: None,
             provider_data: None,
         };
         if !matches!(self.state.phase(), crate::agent::LoopPhase::Idle) {
-            let reason = "a turn is running; run it after the turn".to_owned();
-            return Ok(UserShell::Refused { reason });
+            return Err("a turn is running; run it after the turn".to_owned());
         }
-        let facts = CallFacts {
-            tool: names::SHELL,
-            class: self.state.class_of(names::SHELL),
-            arguments: &call.arguments,
-        };
+        let facts =
+            CallFacts { tool, class: self.state.class_of(tool), arguments: &call.arguments };
         let verdict = self.state.judge_call(&self.state.config().policy, facts);
-        if let Decision::Forbidden { reason } = verdict.decision {
-            return Ok(UserShell::Refused { reason });
+        match verdict.decision {
+            Decision::Forbidden { reason } => return Err(reason),
+            Decision::Prompt { reason } if !asked => {
+                return Err(format!("it needs approval ({reason}); run it yourself with `!`"));
+            }
+            Decision::Prompt { .. } | Decision::Allow => {}
         }
         let ctx = self.tools.context(&self.workspace_root, &self.cwd, cancel, false);
         let (mut result, mut meta) = self.tools.run_call(&call, &ctx).await;
@@ -75,12 +120,6 @@ impl Session {
         if self.state.config().policy.sandboxed {
             mark_sandbox_violation(&call.name, &mut result, &mut meta, self.tools.jail());
         }
-        let text = user_shell_message(command, &result.output);
-        self.apply_outside_loop(Input::UserShell { text })?;
-        Ok(UserShell::Ran {
-            output: result.output,
-            is_error: result.is_error,
-            exit_code: meta.exit_code(),
-        })
+        Ok((result, meta))
     }
 }

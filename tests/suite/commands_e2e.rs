@@ -26,7 +26,7 @@ async fn a_project_command_runs_expanded_once_trusted_and_is_skipped_before() {
     sandbox.write(".keel/commands/fix.md", FIX);
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
     let output = exec(&sandbox, &server.uri(), "/fix the login bug");
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(2), "not loaded, so unknown (issue 36)");
     let warnings: Vec<Value> =
         json_lines(&output.stdout).into_iter().filter(|l| l["type"] == "warning").collect();
     let skipped = warnings.iter().find(|w| w["message"].as_str().unwrap().contains("command(s)"));
@@ -34,7 +34,10 @@ async fn a_project_command_runs_expanded_once_trusted_and_is_skipped_before() {
         skipped.unwrap_or_else(|| panic!("no warning in {warnings:?}"))["message"].clone();
     assert!(skipped.as_str().unwrap().contains(".keel/commands/fix.md"), "{skipped}");
     assert!(skipped.as_str().unwrap().contains("keel trust"), "{skipped}");
-    assert_eq!(sent_prompt(&request_bodies(&server).await), "/fix the login bug", "not loaded");
+    let result = json_lines(&output.stdout).into_iter().find(|l| l["type"] == "result").unwrap();
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(error.contains(".keel/commands/fix.md") && error.contains("keel trust"), "{result}");
+    assert!(request_bodies(&server).await.is_empty(), "the line was sent to the model");
 
     assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
@@ -267,4 +270,119 @@ async fn a_claude_model_named_by_a_command_is_not_sent_to_an_openai_server() {
     assert!(notices[0].contains("/tdd-red") && notices[0].contains("`m`"), "{}", notices[0]);
     let log = sandbox.only_log();
     assert!(!log.iter().any(|l| l["type"] == "model_changed"), "no switch");
+}
+
+/// Issue 36: wshobson/commands documents `/tools:api-scaffold` for its
+/// `tools/api-scaffold.md`; main sent the line to the model as text and
+/// exited 0. The namespaced name runs the command; a name nothing answers
+/// to is a usage error (exit 2) and nothing is sent; a path is a prompt.
+#[tokio::test]
+async fn namespaced_commands_run_and_an_unknown_one_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join(".claude/commands/tools")).unwrap();
+    std::fs::write(
+        sandbox.home.join(".claude/commands/tools/api-scaffold.md"),
+        "---\ndescription: Scaffold an API\n---\nScaffold an API for: $ARGUMENTS",
+    )
+    .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/tools:api-scaffold users");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(sent_prompt(&request_bodies(&server).await), "Scaffold an API for: users");
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer("never".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/workflows:tdd-cycle users");
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stdout));
+    let result = json_lines(&output.stdout).into_iter().find(|l| l["type"] == "result").unwrap();
+    assert_eq!(result["status"], "usage_error", "{result}");
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(error.contains("unknown command /workflows:tdd-cycle"), "{result}");
+    assert!(request_bodies(&server).await.is_empty(), "the line was sent to the model");
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer("looked".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/etc/hosts looks wrong");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(sent_prompt(&request_bodies(&server).await), "/etc/hosts looks wrong");
+}
+
+/// Issue 36: davila7's generate-test-cases.md (real file, 133 of its
+/// commands are like it) gathers context with `` !`cmd` `` lines. They run
+/// before the turn, as the user's `!cmd` (policy, sandbox), their output in
+/// the prompt; main sent them as text. A line policy forbids is not run and
+/// said so.
+#[tokio::test]
+async fn a_commands_shell_lines_run_before_the_turn_through_policy() {
+    let sandbox = Sandbox::new();
+    sandbox.write("calc.test.js", "test('x', () => {});\n");
+    sandbox.write(
+        ".claude/commands/generate-test-cases.md",
+        include_str!("../fixtures/claude/commands/generate-test-cases.md"),
+    );
+    sandbox.write(".claude/commands/wipe.md", "Before: !`rm -rf /`\nNow tidy $ARGUMENTS.\n");
+    sandbox.write(".claude/commands/root.md", "Who: !`sudo id`\n");
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/generate-test-cases calc.js");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(!prompt.contains("!`find"), "a `!` line reached the model as text: {prompt}");
+    assert!(prompt.contains("Jest/Vitest detected"), "{prompt}");
+    assert!(prompt.contains("./calc.test.js test file patterns"), "{prompt}");
+    assert!(prompt.contains("intelligent coverage: **calc.js**"), "{prompt}");
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/wipe notes");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(
+        prompt.starts_with("Before: (`rm -rf /` was not run: refused in every mode"),
+        "{prompt}"
+    );
+    let warned = json_lines(&output.stdout).into_iter().any(|l| {
+        l["type"] == "warning" && l["message"].as_str().unwrap_or_default().contains("did not run")
+    });
+    assert!(warned, "no warning");
+
+    // A project's file is not the user typing: policy's "ask" does not run.
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/root");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(prompt.starts_with("Who: (`sudo id` was not run: it needs approval"), "{prompt}");
+}
+
+/// Issue 36: 71 of davila7's commands name files as `@path` (Claude Code
+/// attaches them); main sent the text alone. Each is read with
+/// `read_file`'s confinement: a path outside the project is refused and
+/// said, a secret's value is masked; `@alice` is not a file.
+#[tokio::test]
+async fn a_commands_file_references_are_inlined_within_read_files_confinement() {
+    let sandbox = Sandbox::new();
+    sandbox.write("docs/standards.md", "Use tabs.\n");
+    sandbox.write(".env", "API_KEY=sk-live-123\n");
+    std::fs::write(sandbox.home.join("outside.txt"), "private\n").unwrap();
+    let outside = sandbox.home.join("outside.txt");
+    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
+    std::fs::write(
+        sandbox.home.join("commands/std.md"),
+        format!("Follow @docs/standards.md, ask @alice. Not @.env nor @{}.", outside.display()),
+    )
+    .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/std");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let prompt = sent_prompt(&request_bodies(&server).await);
+    assert!(prompt.contains("<file path=\"docs/standards.md\">"), "{prompt}");
+    assert!(prompt.contains("Use tabs."), "{prompt}");
+    assert!(!prompt.contains("sk-live-123") && !prompt.contains("private"), "{prompt}");
+    assert!(prompt.contains("[redacted: .env:API_KEY]"), "the secret's value masked: {prompt}");
+    assert!(prompt.contains(&format!("(@{} was not inlined:", outside.display())), "{prompt}");
+    assert!(!prompt.contains("@alice was not"), "{prompt}");
+    let warnings = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|l| {
+            l["type"] == "warning" && l["message"].as_str().unwrap_or("").contains("not inlined")
+        })
+        .count();
+    assert_eq!(warnings, 1);
 }
