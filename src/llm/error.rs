@@ -15,17 +15,19 @@ use std::time::Duration;
 pub enum LlmError {
     /// 401/403: names the environment variable of the key and whether one
     /// was sent at all.
-    #[error("authentication failed (HTTP {status} from {url}): {message}; {}", key_hint(.env_var, *.key_sent))]
+    #[error("authentication failed (HTTP {status} from {url}): {}; {}", clause(.message), key_hint(.env_var, *.key_sent))]
     Auth { status: u16, url: String, env_var: String, key_sent: bool, message: String },
     /// 429 with `insufficient_quota` (or a billing error): waiting does not
     /// help, so it is never retried.
     #[error(
-        "quota exhausted (HTTP {status} from {url}): {message}; check the plan and billing of the key in ${env_var}"
+        "quota exhausted (HTTP {status} from {url}): {}; check the plan and billing of the key in ${env_var}",
+        clause(.message)
     )]
     Quota { status: u16, url: String, env_var: String, message: String },
     /// 404 naming the model: the server has no model of that name.
     #[error(
-        "unknown model `{model}` (HTTP 404 from {url}): {message}; name one this server has with --model (or `model` in config.toml)"
+        "unknown model `{model}` (HTTP 404 from {url}): {}; name one this server has with --model (or `model` in config.toml)",
+        clause(.message)
     )]
     UnknownModel { model: String, url: String, message: String },
     /// The driver can compact the history and retry.
@@ -121,6 +123,13 @@ pub enum LlmError {
     /// The [`super::ProviderConfig`] cannot be used (bad URL, bad key bytes).
     #[error("invalid provider configuration: {message}")]
     InvalidConfig { message: String },
+}
+
+/// The server's sentence as a clause before keel's remedy: its closing
+/// full stop would read `.;` after it.
+fn clause(message: &str) -> &str {
+    let message = message.trim_end();
+    message.strip_suffix('.').filter(|rest| !rest.ends_with('.')).unwrap_or(message)
 }
 
 fn key_hint(env_var: &str, key_sent: bool) -> String {
