@@ -2,19 +2,26 @@
 //! shell`): a cargo build of a tiny crate (offline, new `target/` and
 //! `Cargo.lock` at the top level), `npm install` of a local package into
 //! `node_modules`, `git status`, and `python3 -m unittest`. As root, with
-//! the host's toolchains (a rustup home under `/root` is not `nobody`'s).
-//! Root-only, so `#[ignore]`d; `.ci/run` runs them, where a missing tool
-//! fails its test (npm is not installed there: `.ci/run` says it leaves
-//! that one out).
+//! the host's toolchains; all but cargo also as `nobody` (a user
+//! namespace: how most users run keel), cargo as root only (a rustup home
+//! under `/root` is not `nobody`'s). Root-only, so `#[ignore]`d; `.ci/run`
+//! runs them, where a missing tool fails its test (npm is not installed
+//! there: `.ci/run` says it leaves that one out).
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::jail_fixture::{Fixture, PYTHON, User, require};
+use super::jail_fixture::{Fixture, PYTHON, User, as_root_and_nobody, require};
 
-fn fixture() -> Fixture {
-    require(User::Root);
-    Fixture::new(User::Root, false)
+fn fixture_of(user: User) -> Fixture {
+    require(user);
+    Fixture::new(user, false)
+}
+
+as_root_and_nobody! {
+    npm_installs_a_local_package_into_node_modules;
+    git_status_sees_new_files;
+    python_unittest_runs;
 }
 
 fn require_tool(tool: &str) {
@@ -41,7 +48,7 @@ fn rustup_home() -> PathBuf {
 #[ignore = "needs root: .ci/run runs it with --ignored"]
 fn cargo_builds_a_crate_offline() {
     require_tool("cargo");
-    let fixture = fixture();
+    let fixture = fixture_of(User::Root);
     std::fs::write(
         fixture.ws.join("Cargo.toml"),
         "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
@@ -59,11 +66,9 @@ fn cargo_builds_a_crate_offline() {
     assert!(fixture.ws.join("Cargo.lock").exists());
 }
 
-#[test]
-#[ignore = "needs root: .ci/run runs it with --ignored"]
-fn npm_installs_a_local_package_into_node_modules() {
+fn npm_installs_a_local_package_into_node_modules(user: User) {
     require_tool("npm");
-    let fixture = fixture();
+    let fixture = fixture_of(user);
     std::fs::create_dir_all(fixture.ws.join("localpkg")).unwrap();
     std::fs::write(
         fixture.ws.join("localpkg/package.json"),
@@ -81,18 +86,14 @@ fn npm_installs_a_local_package_into_node_modules() {
     assert!(fixture.ws.join("package-lock.json").exists());
 }
 
-#[test]
-#[ignore = "needs root: .ci/run runs it with --ignored"]
-fn git_status_sees_new_files() {
-    let fixture = fixture();
+fn git_status_sees_new_files(user: User) {
+    let fixture = fixture_of(user);
     let text = build(&fixture, "touch new.txt && git status --short");
     assert!(text.contains("?? new.txt"), "{text}");
 }
 
-#[test]
-#[ignore = "needs root: .ci/run runs it with --ignored"]
-fn python_unittest_runs() {
-    let fixture = fixture();
+fn python_unittest_runs(user: User) {
+    let fixture = fixture_of(user);
     std::fs::write(
         fixture.ws.join("test_tiny.py"),
         "import unittest\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        self.assertEqual(1 + 1, 2)\n",

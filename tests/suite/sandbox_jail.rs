@@ -12,7 +12,6 @@ use keel::sandbox::jail::privileges::PidLimit;
 use keel::sandbox::landlock::{Confinement, Enforcement, NetworkMode, SandboxMode};
 use keel::sandbox::netproxy::Bridges;
 use keel::sandbox::{CommandOutput, CommandSpec};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::jail_fixture::{Fixture, KEEL, NOBODY, PYTHON, User, note, processes_named, require};
@@ -230,32 +229,24 @@ fn the_jail_has_a_minimal_dev_as_root_and_as_nobody() {
     }
 }
 
+/// Through `workdir: .git`, as root and as `nobody`.
 #[test]
 #[ignore = "needs root: .ci/run runs it with --ignored"]
-fn a_model_cannot_write_git_through_workdir() {
-    require(User::Root);
-    let fixture = Fixture::new(User::Root, false);
-    let config_before = std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap();
-    // Policy asks about this in every mode (`policy_escapes.rs`); `--yes`
-    // plays the user approving it, and the jail must still hold.
-    let call = json!({
-        "command": "echo '[core]' >> config; echo fsmonitor = evil >> config",
-        "workdir": ".git",
-    });
-    let output = Command::new(KEEL)
-        .args(["tool", "shell", &call.to_string(), "--mode", "auto", "--yes"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", fixture.home.as_os_str())
-        .env("KEEL_HOME", fixture.keel_home.as_os_str())
-        .current_dir(&fixture.ws)
-        .output()
-        .unwrap();
-    assert_eq!(std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap(), config_before);
-    let envelope: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
-    assert_eq!(envelope["meta"]["kind"], "sandbox_violation", "{envelope}");
-    assert!(envelope.to_string().contains("Read-only file system"), "{envelope}");
+fn a_model_cannot_write_git_through_workdir_as_root_and_nobody() {
+    for user in [User::Root, User::Nobody] {
+        require(user);
+        let fixture = Fixture::new(user, false);
+        let config_before = std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap();
+        // Policy asks about this in every mode (`policy_escapes.rs`); `--yes`
+        // plays the user approving it, and the jail must still hold.
+        let outcome =
+            fixture.shell("echo '[core]' >> config; echo fsmonitor = evil >> config", Some(".git"));
+        let config_after = std::fs::read_to_string(fixture.ws.join(".git/config")).unwrap();
+        assert_eq!(config_after, config_before, "{user:?}");
+        let envelope = &outcome.envelope;
+        assert_eq!(envelope["meta"]["kind"], "sandbox_violation", "{user:?}: {envelope}");
+        assert!(envelope.to_string().contains("Read-only file system"), "{user:?}: {envelope}");
+    }
 }
 
 /// A background command started with `pty` has the terminal as its stdin
