@@ -2,13 +2,15 @@
 //! scope 4): `shell` with `background: true` leaves a server running in
 //! the session's jail, `process_output` reads it, `process_stop` ends it;
 //! a turn never waits for a live one; nothing survives the session, even
-//! `kill -9` of keel; a resumed session tells the model they are gone.
+//! `kill -9` of keel; a resumed session tells the model they are gone. The
+//! server test also runs as root and as `nobody` (root-only, `#[ignore]`d).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::jail_fixture::{User, as_root_and_nobody, hand_over, require, sandbox_of};
 use super::support::{Sandbox, json_lines, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
@@ -236,6 +238,30 @@ async fn a_second_call_reaches_the_background_server_with_default_settings() {
 async fn second_call_reaches_the_server(network: bool) {
     let sandbox = Sandbox::new();
     sandbox.write("hello.txt", "hello from the server\n");
+    second_call_reaches_the_server_in(&sandbox, network).await;
+}
+
+as_root_and_nobody! {
+    a_second_call_reaches_the_background_server_in_the_jail;
+}
+
+/// The default settings' server test with keel run as `user` (as `nobody`
+/// the jail is built in a user namespace, as most users run keel).
+fn a_second_call_reaches_the_background_server_in_the_jail(user: User) {
+    require(user);
+    let sandbox = sandbox_of(user);
+    sandbox.write("hello.txt", "hello from the server\n");
+    hand_over(user, &sandbox);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(second_call_reaches_the_server_in(&sandbox, false));
+}
+
+/// Serves `hello.txt` of `sandbox` in the background, fetches it from a
+/// second call, stops the server; nothing of the session outlives keel.
+async fn second_call_reaches_the_server_in(sandbox: &Sandbox, network: bool) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let serve = format!("python3 -m http.server {port} --bind 127.0.0.1");
     let fetch = format!(
@@ -248,7 +274,7 @@ async fn second_call_reaches_the_server(network: bool) {
         Step::Answer("done".into()),
     ];
     let server = scripted_model(Wire::Chat, &steps).await;
-    let mut cmd = exec(&sandbox, &server);
+    let mut cmd = exec(sandbox, &server);
     if network {
         cmd.args(["-c", "sandbox.network=true"]);
     }
