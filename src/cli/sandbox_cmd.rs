@@ -36,6 +36,10 @@ pub struct SandboxExecArgs {
     /// A path kept read-only even inside a writable folder.
     #[arg(long = "read-only", value_name = "PATH")]
     pub read_only: Vec<PathBuf>,
+    /// A credential store the command cannot read (an empty read-only
+    /// folder or an unopenable file in its place).
+    #[arg(long = "hide", value_name = "PATH")]
+    pub hidden: Vec<PathBuf>,
     /// off (loopback only), allowlist (loopback and keel's proxy) or on.
     #[arg(long, default_value = "off", value_name = "MODE")]
     pub network: String,
@@ -172,6 +176,7 @@ pub(super) fn run(args: SandboxExecArgs) -> Result<ExitStatus, CliError> {
         git_write: args.git_write,
         max_pids: args.max_pids.unwrap_or_else(jail::privileges::default_max_pids),
         shared_network,
+        hidden: args.hidden,
     };
     std::process::exit(jail::launch(Request {
         confinement,

@@ -203,6 +203,21 @@ pub struct SandboxSettings {
     pub writable_roots: Vec<PathBuf>,
     /// Keep `.git`/`.keel` read-only for commands (default true).
     pub protect_vcs: bool,
+    /// The credential stores commands cannot read (the secret places but
+    /// keel's own home, whose skills' scripts commands run).
+    pub hidden: Vec<PathBuf>,
+}
+
+impl SandboxSettings {
+    /// With the credential stores of `places` hidden from commands.
+    fn hiding(mut self, places: &SecretPlaces, keel_home: &Path) -> Self {
+        self.hidden = places
+            .paths()
+            .filter(|path| !keel_home.starts_with(path) && !path.starts_with(keel_home))
+            .map(Path::to_path_buf)
+            .collect();
+        self
+    }
 }
 
 impl Default for SandboxSettings {
@@ -216,6 +231,7 @@ impl Default for SandboxSettings {
             required: false,
             writable_roots: Vec::new(),
             protect_vcs: true,
+            hidden: Vec::new(),
         }
     }
 }
@@ -260,6 +276,7 @@ fn sandbox_settings(file: Option<SandboxFile>) -> Result<SandboxSettings, Config
             .into_iter()
             .map(PathBuf::from)
             .collect(),
+        hidden: Vec::new(),
     })
 }
 
@@ -443,6 +460,7 @@ pub fn resolve(
         &workspace_root,
         &mut warnings,
     );
+    let sandbox = sandbox_settings(merged.sandbox)?.hiding(&secret_places, &env.keel_home);
     let child_env = env_filter(merged.shell.as_ref(), Some(&api_key_env));
     let secret_values =
         super::secret_values::secret_values(env, &child_env, &api_key_env, merged.secrets.as_ref());
@@ -472,7 +490,7 @@ pub fn resolve(
         user_shell: env.var("SHELL").unwrap_or("bash").to_owned(),
         rules: RuleSet::default(),
         project_trusted,
-        sandbox: sandbox_settings(merged.sandbox)?,
+        sandbox,
         verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
         detected_checks: Vec::new(),
         phase_rules: None,
@@ -542,6 +560,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         &workspace_root,
         &mut warnings,
     );
+    let sandbox = sandbox_settings(merged.sandbox.clone())?.hiding(&secret_places, &env.keel_home);
     let env_filter = env_filter_of(&merged);
     let api_key_env = merged.api_key_env.clone().unwrap_or_default();
     let secret_values = super::secret_values::secret_values(
@@ -561,7 +580,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home, &env.keel_home)?,
         secret_places,
         home,
-        sandbox: sandbox_settings(merged.sandbox)?,
+        sandbox,
         undo: undo_settings(merged.undo),
     })
 }

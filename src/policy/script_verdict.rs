@@ -94,7 +94,14 @@ pub fn evaluate_script_at(
     verdict.decision = match policy.mode {
         ApprovalMode::Yolo => Decision::Allow,
         _ if all_covered && blind.is_none() => Decision::Allow,
-        ApprovalMode::Auto if policy.sandboxed && blind.is_none() && unknown_write.is_none() => {
+        // The jail leaves the home readable: a read of a credential store
+        // asks in auto mode too.
+        ApprovalMode::Auto
+            if policy.sandboxed
+                && blind.is_none()
+                && unknown_write.is_none()
+                && place_read.is_none() =>
+        {
             Decision::Allow
         }
         ApprovalMode::Auto | ApprovalMode::Ask | ApprovalMode::Plan | ApprovalMode::Explore => {

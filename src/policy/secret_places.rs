@@ -96,6 +96,11 @@ impl SecretPlaces {
         true
     }
 
+    /// Every place's path.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.places.iter().map(|place| place.path.as_path())
+    }
+
     /// The place `path` is or lies in.
     pub fn holding(&self, path: &Path) -> Option<&SecretPlace> {
         self.places.iter().find(|place| path.starts_with(&place.path))

@@ -185,6 +185,8 @@ fn readers_of_secret_places_ask_and_listings_do_not() {
         &p.paths.workspace_root,
     );
     let plan = Policy { mode: ApprovalMode::Plan, ..p.clone() };
+    // The jail leaves the home readable, so auto mode asks too.
+    let auto = Policy { mode: ApprovalMode::Auto, ..p.clone() };
     for command in [
         "grep -r . ~/.ssh",
         "grep -rn KEY ~",
@@ -205,12 +207,15 @@ fn readers_of_secret_places_ask_and_listings_do_not() {
         let decision = shell(&p, command);
         assert!(matches!(decision, Decision::Prompt { .. }), "{command}: {decision:?}");
         assert!(matches!(shell(&plan, command), Decision::Forbidden { .. }), "{command}");
+        let decision = shell(&auto, command);
+        assert!(matches!(decision, Decision::Prompt { .. }), "auto: {command}: {decision:?}");
     }
     for command in
         ["ls -la ~/.ssh", "du -sh ~", "stat ~/.aws", "grep -rn TODO .", "rg x src", "cat src/*.rs"]
     {
         assert!(is_allow(&shell(&p, command)), "{command}");
         assert!(is_allow(&shell(&plan, command)), "{command}");
+        assert!(is_allow(&shell(&auto, command)), "auto: {command}");
     }
     let Decision::Prompt { reason } = shell(&p, "cd ~/.aws && cat credentials") else {
         panic!("asks")

@@ -163,6 +163,7 @@ fn confine(
         git_write: false,
         max_pids: jail::privileges::default_max_pids(),
         shared_network: None,
+        hidden: config.hidden.clone(),
     };
     // The small launcher beside keel when it answers (`jail::launcher`).
     let layers = jail::launcher::probe_first(&mut confinement, &keel).unwrap_or_default();
@@ -421,6 +422,7 @@ mod tests {
             git_write: false,
             max_pids: 64,
             shared_network: None,
+            hidden: Vec::new(),
         };
         let jail = CommandJail::new(Some(confinement), EnvFilter::default());
         let mut result = ToolResult::ok("c1", output);

@@ -84,6 +84,7 @@ mod tests {
             protect_vcs: true,
             max_pids: 512,
             shared_network: None,
+            hidden: Vec::new(),
             git_write: false,
         }
     }

@@ -91,6 +91,11 @@ pub struct Confinement {
     /// command by `CommandJail`, which starts its keeper.
     #[serde(default)]
     pub shared_network: Option<SharedNetwork>,
+    /// Credential stores (`~/.ssh`, `~/.aws`, the user's `[secrets]
+    /// paths`) the command cannot read: an empty read-only folder, or an
+    /// unopenable file, in their place; kept for reads too.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Confinement {
@@ -118,6 +123,7 @@ impl Confinement {
             ("--workspace-root", &self.workspace_roots),
             ("--write-root", &self.extra_roots),
             ("--read-only", &self.read_only),
+            ("--hide", &self.hidden),
         ];
         for (flag, paths) in flagged {
             for path in paths {
@@ -311,6 +317,7 @@ mod tests {
             git_write: false,
             max_pids: 4096,
             shared_network: None,
+            hidden: Vec::new(),
         };
         let args = confinement.launcher_args(&["bash".into(), "-c".into(), "ls".into()]);
         let text: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();

@@ -235,6 +235,7 @@ mod tests {
             git_write: false,
             max_pids: 64,
             shared_network: None,
+            hidden: Vec::new(),
         }
     }
 

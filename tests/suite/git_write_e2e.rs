@@ -182,6 +182,7 @@ async fn jail_git_writable(repo: &Path, script: &str) -> CommandOutput {
         git_write: false,
         max_pids: 4096,
         shared_network: None,
+        hidden: Vec::new(),
     };
     let jail = CommandJail::new(Some(confinement), EnvFilter::default());
     let spec = CommandSpec::script(script, repo);

@@ -321,6 +321,7 @@ async fn the_read_only_jail_writes_nowhere_temp_folders_included() {
         git_write: false,
         max_pids: 512,
         shared_network: None,
+        hidden: Vec::new(),
     };
     let targets = [
         sandbox.repo.join("new.txt"),

@@ -411,7 +411,9 @@ case!(sed_substitute_write, sh("sed 's/a/b/w out' README.md"), [P, A, A], "");
 case!(sed_script_file, sh("sed -f evil.sed README.md"), [P, P, P], BLIND);
 case!(sed_in_place, sh("sed -i s/a/b/ README.md"), [P, A, A], "");
 case!(less_with_lessopen, sh("LESSOPEN='|id %s' less README.md"), [P, A, A], "");
-case!(rg_config_path, sh("RIPGREP_CONFIG_PATH=evil.rc rg x"), [P, A, A], "");
+// A file, not the workspace: this harness keeps its home inside the
+// workspace, and a walk of it reaches the home's credential stores.
+case!(rg_config_path, sh("RIPGREP_CONFIG_PATH=evil.rc rg x README.md"), [P, A, A], "");
 case!(rg_preprocessor, sh("rg --pre ./evil x"), [P, A, A], "");
 case!(git_grep_open_files, sh("git grep -Oid x"), [P, A, A], "");
 case!(git_grep_pager_option, sh("git grep --open-files-in-pager=id x"), [P, A, A], "");

@@ -59,6 +59,7 @@ fn confinement(workspace: &Path, network: bool) -> Confinement {
         read_only: Vec::new(),
         max_pids: 4096,
         shared_network: None,
+        hidden: Vec::new(),
         network: if network { NetworkMode::On } else { NetworkMode::Off },
         bridges: Bridges::default(),
         required: true,

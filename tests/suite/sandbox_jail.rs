@@ -33,6 +33,7 @@ fn confinement(workspace: &Path) -> Confinement {
         git_write: false,
         max_pids: MAX_PIDS,
         shared_network: None,
+        hidden: Vec::new(),
     }
 }
 
@@ -246,6 +247,43 @@ fn a_model_cannot_write_git_through_workdir_as_root_and_nobody() {
         let envelope = &outcome.envelope;
         assert_eq!(envelope["meta"]["kind"], "sandbox_violation", "{user:?}: {envelope}");
         assert!(envelope.to_string().contains("Read-only file system"), "{user:?}: {envelope}");
+    }
+}
+
+/// Credential stores are covered inside the jail, as root and as
+/// `nobody`: code keel cannot read (`python3 -c open(…)`), a `cd` into
+/// the folder, a file store and a `[secrets] paths` entry all read
+/// nothing, while the rest of the home stays readable.
+#[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
+fn credential_stores_are_hidden_from_commands_as_root_and_nobody() {
+    for user in [User::Root, User::Nobody] {
+        require(user);
+        let fixture = Fixture::configured(user, false, "[secrets]\npaths = [\"~/vault\"]\n");
+        let canary = "aws-canary-51c0";
+        for (path, text) in [
+            (".aws/credentials", canary),
+            (".npmrc", canary),
+            ("vault/token", canary),
+            ("notes.txt", "plain notes"),
+        ] {
+            let path = fixture.home.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+        }
+        let home = fixture.home.display();
+        for script in [
+            format!("{PYTHON} -c \"print(open('{home}/.aws/credentials').read())\""),
+            "cd ~/.aws && cat credentials".to_owned(),
+            "cat ~/.npmrc".to_owned(),
+            "cat ~/vault/token".to_owned(),
+            "grep -r . ~ 2>/dev/null".to_owned(),
+        ] {
+            let outcome = fixture.shell(&script, None);
+            assert!(!outcome.text.contains(canary), "{user:?}: {script}: {}", outcome.text);
+        }
+        let plain = fixture.shell("cat ~/notes.txt", None);
+        assert!(plain.text.contains("plain notes"), "{user:?}: {}", plain.text);
     }
 }
 

@@ -29,6 +29,7 @@ fn confinement(workspace: &Path) -> Confinement {
         git_write: false,
         max_pids: 4096,
         shared_network: None,
+        hidden: Vec::new(),
     }
 }
 

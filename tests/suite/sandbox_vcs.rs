@@ -78,6 +78,7 @@ fn confinement(workspace: &Path, required: bool) -> Confinement {
         read_only: Vec::new(),
         max_pids: 4096,
         shared_network: None,
+        hidden: Vec::new(),
         network: NetworkMode::Off,
         bridges: Bridges::default(),
         required,

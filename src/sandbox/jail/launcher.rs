@@ -125,6 +125,7 @@ mod tests {
             git_write: false,
             max_pids: 64,
             shared_network: None,
+            hidden: Vec::new(),
         };
         assert!(probe_first(&mut confinement, &keel).is_none());
         assert_eq!(confinement.launcher, keel);

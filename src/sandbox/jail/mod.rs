@@ -493,6 +493,7 @@ fn mount_plan(confinement: &Confinement, sockets: Vec<PathBuf>) -> MountPlan {
         read_only_system: confinement.mode != SandboxMode::FullAccess,
         minimal_dev: confinement.mode != SandboxMode::FullAccess,
         sockets,
+        hidden: confinement.hidden.clone(),
     }
 }
 

@@ -20,7 +20,11 @@
 //!    `minimal_dev` off (full-access) only `/dev/pts` is replaced;
 //! 6. every unix socket bound on the host when the command starts
 //!    (ssh-agent, `docker.sock`, the session bus) has `/dev/null` bound
-//!    over it: connecting fails with "connection refused".
+//!    over it: connecting fails with "connection refused";
+//! 7. every credential store that exists ([`MountPlan::hidden`]) is
+//!    covered: a folder by an empty read-only tmpfs, a file by `/dev/null`
+//!    on a `nodev` mount (opening it fails with "permission denied"), so
+//!    no command reads it however it is spelled (`python3 -c open(…)`).
 //!
 //! Binds are recursive (`rbind`) and only the top mount's flags change,
 //! so mounts below keep theirs. Flags a user namespace may not clear
@@ -50,6 +54,8 @@ pub struct MountPlan {
     pub sockets: Vec<PathBuf>,
     /// Replace `/dev` with [`DEV_NODES`] only (step 5 of the module doc).
     pub minimal_dev: bool,
+    /// Credential stores to cover (step 7); existing paths only.
+    pub hidden: Vec<PathBuf>,
 }
 
 /// The device nodes the jail's `/dev` holds.
@@ -68,6 +74,12 @@ pub struct MountReport {
     pub carve_failures: Vec<String>,
     /// Host unix sockets covered.
     pub hidden_sockets: usize,
+    /// Credential stores covered.
+    #[serde(default)]
+    pub hidden_secrets: usize,
+    /// Credential stores that could not be covered (each with its reason).
+    #[serde(default)]
+    pub hide_failures: Vec<String>,
     /// `/dev/pts` is a private instance.
     pub private_devpts: bool,
     /// `/dev` holds [`DEV_NODES`] only.
@@ -140,7 +152,30 @@ pub fn build(plan: &MountPlan) -> Result<MountReport, MountError> {
         let _ = remount(Path::new("/dev"), Access::ReadOnly);
     }
     report.hidden_sockets = plan.sockets.iter().filter(|path| cover_socket(path)).count();
+    for path in existing_sorted(&plan.hidden) {
+        match cover_secret(&path) {
+            Ok(()) => report.hidden_secrets += 1,
+            Err(error) => report.hide_failures.push(format!("{}: {error}", path.display())),
+        }
+    }
     Ok(report)
+}
+
+/// Covers a credential store (step 7 of the module doc); after every
+/// bind, so a writable root or carve-out bound later cannot uncover it.
+fn cover_secret(path: &Path) -> rustix::io::Result<()> {
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    if path.is_dir() {
+        return rustix::mount::mount(
+            "tmpfs",
+            path,
+            "tmpfs",
+            flags | MountFlags::RDONLY,
+            Some(c"mode=0555,size=4k"),
+        );
+    }
+    rustix::mount::mount_bind("/dev/null", path)?;
+    rustix::mount::mount_remount(path, flags | MountFlags::BIND | MountFlags::RDONLY, "")
 }
 
 /// Puts a fresh tmpfs on `/dev` holding the host's [`DEV_NODES`] (bound
