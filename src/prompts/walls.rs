@@ -16,7 +16,8 @@
 //! network namespace with `lo` up; `Allowlist { hosts, loopback }` with the
 //! host patterns as configured, in order); `read_only_to_commands` with the
 //! names as the model should read them (`.git`, `.keel`, …);
-//! `git_through_git: true` once recognised git commands may write `.git`.
+//! `git_through_git: true` once recognised git commands may write `.git`;
+//! `credentials_hidden: true` when the jail covers the credential stores.
 
 /// What a sandboxed command can reach on the network.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -67,6 +68,8 @@ pub struct Walls {
     /// Recognised git commands (`git add`, `commit`, `checkout`, …) may
     /// write `.git` although other commands cannot.
     pub git_through_git: bool,
+    /// Credential stores (`~/.ssh`, `~/.aws`, …) read as empty or refused.
+    pub credentials_hidden: bool,
 }
 
 /// Longest list of hosts or folders named in the text.
@@ -86,6 +89,13 @@ pub fn walls_text(walls: Option<&Walls>) -> String {
     ];
     lines.push(format!("- Writes: {}", writes(walls)));
     lines.push(format!("- Network: {}", network(&walls.network)));
+    if walls.credentials_hidden {
+        lines.push(
+            "- Credential stores (`~/.ssh`, `~/.aws`, `~/.npmrc`, …) are hidden: a command \
+             needing a login from one fails here."
+                .to_owned(),
+        );
+    }
     if walls.network.loopback() {
         lines.push(
             "- A server lives as long as its command: start, use and stop it in one \

@@ -167,6 +167,10 @@ fn confine(
     };
     // The small launcher beside keel when it answers (`jail::launcher`).
     let layers = jail::launcher::probe_first(&mut confinement, &keel).unwrap_or_default();
+    if !layers.namespaces.mount {
+        // Only a mount namespace covers them: the walls must not claim it.
+        confinement.hidden.clear();
+    }
     let (confine, sandboxed, warning) = match layers.landlock {
         landlock::Enforcement::Full | landlock::Enforcement::Partial => (true, true, None),
         landlock::Enforcement::None if config.required => (

@@ -47,6 +47,7 @@ pub(super) fn walls_of(confinement: &Confinement, home: &Path) -> Walls {
         // A plain git command gets `.git` writable but its config and
         // hooks (`policy::git_write`, the jail's `--git-write`).
         git_through_git: confinement.protect_vcs && writes == WriteWalls::Workspace,
+        credentials_hidden: !confinement.hidden.is_empty(),
     }
 }
 
