@@ -161,7 +161,9 @@ pub fn project(state: &LoopState) -> Projection {
         Some((tokens, counted)) if counted <= state.items.len() => {
             (tokens, items_upper_bound(&state.items[counted..]).div_ceil(BYTES_PER_TOKEN))
         }
-        Some(_) | None => (0, upper_bound(&state.request()).div_ceil(BYTES_PER_TOKEN)),
+        Some(_) | None => {
+            (0, upper_bound(&state.request(), state.config.strict_tools).div_ceil(BYTES_PER_TOKEN))
+        }
     };
     let output = match state.largest_output_tokens {
         0 => FIRST_OUTPUT_ESTIMATE,

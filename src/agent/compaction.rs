@@ -54,7 +54,10 @@ pub(super) fn estimate(state: &LoopState, request: &ModelRequest) -> u64 {
 
 /// `request`'s estimated tokens as the session's server counts them.
 fn estimate_request(state: &LoopState, request: &ModelRequest) -> u64 {
-    state.config.token_scale.apply(crate::context::tokens::estimate_request(request))
+    state
+        .config
+        .token_scale
+        .apply(crate::context::tokens::estimate_request(request, state.config.strict_tools))
 }
 
 /// [`estimate`] with bytes standing in for tokens: never below it. With a
@@ -65,7 +68,7 @@ fn upper_estimate(state: &LoopState) -> u64 {
         Some((tokens, counted)) if counted <= state.items.len() => {
             tokens + items_upper_bound(&state.items[counted..])
         }
-        Some(_) | None => upper_bound(&state.request()),
+        Some(_) | None => upper_bound(&state.request(), state.config.strict_tools),
     }
 }
 

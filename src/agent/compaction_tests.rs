@@ -328,3 +328,57 @@ fn the_server_s_token_scale_moves_the_threshold() {
     let finer = TokenScale::from_counts(2, 1).unwrap();
     assert!(summarizes(finer), "twice the tokens by the server's count");
 }
+
+/// The estimated tokens before a compaction (recorded with it) of a
+/// session offering one `grep`-like tool, under `strict`.
+fn tokens_before_with(strict: Option<crate::protocol::strict_schema::StrictDialect>) -> u64 {
+    let mut config = config(None);
+    config.tools = vec![grep_like()];
+    config.strict_tools = strict;
+    let mut state = LoopState::open(config, Opening::default());
+    step(&mut state, Input::UserTurn { text: "GOAL".into(), images: Vec::new() });
+    step(&mut state, Input::ContextOverflow { message: "too long".into() });
+    let effects = summarized(&mut state, "S");
+    effects
+        .iter()
+        .find_map(|effect| match effect {
+            Effect::Compacted { tokens_before, .. } => Some(*tokens_before),
+            _ => None,
+        })
+        .expect("compacted")
+}
+
+fn grep_like() -> crate::protocol::ToolSpec {
+    crate::protocol::ToolSpec {
+        name: "grep".into(),
+        description: "Search.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string"},
+                "limit": {"type": "integer", "maximum": 10},
+                "mode": {"type": "string", "enum": ["content", "files"]},
+            },
+            "required": ["pattern"],
+        }),
+    }
+}
+
+// Issue 32: under `strict_tools` the request carries each tool's strict
+// schema (closed, optional fields nullable): the estimate that decides
+// compaction counts that schema, not the plain one.
+#[test]
+fn the_estimate_counts_the_strict_schemas_that_are_sent() {
+    use crate::context::tokens::count;
+    use crate::protocol::strict_schema::{StrictDialect, strict_parameters};
+    let plain = tokens_before_with(None);
+    let spec = grep_like();
+    for dialect in [StrictDialect::OpenAi, StrictDialect::Anthropic] {
+        let sent = strict_parameters(&spec, dialect).expect("grep has a strict form");
+        let difference =
+            count(&sent.to_string()) as i64 - count(&spec.parameters.to_string()) as i64;
+        assert_ne!(difference, 0, "{dialect:?}: the strict form differs");
+        let strict = tokens_before_with(Some(dialect));
+        assert_eq!(strict as i64 - plain as i64, difference, "{dialect:?}");
+    }
+}

@@ -297,10 +297,22 @@ impl LoopState {
         &self.deferred
     }
 
-    /// The call `call` stands for: a `call_tool` of a deferred tool is that
-    /// tool's call (`agent::deferred`); any other call is itself.
+    /// The call `call` stands for, as it runs: a `call_tool` of a deferred
+    /// tool is that tool's call (`agent::deferred`), and a keel tool's
+    /// top-level `null` arguments are dropped (strict tool calling sends one
+    /// for each optional field left out; to keel's tools it means absent:
+    /// `protocol::strict_schema::without_nulls`). Policy, hooks, approvals
+    /// and the log see this call; the history keeps the model's own. An MCP
+    /// tool's arguments stay as written (a server may read `null`).
     pub fn real_call(&self, call: &ToolCall) -> ToolCall {
-        super::deferred::unwrap(call, &self.deferred)
+        let mut call = super::deferred::unwrap(call, &self.deferred);
+        if !call.name.starts_with(crate::protocol::MCP_PREFIX) {
+            if let Some(arguments) = crate::protocol::strict_schema::without_nulls(&call.arguments)
+            {
+                call.arguments = arguments;
+            }
+        }
+        call
     }
 
     /// Every tool a call may reach: those in the request and the deferred

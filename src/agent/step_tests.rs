@@ -405,3 +405,29 @@ fn harness_calls_are_not_judged_by_policy() {
         "{effects:?}"
     );
 }
+
+// Issue 32: strict tool calling makes the model send `null` for every
+// optional field it leaves out, and to keel's tools a `null` is an absent
+// field. The call is judged, asked about, hooked and logged without them
+// (what the user approves is the call as it runs); the history keeps what
+// the model sent (the next request sends it back), and an MCP tool, never
+// strict, gets its arguments as written.
+#[test]
+fn a_strict_calls_nulls_are_dropped_where_it_enters_the_loop() {
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
+    step(&mut state, Input::UserTurn { text: "go".into(), images: Vec::new() });
+    let sent = r#"{"command":"touch a","timeout_ms":null,"workdir":null,"background":null}"#;
+    let effects = step(&mut state, respond(vec![Item::ToolCall(call_with("c", "shell", sent))]));
+    let Some(Effect::AskApproval { call, .. }) = effects.last() else { panic!("{effects:?}") };
+    assert_eq!(call.arguments, r#"{"command":"touch a"}"#);
+    assert_eq!(crate::display::approval_text(call), "$ touch a");
+    let started = effects.iter().any(|effect| {
+        matches!(effect, Effect::Record(SessionEvent::PolicyDecision { call_id, .. }) if call_id == "c")
+    });
+    assert!(started, "the call was judged: {effects:?}");
+    let kept =
+        state.items().iter().any(|item| matches!(item, Item::ToolCall(c) if c.arguments == sent));
+    assert!(kept, "the history keeps the model's own call");
+    let mcp = call_with("m", "mcp__srv__tool", r#"{"x":null}"#);
+    assert_eq!(state.real_call(&mcp).arguments, r#"{"x":null}"#);
+}

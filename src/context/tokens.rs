@@ -17,7 +17,8 @@
 
 use tiktoken_rs::CoreBPE;
 
-use crate::protocol::{Item, ModelRequest, ReasoningItem, ToolSpec};
+use crate::protocol::strict_schema::StrictDialect;
+use crate::protocol::{Item, ModelRequest, ReasoningItem, sent_schemas};
 
 /// Tokens a message costs besides its text (role, separators), as in
 /// OpenAI's published counting recipe.
@@ -105,19 +106,28 @@ pub fn items_upper_bound(items: &[Item]) -> u64 {
 
 /// A bound no tokenization can exceed: every token covers at least one
 /// byte. Used to skip counting when even the bound is under a threshold.
-pub fn upper_bound(request: &ModelRequest) -> u64 {
+/// The tools count as sent under `strict` (`LoopConfig::strict_tools`).
+pub fn upper_bound(request: &ModelRequest, strict: Option<StrictDialect>) -> u64 {
     let items: usize = request.items.iter().map(item_bytes).sum();
-    let tools: usize = request.tools.iter().map(tool_bytes).sum();
+    let tools: usize = sent_schemas(&request.tools, strict)
+        .iter()
+        .map(|(tool, schema)| tool.name.len() + tool.description.len() + schema.to_string().len())
+        .sum();
     let overhead = PER_ITEM_OVERHEAD * request.items.len() as u64;
     (request.instructions.len() + items + tools) as u64 + overhead
 }
 
-/// The estimated input tokens of `request`: instructions, tool schemas and
-/// every item, each item with its overhead.
-pub fn estimate_request(request: &ModelRequest) -> u64 {
-    count(&request.instructions)
-        + request.tools.iter().map(estimate_tool).sum::<u64>()
-        + estimate_items(&request.items)
+/// The estimated input tokens of `request`: instructions, tool schemas (as
+/// sent under `strict`, `LoopConfig::strict_tools`: the strict forms are
+/// larger) and every item, each item with its overhead.
+pub fn estimate_request(request: &ModelRequest, strict: Option<StrictDialect>) -> u64 {
+    let tools: u64 = sent_schemas(&request.tools, strict)
+        .iter()
+        .map(|(tool, schema)| {
+            count(&tool.name) + count(&tool.description) + count(&schema.to_string())
+        })
+        .sum();
+    count(&request.instructions) + tools + estimate_items(&request.items)
 }
 
 /// The estimated tokens of `items` (per item, so a caller can add items
@@ -147,10 +157,6 @@ pub fn estimate_item(item: &Item) -> u64 {
 /// documented estimate; OpenAI's tiles come out close), at least 85.
 pub fn image_tokens(image: &crate::protocol::ImagePart) -> u64 {
     (u64::from(image.width) * u64::from(image.height) / 750).max(85)
-}
-
-fn estimate_tool(tool: &ToolSpec) -> u64 {
-    count(&tool.name) + count(&tool.description) + count(&tool.parameters.to_string())
 }
 
 /// Visible text counts; opaque blobs (encrypted reasoning, signatures,
@@ -199,10 +205,6 @@ fn item_bytes(item: &Item) -> usize {
             text.len() + provider_data_bytes(provider_data)
         }
     }
-}
-
-fn tool_bytes(tool: &ToolSpec) -> usize {
-    tool.name.len() + tool.description.len() + tool.parameters.to_string().len()
 }
 
 #[cfg(test)]
@@ -290,6 +292,6 @@ mod tests {
             tools: Vec::new(),
             max_output_tokens: None,
         };
-        assert!(upper_bound(&request) >= estimate_request(&request));
+        assert!(upper_bound(&request, None) >= estimate_request(&request, None));
     }
 }

@@ -88,7 +88,11 @@ fn failed_closed(name: &str, event: HookEvent, panic: &CaughtPanic) -> HookOutco
     let error = format!("internal error in keel's {name} hook (a bug; please report it): {panic}");
     let permission = (event == HookEvent::PreToolUse).then_some(Permission::Deny);
     let reason = permission.map(|_| {
-        format!("the {name} hook failed, so the call was not run; try another way or ask the user")
+        // Not "ask the user": nobody can answer in a headless run.
+        format!(
+            "the {name} hook failed, so the call was not run; try another way, or say so in your \
+             answer"
+        )
     });
     HookOutcome { permission, reason, error: Some(error), ..HookOutcome::default() }
 }
@@ -99,6 +103,19 @@ mod tests {
     use crate::hooks::{HookBus, HookVerdict, Permission, guard};
     use crate::policy::Decision;
     use tokio_util::sync::CancellationToken;
+
+    // Issue 32.9: a guard that broke denies the call, and the model is not
+    // sent to ask the user (nobody can answer a headless run).
+    #[test]
+    fn a_failed_hook_does_not_send_the_model_to_ask_the_user() {
+        let panic = CaughtPanic { message: "boom".into(), location: None };
+        let outcome = failed_closed("protect_secrets", HookEvent::PreToolUse, &panic);
+        assert_eq!(outcome.permission, Some(Permission::Deny));
+        let reason = outcome.reason.unwrap();
+        assert!(reason.contains("the protect_secrets hook failed, so the call was not run"));
+        assert!(!reason.contains("ask the user"), "{reason}");
+        assert!(reason.contains("say so in your answer"), "{reason}");
+    }
 
     /// Says `permission` on every PreToolUse of `shell`.
     #[derive(Debug)]

@@ -274,8 +274,9 @@ impl NativeHook for ProtectSecrets {
             ),
             Permission::Deny => format!(
                 "protect_secrets: {file} looks like a secret file (keys, tokens, passwords) and \
-                 reading it would send it to the model provider; do without it, or ask the user \
-                 to allow it with `[secrets] allow_files = [\"{name}\"]` in ~/.keel/config.toml"
+                 reading it would send it to the model provider; do without it, or, if the task \
+                 needs it, say so in your answer (the user can allow it with `[secrets] \
+                 allow_files = [\"{name}\"]` in ~/.keel/config.toml; nobody can in a headless run)"
             ),
             Permission::Ask | Permission::Allow => {
                 format!("protect_secrets: `{tool}` touches {file}, which looks like a secret file")
@@ -364,6 +365,17 @@ mod tests {
             ..HookPayload::default()
         };
         hook.run(HookEvent::PreToolUse, &payload)
+    }
+
+    // Issue 32.9: nobody can answer in a headless run, so the model is not
+    // told to ask the user: it says so in its answer, which names the fix.
+    #[test]
+    fn a_denied_secret_does_not_send_the_model_to_ask_the_user() {
+        let hook = ProtectSecrets::new(&[]).unwrap();
+        let reason = outcome(&hook, "read_file", json!({"path": ".env"})).reason.unwrap();
+        assert!(!reason.contains("ask the user"), "{reason}");
+        assert!(reason.contains("if the task needs it, say so in your answer"), "{reason}");
+        assert!(reason.contains("`[secrets] allow_files = [\".env\"]`"), "{reason}");
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub use queued_input::{Delivery, QueuedInput};
 pub use schema::schema_of;
 pub use tool::{
     HarnessTool, MCP_PREFIX, ToolCall, ToolClass, ToolOutput, ToolResult, ToolSpec, entry_names,
-    mcp_server_of, spec_bytes,
+    mcp_server_of, sent_schemas, spec_bytes,
 };
 pub use tool_facts::{Access, Operand, PathArg, ToolInfo, ToolKind};
 pub use tool_meta::{ResultKind, ToolMeta};

@@ -29,7 +29,8 @@
 //! that way: their schemas are whatever a server wrote, and the `null`s
 //! strict would make the model send for every optional field would reach a
 //! server that never said it takes them. The parsing side reads a
-//! top-level `null` as "absent" ([`nulls_as_absent`]), which is enough for
+//! top-level `null` as "absent" ([`nulls_as_absent`]; a call enters the loop
+//! without them, [`without_nulls`]), which is enough for
 //! keel's own tools: no nested object of theirs has an optional field
 //! (`tools::registry`'s tests hold that).
 
@@ -260,6 +261,19 @@ pub fn nulls_as_absent(arguments: &mut Value) {
     if let Value::Object(fields) = arguments {
         fields.retain(|_, value| !value.is_null());
     }
+}
+
+/// A call's raw `arguments` with their top-level `null` fields dropped
+/// ([`nulls_as_absent`]), or `None` when there is none to drop (or they are
+/// not a JSON object): the model's text is rewritten only when it changes.
+/// Where a call enters the loop (`agent::LoopState::real_call`), so the
+/// policy, the approval text, the hooks' `tool_input` and the log all see
+/// the call as it runs, without the strict form's `null` noise.
+pub fn without_nulls(arguments: &str) -> Option<String> {
+    let mut value: Value = serde_json::from_str(arguments).ok()?;
+    let had = value.as_object()?.len();
+    nulls_as_absent(&mut value);
+    (value.as_object()?.len() != had).then(|| value.to_string())
 }
 
 #[cfg(test)]

@@ -35,31 +35,51 @@ impl ToolSpec {
     pub fn bytes(&self, strict: Option<StrictDialect>) -> u64 {
         let sent =
             strict.and_then(|dialect| super::strict_schema::strict_parameters(self, dialect));
-        let schema = sent.as_ref().unwrap_or(&self.parameters).to_string();
-        (self.name.len() + self.description.len() + schema.len()) as u64
+        self.bytes_with(sent.as_ref().unwrap_or(&self.parameters))
+    }
+
+    fn bytes_with(&self, schema: &serde_json::Value) -> u64 {
+        (self.name.len() + self.description.len() + schema.to_string().len()) as u64
     }
 }
 
-/// Each spec's [`ToolSpec::bytes`] by tool name (the `tool_bytes` of the
-/// `prompt_prefix` and `tools_changed` log lines), as sent under `strict`
-/// (`LoopConfig::strict_tools`): on Anthropic only the first
-/// [`MAX_ANTHROPIC_STRICT_TOOLS`] strict forms are sent.
-pub fn spec_bytes<'a>(
+/// Each of `tools` with the argument schema a request sends for it under
+/// `strict` (`LoopConfig::strict_tools`): its strict form when it has one,
+/// on Anthropic only for the first [`MAX_ANTHROPIC_STRICT_TOOLS`] of them
+/// (as `llm/` encodes), else its own. What sizes and token estimates of
+/// the tools measure.
+pub fn sent_schemas<'a>(
     tools: impl IntoIterator<Item = &'a ToolSpec>,
     strict: Option<StrictDialect>,
-) -> std::collections::BTreeMap<String, u64> {
+) -> Vec<(&'a ToolSpec, std::borrow::Cow<'a, serde_json::Value>)> {
     let mut strict_sent = 0;
     tools
         .into_iter()
         .map(|spec| {
             let capped = strict == Some(StrictDialect::Anthropic)
                 && strict_sent >= MAX_ANTHROPIC_STRICT_TOOLS;
-            let dialect = strict.filter(|_| !capped);
-            if dialect.and_then(|d| super::strict_schema::strict_parameters(spec, d)).is_some() {
-                strict_sent += 1;
-            }
-            (spec.name.clone(), spec.bytes(dialect))
+            let sent = strict
+                .filter(|_| !capped)
+                .and_then(|dialect| super::strict_schema::strict_parameters(spec, dialect));
+            strict_sent += usize::from(sent.is_some());
+            (
+                spec,
+                sent.map_or(std::borrow::Cow::Borrowed(&spec.parameters), std::borrow::Cow::Owned),
+            )
         })
+        .collect()
+}
+
+/// Each spec's [`ToolSpec::bytes`] by tool name (the `tool_bytes` of the
+/// `prompt_prefix` and `tools_changed` log lines), as sent under `strict`
+/// ([`sent_schemas`]).
+pub fn spec_bytes<'a>(
+    tools: impl IntoIterator<Item = &'a ToolSpec>,
+    strict: Option<StrictDialect>,
+) -> std::collections::BTreeMap<String, u64> {
+    sent_schemas(tools, strict)
+        .into_iter()
+        .map(|(spec, schema)| (spec.name.clone(), spec.bytes_with(&schema)))
         .collect()
 }
 

@@ -74,12 +74,12 @@ pub(super) fn check(state: &LoopState, prompt: &str) -> Result<(), Box<PromptToo
         tools: config.tools.clone(),
         max_output_tokens: None,
     };
-    if upper_bound(&request) <= limit {
+    if upper_bound(&request, config.strict_tools) <= limit {
         return Ok(());
     }
     // In the server's tokens when its tokenizer was asked (`token_scale`).
     let scale = config.token_scale;
-    let total = scale.apply(estimate_request(&request));
+    let total = scale.apply(estimate_request(&request, config.strict_tools));
     if total <= limit {
         return Ok(());
     }

@@ -201,3 +201,33 @@ async fn the_first_request_carries_the_guidance_on_every_protocol() {
         }
     }
 }
+
+// The prompt's line on commands: "at most 10 minutes, with no terminal"
+// holds for a command run to its end (the shell schema's timeout bound);
+// a background one has no timeout and `pty: true` gives it a terminal
+// (what `background_e2e` checks the jail does), and the prompt says so.
+#[tokio::test]
+async fn the_prompt_says_which_commands_have_a_time_limit_and_a_terminal() {
+    const LINE: &str = "A command runs at most 10 minutes, with no terminal: feed interactive \
+        programs through flags, a here-document or a file. A server, watcher or REPL runs with \
+        `background: true` (no time limit; `pty: true` gives it a terminal).";
+    for wire in [Wire::Responses, Wire::Chat, Wire::Anthropic] {
+        let sandbox = Sandbox::new();
+        let server = scripted_model(wire, &[Step::Answer("Hi.".into())]).await;
+        let output = sandbox.run(&Model::on(wire, &server), &["exec", "Hi."]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let first = &request_bodies(&server).await[0];
+        let text = first.to_string();
+        assert!(text.contains(LINE), "{wire:?}: the prompt's line on commands");
+        let shell = first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool.to_string().contains("`bash -c`"))
+            .unwrap()
+            .to_string();
+        for said in ["at most 600000", "no timeout", "a terminal", "\"pty\""] {
+            assert!(shell.contains(said), "{wire:?}: shell schema says {said}: {shell}");
+        }
+    }
+}

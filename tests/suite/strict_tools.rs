@@ -146,3 +146,34 @@ async fn the_logged_tool_sizes_are_those_of_the_strict_schemas_sent() {
     }
     assert!(strict > 3, "strict tools were sent: {body}");
 }
+
+/// A strict call's `null`s are absent fields (issue 32): the user is shown
+/// the call without them (the headless needs-approval listing, the same
+/// text the TUI's approval shows), and a hook's `tool_input` has none.
+#[tokio::test]
+async fn a_strict_calls_nulls_reach_neither_the_approval_nor_the_hooks() {
+    let sandbox = Sandbox::new();
+    let hook = "[[hooks.PreToolUse]]\nmatcher = \"\"\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\n\
+                command = \"cat > hook-input.json\"\n";
+    std::fs::write(sandbox.home.join("config.toml"), hook).unwrap();
+    let shell = json!({"command": "touch made.txt", "timeout_ms": null, "workdir": null,
+        "verify": null, "background": null, "pty": null});
+    let steps = [
+        Step::Calls { text: None, calls: vec![call("shell", shell)] },
+        Step::Answer("done".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let output = sandbox.run(
+        &Model::on(Wire::Chat, &server),
+        &["exec", "-c", "provider.strict_tools=true", "Make the file."],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!sandbox.repo.join("made.txt").exists(), "the call needed approval: {stderr}");
+    assert!(stderr.contains("    $ touch made.txt\n"), "{stderr}");
+    assert!(!stderr.contains("null"), "{stderr}");
+    let input: Value = serde_json::from_str(&sandbox.read("hook-input.json")).unwrap();
+    assert_eq!(input["tool_input"], json!({"command": "touch made.txt"}), "{input}");
+    // The model's own call goes back to it as it was sent.
+    let second = request_bodies(&server).await[1].to_string();
+    assert!(second.contains(r#"\"timeout_ms\":null"#), "{second}");
+}

@@ -163,6 +163,8 @@ fn explore_reads_is_refused_an_edit_and_its_finding_reaches_the_parent() {
     assert!(system_of(&child[0].body).contains("# Working as a subagent"));
     assert!(!system_of(&child[0].body).contains(PARENT), "not the parent's prompt");
     assert_eq!(first_user_of(&child[0].body), "Find the port the server uses.");
+    // Issue 32.6: a child has no phases, and nothing it reads says it has.
+    assert!(!child[0].body.to_string().contains("set_phase"), "a child is told of set_phase");
     let offered = tool_names(&child[0].body);
     assert!(offered.contains(&"read_file".to_owned()), "{offered:?}");
     for absent in ["edit_file", "write_file", "apply_patch", "agent", "submit_plan"] {

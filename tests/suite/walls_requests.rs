@@ -78,6 +78,9 @@ fn walls_unsandboxed_run() {
 // `[provider] strict_tools` (off here) leaves these bytes as they are;
 // on, measured 2026-12-03 (headless): Responses 15 741, Anthropic 14 898,
 // Chat 16 378 (strict: true on each tool, every field required).
+// Off, measured 2026-12-03 after the prompt's line on `background`/`pty`
+// (headless / interactive): Responses 15 319 / 15 326, Anthropic 14 669 /
+// 14 676, Chat 15 725 / 15 732.
 #[test]
 fn the_first_request_stays_within_16_kilobytes_on_every_protocol() {
     for (provider, model) in [
