@@ -188,6 +188,7 @@ mod tests {
             network: NetworkWalls::Off { loopback: false },
             read_only_to_commands: vec![".git".into(), ".keel".into(), ".claude".into()],
             git_through_git: false,
+            credentials_hidden: false,
         }
     }
 
@@ -231,6 +232,14 @@ mod tests {
         let open = walls_text(Some(&Walls { read_only_to_commands: vec![], ..default_walls() }));
         assert!(!open.contains("Read-only to commands"), "{open}");
         assert!(!open.contains("stash"), "{open}");
+    }
+
+    #[test]
+    fn hidden_credential_stores_are_said_only_when_the_jail_covers_them() {
+        let covered = walls_text(Some(&Walls { credentials_hidden: true, ..default_walls() }));
+        assert!(covered.contains("Credential stores (`~/.ssh`"), "{covered}");
+        let plain = walls_text(Some(&default_walls()));
+        assert!(!plain.contains("Credential stores"), "{plain}");
     }
 
     #[test]
