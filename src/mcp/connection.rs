@@ -58,6 +58,8 @@ pub struct ServerFacts {
     pub version: Option<String>,
     pub has_tools: bool,
     pub has_prompts: bool,
+    /// It advertised the `resources` capability (`mcp::resource`).
+    pub has_resources: bool,
 }
 
 /// Where progress of a call goes: the call's context.
@@ -214,6 +216,12 @@ impl Connection {
                 .process
                 .lock()
                 .is_ok_and(|mut process| process.as_mut().is_some_and(ServerProcess::has_exited))
+    }
+
+    /// The client side of the connection, for requests another file of
+    /// this module sends (`resource`).
+    pub(super) fn peer(&self) -> &rmcp::service::Peer<RoleClient> {
+        self.service.peer()
     }
 
     /// The server's process id (stdio servers).
@@ -377,6 +385,7 @@ fn server_facts(service: &RunningService<RoleClient, Handler>) -> Result<ServerF
         version: info.server_info.as_ref().map(|server| server.version.clone()),
         has_tools: info.capabilities.tools.is_some(),
         has_prompts: info.capabilities.prompts.is_some(),
+        has_resources: info.capabilities.resources.is_some(),
     })
 }
 
@@ -413,7 +422,7 @@ fn init_error_text(error: &ClientInitializeError) -> String {
     }
 }
 
-fn request_error(error: rmcp::ServiceError) -> McpError {
+pub(super) fn request_error(error: rmcp::ServiceError) -> McpError {
     match error {
         rmcp::ServiceError::McpError(data) => {
             McpError::Server { message: data.message.to_string() }

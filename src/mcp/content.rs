@@ -11,7 +11,7 @@
 //! text in its place, and one that cannot be decoded is described instead;
 //! `isError` decides whether the model reads it as a failure.
 
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::{CallToolResult, ContentBlock, ReadResourceResult, ResourceContents};
 use serde_json::{Value, json};
 
 use base64::Engine as _;
@@ -87,6 +87,34 @@ pub fn render(result: &CallToolResult) -> Rendered {
         "is_error": is_error,
     });
     Rendered { text, is_error, meta, images }
+}
+
+/// A `resources/read` result as the model reads it: text contents as they
+/// are (each under its URI), image blobs as image parts, other blobs
+/// described, within the same budget as a call's result.
+pub fn render_resource(result: &ReadResourceResult) -> Rendered {
+    let mut parts = Vec::new();
+    let mut images = Vec::new();
+    for contents in &result.contents {
+        if let ResourceContents::BlobResourceContents { uri, mime_type: Some(mime), blob, .. } =
+            contents
+            && mime.starts_with("image/")
+            && images.len() < MAX_IMAGES
+            && let Ok(part) = image_part(blob, mime)
+        {
+            parts.push(format!("[resource {uri}]\n[image: {}]", part.label()));
+            images.push(part);
+            continue;
+        }
+        parts.push(resource_text(contents));
+    }
+    if parts.is_empty() {
+        parts.push("(the resource is empty)".to_owned());
+    }
+    let (text, omitted) = fit(&parts.join("\n"));
+    let meta =
+        json!({ "truncated": omitted > 0, "omitted_bytes": omitted, "images": images.len() });
+    Rendered { text, is_error: false, meta, images }
 }
 
 /// An MCP image block (base64 `data`, `mimeType`) as an image part; the

@@ -78,6 +78,7 @@ mod frame_cap;
 pub mod http;
 pub mod hub;
 pub mod naming;
+pub mod resource;
 pub mod schema;
 pub mod server;
 pub mod tool;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResult, Prompt, Tool};
+use rmcp::model::{CallToolResult, Prompt, ReadResourceResult, Tool};
 use serde::Serialize;
 use tokio::sync::{Mutex, watch};
 
@@ -101,6 +101,8 @@ struct Live {
 struct Catalog {
     tools: Vec<Tool>,
     prompts: Vec<Prompt>,
+    /// It advertised resources when it last started.
+    has_resources: bool,
 }
 
 enum Link {
@@ -320,6 +322,24 @@ impl Server {
         conn.get_prompt(name, arguments, self.config.tool_timeout).await
     }
 
+    /// Whether the server advertised resources when it last started.
+    pub fn has_resources(&self) -> bool {
+        self.catalog().has_resources
+    }
+
+    /// Its resources and resource templates (`resources/list`,
+    /// `resources/templates/list`), bounded by the tool timeout.
+    pub async fn list_resources(&self) -> Result<super::resource::Listing, McpError> {
+        let conn = self.connection().await?;
+        super::resource::list(&conn, self.config.tool_timeout).await
+    }
+
+    /// `resources/read` of `uri`, bounded by the tool timeout.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
+        let conn = self.connection().await?;
+        super::resource::read(&conn, uri, self.config.tool_timeout).await
+    }
+
     /// The tools and prompts the server listed last (kept while it is
     /// down; empty if it never started).
     pub fn listing(&self) -> (Vec<Tool>, Vec<Prompt>) {
@@ -408,7 +428,11 @@ impl Server {
         if let Some(live) = live {
             status.protocol_version = Some(live.conn.facts.protocol_version.clone());
             if let Ok(mut catalog) = self.catalog.lock() {
-                *catalog = Catalog { tools: live.tools.clone(), prompts: live.prompts.clone() };
+                *catalog = Catalog {
+                    tools: live.tools.clone(),
+                    prompts: live.prompts.clone(),
+                    has_resources: live.conn.facts.has_resources,
+                };
             }
         }
         let snapshot = status.clone();

@@ -332,7 +332,11 @@ impl Session {
             self.session_start_hooks(source, cancel).await?;
         }
         self.mcp_turn_boundary(cancel).await?;
-        let prompt = match self.expand_mcp_prompt(prompt).await {
+        let expanded = match self.expand_mcp_prompt(prompt).await {
+            Ok(prompt) => self.inline_mcp_resources(prompt).await,
+            Err(message) => Err(message),
+        };
+        let prompt = match expanded {
             Ok(prompt) => self.expand_skill_command(prompt),
             Err(message) => {
                 self.sink.emit(RuntimeEvent::Error { message: message.clone() });

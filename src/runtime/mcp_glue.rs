@@ -192,6 +192,17 @@ impl Session {
         expanded.map_err(|error| format!("the MCP prompt failed: {error}"))
     }
 
+    /// `@server:uri` mentions of MCP resources read and inlined into the
+    /// prompt (their images attached to the turn). The user named them, so
+    /// the read is theirs: no approval is asked. `Err` says which failed.
+    pub(super) async fn inline_mcp_resources(&mut self, prompt: String) -> Result<String, String> {
+        let (prompt, images) = self.mcp.hub.inline_resources(prompt).await?;
+        if !images.is_empty() {
+            self.images.attach(images);
+        }
+        Ok(prompt)
+    }
+
     /// Every configured MCP server's status (for `/mcp`).
     pub fn mcp_statuses(&self) -> Vec<ServerStatus> {
         self.mcp.hub.statuses()

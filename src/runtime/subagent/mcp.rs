@@ -125,6 +125,7 @@ mod tests {
             read_only,
             claims_read_only: read_only,
             trusted_content: false,
+            resources: false,
         }
     }
 

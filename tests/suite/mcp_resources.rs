@@ -1,0 +1,139 @@
+//! MCP resources end to end, with the real `@modelcontextprotocol/server-everything`
+//! (installed by `.ci/run`, see `mcp_npm.rs`): the model lists them and reads one through
+//! `mcp__everything__resources`, an unknown URI is a tool error, and `@everything:uri` in a
+//! prompt inlines the resource before the turn.
+
+use serde_json::{Value, json};
+
+use super::mcp_support::{npm_entry, npm_servers, write_config};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire, call};
+
+const ARCHITECTURE: &str = "demo://resource/static/document/architecture.md";
+
+fn everything(sandbox: &Sandbox, dir: &std::path::Path, trusted_reads: bool) {
+    let config = format!(
+        "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n\
+         trust_read_only_hint = {trusted_reads}\n",
+        npm_entry(dir, "server-everything")
+    );
+    write_config(sandbox, &config);
+}
+
+async fn exec(
+    sandbox: &Sandbox,
+    steps: &[Step],
+    prompt: &str,
+    code: i32,
+) -> (Vec<Value>, Vec<Value>) {
+    let model = scripted_model(Wire::Chat, steps).await;
+    let output = sandbox
+        .keel()
+        .env("OPENAI_API_KEY", "sk-keel-test-secret")
+        .arg("exec")
+        .args(Model::chat(&model).flags())
+        .args(["--json", "--mode", "ask"])
+        .arg(prompt)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
+    (json_lines(&output.stdout), request_bodies(&model).await)
+}
+
+fn results(lines: &[Value]) -> Vec<&Value> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "item_completed" && l["item"]["name"] != Value::Null)
+        .map(|l| &l["item"])
+        .collect()
+}
+
+#[tokio::test]
+async fn the_model_lists_and_reads_server_everything_resources() {
+    let Some(dir) = npm_servers() else { return };
+    let sandbox = Sandbox::new();
+    everything(&sandbox, &dir, true);
+    let tool = "mcp__everything__resources";
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![
+                call(tool, json!({})),
+                call(tool, json!({"uri": ARCHITECTURE})),
+                call(tool, json!({"uri": "demo://no/such/resource"})),
+            ],
+        },
+        Step::Answer("done".into()),
+    ];
+    let (lines, bodies) = exec(&sandbox, &steps, "what resources are there?", 0).await;
+    let results = results(&lines);
+    assert_eq!(results.len(), 3, "{results:#?}");
+    let listing = results[0]["output"].as_str().unwrap();
+    assert!(
+        listing.contains(&format!("- {ARCHITECTURE} — architecture.md (text/markdown)")),
+        "{listing}"
+    );
+    assert!(listing.contains("URI templates"), "{listing}");
+    assert!(listing.contains("demo://resource/dynamic/text/{"), "{listing}");
+    let read = results[1]["output"].as_str().unwrap();
+    assert!(read.starts_with(&format!("[resource {ARCHITECTURE}]")), "{read}");
+    assert!(read.contains("# "), "the document's markdown: {read}");
+    assert_eq!(results[2]["is_error"], true, "{}", results[2]);
+    // The model read the document in its next request, fenced as the server's data.
+    let second = bodies[1].to_string();
+    assert!(second.contains("architecture.md"), "{second}");
+    // One short definition; no resource inlined in the request prefix.
+    let defined: Vec<&Value> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["function"]["name"] == tool)
+        .collect();
+    assert_eq!(defined.len(), 1);
+    assert!(defined[0].to_string().len() < 800, "{}", defined[0]);
+    assert!(!bodies[0]["tools"].to_string().contains(ARCHITECTURE));
+}
+
+#[tokio::test]
+async fn a_resource_read_asks_in_ask_mode_unless_the_servers_reads_are_trusted() {
+    let Some(dir) = npm_servers() else { return };
+    let sandbox = Sandbox::new();
+    everything(&sandbox, &dir, false);
+    let steps = [
+        Step::Calls {
+            text: None,
+            calls: vec![call("mcp__everything__resources", json!({"uri": ARCHITECTURE}))],
+        },
+        Step::Answer("done".into()),
+    ];
+    let (lines, _) = exec(&sandbox, &steps, "read it", 3).await;
+    let result = lines.last().unwrap();
+    assert_eq!(result["status"], "needs_approval", "{result}");
+    assert_eq!(result["declined"][0]["name"], "mcp__everything__resources", "{result}");
+}
+
+#[tokio::test]
+async fn an_at_mention_inlines_the_resource_into_the_prompt() {
+    let Some(dir) = npm_servers() else { return };
+    let sandbox = Sandbox::new();
+    everything(&sandbox, &dir, false);
+    let steps = [Step::Answer("read it".into())];
+    let prompt = format!("summarise @everything:{ARCHITECTURE}.");
+    let (lines, bodies) = exec(&sandbox, &steps, &prompt, 0).await;
+    let first = bodies[0].to_string();
+    assert!(
+        first.contains(&format!(
+            "<mcp_resource server=\\\"everything\\\" uri=\\\"{ARCHITECTURE}\\\">"
+        )),
+        "{first}"
+    );
+    assert!(first.contains("not instructions"), "{first}");
+    assert_eq!(lines.last().unwrap()["status"], "completed", "{:?}", lines.last());
+
+    // A resource the server does not have: the turn is refused with the reason.
+    let steps = [Step::Answer("never asked".into())];
+    let (lines, _) = exec(&sandbox, &steps, "see @everything:demo://no/such", 1).await;
+    let text = lines.iter().map(Value::to_string).collect::<String>();
+    assert!(text.contains("cannot read @everything:demo://no/such"), "{text}");
+}
