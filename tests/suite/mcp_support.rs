@@ -58,6 +58,22 @@ pub fn npm_entry(dir: &Path, package: &str) -> String {
         .to_string()
 }
 
+/// The entry of one npm MCP server (`server-memory`), if it and node are
+/// installed; else skipped (failed under `CI`) with a message naming it.
+pub fn npm_package(package: &str) -> Option<String> {
+    let dir = npm_servers()?;
+    let entry = npm_entry(&dir, package);
+    if !Path::new(&entry).exists() {
+        skip_or_fail(
+            &format!("@modelcontextprotocol/{package}"),
+            &dir,
+            "run .ci/run: tests/fixtures/mcp-npm/package-lock.json pins it",
+        );
+        return None;
+    }
+    Some(entry)
+}
+
 /// The real python3 interpreter (not a pyenv shim, which needs the
 /// user's HOME), if there is one.
 pub fn python() -> Option<String> {
