@@ -57,6 +57,10 @@ pub struct McpServerFile {
     /// A streamable HTTP server: its endpoint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// How `url` speaks MCP: `http` (streamable HTTP, the default) or
+    /// `sse` (the legacy HTTP+SSE transport of MCP 2024-11-05).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
     /// The variable holding the bearer token sent to `url`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bearer_token_env_var: Option<String>,
@@ -100,6 +104,7 @@ impl McpServerFile {
             env,
             cwd,
             url,
+            transport,
             bearer_token_env_var,
             http_headers,
             env_http_headers,
@@ -116,6 +121,7 @@ impl McpServerFile {
         self.env = env.or(self.env.take());
         self.cwd = cwd.or(self.cwd.take());
         self.url = url.or(self.url.take());
+        self.transport = transport.or(self.transport.take());
         self.bearer_token_env_var = bearer_token_env_var.or(self.bearer_token_env_var.take());
         self.http_headers = http_headers.or(self.http_headers.take());
         self.env_http_headers = env_http_headers.or(self.env_http_headers.take());
@@ -191,8 +197,14 @@ pub enum McpTransport {
         env: Vec<(String, Secret)>,
         cwd: Option<PathBuf>,
     },
-    /// A streamable HTTP endpoint.
-    Http { url: String, bearer_token: Option<Secret>, headers: Vec<(String, Secret)> },
+    /// A streamable HTTP endpoint, or (`legacy_sse`) a legacy HTTP+SSE
+    /// one (`mcp::legacy_sse`; keel also falls back to it on a 405).
+    Http {
+        url: String,
+        bearer_token: Option<Secret>,
+        headers: Vec<(String, Secret)>,
+        legacy_sse: bool,
+    },
 }
 
 /// One server keel will start, resolved.
@@ -431,10 +443,13 @@ fn resolve_server(
         }
         (Some(command), None) => {
             if file.bearer_token_env_var.is_some()
+                || file.transport.is_some()
                 || file.http_headers.is_some()
                 || file.env_http_headers.is_some()
             {
-                return Err("`bearer_token_env_var` and the header keys need `url`".to_owned());
+                return Err(
+                    "`transport`, `bearer_token_env_var` and the header keys need `url`".to_owned()
+                );
             }
             McpTransport::Stdio {
                 command,
@@ -465,7 +480,17 @@ fn resolve_server(
                     env.var(&var).ok_or_else(|| format!("${var} (header {header}) is not set"))?;
                 headers.push((header, Secret(value.to_owned())));
             }
-            McpTransport::Http { url, bearer_token, headers }
+            let legacy_sse = match file.transport.as_deref() {
+                None | Some("http" | "streamable_http") => false,
+                Some("sse") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "`transport = \"{other}\"` is not one keel knows (`http`, the default, \
+                         or `sse`, the legacy HTTP+SSE transport)"
+                    ));
+                }
+            };
+            McpTransport::Http { url, bearer_token, headers, legacy_sse }
         }
     };
     Ok(McpServerConfig {
@@ -585,13 +610,16 @@ fn json_server_file(
     if let Some(var) = texts.flat_map(|text| var_names(text)).find(|var| strip.strips(var)) {
         return Err(credential_reason(var));
     }
-    // `sse` is the old HTTP+SSE transport, which keel does not speak.
-    if let Some(kind) = server.kind.as_deref().filter(|kind| !matches!(*kind, "stdio" | "http")) {
+    // `sse` is the legacy HTTP+SSE transport (`mcp::legacy_sse`).
+    if let Some(kind) =
+        server.kind.as_deref().filter(|kind| !matches!(*kind, "stdio" | "http" | "sse"))
+    {
         return Err(format!(
-            "transport type `{kind}` is not supported (use `stdio` or `http`, the streamable \
-             HTTP transport)"
+            "transport type `{kind}` is not supported (use `stdio`, `http`, the streamable HTTP \
+             transport, or `sse`, the legacy one)"
         ));
     }
+    let transport = (server.kind.as_deref() == Some("sse")).then(|| "sse".to_owned());
     let expand = |text: &str| expand_vars(text, vars);
     let map = |values: BTreeMap<String, String>| -> Option<BTreeMap<String, String>> {
         (!values.is_empty())
@@ -602,6 +630,7 @@ fn json_server_file(
         args: (!server.args.is_empty()).then(|| server.args.iter().map(|a| expand(a)).collect()),
         env: map(server.env),
         url: server.url.as_deref().map(expand),
+        transport,
         http_headers: map(server.headers),
         ..McpServerFile::default()
     })

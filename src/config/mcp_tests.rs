@@ -139,13 +139,17 @@ fn a_projects_servers_wait_for_trust() {
     crate::config::rules::trust_project(&env.keel_home, &env.cwd).unwrap();
     let trusted = load_mcp(&env, &CliOverrides::default()).unwrap();
     // `web` sends ${API_TOKEN}, a credential variable: a project may not.
-    assert_eq!(names(&trusted.servers), ["proj", "fs"]);
+    assert_eq!(names(&trusted.servers), ["proj", "fs", "old"]);
     let McpTransport::Stdio { args, env: vars, .. } = &trusted.servers[1].transport else {
         panic!("fs is a stdio server")
     };
     assert_eq!(args[2], ".");
     assert_eq!(vars[0].1.0, "/h");
-    assert!(trusted.skipped[0].reason.contains("`sse` is not supported"), "{trusted:?}");
+    // `"type": "sse"` is the legacy HTTP+SSE transport, spoken as such.
+    let McpTransport::Http { legacy_sse, .. } = &trusted.servers[2].transport else {
+        panic!("old is an HTTP server")
+    };
+    assert!(legacy_sse, "{trusted:?}");
     let web = trusted.skipped.iter().find(|s| s.name == "web").expect("web skipped");
     assert!(web.reason.contains("$API_TOKEN, a credential variable"), "{web:?}");
 }

@@ -169,7 +169,7 @@ impl Connection {
                 };
                 (service, Some(process))
             }
-            McpTransport::Http { url, bearer_token, headers } => {
+            McpTransport::Http { url, bearer_token, headers, legacy_sse } => {
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .max_json_response_size(MAX_MESSAGE_BYTES)
@@ -177,30 +177,35 @@ impl Connection {
                 if let Some(token) = bearer_token {
                     transport_config = transport_config.auth_header(token.0.clone());
                 }
-                let mut custom = HashMap::new();
-                for (name, value) in headers {
-                    let bad = |what: &str| McpError::Config {
-                        message: format!("header `{name}` has an invalid {what}"),
-                    };
-                    let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|_| bad("name"))?;
-                    let value = reqwest::header::HeaderValue::try_from(value.0.as_str())
-                        .map_err(|_| bad("value"))?;
-                    custom.insert(name, value);
-                }
-                transport_config = transport_config.custom_headers(custom);
-                let transport = StreamableHttpClientTransport::with_client(
-                    McpHttpClient::new(),
-                    transport_config,
-                );
-                let service =
-                    handler.serve(transport).await.map_err(|error| McpError::Handshake {
-                        message: format!(
-                            "cannot open an MCP session at {}: {}",
-                            redact_urls(url),
-                            init_error_text(&error)
-                        ),
-                    })?;
+                let custom = header_map(headers)?;
+                transport_config = transport_config.custom_headers(custom.clone());
+                let client = McpHttpClient::new();
+                let failed = |error: &ClientInitializeError| McpError::Handshake {
+                    message: format!(
+                        "cannot open an MCP session at {}: {}",
+                        redact_urls(url),
+                        init_error_text(error)
+                    ),
+                };
+                let service = if *legacy_sse {
+                    open_legacy_sse(&client, url, bearer_token.as_ref(), custom, handler).await?
+                } else {
+                    let transport = StreamableHttpClientTransport::with_client(
+                        client.clone(),
+                        transport_config,
+                    );
+                    match handler.clone().serve(transport).await {
+                        Ok(service) => service,
+                        // A 405 to the POST: most likely a legacy endpoint.
+                        Err(error) if client.saw_legacy_sse() => {
+                            let token = bearer_token.as_ref();
+                            open_legacy_sse(&client, url, token, custom, handler)
+                                .await
+                                .map_err(|_| failed(&error))?
+                        }
+                        Err(error) => return Err(failed(&error)),
+                    }
+                };
                 (service, None)
             }
         };
@@ -364,6 +369,48 @@ impl Connection {
             process.stop().await;
         }
     }
+}
+
+/// The configured headers, checked.
+fn header_map(
+    headers: &[(String, crate::config::mcp::Secret)],
+) -> Result<HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>, McpError> {
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let bad = |what: &str| McpError::Config {
+            message: format!("header `{name}` has an invalid {what}"),
+        };
+        let name = reqwest::header::HeaderName::try_from(name.as_str()).map_err(|_| bad("name"))?;
+        let value =
+            reqwest::header::HeaderValue::try_from(value.0.as_str()).map_err(|_| bad("value"))?;
+        custom.insert(name, value);
+    }
+    Ok(custom)
+}
+
+/// The handshake over the legacy HTTP+SSE transport (`legacy_sse`).
+async fn open_legacy_sse(
+    client: &McpHttpClient,
+    url: &str,
+    bearer_token: Option<&crate::config::mcp::Secret>,
+    headers: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
+    handler: Handler,
+) -> Result<RunningService<RoleClient, Handler>, McpError> {
+    let mut map: reqwest::header::HeaderMap = headers.into_iter().collect();
+    if let Some(token) = bearer_token
+        && let Ok(value) = reqwest::header::HeaderValue::try_from(format!("Bearer {}", token.0))
+    {
+        map.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    let transport =
+        super::legacy_sse::LegacySseTransport::connect(client, url, map, MAX_MESSAGE_BYTES).await?;
+    handler.serve(transport).await.map_err(|error| McpError::Handshake {
+        message: format!(
+            "cannot open a legacy SSE session at {}: {}",
+            redact_urls(url),
+            init_error_text(&error)
+        ),
+    })
 }
 
 fn server_facts(service: &RunningService<RoleClient, Handler>) -> Result<ServerFacts, McpError> {

@@ -7,7 +7,8 @@
 //! two cores, for the three requests below.
 //!
 //! A URL answering POST with 405 is named as a legacy HTTP+SSE endpoint
-//! (`legacy_sse`), the usual reason a configured server fails that way.
+//! (`legacy_sse`), the usual reason a configured server fails that way;
+//! the client remembers it so the connection can try that transport.
 //!
 //! Invariants: every body is read within a limit (JSON bodies and
 //! diagnostics by the transport's limits, each SSE event by
@@ -18,6 +19,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
@@ -31,14 +33,15 @@ use sse_stream::{Sse, SseStream};
 
 /// A POST refused with 405 (or answered with an event stream and an
 /// error): the URL is most likely a legacy HTTP+SSE endpoint (MCP
-/// 2024-11-05, a GET stream plus a separate POST URL), which keel does not
-/// speak; the message says so and what to do, not a bare "HTTP 405".
+/// 2024-11-05, a GET stream plus a separate POST URL). keel then tries
+/// that transport (`legacy_sse`); this message says what happened if that
+/// fails too, not a bare "HTTP 405".
 fn legacy_sse(status: reqwest::StatusCode) -> String {
     format!(
         "HTTP {status}: this URL does not accept MCP requests by POST; it looks like a server \
-         speaking MCP's legacy HTTP+SSE transport (2024-11-05), which keel does not support. \
-         Use the server's streamable HTTP endpoint instead (often `/mcp` where the legacy one \
-         is `/sse`), or run it as a stdio server through an SSE-to-stdio bridge"
+         speaking MCP's legacy HTTP+SSE transport (2024-11-05). Use the server's streamable \
+         HTTP endpoint (often `/mcp` where the legacy one is `/sse`), or set \
+         `transport = \"sse\"` with the URL of its event stream"
     )
 }
 
@@ -51,9 +54,11 @@ const DEFAULT_MAX_SSE_EVENT: usize = 16 * 1024 * 1024;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
-/// keel's HTTP client for MCP servers.
+/// keel's HTTP client for MCP servers; it remembers whether a POST was
+/// refused as a legacy SSE endpoint would (`connection.rs` falls back to
+/// `legacy_sse` then).
 #[derive(Debug, Clone, Default)]
-pub struct McpHttpClient(reqwest::Client);
+pub struct McpHttpClient(reqwest::Client, Arc<AtomicBool>);
 
 impl McpHttpClient {
     /// Redirects are not followed: reqwest would resend the configured
@@ -62,7 +67,17 @@ impl McpHttpClient {
     /// transport has no use for redirects; a moved server is reconfigured.
     pub fn new() -> Self {
         let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
-        Self(client.unwrap_or_default())
+        Self(client.unwrap_or_default(), Arc::default())
+    }
+
+    /// The underlying client (same policy: no redirects).
+    pub fn inner(&self) -> &reqwest::Client {
+        &self.0
+    }
+
+    /// Whether a POST was answered 405 (a legacy HTTP+SSE endpoint).
+    pub fn saw_legacy_sse(&self) -> bool {
+        self.1.load(Ordering::SeqCst)
     }
 
     fn request(
@@ -123,7 +138,7 @@ async fn diagnostic(response: reqwest::Response, limit: usize) -> String {
 }
 
 /// The response body as SSE events, each at most `max_event` bytes.
-fn sse_events(
+pub(super) fn sse_events(
     response: reqwest::Response,
     max_event: usize,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
@@ -204,6 +219,7 @@ impl StreamableHttpClient for McpHttpClient {
         if status == reqwest::StatusCode::METHOD_NOT_ALLOWED
             || media.as_deref() == Some(EVENT_STREAM) && !status.is_success()
         {
+            self.1.store(true, Ordering::SeqCst);
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(legacy_sse(
                 status,
             ))));

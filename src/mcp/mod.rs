@@ -77,6 +77,7 @@ pub mod content;
 mod frame_cap;
 pub mod http;
 pub mod hub;
+pub mod legacy_sse;
 pub mod naming;
 pub mod resource;
 pub mod schema;

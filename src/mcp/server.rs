@@ -62,7 +62,7 @@ impl ServerState {
 pub struct ServerStatus {
     pub server: String,
     pub status: ServerState,
-    /// `stdio` or `http`.
+    /// `stdio`, `http` or `sse` (configured as legacy HTTP+SSE).
     pub transport: &'static str,
     /// Where it is configured.
     pub origin: String,
@@ -456,6 +456,7 @@ impl Server {
 fn transport_name(transport: &McpTransport) -> &'static str {
     match transport {
         McpTransport::Stdio { .. } => "stdio",
+        McpTransport::Http { legacy_sse: true, .. } => "sse",
         McpTransport::Http { .. } => "http",
     }
 }

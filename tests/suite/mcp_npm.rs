@@ -128,14 +128,15 @@ async fn server_everything_over_stdio() {
     assert!(bodies[0].to_string().contains("This is a simple prompt"), "{}", bodies[0]);
 }
 
-/// A server-everything process serving streamable HTTP on a free port.
+/// A server-everything process serving HTTP on a free port: `mode` is
+/// `streamableHttp` or `sse` (the legacy transport).
 struct HttpServer(Child, u16);
 
 impl HttpServer {
-    fn start(entry: &str) -> Self {
+    fn start(entry: &str, mode: &str) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut child = Command::new("node")
-            .args([entry, "streamableHttp"])
+            .args([entry, mode])
             .env("PORT", port.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -145,7 +146,7 @@ impl HttpServer {
         let (ready, listening) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("listening on port") {
+                if line.contains("listening on port") || line.contains("running on port") {
                     let _ = ready.send(());
                 }
             }
@@ -166,7 +167,7 @@ impl Drop for HttpServer {
 #[tokio::test]
 async fn server_everything_over_streamable_http() {
     let Some(dir) = npm_servers() else { return };
-    let server = HttpServer::start(&npm_entry(&dir, "server-everything"));
+    let server = HttpServer::start(&npm_entry(&dir, "server-everything"), "streamableHttp");
     let sandbox = Sandbox::new();
     let config = format!(
         "[mcp_servers.everything]\nurl = \"http://127.0.0.1:{}/mcp\"\n\
@@ -178,6 +179,32 @@ async fn server_everything_over_streamable_http() {
     let lines = everything_tools(&sandbox).await;
     let status = lines.iter().find(|l| l["type"] == "mcp_server_status").unwrap();
     assert_eq!(status["log"], Value::Null, "HTTP servers have no stderr log");
+}
+
+#[tokio::test]
+async fn server_everything_over_the_legacy_sse_transport() {
+    let Some(dir) = npm_servers() else { return };
+    let server = HttpServer::start(&npm_entry(&dir, "server-everything"), "sse");
+    let sandbox = Sandbox::new();
+    let config = format!(
+        "[mcp_servers.everything]\nurl = \"http://127.0.0.1:{}/sse\"\ntransport = \"sse\"\n\
+         trust_read_only_hint = true\n",
+        server.1
+    );
+    write_config(&sandbox, &config);
+    let steps = [
+        calls(&[
+            ("mcp__everything__echo", json!({"message": "over sse"})),
+            ("mcp__everything__resources", json!({})),
+        ]),
+        Step::Answer("done".into()),
+    ];
+    let (lines, _) = exec(&sandbox, &steps, "use everything").await;
+    let status = lines.iter().find(|l| l["type"] == "mcp_server_status").unwrap();
+    assert_eq!(status["status"], "ready", "{status}");
+    assert_eq!(completed(&lines, "mcp__everything__echo")["output"], "Echo: over sse");
+    let listing = completed(&lines, "mcp__everything__resources")["output"].to_string();
+    assert!(listing.contains("architecture.md"), "{listing}");
 }
 
 #[tokio::test]
