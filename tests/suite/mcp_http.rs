@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::mcp_support::write_config;
+use super::mcp_support::{python, write_config};
 use super::support::Sandbox;
 
 /// Answers `initialize` and `tools/list`, accepts notifications, and has no
@@ -162,4 +162,71 @@ async fn a_legacy_sse_server_is_named_as_such() {
     let error = servers[0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("legacy HTTP+SSE transport"), "{error}");
     assert!(error.contains("streamable HTTP endpoint"), "what to do: {error}");
+}
+
+/// `tests/fixtures/mcp/legacy_sse_server.py` on a free port, announcing `endpoint`.
+struct LegacyServer(std::process::Child, u16);
+
+impl LegacyServer {
+    fn start(python: &str, endpoint: &str) -> Self {
+        use std::io::BufRead;
+        let script =
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcp/legacy_sse_server.py");
+        let mut child = std::process::Command::new(python)
+            .args([script, endpoint])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        Self(child, line.trim().parse().expect("the legacy server printed its port"))
+    }
+}
+
+impl Drop for LegacyServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A URL configured without `transport` whose POST is refused with 405: keel
+/// speaks the legacy transport to it and its tool works.
+#[tokio::test]
+async fn a_legacy_sse_server_is_spoken_to_after_a_405() {
+    let Some(python) = python() else { return };
+    let server = LegacyServer::start(&python, "/messages");
+    let sandbox = Sandbox::new();
+    write_config(
+        &sandbox,
+        &format!(
+            "[mcp_servers.old]\nurl = \"http://127.0.0.1:{}/sse\"\nstartup_timeout_sec = 10\n",
+            server.1
+        ),
+    );
+    let listed = sandbox.keel().args(["mcp", "list", "--json"]).output().unwrap();
+    let servers: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    assert_eq!(servers[0]["status"], "ready", "{servers}");
+    assert_eq!(servers[0]["tools"][0]["name"], "mcp__old__ping", "{servers}");
+}
+
+/// A legacy server whose `endpoint` event names another origin is refused.
+#[tokio::test]
+async fn a_legacy_sse_endpoint_elsewhere_is_refused() {
+    let Some(python) = python() else { return };
+    let server = LegacyServer::start(&python, "http://127.0.0.2:9/messages");
+    let sandbox = Sandbox::new();
+    write_config(
+        &sandbox,
+        &format!(
+            "[mcp_servers.old]\nurl = \"http://127.0.0.1:{}/sse\"\ntransport = \"sse\"\n\
+             startup_timeout_sec = 10\n",
+            server.1
+        ),
+    );
+    let listed = sandbox.keel().args(["mcp", "list", "--json"]).output().unwrap();
+    let servers: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    assert_eq!(servers[0]["status"], "failed", "{servers}");
+    let error = servers[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("another origin (http://127.0.0.2:9)"), "{error}");
 }
