@@ -52,8 +52,11 @@
 //! a call that changed workspace files counts as a write for the verification gate
 //! (`plan::observed_kind`). "Always" for an MCP tool is `ApprovalScope::AlwaysTool`, logged as
 //! `approval` with `tool`, rebuilt on resume, persisted as a `tool_rule` in
-//! `.keel/rules/local.rules`. Not built: resources and sampling/elicitation/roots (keel advertises
-//! no client capabilities), OAuth.
+//! `.keel/rules/local.rules`. Resources ([`resource`]): one `mcp__<server>__resources` tool per
+//! server advertising them (list, read), and `@server:uri` in a prompt inlined by
+//! `runtime/mcp_glue.rs` before the turn. Transports: stdio, streamable HTTP ([`http`]) and the
+//! legacy HTTP+SSE one ([`legacy_sse`]: `transport = "sse"`, or after a 405). Not built:
+//! sampling/elicitation/roots (keel advertises no client capabilities), OAuth.
 //!
 //! # keel as a server
 //!
@@ -69,8 +72,10 @@
 //! JSON-RPC client: stdout is JSON-RPC only, refused arguments, cancellation),
 //! `tests/suite/mcp_faults.rs` (the real binary against `tests/fixtures/mcp/fault_server.py` in
 //! each fault mode, policy per mode), `mcp_session.rs` (list changes, cancellation, always, hooks,
-//! resume), `mcp_npm.rs` (public reference servers over stdio and HTTP; their package cache comes
-//! from `.ci/run`, skipped outside CI when missing). Bench: `benches/mcp.rs`.
+//! resume), `mcp_npm.rs` (public reference servers over stdio, HTTP and legacy SSE; their package
+//! cache comes from `.ci/run`, skipped outside CI when missing), `mcp_reference.rs` (server-memory,
+//! server-sequential-thinking), `mcp_resources.rs` (list, read, `@server:uri`), `mcp_http.rs`
+//! (headers, redirects, the legacy SSE fallback against `tests/fixtures/mcp/legacy_sse_server.py`). Bench: `benches/mcp.rs`.
 
 pub mod connection;
 pub mod content;
