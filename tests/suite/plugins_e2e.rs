@@ -1,0 +1,119 @@
+//! Claude Code plugins (issue 36, item 8) through the real binary: `keel
+//! plugin add` installs a folder, and a session then runs its namespaced
+//! command, indexes its skill, fires its hook and starts its MCP server,
+//! each with `${CLAUDE_PLUGIN_ROOT}` meaning the installed folder; `list`
+//! and `remove` round-trip; a folder that is not a plugin is refused.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::mcp_support::{fault_script, python};
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire};
+
+fn exec(sandbox: &Sandbox, uri: &str, prompt: &str) -> std::process::Output {
+    sandbox.run(&Model::at("openai-chat", uri), &["exec", "--json", "--full-auto", prompt])
+}
+
+fn keel_plugin(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
+    sandbox.keel().arg("plugin").args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A plugin folder outside the repository with a command, a skill, a
+/// SessionStart-free `UserPromptSubmit` hook and a stdio MCP server.
+fn tiny_kit(sandbox: &Sandbox, python: &str) -> PathBuf {
+    let root = sandbox.root().join("tiny-kit-src");
+    let files = [
+        (".claude-plugin/plugin.json", r#"{"name": "tiny-kit", "version": "0.2.0", "description": "A test kit", "author": {"name": "keel"}}"#.to_owned()),
+        ("commands/greet.md", "---\ndescription: Greet someone\n---\nGreet $ARGUMENTS warmly.\n".to_owned()),
+        ("skills/kit-skill/SKILL.md", "---\nname: kit-skill\ndescription: Explains the tiny kit\n---\nUse the kit.\n".to_owned()),
+        (
+            "hooks/hooks.json",
+            r#"{"description": "records its root", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat \"${CLAUDE_PLUGIN_ROOT}/hooks/marker\" > plugin-hook.txt"}]}]}}"#.to_owned(),
+        ),
+        ("hooks/marker", "MARKER-FROM-THE-INSTALLED-FOLDER".to_owned()),
+        (
+            ".mcp.json",
+            format!(r#"{{"mcpServers": {{"kit": {{"command": {python:?}, "args": ["${{CLAUDE_PLUGIN_ROOT}}/server.py", "ok"]}}}}}}"#),
+        ),
+    ];
+    for (path, body) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    std::fs::copy(fault_script(), root.join("server.py")).unwrap();
+    root
+}
+
+#[tokio::test]
+async fn an_installed_plugin_s_command_skill_hook_and_server_work_and_remove_undoes_it() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let source = tiny_kit(&sandbox, &python);
+    let added = keel_plugin(&sandbox, &["add", source.to_str().unwrap()]);
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    assert!(text(&added.stdout).contains("installed plugin `tiny-kit` (0.2.0)"));
+    // The source can go: the session uses the installed copy.
+    std::fs::remove_dir_all(&source).unwrap();
+    let listed = text(&keel_plugin(&sandbox, &["list"]).stdout);
+    assert!(listed.starts_with("tiny-kit 0.2.0 "), "{listed}");
+
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/tiny-kit:greet Ada");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+    let bodies = request_bodies(&server).await;
+    assert_eq!(super::routed_model::first_user_of(&bodies[0]), "Greet Ada warmly.");
+    let request = bodies[0].to_string();
+    assert!(request.contains("kit-skill"), "the plugin's skill is in the index");
+    assert!(request.contains("mcp__kit__echo"), "the plugin's server lists its tool");
+    assert_eq!(sandbox.read("plugin-hook.txt"), "MARKER-FROM-THE-INSTALLED-FOLDER");
+    let warnings: Vec<Value> =
+        json_lines(&output.stdout).into_iter().filter(|l| l["type"] == "warning").collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
+
+    let removed = keel_plugin(&sandbox, &["remove", "tiny-kit"]);
+    assert!(removed.status.success(), "{}", text(&removed.stderr));
+    assert!(text(&keel_plugin(&sandbox, &["list"]).stdout).starts_with("no plugins installed"));
+    assert!(!sandbox.home.join("plugins/tiny-kit").exists());
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/tiny-kit:greet Ada");
+    assert_eq!(output.status.code(), Some(2), "gone with the plugin: {}", text(&output.stdout));
+}
+
+fn real_plugin(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins/wshobson").join(name)
+}
+
+#[tokio::test]
+async fn a_published_plugin_s_command_runs_namespaced_and_a_second_add_is_refused() {
+    let sandbox = Sandbox::new();
+    let source = real_plugin("block-no-verify");
+    assert!(keel_plugin(&sandbox, &["add", source.to_str().unwrap()]).status.success());
+    let again = keel_plugin(&sandbox, &["add", source.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("a plugin named `block-no-verify` is already installed"));
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/block-no-verify:block-no-verify");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+    let sent = super::routed_model::first_user_of(&request_bodies(&server).await[0]);
+    assert!(sent.contains("--no-verify"), "{sent}");
+}
+
+#[test]
+fn a_folder_that_is_not_a_plugin_is_refused_clearly() {
+    let sandbox = Sandbox::new();
+    let output = keel_plugin(&sandbox, &["add", "."]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = text(&output.stderr);
+    assert!(
+        message.contains("has no .claude-plugin/plugin.json: not a Claude Code plugin"),
+        "{message}"
+    );
+    assert!(!sandbox.home.join("plugins/installed.json").exists());
+}
