@@ -117,3 +117,31 @@ fn a_folder_that_is_not_a_plugin_is_refused_clearly() {
     );
     assert!(!sandbox.home.join("plugins/installed.json").exists());
 }
+
+#[tokio::test]
+async fn doctor_lists_installed_plugins_and_a_broken_one_is_one_warning_not_fatal() {
+    let sandbox = Sandbox::new();
+    for name in ["block-no-verify", "debugging-toolkit"] {
+        let source = real_plugin(name);
+        assert!(keel_plugin(&sandbox, &["add", source.to_str().unwrap()]).status.success());
+    }
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let doctor = sandbox.run(&Model::at("openai-chat", &server.uri()), &["doctor", "--json"]);
+    let found: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let about = found["plugins"]["debugging-toolkit"].as_str().unwrap_or_default().to_owned();
+    assert!(about.starts_with("1.2.1, from ") && about.contains("debugging-toolkit"), "{found}");
+    assert!(found["plugins"]["block-no-verify"].is_string(), "{found}");
+
+    std::fs::write(sandbox.home.join("plugins/debugging-toolkit/.claude-plugin/plugin.json"), "{")
+        .unwrap();
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "/block-no-verify:block-no-verify");
+    assert_eq!(output.status.code(), Some(0), "the other plugin still works");
+    let warnings: Vec<String> = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|l| l["type"] == "warning")
+        .map(|l| l["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("plugin debugging-toolkit not loaded:"), "{warnings:?}");
+}
