@@ -33,7 +33,9 @@
 //! `.mcp.json` into `Settings::mcp` (servers to start, skipped ones with the reason); `mcp_edit.rs`
 //! is `keel mcp add/remove`; `edit_tools.rs` is `[tools] edit` (which of `edit_file`/`apply_patch`
 //! a session offers, resolved for the provider and model; `keel tool`/`keel apply-patch` keep every
-//! tool); `provider.rs` is `[provider]`; `provenance.rs` labels each configured key with the layer it
+//! tool); `plugins.rs` reads installed Claude Code plugins (`plugin_install.rs`: `keel plugin
+//! add/remove`; `plugin_parts.rs` joins their hooks, MCP servers and commands to the loaders here,
+//! as the user's own); `provider.rs` is `[provider]`; `provenance.rs` labels each configured key with the layer it
 //! came from (the TUI's `/config`, secrets hidden). Adding a key: AGENTS.md, "Recipes".
 
 pub mod agents;
