@@ -145,3 +145,47 @@ async fn doctor_lists_installed_plugins_and_a_broken_one_is_one_warning_not_fata
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].starts_with("plugin debugging-toolkit not loaded:"), "{warnings:?}");
 }
+
+#[test]
+fn a_git_url_is_cloned_and_installed_with_the_url_as_its_source() {
+    let sandbox = Sandbox::new();
+    let upstream = sandbox.root().join("upstream");
+    let copy = std::process::Command::new("cp")
+        .args([
+            "-r",
+            real_plugin("debugging-toolkit").to_str().unwrap(),
+            upstream.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&upstream)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{}", text(&status.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "plugin"]);
+    let url = format!("file://{}", upstream.display());
+    let added = keel_plugin(&sandbox, &["add", &url]);
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    let listed: Value =
+        serde_json::from_slice(&keel_plugin(&sandbox, &["list", "--json"]).stdout).unwrap();
+    assert_eq!(listed[0]["name"], "debugging-toolkit");
+    assert_eq!(listed[0]["source"], url.as_str());
+    let installed = sandbox.home.join("plugins/debugging-toolkit");
+    assert!(installed.join("agents/debugger.md").is_file());
+    assert!(!installed.join(".git").exists(), "the clone's history is not installed");
+    let leftovers: Vec<_> = std::fs::read_dir(sandbox.home.join("plugins"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
