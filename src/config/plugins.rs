@@ -12,7 +12,8 @@
 //! by the plugin's name (`/plugin-name:command`; the bare name works when no
 //! other command has it). `${CLAUDE_PLUGIN_ROOT}` in hook commands and MCP
 //! server commands, args and env becomes the installed folder, in those
-//! files only.
+//! files only, and the plugin's hooks and stdio servers get the variable
+//! in their environment (hook scripts read it there).
 //!
 //! Invariants: an installed plugin is the user's own (user trust, as
 //! `~/.keel/commands`), and it never loosens policy: its hooks are user
@@ -323,7 +324,23 @@ impl Plugin {
             value = inner;
         }
         self.expand_root(&mut value);
+        self.export_root(&mut value);
         Ok(Some(value))
+    }
+
+    /// Each hook command starts by exporting `CLAUDE_PLUGIN_ROOT`, as Claude
+    /// Code sets it: published hook scripts read it from their environment.
+    fn export_root(&self, hooks: &mut serde_json::Value) {
+        let quoted = self.root.display().to_string().replace('\'', "'\\''");
+        let export = format!("export {ROOT_VARIABLE}='{quoted}'\n");
+        let groups = hooks.as_object_mut().into_iter().flat_map(|events| events.values_mut());
+        let groups = groups.filter_map(serde_json::Value::as_array_mut).flatten();
+        let entries = groups.filter_map(|group| group.get_mut("hooks")?.as_array_mut()).flatten();
+        for command in entries.filter_map(|entry| entry.get_mut("command")) {
+            if let serde_json::Value::String(text) = command {
+                text.insert_str(0, &export);
+            }
+        }
     }
 
     /// A `.mcp.json` text (`{"mcpServers": …}`), `${CLAUDE_PLUGIN_ROOT}` expanded.
@@ -336,6 +353,17 @@ impl Plugin {
             value = inner;
         }
         self.expand_root(&mut value);
+        // A stdio server is given the variable too (its own code may read it).
+        let root = serde_json::Value::String(self.root.display().to_string());
+        let servers = value.as_object_mut().into_iter().flat_map(|servers| servers.values_mut());
+        for server in servers.filter_map(serde_json::Value::as_object_mut) {
+            if server.contains_key("command") {
+                let env = server.entry("env").or_insert_with(|| serde_json::json!({}));
+                if let Some(env) = env.as_object_mut() {
+                    env.entry(ROOT_VARIABLE).or_insert_with(|| root.clone());
+                }
+            }
+        }
         Ok(Some(serde_json::json!({ "mcpServers": value }).to_string()))
     }
 }

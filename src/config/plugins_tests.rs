@@ -30,12 +30,16 @@ fn the_plugin_root_is_expanded_in_hooks_and_servers_only() {
     let root = dir.path().display().to_string();
     let hooks = plugin.hooks().unwrap().unwrap();
     let command = &hooks["SessionStart"][0]["hooks"][0]["command"];
-    assert_eq!(command.as_str().unwrap(), format!("{root}/hooks-handlers/session-start.sh"));
+    let expected =
+        format!("export CLAUDE_PLUGIN_ROOT='{root}'\n{root}/hooks-handlers/session-start.sh");
+    assert_eq!(command.as_str().unwrap(), expected);
     let servers: serde_json::Value =
         serde_json::from_str(&plugin.mcp_json().unwrap().unwrap()).unwrap();
     let args = &servers["mcpServers"]["tiny"]["args"];
     assert_eq!(args[0].as_str().unwrap(), format!("{root}/server.js"));
     assert_eq!(args[1], "${HOME}", "other variables are left to the .mcp.json expansion");
+    let env = &servers["mcpServers"]["tiny"]["env"]["CLAUDE_PLUGIN_ROOT"];
+    assert_eq!(env.as_str().unwrap(), root);
 }
 
 #[test]

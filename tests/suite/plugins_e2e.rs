@@ -34,7 +34,7 @@ fn tiny_kit(sandbox: &Sandbox, python: &str) -> PathBuf {
         ("skills/kit-skill/SKILL.md", "---\nname: kit-skill\ndescription: Explains the tiny kit\n---\nUse the kit.\n".to_owned()),
         (
             "hooks/hooks.json",
-            r#"{"description": "records its root", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat \"${CLAUDE_PLUGIN_ROOT}/hooks/marker\" > plugin-hook.txt"}]}]}}"#.to_owned(),
+            r#"{"description": "records its root", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat \"${CLAUDE_PLUGIN_ROOT}/hooks/marker\" > plugin-hook.txt"}, {"type": "command", "command": "printenv CLAUDE_PLUGIN_ROOT > plugin-env.txt"}]}]}}"#.to_owned(),
         ),
         ("hooks/marker", "MARKER-FROM-THE-INSTALLED-FOLDER".to_owned()),
         (
@@ -73,6 +73,8 @@ async fn an_installed_plugin_s_command_skill_hook_and_server_work_and_remove_und
     assert!(request.contains("kit-skill"), "the plugin's skill is in the index");
     assert!(request.contains("mcp__kit__echo"), "the plugin's server lists its tool");
     assert_eq!(sandbox.read("plugin-hook.txt"), "MARKER-FROM-THE-INSTALLED-FOLDER");
+    let installed = sandbox.home.join("plugins/tiny-kit").display().to_string();
+    assert_eq!(sandbox.read("plugin-env.txt").trim_end(), installed, "as a hook script reads it");
     let warnings: Vec<Value> =
         json_lines(&output.stdout).into_iter().filter(|l| l["type"] == "warning").collect();
     assert!(warnings.is_empty(), "{warnings:?}");
