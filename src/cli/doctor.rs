@@ -4,8 +4,9 @@
 //! server on this machine; else the model table's), whether a tiny request
 //! offering one tool comes back with a native call, a call written as text
 //! or none, whether it reports token usage, and whether its answer
-//! streamed. `--json` prints the same as one object (for scripts and
-//! tests).
+//! streamed; and the Claude Code plugins installed (`keel plugin add`),
+//! each with its version and source, and those that did not load. `--json`
+//! prints the same as one object (for scripts and tests).
 //!
 //! Invariants: one model request at most (64 output tokens), no session,
 //! no log, no tool run; the exit status is 0 when the round trip got an
@@ -69,6 +70,10 @@ struct Findings {
     error: Option<String>,
     /// One line per finding: what keel will do about it.
     actions: Vec<String>,
+    /// Installed plugins (`keel plugin add`): name → version, source, folder.
+    plugins: std::collections::BTreeMap<String, String>,
+    /// Installed plugins that did not load, and why.
+    plugin_problems: Vec<String>,
 }
 
 pub(super) async fn run(model: &ModelArgs, args: &DoctorArgs) -> Result<ExitStatus, CliError> {
@@ -111,6 +116,8 @@ async fn diagnose(settings: &Settings) -> Findings {
         streamed: None,
         error: None,
         actions: Vec::new(),
+        plugins: settings.plugins.summary(),
+        plugin_problems: settings.plugins.problems.clone(),
     };
     match round_trip {
         Ok(response) => {
@@ -271,6 +278,11 @@ fn human(findings: &Findings) -> Vec<String> {
         format!("usage reported: {}", yes_no(findings.usage_reported)),
         format!("streamed: {}", yes_no(findings.streamed)),
     ];
+    if findings.plugins.is_empty() {
+        lines.push("plugins: none installed".to_owned());
+    }
+    lines.extend(findings.plugins.iter().map(|(name, about)| format!("plugin {name}: {about}")));
+    lines.extend(findings.plugin_problems.iter().map(|problem| format!("plugins: {problem}")));
     lines.extend(findings.actions.iter().map(|action| format!("→ {action}")));
     lines
 }

@@ -22,6 +22,7 @@ mod export_cmd;
 mod fork_cmd;
 mod mcp_cmd;
 mod mcp_server_cmd;
+mod plugin_cmd;
 mod policy_cmd;
 mod replay_cmd;
 mod resume_cmd;
@@ -209,6 +210,8 @@ pub enum Command {
     /// result, so other agents can use keel. The mode is set here, never by
     /// the calling agent; what needs approval is declined and listed.
     McpServer(McpServerArgs),
+    /// Claude Code plugins: add (a folder or git URL), list, remove.
+    Plugin(plugin_cmd::PluginArgs),
     /// Serve keel as an Agent Client Protocol agent on stdio, for editors
     /// (Zed, JetBrains, Neovim): sessions, streamed output, tool calls with
     /// diffs, keel's approvals asked in the editor, keel's modes.
@@ -508,6 +511,9 @@ pub async fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Some(Command::Mcp(args)) => mcp_cmd::run(cli.model.overrides(), args)
             .await
             // Its failures are flags or the config file it edits.
+            .map_err(|error| CliError::new(ErrorKind::Usage, error)),
+        Some(Command::Plugin(args)) => plugin_cmd::run(args)
+            // Its failures are the folder or URL given, or the plugins folder.
             .map_err(|error| CliError::new(ErrorKind::Usage, error)),
         Some(Command::McpServer(args)) => mcp_server_cmd::run(&cli.model, &args.mode).await,
         Some(Command::Acp(args)) => acp_cmd::run(&cli.model, &args.mode).await,

@@ -133,7 +133,11 @@ pub fn discover_commands(roots: &[(PathBuf, bool)], project_trusted: bool) -> Co
     catalog
 }
 
-fn load(root: &Path, path: &Path, project: bool) -> Result<CustomCommand, DefinitionError> {
+pub(super) fn load(
+    root: &Path,
+    path: &Path,
+    project: bool,
+) -> Result<CustomCommand, DefinitionError> {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     if !valid_name(&name) {
         return Err(DefinitionError::BadName { name });

@@ -573,7 +573,7 @@ const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
 /// `[mcp_servers]` tables with `${VAR}` and `${VAR:-default}` expanded from
 /// keel's environment; an entry keel cannot use is its reason. An
 /// unreadable or malformed file is the `Err`.
-type JsonEntries = Vec<(String, Result<McpServerFile, String>)>;
+pub(super) type JsonEntries = Vec<(String, Result<McpServerFile, String>)>;
 
 fn read_mcp_json(
     path: &Path,
@@ -590,8 +590,19 @@ fn read_mcp_json(
     file.take(MAX_MCP_JSON_BYTES)
         .read_to_string(&mut text)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    let parsed: McpJson = serde_json::from_str(&text)
-        .map_err(|error| format!("{} is not valid: {error}", path.display()))?;
+    parse_mcp_json(&text, &path.display().to_string(), vars, strip)
+}
+
+/// The servers of a `.mcp.json` text (`label` names it in messages), as
+/// [`read_mcp_json`] reads them; a plugin's servers come through here too.
+pub(super) fn parse_mcp_json(
+    text: &str,
+    label: &str,
+    vars: &BTreeMap<String, String>,
+    strip: &EnvFilter,
+) -> Result<JsonEntries, String> {
+    let parsed: McpJson =
+        serde_json::from_str(text).map_err(|error| format!("{label} is not valid: {error}"))?;
     Ok(parsed
         .mcp_servers
         .into_iter()

@@ -33,7 +33,9 @@
 //! `.mcp.json` into `Settings::mcp` (servers to start, skipped ones with the reason); `mcp_edit.rs`
 //! is `keel mcp add/remove`; `edit_tools.rs` is `[tools] edit` (which of `edit_file`/`apply_patch`
 //! a session offers, resolved for the provider and model; `keel tool`/`keel apply-patch` keep every
-//! tool); `provider.rs` is `[provider]`; `provenance.rs` labels each configured key with the layer it
+//! tool); `plugins.rs` reads installed Claude Code plugins (`plugin_install.rs`: `keel plugin
+//! add/remove`; `plugin_parts.rs` joins their hooks, MCP servers and commands to the loaders here,
+//! as the user's own); `provider.rs` is `[provider]`; `provenance.rs` labels each configured key with the layer it
 //! came from (the TUI's `/config`, secrets hidden). Adding a key: AGENTS.md, "Recipes".
 
 pub mod agents;
@@ -50,6 +52,9 @@ pub mod mcp;
 pub mod mcp_edit;
 pub mod mcp_pin;
 mod memory;
+mod plugin_install;
+pub mod plugin_parts;
+pub mod plugins;
 mod provenance;
 mod provider;
 mod resolve;
@@ -72,6 +77,7 @@ pub use layers::{
 };
 pub use limits::{DEFAULT_MAX_STEPS, LimitsFile};
 pub use memory::{MemoryProblem, discover_memory};
+pub use plugin_install::{add_plugin, list_plugins, remove_plugin};
 pub use provenance::{ConfigValue, config_sources};
 pub use provider::ProviderFile;
 pub use resolve::{
@@ -188,7 +194,8 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     let layers = read_layers(env, cli)?;
     let hook_tables = layers.hook_tables.clone();
     let import_claude = layers.merged.import_claude_hooks.unwrap_or(false);
-    let mcp_sources = mcp_sources(&layers);
+    let mut mcp_sources = mcp_sources(&layers);
+    let plugins = plugins::load_installed(&env.keel_home);
     let mut settings = resolve(env, cli, layers)?;
     settings.hooks = load_hooks(
         &settings.keel_home,
@@ -198,7 +205,11 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         settings.project_trusted,
         &mut settings.warnings,
     )?;
+    plugin_parts::add_hooks(&plugins, &mut settings.hooks, &mut settings.warnings);
     settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    let server_notes =
+        plugin_parts::add_servers(env, &plugins, &mut mcp_sources, &settings.env_filter);
+    settings.warnings.extend(server_notes);
     let mcp_trust = project_mcp_trust(env, &settings.workspace_root, settings.project_trusted)?;
     if mcp_trust == mcp::McpTrust::Changed {
         settings.warnings.push(format!(
@@ -216,6 +227,10 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         &settings.env_filter,
     );
     settings.warnings.extend(settings.mcp.rename_notes());
+    settings
+        .warnings
+        .extend(markdown_file::grouped("plugins not loaded", plugins.problems.clone()));
+    settings.plugins = plugins;
     load_phase_rules(&mut settings);
     settings.detected_checks = detect_project_checks(&settings.workspace_root);
     Ok(settings)
@@ -233,8 +248,11 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
 /// Loads only the MCP servers (`keel mcp`): no provider or API key needed.
 pub fn load_mcp(env: &Environment, cli: &CliOverrides) -> Result<mcp::McpSettings, ConfigError> {
     let layers = read_layers(env, cli)?;
-    let sources = mcp_sources(&layers);
+    let mut sources = mcp_sources(&layers);
     let strip = resolve::env_filter_of(&layers.merged);
+    let plugins = plugins::load_installed(&env.keel_home);
+    // `keel mcp` reports servers, not start-up notes.
+    let _ = plugin_parts::add_servers(env, &plugins, &mut sources, &strip);
     let trust = project_mcp_trust(env, &layers.workspace_root, layers.project_trusted)?;
     Ok(mcp::resolve_mcp(env, sources, &layers.workspace_root, trust, &strip))
 }

@@ -94,6 +94,8 @@ pub struct Settings {
     pub default_mode: crate::policy::ApprovalMode,
     /// MCP servers to start and those skipped (filled by [`super::load`]).
     pub mcp: super::mcp::McpSettings,
+    /// Installed Claude Code plugins (`keel plugin add`), read by `config::load`.
+    pub plugins: super::plugins::Plugins,
     /// `[undo]`: checkpoint size caps.
     pub undo: UndoSettings,
     /// `[agents]`: subagents' fast model, nesting and budget.
@@ -503,6 +505,7 @@ pub fn resolve(
         token_scale: crate::context::tokens::TokenScale::IDENTITY,
         default_mode: merged.default_mode.unwrap_or_default(),
         mcp: super::mcp::McpSettings::default(),
+        plugins: super::plugins::Plugins::default(),
         undo: undo_settings(merged.undo),
         agents: agent_settings(merged.agents),
         defer_mcp: merged.tools.as_ref().and_then(|tools| tools.defer_mcp).unwrap_or_default(),

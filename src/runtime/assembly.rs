@@ -302,8 +302,14 @@ pub(super) fn project_instructions(settings: &Settings, cwd: &Path) -> Vec<(Stri
 /// AGENTS.md, skills, memory, agent types and commands for a session
 /// started in `cwd`.
 pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
-    let roots =
-        skills::skill_roots(&settings.home, &settings.keel_home, &settings.workspace_root, cwd);
+    // Plugins' parts come first: the user's and the project's own files win.
+    let mut roots = settings.plugins.skill_roots();
+    roots.extend(skills::skill_roots(
+        &settings.home,
+        &settings.keel_home,
+        &settings.workspace_root,
+        cwd,
+    ));
     let discovery = skills::discover(&roots);
     let (memory, memory_problems) = discover_memory(&settings.keel_home, &settings.workspace_root);
     let skill_warnings: Vec<String> = discovery
@@ -319,12 +325,14 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         .collect();
     let home = &settings.home;
     let trusted = settings.project_trusted;
-    let agents =
-        discover_agents(&agent_roots(home, &settings.keel_home, &settings.workspace_root), trusted);
-    let commands = discover_commands(
+    let mut agent_folders = settings.plugins.agent_roots();
+    agent_folders.extend(agent_roots(home, &settings.keel_home, &settings.workspace_root));
+    let agents = discover_agents(&agent_folders, trusted);
+    let mut commands = discover_commands(
         &command_roots(home, &settings.keel_home, &settings.workspace_root),
         trusted,
     );
+    crate::config::plugin_parts::add_commands(&settings.plugins, &mut commands);
     let instructions = discover_instructions(&settings.keel_home, &settings.workspace_root, cwd);
     let import_warnings: Vec<String> =
         instructions.iter().flat_map(|file| file.skipped.iter().cloned()).collect();

@@ -54,6 +54,7 @@ mod mcp_support;
 mod mcp_trust;
 mod output_schema;
 mod parallel_reads;
+mod plugins_e2e;
 mod policy_adversarial;
 mod policy_always;
 mod policy_bypass;
