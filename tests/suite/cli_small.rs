@@ -134,3 +134,34 @@ fn policy_check_gives_a_reason_for_allow_and_takes_the_command_without_dashes() 
     assert_eq!(report["decision"], "allow");
     assert_ne!(report["reason"], "", "{report}");
 }
+
+// Issue 31 scope 2: `keel policy check --net HOST` says what the proxy
+// would do with HOST under the user's settings, and why (a listed name, a
+// name not on the list, an IP literal, a closed network).
+#[test]
+fn policy_check_net_says_what_the_proxy_would_do_and_why() {
+    let sandbox = Sandbox::new();
+    let check = |args: &[&str]| {
+        let output = sandbox.keel().args(["policy", "check"]).args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let closed = check(&["--net", "pkgs.example.test"]);
+    assert!(closed.starts_with("deny: ") && closed.contains("network = \"off\""), "{closed}");
+    std::fs::write(
+        sandbox.home.join("config.toml"),
+        "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"pkgs.example.test\"]\n",
+    )
+    .unwrap();
+    let listed = check(&["--net", "pkgs.example.test"]);
+    assert!(listed.starts_with("allow: "), "{listed}");
+    let unlisted = check(&["--net", "other.example.test"]);
+    assert!(unlisted.starts_with("deny: ") && unlisted.contains("allowed_domains"), "{unlisted}");
+    let literal = check(&["--net", "127.0.0.1"]);
+    assert!(literal.starts_with("deny: ") && literal.contains("IP address"), "{literal}");
+    let json: serde_json::Value =
+        serde_json::from_str(&check(&["--json", "--net", "other.example.test"])).unwrap();
+    assert_eq!(json["host"], "other.example.test", "{json}");
+    assert_eq!(json["network"], "allowlist", "{json}");
+    assert_eq!(json["decision"], "deny", "{json}");
+}

@@ -25,6 +25,7 @@ as_root_and_nobody! {
     in_auto_mode_checkout_b_then_commit_am_work_as_separate_calls;
     git_config_and_hooks_stay_read_only_to_every_command;
     with_git_writable_what_makes_git_run_programs_stays_read_only;
+    in_yolo_mode_add_stash_and_a_branch_work;
 }
 
 /// Fails the test when the jail cannot protect `.git` for `user` here
@@ -87,10 +88,15 @@ fn shell(command: &str) -> Step {
 
 /// `keel exec --json --full-auto` on `steps`; the shell results in order.
 async fn exec_auto(sandbox: &Sandbox, steps: &[Step]) -> Vec<(String, Value)> {
+    exec_in(sandbox, "--full-auto", steps).await
+}
+
+/// `keel exec --json MODE_FLAG` on `steps`; the shell results in order.
+async fn exec_in(sandbox: &Sandbox, mode_flag: &str, steps: &[Step]) -> Vec<(String, Value)> {
     let server = scripted_model(Wire::Chat, steps).await;
     let output = sandbox.run(
         &Model::chat(&server),
-        &["exec", "--json", "--full-auto", "fix the typo on a branch and commit it"],
+        &["exec", "--json", mode_flag, "fix the typo on a branch and commit it"],
     );
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     sandbox
@@ -129,6 +135,29 @@ fn in_auto_mode_checkout_b_then_commit_am_work_as_separate_calls(user: User) {
     // The branch was made by `user`'s git, in the jail keel built for them.
     let branch = std::fs::metadata(sandbox.repo.join(".git/refs/heads/fix")).unwrap();
     assert_eq!(std::os::unix::fs::MetadataExt::uid(&branch), user.uid());
+}
+
+/// Issue 31: `git add`, `git stash` and `git checkout -b` failed in every
+/// sandboxed mode, yolo included (`.git` read-only); the sandbox holds in
+/// yolo too, and git through git works there as in auto.
+fn in_yolo_mode_add_stash_and_a_branch_work(user: User) {
+    let sandbox = repository(user);
+    let steps = [
+        shell("echo draft > a.txt"),
+        shell("git add a.txt"),
+        shell("git stash"),
+        shell("git checkout -b fix"),
+        shell("git stash pop"),
+        Step::Answer("stashed and moved to fix".into()),
+    ];
+    let results = block_on(exec_in(&sandbox, "--yolo", &steps));
+    assert_eq!(results.len(), 5, "{results:?}");
+    for (output, meta) in &results {
+        assert_eq!(meta["exit_code"], 0, "{output}");
+    }
+    assert_eq!(git(&sandbox.repo, &["branch", "--show-current"]), "fix");
+    assert_eq!(sandbox.read("a.txt"), "draft\n");
+    assert_eq!(git(&sandbox.repo, &["stash", "list"]), "");
 }
 
 fn git_config_and_hooks_stay_read_only_to_every_command(user: User) {

@@ -651,3 +651,40 @@ async fn a_long_command_is_shown_to_its_last_line_before_y_runs_it() {
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
 }
+
+/// Issue 34 High 1, the second dialog: "run it once more outside the
+/// sandbox?" showed the same 16 rows with no marker, so a 21st line ran
+/// unconfined after two `y`s unseen. The re-run offer pages like the first
+/// dialog: it says what is below, the first `y` shows it, the second runs
+/// the command outside the sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rerun_offer_of_a_long_command_shows_its_last_line_before_y_runs_it() {
+    let outside = tempfile::tempdir_in(super::policy_sandbox::outside_temp()).unwrap();
+    let target = outside.path().join("LINE-21");
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+    let rules = "prefix_rule(pattern=[\"touch\"], decision=\"allow\")\n";
+    std::fs::write(sandbox.home.join("rules/user.rules"), rules).unwrap();
+    let mut command: String = (1..=20).map(|i| format!("echo step-{i}\n")).collect();
+    command.push_str(&format!("touch {}", target.display()));
+    let steps = vec![
+        Step::Calls { text: None, calls: vec![call("shell", json!({"command": command}))] },
+        Step::Answer("Done.".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let pane = launch(&sandbox, &server.uri(), "");
+    pane.wait_for(&["Ask keel"]);
+    pane.type_text("run it");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for(&["outside the sandbox?", "rows 1–16 of 21; 5 more below"]);
+    assert!(!screen.contains(&format!("│  touch {}", target.display())), "{screen}");
+    assert!(!target.exists(), "the sandboxed run wrote outside the workspace");
+    pane.keys(&["y"]);
+    pane.wait_for(&["│  touch ", "rows 6–21 of 21"]);
+    assert!(!target.exists(), "the first y ran it outside the sandbox");
+    pane.keys(&["y"]);
+    pane.wait_for(&["Done."]);
+    assert!(target.exists(), "the second y did not run it outside the sandbox");
+    pane.keys(&["C-d"]);
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.screen());
+}
