@@ -58,6 +58,10 @@ const OWNERS: [Owner; 4] = [
         module: "llm",
         exceptions: &[
             ("mcp/http.rs", "MCP's streamable HTTP transport (rmcp's reqwest client)"),
+            (
+                "mcp/legacy_sse.rs",
+                "MCP's legacy HTTP+SSE transport (2024-11-05), on the same HTTP client",
+            ),
             ("mcp/connection.rs", "builds the MCP transport's header names and values"),
             ("mcp/mod.rs", "names the MCP HTTP client in its module doc"),
             ("web/fetch.rs", "web_fetch's client, each hop resolved by the proxy's resolver"),
