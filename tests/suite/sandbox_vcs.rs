@@ -428,3 +428,62 @@ async fn keel_home_under_a_temp_root_cannot_be_renamed_away() {
     assert_eq!(config, "model = \"m\"\n");
     assert!(!temp.path().join("a.old").exists());
 }
+
+/// Runs `script` as `nobody` in the launcher under `confined`.
+fn launch_confined_as_nobody(confined: &Confinement, workspace: &Path, script: &str) -> Output {
+    let launcher = confined.launcher_args(&["bash".into(), "-c".into(), script.into()]);
+    Command::new(NOBODY[0])
+        .args(&NOBODY[1..])
+        .arg(KEEL)
+        .args(&launcher)
+        .current_dir(workspace)
+        .env("HOME", workspace)
+        .output()
+        .unwrap()
+}
+
+/// The two protections above for an unprivileged user (issue 34: the jail's
+/// tests run as root and as nobody): `.mcp.json` and editor tasks stay
+/// read-only, and keel's home under a writable temp root cannot be renamed
+/// away, when the launcher runs as `nobody`.
+#[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
+fn files_that_run_programs_later_and_keel_home_hold_for_an_unprivileged_user() {
+    let d = dirs();
+    let servers = r#"{"mcpServers":{}}"#;
+    std::fs::write(d.workspace.join(".mcp.json"), servers).unwrap();
+    std::fs::create_dir_all(d.workspace.join(".vscode")).unwrap();
+    std::fs::write(d.workspace.join(".vscode/tasks.json"), "{}").unwrap();
+    give_to_nobody(&d);
+    for script in [
+        r#"echo '{"mcpServers":{"x":{"command":"sh"}}}' > .mcp.json"#,
+        "echo evil > .vscode/tasks.json",
+        "mv .mcp.json gone.json",
+        "echo '{}' > new.json && mv -f new.json .mcp.json",
+    ] {
+        let out = launch(&NOBODY, &d.workspace, false, script);
+        assert!(!out.status.success(), "`{script}` succeeded as nobody");
+    }
+    assert_eq!(std::fs::read_to_string(d.workspace.join(".mcp.json")).unwrap(), servers);
+    assert_eq!(std::fs::read_to_string(d.workspace.join(".vscode/tasks.json")).unwrap(), "{}");
+
+    let temp = tempfile::tempdir_in("/tmp").unwrap();
+    let keel_home = temp.path().join("a/keel");
+    std::fs::create_dir_all(&keel_home).unwrap();
+    std::fs::write(keel_home.join("config.toml"), "model = \"m\"\n").unwrap();
+    let chown = Command::new("chown").args(["-R", "65534:65534"]).arg(temp.path()).status();
+    assert!(chown.unwrap().success());
+    let mut confined = confinement(&d.workspace, true);
+    confined.read_only = vec![keel_home.clone()];
+    let a = temp.path().join("a");
+    let swap = format!(
+        "mv {a} {a}.old && mkdir -p {home} && echo planted > {home}/config.toml",
+        a = a.display(),
+        home = keel_home.display()
+    );
+    let out = launch_confined_as_nobody(&confined, &d.workspace, &swap);
+    assert!(!out.status.success(), "`{swap}` succeeded as nobody");
+    let config = std::fs::read_to_string(keel_home.join("config.toml")).unwrap();
+    assert_eq!(config, "model = \"m\"\n");
+    assert!(!temp.path().join("a.old").exists());
+}
