@@ -64,6 +64,9 @@ pub struct Settings {
     pub max_parallel: Option<usize>,
     /// The user's home folder (`$HOME`), for protected paths and hard deny.
     pub home: PathBuf,
+    /// Codex's home (`$CODEX_HOME`, else `~/.codex`): its `AGENTS.md`,
+    /// `config.toml` MCP servers and `rules/` are the user's own setup.
+    pub codex_home: PathBuf,
     /// The user's shell (`$SHELL`, else `bash`), named to the model in the
     /// environment snapshot.
     pub user_shell: String,
@@ -488,6 +491,7 @@ pub fn resolve(
         secret_places,
         env_filter: child_env,
         max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
+        codex_home: codex_home(env, &home),
         home,
         user_shell: env.var("SHELL").unwrap_or("bash").to_owned(),
         rules: RuleSet::default(),
@@ -529,6 +533,8 @@ pub struct LocalSettings {
     pub keel_home: PathBuf,
     pub workspace_root: PathBuf,
     pub home: PathBuf,
+    /// Codex's home, as [`Settings::codex_home`].
+    pub codex_home: PathBuf,
     pub warnings: Vec<String>,
     /// Every rules file, loaded by [`super::load_local`].
     pub rules: RuleSet,
@@ -582,10 +588,16 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         env_filter,
         native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home, &env.keel_home)?,
         secret_places,
+        codex_home: codex_home(env, &home),
         home,
         sandbox,
         undo: undo_settings(merged.undo),
     })
+}
+
+/// `$CODEX_HOME`, else `home/.codex` (Codex's own rule).
+fn codex_home(env: &Environment, home: &Path) -> PathBuf {
+    env.var("CODEX_HOME").map_or_else(|| home.join(".codex"), PathBuf::from)
 }
 
 /// The `[shell]` table's environment filter (built-in patterns always on),
