@@ -63,14 +63,31 @@ pub(super) fn run(args: PolicyArgs) -> Result<ExitStatus, CliError> {
     }
 }
 
+/// The rules files of a session in `root`, no `--rules`.
+fn rule_places<'a>(
+    env: &'a Environment,
+    root: &'a std::path::Path,
+    home: &'a std::path::Path,
+    codex_home: &'a std::path::Path,
+) -> rules::RulePlaces<'a> {
+    rules::RulePlaces {
+        keel_home: &env.keel_home,
+        codex_home,
+        home,
+        workspace_root: root,
+        extra: &[],
+    }
+}
+
 fn run_check(args: CheckArgs) -> Result<ExitStatus, CliError> {
     if let Some(host) = &args.net {
         return check_net(host, args.json);
     }
     let env = Environment::from_process()?;
     let workspace_root = find_workspace_root(&env.cwd);
+    let (home, codex_home) = (env.user_home(), env.codex_home());
     let rule_set = if args.rules.is_empty() {
-        rules::load_rules(&env.keel_home, &workspace_root, &[])?
+        rules::load_rules(&rule_places(&env, &workspace_root, &home, &codex_home))?.rules
     } else {
         let mut set = RuleSet::default();
         for path in &args.rules {
@@ -174,7 +191,8 @@ pub(super) fn trust() -> Result<ExitStatus, CliError> {
     .context("cannot write to stdout")?;
     // Trusting cannot make a broken rules file work: say so now, not at
     // the next start.
-    if let Err(error) = rules::load_rules(&env.keel_home, &root, &[]) {
+    let (home, codex_home) = (env.user_home(), env.codex_home());
+    if let Err(error) = rules::load_rules(&rule_places(&env, &root, &home, &codex_home)) {
         let _ =
             writeln!(std::io::stderr().lock(), "warning: keel will not start here yet: {error}");
     }

@@ -39,11 +39,13 @@
 //! came from (the TUI's `/config`, secrets hidden). Adding a key: AGENTS.md, "Recipes".
 
 pub mod agents;
+pub mod claude_permissions;
 pub mod commands;
 mod edit_tools;
 #[cfg(test)]
 mod fuzz_tests;
 mod hooks;
+pub mod imported_rules;
 mod instructions;
 mod layers;
 mod limits;
@@ -168,6 +170,16 @@ impl Environment {
         Ok(Self { keel_home, cwd, vars })
     }
 
+    /// The user's home folder (`$HOME`; `/` when unset).
+    pub fn user_home(&self) -> PathBuf {
+        self.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+    }
+
+    /// Codex's home: `$CODEX_HOME`, else `~/.codex` (Codex's own rule).
+    pub fn codex_home(&self) -> PathBuf {
+        self.var("CODEX_HOME").map_or_else(|| self.user_home().join(".codex"), PathBuf::from)
+    }
+
     /// A non-empty environment variable.
     pub fn var(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str).filter(|value| !value.is_empty())
@@ -206,7 +218,16 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         &mut settings.warnings,
     )?;
     plugin_parts::add_hooks(&plugins, &mut settings.hooks, &mut settings.warnings);
-    settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    let loaded = rules::load_rules(&rules::RulePlaces {
+        keel_home: &env.keel_home,
+        codex_home: &settings.codex_home,
+        home: &settings.home,
+        workspace_root: &settings.workspace_root,
+        extra: &cli.rules_files,
+    })?;
+    settings.warnings.extend(imported_rules::import_warnings(&loaded.imports));
+    settings.rules = loaded.rules;
+    settings.rule_imports = loaded.imports;
     let server_notes =
         plugin_parts::add_servers(env, &plugins, &mut mcp_sources, &settings.env_filter);
     settings.warnings.extend(server_notes);
@@ -241,7 +262,14 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
 pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings, ConfigError> {
     let layers = read_layers(env, cli)?;
     let mut settings = resolve_local(env, layers)?;
-    settings.rules = rules::load_rules(&env.keel_home, &settings.workspace_root, &cli.rules_files)?;
+    settings.rules = rules::load_rules(&rules::RulePlaces {
+        keel_home: &env.keel_home,
+        codex_home: &settings.codex_home,
+        home: &settings.home,
+        workspace_root: &settings.workspace_root,
+        extra: &cli.rules_files,
+    })?
+    .rules;
     Ok(settings)
 }
 

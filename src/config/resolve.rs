@@ -72,6 +72,9 @@ pub struct Settings {
     pub user_shell: String,
     /// Every rules file, loaded by [`super::load`] (empty after `resolve`).
     pub rules: RuleSet,
+    /// What the rules took from the user's Codex and Claude Code files
+    /// (`imported_rules`), for `keel doctor`.
+    pub rule_imports: Vec<super::imported_rules::RuleImport>,
     /// The user trusts this workspace (`keel trust`).
     pub project_trusted: bool,
     pub sandbox: SandboxSettings,
@@ -457,7 +460,7 @@ pub fn resolve(
         &model,
         &env.keel_home.join("config.toml"),
     )?;
-    let home = env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let home = env.user_home();
     let secret_places = secret_places(
         merged.secrets.as_ref(),
         &home,
@@ -491,10 +494,11 @@ pub fn resolve(
         secret_places,
         env_filter: child_env,
         max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
-        codex_home: codex_home(env, &home),
+        codex_home: env.codex_home(),
         home,
         user_shell: env.var("SHELL").unwrap_or("bash").to_owned(),
         rules: RuleSet::default(),
+        rule_imports: Vec::new(),
         project_trusted,
         sandbox,
         verify_commands: merged.verify.and_then(|verify| verify.commands).unwrap_or_default(),
@@ -561,7 +565,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         project_mcp_servers: _,
         project_prices: _,
     } = layers;
-    let home = env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let home = env.user_home();
     let secret_places = secret_places(
         merged.secrets.as_ref(),
         &home,
@@ -588,16 +592,11 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         env_filter,
         native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home, &env.keel_home)?,
         secret_places,
-        codex_home: codex_home(env, &home),
+        codex_home: env.codex_home(),
         home,
         sandbox,
         undo: undo_settings(merged.undo),
     })
-}
-
-/// `$CODEX_HOME`, else `home/.codex` (Codex's own rule).
-fn codex_home(env: &Environment, home: &Path) -> PathBuf {
-    env.var("CODEX_HOME").map_or_else(|| home.join(".codex"), PathBuf::from)
 }
 
 /// The `[shell]` table's environment filter (built-in patterns always on),

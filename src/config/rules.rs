@@ -4,9 +4,11 @@
 //! removed again with `/permissions remove N`, [`remove_local_always`]).
 //!
 //! Load order (later rules are reported later; the strictest still wins):
-//! keel's built-in `rules/default.rules`, `$KEEL_HOME/rules/*.rules`,
+//! keel's built-in `rules/default.rules`, `$KEEL_HOME/rules/*.rules`, the
+//! user's Codex rules and Claude Code permissions (`imported_rules`),
 //! `--rules FILE` arguments, then the project's `.keel/rules/*.rules`
-//! (each folder in file-name order). Project files are [`Origin::Project`]:
+//! (each folder in file-name order), then the project's Codex rules and
+//! Claude Code permissions. Project files are [`Origin::Project`]:
 //! their allow rules count only once the project is trusted, their prompt
 //! and forbidden rules always count. `local.rules` lives in the project
 //! folder, so it is a project file too: "always" answers take effect in
@@ -15,6 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::imported_rules::{RuleImport, Scope, add_imported_rules};
 use super::mcp_pin::{self, McpTrust};
 use crate::policy::{self, Origin, RuleSet, RulesError, amend};
 
@@ -51,25 +54,48 @@ pub fn local_rules_path(workspace_root: &Path) -> PathBuf {
     project_rules_dir(workspace_root).join("local.rules")
 }
 
-/// Loads every rules file keel reads, in order.
-pub fn load_rules(
-    keel_home: &Path,
-    workspace_root: &Path,
-    extra: &[PathBuf],
-) -> Result<RuleSet, RulesFileError> {
+/// Where the rules files of a session are.
+#[derive(Debug, Clone, Copy)]
+pub struct RulePlaces<'a> {
+    pub keel_home: &'a Path,
+    /// Codex's home (`$CODEX_HOME`, else `~/.codex`): its `rules/`.
+    pub codex_home: &'a Path,
+    /// The user's home: Claude Code's `~/.claude/settings.json`.
+    pub home: &'a Path,
+    pub workspace_root: &'a Path,
+    /// `--rules FILE` arguments.
+    pub extra: &'a [PathBuf],
+}
+
+/// Every rule keel reads, and what it took from other agents' files.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedRules {
+    pub rules: RuleSet,
+    pub imports: Vec<RuleImport>,
+}
+
+/// Loads every rules file keel reads, in order: keel's own user files,
+/// then the user's Codex rules and Claude Code permissions
+/// (`imported_rules`), `--rules`, the project's `.keel/rules`, then the
+/// project's Codex rules and Claude Code permissions.
+pub fn load_rules(places: &RulePlaces<'_>) -> Result<LoadedRules, RulesFileError> {
     let mut rules = policy::default_rules()?;
-    for path in rules_in(&keel_home.join("rules"))? {
+    for path in rules_in(&places.keel_home.join("rules"))? {
         load_file(&mut rules, &path, Origin::User)?;
     }
-    for path in extra {
+    let user = Scope::User { codex_home: places.codex_home, home: places.home };
+    let mut imports = add_imported_rules(&mut rules, user);
+    for path in places.extra {
         load_file(&mut rules, path, Origin::User)?;
     }
-    for path in rules_in(&project_rules_dir(workspace_root))? {
+    for path in rules_in(&project_rules_dir(places.workspace_root))? {
         load_file(&mut rules, &path, Origin::Project).map_err(|source| {
             RulesFileError::InProject { path: path.clone(), source: Box::new(source) }
         })?;
     }
-    Ok(rules)
+    let project = Scope::Project { workspace_root: places.workspace_root };
+    imports.extend(add_imported_rules(&mut rules, project));
+    Ok(LoadedRules { rules, imports })
 }
 
 /// Adds one file's rules.
@@ -400,7 +426,14 @@ mod tests {
         let rules_dir = project_rules_dir(dir.path());
         std::fs::create_dir_all(&rules_dir).unwrap();
         std::fs::write(rules_dir.join("a.rules"), "\nprefix_rule(pattern=[])\n").unwrap();
-        let error = load_rules(dir.path(), dir.path(), &[]).unwrap_err().to_string();
+        let places = RulePlaces {
+            keel_home: dir.path(),
+            codex_home: dir.path(),
+            home: dir.path(),
+            workspace_root: dir.path(),
+            extra: &[],
+        };
+        let error = load_rules(&places).unwrap_err().to_string();
         assert!(error.contains("a.rules:2:"), "{error}");
         // A cloned repository's file stops keel: the way out is said.
         assert!(error.contains("a rules file of this repository"), "{error}");

@@ -66,6 +66,11 @@ pub struct Source {
 
 impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Line 0: a rule translated from another agent's setting, whose
+        // `file` already says where (no line of a rules file to point at).
+        if self.line == 0 {
+            return write!(f, "{}", self.file);
+        }
         write!(f, "{}:{}", self.file, self.line)
     }
 }
@@ -78,11 +83,20 @@ pub struct PrefixRule {
     pub decision: RuleDecision,
     pub justification: Option<String>,
     pub source: Source,
+    /// Matches only a command of exactly the pattern's length (an imported
+    /// Claude Code `Bash(make test)`, which allows that command alone);
+    /// a `prefix_rule` is never exact.
+    pub exact: bool,
 }
 
 impl PrefixRule {
     fn matches(&self, argv: &[String]) -> bool {
-        argv.len() >= self.pattern.len()
+        let length_fits = if self.exact {
+            argv.len() == self.pattern.len()
+        } else {
+            argv.len() >= self.pattern.len()
+        };
+        length_fits
             && self.pattern.iter().zip(argv).all(|(alts, token)| alts.iter().any(|a| a == token))
     }
 }
@@ -202,12 +216,61 @@ impl RuleSet {
             let source = Source { file: file.to_owned(), line: call.line, origin };
             staged.add_call(call, source)?;
         }
+        self.extend(staged);
+        Ok(())
+    }
+
+    /// Adds the rules of `text` as [`RuleSet::load`] does, each labelled
+    /// `label` with no line (a setting of another agent, translated:
+    /// `~/.claude/settings.json permissions.allow "Bash(make test)"`).
+    pub fn load_labelled(
+        &mut self,
+        label: &str,
+        text: &str,
+        origin: Origin,
+    ) -> Result<(), RulesError> {
+        let mut staged = RuleSet::default();
+        staged.load(label, text, origin)?;
+        for source in staged.sources_mut() {
+            source.line = 0;
+        }
+        self.extend(staged);
+        Ok(())
+    }
+
+    /// Adds a rule matching exactly `argv` (see [`PrefixRule::exact`]).
+    pub fn add_exact_command(
+        &mut self,
+        argv: Vec<String>,
+        decision: RuleDecision,
+        label: &str,
+        origin: Origin,
+    ) {
+        let pattern = argv.into_iter().map(|word| vec![word]).collect();
+        let source = Source { file: label.to_owned(), line: 0, origin };
+        self.prefix_rules.push(PrefixRule {
+            pattern,
+            decision,
+            justification: None,
+            source,
+            exact: true,
+        });
+    }
+
+    fn sources_mut(&mut self) -> impl Iterator<Item = &mut Source> {
+        let prefix = self.prefix_rules.iter_mut().map(|rule| &mut rule.source);
+        let path = self.path_rules.iter_mut().map(|rule| &mut rule.source);
+        let tool = self.tool_rules.iter_mut().map(|rule| &mut rule.source);
+        let web = self.web_rules.iter_mut().map(|rule| &mut rule.source);
+        prefix.chain(path).chain(tool).chain(web)
+    }
+
+    fn extend(&mut self, staged: RuleSet) {
         self.prefix_rules.extend(staged.prefix_rules);
         self.path_rules.extend(staged.path_rules);
         self.host_executables.extend(staged.host_executables);
         self.tool_rules.extend(staged.tool_rules);
         self.web_rules.extend(staged.web_rules);
-        Ok(())
     }
 
     /// Drops the allow rules of `file` that an "always" answer for
@@ -286,6 +349,7 @@ impl RuleSet {
                     decision: spec.decision,
                     justification: spec.justification.clone(),
                     source: source.clone(),
+                    exact: false,
                 }
             })
             .collect();

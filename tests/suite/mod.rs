@@ -99,6 +99,7 @@ mod session_replay;
 mod session_resume;
 mod session_seq;
 mod session_undo;
+mod setup_import;
 #[path = "../../src/shared_corpus.rs"]
 mod shared_corpus;
 mod strict_tools;

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use keel::config::rules::{
-    append_local_rule, is_trusted, load_rules, local_rules_path, trust_project,
+    RulePlaces, append_local_rule, is_trusted, load_rules, local_rules_path, trust_project,
 };
 use keel::policy::{
     Allowlist, ApprovalMode, ApprovalScope, CallFacts, Decision, PathContext, Policy, evaluate,
@@ -14,7 +14,16 @@ use keel::policy::{
 use keel::protocol::ToolClass;
 
 fn decide(home: &Path, ws: &Path, allowlist: &Allowlist, command: &str) -> Decision {
-    let rules = load_rules(&home.join(".keel"), ws, &[]).unwrap();
+    let keel_home = home.join(".keel");
+    let codex_home = home.join(".codex");
+    let places = RulePlaces {
+        keel_home: &keel_home,
+        codex_home: &codex_home,
+        home,
+        workspace_root: ws,
+        extra: &[],
+    };
+    let rules = load_rules(&places).unwrap().rules;
     let paths = PathContext::new(home.to_owned(), ws.to_owned(), ws.to_owned());
     let mut policy = Policy::new(rules, ApprovalMode::Ask, paths);
     policy.project_trusted = is_trusted(&home.join(".keel"), ws).unwrap();

@@ -1,0 +1,88 @@
+//! Issue 36, finding 6: the setup a Claude Code or Codex user already has
+//! is picked up, through the real binary, and what keel left out is said.
+//! Policy: Codex's `.rules` files (`~/.codex/rules`, a project's
+//! `.codex/rules`) and Claude Code's `permissions` (`~/.claude/settings.json`,
+//! a project's `.claude/settings.json`) judge commands as keel's own rules
+//! do; a project's allows count only once it is trusted.
+
+use serde_json::Value;
+
+use super::support::Sandbox;
+
+fn check(sandbox: &Sandbox, command: &[&str]) -> Value {
+    let output =
+        sandbox.keel().args(["policy", "check", "--json", "--"]).args(command).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn write_home(sandbox: &Sandbox, rel: &str, text: &str) {
+    let path = sandbox.home.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// pydantic-ai's published `.claude/settings.json`: before, `uv run pytest`
+/// asked in a trusted checkout (nothing read the file); now it is allowed,
+/// by that file's entry, once the project is trusted, and not before.
+#[test]
+fn a_projects_claude_permissions_allow_once_it_is_trusted() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        ".claude/settings.json",
+        include_str!("../fixtures/claude/settings/pydantic-ai.json"),
+    );
+    let untrusted = check(&sandbox, &["uv", "run", "pytest", "-x"]);
+    assert_ne!(untrusted["decision"], "allow", "{untrusted}");
+    let trust = sandbox.keel().arg("trust").output().unwrap();
+    assert!(trust.status.success(), "{}", String::from_utf8_lossy(&trust.stderr));
+    let trusted = check(&sandbox, &["uv", "run", "pytest", "-x"]);
+    assert_eq!(trusted["decision"], "allow", "{trusted}");
+    assert!(trusted.to_string().contains("permissions.allow"), "{trusted}");
+    // `Bash(make lint)` is that command alone.
+    assert_eq!(check(&sandbox, &["make", "lint"])["decision"], "allow");
+    assert_ne!(check(&sandbox, &["make", "lint", "-f", "x.mk"])["decision"], "allow");
+}
+
+/// The user's Codex rules and Claude denies hold in every project, trusted
+/// or not: `git reset --hard` forbidden by `~/.codex/rules`, `rm -rf`
+/// by `~/.claude/settings.json` (before: both only asked).
+#[test]
+fn the_users_codex_rules_and_claude_denies_hold_everywhere() {
+    let sandbox = Sandbox::new();
+    write_home(
+        &sandbox,
+        ".codex/rules/default.rules",
+        "prefix_rule(pattern = [\"git\", \"reset\", \"--hard\"], decision = \"forbidden\", \
+         justification = \"keep work\")\n",
+    );
+    write_home(
+        &sandbox,
+        ".claude/settings.json",
+        r#"{"permissions": {"deny": ["Bash(rm -rf:*)"], "allow": ["Bash(git log:*)"]}}"#,
+    );
+    let reset = check(&sandbox, &["git", "reset", "--hard", "HEAD~1"]);
+    assert_eq!(reset["decision"], "forbidden", "{reset}");
+    assert!(reset.to_string().contains(".codex/rules/default.rules"), "{reset}");
+    let rm = check(&sandbox, &["rm", "-rf", "build"]);
+    assert_eq!(rm["decision"], "forbidden", "{rm}");
+    assert!(rm.to_string().contains("settings.json"), "{rm}");
+}
+
+/// A project's `.codex/rules` is read like `.keel/rules`: its forbids at
+/// once, its allows after trust; a Codex file keel cannot parse is skipped
+/// and said, never a refusal to start.
+#[test]
+fn a_projects_codex_rules_count_and_a_broken_one_does_not_stop_keel() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        ".codex/rules/team.rules",
+        "prefix_rule(pattern = [\"just\", \"deploy\"], decision = \"forbidden\")\n\
+         prefix_rule(pattern = [\"just\", \"test\"])\n",
+    );
+    sandbox.write(".codex/rules/newer.rules", "future_rule(x = 1)\n");
+    assert_eq!(check(&sandbox, &["just", "deploy"])["decision"], "forbidden");
+    assert_ne!(check(&sandbox, &["just", "test"])["decision"], "allow");
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    assert_eq!(check(&sandbox, &["just", "test"])["decision"], "allow");
+}
