@@ -57,10 +57,13 @@ async fn exec(
 }
 
 /// A `[mcp_servers.NAME]` table running the venv's `program` with `args`,
-/// its read-only claims trusted (so reads run in ask mode).
+/// its read-only claims trusted (so reads run in ask mode). The startup
+/// bound is generous: importing FastMCP takes about a second alone and
+/// more on a machine busy with the rest of the suite.
 fn table(name: &str, venv: &Path, program: &str, args: &[String]) -> String {
     format!(
-        "[mcp_servers.{name}]\ncommand = {:?}\nargs = {args:?}\ntrust_read_only_hint = true\n",
+        "[mcp_servers.{name}]\ncommand = {:?}\nargs = {args:?}\ntrust_read_only_hint = true\n\
+         startup_timeout_sec = 60\n",
         venv.join("bin").join(program).display().to_string()
     )
 }
