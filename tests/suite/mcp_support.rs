@@ -1,10 +1,10 @@
 //! What MCP tests need: the fault server (`tests/fixtures/mcp/fault_server.py`,
-//! needs python3), the npm servers `.ci/run` installs into a cache folder,
-//! config writers, and a process-table check.
+//! needs python3), the npm servers and the PyPI servers' venv `.ci/run`
+//! installs into cache folders, config writers, and a process-table check.
 //!
 //! Like the shared corpus (`src/shared_corpus.rs`): a plain clone without
-//! the npm packages (or python3) passes, saying "skipped: … not installed
-//! at …"; under `CI` a missing one is a failure.
+//! the npm packages, the venv (or python3) passes, saying "skipped: … not
+//! installed at …"; under `CI` a missing one is a failure.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -42,6 +42,33 @@ pub fn npm_servers() -> Option<PathBuf> {
             &dir,
             &format!(
                 "run .ci/run, or npm ci in a copy of tests/fixtures/mcp-npm; set {NPM_DIR_VAR}"
+            ),
+        );
+        return None;
+    }
+    Some(dir)
+}
+
+/// The venv `.ci/run` builds from tests/fixtures/mcp-pypi/requirements.txt.
+pub const PYPI_DIR_VAR: &str = "KEEL_MCP_PYPI_DIR";
+
+/// The venv holding `bin/mcp-server-time`, `bin/mcp-server-git` and
+/// FastMCP, if it is installed.
+pub fn pypi_servers() -> Option<PathBuf> {
+    let dir = match std::env::var_os(PYPI_DIR_VAR) {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/keel-ci-mcp-pypi")
+        }
+    };
+    let wanted = ["bin/python", "bin/mcp-server-time", "bin/mcp-server-git", "bin/fastmcp"];
+    if !wanted.iter().all(|file| dir.join(file).exists()) {
+        skip_or_fail(
+            "the PyPI MCP servers (mcp-server-time, mcp-server-git, fastmcp)",
+            &dir,
+            &format!(
+                "run .ci/run, or pip install --no-deps --require-hashes -r \
+                 tests/fixtures/mcp-pypi/requirements.txt into a venv; set {PYPI_DIR_VAR}"
             ),
         );
         return None;

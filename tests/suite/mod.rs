@@ -46,6 +46,7 @@ mod mcp_http;
 mod mcp_lifetime;
 mod mcp_limits;
 mod mcp_npm;
+mod mcp_pypi;
 mod mcp_reference;
 mod mcp_resources;
 mod mcp_server;
