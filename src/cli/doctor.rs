@@ -5,7 +5,9 @@
 //! offering one tool comes back with a native call, a call written as text
 //! or none, whether it reports token usage, and whether its answer
 //! streamed; and the Claude Code plugins installed (`keel plugin add`),
-//! each with its version and source, and those that did not load. `--json`
+//! each with its version and source, and those that did not load; and the
+//! user's setup keel picked up, Claude Code's and Codex's files included,
+//! with what it left out and why (`doctor_setup`). `--json`
 //! prints the same as one object (for scripts and tests).
 //!
 //! Invariants: one model request at most (64 output tokens), no session,
@@ -20,6 +22,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::doctor_setup::SetupReport;
 use super::{CliError, ExitStatus, ModelArgs};
 use crate::config::{self, Environment, Settings};
 use crate::context::window::{SMALL_WINDOW, WindowProfile};
@@ -74,6 +77,9 @@ struct Findings {
     plugins: std::collections::BTreeMap<String, String>,
     /// Installed plugins that did not load, and why.
     plugin_problems: Vec<String>,
+    /// The user's setup keel picked up (its own, Claude Code's, Codex's)
+    /// and what it left out (`doctor_setup`).
+    setup: SetupReport,
 }
 
 pub(super) async fn run(model: &ModelArgs, args: &DoctorArgs) -> Result<ExitStatus, CliError> {
@@ -118,6 +124,7 @@ async fn diagnose(settings: &Settings) -> Findings {
         actions: Vec::new(),
         plugins: settings.plugins.summary(),
         plugin_problems: settings.plugins.problems.clone(),
+        setup: SetupReport::of(settings, &instructions(settings)),
     };
     match round_trip {
         Ok(response) => {
@@ -130,6 +137,12 @@ async fn diagnose(settings: &Settings) -> Findings {
     findings.actions =
         actions(settings, &findings, probed.and_then(|w| w.truncation_warning(&settings.model)));
     findings
+}
+
+/// The instruction files a session started here would read.
+fn instructions(settings: &Settings) -> Vec<config::InstructionFile> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| settings.workspace_root.clone());
+    config::discover_instructions(&settings.keel_home, &settings.workspace_root, &cwd)
 }
 
 /// One request offering [`PROBE_TOOL`]; whether any piece of the answer
@@ -283,6 +296,7 @@ fn human(findings: &Findings) -> Vec<String> {
     }
     lines.extend(findings.plugins.iter().map(|(name, about)| format!("plugin {name}: {about}")));
     lines.extend(findings.plugin_problems.iter().map(|problem| format!("plugins: {problem}")));
+    lines.extend(findings.setup.human());
     lines.extend(findings.actions.iter().map(|action| format!("→ {action}")));
     lines
 }

@@ -16,6 +16,7 @@ mod cost_cmd;
 mod debug_cmd;
 mod demo_cmd;
 mod doctor;
+mod doctor_setup;
 mod error;
 mod exec_cmd;
 mod export_cmd;

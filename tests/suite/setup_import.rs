@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use super::support::Sandbox;
+use super::support::{Model, Sandbox, scripted_model};
+use super::wire::{Step, Wire};
 
 fn check(sandbox: &Sandbox, command: &[&str]) -> Value {
     let output =
@@ -85,4 +86,46 @@ fn a_projects_codex_rules_count_and_a_broken_one_does_not_stop_keel() {
     assert_ne!(check(&sandbox, &["just", "test"])["decision"], "allow");
     assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
     assert_eq!(check(&sandbox, &["just", "test"])["decision"], "allow");
+}
+
+fn doctor(sandbox: &Sandbox, server: &str) -> Value {
+    let output = sandbox.run(&Model::at("openai-chat", server), &["doctor", "--json"]);
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)))
+}
+
+fn has(lines: &Value, what: &str, from: &str, why: &str) -> bool {
+    lines.as_array().unwrap().iter().any(|line| {
+        line["what"].as_str().unwrap_or_default().contains(what)
+            && line["from"].as_str().unwrap_or_default().contains(from)
+            && line["why"].as_str().unwrap_or_default().contains(why)
+    })
+}
+
+/// `keel doctor` says what of the user's Claude Code and Codex setup keel
+/// picked up, from where, and what it left out and why (before: nothing
+/// about any of it).
+#[tokio::test]
+async fn doctor_says_what_was_picked_up_and_what_was_left_out() {
+    let sandbox = Sandbox::new();
+    write_home(
+        &sandbox,
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(git log:*)", "WebSearch"]},
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#,
+    );
+    write_home(&sandbox, ".codex/rules/default.rules", "prefix_rule(pattern = [\"just\"])\n");
+    sandbox.write(".codex/rules/newer.rules", "future_rule(x = 1)\n");
+    let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
+    let found = doctor(&sandbox, &server.uri());
+    let setup = &found["setup"];
+    assert!(has(&setup["read"], "Claude Code permissions", ".claude/settings.json", "1 taken"));
+    assert!(has(&setup["read"], "Codex rules", ".codex/rules/default.rules", "1 taken"));
+    assert!(has(&setup["skipped"], "Claude Code permissions", "settings.json", "WebSearch"));
+    assert!(has(&setup["skipped"], "Codex rules", "newer.rules", "not read: "), "{setup:#}");
+    assert!(!has(&setup["read"], "Codex rules", "newer.rules", ""), "{setup:#}");
+    assert!(has(&setup["skipped"], "Claude Code hooks", "settings.json", "import_claude_hooks"));
+    let human = sandbox.run(&Model::at("openai-chat", &server.uri()), &["doctor"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("setup: left out: Codex rules from "), "{text}");
 }
