@@ -56,15 +56,27 @@ struct Reader {
     skipped: Vec<String>,
 }
 
+/// Where a session's instruction files are looked for (from `Settings`).
+#[derive(Debug, Clone, Copy)]
+pub struct InstructionPlaces<'a> {
+    /// `~/.keel` (or `$KEEL_HOME`).
+    pub keel_home: &'a Path,
+    /// The user's home: `~/.claude/CLAUDE.md` and `@~/…` imports.
+    pub home: &'a Path,
+    /// Codex's home (`$CODEX_HOME`, else `~/.codex`).
+    pub codex_home: &'a Path,
+    pub workspace_root: &'a Path,
+    /// The user trusts the project (`keel trust`): its files may import
+    /// `@~/…` and absolute paths.
+    pub trusted: bool,
+}
+
 /// Finds and reads the instruction files for a session started in `cwd`.
-pub fn discover_instructions(
-    keel_home: &Path,
-    workspace_root: &Path,
-    cwd: &Path,
-) -> Vec<InstructionFile> {
+pub fn discover_instructions(places: &InstructionPlaces<'_>, cwd: &Path) -> Vec<InstructionFile> {
+    let workspace_root = places.workspace_root;
     let mut files = Vec::new();
     let mut reader = Reader { confine: None, imports_left: MAX_IMPORTS, skipped: Vec::new() };
-    let user = keel_home.join("AGENTS.md");
+    let user = places.keel_home.join("AGENTS.md");
     if let Some(file) = reader.instruction(&user) {
         files.push(file);
     }
@@ -227,6 +239,21 @@ mod tests {
         crate::shared_corpus::locate("conformance/agents_md")
     }
 
+    /// Discovery for a user whose home (and `~/.keel`, `~/.codex`) is
+    /// `home`, in an untrusted project at `root`.
+    fn discover(home: &Path, root: &Path, cwd: &Path) -> Vec<InstructionFile> {
+        let keel_home = home.join(".keel");
+        let codex_home = home.join(".codex");
+        let places = InstructionPlaces {
+            keel_home: &keel_home,
+            home,
+            codex_home: &codex_home,
+            workspace_root: root,
+            trusted: false,
+        };
+        discover_instructions(&places, cwd)
+    }
+
     fn copy(from: &Path, to: &Path) {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(from, to).unwrap();
@@ -253,7 +280,7 @@ mod tests {
         }
         let cwd = root.join("a/b/c/d/codex-rs/tui/src/bottom_pane");
         let home = dir.path().join("home");
-        let found = discover_instructions(&home, &root, &cwd);
+        let found = discover(&home, &root, &cwd);
         assert_eq!(found.len(), sources.len());
         for (file, (sub, src)) in found.iter().zip(sources) {
             assert_eq!(file.path, root.join(sub).join("AGENTS.md"));
@@ -273,7 +300,7 @@ mod tests {
         copy(&corpus.join("astral-sh__uv/CLAUDE.md"), &root.join("sub/CLAUDE.md"));
         copy(&corpus.join("astral-sh__uv/AGENTS.md"), &root.join("sub/notes/AGENTS.md"));
         std::fs::write(root.join("sub/CLAUDE.md"), "@notes/AGENTS.md\n").unwrap();
-        let found = discover_instructions(&dir.path().join("h"), &root, &root.join("sub"));
+        let found = discover(&dir.path().join("h"), &root, &root.join("sub"));
         assert_eq!(found.len(), 1);
         assert!(
             found[0].text.contains("ALWAYS") || found[0].text.contains("NEVER"),
@@ -295,7 +322,7 @@ mod tests {
         std::fs::write(root.join("sub/CLAUDE.md"), "@../deploy/prod.pem\n@prod.pem\n").unwrap();
         std::os::unix::fs::symlink(root.join("deploy/prod.pem"), root.join("sub/prod.pem"))
             .unwrap();
-        let found = discover_instructions(&dir.path().join("h"), &root, &root.join("sub"));
+        let found = discover(&dir.path().join("h"), &root, &root.join("sub"));
         let text: String = found.iter().map(|file| file.text.as_str()).collect();
         assert!(text.contains("be brief"), "{text}");
         assert!(!text.contains("sk-env") && !text.contains("PRIVATE KEY"), "{text}");
@@ -315,7 +342,7 @@ mod tests {
         std::fs::write(root.join("AGENTS.md"), "use tabs\n@../secret.txt\n").unwrap();
         std::fs::write(root.join("CLAUDE.md"), "ignored\n").unwrap();
         std::fs::write(dir.path().join("secret.txt"), "TOP SECRET").unwrap();
-        let found = discover_instructions(&dir.path().join("h"), &root, &root);
+        let found = discover(&dir.path().join("h"), &root, &root);
         assert_eq!(found.len(), 1);
         assert!(found[0].text.contains("use tabs"));
         assert!(!found[0].text.contains("TOP SECRET"));
@@ -333,7 +360,7 @@ mod tests {
         std::fs::write(root.join("CLAUDE.md"), "use tabs\n@notes.md\n@linked.md\n").unwrap();
         std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("sub/AGENTS.md"))
             .unwrap();
-        let found = discover_instructions(&dir.path().join("h"), &root, &root.join("sub"));
+        let found = discover(&dir.path().join("h"), &root, &root.join("sub"));
         let text: String = found.iter().map(|file| file.text.as_str()).collect();
         assert!(!text.contains("TOP SECRET"), "{text}");
         assert!(text.contains("use tabs") && text.contains("inside notes"), "{text}");
@@ -348,7 +375,7 @@ mod tests {
             std::fs::write(root.join(file), format!("@{next}\n").repeat(60)).unwrap();
         }
         std::fs::write(root.join("c.md"), "x\n").unwrap();
-        let found = discover_instructions(&dir.path().join("h"), &root, &root);
+        let found = discover(&dir.path().join("h"), &root, &root);
         let read = found[0].text.lines().filter(|line| *line == "x").count();
         assert!(read <= MAX_IMPORTS, "{read} imports of c.md followed (60^3 asked for)");
     }

@@ -70,7 +70,9 @@ use std::path::PathBuf;
 
 pub use edit_tools::{EDIT_TOOLS, EditTools};
 pub use hooks::load_hooks;
-pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
+pub use instructions::{
+    InstructionFile, InstructionPlaces, MAX_INSTRUCTION_BYTES, discover_instructions,
+};
 pub use layers::{
     ConfigFile, ContextFile, HookOrigin, HookTable, Layers, SandboxFile, find_workspace_root,
     read_layers,
