@@ -44,6 +44,7 @@ mod edit_tools;
 #[cfg(test)]
 mod fuzz_tests;
 mod hooks;
+mod instruction_imports;
 mod instructions;
 mod layers;
 mod limits;
@@ -71,7 +72,8 @@ use std::path::PathBuf;
 pub use edit_tools::{EDIT_TOOLS, EditTools};
 pub use hooks::load_hooks;
 pub use instructions::{
-    InstructionFile, InstructionPlaces, MAX_INSTRUCTION_BYTES, discover_instructions,
+    InstructionFile, InstructionPlaces, InstructionSource, MAX_INSTRUCTION_BYTES,
+    discover_instructions,
 };
 pub use layers::{
     ConfigFile, ContextFile, HookOrigin, HookTable, Layers, SandboxFile, find_workspace_root,
