@@ -142,7 +142,14 @@ async fn diagnose(settings: &Settings) -> Findings {
 /// The instruction files a session started here would read.
 fn instructions(settings: &Settings) -> Vec<config::InstructionFile> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| settings.workspace_root.clone());
-    config::discover_instructions(&settings.keel_home, &settings.workspace_root, &cwd)
+    let places = config::InstructionPlaces {
+        keel_home: &settings.keel_home,
+        home: &settings.home,
+        codex_home: &settings.codex_home,
+        workspace_root: &settings.workspace_root,
+        trusted: settings.project_trusted,
+    };
+    config::discover_instructions(&places, &cwd)
 }
 
 /// One request offering [`PROBE_TOOL`]; whether any piece of the answer

@@ -16,7 +16,7 @@ use crate::hooks::HookSource;
 /// One file or entry picked up, or left out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(super) struct SetupLine {
-    /// `instructions`, `Codex rules`, `Claude Code permissions`,
+    /// `Claude Code user memory`, `Codex rules`, `Claude Code permissions`,
     /// `MCP server github`, `Claude Code hooks`.
     pub what: String,
     /// A path, or where an entry was written (`user config`).
@@ -39,7 +39,7 @@ impl SetupReport {
     pub fn of(settings: &Settings, instructions: &[InstructionFile]) -> Self {
         let mut report = SetupReport::default();
         for file in instructions {
-            report.read("instructions", file.path.display().to_string(), None);
+            report.read(file.source.label(), file.path.display().to_string(), None);
             for why in &file.skipped {
                 report.skip("instruction import", file.path.display().to_string(), why.clone());
             }

@@ -18,10 +18,12 @@
 //! `validate.rs` (values checked while parsed, so errors carry TOML's line and caret) and
 //! `trust.rs` (what a project's file may set, trusted or not) → `resolve.rs` (pure) → `Settings`;
 //! `telemetry.rs` (`[telemetry]` and the `OTEL_*` variables); `limits.rs` (`[limits]`, `--max-cost`/`--max-tokens` → `agent::Limits`; a project's table only
-//! tightens; a cost limit without prices is an error); `instructions.rs` finds AGENTS.md (user
-//! file, then root → cwd, CLAUDE.md fallback, `@file` imports confined to the folder, a 64 KiB cap
-//! trimming the root's first; a project file or import resolving through a symlink out of the
-//! workspace is not read, at most 64 imports); `memory.rs` finds memory notes (`~/.keel/memory`,
+//! tightens; a cost limit without prices is an error); `instructions.rs` finds instruction files
+//! (`~/.keel/AGENTS.md`, `~/.claude/CLAUDE.md`, Codex's `AGENTS[.override].md`, then root → cwd
+//! `AGENTS.override.md` else `AGENTS.md` else `CLAUDE.md`, plus `CLAUDE.local.md`; a 64 KiB cap
+//! trimming the root's first; a project file resolving through a symlink out of the workspace is
+//! not read) and `instruction_imports.rs` expands their `@path` imports (Claude Code's forms,
+//! confined to the folder for a project, `@~/` only once trusted, no secrets, 5 deep, at most 64); `memory.rs` finds memory notes (`~/.keel/memory`,
 //! `.keel/memory`); `agents.rs` agent types (built-in `agents/*.md`, Claude-format files in
 //! `~/.claude/agents`, `~/.keel/agents`, and after trust the project's `.claude/agents`,
 //! `.keel/agents`; Claude tool names mapped) and `commands.rs` custom commands (`~/.codex/prompts`,
@@ -46,6 +48,7 @@ mod edit_tools;
 mod fuzz_tests;
 mod hooks;
 pub mod imported_rules;
+mod instruction_imports;
 mod instructions;
 mod layers;
 mod limits;
@@ -72,7 +75,10 @@ use std::path::PathBuf;
 
 pub use edit_tools::{EDIT_TOOLS, EditTools};
 pub use hooks::load_hooks;
-pub use instructions::{InstructionFile, MAX_INSTRUCTION_BYTES, discover_instructions};
+pub use instructions::{
+    InstructionFile, InstructionPlaces, InstructionSource, MAX_INSTRUCTION_BYTES,
+    discover_instructions,
+};
 pub use layers::{
     ConfigFile, ContextFile, HookOrigin, HookTable, Layers, SandboxFile, find_workspace_root,
     read_layers,

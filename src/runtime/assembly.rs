@@ -22,7 +22,7 @@ use crate::agent::{ConfiguredModel, LoopConfig, WorkflowSetup, harness_spec, shi
 use crate::config::agents::{AgentCatalog, BUILT_IN_AGENTS, agent_roots, discover_agents};
 use crate::config::commands::{CommandCatalog, command_roots, discover_commands};
 use crate::config::markdown_file::grouped;
-use crate::config::{Settings, discover_instructions, discover_memory};
+use crate::config::{InstructionPlaces, Settings, discover_instructions, discover_memory};
 use crate::context::memory::MemoryNote;
 use crate::context::window::WindowProfile;
 use crate::plan::checks_named_in;
@@ -291,9 +291,20 @@ pub(super) struct Found {
     pub(super) details: Vec<String>,
 }
 
+/// Where `settings` say instruction files live.
+fn instruction_places(settings: &Settings) -> InstructionPlaces<'_> {
+    InstructionPlaces {
+        keel_home: &settings.keel_home,
+        home: &settings.home,
+        codex_home: &settings.codex_home,
+        workspace_root: &settings.workspace_root,
+        trusted: settings.project_trusted,
+    }
+}
+
 /// The AGENTS.md files for a session started in `cwd`.
 pub(super) fn project_instructions(settings: &Settings, cwd: &Path) -> Vec<(String, String)> {
-    discover_instructions(&settings.keel_home, &settings.workspace_root, cwd)
+    discover_instructions(&instruction_places(settings), cwd)
         .into_iter()
         .map(|file| (file.path.display().to_string(), file.text))
         .collect()
@@ -333,7 +344,7 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         trusted,
     );
     crate::config::plugin_parts::add_commands(&settings.plugins, &mut commands);
-    let instructions = discover_instructions(&settings.keel_home, &settings.workspace_root, cwd);
+    let instructions = discover_instructions(&instruction_places(settings), cwd);
     let import_warnings: Vec<String> =
         instructions.iter().flat_map(|file| file.skipped.iter().cloned()).collect();
     let notes = index_notes(&discovery.skills, &agents);

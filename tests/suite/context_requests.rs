@@ -347,3 +347,43 @@ fn debug_prompt_prints_the_request_under_a_spend_limit() {
     let body: Value = serde_json::from_slice(&printed.stdout).unwrap();
     assert!(body["input"].to_string().contains("Fix the typo."), "{body}");
 }
+
+/// The instruction files a Claude Code or Codex user already has reach the
+/// prompt, the user's first, with Claude's inline imports expanded
+/// (issue 36): the `## path` headings of `keel debug prompt`'s section.
+#[test]
+fn debug_prompt_shows_claude_and_codex_instruction_files() {
+    let sandbox = Sandbox::new();
+    for (rel, text) in [(".claude/CLAUDE.md", "claude memory\n"), (".codex/AGENTS.md", "codex\n")] {
+        let path = sandbox.home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    sandbox.write("AGENTS.md", "team rules\n");
+    sandbox.write("AGENTS.override.md", "See @README for the overview.\n");
+    sandbox.write("README", "README BODY\n");
+    sandbox.write("CLAUDE.local.md", "my own notes\n");
+    let printed = sandbox
+        .keel()
+        .args(["debug", "prompt", "--provider", "openai-chat", "--model", "m"])
+        .args(["--base-url", "http://127.0.0.1:9/v1", "--raw", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(printed.status.code(), Some(0), "{}", String::from_utf8_lossy(&printed.stderr));
+    let body: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    let text = full_text(&body);
+    let section = &text[text.find("# Project instructions").expect(&text)..];
+    let section = section.split("\n# ").next().unwrap_or(section);
+    let home = format!("{}/", sandbox.home.display());
+    let repo = format!("{}/", sandbox.repo.display());
+    let headings: Vec<String> = section
+        .lines()
+        .filter_map(|line| line.strip_prefix("## "))
+        .map(|path| path.replace(&home, "~/").replace(&repo, ""))
+        .collect();
+    assert_eq!(
+        headings,
+        ["~/.claude/CLAUDE.md", "~/.codex/AGENTS.md", "AGENTS.override.md", "CLAUDE.local.md"]
+    );
+    assert!(section.contains("README BODY") && !section.contains("team rules"), "{section}");
+}

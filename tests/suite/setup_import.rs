@@ -116,6 +116,9 @@ async fn doctor_says_what_was_picked_up_and_what_was_left_out() {
     );
     write_home(&sandbox, ".codex/rules/default.rules", "prefix_rule(pattern = [\"just\"])\n");
     sandbox.write(".codex/rules/newer.rules", "future_rule(x = 1)\n");
+    write_home(&sandbox, ".claude/CLAUDE.md", "answer in French\n");
+    write_home(&sandbox, "notes.md", "mine\n");
+    sandbox.write("CLAUDE.local.md", "my sandbox URL\n- @~/notes.md\n");
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
     let found = doctor(&sandbox, &server.uri());
     let setup = &found["setup"];
@@ -125,6 +128,10 @@ async fn doctor_says_what_was_picked_up_and_what_was_left_out() {
     assert!(has(&setup["skipped"], "Codex rules", "newer.rules", "not read: "), "{setup:#}");
     assert!(!has(&setup["read"], "Codex rules", "newer.rules", ""), "{setup:#}");
     assert!(has(&setup["skipped"], "Claude Code hooks", "settings.json", "import_claude_hooks"));
+    assert!(has(&setup["read"], "Claude Code user memory", ".claude/CLAUDE.md", ""));
+    assert!(has(&setup["read"], "Claude personal project file", "CLAUDE.local.md", ""));
+    // An untrusted clone may not pull a file from the user's home.
+    assert!(has(&setup["skipped"], "instruction import", "CLAUDE.local.md", "keel trust"));
     let human = sandbox.run(&Model::at("openai-chat", &server.uri()), &["doctor"]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("setup: left out: Codex rules from "), "{text}");
