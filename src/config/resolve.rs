@@ -596,7 +596,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
 }
 
 /// `$CODEX_HOME`, else `home/.codex` (Codex's own rule).
-fn codex_home(env: &Environment, home: &Path) -> PathBuf {
+pub(super) fn codex_home(env: &Environment, home: &Path) -> PathBuf {
     env.var("CODEX_HOME").map_or_else(|| home.join(".codex"), PathBuf::from)
 }
 
