@@ -416,9 +416,12 @@ pub fn resolve_mcp(
 }
 
 impl McpSettings {
+    /// Whether an earlier entry holds `name`. An untrusted project's entry
+    /// does not: it is not in play, and a clone naming its servers like the
+    /// user's (`github`) must not switch off the user's own Claude or Codex ones.
     fn taken(&self, name: &str) -> bool {
         self.servers.iter().any(|server| server.name == name)
-            || self.skipped.iter().any(|server| server.name == name)
+            || self.skipped.iter().any(|server| server.name == name && !server.untrusted)
     }
 
     fn skip(&mut self, name: String, origin: McpOrigin, reason: String) {

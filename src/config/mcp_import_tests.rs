@@ -218,6 +218,30 @@ fn keels_own_config_comes_first_then_claudes_then_codexs() {
     );
 }
 
+/// A clone's `.mcp.json` naming a server like the user's does not switch
+/// the user's off while the clone is untrusted; once trusted, it comes first.
+#[test]
+fn an_untrusted_projects_server_does_not_shadow_the_users_claude_server() {
+    let dirs = dirs(&[]);
+    std::fs::write(
+        dirs.env.cwd.join(".mcp.json"),
+        r#"{"mcpServers": {"github": {"command": "repo"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dirs.home.join(".claude.json"),
+        r#"{"mcpServers": {"github": {"command": "mine"}}}"#,
+    )
+    .unwrap();
+    let mcp = load(&dirs);
+    assert_eq!(command(server(&mcp, "github")), "mine", "{mcp:?}");
+    assert!(skipped(&mcp, "github").reason.contains("keel trust"));
+    crate::config::rules::trust_project(&dirs.env.keel_home, &dirs.env.cwd).unwrap();
+    let mcp = load(&dirs);
+    assert_eq!(command(server(&mcp, "github")), "repo", "{mcp:?}");
+    assert!(skipped(&mcp, "github").reason.contains("already configured"));
+}
+
 #[test]
 fn broken_foreign_files_are_one_skipped_line_each_and_stop_nothing() {
     let dirs = dirs(&[]);
