@@ -295,3 +295,17 @@ fn a_plugins_server_says_it_is_the_plugins_and_its_refusal_says_plugin() {
     assert!(leak.reason.contains("a plugin's server"), "{leak:?}");
     assert!(!leak.reason.contains("project"), "{leak:?}");
 }
+
+/// A published Codex config (tests/fixtures/codex/README.md) as a user's
+/// `~/.codex/config.toml`: its six servers, and nothing else complains.
+#[test]
+fn a_published_codex_config_gives_its_six_servers() {
+    let dirs = dirs(&[]);
+    let published = include_str!("../../tests/fixtures/codex/ecc-config.toml");
+    std::fs::write(dirs.home.join(".codex/config.toml"), published).unwrap();
+    let mcp = load(&dirs);
+    let expected = ["context7", "exa", "github", "memory", "playwright", "sequential-thinking"];
+    assert_eq!(names(&mcp.servers), expected, "{mcp:?}");
+    assert!(mcp.skipped.is_empty() && mcp.renamed.is_empty(), "{mcp:?}");
+    assert_eq!(server(&mcp, "github").startup_timeout, std::time::Duration::from_secs(30));
+}
