@@ -190,8 +190,8 @@ async fn list(
     if statuses.is_empty() {
         writeln!(
             out,
-            "no MCP servers configured: `keel mcp add NAME -- COMMAND ARGS…`, or a trusted \
-             project's .mcp.json"
+            "no MCP servers configured: `keel mcp add NAME -- COMMAND ARGS…`, a trusted \
+             project's .mcp.json, ~/.claude.json or ~/.codex/config.toml"
         )?;
     }
     for status in &statuses {

@@ -1,7 +1,11 @@
 //! MCP server configuration in the shapes users already have:
 //! `[mcp_servers.NAME]` tables (Codex's shape) in `$KEEL_HOME/config.toml`,
-//! `-c`, and a trusted project's `.keel/config.toml`; and a project's
-//! `.mcp.json` (Claude Code's shape, `${VAR}` expansion included).
+//! `-c`, and a trusted project's `.keel/config.toml`; a project's
+//! `.mcp.json` (Claude Code's shape, `${VAR}` expansion included); installed
+//! plugins' servers; and the user's own Claude Code and Codex servers
+//! (`~/.claude.json`, Codex's `config.toml`: `mcp_import` reads those files).
+//! Order, first entry of a name wins: keel's user config, plugins, the
+//! trusted project's, then Claude's, then Codex's.
 //!
 //! Invariants: a project's servers (either file) are started only once the
 //! project is trusted (`keel trust`), and only the definitions the user
@@ -25,6 +29,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Environment;
+use super::mcp_import::{
+    JsonOwner, claude_json_entries, codex_config_entries, credential_reason, read_mcp_json,
+};
+pub use super::mcp_import::{McpEntry, expand_vars};
 pub use super::mcp_pin::{CHANGED_REASON, McpTrust};
 use crate::sandbox::EnvFilter;
 
@@ -157,12 +165,26 @@ pub enum McpOrigin {
     ProjectConfig(PathBuf),
     /// The project's `.mcp.json`.
     McpJson(PathBuf),
+    /// An installed plugin (by name): the user's, as they installed it.
+    Plugin(String),
+    /// `~/.claude.json`'s top-level `mcpServers` (Claude Code's user scope).
+    ClaudeJson(PathBuf),
+    /// `~/.claude.json`'s entry for this workspace (Claude Code's local
+    /// scope, `claude mcp add --scope local`): still the user's own file.
+    ClaudeLocal(PathBuf),
+    /// Codex's `config.toml` (`$CODEX_HOME`, else `~/.codex`).
+    CodexConfig(PathBuf),
 }
 
 impl McpOrigin {
+    /// Whether the entry is the project's (waits for trust) rather than the user's.
     pub fn is_project(&self) -> bool {
         match self {
-            McpOrigin::User => false,
+            McpOrigin::User
+            | McpOrigin::Plugin(_)
+            | McpOrigin::ClaudeJson(_)
+            | McpOrigin::ClaudeLocal(_)
+            | McpOrigin::CodexConfig(_) => false,
             McpOrigin::ProjectConfig(_) | McpOrigin::McpJson(_) => true,
         }
     }
@@ -171,7 +193,12 @@ impl McpOrigin {
     pub fn describe(&self) -> String {
         match self {
             McpOrigin::User => "user config".to_owned(),
-            McpOrigin::ProjectConfig(path) | McpOrigin::McpJson(path) => path.display().to_string(),
+            McpOrigin::Plugin(name) => format!("plugin {name}"),
+            McpOrigin::ClaudeLocal(path) => format!("{}, local scope", path.display()),
+            McpOrigin::ProjectConfig(path)
+            | McpOrigin::McpJson(path)
+            | McpOrigin::ClaudeJson(path)
+            | McpOrigin::CodexConfig(path) => path.display().to_string(),
         }
     }
 }
@@ -303,19 +330,27 @@ pub fn tool_name_part(name: &str) -> String {
     format!("{}{suffix}", kept.trim_end_matches('_'))
 }
 
-/// What the config layers hold for MCP, before trust and `.mcp.json`.
+/// What the config layers hold for MCP, before trust and `.mcp.json`, and
+/// where the user's files of other agents are.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpSources {
     /// The user file and `-c`, merged.
     pub user: McpServerTables,
+    /// The installed plugins' servers (`plugin_parts::add_servers`).
+    pub plugins: Vec<McpEntry>,
     /// The project's `.keel/config.toml` tables (used once trusted).
     pub project: McpServerTables,
     pub project_config_path: PathBuf,
+    /// `~/.claude.json` (`None`: no `$HOME`).
+    pub claude_json: Option<PathBuf>,
+    /// Codex's `config.toml` (`None`: neither `$CODEX_HOME` nor `$HOME`).
+    pub codex_config: Option<PathBuf>,
 }
 
-/// Resolves every configured server: the user's, then a trusted project's
-/// whose definitions are those the user trusted (`.keel/config.toml`, then
-/// `.mcp.json`; a name already taken keeps its first entry).
+/// Resolves every configured server: the user's, the plugins', then a
+/// trusted project's whose definitions are those the user trusted
+/// (`.keel/config.toml`, then `.mcp.json`), then the user's Claude Code and
+/// Codex ones (`mcp_import`); a name already taken keeps its first entry.
 pub fn resolve_mcp(
     env: &Environment,
     sources: McpSources,
@@ -327,6 +362,9 @@ pub fn resolve_mcp(
     for (name, file) in sources.user {
         settings.add(env, name, McpOrigin::User, file, workspace_root);
     }
+    for entry in sources.plugins {
+        settings.add_entry(env, entry, workspace_root);
+    }
     let config_origin = McpOrigin::ProjectConfig(sources.project_config_path.clone());
     let mut project: Vec<(String, McpOrigin, Result<McpServerFile, String>)> = sources
         .project
@@ -337,7 +375,7 @@ pub fn resolve_mcp(
                 .iter()
                 .chain(file.env_http_headers.iter().flatten().map(|(_, var)| var));
             let file = match named.into_iter().find(|var| strip.strips(var)) {
-                Some(var) => Err(credential_reason(var)),
+                Some(var) => Err(credential_reason(var, "a project's")),
                 None => Ok(file),
             };
             (name, config_origin.clone(), file)
@@ -345,7 +383,7 @@ pub fn resolve_mcp(
         .collect();
     let json_path = workspace_root.join(".mcp.json");
     let json_origin = McpOrigin::McpJson(json_path.clone());
-    match read_mcp_json(&json_path, &env.vars, strip) {
+    match read_mcp_json(&json_path, &env.vars, JsonOwner::Project(strip)) {
         Ok(servers) => project
             .extend(servers.into_iter().map(|(name, file)| (name, json_origin.clone(), file))),
         Err(reason) => settings.skip("*".to_owned(), json_origin, reason),
@@ -367,17 +405,35 @@ pub fn resolve_mcp(
             Err(reason) => settings.skip(name, origin, reason),
         }
     }
+    // The user's own files: no credential check (that is for a project's).
+    let claude = sources.claude_json.iter();
+    let foreign = (claude.flat_map(|path| claude_json_entries(path, workspace_root, &env.vars)))
+        .chain(sources.codex_config.iter().flat_map(|path| codex_config_entries(path)));
+    for entry in foreign {
+        settings.add_entry(env, entry, workspace_root);
+    }
     settings
 }
 
 impl McpSettings {
+    /// Whether an earlier entry holds `name`. An untrusted project's entry
+    /// does not: it is not in play, and a clone naming its servers like the
+    /// user's (`github`) must not switch off the user's own Claude or Codex ones.
     fn taken(&self, name: &str) -> bool {
         self.servers.iter().any(|server| server.name == name)
-            || self.skipped.iter().any(|server| server.name == name)
+            || self.skipped.iter().any(|server| server.name == name && !server.untrusted)
     }
 
     fn skip(&mut self, name: String, origin: McpOrigin, reason: String) {
         self.skipped.push(SkippedServer { name, origin, reason, untrusted: false });
+    }
+
+    /// Adds an entry read from a file, or skips it with its reason.
+    fn add_entry(&mut self, env: &Environment, entry: McpEntry, root: &Path) {
+        match entry.file {
+            Ok(file) => self.add(env, entry.name, entry.origin, file, root),
+            Err(reason) => self.skip(entry.name, entry.origin, reason),
+        }
     }
 
     fn add(
@@ -542,160 +598,6 @@ pub fn check_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Claude Code's `.mcp.json`: `{"mcpServers": {NAME: {...}}}`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct McpJson {
-    #[serde(default)]
-    mcp_servers: BTreeMap<String, McpJsonServer>,
-}
-
-#[derive(Debug, Deserialize)]
-struct McpJsonServer {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    url: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-}
-
-/// Bytes of `.mcp.json` keel reads at most (a config file, not data).
-const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
-
-/// The servers of the `.mcp.json` at `path` (none if there is no file), as
-/// `[mcp_servers]` tables with `${VAR}` and `${VAR:-default}` expanded from
-/// keel's environment; an entry keel cannot use is its reason. An
-/// unreadable or malformed file is the `Err`.
-pub(super) type JsonEntries = Vec<(String, Result<McpServerFile, String>)>;
-
-fn read_mcp_json(
-    path: &Path,
-    vars: &BTreeMap<String, String>,
-    strip: &EnvFilter,
-) -> Result<JsonEntries, String> {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
-    };
-    let mut text = String::new();
-    file.take(MAX_MCP_JSON_BYTES)
-        .read_to_string(&mut text)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    parse_mcp_json(&text, &path.display().to_string(), vars, strip)
-}
-
-/// The servers of a `.mcp.json` text (`label` names it in messages), as
-/// [`read_mcp_json`] reads them; a plugin's servers come through here too.
-pub(super) fn parse_mcp_json(
-    text: &str,
-    label: &str,
-    vars: &BTreeMap<String, String>,
-    strip: &EnvFilter,
-) -> Result<JsonEntries, String> {
-    let parsed: McpJson =
-        serde_json::from_str(text).map_err(|error| format!("{label} is not valid: {error}"))?;
-    Ok(parsed
-        .mcp_servers
-        .into_iter()
-        .map(|(name, server)| (name, json_server_file(server, vars, strip)))
-        .collect())
-}
-
-fn json_server_file(
-    server: McpJsonServer,
-    vars: &BTreeMap<String, String>,
-    strip: &EnvFilter,
-) -> Result<McpServerFile, String> {
-    let texts = (server.command.iter().chain(&server.args).chain(server.url.iter()))
-        .chain(server.env.values())
-        .chain(server.headers.values());
-    if let Some(var) = texts.flat_map(|text| var_names(text)).find(|var| strip.strips(var)) {
-        return Err(credential_reason(var));
-    }
-    // `sse` is the legacy HTTP+SSE transport (`mcp::legacy_sse`).
-    if let Some(kind) =
-        server.kind.as_deref().filter(|kind| !matches!(*kind, "stdio" | "http" | "sse"))
-    {
-        return Err(format!(
-            "transport type `{kind}` is not supported (use `stdio`, `http`, the streamable HTTP \
-             transport, or `sse`, the legacy one)"
-        ));
-    }
-    let transport = (server.kind.as_deref() == Some("sse")).then(|| "sse".to_owned());
-    let expand = |text: &str| expand_vars(text, vars);
-    let map = |values: BTreeMap<String, String>| -> Option<BTreeMap<String, String>> {
-        (!values.is_empty())
-            .then(|| values.into_iter().map(|(key, value)| (key, expand(&value))).collect())
-    };
-    Ok(McpServerFile {
-        command: server.command.as_deref().map(expand),
-        args: (!server.args.is_empty()).then(|| server.args.iter().map(|a| expand(a)).collect()),
-        env: map(server.env),
-        url: server.url.as_deref().map(expand),
-        transport,
-        http_headers: map(server.headers),
-        ..McpServerFile::default()
-    })
-}
-
-/// Why a project's entry that reads a credential variable is skipped.
-fn credential_reason(var: &str) -> String {
-    format!(
-        "it reads ${var}, a credential variable keel keeps from every child process; a project's \
-         server may not take one from keel's environment (configure the server in your own \
-         config, ~/.keel/config.toml, to give it one)"
-    )
-}
-
-/// The names `${NAME}` / `${NAME:-default}` in `text`.
-fn var_names(text: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else { break };
-        let body = &after[..end];
-        names.push(body.split_once(":-").map_or(body, |(name, _)| name));
-        rest = &after[end + 1..];
-    }
-    names
-}
-
-/// Expands `${VAR}` and `${VAR:-default}` (Claude Code's `.mcp.json`
-/// syntax); an unset variable without a default becomes empty.
-pub fn expand_vars(text: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let body = &after[..end];
-        let (name, default) = match body.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (body, None),
-        };
-        match (vars.get(name).filter(|value| !value.is_empty()), default) {
-            (Some(value), _) => out.push_str(value),
-            (None, Some(default)) => out.push_str(default),
-            (None, None) => {}
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]

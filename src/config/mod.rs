@@ -31,8 +31,8 @@
 //! does `$ARGUMENTS`/`$1…$9`), both through `markdown_file.rs` (lenient front matter; the bounded
 //! read is `support::bounded_read`); `rules.rs` reads rules files (built-in, `$KEEL_HOME/rules`,
 //! `--rules`, the project's `.keel/rules`), the trust record, and appends "always" rules to
-//! `.keel/rules/local.rules`; `mcp.rs` resolves `[mcp_servers.NAME]` and a trusted project's
-//! `.mcp.json` into `Settings::mcp` (servers to start, skipped ones with the reason); `mcp_edit.rs`
+//! `.keel/rules/local.rules`; `mcp.rs` resolves `[mcp_servers.NAME]`, plugins', a trusted project's
+//! `.mcp.json` and the user's `~/.claude.json` / Codex `config.toml` servers (read by `mcp_import.rs`) into `Settings::mcp` (servers to start, skipped ones with the reason); `mcp_edit.rs`
 //! is `keel mcp add/remove`; `edit_tools.rs` is `[tools] edit` (which of `edit_file`/`apply_patch`
 //! a session offers, resolved for the provider and model; `keel tool`/`keel apply-patch` keep every
 //! tool); `plugins.rs` reads installed Claude Code plugins (`plugin_install.rs`: `keel plugin
@@ -55,6 +55,7 @@ mod limits;
 pub mod markdown_file;
 pub mod mcp;
 pub mod mcp_edit;
+mod mcp_import;
 pub mod mcp_pin;
 mod memory;
 mod plugin_install;
@@ -212,7 +213,7 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
     let layers = read_layers(env, cli)?;
     let hook_tables = layers.hook_tables.clone();
     let import_claude = layers.merged.import_claude_hooks.unwrap_or(false);
-    let mut mcp_sources = mcp_sources(&layers);
+    let mut mcp_sources = mcp_sources(env, &layers);
     let plugins = plugins::load_installed(&env.keel_home);
     let mut settings = resolve(env, cli, layers)?;
     settings.hooks = load_hooks(
@@ -282,7 +283,7 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
 /// Loads only the MCP servers (`keel mcp`): no provider or API key needed.
 pub fn load_mcp(env: &Environment, cli: &CliOverrides) -> Result<mcp::McpSettings, ConfigError> {
     let layers = read_layers(env, cli)?;
-    let mut sources = mcp_sources(&layers);
+    let mut sources = mcp_sources(env, &layers);
     let strip = resolve::env_filter_of(&layers.merged);
     let plugins = plugins::load_installed(&env.keel_home);
     // `keel mcp` reports servers, not start-up notes.
@@ -303,11 +304,19 @@ fn project_mcp_trust(
     Ok(rules::mcp_trust(&env.keel_home, workspace_root)?)
 }
 
-fn mcp_sources(layers: &Layers) -> mcp::McpSources {
+fn mcp_sources(env: &Environment, layers: &Layers) -> mcp::McpSources {
+    let home = env.var("HOME").map(PathBuf::from);
+    let codex_home = match &home {
+        Some(_) => Some(env.codex_home()),
+        None => env.var("CODEX_HOME").map(PathBuf::from),
+    };
     mcp::McpSources {
         user: layers.merged.mcp_servers.clone().unwrap_or_default(),
+        plugins: Vec::new(),
         project: layers.project_mcp_servers.clone(),
         project_config_path: layers.workspace_root.join(".keel").join("config.toml"),
+        claude_json: home.map(|home| home.join(".claude.json")),
+        codex_config: codex_home.map(|dir| dir.join("config.toml")),
     }
 }
 

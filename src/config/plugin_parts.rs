@@ -2,8 +2,9 @@
 //! loaders (`plugins.rs` says where each part is). Each part joins as the
 //! user's own (user trust) and never loosens anything: a hook is a user
 //! hook in Claude's shape, a server goes through the `.mcp.json` reader
-//! (credential variables refused as for a project's file) and never
-//! replaces a server the user configured, a command never replaces the
+//! (credential variables refused as for a project's file), is listed as
+//! the plugin's (`McpOrigin::Plugin`) and never replaces a server the user
+//! configured, a command never replaces the
 //! user's command of the same name (the plugin's is `/plugin:name`).
 //!
 //! Invariants: a part that cannot be read is one line in the warnings,
@@ -13,7 +14,8 @@
 use super::Environment;
 use super::commands::{CommandCatalog, load};
 use super::markdown_file::{DefinitionProblem, markdown_files};
-use super::mcp::{McpSources, parse_mcp_json};
+use super::mcp::{McpEntry, McpOrigin, McpSources};
+use super::mcp_import::{JsonOwner, parse_mcp_json};
 use super::plugins::Plugins;
 use crate::hooks::{HookSource, HooksConfig};
 use crate::sandbox::EnvFilter;
@@ -47,8 +49,9 @@ pub(super) fn add_hooks(
     }
 }
 
-/// Adds each plugin's MCP servers to the user's (a name the user already
-/// configured keeps the user's entry); returns what was not added.
+/// Adds each plugin's MCP servers after the user's (a name the user already
+/// configured keeps the user's entry; a refused entry is listed as skipped);
+/// returns what will not start, for the start-up warnings.
 pub(super) fn add_servers(
     env: &Environment,
     plugins: &Plugins,
@@ -66,7 +69,7 @@ pub(super) fn add_servers(
                 continue;
             }
         };
-        let entries = match parse_mcp_json(&text, &label, &env.vars, strip) {
+        let entries = match parse_mcp_json(&text, &label, &env.vars, JsonOwner::Plugin(strip)) {
             Ok(entries) => entries,
             Err(reason) => {
                 notes.push(format!("MCP servers of {label} not loaded: {reason}"));
@@ -74,18 +77,18 @@ pub(super) fn add_servers(
             }
         };
         for (server, file) in entries {
-            match file {
+            match &file {
                 Ok(_) if sources.user.contains_key(&server) => notes.push(format!(
                     "MCP server `{server}` of {label} not started: your config has a server of \
                      that name"
                 )),
-                Ok(file) => {
-                    sources.user.insert(server, file);
-                }
+                Ok(_) => {}
                 Err(reason) => {
                     notes.push(format!("MCP server `{server}` of {label} not started: {reason}"))
                 }
             }
+            let origin = McpOrigin::Plugin(plugin.name().to_owned());
+            sources.plugins.push(McpEntry { name: server, origin, file });
         }
     }
     notes

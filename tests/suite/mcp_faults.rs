@@ -394,6 +394,45 @@ async fn an_untrusted_project_s_servers_never_start() {
     assert!(marker.exists());
 }
 
+/// The user's Claude Code and Codex servers (`~/.claude.json`, user and
+/// this project's local scope; `~/.codex/config.toml` among Codex's other
+/// keys) are listed by `keel mcp list` with the file each came from
+/// (issue 36).
+#[test]
+fn mcp_list_shows_the_users_claude_and_codex_servers_with_their_origins() {
+    let Some(python) = python() else { return };
+    let sandbox = Sandbox::new();
+    let script = super::mcp_support::fault_script();
+    let server = json!({"command": python, "args": [script, "ok"]});
+    let repo = sandbox.repo.display().to_string();
+    let claude = json!({"numStartups": 3, "mcpServers": {"claude-user": server},
+        "projects": {repo: {"history": [], "mcpServers": {"claude-local": server}}}});
+    std::fs::write(sandbox.home.join(".claude.json"), claude.to_string()).unwrap();
+    let codex = format!(
+        "model = \"gpt-5-codex\"\napproval_policy = \"on-request\"\n[profiles.fast]\nmodel = \"m\"\n\
+         [agents.reviewer]\ndescription = \"r\"\n[mcp_servers.codex-one]\ncommand = {python:?}\n\
+         args = [{script:?}, \"ok\"]\n"
+    );
+    std::fs::create_dir_all(sandbox.home.join(".codex")).unwrap();
+    std::fs::write(sandbox.home.join(".codex/config.toml"), codex).unwrap();
+    let listed = sandbox.keel().args(["mcp", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{text}{}", String::from_utf8_lossy(&listed.stderr));
+    let claude_path = sandbox.home.join(".claude.json").display().to_string();
+    let codex_path = sandbox.home.join(".codex/config.toml").display().to_string();
+    for (name, origin) in [
+        ("claude-local", format!("({claude_path}, local scope")),
+        ("claude-user", format!("({claude_path})")),
+        ("codex-one", format!("({codex_path})")),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}  ready")))
+            .unwrap_or_else(|| panic!("{name} not ready in: {text}"));
+        assert!(line.contains(&origin), "{line}");
+    }
+}
+
 #[test]
 fn add_and_remove_edit_the_user_config() {
     let sandbox = Sandbox::new();

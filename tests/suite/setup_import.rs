@@ -119,6 +119,13 @@ async fn doctor_says_what_was_picked_up_and_what_was_left_out() {
     write_home(&sandbox, ".claude/CLAUDE.md", "answer in French\n");
     write_home(&sandbox, "notes.md", "mine\n");
     sandbox.write("CLAUDE.local.md", "my sandbox URL\n- @~/notes.md\n");
+    write_home(&sandbox, ".claude.json", r#"{"mcpServers": {"notes": {"command": "notes-mcp"}}}"#);
+    write_home(
+        &sandbox,
+        ".codex/config.toml",
+        "model = \"o3\"\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n[mcp_servers.notes]\n\
+         command = \"other\"\n",
+    );
     let server = scripted_model(Wire::Chat, &[Step::Answer("ok".into())]).await;
     let found = doctor(&sandbox, &server.uri());
     let setup = &found["setup"];
@@ -130,6 +137,9 @@ async fn doctor_says_what_was_picked_up_and_what_was_left_out() {
     assert!(has(&setup["skipped"], "Claude Code hooks", "settings.json", "import_claude_hooks"));
     assert!(has(&setup["read"], "Claude Code user memory", ".claude/CLAUDE.md", ""));
     assert!(has(&setup["read"], "Claude personal project file", "CLAUDE.local.md", ""));
+    assert!(has(&setup["read"], "MCP server notes", ".claude.json", ""), "{setup:#}");
+    assert!(has(&setup["read"], "MCP server docs", ".codex/config.toml", ""), "{setup:#}");
+    assert!(has(&setup["skipped"], "MCP server notes", ".codex/config.toml", "already"));
     // An untrusted clone may not pull a file from the user's home.
     assert!(has(&setup["skipped"], "instruction import", "CLAUDE.local.md", "keel trust"));
     let human = sandbox.run(&Model::at("openai-chat", &server.uri()), &["doctor"]);
