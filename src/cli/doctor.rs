@@ -148,6 +148,7 @@ fn instructions(settings: &Settings) -> Vec<config::InstructionFile> {
         codex_home: &settings.codex_home,
         workspace_root: &settings.workspace_root,
         trusted: settings.project_trusted,
+        import: settings.import_setup,
     };
     config::discover_instructions(&places, &cwd)
 }

@@ -70,12 +70,17 @@ fn rule_places<'a>(
     home: &'a std::path::Path,
     codex_home: &'a std::path::Path,
 ) -> rules::RulePlaces<'a> {
+    // A config keel cannot read stops the session itself; here it only
+    // means the default.
+    let import = crate::config::read_layers(env, &crate::config::CliOverrides::default())
+        .map_or(true, |layers| layers.merged.import_setup.unwrap_or(true));
     rules::RulePlaces {
         keel_home: &env.keel_home,
         codex_home,
         home,
         workspace_root: root,
         extra: &[],
+        import,
     }
 }
 

@@ -86,6 +86,10 @@ pub struct InstructionPlaces<'a> {
     /// The user trusts the project (`keel trust`): its files may import
     /// `@~/…` and absolute paths.
     pub trusted: bool,
+    /// Read Claude Code's and Codex's own files too (`import_setup`, on
+    /// unless the user turns it off): `~/.claude/CLAUDE.md`, Codex's
+    /// `AGENTS.md`, `AGENTS.override.md`, `CLAUDE.local.md`.
+    pub import: bool,
 }
 
 /// Finds and reads the instruction files for a session started in `cwd`.
@@ -94,20 +98,29 @@ pub fn discover_instructions(places: &InstructionPlaces<'_>, cwd: &Path) -> Vec<
     let mut found = Found { reader, files: Vec::new(), seen: Vec::new() };
     let codex = places.codex_home;
     found.first_of(&[places.keel_home.join("AGENTS.md")], Scope::User, InstructionSource::KeelUser);
-    let claude = places.home.join(".claude/CLAUDE.md");
-    found.first_of(&[claude], Scope::User, InstructionSource::ClaudeUser);
-    let codex_files = [codex.join("AGENTS.override.md"), codex.join("AGENTS.md")];
-    found.first_of(&codex_files, Scope::User, InstructionSource::CodexUser);
+    if places.import {
+        let claude = places.home.join(".claude/CLAUDE.md");
+        found.first_of(&[claude], Scope::User, InstructionSource::ClaudeUser);
+        let codex_files = [codex.join("AGENTS.override.md"), codex.join("AGENTS.md")];
+        found.first_of(&codex_files, Scope::User, InstructionSource::CodexUser);
+    }
     let workspace_root = places.workspace_root;
     let Ok(root) = std::fs::canonicalize(workspace_root) else { return cap_total(found.files) };
     let scope = Scope::Project(&root);
     let mut dirs: Vec<&Path> =
         cwd.ancestors().take_while(|dir| dir.starts_with(workspace_root)).collect();
     dirs.reverse();
+    let names: &[&str] = if places.import {
+        &["AGENTS.override.md", "AGENTS.md", "CLAUDE.md"]
+    } else {
+        &["AGENTS.md", "CLAUDE.md"]
+    };
     for dir in dirs {
-        let names = ["AGENTS.override.md", "AGENTS.md", "CLAUDE.md"].map(|name| dir.join(name));
-        found.first_of(&names, scope, InstructionSource::Project);
-        found.first_of(&[dir.join("CLAUDE.local.md")], scope, InstructionSource::ClaudeLocal);
+        let paths: Vec<PathBuf> = names.iter().map(|name| dir.join(name)).collect();
+        found.first_of(&paths, scope, InstructionSource::Project);
+        if places.import {
+            found.first_of(&[dir.join("CLAUDE.local.md")], scope, InstructionSource::ClaudeLocal);
+        }
     }
     cap_total(found.files)
 }

@@ -39,6 +39,10 @@ pub struct ConfigFile {
     pub hooks: Option<toml::Table>,
     /// Also load the `hooks` of `.claude/settings.json` files.
     pub import_claude_hooks: Option<bool>,
+    /// Read the user's Claude Code and Codex setup (instruction files,
+    /// rules and permissions, MCP servers); default on. User file and `-c`
+    /// only: a project may not switch off the user's own denies.
+    pub import_setup: Option<bool>,
     /// `[sandbox]`: user file and `-c` only (a project may not loosen it).
     pub sandbox: Option<SandboxFile>,
     /// `[verify]`: what counts as verifying a change.
@@ -281,6 +285,7 @@ impl ConfigFile {
             request_timeout_secs,
             hooks: _,
             import_claude_hooks,
+            import_setup,
             sandbox,
             verify,
             secrets,
@@ -381,6 +386,7 @@ impl ConfigFile {
         self.idle_timeout_secs = idle_timeout_secs.or(self.idle_timeout_secs);
         self.request_timeout_secs = request_timeout_secs.or(self.request_timeout_secs);
         self.import_claude_hooks = import_claude_hooks.or(self.import_claude_hooks);
+        self.import_setup = import_setup.or(self.import_setup);
     }
 }
 

@@ -231,6 +231,7 @@ pub fn load(env: &Environment, cli: &CliOverrides) -> Result<Settings, ConfigErr
         home: &settings.home,
         workspace_root: &settings.workspace_root,
         extra: &cli.rules_files,
+        import: settings.import_setup,
     })?;
     settings.warnings.extend(imported_rules::import_warnings(&loaded.imports));
     settings.rules = loaded.rules;
@@ -275,6 +276,7 @@ pub fn load_local(env: &Environment, cli: &CliOverrides) -> Result<LocalSettings
         home: &settings.home,
         workspace_root: &settings.workspace_root,
         extra: &cli.rules_files,
+        import: settings.import_setup,
     })?
     .rules;
     Ok(settings)
@@ -305,10 +307,12 @@ fn project_mcp_trust(
 }
 
 fn mcp_sources(env: &Environment, layers: &Layers) -> mcp::McpSources {
-    let home = env.var("HOME").map(PathBuf::from);
+    // `import_setup = false`: keel's own servers only.
+    let import = layers.merged.import_setup.unwrap_or(true);
+    let home = env.var("HOME").map(PathBuf::from).filter(|_| import);
     let codex_home = match &home {
         Some(_) => Some(env.codex_home()),
-        None => env.var("CODEX_HOME").map(PathBuf::from),
+        None => env.var("CODEX_HOME").map(PathBuf::from).filter(|_| import),
     };
     mcp::McpSources {
         user: layers.merged.mcp_servers.clone().unwrap_or_default(),

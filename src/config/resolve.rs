@@ -67,6 +67,9 @@ pub struct Settings {
     /// Codex's home (`$CODEX_HOME`, else `~/.codex`): its `AGENTS.md`,
     /// `config.toml` MCP servers and `rules/` are the user's own setup.
     pub codex_home: PathBuf,
+    /// Read the user's Claude Code and Codex files (`import_setup`, on by
+    /// default; user file and `-c` only).
+    pub import_setup: bool,
     /// The user's shell (`$SHELL`, else `bash`), named to the model in the
     /// environment snapshot.
     pub user_shell: String,
@@ -495,6 +498,7 @@ pub fn resolve(
         env_filter: child_env,
         max_parallel: merged.shell.as_ref().and_then(|shell| shell.max_parallel),
         codex_home: env.codex_home(),
+        import_setup: merged.import_setup.unwrap_or(true),
         home,
         user_shell: env.var("SHELL").unwrap_or("bash").to_owned(),
         rules: RuleSet::default(),
@@ -539,6 +543,8 @@ pub struct LocalSettings {
     pub home: PathBuf,
     /// Codex's home, as [`Settings::codex_home`].
     pub codex_home: PathBuf,
+    /// As [`Settings::import_setup`].
+    pub import_setup: bool,
     pub warnings: Vec<String>,
     /// Every rules file, loaded by [`super::load_local`].
     pub rules: RuleSet,
@@ -593,6 +599,7 @@ pub fn resolve_local(env: &Environment, layers: Layers) -> Result<LocalSettings,
         native_hooks: native_hooks(merged.secrets.as_ref(), &secret_places, &home, &env.keel_home)?,
         secret_places,
         codex_home: env.codex_home(),
+        import_setup: merged.import_setup.unwrap_or(true),
         home,
         sandbox,
         undo: undo_settings(merged.undo),

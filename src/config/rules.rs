@@ -65,6 +65,9 @@ pub struct RulePlaces<'a> {
     pub workspace_root: &'a Path,
     /// `--rules FILE` arguments.
     pub extra: &'a [PathBuf],
+    /// Read Codex's rules and Claude Code's permissions too
+    /// (`import_setup`).
+    pub import: bool,
 }
 
 /// Every rule keel reads, and what it took from other agents' files.
@@ -83,8 +86,11 @@ pub fn load_rules(places: &RulePlaces<'_>) -> Result<LoadedRules, RulesFileError
     for path in rules_in(&places.keel_home.join("rules"))? {
         load_file(&mut rules, &path, Origin::User)?;
     }
-    let user = Scope::User { codex_home: places.codex_home, home: places.home };
-    let mut imports = add_imported_rules(&mut rules, user);
+    let mut imports = Vec::new();
+    if places.import {
+        let user = Scope::User { codex_home: places.codex_home, home: places.home };
+        imports = add_imported_rules(&mut rules, user);
+    }
     for path in places.extra {
         load_file(&mut rules, path, Origin::User)?;
     }
@@ -93,8 +99,10 @@ pub fn load_rules(places: &RulePlaces<'_>) -> Result<LoadedRules, RulesFileError
             RulesFileError::InProject { path: path.clone(), source: Box::new(source) }
         })?;
     }
-    let project = Scope::Project { workspace_root: places.workspace_root };
-    imports.extend(add_imported_rules(&mut rules, project));
+    if places.import {
+        let project = Scope::Project { workspace_root: places.workspace_root };
+        imports.extend(add_imported_rules(&mut rules, project));
+    }
     Ok(LoadedRules { rules, imports })
 }
 
@@ -432,6 +440,7 @@ mod tests {
             home: dir.path(),
             workspace_root: dir.path(),
             extra: &[],
+            import: true,
         };
         let error = load_rules(&places).unwrap_err().to_string();
         assert!(error.contains("a.rules:2:"), "{error}");

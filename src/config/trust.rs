@@ -69,6 +69,7 @@ pub(super) fn trusted_project(
     for (table, present) in [
         ("[sandbox] (but network and allowed_domains, which only narrow)", loosening),
         ("default_mode", project.default_mode.take().is_some()),
+        ("import_setup", project.import_setup.take().is_some()),
         ("[secrets]", project.secrets.take().is_some()),
         ("[shell] env_keep", env_keep.is_some()),
         ("[undo]", project.undo.take().is_some()),
@@ -126,6 +127,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         default_mode,
         hooks,
         import_claude_hooks,
+        import_setup,
         sandbox,
         verify,
         secrets,
@@ -154,6 +156,7 @@ fn set_keys(file: &ConfigFile) -> Vec<String> {
         ("default_mode", default_mode.is_some()),
         ("hooks", hooks.is_some()),
         ("import_claude_hooks", import_claude_hooks.is_some()),
+        ("import_setup", import_setup.is_some()),
         ("[sandbox]", sandbox.is_some()),
         ("[verify]", verify.is_some()),
         ("[secrets]", secrets.is_some()),

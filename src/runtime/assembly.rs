@@ -299,6 +299,7 @@ fn instruction_places(settings: &Settings) -> InstructionPlaces<'_> {
         codex_home: &settings.codex_home,
         workspace_root: &settings.workspace_root,
         trusted: settings.project_trusted,
+        import: settings.import_setup,
     }
 }
 

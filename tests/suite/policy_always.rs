@@ -22,6 +22,7 @@ fn decide(home: &Path, ws: &Path, allowlist: &Allowlist, command: &str) -> Decis
         home,
         workspace_root: ws,
         extra: &[],
+        import: true,
     };
     let rules = load_rules(&places).unwrap().rules;
     let paths = PathContext::new(home.to_owned(), ws.to_owned(), ws.to_owned());

@@ -146,3 +146,20 @@ async fn doctor_says_what_was_picked_up_and_what_was_left_out() {
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("setup: left out: Codex rules from "), "{text}");
 }
+
+/// `import_setup = false` in the user's config keeps keel to its own files;
+/// a project, trusted or not, cannot switch the user's Claude denies off.
+#[test]
+fn import_setup_false_is_the_users_choice_only() {
+    let sandbox = Sandbox::new();
+    write_home(
+        &sandbox,
+        ".claude/settings.json",
+        r#"{"permissions": {"deny": ["Bash(just deploy:*)"]}}"#,
+    );
+    sandbox.write(".keel/config.toml", "import_setup = false\n");
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    assert_eq!(check(&sandbox, &["just", "deploy"])["decision"], "forbidden");
+    write_home(&sandbox, "config.toml", "import_setup = false\n");
+    assert_ne!(check(&sandbox, &["just", "deploy"])["decision"], "forbidden");
+}
