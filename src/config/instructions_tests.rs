@@ -16,6 +16,16 @@ fn discover(home: &Path, root: &Path, cwd: &Path) -> Vec<InstructionFile> {
 }
 
 fn discover_as(home: &Path, root: &Path, cwd: &Path, trusted: bool) -> Vec<InstructionFile> {
+    discover_with(home, root, cwd, trusted, true)
+}
+
+fn discover_with(
+    home: &Path,
+    root: &Path,
+    cwd: &Path,
+    trusted: bool,
+    import: bool,
+) -> Vec<InstructionFile> {
     let keel_home = home.join(".keel");
     let codex_home = home.join(".codex");
     let places = InstructionPlaces {
@@ -24,6 +34,7 @@ fn discover_as(home: &Path, root: &Path, cwd: &Path, trusted: bool) -> Vec<Instr
         codex_home: &codex_home,
         workspace_root: root,
         trusted,
+        import,
     };
     discover_instructions(&places, cwd)
 }
@@ -215,6 +226,21 @@ fn claude_codes_user_memory_is_read_after_keels_user_file() {
     assert_eq!(paths(&found), [keel, claude, project]);
     assert_eq!(found[1].source, InstructionSource::ClaudeUser);
     assert_eq!(found[1].source.label(), "Claude Code user memory");
+}
+
+/// `import_setup = false`: keel's own files and the folders' AGENTS.md
+/// (CLAUDE.md as before) only.
+#[test]
+fn without_import_only_keels_own_files_are_read() {
+    let layout = Layout::new();
+    let keel = layout.home_file(".keel/AGENTS.md", "keel user rules\n");
+    layout.home_file(".claude/CLAUDE.md", "claude user memory\n");
+    layout.home_file(".codex/AGENTS.md", "codex user rules\n");
+    let project = layout.repo_file("AGENTS.md", "project rules\n");
+    layout.repo_file("AGENTS.override.md", "codex override\n");
+    layout.repo_file("CLAUDE.local.md", "personal\n");
+    let found = discover_with(&layout.home, &layout.repo, &layout.repo, true, false);
+    assert_eq!(paths(&found), [keel, project]);
 }
 
 #[test]
