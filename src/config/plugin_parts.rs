@@ -5,15 +5,18 @@
 //! (credential variables refused as for a project's file), is listed as
 //! the plugin's (`McpOrigin::Plugin`) and never replaces a server the user
 //! configured, a command never replaces the
-//! user's command of the same name (the plugin's is `/plugin:name`).
+//! user's command of the same name (the plugin's is `/plugin:name`), and
+//! its agent types are `plugin:type` (its skills `plugin:skill`, named in
+//! `skills::discover_namespaced`), as Claude Code names them.
 //!
 //! Invariants: a part that cannot be read is one line in the warnings,
 //! never an error; `${CLAUDE_PLUGIN_ROOT}` was expanded by `plugins.rs`
 //! before anything here parses the part.
 
 use super::Environment;
+use super::agents::{AgentCatalog, AgentSource, definition};
 use super::commands::{CommandCatalog, load};
-use super::markdown_file::{DefinitionProblem, markdown_files};
+use super::markdown_file::{DefinitionProblem, MarkdownFile, markdown_files};
 use super::mcp::{McpEntry, McpOrigin, McpSources};
 use super::mcp_import::{JsonOwner, parse_mcp_json};
 use super::plugins::Plugins;
@@ -119,4 +122,26 @@ pub fn add_commands(plugins: &Plugins, catalog: &mut CommandCatalog) {
     }
     // Stable: a user's command stays ahead of a plugin's of the same name.
     catalog.commands.sort_by(|a, b| a.name.cmp(&b.name));
+}
+
+/// Adds each plugin's agent types as `plugin:type` (Claude Code's name for
+/// them): a plugin's `review` neither replaces the built-in read-only
+/// `review` nor the user's own type, and two plugins' types both stay.
+pub fn add_agents(plugins: &Plugins, catalog: &mut AgentCatalog) {
+    for (root, plugin) in plugins.agent_roots() {
+        for path in markdown_files(&root, 1) {
+            let loaded = MarkdownFile::read(&path)
+                .and_then(|file| definition(&file, AgentSource::File(path.clone())));
+            match loaded {
+                Ok(mut agent) => {
+                    agent.name = format!("{plugin}:{}", agent.name);
+                    if !catalog.agents.iter().any(|known| known.name == agent.name) {
+                        catalog.agents.push(agent);
+                    }
+                }
+                Err(error) => catalog.problems.push(DefinitionProblem { path, error }),
+            }
+        }
+    }
+    catalog.agents.sort_by(|a, b| a.name.cmp(&b.name));
 }

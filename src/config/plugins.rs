@@ -380,15 +380,26 @@ impl Plugins {
             .collect()
     }
 
-    /// Agent folders (the user's own: no trust needed).
-    pub fn agent_roots(&self) -> Vec<(PathBuf, bool)> {
-        let folders = self.plugins.iter().flat_map(|p| p.folders("agents", &p.manifest.agents));
-        folders.map(|folder| (folder, false)).collect()
+    /// Agent folders (the user's own: no trust needed), each with its
+    /// plugin's name (its types are `plugin:type`).
+    pub fn agent_roots(&self) -> Vec<(PathBuf, String)> {
+        self.named_folders(|plugin| plugin.folders("agents", &plugin.manifest.agents))
     }
 
-    /// Skill folders (each holding `NAME/SKILL.md`).
-    pub fn skill_roots(&self) -> Vec<PathBuf> {
-        self.plugins.iter().flat_map(|p| p.folders("skills", &p.manifest.skills)).collect()
+    /// Skill folders (each holding `NAME/SKILL.md`), each with its plugin's
+    /// name (its skills are `plugin:skill`).
+    pub fn skill_roots(&self) -> Vec<(PathBuf, String)> {
+        self.named_folders(|plugin| plugin.folders("skills", &plugin.manifest.skills))
+    }
+
+    fn named_folders(&self, folders: impl Fn(&Plugin) -> Vec<PathBuf>) -> Vec<(PathBuf, String)> {
+        self.plugins
+            .iter()
+            .flat_map(|plugin| {
+                let name = plugin.name().to_owned();
+                folders(plugin).into_iter().map(move |folder| (folder, name.clone()))
+            })
+            .collect()
     }
 
     /// Each plugin's name, version and what it brings, for `keel doctor`.

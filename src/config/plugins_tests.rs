@@ -70,3 +70,33 @@ fn a_broken_installed_plugin_is_a_problem_line_not_an_error() {
     assert_eq!(loaded.problems.len(), 1);
     assert!(loaded.problems[0].starts_with("plugin gone not loaded:"), "{:?}", loaded.problems);
 }
+
+/// Two plugins shipping a `review` agent and a `review` skill: each is
+/// `plugin:review`, both reachable, and the built-in read-only `review`
+/// type stays (before: the last plugin's replaced the other and the
+/// built-in, silently).
+#[test]
+fn plugin_agents_and_skills_are_namespaced_like_claude_codes() {
+    let agent = "---\nname: review\ndescription: Reviews and fixes.\ntools: Read, Edit\n---\nbody";
+    let skill = "---\nname: review\ndescription: How we review.\n---\nbody";
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let files = [("agents/review.md", agent), ("skills/review/SKILL.md", skill)];
+    let plugins = Plugins {
+        plugins: vec![
+            plugin_at(one.path(), r#"{"name": "alpha"}"#, &files),
+            plugin_at(two.path(), r#"{"name": "beta"}"#, &files),
+        ],
+        problems: Vec::new(),
+    };
+    let mut catalog = crate::config::agents::discover_agents(&[], true);
+    crate::config::plugin_parts::add_agents(&plugins, &mut catalog);
+    let names: Vec<&str> = catalog.agents.iter().map(|agent| agent.name.as_str()).collect();
+    assert!(names.contains(&"alpha:review") && names.contains(&"beta:review"), "{names:?}");
+    let builtin = catalog.agents.iter().find(|agent| agent.name == "review").unwrap();
+    assert!(!builtin.may_use("edit_file"), "the built-in review stays read-only");
+    let roots: Vec<(PathBuf, Option<String>)> =
+        plugins.skill_roots().into_iter().map(|(root, name)| (root, Some(name))).collect();
+    let skills = crate::skills::discover_namespaced(&roots);
+    let names: Vec<&str> = skills.skills.iter().map(|skill| skill.meta.name.as_str()).collect();
+    assert!(names.contains(&"alpha:review") && names.contains(&"beta:review"), "{names:?}");
+}

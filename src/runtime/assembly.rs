@@ -314,15 +314,20 @@ pub(super) fn project_instructions(settings: &Settings, cwd: &Path) -> Vec<(Stri
 /// AGENTS.md, skills, memory, agent types and commands for a session
 /// started in `cwd`.
 pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
-    // Plugins' parts come first: the user's and the project's own files win.
-    let mut roots = settings.plugins.skill_roots();
-    roots.extend(skills::skill_roots(
-        &settings.home,
-        &settings.keel_home,
-        &settings.workspace_root,
-        cwd,
-    ));
-    let discovery = skills::discover(&roots);
+    // Plugins' skills and types are `plugin:name` (Claude Code's names), so
+    // they never replace the user's or the project's own, nor each other.
+    let mut roots: Vec<(std::path::PathBuf, Option<String>)> = settings
+        .plugins
+        .skill_roots()
+        .into_iter()
+        .map(|(root, plugin)| (root, Some(plugin)))
+        .collect();
+    roots.extend(
+        skills::skill_roots(&settings.home, &settings.keel_home, &settings.workspace_root, cwd)
+            .into_iter()
+            .map(|root| (root, None)),
+    );
+    let discovery = skills::discover_namespaced(&roots);
     let (memory, memory_problems) = discover_memory(&settings.keel_home, &settings.workspace_root);
     let skill_warnings: Vec<String> = discovery
         .problems
@@ -337,9 +342,9 @@ pub(super) fn discover_context(settings: &Settings, cwd: &Path) -> Found {
         .collect();
     let home = &settings.home;
     let trusted = settings.project_trusted;
-    let mut agent_folders = settings.plugins.agent_roots();
-    agent_folders.extend(agent_roots(home, &settings.keel_home, &settings.workspace_root));
-    let agents = discover_agents(&agent_folders, trusted);
+    let agent_folders = agent_roots(home, &settings.keel_home, &settings.workspace_root);
+    let mut agents = discover_agents(&agent_folders, trusted);
+    crate::config::plugin_parts::add_agents(&settings.plugins, &mut agents);
     let mut commands = discover_commands(
         &command_roots(home, &settings.keel_home, &settings.workspace_root),
         trusted,

@@ -43,6 +43,15 @@ pub fn skill_roots(
 
 /// Loads the built-in skills, then every `<root>/<name>/SKILL.md`.
 pub fn discover(roots: &[PathBuf]) -> Discovery {
+    let roots: Vec<(PathBuf, Option<String>)> =
+        roots.iter().map(|root| (root.clone(), None)).collect();
+    discover_namespaced(&roots)
+}
+
+/// [`discover`], each root with the namespace its skills are named under
+/// (a plugin's: `plugin:skill`, as Claude Code names them, so two plugins'
+/// `code-review` skills are both reachable and neither replaces the user's).
+pub fn discover_namespaced(roots: &[(PathBuf, Option<String>)]) -> Discovery {
     let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
     let mut problems = Vec::new();
     for (folder, text) in BUILT_IN {
@@ -50,7 +59,7 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
             by_name.insert(meta.name.clone(), Skill { meta, source: SkillSource::BuiltIn });
         }
     }
-    for root in roots {
+    for (root, namespace) in roots {
         let Ok(entries) = std::fs::read_dir(root) else { continue };
         let mut folders: Vec<PathBuf> =
             entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect();
@@ -65,7 +74,10 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
             let loaded =
                 super::read_skill_file(&path).and_then(|text| parse_skill_md(&text, &name));
             match loaded {
-                Ok(meta) => {
+                Ok(mut meta) => {
+                    if let Some(namespace) = namespace {
+                        meta.name = format!("{namespace}:{}", meta.name);
+                    }
                     by_name
                         .insert(meta.name.clone(), Skill { meta, source: SkillSource::File(path) });
                 }

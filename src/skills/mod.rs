@@ -18,7 +18,7 @@ mod frontmatter;
 
 use std::path::{Path, PathBuf};
 
-pub use discover::{Discovery, SkillProblem, discover, skill_roots};
+pub use discover::{Discovery, SkillProblem, discover, discover_namespaced, skill_roots};
 pub use frontmatter::{SkillMeta, parse_skill_md};
 
 /// Where a skill came from.

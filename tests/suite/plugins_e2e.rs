@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::mcp_support::{fault_script, python};
 use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
-use super::wire::{Step, Wire};
+use super::wire::{Step, Wire, call};
 
 fn exec(sandbox: &Sandbox, uri: &str, prompt: &str) -> std::process::Output {
     sandbox.run(&Model::at("openai-chat", uri), &["exec", "--json", "--full-auto", prompt])
@@ -70,7 +70,9 @@ async fn an_installed_plugin_s_command_skill_hook_and_server_work_and_remove_und
     let bodies = request_bodies(&server).await;
     assert_eq!(super::routed_model::first_user_of(&bodies[0]), "Greet Ada warmly.");
     let request = bodies[0].to_string();
-    assert!(request.contains("kit-skill"), "the plugin's skill is in the index");
+    // Claude Code's name for a plugin's skill (before: `kit-skill`, which a
+    // second plugin's or the user's own skill of that name replaced).
+    assert!(request.contains("tiny-kit:kit-skill"), "the plugin's skill is in the index");
     assert!(request.contains("mcp__kit__echo"), "the plugin's server lists its tool");
     assert_eq!(sandbox.read("plugin-hook.txt"), "MARKER-FROM-THE-INSTALLED-FOLDER");
     let installed = sandbox.home.join("plugins/tiny-kit").display().to_string();
@@ -78,6 +80,16 @@ async fn an_installed_plugin_s_command_skill_hook_and_server_work_and_remove_und
     let warnings: Vec<Value> =
         json_lines(&output.stdout).into_iter().filter(|l| l["type"] == "warning").collect();
     assert!(warnings.is_empty(), "{warnings:?}");
+
+    let load = Step::Calls {
+        text: None,
+        calls: vec![call("load_skill", serde_json::json!({"name": "tiny-kit:kit-skill"}))],
+    };
+    let server = scripted_model(Wire::Chat, &[load, Step::Answer("ok".into())]).await;
+    let output = exec(&sandbox, &server.uri(), "use the kit");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+    let bodies = request_bodies(&server).await;
+    assert!(bodies[1].to_string().contains("Use the kit."), "the skill's body reached the model");
 
     let removed = keel_plugin(&sandbox, &["remove", "tiny-kit"]);
     assert!(removed.status.success(), "{}", text(&removed.stderr));
