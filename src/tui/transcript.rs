@@ -344,10 +344,20 @@ fn push_more(lines: &mut Vec<Line<'static>>, hidden: usize, theme: Theme) {
     }
 }
 
+/// Cells the transcript keeps: past it the oldest go (the session log
+/// keeps everything: `keel export`), so a session of thousands of turns
+/// holds the memory of its last few hundred, not of all of them.
+pub const MAX_CELLS: usize = 4_000;
+/// Cells dropped at once past [`MAX_CELLS`], so the shift of the rest is
+/// paid once per this many pushes.
+const DROP_BATCH: usize = 400;
+
 /// All cells, oldest first.
 #[derive(Debug, Default)]
 pub struct Transcript {
     cells: Vec<Cell>,
+    /// Cells no longer kept (the first cell then says so).
+    dropped: usize,
 }
 
 impl Transcript {
@@ -357,6 +367,24 @@ impl Transcript {
 
     pub fn push(&mut self, kind: CellKind) {
         self.cells.push(Cell::new(kind));
+        if self.cells.len() > MAX_CELLS + DROP_BATCH {
+            self.drop_oldest();
+        }
+    }
+
+    /// Cuts the transcript back to [`MAX_CELLS`], the first cell a notice
+    /// of how many earlier ones are only in the session log.
+    fn drop_oldest(&mut self) {
+        let had_notice = self.dropped > 0;
+        let cut = self.cells.len() - MAX_CELLS;
+        // The old notice is one of the cells cut, not an entry of its own.
+        self.dropped += cut - usize::from(had_notice);
+        self.cells.drain(..cut);
+        let text = format!(
+            "… {} earlier entries are not kept on screen; the session log has them all              (`keel export`)",
+            self.dropped
+        );
+        self.cells.insert(0, Cell::new(CellKind::Notice { level: Level::Info, text }));
     }
 
     /// Appends streamed text to the open assistant cell, opening one if the
@@ -553,5 +581,42 @@ impl Transcript {
         }
         picked.reverse();
         picked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(lines: &[Line<'static>]) -> Vec<String> {
+        lines.iter().map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect()).collect()
+    }
+
+    /// A session of many thousand turns keeps a bounded transcript, whose
+    /// top says how many entries only the session log has (issue 42: the
+    /// TUI grew 26 MiB over 1 037 busy turns, every cell kept).
+    #[test]
+    fn a_long_session_keeps_the_latest_cells_and_says_how_many_went() {
+        let mut transcript = Transcript::default();
+        let total = 3 * MAX_CELLS;
+        for turn in 0..total {
+            transcript.push(CellKind::User(format!("prompt {turn}")));
+        }
+        let kept = transcript.cells().len();
+        assert!(kept <= MAX_CELLS + DROP_BATCH + 1, "{kept}");
+        let first_user = transcript.cells().iter().find_map(|cell| match cell.kind() {
+            CellKind::User(text) => text.strip_prefix("prompt ")?.parse::<usize>().ok(),
+            _ => None,
+        });
+        let dropped = first_user.unwrap();
+        match transcript.cells()[0].kind() {
+            CellKind::Notice { text, .. } => {
+                assert!(text.contains(&format!("… {dropped} earlier entries")), "{text}");
+            }
+            other => panic!("the first cell is {other:?}"),
+        }
+        // The latest prompt is still the last thing shown.
+        let shown = transcript.window(80, 2, 0, false, Theme::default());
+        assert!(texts(&shown).iter().any(|line| line.contains(&format!("prompt {}", total - 1))));
     }
 }
