@@ -14,6 +14,10 @@
 //! server answered without one tool call is `no_tool_call` (exit 0, a
 //! warning naming the usual cause; `tool_use.rs`).
 //!
+//! The prompt's `@path` mentions are attached as the TUI attaches them
+//! (`runtime/mentions.rs`: files, folder listings, images; a secret or
+//! outside path refused with a warning).
+//!
 //! Invariants: the process always exits; nothing here asks the user (what
 //! would ask is declined with a tool result that says how to allow it;
 //! only a question of the model's may be answered by a script);
@@ -235,6 +239,8 @@ pub async fn run_headless(
         line.session_id = Some(session.id().to_owned());
         return Headless { status: ExitStatus::Usage, line, shown_error: None };
     }
+    // `@path` mentions, as the TUI attaches them (`runtime/mentions.rs`).
+    let prompt = prompt.map(|prompt| session.attach_prompt_mentions(prompt));
     let reader = options.input_stream.then(|| {
         let refused = (!session.takes_images()).then(|| {
             crate::runtime::ImagesRefused { model: session.model().to_owned() }.to_string()

@@ -58,7 +58,8 @@ pub struct ServerFacts {
     pub version: Option<String>,
     pub has_tools: bool,
     pub has_prompts: bool,
-    /// It advertised the `resources` capability (`mcp::resource`).
+    /// It advertised the `resources` capability (`mcp::resource`); whether
+    /// it has any is `resource::any`.
     pub has_resources: bool,
 }
 
@@ -68,8 +69,10 @@ type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ToolContext>>>;
 /// Notifications keel handles; everything else the defaults answer.
 #[derive(Clone)]
 pub struct Handler {
-    /// Set on `notifications/tools/list_changed`; the session applies it
-    /// at the next turn boundary.
+    /// Set on `notifications/tools/list_changed` and
+    /// `notifications/resources/list_changed` (a server's first resource
+    /// brings its resource tool); the session applies it at the next turn
+    /// boundary.
     pub list_changed: Arc<std::sync::atomic::AtomicBool>,
     routes: ProgressRoutes,
 }
@@ -93,6 +96,10 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 

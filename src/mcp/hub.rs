@@ -264,7 +264,7 @@ impl McpHub {
         }
     }
 
-    /// The resource tool of a server that advertised resources. Reading is
+    /// The resource tool of a server that listed resources. Reading is
     /// what resources are for, so the class follows `trust_read_only_hint`
     /// alone (the user trusts the server's reads to be reads).
     fn define_resources(&self, config: &McpServerConfig) -> McpToolDef {

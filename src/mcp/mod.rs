@@ -53,7 +53,7 @@
 //! (`plan::observed_kind`). "Always" for an MCP tool is `ApprovalScope::AlwaysTool`, logged as
 //! `approval` with `tool`, rebuilt on resume, persisted as a `tool_rule` in
 //! `.keel/rules/local.rules`. Resources ([`resource`]): one `mcp__<server>__resources` tool per
-//! server advertising them (list, read), and `@server:uri` in a prompt inlined by
+//! server listing any (list, read; not for a bare capability), and `@server:uri` in a prompt inlined by
 //! `runtime/mcp_glue.rs` before the turn. Transports: stdio, streamable HTTP ([`http`]) and the
 //! legacy HTTP+SSE one ([`legacy_sse`]: `transport = "sse"`, or after a 405). Not built:
 //! sampling/elicitation/roots (keel advertises no client capabilities), OAuth.

@@ -1,6 +1,7 @@
 //! MCP resources: a server's data the model can look at. For every server
-//! that advertises the `resources` capability keel offers one tool,
-//! `mcp__<server>__resources` ([`ResourceTool`]): without `uri` it lists the
+//! that has any ([`any`]: it lists a resource or a URI template when it
+//! starts, or after `notifications/resources/list_changed`) keel offers one
+//! tool, `mcp__<server>__resources` ([`ResourceTool`]): without `uri` it lists the
 //! server's resources and URI templates, with `uri` it reads one. A user's
 //! prompt may name one as `@server:uri` ([`mentions`]): the session inlines
 //! its contents before the turn (`runtime/mcp_glue.rs`).
@@ -90,6 +91,30 @@ pub async fn list(conn: &Connection, timeout: Duration) -> Result<Listing, McpEr
     tokio::time::timeout(timeout, pages)
         .await
         .map_err(|_| McpError::Timeout { what: "listing its resources".to_owned(), timeout })?
+}
+
+/// Whether the server has anything to list: the first page of
+/// `resources/list` or of `resources/templates/list` names an entry (or
+/// points to a next page). The capability alone says nothing: every server
+/// of the Python SDK advertises it, and a tool for nothing would be one
+/// useless definition in every request. An error answer counts as none.
+pub async fn any(conn: &Connection, timeout: Duration) -> bool {
+    if !conn.facts.has_resources {
+        return false;
+    }
+    let peer = conn.peer().clone();
+    let probe = async move {
+        let first = PaginatedRequestParams::default();
+        if let Ok(page) = peer.list_resources(Some(first.clone())).await
+            && (!page.resources.is_empty() || page.next_cursor.is_some())
+        {
+            return true;
+        }
+        peer.list_resource_templates(Some(first))
+            .await
+            .is_ok_and(|page| !page.resource_templates.is_empty() || page.next_cursor.is_some())
+    };
+    tokio::time::timeout(timeout, probe).await.unwrap_or(false)
 }
 
 /// `resources/read` of `uri`.

@@ -93,6 +93,8 @@ struct Live {
     conn: Arc<Connection>,
     tools: Vec<Tool>,
     prompts: Vec<Prompt>,
+    /// It listed a resource or template ([`super::resource::any`]).
+    has_resources: bool,
 }
 
 /// What a server listed last; kept while it is down, so a crashed
@@ -101,7 +103,7 @@ struct Live {
 struct Catalog {
     tools: Vec<Tool>,
     prompts: Vec<Prompt>,
-    /// It advertised resources when it last started.
+    /// It listed resources when it last started or said they changed.
     has_resources: bool,
 }
 
@@ -120,8 +122,9 @@ pub struct Server {
     /// Where a stdio server's stderr goes.
     pub log_path: PathBuf,
     link: Mutex<Link>,
-    /// `notifications/tools/list_changed` arrived, or a restart brought
-    /// another list: the session refreshes the tools at a turn boundary.
+    /// `notifications/tools/list_changed` (or `resources/list_changed`)
+    /// arrived, or a restart brought another list: the session refreshes
+    /// the tools at a turn boundary.
     pub tools_stale: Arc<AtomicBool>,
     /// Whether the first start is over (ready or failed).
     settled: watch::Sender<bool>,
@@ -213,7 +216,8 @@ impl Server {
             let conn = Connection::open(&self.config, stdio, handler).await?;
             let tools = conn.list_tools(limit).await?;
             let prompts = conn.list_prompts(limit).await.unwrap_or_default();
-            Ok(Live { conn: Arc::new(conn), tools, prompts })
+            let has_resources = super::resource::any(&conn, limit).await;
+            Ok(Live { conn: Arc::new(conn), tools, prompts, has_resources })
         };
         match tokio::time::timeout(limit, attempt).await {
             Ok(result) => result,
@@ -250,7 +254,8 @@ impl Server {
                 match self.connect(self.config.startup_timeout).await {
                     Ok(live) => {
                         let conn = live.conn.clone();
-                        if self.catalog().tools != live.tools {
+                        let last = self.catalog();
+                        if last.tools != live.tools || last.has_resources != live.has_resources {
                             self.tools_stale.store(true, Ordering::SeqCst);
                         }
                         self.set_status(ServerState::Ready, None, Some(&live));
@@ -322,7 +327,9 @@ impl Server {
         conn.get_prompt(name, arguments, self.config.tool_timeout).await
     }
 
-    /// Whether the server advertised resources when it last started.
+    /// Whether the server listed resources (or templates) when it last
+    /// started or said they changed: it then gets the resource tool and
+    /// its `@server:uri` mentions are read.
     pub fn has_resources(&self) -> bool {
         self.catalog().has_resources
     }
@@ -351,19 +358,25 @@ impl Server {
         self.catalog.lock().map(|catalog| catalog.clone()).unwrap_or_default()
     }
 
-    /// Lists the tools again after a `list_changed` (bounded by the
-    /// startup timeout); a server that is not ready keeps its last list.
+    /// Lists the tools, and looks for resources, again after a
+    /// `list_changed` (each bounded by the startup timeout); a server that
+    /// is not ready keeps its last list.
     pub async fn relist(&self) {
         if !self.tools_stale.swap(false, Ordering::SeqCst) {
             return;
         }
         let mut link = self.link.lock().await;
         let Link::Up(live) = &mut *link else { return };
-        if let Ok(tools) = live.conn.list_tools(self.config.startup_timeout).await {
+        let timeout = self.config.startup_timeout;
+        if let Ok(tools) = live.conn.list_tools(timeout).await {
             live.tools = tools.clone();
             if let Ok(mut catalog) = self.catalog.lock() {
                 catalog.tools = tools;
             }
+        }
+        live.has_resources = super::resource::any(&live.conn, timeout).await;
+        if let Ok(mut catalog) = self.catalog.lock() {
+            catalog.has_resources = live.has_resources;
         }
     }
 
@@ -431,7 +444,7 @@ impl Server {
                 *catalog = Catalog {
                     tools: live.tools.clone(),
                     prompts: live.prompts.clone(),
-                    has_resources: live.conn.facts.has_resources,
+                    has_resources: live.has_resources,
                 };
             }
         }

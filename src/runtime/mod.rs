@@ -75,6 +75,7 @@ mod images;
 mod in_force;
 mod inbox;
 mod mcp_glue;
+pub mod mentions;
 mod model_client;
 mod path_facts;
 mod plan_store;

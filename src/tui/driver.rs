@@ -110,7 +110,7 @@ struct Driver {
     remembered: usize,
     /// `[tui]`: how and when to notify (`notify.rs`), from the session's settings.
     notify: crate::config::TuiSettings,
-    /// Where credentials live, for `@path` mentions (`mention.rs`).
+    /// Where credentials live, for `@path` mentions (`runtime/mentions.rs`).
     secret_places: crate::policy::secret_places::SecretPlaces,
 }
 
@@ -548,9 +548,9 @@ impl Driver {
         for command in commands {
             match command {
                 Command::Submit(text) => {
-                    let text = self.attach_mentions(text);
+                    let (text, images) = self.attach_mentions(text);
                     let cancel = self.new_turn();
-                    self.send(Op::Prompt { text, images: Vec::new(), cancel });
+                    self.send(Op::Prompt { text, images, cancel });
                 }
                 Command::SubmitImages { text, images } => {
                     let cancel = self.new_turn();

@@ -127,7 +127,7 @@
 //!   notifications (`notify.rs`, `[tui]` in `config/tui_settings.rs`); colour stripped from the
 //!   output under `NO_COLOR`/`TERM=dumb` (`plain_output.rs`); `/clear /new /cost /status /init`
 //!   (`slash_session.rs`); `#text` memory notes (`memory_note.rs`); `@path` attachments
-//!   (`mention.rs`, in the driver before `Op::Prompt`); `!cmd` (`user_shell.rs`: `Op::UserShell` →
+//!   (`runtime/mentions.rs`, in the driver before `Op::Prompt`; an image goes as an image); `!cmd` (`user_shell.rs`: `Op::UserShell` →
 //!   `Session::run_user_shell`, judged by the loop's policy and run in the session's jail, its
 //!   output a logged user message for the next turn; refused while a turn runs); `/context /config
 //!   /permissions /agents /hooks /memory [N]` (`slash_info.rs`: the bridge sends
@@ -194,7 +194,6 @@ mod launch;
 mod markdown;
 mod mcp_view;
 mod memory_note;
-mod mention;
 mod notify;
 mod overlay;
 mod panels;

@@ -268,3 +268,47 @@ async fn the_log_references_the_image_and_a_resume_sends_it_again() {
     let body = request_bodies(&server).await.remove(0);
     assert_eq!(images_in(&body), vec![("image/png".to_owned(), shot)], "read back from the store");
 }
+
+/// `keel exec PROMPT` on `wire` against a model that sees: the first
+/// request's body and what keel wrote on stderr.
+async fn exec_prompt(sandbox: &Sandbox, wire: Wire, prompt: &str) -> (Value, String) {
+    let server = scripted_model(wire, &[Step::Answer("A gradient.".into())]).await;
+    let model = Model::on(wire, &server).named(seeing(wire));
+    let output = sandbox.run(&model, &["exec", prompt]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    (request_bodies(&server).await.remove(0), stderr)
+}
+
+#[tokio::test]
+async fn an_at_mentioned_png_reaches_the_model_as_an_image() {
+    let sandbox = Sandbox::new();
+    let shot = png(40, 30);
+    write_bytes(&sandbox, "shot.png", &shot);
+    let (body, stderr) = exec_prompt(&sandbox, Wire::Anthropic, "describe @shot.png").await;
+    assert_eq!(images_in(&body), vec![("image/png".to_owned(), shot)], "{stderr}");
+    let text = conversation(Wire::Anthropic, &body);
+    assert!(text.contains("describe @shot.png"), "{text}");
+    assert!(!stderr.contains("not attached"), "{stderr}");
+    // And on the OpenAI wire, as a data URL.
+    let (body, _) = exec_prompt(&sandbox, Wire::Chat, "describe @shot.png").await;
+    assert_eq!(images_in(&body), vec![("image/png".to_owned(), png(40, 30))]);
+}
+
+#[tokio::test]
+async fn an_at_mentioned_secret_or_outside_file_is_refused_with_a_warning() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".env", "API_KEY=sk-live-mention-9876\n");
+    std::fs::write(sandbox.root().join("outside.png"), png(8, 8)).unwrap();
+    let prompt = "describe @.env and @../outside.png, ask @alice";
+    let (body, stderr) = exec_prompt(&sandbox, Wire::Anthropic, prompt).await;
+    assert!(images_in(&body).is_empty(), "{stderr}");
+    let sent = body.to_string();
+    assert!(!sent.contains("sk-live-mention"), "{sent}");
+    assert!(sent.contains(prompt), "the prompt still goes: {sent}");
+    assert!(stderr.contains("@.env not attached"), "{stderr}");
+    assert!(stderr.contains("secret"), "{stderr}");
+    assert!(stderr.contains("@../outside.png not attached"), "{stderr}");
+    // A word naming no file is a person or a handle, not worth a warning.
+    assert!(!stderr.contains("@alice"), "{stderr}");
+}

@@ -108,6 +108,8 @@ async fn mcp_server_time_is_listed_and_tells_the_time() {
     let (lines, bodies) = exec(&sandbox, &steps, "what time is it?", 0).await;
     let offered = offered(&bodies[0]);
     assert!(offered.contains(&"mcp__time__get_current_time".to_owned()), "{offered:?}");
+    // The SDK advertises `resources` though the server lists none: no tool for nothing.
+    assert!(!offered.contains(&"mcp__time__resources".to_owned()), "{offered:?}");
     let results = results(&lines);
     assert_eq!(results.len(), 2, "{results:#?}");
     let now = output(results[0]);

@@ -54,16 +54,20 @@ impl Driver {
         Ok(())
     }
 
-    /// `@path` mentions: the files attached to the prompt, each said in
-    /// a notice (`mention.rs`).
-    pub(super) fn attach_mentions(&mut self, text: String) -> String {
-        let Some(root) = self.root.clone() else { return text };
-        if crate::tui::mention::mentions(&text).is_empty() {
-            return text;
+    /// `@path` mentions: the files attached to the prompt (an image as
+    /// an image part; the session refuses it for a model that takes none),
+    /// each said in a notice (`runtime/mentions.rs`).
+    pub(super) fn attach_mentions(
+        &mut self,
+        text: String,
+    ) -> (String, Vec<crate::protocol::ImagePart>) {
+        let Some(root) = self.root.clone() else { return (text, Vec::new()) };
+        if crate::runtime::mentions::mentions(&text).is_empty() {
+            return (text, Vec::new());
         }
         let home =
             self.options.launch.env.var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-        let attached = crate::tui::mention::attach(
+        let attached = crate::runtime::mentions::attach(
             &text,
             &root,
             &self.options.cwd,
@@ -73,7 +77,7 @@ impl Driver {
         for note in attached.notes {
             self.app.notice(Level::Info, note);
         }
-        attached.prompt
+        (attached.prompt, attached.images)
     }
 
     /// `#text`: writes the note and says where.

@@ -1,6 +1,9 @@
 //! `@path` in a prompt attaches the file (or a folder's listing) to it, as
 //! Claude Code and Codex do: the model gets the text of the prompt, then
-//! each mentioned file in an `<attached path="…">` block.
+//! each mentioned file in an `<attached path="…">` block; an image (PNG,
+//! JPEG, GIF, WebP by its bytes) goes as an image part of the prompt,
+//! prepared like `--image` (`support::images`). Used by the TUI's driver
+//! and by `keel exec` (`Session::attach_prompt_mentions`).
 //!
 //! Confined like `read_file`: the path is resolved and confined to the
 //! workspace by `tools::paths::Workspace` (a path leading outside, by `..`
@@ -9,13 +12,14 @@
 //! (`hooks::ProtectSecrets` as for a `read_file` call, with the session's
 //! secret places; the user's `[secrets] allow_files` is not applied here,
 //! so a mention never reveals more than `read_file` would). Binary files
-//! are refused. Bounded: at most [`MAX_MENTIONS`] mentions,
+//! other than images are refused. Bounded: at most [`MAX_MENTIONS`] mentions,
 //! [`MAX_FILE_BYTES`] of one file (a cut file says so) and
 //! [`MAX_LISTING`] entries of a folder. What was not attached, and why, is
 //! told to the user; the prompt is still sent. `@server:uri` (an MCP
-//! resource) is left as text: keel's MCP client reads no resources yet.
+//! resource) is left here: `mcp::resource` inlines it.
 //!
-//! Invariant: runs in the driver (it reads files), never changes a file.
+//! Invariant: runs in a front end's driver or before the turn (it reads
+//! files), never changes a file.
 
 use std::io::Read;
 use std::path::Path;
@@ -23,7 +27,7 @@ use std::path::Path;
 use crate::hooks::ProtectSecrets;
 use crate::policy::links::PathLinks;
 use crate::policy::secret_places::SecretPlaces;
-use crate::protocol::tool_facts;
+use crate::protocol::{ImagePart, tool_facts};
 use crate::tools::paths::Workspace;
 
 /// Most mentions attached from one prompt.
@@ -33,11 +37,23 @@ pub const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// Most entries of a folder listed.
 pub const MAX_LISTING: usize = 200;
 
-/// What attaching did: the text to send and a line per mention for the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What attaching did: the text to send, the images mentioned, and a line
+/// per mention for the user.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Attached {
     pub prompt: String,
+    pub images: Vec<ImagePart>,
     pub notes: Vec<String>,
+}
+
+/// Why a mention naming no file was not attached: `keel exec` says
+/// nothing of it (`@alice` in a prompt is a person, not a file).
+const NOT_FOUND: &str = "no such file or folder";
+
+/// One mention's contents.
+enum Body {
+    Text(String),
+    Image(ImagePart),
 }
 
 /// The words of `text` that mention a path (`@word`, trailing punctuation
@@ -58,16 +74,17 @@ pub fn mentions(text: &str) -> Vec<String> {
 /// `text` with every mentioned file attached (see the module doc).
 pub fn attach(text: &str, root: &Path, cwd: &Path, places: &SecretPlaces, home: &Path) -> Attached {
     let mut prompt = text.to_owned();
+    let mut images = Vec::new();
     let mut notes = Vec::new();
     let wanted = mentions(text);
     if wanted.is_empty() {
-        return Attached { prompt, notes };
+        return Attached { prompt, images, notes };
     }
     let workspace = match Workspace::from_parts(root, cwd) {
         Ok(workspace) => workspace,
         Err(error) => {
             notes.push(format!("no file attached: {error}"));
-            return Attached { prompt, notes };
+            return Attached { prompt, images, notes };
         }
     };
     let guard = ProtectSecrets::new(&[])
@@ -79,14 +96,18 @@ pub fn attach(text: &str, root: &Path, cwd: &Path, places: &SecretPlaces, home: 
             break;
         }
         match read_mention(&workspace, guard.as_ref(), raw) {
-            Ok((body, note)) => {
+            Ok((Body::Text(body), note)) => {
                 prompt.push_str(&format!("\n\n<attached path=\"{raw}\">\n{body}\n</attached>"));
+                notes.push(note);
+            }
+            Ok((Body::Image(image), note)) => {
+                images.push(image);
                 notes.push(note);
             }
             Err(why) => notes.push(format!("@{raw} not attached: {why}")),
         }
     }
-    Attached { prompt, notes }
+    Attached { prompt, images, notes }
 }
 
 /// One mention's body and the note for the user, or why it was refused.
@@ -94,7 +115,7 @@ fn read_mention(
     workspace: &Workspace,
     guard: Option<&ProtectSecrets>,
     raw: &str,
-) -> Result<(String, String), String> {
+) -> Result<(Body, String), String> {
     let Some(guard) = guard else { return Err("secret protection is unavailable".into()) };
     let input = serde_json::json!({ "path": raw });
     let cwd = workspace.cwd().to_string_lossy().into_owned();
@@ -111,9 +132,12 @@ fn read_mention(
     {
         return Err(format!("{shown} is a secret file (keel's secret protection)"));
     }
-    let meta = std::fs::symlink_metadata(&path).map_err(|error| error.to_string())?;
+    let meta = std::fs::symlink_metadata(&path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => NOT_FOUND.to_owned(),
+        _ => error.to_string(),
+    })?;
     if meta.is_dir() {
-        return Ok((listing(&path)?, format!("attached the listing of {shown}/")));
+        return Ok((Body::Text(listing(&path)?), format!("attached the listing of {shown}/")));
     }
     if !meta.is_file() {
         return Err("not a regular file".into());
@@ -121,7 +145,17 @@ fn read_mention(
     let file = crate::support::beneath::open_beneath(workspace.root(), &path)
         .map_err(|error| error.to_string())?;
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|error| error.to_string())?;
+    let mut file = file.take(MAX_FILE_BYTES + 1);
+    file.read_to_end(&mut bytes).map_err(|error| error.to_string())?;
+    if crate::support::images::sniff(&bytes).is_some() {
+        // The rest of the picture, as far as an image may go.
+        let mut rest = file.into_inner().take(crate::support::images::MAX_INPUT_BYTES);
+        rest.read_to_end(&mut bytes).map_err(|error| error.to_string())?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let image =
+            crate::support::images::prepare(&bytes, &name).map_err(|error| error.to_string())?;
+        return Ok((Body::Image(image), format!("attached the image {shown}")));
+    }
     if bytes.iter().take(8192).any(|&b| b == 0) {
         return Err("a binary file".into());
     }
@@ -138,7 +172,34 @@ fn read_mention(
     } else {
         format!("attached {shown} ({} bytes)", bytes.len())
     };
-    Ok((body, note))
+    Ok((Body::Text(body), note))
+}
+
+impl super::Session {
+    /// `keel exec`'s prompt with its `@path` mentions attached (see the
+    /// module doc): each one not attached is a warning; images go with the
+    /// turn, or, for a model that takes none, are a warning too.
+    pub fn attach_prompt_mentions(&mut self, text: String) -> String {
+        if mentions(&text).is_empty() {
+            return text;
+        }
+        let settings = self.settings.clone();
+        let attached =
+            attach(&text, &self.workspace_root, &self.cwd, &settings.secret_places, &settings.home);
+        // What was attached needs no word; what was not does.
+        let said = |note: &String| !note.starts_with("attached") && !note.ends_with(NOT_FOUND);
+        for note in attached.notes.into_iter().filter(said) {
+            self.sink.emit(super::RuntimeEvent::Warning { message: note });
+        }
+        if !attached.images.is_empty() {
+            let count = attached.images.len();
+            if let Err(refused) = self.attach_images(attached.images) {
+                let message = format!("{count} mentioned image(s) not attached: {refused}");
+                self.sink.emit(super::RuntimeEvent::Warning { message });
+            }
+        }
+        attached.prompt
+    }
 }
 
 /// A folder's entries, sorted, folders with a trailing `/`.
@@ -223,6 +284,18 @@ mod tests {
             "{:?}",
             attached.notes
         );
+    }
+
+    #[test]
+    fn a_mentioned_png_is_an_image_part_not_a_refused_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = crate::support::images::test_png(12, 9);
+        std::fs::write(dir.path().join("shot.png"), &png).unwrap();
+        let attached = attach_in(dir.path(), "describe @shot.png");
+        assert_eq!(attached.prompt, "describe @shot.png");
+        assert_eq!(attached.images.len(), 1, "{:?}", attached.notes);
+        assert_eq!(attached.images[0].media_type, crate::protocol::ImageMediaType::Png);
+        assert_eq!(attached.notes, ["attached the image shot.png"]);
     }
 
     #[test]
