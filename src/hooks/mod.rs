@@ -21,7 +21,8 @@
 //! `HookPayload::path_links`). Wired in by `runtime/hooks_glue.rs` (runs them for `step`'s
 //! `Effect::CheckCalls`/`RunPostToolHooks`); what a verdict leads to, a hook's `updatedInput`
 //! judged by policy and the native hooks again included, is decided in `agent/call_checks.rs`,
-//! `agent/approval_hooks.rs` and `agent/batch_finish.rs`.
+//! `agent/approval_hooks.rs` and `agent/batch_finish.rs` (for the harness tools:
+//! `agent/harness_hooks.rs`).
 
 mod claude_shape;
 mod config;
