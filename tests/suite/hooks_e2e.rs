@@ -524,3 +524,31 @@ async fn a_pre_tool_use_deny_on_todo_write_keeps_the_task_list() {
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["decision"], "deny");
 }
+
+/// Issue 36: `submit_plan` is Claude's `ExitPlanMode` and `ask_user` its
+/// `AskUserQuestion` for hooks from Claude settings: matchers by those
+/// names fire, with the input in Claude's shape.
+#[tokio::test]
+async fn plan_and_question_calls_reach_claudes_exit_plan_mode_and_ask_user_question_matchers() {
+    let sandbox = Sandbox::new();
+    claude_settings(
+        &sandbox,
+        json!({"PreToolUse": [{"matcher": "ExitPlanMode|AskUserQuestion", "hooks": [{
+            "type": "command", "command": "cat >> pre.jsonl; echo >> pre.jsonl"}]}]}),
+    );
+    let calls = vec![
+        call("submit_plan", json!({"plan_markdown": "1. read\n2. fix"})),
+        call("ask_user", json!({"question": "Which branch?", "choices": ["main", "dev"]})),
+    ];
+    let steps = [Step::Calls { text: None, calls }, Step::Answer("ok".into())];
+    let (output, _server) =
+        exec(&sandbox, &steps, &["--full-auto", "-c", "import_claude_hooks=true"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let pre = appended(&sandbox, "pre.jsonl");
+    let names: Vec<&str> = pre.iter().filter_map(|p| p["tool_name"].as_str()).collect();
+    assert_eq!(names, ["ExitPlanMode", "AskUserQuestion"], "{pre:?}");
+    assert_eq!(pre[0]["tool_input"]["plan"], "1. read\n2. fix");
+    let question = &pre[1]["tool_input"]["questions"][0];
+    assert_eq!(question["question"], "Which branch?", "{pre:?}");
+    assert_eq!(question["options"][1]["label"], "dev");
+}
