@@ -77,6 +77,7 @@ fn config() -> LoopConfig {
         compact_threshold: 0.85,
         token_scale: keel::context::tokens::TokenScale::IDENTITY,
         post_tool_hooks: false,
+        pre_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
         walls: Default::default(),

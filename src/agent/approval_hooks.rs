@@ -37,6 +37,19 @@ pub(super) fn ask(
     effects.push(Effect::CheckCalls { calls, hooks, concurrent: false });
 }
 
+/// Asks about `call` whose PreToolUse hooks spoke already (a plan
+/// submitted through `harness_hooks`): no second run.
+pub(super) fn ask_heard(
+    state: &mut LoopState,
+    call: ToolCall,
+    reason: String,
+    plan_review: Option<String>,
+    effects: &mut Vec<Effect>,
+) {
+    state.phase = LoopPhase::AwaitApproval(Approval::default());
+    effects.push(Effect::AskApproval { call, reason, plan_review, hook_asked: false });
+}
+
 /// Whether a question waits for its hooks (answers are not taken yet).
 pub(super) fn waiting(state: &LoopState) -> bool {
     matches!(&state.phase, LoopPhase::AwaitApproval(Approval { asking: Some(_), .. }))

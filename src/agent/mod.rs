@@ -12,7 +12,8 @@
 //! `step` is the whole control flow. Its phases are the variants of `LoopPhase`: `Idle`, `Infer` (a
 //! request in flight), `AwaitApproval`, `Check` (a batch's calls settled before it runs),
 //! `Execute`, `Finish` (a batch ran; re-run offers and PostToolUse hooks), `Compact`, `AwaitLimit`,
-//! `SavePlan` and `AwaitAnswer` (an `ask_user` question, `ask_user.rs`). A turn goes `Idle → Infer → (AwaitApproval) → Check → Execute → Finish → Infer …
+//! `SavePlan`, `AwaitAnswer` (an `ask_user` question, `ask_user.rs`) and `HarnessHooks` (a harness
+//! call's PreToolUse/PostToolUse hooks, `harness_hooks.rs`). A turn goes `Idle → Infer → (AwaitApproval) → Check → Execute → Finish → Infer …
 //! → Idle`; `Compact` and `AwaitLimit` are entered before a request when needed, `SavePlan` after a
 //! `submit_plan` the workflow accepts.
 //!
@@ -20,7 +21,7 @@
 //! call is answered "not run" and the turn ends `max_steps`; otherwise each call is judged by
 //! `policy::evaluate` (each verdict a `policy_decision` line with its matched rules, written in
 //! `step::batches` before any of the response's calls runs, is asked about or refused; harness
-//! calls are not judged) and `schedule` makes batches: consecutive allowed read-only calls share
+//! calls are not judged, their hooks run in `harness_hooks.rs`) and `schedule` makes batches: consecutive allowed read-only calls share
 //! one concurrent batch; every mutating, prompting or denied call is a batch of its own, so call
 //! order is kept for anything that can change state.
 //!
@@ -178,7 +179,8 @@
 //! change of logged state, `LoopState::apply`, and `emit`), `record.rs` (how a result enters the
 //! history and the log) and `next.rs` (what a handler says comes next); the handlers:
 //! `decisions.rs` (what the user and hooks decide), `call_checks.rs`, `approval_hooks.rs` and
-//! `batch_finish.rs` (see "Around a batch" above), `budget.rs` (the projection of the next request
+//! `batch_finish.rs` (see "Around a batch" above), `harness_hooks.rs` (a harness call's turn: its
+//! hooks, its answer, what it led to), `budget.rs` (the projection of the next request
 //! and the check before it), `compaction.rs` (when and how to compact: threshold, overflow,
 //! `/compact`), `outside_inputs.rs` (what reaches the loop from outside its effects' answers),
 //! `announce.rs` (context updates); `step.rs` on top (`step`, `batches`, and `proceed`, the only
@@ -197,6 +199,7 @@ mod compaction;
 mod decisions;
 mod deferred;
 mod harness;
+mod harness_hooks;
 mod limits;
 mod next;
 mod outside_inputs;
@@ -230,8 +233,8 @@ pub use limits::{
     RunawayLimits, SpendLimits, SpendStatus, Spent, Unreported, usd,
 };
 pub use phase::{
-    Approval, Checking, CompactionReason, Finishing, LoopPhase, Outcome, PendingCompaction,
-    Running, SavingPlan,
+    Approval, Checking, CompactionReason, Finishing, HarnessHooks, LoopPhase, Outcome,
+    PendingCompaction, Running, SavingPlan,
 };
 pub use rebuild::{FileProbe, LogFacts, OpenTurn, Rebuilder, Rebuilt, reconcile};
 pub use rewind::{
@@ -256,6 +259,8 @@ mod call_checks_tests;
 mod compaction_tests;
 #[cfg(test)]
 mod decisions_tests;
+#[cfg(test)]
+mod harness_hooks_tests;
 #[cfg(test)]
 mod model_switch_tests;
 #[cfg(test)]

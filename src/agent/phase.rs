@@ -55,6 +55,9 @@ pub enum LoopPhase {
     /// The front batch is an `ask_user` call: waiting for the user's
     /// answer (`agent::ask_user`).
     AwaitAnswer,
+    /// The front batch is a harness call whose hooks run (or whose hook's
+    /// question waits): [`HarnessHooks`] (`agent::harness_hooks`).
+    HarnessHooks(Box<HarnessHooks>),
 }
 
 impl LoopPhase {
@@ -164,6 +167,20 @@ pub struct Approval {
 pub struct SavingPlan {
     pub call: ToolCall,
     pub outcome: HarnessOutcome,
+}
+
+/// Where a harness call's hooks are (phase `HarnessHooks`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HarnessHooks {
+    /// Its PreToolUse hooks run.
+    Pre,
+    /// A PreToolUse hook asked (`reason`): the user's answer, then the
+    /// call as the hook left it (`run_as`).
+    Asked { run_as: ToolCall, reason: String },
+    /// It was answered: its PostToolUse hooks run before what it led to
+    /// is recorded (the workflow changed already, so an interrupt records
+    /// it as it is).
+    Post { call: ToolCall, outcome: HarnessOutcome },
 }
 
 /// How a call's checks ended.

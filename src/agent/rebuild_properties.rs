@@ -107,7 +107,7 @@ fn pre_tool_hooks(call: &ToolCall, hooks: &CheckHooks) -> Option<PreToolVerdict>
     match hooks {
         CheckHooks::Natives => return Some(PreToolVerdict::default()),
         CheckHooks::Judged => return None,
-        CheckHooks::PreToolUse | CheckHooks::BeforeApproval { .. } => {}
+        CheckHooks::PreToolUse | CheckHooks::BeforeApproval { .. } | CheckHooks::Harness => {}
     }
     let permission = match n % 7 {
         3 => Some(HookPermission::Ask),
@@ -339,6 +339,8 @@ pub(super) fn run_noting(
     config.limits.spend.max_tokens = max_tokens;
     // PostToolUse hooks listen in sessions with an even number of turns.
     config.post_tool_hooks = turns.len().is_multiple_of(2);
+    // PreToolUse hooks hear harness calls too in every third session.
+    config.pre_tool_hooks = turns.len() % 3 == 1;
     let mut state = LoopState::open(config, Opening::default());
     if let Some(review) = review_of(turns) {
         step(&mut state, Input::SetPlanReview { review });

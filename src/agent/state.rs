@@ -70,6 +70,12 @@ pub struct LoopConfig {
     ///
     /// [`Effect::RunPostToolHooks`]: super::Effect::RunPostToolHooks
     pub post_tool_hooks: bool,
+    /// A PreToolUse hook listens: a harness call goes through
+    /// [`Effect::CheckCalls`] (`CheckHooks::Harness`) before it is
+    /// answered (`agent::harness_hooks`); other calls always do.
+    ///
+    /// [`Effect::CheckCalls`]: super::Effect::CheckCalls
+    pub pre_tool_hooks: bool,
     /// What the sandbox around commands lets them do, as the model is told
     /// (filled by the runtime from the session's confinement; shown only
     /// when `policy.sandboxed`).

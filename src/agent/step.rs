@@ -26,12 +26,12 @@ use super::call_checks;
 use super::compaction;
 use super::decisions;
 use super::deferred;
-use super::harness::{self, HarnessOutcome};
+use super::harness_hooks;
 use super::next::Next;
 use super::outside_inputs;
 use super::phase::LoopPhase;
 use super::queued_input;
-use super::record::{answer, answer_pending, denied_text, record_observed, record_result};
+use super::record::{answer, answer_pending, denied_text, record_observed};
 use super::runaway::Ran;
 use super::schedule::{Batch, effective_class, policy_event, schedule};
 use super::state::LoopState;
@@ -52,6 +52,7 @@ macro_rules! any_phase {
             | LoopPhase::Check(_)
             | LoopPhase::Finish(_)
             | LoopPhase::AwaitAnswer
+            | LoopPhase::HarnessHooks(_)
     };
 }
 
@@ -225,6 +226,19 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
         (LoopPhase::AwaitAnswer, Input::UserAnswered { call_id, answer }) => {
             ask_user::on_answer(state, &call_id, answer, effects)
         }
+        (LoopPhase::HarnessHooks(_), Input::CallsChecked { checks }) => {
+            harness_hooks::on_checked(state, checks, effects)
+        }
+        (LoopPhase::HarnessHooks(_), Input::CallConfirmed { call_id, approved, note }) => {
+            harness_hooks::on_answer(state, &call_id, approved, note, effects)
+        }
+        (LoopPhase::HarnessHooks(_), Input::PostToolHooksDone { verdicts }) => {
+            harness_hooks::on_post_hooks(state, verdicts, effects)
+        }
+        (LoopPhase::HarnessHooks(_), Input::Interrupted) => {
+            harness_hooks::on_interrupted(state, effects);
+            Next::interrupted()
+        }
         (LoopPhase::AwaitLimit, Input::LimitDecided { raised }) => {
             budget::on_decided(state, raised, effects)
         }
@@ -290,7 +304,7 @@ pub(super) fn proceed(state: &mut LoopState, mut next: Next, effects: &mut Vec<E
             }
             Next::FinishHarness(finished) => {
                 let (call, outcome) = *finished;
-                finish_harness(state, call, outcome, effects)
+                harness_hooks::finish(state, call, outcome, effects)
             }
         };
     }
@@ -494,7 +508,7 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
                 approval_hooks::ask(state, call, reason, None, effects);
                 return Next::Wait;
             }
-            Some(Batch::Harness { call }) => match run_harness(state, call, effects) {
+            Some(Batch::Harness { call }) => match harness_hooks::start(state, call, effects) {
                 Next::Advance => {}
                 next => return next,
             },
@@ -523,59 +537,6 @@ fn advance(state: &mut LoopState, effects: &mut Vec<Effect>) -> Next {
                 call_checks::start(state, calls, concurrent, effects);
                 return Next::Wait;
             }
-        }
-    }
-}
-
-/// Answers the harness call at the front of `pending`, unless its plan
-/// must be saved first (then the loop waits).
-fn run_harness(state: &mut LoopState, call: ToolCall, effects: &mut Vec<Effect>) -> Next {
-    if deferred::is_deferral_tool(&call.name) {
-        let result = deferred::answer(&call, state.deferred_tools());
-        let outcome = HarnessOutcome::Answered { events: Vec::new(), result };
-        return finish_harness(state, call, outcome, effects);
-    }
-    let outcome = harness::answer(&mut state.workflow, &call);
-    match decisions::save_plan_first(state, &call, outcome, effects) {
-        Some(outcome) => finish_harness(state, call, outcome, effects),
-        None => Next::Wait,
-    }
-}
-
-/// Records what a harness call led to (its plan saved, if it submitted
-/// one): the loop goes on, waits for a plan review, or the turn stops
-/// after the plan.
-fn finish_harness(
-    state: &mut LoopState,
-    call: ToolCall,
-    outcome: HarnessOutcome,
-    effects: &mut Vec<Effect>,
-) -> Next {
-    match outcome {
-        HarnessOutcome::Answered { events, result } => {
-            state.pending.pop_front();
-            effects.extend(events.into_iter().map(Effect::Record));
-            decisions::leave_plan_mode(state, effects);
-            record_result(state, result, ToolMeta::harness(), effects);
-            Next::Advance
-        }
-        HarnessOutcome::Review { events, reason } => {
-            effects.extend(events.into_iter().map(Effect::Record));
-            let path = state.workflow.flow.plan.as_ref().map(|plan| plan.path.clone());
-            let plan_review = Some(path.unwrap_or_default());
-            approval_hooks::ask(state, call, reason, plan_review, effects);
-            Next::Wait
-        }
-        HarnessOutcome::Ask { events, question, choices } => {
-            effects.extend(events.into_iter().map(Effect::Record));
-            ask_user::ask(state, &call, question, choices, effects)
-        }
-        HarnessOutcome::Stop { events, result } => {
-            state.pending.pop_front();
-            effects.extend(events.into_iter().map(Effect::Record));
-            record_result(state, result, ToolMeta::harness(), effects);
-            let reason = "not run: the turn stopped for the plan review";
-            Next::Stop { reason, outcome: TurnOutcome::Completed }
         }
     }
 }

@@ -26,6 +26,9 @@ pub enum CheckHooks {
     /// Before the user is asked about a call policy prompts for
     /// (`reason`): every PreToolUse hook, no symlinks.
     BeforeApproval { reason: String },
+    /// Before a harness call is answered (`agent::harness_hooks`): every
+    /// PreToolUse hook; no checkpoint, no symlinks (it touches no file).
+    Harness,
 }
 
 /// A PreToolUse hook's permission.

@@ -12,15 +12,19 @@
 //! process through the same bus, outcome type and guard.
 //!
 //! Files: `config.rs` (event → matcher groups, `if` rules, Claude↔keel tool names), `payload.rs`
-//! (stdin JSON, per-dialect naming), `outcome.rs` (exit codes / JSON → verdict; `guard` only
-//! tightens), `runner.rs` (`HookBus::dispatch` through `sandbox`, stdin staged in a private temp
-//! file, the trust gate), `native.rs` (in-process hooks on the same bus, recorded only when they
-//! have a say), `protect_secrets.rs` (the native hook, on by default; names from `policy::secrets`,
-//! shell words through policy's parser, paths through `HookPayload::path_links`). Wired in by
-//! `runtime/hooks_glue.rs` (runs them for `step`'s `Effect::CheckCalls`/`RunPostToolHooks`); what a
-//! verdict leads to, a hook's `updatedInput` judged by policy and the native hooks again included,
-//! is decided in `agent/call_checks.rs`, `agent/approval_hooks.rs` and `agent/batch_finish.rs`.
+//! (stdin JSON, per-dialect naming; `claude_shape.rs`: the harness tools' arguments as Claude's
+//! `TodoWrite`, `ExitPlanMode`, `AskUserQuestion` take them), `outcome.rs` (exit codes / JSON →
+//! verdict; `guard` only tightens), `runner.rs` (`HookBus::dispatch` through `sandbox`, stdin
+//! staged in a private temp file, the trust gate), `native.rs` (in-process hooks on the same bus,
+//! recorded only when they have a say), `protect_secrets.rs` (the native hook, on by default;
+//! names from `policy::secrets`, shell words through policy's parser, paths through
+//! `HookPayload::path_links`). Wired in by `runtime/hooks_glue.rs` (runs them for `step`'s
+//! `Effect::CheckCalls`/`RunPostToolHooks`); what a verdict leads to, a hook's `updatedInput`
+//! judged by policy and the native hooks again included, is decided in `agent/call_checks.rs`,
+//! `agent/approval_hooks.rs` and `agent/batch_finish.rs` (for the harness tools:
+//! `agent/harness_hooks.rs`).
 
+mod claude_shape;
 mod config;
 mod native;
 mod outcome;

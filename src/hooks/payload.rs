@@ -9,6 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use super::HookEvent;
+use super::claude_shape;
 use super::config::claude_alias;
 use crate::policy::PathLinks;
 use crate::protocol::ApprovalMode;
@@ -65,7 +66,8 @@ impl HookPayload {
             map.insert("tool_use_id".into(), Value::String(id.clone()));
         }
         if let Some(input) = &self.tool_input {
-            map.insert("tool_input".into(), rename_input(input, naming));
+            let tool = self.tool_name.as_deref().unwrap_or_default();
+            map.insert("tool_input".into(), rename_input(tool, input, naming));
         }
         if let Some(response) = &self.tool_response {
             map.insert("tool_response".into(), response.clone());
@@ -95,10 +97,14 @@ pub fn claude_permission_mode(mode: ApprovalMode) -> &'static str {
     }
 }
 
-/// A hook's `updatedInput` in keel's argument names: a Claude-dialect
-/// hook answers with Claude's `file_path`, which keel's tools (and policy)
-/// read as `path`.
-pub fn keel_input(input: Value, naming: ToolNaming) -> Value {
+/// A hook's `updatedInput` for keel's `tool` in keel's argument names: a
+/// Claude-dialect hook answers with Claude's `file_path`, which keel's
+/// tools (and policy) read as `path`, and with Claude's shape of the
+/// harness tools' arguments (`claude_shape`).
+pub fn keel_input(tool: &str, input: Value, naming: ToolNaming) -> Value {
+    if naming == ToolNaming::Claude && is_harness(tool) {
+        return claude_shape::from_claude(tool, input);
+    }
     match (naming, input) {
         (ToolNaming::Claude, Value::Object(mut map)) if !map.contains_key("path") => {
             if let Some(path) = map.remove("file_path") {
@@ -110,8 +116,14 @@ pub fn keel_input(input: Value, naming: ToolNaming) -> Value {
     }
 }
 
-/// Claude's file tools call the path `file_path`.
-fn rename_input(input: &Value, naming: ToolNaming) -> Value {
+/// Claude's file tools call the path `file_path`; its task, plan and
+/// question tools take their own shapes (`claude_shape`).
+fn rename_input(tool: &str, input: &Value, naming: ToolNaming) -> Value {
+    if naming == ToolNaming::Claude
+        && let Some(shaped) = claude_shape::to_claude(tool, input)
+    {
+        return shaped;
+    }
     match (naming, input) {
         (ToolNaming::Claude, Value::Object(map)) if map.contains_key("path") => {
             let mut renamed = map.clone();
@@ -122,6 +134,10 @@ fn rename_input(input: &Value, naming: ToolNaming) -> Value {
         }
         (ToolNaming::Claude | ToolNaming::Keel, _) => input.clone(),
     }
+}
+
+fn is_harness(tool: &str) -> bool {
+    crate::protocol::HarnessTool::parse(tool).is_some()
 }
 
 #[cfg(test)]
@@ -172,9 +188,9 @@ mod tests {
     fn a_claude_hooks_updated_input_comes_back_in_keel_names() {
         let updated = json!({"file_path": "b.txt", "content": "x"});
         assert_eq!(
-            keel_input(updated.clone(), ToolNaming::Claude),
+            keel_input("write_file", updated.clone(), ToolNaming::Claude),
             json!({"path": "b.txt", "content": "x"})
         );
-        assert_eq!(keel_input(updated.clone(), ToolNaming::Keel), updated);
+        assert_eq!(keel_input("write_file", updated.clone(), ToolNaming::Keel), updated);
     }
 }

@@ -177,7 +177,8 @@ async fn run_one(
         ),
         Err(error) => (None, HookOutcome { error: Some(error), ..HookOutcome::default() }),
     };
-    outcome.updated_input = outcome.updated_input.map(|input| keel_input(input, naming));
+    let tool = payload.tool_name.as_deref().unwrap_or_default();
+    outcome.updated_input = outcome.updated_input.map(|input| keel_input(tool, input, naming));
     HookRun {
         event,
         command: hook.command.clone(),

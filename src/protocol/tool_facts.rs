@@ -276,7 +276,8 @@ pub const AGENT: ToolInfo = info(names::AGENT, ToolKind::Read, ReadOnly, &["Task
 /// The loop's own tools (`protocol::HarnessTool`): read-only as far as
 /// policy and batching are concerned, they change only the loop's state.
 pub const SET_PHASE: ToolInfo = info(names::SET_PHASE, ToolKind::Phase, ReadOnly, &[], &[]);
-pub const SUBMIT_PLAN: ToolInfo = info(names::SUBMIT_PLAN, ToolKind::Plan, ReadOnly, &[], &[]);
+pub const SUBMIT_PLAN: ToolInfo =
+    info(names::SUBMIT_PLAN, ToolKind::Plan, ReadOnly, &["ExitPlanMode"], &[]);
 pub const TODO_WRITE: ToolInfo =
     info(names::TODO_WRITE, ToolKind::Tasks, ReadOnly, &["TodoWrite"], &[]);
 /// Offered in place of deferred tools (`agent::deferred`: the rarely used
@@ -404,7 +405,8 @@ mod tests {
             ("WebSearch", None),
             ("NotebookEdit", None),
             ("NotebookRead", None),
-            ("ExitPlanMode", None),
+            ("ExitPlanMode", Some("submit_plan")),
+            ("AskUserQuestion", Some("ask_user")),
         ];
         for (claude, keel) in documented {
             assert_eq!(by_claude_name(claude).map(|info| info.name), keel, "{claude}");

@@ -92,6 +92,7 @@ pub(super) fn loop_config(
         compact_threshold: settings.compact_threshold,
         token_scale: settings.token_scale,
         post_tool_hooks: false,
+        pre_tool_hooks: false,
         // Set with `policy.sandboxed` once the sandbox is probed (`setup_sandbox`).
         walls: crate::prompts::Walls::default(),
         strict_tools: strict_dialect(settings),

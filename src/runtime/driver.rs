@@ -236,6 +236,7 @@ impl Session {
         let hooks = super::session_hooks::SessionHooks::new(settings, start_source);
         state.config_mut().post_tool_hooks = hooks.listens(crate::hooks::HookEvent::PostToolUse)
             || hooks.listens(crate::hooks::HookEvent::PostToolUseFailure);
+        state.config_mut().pre_tool_hooks = hooks.listens(crate::hooks::HookEvent::PreToolUse);
         let mcp = super::mcp_glue::McpState::start(settings, &id);
         let (mask, mask_warnings) = super::secrets::session_mask(settings, &options.cwd);
         for message in mask_warnings {

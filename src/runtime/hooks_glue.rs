@@ -142,8 +142,9 @@ impl Session {
     /// before a batch runs, the undo checkpoint of a batch that may write,
     /// then per call its PreToolUse hooks (keel's own only for a rewrite;
     /// none for a call they judged before its approval) and the symlinks
-    /// on its paths; before an approval question, the hooks only. What
-    /// follows is `step`'s (`agent::call_checks`, `agent::approval_hooks`).
+    /// on its paths; before an approval question or a harness call's
+    /// answer, the hooks only. What follows is `step`'s
+    /// (`agent::call_checks`, `agent::approval_hooks`, `agent::harness_hooks`).
     pub(super) async fn check_calls(
         &mut self,
         calls: &[ToolCall],
@@ -165,6 +166,9 @@ impl Session {
                 CheckHooks::Natives => (Some(self.native_hooks(call)?), self.links_for(call)),
                 CheckHooks::BeforeApproval { reason } => {
                     (self.pre_tool_hooks(call, Some(reason), cancel).await?, PathLinks::default())
+                }
+                CheckHooks::Harness => {
+                    (self.pre_tool_hooks(call, None, cancel).await?, PathLinks::default())
                 }
             };
             checks.push(CallCheck { call_id: call.call_id.clone(), hooks: verdict, links });

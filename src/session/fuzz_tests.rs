@@ -108,6 +108,7 @@ fn config() -> LoopConfig {
         compact_threshold: 0.85,
         token_scale: crate::context::tokens::TokenScale::IDENTITY,
         post_tool_hooks: false,
+        pre_tool_hooks: false,
         agent_classes: BTreeMap::new(),
         tool_scope: None,
         walls: crate::prompts::Walls::default(),

@@ -442,3 +442,113 @@ async fn a_claude_settings_file_with_newer_events_runs_its_command_hooks_with_cl
     assert_eq!(failed[0]["tool_use_id"], id);
     assert!(failed[0]["error"].as_str().is_some_and(|e| !e.is_empty()), "{failed:?}");
 }
+
+/// Writes `~/.claude/settings.json` with `hooks` (the import is turned on
+/// by `-c import_claude_hooks=true`).
+fn claude_settings(sandbox: &Sandbox, hooks: serde_json::Value) {
+    let claude_dir = sandbox.home.parent().unwrap().join(".claude");
+    std::fs::create_dir_all(&claude_dir).unwrap();
+    std::fs::write(claude_dir.join("settings.json"), json!({ "hooks": hooks }).to_string())
+        .unwrap();
+}
+
+/// The JSON lines a hook appended to `file` in the workspace.
+fn appended(sandbox: &Sandbox, file: &str) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(sandbox.repo.join(file)).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn todo_call() -> (String, String) {
+    call("todo_write", json!({"todos": [{"text": "write the parser", "status": "in_progress"}]}))
+}
+
+/// Issue 36 (review H3): Claude Code fires PreToolUse and PostToolUse for
+/// `TodoWrite`; hook scripts that log every call (matcher `""`) saw no
+/// line at all for keel's `todo_write`. Now both fire with Claude's
+/// name, its input shape (`todos[].content`), the call's id, and the
+/// response for Post.
+#[tokio::test]
+async fn todo_write_fires_pre_and_post_tool_use_with_claudes_payload() {
+    let sandbox = Sandbox::new();
+    let log_to = |file: &str| {
+        json!([{"matcher": "", "hooks": [{"type": "command",
+        "command": format!("cat >> {file}; echo >> {file}")}]}])
+    };
+    claude_settings(
+        &sandbox,
+        json!({"PreToolUse": log_to("pre.jsonl"), "PostToolUse": log_to("post.jsonl")}),
+    );
+    let steps = [Step::Calls { text: None, calls: vec![todo_call()] }, Step::Answer("ok".into())];
+    let (output, _server) =
+        exec(&sandbox, &steps, &["--full-auto", "-c", "import_claude_hooks=true"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let pre = appended(&sandbox, "pre.jsonl");
+    assert_eq!(pre.len(), 1, "one PreToolUse payload: {pre:?}");
+    assert_eq!(pre[0]["tool_name"], "TodoWrite");
+    assert_eq!(pre[0]["tool_input"]["todos"][0]["content"], "write the parser", "{pre:?}");
+    assert_eq!(pre[0]["tool_input"]["todos"][0]["status"], "in_progress");
+    let id = pre[0]["tool_use_id"].as_str().expect("tool_use_id");
+    let post = appended(&sandbox, "post.jsonl");
+    assert_eq!(post.len(), 1, "one PostToolUse payload: {post:?}");
+    assert_eq!(post[0]["hook_event_name"], "PostToolUse");
+    assert_eq!(post[0]["tool_name"], "TodoWrite");
+    assert_eq!(post[0]["tool_use_id"], id);
+    let response = post[0]["tool_response"]["output"].as_str().unwrap_or_default();
+    assert!(response.contains("write the parser"), "{post:?}");
+}
+
+/// Issue 36: a PreToolUse deny on `TodoWrite` (Claude's matcher) refuses
+/// the call as it does any tool's: the task list is not updated and the
+/// model reads the hook's reason.
+#[tokio::test]
+async fn a_pre_tool_use_deny_on_todo_write_keeps_the_task_list() {
+    let sandbox = Sandbox::new();
+    let deny = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"NO-TODOS-HERE"}}'"#;
+    claude_settings(
+        &sandbox,
+        json!({"PreToolUse": [{"matcher": "TodoWrite",
+            "hooks": [{"type": "command", "command": deny}]}]}),
+    );
+    let steps = [Step::Calls { text: None, calls: vec![todo_call()] }, Step::Answer("ok".into())];
+    let (output, server) =
+        exec(&sandbox, &steps, &["--full-auto", "-c", "import_claude_hooks=true"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let second = request_bodies(&server).await[1].to_string();
+    assert!(second.contains("NO-TODOS-HERE"), "the model is told why: {second}");
+    let log = sandbox.only_log();
+    assert!(!log.iter().any(|l| l["type"] == "task_updated"), "the task list changed");
+    let runs = hook_runs(&sandbox);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["decision"], "deny");
+}
+
+/// Issue 36: `submit_plan` is Claude's `ExitPlanMode` and `ask_user` its
+/// `AskUserQuestion` for hooks from Claude settings: matchers by those
+/// names fire, with the input in Claude's shape.
+#[tokio::test]
+async fn plan_and_question_calls_reach_claudes_exit_plan_mode_and_ask_user_question_matchers() {
+    let sandbox = Sandbox::new();
+    claude_settings(
+        &sandbox,
+        json!({"PreToolUse": [{"matcher": "ExitPlanMode|AskUserQuestion", "hooks": [{
+            "type": "command", "command": "cat >> pre.jsonl; echo >> pre.jsonl"}]}]}),
+    );
+    let calls = vec![
+        call("submit_plan", json!({"plan_markdown": "1. read\n2. fix"})),
+        call("ask_user", json!({"question": "Which branch?", "choices": ["main", "dev"]})),
+    ];
+    let steps = [Step::Calls { text: None, calls }, Step::Answer("ok".into())];
+    let (output, _server) =
+        exec(&sandbox, &steps, &["--full-auto", "-c", "import_claude_hooks=true"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let pre = appended(&sandbox, "pre.jsonl");
+    let names: Vec<&str> = pre.iter().filter_map(|p| p["tool_name"].as_str()).collect();
+    assert_eq!(names, ["ExitPlanMode", "AskUserQuestion"], "{pre:?}");
+    assert_eq!(pre[0]["tool_input"]["plan"], "1. read\n2. fix");
+    let question = &pre[1]["tool_input"]["questions"][0];
+    assert_eq!(question["question"], "Which branch?", "{pre:?}");
+    assert_eq!(question["options"][1]["label"], "dev");
+}

@@ -433,6 +433,7 @@ impl Session {
             compact_threshold: settings.compact_threshold,
             token_scale: settings.token_scale,
             post_tool_hooks: false,
+            pre_tool_hooks: false,
             // Its commands run in the parent's jail.
             walls: self.state.config().walls.clone(),
             strict_tools: self.state.config().strict_tools,
