@@ -100,7 +100,12 @@ fn samples() -> Vec<SessionEvent> {
         },
         SessionEvent::ModeChanged { mode: ApprovalMode::Auto },
         SessionEvent::ModelChanged { model: s(), after_turn: Some(s()) },
-        SessionEvent::TurnScope { owner: s(), tools: vec![s()] },
+        SessionEvent::TurnScope {
+            owner: s(),
+            prefixes: vec![vec![s()]],
+            commands: vec![vec![s()]],
+            mcp_tools: vec![s()],
+        },
         SessionEvent::PhaseChanged { from: s(), to: s() },
         SessionEvent::PlanUpdated { plan: serde_json::Value::Null },
         SessionEvent::TaskUpdated { task: serde_json::Value::Null },
