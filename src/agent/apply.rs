@@ -73,7 +73,8 @@ impl LoopState {
             }
             SessionEvent::PromptPrefix { sections, .. } => self.config.prefix = sections.clone(),
             SessionEvent::ContextUpdated { parts } => self.items.push(context_item(parts.clone())),
-            SessionEvent::TurnScope { owner, prefixes, commands, mcp_tools } => {
+            // An older line's `tools` narrowed the turn; that is not read.
+            SessionEvent::TurnScope { owner, prefixes, commands, mcp_tools, .. } => {
                 let mut allowlist = Allowlist::default();
                 allowlist.prefixes.extend(prefixes.iter().cloned());
                 allowlist.commands.extend(commands.iter().cloned());

@@ -32,6 +32,7 @@ pub(super) fn preapprove_turn(
     let TurnApprovals { owner, allowlist } = approvals;
     let event = SessionEvent::TurnScope {
         owner,
+        tools: Vec::new(),
         prefixes: allowlist.prefixes.into_iter().collect(),
         commands: allowlist.commands.into_iter().collect(),
         mcp_tools: allowlist.tools.into_iter().collect(),

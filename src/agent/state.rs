@@ -33,9 +33,9 @@ pub struct LoopConfig {
     /// Access class per agent type: an `agent` call has its type's class,
     /// so read-only subagents run side by side and writers one at a time.
     pub agent_classes: BTreeMap<String, ToolClass>,
-    /// The tools this loop may call, when narrowed (a subagent's type, a
-    /// custom command's `allowed-tools`): a call to any other tool is
-    /// refused before policy judges it. `None`: every tool offered.
+    /// The tools this loop may call, when narrowed (a subagent's type): a
+    /// call to any other tool is refused before policy judges it. `None`:
+    /// every tool offered.
     pub tool_scope: Option<ToolScope>,
     /// Compiled rules, mode, paths and trust: what `policy::evaluate` needs.
     pub policy: Policy,
@@ -124,7 +124,7 @@ pub struct ToolScope {
 
 impl ToolScope {
     /// Whether `tool` is in scope: named, or one of a server's tools the
-    /// scope names whole (`mcp__server`, a command's `allowed-tools`).
+    /// scope names whole (`mcp__server`).
     pub fn allows(&self, tool: &str) -> bool {
         self.tools.contains(tool) || self.tools.iter().any(|entry| entry_names(entry, tool))
     }

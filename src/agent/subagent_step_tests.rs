@@ -331,3 +331,16 @@ fn a_subagents_estimated_spend_counts_against_the_limits_and_comes_back_on_a_reb
     assert_eq!(rebuilt.delegated, state.delegated);
     assert_eq!(rebuilt.spent(), state.spent());
 }
+
+/// An older keel's `turn_scope` line named the only tools its turn could
+/// call: a resume reads it as no pre-approval and narrows nothing.
+#[test]
+fn an_older_logs_narrowing_is_read_as_nothing_pre_approved() {
+    let line = r#"{"type":"turn_scope","owner":"the /look command","tools":["read_file"]}"#;
+    let event: SessionEvent = serde_json::from_str(line).unwrap();
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
+    state.apply(&event);
+    assert_eq!(state.scope_refusal("write_file"), None);
+    let approvals = state.turn_approvals().unwrap();
+    assert_eq!(approvals.allowlist, crate::policy::Allowlist::default());
+}

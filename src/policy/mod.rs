@@ -150,10 +150,7 @@ impl Allowlist {
 
     /// Whether the MCP tool `tool` runs without asking.
     pub fn allows_tool(&self, tool: &str) -> bool {
-        self.tools.iter().any(|allowed| match allowed.strip_suffix('*') {
-            Some(server) => tool.starts_with(server),
-            None => allowed == tool,
-        })
+        self.tools.iter().any(|allowed| crate::protocol::entry_names(allowed, tool))
     }
 
     /// This allowlist with `other`'s entries added (a turn's pre-approvals

@@ -360,12 +360,14 @@ pub enum SessionEvent {
     },
     /// The next turn (a custom command's) may run these without asking,
     /// until it completes (rebuilt on resume, so a resumed turn keeps
-    /// them). An older keel's line named the only `tools` the turn could
-    /// call; that narrowing is no longer read: such a turn is judged as
-    /// any other.
+    /// them).
     TurnScope {
         /// Whose pre-approvals: `the /commit command`.
         owner: String,
+        /// An older keel's narrowing (the only tools the turn could call),
+        /// no longer written or read: such a turn is judged as any other.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<String>,
         /// Commands starting with these words (`Bash(git add:*)`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         prefixes: Vec<Vec<String>>,

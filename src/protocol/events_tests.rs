@@ -102,6 +102,7 @@ fn samples() -> Vec<SessionEvent> {
         SessionEvent::ModelChanged { model: s(), after_turn: Some(s()) },
         SessionEvent::TurnScope {
             owner: s(),
+            tools: Vec::new(),
             prefixes: vec![vec![s()]],
             commands: vec![vec![s()]],
             mcp_tools: vec![s()],
