@@ -35,13 +35,13 @@
 //! Invariant: `apply` is total and never panics; an event that changes no
 //! loop state is named in its match, so a new event is a decision here.
 
-use crate::policy::{ApprovalMode, ApprovalScope};
+use crate::policy::{Allowlist, ApprovalMode, ApprovalScope};
 use crate::prompts::context_message;
 use crate::protocol::origin::fence;
 use crate::protocol::{ContextPart, Item, Origin, QueuedInput, SessionEvent, Usage};
 
 use super::limits::{ChildSpend, SpendLimits};
-use super::state::{LoopState, ToolScope};
+use super::state::{LoopState, TurnApprovals};
 use super::step_io::Effect;
 
 /// Applies `event` to `state` and records it: the way a handler changes
@@ -73,9 +73,13 @@ impl LoopState {
             }
             SessionEvent::PromptPrefix { sections, .. } => self.config.prefix = sections.clone(),
             SessionEvent::ContextUpdated { parts } => self.items.push(context_item(parts.clone())),
-            SessionEvent::TurnScope { owner, tools } => {
-                let tools = tools.iter().cloned().collect();
-                self.turn_scope = Some(ToolScope { owner: owner.clone(), tools });
+            // An older line's `tools` narrowed the turn; that is not read.
+            SessionEvent::TurnScope { owner, prefixes, commands, mcp_tools, .. } => {
+                let mut allowlist = Allowlist::default();
+                allowlist.prefixes.extend(prefixes.iter().cloned());
+                allowlist.commands.extend(commands.iter().cloned());
+                allowlist.tools.extend(mcp_tools.iter().cloned());
+                self.turn_approvals = Some(TurnApprovals { owner: owner.clone(), allowlist });
             }
             SessionEvent::TurnStarted { turn } => {
                 self.turn = *turn;
@@ -149,8 +153,8 @@ impl LoopState {
             SessionEvent::Rewound { items: Some(items), .. } => {
                 self.items.clone_from(items);
                 self.reported_context = None;
-                // A narrowing for a command turn that never ran.
-                self.turn_scope = None;
+                // Pre-approvals for a command turn that never ran.
+                self.turn_approvals = None;
             }
             SessionEvent::LimitsSet { max_cost_usd, max_tokens, .. } => {
                 let limits = SpendLimits { max_cost_usd: *max_cost_usd, max_tokens: *max_tokens };
@@ -158,8 +162,8 @@ impl LoopState {
                 self.config.limits.spend = limits;
             }
             SessionEvent::TurnCompleted { .. } => {
-                // A command's narrowing and model end with its turn.
-                self.turn_scope = None;
+                // A command's pre-approvals and model end with its turn.
+                self.turn_approvals = None;
                 if let Some(model) = self.turn_model.take() {
                     self.switch_model(model);
                 }

@@ -98,14 +98,14 @@
 //! delivery (the rebuild property covers both).
 //!
 //! What reaches the loop from outside its effects' answers is an `Input` as well
-//! (`outside_inputs.rs`): `NarrowTurn` (a custom command's `allowed-tools`; `turn_scope`),
+//! (`outside_inputs.rs`): `PreapproveTurn` (a custom command's `allowed-tools`; `turn_scope`),
 //! `SubagentStarted` / `SubagentFinished` (the delegated spend), `CallRecovered` (an `agent` call
 //! finished from its child's log on a resume), `ToolsOffered` (MCP tools, `read_memory` once notes
 //! appear; `tools_changed` when the list changed), `HookContext`, `EnvironmentRead` and
 //! `CompactionApplied { observed }` (what the driver read for the next request; recorded when
 //! announced). The driver feeds them with `Session::apply_outside_loop`, which records what `step`
 //! returns. Property: `rebuild_properties.rs` drives random sessions with all of these and rebuilds
-//! the live mode, allowlist, workflow, turn scope and delegated spend.
+//! the live mode, allowlist, workflow, turn approvals and delegated spend.
 //!
 //! What is still written outside `step`, and why: lines that describe the effect being carried out
 //! and change no loop state, written write-ahead by the part that carries it out (`hook_ran`,
@@ -242,7 +242,9 @@ pub use rewind::{
 };
 pub use runaway::{RunawayKind, RunawayState, RunawayVerdict};
 pub use schedule::{Batch, schedule};
-pub use state::{CompactionDepth, ConfiguredModel, LoopConfig, LoopState, Opening, ToolScope};
+pub use state::{
+    CompactionDepth, ConfiguredModel, LoopConfig, LoopState, Opening, ToolScope, TurnApprovals,
+};
 pub use step::step;
 pub use step_io::{Effect, Input, Rewind, SubagentDone, SubagentOpened};
 pub use turn_calls::{CallProgress, FileNote, OpenCall};

@@ -1,5 +1,5 @@
 //! What reaches the loop from outside its own effects' answers: a custom
-//! command's narrowing of the turn about to start, a child session opened
+//! command's pre-approvals for the turn about to start, a child session opened
 //! for an `agent` call and what its task came to, an `agent` call finished
 //! from its child's log on a resume, the tools MCP servers offer now, and
 //! what the driver read for the next request (context hooks added, the
@@ -7,7 +7,7 @@
 //! rewind the runtime prepared (`rewind.rs`: recorded as `rewound`).
 //!
 //! Invariants: pure, like `step`. A state change a rebuild must reproduce
-//! is recorded (a narrowing as `turn_scope`, a child's spend as
+//! is recorded (pre-approvals as `turn_scope`, a child's spend as
 //! `subagent_finished`, a recovered result as `tool_call_finished`); what
 //! the driver read is recorded when it is announced with the next request
 //! (`context_updated`); the tools offered are the session's configuration,
@@ -19,14 +19,24 @@ use crate::protocol::{SessionEvent, ToolCall, ToolClass, ToolMeta, ToolResult, T
 use super::apply::emit;
 use super::deferred;
 use super::record::record_result;
-use super::state::{LoopState, ToolScope};
+use super::state::{LoopState, TurnApprovals};
 use super::step_io::{Effect, Rewind, SubagentDone, SubagentOpened};
 
-/// The turn about to start may call only `scope`'s tools (recorded, so a
-/// resumed turn stays narrowed); the turn's end clears it.
-pub(super) fn narrow_turn(state: &mut LoopState, scope: ToolScope, effects: &mut Vec<Effect>) {
-    let event =
-        SessionEvent::TurnScope { owner: scope.owner, tools: scope.tools.into_iter().collect() };
+/// The turn about to start may run what `approvals` lists without asking
+/// (recorded, so a resumed turn keeps them); the turn's end clears them.
+pub(super) fn preapprove_turn(
+    state: &mut LoopState,
+    approvals: TurnApprovals,
+    effects: &mut Vec<Effect>,
+) {
+    let TurnApprovals { owner, allowlist } = approvals;
+    let event = SessionEvent::TurnScope {
+        owner,
+        tools: Vec::new(),
+        prefixes: allowlist.prefixes.into_iter().collect(),
+        commands: allowlist.commands.into_iter().collect(),
+        mcp_tools: allowlist.tools.into_iter().collect(),
+    };
     emit(state, event, effects);
 }
 
@@ -152,8 +162,7 @@ pub(super) fn offer_tools(
 }
 
 /// Records the rewind and takes its conversation (only while idle, which
-/// `step` checks). A turn narrowed for a command that never ran is not
-/// narrowed any more.
+/// `step` checks). Pre-approvals for a command turn that never ran end.
 pub(super) fn rewind(state: &mut LoopState, rewind: Rewind, effects: &mut Vec<Effect>) {
     let Rewind { to_prompt, to_seq, scope, items, checkpoint_before, restored, kept, undoes } =
         rewind;
@@ -230,7 +239,7 @@ mod tests {
     #[test]
     fn a_scoped_loop_is_offered_only_the_tools_in_its_scope() {
         let mut state = LoopState::open(config(ApprovalMode::Ask, 5), Opening::default());
-        state.config.tool_scope = Some(ToolScope {
+        state.config.tool_scope = Some(super::super::state::ToolScope {
             owner: "the read-only t agent".into(),
             tools: ["read_file", "mcp__a__read"].into_iter().map(String::from).collect(),
         });

@@ -336,13 +336,13 @@ impl Rebuilder {
         self.state.phase = LoopPhase::Idle;
         let mut dropped_empty_turn = false;
         let open_turn = if !self.turn_open {
-            // A narrowing logged for a turn that never started.
-            self.state.turn_scope = None;
+            // Pre-approvals logged for a turn that never started.
+            self.state.turn_approvals = None;
             self.end_turn();
             None
         } else if !self.turn_has_prompt {
             dropped_empty_turn = true;
-            self.state.turn_scope = None;
+            self.state.turn_approvals = None;
             self.state.turn = self.state.turn.saturating_sub(1);
             self.end_turn();
             None

@@ -1,7 +1,8 @@
 //! The rebuild's property tests: random sessions driven through [`step`]
 //! as a driver would (approvals answered, "always" rules persisted or
 //! not, plans saved, reviewed live and between runs, modes changed between
-//! turns, turns narrowed as a custom command narrows them, models switched
+//! turns, turns given pre-approvals as a custom command's `allowed-tools`
+//! gives them, models switched
 //! between turns (`/model`, a command's model for its turn), subagents'
 //! spend, PreToolUse hooks' asks, denials and rewrites, unsandboxed
 //! re-runs offered and answered, PostToolUse hooks' verdicts) record a
@@ -247,8 +248,9 @@ pub(super) fn review_of(turns: &[Turn]) -> Option<PlanReview> {
 
 /// What the user decides before a turn, by its control byte: a mode (or
 /// none), then approving or rejecting a plan left waiting for review (or
-/// neither), then whether the turn is narrowed (no `shell`), as a custom
-/// command's `allowed-tools` narrows it.
+/// neither), then whether the turn pre-approves `touch f1…` and exactly
+/// `touch f0` (some of its shell calls then run without asking), as a
+/// custom command's `allowed-tools` does.
 fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
     let modes = ["ask", "auto", "plan", "explore", "yolo"];
     if let Some(mode) = modes.get(usize::from(control % 6)).and_then(|m| ApprovalMode::parse(m)) {
@@ -268,12 +270,13 @@ fn before_turn(state: &mut LoopState, control: u8, log: &mut Vec<EventRecord>) {
     // The highest control bytes only, so the bytes below keep meaning what
     // the regression cases below were recorded with.
     if control >= 216 {
-        let tools = ["read_file", "write_file", "set_phase", "todo_write", "submit_plan"];
-        let scope = ToolScope {
-            owner: "the /fix command".into(),
-            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
-        };
-        record(&step(state, Input::NarrowTurn { scope }), log);
+        let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        let mut allowlist = crate::policy::Allowlist::default();
+        allowlist.prefixes.insert(words(&["touch", "f1"]));
+        allowlist.commands.insert(words(&["touch", "f0"]));
+        allowlist.tools.insert("mcp__docs__*".to_owned());
+        let approvals = TurnApprovals { owner: "the /fix command".into(), allowlist };
+        record(&step(state, Input::PreapproveTurn { approvals }), log);
     }
 }
 
@@ -411,7 +414,7 @@ proptest! {
         prop_assert_eq!(&rebuilt.state.workflow, &live.workflow);
         prop_assert_eq!(rebuilt.state.config.policy.mode, live.config.policy.mode);
         prop_assert_eq!(&rebuilt.state.allowlist, &live.allowlist);
-        prop_assert_eq!(&rebuilt.state.turn_scope, &live.turn_scope);
+        prop_assert_eq!(&rebuilt.state.turn_approvals, &live.turn_approvals);
         prop_assert_eq!(&rebuilt.state.delegated, &live.delegated);
         prop_assert_eq!(rebuilt.state.spent(), live.spent());
         prop_assert_eq!(rebuilt.state.session_cost_usd, live.session_cost_usd);

@@ -33,9 +33,9 @@ pub struct LoopConfig {
     /// Access class per agent type: an `agent` call has its type's class,
     /// so read-only subagents run side by side and writers one at a time.
     pub agent_classes: BTreeMap<String, ToolClass>,
-    /// The tools this loop may call, when narrowed (a subagent's type, a
-    /// custom command's `allowed-tools`): a call to any other tool is
-    /// refused before policy judges it. `None`: every tool offered.
+    /// The tools this loop may call, when narrowed (a subagent's type): a
+    /// call to any other tool is refused before policy judges it. `None`:
+    /// every tool offered.
     pub tool_scope: Option<ToolScope>,
     /// Compiled rules, mode, paths and trust: what `policy::evaluate` needs.
     pub policy: Policy,
@@ -130,7 +130,7 @@ pub struct ToolScope {
 
 impl ToolScope {
     /// Whether `tool` is in scope: named, or one of a server's tools the
-    /// scope names whole (`mcp__server`, a command's `allowed-tools`).
+    /// scope names whole (`mcp__server`).
     pub fn allows(&self, tool: &str) -> bool {
         self.tools.contains(tool) || self.tools.iter().any(|entry| entry_names(entry, tool))
     }
@@ -147,6 +147,18 @@ impl ToolScope {
             if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") }
         ))
     }
+}
+
+/// What the running turn may do without asking on top of the session's
+/// "always" answers (a `/command`'s `allowed-tools`), and whose they are.
+/// Judged like those answers: forbidden rules, read-only modes, the
+/// sandbox and the egress check still decide first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnApprovals {
+    /// `the /commit command`.
+    pub owner: String,
+    /// Prefixes, exact commands and MCP tools (`files` stays empty).
+    pub allowlist: Allowlist,
 }
 
 /// The whole mutable state of the loop. Built by [`LoopState::open`] (a
@@ -219,10 +231,10 @@ pub struct LoopState {
     /// What a resumed session says about the background processes it no
     /// longer has, waiting for the next request.
     pub(super) process_notes: Vec<String>,
-    /// A narrowing for the current turn only (a `/command`'s
-    /// `allowed-tools`), on top of `config.tool_scope`; the turn's end
-    /// clears it (logged as `turn_scope`, so a resumed turn keeps it).
-    pub(super) turn_scope: Option<ToolScope>,
+    /// Pre-approvals for the current turn only (a `/command`'s
+    /// `allowed-tools`); the turn's end clears them (logged as
+    /// `turn_scope`, so a resumed turn keeps them).
+    pub(super) turn_approvals: Option<TurnApprovals>,
     /// What this session's subagents spent (`subagent_finished`), counted
     /// against the spend limits.
     pub(super) delegated: Delegated,
@@ -286,7 +298,7 @@ impl LoopState {
             observed: None,
             hook_context: Vec::new(),
             process_notes: Vec::new(),
-            turn_scope: None,
+            turn_approvals: None,
             delegated: Delegated::default(),
             deferred,
             queued: Vec::new(),
@@ -346,13 +358,10 @@ impl LoopState {
         &self.queued
     }
 
-    /// Why `tool` may not be called in this loop or this turn, or `None`
-    /// when both scopes in force allow it.
+    /// Why `tool` may not be called in this loop, or `None` when its
+    /// scope (a subagent type's tools) allows it.
     pub fn scope_refusal(&self, tool: &str) -> Option<String> {
-        [&self.config.tool_scope, &self.turn_scope]
-            .into_iter()
-            .flatten()
-            .find_map(|scope| scope.refusal(tool))
+        self.config.tool_scope.as_ref().and_then(|scope| scope.refusal(tool))
     }
 
     /// Where the untrusted content in the history came from.
@@ -367,7 +376,12 @@ impl LoopState {
         policy: &crate::policy::Policy,
         facts: crate::policy::CallFacts<'_>,
     ) -> crate::policy::Verdict {
-        let verdict = crate::policy::evaluate(policy, &self.allowlist, facts);
+        let verdict = match &self.turn_approvals {
+            Some(turn) => {
+                crate::policy::evaluate(policy, &self.allowlist.joined(&turn.allowlist), facts)
+            }
+            None => crate::policy::evaluate(policy, &self.allowlist, facts),
+        };
         crate::policy::egress::tighten(policy, &self.taint, facts, verdict)
     }
 
@@ -489,6 +503,7 @@ impl LoopState {
         self.allowlist.prefixes.extend(parent.prefixes.iter().cloned());
         self.allowlist.files.extend(parent.files.iter().cloned());
         self.allowlist.tools.extend(parent.tools.iter().cloned());
+        self.allowlist.commands.extend(parent.commands.iter().cloned());
     }
 
     /// Phase, plan, verification gate and tasks.
@@ -496,9 +511,9 @@ impl LoopState {
         &self.workflow
     }
 
-    /// The running turn's narrowing (a `/command`'s `allowed-tools`).
-    pub fn turn_scope(&self) -> Option<&ToolScope> {
-        self.turn_scope.as_ref()
+    /// The running turn's pre-approvals (a `/command`'s `allowed-tools`).
+    pub fn turn_approvals(&self) -> Option<&TurnApprovals> {
+        self.turn_approvals.as_ref()
     }
 
     /// The spend limits the log holds last.

@@ -169,8 +169,8 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             outside_inputs::rewind(state, rewind, effects);
             Next::Wait
         }
-        (LoopPhase::Idle, Input::NarrowTurn { scope }) => {
-            outside_inputs::narrow_turn(state, scope, effects);
+        (LoopPhase::Idle, Input::PreapproveTurn { approvals }) => {
+            outside_inputs::preapprove_turn(state, approvals, effects);
             Next::Wait
         }
         (LoopPhase::Idle, Input::CallRecovered { call, result, meta }) => {
@@ -268,7 +268,7 @@ fn dispatch(state: &mut LoopState, input: Input, effects: &mut Vec<Effect>) -> N
             | Input::RulePersisted { .. }
             | Input::PlanSaved { .. }
             | Input::ReviewWaitingPlan { .. }
-            | Input::NarrowTurn { .. }
+            | Input::PreapproveTurn { .. }
             | Input::Rewind(_)
             | Input::CallRecovered { .. }
             | Input::BatchFinished { .. }

@@ -15,7 +15,7 @@ use crate::protocol::{
 };
 
 use super::limits::{BudgetHit, SpendLimits, Unreported};
-use super::state::ToolScope;
+use super::state::TurnApprovals;
 use super::verdicts::{CallCheck, CheckHooks, PostToolVerdict};
 use super::workflow::PlanReview;
 
@@ -171,11 +171,11 @@ pub enum Input {
         approved: bool,
         feedback: String,
     },
-    /// A custom command narrows the turn about to start to its tools
-    /// (`allowed-tools`); only while idle. Recorded (`turn_scope`); the
-    /// turn's end clears it.
-    NarrowTurn {
-        scope: ToolScope,
+    /// A custom command's `allowed-tools` pre-approve commands and MCP
+    /// tools for the turn about to start; only while idle. Recorded
+    /// (`turn_scope`); the turn's end clears them.
+    PreapproveTurn {
+        approvals: TurnApprovals,
     },
     /// A child session was opened for an `agent` call (recorded as
     /// `subagent_started` before it runs).

@@ -1,7 +1,8 @@
 //! The loop's side of subagents and custom commands: an `agent` call has
 //! its type's class (read-only children share a concurrent batch, writers
-//! run alone), and a narrowed loop refuses tools outside its scope before
-//! policy judges them.
+//! run alone), a narrowed loop refuses tools outside its scope before
+//! policy judges them, and a custom command's pre-approvals hold for its
+//! turn.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -124,13 +125,45 @@ fn a_narrowed_loop_refuses_other_tools_before_policy() {
     );
 }
 
+/// Policy's decision on each call `effects` judged, by call id.
+fn decisions(effects: &[Effect]) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter_map(|effect| match effect {
+            Effect::Record(SessionEvent::PolicyDecision { call_id, decision, .. }) => {
+                Some((call_id.clone(), decision.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn shell(id: &str, command: &str) -> crate::protocol::ToolCall {
+    call_with(id, "shell", &serde_json::json!({ "command": command }).to_string())
+}
+
+fn commit_approvals() -> TurnApprovals {
+    let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    let mut allowlist = crate::policy::Allowlist::default();
+    allowlist.prefixes.insert(words(&["git", "add"]));
+    allowlist.commands.insert(words(&["make", "test"]));
+    allowlist.tools.insert("mcp__docs__*".to_owned());
+    TurnApprovals { owner: "the /commit command".into(), allowlist }
+}
+
+/// Issue 36: a command's `allowed-tools` pre-approve its turn's commands
+/// (a prefix, an exact command) and a server's MCP tools, as an "always"
+/// answer would; an unlisted tool is judged as usual (asked, not
+/// refused). The turn's end clears them, and a rebuild of the open turn
+/// keeps them. Failed before: the turn was narrowed instead (`write_file`
+/// "is not one of the /look command's tools", `git add` asked).
 #[test]
-fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
-    let mut state = LoopState::open(config(ApprovalMode::Yolo, 10), Opening::default());
-    let scope = ToolScope {
-        owner: "the /look command".into(),
-        tools: BTreeSet::from(["read_file".to_owned()]),
-    };
+fn a_commands_preapprovals_hold_for_its_turn_only_and_come_back_on_a_rebuild() {
+    let mut config = config(ApprovalMode::Ask, 10);
+    for tool in ["mcp__docs__write", "mcp__web__post"] {
+        config.tool_classes.insert(tool.into(), ToolClass::Mutating);
+    }
+    let mut state = LoopState::open(config.clone(), Opening::default());
     let mut log = Vec::new();
     let run = |state: &mut LoopState, input: Input, log: &mut Vec<SessionEvent>| {
         let effects = step(state, input);
@@ -140,14 +173,34 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
         }));
         effects
     };
-    run(&mut state, Input::NarrowTurn { scope: scope.clone() }, &mut log);
+    run(&mut state, Input::PreapproveTurn { approvals: commit_approvals() }, &mut log);
     assert!(matches!(log.as_slice(), [SessionEvent::TurnScope { .. }]), "recorded: {log:?}");
-    run(&mut state, Input::UserTurn { text: "look".into(), images: Vec::new() }, &mut log);
+    run(&mut state, Input::UserTurn { text: "commit".into(), images: Vec::new() }, &mut log);
     let write = call_with("w", "write_file", r#"{"path":"a.txt","content":"x"}"#);
-    let effects = run(&mut state, respond(vec![write.clone()]), &mut log);
-    assert!(batches_of(&effects).is_empty(), "refused even in yolo mode");
+    let calls = vec![
+        shell("add", "git add a.txt"),
+        shell("make", "make test"),
+        shell("more", "make test install"),
+        call_with("docs", "mcp__docs__write", "{}"),
+        call_with("web", "mcp__web__post", "{}"),
+        write.clone(),
+    ];
+    let effects = run(&mut state, respond(calls), &mut log);
+    let judged = |id: &str, decision: &str| (id.to_owned(), decision.to_owned());
+    assert_eq!(
+        decisions(&effects),
+        [
+            judged("add", "allow"),
+            judged("make", "allow"),
+            judged("more", "prompt"),
+            judged("docs", "allow"),
+            judged("web", "prompt"),
+            judged("w", "prompt"),
+        ],
+        "the unlisted write is asked about, not refused"
+    );
 
-    // A crash here: the rebuilt open turn is still narrowed.
+    // A crash here: the rebuilt open turn keeps its pre-approvals.
     let records: Vec<crate::protocol::EventRecord> = log
         .iter()
         .enumerate()
@@ -158,15 +211,19 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
             event: event.clone(),
         })
         .collect();
-    let mut rebuilder = Rebuilder::new(config(ApprovalMode::Yolo, 10));
+    let mut rebuilder = Rebuilder::new(config);
     for record in records {
         rebuilder.apply(record);
     }
     let rebuilt = rebuilder.finish();
     assert!(rebuilt.open_turn.is_some());
-    assert_eq!(rebuilt.state.turn_scope, Some(scope));
+    assert_eq!(rebuilt.state.turn_approvals, Some(commit_approvals()));
 
-    // The turn's end clears it, live and rebuilt.
+    // The turn's end clears them: the next turn's `git add` is asked again.
+    let mut state =
+        LoopState::open(super::test_support::config(ApprovalMode::Ask, 10), Opening::default());
+    run(&mut state, Input::PreapproveTurn { approvals: commit_approvals() }, &mut log);
+    run(&mut state, Input::UserTurn { text: "commit".into(), images: Vec::new() }, &mut log);
     let answer = Input::ModelResponded(ModelResponse {
         items: vec![Item::Assistant { text: "done".into() }],
         usage: Usage::default(),
@@ -174,14 +231,21 @@ fn a_commands_turn_scope_narrows_that_turn_only_and_comes_back_on_a_rebuild() {
         response_id: None,
     });
     run(&mut state, answer, &mut log);
-    assert_eq!(state.turn_scope, None);
-    run(&mut state, Input::UserTurn { text: "write".into(), images: Vec::new() }, &mut log);
-    let effects = run(&mut state, respond(vec![write]), &mut log);
-    assert_eq!(
-        batches_of(&effects),
-        [(vec!["w".to_owned()], false)],
-        "the next turn is not narrowed"
-    );
+    assert_eq!(state.turn_approvals, None);
+    run(&mut state, Input::UserTurn { text: "again".into(), images: Vec::new() }, &mut log);
+    let effects = run(&mut state, respond(vec![shell("add2", "git add b.txt")]), &mut log);
+    assert_eq!(decisions(&effects), [judged("add2", "prompt")]);
+}
+
+/// A pre-approval is an "always" answer, not a mode: a read-only mode
+/// still refuses what it covers.
+#[test]
+fn a_preapproved_command_is_still_refused_in_a_read_only_mode() {
+    let mut state = LoopState::open(config(ApprovalMode::Explore, 10), Opening::default());
+    step(&mut state, Input::PreapproveTurn { approvals: commit_approvals() });
+    step(&mut state, Input::UserTurn { text: "commit".into(), images: Vec::new() });
+    let effects = step(&mut state, respond(vec![shell("add", "git add a.txt")]));
+    assert_eq!(decisions(&effects), [("add".to_owned(), "forbidden".to_owned())]);
 }
 
 /// Drives a session with a 1 000-token limit through a child that spent
@@ -266,4 +330,17 @@ fn a_subagents_estimated_spend_counts_against_the_limits_and_comes_back_on_a_reb
     let rebuilt = rebuilt(log);
     assert_eq!(rebuilt.delegated, state.delegated);
     assert_eq!(rebuilt.spent(), state.spent());
+}
+
+/// An older keel's `turn_scope` line named the only tools its turn could
+/// call: a resume reads it as no pre-approval and narrows nothing.
+#[test]
+fn an_older_logs_narrowing_is_read_as_nothing_pre_approved() {
+    let line = r#"{"type":"turn_scope","owner":"the /look command","tools":["read_file"]}"#;
+    let event: SessionEvent = serde_json::from_str(line).unwrap();
+    let mut state = LoopState::open(config(ApprovalMode::Ask, 10), Opening::default());
+    state.apply(&event);
+    assert_eq!(state.scope_refusal("write_file"), None);
+    let approvals = state.turn_approvals().unwrap();
+    assert_eq!(approvals.allowlist, crate::policy::Allowlist::default());
 }

@@ -120,8 +120,7 @@ fn translate(text: &str, decision: RuleDecision) -> Result<Translation, String> 
     };
     let decision_text = decision.as_str();
     if tool.starts_with(crate::policy::tool_rules::EXTERNAL_PREFIX) && argument.is_none() {
-        let pattern =
-            if tool.matches("__").count() == 1 { format!("{tool}__*") } else { tool.to_owned() };
+        let pattern = mcp_pattern(tool);
         return Ok(Translation::Text(format!(
             "tool_rule(name = {}, decision = \"{decision_text}\")",
             quoted(&pattern)
@@ -153,6 +152,25 @@ fn translate(text: &str, decision: RuleDecision) -> Result<Translation, String> 
 
 /// `Bash(…)`: a prefix (`:*` or ` *` at the end) or an exact command.
 fn bash(command: &str, decision: RuleDecision) -> Result<Translation, String> {
+    let (argv, exact) = bash_pattern(command, decision == RuleDecision::Allow)?;
+    if exact {
+        return Ok(Translation::Exact(argv));
+    }
+    let pattern: Vec<String> = argv.iter().map(|word| quoted(word)).collect();
+    Ok(Translation::Text(format!(
+        "prefix_rule(pattern = [{}], decision = \"{}\")",
+        pattern.join(", "),
+        decision.as_str()
+    )))
+}
+
+/// The words of a `Bash(…)` argument and whether they are the whole
+/// command (`Bash(make test)`) rather than a prefix (`Bash(git add:*)`,
+/// `Bash(git add *)`). An `allow` that would let any program run
+/// (`python:*`, `sudo:*`: `amend::check_prefix`) is refused, as is a
+/// wildcard anywhere but at the end.
+pub fn bash_pattern(command: &str, allow: bool) -> Result<(Vec<String>, bool), String> {
+    let command = command.trim();
     let (words, prefix) = match command.strip_suffix(":*").or_else(|| command.strip_suffix(" *")) {
         Some(words) => (words, true),
         None => (command, false),
@@ -163,19 +181,17 @@ fn bash(command: &str, decision: RuleDecision) -> Result<Translation, String> {
             .to_owned());
     }
     let argv = shlex::split(words).filter(|argv| !argv.is_empty()).ok_or("not a command")?;
-    if decision == RuleDecision::Allow {
+    if allow {
         amend::check_prefix(&argv)
             .map_err(|error| format!("{error}; keel does not allow it without asking"))?;
     }
-    if !prefix {
-        return Ok(Translation::Exact(argv));
-    }
-    let pattern: Vec<String> = argv.iter().map(|word| quoted(word)).collect();
-    Ok(Translation::Text(format!(
-        "prefix_rule(pattern = [{}], decision = \"{}\")",
-        pattern.join(", "),
-        decision.as_str()
-    )))
+    Ok((argv, !prefix))
+}
+
+/// The tool pattern an MCP name stands for: a whole server
+/// (`mcp__server`) is every tool of it (`mcp__server__*`).
+pub fn mcp_pattern(tool: &str) -> String {
+    if tool.matches("__").count() == 1 { format!("{tool}__*") } else { tool.to_owned() }
 }
 
 fn path_rule(tool: &str, path: &str, decision: &str) -> Result<Translation, String> {
@@ -201,6 +217,95 @@ fn path_rule(tool: &str, path: &str, decision: &str) -> Result<Translation, Stri
         "path_rule(glob = {}, access = \"{access}\", decision = \"{decision}\")",
         quoted(&glob)
     )))
+}
+
+/// What a command's `allowed-tools` lets its turn do without asking, as
+/// Claude Code reads the list: tools the model may use without a
+/// question while the command runs, not the only tools it may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preapprovals {
+    /// `Bash(git add:*)`, `Bash(git add *)`: commands starting with these words.
+    pub prefixes: Vec<Vec<String>>,
+    /// `Bash(git status)`: exactly these commands.
+    pub commands: Vec<Vec<String>>,
+    /// `mcp__docs` (as `mcp__docs__*`), `mcp__docs__search`.
+    pub tools: Vec<String>,
+    /// Entries that pre-approve nothing, each with why (`Bash`, `Edit`).
+    pub ignored: Vec<String>,
+}
+
+impl Preapprovals {
+    /// Whether the list pre-approves anything.
+    pub fn is_empty(&self) -> bool {
+        self.prefixes.is_empty() && self.commands.is_empty() && self.tools.is_empty()
+    }
+}
+
+/// `allowed-tools` read as Claude Code reads it. The same translation as
+/// the settings' `allow` list ([`bash_pattern`]: no bare `Bash`, no prefix
+/// that runs any program); a read tool (`Read`, `Grep`) runs without asking
+/// already and is not said; any other built-in (`Edit`, `Write`,
+/// `WebFetch`) pre-approves nothing: keel asks about it as the mode says.
+pub fn preapprovals(items: &[String]) -> Preapprovals {
+    let mut found = Preapprovals::default();
+    for item in items {
+        let text = item.trim();
+        let (tool, argument) = match text.split_once('(') {
+            Some((tool, rest)) => match rest.trim_end().strip_suffix(')') {
+                Some(argument) => (tool.trim(), Some(argument.trim())),
+                None => {
+                    found.ignored.push(format!("`{text}`: no closing `)`"));
+                    continue;
+                }
+            },
+            None => (text, None),
+        };
+        if tool.starts_with(crate::policy::tool_rules::EXTERNAL_PREFIX) && argument.is_none() {
+            push_new(&mut found.tools, mcp_pattern(tool));
+            continue;
+        }
+        match (tool, argument) {
+            ("Bash", Some(command)) if !command.is_empty() && command != "*" => {
+                for command in bash_commands(command) {
+                    match bash_pattern(command, true) {
+                        Ok((argv, true)) => push_new(&mut found.commands, argv),
+                        Ok((argv, false)) => push_new(&mut found.prefixes, argv),
+                        Err(why) => found.ignored.push(format!("`Bash({command})`: {why}")),
+                    }
+                }
+            }
+            ("Bash", _) => found.ignored.push(format!("`{text}`: it covers every command")),
+            (name, _) if runs_anyway(name) => {}
+            (name, _) => found.ignored.push(format!("`{name}`")),
+        }
+    }
+    found
+}
+
+/// The patterns of one `Bash(…)`: published commands write several in one
+/// (`Bash(git diff:*, git log:*)`); split only when every part is a prefix,
+/// so a comma inside a command (`Bash(echo a,b)`) stays.
+fn bash_commands(argument: &str) -> Vec<&str> {
+    let parts: Vec<&str> = argument.split(',').map(str::trim).collect();
+    if parts.len() > 1 && parts.iter().all(|part| part.ends_with(":*")) {
+        parts
+    } else {
+        vec![argument]
+    }
+}
+
+/// A read tool keel runs without asking in every mode (the web is judged
+/// per host, so `WebFetch` is not one).
+fn runs_anyway(name: &str) -> bool {
+    use crate::protocol::{ToolClass, tool_facts};
+    let info = tool_facts::builtin(name).or_else(|| tool_facts::by_claude_name(name));
+    info.is_some_and(|info| info.class == ToolClass::ReadOnly && !info.name.starts_with("web_"))
+}
+
+fn push_new<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
 }
 
 /// A string literal of the rules language (JSON's escapes are its own).

@@ -102,3 +102,39 @@ fn malformed_entries_are_skipped_and_said() {
     assert!(report.iter().all(|line| line.skipped.is_some()), "{report:#?}");
     assert!(rules.prefix_rules.is_empty());
 }
+
+/// Issue 36: a command's `allowed-tools` is read as Claude Code's
+/// permission rules, prefixes and exact commands kept apart; what keel
+/// cannot pre-approve is named.
+#[test]
+fn allowed_tools_become_prefixes_exact_commands_and_mcp_patterns() {
+    let items: Vec<String> = [
+        "Bash(git add:*)",
+        "Bash(git status)",
+        "Read",
+        "mcp__docs",
+        "Bash(npm run test *)",
+        "Bash",
+        "Bash(python:*)",
+        "Edit",
+        "mcp__db__query",
+        "Grep",
+        "TodoWrite",
+        "Bash(git diff:*, git log:*)",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    let found = preapprovals(&items);
+    let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    let prefixes: [&[&str]; 4] =
+        [&["git", "add"], &["npm", "run", "test"], &["git", "diff"], &["git", "log"]];
+    assert_eq!(found.prefixes, prefixes.map(words));
+    assert_eq!(found.commands, [words(&["git", "status"])]);
+    assert_eq!(found.tools, ["mcp__docs__*", "mcp__db__query"]);
+    assert_eq!(found.ignored.len(), 3, "{:?}", found.ignored);
+    assert!(found.ignored[0].contains("every command"), "{:?}", found.ignored);
+    assert!(found.ignored[1].starts_with("`Bash(python:*)`"), "{:?}", found.ignored);
+    assert_eq!(found.ignored[2], "`Edit`");
+    assert!(!found.is_empty() && preapprovals(&words(&["Read", "Glob"])).is_empty());
+}

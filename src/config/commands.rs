@@ -3,7 +3,11 @@
 //! Code's `.claude/commands/*.md` and Codex's `~/.codex/prompts/*.md`.
 //! Front matter (optional): `description`, `argument-hint`, `model`,
 //! `allowed-tools`; the body is the prompt, with `$ARGUMENTS` and `$1`…`$9`
-//! replaced by the words typed after the name ([`expand`]).
+//! replaced by the words typed after the name ([`expand`]). `allowed-tools`
+//! is read as Claude Code reads it: what the command's turn may run
+//! without asking (`Bash(git add:*)`, `Bash(git status)`, `mcp__docs`:
+//! `claude_permissions::preapprovals`), never a list of the only tools it
+//! may use.
 //!
 //! Roots, lowest precedence first (a later file replaces an earlier
 //! command of the same name): `~/.codex/prompts`, `~/.claude/commands`,
@@ -23,7 +27,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::agents::{keel_tool_name, skipped_warning};
+use super::agents::skipped_warning;
+use super::claude_permissions::{Preapprovals, preapprovals};
 use super::markdown_file::{
     DefinitionError, DefinitionProblem, MarkdownFile, markdown_files, valid_name,
 };
@@ -49,9 +54,9 @@ pub struct CustomCommand {
     pub argument_hint: Option<String>,
     /// The model its turn runs on (the session's otherwise).
     pub model: Option<String>,
-    /// keel tool names its turn may use; other calls are refused during
-    /// it. `None`: the session's tools.
-    pub allowed_tools: Option<Vec<String>>,
+    /// What its turn may run without asking (`allowed-tools`); every
+    /// other call is judged as usual.
+    pub preapprovals: Preapprovals,
     pub body: String,
     pub path: PathBuf,
     /// From a project folder (trusted), not the user's own: its
@@ -147,22 +152,14 @@ pub(super) fn load(
     }
     let file = MarkdownFile::read(path)?;
     let description = file.text("description").unwrap_or_else(|| first_line(&file.body));
-    let allowed_tools = file.list("allowed-tools").map(|items| {
-        let mut tools: Vec<String> = Vec::new();
-        for tool in items.iter().filter_map(|item| keel_tool_name(item)) {
-            if !tools.iter().any(|known| known == tool) {
-                tools.push(tool.to_owned());
-            }
-        }
-        tools
-    });
+    let preapprovals = file.list("allowed-tools").map(|items| preapprovals(&items));
     Ok(CustomCommand {
         name,
         namespace: namespace_of(root, path),
         description,
         argument_hint: file.text("argument-hint"),
         model: file.model()?,
-        allowed_tools,
+        preapprovals: preapprovals.unwrap_or_default(),
         body: file.body.trim().to_owned(),
         path: path.to_owned(),
         project,
@@ -574,7 +571,8 @@ mod tests {
         write("claude/frontend/component.md", "# Make a component\n\nNamed $ARGUMENTS.");
         write(
             "claude/commit.md",
-            "---\nallowed-tools: Bash(git add:*), Bash(git commit:*), Read\nargument-hint: [msg]\n\
+            "---\nallowed-tools: Bash(git add:*), Bash(git status), Read, mcp__docs\n\
+             argument-hint: [msg]\n\
              description: Commit\nmodel: small-model\n---\nCommit with $ARGUMENTS",
         );
         write("project/fix.md", "---\ndescription: project fix\n---\nFix it: $ARGUMENTS");
@@ -592,7 +590,13 @@ mod tests {
         assert_eq!(untrusted.find("frontend:component").unwrap().path, component.path);
         assert!(untrusted.find("backend:component").is_none());
         let commit = untrusted.find("commit").unwrap();
-        assert_eq!(commit.allowed_tools.as_deref().unwrap(), ["shell", "read_file"]);
+        // Issue 36: pre-approvals, as Claude Code reads them (main gave
+        // the narrowing ["shell", "read_file"]: every command, nothing else).
+        let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert_eq!(commit.preapprovals.prefixes, [words(&["git", "add"])]);
+        assert_eq!(commit.preapprovals.commands, [words(&["git", "status"])]);
+        assert_eq!(commit.preapprovals.tools, ["mcp__docs__*"]);
+        assert!(commit.preapprovals.ignored.is_empty(), "{:?}", commit.preapprovals);
         assert_eq!(commit.argument_hint.as_deref(), Some("[msg]"));
         assert_eq!(commit.model.as_deref(), Some("small-model"));
         let trusted = discover_commands(&all, true);

@@ -22,9 +22,8 @@ pub enum EditTools {
 }
 
 /// The tools this setting decides about; every other tool is offered as
-/// before. They are one power: whoever may use one (an agent type, a
-/// command's `allowed-tools`) may use the other, the one the session
-/// offers.
+/// before. They are one power: whoever may use one (an agent type) may
+/// use the other, the one the session offers.
 pub const EDIT_TOOLS: [&str; 2] = [names::EDIT_FILE, names::APPLY_PATCH];
 
 impl EditTools {

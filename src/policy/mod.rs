@@ -107,8 +107,12 @@ pub struct Allowlist {
     pub prefixes: BTreeSet<Vec<String>>,
     /// Workspace-relative paths file tools may write without asking.
     pub files: BTreeSet<String>,
-    /// MCP tools that run without asking.
+    /// MCP tools that run without asking: a name, or a whole server's
+    /// tools (`mcp__docs__*`, a command's `allowed-tools: mcp__docs`).
     pub tools: BTreeSet<String>,
+    /// Commands allowed exactly as written, no more words (a command's
+    /// `allowed-tools: Bash(git status)`).
+    pub commands: BTreeSet<Vec<String>>,
 }
 
 impl Allowlist {
@@ -139,9 +143,25 @@ impl Allowlist {
         }
     }
 
-    /// Whether an allowed prefix covers `argv`.
+    /// Whether an allowed prefix or exact command covers `argv`.
     pub fn allows(&self, argv: &[String]) -> bool {
-        self.prefixes.iter().any(|prefix| argv.starts_with(prefix))
+        self.prefixes.iter().any(|prefix| argv.starts_with(prefix)) || self.commands.contains(argv)
+    }
+
+    /// Whether the MCP tool `tool` runs without asking.
+    pub fn allows_tool(&self, tool: &str) -> bool {
+        self.tools.iter().any(|allowed| crate::protocol::entry_names(allowed, tool))
+    }
+
+    /// This allowlist with `other`'s entries added (a turn's pre-approvals
+    /// on top of the session's answers).
+    pub fn joined(&self, other: &Allowlist) -> Allowlist {
+        let mut joined = self.clone();
+        joined.prefixes.extend(other.prefixes.iter().cloned());
+        joined.files.extend(other.files.iter().cloned());
+        joined.tools.extend(other.tools.iter().cloned());
+        joined.commands.extend(other.commands.iter().cloned());
+        joined
     }
 }
 

@@ -163,7 +163,7 @@ fn by_class(
         },
         (ToolClass::ReadOnly, _) | (ToolClass::Mutating, ApprovalMode::Yolo) => Decision::Allow,
         (ToolClass::Mutating, ApprovalMode::Ask | ApprovalMode::Auto)
-            if allowed || allowlist.tools.contains(tool) =>
+            if allowed || allowlist.allows_tool(tool) =>
         {
             Decision::Allow
         }

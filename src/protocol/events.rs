@@ -33,7 +33,7 @@
 //! | `forked` | runtime | second line of a fork's log: the parent session, the prompt it was forked before, what was copied |
 //! | `mode_changed` | loop, runtime | the approval mode from here on (plan approved, `/mode`, a mode flag on resume) |
 //! | `model_changed` | runtime | the model of the requests from here on (`/model NAME` in the TUI) |
-//! | `turn_scope` | runtime | the next turn may call only these tools (a `/command`'s `allowed-tools`), until it completes |
+//! | `turn_scope` | runtime | the next turn may run these commands and MCP tools without asking (a `/command`'s `allowed-tools`), until it completes |
 //! | `phase_changed`, `plan_updated`, `task_updated` | workflow | phase moves, plan revisions and reviews, the task list |
 //! | `compaction` | loop | the history was replaced by these items: reason (`threshold`, `overflow`, `manual`), method (`elide`, `summary`), estimated tokens before and after, the carried failing check, the summary request's usage; a resume starts from the latest |
 //! | `limits_set` | loop | the spend limits in force from here on (cost in US dollars, tokens): at a session's first turn when it has any, when a flag changes them on resume, when the user raises one at the limit; a resume keeps the last |
@@ -358,12 +358,25 @@ pub enum SessionEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         after_turn: Option<String>,
     },
-    /// The next turn (a custom command's) may call only `tools`, until it
-    /// completes (rebuilt on resume, so a resumed turn stays narrowed).
+    /// The next turn (a custom command's) may run these without asking,
+    /// until it completes (rebuilt on resume, so a resumed turn keeps
+    /// them).
     TurnScope {
-        /// Who narrowed it: `the /fix command`.
+        /// Whose pre-approvals: `the /commit command`.
         owner: String,
+        /// An older keel's narrowing (the only tools the turn could call),
+        /// no longer written or read: such a turn is judged as any other.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tools: Vec<String>,
+        /// Commands starting with these words (`Bash(git add:*)`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        prefixes: Vec<Vec<String>>,
+        /// Commands exactly as written (`Bash(git status)`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commands: Vec<Vec<String>>,
+        /// MCP tools, or a server's (`mcp__docs__*`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mcp_tools: Vec<String>,
     },
     /// The workflow moved to another phase.
     PhaseChanged {

@@ -225,7 +225,7 @@ pub fn mcp_server_of(tool: &str) -> Option<&str> {
 }
 
 /// Whether the entry `listed` of a tool list (an agent type's `tools`, a
-/// command's `allowed-tools`, a scope) names `tool`: the same name, or, as
+/// scope, a command's pre-approved MCP tools) names `tool`: the same name, or, as
 /// in Claude Code's permission rules, a whole MCP server (`mcp__server`,
 /// `mcp__server__*`) naming each of its tools.
 pub fn entry_names(listed: &str, tool: &str) -> bool {

@@ -3,20 +3,27 @@
 //! the command's body with the arguments substituted, on the command's
 //! `model` if it names one the provider serves (`llm::ModelChoice`: a
 //! Claude name on an OpenAI API runs on the session's model, with one
-//! warning), narrowed to its `allowed-tools` if it lists
-//! them. The same path serves the TUI (which sends the typed line) and
-//! `keel exec "/name args"`.
+//! warning), with what its `allowed-tools` pre-approve. The same path
+//! serves the TUI (which sends the typed line) and `keel exec "/name args"`.
 //!
 //! Precedence: keel's own slash commands (the TUI's `/help`, `/mode`, …)
 //! first (a file cannot take their names), then custom commands, then
 //! skills (`/<skill>`), so a user's `review.md` command runs instead of the
 //! built-in `review` skill.
 //!
-//! Invariants: a command never widens what the session may do:
-//! `allowed-tools` only narrows (the loop's `turn_scope`, checked with any
-//! scope in force, the workflow's own tools kept) and ends with the turn,
-//! however it ends; it is logged (`turn_scope`) so a turn resumed after a
-//! crash is still narrowed. A model switch lasts the command's turn: it is
+//! `allowed-tools` as Claude Code reads it (`config::claude_permissions::
+//! preapprovals`): what the turn may run without asking, like a session's
+//! "always" answers (the loop's `turn_approvals`, joined to its allowlist
+//! when a call is judged): `Bash(git add:*)` commands starting with those
+//! words, `Bash(git status)` that command exactly, `mcp__docs` the server's
+//! tools. Still judged: forbidden rules, read-only modes, the sandbox and
+//! the egress check decide first, and a tool it does not list is judged as
+//! usual, never refused. Bare `Bash`, a prefix that runs any program
+//! (`python:*`) and built-ins other than reads (`Edit`, `Write`)
+//! pre-approve nothing, said once in a warning. Only the user's own
+//! command files and a trusted project's are loaded. The pre-approvals end
+//! with the turn, however it ends; they are logged (`turn_scope`) so a turn
+//! resumed after a crash keeps them. A model switch lasts the command's turn: it is
 //! recorded with the model to go back to (`model_changed`, `after_turn`),
 //! `step` goes back when the turn ends, and a turn resumed after a crash
 //! runs on the command's model and then goes back too. A model without
@@ -31,24 +38,23 @@
 //! is refused, and said) and appended as a `<file>` block.
 //!
 //! Flow: `Session::run_turn` checks `/name args` against the commands first (then skills, in
-//! `run_prompt_turn`). `Input::NarrowTurn` is fed right before the turn's `UserTurn`, so a prompt
-//! refused first narrows nothing; the loop clears the scope when the turn completes, and the driver
-//! switches the model back itself only when the turn never started. A child of a narrowed loop gets
-//! only the tools both its type and the loop's scopes allow (`subagent::within_scope`), and
-//! Claude's `disallowedTools` is honoured. The TUI sends the typed line as a prompt (its popup
+//! `run_prompt_turn`). `Input::PreapproveTurn` is fed right before the turn's `UserTurn`, so a
+//! prompt refused first pre-approves nothing; the loop clears them when the turn completes, and the
+//! driver switches the model back itself only when the turn never started. A child opened during
+//! the turn does not get them (its own calls are asked about as its type and mode say). The TUI
+//! sends the typed line as a prompt (its popup
 //! lists the commands with their argument hints, `Session::command_index`), so exec and the TUI
 //! share one expansion.
 
-use std::collections::BTreeSet;
-
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::ToolScope;
-use crate::config::EDIT_TOOLS;
+use crate::agent::TurnApprovals;
+use crate::config::claude_permissions::Preapprovals;
 use crate::config::commands::{expand, file_mentions, shell_lines};
 use crate::llm::ModelChoice;
+use crate::policy::Allowlist;
+use crate::protocol::ResultKind;
 use crate::protocol::tool_facts::names;
-use crate::protocol::{HarnessTool, ResultKind, entry_names};
 
 use super::{RuntimeError, RuntimeEvent, Session, TurnSummary, UserShell};
 
@@ -60,7 +66,7 @@ pub(super) struct CommandTurn {
     /// From a project folder: policy's "ask" is not an approval.
     project: bool,
     model: Option<String>,
-    allowed_tools: Option<Vec<String>>,
+    preapprovals: Preapprovals,
 }
 
 impl Session {
@@ -82,7 +88,7 @@ impl Session {
             prompt,
             project: command.project,
             model: command.model.clone(),
-            allowed_tools: command.allowed_tools.clone(),
+            preapprovals: command.preapprovals.clone(),
         }))
     }
 
@@ -150,14 +156,14 @@ impl Session {
             // resumed turn too).
             self.switch_model(model.clone(), true)?;
         }
-        let scope = command
-            .allowed_tools
-            .as_ref()
-            .map(|tools| narrowed(self.state.config().tool_scope.as_ref(), &command.name, tools));
+        let (approvals, ignored) = turn_approvals(&command.name, &command.preapprovals);
+        if let Some(message) = ignored {
+            self.sink.emit(RuntimeEvent::Warning { message });
+        }
         let asked = !command.project;
         let prompt = self.run_shell_lines(&command.name, command.prompt, asked, cancel).await;
         let prompt = self.attach_mentions(&command.name, prompt, asked, cancel).await;
-        let summary = self.run_prompt_turn(prompt, scope, cancel).await;
+        let summary = self.run_prompt_turn(prompt, approvals, cancel).await;
         // A turn that never started (refused by a UserPromptSubmit hook)
         // has no end to go back at.
         if model.is_some() {
@@ -247,68 +253,46 @@ impl Session {
     }
 }
 
-/// The scope of a command listing `tools`: those, and the workflow's own
-/// tools, within whatever scope is already in force. The edit tools are
-/// one power (as for agent types): a command written for Claude Code
-/// (`Edit`) edits with `apply_patch` where that is the tool offered.
-fn narrowed(current: Option<&ToolScope>, name: &str, tools: &[String]) -> ToolScope {
-    let mut allowed: BTreeSet<String> = tools.iter().cloned().collect();
-    if EDIT_TOOLS.iter().any(|tool| allowed.contains(*tool)) {
-        allowed.extend(EDIT_TOOLS.map(str::to_owned));
+/// What the command `name`'s `allowed-tools` pre-approve for its turn
+/// (`None`: nothing), and the one warning naming the entries that
+/// pre-approve nothing, if any.
+fn turn_approvals(name: &str, found: &Preapprovals) -> (Option<TurnApprovals>, Option<String>) {
+    let ignored = (!found.ignored.is_empty()).then(|| {
+        format!(
+            "the /{name} command's allowed-tools {} pre-approve nothing: keel asks about those \
+             calls as the session's mode says",
+            found.ignored.join(", ")
+        )
+    });
+    if found.is_empty() {
+        return (None, ignored);
     }
-    allowed.extend(HarnessTool::ALL.iter().map(|tool| tool.name().to_owned()));
-    if let Some(current) = current {
-        // A whole server (`mcp__server`) within a narrower scope becomes
-        // the tools of it that scope allows.
-        allowed = allowed
-            .iter()
-            .flat_map(|entry| {
-                if current.allows(entry) {
-                    return vec![entry.clone()];
-                }
-                current.tools.iter().filter(|tool| entry_names(entry, tool)).cloned().collect()
-            })
-            .collect();
-    }
-    ToolScope { owner: format!("the /{name} command"), tools: allowed }
+    let mut allowlist = Allowlist::default();
+    allowlist.prefixes.extend(found.prefixes.iter().cloned());
+    allowlist.commands.extend(found.commands.iter().cloned());
+    allowlist.tools.extend(found.tools.iter().cloned());
+    (Some(TurnApprovals { owner: format!("the /{name} command"), allowlist }), ignored)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::claude_permissions::preapprovals;
 
+    /// Issue 36: `allowed-tools` become the turn's pre-approvals; what
+    /// gives nothing is said once, and a list of reads only is no line.
     #[test]
-    fn a_commands_tools_never_widen_a_scope_in_force() {
-        let scope = narrowed(None, "fix", &["read_file".into(), "shell".into()]);
-        assert!(scope.refusal("shell").is_none() && scope.refusal("todo_write").is_none());
-        let refusal = scope.refusal("write_file").unwrap();
-        assert!(refusal.contains("the /fix command"), "{refusal}");
-        let outer =
-            ToolScope { owner: "the explore agent".into(), tools: ["read_file".to_owned()].into() };
-        let inner = narrowed(Some(&outer), "fix", &["read_file".into(), "shell".into()]);
-        assert_eq!(inner.tools, BTreeSet::from(["read_file".to_owned()]));
-        // The edit tools are one power, still within the scope in force.
-        let editor = narrowed(None, "tidy", &["edit_file".into()]);
-        assert!(editor.refusal("apply_patch").is_none() && editor.refusal("shell").is_some());
-        let outer = ToolScope { owner: "o".into(), tools: ["edit_file".to_owned()].into() };
-        let inner = narrowed(Some(&outer), "tidy", &["apply_patch".into()]);
-        assert_eq!(inner.tools, BTreeSet::from(["edit_file".to_owned()]));
-    }
-
-    /// `allowed-tools: mcp__docs` names every tool of the server, as in
-    /// Claude Code, and never one of another server's.
-    #[test]
-    fn a_command_naming_a_whole_mcp_server_may_call_its_tools() {
-        let scope = narrowed(None, "docs", &["mcp__docs".into(), "read_file".into()]);
-        assert!(scope.refusal("mcp__docs__search").is_none());
-        assert!(scope.refusal("mcp__docsx__search").is_some());
-        assert!(scope.refusal("shell").is_some());
-        let outer = ToolScope {
-            owner: "the scout agent".into(),
-            tools: ["mcp__docs__search".to_owned(), "mcp__web__get".to_owned()].into(),
-        };
-        let inner = narrowed(Some(&outer), "docs", &["mcp__docs".into()]);
-        assert!(inner.refusal("mcp__docs__search").is_none());
-        assert!(inner.refusal("mcp__web__get").is_some());
+    fn a_commands_allowed_tools_become_its_turns_preapprovals() {
+        let items = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        let found = preapprovals(&items(&["Bash(git add:*)", "Read", "Bash", "Write"]));
+        let (approvals, warning) = turn_approvals("commit", &found);
+        let approvals = approvals.unwrap();
+        assert_eq!(approvals.owner, "the /commit command");
+        assert!(approvals.allowlist.allows(&items(&["git", "add", "a.txt"])));
+        assert!(!approvals.allowlist.allows(&items(&["git", "push"])));
+        let warning = warning.unwrap();
+        assert!(warning.contains("`Bash`") && warning.contains("`Write`"), "{warning}");
+        assert!(!warning.contains("Read"), "{warning}");
+        assert_eq!(turn_approvals("look", &preapprovals(&items(&["Read", "Grep"]))), (None, None));
     }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Effect, Input, LoopState, OpenTurn, Opening as LoopOpening, ToolScope, step};
+use crate::agent::{
+    Effect, Input, LoopState, OpenTurn, Opening as LoopOpening, TurnApprovals, step,
+};
 use crate::config::Settings;
 use crate::config::commands::CommandCatalog;
 use crate::llm::LlmClient;
@@ -309,15 +311,15 @@ impl Session {
     }
 
     /// [`Session::run_turn`] for a prompt that is not a custom command;
-    /// `scope` narrows its first turn (a command's `allowed-tools`), once
-    /// it starts: a prompt refused before never narrows anything.
+    /// `approvals` hold for its first turn (a command's `allowed-tools`),
+    /// once it starts: a prompt refused before pre-approves nothing.
     pub(super) async fn run_prompt_turn(
         &mut self,
         prompt: String,
-        scope: Option<ToolScope>,
+        approvals: Option<TurnApprovals>,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
-        self.run_prompt_as(prompt, scope, None, cancel).await
+        self.run_prompt_as(prompt, approvals, None, cancel).await
     }
 
     /// [`Session::run_prompt_turn`]; `queued`: the queued input the
@@ -325,7 +327,7 @@ impl Session {
     pub(super) async fn run_prompt_as(
         &mut self,
         prompt: String,
-        mut scope: Option<ToolScope>,
+        mut approvals: Option<TurnApprovals>,
         mut queued: Option<u64>,
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, RuntimeError> {
@@ -375,9 +377,9 @@ impl Session {
         super::prompt_fit::check(&self.state, &prompt).map_err(RuntimeError::PromptTooLarge)?;
         let mut continuations = 0;
         loop {
-            // Recorded first, so a turn resumed after a crash stays narrowed.
-            let mut queue = match scope.take() {
-                Some(scope) => step(&mut self.state, Input::NarrowTurn { scope }),
+            // Recorded first, so a turn resumed after a crash keeps them.
+            let mut queue = match approvals.take() {
+                Some(approvals) => step(&mut self.state, Input::PreapproveTurn { approvals }),
                 None => Vec::new(),
             };
             let images = self.images.take_attached();

@@ -1,7 +1,8 @@
 //! Custom commands (issue 20) through the real `keel exec`: a project's
 //! `.keel/commands/fix.md` runs as `/fix args` once the project is
 //! trusted (and not before), Claude Code's and Codex's folders work
-//! unchanged, and a command's `allowed-tools` and `model` hold for its turn.
+//! unchanged, and a command's `allowed-tools` (pre-approvals, as Claude
+//! Code reads them) and `model` hold for its turn.
 
 use serde_json::{Value, json};
 
@@ -71,13 +72,11 @@ async fn claude_and_codex_command_folders_work_unchanged() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
     let bodies = request_bodies(&server).await;
     assert_eq!(sent_prompt(&bodies), "Review PR #456 with priority high. Report findings only.");
-    // `allowed-tools` narrows the command's turn: the write is refused.
-    let refused = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
-    assert!(
-        refused.as_str().unwrap().contains("`write_file` is not one of the /review-pr command's"),
-        "{refused}"
-    );
-    assert!(!sandbox.repo.join("notes.md").exists());
+    // `allowed-tools` pre-approves; it does not narrow: an unlisted write
+    // is judged as usual (allowed in `--full-auto`).
+    let result = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert!(!result.to_string().contains("is not one of"), "{result}");
+    assert_eq!(sandbox.read("notes.md"), "x");
 
     // Codex's prompts folder, by name or as `/prompts:name`.
     std::fs::create_dir_all(sandbox.home.join(".codex/prompts")).unwrap();
@@ -110,16 +109,16 @@ async fn a_commands_model_holds_for_its_turn_and_is_logged() {
     assert_eq!(switches, [&json!("small-model"), &json!("m")], "there and back, recorded");
 }
 
-/// A command's narrowing is recorded with the turn it narrows: a prompt a
-/// hook refuses leaves no `turn_scope` line that a later resume would
-/// apply to another turn.
+/// A command's pre-approvals are recorded with the turn they are for: a
+/// prompt a hook refuses leaves no `turn_scope` line that a later resume
+/// would apply to another turn.
 #[tokio::test]
 async fn a_refused_commands_turn_records_no_narrowing() {
     let sandbox = Sandbox::new();
     std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
     std::fs::write(
         sandbox.home.join("commands/look.md"),
-        "---\nallowed-tools: Read\n---\nLook at $ARGUMENTS",
+        "---\nallowed-tools: Read, Bash(git status)\n---\nLook at $ARGUMENTS",
     )
     .unwrap();
     std::fs::write(
@@ -134,7 +133,7 @@ async fn a_refused_commands_turn_records_no_narrowing() {
     assert!(request_bodies(&server).await.is_empty(), "the model was called");
     let log = sandbox.only_log();
     let scopes: Vec<&Value> = log.iter().filter(|l| l["type"] == "turn_scope").collect();
-    assert!(scopes.is_empty(), "a narrowing without its turn: {scopes:?}");
+    assert!(scopes.is_empty(), "pre-approvals without their turn: {scopes:?}");
 }
 
 /// Every `$ARGUMENTS` repeats the arguments, so a command's prompt grows
@@ -200,9 +199,10 @@ async fn a_commands_edit_permission_covers_the_edit_tool_the_model_is_offered() 
 }
 
 /// A command written for Claude Code naming a whole MCP server
-/// (`allowed-tools: mcp__fault`) may call each of its tools, and nothing
-/// it does not name. main matched names exactly: the server's `echo` was
-/// refused as "not one of the /ask command's tools".
+/// (`allowed-tools: mcp__fault`) may call each of its tools, and a tool it
+/// does not name is judged as usual, not refused (issue 36). An older
+/// main matched names exactly: the server's `echo` was refused as "not one
+/// of the /ask command's tools".
 #[tokio::test]
 async fn a_command_naming_a_whole_mcp_server_calls_its_tools() {
     use super::mcp_support::{fault_table, python, recorded, write_config};
@@ -237,8 +237,9 @@ async fn a_command_naming_a_whole_mcp_server_calls_its_tools() {
         .collect();
     let of = |name: &str| results.iter().find(|item| item["name"] == name).unwrap().clone();
     assert_eq!(of("mcp__fault__echo")["is_error"], false, "{results:?}");
-    let refused = of("read_file");
-    assert!(refused["output"].as_str().unwrap().contains("is not one of"), "{refused}");
+    // Unlisted, it is judged as usual (a read: it runs), not refused.
+    let read = of("read_file");
+    assert!(!read["output"].as_str().unwrap().contains("is not one of"), "{read}");
     let called = recorded(&record).iter().filter(|line| line["method"] == "tools/call").count();
     assert_eq!(called, 1);
 }
@@ -385,4 +386,95 @@ async fn a_commands_file_references_are_inlined_within_read_files_confinement() 
         })
         .count();
     assert_eq!(warnings, 1);
+}
+
+/// Claude Code's `commit.md` as published: `allowed-tools` lists what it
+/// may run without asking.
+const COMMIT: &str = "---\nallowed-tools: Bash(git add:*), Bash(git commit:*)\n\
+description: Commit\n---\nStage and commit: $ARGUMENTS\n";
+
+/// `keel exec --mode ask` (headless: a call that needs an approval is
+/// declined, exit 3): what each shell or write call came to, by the
+/// arguments the model sent.
+fn in_ask_mode(sandbox: &Sandbox, uri: &str, prompt: &str) -> (Option<i32>, Vec<String>) {
+    let output =
+        sandbox.run(&Model::at("openai-chat", uri), &["exec", "--json", "--mode", "ask", prompt]);
+    let declined = json_lines(&output.stdout)
+        .into_iter()
+        .filter(|line| line["type"] == "approval_declined")
+        .map(|line| line["arguments"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    (output.status.code(), declined)
+}
+
+fn shell_step(command: &str) -> Step {
+    Step::Calls { text: None, calls: vec![call("shell", json!({ "command": command }))] }
+}
+
+/// Issue 36 (ecosystem review C5): a trusted project's `/commit` with
+/// `allowed-tools: Bash(git add:*), Bash(git commit:*)` runs `git add`
+/// without asking in ask mode; a tool it does not list (`write_file`) goes
+/// through the normal flow (declined headless, not refused as outside the
+/// command); the next prompt's `git add` is asked about again. Failed
+/// before: `git add` was declined too (the list read as "all of shell",
+/// which ask mode still asks about) and the write was refused as "not one
+/// of the /commit command's tools".
+#[tokio::test]
+async fn a_commands_allowed_tools_pre_approve_its_turn_and_refuse_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "a\n");
+    sandbox.write("b.txt", "b\n");
+    sandbox.write(".claude/commands/commit.md", COMMIT);
+    assert!(sandbox.keel().arg("trust").output().unwrap().status.success());
+    let steps = [
+        shell_step("git add a.txt"),
+        Step::Calls {
+            text: None,
+            calls: vec![call("write_file", json!({"path": "notes.md", "content": "x"}))],
+        },
+        Step::Answer("staged".into()),
+    ];
+    let server = scripted_model(Wire::Chat, &steps).await;
+    let (code, declined) = in_ask_mode(&sandbox, &server.uri(), "/commit the fix");
+    assert_eq!(code, Some(3), "the unlisted write needs an approval: {declined:?}");
+    assert_eq!(declined.len(), 1, "only the write is declined: {declined:?}");
+    assert!(declined[0].contains("notes.md"), "{declined:?}");
+    let bodies = request_bodies(&server).await;
+    let results = bodies[2]["messages"].to_string();
+    assert!(!results.contains("is not one of"), "refused by a scope: {results}");
+    let log = std::fs::read_to_string(sandbox.only_log_path()).unwrap();
+    assert!(log.contains("\"turn_scope\""), "the pre-approvals were not logged");
+
+    // The pre-approval ended with the turn.
+    let server =
+        scripted_model(Wire::Chat, &[shell_step("git add b.txt"), Step::Answer("ok".into())]).await;
+    let (code, declined) = in_ask_mode(&sandbox, &server.uri(), "stage b.txt");
+    assert_eq!(code, Some(3));
+    assert_eq!(declined.len(), 1, "{declined:?}");
+    assert!(declined[0].contains("git add b.txt"), "{declined:?}");
+}
+
+/// A pre-approval is an "always" answer, not a licence: the user's
+/// forbidden rule on `git add` still refuses it in the command's turn.
+#[tokio::test]
+async fn a_forbidden_rule_wins_over_a_commands_allowed_tools() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "a\n");
+    std::fs::create_dir_all(sandbox.home.join("rules")).unwrap();
+    std::fs::write(
+        sandbox.home.join("rules/user.rules"),
+        "prefix_rule(pattern=[\"git\", \"add\"], decision=\"forbidden\", \
+         justification=\"stage by hand\")\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(sandbox.home.join(".claude/commands")).unwrap();
+    std::fs::write(sandbox.home.join(".claude/commands/commit.md"), COMMIT).unwrap();
+    let server =
+        scripted_model(Wire::Chat, &[shell_step("git add a.txt"), Step::Answer("no".into())]).await;
+    let (code, declined) = in_ask_mode(&sandbox, &server.uri(), "/commit now");
+    assert!(declined.is_empty(), "forbidden, not asked: {declined:?}");
+    assert_eq!(code, Some(0));
+    let bodies = request_bodies(&server).await;
+    let result = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"].to_string();
+    assert!(result.contains("stage by hand"), "{result}");
 }

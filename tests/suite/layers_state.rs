@@ -131,7 +131,7 @@ const APPLIED_WRITES: [&str; 22] = [
     "state.session_cost_usd = ",
     "state.allowlist.extend(",
     "state.config.policy.mode = ",
-    "state.turn_scope = ",
+    "state.turn_approvals = ",
     "state.unreported.add(",
     "state.logged_limits = ",
     "state.config.limits.spend = ",
@@ -156,8 +156,8 @@ const APPLIED_WRITE_EXCEPTIONS: [(&str, &str, &str); 3] = [
     ),
     (
         "rebuild.rs",
-        "state.turn_scope = ",
-        "a narrowing logged for a turn that never started (or was dropped) ends with the fold",
+        "state.turn_approvals = ",
+        "pre-approvals logged for a turn that never started (or was dropped) end with the fold",
     ),
     (
         "rebuild.rs",

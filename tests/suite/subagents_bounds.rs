@@ -1,7 +1,7 @@
 //! What bounds a subagent, through the real `keel exec` binary against a
 //! routed model (`routed_model.rs`): a Claude agent file's disallowed tools
-//! and permission mode, a narrowed command's tools (also across a kill and
-//! resume), the delegation depth, the user's hooks and the secret guard, the
+//! and permission mode, a command's `allowed-tools` (pre-approvals, across a
+//! kill and resume too; a child keeps its type's tools), the delegation depth, the user's hooks and the secret guard, the
 //! session's MCP servers (never started again), token budgets shared by
 //! children. Helpers are `subagents_e2e.rs`'s.
 
@@ -61,8 +61,11 @@ fn a_claude_agents_disallowed_tools_are_withheld_and_its_permission_mode_is_not_
     assert_eq!(read_jsonl(&children[0])[0]["mode"], "auto", "the parent's mode, no more");
 }
 
+/// Issue 36: a command's `allowed-tools` pre-approve its own turn's calls
+/// and narrow nothing, a child's tools included: the child gets its type's
+/// tools. Before, `verify` was cut to `read_file` and made read-only.
 #[test]
-fn a_subagent_of_a_narrowed_command_gets_none_of_the_tools_the_command_withholds() {
+fn a_subagent_of_a_commands_turn_gets_its_types_tools() {
     let sandbox = Sandbox::new();
     sandbox.write("Makefile", "check:\n\ttrue\n");
     std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
@@ -94,24 +97,22 @@ fn a_subagent_of_a_narrowed_command_gets_none_of_the_tools_the_command_withholds
     assert_eq!(output.status.code(), Some(0), "{result}");
     assert_eq!(first_user_of(&model.of("parent")[0].body), "Look at the Makefile.");
     let verify = model.of("verify");
-    assert_eq!(tool_names(&verify[0].body), ["read_file"], "verify's tools within the command's");
-    let refused = tool_results(&verify[1].body).pop().unwrap();
-    assert!(
-        refused.contains("`shell` is not one of the read-only verify agent's tools"),
-        "{refused}"
-    );
-    assert!(!sandbox.repo.join("out.txt").exists());
+    assert!(tool_names(&verify[0].body).contains(&"shell".to_owned()), "verify's own tools");
+    let result = tool_results(&verify[1].body).pop().unwrap();
+    assert!(!result.contains("is not one of"), "{result}");
     let (_, children) = logs(&sandbox);
-    assert_eq!(read_jsonl(&children[0])[0]["mode"], "explore");
+    assert_eq!(read_jsonl(&children[0])[0]["mode"], "auto", "the parent's mode");
 }
 
+/// The pre-approvals are logged with the turn: a turn resumed after a
+/// kill in ask mode still runs what `allowed-tools` lists without asking.
 #[test]
 fn a_command_turn_resumed_after_a_kill_keeps_its_allowed_tools() {
     let sandbox = Sandbox::new();
     std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
     std::fs::write(
         sandbox.home.join("commands/look.md"),
-        "---\ndescription: Look only\nallowed-tools: Read\n---\nLook at $ARGUMENTS.\n",
+        "---\ndescription: Look\nallowed-tools: Read, Bash(touch out.txt)\n---\nLook at $ARGUMENTS.\n",
     )
     .unwrap();
     let model = RoutedModel::start(vec![Route::system(
@@ -120,20 +121,18 @@ fn a_command_turn_resumed_after_a_kill_keeps_its_allowed_tools() {
         vec![
             // keel is killed while this request waits.
             Reply::Hold,
-            calls(vec![call("shell", json!({"command": "echo x > out.txt"}))]),
+            calls(vec![call("shell", json!({"command": "touch out.txt"}))]),
             answer("looked"),
         ],
     )]);
     kill_when_held(&sandbox, &model, "/look the Makefile", "parent");
 
-    let output = exec(&sandbox, &model, &["--full-auto", "resume"], &parent_id(&sandbox));
+    let output = exec(&sandbox, &model, &["--mode", "ask", "resume"], &parent_id(&sandbox));
     let result = result_of(&output);
-    assert_eq!(output.status.code(), Some(0), "{result}");
+    assert_eq!(output.status.code(), Some(0), "asked, so declined: {result}");
     let parent = model.of("parent");
     assert_eq!(parent.len(), 3);
-    let refused = tool_results(&parent[2].body).pop().unwrap();
-    assert!(refused.contains("`shell` is not one of the /look command's tools"), "{refused}");
-    assert!(!sandbox.repo.join("out.txt").exists(), "the resumed turn ran a withheld tool");
+    assert!(sandbox.repo.join("out.txt").exists(), "the resumed turn lost its pre-approval");
 }
 
 /// A command's model lasts its turn, also when that turn is resumed after
@@ -306,51 +305,6 @@ fn an_interrupt_mid_child_keeps_its_work_in_both_logs_and_a_resume_does_not_redo
     assert_eq!(sandbox.read("count.txt"), "run\n");
     let delegated = tool_results(&model.of("parent")[1].body).pop().unwrap();
     assert!(delegated.contains("ran: echo run >> count.txt"), "{delegated}");
-}
-
-#[test]
-fn a_child_of_a_narrowed_command_resumed_after_a_kill_stays_within_the_command() {
-    let sandbox = Sandbox::new();
-    std::fs::create_dir_all(sandbox.home.join("commands")).unwrap();
-    std::fs::write(
-        sandbox.home.join("commands/look.md"),
-        "---\ndescription: Look only\nallowed-tools: Read, Task\n---\nLook at $ARGUMENTS.\n",
-    )
-    .unwrap();
-    let model = RoutedModel::start(vec![
-        Route::system(
-            "parent",
-            PARENT,
-            vec![
-                calls(vec![agent_call("verify", "check", "Run the project's checks.")]),
-                answer("looked"),
-            ],
-        ),
-        Route::system(
-            "verify",
-            "You are a subagent verifying",
-            vec![
-                // keel is killed while this request waits.
-                Reply::Hold,
-                calls(vec![call("shell", json!({"command": "echo x > out.txt"}))]),
-                answer("could not run them"),
-            ],
-        ),
-    ]);
-    kill_when_held(&sandbox, &model, "/look the Makefile", "verify");
-
-    let output = exec(&sandbox, &model, &["--full-auto", "resume"], &parent_id(&sandbox));
-    let result = result_of(&output);
-    assert_eq!(output.status.code(), Some(0), "{result}");
-    let verify = model.of("verify");
-    assert_eq!(verify.len(), 3, "{result}");
-    assert_eq!(tool_names(&verify[1].body), ["read_file"], "resumed within the command's tools");
-    let refused = tool_results(&verify[2].body).pop().unwrap();
-    assert!(
-        refused.contains("`shell` is not one of the read-only verify agent's tools"),
-        "{refused}"
-    );
-    assert!(!sandbox.repo.join("out.txt").exists(), "the resumed child ran a withheld tool");
 }
 
 #[test]

@@ -78,8 +78,8 @@ pub(super) fn foreign_agent_model(
 }
 
 /// `definition` as a child of a loop narrowed to `scope` may use it: no
-/// tool the loop itself may not call (a `/command`'s `allowed-tools`, or
-/// a subagent's own tools for its children), so delegating never widens
+/// tool the loop itself may not call (a subagent's own tools for its
+/// children), so delegating never widens
 /// what the loop may do.
 pub(super) fn within_scope(
     definition: &AgentDefinition,
@@ -206,8 +206,8 @@ mod tests {
             ["read_file", "mcp__docs__publish", "mcp__docs__search"]
         );
         assert!(!narrowed.read_only, "an MCP tool is not known to only read");
-        // Under a command's `allowed-tools: mcp__docs`, a type listing one
-        // of its tools keeps it, and nothing of another server.
+        // Under a scope naming `mcp__docs` whole, a type listing one of
+        // its tools keeps it, and nothing of another server.
         let searcher =
             definition("---\nname: s\ndescription: d\ntools: mcp__docs__search, mcp__gh__x\n---\n");
         let narrowed = within_scope(&searcher, Some(&self::scope(&["mcp__docs", "todo_write"])));

@@ -351,10 +351,10 @@ impl Session {
     }
 
     /// `definition` as this session may delegate it now: within the loop's
-    /// scope and the running turn's (a `/command`'s `allowed-tools`).
+    /// scope (a subagent's own type). A `/command`'s `allowed-tools` narrow
+    /// nothing: they pre-approve its own turn's calls, not a child's.
     pub(super) fn narrowed_type(&self, definition: &AgentDefinition) -> AgentDefinition {
-        let definition = within_scope(definition, self.state.config().tool_scope.as_ref());
-        within_scope(&definition, self.state.turn_scope())
+        within_scope(definition, self.state.config().tool_scope.as_ref())
     }
 
     /// The loop state of a new child: its config, the one-phase workflow,
