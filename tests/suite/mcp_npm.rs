@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::mcp_support::{npm_entry, npm_servers, write_config};
-use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
-use super::wire::{Step, Wire, call};
+use super::mcp_support::{exec_ask as exec_with, npm_entry, npm_servers, write_config};
+use super::support::Sandbox;
+use super::wire::{Step, call};
 
 fn calls(list: &[(&str, Value)]) -> Step {
     Step::Calls { text: None, calls: list.iter().map(|(n, a)| call(n, a.clone())).collect() }
@@ -26,29 +26,6 @@ fn completed<'a>(lines: &'a [Value], name: &str) -> &'a Value {
         .iter()
         .find(|l| l["type"] == "item_completed" && l["item"]["name"] == name)
         .unwrap_or_else(|| panic!("no result for {name}: {lines:#?}"))["item"]
-}
-
-/// Runs `keel exec --json` in ask mode; `code` is the exit status wanted
-/// (3 when a call was declined for want of an approval).
-async fn exec_with(
-    sandbox: &Sandbox,
-    steps: &[Step],
-    prompt: &str,
-    code: i32,
-) -> (Vec<Value>, Vec<Value>) {
-    let model = scripted_model(Wire::Chat, steps).await;
-    let output = sandbox
-        .keel()
-        .env("OPENAI_API_KEY", "sk-keel-test-secret")
-        .arg("exec")
-        .args(Model::chat(&model).flags())
-        .args(["--json", "--mode", "ask"])
-        .arg(prompt)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
-    (json_lines(&output.stdout), request_bodies(&model).await)
 }
 
 async fn exec(sandbox: &Sandbox, steps: &[Step], prompt: &str) -> (Vec<Value>, Vec<Value>) {

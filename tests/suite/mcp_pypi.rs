@@ -12,9 +12,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::mcp_support::{pypi_servers, write_config};
-use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
-use super::wire::{Step, Wire, call};
+use super::mcp_support::{exec_ask as exec, pypi_servers, write_config};
+use super::support::Sandbox;
+use super::wire::{Step, call};
 
 fn calls(list: &[(&str, Value)]) -> Step {
     Step::Calls { text: None, calls: list.iter().map(|(n, a)| call(n, a.clone())).collect() }
@@ -31,29 +31,6 @@ fn results(lines: &[Value]) -> Vec<&Value> {
 
 fn output(item: &Value) -> &str {
     item["output"].as_str().unwrap_or_else(|| panic!("no text output: {item}"))
-}
-
-/// Runs `keel exec --json` in ask mode; `code` is the exit status wanted
-/// (3 when a call was declined for want of an approval).
-async fn exec(
-    sandbox: &Sandbox,
-    steps: &[Step],
-    prompt: &str,
-    code: i32,
-) -> (Vec<Value>, Vec<Value>) {
-    let model = scripted_model(Wire::Chat, steps).await;
-    let output = sandbox
-        .keel()
-        .env("OPENAI_API_KEY", "sk-keel-test-secret")
-        .arg("exec")
-        .args(Model::chat(&model).flags())
-        .args(["--json", "--mode", "ask"])
-        .arg(prompt)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
-    (json_lines(&output.stdout), request_bodies(&model).await)
 }
 
 /// A `[mcp_servers.NAME]` table running the venv's `program` with `args`,

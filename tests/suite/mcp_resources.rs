@@ -12,8 +12,10 @@ use keel::runtime::{EventSink, NonInteractiveApprover, RuntimeEvent, Session};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::mcp_support::{fault_table, npm_entry, npm_servers, python, recorded, write_config};
-use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
+use super::mcp_support::{
+    exec_ask as exec, fault_table, npm_entry, npm_servers, python, recorded, write_config,
+};
+use super::support::{Sandbox, request_bodies, scripted_model};
 use super::wire::{Step, Wire, call};
 
 const ARCHITECTURE: &str = "demo://resource/static/document/architecture.md";
@@ -25,27 +27,6 @@ fn everything(sandbox: &Sandbox, dir: &std::path::Path, trusted_reads: bool) {
         npm_entry(dir, "server-everything")
     );
     write_config(sandbox, &config);
-}
-
-async fn exec(
-    sandbox: &Sandbox,
-    steps: &[Step],
-    prompt: &str,
-    code: i32,
-) -> (Vec<Value>, Vec<Value>) {
-    let model = scripted_model(Wire::Chat, steps).await;
-    let output = sandbox
-        .keel()
-        .env("OPENAI_API_KEY", "sk-keel-test-secret")
-        .arg("exec")
-        .args(Model::chat(&model).flags())
-        .args(["--json", "--mode", "ask"])
-        .arg(prompt)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
-    (json_lines(&output.stdout), request_bodies(&model).await)
 }
 
 fn results(lines: &[Value]) -> Vec<&Value> {

@@ -9,7 +9,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::support::Sandbox;
+use serde_json::Value;
+
+use super::support::{Model, Sandbox, json_lines, request_bodies, scripted_model};
+use super::wire::{Step, Wire};
 
 /// The versions `.ci/run` installs (tests/fixtures/mcp-npm/package.json).
 pub const NPM_DIR_VAR: &str = "KEEL_MCP_NPM_DIR";
@@ -181,4 +184,28 @@ pub fn processes_with(marker: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Runs `keel exec --json` in ask mode against a scripted model of `steps`;
+/// `code` is the exit status wanted (3 when a call was declined for want of
+/// an approval). The events and the request bodies.
+pub async fn exec_ask(
+    sandbox: &Sandbox,
+    steps: &[Step],
+    prompt: &str,
+    code: i32,
+) -> (Vec<Value>, Vec<Value>) {
+    let model = scripted_model(Wire::Chat, steps).await;
+    let output = sandbox
+        .keel()
+        .env("OPENAI_API_KEY", "sk-keel-test-secret")
+        .arg("exec")
+        .args(Model::chat(&model).flags())
+        .args(["--json", "--mode", "ask"])
+        .arg(prompt)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
+    (json_lines(&output.stdout), request_bodies(&model).await)
 }
